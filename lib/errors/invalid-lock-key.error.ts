@@ -1,0 +1,18 @@
+import { RedisLockError } from './redis-lock.error';
+
+/** A lock or topic name that cannot be used as (part of) a Redis key. Nothing was written. */
+export class InvalidLockKeyError extends RedisLockError {
+  readonly code = 'INVALID_LOCK_KEY';
+
+  constructor(
+    readonly key: unknown,
+    problem: string,
+  ) {
+    super(`Invalid lock key ${preview(key)}: ${problem}.`);
+  }
+}
+
+function preview(key: unknown): string {
+  if (typeof key !== 'string') return `(${key === null ? 'null' : typeof key})`;
+  return JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key);
+}

@@ -1,0 +1,13 @@
+import { RedisLockError } from './redis-lock.error';
+
+/** An option has a value the library cannot use. The message names the option and what is accepted. */
+export class InvalidOptionsError extends RedisLockError {
+  readonly code = 'INVALID_OPTIONS';
+
+  constructor(
+    readonly option: string,
+    problem: string,
+  ) {
+    super(`Invalid option \`${option}\`: ${problem}.`);
+  }
+}

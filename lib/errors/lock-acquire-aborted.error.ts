@@ -1,0 +1,13 @@
+import { RedisLockError } from './redis-lock.error';
+
+/** The caller's `AbortSignal` fired while the acquire was waiting. `cause` is the signal's reason. */
+export class LockAcquireAbortedError extends RedisLockError {
+  readonly code = 'LOCK_ACQUIRE_ABORTED';
+
+  constructor(
+    readonly key: string | readonly string[],
+    reason: unknown,
+  ) {
+    super(`Acquiring lock ${JSON.stringify(key)} was aborted by the caller's signal.`, { cause: reason });
+  }
+}

@@ -1,0 +1,31 @@
+import { InvalidLockKeyError } from '../errors/invalid-lock-key.error';
+
+/** Longest user-supplied name accepted inside a key, in UTF-8 bytes (before escaping). */
+export const MAX_KEY_PART_BYTES = 1024;
+
+/**
+ * Makes a user-supplied name safe to place inside a Redis hash tag `{...}`.
+ *
+ * Redis Cluster hashes only the text between the first `{` and the next `}`, so a name containing a
+ * brace could move a key to another slot (CROSSSLOT inside a script) or collide with another key.
+ * Percent-encoding `%`, `{` and `}` keeps the mapping one-to-one: two different names can never
+ * produce the same key.
+ */
+export function escapeKeyPart(name: unknown, what = 'lock key'): string {
+  if (typeof name !== 'string') {
+    throw new InvalidLockKeyError(name, `a ${what} must be a string`);
+  }
+  if (name.length === 0) {
+    throw new InvalidLockKeyError(name, `a ${what} must not be empty`);
+  }
+  // Length is checked in bytes, the unit Redis and memory budgets care about.
+  if (Buffer.byteLength(name, 'utf8') > MAX_KEY_PART_BYTES) {
+    throw new InvalidLockKeyError(name, `a ${what} may be at most ${MAX_KEY_PART_BYTES} UTF-8 bytes long`);
+  }
+  if (!name.isWellFormed()) {
+    throw new InvalidLockKeyError(name, `a ${what} must be well-formed Unicode (it contains a lone surrogate)`);
+  }
+  return name.replace(/[%{}]/g, (ch) => ESCAPES[ch]);
+}
+
+const ESCAPES: Record<string, string> = { '%': '%25', '{': '%7B', '}': '%7D' };

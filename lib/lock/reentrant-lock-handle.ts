@@ -1,0 +1,101 @@
+import { LockLostError } from '../errors/lock-lost.error';
+import type { LockKeys } from '../keys/redis-key-space';
+import type { LockHandle } from './interfaces/lock-handle.interface';
+
+/** What a handle needs from the service that issued it. */
+export interface HeldLockOperations {
+  releaseHeld(handle: ReentrantLockHandle): Promise<void>;
+  extendHeld(handle: ReentrantLockHandle, leaseTime: number): Promise<void>;
+  onLost(handle: ReentrantLockHandle, error: LockLostError): void;
+}
+
+/**
+ * One hold of a reentrant lock (a nested acquire gets its own handle over the same Redis entry).
+ *
+ * The handle tracks its lease on the monotonic clock: the deadline is counted from the moment the
+ * acquiring or renewing command was *sent*, so it can only err on the early side. If the deadline
+ * passes without a confirmed renewal the lock is treated as lost, even if Redis is unreachable and
+ * cannot say so.
+ */
+export class ReentrantLockHandle implements LockHandle {
+  private readonly controller = new AbortController();
+  private expiryTimer?: NodeJS.Timeout;
+  private released = false;
+  /** Set while a release waits for the surrounding transaction to complete. */
+  releasePending = false;
+
+  constructor(
+    readonly keys: LockKeys,
+    readonly owner: string,
+    readonly fencingToken: string,
+    /** Lease in ms the lock was taken (and is renewed) with. */
+    public leaseTime: number,
+    /** True when the watchdog renews this lock. */
+    readonly watchdog: boolean,
+    leaseStartedAt: number,
+    private readonly operations: HeldLockOperations,
+  ) {
+    this.armExpiry(leaseStartedAt);
+  }
+
+  get key(): string {
+    return this.keys.name;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get held(): boolean {
+    return !this.released && !this.controller.signal.aborted;
+  }
+
+  release(): Promise<void> {
+    if (this.released) return Promise.resolve();
+    this.released = true;
+    return this.operations.releaseHeld(this);
+  }
+
+  extend(leaseTime?: number): Promise<void> {
+    return this.operations.extendHeld(this, leaseTime ?? this.leaseTime);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
+  /** The lease was confirmed by a command sent at `sentAt` (monotonic ms). */
+  leaseConfirmed(sentAt: number, leaseTime = this.leaseTime): void {
+    if (this.controller.signal.aborted) return;
+    this.leaseTime = leaseTime;
+    this.armExpiry(sentAt);
+  }
+
+  /** Marks the hold as gone for good: stops timers and, if it was still held, aborts the signal. */
+  markLost(reason: LockLostError['reason']): void {
+    this.stopTimers();
+    if (this.controller.signal.aborted || (this.released && !this.releasePending)) return;
+    const error = new LockLostError(this.key, this.fencingToken, reason);
+    this.controller.abort(error);
+    this.operations.onLost(this, error);
+  }
+
+  /** Called once the hold is released in Redis. */
+  markReleased(): void {
+    this.released = true;
+    this.releasePending = false;
+    this.stopTimers();
+  }
+
+  stopTimers(): void {
+    clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
+  }
+
+  private armExpiry(leaseStartedAt: number): void {
+    clearTimeout(this.expiryTimer);
+    const left = leaseStartedAt + this.leaseTime - performance.now();
+    this.expiryTimer = setTimeout(() => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'), Math.max(0, left));
+    this.expiryTimer.unref();
+  }
+}

@@ -1,0 +1,30 @@
+import { RedisScript } from '../../redis/redis-script';
+
+/**
+ * Takes or re-enters a reentrant lock.
+ *
+ * KEYS[1] owner hash  `rl:lock:{name}`          owner -> reentry count
+ * KEYS[2] fence       `rl:lock:{name}:fence`    counter, incremented on every fresh acquire
+ * ARGV[1] owner id, ARGV[2] lease in ms
+ *
+ * Returns {1, fencingToken} when held by the caller afterwards, {0, pttl} when another owner holds it
+ * (pttl is how long the caller may sleep at most before the lease could have run out).
+ */
+export const acquireLockScript = new RedisScript(
+  'acquireLock',
+  `
+local lease = tonumber(ARGV[2])
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], ARGV[1], 1)
+  redis.call('pexpire', KEYS[1], lease)
+  return {1, tostring(redis.call('incr', KEYS[2]))}
+end
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[1], 1)
+  -- a nested acquire never shortens the lease the outer one already has
+  if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
+  return {1, redis.call('get', KEYS[2]) or '0'}
+end
+return {0, redis.call('pttl', KEYS[1])}
+`,
+);

@@ -1,0 +1,17 @@
+import { ConfigurableModuleBuilder } from '@nestjs/common';
+import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface';
+
+/**
+ * Generates `forRoot` / `forRootAsync` (useFactory + inject, useClass, useExisting) with an
+ * `isGlobal` extra, instead of hand-written dynamic-module plumbing.
+ */
+export const {
+  ConfigurableModuleClass: ConfigurableRedisLockModule,
+  MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS,
+  OPTIONS_TYPE: REDIS_LOCK_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: REDIS_LOCK_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<RedisLockModuleOptions>({ moduleName: 'RedisLock' })
+  .setClassMethodName('forRoot')
+  .setFactoryMethodName('createRedisLockOptions')
+  .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .build();

@@ -1,0 +1,38 @@
+import { Module } from '@nestjs/common';
+import { LockService } from './lock/lock.service';
+import { RedisLockEvents } from './lock/lock-events';
+import { resolveRedisLockConfig } from './options/resolve-redis-lock-config';
+import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface';
+import { RedisConnection } from './redis/redis-connection';
+import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition';
+import { REDIS_LOCK_CONFIG } from './redis-lock.constants';
+import { defaultUnitOfWork } from './transaction/async-local-unit-of-work';
+import { TransactionSynchronizer } from './transaction/transaction-synchronizer.interface';
+import type { RedisLockConfig } from './options/redis-lock-config';
+
+/**
+ * Distributed locks and delayed jobs on Redis.
+ *
+ * @example
+ * \@Module({ imports: [RedisLockModule.forRoot({ redis: process.env.REDIS_URL, isGlobal: true })] })
+ * export class AppModule {}
+ */
+@Module({
+  providers: [
+    {
+      provide: REDIS_LOCK_CONFIG,
+      useFactory: (options: RedisLockModuleOptions) => resolveRedisLockConfig(options),
+      inject: [REDIS_LOCK_MODULE_OPTIONS],
+    },
+    {
+      provide: TransactionSynchronizer,
+      useFactory: (config: RedisLockConfig) => config.transactions ?? defaultUnitOfWork,
+      inject: [REDIS_LOCK_CONFIG],
+    },
+    RedisConnection,
+    RedisLockEvents,
+    LockService,
+  ],
+  exports: [LockService, RedisLockEvents, TransactionSynchronizer],
+})
+export class RedisLockModule extends ConfigurableRedisLockModule {}

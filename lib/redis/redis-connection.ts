@@ -1,0 +1,118 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Cluster } from 'ioredis';
+import { RedisConnectionError } from '../errors/redis-connection.error';
+import type { RedisClient, RedisLockConfig } from '../options/redis-lock-config';
+import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
+import { createRedisClient, describeEndpoint } from './create-redis-client';
+
+/**
+ * Owns the Redis connections of the module: the shared command client, and the extra connections
+ * that must not carry ordinary commands (the pub/sub subscriber, blocking consumers).
+ *
+ * A client the user passed in is never closed here; every connection this class created is closed
+ * in `onApplicationShutdown`, which Nest runs after every `beforeApplicationShutdown` hook, so the
+ * lock and queue services have stopped using them by then.
+ */
+@Injectable()
+export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
+  readonly client: RedisClient;
+  private readonly ownsClient: boolean;
+  private readonly dedicated = new Set<RedisClient>();
+  private readonly logger = new Logger('RedisLockModule');
+  private lastErrorLog = 0;
+
+  constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
+    const { client, owned } = createRedisClient(config.redis);
+    this.client = client;
+    this.ownsClient = owned;
+    if (owned) this.logErrorsOf(client, 'commands');
+  }
+
+  get isCluster(): boolean {
+    return this.client instanceof Cluster;
+  }
+
+  /** Pub/sub needs SPUBLISH on a cluster (the message stays on the slot's shard), PUBLISH elsewhere. */
+  get publishCommand(): 'publish' | 'spublish' {
+    return this.isCluster ? 'spublish' : 'publish';
+  }
+
+  async onModuleInit(): Promise<void> {
+    if (this.config.connectTimeout === 0) return;
+    await this.verifyReachable(this.client, this.config.connectTimeout);
+  }
+
+  /**
+   * A new connection with the same settings, for a subscriber or a blocking reader. Closed with
+   * the module even when the main client belongs to the user.
+   */
+  duplicate(purpose: string): RedisClient {
+    const copy: RedisClient = this.client.duplicate();
+    this.dedicated.add(copy);
+    this.logErrorsOf(copy, purpose);
+    return copy;
+  }
+
+  /** Closes one dedicated connection early (for example a blocking client found hung). */
+  async release(copy: RedisClient): Promise<void> {
+    this.dedicated.delete(copy);
+    await closeQuietly(copy);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const closing = [...this.dedicated].map((c) => closeQuietly(c));
+    this.dedicated.clear();
+    await Promise.all(closing);
+    if (this.ownsClient) await closeQuietly(this.client);
+  }
+
+  private async verifyReachable(client: RedisClient, timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      if (client.status === 'wait') await Promise.race([client.connect(), timeout]);
+      await Promise.race([client.ping(), timeout]);
+    } catch (error) {
+      if (this.ownsClient) client.disconnect();
+      throw new RedisConnectionError(
+        `Cannot reach Redis at ${describeEndpoint(client)}: ${(error as Error)?.message ?? error}. ` +
+          'Check that the server is running and that the `redis` option (URL, host/port, password, TLS) is right.',
+        error,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** ioredis prints "Unhandled error event" without a listener; log through Nest instead, at most once a second. */
+  private logErrorsOf(client: RedisClient, purpose: string): void {
+    client.on('error', (error: Error) => {
+      const now = performance.now();
+      if (now - this.lastErrorLog < 1000) return;
+      this.lastErrorLog = now;
+      this.logger.warn(`Redis ${purpose} connection error (${describeEndpoint(client)}): ${error.message}`);
+    });
+  }
+}
+
+async function closeQuietly(client: RedisClient): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      client.quit(),
+      new Promise((resolve) => (timer = setTimeout(resolve, 1000))),
+    ]);
+  } catch {
+    // Already closing or closed: nothing to do.
+  } finally {
+    clearTimeout(timer);
+    client.disconnect();
+  }
+}

@@ -1,0 +1,33 @@
+import { createHash } from 'node:crypto';
+import type { RedisClient } from '../options/redis-lock-config';
+
+/**
+ * A Lua script sent by SHA (EVALSHA) and, only when the server does not know it yet (first use,
+ * restart, failover, SCRIPT FLUSH), by body with EVAL, which also caches it. One round trip in the
+ * common case, and no dependency on `defineCommand` mutating a client the user may own.
+ *
+ * Script bodies are constants of this library; user input only ever travels as KEYS and ARGV.
+ */
+export class RedisScript {
+  readonly sha: string;
+
+  constructor(
+    readonly name: string,
+    readonly source: string,
+  ) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run<T = unknown>(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+    try {
+      return (await client.evalsha(this.sha, keys.length, ...keys, ...args)) as T;
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return (await client.eval(this.source, keys.length, ...keys, ...args)) as T;
+    }
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}

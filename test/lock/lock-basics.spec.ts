@@ -1,0 +1,23 @@
+import type { TestingModule } from '@nestjs/testing';
+import { LockService } from '../../lib';
+import { createLockApp } from '../support/test-app';
+
+describe('LockService basics', () => {
+  let app: TestingModule;
+  let locks: LockService;
+
+  beforeAll(async () => {
+    app = await createLockApp();
+    locks = app.get(LockService);
+  });
+  afterAll(() => app.close());
+
+  it('acquires, reports, and releases a lock', async () => {
+    const lock = await locks.acquire('a');
+    expect(lock.held).toBe(true);
+    expect(await locks.isLocked('a')).toBe(true);
+    await lock.release();
+    expect(lock.held).toBe(false);
+    expect(await locks.isLocked('a')).toBe(false);
+  });
+});

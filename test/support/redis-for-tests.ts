@@ -1,0 +1,62 @@
+import { existsSync } from 'node:fs';
+import { hasRedisServerBinary, startLocalRedisServer } from './local-redis-server';
+
+/** A Redis server for the test run and how to let go of it. */
+export interface TestRedis {
+  readonly url: string;
+  readonly source: 'REDIS_URL' | 'testcontainers' | 'redis-server';
+  stop(): Promise<void>;
+}
+
+export const NO_REDIS_MESSAGE = [
+  'The tests need a real Redis server, and none was found. Any one of these works:',
+  '  - set REDIS_URL=redis://host:port to a server you run (a spare database: tests write keys under their own prefixes);',
+  '  - run a Docker engine (the tests then start redis:7-alpine with testcontainers);',
+  '  - install redis-server on PATH: `sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis` (macOS).',
+].join('\n');
+
+/**
+ * Picks the Redis for the run: `REDIS_URL` if set, else a testcontainers container when a Docker
+ * engine answers, else `redis-server` from PATH on a free loopback port. Never falls back to a fake:
+ * with none of them the run fails with `NO_REDIS_MESSAGE`.
+ */
+export async function provideTestRedis(): Promise<TestRedis> {
+  if (process.env.REDIS_URL) {
+    return { url: process.env.REDIS_URL, source: 'REDIS_URL', stop: async () => undefined };
+  }
+  if (dockerMayBeReachable()) {
+    const container = await startContainer();
+    if (container) return container;
+  }
+  if (hasRedisServerBinary()) {
+    const server = await startLocalRedisServer();
+    return { url: server.url, source: 'redis-server', stop: () => server.stop() };
+  }
+  throw new Error(NO_REDIS_MESSAGE);
+}
+
+function dockerMayBeReachable(): boolean {
+  if (process.env.TESTCONTAINERS_DISABLED === 'true') return false;
+  return Boolean(process.env.DOCKER_HOST) || existsSync('/var/run/docker.sock');
+}
+
+async function startContainer(): Promise<TestRedis | undefined> {
+  try {
+    const { GenericContainer, Wait } = await import('testcontainers');
+    const container = await new GenericContainer('redis:7-alpine')
+      .withExposedPorts(6379)
+      .withWaitStrategy(Wait.forLogMessage('Ready to accept connections'))
+      .start();
+    return {
+      url: `redis://${container.getHost()}:${container.getMappedPort(6379)}`,
+      source: 'testcontainers',
+      stop: async () => {
+        await container.stop();
+      },
+    };
+  } catch (error) {
+    // A socket that does not answer, or an engine that cannot pull: try the next source.
+    console.warn(`testcontainers could not start Redis (${(error as Error).message}); trying redis-server on PATH.`);
+    return undefined;
+  }
+}
