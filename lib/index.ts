@@ -13,6 +13,7 @@ export { LockService } from './lock/lock.service';
 export type { LockHandle } from './lock/interfaces/lock-handle.interface';
 export type { AcquireOptions } from './lock/interfaces/acquire-options.interface';
 export { RedisLockEvents, type RedisLockEventMap } from './lock/lock-events';
+export { LockContext, type LockContextSnapshot } from './lock/lock-context';
 
 export {
   TransactionSynchronizer,

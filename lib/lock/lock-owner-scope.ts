@@ -1,4 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { LockHandle } from './interfaces/lock-handle.interface';
+
+interface ScopeFrame {
+  /** Redis key of each held lock -> the owner id it is held under. */
+  readonly held: ReadonlyMap<string, string>;
+  /** The innermost lock whose section this is. */
+  readonly handle: LockHandle;
+}
 
 /**
  * Which locks the current async call chain holds, and under which owner id.
@@ -10,18 +18,23 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * tell them apart. Re-entrance is therefore tied to being *inside* the locked section.
  */
 export class LockOwnerScope {
-  private static readonly storage = new AsyncLocalStorage<ReadonlyMap<string, string>>();
+  private static readonly storage = new AsyncLocalStorage<ScopeFrame>();
 
   /** Owner id under which the current chain holds `redisKey`, if an enclosing scope holds it. */
   static ownerOf(redisKey: string): string | undefined {
-    return this.storage.getStore()?.get(redisKey);
+    return this.storage.getStore()?.held.get(redisKey);
   }
 
-  /** Runs `fn` in a scope that additionally holds the given keys under the given owners. */
-  static run<T>(held: ReadonlyArray<readonly [redisKey: string, owner: string]>, fn: () => T): T {
+  /** The innermost lock section the current chain runs in, if any. */
+  static currentHandle(): LockHandle | undefined {
+    return this.storage.getStore()?.handle;
+  }
+
+  /** Runs `fn` as the section of `handle`, which holds the given keys under the given owners. */
+  static run<T>(handle: LockHandle, held: ReadonlyArray<readonly [redisKey: string, owner: string]>, fn: () => T): T {
     const outer = this.storage.getStore();
-    const inner = new Map(outer);
+    const inner = new Map(outer?.held);
     for (const [key, owner] of held) inner.set(key, owner);
-    return this.storage.run(inner, fn);
+    return this.storage.run({ held: inner, handle }, fn);
   }
 }

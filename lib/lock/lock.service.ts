@@ -119,7 +119,7 @@ export class LockService implements OnApplicationShutdown {
     const held = parts
       .filter((p): p is ReentrantLockHandle => p instanceof ReentrantLockHandle)
       .map((p) => [p.keys.owners, p.owner] as const);
-    return LockOwnerScope.run(held, fn);
+    return LockOwnerScope.run(handle, held, fn);
   }
 
   onApplicationShutdown(): void {
