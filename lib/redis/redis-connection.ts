@@ -75,7 +75,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       if (client.status === 'wait') await Promise.race([client.connect(), timeout]);
       await Promise.race([client.ping(), timeout]);
     } catch (error) {
-      if (this.ownsClient) client.disconnect();
+      if (this.ownsClient && client.status !== 'end') client.disconnect();
       throw new RedisConnectionError(
         `Cannot reach Redis at ${describeEndpoint(client)}: ${(error as Error)?.message ?? error}. ` +
           'Check that the server is running and that the `redis` option (URL, host/port, password, TLS) is right.',

@@ -1,0 +1,72 @@
+import type { TestingModule } from '@nestjs/testing';
+import { LockLostError, LockNotHeldError, LockService } from '../../lib';
+import { createLockApp, uniquePrefix } from '../support/test-app';
+
+describe('ownership', () => {
+  const keyPrefix = uniquePrefix('own');
+  let appA: TestingModule;
+  let appB: TestingModule;
+  let a: LockService;
+  let b: LockService;
+
+  beforeAll(async () => {
+    // Two module instances on one prefix behave like two processes.
+    appA = await createLockApp({ keyPrefix });
+    appB = await createLockApp({ keyPrefix });
+    a = appA.get(LockService);
+    b = appB.get(LockService);
+  });
+  afterAll(async () => {
+    await appA.close();
+    await appB.close();
+  });
+
+  it('never lets a stale holder release or extend the next holder’s lock', async () => {
+    const stale = await a.acquire('own', { leaseTime: 100 });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(stale.signal.aborted).toBe(true);
+    expect(stale.signal.reason).toBeInstanceOf(LockLostError);
+
+    const current = await b.acquire('own', { leaseTime: 10_000 });
+    expect(BigInt(current.fencingToken)).toBeGreaterThan(BigInt(stale.fencingToken));
+
+    await expect(stale.extend(10_000)).rejects.toBeInstanceOf(LockNotHeldError);
+    await stale.release();
+    expect(await b.isLocked('own')).toBe(true);
+    expect(current.held).toBe(true);
+    await current.release();
+    expect(await b.isLocked('own')).toBe(false);
+  });
+
+  it('refuses to extend a lock that was taken over while its lease timer had not fired yet', async () => {
+    const first = await a.acquire('takeover', { leaseTime: 5_000 });
+    const raw = (appA.get(LockService) as unknown as { connection: { client: import('ioredis').Redis } }).connection
+      .client;
+    await raw.del(`${keyPrefix}:lock:{takeover}`);
+    const second = await b.acquire('takeover', { leaseTime: 5_000 });
+    await expect(first.extend()).rejects.toBeInstanceOf(LockNotHeldError);
+    expect(first.signal.aborted).toBe(true);
+    expect(second.held).toBe(true);
+    await second.release();
+  });
+
+  it('treats a second release as a no-op', async () => {
+    const lock = await a.acquire('twice');
+    await lock.release();
+    const other = await b.acquire('twice');
+    await lock.release();
+    expect(await b.isLocked('twice')).toBe(true);
+    await other.release();
+  });
+
+  it('issues a larger fencing token on every fresh acquire', async () => {
+    const tokens: bigint[] = [];
+    for (let i = 0; i < 5; i++) {
+      const service = i % 2 === 0 ? a : b;
+      const lock = await service.acquire('fence');
+      tokens.push(BigInt(lock.fencingToken));
+      await lock.release();
+    }
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+  });
+});

@@ -1,0 +1,62 @@
+import type { TestingModule } from '@nestjs/testing';
+import { LockLostError, LockService, RedisLockEvents } from '../../lib';
+import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app';
+
+describe('watchdog', () => {
+  const keyPrefix = uniquePrefix('wd');
+  let app: TestingModule;
+  let locks: LockService;
+
+  beforeAll(async () => {
+    app = await createLockApp({ keyPrefix, lock: { leaseTime: 300 } });
+    locks = app.get(LockService);
+  });
+  afterAll(() => app.close());
+
+  it('keeps a lock without explicit lease alive past three leases', async () => {
+    const lock = await locks.acquire('alive');
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(lock.held).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await locks.isLocked('alive')).toBe(true);
+    await lock.release();
+  });
+
+  it('lets a lock with an explicit lease expire and aborts its signal', async () => {
+    const lock = await locks.acquire('fixed', { leaseTime: 200 });
+    const reason = await new Promise((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('expired');
+    expect(lock.held).toBe(false);
+  });
+
+  it('fires signal with LockLostError and emits lock.lost when the key is deleted from outside', async () => {
+    const events = app.get(RedisLockEvents);
+    const lostEvent = new Promise<{ key: string }>((resolve) => events.once('lock.lost', resolve));
+    const lock = await locks.acquire('victim');
+    const redis = rawRedis();
+    await redis.del(`${keyPrefix}:lock:{victim}`);
+    redis.disconnect();
+
+    const reason = await new Promise((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).code).toBe('LOCK_LOST');
+    expect((await lostEvent).key).toBe('victim');
+    expect(lock.held).toBe(false);
+    await lock.release(); // releasing a lost lock is quiet
+  });
+
+  it('renews many held locks with one batched script per tick', async () => {
+    const held = await Promise.all(Array.from({ length: 20 }, (_, i) => locks.acquire(`batch:${i}`)));
+    const redis = rawRedis();
+    await redis.config('RESETSTAT');
+    await new Promise((resolve) => setTimeout(resolve, 450)); // about four ticks of lease/3 = 100 ms
+    const stats = await redis.info('commandstats');
+    redis.disconnect();
+    const evalsha = Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+    // Other specs share this Redis, so only bound it: 20 locks renewed one by one would need ~80 calls.
+    expect(evalsha).toBeLessThan(40);
+    expect(held.every((h) => h.held)).toBe(true);
+    await Promise.all(held.map((h) => h.release()));
+  });
+});
