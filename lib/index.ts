@@ -12,6 +12,7 @@ export type {
 export { LockService } from './lock/lock.service';
 export type { LockHandle } from './lock/interfaces/lock-handle.interface';
 export type { AcquireOptions } from './lock/interfaces/acquire-options.interface';
+export type { LockKindOptions, ReadWriteLock, Semaphore } from './lock/interfaces/lock-kinds.interface';
 export { RedisLockEvents, type RedisLockEventMap } from './lock/lock-events';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context';
 
@@ -27,6 +28,7 @@ export { LockAcquireTimeoutError } from './errors/lock-acquire-timeout.error';
 export { LockAcquireAbortedError } from './errors/lock-acquire-aborted.error';
 export { LockLostError } from './errors/lock-lost.error';
 export { LockNotHeldError } from './errors/lock-not-held.error';
+export { LockUpgradeError } from './errors/lock-upgrade.error';
 export { LockServiceClosedError } from './errors/lock-service-closed.error';
 export { InvalidLockKeyError } from './errors/invalid-lock-key.error';
 export { InvalidOptionsError } from './errors/invalid-options.error';

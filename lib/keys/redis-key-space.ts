@@ -19,6 +19,8 @@ export class RedisKeySpace {
       wakeChannel: `${base}:wake`,
       queue: `${base}:queue`,
       timeouts: `${base}:timeouts`,
+      leases: `${base}:leases`,
+      waitingWriters: `${base}:writers`,
     };
   }
 
@@ -47,8 +49,12 @@ export interface LockKeys {
   readonly owners: string;
   readonly fence: string;
   readonly wakeChannel: string;
+  /** Fair lock: waiters in arrival order, and each waiter's liveness deadline. */
   readonly queue: string;
   readonly timeouts: string;
+  /** Read/write lock: each holder's lease deadline, and the writers waiting (they block new readers). */
+  readonly leases: string;
+  readonly waitingWriters: string;
 }
 
 export interface SemaphoreKeys {

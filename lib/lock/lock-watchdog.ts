@@ -1,23 +1,24 @@
 import calculateSlot from 'cluster-key-slot';
 import type { RedisClient } from '../options/redis-lock-config';
-import type { ReentrantLockHandle } from './reentrant-lock-handle';
-import { renewLocksScript } from './scripts/renew-locks.lua';
+import type { RedisScript } from '../redis/redis-script';
+import type { HeldLockHandle } from './held-lock-handle';
+import type { Renewal } from './protocols/lock-protocol.interface';
 
 /** Renewals per script call at most, so one call never blocks Redis for long. */
-const MAX_KEYS_PER_RENEWAL = 500;
+const MAX_HOLDS_PER_RENEWAL = 500;
 
 interface WatchedEntry {
-  readonly redisKey: string;
-  readonly owner: string;
-  /** Every hold of this (key, owner) pair: nested re-entries share one Redis entry. */
-  readonly handles: Set<ReentrantLockHandle>;
+  readonly renewal: Renewal;
+  /** Every handle of this Redis entry: nested re-entries share one. */
+  readonly handles: Set<HeldLockHandle>;
 }
 
 /**
- * Keeps alive the locks taken without an explicit lease: every lease/3 it renews all of them in
- * one script per cluster slot (one call in all on a single Redis). A lock that Redis no longer
- * lists for its owner is reported lost at once. A renewal that fails (Redis unreachable) is simply
- * tried again next tick; each handle's own lease deadline decides when it must be considered lost.
+ * Keeps alive the locks taken without an explicit lease: every lease/3 it renews all of them with
+ * one script call per lock kind and cluster slot (one call in all for plain locks on one Redis).
+ * A hold that Redis no longer lists is reported lost at once. A renewal that fails (Redis
+ * unreachable) is simply tried again next tick; each handle's own lease deadline decides when it
+ * must be considered lost.
  *
  * The timer only runs while something is watched, and never keeps the process alive.
  */
@@ -33,17 +34,11 @@ export class LockWatchdog {
     private readonly onRenewalError: (error: unknown) => void,
   ) {}
 
-  get watchedCount(): number {
-    return this.entries.size;
-  }
-
-  watch(handle: ReentrantLockHandle): void {
-    const id = `${handle.keys.owners}\n${handle.owner}`;
+  watch(handle: HeldLockHandle): void {
+    const renewal = handle.protocol.renewal(handle.owner);
+    const id = entryId(renewal);
     let entry = this.entries.get(id);
-    if (!entry) {
-      entry = { redisKey: handle.keys.owners, owner: handle.owner, handles: new Set() };
-      this.entries.set(id, entry);
-    }
+    if (!entry) this.entries.set(id, (entry = { renewal, handles: new Set() }));
     entry.handles.add(handle);
     if (!this.timer) {
       this.timer = setInterval(() => void this.renewAll(), Math.max(1, Math.floor(this.leaseTime / 3)));
@@ -51,8 +46,8 @@ export class LockWatchdog {
     }
   }
 
-  unwatch(handle: ReentrantLockHandle): void {
-    const id = `${handle.keys.owners}\n${handle.owner}`;
+  unwatch(handle: HeldLockHandle): void {
+    const id = entryId(handle.protocol.renewal(handle.owner));
     const entry = this.entries.get(id);
     if (!entry) return;
     entry.handles.delete(handle);
@@ -77,16 +72,17 @@ export class LockWatchdog {
   }
 
   private batches(): WatchedEntry[][] {
-    const groups = new Map<number, WatchedEntry[]>();
+    const groups = new Map<string, WatchedEntry[]>();
     for (const entry of this.entries.values()) {
-      const slot = this.groupBySlot ? calculateSlot(entry.redisKey) : 0;
-      let group = groups.get(slot);
-      if (!group) groups.set(slot, (group = []));
+      const slot = this.groupBySlot ? calculateSlot(entry.renewal.keys[0]) : 0;
+      const groupId = `${entry.renewal.script.sha}:${slot}`;
+      let group = groups.get(groupId);
+      if (!group) groups.set(groupId, (group = []));
       group.push(entry);
     }
     const batches: WatchedEntry[][] = [];
     for (const group of groups.values()) {
-      for (let i = 0; i < group.length; i += MAX_KEYS_PER_RENEWAL) batches.push(group.slice(i, i + MAX_KEYS_PER_RENEWAL));
+      for (let i = 0; i < group.length; i += MAX_HOLDS_PER_RENEWAL) batches.push(group.slice(i, i + MAX_HOLDS_PER_RENEWAL));
     }
     return batches;
   }
@@ -95,11 +91,7 @@ export class LockWatchdog {
     const sentAt = performance.now();
     let renewed: number[];
     try {
-      renewed = await renewLocksScript.run<number[]>(
-        this.client(),
-        batch.map((e) => e.redisKey),
-        [this.leaseTime, ...batch.map((e) => e.owner)],
-      );
+      renewed = await runRenewal(this.client(), batch[0].renewal.script, batch.map((e) => e.renewal), this.leaseTime);
     } catch (error) {
       this.onRenewalError(error);
       return;
@@ -111,4 +103,22 @@ export class LockWatchdog {
       }
     });
   }
+}
+
+/** Runs one renewal script over several holds of its kind; resolves 1 (renewed) or 0 per hold. */
+export function runRenewal(
+  client: RedisClient,
+  script: RedisScript,
+  renewals: readonly Renewal[],
+  leaseTime: number,
+): Promise<number[]> {
+  return script.run<number[]>(
+    client,
+    renewals.flatMap((r) => r.keys),
+    [leaseTime, ...renewals.map((r) => r.member)],
+  );
+}
+
+function entryId(renewal: Renewal): string {
+  return `${renewal.script.sha}\n${renewal.keys.join('\n')}\n${renewal.member}`;
 }

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { InvalidLockKeyError } from '../errors/invalid-lock-key.error';
+import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
-import { InvalidLockKeyError } from '../errors/invalid-lock-key.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { RedisKeySpace, type LockKeys } from '../keys/redis-key-space';
+import { RedisKeySpace } from '../keys/redis-key-space';
 import type { RedisLockConfig } from '../options/redis-lock-config';
 import { RedisConnection } from '../redis/redis-connection';
 import { WakeSubscriber, type WakeChannel } from '../redis/wake-subscriber';
@@ -14,22 +15,24 @@ import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
 import { defaultUnitOfWork } from '../transaction/async-local-unit-of-work';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
 import { resolveAcquireOptions, type ResolvedAcquireOptions } from './acquire-options';
+import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle';
 import type { AcquireOptions } from './interfaces/acquire-options.interface';
 import type { LockHandle } from './interfaces/lock-handle.interface';
+import type { ReadWriteLock, Semaphore } from './interfaces/lock-kinds.interface';
 import { RedisLockEvents } from './lock-events';
 import { LockOwnerScope } from './lock-owner-scope';
-import { LockWatchdog } from './lock-watchdog';
+import { LockWatchdog, runRenewal } from './lock-watchdog';
 import { MultiLockHandle } from './multi-lock-handle';
-import { ReentrantLockHandle, type HeldLockOperations } from './reentrant-lock-handle';
-import { acquireLockScript } from './scripts/acquire-lock.lua';
-import { extendLockScript } from './scripts/extend-lock.lua';
-import { releaseLockScript } from './scripts/release-lock.lua';
-
-type AttemptResult = { acquired: true; token: string; sentAt: number } | { acquired: false; pttl: number };
+import { FairLockProtocol } from './protocols/fair-lock.protocol';
+import type { AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface';
+import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol';
+import { ReentrantLockProtocol } from './protocols/reentrant-lock.protocol';
+import { SemaphoreProtocol } from './protocols/semaphore.protocol';
 
 /**
  * Distributed locks on Redis: reentrant within a locked section, kept alive by a watchdog, woken by
- * pub/sub, fenced by a per-key counter.
+ * pub/sub, fenced by a per-key counter. Plain, fair, read/write, semaphore and multi-key locks all
+ * share the same waiting, watchdog and transaction behaviour.
  *
  * @example
  * await locks.using(`order:${id}`, async (lock) => {
@@ -38,7 +41,7 @@ type AttemptResult = { acquired: true; token: string; sentAt: number } | { acqui
  */
 @Injectable()
 export class LockService implements OnApplicationShutdown {
-  /** Identifies this process (this module instance) among all lock owners. */
+  /** Identifies this module instance among all lock owners. */
   readonly clientId = randomBytes(6).toString('hex');
   private ownerSequence = 0;
   private readonly keySpace: RedisKeySpace;
@@ -81,14 +84,13 @@ export class LockService implements OnApplicationShutdown {
    */
   async acquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle> {
     const resolved = resolveAcquireOptions(options, this.config.lock);
-    const handle = await this.acquireAny(key, resolved, true);
-    return handle as LockHandle;
+    return (await this.acquireKeys(key, resolved, true)) as LockHandle;
   }
 
   /** Takes the lock if it is free right now; resolves `null` (never waits) if someone else holds it. */
   async tryAcquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle | null> {
     const resolved = resolveAcquireOptions({ ...options, waitTimeout: 0 }, this.config.lock);
-    return this.acquireAny(key, resolved, false);
+    return this.acquireKeys(key, resolved, false);
   }
 
   /**
@@ -104,21 +106,55 @@ export class LockService implements OnApplicationShutdown {
     }
   }
 
-  /** Whether anyone holds the lock right now. */
-  async isLocked(key: string): Promise<boolean> {
+  /**
+   * A read/write lock: many readers at once, or one writer. A waiting writer holds back new readers,
+   * so readers cannot starve it. Inside a write section the read side re-enters (downgrade); the
+   * write side from inside a read section is refused with `LockUpgradeError`.
+   */
+  readWrite(key: string): ReadWriteLock {
     const keys = this.keySpace.lock(key);
-    return (await this.connection.client.exists(keys.owners)) === 1;
+    const side = (mode: 'read' | 'write') => new ReadWriteLockProtocol(keys, mode);
+    return {
+      read: (options) => this.acquireWith(side('read'), options, true) as Promise<LockHandle>,
+      write: (options) => this.acquireWith(side('write'), options, true) as Promise<LockHandle>,
+      tryRead: (options) => this.acquireWith(side('read'), { ...options, waitTimeout: 0 }, false),
+      tryWrite: (options) => this.acquireWith(side('write'), { ...options, waitTimeout: 0 }, false),
+    };
   }
 
   /**
-   * Runs `fn` inside the locked section of `handle`: acquires of its key(s) in `fn` re-enter.
-   * `using()` and `@WithLock` do this for you.
+   * A counting semaphore of `permits` leased permits: at most that many holders at once; a crashed
+   * holder's permit comes back when its lease ends. Use the same `permits` everywhere for one key.
+   *
+   * @example
+   * const stock = locks.semaphore(`sku:${sku}`, 3);
+   * await using permit = await stock.acquire({ waitTimeout: 2_000 });
+   */
+  semaphore(key: string, permits: number): Semaphore {
+    if (!Number.isInteger(permits) || permits < 1) {
+      throw new InvalidOptionsError('permits', `got ${String(permits)}; use a whole number >= 1`);
+    }
+    const protocol = new SemaphoreProtocol(this.keySpace.semaphore(key), permits);
+    return {
+      acquire: (options) => this.acquireWith(protocol, options, true) as Promise<LockHandle>,
+      tryAcquire: (options) => this.acquireWith(protocol, { ...options, waitTimeout: 0 }, false),
+    };
+  }
+
+  /** Whether anyone holds the lock (plain, fair or read/write) right now. */
+  async isLocked(key: string): Promise<boolean> {
+    return (await this.connection.client.exists(this.keySpace.lock(key).owners)) === 1;
+  }
+
+  /**
+   * Runs `fn` inside the locked section of `handle`: acquires of its key(s) in `fn` re-enter, and
+   * `LockContext.current()` returns it. `using()` and `@WithLock` do this for you.
    */
   runInScope<T>(handle: LockHandle, fn: () => T): T {
     const parts = handle instanceof MultiLockHandle ? handle.parts : [handle];
     const held = parts
-      .filter((p): p is ReentrantLockHandle => p instanceof ReentrantLockHandle)
-      .map((p) => [p.keys.owners, p.owner] as const);
+      .filter((p): p is HeldLockHandle => p instanceof HeldLockHandle && p.protocol.reentrancyKey !== undefined)
+      .map((p) => [p.protocol.reentrancyKey!, p.owner] as const);
     return LockOwnerScope.run(handle, held, fn);
   }
 
@@ -128,21 +164,23 @@ export class LockService implements OnApplicationShutdown {
     this.watchdog.stop();
   }
 
-  private async acquireAny(
-    key: string | string[],
-    options: ResolvedAcquireOptions,
-    wait: boolean,
-  ): Promise<LockHandle | null> {
-    if (!Array.isArray(key)) return this.acquireOne(this.keySpace.lock(key), options, wait, key);
+  private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
+    const resolved = resolveAcquireOptions(options, this.config.lock);
+    return this.acquireOne(protocol, resolved, wait, protocol.name);
+  }
+
+  private async acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean) {
+    if (!Array.isArray(key)) return this.acquireOne(this.exclusiveProtocol(key, options), options, wait, key);
+
     const names = [...new Set(key)].sort();
     if (names.length === 0) throw new InvalidLockKeyError(key, 'a multi-key lock needs at least one key');
-    const allKeys = names.map((name) => this.keySpace.lock(name));
+    const protocols = names.map((name) => this.exclusiveProtocol(name, options)); // validates every key first
     const started = performance.now();
     const parts: LockHandle[] = [];
     try {
-      for (const keys of allKeys) {
+      for (const protocol of protocols) {
         const remaining = Math.max(0, options.waitTimeout - (performance.now() - started));
-        const part = await this.acquireOne(keys, { ...options, waitTimeout: remaining }, wait, names);
+        const part = await this.acquireOne(protocol, { ...options, waitTimeout: remaining }, wait, names);
         if (!part) break;
         parts.push(part);
       }
@@ -150,88 +188,102 @@ export class LockService implements OnApplicationShutdown {
       await this.releaseQuietly(parts);
       throw error;
     }
-    if (parts.length < allKeys.length) {
+    if (parts.length < protocols.length) {
       await this.releaseQuietly(parts);
       return null;
     }
     return new MultiLockHandle(parts);
   }
 
+  private exclusiveProtocol(name: string, options: ResolvedAcquireOptions): LockProtocol {
+    const keys = this.keySpace.lock(name);
+    return options.fair ? new FairLockProtocol(keys, this.connection.publishCommand) : new ReentrantLockProtocol(keys);
+  }
+
   private async acquireOne(
-    keys: LockKeys,
+    protocol: LockProtocol,
     options: ResolvedAcquireOptions,
     wait: boolean,
     reportedKey: string | string[],
-  ): Promise<ReentrantLockHandle | null> {
+  ): Promise<HeldLockHandle | null> {
     if (this.closed) throw new LockServiceClosedError();
     const { signal } = options;
     if (signal?.aborted) throw new LockAcquireAbortedError(reportedKey, signal.reason);
-    const owner = LockOwnerScope.ownerOf(keys.owners) ?? `${this.clientId}:${++this.ownerSequence}`;
+    const owner = this.reentrantOwner(protocol) ?? `${this.clientId}:${++this.ownerSequence}`;
+    const willWait = wait && options.waitTimeout > 0;
     const started = performance.now();
 
-    let attempt = await this.attempt(keys, owner, options.leaseTime);
-    if (attempt.acquired) return this.handleFor(keys, owner, attempt, options, reportedKey);
-    if (!wait || options.waitTimeout === 0) return null;
+    let sentAt = performance.now();
+    let outcome = await protocol.attempt(this.connection.client, owner, options.leaseTime, willWait);
+    if (outcome.acquired) return this.handleFor(protocol, owner, outcome.fencingToken, sentAt, options, reportedKey);
+    if (!willWait) return null;
 
     // Subscribe before the next try: a release that lands between that try and the wait is then
     // counted by the channel and not lost.
     const deadline = started + options.waitTimeout;
-    const channel = await this.wake.join(keys.wakeChannel);
+    let channel: WakeChannel | undefined;
+    let acquired = false;
     try {
+      channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined);
       for (;;) {
-        attempt = await this.attempt(keys, owner, options.leaseTime);
-        if (attempt.acquired) return this.handleFor(keys, owner, attempt, options, reportedKey);
-        await this.waitForTurn(channel, attempt.pttl, deadline, options, reportedKey);
+        sentAt = performance.now();
+        outcome = await protocol.attempt(this.connection.client, owner, options.leaseTime, true);
+        if (outcome.acquired) {
+          acquired = true;
+          return await this.handleFor(protocol, owner, outcome.fencingToken, sentAt, options, reportedKey);
+        }
+        await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey);
       }
     } finally {
-      channel.leave();
+      channel?.leave();
+      if (!acquired && protocol.leave) await this.leaveQuietly(protocol, owner);
     }
+  }
+
+  /** The owner id an enclosing section of *this* service holds the lock under, if any. */
+  private reentrantOwner(protocol: LockProtocol): string | undefined {
+    if (protocol.reentrancyKey === undefined) return undefined;
+    const owner = LockOwnerScope.ownerOf(protocol.reentrancyKey);
+    return owner?.startsWith(`${this.clientId}:`) ? owner : undefined;
   }
 
   /** Parks until a release message, the holder's lease end, the deadline, or an abort. */
   private async waitForTurn(
     channel: WakeChannel,
-    pttl: number,
+    outcome: AttemptOutcome & { acquired: false },
+    protocol: LockProtocol,
     deadline: number,
     options: ResolvedAcquireOptions,
     reportedKey: string | string[],
   ): Promise<void> {
     const remaining = deadline - performance.now();
     if (remaining <= 0) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
-    // pttl -2: the key vanished since the try, go again now; -1: a key without expiry (only a
-    // release can free it), so only the deadline bounds the wait.
-    if (pttl === -2) return;
-    const sleep = pttl === -1 ? remaining : Math.min(pttl, remaining);
+    // -2: the key vanished since the try, go again now; -1: a key without expiry, which only a
+    // release can free, so only the deadline (or the heartbeat) bounds the wait.
+    if (outcome.waitMs === -2) return;
+    let sleep = outcome.waitMs === -1 ? remaining : Math.min(outcome.waitMs, remaining);
+    if (protocol.heartbeat !== undefined) sleep = Math.min(sleep, protocol.heartbeat);
     const reason = await channel.wait(sleep, options.signal);
     if (reason !== 'aborted') return;
     if (this.closed) throw new LockServiceClosedError();
     throw new LockAcquireAbortedError(reportedKey, options.signal?.reason);
   }
 
-  private async attempt(keys: LockKeys, owner: string, leaseTime: number): Promise<AttemptResult> {
-    const sentAt = performance.now();
-    const [ok, value] = await acquireLockScript.run<[number, string | number]>(
-      this.connection.client,
-      [keys.owners, keys.fence],
-      [owner, leaseTime],
-    );
-    return ok === 1 ? { acquired: true, token: String(value), sentAt } : { acquired: false, pttl: Number(value) };
-  }
-
   private async handleFor(
-    keys: LockKeys,
+    protocol: LockProtocol,
     owner: string,
-    attempt: AttemptResult & { acquired: true },
+    fencingToken: string,
+    sentAt: number,
     options: ResolvedAcquireOptions,
     reportedKey: string | string[],
-  ): Promise<ReentrantLockHandle> {
-    const handle = new ReentrantLockHandle(
-      keys,
+  ): Promise<HeldLockHandle> {
+    const handle = new HeldLockHandle(
+      protocol,
       owner,
-      attempt.token,
+      fencingToken,
       options.leaseTime,
       options.watchdog,
-      attempt.sentAt,
+      sentAt,
       this.operations,
     );
     if (options.watchdog) this.watchdog.watch(handle);
@@ -243,7 +295,7 @@ export class LockService implements OnApplicationShutdown {
     return handle;
   }
 
-  private async releaseHeld(handle: ReentrantLockHandle): Promise<void> {
+  private async releaseHeld(handle: HeldLockHandle): Promise<void> {
     if (handle.signal.aborted) {
       // Lost already: Redis holds nothing of ours to release.
       this.forget(handle);
@@ -259,25 +311,22 @@ export class LockService implements OnApplicationShutdown {
     await this.releaseNow(handle);
   }
 
-  private async releaseNow(handle: ReentrantLockHandle): Promise<void> {
+  private async releaseNow(handle: HeldLockHandle): Promise<void> {
     this.forget(handle);
     if (handle.signal.aborted) return;
     handle.markReleased();
-    const result = await releaseLockScript.run<number>(
-      this.connection.client,
-      [handle.keys.owners, handle.keys.wakeChannel],
-      [handle.owner, this.connection.publishCommand],
-    );
+    const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand);
     if (result === -1) {
       this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
     }
   }
 
-  private async extendHeld(handle: ReentrantLockHandle, leaseTime: number): Promise<void> {
+  private async extendHeld(handle: HeldLockHandle, leaseTime: number): Promise<void> {
     const lease = resolveAcquireOptions({ leaseTime }, this.config.lock).leaseTime;
     if (!handle.held && !handle.releasePending) throw new LockNotHeldError(handle.key, 'extend');
+    const renewal = handle.protocol.renewal(handle.owner);
     const sentAt = performance.now();
-    const extended = await extendLockScript.run<number>(this.connection.client, [handle.keys.owners], [handle.owner, lease]);
+    const [extended] = await runRenewal(this.connection.client, renewal.script, [renewal], lease);
     if (extended !== 1) {
       handle.markLost('not-owner');
       throw new LockNotHeldError(handle.key, 'extend');
@@ -285,15 +334,24 @@ export class LockService implements OnApplicationShutdown {
     handle.leaseConfirmed(sentAt, lease);
   }
 
-  private onLost(handle: ReentrantLockHandle, error: LockLostError): void {
+  private onLost(handle: HeldLockHandle, error: LockLostError): void {
     this.forget(handle);
     this.logger.warn(error.message);
     this.events.emit('lock.lost', { key: handle.key, fencingToken: handle.fencingToken, error });
   }
 
-  private forget(handle: ReentrantLockHandle): void {
+  private forget(handle: HeldLockHandle): void {
     handle.stopTimers();
     if (handle.watchdog) this.watchdog.unwatch(handle);
+  }
+
+  private async leaveQuietly(protocol: LockProtocol, owner: string): Promise<void> {
+    try {
+      await protocol.leave!(this.connection.client, owner, this.connection.publishCommand);
+    } catch (error) {
+      // The waiter's liveness deadline removes it from the queue anyway.
+      this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${(error as Error)?.message ?? error}`);
+    }
   }
 
   private async releaseQuietly(handles: LockHandle[]): Promise<void> {

@@ -6,21 +6,29 @@ export type WakeReason = 'woken' | 'timeout' | 'aborted';
 
 /** A waiter's membership in one wake channel; `leave()` exactly once when done waiting. */
 export interface WakeChannel {
-  /** Parks until a release message, `timeoutMs`, or `signal`, whichever comes first. */
+  /** Parks until a release message for this waiter, `timeoutMs`, or `signal`, whichever comes first. */
   wait(timeoutMs: number, signal?: AbortSignal): Promise<WakeReason>;
   leave(): void;
+}
+
+interface ParkedWaiter {
+  /** Set for waiters woken by name only (fair locks): a message '@<id>' wakes just that one. */
+  readonly id: string | undefined;
+  readonly resume: (reason: WakeReason) => void;
 }
 
 interface ChannelState {
   refs: number;
   /** Waiters parked right now, in arrival order; a message wakes them from the front. */
-  readonly parked: Array<(reason: WakeReason) => void>;
+  readonly parked: ParkedWaiter[];
   /**
    * Wake-ups that arrived while members were between two tries rather than parked. Kept so that a
    * release landing between "try failed" and "park" is not lost (the counted latch); capped at the
    * member count because more could never be used.
    */
   pending: number;
+  /** Named wake-ups ('@id') that arrived while that waiter was between two tries. */
+  readonly pendingById: Set<string>;
   subscribed: Promise<unknown>;
   lingerTimer?: NodeJS.Timeout;
 }
@@ -42,8 +50,11 @@ export class WakeSubscriber {
 
   constructor(private readonly connection: RedisConnection) {}
 
-  /** Joins a channel; resolves once Redis has confirmed the subscription. */
-  async join(channel: string): Promise<WakeChannel> {
+  /**
+   * Joins a channel; resolves once Redis has confirmed the subscription. With `waiterId`, only
+   * messages naming that id ('@id') wake this member; without, any plain count message does.
+   */
+  async join(channel: string, waiterId?: string): Promise<WakeChannel> {
     if (this.closed) throw new Error('WakeSubscriber is closed');
     let state = this.channels.get(channel);
     if (state) {
@@ -51,7 +62,7 @@ export class WakeSubscriber {
       state.lingerTimer = undefined;
       state.refs++;
     } else {
-      state = { refs: 1, parked: [], pending: 0, subscribed: Promise.resolve() };
+      state = { refs: 1, parked: [], pending: 0, pendingById: new Set(), subscribed: Promise.resolve() };
       this.channels.set(channel, state);
       state.subscribed = this.subscribe(channel).catch((error) => {
         // Forget the failed subscription so the next waiter tries again instead of trusting it.
@@ -65,7 +76,7 @@ export class WakeSubscriber {
       state.refs--;
       throw error;
     }
-    return this.membership(channel, state);
+    return this.membership(channel, state, waiterId);
   }
 
   /** Stops every wait at once (shutdown) and closes nothing: the connection is closed by `RedisConnection`. */
@@ -73,18 +84,19 @@ export class WakeSubscriber {
     this.closed = true;
     for (const state of this.channels.values()) {
       clearTimeout(state.lingerTimer);
-      for (const resume of state.parked.splice(0)) resume('aborted');
+      for (const waiter of state.parked.splice(0)) waiter.resume('aborted');
     }
     this.channels.clear();
   }
 
-  private membership(channel: string, state: ChannelState): WakeChannel {
+  private membership(channel: string, state: ChannelState, waiterId: string | undefined): WakeChannel {
     let left = false;
     return {
-      wait: (timeoutMs, signal) => this.park(state, timeoutMs, signal),
+      wait: (timeoutMs, signal) => this.park(state, timeoutMs, signal, waiterId),
       leave: () => {
         if (left) return;
         left = true;
+        if (waiterId !== undefined) state.pendingById.delete(waiterId);
         state.refs--;
         state.pending = Math.min(state.pending, state.refs);
         if (state.refs === 0) this.scheduleUnsubscribe(channel, state);
@@ -92,9 +104,10 @@ export class WakeSubscriber {
     };
   }
 
-  private park(state: ChannelState, timeoutMs: number, signal?: AbortSignal): Promise<WakeReason> {
-    if (state.pending > 0) {
-      state.pending--;
+  private park(state: ChannelState, timeoutMs: number, signal: AbortSignal | undefined, id: string | undefined): Promise<WakeReason> {
+    if (id === undefined ? state.pending > 0 : state.pendingById.has(id)) {
+      if (id === undefined) state.pending--;
+      else state.pendingById.delete(id);
       return Promise.resolve('woken');
     }
     if (signal?.aborted) return Promise.resolve('aborted');
@@ -103,24 +116,40 @@ export class WakeSubscriber {
       const finish = (reason: WakeReason) => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        const i = state.parked.indexOf(finish);
+        const i = state.parked.indexOf(waiter);
         if (i >= 0) state.parked.splice(i, 1);
         resolve(reason);
       };
+      const waiter: ParkedWaiter = { id, resume: finish };
       const onAbort = () => finish('aborted');
       const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
       signal?.addEventListener('abort', onAbort, { once: true });
-      state.parked.push(finish);
+      state.parked.push(waiter);
     });
   }
 
+  /** Wakes up to `count` anonymous waiters, oldest first; the rest is remembered for those not parked. */
   private wake(state: ChannelState, count: number): void {
     let left = count;
-    while (left > 0 && state.parked.length > 0) {
-      state.parked[0]('woken');
+    for (const waiter of [...state.parked]) {
+      if (left === 0) break;
+      if (waiter.id !== undefined) continue;
+      waiter.resume('woken');
       left--;
     }
     state.pending = Math.min(state.pending + left, state.refs);
+  }
+
+  private wakeById(state: ChannelState, id: string): void {
+    const waiter = state.parked.find((w) => w.id === id);
+    if (waiter) waiter.resume('woken');
+    else if (state.pendingById.size < state.refs) state.pendingById.add(id);
+  }
+
+  /** After missed messages (reconnect): every waiter, named or not, should try again. */
+  private wakeEveryone(state: ChannelState): void {
+    for (const waiter of [...state.parked]) waiter.resume('woken');
+    state.pending = state.refs;
   }
 
   private async subscribe(channel: string): Promise<void> {
@@ -150,6 +179,7 @@ export class WakeSubscriber {
     const onMessage = (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
+      if (message.startsWith('@')) return this.wakeById(state, message.slice(1));
       const count = Number.parseInt(message, 10);
       this.wake(state, Number.isFinite(count) && count > 0 ? count : 1);
     };
@@ -159,7 +189,7 @@ export class WakeSubscriber {
     // (ioredis re-subscribes to every channel by itself when it reconnects.)
     let readyBefore = false;
     subscriber.on('ready', () => {
-      if (readyBefore) for (const state of this.channels.values()) this.wake(state, state.refs);
+      if (readyBefore) for (const state of this.channels.values()) this.wakeEveryone(state);
       readyBefore = true;
     });
     this.subscriber = subscriber;

@@ -1,13 +1,15 @@
 import { RedisScript } from '../../redis/redis-script';
 
 /**
- * Releases one level of a reentrant lock, only for its owner.
+ * Releases one level of a reentrant (plain or fair) lock, only for its owner.
  *
- * KEYS[1] owner hash, KEYS[2] wake channel (a key argument so a cluster routes by its hash tag)
+ * KEYS[1] owner hash, KEYS[2] wake channel (a key argument so a cluster routes by its hash tag),
+ * KEYS[3] fair queue
  * ARGV[1] owner id, ARGV[2] 'publish' or 'spublish'
  *
  * Returns -1 when the caller does not hold the lock (released before, expired, taken over),
- * the remaining reentry count when still held, 0 when freed; on 0 one waiter is told to try.
+ * the remaining reentry count when still held, 0 when freed. On 0 it wakes exactly one waiter:
+ * the head of the fair queue by name ('@owner') if there is one, else any one ('1').
  */
 export const releaseLockScript = new RedisScript(
   'releaseLock',
@@ -16,7 +18,12 @@ if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
 local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if left > 0 then return left end
 redis.call('del', KEYS[1])
-redis.call(ARGV[2], KEYS[2], '1')
+local head = redis.call('lindex', KEYS[3], 0)
+if head then
+  redis.call(ARGV[2], KEYS[2], '@' .. head)
+else
+  redis.call(ARGV[2], KEYS[2], '1')
+end
 return 0
 `,
 );

@@ -1,8 +1,7 @@
 import { RedisScript } from '../../redis/redis-script';
 
 /**
- * The watchdog's batched renewal: one round trip renews every lock a process holds (per cluster
- * slot on a cluster, since a script may only touch one slot there).
+ * Renews reentrant (plain or fair) locks: the watchdog's batch, and `extend()` as a batch of one.
  *
  * KEYS[i] owner hash of lock i; ARGV[1] lease in ms, ARGV[i + 1] owner id of lock i.
  * Returns a list with, per lock, 1 if renewed or 0 if the owner no longer holds it.

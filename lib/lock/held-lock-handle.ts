@@ -1,23 +1,23 @@
 import { LockLostError } from '../errors/lock-lost.error';
-import type { LockKeys } from '../keys/redis-key-space';
 import type { LockHandle } from './interfaces/lock-handle.interface';
+import type { LockProtocol } from './protocols/lock-protocol.interface';
 
 /** What a handle needs from the service that issued it. */
 export interface HeldLockOperations {
-  releaseHeld(handle: ReentrantLockHandle): Promise<void>;
-  extendHeld(handle: ReentrantLockHandle, leaseTime: number): Promise<void>;
-  onLost(handle: ReentrantLockHandle, error: LockLostError): void;
+  releaseHeld(handle: HeldLockHandle): Promise<void>;
+  extendHeld(handle: HeldLockHandle, leaseTime: number): Promise<void>;
+  onLost(handle: HeldLockHandle, error: LockLostError): void;
 }
 
 /**
- * One hold of a reentrant lock (a nested acquire gets its own handle over the same Redis entry).
+ * One hold of one lock (of any kind; a nested re-entry gets its own handle over the same entry).
  *
  * The handle tracks its lease on the monotonic clock: the deadline is counted from the moment the
  * acquiring or renewing command was *sent*, so it can only err on the early side. If the deadline
- * passes without a confirmed renewal the lock is treated as lost, even if Redis is unreachable and
- * cannot say so.
+ * passes without a confirmed renewal the lock is treated as lost, even when Redis is unreachable
+ * and cannot say so.
  */
-export class ReentrantLockHandle implements LockHandle {
+export class HeldLockHandle implements LockHandle {
   private readonly controller = new AbortController();
   private expiryTimer?: NodeJS.Timeout;
   private released = false;
@@ -25,7 +25,7 @@ export class ReentrantLockHandle implements LockHandle {
   releasePending = false;
 
   constructor(
-    readonly keys: LockKeys,
+    readonly protocol: LockProtocol,
     readonly owner: string,
     readonly fencingToken: string,
     /** Lease in ms the lock was taken (and is renewed) with. */
@@ -39,7 +39,7 @@ export class ReentrantLockHandle implements LockHandle {
   }
 
   get key(): string {
-    return this.keys.name;
+    return this.protocol.name;
   }
 
   get signal(): AbortSignal {

@@ -1,0 +1,28 @@
+/** Metadata key of `@OnDelayed` (namespaced, like `bullmq:processor_metadata`). */
+export const ON_DELAYED_METADATA = 'nestjs-redis-lock:on_delayed';
+
+/**
+ * Ordering slots per millisecond in a due score: `score = dueMs * DUE_SCORE_SLOTS + slot`. Jobs due in
+ * the same millisecond take increasing slots, so they run in the order they were scheduled (FIFO);
+ * a millisecond whose slots are full spills into the next one (a job is then due 1 ms later, never
+ * earlier). 2^11 keeps every score an exact double until the year 2109.
+ */
+export const DUE_SCORE_SLOTS = 2048;
+
+/** Latest due time accepted (2100-01-01 UTC), far inside the exact range of the score encoding. */
+export const MAX_DUE_MS = Date.UTC(2100, 0, 1);
+
+/** Jobs claimed by one claim script at most, so one call never blocks Redis for long. */
+export const MAX_CLAIM_BATCH = 1000;
+
+/** Jobs written by one schedule script at most; `scheduleMany` sends larger batches in several calls. */
+export const SCHEDULE_BATCH = 500;
+
+/** Default of `ConsumerOptions.maxIdleWait`. */
+export const DEFAULT_MAX_IDLE_WAIT_MS = 10_000;
+
+/** Longest job id, in UTF-8 bytes. */
+export const MAX_JOB_ID_BYTES = 1024;
+
+/** Longest failure message kept with a job. */
+export const MAX_ERROR_MESSAGE_LENGTH = 2000;

@@ -1,0 +1,36 @@
+import type { BackoffOptions } from '../../options/redis-lock-module-options.interface';
+
+/** Per-consumer settings (of `consume()` and `@OnDelayed`); each defaults to the module's `delayQueue` option. */
+export interface ConsumerOptions {
+  /** Handlers of this topic run at once in this process. */
+  concurrency?: number;
+  /** A claimed job returns to the queue if not acknowledged within this many ms; extended every third of it while the handler runs. */
+  visibilityTimeout?: number;
+  /** Deliveries before a job goes to the dead-letter set (a job's own `maxAttempts` wins). */
+  maxAttempts?: number;
+  /** Backoff after a failure (a job's own `backoff` wins). */
+  backoff?: BackoffOptions;
+  /** How long shutdown waits for running handlers before aborting their `signal` and handing the jobs back, in ms. */
+  shutdownTimeout?: number;
+  /**
+   * Longest time, in ms, the consumer blocks on Redis without news before it looks at the topic again.
+   * It bounds how late a job can be after a failure nobody reported (a crashed consumer's jobs, a
+   * connection that hangs without closing), and sets the idle cost: about two commands per consumer
+   * per period. Due times themselves are met by a timer, never by this period. Default 10000.
+   */
+  maxIdleWait?: number;
+}
+
+/** A running consumer of one topic, as returned by `DelayQueueService.consume()`. */
+export interface Consumer {
+  readonly topic: string;
+  /** False once `close()` has begun. */
+  readonly running: boolean;
+  /** Handlers running right now. */
+  readonly activeCount: number;
+  /**
+   * Stops claiming, waits for running handlers up to `timeout` (default: `shutdownTimeout`), then
+   * aborts the rest and hands their jobs back. Idempotent; the application's shutdown calls it too.
+   */
+  close(options?: { timeout?: number }): Promise<void>;
+}

@@ -1,0 +1,39 @@
+/**
+ * Where a job is: waiting for its time (`scheduled`), waiting and already due (`due`), claimed by a
+ * consumer (`active`), or in the dead-letter set after its last attempt failed (`dead`).
+ */
+export type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead';
+
+/** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
+export interface DelayedJob<T = unknown> {
+  readonly id: string;
+  readonly topic: string;
+  readonly payload: T;
+  readonly state: DelayedJobState;
+  /** Deliveries so far (a running job counts its current delivery). */
+  readonly attempts: number;
+  /** Set when the job was scheduled with its own `maxAttempts`. */
+  readonly maxAttempts?: number;
+  /** When the job was first scheduled (Redis server clock). */
+  readonly createdAt: Date;
+  /** Due time of a `scheduled` or `due` job. */
+  readonly scheduledAt?: Date;
+  /** Visibility deadline of an `active` job: it returns to the queue then unless extended or acknowledged. */
+  readonly visibleUntil?: Date;
+  /** When a `dead` job got there. */
+  readonly diedAt?: Date;
+  /** Message of the last failure, if any. */
+  readonly lastError?: string;
+}
+
+/** Counts of one topic, from one consistent snapshot. */
+export interface DelayQueueStats {
+  /** Waiting for a time still in the future. */
+  readonly scheduled: number;
+  /** Due but not yet claimed by a consumer (the backlog). */
+  readonly due: number;
+  /** Claimed and running (or about to). */
+  readonly active: number;
+  /** In the dead-letter set. */
+  readonly dead: number;
+}

@@ -1,0 +1,26 @@
+import type { BackoffOptions } from '../../options/redis-lock-module-options.interface';
+
+/** When and how a job runs. Give `delay` or `at`, not both; with neither the job is due at once. */
+export interface ScheduleOptions {
+  /** Milliseconds from now (Redis server clock; inside a transaction: from the commit). Default 0. */
+  delay?: number;
+  /** Absolute time to run at (epoch ms or a Date). A past time means "due now". */
+  at?: Date | number;
+  /**
+   * Job id, for de-duplication, `cancel`, `reschedule` and `get`. Scheduling an id that is still
+   * waiting, running or dead keeps the first job (unless `replace`). Default: a random UUID.
+   */
+  id?: string;
+  /**
+   * With an `id` that already exists: replace its payload, options and due time, and reset its attempts.
+   * A run of the old version in progress loses its visibility (its `job.signal` aborts). Default false.
+   */
+  replace?: boolean;
+  /** Deliveries before the job goes to the dead-letter set. Default: the consumer's, then the module's. */
+  maxAttempts?: number;
+  /** Backoff between deliveries after a failure, merged over the module defaults. */
+  backoff?: BackoffOptions;
+}
+
+/** One job of `scheduleMany`. */
+export type ScheduledJob<T> = { payload: T } & ScheduleOptions;

@@ -1,0 +1,20 @@
+import { RedisLockError } from './redis-lock.error';
+
+/**
+ * Two handlers were registered for one delayed-job topic in one application (two `@OnDelayed` methods,
+ * or `consume()` on a topic that already has a consumer). Each job of a topic goes to one handler,
+ * so the second would silently take half of the first one's jobs.
+ */
+export class DuplicateDelayedHandlerError extends RedisLockError {
+  readonly code = 'DUPLICATE_DELAYED_HANDLER';
+
+  constructor(
+    readonly topic: string,
+    readonly handlers: readonly string[],
+  ) {
+    super(
+      `Topic ${JSON.stringify(topic)} has more than one delayed-job handler: ${handlers.join(', ')}. ` +
+        'Keep one handler per topic (raise its `concurrency` for more parallelism), or give the jobs distinct topics.',
+    );
+  }
+}

@@ -1,0 +1,24 @@
+import { RedisLockError } from './redis-lock.error';
+
+/**
+ * Set as `job.signal.reason` when a running job stops belonging to its handler: it was cancelled or
+ * replaced, or its visibility deadline passed (Redis unreachable, or the process stalled) so that
+ * another consumer may run it again. The handler should stop; its result will not be acknowledged.
+ */
+export class JobVisibilityLostError extends RedisLockError {
+  readonly code = 'JOB_VISIBILITY_LOST';
+
+  constructor(
+    readonly topic: string,
+    readonly jobId: string,
+    readonly reason: 'not-owner' | 'unconfirmed',
+  ) {
+    super(
+      `Job ${JSON.stringify(jobId)} of topic ${JSON.stringify(topic)} is no longer held by this consumer: ` +
+        (reason === 'not-owner'
+          ? 'it was cancelled, replaced, or handed to another consumer after its visibility deadline passed'
+          : 'Redis could not confirm an extension of its visibility before the deadline') +
+        '. Stop the work; make the handler idempotent (use job.id) since the job may run again elsewhere.',
+    );
+  }
+}

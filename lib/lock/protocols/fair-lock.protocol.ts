@@ -1,0 +1,44 @@
+import type { LockKeys } from '../../keys/redis-key-space';
+import type { RedisClient } from '../../options/redis-lock-config';
+import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua';
+import { leaveFairQueueScript } from '../scripts/leave-fair-queue.lua';
+import type { AttemptOutcome } from './lock-protocol.interface';
+import { ReentrantLockProtocol } from './reentrant-lock.protocol';
+
+/**
+ * How long a waiter stays in a fair queue without showing it is alive. A waiter refreshes every
+ * third of it while it waits; one that died is skipped after at most this long.
+ */
+export const FAIR_WAITER_LIVENESS_MS = 5_000;
+
+/**
+ * A reentrant lock handed over in FIFO order: waiters queue in Redis, a release wakes only the
+ * head of the queue (by owner id), and a waiter that died is dropped once its liveness deadline
+ * passes. Releases and renewals are the plain lock's: only acquiring differs.
+ */
+export class FairLockProtocol extends ReentrantLockProtocol {
+  override readonly wakesByOwner = true;
+  override readonly heartbeat = Math.floor(FAIR_WAITER_LIVENESS_MS / 3);
+
+  constructor(
+    keys: LockKeys,
+    private readonly publishCommand: string,
+  ) {
+    super(keys);
+  }
+
+  override async attempt(client: RedisClient, owner: string, leaseTime: number, willWait: boolean): Promise<AttemptOutcome> {
+    const k = this.keys;
+    const [ok, value] = await acquireFairLockScript.run<[number, string | number]>(
+      client,
+      [k.owners, k.fence, k.queue, k.timeouts, k.wakeChannel],
+      [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, willWait ? '1' : '0', this.publishCommand],
+    );
+    return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+  }
+
+  async leave(client: RedisClient, owner: string, publishCommand: string): Promise<void> {
+    const k = this.keys;
+    await leaveFairQueueScript.run(client, [k.owners, k.queue, k.timeouts, k.wakeChannel], [owner, publishCommand]);
+  }
+}

@@ -1,0 +1,44 @@
+import type { RedisClient } from '../../options/redis-lock-config';
+import type { RedisScript } from '../../redis/redis-script';
+
+/** Outcome of one acquire attempt. */
+export type AttemptOutcome =
+  | { readonly acquired: true; readonly fencingToken: string }
+  /** `waitMs`: longest the caller may sleep before the holder's lease could have ended (-1: no bound, -2: try again now). */
+  | { readonly acquired: false; readonly waitMs: number };
+
+/** How a held lock is renewed: by `script`, batched with others of the same script and cluster slot. */
+export interface Renewal {
+  readonly script: RedisScript;
+  /** This hold's KEYS for the script (every hold of one script passes the same number). */
+  readonly keys: readonly string[];
+  /** This hold's member in ARGV (owner id or holder field). */
+  readonly member: string;
+}
+
+/**
+ * One kind of lock on one name: how to try, release, renew and give up waiting.
+ * `LockService` runs the waiting, watchdog, transaction and handle logic the same way for all kinds.
+ */
+export interface LockProtocol {
+  /** The name the user gave. */
+  readonly name: string;
+  /** Pub/sub channel a release is announced on. */
+  readonly wakeChannel: string;
+  /**
+   * Redis key under which the current lock section's owner id is remembered so nested acquires
+   * re-enter; `undefined` for kinds that never re-enter (semaphore permits).
+   */
+  readonly reentrancyKey: string | undefined;
+  /** True when releases wake one waiter by owner id (fair lock), not any waiter. */
+  readonly wakesByOwner: boolean;
+  /** Longest sleep while waiting, so the waiter refreshes its place in line (fair queue, waiting writer). */
+  readonly heartbeat: number | undefined;
+
+  attempt(client: RedisClient, owner: string, leaseTime: number, willWait: boolean): Promise<AttemptOutcome>;
+  /** Returns -1 when not held, a count > 0 when re-entered holds remain, 0 when this hold ended. */
+  release(client: RedisClient, owner: string, publishCommand: string): Promise<number>;
+  renewal(owner: string): Renewal;
+  /** Called when a waiter gives up (timeout, abort), to take it out of line. */
+  leave?(client: RedisClient, owner: string, publishCommand: string): Promise<void>;
+}

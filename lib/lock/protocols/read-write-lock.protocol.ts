@@ -1,0 +1,75 @@
+import { LockUpgradeError } from '../../errors/lock-upgrade.error';
+import type { LockKeys } from '../../keys/redis-key-space';
+import type { RedisClient } from '../../options/redis-lock-config';
+import {
+  acquireReadLockScript,
+  acquireWriteLockScript,
+  releaseReadWriteLockScript,
+  renewReadWriteLocksScript,
+} from '../scripts/read-write-lock.lua';
+import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+
+/** How long a waiting writer blocks new readers without showing it is still waiting. */
+export const WRITER_LIVENESS_MS = 5_000;
+
+/**
+ * One side (read or write) of a read/write lock. Many readers or one writer; a waiting writer
+ * stops new readers from joining so a stream of readers cannot starve it. Inside a lock section,
+ * a writer may also take the read side (downgrade); a reader asking for the write side is refused
+ * with `LockUpgradeError`, since two readers upgrading at once would wait for each other forever.
+ */
+export class ReadWriteLockProtocol implements LockProtocol {
+  readonly wakesByOwner = false;
+  readonly heartbeat: number | undefined;
+
+  constructor(
+    private readonly keys: LockKeys,
+    readonly mode: 'read' | 'write',
+  ) {
+    this.heartbeat = mode === 'write' ? Math.floor(WRITER_LIVENESS_MS / 3) : undefined;
+  }
+
+  get name(): string {
+    return this.keys.name;
+  }
+
+  get wakeChannel(): string {
+    return this.keys.wakeChannel;
+  }
+
+  get reentrancyKey(): string {
+    return this.keys.owners;
+  }
+
+  async attempt(client: RedisClient, owner: string, leaseTime: number, willWait: boolean): Promise<AttemptOutcome> {
+    const k = this.keys;
+    const keys = [k.owners, k.leases, k.waitingWriters, k.fence];
+    const [ok, value] =
+      this.mode === 'read'
+        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime])
+        : await acquireWriteLockScript.run<[number, string | number]>(client, keys, [
+            owner,
+            leaseTime,
+            WRITER_LIVENESS_MS,
+            willWait ? '1' : '0',
+          ]);
+    if (ok === -1) throw new LockUpgradeError(this.name);
+    return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+  }
+
+  release(client: RedisClient, owner: string, publishCommand: string): Promise<number> {
+    return releaseReadWriteLockScript.run<number>(
+      client,
+      [this.keys.owners, this.keys.leases, this.keys.wakeChannel],
+      [this.field(owner), publishCommand],
+    );
+  }
+
+  renewal(owner: string): Renewal {
+    return { script: renewReadWriteLocksScript, keys: [this.keys.owners, this.keys.leases], member: this.field(owner) };
+  }
+
+  private field(owner: string): string {
+    return `${owner}:${this.mode === 'read' ? 'r' : 'w'}`;
+  }
+}

@@ -1,0 +1,47 @@
+import type { LockKeys } from '../../keys/redis-key-space';
+import type { RedisClient } from '../../options/redis-lock-config';
+import { acquireLockScript } from '../scripts/acquire-lock.lua';
+import { releaseLockScript } from '../scripts/release-lock.lua';
+import { renewLocksScript } from '../scripts/renew-locks.lua';
+import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+
+/** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
+export class ReentrantLockProtocol implements LockProtocol {
+  readonly wakesByOwner: boolean = false;
+  readonly heartbeat: number | undefined = undefined;
+
+  constructor(protected readonly keys: LockKeys) {}
+
+  get name(): string {
+    return this.keys.name;
+  }
+
+  get wakeChannel(): string {
+    return this.keys.wakeChannel;
+  }
+
+  get reentrancyKey(): string {
+    return this.keys.owners;
+  }
+
+  async attempt(client: RedisClient, owner: string, leaseTime: number, _willWait: boolean): Promise<AttemptOutcome> {
+    const [ok, value] = await acquireLockScript.run<[number, string | number]>(
+      client,
+      [this.keys.owners, this.keys.fence],
+      [owner, leaseTime],
+    );
+    return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+  }
+
+  release(client: RedisClient, owner: string, publishCommand: string): Promise<number> {
+    return releaseLockScript.run<number>(
+      client,
+      [this.keys.owners, this.keys.wakeChannel, this.keys.queue],
+      [owner, publishCommand],
+    );
+  }
+
+  renewal(owner: string): Renewal {
+    return { script: renewLocksScript, keys: [this.keys.owners], member: owner };
+  }
+}

@@ -1,0 +1,45 @@
+import type { SemaphoreKeys } from '../../keys/redis-key-space';
+import type { RedisClient } from '../../options/redis-lock-config';
+import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../scripts/semaphore.lua';
+import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+
+/**
+ * A counting semaphore whose permits are leases: at most `permits` holders at once, and a
+ * holder that crashes gives its permit back when its lease ends. Permits are not reentrant: every
+ * acquire takes one more.
+ */
+export class SemaphoreProtocol implements LockProtocol {
+  readonly reentrancyKey = undefined;
+  readonly wakesByOwner = false;
+  readonly heartbeat = undefined;
+
+  constructor(
+    private readonly keys: SemaphoreKeys,
+    private readonly permits: number,
+  ) {}
+
+  get name(): string {
+    return this.keys.name;
+  }
+
+  get wakeChannel(): string {
+    return this.keys.wakeChannel;
+  }
+
+  async attempt(client: RedisClient, owner: string, leaseTime: number): Promise<AttemptOutcome> {
+    const [ok, value] = await acquirePermitScript.run<[number, string | number]>(
+      client,
+      [this.keys.permits, this.keys.fence],
+      [owner, leaseTime, this.permits],
+    );
+    return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+  }
+
+  release(client: RedisClient, owner: string, publishCommand: string): Promise<number> {
+    return releasePermitScript.run<number>(client, [this.keys.permits, this.keys.wakeChannel], [owner, publishCommand]);
+  }
+
+  renewal(owner: string): Renewal {
+    return { script: renewPermitsScript, keys: [this.keys.permits], member: owner };
+  }
+}

@@ -1,0 +1,64 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_NOW_MS } from './lua-snippets';
+
+/**
+ * Takes or re-enters a fair lock: waiters are served in arrival order (as Redisson's fair lock).
+ *
+ * KEYS[1] owner hash, KEYS[2] fence, KEYS[3] queue (list of waiting owners),
+ * KEYS[4] timeouts (zset owner -> liveness deadline, server ms), KEYS[5] wake channel
+ * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] waiter liveness ms, ARGV[4] '1' to join the queue
+ * when not acquired ('0' for tryAcquire), ARGV[5] 'publish' or 'spublish'
+ *
+ * A waiter refreshes its deadline each time it runs this script; one whose deadline passed died
+ * or gave up, and is dropped when it reaches the head, so a dead waiter never blocks the queue.
+ * Returns {1, fencingToken} or {0, ms the caller may sleep at most}.
+ */
+export const acquireFairLockScript = new RedisScript(
+  'acquireFairLock',
+  `${LUA_NOW_MS}
+local owner = ARGV[1]
+local lease = tonumber(ARGV[2])
+
+local dropped = false
+local head = redis.call('lindex', KEYS[3], 0)
+while head do
+  local deadline = redis.call('zscore', KEYS[4], head)
+  if deadline and tonumber(deadline) > now then break end
+  redis.call('lpop', KEYS[3])
+  redis.call('zrem', KEYS[4], head)
+  dropped = true
+  head = redis.call('lindex', KEYS[3], 0)
+end
+
+if redis.call('hexists', KEYS[1], owner) == 1 then
+  redis.call('hincrby', KEYS[1], owner, 1)
+  if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
+  return {1, redis.call('get', KEYS[2]) or '0'}
+end
+
+local free = redis.call('exists', KEYS[1]) == 0
+if free and (not head or head == owner) then
+  if head then
+    redis.call('lpop', KEYS[3])
+    redis.call('zrem', KEYS[4], owner)
+  end
+  redis.call('hset', KEYS[1], owner, 1)
+  redis.call('pexpire', KEYS[1], lease)
+  return {1, tostring(redis.call('incr', KEYS[2]))}
+end
+
+-- The lock is free for a live head that has not claimed it yet; if that head only became head
+-- because dead waiters were dropped just now, nobody has told it: do so.
+if free and dropped then redis.call(ARGV[5], KEYS[5], '@' .. head) end
+
+if ARGV[4] == '1' then
+  if not redis.call('zscore', KEYS[4], owner) then redis.call('rpush', KEYS[3], owner) end
+  redis.call('zadd', KEYS[4], now + tonumber(ARGV[3]), owner)
+end
+
+if free then
+  return {0, math.max(1, tonumber(redis.call('zscore', KEYS[4], head)) - now)}
+end
+return {0, redis.call('pttl', KEYS[1])}
+`,
+);

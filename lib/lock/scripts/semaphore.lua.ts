@@ -1,0 +1,64 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_NOW_MS } from './lua-snippets';
+
+/*
+ * Semaphore with expiring permits: zset rl:sem:{name} of permit owner -> lease deadline (server ms).
+ * A permit whose deadline passed is free again, so a crashed holder never leaks one.
+ */
+
+/**
+ * KEYS[1] permits zset, KEYS[2] fence; ARGV[1] owner, ARGV[2] lease ms, ARGV[3] permit count
+ * Returns {1, fencingToken} or {0, ms until the earliest permit lease ends}.
+ */
+export const acquirePermitScript = new RedisScript(
+  'acquirePermit',
+  `${LUA_NOW_MS}
+local lease = tonumber(ARGV[2])
+redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+if redis.call('zcard', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('zadd', KEYS[1], now + lease, ARGV[1])
+  if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
+  return {1, tostring(redis.call('incr', KEYS[2]))}
+end
+local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
+return {0, math.max(1, tonumber(first[2]) - now)}
+`,
+);
+
+/**
+ * KEYS[1] permits zset, KEYS[2] wake channel; ARGV[1] owner, ARGV[2] publish command.
+ * Returns 0 when released (one waiter is woken), -1 when the permit was not held.
+ */
+export const releasePermitScript = new RedisScript(
+  'releasePermit',
+  `
+if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then return -1 end
+redis.call(ARGV[2], KEYS[2], '1')
+return 0
+`,
+);
+
+/**
+ * Renews permits (watchdog batch, or `extend()` as a batch of one). A permit whose lease already
+ * ended is not revived: someone else may have been counted in its place.
+ * KEYS[i] permits zset of permit i; ARGV[1] lease ms, ARGV[i + 1] owner. Returns 1/0 per permit.
+ */
+export const renewPermitsScript = new RedisScript(
+  'renewPermits',
+  `${LUA_NOW_MS}
+local lease = tonumber(ARGV[1])
+local result = {}
+for i = 1, #KEYS do
+  local deadline = redis.call('zscore', KEYS[i], ARGV[i + 1])
+  if deadline and tonumber(deadline) > now then
+    redis.call('zadd', KEYS[i], now + lease, ARGV[i + 1])
+    if redis.call('pttl', KEYS[i]) < lease then redis.call('pexpire', KEYS[i], lease) end
+    result[i] = 1
+  else
+    if deadline then redis.call('zrem', KEYS[i], ARGV[i + 1]) end
+    result[i] = 0
+  end
+end
+return result
+`,
+);

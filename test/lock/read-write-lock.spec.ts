@@ -1,0 +1,104 @@
+import type { TestingModule } from '@nestjs/testing';
+import { LockLostError, LockService, LockUpgradeError } from '../../lib';
+import { createLockApp, uniquePrefix } from '../support/test-app';
+
+describe('read/write lock', () => {
+  const keyPrefix = uniquePrefix('rw');
+  let apps: TestingModule[];
+  let a: LockService;
+  let b: LockService;
+
+  beforeAll(async () => {
+    apps = await Promise.all([
+      createLockApp({ keyPrefix, lock: { leaseTime: 600 } }),
+      createLockApp({ keyPrefix, lock: { leaseTime: 600 } }),
+    ]);
+    [a, b] = apps.map((app) => app.get(LockService));
+  });
+  afterAll(() => Promise.all(apps.map((app) => app.close())));
+
+  it('lets many readers in at once and keeps writers out while they read', async () => {
+    const readers = await Promise.all([a.readWrite('doc').read(), b.readWrite('doc').read(), a.readWrite('doc').read()]);
+    expect(readers.every((r) => r.held)).toBe(true);
+    expect(await b.readWrite('doc').tryWrite()).toBeNull();
+    await Promise.all(readers.map((r) => r.release()));
+    const writer = await b.readWrite('doc').tryWrite();
+    expect(writer).not.toBeNull();
+    expect(await a.readWrite('doc').tryRead()).toBeNull();
+    expect(await a.readWrite('doc').tryWrite()).toBeNull();
+    await writer!.release();
+    expect(await a.isLocked('doc')).toBe(false);
+  });
+
+  it('does not let a stream of readers starve a waiting writer', async () => {
+    const firstReader = await a.readWrite('starve').read();
+    const writer = b.readWrite('starve').write({ waitTimeout: 10_000 });
+    // Once the writer waits, a new reader is held back, even though only readers hold the lock.
+    let lateReader = await a.readWrite('starve').tryRead();
+    for (let i = 0; lateReader && i < 50; i++) {
+      await lateReader.release();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      lateReader = await a.readWrite('starve').tryRead();
+    }
+    expect(lateReader).toBeNull();
+    await firstReader.release();
+    const held = await writer;
+    expect(held.held).toBe(true);
+    await held.release();
+  });
+
+  it('allows a writer to take the read side (downgrade) and refuses a reader the write side (upgrade)', async () => {
+    const rw = a.readWrite('grade');
+    const write = await rw.write();
+    await a.runInScope(write, async () => {
+      const read = await rw.read({ waitTimeout: 1_000 });
+      expect(read.held).toBe(true);
+      await write.release(); // now only the downgraded read hold is left
+      const otherReader = await b.readWrite('grade').tryRead();
+      expect(otherReader).not.toBeNull();
+      expect(await b.readWrite('grade').tryWrite()).toBeNull();
+      await otherReader!.release();
+      await read.release();
+    });
+
+    const read = await rw.read();
+    await a.runInScope(read, async () => {
+      await expect(rw.write({ waitTimeout: 1_000 })).rejects.toBeInstanceOf(LockUpgradeError);
+    });
+    await read.release();
+  });
+
+  it('frees a crashed reader’s share when its lease ends, even while other readers keep renewing', async () => {
+    await a.readWrite('crash').read({ leaseTime: 300 }); // never released: its process "crashed"
+    const renewed = await b.readWrite('crash').read(); // watchdog-renewed, keeps the hash alive
+    const writer = a.readWrite('crash').write({ waitTimeout: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await renewed.release();
+    const held = await writer;
+    expect(held.held).toBe(true);
+    await held.release();
+  });
+
+  it('keeps read and write holds alive with the watchdog, and reports a lost one', async () => {
+    const read = await a.readWrite('wd').read();
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // over three 600 ms leases
+    expect(read.held).toBe(true);
+    await read.release();
+
+    const write = await a.readWrite('wd').write();
+    const raw = apps[0].get(LockService) as unknown as { connection: { client: import('ioredis').Redis } };
+    await raw.connection.client.del(`${keyPrefix}:lock:{wd}`);
+    const reason = await new Promise((resolve) => write.signal.addEventListener('abort', () => resolve(write.signal.reason)));
+    expect(reason).toBeInstanceOf(LockLostError);
+  });
+
+  it('gives readers of one epoch the same fencing token and a writer a larger one', async () => {
+    const r1 = await a.readWrite('fence').read();
+    const r2 = await b.readWrite('fence').read();
+    expect(r2.fencingToken).toBe(r1.fencingToken);
+    await Promise.all([r1.release(), r2.release()]);
+    const w = await a.readWrite('fence').write();
+    expect(BigInt(w.fencingToken)).toBeGreaterThan(BigInt(r1.fencingToken));
+    await w.release();
+  });
+});
