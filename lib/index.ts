@@ -16,6 +16,19 @@ export type { LockKindOptions, ReadWriteLock, Semaphore } from './lock/interface
 export { RedisLockEvents, type RedisLockEventMap } from './lock/lock-events';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context';
 
+export { WithLock } from './decorators/with-lock.decorator';
+export { WithRequestLock, type RequestLockKeySource } from './decorators/with-request-lock.decorator';
+export { WithLockInterceptor } from './decorators/with-lock.interceptor';
+export type { LockKeySource } from './lock/key-template';
+export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } from './lock/with-lock';
+
+export { DelayQueueService } from './delay-queue/delay-queue.service';
+export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator';
+export type { ScheduleOptions, ScheduledJob } from './delay-queue/interfaces/schedule-options.interface';
+export type { DelayedJobHandler, JobContext } from './delay-queue/interfaces/job-context.interface';
+export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface';
+export type { Consumer, ConsumerOptions } from './delay-queue/interfaces/consumer.interface';
+
 export {
   TransactionSynchronizer,
   type TransactionStatus,
@@ -31,5 +44,14 @@ export { LockNotHeldError } from './errors/lock-not-held.error';
 export { LockUpgradeError } from './errors/lock-upgrade.error';
 export { LockServiceClosedError } from './errors/lock-service-closed.error';
 export { InvalidLockKeyError } from './errors/invalid-lock-key.error';
+export { InvalidLockKeyTemplateError } from './errors/invalid-lock-key-template.error';
+export { UnresolvedLockKeyError } from './errors/unresolved-lock-key.error';
+export { LockServiceUnavailableError } from './errors/lock-service-unavailable.error';
 export { InvalidOptionsError } from './errors/invalid-options.error';
+export { InvalidJobError } from './errors/invalid-job.error';
+export { InvalidTopicError } from './errors/invalid-topic.error';
+export { DuplicateDelayedHandlerError } from './errors/duplicate-delayed-handler.error';
+export { JobVisibilityLostError } from './errors/job-visibility-lost.error';
+export { ConsumerShutdownTimeoutError } from './errors/consumer-shutdown-timeout.error';
+export { DelayQueueClosedError } from './errors/delay-queue-closed.error';
 export { RedisConnectionError } from './errors/redis-connection.error';

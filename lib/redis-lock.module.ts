@@ -1,4 +1,10 @@
 import { Module } from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { DelayQueueOrchestrator } from './delay-queue/delay-queue.orchestrator';
+import { DelayQueueService } from './delay-queue/delay-queue.service';
+import { DelayedHandlerExplorer } from './delay-queue/delayed-handler.explorer';
+import { DelayedHandlerMetadataAccessor } from './delay-queue/delayed-handler-metadata.accessor';
+import { WithLockInterceptor } from './decorators/with-lock.interceptor';
 import { LockService } from './lock/lock.service';
 import { RedisLockEvents } from './lock/lock-events';
 import { resolveRedisLockConfig } from './options/resolve-redis-lock-config';
@@ -18,6 +24,7 @@ import type { RedisLockConfig } from './options/redis-lock-config';
  * export class AppModule {}
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: REDIS_LOCK_CONFIG,
@@ -32,7 +39,13 @@ import type { RedisLockConfig } from './options/redis-lock-config';
     RedisConnection,
     RedisLockEvents,
     LockService,
+    DelayQueueService,
+    DelayedHandlerMetadataAccessor,
+    DelayedHandlerExplorer,
+    DelayQueueOrchestrator,
+    // Takes @WithRequestLock locks and answers lock timeouts with 409 Conflict over HTTP.
+    { provide: APP_INTERCEPTOR, useClass: WithLockInterceptor },
   ],
-  exports: [LockService, RedisLockEvents, TransactionSynchronizer],
+  exports: [LockService, RedisLockEvents, TransactionSynchronizer, DelayQueueService],
 })
 export class RedisLockModule extends ConfigurableRedisLockModule {}

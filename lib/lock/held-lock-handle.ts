@@ -18,7 +18,10 @@ export interface HeldLockOperations {
  * and cannot say so.
  */
 export class HeldLockHandle implements LockHandle {
-  private readonly controller = new AbortController();
+  // Made on first read of `signal`: building an AbortSignal costs ~5 µs on Node 20 (more than all
+  // the rest of an acquire's JavaScript) and most callers never read it.
+  private controller?: AbortController;
+  private lostError?: LockLostError;
   private expiryTimer?: NodeJS.Timeout;
   private released = false;
   /** Set while a release waits for the surrounding transaction to complete. */
@@ -43,11 +46,20 @@ export class HeldLockHandle implements LockHandle {
   }
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostError) this.controller.abort(this.lostError);
+    }
     return this.controller.signal;
   }
 
+  /** True once the lease is known to be lost (`signal` is, or will be when read, aborted). */
+  get lost(): boolean {
+    return this.lostError !== undefined;
+  }
+
   get held(): boolean {
-    return !this.released && !this.controller.signal.aborted;
+    return !this.released && !this.lost;
   }
 
   release(): Promise<void> {
@@ -66,7 +78,7 @@ export class HeldLockHandle implements LockHandle {
 
   /** The lease was confirmed by a command sent at `sentAt` (monotonic ms). */
   leaseConfirmed(sentAt: number, leaseTime = this.leaseTime): void {
-    if (this.controller.signal.aborted) return;
+    if (this.lost) return;
     this.leaseTime = leaseTime;
     this.armExpiry(sentAt);
   }
@@ -74,9 +86,10 @@ export class HeldLockHandle implements LockHandle {
   /** Marks the hold as gone for good: stops timers and, if it was still held, aborts the signal. */
   markLost(reason: LockLostError['reason']): void {
     this.stopTimers();
-    if (this.controller.signal.aborted || (this.released && !this.releasePending)) return;
+    if (this.lost || (this.released && !this.releasePending)) return;
     const error = new LockLostError(this.key, this.fencingToken, reason);
-    this.controller.abort(error);
+    this.lostError = error;
+    this.controller?.abort(error);
     this.operations.onLost(this, error);
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InvalidLockKeyError } from '../errors/invalid-lock-key.error';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
@@ -9,8 +9,9 @@ import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisKeySpace } from '../keys/redis-key-space';
 import type { RedisLockConfig } from '../options/redis-lock-config';
+import { preloadScripts } from '../redis/preload-scripts';
 import { RedisConnection } from '../redis/redis-connection';
-import { WakeSubscriber, type WakeChannel } from '../redis/wake-subscriber';
+import { WakeSubscriber, type WakeChannel, type WakeReason } from '../redis/wake-subscriber';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
 import { defaultUnitOfWork } from '../transaction/async-local-unit-of-work';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
@@ -24,9 +25,10 @@ import { LockOwnerScope } from './lock-owner-scope';
 import { LockWatchdog, runRenewal } from './lock-watchdog';
 import { MultiLockHandle } from './multi-lock-handle';
 import { FairLockProtocol } from './protocols/fair-lock.protocol';
-import type { AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface';
+import type { AttemptMode, AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface';
 import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol';
 import { ReentrantLockProtocol } from './protocols/reentrant-lock.protocol';
+import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts';
 import { SemaphoreProtocol } from './protocols/semaphore.protocol';
 
 /**
@@ -40,7 +42,7 @@ import { SemaphoreProtocol } from './protocols/semaphore.protocol';
  * });
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
+export class LockService implements OnApplicationBootstrap, OnApplicationShutdown {
   /** Identifies this module instance among all lock owners. */
   readonly clientId = randomBytes(6).toString('hex');
   private ownerSequence = 0;
@@ -158,6 +160,16 @@ export class LockService implements OnApplicationShutdown {
     return LockOwnerScope.run(handle, held, fn);
   }
 
+  /**
+   * Loads the lock scripts into Redis's cache up front. An optimisation only, so it neither delays
+   * bootstrap nor fails it (with Redis down it finishes, or fails quietly, in the background).
+   */
+  onApplicationBootstrap(): void {
+    void preloadScripts(this.connection.client, ALL_LOCK_SCRIPTS).catch((error: unknown) =>
+      this.logger.debug(`Script preload skipped: ${(error as Error)?.message ?? error}`),
+    );
+  }
+
   onApplicationShutdown(): void {
     this.closed = true;
     this.wake.close();
@@ -209,35 +221,90 @@ export class LockService implements OnApplicationShutdown {
     if (this.closed) throw new LockServiceClosedError();
     const { signal } = options;
     if (signal?.aborted) throw new LockAcquireAbortedError(reportedKey, signal.reason);
-    const owner = this.reentrantOwner(protocol) ?? `${this.clientId}:${++this.ownerSequence}`;
+    const enclosingOwner = this.reentrantOwner(protocol);
+    const owner = enclosingOwner ?? `${this.clientId}:${++this.ownerSequence}`;
     const willWait = wait && options.waitTimeout > 0;
     const started = performance.now();
+    const deadline = started + options.waitTimeout;
+    const attempt = (mayWait: boolean) =>
+      this.attemptBefore(deadline, protocol, owner, options, { willWait: mayWait, reentry: enclosingOwner !== undefined }, reportedKey);
 
+    // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
+    // newcomer queues behind them instead of barging in the moment a release frees the key (which
+    // made waits of one process unfair and long-tailed).
+    const queueBehind =
+      willWait && !protocol.wakesByOwner && enclosingOwner === undefined ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
     let sentAt = performance.now();
-    let outcome = await protocol.attempt(this.connection.client, owner, options.leaseTime, willWait);
-    if (outcome.acquired) return this.handleFor(protocol, owner, outcome.fencingToken, sentAt, options, reportedKey);
-    if (!willWait) return null;
+    let outcome: AttemptOutcome | undefined;
+    if (queueBehind === 0) {
+      outcome = willWait
+        ? await attempt(true)
+        : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry: enclosingOwner !== undefined });
+      if (outcome.acquired) return this.handleFor(protocol, owner, outcome.fencingToken, sentAt, options, reportedKey);
+      if (!wait) return null;
+      if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
+    }
 
     // Subscribe before the next try: a release that lands between that try and the wait is then
     // counted by the channel and not lost.
-    const deadline = started + options.waitTimeout;
     let channel: WakeChannel | undefined;
     let acquired = false;
     try {
       channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined);
+      let woken = false;
+      if (queueBehind > 0) {
+        const reason = await channel.wait(Math.min(queueBehind, deadline - performance.now()), options.signal);
+        this.throwIfAborted(reason, reportedKey, options);
+        woken = reason === 'woken';
+      }
       for (;;) {
         sentAt = performance.now();
-        outcome = await protocol.attempt(this.connection.client, owner, options.leaseTime, true);
+        outcome = await attempt(true);
         if (outcome.acquired) {
           acquired = true;
           return await this.handleFor(protocol, owner, outcome.fencingToken, sentAt, options, reportedKey);
         }
-        await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey);
+        woken = await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey, woken);
       }
     } finally {
       channel?.leave();
       if (!acquired && protocol.leave) await this.leaveQuietly(protocol, owner);
     }
+  }
+
+  /**
+   * One attempt that gives up at the deadline even if Redis does not answer (a black-holed
+   * connection would otherwise hold the caller far past its waitTimeout). An attempt that still
+   * succeeds after that is released at once, so nothing is left held by a caller that gave up.
+   */
+  private attemptBefore(
+    deadline: number,
+    protocol: LockProtocol,
+    owner: string,
+    options: ResolvedAcquireOptions,
+    mode: AttemptMode,
+    reportedKey: string | string[],
+  ): Promise<AttemptOutcome> {
+    const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
+    const remaining = deadline - performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
+        attempt.then(
+          (outcome) => outcome.acquired && !mode.reentry && this.releaseAbandoned(protocol, owner),
+          () => undefined,
+        );
+      }, Math.max(0, remaining));
+    });
+    return Promise.race([attempt, late]).finally(() => clearTimeout(timer));
+  }
+
+  private releaseAbandoned(protocol: LockProtocol, owner: string): void {
+    protocol.release(this.connection.client, owner, this.connection.publishCommand).catch((error: unknown) => {
+      // Its lease frees it anyway.
+      this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${(error as Error)?.message ?? error}`);
+    });
   }
 
   /** The owner id an enclosing section of *this* service holds the lock under, if any. */
@@ -255,15 +322,23 @@ export class LockService implements OnApplicationShutdown {
     deadline: number,
     options: ResolvedAcquireOptions,
     reportedKey: string | string[],
-  ): Promise<void> {
-    const remaining = deadline - performance.now();
+    wasWoken: boolean,
+  ): Promise<boolean> {
+    const now = performance.now();
+    const remaining = deadline - now;
     if (remaining <= 0) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
     // -2: the key vanished since the try, go again now; -1: a key without expiry, which only a
     // release can free, so only the deadline (or the heartbeat) bounds the wait.
-    if (outcome.waitMs === -2) return;
+    if (outcome.waitMs === -2) return wasWoken;
+    if (outcome.waitMs >= 0) channel.heldUntil(now + outcome.waitMs);
     let sleep = outcome.waitMs === -1 ? remaining : Math.min(outcome.waitMs, remaining);
     if (protocol.heartbeat !== undefined) sleep = Math.min(sleep, protocol.heartbeat);
-    const reason = await channel.wait(sleep, options.signal);
+    const reason = await channel.wait(sleep, options.signal, wasWoken);
+    this.throwIfAborted(reason, reportedKey, options);
+    return reason === 'woken';
+  }
+
+  private throwIfAborted(reason: WakeReason, reportedKey: string | string[], options: ResolvedAcquireOptions): void {
     if (reason !== 'aborted') return;
     if (this.closed) throw new LockServiceClosedError();
     throw new LockAcquireAbortedError(reportedKey, options.signal?.reason);
@@ -296,7 +371,7 @@ export class LockService implements OnApplicationShutdown {
   }
 
   private async releaseHeld(handle: HeldLockHandle): Promise<void> {
-    if (handle.signal.aborted) {
+    if (handle.lost) {
       // Lost already: Redis holds nothing of ours to release.
       this.forget(handle);
       return;
@@ -313,7 +388,7 @@ export class LockService implements OnApplicationShutdown {
 
   private async releaseNow(handle: HeldLockHandle): Promise<void> {
     this.forget(handle);
-    if (handle.signal.aborted) return;
+    if (handle.lost) return;
     handle.markReleased();
     const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand);
     if (result === -1) {

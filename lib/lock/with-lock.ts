@@ -199,7 +199,7 @@ function coveringHandle(locks: LockService, key: string | string[], mode: WithLo
   if (!held) return undefined;
   const names = Array.isArray(key) ? [...new Set(key)] : [key];
   const entries = names.map((name) => held.get(name));
-  if (!entries.every((e): e is HeldEntry => e !== undefined && covers(e.mode, mode) && !e.handle.signal.aborted)) {
+  if (!entries.every((e): e is HeldEntry => e !== undefined && covers(e.mode, mode) && e.handle.held)) {
     return undefined;
   }
   if (entries.length === 1) return entries[0].handle;

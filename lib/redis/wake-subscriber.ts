@@ -6,8 +6,13 @@ export type WakeReason = 'woken' | 'timeout' | 'aborted';
 
 /** A waiter's membership in one wake channel; `leave()` exactly once when done waiting. */
 export interface WakeChannel {
-  /** Parks until a release message for this waiter, `timeoutMs`, or `signal`, whichever comes first. */
-  wait(timeoutMs: number, signal?: AbortSignal): Promise<WakeReason>;
+  /**
+   * Parks until a release message for this waiter, `timeoutMs`, or `signal`, whichever comes first.
+   * `front`: a waiter that was woken but lost the race to another process keeps its place in line.
+   */
+  wait(timeoutMs: number, signal?: AbortSignal, front?: boolean): Promise<WakeReason>;
+  /** Records that the lock is held at most until `until` (monotonic ms), as a try just reported. */
+  heldUntil(until: number): void;
   leave(): void;
 }
 
@@ -27,6 +32,8 @@ interface ChannelState {
    * member count because more could never be used.
    */
   pending: number;
+  /** Monotonic time by which the current holder's lease ends at the latest, as last reported. */
+  heldUntil: number;
   /** Named wake-ups ('@id') that arrived while that waiter was between two tries. */
   readonly pendingById: Set<string>;
   subscribed: Promise<unknown>;
@@ -45,6 +52,7 @@ const LINGER_MS = 5_000;
  */
 export class WakeSubscriber {
   private subscriber?: RedisClient;
+  private connected?: Promise<void>;
   private readonly channels = new Map<string, ChannelState>();
   private closed = false;
 
@@ -62,7 +70,7 @@ export class WakeSubscriber {
       state.lingerTimer = undefined;
       state.refs++;
     } else {
-      state = { refs: 1, parked: [], pending: 0, pendingById: new Set(), subscribed: Promise.resolve() };
+      state = { refs: 1, parked: [], pending: 0, heldUntil: 0, pendingById: new Set(), subscribed: Promise.resolve() };
       this.channels.set(channel, state);
       state.subscribed = this.subscribe(channel).catch((error) => {
         // Forget the failed subscription so the next waiter tries again instead of trusting it.
@@ -79,6 +87,17 @@ export class WakeSubscriber {
     return this.membership(channel, state, waiterId);
   }
 
+  /**
+   * How long a newcomer should queue behind the waiters of this process already parked on
+   * `channel` (local FIFO), or 0 when nobody is parked and it should try at once. Bounded by the
+   * holder's known lease end, so a holder that crashed cannot strand the newcomer.
+   */
+  queueBehindFor(channel: string): number {
+    const state = this.channels.get(channel);
+    if (!state || state.parked.length === 0) return 0;
+    return Math.max(0, state.heldUntil - performance.now());
+  }
+
   /** Stops every wait at once (shutdown) and closes nothing: the connection is closed by `RedisConnection`. */
   close(): void {
     this.closed = true;
@@ -92,7 +111,10 @@ export class WakeSubscriber {
   private membership(channel: string, state: ChannelState, waiterId: string | undefined): WakeChannel {
     let left = false;
     return {
-      wait: (timeoutMs, signal) => this.park(state, timeoutMs, signal, waiterId),
+      wait: (timeoutMs, signal, front) => this.park(state, timeoutMs, signal, waiterId, front),
+      heldUntil: (until) => {
+        state.heldUntil = until;
+      },
       leave: () => {
         if (left) return;
         left = true;
@@ -104,7 +126,13 @@ export class WakeSubscriber {
     };
   }
 
-  private park(state: ChannelState, timeoutMs: number, signal: AbortSignal | undefined, id: string | undefined): Promise<WakeReason> {
+  private park(
+    state: ChannelState,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    id: string | undefined,
+    front = false,
+  ): Promise<WakeReason> {
     if (id === undefined ? state.pending > 0 : state.pendingById.has(id)) {
       if (id === undefined) state.pending--;
       else state.pendingById.delete(id);
@@ -124,7 +152,8 @@ export class WakeSubscriber {
       const onAbort = () => finish('aborted');
       const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
       signal?.addEventListener('abort', onAbort, { once: true });
-      state.parked.push(waiter);
+      if (front) state.parked.unshift(waiter);
+      else state.parked.push(waiter);
     });
   }
 
@@ -154,6 +183,15 @@ export class WakeSubscriber {
 
   private async subscribe(channel: string): Promise<void> {
     const subscriber = this.ensureSubscriber();
+    // Connect before the first SUBSCRIBE: a lazy client that connects *because of* a SUBSCRIBE
+    // runs its ready check (INFO) in subscriber mode, which Redis refuses.
+    this.connected ??= subscriber.status === 'wait' ? subscriber.connect() : Promise.resolve();
+    try {
+      await this.connected;
+    } catch (error) {
+      this.connected = undefined;
+      throw error;
+    }
     if (this.connection.isCluster) await (subscriber as RedisClient & { ssubscribe(c: string): Promise<unknown> }).ssubscribe(channel);
     else await subscriber.subscribe(channel);
   }

@@ -2,7 +2,7 @@ import type { LockKeys } from '../../keys/redis-key-space';
 import type { RedisClient } from '../../options/redis-lock-config';
 import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua';
 import { leaveFairQueueScript } from '../scripts/leave-fair-queue.lua';
-import type { AttemptOutcome } from './lock-protocol.interface';
+import type { AttemptMode, AttemptOutcome } from './lock-protocol.interface';
 import { ReentrantLockProtocol } from './reentrant-lock.protocol';
 
 /**
@@ -27,12 +27,12 @@ export class FairLockProtocol extends ReentrantLockProtocol {
     super(keys);
   }
 
-  override async attempt(client: RedisClient, owner: string, leaseTime: number, willWait: boolean): Promise<AttemptOutcome> {
+  override async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
     const [ok, value] = await acquireFairLockScript.run<[number, string | number]>(
       client,
       [k.owners, k.fence, k.queue, k.timeouts, k.wakeChannel],
-      [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, willWait ? '1' : '0', this.publishCommand],
+      [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, mode.willWait ? '1' : '0', this.publishCommand, mode.reentry ? '1' : '0'],
     );
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
   }

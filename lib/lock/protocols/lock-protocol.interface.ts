@@ -7,6 +7,19 @@ export type AttemptOutcome =
   /** `waitMs`: longest the caller may sleep before the holder's lease could have ended (-1: no bound, -2: try again now). */
   | { readonly acquired: false; readonly waitMs: number };
 
+/** How one attempt is made. */
+export interface AttemptMode {
+  /** The caller will wait if this attempt fails (fair lock: join the queue; writer: hold back readers). */
+  readonly willWait: boolean;
+  /**
+   * The owner id comes from an enclosing lock section, so finding it already in Redis means a nested
+   * acquire: count one more hold. For a fresh owner id it can only mean this very attempt already ran
+   * once and its reply was lost (ioredis re-sends queued commands after a reconnect): then the hold
+   * is taken as is, not counted twice, or one release would leave the lock held.
+   */
+  readonly reentry: boolean;
+}
+
 /** How a held lock is renewed: by `script`, batched with others of the same script and cluster slot. */
 export interface Renewal {
   readonly script: RedisScript;
@@ -35,7 +48,7 @@ export interface LockProtocol {
   /** Longest sleep while waiting, so the waiter refreshes its place in line (fair queue, waiting writer). */
   readonly heartbeat: number | undefined;
 
-  attempt(client: RedisClient, owner: string, leaseTime: number, willWait: boolean): Promise<AttemptOutcome>;
+  attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome>;
   /** Returns -1 when not held, a count > 0 when re-entered holds remain, 0 when this hold ended. */
   release(client: RedisClient, owner: string, publishCommand: string): Promise<number>;
   renewal(owner: string): Renewal;

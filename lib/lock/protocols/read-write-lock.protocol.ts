@@ -7,7 +7,7 @@ import {
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
 } from '../scripts/read-write-lock.lua';
-import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
 
 /** How long a waiting writer blocks new readers without showing it is still waiting. */
 export const WRITER_LIVENESS_MS = 5_000;
@@ -41,17 +41,19 @@ export class ReadWriteLockProtocol implements LockProtocol {
     return this.keys.owners;
   }
 
-  async attempt(client: RedisClient, owner: string, leaseTime: number, willWait: boolean): Promise<AttemptOutcome> {
+  async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
     const keys = [k.owners, k.leases, k.waitingWriters, k.fence];
+    const reentry = mode.reentry ? '1' : '0';
     const [ok, value] =
       this.mode === 'read'
-        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime])
+        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime, reentry])
         : await acquireWriteLockScript.run<[number, string | number]>(client, keys, [
             owner,
             leaseTime,
             WRITER_LIVENESS_MS,
-            willWait ? '1' : '0',
+            mode.willWait ? '1' : '0',
+            reentry,
           ]);
     if (ok === -1) throw new LockUpgradeError(this.name);
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };

@@ -3,7 +3,7 @@ import type { RedisClient } from '../../options/redis-lock-config';
 import { acquireLockScript } from '../scripts/acquire-lock.lua';
 import { releaseLockScript } from '../scripts/release-lock.lua';
 import { renewLocksScript } from '../scripts/renew-locks.lua';
-import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
 
 /** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
 export class ReentrantLockProtocol implements LockProtocol {
@@ -24,11 +24,11 @@ export class ReentrantLockProtocol implements LockProtocol {
     return this.keys.owners;
   }
 
-  async attempt(client: RedisClient, owner: string, leaseTime: number, _willWait: boolean): Promise<AttemptOutcome> {
+  async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const [ok, value] = await acquireLockScript.run<[number, string | number]>(
       client,
       [this.keys.owners, this.keys.fence],
-      [owner, leaseTime],
+      [owner, leaseTime, mode.reentry ? '1' : '0'],
     );
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
   }

@@ -27,6 +27,7 @@ export class SemaphoreProtocol implements LockProtocol {
   }
 
   async attempt(client: RedisClient, owner: string, leaseTime: number): Promise<AttemptOutcome> {
+    // A replayed attempt ZADDs the same member again: permits are idempotent by construction.
     const [ok, value] = await acquirePermitScript.run<[number, string | number]>(
       client,
       [this.keys.permits, this.keys.fence],

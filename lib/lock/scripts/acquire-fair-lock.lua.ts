@@ -7,7 +7,8 @@ import { LUA_NOW_MS } from './lua-snippets';
  * KEYS[1] owner hash, KEYS[2] fence, KEYS[3] queue (list of waiting owners),
  * KEYS[4] timeouts (zset owner -> liveness deadline, server ms), KEYS[5] wake channel
  * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] waiter liveness ms, ARGV[4] '1' to join the queue
- * when not acquired ('0' for tryAcquire), ARGV[5] 'publish' or 'spublish'
+ * when not acquired ('0' for tryAcquire), ARGV[5] 'publish' or 'spublish', ARGV[6] '1' to count a
+ * nested hold of an owner already holding ('0': a fresh owner found holding is a replayed attempt)
  *
  * A waiter refreshes its deadline each time it runs this script; one whose deadline passed died
  * or gave up, and is dropped when it reaches the head, so a dead waiter never blocks the queue.
@@ -31,7 +32,7 @@ while head do
 end
 
 if redis.call('hexists', KEYS[1], owner) == 1 then
-  redis.call('hincrby', KEYS[1], owner, 1)
+  if ARGV[6] == '1' then redis.call('hincrby', KEYS[1], owner, 1) end
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   return {1, redis.call('get', KEYS[2]) or '0'}
 end

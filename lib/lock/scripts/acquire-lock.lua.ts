@@ -5,7 +5,8 @@ import { RedisScript } from '../../redis/redis-script';
  *
  * KEYS[1] owner hash  `rl:lock:{name}`          owner -> reentry count
  * KEYS[2] fence       `rl:lock:{name}:fence`    counter, incremented on every fresh acquire
- * ARGV[1] owner id, ARGV[2] lease in ms
+ * ARGV[1] owner id, ARGV[2] lease in ms, ARGV[3] '1' if the owner comes from an enclosing section
+ * (count a nested hold), '0' for a fresh owner (finding it means a replayed attempt: count nothing)
  *
  * Returns {1, fencingToken} when held by the caller afterwards, {0, pttl} when another owner holds it
  * (pttl is how long the caller may sleep at most before the lease could have run out).
@@ -20,7 +21,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   return {1, tostring(redis.call('incr', KEYS[2]))}
 end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[1], 1)
+  if ARGV[3] == '1' then redis.call('hincrby', KEYS[1], ARGV[1], 1) end
   -- a nested acquire never shortens the lease the outer one already has
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   return {1, redis.call('get', KEYS[2]) or '0'}

@@ -32,10 +32,10 @@ if #expired > 0 then
 end
 `;
 
-/** Lua: holder field ARGV[1]..suffix takes one more hold with a lease of ARGV[2] ms. */
+/** Lua: hold(field, lease, count): the holder field takes a hold (counted when count is true) and a new lease. */
 const HOLD = `
-local function hold(field, lease)
-  redis.call('hincrby', KEYS[1], field, 1)
+local function hold(field, lease, count)
+  if count or redis.call('hexists', KEYS[1], field) == 0 then redis.call('hincrby', KEYS[1], field, 1) end
   redis.call('zadd', KEYS[2], now + lease, field)
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   redis.call('pexpire', KEYS[2], math.max(redis.call('pttl', KEYS[1]), lease))
@@ -50,7 +50,8 @@ end
 /**
  * Takes or re-enters a read hold.
  * KEYS[1] hash, KEYS[2] leases, KEYS[3] waiting writers, KEYS[4] fence
- * ARGV[1] owner, ARGV[2] lease ms
+ * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] '1' to count a nested hold ('0': a fresh owner found
+ * holding is a replayed attempt, taken as is)
  * Returns {1, fencingToken} or {0, ms to sleep at most}.
  */
 export const acquireReadLockScript = new RedisScript(
@@ -61,14 +62,14 @@ local readField = ARGV[1] .. ':r'
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   redis.call('hset', KEYS[1], 'mode', 'read')
-  hold(readField, lease)
+  hold(readField, lease, true)
   return {1, tostring(redis.call('incr', KEYS[4]))}
 end
 local reentry = redis.call('hexists', KEYS[1], readField) == 1
 local downgrade = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[1] .. ':w') == 1
 local noWriterWaiting = redis.call('zcard', KEYS[3]) == 0
 if reentry or downgrade or (mode == 'read' and noWriterWaiting) then
-  hold(readField, lease)
+  hold(readField, lease, not reentry or ARGV[3] == '1')
   return {1, redis.call('get', KEYS[4]) or '0'}
 end
 return {0, waitTime()}
@@ -78,7 +79,8 @@ return {0, waitTime()}
 /**
  * Takes or re-enters the write hold.
  * KEYS[1] hash, KEYS[2] leases, KEYS[3] waiting writers, KEYS[4] fence
- * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] writer liveness ms, ARGV[4] '1' to register as waiting
+ * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] writer liveness ms, ARGV[4] '1' to register as waiting,
+ * ARGV[5] '1' to count a nested hold ('0': a replayed attempt of a fresh owner, taken as is)
  * Returns {1, fencingToken}, {0, ms to sleep at most}, or {-1, 0} when the caller holds only a read
  * hold (an upgrade, refused: two readers upgrading at once would deadlock).
  */
@@ -88,13 +90,13 @@ export const acquireWriteLockScript = new RedisScript(
 local lease = tonumber(ARGV[2])
 local writeField = ARGV[1] .. ':w'
 if redis.call('hexists', KEYS[1], writeField) == 1 then
-  hold(writeField, lease)
+  hold(writeField, lease, ARGV[5] == '1')
   return {1, redis.call('get', KEYS[4]) or '0'}
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   redis.call('hset', KEYS[1], 'mode', 'write')
-  hold(writeField, lease)
+  hold(writeField, lease, true)
   redis.call('zrem', KEYS[3], ARGV[1])
   return {1, tostring(redis.call('incr', KEYS[4]))}
 end

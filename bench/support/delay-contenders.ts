@@ -1,0 +1,160 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { NestFactory } from '@nestjs/core';
+import type { INestApplicationContext } from '@nestjs/common';
+import { Queue, Worker, type Job } from 'bullmq';
+import { DelayQueueService, RedisLockModule } from '../../lib';
+import { until } from './delay-stats';
+
+/**
+ * One library under test. Every scenario builds its own producers and consumers on a fresh queue
+ * name and tears them down, so the scenarios never see each other's keys or connections.
+ */
+export interface DelayContender {
+  readonly name: string;
+  readonly settings: string;
+  /** Schedules jobs with these delays (ms) at once, runs them, and returns each handler's lateness (ms). */
+  lateness(delays: readonly number[], concurrency: number): Promise<number[]>;
+  /**
+   * Enqueues `count` jobs due now while one consumer runs. Resolves, in ms from the start of the
+   * enqueue: when the enqueue returned, when the first handler ran, when the last one finished.
+   */
+  burst(count: number, concurrency: number): Promise<BurstTimes>;
+  /** Starts `consumers` idle consumers of one topic; resolves a function that stops them. */
+  idle(consumers: number): Promise<() => Promise<void>>;
+}
+
+export interface BurstTimes {
+  readonly enqueueMs: number;
+  readonly firstMs: number;
+  readonly drainMs: number;
+}
+
+function name(label: string): string {
+  return `${label}-${randomBytes(3).toString('hex')}`;
+}
+
+// ---- this library -------------------------------------------------------------------------------
+
+async function ourApp(url: string, keyPrefix: string): Promise<{ app: INestApplicationContext; queue: DelayQueueService }> {
+  const app = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: url, keyPrefix }), { logger: ['error'] });
+  return { app, queue: app.get(DelayQueueService) };
+}
+
+export function ours(url: string): DelayContender {
+  return {
+    name: 'nestjs-redis-lock',
+    settings: 'DelayQueueService.consume, default options (visibility 30 s, maxIdleWait 10 s)',
+    async lateness(delays, concurrency) {
+      const { app, queue } = await ourApp(url, name('bench'));
+      const lateness: number[] = [];
+      try {
+        queue.consume('lateness', (_payload, job) => {
+          lateness.push(Date.now() - job.scheduledAt.getTime());
+        }, { concurrency });
+        await queue.scheduleMany('lateness', delays.map((delay, i) => ({ payload: i, delay })));
+        await until(() => lateness.length >= delays.length, Math.max(...delays) + 30_000, 'the lateness jobs (ours)');
+      } finally {
+        await app.close();
+      }
+      return lateness;
+    },
+    async burst(count, concurrency) {
+      const { app, queue } = await ourApp(url, name('bench'));
+      let done = 0;
+      let first = 0;
+      try {
+        queue.consume('burst', () => {
+          if (done++ === 0) first = performance.now();
+        }, { concurrency });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const started = performance.now();
+        await queue.scheduleMany('burst', Array.from({ length: count }, (_, i) => ({ payload: i })));
+        const enqueued = performance.now();
+        await until(() => done >= count, 120_000, 'the burst (ours)');
+        return { enqueueMs: enqueued - started, firstMs: first - started, drainMs: performance.now() - started };
+      } finally {
+        await app.close();
+      }
+    },
+    async idle(consumers) {
+      const keyPrefix = name('bench');
+      const apps = await Promise.all(Array.from({ length: consumers }, () => ourApp(url, keyPrefix)));
+      for (const { queue } of apps) queue.consume('idle', () => undefined);
+      return async () => {
+        await Promise.all(apps.map(({ app }) => app.close()));
+      };
+    },
+  };
+}
+
+// ---- BullMQ --------------------------------------------------------------------------------------
+
+function connection(url: string) {
+  const { hostname, port } = new URL(url);
+  return { host: hostname, port: Number(port || 6379) };
+}
+
+export function bullmq(url: string): DelayContender {
+  const conn = connection(url);
+  return {
+    name: 'bullmq',
+    settings: 'Queue.addBulk with opts.delay + Worker, default options (drainDelay 5 s, stalledInterval 30 s)',
+    async lateness(delays, concurrency) {
+      const queueName = name('lateness');
+      const queue = new Queue(queueName, { connection: conn });
+      const lateness: number[] = [];
+      const worker = new Worker(
+        queueName,
+        async (job: Job) => {
+          lateness.push(Date.now() - (job.timestamp + (job.opts.delay ?? 0)));
+        },
+        { connection: conn, concurrency, removeOnComplete: { count: 0 } },
+      );
+      try {
+        await worker.waitUntilReady();
+        await queue.addBulk(delays.map((delay, i) => ({ name: 'j', data: i, opts: { delay, removeOnComplete: true } })));
+        await until(() => lateness.length >= delays.length, Math.max(...delays) + 30_000, 'the lateness jobs (bullmq)');
+      } finally {
+        await worker.close();
+        await queue.obliterate({ force: true }).catch(() => undefined);
+        await queue.close();
+      }
+      return lateness;
+    },
+    async burst(count, concurrency) {
+      const queueName = name('burst');
+      const queue = new Queue(queueName, { connection: conn });
+      let done = 0;
+      let first = 0;
+      const worker = new Worker(
+        queueName,
+        async () => {
+          if (done++ === 0) first = performance.now();
+        },
+        { connection: conn, concurrency, removeOnComplete: { count: 0 } },
+      );
+      try {
+        await worker.waitUntilReady();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const started = performance.now();
+        await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name: 'j', data: i, opts: { removeOnComplete: true } })));
+        const enqueued = performance.now();
+        await until(() => done >= count, 120_000, 'the burst (bullmq)');
+        return { enqueueMs: enqueued - started, firstMs: first - started, drainMs: performance.now() - started };
+      } finally {
+        await worker.close();
+        await queue.obliterate({ force: true }).catch(() => undefined);
+        await queue.close();
+      }
+    },
+    async idle(consumers) {
+      const queueName = name('idle');
+      const workers = Array.from({ length: consumers }, () => new Worker(queueName, async () => undefined, { connection: conn }));
+      await Promise.all(workers.map((w) => w.waitUntilReady()));
+      return async () => {
+        await Promise.all(workers.map((w) => w.close()));
+      };
+    },
+  };
+}

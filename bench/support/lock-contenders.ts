@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto';
+import { NestFactory } from '@nestjs/core';
+import { Redlock } from '@sesamecare-oss/redlock';
+import { Redis } from 'ioredis';
+import { Mutex } from 'redis-semaphore';
+import { LockService, RedisLockModule, type AcquireOptions } from '../../lib';
+import { sleep } from './stats';
+
+/** Lets go of one acquired lock. */
+export type ReleaseLock = () => Promise<void>;
+
+/**
+ * One lock implementation under test, reduced to what the scenarios need: take a lock (waiting
+ * the contender's own way if it is held) and give it back. Every contender talks to the same Redis
+ * through one command connection of its own (plus a subscriber connection for ours).
+ */
+export interface LockContender {
+  /** Short name used in tables and JSON. */
+  readonly name: string;
+  /** The settings used, for the report. */
+  readonly settings: string;
+  /** Resolves once the lock is held; rejects if it is still held by someone else after the wait bound. */
+  acquire(key: string): Promise<ReleaseLock>;
+  close(): Promise<void>;
+}
+
+/** Lease / TTL every contender gets: far above any hold in the bench, so no lock ever expires. */
+export const LEASE_MS = 10_000;
+/** How long an acquire may wait for a held lock before it counts as a timeout. */
+export const WAIT_TIMEOUT_MS = 10_000;
+/** Sleep between two SET NX tries of the raw baseline when the lock is held. */
+export const RAW_RETRY_MS = 5;
+/**
+ * Redlock retry settings for a contended key. Its defaults (10 retries, 200 ± 100 ms apart) are made
+ * for long holds: with 1 ms holds they would mostly measure the sleep, and give up after ~2 s.
+ */
+export const REDLOCK_SETTINGS = { retryCount: Math.ceil(WAIT_TIMEOUT_MS / 10), retryDelay: 10, retryJitter: 5 } as const;
+/** redis-semaphore Mutex options: its defaults (retry every 10 ms, refresh at 80 % of the TTL) with our TTL. */
+export const SEMAPHORE_OPTIONS = { lockTimeout: LEASE_MS, acquireTimeout: WAIT_TIMEOUT_MS, retryInterval: 10 } as const;
+
+/**
+ * This library, created the way an application does it: `RedisLockModule.forRoot` in a Nest
+ * application context, `LockService` taken from it. Three contenders share that one context:
+ * - `ours`: a fixed lease (like every peer here: no renewal timer), the default non-fair lock;
+ * - `ours (watchdog)`: no `leaseTime`, the library's default mode, the watchdog renews the lease;
+ * - `ours (fair)`: `fair: true`, FIFO hand-over through a queue in Redis, fixed lease.
+ * Closing `ours` closes the shared context.
+ */
+export async function createOurContenders(url: string, keyPrefix: string): Promise<LockContender[]> {
+  const app = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: url, keyPrefix }), {
+    logger: false,
+  });
+  const locks = app.get(LockService);
+  const variant = (name: string, options: AcquireOptions, settings: string): LockContender => ({
+    name,
+    settings: `LockService.acquire(key, { ${Object.entries(options).map(([k, v]) => `${k}: ${v}`).join(', ')} }): ${settings}`,
+    async acquire(key) {
+      const handle = await locks.acquire(key, options);
+      return () => handle.release();
+    },
+    // The shared application context is closed by `ours`.
+    close: async () => undefined,
+  });
+  return [
+    {
+      ...variant('ours', { leaseTime: LEASE_MS, waitTimeout: WAIT_TIMEOUT_MS }, 'fixed lease, no watchdog; waits on pub/sub'),
+      close: () => app.close(),
+    },
+    variant('ours (watchdog)', { waitTimeout: WAIT_TIMEOUT_MS }, 'default 30 s lease renewed by the watchdog'),
+    variant('ours (fair)', { fair: true, leaseTime: LEASE_MS, waitTimeout: WAIT_TIMEOUT_MS }, 'FIFO queue in Redis, head woken by name'),
+  ];
+}
+
+/** Compare-and-delete: the release every SET NX lock needs. KEYS[1] lock key, ARGV[1] owner token. */
+const RAW_RELEASE_SCRIPT = `
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+`;
+
+/**
+ * The floor any Redis lock pays: `SET key token NX PX ttl` to take, EVALSHA of a compare-and-delete
+ * script to release. It has no waiting strategy of its own; when the key is held it retries every
+ * `RAW_RETRY_MS` ms.
+ */
+export async function createRawContender(url: string, keyPrefix: string): Promise<LockContender> {
+  const client = new Redis(url);
+  const releaseSha = (await client.script('LOAD', RAW_RELEASE_SCRIPT)) as string;
+  const tokenPrefix = randomBytes(6).toString('hex');
+  let sequence = 0;
+  return {
+    name: 'raw',
+    settings: `SET NX PX ${LEASE_MS} + EVALSHA compare-and-delete; when held: retry loop, sleep ${RAW_RETRY_MS} ms`,
+    async acquire(key) {
+      const redisKey = `${keyPrefix}:${key}`;
+      const token = `${tokenPrefix}:${++sequence}`;
+      const deadline = performance.now() + WAIT_TIMEOUT_MS;
+      while ((await client.set(redisKey, token, 'PX', LEASE_MS, 'NX')) !== 'OK') {
+        if (performance.now() >= deadline) throw new Error(`raw: ${redisKey} still held after ${WAIT_TIMEOUT_MS} ms`);
+        await sleep(RAW_RETRY_MS);
+      }
+      return async () => {
+        await client.evalsha(releaseSha, 1, redisKey, token);
+      };
+    },
+    close: async () => {
+      await client.quit();
+    },
+  };
+}
+
+/** `@sesamecare-oss/redlock` on one ioredis client (a quorum of one), fixed-duration locks. */
+export async function createRedlockContender(url: string, keyPrefix: string): Promise<LockContender> {
+  const client = new Redis(url);
+  const redlock = new Redlock([client], REDLOCK_SETTINGS);
+  return {
+    name: 'redlock',
+    settings:
+      `redlock.acquire([key], ${LEASE_MS}); retryCount ${REDLOCK_SETTINGS.retryCount}, ` +
+      `retryDelay ${REDLOCK_SETTINGS.retryDelay} ms, retryJitter ±${REDLOCK_SETTINGS.retryJitter} ms`,
+    async acquire(key) {
+      const lock = await redlock.acquire([`${keyPrefix}:${key}`], LEASE_MS);
+      return async () => {
+        await lock.release();
+      };
+    },
+    close: async () => {
+      await client.quit();
+    },
+  };
+}
+
+/** `redis-semaphore` 5 `Mutex` on one ioredis client, one `Mutex` object per acquire as its docs show. */
+export async function createSemaphoreContender(url: string, keyPrefix: string): Promise<LockContender> {
+  const client = new Redis(url);
+  return {
+    name: 'redis-semaphore',
+    settings:
+      `new Mutex(client, key, { lockTimeout: ${SEMAPHORE_OPTIONS.lockTimeout}, acquireTimeout: ${SEMAPHORE_OPTIONS.acquireTimeout}, ` +
+      `retryInterval: ${SEMAPHORE_OPTIONS.retryInterval} }) (its defaults; auto-refresh on)`,
+    async acquire(key) {
+      const mutex = new Mutex(client, `${keyPrefix}:${key}`, SEMAPHORE_OPTIONS);
+      await mutex.acquire();
+      return () => mutex.release();
+    },
+    close: async () => {
+      await client.quit();
+    },
+  };
+}

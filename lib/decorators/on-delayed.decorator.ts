@@ -1,0 +1,36 @@
+import { ON_DELAYED_METADATA } from '../delay-queue/delay-queue.constants';
+import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interface';
+
+/** Options of `@OnDelayed`: the consumer settings of its topic in this process. */
+export type OnDelayedOptions = ConsumerOptions;
+
+/** What `@OnDelayed` records on a method. Internal. */
+export interface OnDelayedMetadata {
+  readonly topic: string;
+  readonly options?: OnDelayedOptions;
+}
+
+/**
+ * Marks a provider method as the handler of a delayed-job topic. It only records metadata: at
+ * bootstrap the module finds every marked method and starts one consumer per topic; at shutdown it
+ * drains them. The method is called as `(payload, job: JobContext)` with `this` the provider; resolve
+ * to acknowledge, throw to retry with backoff. A method may handle several topics; a topic has one
+ * handler per application. The provider must be a singleton (not request-scoped).
+ *
+ * @example
+ * \@Injectable()
+ * export class OrderHandlers {
+ *   \@OnDelayed('order.expire', { concurrency: 8 })
+ *   async expire({ orderId }: { orderId: string }, job: JobContext) {
+ *     await this.orders.expireIfUnpaid(orderId, { signal: job.signal });
+ *   }
+ * }
+ */
+export function OnDelayed(topic: string, options?: OnDelayedOptions): MethodDecorator {
+  return (_target, _key, descriptor) => {
+    const method = descriptor.value as object;
+    const existing = (Reflect.getMetadata(ON_DELAYED_METADATA, method) as OnDelayedMetadata[] | undefined) ?? [];
+    Reflect.defineMetadata(ON_DELAYED_METADATA, [...existing, { topic, options }], method);
+    return descriptor;
+  };
+}

@@ -1,0 +1,139 @@
+import {
+  BadRequestException,
+  ConflictException,
+  HttpException,
+  Injectable,
+  ServiceUnavailableException,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { Observable, catchError, concatMap, defer, dematerialize, finalize, from, materialize, mergeMap, of, throwError } from 'rxjs';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error';
+import { LockService } from '../lock/lock.service';
+import { enterLockSection, leaveLockSection, lockUnavailable, runInLockSection, type LockSection } from '../lock/with-lock';
+import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants';
+import type { RequestLockDeclaration } from './with-request-lock.decorator';
+
+/** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use). */
+const claimed = new WeakSet<ExecutionContext>();
+
+/**
+ * Takes the locks declared with `@WithRequestLock`, and turns lock failures into HTTP answers:
+ * `LockAcquireTimeoutError` from anywhere in the handler (a `@WithLock` service method included)
+ * becomes 409 Conflict, `LockServiceClosedError` (shutting down) 503 Service Unavailable. Every other
+ * error passes through untouched, and non-HTTP contexts (RPC, WebSocket, GraphQL) are not mapped.
+ *
+ * `RedisLockModule` registers it as a global interceptor (`APP_INTERCEPTOR`), so nothing has to be
+ * added to controllers. Listing it again with `@UseInterceptors(WithLockInterceptor)` is harmless:
+ * the request lock is still taken once. Subclass it and override `toHttpException` to answer
+ * differently (e.g. 423 Locked, or a body in your API's error format).
+ */
+@Injectable()
+export class WithLockInterceptor implements NestInterceptor {
+  constructor(
+    protected readonly locks: LockService,
+    protected readonly reflector: Reflector,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const declaration = this.reflector.getAllAndOverride<RequestLockDeclaration | undefined>(WITH_REQUEST_LOCK_METADATA, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
+    const first = declaration !== undefined && !claimed.has(context);
+    if (first) claimed.add(context);
+    const stream = first ? this.lockedHandler(declaration, context, next) : next.handle();
+    if (context.getType() !== 'http') return stream;
+    return stream.pipe(catchError((error: unknown) => throwError(() => this.toHttpException(error) ?? error)));
+  }
+
+  /**
+   * The HTTP answer for a lock failure, or `undefined` to let the error through unchanged.
+   * The original error is kept as the exception's `cause`.
+   */
+  protected toHttpException(error: unknown): HttpException | undefined {
+    if (error instanceof LockAcquireTimeoutError) {
+      return new ConflictException(
+        {
+          statusCode: 409,
+          error: 'Conflict',
+          code: error.code,
+          message: 'The resource is locked by another operation in progress. Retry later.',
+        },
+        { cause: error },
+      );
+    }
+    if (error instanceof LockServiceClosedError) {
+      return new ServiceUnavailableException(
+        { statusCode: 503, error: 'Service Unavailable', code: error.code, message: 'The server is shutting down. Retry later.' },
+        { cause: error },
+      );
+    }
+    return undefined;
+  }
+
+  /** The value the key templates of a `@WithRequestLock` read from: the request, or the message data. */
+  protected lockSubject(context: ExecutionContext): unknown {
+    switch (context.getType()) {
+      case 'http':
+        return context.switchToHttp().getRequest();
+      case 'rpc':
+        return context.switchToRpc().getData();
+      case 'ws':
+        return context.switchToWs().getData();
+      default:
+        return context.getArgs();
+    }
+  }
+
+  private lockedHandler(declaration: RequestLockDeclaration, context: ExecutionContext, next: CallHandler) {
+    const { settings } = declaration;
+    return defer(() => {
+      let key: string | string[];
+      try {
+        key = declaration.keyOf(this.lockSubject(context), context);
+      } catch (error) {
+        // A value missing from the request is the client's mistake, not the server's.
+        if (error instanceof UnresolvedLockKeyError && context.getType() === 'http') {
+          throw new BadRequestException(
+            { statusCode: 400, error: 'Bad Request', code: error.code, message: error.message },
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+      return from(enterLockSection(this.locks, key, settings)).pipe(
+        mergeMap((section) => {
+          if (section instanceof LockAcquireTimeoutError) {
+            return defer(async () => lockUnavailable(settings, section, key, context.getArgs()));
+          }
+          return this.runHandler(section, key, declaration, next);
+        }),
+      );
+    });
+  }
+
+  /**
+   * Runs the rest of the chain inside the lock section and releases the lock when the stream ends,
+   * before the last notification is passed on (so the response is written after the release), or
+   * when the subscriber goes away early.
+   */
+  private runHandler(section: LockSection, key: string | string[], declaration: RequestLockDeclaration, next: CallHandler) {
+    let released: Promise<void> | undefined;
+    const release = () => (released ??= leaveLockSection(section));
+    const handler = new Observable<unknown>((subscriber) =>
+      // Subscribing inside the section puts the handler's async context in it (LockContext, re-entry).
+      runInLockSection(this.locks, key, declaration.settings, section, () => next.handle().subscribe(subscriber)),
+    );
+    return handler.pipe(
+      materialize(),
+      concatMap((notification) => (notification.kind === 'N' ? of(notification) : from(release().then(() => notification)))),
+      dematerialize(),
+      finalize(() => void release()),
+    );
+  }
+}

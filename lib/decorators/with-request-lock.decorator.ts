@@ -1,0 +1,67 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { compileKeySource } from '../lock/key-template';
+import { resolveWithLockSettings, type WithLockOptions, type WithLockSettings } from '../lock/with-lock';
+import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants';
+
+/**
+ * Where a route lock's key comes from: a template over the request (`'order:<params.id>'`,
+ * `'tenant:<headers.x-tenant-id>'`, `'cart:<user.id>'`), an array of templates, or a function of the
+ * request and the execution context. For RPC and WebSocket handlers the root is the message data.
+ */
+export type RequestLockKeySource =
+  | string
+  | readonly string[]
+  | ((request: any, context: ExecutionContext) => string | readonly string[]);
+
+/** What `@WithRequestLock` records. Internal. */
+export interface RequestLockDeclaration {
+  readonly location: string;
+  readonly settings: WithLockSettings;
+  readonly keyOf: (request: unknown, context: ExecutionContext) => string | string[];
+}
+
+/**
+ * Locks a route (or every route of a controller) on a key taken from the request, before the
+ * handler's pipes run. The lock is taken by `WithLockInterceptor`, which `RedisLockModule` installs
+ * for the whole application, after guards, and released once the response stream completes, before
+ * the response is sent.
+ *
+ * Use it when the key is in the raw request (path parameter, header, authenticated user); use
+ * `@WithLock` on the handler or on a service method when the key is a transformed argument. When
+ * both declare the same key, it is held once.
+ *
+ * A missing value answers 400 Bad Request; a lock still held after `waitTimeout` answers 409 Conflict
+ * (or whatever `onLocked` returns).
+ *
+ * @example
+ * \@Controller('orders')
+ * export class OrdersController {
+ *   \@Post(':id/pay')
+ *   \@WithRequestLock('order:<params.id>', { waitTimeout: 0 })
+ *   pay(@Param('id') id: string) {
+ *     return this.payments.capture(id);
+ *   }
+ * }
+ */
+export function WithRequestLock(key: RequestLockKeySource, options?: WithLockOptions): MethodDecorator & ClassDecorator {
+  return ((target: object, propertyKey?: string | symbol, descriptor?: PropertyDescriptor) => {
+    const className = typeof target === 'function' ? target.name : target.constructor.name;
+    const location =
+      propertyKey === undefined
+        ? `@WithRequestLock on ${className}`
+        : `@WithRequestLock on ${className}.${String(propertyKey)}()`;
+    const keyOf = compileKeySource<{ request: unknown; context: ExecutionContext }>(key, {
+      root: 'property',
+      location,
+      rootOf: ({ request }) => ({ value: request, name: 'request' }),
+      callFn: (fn, { request, context }) => fn(request, context),
+    });
+    const declaration: RequestLockDeclaration = {
+      location,
+      settings: resolveWithLockSettings(options, location),
+      keyOf: (request, context) => keyOf({ request, context }),
+    };
+    Reflect.defineMetadata(WITH_REQUEST_LOCK_METADATA, declaration, descriptor ? descriptor.value : target);
+    return descriptor;
+  }) as MethodDecorator & ClassDecorator;
+}

@@ -1,0 +1,128 @@
+import type { TestingModule } from '@nestjs/testing';
+import type { DataSource } from 'typeorm';
+import { StorageDriver, addTransactionalDataSource, initializeTransactionalContext } from 'typeorm-transactional';
+import { LockService } from '../../lib';
+import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction/adapters/typeorm-transactional';
+import { ordersDataSource } from '../fixtures/tx-datasource';
+import { countOrders, eventually, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
+import {
+  TypeOrmOrderWorkflow,
+  createTypeOrmTransactionalApp,
+  typeOrmWorkers,
+} from '../fixtures/tx-typeorm-transactional';
+import { connectPostgres, startLocalPostgres, type LocalPostgres } from '../support/postgres';
+import { uniquePrefix } from '../support/test-app';
+
+describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactional()', () => {
+  let postgres: LocalPostgres;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    initializeTransactionalContext({ storageDriver: StorageDriver.ASYNC_LOCAL_STORAGE });
+    postgres = await startLocalPostgres();
+    dataSource = addTransactionalDataSource(await ordersDataSource(postgres));
+  });
+  afterAll(async () => {
+    await dataSource?.destroy();
+    await postgres?.stop();
+  });
+
+  describe('without a synchronizer (release before COMMIT)', () => {
+    let app: TestingModule;
+    beforeAll(async () => {
+      app = await createTypeOrmTransactionalApp(dataSource, undefined);
+    });
+    afterAll(() => app?.close());
+
+    it("lets a second worker miss the first one's uncommitted row and insert a duplicate", async () => {
+      const outcome = await raceTwoWorkers(typeOrmWorkers(app, dataSource), uniquePrefix('order'));
+      expect(outcome).toEqual({ inserted: [true, true], rows: 2, heldUntilCommit: false });
+    });
+  });
+
+  describe('with TypeOrmTransactionalSynchronizer', () => {
+    let app: TestingModule;
+    let workflow: TypeOrmOrderWorkflow;
+    let locks: LockService;
+
+    beforeAll(async () => {
+      app = await createTypeOrmTransactionalApp(dataSource, new TypeOrmTransactionalSynchronizer());
+      workflow = app.get(TypeOrmOrderWorkflow);
+      locks = app.get(LockService);
+    });
+    afterAll(() => app?.close());
+
+    it('keeps the lock until COMMIT, so the second worker sees the committed row', async () => {
+      const outcome = await raceTwoWorkers(typeOrmWorkers(app, dataSource), uniquePrefix('order'));
+      expect(outcome).toEqual({ inserted: [true, false], rows: 1, heldUntilCommit: true });
+    });
+
+    it('keeps that ordering over many concurrent workers', async () => {
+      const workers = typeOrmWorkers(app, dataSource);
+      const refs = Array.from({ length: 3 }, () => uniquePrefix('order'));
+      const results = await Promise.all(refs.flatMap((ref) => [1, 2, 3].map(() => workers.placeOrder(ref))));
+      expect(results.filter(Boolean)).toHaveLength(refs.length);
+      for (const ref of refs) expect(await workers.countOrders(ref)).toBe(1);
+    });
+
+    it('releases the lock after ROLLBACK, and the next worker inserts', async () => {
+      const outcome = await rollbackThenRetry(typeOrmWorkers(app, dataSource), uniquePrefix('order'));
+      expect(outcome).toEqual({
+        heldUntilRollback: true,
+        lockedAfterRollback: false,
+        error: 'declined',
+        retried: true,
+        rows: 1,
+      });
+    });
+
+    it('holds a lock released in a savepoint until the outer transaction commits', async () => {
+      const ref = uniquePrefix('order');
+      let heldAfterSavepoint = false;
+      await workflow.placeOrderInSavepoint(ref, {
+        beforeCommit: async () => {
+          heldAfterSavepoint = await locks.isLocked(`order:${ref}`);
+        },
+      });
+      expect(heldAfterSavepoint).toBe(true);
+      expect(await locks.isLocked(`order:${ref}`)).toBe(false);
+    });
+
+    it('releases a lock taken with Propagation.NESTED when that transaction (its own, in typeorm-transactional) commits', async () => {
+      const ref = uniquePrefix('order');
+      let heldAfterNested = true;
+      let rowsAfterNested = 0;
+      await workflow.placeOrderNested(ref, {
+        beforeCommit: async () => {
+          heldAfterNested = await locks.isLocked(`order:${ref}`);
+          rowsAfterNested = await countOrders(dataSource, ref);
+        },
+      });
+      // Released only once the row it guarded was committed and visible to everyone.
+      expect({ heldAfterNested, rowsAfterNested }).toEqual({ heldAfterNested: false, rowsAfterNested: 1 });
+    });
+
+    it('releases at once when the locked code runs outside the transaction (Propagation.NOT_SUPPORTED)', async () => {
+      await expect(workflow.insertOutsideTransaction(uniquePrefix('order'))).resolves.toEqual({
+        lockedAfterInsert: false,
+      });
+    });
+
+    it('releases the lock when the connection dies mid-transaction and ROLLBACK cannot run', async () => {
+      const ref = uniquePrefix('order');
+      const admin = await connectPostgres(postgres);
+      try {
+        const failed = workflow.placeOrderAndLoseConnection(ref, async (pid) => {
+          const sleeping = "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active' AND query LIKE '%pg_sleep%'";
+          await eventually(async () => ((await admin.query(sleeping, [pid])).rowCount ?? 0) > 0);
+          await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        });
+        await expect(failed).rejects.toThrow();
+        // typeorm-transactional reports the end on the next turn of the event loop.
+        await eventually(async () => !(await locks.isLocked(`order:${ref}`)));
+      } finally {
+        await admin.end();
+      }
+    });
+  });
+});
