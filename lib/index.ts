@@ -55,3 +55,4 @@ export { JobVisibilityLostError } from './errors/job-visibility-lost.error';
 export { ConsumerShutdownTimeoutError } from './errors/consumer-shutdown-timeout.error';
 export { DelayQueueClosedError } from './errors/delay-queue-closed.error';
 export { RedisConnectionError } from './errors/redis-connection.error';
+export { RedisCommandError } from './errors/redis-command.error';

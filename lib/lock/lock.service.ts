@@ -11,6 +11,7 @@ import { RedisKeySpace } from '../keys/redis-key-space';
 import type { RedisLockConfig } from '../options/redis-lock-config';
 import { preloadScripts } from '../redis/preload-scripts';
 import { RedisConnection } from '../redis/redis-connection';
+import { toRedisLockError } from '../redis/redis-errors';
 import { WakeSubscriber, type WakeChannel, type WakeReason } from '../redis/wake-subscriber';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
 import { defaultUnitOfWork } from '../transaction/async-local-unit-of-work';
@@ -145,7 +146,12 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
 
   /** Whether anyone holds the lock (plain, fair or read/write) right now. */
   async isLocked(key: string): Promise<boolean> {
-    return (await this.connection.client.exists(this.keySpace.lock(key).owners)) === 1;
+    const owners = this.keySpace.lock(key).owners;
+    try {
+      return (await this.connection.client.exists(owners)) === 1;
+    } catch (error) {
+      throw toRedisLockError(error, `check lock ${JSON.stringify(key)}`);
+    }
   }
 
   /**

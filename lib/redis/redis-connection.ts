@@ -76,11 +76,11 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       await Promise.race([client.ping(), timeout]);
     } catch (error) {
       if (this.ownsClient && client.status !== 'end') client.disconnect();
-      throw new RedisConnectionError(
-        `Cannot reach Redis at ${describeEndpoint(client)}: ${(error as Error)?.message ?? error}. ` +
-          'Check that the server is running and that the `redis` option (URL, host/port, password, TLS) is right.',
-        error,
-      );
+      const reason = (error as Error)?.message ?? String(error);
+      const advice = /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(reason)
+        ? 'Authentication failed: check the username and password in the `redis` option (or the URL).'
+        : 'Check that the server is running and that the `redis` option (URL, host/port, password, TLS) is right.';
+      throw new RedisConnectionError(`Cannot reach Redis at ${describeEndpoint(client)}: ${reason}. ${advice}`, error);
     } finally {
       clearTimeout(timer);
     }

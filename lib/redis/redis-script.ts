@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../options/redis-lock-config';
+import { toRedisLockError } from './redis-errors';
 
 /**
  * A Lua script sent by SHA (EVALSHA) and, only when the server does not know it yet (first use,
@@ -18,12 +19,17 @@ export class RedisScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
+  /** Runs the script; Redis and connection failures reject with this library's typed errors. */
   async run<T = unknown>(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
     try {
       return (await client.evalsha(this.sha, keys.length, ...keys, ...args)) as T;
     } catch (error) {
-      if (!isNoScript(error)) throw error;
+      if (!isNoScript(error)) throw toRedisLockError(error, `run ${this.name}`);
+    }
+    try {
       return (await client.eval(this.source, keys.length, ...keys, ...args)) as T;
+    } catch (error) {
+      throw toRedisLockError(error, `run ${this.name}`);
     }
   }
 }
