@@ -21,7 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release as osRelease } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startLocalRedisServer } from '../test/support/local-redis-server';
+import { startLocalRedisServer } from '../tools/local-redis-server';
 import { bullmq, ours, type DelayContender } from './support/delay-contenders';
 import { commandCounts, distribution, markdown, sleep, type Distribution } from './support/delay-stats';
 

@@ -36,7 +36,7 @@ export function encodeBodyTail(
 
 export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
   const header = HEADER.exec(body);
-  if (!header) throw new Error(`Unreadable job body: ${body.slice(0, 120)}`);
+  if (!header) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${body.slice(0, 120)}`);
   const errorStart = header[0].length;
   // `e` is null or a JSON string, which cannot contain an unescaped quote, so the first separator after it is ours.
   const separator = body.indexOf(PAYLOAD_SEPARATOR, errorStart);
@@ -51,6 +51,18 @@ export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
     lastError: lastError ?? undefined,
     payload: JSON.parse(body.slice(separator + PAYLOAD_SEPARATOR.length, -1)) as T,
   };
+}
+
+/**
+ * Like `decodeJob`, but a body that cannot be read comes back with its raw text as the payload and
+ * the reason as `lastError`, so listing a topic never fails because of one foreign entry.
+ */
+export function decodeJobLeniently<T = unknown>(body: string): DecodedJob<T> {
+  try {
+    return decodeJob<T>(body);
+  } catch (error) {
+    return { token: '0', attempts: 0, createdAt: 0, lastError: (error as Error).message, payload: body as T };
+  }
 }
 
 /**

@@ -1,0 +1,42 @@
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import type { RedisLockConfig } from '../options/redis-lock-config';
+import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
+import { resolveConsumerOptions } from './consumer-options';
+import { DelayQueueService } from './delay-queue.service';
+import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer';
+import type { Consumer } from './interfaces/consumer.interface';
+
+/**
+ * Runs the `@OnDelayed` handlers: finds and checks them in `onModuleInit` (so a mistake fails
+ * bootstrap before anything starts), starts one consumer per topic in `onApplicationBootstrap`, and
+ * drains them in `beforeApplicationShutdown`, before the module's connections close.
+ */
+@Injectable()
+export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private handlers: DiscoveredDelayedHandler[] = [];
+  private readonly consumers: Consumer[] = [];
+
+  constructor(
+    private readonly explorer: DelayedHandlerExplorer,
+    private readonly delayQueue: DelayQueueService,
+    @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.handlers = this.explorer.explore();
+    // Options are checked here too, so a bad `concurrency` fails bootstrap with the method named.
+    for (const handler of this.handlers) resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source);
+  }
+
+  onApplicationBootstrap(): void {
+    for (const handler of this.handlers) {
+      this.consumers.push(
+        this.delayQueue.startConsumer(handler.topic, handler.invoke, handler.options, handler.source),
+      );
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all(this.consumers.map((consumer) => consumer.close()));
+  }
+}

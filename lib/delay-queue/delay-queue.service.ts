@@ -1,0 +1,325 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import { DelayQueueClosedError } from '../errors/delay-queue-closed.error';
+import { DuplicateDelayedHandlerError } from '../errors/duplicate-delayed-handler.error';
+import { InvalidJobError } from '../errors/invalid-job.error';
+import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { RedisKeySpace, type TopicKeys } from '../keys/redis-key-space';
+import type { RedisLockConfig } from '../options/redis-lock-config';
+import { RedisConnection } from '../redis/redis-connection';
+import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
+import { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
+import { resolveConsumerOptions } from './consumer-options';
+import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './delay-queue.constants';
+import { DelayQueueConsumer } from './delay-queue.consumer';
+import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface';
+import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface';
+import type { DelayedJobHandler } from './interfaces/job-context.interface';
+import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface';
+import { decodeJobLeniently } from './job-codec';
+import { describe, prepareJob, type PreparedJob } from './schedule-options';
+import { cancelJobScript } from './scripts/cancel-job.lua';
+import { readDeadLettersScript } from './scripts/read-dead-letters.lua';
+import { readJobScript } from './scripts/read-job.lua';
+import { rescheduleJobScript } from './scripts/reschedule-job.lua';
+import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua';
+import { scheduleJobsScript } from './scripts/schedule-jobs.lua';
+import { topicStatsScript } from './scripts/topic-stats.lua';
+import { assertValidTopic } from './topic-name';
+
+/** Dead letters requeued per script call by `retryDead(topic)`. */
+const RETRY_DEAD_BATCH = 1000;
+
+/**
+ * Delayed jobs on Redis: schedule a JSON payload on a topic to run after a delay or at a time, and
+ * consume it with at-least-once delivery, retries with backoff, dead letters, de-duplication by id,
+ * cancel and reschedule. Handlers are usually methods marked `@OnDelayed(topic)`; `consume()` is the
+ * programmatic twin.
+ *
+ * Due times use the Redis server clock, so producers and consumers on machines with skewed clocks agree.
+ *
+ * @example
+ * const id = await delayQueue.schedule('order.expire', { orderId }, { delay: 15 * 60_000, id: `expire:${orderId}` });
+ * await delayQueue.cancel('order.expire', id); // paid in time
+ */
+@Injectable()
+export class DelayQueueService implements BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly keySpace: RedisKeySpace;
+  private readonly logger = new Logger('DelayQueue');
+  private readonly consumers = new Map<string, { consumer: DelayQueueConsumer<any>; source: string }>();
+  private closed = false;
+  /** Set once shutdown has begun: consumers are being drained and no new one may start. */
+  private draining = false;
+
+  constructor(
+    @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+    private readonly connection: RedisConnection,
+    @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
+  ) {
+    this.keySpace = new RedisKeySpace(config.keyPrefix);
+  }
+
+  /**
+   * Schedules one job and returns its id. Inside an active transaction (see `TransactionSynchronizer`)
+   * the job is written after the commit, and dropped on rollback; the id is returned at once.
+   *
+   * Scheduling an `id` that is still waiting, running or dead keeps the existing job and returns the
+   * same id (de-duplication), unless `replace: true`.
+   *
+   * @throws InvalidJobError before anything is written: a payload JSON cannot carry unchanged
+   *   (BigInt, circular, functions, Date, Map, NaN…), a negative/NaN/infinite delay, a bad id
+   * @throws InvalidTopicError for a topic name that is not allowed
+   */
+  async schedule<T>(topic: string, payload: T, options?: ScheduleOptions): Promise<string> {
+    const keys = this.topicKeys(topic);
+    this.assertOpen('schedule a job');
+    const job = prepareJob(topic, payload, options, this.config.delayQueue);
+    await this.enqueue(topic, keys, [job]);
+    return job.id;
+  }
+
+  /**
+   * Schedules many jobs with few round trips; resolves to their ids in order. Every job is validated
+   * before any is written; each group of 500 is written atomically (all of a batch inside a transaction
+   * after its commit). Jobs due in the same millisecond run in array order.
+   */
+  async scheduleMany<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
+    const keys = this.topicKeys(topic);
+    this.assertOpen('schedule jobs');
+    if (!Array.isArray(jobs)) throw new InvalidJobError(topic, 'jobs', `is ${describe(jobs)}; pass an array of { payload, ...options }`);
+    const prepared = jobs.map((job, i) => {
+      if (job === null || typeof job !== 'object' || !('payload' in job)) {
+        throw new InvalidJobError(topic, `jobs[${i}]`, 'must be an object with a `payload` property');
+      }
+      const { payload, ...options } = job;
+      return prepareJob(topic, payload, options, this.config.delayQueue, `jobs[${i}]`);
+    });
+    if (prepared.length > 0) await this.enqueue(topic, keys, prepared);
+    return prepared.map((job) => job.id);
+  }
+
+  /**
+   * Deletes a job wherever it is: waiting, running or dead. A handler running it is not interrupted
+   * at once, but its `job.signal` aborts at its next visibility extension and its result is ignored.
+   *
+   * @returns whether the job existed
+   */
+  async cancel(topic: string, id: string): Promise<boolean> {
+    const keys = this.topicKeys(topic);
+    this.assertId(topic, id);
+    return (await cancelJobScript.run<number>(this.connection.client, keys, [id])) === 1;
+  }
+
+  /**
+   * Moves a waiting job to a new time. A job already running, dead or unknown is left alone.
+   *
+   * @returns whether the job was waiting and has been moved
+   */
+  async reschedule(topic: string, id: string, when: { delay?: number; at?: Date | number }): Promise<boolean> {
+    const keys = this.topicKeys(topic);
+    this.assertId(topic, id);
+    if (when === null || typeof when !== 'object') {
+      throw new InvalidJobError(topic, 'when', 'must be an object: { delay } or { at }');
+    }
+    const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
+    return (await rescheduleJobScript.run<number>(this.connection.client, keys, [id, job.kind, job.when])) === 1;
+  }
+
+  /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
+  async get<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
+    const keys = this.topicKeys(topic);
+    this.assertId(topic, id);
+    const [nowMs, body, dueScore, deadline, diedAt] = await readJobScript.run<
+      [number, string | null, string | null, string | null, string | null]
+    >(this.connection.client, keys, [id]);
+    if (body === null) return null;
+    const job = decodeJobLeniently<T>(body);
+    const base = {
+      id,
+      topic,
+      payload: job.payload,
+      attempts: job.attempts,
+      maxAttempts: job.maxAttempts,
+      createdAt: new Date(job.createdAt),
+      lastError: job.lastError,
+    };
+    if (dueScore !== null) {
+      const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
+      return { ...base, state: dueMs <= Number(nowMs) ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
+    }
+    if (deadline !== null) return { ...base, state: 'active', visibleUntil: new Date(Number(deadline)) };
+    if (diedAt !== null) return { ...base, state: 'dead', diedAt: new Date(Number(diedAt)) };
+    return null;
+  }
+
+  /** Counts of a topic's jobs by state, from one snapshot. */
+  async stats(topic: string): Promise<DelayQueueStats> {
+    const keys = this.topicKeys(topic);
+    const [waiting, due, active, dead] = await topicStatsScript.run<number[]>(this.connection.client, keys, []);
+    return { scheduled: waiting - due, due, active, dead };
+  }
+
+  /** Dead letters, newest first (default 100, at most 10000). */
+  async deadLetters<T = unknown>(topic: string, options?: { limit?: number }): Promise<Array<DelayedJob<T>>> {
+    const keys = this.topicKeys(topic);
+    const limit = options?.limit ?? 100;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+      throw new InvalidOptionsError('deadLetters.limit', `got ${describe(limit)}; use a whole number from 1 to 10000`);
+    }
+    const flat = await readDeadLettersScript.run<(string | number)[]>(this.connection.client, keys, [limit]);
+    const result: Array<DelayedJob<T>> = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      const job = decodeJobLeniently<T>(String(flat[i + 1]));
+      result.push({
+        id: String(flat[i]),
+        topic,
+        payload: job.payload,
+        state: 'dead',
+        attempts: job.attempts,
+        maxAttempts: job.maxAttempts,
+        createdAt: new Date(job.createdAt),
+        diedAt: new Date(Number(flat[i + 2])),
+        lastError: job.lastError,
+      });
+    }
+    return result;
+  }
+
+  /**
+   * Puts dead letters back in the queue, due now, with their attempts reset: one by id, or all of
+   * the topic's. Resolves to how many were requeued.
+   */
+  async retryDead(topic: string, id?: string): Promise<number> {
+    const keys = this.topicKeys(topic);
+    if (id !== undefined) {
+      this.assertId(topic, id);
+      return retryDeadJobsScript.run<number>(this.connection.client, keys, [id, 1]);
+    }
+    // Bounded by what is dead now, so jobs that die again meanwhile are not chased forever.
+    let remaining = (await this.stats(topic)).dead;
+    let total = 0;
+    while (remaining > 0) {
+      const moved = await retryDeadJobsScript.run<number>(this.connection.client, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
+      total += moved;
+      if (moved === 0) break;
+      remaining -= moved;
+    }
+    return total;
+  }
+
+  /**
+   * Starts a consumer of `topic` in this process; the programmatic twin of `@OnDelayed`. The handler
+   * resolves to acknowledge, or throws to be retried with backoff (dead letter after `maxAttempts`).
+   * The consumer is drained when the application shuts down, or earlier with `consumer.close()`.
+   *
+   * @throws DuplicateDelayedHandlerError when the topic already has a consumer in this application
+   * @throws InvalidOptionsError for an option out of range (named in the message)
+   *
+   * @example
+   * const consumer = delayQueue.consume<{ orderId: string }>('order.expire', async ({ orderId }, job) => {
+   *   await orders.expire(orderId, { signal: job.signal });
+   * }, { concurrency: 8 });
+   */
+  consume<T>(topic: string, handler: DelayedJobHandler<T>, options?: ConsumerOptions): Consumer {
+    return this.startConsumer(topic, handler, options, `consume(${JSON.stringify(topic)})`);
+  }
+
+  /** @internal Used by the `@OnDelayed` orchestrator, with `source` naming the decorated method. */
+  startConsumer<T>(topic: string, handler: DelayedJobHandler<T>, options: ConsumerOptions | undefined, source: string): Consumer {
+    assertValidTopic(topic, source);
+    if (this.draining || this.closed) throw new DelayQueueClosedError('start a consumer');
+    if (typeof handler !== 'function') {
+      throw new InvalidOptionsError(source, 'the handler must be a function (payload, job) => Promise<void> | void');
+    }
+    const existing = this.consumers.get(topic);
+    if (existing) throw new DuplicateDelayedHandlerError(topic, [existing.source, source]);
+    const resolved = resolveConsumerOptions(options, this.config.delayQueue, source);
+    const consumer: DelayQueueConsumer<T> = new DelayQueueConsumer<T>(topic, handler, resolved, {
+      connection: this.connection,
+      keys: this.keySpace.topic(topic),
+      retention: this.config.delayQueue.retention,
+      logger: this.logger,
+      onClosed: (closed) => {
+        if (this.consumers.get(topic)?.consumer === closed) this.consumers.delete(topic);
+      },
+    });
+    this.consumers.set(topic, { consumer, source });
+    return consumer;
+  }
+
+  /** Drains every consumer before the module's connections close (in `onApplicationShutdown`). */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.draining = true;
+    await Promise.all([...this.consumers.values()].map(({ consumer }) => consumer.close()));
+  }
+
+  onApplicationShutdown(): void {
+    this.closed = true;
+  }
+
+  private async enqueue(topic: string, keys: string[], jobs: PreparedJob[]): Promise<void> {
+    if (!this.transactions.isActive()) {
+      await this.write(keys, jobs);
+      return;
+    }
+    this.transactions.register({
+      afterCompletion: async (status) => {
+        if (status === 'committed') await this.writeAfterCommit(topic, keys, jobs);
+      },
+    });
+  }
+
+  private async write(keys: string[], jobs: PreparedJob[]): Promise<void> {
+    const batches: Promise<unknown>[] = [];
+    for (let start = 0; start < jobs.length; start += SCHEDULE_BATCH) {
+      const args: (string | number)[] = [];
+      for (const job of jobs.slice(start, start + SCHEDULE_BATCH)) {
+        args.push(job.id, job.kind, job.when, job.replace ? '1' : '0', job.tail);
+      }
+      // Sent together: ioredis pipelines them on the one connection, in order.
+      batches.push(scheduleJobsScript.run(this.connection.client, keys, args));
+    }
+    await Promise.all(batches);
+  }
+
+  /** The transaction has committed: the jobs must not be lost to one dropped connection. */
+  private async writeAfterCommit(topic: string, keys: string[], jobs: PreparedJob[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.write(keys, jobs);
+        return;
+      } catch (error) {
+        if (attempt >= 3 || this.closed) {
+          this.logger.error(
+            `Could not schedule ${jobs.length} job(s) of topic ${JSON.stringify(topic)} after the transaction committed ` +
+              `(ids ${jobs.slice(0, 5).map((j) => JSON.stringify(j.id)).join(', ')}${jobs.length > 5 ? ', …' : ''}): ` +
+              `${(error as Error)?.message ?? error}`,
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+    }
+  }
+
+  private topicKeys(topic: string): string[] {
+    assertValidTopic(topic);
+    const keys: TopicKeys = this.keySpace.topic(topic);
+    return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+  }
+
+  private assertId(topic: string, id: unknown): void {
+    if (typeof id !== 'string' || id.length === 0) {
+      throw new InvalidJobError(topic, 'id', `is ${describe(id)}; use the non-empty string schedule() returned`);
+    }
+  }
+
+  private assertOpen(action: string): void {
+    if (this.closed) throw new DelayQueueClosedError(action);
+  }
+}

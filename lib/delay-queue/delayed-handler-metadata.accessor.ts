@@ -1,0 +1,15 @@
+import { Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { OnDelayedMetadata } from '../decorators/on-delayed.decorator';
+import { ON_DELAYED_METADATA } from './delay-queue.constants';
+
+/** The one place that reads `@OnDelayed` metadata. */
+@Injectable()
+export class DelayedHandlerMetadataAccessor {
+  constructor(private readonly reflector: Reflector) {}
+
+  getDelayedHandlers(method: unknown): readonly OnDelayedMetadata[] {
+    if (typeof method !== 'function') return [];
+    return this.reflector.get<OnDelayedMetadata[] | undefined>(ON_DELAYED_METADATA, method) ?? [];
+  }
+}

@@ -1,0 +1,73 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { DuplicateDelayedHandlerError } from '../errors/duplicate-delayed-handler.error';
+import type { OnDelayedOptions } from '../decorators/on-delayed.decorator';
+import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor';
+import type { JobContext } from './interfaces/job-context.interface';
+import { assertValidTopic } from './topic-name';
+
+/** A decorated method found at bootstrap, bound to its provider instance. */
+export interface DiscoveredDelayedHandler {
+  readonly topic: string;
+  readonly options?: OnDelayedOptions;
+  /** `ClassName.method`, for messages. */
+  readonly source: string;
+  readonly invoke: (payload: unknown, job: JobContext) => Promise<void> | void;
+}
+
+/**
+ * Finds `@OnDelayed` methods on every provider and controller (DiscoveryService + MetadataScanner,
+ * as nestjs/schedule does) and checks them as a whole: a bad topic or two handlers for one topic stop
+ * the application at bootstrap; a handler on a request-scoped provider is reported and skipped.
+ */
+@Injectable()
+export class DelayedHandlerExplorer {
+  private readonly logger = new Logger('DelayQueue');
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly accessor: DelayedHandlerMetadataAccessor,
+  ) {}
+
+  explore(): DiscoveredDelayedHandler[] {
+    const found: DiscoveredDelayedHandler[] = [];
+    const wrappers: InstanceWrapper[] = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    for (const wrapper of wrappers) {
+      const instance = wrapper.instance as Record<string, unknown> | undefined;
+      if (!instance || typeof instance !== 'object') continue;
+      const prototype = Object.getPrototypeOf(instance) as object | null;
+      if (!prototype) continue;
+      for (const methodName of this.scanner.getAllMethodNames(prototype)) {
+        const handlers = this.accessor.getDelayedHandlers(instance[methodName]);
+        if (handlers.length === 0) continue;
+        const className = (instance.constructor as { name?: string } | undefined)?.name ?? String(wrapper.name);
+        const source = `@OnDelayed on ${className}.${methodName}`;
+        if (!wrapper.isDependencyTreeStatic()) {
+          this.logger.warn(
+            `${source} will NOT run: ${className} is request-scoped (or depends on a request-scoped provider), so there ` +
+              'is no instance outside a request. Move the handler to a singleton provider (it can resolve request-scoped ' +
+              'services with ModuleRef.resolve()).',
+          );
+          continue;
+        }
+        for (const { topic, options } of handlers) {
+          assertValidTopic(topic, source);
+          const method = instance[methodName] as (payload: unknown, job: JobContext) => Promise<void> | void;
+          found.push({ topic, options, source, invoke: (payload, job) => method.call(instance, payload, job) });
+        }
+      }
+    }
+    this.assertOneHandlerPerTopic(found);
+    return found;
+  }
+
+  private assertOneHandlerPerTopic(found: DiscoveredDelayedHandler[]): void {
+    const byTopic = new Map<string, string[]>();
+    for (const handler of found) byTopic.set(handler.topic, [...(byTopic.get(handler.topic) ?? []), handler.source]);
+    for (const [topic, sources] of byTopic) {
+      if (sources.length > 1) throw new DuplicateDelayedHandlerError(topic, sources);
+    }
+  }
+}

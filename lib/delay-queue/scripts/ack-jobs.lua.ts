@@ -1,0 +1,27 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Acknowledges finished jobs: each is deleted if it is still claimed under the given token (a job
+ * cancelled, replaced or re-delivered meanwhile is left alone). Completed jobs are not kept.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV  pairs: id, claim token
+ *
+ * Returns how many were acknowledged.
+ */
+export const ackJobsScript = new RedisScript(
+  'ackJobs',
+  `${LUA_PRELUDE}
+local acked = 0
+for i = 1, #ARGV, 2 do
+  local id = ARGV[i]
+  if ownedBody(id, ARGV[i + 1]) then
+    redis.call('zrem', ACTIVE, id)
+    redis.call('hdel', JOBS, id)
+    acked = acked + 1
+  end
+end
+return acked
+`,
+);

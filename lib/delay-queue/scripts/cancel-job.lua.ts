@@ -1,0 +1,23 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Deletes a job wherever it is (waiting, running or dead). A running handler keeps running but
+ * loses its visibility at its next extension, and its acknowledgement is ignored.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV[1] id
+ *
+ * Returns 1 if the job existed, 0 if not.
+ */
+export const cancelJobScript = new RedisScript(
+  'cancelJob',
+  `${LUA_PRELUDE}
+local id = ARGV[1]
+local existed = redis.call('hdel', JOBS, id)
+redis.call('zrem', DUE, id)
+redis.call('zrem', ACTIVE, id)
+redis.call('zrem', DEAD, id)
+return existed
+`,
+);

@@ -1,0 +1,111 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * The consumer's one round trip: acknowledges finished jobs, returns expired in-flight jobs to the
+ * queue (their consumer crashed or stalled; no separate scheduler process needed), then claims up
+ * to N due jobs into ACTIVE with a visibility deadline, in due order.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
+ * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
+ * ARGV[6..] acknowledgements as pairs: id, claim token
+ *
+ * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueMs, ... } }.
+ * nextWakeMs is the earlier of the next due time and the next visibility deadline. When due jobs
+ * remain after this claim, another consumer is woken (a chain, so a burst spreads over all consumers).
+ */
+export const claimDueJobsScript = new RedisScript(
+  'claimDueJobs',
+  `${LUA_PRELUDE}
+local maxClaims, visibility = tonumber(ARGV[1]), tonumber(ARGV[2])
+local defaultMaxAttempts, deadMaxCount, deadMaxAge = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+
+-- Batched reads and writes: this runs for every burst of finished jobs.
+local acked = 0
+if #ARGV > 5 then
+  local ids = {}
+  for i = 6, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+  local bodies = redis.call('hmget', JOBS, unpack(ids))
+  local done = {}
+  for k, id in ipairs(ids) do
+    local body = bodies[k]
+    if body and tokenOf(body) == ARGV[5 + 2 * k] and redis.call('zscore', ACTIVE, id) then done[#done + 1] = id end
+  end
+  if #done > 0 then
+    redis.call('zrem', ACTIVE, unpack(done))
+    redis.call('hdel', JOBS, unpack(done))
+  end
+  acked = #done
+end
+
+local expired = redis.call('zrangebyscore', ACTIVE, '-inf', fmt(nowMs), 'limit', 0, 100)
+for _, id in ipairs(expired) do
+  redis.call('zrem', ACTIVE, id)
+  local body = redis.call('hget', JOBS, id)
+  if body then
+    local attempts = attemptsOf(body) or math.huge
+    local maxAttempts = tonumber(string.match(body, '^{"g":%d+,"a":%d+,"c":%d+,"m":(%d+),')) or defaultMaxAttempts
+    if attempts >= maxAttempts then
+      bury(id, body, '"Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)"', deadMaxCount, deadMaxAge)
+    else
+      redis.call('zadd', DUE, scoreFor(nowMs), id)
+    end
+  end
+end
+trimDeadByAge(deadMaxAge)
+
+local claimed = {}
+if maxClaims > 0 then
+  local rows = redis.call('zrangebyscore', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLOTS), 'withscores', 'limit', 0, maxClaims)
+  local count = #rows / 2
+  if count > 0 then
+    redis.call('zremrangebyrank', DUE, 0, count - 1)
+    local ids = {}
+    for i = 1, #rows, 2 do ids[#ids + 1] = rows[i] end
+    local bodies = redis.call('hmget', JOBS, unpack(ids))
+    local deadline = nowMs + visibility
+    local activeArgs, bodyArgs = {}, {}
+    for k, id in ipairs(ids) do
+      local body = bodies[k]
+      local g, a, rest
+      if body then g, a, rest = string.match(body, '^{"g":(%d+),"a":(%d+)(.*)$') end
+      if body and not g then
+        -- Unreadable: park it with the dead letters instead of failing every claim of the topic.
+        bury(id, body, 'null', deadMaxCount, deadMaxAge)
+      elseif body then
+        local token = math.max(tonumber(g) + 1, nowUs)
+        body = '{"g":' .. fmt(token) .. ',"a":' .. fmt(tonumber(a) + 1) .. rest
+        bodyArgs[#bodyArgs + 1] = id
+        bodyArgs[#bodyArgs + 1] = body
+        activeArgs[#activeArgs + 1] = deadline
+        activeArgs[#activeArgs + 1] = id
+        claimed[#claimed + 1] = id
+        claimed[#claimed + 1] = body
+        claimed[#claimed + 1] = math.floor(tonumber(rows[2 * k]) / SLOTS)
+      end
+    end
+    if #bodyArgs > 0 then
+      redis.call('hset', JOBS, unpack(bodyArgs))
+      redis.call('zadd', ACTIVE, unpack(activeArgs))
+    end
+  end
+end
+
+local nextWake, more = -1, 0
+local head = headScore()
+if head then
+  nextWake = math.floor(head / SLOTS)
+  if nextWake <= nowMs then
+    more = 1
+    wake(nextWake)
+  end
+end
+local firstDeadline = redis.call('zrange', ACTIVE, 0, 0, 'withscores')
+if firstDeadline[2] then
+  local deadline = tonumber(firstDeadline[2])
+  if nextWake < 0 or deadline < nextWake then nextWake = deadline end
+end
+return { nowUs, nextWake, more, acked, claimed }
+`,
+);

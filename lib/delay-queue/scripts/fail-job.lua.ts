@@ -1,0 +1,31 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Records a failed delivery: back to the queue after a backoff, or into the dead-letter set.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV[1] id, ARGV[2] claim token, ARGV[3] retry delay ms (-1: dead letter),
+ * ARGV[4] the failure message as a JSON string, ARGV[5] dead-letter max count, ARGV[6] dead-letter max age ms
+ *
+ * Returns 1 requeued, 2 dead-lettered, 0 the job is not claimed under that token any more (ignored).
+ */
+export const failJobScript = new RedisScript(
+  'failJob',
+  `${LUA_PRELUDE}
+local id, retryDelay, errorJson = ARGV[1], tonumber(ARGV[3]), ARGV[4]
+local body = ownedBody(id, ARGV[2])
+if not body then return 0 end
+redis.call('zrem', ACTIVE, id)
+if retryDelay < 0 then
+  bury(id, body, errorJson, tonumber(ARGV[5]), tonumber(ARGV[6]))
+  return 2
+end
+local headBefore = headScore()
+local score = scoreFor(nowMs + retryDelay)
+redis.call('hset', JOBS, id, withError(body, errorJson))
+redis.call('zadd', DUE, score, id)
+if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
+return 1
+`,
+);

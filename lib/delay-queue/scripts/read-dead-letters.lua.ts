@@ -1,0 +1,27 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Lists dead letters, newest first.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV[1] how many at most
+ *
+ * Returns { id, body, time of death ms, ... }.
+ */
+export const readDeadLettersScript = new RedisScript(
+  'readDeadLetters',
+  `${LUA_PRELUDE}
+local rows = redis.call('zrevrange', DEAD, 0, tonumber(ARGV[1]) - 1, 'withscores')
+local result = {}
+for i = 1, #rows, 2 do
+  local body = redis.call('hget', JOBS, rows[i])
+  if body then
+    result[#result + 1] = rows[i]
+    result[#result + 1] = body
+    result[#result + 1] = tonumber(rows[i + 1])
+  end
+end
+return result
+`,
+);

@@ -1,0 +1,27 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Moves a waiting job to a new due time (behind the jobs already due in that millisecond).
+ * A job already claimed, dead, or unknown is left alone.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV[1] id, ARGV[2] kind ('d' delay from TIME | 'a' absolute ms), ARGV[3] when
+ *
+ * Returns 1 if rescheduled, 0 if the job was not waiting.
+ */
+export const rescheduleJobScript = new RedisScript(
+  'rescheduleJob',
+  `${LUA_PRELUDE}
+local id, kind, when = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if not redis.call('zscore', DUE, id) then return 0 end
+redis.call('zrem', DUE, id)
+local headBefore = headScore()
+local dueMs = when
+if kind == 'd' then dueMs = nowMs + when end
+local score = scoreFor(dueMs)
+redis.call('zadd', DUE, score, id)
+if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
+return 1
+`,
+);

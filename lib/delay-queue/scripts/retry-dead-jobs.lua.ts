@@ -1,0 +1,38 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Puts dead letters back in the queue, due now, with their attempts reset (the last error is kept
+ * until the next failure overwrites it).
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV[1] one id, or '' for the oldest dead letters; ARGV[2] how many at most (when ARGV[1] is '')
+ *
+ * Returns how many were requeued.
+ */
+export const retryDeadJobsScript = new RedisScript(
+  'retryDeadJobs',
+  `${LUA_PRELUDE}
+local ids
+if ARGV[1] ~= '' then
+  ids = { ARGV[1] }
+else
+  ids = redis.call('zrange', DEAD, 0, tonumber(ARGV[2]) - 1)
+end
+local moved = 0
+for _, id in ipairs(ids) do
+  if redis.call('zrem', DEAD, id) == 1 then
+    local body = redis.call('hget', JOBS, id)
+    if body and attemptsOf(body) then
+      redis.call('hset', JOBS, id, withAttempts(body, 0))
+      redis.call('zadd', DUE, scoreFor(nowMs), id)
+      moved = moved + 1
+    elseif body then
+      redis.call('zadd', DEAD, nowMs, id) -- unreadable by this version: stays a dead letter
+    end
+  end
+end
+if moved > 0 then wake(nowMs) end
+return moved
+`,
+);

@@ -1,0 +1,48 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Stores jobs and queues them by due time, in one step per batch.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV  per job, five values: id, kind ('d' delay from TIME | 'a' absolute ms), when, replace ('1'|'0'),
+ *       body tail (see job-codec.ts)
+ *
+ * Returns one status per job: 1 stored, 0 an existing job with that id was kept, 2 replaced it.
+ * Wakes a consumer when the batch brings the earliest due time forward.
+ */
+export const scheduleJobsScript = new RedisScript(
+  'scheduleJobs',
+  `${LUA_PRELUDE}
+local headBefore = headScore()
+local earliest = nil
+local result = {}
+for i = 1, #ARGV, 5 do
+  local id, kind, when, replace, tail = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4]
+  local status = 1
+  if redis.call('hexists', JOBS, id) == 1 then
+    if replace == '1' then
+      status = 2
+      redis.call('zrem', DUE, id)
+      redis.call('zrem', ACTIVE, id)
+      redis.call('zrem', DEAD, id)
+    else
+      status = 0
+    end
+  end
+  if status ~= 0 then
+    local dueMs = when
+    if kind == 'd' then dueMs = nowMs + when end
+    local score = scoreFor(dueMs)
+    redis.call('hset', JOBS, id, '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail)
+    redis.call('zadd', DUE, score, id)
+    if earliest == nil or score < earliest then earliest = score end
+  end
+  result[#result + 1] = status
+end
+if earliest ~= nil and (headBefore == nil or earliest < headBefore) then
+  wake(math.floor(earliest / SLOTS))
+end
+return result
+`,
+);

@@ -1,0 +1,18 @@
+import { RedisScript } from '../../redis/redis-script';
+import { LUA_PRELUDE } from './lua-prelude';
+
+/**
+ * Counts a topic's jobs by state in one snapshot.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV  none
+ *
+ * Returns { waiting, due now, active, dead } (waiting includes the due ones).
+ */
+export const topicStatsScript = new RedisScript(
+  'topicStats',
+  `${LUA_PRELUDE}
+return { redis.call('zcard', DUE), redis.call('zcount', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLOTS)),
+         redis.call('zcard', ACTIVE), redis.call('zcard', DEAD) }
+`,
+);

@@ -1,0 +1,85 @@
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server';
+import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app';
+import { startFreezingProxy } from './support/freezing-proxy';
+
+describe('Consumers survive Redis failures', () => {
+  describe('Redis restarted while consumers block (append-only file on)', () => {
+    let server: LocalRedisServer;
+    let t: DelayTestApp;
+    beforeAll(async () => {
+      server = await startLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+      t = await createDelayApp({ redis: server.url });
+    });
+    afterAll(async () => {
+      await t.close();
+      await server.stop();
+    });
+
+    it('still runs a job that was waiting when Redis went down, at its time', async () => {
+      const runs: Array<{ id: string; lateness: number }> = [];
+      const consumer = t.queue.consume('restart.persisted', (_payload, job) => {
+        runs.push({ id: job.id, lateness: Date.now() - job.scheduledAt.getTime() });
+      });
+      const id = await t.queue.schedule('restart.persisted', 1, { delay: 2_000 });
+      await sleep(300);
+      await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
+      await waitFor(() => runs.length === 1, 8_000, 'the job to run after the restart');
+      expect(runs[0].id).toBe(id);
+      expect(runs[0].lateness).toBeGreaterThanOrEqual(0);
+      expect(runs[0].lateness).toBeLessThan(2_500);
+      await consumer.close();
+    });
+
+    it('runs a job scheduled after the restart at its time, without waiting for another job', async () => {
+      const runs: Array<{ lateness: number }> = [];
+      const consumer = t.queue.consume('restart.idle', (_payload, job) => {
+        runs.push({ lateness: Date.now() - job.scheduledAt.getTime() });
+      });
+      await sleep(300); // the consumer is now blocked on an empty topic
+      await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
+      await waitFor(async () => {
+        try {
+          return (await t.queue.stats('restart.idle')).scheduled === 0;
+        } catch {
+          return false;
+        }
+      }, 10_000, 'Redis to answer again');
+      await t.queue.schedule('restart.idle', 1, { delay: 1_000 });
+      await waitFor(() => runs.length === 1, 6_000, 'the job to run');
+      expect(runs[0].lateness).toBeGreaterThanOrEqual(0);
+      expect(runs[0].lateness).toBeLessThan(2_500);
+      await consumer.close();
+    });
+  });
+
+  it('replaces a blocking connection that hangs without closing, and runs the job it would have missed', async () => {
+    const proxy = await startFreezingProxy(testRedisUrl());
+    const keyPrefix = uniquePrefix('dq');
+    const consumerApp = await createDelayApp({ redis: proxy.url, keyPrefix });
+    const producer = await createDelayApp({ keyPrefix });
+    try {
+      const ran: string[] = [];
+      const consumer = consumerApp.queue.consume('hang', (_payload, job) => {
+        ran.push(job.id);
+      }, { maxIdleWait: 1_000 }) as unknown as { blockingConnectionsOpened: number; close(): Promise<void> };
+      await sleep(200);
+      proxy.freezeNextBlockingConnection();
+      await waitFor(() => proxy.frozen === 1, 5_000, 'a blocking connection to be frozen');
+      const opened = consumer.blockingConnectionsOpened;
+
+      // Its marker never reaches the frozen consumer, and the consumer knows of no due time to wake for.
+      const id = await producer.queue.schedule('hang', 1);
+      const scheduledAt = performance.now();
+      await waitFor(() => ran.length === 1, 10_000, 'the job to run');
+      expect(ran).toEqual([id]);
+      expect(performance.now() - scheduledAt).toBeLessThan(6_000); // maxIdleWait + hang grace, generously
+      expect(consumer.blockingConnectionsOpened).toBeGreaterThan(opened);
+      await consumer.close();
+    } finally {
+      await consumerApp.close();
+      await producer.close();
+      await proxy.close();
+    }
+  });
+});

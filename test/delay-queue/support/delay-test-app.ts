@@ -1,0 +1,67 @@
+import type { Provider, Type } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { DelayQueueService, RedisLockModule, type RedisLockModuleOptions } from '../../../lib';
+import { RedisConnection } from '../../../lib/redis/redis-connection';
+import { testRedisUrl, uniquePrefix } from '../../support/test-app';
+
+export interface DelayTestApp {
+  readonly app: TestingModule;
+  readonly queue: DelayQueueService;
+  readonly keyPrefix: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A Nest testing module with RedisLockModule (and optional extra providers, e.g. @OnDelayed handler
+ * classes), initialised. Pass `keyPrefix` to let several apps share one queue, as separate processes would.
+ */
+export async function createDelayApp(
+  options: RedisLockModuleOptions = {},
+  providers: Array<Provider | Type<unknown>> = [],
+): Promise<DelayTestApp> {
+  const keyPrefix = options.keyPrefix ?? uniquePrefix('dq');
+  const app = await Test.createTestingModule({
+    imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), ...options, keyPrefix })],
+    providers,
+  }).compile();
+  try {
+    await app.init();
+  } catch (error) {
+    // A bootstrap error (what some specs expect) must not leave the module's connections open. Nest's
+    // close() rethrows the init error without running any hook, so close the connections directly.
+    await app.get(RedisConnection).onApplicationShutdown();
+    throw error;
+  }
+  let closed = false;
+  return {
+    app,
+    queue: app.get(DelayQueueService),
+    keyPrefix,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await app.close();
+    },
+  };
+}
+
+/** Resolves once `predicate` holds, checking every 10 ms; fails after `timeoutMs` with `what`. */
+export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what = 'condition'): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (await predicate()) return;
+    if (performance.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A promise with its resolve function, for handlers that must wait until the test lets them finish. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
