@@ -1,0 +1,175 @@
+/**
+ * `npm run demo`: starts Redis (unless REDIS_URL is set) and the sample orders service, drives it
+ * like clients would, and prints what happened. Exits 0 when every claim of the report holds.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { freePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
+
+const ORDER_EXPIRY_MS = 3_000;
+const CONCURRENT_PAYS = 50;
+const STOCK = 5;
+const BUYERS = 40;
+
+interface Check {
+  readonly claim: string;
+  readonly ok: boolean;
+  readonly detail: string;
+}
+
+const checks: Check[] = [];
+const step = (text: string) => console.log(`\n▶ ${text}`);
+const note = (text: string) => console.log(`  ${text}`);
+function check(claim: string, ok: boolean, detail: string): void {
+  checks.push({ claim, ok, detail });
+  note(`${ok ? '✔' : '✘'} ${claim} (${detail})`);
+}
+
+async function main(): Promise<number> {
+  let redis: LocalRedisServer | undefined;
+  let app: ChildProcess | undefined;
+  try {
+    step('Starting Redis');
+    let redisUrl = process.env.REDIS_URL;
+    if (redisUrl) {
+      note(`using REDIS_URL=${redisUrl}`);
+    } else {
+      if (!hasRedisServerBinary()) {
+        console.error(
+          'No REDIS_URL and no redis-server on PATH. Install it (`sudo apt-get install redis-server`, ' +
+            '`brew install redis`) or set REDIS_URL=redis://host:port, then run `npm run demo` again.',
+        );
+        return 2;
+      }
+      redis = await startLocalRedisServer();
+      redisUrl = redis.url;
+      note(`started a private redis-server at ${redisUrl}`);
+    }
+
+    step('Starting the orders service (sample-app)');
+    const port = await freePort();
+    app = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js')], {
+      env: { ...process.env, REDIS_URL: redisUrl, PORT: String(port), ORDER_EXPIRY_MS: String(ORDER_EXPIRY_MS) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const appLog = captureLog(app);
+    const base = `http://127.0.0.1:${port}`;
+    await waitForHealth(base, app, appLog);
+    const health = await api('GET', `${base}/health`);
+    note(`up at ${base}: redis ${health.body.redis.status}, database ${health.body.database.kind}`);
+
+    step(`Paying one order from ${CONCURRENT_PAYS} clients at once`);
+    const order = (await api('POST', `${base}/orders`, { item: 'concert ticket' })).body;
+    note(`created order ${order.id} (expires in ${ORDER_EXPIRY_MS / 1000} s unless paid)`);
+    const pays = await Promise.all(Array.from({ length: CONCURRENT_PAYS }, () => api('POST', `${base}/orders/${order.id}/pay`)));
+    const paid = pays.filter((r) => r.status === 200).length;
+    const conflicts = pays.filter((r) => r.status === 409).length;
+    const others = pays.length - paid - conflicts;
+    note(`responses: ${paid} × 200, ${conflicts} × 409, ${others} other`);
+    const afterPay = (await api('GET', `${base}/orders/${order.id}`)).body;
+    check('exactly one pay succeeded', paid === 1 && others === 0, `${paid} succeeded, ${conflicts} got 409 Conflict`);
+    check('the order was charged once', afterPay.status === 'paid' && afterPay.payments === 1, `status ${afterPay.status}, ${afterPay.payments} payment row(s)`);
+
+    step('Letting an unpaid order expire');
+    const unpaid = (await api('POST', `${base}/orders`, { item: 'hotel room' })).body;
+    note(`created order ${unpaid.id}; waiting for its order.expire job…`);
+    let expired = unpaid;
+    const deadline = Date.now() + ORDER_EXPIRY_MS + 10_000;
+    while (expired.status === 'pending' && Date.now() < deadline) {
+      await sleep(100);
+      expired = (await api('GET', `${base}/orders/${unpaid.id}`)).body;
+    }
+    // The paid order's expiry job has run by now too: it must have left the paid order alone.
+    const paidLater = (await api('GET', `${base}/orders/${order.id}`)).body;
+    const lateness = expired.expiredAt ? Date.parse(expired.expiredAt) - Date.parse(expired.expiresAt) : NaN;
+    check(
+      'the unpaid order expired on time',
+      expired.status === 'expired' && lateness >= 0 && lateness < 2_000,
+      expired.status === 'expired' ? `${lateness} ms after its due time (database clock)` : `still ${expired.status}`,
+    );
+    check('the paid order was not expired', paidLater.status === 'paid', `status ${paidLater.status}`);
+
+    step(`Selling ${STOCK} limited items to ${BUYERS} buyers at once`);
+    await api('PUT', `${base}/items/limited-edition`, { stock: STOCK });
+    const purchases = await Promise.all(
+      Array.from({ length: BUYERS }, (_, i) => api('POST', `${base}/items/limited-edition/purchase`, { buyer: `buyer-${i}` })),
+    );
+    const bought = purchases.filter((r) => r.status === 200).length;
+    const soldOut = purchases.filter((r) => r.status === 409).length;
+    const item = (await api('GET', `${base}/items/limited-edition`)).body;
+    note(`responses: ${bought} × 200, ${soldOut} × 409 sold out`);
+    check('stock never went negative', item.stock === 0 && bought === STOCK && item.sold === STOCK, `${item.sold} sold, ${item.stock} left`);
+
+    step('Stopping the service');
+    await stopProcess(app);
+    app = undefined;
+    note('service drained and stopped');
+  } catch (error) {
+    check('the demo ran to the end', false, error instanceof Error ? error.message : String(error));
+  } finally {
+    if (app) await stopProcess(app);
+    await redis?.stop();
+  }
+
+  const failed = checks.filter((c) => !c.ok);
+  console.log('\n──────── Report ────────');
+  for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.claim}: ${c.detail}`);
+  console.log(failed.length === 0 ? '\nAll claims hold.' : `\n${failed.length} claim(s) failed.`);
+  return failed.length === 0 ? 0 : 1;
+}
+
+interface ApiResponse {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+async function api(method: string, url: string, body?: unknown): Promise<ApiResponse> {
+  const response = await fetch(url, {
+    method,
+    headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+function captureLog(child: ChildProcess): () => string {
+  let log = '';
+  child.stdout?.on('data', (c: Buffer) => (log += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (log += c.toString()));
+  return () => log;
+}
+
+async function waitForHealth(base: string, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode}:\n${log()}`);
+    try {
+      if ((await fetch(`${base}/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  throw new Error(`the service did not become healthy within 60 s:\n${log()}`);
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

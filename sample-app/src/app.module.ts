@@ -1,0 +1,32 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { RedisLockModule } from 'nestjs-redis-lock';
+import { SAMPLE_CONFIG, type SampleConfig } from './config/sample-config';
+import { DatabaseModule } from './database/database.module';
+import { HealthController } from './health/health.controller';
+import { InventoryModule } from './inventory/inventory.module';
+import { OrdersModule } from './orders/orders.module';
+
+/** The orders service. `register(config)` so tests and the demo can pass their own settings. */
+@Module({})
+export class AppModule {
+  static register(config: SampleConfig): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        RedisLockModule.forRoot({
+          redis: config.redisUrl,
+          keyPrefix: config.keyPrefix,
+          isGlobal: true,
+          delayQueue: { concurrency: 4, shutdownTimeout: 5_000 },
+        }),
+        DatabaseModule,
+        OrdersModule,
+        InventoryModule,
+      ],
+      controllers: [HealthController],
+      providers: [{ provide: SAMPLE_CONFIG, useValue: config }],
+      exports: [SAMPLE_CONFIG],
+    };
+  }
+}

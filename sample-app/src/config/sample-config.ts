@@ -1,0 +1,27 @@
+/** Settings of the sample app, from the environment. */
+export interface SampleConfig {
+  /** HTTP port; 0 picks a free one. */
+  readonly port: number;
+  /** Redis to use; when unset, main.ts starts a private redis-server and sets it. */
+  readonly redisUrl: string;
+  /** PostgreSQL URL; when unset, an embedded PGlite database in memory. */
+  readonly databaseUrl: string | undefined;
+  /** How long an unpaid order lives before `order.expire` cancels it. */
+  readonly orderExpiryMs: number;
+  /** Prefix of the app's Redis keys. */
+  readonly keyPrefix: string;
+}
+
+export const SAMPLE_CONFIG = Symbol('SAMPLE_CONFIG');
+
+export function sampleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SampleConfig {
+  const redisUrl = env.REDIS_URL;
+  if (!redisUrl) throw new Error('REDIS_URL is not set (main.ts starts a local redis-server when it is absent).');
+  return {
+    port: Number(env.PORT ?? 3000),
+    redisUrl,
+    databaseUrl: env.DATABASE_URL || undefined,
+    orderExpiryMs: Number(env.ORDER_EXPIRY_MS ?? 5_000),
+    keyPrefix: env.REDIS_KEY_PREFIX ?? 'sample',
+  };
+}

@@ -1,0 +1,27 @@
+/** The sample's tables. `fence` columns store the fencing token of the last writer. */
+export const SCHEMA = `
+CREATE TABLE IF NOT EXISTS orders (
+  id          TEXT PRIMARY KEY,
+  item        TEXT NOT NULL,
+  status      TEXT NOT NULL CHECK (status IN ('pending', 'paid', 'expired')),
+  created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+  expires_at  TIMESTAMPTZ NOT NULL,
+  paid_at     TIMESTAMPTZ,
+  expired_at  TIMESTAMPTZ,
+  fence       BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS payments (
+  order_id    TEXT NOT NULL REFERENCES orders(id),
+  paid_at     TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS items (
+  sku         TEXT PRIMARY KEY,
+  stock       INTEGER NOT NULL CHECK (stock >= 0),
+  fence       BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS purchases (
+  sku         TEXT NOT NULL REFERENCES items(sku),
+  buyer       TEXT NOT NULL,
+  fence       BIGINT NOT NULL
+);
+`;

@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+// Runs before `npm run demo` and `npm test`: on a fresh clone it installs the locked dependencies
+// (`npm ci`) so the README's quick start is just those two commands. A no-op once installed.
+'use strict';
+const { existsSync, statSync } = require('node:fs');
+const { spawnSync } = require('node:child_process');
+const { join } = require('node:path');
+
+const root = join(__dirname, '..');
+const installed = join(root, 'node_modules', '.package-lock.json');
+const lock = join(root, 'package-lock.json');
+
+if (existsSync(installed) && statSync(installed).mtimeMs >= statSync(lock).mtimeMs) process.exit(0);
+
+console.log('Installing dependencies (npm ci)…');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+process.exit(result.status ?? 1);
