@@ -108,7 +108,9 @@ export class HeldLockHandle implements LockHandle {
   private armExpiry(leaseStartedAt: number): void {
     clearTimeout(this.expiryTimer);
     const left = leaseStartedAt + this.leaseTime - performance.now();
-    this.expiryTimer = setTimeout(() => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'), Math.max(0, left));
+    // Whole milliseconds, rounded down (never later than the lease): Node keeps one timer list per
+    // distinct duration, and fractional durations would make a new list for every handle.
+    this.expiryTimer = setTimeout(() => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'), Math.max(0, Math.floor(left)));
     this.expiryTimer.unref();
   }
 }

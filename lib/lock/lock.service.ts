@@ -292,18 +292,33 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     reportedKey: string | string[],
   ): Promise<AttemptOutcome> {
     const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
-    const remaining = deadline - performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
-        attempt.then(
-          (outcome) => outcome.acquired && !mode.reentry && this.releaseAbandoned(protocol, owner),
-          () => undefined,
-        );
-      }, Math.max(0, remaining));
+    // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
+    return new Promise<AttemptOutcome>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(
+        () => {
+          settled = true;
+          reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
+          attempt.then(
+            (outcome) => outcome.acquired && !mode.reentry && this.releaseAbandoned(protocol, owner),
+            () => undefined,
+          );
+        },
+        Math.max(0, Math.ceil(deadline - performance.now())), // whole ms: see HeldLockHandle.armExpiry
+      );
+      attempt.then(
+        (outcome) => {
+          if (settled) return;
+          clearTimeout(timer);
+          resolve(outcome);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
     });
-    return Promise.race([attempt, late]).finally(() => clearTimeout(timer));
   }
 
   private releaseAbandoned(protocol: LockProtocol, owner: string): void {

@@ -150,7 +150,8 @@ export class WakeSubscriber {
       };
       const waiter: ParkedWaiter = { id, resume: finish };
       const onAbort = () => finish('aborted');
-      const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
+      // Whole milliseconds: Node keeps one timer list per distinct duration.
+      const timer = setTimeout(() => finish('timeout'), Math.max(0, Math.ceil(timeoutMs)));
       signal?.addEventListener('abort', onAbort, { once: true });
       if (front) state.parked.unshift(waiter);
       else state.parked.push(waiter);
