@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import type { RedisLockConfig } from '../options/redis-lock-config';
+import { RedisConnection } from '../redis/redis-connection';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
 import { resolveConsumerOptions } from './consumer-options';
 import { DelayQueueService } from './delay-queue.service';
@@ -20,12 +21,20 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     private readonly explorer: DelayedHandlerExplorer,
     private readonly delayQueue: DelayQueueService,
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+    private readonly connection: RedisConnection,
   ) {}
 
-  onModuleInit(): void {
-    this.handlers = this.explorer.explore();
-    // Options are checked here too, so a bad `concurrency` fails bootstrap with the method named.
-    for (const handler of this.handlers) resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source);
+  async onModuleInit(): Promise<void> {
+    try {
+      this.handlers = this.explorer.explore();
+      // Options are checked here too, so a bad `concurrency` fails bootstrap with the method named.
+      for (const handler of this.handlers) resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source);
+    } catch (error) {
+      // Nest runs no shutdown hook after a failed init: close our connections ourselves, or they
+      // would keep the process alive after the bootstrap error.
+      await this.connection.onApplicationShutdown();
+      throw error;
+    }
   }
 
   onApplicationBootstrap(): void {

@@ -7,8 +7,9 @@ export class InvalidLockKeyError extends RedisLockError {
   constructor(
     readonly key: unknown,
     problem: string,
+    what = 'lock key',
   ) {
-    super(`Invalid lock key ${preview(key)}: ${problem}.`);
+    super(`Invalid ${what} ${preview(key)}: ${problem}.`);
   }
 }
 

@@ -13,17 +13,17 @@ export const MAX_KEY_PART_BYTES = 1024;
  */
 export function escapeKeyPart(name: unknown, what = 'lock key'): string {
   if (typeof name !== 'string') {
-    throw new InvalidLockKeyError(name, `a ${what} must be a string`);
+    throw new InvalidLockKeyError(name, `a ${what} must be a string`, what);
   }
   if (name.length === 0) {
-    throw new InvalidLockKeyError(name, `a ${what} must not be empty`);
+    throw new InvalidLockKeyError(name, `a ${what} must not be empty`, what);
   }
   // Length is checked in bytes, the unit Redis and memory budgets care about.
   if (Buffer.byteLength(name, 'utf8') > MAX_KEY_PART_BYTES) {
-    throw new InvalidLockKeyError(name, `a ${what} may be at most ${MAX_KEY_PART_BYTES} UTF-8 bytes long`);
+    throw new InvalidLockKeyError(name, `a ${what} may be at most ${MAX_KEY_PART_BYTES} UTF-8 bytes long`, what);
   }
   if (!name.isWellFormed()) {
-    throw new InvalidLockKeyError(name, `a ${what} must be well-formed Unicode (it contains a lone surrogate)`);
+    throw new InvalidLockKeyError(name, `a ${what} must be well-formed Unicode (it contains a lone surrogate)`, what);
   }
   return name.replace(/[%{}]/g, (ch) => ESCAPES[ch]);
 }
