@@ -1,14 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
-import type {
-  TransactionStatus,
-  TransactionSynchronization,
-  TransactionSynchronizer,
-} from './transaction-synchronizer.interface';
-
-interface UnitOfWorkFrame {
-  readonly synchronizations: TransactionSynchronization[];
-}
+import { SynchronizationList } from './synchronization-list';
+import type { TransactionSynchronization, TransactionSynchronizer } from './transaction-synchronizer.interface';
 
 /**
  * The default `TransactionSynchronizer`: a unit of work carried by AsyncLocalStorage.
@@ -27,49 +20,34 @@ interface UnitOfWorkFrame {
  * });
  */
 export class AsyncLocalUnitOfWork implements TransactionSynchronizer {
-  private readonly storage = new AsyncLocalStorage<UnitOfWorkFrame>();
+  private readonly storage = new AsyncLocalStorage<SynchronizationList>();
   private readonly logger = new Logger('RedisLockTransactions');
 
   isActive(): boolean {
-    return this.storage.getStore() !== undefined;
+    const current = this.storage.getStore();
+    return current !== undefined && !current.isCompleted;
   }
 
   register(synchronization: TransactionSynchronization): void {
-    const frame = this.storage.getStore();
-    if (!frame) throw new Error('register() called outside a unit of work; check isActive() first');
-    frame.synchronizations.push(synchronization);
+    const current = this.storage.getStore();
+    if (!current) throw new Error('register() called outside a unit of work; check isActive() first');
+    current.add(synchronization);
   }
 
   /** Runs `work` as a unit of work; joins the current one when already inside one. */
   async run<T>(work: () => Promise<T> | T): Promise<T> {
     if (this.isActive()) return work();
-    const frame: UnitOfWorkFrame = { synchronizations: [] };
+    const synchronizations = new SynchronizationList(this.logger);
     let result: T;
     try {
-      result = await this.storage.run(frame, work);
-      // beforeCommit hooks may register more synchronizations; run until none is left unvisited.
-      for (let i = 0; i < frame.synchronizations.length; i++) {
-        await frame.synchronizations[i].beforeCommit?.();
-      }
+      result = await this.storage.run(synchronizations, work);
+      await synchronizations.beforeCommit();
     } catch (error) {
-      await this.complete(frame, 'rolled-back');
+      await synchronizations.complete('rolled-back');
       throw error;
     }
-    await this.complete(frame, 'committed');
+    await synchronizations.complete('committed');
     return result;
-  }
-
-  private async complete(frame: UnitOfWorkFrame, status: TransactionStatus): Promise<void> {
-    // Completion hooks must all run even if one fails: each releases a lock or enqueues a job.
-    await Promise.all(
-      frame.synchronizations.map(async (s) => {
-        try {
-          await s.afterCompletion(status);
-        } catch (error) {
-          this.logger.error(`afterCompletion(${status}) hook failed: ${(error as Error)?.message ?? error}`);
-        }
-      }),
-    );
   }
 }
 

@@ -5,7 +5,7 @@ import type {
   TransactionSynchronization,
   TransactionSynchronizer,
 } from '../transaction-synchronizer.interface';
-import { SynchronizationList } from './synchronization-list';
+import { SynchronizationList } from '../synchronization-list';
 
 /** Options of `ClsTransactionSynchronizer`. */
 export interface ClsTransactionSynchronizerOptions {

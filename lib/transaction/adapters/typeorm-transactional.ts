@@ -8,7 +8,7 @@ import type {
   TransactionSynchronization,
   TransactionSynchronizer,
 } from '../transaction-synchronizer.interface';
-import { SynchronizationList } from './synchronization-list';
+import { SynchronizationList } from '../synchronization-list';
 
 /** Options of `TypeOrmTransactionalSynchronizer`. */
 export interface TypeOrmTransactionalSynchronizerOptions {

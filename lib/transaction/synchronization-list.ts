@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
-import type { TransactionStatus, TransactionSynchronization } from '../transaction-synchronizer.interface';
+import type { TransactionStatus, TransactionSynchronization } from './transaction-synchronizer.interface';
 
 /**
- * The synchronizations registered on one transaction, run once around its end. Shared by the
- * adapters; same semantics as the built-in unit of work. Internal.
+ * The synchronizations registered on one transaction, run once around its end: by the built-in
+ * unit of work and by every adapter, so they all behave the same. Internal.
  */
 export class SynchronizationList {
   private readonly synchronizations: TransactionSynchronization[] = [];
