@@ -13,7 +13,21 @@ export { LockService } from './lock/lock.service';
 export type { LockHandle } from './lock/interfaces/lock-handle.interface';
 export type { AcquireOptions } from './lock/interfaces/acquire-options.interface';
 export type { LockKindOptions, ReadWriteLock, Semaphore } from './lock/interfaces/lock-kinds.interface';
-export { RedisLockEvents, type RedisLockEventMap } from './lock/lock-events';
+export {
+  RedisLockEvents,
+  type RedisLockEventMap,
+  type RedisLockEventName,
+  type LockAcquiredEvent,
+  type LockReleasedEvent,
+  type LockLostEvent,
+  type LockTimeoutEvent,
+  type JobScheduledEvent,
+  type JobStartedEvent,
+  type JobSucceededEvent,
+  type JobFailedEvent,
+  type JobRetriedEvent,
+  type JobDeadEvent,
+} from './lock/lock-events';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context';
 
 export { WithLock } from './decorators/with-lock.decorator';

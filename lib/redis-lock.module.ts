@@ -46,6 +46,7 @@ import type { RedisLockConfig } from './options/redis-lock-config';
     // Takes @WithRequestLock locks and answers lock timeouts with 409 Conflict over HTTP.
     { provide: APP_INTERCEPTOR, useClass: WithLockInterceptor },
   ],
-  exports: [LockService, RedisLockEvents, TransactionSynchronizer, DelayQueueService],
+  // RedisConnection is exported for the optional health indicator (nestjs-redis-lock/health); it is not public API.
+  exports: [LockService, RedisLockEvents, TransactionSynchronizer, DelayQueueService, RedisConnection],
 })
 export class RedisLockModule extends ConfigurableRedisLockModule {}

@@ -3,6 +3,7 @@ import { ConsumerShutdownTimeoutError } from '../errors/consumer-shutdown-timeou
 import { JobVisibilityLostError } from '../errors/job-visibility-lost.error';
 import type { TopicKeys } from '../keys/redis-key-space';
 import type { RedisLockConfig } from '../options/redis-lock-config';
+import type { RedisLockEvents } from '../lock/lock-events';
 import type { RedisConnection } from '../redis/redis-connection';
 import type { ResolvedConsumerOptions } from './consumer-options';
 import { MAX_CLAIM_BATCH, MAX_ERROR_MESSAGE_LENGTH } from './delay-queue.constants';
@@ -53,12 +54,27 @@ interface ClaimResult {
 
 type PauseReason = 'slot' | 'work' | 'retry';
 
+/**
+ * A claim counts as lost this long before its last confirmed visibility runs out. Another consumer
+ * may take the job over the moment Redis's deadline passes, which can be under a millisecond after
+ * ours (timers fire with millisecond granularity), and the handler's signal must abort first.
+ */
+const VISIBILITY_LOSS_MARGIN_MS = 10;
+
+/**
+ * Once the shutdown timeout has run out, how long each remaining shutdown step (handing jobs back,
+ * flushing acknowledgements) may still wait for Redis. Bounds `close()` when Redis is unreachable.
+ */
+const SHUTDOWN_REDIS_GRACE_MS = 1_000;
+
 /** Everything a consumer needs from the service that created it. */
 export interface ConsumerContext {
   readonly connection: RedisConnection;
   readonly keys: TopicKeys;
   readonly retention: RedisLockConfig['delayQueue']['retention'];
   readonly logger: Logger;
+  /** Where job life-cycle events go (absent: none are emitted). */
+  readonly events?: RedisLockEvents;
   readonly onClosed: (consumer: Consumer) => void;
 }
 
@@ -93,6 +109,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   private wakePending = false;
   private clockOffset = 0;
   private extendTimer?: NodeJS.Timeout;
+  /** Fires when the earliest held claim runs out of confirmed visibility (see `armVisibilityTimer`). */
+  private visibilityTimer?: NodeJS.Timeout;
   private extending = false;
   private ackFlushScheduled = false;
   private failures = 0;
@@ -252,6 +270,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     };
     this.held.set(heldKey(job), job);
     this.ensureExtender();
+    // A new claim never runs out before one already watched; only arm when nothing is.
+    if (!this.visibilityTimer) this.armVisibilityTimer();
     return job;
   }
 
@@ -275,8 +295,17 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     let decoded: DecodedJob<T> | undefined;
     let failure: unknown;
     let succeeded = false;
+    const events = this.context.events;
+    let startedAt = 0;
     try {
       decoded = decodeJob<T>(body);
+      if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed'))) {
+        startedAt = performance.now();
+        if (events.wants('job.started')) {
+          const latenessMs = Math.max(0, this.serverNow() - job.dueMs);
+          events.emit('job.started', { topic: this.topic, id: job.id, attempt: decoded.attempts, latenessMs });
+        }
+      }
       const context: JobContext = Object.freeze({
         id: job.id,
         topic: this.topic,
@@ -294,6 +323,12 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       failure = error;
     }
     this.runningCount--;
+    if (startedAt > 0 && decoded) {
+      const runMs = performance.now() - startedAt;
+      const base = { topic: this.topic, id: job.id, attempt: decoded.attempts, runMs };
+      if (succeeded) events!.emit('job.succeeded', base);
+      else events!.emit('job.failed', { ...base, error: failure });
+    }
     if (job.abandoned) {
       this.forget(job);
     } else {
@@ -366,6 +401,12 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
           deadLetterMaxCount,
           deadLetterMaxAge,
         ]);
+        const events = this.context.events;
+        if (outcome === 2 && events?.wants('job.dead')) {
+          events.emit('job.dead', { topic: this.topic, id: job.id, attempt, maxAttempts, error: message });
+        } else if (outcome === 1 && events?.wants('job.retried')) {
+          events.emit('job.retried', { topic: this.topic, id: job.id, attempt, maxAttempts, delayMs: delay, error: message });
+        }
         if (outcome === 2) {
           this.context.logger.error(
             `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(this.topic)} failed on attempt ${attempt} of ${maxAttempts} ` +
@@ -417,6 +458,33 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   private stopExtender(): void {
     clearInterval(this.extendTimer);
     this.extendTimer = undefined;
+    clearTimeout(this.visibilityTimer);
+    this.visibilityTimer = undefined;
+  }
+
+  /**
+   * Aborts a job's signal when its confirmed visibility runs out, on a timer of its own. Checking only
+   * at the extension ticks (every third of the timeout) let another consumer start the job up to a
+   * third of the timeout before this handler was told (found by test/faults/jobs-faults.spec.ts).
+   */
+  private armVisibilityTimer(): void {
+    clearTimeout(this.visibilityTimer);
+    this.visibilityTimer = undefined;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const job of this.held.values()) {
+      if (!job.abandoned && !job.controller?.signal.aborted) earliest = Math.min(earliest, job.confirmedUntil);
+    }
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    const delay = Math.max(0, earliest - VISIBILITY_LOSS_MARGIN_MS - performance.now());
+    this.visibilityTimer = setTimeout(() => {
+      this.visibilityTimer = undefined;
+      const now = performance.now() + VISIBILITY_LOSS_MARGIN_MS;
+      for (const job of this.held.values()) {
+        if (!job.abandoned && !job.controller?.signal.aborted && now >= job.confirmedUntil) this.loseVisibility(job, 'unconfirmed');
+      }
+      this.armVisibilityTimer();
+    }, delay);
+    this.visibilityTimer.unref();
   }
 
   /** Renews every held claim in one call. Never rejects. */
@@ -438,6 +506,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
         if (flags[i] === 1) job.confirmedUntil = sent + this.options.visibilityTimeout;
         else this.loseVisibility(job, 'not-owner');
       });
+      if (this.held.size > 0) this.armVisibilityTimer();
     } catch (error) {
       this.failed(error);
     } finally {
@@ -465,7 +534,11 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     // A claim stuck on an unreachable Redis must not hold shutdown forever; the loop ends on its own later.
     await settleWithin(this.loopDone, timeout);
     await this.waiter.close();
-    await this.handBack(this.buffer.splice(0), true);
+    // No step below waits for an unreachable Redis (black-holed: its commands never answer) past the
+    // deadline plus a short grace, or close() would hang forever (found by the job fault specs). What
+    // could not be handed back or acknowledged returns to the queue when its visibility passes.
+    const redisBudget = () => Math.max(SHUTDOWN_REDIS_GRACE_MS, deadline - performance.now());
+    await settleWithin(this.handBack(this.buffer.splice(0), true), redisBudget());
     const running = [...this.held.values()].filter((job) => job.phase === 'running' && job.done);
     if (running.length > 0) {
       const finished = await settleWithin(Promise.all(running.map((job) => job.done)), deadline - performance.now());
@@ -479,11 +552,11 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
           `${stuck.length} handler(s) of topic ${JSON.stringify(this.topic)} still running ${timeout} ms after shutdown began; ` +
             'their signals were aborted and their jobs handed back to the queue.',
         );
-        await this.handBack(stuck, false);
+        await settleWithin(this.handBack(stuck, false), redisBudget());
       }
     }
-    if (this.pendingAcks.length > 0) await this.flushAcks();
-    await Promise.all([...this.settling]);
+    if (this.pendingAcks.length > 0) await settleWithin(this.flushAcks(), redisBudget());
+    await settleWithin(Promise.all([...this.settling]), redisBudget());
     this.stopExtender();
     this.state = 'closed';
     this.context.onClosed(this);

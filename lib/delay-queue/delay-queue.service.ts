@@ -10,6 +10,7 @@ import { DuplicateDelayedHandlerError } from '../errors/duplicate-delayed-handle
 import { InvalidJobError } from '../errors/invalid-job.error';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { RedisKeySpace, type TopicKeys } from '../keys/redis-key-space';
+import { RedisLockEvents } from '../lock/lock-events';
 import type { RedisLockConfig } from '../options/redis-lock-config';
 import { RedisConnection } from '../redis/redis-connection';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
@@ -60,6 +61,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly connection: RedisConnection,
     @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
+    private readonly events: RedisLockEvents,
   ) {
     this.keySpace = new RedisKeySpace(config.keyPrefix);
   }
@@ -244,6 +246,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
       keys: this.keySpace.topic(topic),
       retention: this.config.delayQueue.retention,
       logger: this.logger,
+      events: this.events,
       onClosed: (closed) => {
         if (this.consumers.get(topic)?.consumer === closed) this.consumers.delete(topic);
       },
@@ -265,6 +268,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
   private async enqueue(topic: string, keys: string[], jobs: PreparedJob[]): Promise<void> {
     if (!this.transactions.isActive()) {
       await this.write(keys, jobs);
+      this.emitScheduled(topic, jobs);
       return;
     }
     this.transactions.register({
@@ -292,6 +296,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     for (let attempt = 1; ; attempt++) {
       try {
         await this.write(keys, jobs);
+        this.emitScheduled(topic, jobs);
         return;
       } catch (error) {
         if (attempt >= 3 || this.closed) {
@@ -304,6 +309,14 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
         }
         await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
       }
+    }
+  }
+
+  private emitScheduled(topic: string, jobs: PreparedJob[]): void {
+    if (!this.events.wants('job.scheduled')) return;
+    for (const job of jobs) {
+      const when = job.kind === 'd' ? { delayMs: job.when } : { at: job.when };
+      this.events.emit('job.scheduled', { topic, id: job.id, ...when, replace: job.replace });
     }
   }
 

@@ -1,20 +1,169 @@
 import { EventEmitter } from 'node:events';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { LockLostError } from '../errors/lock-lost.error';
 
-/** Payloads of the events emitted by `RedisLockEvents`. */
-export interface RedisLockEventMap {
-  /** A held lock's lease was lost; its handle's signal has been aborted with `error`. */
-  'lock.lost': [event: { key: string; fencingToken: string; error: LockLostError }];
+/** A lock was taken (`lock.acquired`). One event per key: a multi-key lock emits one for each of its keys. */
+export interface LockAcquiredEvent {
+  /** The name the caller gave (the key of a mutex, read/write lock or semaphore), never the Redis key. */
+  readonly key: string;
+  readonly fencingToken: string;
+  /** Time from the call to the lock being held (monotonic clock), including every wait. */
+  readonly waitMs: number;
+}
+
+/** A hold ended by `release()` (`lock.released`); inside a transaction, when the transaction ended. */
+export interface LockReleasedEvent {
+  readonly key: string;
+  readonly fencingToken: string;
+  /**
+   * Time the lock was held. Measured only when someone listened to `lock.released` or `lock.lost`
+   * at the moment the lock was taken (subscribe at startup); otherwise `undefined`.
+   */
+  readonly holdMs: number | undefined;
+}
+
+/** A held lock's lease was lost (`lock.lost`); its handle's signal has been aborted with `error`. */
+export interface LockLostEvent {
+  readonly key: string;
+  readonly fencingToken: string;
+  readonly error: LockLostError;
+  /** Time from acquisition to the loss; `undefined` under the same condition as `LockReleasedEvent.holdMs`. */
+  readonly holdMs: number | undefined;
 }
 
 /**
- * Typed event stream of the module. Inject it and subscribe; emitting costs nothing when no one listens.
+ * A lock was not free in time (`lock.timeout`): `acquire()` rejected with `LockAcquireTimeoutError`,
+ * or `tryAcquire()` resolved `null` (then `waitTimeout` is 0).
+ */
+export interface LockTimeoutEvent {
+  /** The key that could not be taken (for a multi-key lock: the first key of the sorted set that was not free). */
+  readonly key: string;
+  readonly waitTimeout: number;
+  /** Time actually spent before giving up. */
+  readonly waitMs: number;
+}
+
+/** A job was written to Redis (`job.scheduled`); inside a transaction, after the commit. */
+export interface JobScheduledEvent {
+  readonly topic: string;
+  readonly id: string;
+  /** `delay` (ms from the Redis clock) or `at` (epoch ms), as requested. */
+  readonly delayMs?: number;
+  readonly at?: number;
+  /** True when scheduled with `replace: true`. An id that already existed without `replace` keeps the first job. */
+  readonly replace: boolean;
+}
+
+/** A handler began running a delivery (`job.started`). */
+export interface JobStartedEvent {
+  readonly topic: string;
+  readonly id: string;
+  /** 1 on the first delivery. */
+  readonly attempt: number;
+  /** How long after its due time the handler started (Redis clock, estimated locally; never negative). */
+  readonly latenessMs: number;
+}
+
+/** A handler resolved (`job.succeeded`); the acknowledgement is sent right after. */
+export interface JobSucceededEvent {
+  readonly topic: string;
+  readonly id: string;
+  readonly attempt: number;
+  readonly runMs: number;
+}
+
+/** A handler threw or rejected (`job.failed`); `job.retried` or `job.dead` follows once Redis recorded it. */
+export interface JobFailedEvent {
+  readonly topic: string;
+  readonly id: string;
+  readonly attempt: number;
+  readonly runMs: number;
+  /** What the handler threw, untouched. */
+  readonly error: unknown;
+}
+
+/** A failed job was put back with backoff (`job.retried`). */
+export interface JobRetriedEvent {
+  readonly topic: string;
+  readonly id: string;
+  /** The attempt that failed. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** Backoff before the next delivery. */
+  readonly delayMs: number;
+  /** The recorded failure message. */
+  readonly error: string;
+}
+
+/** A failed job went to the dead-letter set after its last attempt (`job.dead`). */
+export interface JobDeadEvent {
+  readonly topic: string;
+  readonly id: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly error: string;
+}
+
+/** Payloads of the events emitted by `RedisLockEvents` (event name -> listener arguments). */
+export interface RedisLockEventMap {
+  'lock.acquired': [event: LockAcquiredEvent];
+  'lock.released': [event: LockReleasedEvent];
+  'lock.lost': [event: LockLostEvent];
+  'lock.timeout': [event: LockTimeoutEvent];
+  'job.scheduled': [event: JobScheduledEvent];
+  'job.started': [event: JobStartedEvent];
+  'job.succeeded': [event: JobSucceededEvent];
+  'job.failed': [event: JobFailedEvent];
+  'job.retried': [event: JobRetriedEvent];
+  'job.dead': [event: JobDeadEvent];
+}
+
+/** Every event name of `RedisLockEventMap`. */
+export type RedisLockEventName = keyof RedisLockEventMap;
+
+/**
+ * Typed event stream of the module: lock and job life cycles, for logs, metrics and alerts.
+ * Inject it and subscribe. Emitters check `listenerCount` first, so an event nobody listens to
+ * costs neither a payload nor a clock read. Listeners run synchronously on the library's path:
+ * keep them quick, and do not throw (a listener's exception is caught and logged, never rethrown
+ * into a lock or job).
  *
  * @example
  * constructor(events: RedisLockEvents) {
  *   events.on('lock.lost', ({ key, error }) => this.logger.error(`lost ${key}: ${error.message}`));
+ *   events.on('job.dead', ({ topic, id, error }) => this.alerts.page(`${topic}/${id}: ${error}`));
  * }
  */
 @Injectable()
-export class RedisLockEvents extends EventEmitter<RedisLockEventMap> {}
+export class RedisLockEvents extends EventEmitter<RedisLockEventMap> {
+  constructor() {
+    // captureRejections: an async listener's rejection becomes an 'error' event instead of an
+    // unhandled rejection; the 'error' listener below logs it.
+    super({ captureRejections: true });
+    this.on('error' as never, ((error: unknown) => reportListenerError(error)) as never);
+  }
+
+  /** True when at least one listener is subscribed to `event`; emitters test it before building a payload. */
+  wants(event: RedisLockEventName): boolean {
+    return this.listenerCount(event) > 0;
+  }
+
+  /**
+   * Emits without letting a listener's exception escape into the caller (a metrics listener that
+   * throws must not fail a lock release or a job acknowledgement).
+   */
+  override emit<K extends RedisLockEventName>(event: K, ...args: RedisLockEventMap[K]): boolean {
+    try {
+      return (EventEmitter.prototype.emit as (event: string, ...args: unknown[]) => boolean).call(this, event, ...args);
+    } catch (error) {
+      reportListenerError(error, event);
+      return true;
+    }
+  }
+}
+
+function reportListenerError(error: unknown, event?: string | symbol): void {
+  new Logger('RedisLockEvents').error(
+    `A listener${event ? ` of ${String(event)}` : ''} threw; the event's source carried on: ${(error as Error)?.stack ?? error}`,
+  );
+}

@@ -54,6 +54,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private readonly logger = new Logger('LockService');
   private readonly operations: HeldLockOperations;
   private closed = false;
+  /** When each hold began (monotonic ms); filled only while someone listens for hold times. */
+  private readonly holdStarts = new WeakMap<HeldLockHandle, number>();
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
@@ -184,11 +186,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
 
   private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
     const resolved = resolveAcquireOptions(options, this.config.lock);
-    return this.acquireOne(protocol, resolved, wait, protocol.name);
+    return this.observeAcquire(protocol.name, resolved.waitTimeout, this.acquireOne(protocol, resolved, wait, protocol.name));
   }
 
   private async acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean) {
-    if (!Array.isArray(key)) return this.acquireOne(this.exclusiveProtocol(key, options), options, wait, key);
+    if (!Array.isArray(key)) {
+      return this.observeAcquire(key, options.waitTimeout, this.acquireOne(this.exclusiveProtocol(key, options), options, wait, key));
+    }
 
     const names = [...new Set(key)].sort();
     if (names.length === 0) throw new InvalidLockKeyError(key, 'a multi-key lock needs at least one key');
@@ -198,7 +202,11 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     try {
       for (const protocol of protocols) {
         const remaining = Math.max(0, options.waitTimeout - (performance.now() - started));
-        const part = await this.acquireOne(protocol, { ...options, waitTimeout: remaining }, wait, names);
+        const part = await this.observeAcquire(
+          protocol.name,
+          remaining,
+          this.acquireOne(protocol, { ...options, waitTimeout: remaining }, wait, names),
+        );
         if (!part) break;
         parts.push(part);
       }
@@ -412,6 +420,9 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     if (handle.lost) return;
     handle.markReleased();
     const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand);
+    if (this.events.wants('lock.released')) {
+      this.events.emit('lock.released', { key: handle.key, fencingToken: handle.fencingToken, holdMs: this.heldFor(handle) });
+    }
     if (result === -1) {
       this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
     }
@@ -430,10 +441,54 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     handle.leaseConfirmed(sentAt, lease);
   }
 
+  /**
+   * Emits `lock.acquired` / `lock.timeout` for one acquire, and notes when the hold began for
+   * `lock.released` / `lock.lost`. With no listener it hands the promise back untouched (no
+   * clock read, no extra promise).
+   */
+  private observeAcquire(
+    key: string,
+    waitTimeout: number,
+    pending: Promise<HeldLockHandle | null>,
+  ): Promise<HeldLockHandle | null> {
+    const events = this.events;
+    const timesHold = events.wants('lock.released') || events.wants('lock.lost');
+    if (!timesHold && !events.wants('lock.acquired') && !events.wants('lock.timeout')) return pending;
+    const started = performance.now();
+    return pending.then(
+      (handle) => {
+        const now = performance.now();
+        if (handle === null) {
+          if (events.wants('lock.timeout')) events.emit('lock.timeout', { key, waitTimeout, waitMs: now - started });
+          return handle;
+        }
+        if (timesHold) this.holdStarts.set(handle, now);
+        if (events.wants('lock.acquired')) {
+          events.emit('lock.acquired', { key: handle.key, fencingToken: handle.fencingToken, waitMs: now - started });
+        }
+        return handle;
+      },
+      (error: unknown) => {
+        if (error instanceof LockAcquireTimeoutError && events.wants('lock.timeout')) {
+          events.emit('lock.timeout', { key, waitTimeout, waitMs: performance.now() - started });
+        }
+        throw error;
+      },
+    );
+  }
+
+  /** How long `handle` has been held, if its start was noted (see `observeAcquire`). */
+  private heldFor(handle: HeldLockHandle): number | undefined {
+    const start = this.holdStarts.get(handle);
+    return start === undefined ? undefined : performance.now() - start;
+  }
+
   private onLost(handle: HeldLockHandle, error: LockLostError): void {
     this.forget(handle);
     this.logger.warn(error.message);
-    this.events.emit('lock.lost', { key: handle.key, fencingToken: handle.fencingToken, error });
+    if (this.events.wants('lock.lost')) {
+      this.events.emit('lock.lost', { key: handle.key, fencingToken: handle.fencingToken, error, holdMs: this.heldFor(handle) });
+    }
   }
 
   private forget(handle: HeldLockHandle): void {

@@ -1,9 +1,14 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { RedisLockModule } from 'nestjs-redis-lock';
+import { RedisLockHealthModule } from 'nestjs-redis-lock/health';
+import { RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
+import { Registry } from 'prom-client';
 import { SAMPLE_CONFIG, type SampleConfig } from './config/sample-config';
 import { DatabaseModule } from './database/database.module';
 import { HealthController } from './health/health.controller';
 import { InventoryModule } from './inventory/inventory.module';
+import { MetricsController } from './observability/metrics.controller';
+import { ReadinessController } from './observability/readiness.controller';
 import { OrdersModule } from './orders/orders.module';
 
 /** The orders service. `register(config)` so tests and the demo can pass their own settings. */
@@ -20,11 +25,14 @@ export class AppModule {
           isGlobal: true,
           delayQueue: { concurrency: 4, shutdownTimeout: 5_000 },
         }),
+        // A registry per application, so tests and the demo can run several apps in one process.
+        RedisLockMetricsModule.forRoot({ registry: new Registry(), topics: ['order.expire'] }),
+        RedisLockHealthModule,
         DatabaseModule,
         OrdersModule,
         InventoryModule,
       ],
-      controllers: [HealthController],
+      controllers: [HealthController, ReadinessController, MetricsController],
       providers: [{ provide: SAMPLE_CONFIG, useValue: config }],
       exports: [SAMPLE_CONFIG],
     };

@@ -1,0 +1,29 @@
+import type { Registry } from 'prom-client';
+import type { LockKeyClassifier } from './key-pattern';
+
+/** Options of `RedisLockMetricsModule.forRoot()`. */
+export interface RedisLockMetricsOptions {
+  /** Where the metrics are registered. Default: prom-client's global `register`. */
+  registry?: Registry;
+  /** Prepended to every metric name. Default `'redis_lock_'`. */
+  prefix?: string;
+  /**
+   * Maps a lock key to its `key_pattern` label. Default `defaultLockKeyPattern` (digits, UUIDs and
+   * long hex ids replaced). Must return few distinct values: it becomes a label.
+   */
+  keyPattern?: LockKeyClassifier;
+  /**
+   * Most distinct `key_pattern` values kept; later new patterns are counted under `'other'` (and a
+   * warning is logged once), so a classifier that leaks raw keys cannot flood Prometheus. Default 100.
+   */
+  maxKeyPatterns?: number;
+  /**
+   * Topics whose queue depth (`<prefix>queue_jobs`) is read on every scrape, in addition to every
+   * topic this process has scheduled or consumed since start.
+   */
+  topics?: string[];
+  /** Longest time a scrape waits for the queue depths, in ms. Default 2000. */
+  statsTimeout?: number;
+  /** Histogram buckets in seconds for lock wait/hold and job lateness/run time. Default: 1 ms to 60 s. */
+  buckets?: number[];
+}

@@ -1,0 +1,212 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
+import { DelayQueueService } from '../../delay-queue/delay-queue.service';
+import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../lock/lock-events';
+import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern';
+import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants';
+import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface';
+
+const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead'] as const;
+const OTHER_PATTERN = 'other';
+
+type Listener<K extends RedisLockEventName> = (...args: RedisLockEventMap[K]) => void;
+
+/**
+ * Prometheus metrics fed by `RedisLockEvents`, plus queue depths read from Redis on each scrape.
+ * Created by `RedisLockMetricsModule`; registered on module init, unregistered on destroy (so a
+ * second application in the same process, e.g. in tests, can register them again).
+ */
+@Injectable()
+export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
+  /** The registry the metrics live in (serve `await registry.metrics()` on `/metrics`). */
+  readonly registry: Registry;
+  private readonly logger = new Logger('RedisLockMetrics');
+  private readonly classify: LockKeyClassifier;
+  private readonly patterns = new Map<string, string>();
+  private readonly maxPatterns: number;
+  private readonly topics: Set<string>;
+  private readonly listeners: Array<[RedisLockEventName, Listener<any>]> = [];
+  private readonly names: string[] = [];
+  private warnedOverflow = false;
+
+  constructor(
+    @Inject(REDIS_LOCK_METRICS_OPTIONS) private readonly options: RedisLockMetricsOptions,
+    private readonly events: RedisLockEvents,
+    private readonly queue: DelayQueueService,
+  ) {
+    this.registry = options.registry ?? defaultRegistry;
+    this.classify = options.keyPattern ?? defaultLockKeyPattern;
+    this.maxPatterns = options.maxKeyPatterns ?? 100;
+    this.topics = new Set(options.topics ?? []);
+  }
+
+  onModuleInit(): void {
+    const prefix = this.options.prefix ?? 'redis_lock_';
+    const buckets = this.options.buckets ?? DEFAULT_DURATION_BUCKETS;
+    const registers = [this.registry];
+    const named = (name: string) => {
+      this.names.push(prefix + name);
+      return prefix + name;
+    };
+    const lockLabels = ['key_pattern'] as const;
+
+    const wait = new Histogram({
+      name: named('lock_wait_seconds'),
+      help: 'Time from an acquire call to the lock being held.',
+      labelNames: lockLabels,
+      buckets,
+      registers,
+    });
+    const hold = new Histogram({
+      name: named('lock_hold_seconds'),
+      help: 'Time a lock was held, until released or lost.',
+      labelNames: lockLabels,
+      buckets,
+      registers,
+    });
+    const acquisitions = new Counter({
+      name: named('lock_acquisitions_total'),
+      help: 'Locks taken.',
+      labelNames: lockLabels,
+      registers,
+    });
+    const timeouts = new Counter({
+      name: named('lock_timeouts_total'),
+      help: 'Acquires that gave up because the lock was not free in time (tryAcquire returning null included).',
+      labelNames: lockLabels,
+      registers,
+    });
+    const losses = new Counter({
+      name: named('lock_losses_total'),
+      help: 'Held locks whose lease was lost before release.',
+      labelNames: lockLabels,
+      registers,
+    });
+    const lateness = new Histogram({
+      name: named('job_lateness_seconds'),
+      help: 'Time from a job being due to its handler starting.',
+      labelNames: ['topic'],
+      buckets,
+      registers,
+    });
+    const runTime = new Histogram({
+      name: named('job_run_seconds'),
+      help: 'Handler run time, by outcome (succeeded or failed).',
+      labelNames: ['topic', 'outcome'],
+      buckets,
+      registers,
+    });
+    const outcomes = new Counter({
+      name: named('jobs_total'),
+      help: 'Job outcomes: scheduled, succeeded, failed, retried, dead.',
+      labelNames: ['topic', 'outcome'],
+      registers,
+    });
+    const self = this;
+    new Gauge({
+      name: named('queue_jobs'),
+      help: 'Jobs per topic and state (due, scheduled, active, dead), read from Redis on each scrape.',
+      labelNames: ['topic', 'state'],
+      registers,
+      async collect() {
+        await self.collectQueueDepths(this);
+      },
+    });
+
+    this.listen('lock.acquired', ({ key, waitMs }) => {
+      const pattern = this.patternOf(key);
+      acquisitions.inc({ key_pattern: pattern });
+      wait.observe({ key_pattern: pattern }, waitMs / 1000);
+    });
+    this.listen('lock.released', ({ key, holdMs }) => {
+      if (holdMs !== undefined) hold.observe({ key_pattern: this.patternOf(key) }, holdMs / 1000);
+    });
+    this.listen('lock.lost', ({ key, holdMs }) => {
+      const pattern = this.patternOf(key);
+      losses.inc({ key_pattern: pattern });
+      if (holdMs !== undefined) hold.observe({ key_pattern: pattern }, holdMs / 1000);
+    });
+    this.listen('lock.timeout', ({ key }) => timeouts.inc({ key_pattern: this.patternOf(key) }));
+    this.listen('job.scheduled', ({ topic }) => {
+      this.topics.add(topic);
+      outcomes.inc({ topic, outcome: 'scheduled' });
+    });
+    this.listen('job.started', ({ topic, latenessMs }) => {
+      this.topics.add(topic);
+      lateness.observe({ topic }, latenessMs / 1000);
+    });
+    this.listen('job.succeeded', ({ topic, runMs }) => {
+      runTime.observe({ topic, outcome: 'succeeded' }, runMs / 1000);
+      outcomes.inc({ topic, outcome: 'succeeded' });
+    });
+    this.listen('job.failed', ({ topic, runMs }) => {
+      runTime.observe({ topic, outcome: 'failed' }, runMs / 1000);
+      outcomes.inc({ topic, outcome: 'failed' });
+    });
+    this.listen('job.retried', ({ topic }) => outcomes.inc({ topic, outcome: 'retried' }));
+    this.listen('job.dead', ({ topic }) => outcomes.inc({ topic, outcome: 'dead' }));
+  }
+
+  onModuleDestroy(): void {
+    for (const [event, listener] of this.listeners.splice(0)) this.events.off(event, listener as never);
+    for (const name of this.names.splice(0)) this.registry.removeSingleMetric(name);
+  }
+
+  /** The `key_pattern` label of `key`, bounded to `maxKeyPatterns` distinct values. */
+  private patternOf(key: string): string {
+    let pattern: string;
+    try {
+      pattern = this.classify(key);
+    } catch {
+      pattern = OTHER_PATTERN;
+    }
+    if (this.patterns.has(pattern)) return pattern;
+    if (this.patterns.size >= this.maxPatterns) {
+      if (!this.warnedOverflow) {
+        this.warnedOverflow = true;
+        this.logger.warn(
+          `More than ${this.maxPatterns} distinct lock key patterns; new ones are counted as "${OTHER_PATTERN}". ` +
+            'Pass RedisLockMetricsModule.forRoot({ keyPattern }) that maps keys to a few shapes.',
+        );
+      }
+      return OTHER_PATTERN;
+    }
+    this.patterns.set(pattern, pattern);
+    return pattern;
+  }
+
+  private listen<K extends RedisLockEventName>(event: K, listener: Listener<K>): void {
+    this.events.on(event, listener as never);
+    this.listeners.push([event, listener]);
+  }
+
+  /**
+   * One `stats` call per topic, in parallel and bounded by `statsTimeout`: a scrape while Redis is
+   * down answers without the gauge (stale numbers would look healthy) instead of hanging.
+   */
+  private async collectQueueDepths(gauge: Gauge<'topic' | 'state'>): Promise<void> {
+    gauge.reset();
+    const topics = [...this.topics];
+    if (topics.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.options.statsTimeout ?? 2_000);
+    });
+    try {
+      const results = await Promise.race([Promise.allSettled(topics.map((topic) => this.queue.stats(topic))), timeout]);
+      if (results === 'timeout') {
+        this.logger.warn('Queue depths were not read in time for this scrape (is Redis reachable?).');
+        return;
+      }
+      results.forEach((result, i) => {
+        if (result.status === 'rejected') {
+          this.logger.warn(`Queue depth of topic ${JSON.stringify(topics[i])} unavailable: ${(result.reason as Error)?.message ?? result.reason}`);
+          return;
+        }
+        for (const state of QUEUE_STATES) gauge.set({ topic: topics[i], state }, result.value[state]);
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

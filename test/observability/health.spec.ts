@@ -1,0 +1,82 @@
+import { Logger } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lock/health';
+import { DelayQueueService, RedisLockModule } from '../../lib';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server';
+import { uniquePrefix } from '../support/test-app';
+
+describe('RedisLockHealthIndicator', () => {
+  let server: LocalRedisServer;
+  let app: TestingModule;
+  let health: RedisLockHealthIndicator;
+  let queue: DelayQueueService;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+  beforeAll(async () => {
+    process.on('unhandledRejection', onUnhandled);
+    // The stopped server makes the client log its reconnect attempts.
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    server = await startLocalRedisServer();
+    app = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRoot({ redis: server.url, keyPrefix: uniquePrefix('h'), isGlobal: true }),
+        RedisLockHealthModule,
+      ],
+    }).compile();
+    await app.init();
+    health = app.get(RedisLockHealthIndicator);
+    queue = app.get(DelayQueueService);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await server?.stop();
+    process.off('unhandledRejection', onUnhandled);
+    jest.restoreAllMocks();
+    expect(unhandled).toEqual([]);
+  });
+
+  it('is up while Redis answers PING, with the round trip', async () => {
+    const result = await health.pingCheck('redis');
+    expect(result).toEqual({ redis: { status: 'up', latencyMs: expect.any(Number) } });
+  });
+
+  it('compares each topic backlog and dead letters with its thresholds', async () => {
+    await queue.scheduleMany('health.a', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
+    await queue.schedule('health.b', 1, { delay: 60_000 });
+
+    const fine = await health.checkQueues('queues', { 'health.a': { maxDue: 3, maxDead: 0 }, 'health.b': { maxDue: 0 } });
+    expect(fine.queues.status).toBe('up');
+    expect(fine.queues.topics).toEqual({
+      'health.a': { scheduled: 0, due: 3, active: 0, dead: 0 },
+      'health.b': { scheduled: 1, due: 0, active: 0, dead: 0 },
+    });
+
+    const backlog = await health.checkQueues('queues', { 'health.a': { maxDue: 2 } });
+    expect(backlog.queues.status).toBe('down');
+    expect(backlog.queues.topics['health.a'].problems).toEqual(['due 3 > 2']);
+  });
+
+  it('is down, within its timeout, while Redis is gone, and up again when it is back', async () => {
+    // Killed, and started again on the same port 3 s later; the checks run during the gap.
+    const back = server.restart({ signal: 'SIGKILL', downtimeMs: 3_000 });
+    let ping = await health.pingCheck('redis', { timeout: 300 });
+    while (ping.redis.status === 'up') ping = await health.pingCheck('redis', { timeout: 300 });
+    const started = performance.now();
+    const queues = await health.checkQueues('queues', { 'health.a': {} }, { timeout: 300 });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(ping.redis.status).toBe('down');
+    expect(typeof ping.redis.message).toBe('string');
+    expect(queues.queues.status).toBe('down');
+
+    await back;
+    const deadline = performance.now() + 10_000;
+    let again = await health.pingCheck('redis', { timeout: 300 });
+    while (again.redis.status !== 'up' && performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      again = await health.pingCheck('redis', { timeout: 300 });
+    }
+    expect(again.redis.status).toBe('up');
+  });
+});

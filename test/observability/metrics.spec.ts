@@ -1,0 +1,134 @@
+import { Logger } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { RedisLockMetrics, RedisLockMetricsModule, defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
+import { Registry } from 'prom-client';
+import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule } from '../../lib';
+import { waitFor } from '../delay-queue/support/delay-test-app';
+import { testRedisUrl, uniquePrefix } from '../support/test-app';
+
+async function value(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const metric = await registry.getSingleMetric(name)?.get();
+  const match = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  return match?.value;
+}
+
+describe('RedisLockMetricsModule', () => {
+  let app: TestingModule;
+  let registry: Registry;
+  let locks: LockService;
+  let queue: DelayQueueService;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+  beforeAll(async () => {
+    process.on('unhandledRejection', onUnhandled);
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    registry = new Registry();
+    app = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRoot({
+          redis: testRedisUrl(),
+          keyPrefix: uniquePrefix('m'),
+          isGlobal: true,
+          delayQueue: { maxAttempts: 1 },
+        }),
+        RedisLockMetricsModule.forRoot({ registry, topics: ['idle.topic'], maxKeyPatterns: 5 }),
+      ],
+    }).compile();
+    await app.init();
+    locks = app.get(LockService);
+    queue = app.get(DelayQueueService);
+  });
+  afterAll(async () => {
+    await app.close();
+    process.off('unhandledRejection', onUnhandled);
+    jest.restoreAllMocks();
+    expect(unhandled).toEqual([]);
+  });
+
+  it('generalises keys into patterns: digits, UUIDs and long hex ids', () => {
+    expect(defaultLockKeyPattern('order:42')).toBe('order:<n>');
+    expect(defaultLockKeyPattern('user:3f2504e0-4f89-11d3-9a0c-0305e82c3301:cart')).toBe('user:<uuid>:cart');
+    expect(defaultLockKeyPattern('doc:507f1f77bcf86cd799439011')).toBe('doc:<hex>');
+    expect(defaultLockKeyPattern('report:daily')).toBe('report:daily');
+  });
+
+  it('counts acquisitions, timeouts and hold times by key pattern, never by raw key', async () => {
+    for (const id of [1, 2, 3]) await locks.using(`order:${id}`, () => new Promise((r) => setTimeout(r, 20)));
+    const holder = await locks.acquire('order:9');
+    await expect(locks.acquire('order:9', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    await holder.release();
+
+    expect(await value(registry, 'redis_lock_lock_acquisitions_total', { key_pattern: 'order:<n>' })).toBe(4);
+    expect(await value(registry, 'redis_lock_lock_timeouts_total', { key_pattern: 'order:<n>' })).toBe(1);
+    const hold = await registry.getSingleMetric('redis_lock_lock_hold_seconds')!.get();
+    const count = hold.values.find((v) => (v as { metricName?: string }).metricName === 'redis_lock_lock_hold_seconds_count' && v.labels.key_pattern === 'order:<n>');
+    expect(count?.value).toBe(4);
+    const sum = hold.values.find((v) => (v as { metricName?: string }).metricName === 'redis_lock_lock_hold_seconds_sum' && v.labels.key_pattern === 'order:<n>');
+    expect(sum!.value).toBeGreaterThanOrEqual(0.05);
+    const text = await registry.metrics();
+    expect(text).toContain('redis_lock_lock_wait_seconds_bucket');
+    expect(text).not.toMatch(/order:\d/);
+  });
+
+  it('caps the number of key patterns, counting the rest as "other"', async () => {
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await (await locks.acquire(`free-text-${name}`)).release();
+    const values = (await registry.getSingleMetric('redis_lock_lock_acquisitions_total')!.get()).values;
+    expect(values.length).toBeLessThanOrEqual(6);
+    expect(values.find((v) => v.labels.key_pattern === 'other')?.value).toBeGreaterThan(0);
+  });
+
+  it('measures job lateness and run time, counts outcomes, and reads queue depths on scrape', async () => {
+    let runs = 0;
+    const consumer = queue.consume('metrics.jobs', async (payload: { fail: boolean }) => {
+      runs++;
+      await new Promise((r) => setTimeout(r, 10));
+      if (payload.fail) throw new Error('no');
+    });
+    try {
+      await queue.schedule('metrics.jobs', { fail: false });
+      await queue.schedule('metrics.jobs', { fail: true });
+      await queue.schedule('metrics.jobs', { fail: false }, { delay: 60_000 });
+      await waitFor(async () => (await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'dead' })) === 1, 10_000, 'a dead job');
+      await waitFor(async () => (await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'succeeded' })) === 1, 10_000, 'a success');
+    } finally {
+      await consumer.close();
+    }
+    expect(runs).toBe(2);
+    expect(await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'scheduled' })).toBe(3);
+    expect(await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'failed' })).toBe(1);
+    const lateness = (await registry.getSingleMetric('redis_lock_job_lateness_seconds')!.get()).values;
+    expect(lateness.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.topic === 'metrics.jobs')?.value).toBe(2);
+    const run = (await registry.getSingleMetric('redis_lock_job_run_seconds')!.get()).values;
+    expect(run.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.outcome === 'failed')?.value).toBe(1);
+
+    const depth = (state: string, topic = 'metrics.jobs') => value(registry, 'redis_lock_queue_jobs', { topic, state });
+    expect(await depth('scheduled')).toBe(1);
+    expect(await depth('dead')).toBe(1);
+    expect(await depth('due')).toBe(0);
+    expect(await depth('active')).toBe(0);
+    // A configured topic is reported before it has seen any job.
+    expect(await depth('due', 'idle.topic')).toBe(0);
+  });
+
+  it('unregisters its metrics when the application closes, so another app can register them again', async () => {
+    const shared = new Registry();
+    const open = async () => {
+      const other = await Test.createTestingModule({
+        imports: [
+          RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix('m2'), isGlobal: true }),
+          RedisLockMetricsModule.forRoot({ registry: shared }),
+        ],
+      }).compile();
+      await other.init();
+      return other;
+    };
+    const first = await open();
+    expect(first.get(RedisLockMetrics).registry).toBe(shared);
+    await first.close();
+    expect(shared.getMetricsAsArray()).toEqual([]);
+    const second = await open();
+    await second.close();
+  });
+});
