@@ -15,7 +15,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release as osRelease, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
+import { LockService, RedisLockModule } from '../lib';
 import { countRoundTrips, provideBenchRedis, redisServerVersion, type BenchRedis } from './support/bench-redis';
 import {
   createOurContenders,
@@ -26,6 +28,7 @@ import {
 } from './support/lock-contenders';
 import { mergeHotKeyRuns, runHotKey, runParallel, runSequential, type HotKeyResult } from './support/lock-scenarios';
 import { markdownTable } from './support/markdown-table';
+import { runReadWrite, type ReadWriteResult } from './support/read-write-scenario';
 import { summarize, type LatencySummary } from './support/stats';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -36,6 +39,7 @@ const PLAN = {
   parallel: { width: 64, warmupMs: scale(300), durationMs: scale(350), rounds: 6 },
   hotKey: { workers: 16, warmupMs: scale(500), durationMs: scale(2500), rounds: 2, holdMs: 1, thinkMs: 2 },
   profile: { pairs: scale(300), hotKeyMs: scale(1000) },
+  readWrite: { workers: 16, writeShare: 0.2, holdMs: 1, thinkMs: 2, durationMs: scale(2500) },
 };
 
 /** Contenders ours is compared with (ratios and targets); the other `ours (…)` variants are shown for information. */
@@ -150,6 +154,22 @@ async function main(): Promise<void> {
       result(c).hotKey = { ...merged, acquisitionsPerSec: (merged.acquisitionsInWindow / merged.windowMs) * 1000 };
     }
 
+    // (d) read/write lock under contention (ours only: the peers have no read/write lock)
+    progress(`(d) read/write lock, ${PLAN.readWrite.workers} workers, ${PLAN.readWrite.writeShare * 100} % writes`);
+    const rwApp = await NestFactory.createApplicationContext(
+      RedisLockModule.forRoot({ redis: redis.url, keyPrefix: `bench:${runId}:rw` }),
+      { logger: false },
+    );
+    const readWrite: ReadWriteResult[] = [];
+    try {
+      const rwLocks = rwApp.get(LockService);
+      for (const variant of ['read/write lock', 'exclusive lock'] as const) {
+        readWrite.push(await runReadWrite(rwLocks, 'doc', variant, PLAN.readWrite));
+      }
+    } finally {
+      await rwApp.close();
+    }
+
     // Round trips per operation, counted by MONITOR in runs that are not timed.
     progress('profile: Redis round trips per operation (MONITOR, untimed)');
     for (const c of contenders) {
@@ -184,12 +204,13 @@ async function main(): Promise<void> {
       quick: QUICK,
     };
     const report = buildReport([...results.values()], machine);
+    report.markdown += readWriteMarkdown(readWrite);
     process.stdout.write(`${report.markdown}\n`);
     mkdirSync(RESULTS_DIR, { recursive: true });
     writeFileSync(join(RESULTS_DIR, 'locks-latest.md'), `${report.markdown}\n`);
     writeFileSync(
       join(RESULTS_DIR, 'locks-latest.json'),
-      `${JSON.stringify({ machine, plan: PLAN, targets: report.targets, contenders: [...results.values()] }, withoutSamples, 2)}\n`,
+      `${JSON.stringify({ machine, plan: PLAN, targets: report.targets, contenders: [...results.values()], readWrite }, withoutSamples, 2)}\n`,
     );
     progress(`wrote ${join('bench', 'results', 'locks-latest.md')} and .json`);
   } finally {
@@ -443,3 +464,23 @@ main().catch((error) => {
   console.error(error);
   process.exitCode = 1;
 });
+
+/** Section (d) of the report: the read/write lock against the plain lock on the same read-mostly load. */
+function readWriteMarkdown(rows: readonly ReadWriteResult[]): string {
+  const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 0) : '–');
+  const table = markdownTable(
+    ['(d) one key, 16 workers, 20 % writes', 'reads/s', 'writes/s', 'read wait p99 (ms)', 'write wait p50 (ms)', 'write wait p99 (ms)', 'write wait max (ms)', 'most readers at once', 'violations (must be 0)'],
+    rows.map((r) => [
+      r.variant,
+      fmt(r.readsPerSec),
+      fmt(r.writesPerSec),
+      fmt(r.readWaitMs.p99),
+      fmt(r.writeWaitMs.p50),
+      fmt(r.writeWaitMs.p99),
+      fmt(r.writeWaitMs.max),
+      String(r.maxConcurrentReaders),
+      String(r.violations),
+    ]),
+  );
+  return `\n## (d) Read/write lock under contention\n\nOurs only (redlock and redis-semaphore have no read/write lock): the same read-mostly load (hold 1 ms, think 2 ms) on \`locks.readWrite(key)\` and on the plain lock taking every operation exclusively. A waiting writer holds back new readers, so writers are not starved.\n\n${table}\n`;
+}

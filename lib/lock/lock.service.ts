@@ -247,7 +247,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     // newcomer queues behind them instead of barging in the moment a release frees the key (which
     // made waits of one process unfair and long-tailed).
     const queueBehind =
-      willWait && !protocol.wakesByOwner && enclosingOwner === undefined ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
+      willWait && protocol.localFifo && enclosingOwner === undefined ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
     let sentAt = performance.now();
     let outcome: AttemptOutcome | undefined;
     if (queueBehind === 0) {

@@ -18,6 +18,8 @@ export const FAIR_WAITER_LIVENESS_MS = 5_000;
  */
 export class FairLockProtocol extends ReentrantLockProtocol {
   override readonly wakesByOwner = true;
+  /** The queue in Redis orders everyone already. */
+  override readonly localFifo = false;
   override readonly heartbeat = Math.floor(FAIR_WAITER_LIVENESS_MS / 3);
 
   constructor(

@@ -20,6 +20,7 @@ export const WRITER_LIVENESS_MS = 5_000;
  */
 export class ReadWriteLockProtocol implements LockProtocol {
   readonly wakesByOwner = false;
+  readonly localFifo = false;
   readonly heartbeat: number | undefined;
 
   constructor(

@@ -8,6 +8,7 @@ import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-
 /** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
 export class ReentrantLockProtocol implements LockProtocol {
   readonly wakesByOwner: boolean = false;
+  readonly localFifo: boolean = true;
   readonly heartbeat: number | undefined = undefined;
 
   constructor(protected readonly keys: LockKeys) {}

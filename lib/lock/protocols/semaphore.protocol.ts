@@ -11,6 +11,7 @@ import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.inte
 export class SemaphoreProtocol implements LockProtocol {
   readonly reentrancyKey = undefined;
   readonly wakesByOwner = false;
+  readonly localFifo = false;
   readonly heartbeat = undefined;
 
   constructor(
