@@ -126,6 +126,7 @@ describe('bad input to delayed jobs', () => {
       ['unicode, a lone surrogate, newlines and braces', 'ünï 😀 \uD800 \r\n {tag}', 'ünï 😀 \uD800 \r\n {tag}'],
       ['an object with an undefined property (dropped, as JSON does)', { a: undefined, b: 1 }, { b: 1 }],
       ['a class instance (its own enumerable fields; the prototype is not stored)', new (class Order { id = 7; })(), { id: 7 }],
+      ['an object with a symbol-keyed property (not data: not stored, as JSON does)', { [Symbol('meta')]: 1, id: 8 }, { id: 8 }],
     ])('accepts %s and hands it back unchanged (or as documented)', async (_label, payload, expected) => {
       const id = await queue.schedule('ok.payload', payload, { delay: 60_000 });
       expect((await queue.get('ok.payload', id))?.payload).toEqual(expected);

@@ -200,7 +200,9 @@ describe('delayed-job faults', () => {
       KEY_PREFIX: keyPrefix,
       TOPIC: topic,
       CONCURRENCY: String(CONCURRENCY),
-      VISIBILITY: '1500',
+      // Long enough that a live consumer stalled by a loaded machine keeps its jobs (no duplicate
+      // without a death), short enough that a killed consumer's jobs come back quickly.
+      VISIBILITY: '2500',
       WORK_MIN: '20',
       WORK_MAX: '100',
       WORK_AFTER: '60',

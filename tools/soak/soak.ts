@@ -428,7 +428,7 @@ class Soak {
         semaphoreSections: totals.semaphoreSections ?? 0,
         semaphorePermitsExpiredBeforeUse: totals.semaphoreSkipped ?? 0,
         scheduleErrors: totals.scheduleErrors ?? 0,
-        handlerRuns: totals.handlerRuns ?? 0,
+        handlerRuns: [...runs.values()].reduce((n, count) => n + count, 0),
         handlerErrors: totals.handlerErrors ?? 0,
       },
       faults: Object.fromEntries(this.faults),
@@ -454,6 +454,8 @@ class Soak {
     const failed = this.violations.length > 0 || lost.length > 0 || dead > 0 || !settled;
     const lines = [
       '',
+      '(counts from the fenced rows and the job ledger are exact; the others are summed from the workers\' reports,',
+      ' which miss up to a second of work of each killed worker)',
       `operations   ${Object.entries(summary.operations).map(([k, v]) => `${k} ${v}`).join(', ')}`,
       `faults       ${Object.entries(summary.faults).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
       `violations   ${Object.entries(summary.violations).map(([k, v]) => `${k} ${v}`).join(', ')}`,
