@@ -24,7 +24,7 @@ export function toRedisLockError(error: unknown, action: string): unknown {
     return new RedisCommandError(`Redis refused to ${action}: ${error.message} — ${hint}`, error);
   }
   return new RedisConnectionError(
-    `Redis did not answer while trying to ${action}: ${error.message}. The client keeps reconnecting; ` +
+    `Redis did not answer while trying to ${action}: ${error.message.replace(/\.+$/, '')}. The client keeps reconnecting; ` +
       'check that Redis is up and reachable, then retry.',
     error,
   );
