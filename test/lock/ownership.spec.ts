@@ -1,25 +1,13 @@
-import type { TestingModule } from '@nestjs/testing';
 import { LockLostError, LockNotHeldError, LockService } from '../../lib';
-import { createLockApp, uniquePrefix } from '../support/test-app';
+import { useLockServicePair } from '../support/test-app';
 
 describe('ownership', () => {
-  const keyPrefix = uniquePrefix('own');
-  let appA: TestingModule;
-  let appB: TestingModule;
+  // Two module instances on one prefix behave like two processes.
+  const pair = useLockServicePair('own');
+  const { keyPrefix } = pair;
   let a: LockService;
   let b: LockService;
-
-  beforeAll(async () => {
-    // Two module instances on one prefix behave like two processes.
-    appA = await createLockApp({ keyPrefix });
-    appB = await createLockApp({ keyPrefix });
-    a = appA.get(LockService);
-    b = appB.get(LockService);
-  });
-  afterAll(async () => {
-    await appA.close();
-    await appB.close();
-  });
+  beforeAll(() => ({ a, b } = pair.services()));
 
   it('never lets a stale holder release or extend the next holder’s lock', async () => {
     const stale = await a.acquire('own', { leaseTime: 100 });
@@ -40,7 +28,7 @@ describe('ownership', () => {
 
   it('refuses to extend a lock that was taken over while its lease timer had not fired yet', async () => {
     const first = await a.acquire('takeover', { leaseTime: 5_000 });
-    const raw = (appA.get(LockService) as unknown as { connection: { client: import('ioredis').Redis } }).connection
+    const raw = (a as unknown as { connection: { client: import('ioredis').Redis } }).connection
       .client;
     await raw.del(`${keyPrefix}:lock:{takeover}`);
     const second = await b.acquire('takeover', { leaseTime: 5_000 });

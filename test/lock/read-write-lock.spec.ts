@@ -1,21 +1,13 @@
-import type { TestingModule } from '@nestjs/testing';
 import { LockLostError, LockService, LockUpgradeError } from '../../lib';
-import { createLockApp, uniquePrefix } from '../support/test-app';
+import { useLockServicePair } from '../support/test-app';
 
 describe('read/write lock', () => {
-  const keyPrefix = uniquePrefix('rw');
-  let apps: TestingModule[];
+  // Two module instances on one prefix behave like two processes.
+  const pair = useLockServicePair('rw', { lock: { leaseTime: 600 } });
+  const { keyPrefix } = pair;
   let a: LockService;
   let b: LockService;
-
-  beforeAll(async () => {
-    apps = await Promise.all([
-      createLockApp({ keyPrefix, lock: { leaseTime: 600 } }),
-      createLockApp({ keyPrefix, lock: { leaseTime: 600 } }),
-    ]);
-    [a, b] = apps.map((app) => app.get(LockService));
-  });
-  afterAll(() => Promise.all(apps.map((app) => app.close())));
+  beforeAll(() => ({ a, b } = pair.services()));
 
   it('lets many readers in at once and keeps writers out while they read', async () => {
     const readers = await Promise.all([a.readWrite('doc').read(), b.readWrite('doc').read(), a.readWrite('doc').read()]);
@@ -86,7 +78,7 @@ describe('read/write lock', () => {
     await read.release();
 
     const write = await a.readWrite('wd').write();
-    const raw = apps[0].get(LockService) as unknown as { connection: { client: import('ioredis').Redis } };
+    const raw = a as unknown as { connection: { client: import('ioredis').Redis } };
     await raw.connection.client.del(`${keyPrefix}:lock:{wd}`);
     const reason = await new Promise((resolve) => write.signal.addEventListener('abort', () => resolve(write.signal.reason)));
     expect(reason).toBeInstanceOf(LockLostError);

@@ -1,21 +1,13 @@
-import type { TestingModule } from '@nestjs/testing';
 import { InvalidOptionsError, LockService } from '../../lib';
-import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app';
+import { rawRedis, useLockServicePair } from '../support/test-app';
 
 describe('semaphore with expiring permits', () => {
-  const keyPrefix = uniquePrefix('sem');
-  let apps: TestingModule[];
+  // Two module instances on one prefix behave like two processes.
+  const pair = useLockServicePair('sem', { lock: { leaseTime: 600 } });
+  const { keyPrefix } = pair;
   let a: LockService;
   let b: LockService;
-
-  beforeAll(async () => {
-    apps = await Promise.all([
-      createLockApp({ keyPrefix, lock: { leaseTime: 600 } }),
-      createLockApp({ keyPrefix, lock: { leaseTime: 600 } }),
-    ]);
-    [a, b] = apps.map((app) => app.get(LockService));
-  });
-  afterAll(() => Promise.all(apps.map((app) => app.close())));
+  beforeAll(() => ({ a, b } = pair.services()));
 
   it('never lets more than `permits` holders in, and never oversells stock', async () => {
     const redis = rawRedis();

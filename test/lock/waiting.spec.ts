@@ -1,24 +1,13 @@
-import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireAbortedError, LockAcquireTimeoutError, LockService } from '../../lib';
-import { createLockApp, uniquePrefix } from '../support/test-app';
+import { useLockServicePair } from '../support/test-app';
 
 describe('waiting', () => {
-  const keyPrefix = uniquePrefix('wait');
-  let appA: TestingModule;
-  let appB: TestingModule;
+  // Two module instances on one prefix behave like two processes.
+  const pair = useLockServicePair('wait');
+  const { keyPrefix } = pair;
   let a: LockService;
   let b: LockService;
-
-  beforeAll(async () => {
-    appA = await createLockApp({ keyPrefix });
-    appB = await createLockApp({ keyPrefix });
-    a = appA.get(LockService);
-    b = appB.get(LockService);
-  });
-  afterAll(async () => {
-    await appA.close();
-    await appB.close();
-  });
+  beforeAll(() => ({ a, b } = pair.services()));
 
   it('wakes a waiter through pub/sub long before the holder’s 20 s lease would end', async () => {
     const holder = await a.acquire('wake', { leaseTime: 20_000 });

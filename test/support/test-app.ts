@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { RedisLockModule, type RedisLockModuleOptions } from '../../lib';
+import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
 
 /** The Redis URL of this run (set by global-setup). */
 export function testRedisUrl(): string {
@@ -27,4 +27,25 @@ export async function createLockApp(options: RedisLockModuleOptions = {}): Promi
 /** A plain client for looking at (or tampering with) keys from outside the library. */
 export function rawRedis(url = testRedisUrl()): Redis {
   return new Redis(url, { maxRetriesPerRequest: 1 });
+}
+
+/** Two module instances on one key prefix: they behave like two processes contending for the same locks. */
+export interface LockServicePair {
+  readonly keyPrefix: string;
+  /** Both services; call it in a `beforeAll` registered after `useLockServicePair`. */
+  services(): { a: LockService; b: LockService };
+}
+
+/** Starts two lock apps before the spec's tests and closes them after. */
+export function useLockServicePair(label: string, options: RedisLockModuleOptions = {}): LockServicePair {
+  const keyPrefix = uniquePrefix(label);
+  let apps: TestingModule[] = [];
+  beforeAll(async () => {
+    apps = await Promise.all([createLockApp({ ...options, keyPrefix }), createLockApp({ ...options, keyPrefix })]);
+  });
+  afterAll(() => Promise.all(apps.map((app) => app.close())));
+  return {
+    keyPrefix,
+    services: () => ({ a: apps[0].get(LockService), b: apps[1].get(LockService) }),
+  };
 }
