@@ -13,7 +13,7 @@ module.exports = {
   },
   moduleNameMapper: {
     '^nestjs-redis-lock/transaction/(nestjs-cls|typeorm-transactional)$': '<rootDir>/lib/transaction/adapters/$1',
-    '^nestjs-redis-lock/(metrics|health)$': '<rootDir>/lib/observability/$1',
+    '^nestjs-redis-lock/(metrics|health|dashboard)$': '<rootDir>/lib/observability/$1',
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
     '^nestjs-redis-lock/(.*)$': '<rootDir>/lib/$1',
   },

@@ -4,7 +4,7 @@ import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error';
 import { compileKeySource, parameterShape, type LockKeySource } from '../lock/key-template';
 import { LockService } from '../lock/lock.service';
-import { resolveWithLockSettings, runWithLock, type WithLockOptions } from '../lock/with-lock';
+import { keyPatternOf, resolveWithLockSettings, runWithLock, type WithLockOptions } from '../lock/with-lock';
 import { copyMethodMetadata } from './copy-method-metadata';
 import { LOCK_SERVICE_PROPERTY, WITH_LOCK_METADATA } from './with-lock.constants';
 
@@ -64,7 +64,7 @@ export function WithLock(key: LockKeySource, options?: WithLockOptions): MethodD
       rootOf: ({ args }, placeholder) => ({ value: args[placeholder.index!], name: `argument ${placeholder.index}` }),
       callFn: (fn, { args, self }) => fn.apply(self, args),
     });
-    const settings = resolveWithLockSettings(options, location);
+    const settings = resolveWithLockSettings(options, location, keyPatternOf(key, `${className}.${String(propertyKey)}()`));
     injectLockService(target);
 
     const wrapper = new Proxy(original as (...args: unknown[]) => unknown, {

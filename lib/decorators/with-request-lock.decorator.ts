@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { compileKeySource } from '../lock/key-template';
-import { resolveWithLockSettings, type WithLockOptions, type WithLockSettings } from '../lock/with-lock';
+import { keyPatternOf, resolveWithLockSettings, type WithLockOptions, type WithLockSettings } from '../lock/with-lock';
 import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants';
 
 /**
@@ -58,7 +58,7 @@ export function WithRequestLock(key: RequestLockKeySource, options?: WithLockOpt
     });
     const declaration: RequestLockDeclaration = {
       location,
-      settings: resolveWithLockSettings(options, location),
+      settings: resolveWithLockSettings(options, location, keyPatternOf(key, location.replace(/^@WithRequestLock on /, ''))),
       keyOf: (request, context) => keyOf({ request, context }),
     };
     Reflect.defineMetadata(WITH_REQUEST_LOCK_METADATA, declaration, descriptor ? descriptor.value : target);

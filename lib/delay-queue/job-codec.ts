@@ -4,8 +4,10 @@ import type { BackoffOptions } from '../options/redis-lock-module-options.interf
 /**
  * The stored form of a job (one field of the topic's `jobs` hash):
  *
- *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,"e":<last error|null>,"p":<payload>}
+ *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["t":"<traceparent>",]"e":<last error|null>,"p":<payload>}
  *
+ * `t`, present only when the job was scheduled inside a trace, is the W3C `traceparent` of the
+ * scheduling span (hex digits and dashes only, so the scripts' search for `,"e":` cannot trip on it).
  * The field order is fixed and everything before `"p"` is written by this library, so the scripts
  * can read and rewrite the header with plain string operations and never decode or re-encode the
  * payload (Lua's cjson would round numbers to 14 digits and turn `[]` into `{}`).
@@ -18,10 +20,13 @@ export interface DecodedJob<T = unknown> {
   readonly maxAttempts?: number;
   readonly backoff?: Required<BackoffOptions>;
   readonly lastError?: string;
+  /** W3C `traceparent` of the `schedule` span, when there was one. */
+  readonly traceparent?: string;
   readonly payload: T;
 }
 
-const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),"e":/;
+const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"t":"([0-9a-f-]{55})",)?"e":/;
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const PAYLOAD_SEPARATOR = ',"p":';
 
 /** The part of a body after the header fields Redis fills in (`g`, `a`, `c`), as sent by `schedule`. */
@@ -29,9 +34,11 @@ export function encodeBodyTail(
   payloadJson: string,
   maxAttempts: number | undefined,
   backoff: Required<BackoffOptions> | undefined,
+  traceparent?: string,
 ): string {
   const b = backoff ? JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]) : 'null';
-  return `,"m":${maxAttempts ?? 'null'},"b":${b},"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
+  const t = traceparent !== undefined && TRACEPARENT.test(traceparent) ? `"t":"${traceparent}",` : '';
+  return `,"m":${maxAttempts ?? 'null'},"b":${b},${t}"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
 }
 
 export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
@@ -49,6 +56,7 @@ export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
     maxAttempts: header[4] === 'null' ? undefined : Number(header[4]),
     backoff: b && { delay: b[0], factor: b[1], maxDelay: b[2], jitter: b[3] },
     lastError: lastError ?? undefined,
+    traceparent: header[6],
     payload: JSON.parse(body.slice(separator + PAYLOAD_SEPARATOR.length, -1)) as T,
   };
 }

@@ -28,6 +28,8 @@ export function prepareJob(
   options: ScheduleOptions | undefined,
   defaults: RedisLockConfig['delayQueue'],
   field = '',
+  /** The scheduling span's W3C trace context, stored with the job for the handler's span. */
+  traceparent?: string,
 ): PreparedJob {
   const at = (name: string) => (field ? `${field}.${name}` : name);
   const o = options ?? {};
@@ -85,7 +87,7 @@ export function prepareJob(
   if (o.replace !== undefined && typeof o.replace !== 'boolean') {
     throw new InvalidJobError(topic, at('replace'), `is ${describe(o.replace)}; use true or false`);
   }
-  return { id, kind, when, tail: encodeBodyTail(payloadJson, maxAttempts, backoff), replace: o.replace === true };
+  return { id, kind, when, tail: encodeBodyTail(payloadJson, maxAttempts, backoff, traceparent), replace: o.replace === true };
 }
 
 /** A partial `BackoffOptions` merged over `base`, each field checked; `fail(field, problem)` must throw. */

@@ -6,6 +6,8 @@ import type { LockLostError } from '../errors/lock-lost.error';
 export interface LockAcquiredEvent {
   /** The name the caller gave (the key of a mutex, read/write lock or semaphore), never the Redis key. */
   readonly key: string;
+  /** The caller's `keyPattern` (`@WithLock`: its key template), if any: a low-cardinality name for the key. */
+  readonly keyPattern?: string;
   readonly fencingToken: string;
   /** Time from the call to the lock being held (monotonic clock), including every wait. */
   readonly waitMs: number;
@@ -14,6 +16,8 @@ export interface LockAcquiredEvent {
 /** A hold ended by `release()` (`lock.released`); inside a transaction, when the transaction ended. */
 export interface LockReleasedEvent {
   readonly key: string;
+  /** As in `LockAcquiredEvent`; known only under the same condition as `holdMs`. */
+  readonly keyPattern?: string;
   readonly fencingToken: string;
   /**
    * Time the lock was held. Measured only when someone listened to `lock.released` or `lock.lost`
@@ -25,6 +29,8 @@ export interface LockReleasedEvent {
 /** A held lock's lease was lost (`lock.lost`); its handle's signal has been aborted with `error`. */
 export interface LockLostEvent {
   readonly key: string;
+  /** As in `LockAcquiredEvent`; known only under the same condition as `holdMs`. */
+  readonly keyPattern?: string;
   readonly fencingToken: string;
   readonly error: LockLostError;
   /** Time from acquisition to the loss; `undefined` under the same condition as `LockReleasedEvent.holdMs`. */
@@ -38,6 +44,7 @@ export interface LockLostEvent {
 export interface LockTimeoutEvent {
   /** The key that could not be taken (for a multi-key lock: the first key of the sorted set that was not free). */
   readonly key: string;
+  readonly keyPattern?: string;
   readonly waitTimeout: number;
   /** Time actually spent before giving up. */
   readonly waitMs: number;
@@ -104,6 +111,21 @@ export interface JobDeadEvent {
   readonly error: string;
 }
 
+/**
+ * A job whose consumer crashed, stalled or lost Redis was taken back after its visibility deadline
+ * passed (`job.recovered`), by whichever live consumer of the topic claimed next: put back in the
+ * queue (`requeued: true`), or buried with the dead letters when that was its last attempt (then
+ * `job.dead` follows).
+ */
+export interface JobRecoveredEvent {
+  readonly topic: string;
+  readonly id: string;
+  /** The attempt that was running when its consumer went silent. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly requeued: boolean;
+}
+
 /** Payloads of the events emitted by `RedisLockEvents` (event name -> listener arguments). */
 export interface RedisLockEventMap {
   'lock.acquired': [event: LockAcquiredEvent];
@@ -116,6 +138,7 @@ export interface RedisLockEventMap {
   'job.failed': [event: JobFailedEvent];
   'job.retried': [event: JobRetriedEvent];
   'job.dead': [event: JobDeadEvent];
+  'job.recovered': [event: JobRecoveredEvent];
 }
 
 /** Every event name of `RedisLockEventMap`. */

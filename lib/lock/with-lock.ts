@@ -48,13 +48,23 @@ export interface WithLockOptions {
 
 /** `WithLockOptions` after validation. Internal. */
 export interface WithLockSettings {
+  /** `acquire.keyPattern` is the decorator's key template (the metric label and span attribute). */
   readonly acquire: AcquireOptions;
   readonly mode: WithLockMode;
   readonly onLocked: OnLocked;
+  /** Where the decorator sits (`@WithLock on Class.method()`), for messages and spans. */
+  readonly location: string;
 }
 
-/** Validates decorator options when the decorator is applied; a bad value names the method. */
-export function resolveWithLockSettings(options: WithLockOptions | undefined, location: string): WithLockSettings {
+/**
+ * Validates decorator options when the decorator is applied; a bad value names the method.
+ * `keyPattern` names the section's locks in metrics and traces (see `keyPatternOf`).
+ */
+export function resolveWithLockSettings(
+  options: WithLockOptions | undefined,
+  location: string,
+  keyPattern?: string,
+): WithLockSettings {
   const o = options ?? {};
   const invalid = (option: string, problem: string) => new InvalidOptionsError(option, `${problem} (in ${location})`);
   if (typeof o !== 'object' || o === null) throw invalid('options', 'expected an object');
@@ -87,7 +97,18 @@ export function resolveWithLockSettings(options: WithLockOptions | undefined, lo
   if (waitTimeout !== undefined) acquire.waitTimeout = waitTimeout;
   if (leaseTime !== undefined) acquire.leaseTime = leaseTime;
   if (o.fair !== undefined) acquire.fair = o.fair;
-  return { acquire, mode, onLocked };
+  if (keyPattern !== undefined) acquire.keyPattern = keyPattern;
+  return { acquire, mode, onLocked, location };
+}
+
+/**
+ * A decorator's key source as a low-cardinality name: the template itself (`'order:<0>'`), templates
+ * joined by ` + ` for a multi-key lock, and the method's name for a key function (whose keys could be anything).
+ */
+export function keyPatternOf(source: unknown, methodName: string): string {
+  if (typeof source === 'string') return source;
+  if (Array.isArray(source) && source.every((part) => typeof part === 'string')) return source.join(' + ');
+  return methodName;
 }
 
 /** A lock section being entered: either a fresh hold, or one that an enclosing section already covers. */
@@ -188,7 +209,12 @@ export async function runWithLock<T>(
   const section = await enterLockSection(locks, key, settings);
   if (section instanceof LockAcquireTimeoutError) return await lockUnavailable(settings, section, key, args);
   try {
-    return await runInLockSection(locks, key, settings, section, body);
+    const run = () => runInLockSection(locks, key, settings, section, body);
+    const tracing = locks.tracing;
+    // A section inside an enclosing hold of the same keys is part of that hold's span.
+    if (!tracing?.enabled || !section.owned) return await run();
+    const method = settings.location.replace(/^@With\w+ on /, '');
+    return await tracing.traceLocked(section.handle, settings.acquire.keyPattern, run, method);
   } finally {
     await leaveLockSection(section);
   }

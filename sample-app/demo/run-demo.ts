@@ -57,6 +57,7 @@ async function main(): Promise<number> {
     await waitForHealth(base, app, appLog);
     const health = await api('GET', `${base}/health`);
     note(`up at ${base}: redis ${health.body.redis.status}, database ${health.body.database.kind}`);
+    note(`dashboard: ${base}/dashboard (open it while the demo runs; \`npm run start:sample\` keeps one up)`);
 
     step(`Paying one order from ${CONCURRENT_PAYS} clients at once`);
     const order = (await api('POST', `${base}/orders`, { item: 'concert ticket' })).body;
@@ -100,6 +101,38 @@ async function main(): Promise<number> {
     note(`responses: ${bought} × 200, ${soldOut} × 409 sold out`);
     check('stock never went negative', item.stock === 0 && bought === STOCK && item.sold === STOCK, `${item.sold} sold, ${item.stock} left`);
 
+    step('Fulfilling an order of a sold-out item, then retrying it from the dashboard');
+    await api('PUT', `${base}/items/gift-card`, { stock: 0 });
+    const giftOrder = (await api('POST', `${base}/orders`, { item: 'gift-card' })).body;
+    await api('POST', `${base}/orders/${giftOrder.id}/pay`);
+    const jobId = `fulfil:${giftOrder.id}`;
+    note(`paid order ${giftOrder.id}; its order.fulfil job finds gift-card sold out and retries with backoff…`);
+    const dashboard = `${base}/dashboard/api`;
+    const deadJob = await poll(async () => {
+      const dead = (await api('GET', `${dashboard}/topics/order.fulfil/jobs?state=dead`)).body;
+      return dead.jobs?.find((j: { id: string }) => j.id === jobId);
+    }, 15_000);
+    check(
+      'the failing job reached the dead letters after its attempts',
+      deadJob !== undefined && deadJob.attempts === 3,
+      deadJob ? `${deadJob.attempts} attempts, last error "${deadJob.lastError}"` : 'not dead within 15 s',
+    );
+    await api('PUT', `${base}/items/gift-card`, { stock: 3 });
+    const retry = await api('POST', `${dashboard}/topics/order.fulfil/jobs/${encodeURIComponent(jobId)}/retry`, undefined, {
+      'x-redis-lock-dashboard': '1',
+    });
+    note(`restocked gift-card; POST …/dashboard/api/topics/order.fulfil/jobs/${jobId}/retry → ${retry.status}`);
+    const giftCard = await poll(async () => {
+      const current = (await api('GET', `${base}/items/gift-card`)).body;
+      return current.sold === 1 ? current : undefined;
+    }, 15_000);
+    const deadAfter = (await api('GET', `${dashboard}/topics`)).body.topics.find((t: { topic: string }) => t.topic === 'order.fulfil');
+    check(
+      'the retried job reserved the item and left the dead letters',
+      retry.status === 200 && giftCard?.sold === 1 && deadAfter?.dead === 0,
+      `sold ${giftCard?.sold ?? 0}, ${giftCard?.stock ?? '?'} left, ${deadAfter?.dead ?? '?'} dead`,
+    );
+
     step('Stopping the service');
     await stopProcess(app);
     app = undefined;
@@ -124,14 +157,25 @@ interface ApiResponse {
   body: any;
 }
 
-async function api(method: string, url: string, body?: unknown): Promise<ApiResponse> {
+async function api(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
   const response = await fetch(url, {
     method,
-    headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Calls `probe` every 100 ms until it returns a value, or gives up after `timeoutMs`. */
+async function poll<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await sleep(100);
+  }
+  return undefined;
 }
 
 function captureLog(child: ChildProcess): () => string {

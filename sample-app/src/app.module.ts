@@ -1,10 +1,13 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import type { Request } from 'express';
 import { RedisLockModule } from 'nestjs-redis-lock';
+import { RedisLockDashboardModule } from 'nestjs-redis-lock/dashboard';
 import { RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
 import { SAMPLE_CONFIG, type SampleConfig } from './config/sample-config';
 import { DatabaseModule } from './database/database.module';
+import { FulfilmentModule } from './fulfilment/fulfilment.module';
 import { HealthController } from './health/health.controller';
 import { InventoryModule } from './inventory/inventory.module';
 import { MetricsController } from './observability/metrics.controller';
@@ -28,13 +31,26 @@ export class AppModule {
         // A registry per application, so tests and the demo can run several apps in one process.
         RedisLockMetricsModule.forRoot({ registry: new Registry(), topics: ['order.expire'] }),
         RedisLockHealthModule,
+        // Locks and jobs at /dashboard. The service listens on 127.0.0.1 only; a real deployment would
+        // put its authentication guard in `guards` and give most people `readOnly`.
+        RedisLockDashboardModule.forRoot({
+          path: '/dashboard',
+          readOnly: config.dashboardReadOnly ?? false,
+          history: config.dashboardHistory,
+          canActivate: (request: Request) => isLoopback(request.socket.remoteAddress),
+        }),
         DatabaseModule,
         OrdersModule,
         InventoryModule,
+        FulfilmentModule,
       ],
       controllers: [HealthController, ReadinessController, MetricsController],
       providers: [{ provide: SAMPLE_CONFIG, useValue: config }],
       exports: [SAMPLE_CONFIG],
     };
   }
+}
+
+function isLoopback(address: string | undefined): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
 }

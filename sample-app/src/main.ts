@@ -27,7 +27,9 @@ async function main(): Promise<void> {
   const config = sampleConfigFromEnv();
   const app = await NestFactory.create(AppModule.register(config), { logger: ['log', 'warn', 'error'] });
   await app.listen(config.port, '127.0.0.1');
-  logger.log(`Orders service listening on ${await app.getUrl()}`);
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  logger.log(`Orders service listening on ${url}`);
+  logger.log(`Dashboard (locks and delayed jobs): ${url}/dashboard`);
 
   const stop = async () => {
     await app.close();

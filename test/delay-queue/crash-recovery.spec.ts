@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { RedisLockEvents, type JobRecoveredEvent } from '../../lib';
 import { testRedisUrl, uniquePrefix } from '../support/test-app';
 import { createDelayApp, waitFor } from './support/delay-test-app';
 
@@ -36,6 +37,8 @@ describe('Crash recovery', () => {
       VISIBILITY: '1000',
     });
     const survivor = await createDelayApp({ keyPrefix });
+    const recovered: JobRecoveredEvent[] = [];
+    survivor.app.get(RedisLockEvents).on('job.recovered', (event) => recovered.push(event));
     try {
       await ready;
       const ids = await survivor.queue.scheduleMany('crash', Array.from({ length: 5 }, (_, i) => ({ payload: i, id: `job-${i}` })));
@@ -59,8 +62,56 @@ describe('Crash recovery', () => {
       expect(performance.now() - killedAt).toBeLessThan(6_000);
       expect([...reruns.keys()].sort()).toEqual([...ids].sort());
       expect([...reruns.values()]).toEqual([2, 2, 2, 2, 2]);
+      // The survivor that took the jobs back says so, once per job.
+      expect(recovered.map((e) => e.id).sort()).toEqual([...ids].sort());
+      expect(recovered.every((e) => e.topic === 'crash' && e.attempt === 1 && e.requeued && e.maxAttempts === 5)).toBe(true);
       await waitFor(async () => (await survivor.queue.stats('crash')).active === 0, 5_000, 'acknowledgements');
       expect(await survivor.queue.stats('crash')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+      await consumer.close();
+    } finally {
+      child.kill('SIGKILL');
+      await survivor.close();
+    }
+  });
+
+  it('buries a job whose last attempt died with its consumer, reporting job.recovered then job.dead', async () => {
+    const keyPrefix = uniquePrefix('dq');
+    const { child, started, ready } = startChildConsumer({
+      REDIS_URL: testRedisUrl(),
+      KEY_PREFIX: keyPrefix,
+      TOPIC: 'last-try',
+      VISIBILITY: '1000',
+    });
+    const survivor = await createDelayApp({ keyPrefix });
+    const seen: Array<{ name: string; event: object }> = [];
+    const events = survivor.app.get(RedisLockEvents);
+    events.on('job.recovered', (event) => seen.push({ name: 'job.recovered', event }));
+    events.on('job.dead', (event) => seen.push({ name: 'job.dead', event }));
+    try {
+      await ready;
+      await survivor.queue.schedule('last-try', { n: 1 }, { id: 'only-try', maxAttempts: 1 });
+      await waitFor(() => started.length === 1, 20_000, 'the child to start the job');
+      const consumer = survivor.queue.consume('last-try', () => undefined);
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+      await waitFor(() => seen.length === 2, 10_000, 'job.recovered and job.dead');
+      expect(seen).toEqual([
+        { name: 'job.recovered', event: { topic: 'last-try', id: 'only-try', attempt: 1, maxAttempts: 1, requeued: false } },
+        {
+          name: 'job.dead',
+          event: {
+            topic: 'last-try',
+            id: 'only-try',
+            attempt: 1,
+            maxAttempts: 1,
+            error: expect.stringContaining('Visibility timeout passed without an acknowledgement'),
+          },
+        },
+      ]);
+      const [dead] = await survivor.queue.deadLetters('last-try');
+      expect(dead).toMatchObject({ id: 'only-try', state: 'dead', attempts: 1 });
+      expect(dead.lastError).toBe(seen[1].event && (seen[1].event as { error: string }).error);
       await consumer.close();
     } finally {
       child.kill('SIGKILL');

@@ -85,6 +85,8 @@ describe('bad input to locks', () => {
     ['a string waitTimeout', { waitTimeout: '100' }, /`waitTimeout`.*string "100"/],
     ['a signal that is not an AbortSignal', { signal: { aborted: false } }, /`signal`/],
     ['fair as a string', { fair: 'yes' }, /`fair`/],
+    ['keyPattern not a string', { keyPattern: 42 }, /`keyPattern`/],
+    ['keyPattern too long for a metric label', { keyPattern: 'x'.repeat(201) }, /`keyPattern`.*200/],
   ])('option: %s → InvalidOptionsError, nothing written', async (_label, options, message) => {
     const error = await locks.acquire('opts', options).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidOptionsError);

@@ -1,8 +1,8 @@
-import { Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockMetrics, RedisLockMetricsModule, defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
-import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule } from '../../lib';
+import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock } from '../../lib';
 import { waitFor } from '../delay-queue/support/delay-test-app';
 import { testRedisUrl, uniquePrefix } from '../support/test-app';
 
@@ -10,6 +10,12 @@ async function value(registry: Registry, name: string, labels: Record<string, st
   const metric = await registry.getSingleMetric(name)?.get();
   const match = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
   return match?.value;
+}
+
+@Injectable()
+class InvoiceService {
+  @WithLock('invoice:<0>')
+  async close(_invoiceId: string): Promise<void> {}
 }
 
 describe('RedisLockMetricsModule', () => {
@@ -35,6 +41,7 @@ describe('RedisLockMetricsModule', () => {
         }),
         RedisLockMetricsModule.forRoot({ registry, topics: ['idle.topic'], maxKeyPatterns: 5 }),
       ],
+      providers: [InvoiceService],
     }).compile();
     await app.init();
     locks = app.get(LockService);
@@ -70,6 +77,19 @@ describe('RedisLockMetricsModule', () => {
     const text = await registry.metrics();
     expect(text).toContain('redis_lock_lock_wait_seconds_bucket');
     expect(text).not.toMatch(/order:\d/);
+  });
+
+  it("labels @WithLock's locks by the decorator's template, and others by the caller's keyPattern", async () => {
+    const invoices = app.get(InvoiceService);
+    await invoices.close('inv-7f3a'); // the default classifier would not generalise this id
+    await invoices.close('inv-aa01');
+    await locks.using('sku:blue-shirt', () => undefined, { keyPattern: 'sku:<sku>' });
+
+    expect(await value(registry, 'redis_lock_lock_acquisitions_total', { key_pattern: 'invoice:<0>' })).toBe(2);
+    expect(await value(registry, 'redis_lock_lock_acquisitions_total', { key_pattern: 'sku:<sku>' })).toBe(1);
+    const holds = (await registry.getSingleMetric('redis_lock_lock_hold_seconds')!.get()).values;
+    expect(holds.some((v) => v.labels.key_pattern === 'invoice:<0>')).toBe(true);
+    expect(await registry.metrics()).not.toMatch(/inv-|blue-shirt/);
   });
 
   it('caps the number of key patterns, counting the rest as "other"', async () => {

@@ -11,7 +11,8 @@ import { LUA_PRELUDE } from './lua-prelude';
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
  * ARGV[6..] acknowledgements as pairs: id, claim token
  *
- * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueMs, ... } }.
+ * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueMs, ... },
+ *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back }.
  * nextWakeMs is the earlier of the next due time and the next visibility deadline. When due jobs
  * remain after this claim, another consumer is woken (a chain, so a burst spreads over all consumers).
  */
@@ -40,17 +41,23 @@ if #ARGV > 5 then
 end
 
 local expired = redis.call('zrangebyscore', ACTIVE, '-inf', fmt(nowMs), 'limit', 0, 100)
+local recovered = {}
 for _, id in ipairs(expired) do
   redis.call('zrem', ACTIVE, id)
   local body = redis.call('hget', JOBS, id)
   if body then
     local attempts = attemptsOf(body) or math.huge
     local maxAttempts = tonumber(string.match(body, '^{"g":%d+,"a":%d+,"c":%d+,"m":(%d+),')) or defaultMaxAttempts
-    if attempts >= maxAttempts then
-      bury(id, body, '"Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)"', deadMaxCount, deadMaxAge)
-    else
+    local requeued = attempts < maxAttempts
+    if requeued then
       redis.call('zadd', DUE, scoreFor(nowMs), id)
+    else
+      bury(id, body, '"Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)"', deadMaxCount, deadMaxAge)
     end
+    recovered[#recovered + 1] = id
+    recovered[#recovered + 1] = attemptsOf(body) or 0
+    recovered[#recovered + 1] = maxAttempts
+    recovered[#recovered + 1] = requeued and 1 or 0
   end
 end
 trimDeadByAge(deadMaxAge)
@@ -106,6 +113,6 @@ if firstDeadline[2] then
   local deadline = tonumber(firstDeadline[2])
   if nextWake < 0 or deadline < nextWake then nextWake = deadline end
 end
-return { nowUs, nextWake, more, acked, claimed }
+return { nowUs, nextWake, more, acked, claimed, recovered }
 `,
 );

@@ -98,7 +98,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     const outcomes = new Counter({
       name: named('jobs_total'),
-      help: 'Job outcomes: scheduled, succeeded, failed, retried, dead.',
+      help: 'Job outcomes: scheduled, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
       labelNames: ['topic', 'outcome'],
       registers,
     });
@@ -113,20 +113,20 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       },
     });
 
-    this.listen('lock.acquired', ({ key, waitMs }) => {
-      const pattern = this.patternOf(key);
+    this.listen('lock.acquired', ({ key, keyPattern, waitMs }) => {
+      const pattern = this.patternOf(key, keyPattern);
       acquisitions.inc({ key_pattern: pattern });
       wait.observe({ key_pattern: pattern }, waitMs / 1000);
     });
-    this.listen('lock.released', ({ key, holdMs }) => {
-      if (holdMs !== undefined) hold.observe({ key_pattern: this.patternOf(key) }, holdMs / 1000);
+    this.listen('lock.released', ({ key, keyPattern, holdMs }) => {
+      if (holdMs !== undefined) hold.observe({ key_pattern: this.patternOf(key, keyPattern) }, holdMs / 1000);
     });
-    this.listen('lock.lost', ({ key, holdMs }) => {
-      const pattern = this.patternOf(key);
+    this.listen('lock.lost', ({ key, keyPattern, holdMs }) => {
+      const pattern = this.patternOf(key, keyPattern);
       losses.inc({ key_pattern: pattern });
       if (holdMs !== undefined) hold.observe({ key_pattern: pattern }, holdMs / 1000);
     });
-    this.listen('lock.timeout', ({ key }) => timeouts.inc({ key_pattern: this.patternOf(key) }));
+    this.listen('lock.timeout', ({ key, keyPattern }) => timeouts.inc({ key_pattern: this.patternOf(key, keyPattern) }));
     this.listen('job.scheduled', ({ topic }) => {
       this.topics.add(topic);
       outcomes.inc({ topic, outcome: 'scheduled' });
@@ -145,6 +145,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     this.listen('job.retried', ({ topic }) => outcomes.inc({ topic, outcome: 'retried' }));
     this.listen('job.dead', ({ topic }) => outcomes.inc({ topic, outcome: 'dead' }));
+    this.listen('job.recovered', ({ topic }) => outcomes.inc({ topic, outcome: 'recovered' }));
   }
 
   onModuleDestroy(): void {
@@ -152,11 +153,14 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     for (const name of this.names.splice(0)) this.registry.removeSingleMetric(name);
   }
 
-  /** The `key_pattern` label of `key`, bounded to `maxKeyPatterns` distinct values. */
-  private patternOf(key: string): string {
+  /**
+   * The `key_pattern` label of `key`: the caller's own pattern (`@WithLock`'s template) when it gave
+   * one, else the classifier's; bounded to `maxKeyPatterns` distinct values.
+   */
+  private patternOf(key: string, given: string | undefined): string {
     let pattern: string;
     try {
-      pattern = this.classify(key);
+      pattern = given ?? this.classify(key);
     } catch {
       pattern = OTHER_PATTERN;
     }

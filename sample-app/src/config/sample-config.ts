@@ -10,6 +10,10 @@ export interface SampleConfig {
   readonly orderExpiryMs: number;
   /** Prefix of the app's Redis keys. */
   readonly keyPrefix: string;
+  /** Serve the dashboard (`/dashboard`) read-only: no retry, delete or cancel. Default false. */
+  readonly dashboardReadOnly?: boolean;
+  /** Sampling of the dashboard's plots; default every 5 s over the last 10 minutes. */
+  readonly dashboardHistory?: { readonly sampleMs?: number; readonly windowMs?: number };
 }
 
 export const SAMPLE_CONFIG = Symbol('SAMPLE_CONFIG');
@@ -23,5 +27,6 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sampl
     databaseUrl: env.DATABASE_URL || undefined,
     orderExpiryMs: Number(env.ORDER_EXPIRY_MS ?? 5_000),
     keyPrefix: env.REDIS_KEY_PREFIX ?? 'sample',
+    dashboardReadOnly: env.DASHBOARD_READ_ONLY === '1' || env.DASHBOARD_READ_ONLY === 'true',
   };
 }

@@ -41,6 +41,21 @@ export class InventoryService {
     return this.db.transaction(() => this.purchaseUnderLock(sku, buyer));
   }
 
+  /**
+   * Takes one unit for a paid order; idempotent (the order id is the buyer), since a delayed job may
+   * be delivered twice. 409 when sold out, 404 for an item the inventory does not track.
+   */
+  reserveForOrder(sku: string, orderId: string): Promise<Item> {
+    return this.db.transaction(() => this.reserveUnderLock(sku, orderId));
+  }
+
+  @WithLock('item:<0>', { waitTimeout: 10_000 })
+  async reserveUnderLock(sku: string, orderId: string): Promise<Item> {
+    const { rows } = await this.db.query(`SELECT 1 FROM purchases WHERE sku = $1 AND buyer = $2`, [sku, orderId]);
+    if (rows.length > 0) return this.get(sku);
+    return this.purchaseUnderLock(sku, orderId);
+  }
+
   @WithLock('item:<0>', { waitTimeout: 10_000 })
   async purchaseUnderLock(sku: string, buyer: string): Promise<Item> {
     const { fencingToken } = LockContext.current()!;

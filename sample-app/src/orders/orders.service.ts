@@ -3,6 +3,7 @@ import { ConflictException, Inject, Injectable, Logger, NotFoundException } from
 import { DelayQueueService, LockContext, OnDelayed, WithLock, type JobContext } from 'nestjs-redis-lock';
 import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config';
 import { Database } from '../database/database';
+import { FULFIL_JOB_OPTIONS, type OrderFulfilment } from '../fulfilment/fulfilment.service';
 import type { Order } from './order';
 import { OrdersRepository } from './orders.repository';
 
@@ -41,7 +42,10 @@ export class OrdersService {
     return order;
   }
 
-  /** Pays an order: the transaction is outside, the lock inside, so the lock is let go after COMMIT. */
+  /**
+   * Pays an order: the transaction is outside, the lock inside, so the lock is let go after COMMIT.
+   * Paying schedules the order's fulfilment (`order.fulfil`, see FulfilmentService).
+   */
   pay(id: string): Promise<Order> {
     return this.db.transaction(() => this.payUnderLock(id));
   }
@@ -54,6 +58,8 @@ export class OrdersService {
     if (!(await this.orders.markPaid(id, fencingToken))) {
       throw new ConflictException(`Order ${id} changed while it was being paid`);
     }
+    // Enqueued only if the payment commits; the id makes a replayed request schedule it once.
+    await this.jobs.schedule<OrderFulfilment>('order.fulfil', { orderId: id, item: order.item }, { id: `fulfil:${id}`, ...FULFIL_JOB_OPTIONS });
     return (await this.orders.find(id))!;
   }
 

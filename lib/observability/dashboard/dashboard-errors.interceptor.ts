@@ -1,0 +1,55 @@
+import {
+  BadRequestException,
+  HttpException,
+  Injectable,
+  ServiceUnavailableException,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { catchError, type Observable } from 'rxjs';
+import { InvalidJobError } from '../../errors/invalid-job.error';
+import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
+import { InvalidOptionsError } from '../../errors/invalid-options.error';
+import { InvalidTopicError } from '../../errors/invalid-topic.error';
+import { RedisCommandError } from '../../errors/redis-command.error';
+import { RedisConnectionError } from '../../errors/redis-connection.error';
+import type { RedisLockError } from '../../errors/redis-lock.error';
+
+/**
+ * Answers the library's typed errors with the HTTP status they mean: a bad topic or job id from the
+ * URL is the caller's mistake (400), Redis being unreachable or refusing is 503; anything else
+ * keeps Nest's default handling. The body carries the error's stable `code` and its message.
+ */
+@Injectable()
+export class DashboardErrorsInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(
+      catchError((error: unknown) => {
+        throw toHttpException(error);
+      }),
+    );
+  }
+}
+
+export function toHttpException(error: unknown): unknown {
+  if (error instanceof HttpException) return error;
+  const body = (status: number, label: string) => ({
+    statusCode: status,
+    error: label,
+    code: (error as RedisLockError).code,
+    message: (error as Error).message,
+  });
+  if (
+    error instanceof InvalidTopicError ||
+    error instanceof InvalidJobError ||
+    error instanceof InvalidLockKeyError ||
+    error instanceof InvalidOptionsError
+  ) {
+    return new BadRequestException(body(400, 'Bad Request'), { cause: error });
+  }
+  if (error instanceof RedisConnectionError || error instanceof RedisCommandError) {
+    return new ServiceUnavailableException(body(503, 'Service Unavailable'), { cause: error });
+  }
+  return error;
+}

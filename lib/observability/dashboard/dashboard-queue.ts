@@ -1,0 +1,146 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DUE_SCORE_SLOTS } from '../../delay-queue/delay-queue.constants';
+import { DelayQueueService } from '../../delay-queue/delay-queue.service';
+import { decodeJobLeniently } from '../../delay-queue/job-codec';
+import { assertValidTopic } from '../../delay-queue/topic-name';
+import { InvalidJobError } from '../../errors/invalid-job.error';
+import { RedisKeySpace } from '../../keys/redis-key-space';
+import { RedisConnection } from '../../redis/redis-connection';
+import type {
+  DashboardJob,
+  DashboardJobDetail,
+  DashboardJobList,
+  DashboardJobState,
+  DashboardTopics,
+} from './dashboard-api.interface';
+import { DashboardTopicRegistry } from './dashboard-topics';
+import { DASHBOARD_KEY_SPACE, PAYLOAD_PREVIEW_LENGTH } from './redis-lock-dashboard.constants';
+import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua';
+import { deleteDeadJobScript } from './scripts/delete-dead-job.lua';
+import { listJobsScript } from './scripts/list-jobs.lua';
+
+export const JOB_STATES: readonly DashboardJobState[] = ['due', 'scheduled', 'active', 'dead'];
+
+/** What `cancelWaiting` found. */
+export type CancelOutcome = 'cancelled' | 'running' | 'not-waiting';
+
+/**
+ * The dashboard's reads and actions on delayed jobs. Counts, job lookup and retry go through the
+ * public `DelayQueueService`; listing by state, deleting only a dead letter and cancelling only a
+ * waiting job are small scripts of their own (one topic, one hash tag, so one cluster slot).
+ */
+@Injectable()
+export class DashboardQueue {
+  constructor(
+    @Inject(DASHBOARD_KEY_SPACE) private readonly keySpace: RedisKeySpace,
+    private readonly connection: RedisConnection,
+    private readonly queue: DelayQueueService,
+    private readonly topics: DashboardTopicRegistry,
+  ) {}
+
+  async listTopics(): Promise<DashboardTopics> {
+    const names = await this.topics.list();
+    const results = await Promise.allSettled(names.map((topic) => this.queue.stats(topic)));
+    const topics: DashboardTopics['topics'] = [];
+    const errors: DashboardTopics['errors'] = [];
+    results.forEach((result, i) => {
+      if (result.status === 'fulfilled') topics.push({ topic: names[i], ...result.value, handler: this.topics.isHandled(names[i]) });
+      else errors.push({ topic: names[i], message: (result.reason as Error)?.message ?? String(result.reason) });
+    });
+    // Every topic failing means Redis is unreachable: an error answer, not an empty table.
+    if (names.length > 0 && topics.length === 0) throw (results[0] as PromiseRejectedResult).reason;
+    return { topics, errors };
+  }
+
+  async listJobs(topic: string, state: DashboardJobState, limit: number): Promise<DashboardJobList> {
+    const flat = await listJobsScript.run<Array<string | number>>(this.connection.client, this.topicKeys(topic), [state, limit]);
+    const now = Number(flat[0]);
+    const jobs: DashboardJob[] = [];
+    for (let i = 2; i < flat.length; i += 3) {
+      jobs.push(toListedJob(String(flat[i]), state, String(flat[i + 1]), String(flat[i + 2])));
+    }
+    return { topic, state, now, total: Number(flat[1]), jobs };
+  }
+
+  /** One job with its whole payload, or null when there is none. */
+  async getJob(topic: string, id: string): Promise<DashboardJobDetail | null> {
+    this.assertId(topic, id);
+    const job = await this.queue.get(topic, id);
+    if (!job) return null;
+    return {
+      topic,
+      id: job.id,
+      state: job.state,
+      attempts: job.attempts,
+      maxAttempts: job.maxAttempts,
+      createdAt: job.createdAt.getTime(),
+      dueAt: job.scheduledAt?.getTime(),
+      visibleUntil: job.visibleUntil?.getTime(),
+      diedAt: job.diedAt?.getTime(),
+      lastError: job.lastError,
+      payload: job.payload,
+    };
+  }
+
+  /** Requeues one dead letter (due now, attempts reset); false when the job is not dead. */
+  async retryDead(topic: string, id: string): Promise<boolean> {
+    this.assertId(topic, id);
+    return (await this.queue.retryDead(topic, id)) === 1;
+  }
+
+  /** Requeues every dead letter of the topic; resolves to how many. */
+  retryAllDead(topic: string): Promise<number> {
+    assertValidTopic(topic);
+    return this.queue.retryDead(topic);
+  }
+
+  /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
+  async deleteDead(topic: string, id: string): Promise<boolean> {
+    this.assertId(topic, id);
+    const keys = this.keySpace.topic(topic);
+    return (await deleteDeadJobScript.run<number>(this.connection.client, [keys.dead, keys.jobs], [id])) === 1;
+  }
+
+  /** Cancels a job that is still waiting; a running job is left alone. */
+  async cancelWaiting(topic: string, id: string): Promise<CancelOutcome> {
+    this.assertId(topic, id);
+    const keys = this.keySpace.topic(topic);
+    const result = await cancelWaitingJobScript.run<number>(this.connection.client, [keys.due, keys.jobs, keys.active], [id]);
+    return result === 1 ? 'cancelled' : result === -1 ? 'running' : 'not-waiting';
+  }
+
+  private topicKeys(topic: string): string[] {
+    assertValidTopic(topic);
+    const keys = this.keySpace.topic(topic);
+    return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+  }
+
+  private assertId(topic: string, id: string): void {
+    assertValidTopic(topic);
+    if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > 1024) {
+      throw new InvalidJobError(topic, 'id', 'must be the non-empty id of a job (at most 1024 bytes)');
+    }
+  }
+}
+
+function toListedJob(id: string, state: DashboardJobState, body: string, score: string): DashboardJob {
+  const job = decodeJobLeniently(body);
+  const payloadJson = typeof job.payload === 'string' && job.token === '0' ? job.payload : (JSON.stringify(job.payload) ?? 'null');
+  const times =
+    state === 'due' || state === 'scheduled'
+      ? { dueAt: Math.floor(Number(score) / DUE_SCORE_SLOTS) }
+      : state === 'active'
+        ? { visibleUntil: Number(score) }
+        : { diedAt: Number(score) };
+  return {
+    id,
+    state,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    createdAt: job.createdAt,
+    ...times,
+    lastError: job.lastError,
+    payloadPreview: payloadJson.length > PAYLOAD_PREVIEW_LENGTH ? `${payloadJson.slice(0, PAYLOAD_PREVIEW_LENGTH)}…` : payloadJson,
+    payloadLength: payloadJson.length,
+  };
+}

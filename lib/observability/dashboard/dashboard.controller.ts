@@ -1,0 +1,218 @@
+import {
+  BadRequestException,
+  Controller,
+  ForbiddenException,
+  Get,
+  Header,
+  Headers,
+  HttpCode,
+  Inject,
+  NotFoundException,
+  ConflictException,
+  Param,
+  Post,
+  Query,
+  Req,
+  UseGuards,
+  UseInterceptors,
+  VERSION_NEUTRAL,
+  type CanActivate,
+  type Type,
+} from '@nestjs/common';
+import { RedisKeySpace } from '../../keys/redis-key-space';
+import type {
+  DashboardHistory as DashboardHistoryReply,
+  DashboardJobDetail,
+  DashboardJobList,
+  DashboardJobState,
+  DashboardLocks as DashboardLockList,
+  DashboardMeta,
+  DashboardTopics as DashboardTopicList,
+} from './dashboard-api.interface';
+import { DashboardAccessGuard } from './dashboard-access.guard';
+import { DashboardErrorsInterceptor } from './dashboard-errors.interceptor';
+import { DashboardHistory } from './dashboard-history';
+import { DashboardLocks } from './dashboard-locks';
+import { DASHBOARD_PAGE_CSP, DASHBOARD_PAGE_HTML } from './dashboard-page';
+import { DashboardQueue, JOB_STATES } from './dashboard-queue';
+import {
+  DASHBOARD_ACTION_HEADER,
+  DASHBOARD_KEY_SPACE,
+  MAX_JOB_LIST_LIMIT,
+  REDIS_LOCK_DASHBOARD_OPTIONS,
+} from './redis-lock-dashboard.constants';
+import type { ResolvedDashboardOptions } from './resolve-dashboard-options';
+
+/**
+ * The page and its JSON API. `forRoot` subclasses it with `@Controller(path)` and the user's guards,
+ * so each registration is mounted where it was asked, behind its own guards, and takes part in the
+ * application's global prefix, guards, interceptors and filters like any controller.
+ */
+@UseInterceptors(DashboardErrorsInterceptor)
+export class DashboardController {
+  constructor(
+    @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
+    @Inject(DASHBOARD_KEY_SPACE) private readonly keySpace: RedisKeySpace,
+    private readonly queue: DashboardQueue,
+    private readonly locks: DashboardLocks,
+    private readonly history: DashboardHistory,
+  ) {}
+
+  @Get()
+  @Header('Content-Type', 'text/html; charset=utf-8')
+  @Header('Content-Security-Policy', DASHBOARD_PAGE_CSP)
+  @Header('Cache-Control', 'no-store')
+  @Header('X-Frame-Options', 'DENY')
+  @Header('Referrer-Policy', 'no-referrer')
+  page(): string {
+    return DASHBOARD_PAGE_HTML;
+  }
+
+  @Get('api/meta')
+  @Header('Cache-Control', 'no-store')
+  async meta(@Req() request: unknown): Promise<DashboardMeta> {
+    return {
+      readOnly: await this.isReadOnly(request),
+      refreshMs: this.options.refreshMs,
+      keyPrefix: this.keySpace.prefix,
+      sampleMs: this.options.sampleMs,
+      windowMs: this.options.windowMs,
+      actionHeader: DASHBOARD_ACTION_HEADER,
+    };
+  }
+
+  @Get('api/topics')
+  @Header('Cache-Control', 'no-store')
+  topics(): Promise<DashboardTopicList> {
+    return this.queue.listTopics();
+  }
+
+  @Get('api/topics/:topic/jobs')
+  @Header('Cache-Control', 'no-store')
+  jobs(@Param('topic') topic: string, @Query('state') state?: string, @Query('limit') limit?: string): Promise<DashboardJobList> {
+    return this.queue.listJobs(topic, parseState(state), parseLimit(limit));
+  }
+
+  @Get('api/topics/:topic/jobs/:id')
+  @Header('Cache-Control', 'no-store')
+  async job(@Param('topic') topic: string, @Param('id') id: string): Promise<DashboardJobDetail> {
+    const job = await this.queue.getJob(topic, id);
+    if (!job) throw new NotFoundException(`Topic ${JSON.stringify(topic)} has no job ${JSON.stringify(id)} (done, cancelled or never scheduled).`);
+    return job;
+  }
+
+  @Post('api/topics/:topic/jobs/:id/retry')
+  @HttpCode(200)
+  async retry(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+    @Param('id') id: string,
+  ): Promise<{ retried: true }> {
+    await this.assertMayWrite(request, actionHeader, 'retry a dead job');
+    if (!(await this.queue.retryDead(topic, id))) {
+      throw new NotFoundException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not a dead letter (retried or deleted meanwhile?).`);
+    }
+    return { retried: true };
+  }
+
+  @Post('api/topics/:topic/jobs/:id/delete')
+  @HttpCode(200)
+  async deleteDead(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+    @Param('id') id: string,
+  ): Promise<{ deleted: true }> {
+    await this.assertMayWrite(request, actionHeader, 'delete a dead job');
+    if (!(await this.queue.deleteDead(topic, id))) {
+      throw new NotFoundException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not a dead letter (retried or deleted meanwhile?).`);
+    }
+    return { deleted: true };
+  }
+
+  @Post('api/topics/:topic/jobs/:id/cancel')
+  @HttpCode(200)
+  async cancel(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+    @Param('id') id: string,
+  ): Promise<{ cancelled: true }> {
+    await this.assertMayWrite(request, actionHeader, 'cancel a job');
+    const outcome = await this.queue.cancelWaiting(topic, id);
+    if (outcome === 'running') {
+      throw new ConflictException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is running; only a waiting job can be cancelled here.`);
+    }
+    if (outcome === 'not-waiting') {
+      throw new NotFoundException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not waiting (done, dead, cancelled or never scheduled).`);
+    }
+    return { cancelled: true };
+  }
+
+  @Post('api/topics/:topic/retry-dead')
+  @HttpCode(200)
+  async retryAllDead(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+  ): Promise<{ retried: number }> {
+    await this.assertMayWrite(request, actionHeader, 'retry dead jobs');
+    return { retried: await this.queue.retryAllDead(topic) };
+  }
+
+  @Get('api/locks')
+  @Header('Cache-Control', 'no-store')
+  heldLocks(): Promise<DashboardLockList> {
+    return this.locks.list();
+  }
+
+  @Get('api/history')
+  @Header('Cache-Control', 'no-store')
+  samples(): DashboardHistoryReply {
+    return this.history.history();
+  }
+
+  private async isReadOnly(request: unknown): Promise<boolean> {
+    const { readOnly } = this.options;
+    return typeof readOnly === 'function' ? (await readOnly(request)) !== false : readOnly;
+  }
+
+  private async assertMayWrite(request: unknown, actionHeader: string | undefined, action: string): Promise<void> {
+    if (await this.isReadOnly(request)) {
+      throw new ForbiddenException(`The dashboard is read-only: it may not ${action} (RedisLockDashboardModule.forRoot({ readOnly })).`);
+    }
+    if (actionHeader === undefined) {
+      throw new ForbiddenException(
+        `To ${action}, send the header "${DASHBOARD_ACTION_HEADER}: 1" (it keeps other sites from posting here through a signed-in browser).`,
+      );
+    }
+  }
+}
+
+function parseState(state: string | undefined): DashboardJobState {
+  if (state === undefined) return 'due';
+  if (!(JOB_STATES as readonly string[]).includes(state)) {
+    throw new BadRequestException(`Unknown job state ${JSON.stringify(state)}; use one of ${JOB_STATES.join(', ')}.`);
+  }
+  return state as DashboardJobState;
+}
+
+function parseLimit(limit: string | undefined): number {
+  if (limit === undefined) return 50;
+  const n = Number(limit);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_JOB_LIST_LIMIT) {
+    throw new BadRequestException(`Invalid limit ${JSON.stringify(limit)}; use a whole number from 1 to ${MAX_JOB_LIST_LIMIT}.`);
+  }
+  return n;
+}
+
+/** A controller class mounted at `options.path` behind `options.guards` and `options.canActivate`. */
+export function createDashboardController(options: ResolvedDashboardOptions): Type<DashboardController> {
+  class RedisLockDashboardController extends DashboardController {}
+  const guards: Array<Type<CanActivate> | CanActivate> = [...options.guards];
+  if (options.canActivate) guards.push(new DashboardAccessGuard(options.canActivate));
+  if (guards.length > 0) UseGuards(...guards)(RedisLockDashboardController);
+  Controller({ path: options.path, version: VERSION_NEUTRAL })(RedisLockDashboardController);
+  return RedisLockDashboardController;
+}

@@ -1,0 +1,19 @@
+// `nestjs-redis-lock/dashboard`: a separate entry point so that apps without the dashboard load none of it.
+export { RedisLockDashboardModule } from './redis-lock-dashboard.module';
+export type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
+export { DASHBOARD_ACTION_HEADER } from './redis-lock-dashboard.constants';
+export type {
+  DashboardHistory,
+  DashboardJob,
+  DashboardJobDetail,
+  DashboardJobList,
+  DashboardJobState,
+  DashboardLock,
+  DashboardLockHolder,
+  DashboardLockKind,
+  DashboardLocks,
+  DashboardMeta,
+  DashboardSample,
+  DashboardTopic,
+  DashboardTopics,
+} from './dashboard-api.interface';

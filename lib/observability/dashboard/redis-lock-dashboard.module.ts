@@ -1,0 +1,77 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { DiscoveryModule, ModuleRef } from '@nestjs/core';
+import { InvalidOptionsError } from '../../errors/invalid-options.error';
+import { RedisKeySpace } from '../../keys/redis-key-space';
+import type { RedisLockConfig } from '../../options/redis-lock-config';
+import { RedisConnection } from '../../redis/redis-connection';
+import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants';
+import { createDashboardController } from './dashboard.controller';
+import { DashboardHistory } from './dashboard-history';
+import { DashboardLocks } from './dashboard-locks';
+import { DashboardQueue } from './dashboard-queue';
+import { DashboardTopicRegistry } from './dashboard-topics';
+import { DASHBOARD_KEY_SPACE, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
+import type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
+import { resolveDashboardOptions } from './resolve-dashboard-options';
+
+/**
+ * A small web dashboard for locks and delayed jobs: one self-contained page (no build step, no
+ * CDN) with a JSON API beside it. It lists topics with their counts; due, scheduled, running and
+ * dead jobs with their payloads (retry or delete a dead job, cancel a waiting one); the locks held
+ * now with owner, fencing token and remaining lease; and plots of backlog and lateness over the last
+ * minutes. Needs `RedisLockModule` registered with `isGlobal: true`.
+ *
+ * Protect it: it shows payloads and can change the queue. Pass `guards` (Nest guards) or a
+ * `canActivate(request)` hook, and `readOnly` for people who should only look.
+ *
+ * @example
+ * \@Module({
+ *   imports: [
+ *     RedisLockModule.forRoot({ redis: process.env.REDIS_URL, isGlobal: true }),
+ *     RedisLockDashboardModule.forRoot({
+ *       path: '/admin/locks',
+ *       guards: [AdminGuard],
+ *       readOnly: (req) => !req.user?.roles?.includes('ops'),
+ *     }),
+ *   ],
+ * })
+ * export class AppModule {}
+ * // then open http://localhost:3000/admin/locks
+ */
+@Module({})
+export class RedisLockDashboardModule {
+  static forRoot(options: RedisLockDashboardOptions = {}): DynamicModule {
+    const resolved = resolveDashboardOptions(options);
+    return {
+      module: RedisLockDashboardModule,
+      imports: [DiscoveryModule],
+      controllers: [createDashboardController(resolved)],
+      providers: [
+        { provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved },
+        // RedisConnection is injected only to be created after the configuration it depends on.
+        { provide: DASHBOARD_KEY_SPACE, useFactory: keySpaceOfApplication, inject: [ModuleRef, RedisConnection] },
+        DashboardTopicRegistry,
+        DashboardQueue,
+        DashboardLocks,
+        DashboardHistory,
+      ],
+    };
+  }
+}
+
+/** The key prefix is part of RedisLockModule's resolved configuration, which it does not export. */
+function keySpaceOfApplication(moduleRef: ModuleRef): RedisKeySpace {
+  let config: RedisLockConfig | undefined;
+  try {
+    config = moduleRef.get<RedisLockConfig>(REDIS_LOCK_CONFIG, { strict: false });
+  } catch {
+    config = undefined;
+  }
+  if (!config) {
+    throw new InvalidOptionsError(
+      'RedisLockDashboardModule',
+      'it needs RedisLockModule in the same application, registered with isGlobal: true (RedisLockModule.forRoot({ ..., isGlobal: true }))',
+    );
+  }
+  return new RedisKeySpace(config.keyPrefix);
+}

@@ -1,0 +1,74 @@
+import type { CanActivate, Type } from '@nestjs/common';
+import { InvalidOptionsError } from '../../errors/invalid-options.error';
+import { assertValidTopic } from '../../delay-queue/topic-name';
+import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
+
+/** The dashboard options after validation, with every default filled in. Internal. */
+export interface ResolvedDashboardOptions {
+  /** Without leading or trailing slash, e.g. `_locks` or `admin/locks`. */
+  readonly path: string;
+  readonly readOnly: boolean | ((request: any) => boolean | Promise<boolean>);
+  readonly guards: Array<Type<CanActivate> | CanActivate>;
+  readonly canActivate?: DashboardAccessHook;
+  readonly topics?: readonly string[];
+  readonly refreshMs: number;
+  readonly sampleMs: number;
+  readonly windowMs: number;
+  readonly maxLocks: number;
+  readonly discoveryIntervalMs: number;
+}
+
+const PATH = /^[A-Za-z0-9_.~\-/]+$/;
+
+/** Checks the options once, in `forRoot`, so a mistake stops the application at bootstrap. */
+export function resolveDashboardOptions(options: RedisLockDashboardOptions = {}): ResolvedDashboardOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionsError('RedisLockDashboardModule.forRoot', 'pass an options object, e.g. { path: "/_locks" }');
+  }
+  const rawPath = options.path ?? '/_locks';
+  const path = typeof rawPath === 'string' ? rawPath.replace(/^\/+|\/+$/g, '') : '';
+  if (typeof rawPath !== 'string' || path.length === 0 || !PATH.test(path) || path.split('/').some((s) => s === '' || s === '.' || s === '..')) {
+    throw new InvalidOptionsError(
+      'dashboard.path',
+      `got ${JSON.stringify(rawPath)}; use a plain URL path such as "/_locks" or "/admin/locks" (letters, digits, '_', '-', '.', '~', '/')`,
+    );
+  }
+  const readOnly = options.readOnly ?? false;
+  if (typeof readOnly !== 'boolean' && typeof readOnly !== 'function') {
+    throw new InvalidOptionsError('dashboard.readOnly', 'use true, false, or a function (request) => boolean');
+  }
+  const guards = options.guards ?? [];
+  if (!Array.isArray(guards) || guards.some((g) => typeof g !== 'function' && typeof (g as CanActivate)?.canActivate !== 'function')) {
+    throw new InvalidOptionsError('dashboard.guards', 'pass an array of guard classes or objects with a canActivate(context) method');
+  }
+  if (options.canActivate !== undefined && typeof options.canActivate !== 'function') {
+    throw new InvalidOptionsError('dashboard.canActivate', 'use a function (request, context) => boolean | Promise<boolean>');
+  }
+  let topics: string[] | undefined;
+  if (options.topics !== undefined) {
+    if (!Array.isArray(options.topics)) throw new InvalidOptionsError('dashboard.topics', 'pass an array of topic names');
+    for (const topic of options.topics) assertValidTopic(topic, 'RedisLockDashboardModule.forRoot({ topics })');
+    topics = [...new Set(options.topics)];
+  }
+  return {
+    path,
+    readOnly,
+    guards,
+    canActivate: options.canActivate,
+    topics,
+    refreshMs: wholeNumber('dashboard.refreshMs', options.refreshMs, 3_000, 500, 3_600_000),
+    sampleMs: wholeNumber('dashboard.history.sampleMs', options.history?.sampleMs, 5_000, 250, 3_600_000, true),
+    windowMs: wholeNumber('dashboard.history.windowMs', options.history?.windowMs, 600_000, 10_000, 86_400_000),
+    maxLocks: wholeNumber('dashboard.maxLocks', options.maxLocks, 500, 1, 100_000),
+    discoveryIntervalMs: wholeNumber('dashboard.discoveryIntervalMs', options.discoveryIntervalMs, 30_000, 0, 86_400_000),
+  };
+}
+
+function wholeNumber(name: string, value: unknown, fallback: number, min: number, max: number, zeroAllowed = false): number {
+  if (value === undefined) return fallback;
+  const ok = typeof value === 'number' && Number.isInteger(value) && ((value >= Math.max(min, 1) && value <= max) || (zeroAllowed && value === 0));
+  if (!ok) {
+    throw new InvalidOptionsError(name, `got ${JSON.stringify(value)}; use a whole number of ms from ${Math.max(min, 1)} to ${max}${zeroAllowed ? ' (or 0 to turn it off)' : ''}`);
+  }
+  return value as number;
+}

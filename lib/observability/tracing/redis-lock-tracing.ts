@@ -1,0 +1,49 @@
+import type { LockHandle } from '../../lock/interfaces/lock-handle.interface';
+
+/** What a traced acquire is about (span attributes). */
+export interface AcquireTraceInfo {
+  /** The name the caller gave (for a multi-key lock: every key, sorted). */
+  readonly key: string | readonly string[];
+  readonly keyPattern?: string;
+  readonly kind: 'mutex' | 'fair' | 'read' | 'write' | 'semaphore';
+  readonly waitTimeout: number;
+}
+
+/** What a traced handler run is about. */
+export interface HandlerTraceInfo {
+  readonly topic: string;
+  readonly id: string;
+  readonly attempt: number;
+  /** W3C `traceparent` of the `schedule` call, carried in the job; the handler's span continues that trace. */
+  readonly traceparent?: string;
+}
+
+/**
+ * Spans around the library's operations. The OpenTelemetry implementation is used when
+ * `@opentelemetry/api` is installed; otherwise `NO_TRACING`, whose methods just call through, so an
+ * application without OpenTelemetry pays one property read per operation.
+ */
+export interface RedisLockTracing {
+  /** False for `NO_TRACING`: callers skip even building the info objects. */
+  readonly enabled: boolean;
+  /** A `lock.acquire` span around `run`, with the fencing token once held. */
+  traceAcquire<T extends LockHandle | null>(info: AcquireTraceInfo, run: () => Promise<T>): Promise<T>;
+  /** A `lock.held` span around the locked call `fn` (sync or async), in the span's context. */
+  traceLocked<T>(handle: LockHandle, keyPattern: string | undefined, fn: () => T, codeFunction?: string): T;
+  /**
+   * A `job.schedule` span (PRODUCER) around `run`, which receives the `traceparent` to store with the
+   * jobs (undefined when the span is not sampled or cannot be propagated).
+   */
+  traceSchedule<T>(topic: string, jobCount: number, run: (traceparent: string | undefined) => Promise<T>): Promise<T>;
+  /** A `job.handle` span (CONSUMER) around a handler run, child of the scheduling trace. */
+  traceHandler<T>(info: HandlerTraceInfo, run: () => Promise<T>): Promise<T>;
+}
+
+/** Tracing off: every method calls straight through. */
+export const NO_TRACING: RedisLockTracing = {
+  enabled: false,
+  traceAcquire: (_info, run) => run(),
+  traceLocked: (_handle, _pattern, fn) => fn(),
+  traceSchedule: (_topic, _count, run) => run(undefined),
+  traceHandler: (_info, run) => run(),
+};

@@ -1,0 +1,151 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { LockService, type LockHandle } from '../../lib';
+import { AppModule } from '../../sample-app/src/app.module';
+import { testRedisUrl, uniquePrefix } from '../support/test-app';
+
+const ROOT = join(__dirname, '..', '..');
+const ARTIFACTS = join(ROOT, 'test-artifacts', 'dashboard');
+const DOCS_IMAGE = join(ROOT, 'docs', 'images', 'dashboard.png');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Generous: a loaded two-core machine runs the sample app, Redis and Chromium at once. */
+const UI_TIMEOUT = 30_000;
+
+/**
+ * The dashboard in a real headless Chromium, served by the sample orders service: orders schedule
+ * `order.expire` jobs that appear on the page; paying for a sold-out item makes its `order.fulfil`
+ * job fail into the dead letters; after a restock the operator clicks Retry and the counts change.
+ */
+describe('dashboard in a browser, on the sample app (e2e)', () => {
+  let app: INestApplication;
+  let base: string;
+  let browser: Browser;
+  let page: Page;
+  const held: LockHandle[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `Chromium was not found at ${CHROMIUM}; this test needs a real browser. Install it with ` +
+          '`sudo apt-get install chromium` (Debian/Ubuntu), or set CHROMIUM_PATH to a Chromium/Chrome binary.',
+      );
+    }
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        AppModule.register({
+          port: 0,
+          redisUrl: testRedisUrl(),
+          databaseUrl: undefined,
+          orderExpiryMs: 3_600_000, // orders stay pending: their expiry jobs stay scheduled
+          keyPrefix: uniquePrefix('ui'),
+          dashboardHistory: { sampleMs: 500, windowMs: 30_000 },
+        }),
+      ],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: ['error'] });
+    await app.listen(0, '127.0.0.1');
+    base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.setDefaultTimeout(UI_TIMEOUT);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(held.map((lock) => lock.release().catch(() => undefined)));
+    await browser?.close();
+    await app?.close();
+  });
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const count = (topic: string, state: string): Locator => page.locator(`tr[data-topic="${topic}"] td[data-col="${state}"]`);
+  /** Waits until the locator's text satisfies `ok` (the page refreshes itself every few seconds). */
+  const waitForText = async (locator: Locator, ok: (text: string) => boolean, what: string) => {
+    const deadline = Date.now() + UI_TIMEOUT;
+    let text = '';
+    while (Date.now() < deadline) {
+      text = ((await locator.count()) > 0 ? await locator.first().textContent() : '') ?? '';
+      if (ok(text)) return text;
+      await page.waitForTimeout(200);
+    }
+    await page.screenshot({ path: join(ARTIFACTS, 'timeout.png'), fullPage: true });
+    throw new Error(`timed out waiting for ${what}; last text ${JSON.stringify(text)} (screenshot in test-artifacts/dashboard/timeout.png)`);
+  };
+
+  it('shows scheduled jobs and held locks, and retries a dead job from the page', async () => {
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(message.text());
+    });
+
+    const response = await page.goto(`${base}/dashboard`);
+    expect(response?.status()).toBe(200);
+    await page.locator('#status', { hasText: 'updated' }).waitFor();
+
+    // Orders schedule their expiry: the topic and its jobs appear.
+    const orders: Array<{ id: string }> = [];
+    for (const item of ['concert ticket', 'hotel room', 'train seat']) orders.push((await call('POST', '/orders', { item })).body);
+    await waitForText(count('order.expire', 'scheduled'), (t) => Number(t) >= 3, 'three scheduled order.expire jobs');
+    await page.locator('tr[data-topic="order.expire"] [data-testid="topic-link"]').click();
+    await page.locator('[data-state="scheduled"]').click();
+    await page.locator(`tr[data-job-id="${orders[0].id}"]`).waitFor();
+    await page.locator(`tr[data-job-id="${orders[0].id}"] [data-action="inspect"]`).click();
+    await waitForText(page.locator('[data-testid="payload"]'), (t) => t.includes(orders[0].id), 'the payload in the inspector');
+    await page.screenshot({ path: join(ARTIFACTS, '1-payload.png') });
+    await page.locator('#inspect-close').click();
+
+    // Locks held right now, as the service would hold them: an order's mutex and export permits.
+    const locks = app.get(LockService);
+    held.push(await locks.acquire(`order:${orders[1].id}`, { leaseTime: 120_000 }));
+    const exportsSemaphore = locks.semaphore('report-exports', 3);
+    held.push(await exportsSemaphore.acquire({ leaseTime: 90_000 }), await exportsSemaphore.acquire({ leaseTime: 90_000 }));
+    const lockRow = page.locator(`tr[data-lock="order:${orders[1].id}"]`);
+    await waitForText(lockRow, (t) => t.includes('mutex') && t.includes(held[0].fencingToken), 'the held order lock with its fencing token');
+    await waitForText(page.locator('tr[data-lock="report-exports"]'), (t) => t.includes('semaphore'), 'the semaphore');
+
+    // A few paid orders of untracked items: their fulfilment runs at once (plots get lateness and throughput).
+    for (const order of orders.slice(1)) await call('POST', `/orders/${order.id}/pay`);
+
+    // Paying for a sold-out item: its fulfilment fails three times and lands in the dead letters.
+    await call('PUT', '/items/gift-card', { stock: 0 });
+    const gift = (await call('POST', '/orders', { item: 'gift-card' })).body;
+    expect((await call('POST', `/orders/${gift.id}/pay`)).status).toBe(200);
+    await waitForText(count('order.fulfil', 'dead'), (t) => t === '1', 'one dead order.fulfil job');
+    await page.locator('tr[data-topic="order.fulfil"] [data-testid="topic-link"]').click();
+    await page.locator('[data-state="dead"]').click();
+    const deadRow = page.locator(`tr[data-job-id="fulfil:${gift.id}"]`);
+    await waitForText(deadRow, (t) => t.includes('sold out') && t.includes('3/3'), 'the dead job with its error');
+    await page.waitForTimeout(1_500); // let the plots collect a few more samples for the picture
+    await page.screenshot({ path: join(ARTIFACTS, '2-dead-letter.png'), fullPage: true });
+    await page.screenshot({ path: DOCS_IMAGE, fullPage: true });
+
+    // The operator restocks, then retries from the page: the job runs and the dead count drops.
+    await call('PUT', '/items/gift-card', { stock: 2 });
+    await deadRow.locator('[data-action="retry"]').click();
+    await waitForText(count('order.fulfil', 'dead'), (t) => t === '0', 'the dead count back to 0');
+    await page.locator('#toast', { hasText: 'Requeued' }).waitFor({ state: 'attached' });
+    const item = await (async () => {
+      const deadline = Date.now() + UI_TIMEOUT;
+      for (;;) {
+        const current = (await call('GET', '/items/gift-card')).body;
+        if (current.sold === 1 || Date.now() > deadline) return current;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    expect(item).toMatchObject({ sold: 1, stock: 1 });
+    await page.screenshot({ path: join(ARTIFACTS, '3-after-retry.png'), fullPage: true });
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,276 @@
+import { RedisLockDashboardModule, type DashboardJobList, type DashboardLocks, type DashboardTopics } from 'nestjs-redis-lock/dashboard';
+import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService } from '../../lib';
+import { DenyAllGuard, eventually, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app';
+import { rawRedis } from '../support/test-app';
+
+const ACTION = { 'x-redis-lock-dashboard': '1' };
+
+async function call(base: string, method: string, path: string, headers: Record<string, string> = {}) {
+  const response = await fetch(`${base}${path}`, { method, headers });
+  const text = await response.text();
+  let body: any;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = text;
+  }
+  return { status: response.status, body, headers: response.headers };
+}
+
+describe('RedisLockDashboardModule: JSON API on real Redis', () => {
+  let t: DashboardTestApp;
+  let queue: DelayQueueService;
+  let locks: LockService;
+  const api = (method: string, path: string, headers?: Record<string, string>) => call(t.base, method, `/ops/locks/api${path}`, headers);
+  const topic = async (name: string) => ((await api('GET', '/topics')).body as DashboardTopics).topics.find((x) => x.topic === name);
+  const jobs = async (name: string, state: string) => (await api('GET', `/topics/${encodeURIComponent(name)}/jobs?state=${state}`)).body as DashboardJobList;
+
+  beforeAll(async () => {
+    slowJobs.close();
+    t = await startDashboardApp({ path: '/ops/locks', history: { sampleMs: 60_000 } });
+    queue = t.app.get(DelayQueueService);
+    locks = t.app.get(LockService);
+  });
+  afterAll(async () => {
+    slowJobs.release();
+    await t?.close();
+  });
+
+  it('serves one self-contained page under the configured path, with a strict Content-Security-Policy', async () => {
+    for (const path of ['/ops/locks', '/ops/locks/']) {
+      const page = await call(t.base, 'GET', path);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toContain('text/html');
+      expect(page.body).toContain('<script>');
+      expect(page.body).not.toMatch(/<script[^>]+src=|<link[^>]+href="(?!data:)/); // nothing loaded from elsewhere
+    }
+    const csp = (await call(t.base, 'GET', '/ops/locks')).headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'/);
+    expect((await api('GET', '/meta')).body).toMatchObject({ readOnly: false, refreshMs: 3000, keyPrefix: t.keyPrefix });
+  });
+
+  it('lists topics with their counts: @OnDelayed handlers, and topics found in Redis', async () => {
+    // Scheduled by "another service": this app only learns of it through SCAN.
+    const other = rawRedis();
+    await other.hset(`${t.keyPrefix}:dq:{dash.elsewhere}:jobs`, 'x', '{}');
+    await other.zadd(`${t.keyPrefix}:dq:{dash.elsewhere}:due`, 1, 'x');
+    await other.quit();
+    await queue.schedule('dash.later', { n: 1 }, { delay: 3_600_000 });
+
+    const topics = (await api('GET', '/topics')).body as DashboardTopics;
+    const names = topics.topics.map((x) => x.topic);
+    expect(names).toEqual(expect.arrayContaining(['dash.fail', 'dash.slow', 'dash.later', 'dash.elsewhere']));
+    expect(names).toEqual([...names].sort());
+    expect(topics.topics.find((x) => x.topic === 'dash.fail')).toMatchObject({ handler: true, dead: 0 });
+    expect(topics.topics.find((x) => x.topic === 'dash.later')).toEqual({ topic: 'dash.later', scheduled: 1, due: 0, active: 0, dead: 0, handler: false });
+    expect(topics.topics.find((x) => x.topic === 'dash.elsewhere')).toMatchObject({ due: 1 });
+  });
+
+  it('lists scheduled and due jobs by due time with a payload preview, and shows one job whole', async () => {
+    const big = { order: 'o-1', lines: Array.from({ length: 100 }, (_, i) => ({ sku: `sku-${i}`, qty: i })) };
+    await queue.schedule('dash.list', big, { id: 'later', delay: 3_600_000 });
+    await queue.schedule('dash.list', { order: 'o-2' }, { id: 'sooner', delay: 1_800_000 });
+    await queue.schedule('dash.list', { order: 'o-3' }, { id: 'now' });
+
+    const scheduled = await jobs('dash.list', 'scheduled');
+    expect(scheduled.total).toBe(2);
+    expect(scheduled.jobs.map((j) => j.id)).toEqual(['sooner', 'later']);
+    const later = scheduled.jobs[1];
+    expect(later.dueAt! - scheduled.now).toBeGreaterThan(3_500_000);
+    expect(later.payloadPreview.length).toBeLessThan(260);
+    expect(later.payloadPreview.endsWith('…')).toBe(true);
+    expect(later.payloadLength).toBe(JSON.stringify(big).length);
+
+    const due = await jobs('dash.list', 'due');
+    expect(due).toMatchObject({ total: 1, jobs: [{ id: 'now', state: 'due', attempts: 0, payloadPreview: '{"order":"o-3"}' }] });
+
+    const detail = await api('GET', '/topics/dash.list/jobs/later');
+    expect(detail.status).toBe(200);
+    expect(detail.body).toMatchObject({ topic: 'dash.list', id: 'later', state: 'scheduled', payload: big });
+    expect((await api('GET', '/topics/dash.list/jobs/nope')).status).toBe(404);
+  });
+
+  it('retries a dead job from the API, and deletes only dead ones', async () => {
+    await queue.schedule('dash.fail', { reason: 'card declined' }, { id: 'pay-1', maxAttempts: 1 });
+    await queue.schedule('dash.fail', { reason: 'timeout' }, { id: 'pay-2', maxAttempts: 1 });
+    const dead = await eventually(async () => {
+      const list = await jobs('dash.fail', 'dead');
+      return list.total === 2 ? list : undefined;
+    }, 'two dead letters');
+    expect(dead.jobs.find((j) => j.id === 'pay-1')).toMatchObject({ state: 'dead', attempts: 1, maxAttempts: 1, lastError: expect.stringContaining('card declined') });
+    expect(await topic('dash.fail')).toMatchObject({ dead: 2 });
+
+    expect(failedRuns.get('pay-1')).toBe(1);
+    const retried = await api('POST', '/topics/dash.fail/jobs/pay-1/retry', ACTION);
+    expect(retried).toMatchObject({ status: 200, body: { retried: true } });
+    // It runs again, fails again, and is dead again with its attempts counted afresh.
+    await eventually(async () => (failedRuns.get('pay-1') === 2 && (await queue.get('dash.fail', 'pay-1'))?.state === 'dead' ? true : undefined), 'pay-1 dead again');
+    expect((await queue.get('dash.fail', 'pay-1'))?.attempts).toBe(1);
+
+    expect((await api('POST', '/topics/dash.fail/jobs/pay-2/delete', ACTION)).status).toBe(200);
+    expect(await queue.get('dash.fail', 'pay-2')).toBeNull();
+    const again = await api('POST', '/topics/dash.fail/jobs/pay-2/delete', ACTION);
+    expect(again.status).toBe(404);
+    expect(again.body.message).toMatch(/not a dead letter/);
+
+    await queue.schedule('dash.list', 1, { id: 'waiting', delay: 3_600_000 });
+    expect((await api('POST', '/topics/dash.list/jobs/waiting/delete', ACTION)).status).toBe(404);
+    expect((await queue.get('dash.list', 'waiting'))?.state).toBe('scheduled');
+    expect((await api('POST', '/topics/dash.list/jobs/waiting/retry', ACTION)).status).toBe(404);
+
+    const all = await api('POST', '/topics/dash.fail/retry-dead', ACTION);
+    expect(all).toMatchObject({ status: 200, body: { retried: 1 } });
+  });
+
+  it('cancels a waiting job but not a running one', async () => {
+    await queue.schedule('dash.cancel', { n: 1 }, { id: 'a/b c', delay: 3_600_000 });
+    const cancelled = await api('POST', `/topics/dash.cancel/jobs/${encodeURIComponent('a/b c')}/cancel`, ACTION);
+    expect(cancelled).toMatchObject({ status: 200, body: { cancelled: true } });
+    expect(await queue.get('dash.cancel', 'a/b c')).toBeNull();
+    expect((await api('POST', '/topics/dash.cancel/jobs/a/cancel', ACTION)).status).toBe(404);
+
+    await queue.schedule('dash.slow', { n: 1 }, { id: 'running' });
+    await eventually(async () => (slowJobs.started.includes('running') ? true : undefined), 'the slow handler to start');
+    const active = await jobs('dash.slow', 'active');
+    expect(active.jobs).toMatchObject([{ id: 'running', state: 'active', attempts: 1 }]);
+    expect(active.jobs[0].visibleUntil).toBeGreaterThan(active.now);
+    const refused = await api('POST', '/topics/dash.slow/jobs/running/cancel', ACTION);
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toMatch(/running/);
+    expect((await queue.get('dash.slow', 'running'))?.state).toBe('active');
+  });
+
+  it('refuses a state-changing request without its header (CSRF), before touching Redis', async () => {
+    await queue.schedule('dash.list', 1, { id: 'csrf', delay: 3_600_000 });
+    const response = await api('POST', '/topics/dash.list/jobs/csrf/cancel');
+    expect(response.status).toBe(403);
+    expect(response.body.message).toContain('x-redis-lock-dashboard');
+    expect((await queue.get('dash.list', 'csrf'))?.state).toBe('scheduled');
+  });
+
+  it('answers bad input with 400 and a message, never 500', async () => {
+    const badTopic = await api('GET', `/topics/${encodeURIComponent('bad topic{}')}/jobs`);
+    expect(badTopic.status).toBe(400);
+    expect(badTopic.body).toMatchObject({ code: 'INVALID_TOPIC', message: expect.stringContaining('Invalid topic') });
+    expect((await api('POST', `/topics/${encodeURIComponent('no spaces')}/jobs/x/retry`, ACTION)).status).toBe(400);
+    expect((await api('GET', '/topics/dash.list/jobs?state=finished')).body.message).toMatch(/due, scheduled, active, dead/);
+    expect((await api('GET', '/topics/dash.list/jobs?state=due&limit=0')).status).toBe(400);
+    expect((await api('GET', '/topics/dash.list/jobs?state=due&limit=abc')).status).toBe(400);
+  });
+
+  it('lists held locks of every kind with owner, fencing token and remaining lease', async () => {
+    const plain = await locks.acquire('order:{42}', { leaseTime: 60_000 });
+    const reader = await locks.readWrite('report').read({ leaseTime: 60_000 });
+    const sem = locks.semaphore('exports', 3);
+    const permits = [await sem.acquire({ leaseTime: 60_000 }), await sem.acquire({ leaseTime: 60_000 })];
+    try {
+      const list = (await api('GET', '/locks')).body as DashboardLocks;
+      expect(list.truncated).toBe(false);
+      const byName = new Map(list.locks.map((l) => [l.name, l]));
+
+      const order = byName.get('order:{42}')!; // braces are escaped in the key and shown as given
+      expect(order).toMatchObject({ kind: 'mutex', fencingToken: plain.fencingToken, waiting: 0 });
+      expect(order.key).toBe(`${t.keyPrefix}:lock:{order:%7B42%7D}`);
+      expect(order.holders).toEqual([{ owner: expect.any(String), count: 1 }]);
+      expect(order.leaseMs).toBeGreaterThan(30_000);
+      expect(order.leaseMs).toBeLessThanOrEqual(60_000);
+
+      expect(byName.get('report')).toMatchObject({ kind: 'read-write', fencingToken: reader.fencingToken, holders: [{ mode: 'read', count: 1 }] });
+      expect(byName.get('report')!.holders[0].leaseMs).toBeGreaterThan(30_000);
+
+      const exports = byName.get('exports')!;
+      expect(exports).toMatchObject({ kind: 'semaphore', fencingToken: permits[1].fencingToken });
+      expect(exports.holders).toHaveLength(2);
+      for (const h of exports.holders) expect(h.leaseMs).toBeGreaterThan(30_000);
+    } finally {
+      await Promise.all([plain.release(), reader.release(), ...permits.map((p) => p.release())]);
+    }
+    const after = (await api('GET', '/locks')).body as DashboardLocks;
+    expect(after.locks.map((l) => l.name)).not.toEqual(expect.arrayContaining(['order:{42}']));
+  });
+
+  it('keeps a history of backlog and handler lateness for the plots', async () => {
+    const { DashboardHistory } = await import('../../lib/observability/dashboard/dashboard-history');
+    const history = t.app.get(DashboardHistory, { strict: false });
+    await queue.scheduleMany('dash.backlog', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
+    await history.sample();
+    const { body } = await api('GET', '/history');
+    expect(body.sampleMs).toBe(60_000);
+    const last = body.samples[body.samples.length - 1];
+    expect(last.due['dash.backlog']).toBe(3);
+    // Handlers have started in this process (the fail and slow topics above): their lateness was recorded.
+    expect(body.samples.some((s: any) => s.started > 0 && s.latenessMax !== null)).toBe(true);
+  });
+});
+
+describe('RedisLockDashboardModule: protection', () => {
+  const apps: DashboardTestApp[] = [];
+  afterAll(() => Promise.all(apps.map((a) => a.close())));
+  const start = async (...args: Parameters<typeof startDashboardApp>) => {
+    const app = await startDashboardApp(...args);
+    apps.push(app);
+    return app;
+  };
+
+  it('in read-only mode refuses retry, delete and cancel with 403 and says so in /api/meta', async () => {
+    const t = await start({ readOnly: true }, { handlers: false });
+    const queue = t.app.get(DelayQueueService);
+    await queue.schedule('ro.topic', 1, { id: 'keep', delay: 3_600_000 });
+    expect((await call(t.base, 'GET', '/_locks/api/meta')).body.readOnly).toBe(true);
+    for (const action of ['cancel', 'retry', 'delete']) {
+      const response = await call(t.base, 'POST', `/_locks/api/topics/ro.topic/jobs/keep/${action}`, ACTION);
+      expect(response.status).toBe(403);
+      expect(response.body.message).toMatch(/read-only/);
+    }
+    expect((await call(t.base, 'POST', '/_locks/api/topics/ro.topic/retry-dead', ACTION)).status).toBe(403);
+    expect((await queue.get('ro.topic', 'keep'))?.state).toBe('scheduled');
+    // Reading still works.
+    expect((await call(t.base, 'GET', '/_locks/api/topics/ro.topic/jobs?state=scheduled')).body.total).toBe(1);
+  });
+
+  it('decides read-only per request when given a function', async () => {
+    const t = await start({ readOnly: (req: { headers: Record<string, string> }) => req.headers['x-role'] !== 'ops' }, { handlers: false });
+    const queue = t.app.get(DelayQueueService);
+    await queue.schedule('ro.fn', 1, { id: 'j', delay: 3_600_000 });
+    expect((await call(t.base, 'POST', '/_locks/api/topics/ro.fn/jobs/j/cancel', { ...ACTION, 'x-role': 'viewer' })).status).toBe(403);
+    expect((await call(t.base, 'GET', '/_locks/api/meta', { 'x-role': 'ops' })).body.readOnly).toBe(false);
+    expect((await call(t.base, 'POST', '/_locks/api/topics/ro.fn/jobs/j/cancel', { ...ACTION, 'x-role': 'ops' })).status).toBe(200);
+  });
+
+  it('runs guard classes before the page and every API route', async () => {
+    const t = await start({ guards: [DenyAllGuard] }, { handlers: false });
+    for (const path of ['/_locks', '/_locks/api/meta', '/_locks/api/topics', '/_locks/api/locks']) {
+      expect((await call(t.base, 'GET', path)).status).toBe(403);
+    }
+    expect((await call(t.base, 'POST', '/_locks/api/topics/x/retry-dead', ACTION)).status).toBe(403);
+  });
+
+  it('takes a canActivate(request) hook, e.g. a token check, and a global prefix', async () => {
+    const t = await start(
+      { path: 'admin/jobs', canActivate: (req: { headers: Record<string, string> }) => req.headers.authorization === 'Bearer s3cret' },
+      { handlers: false, globalPrefix: 'internal' },
+    );
+    expect((await call(t.base, 'GET', '/internal/admin/jobs')).status).toBe(403);
+    expect((await call(t.base, 'GET', '/internal/admin/jobs/api/topics', { authorization: 'Bearer nope' })).status).toBe(403);
+    const ok = await call(t.base, 'GET', '/internal/admin/jobs', { authorization: 'Bearer s3cret' });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toContain('Redis locks');
+    expect((await call(t.base, 'GET', '/internal/admin/jobs/api/topics', { authorization: 'Bearer s3cret' })).status).toBe(200);
+  });
+
+  it('shows only the configured topics when given a list', async () => {
+    const t = await start({ topics: ['cfg.one', 'cfg.two'] });
+    await t.app.get(DelayQueueService).schedule('cfg.other', 1);
+    const body = (await call(t.base, 'GET', '/_locks/api/topics')).body as DashboardTopics;
+    expect(body.topics.map((x) => x.topic)).toEqual(['cfg.one', 'cfg.two']);
+  });
+
+  it('rejects bad options when the module is declared', () => {
+    expect(() => RedisLockDashboardModule.forRoot({ path: '/a/:id' })).toThrow(InvalidOptionsError);
+    expect(() => RedisLockDashboardModule.forRoot({ path: '' })).toThrow(/dashboard\.path/);
+    expect(() => RedisLockDashboardModule.forRoot({ refreshMs: 10 })).toThrow(/refreshMs/);
+    expect(() => RedisLockDashboardModule.forRoot({ topics: ['ok', 'not ok'] })).toThrow(InvalidTopicError);
+    expect(() => RedisLockDashboardModule.forRoot({ guards: [{} as never] })).toThrow(/guards/);
+  });
+});
