@@ -3,10 +3,14 @@ export { RedisLockModule } from './redis-lock.module';
 export type {
   BackoffOptions,
   DelayQueueDefaults,
+  DelayQueueTopicOptions,
   LockDefaults,
   RedisConnectionOptions,
   RedisLockModuleOptions,
+  RedlockClientOptions,
+  RedlockOptions,
   RetentionOptions,
+  SyncReplicasOptions,
 } from './options/redis-lock-module-options.interface';
 
 export { LockService } from './lock/lock.service';
@@ -27,6 +31,7 @@ export {
   type JobFailedEvent,
   type JobRetriedEvent,
   type JobDeadEvent,
+  type JobRecoveredEvent,
 } from './lock/lock-events';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context';
 
@@ -55,6 +60,7 @@ export { LockAcquireTimeoutError } from './errors/lock-acquire-timeout.error';
 export { LockAcquireAbortedError } from './errors/lock-acquire-aborted.error';
 export { LockLostError } from './errors/lock-lost.error';
 export { LockNotHeldError } from './errors/lock-not-held.error';
+export { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 export { LockUpgradeError } from './errors/lock-upgrade.error';
 export { LockServiceClosedError } from './errors/lock-service-closed.error';
 export { InvalidLockKeyError } from './errors/invalid-lock-key.error';
@@ -62,6 +68,7 @@ export { InvalidLockKeyTemplateError } from './errors/invalid-lock-key-template.
 export { UnresolvedLockKeyError } from './errors/unresolved-lock-key.error';
 export { LockServiceUnavailableError } from './errors/lock-service-unavailable.error';
 export { InvalidOptionsError } from './errors/invalid-options.error';
+export { UnsupportedInRedlockModeError } from './errors/unsupported-in-redlock-mode.error';
 export { InvalidJobError } from './errors/invalid-job.error';
 export { InvalidTopicError } from './errors/invalid-topic.error';
 export { DuplicateDelayedHandlerError } from './errors/duplicate-delayed-handler.error';

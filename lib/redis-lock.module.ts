@@ -6,6 +6,7 @@ import { DelayedHandlerExplorer } from './delay-queue/delayed-handler.explorer';
 import { DelayedHandlerMetadataAccessor } from './delay-queue/delayed-handler-metadata.accessor';
 import { WithLockInterceptor } from './decorators/with-lock.interceptor';
 import { LockService } from './lock/lock.service';
+import { RedlockMasters } from './lock/redlock/redlock-masters';
 import { RedisLockEvents } from './lock/lock-events';
 import { resolveRedisLockConfig } from './options/resolve-redis-lock-config';
 import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface';
@@ -38,6 +39,7 @@ import type { RedisLockConfig } from './options/redis-lock-config';
     },
     RedisConnection,
     RedisLockEvents,
+    RedlockMasters,
     LockService,
     DelayQueueService,
     DelayedHandlerMetadataAccessor,

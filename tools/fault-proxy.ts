@@ -102,7 +102,11 @@ class Link {
     this.closed = true;
     this.held.length = 0;
     for (const socket of [this.client, this.upstream]) {
-      if (!socket.destroyed) socket.resetAndDestroy();
+      if (socket.destroyed) continue;
+      // A socket still connecting (the upstream refused or never answered) cannot be reset: RST
+      // needs an open connection, and resetAndDestroy() on it leaves a handle that keeps the process alive.
+      if (socket.connecting) socket.destroy();
+      else socket.resetAndDestroy();
     }
     this.onClose();
   }

@@ -11,6 +11,7 @@ import {
 import { Reflector } from '@nestjs/core';
 import { Observable, catchError, concatMap, defer, dematerialize, finalize, from, materialize, mergeMap, of, throwError } from 'rxjs';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error';
 import { LockService } from '../lock/lock.service';
@@ -63,6 +64,17 @@ export class WithLockInterceptor implements NestInterceptor {
           error: 'Conflict',
           code: error.code,
           message: 'The resource is locked by another operation in progress. Retry later.',
+        },
+        { cause: error },
+      );
+    }
+    if (error instanceof LockNotReplicatedError) {
+      return new ServiceUnavailableException(
+        {
+          statusCode: 503,
+          error: 'Service Unavailable',
+          code: error.code,
+          message: 'The lock could not be confirmed by Redis replicas (failover or replication lag). Retry later.',
         },
         { cause: error },
       );

@@ -4,6 +4,7 @@ import { JobVisibilityLostError } from '../errors/job-visibility-lost.error';
 import type { TopicKeys } from '../keys/redis-key-space';
 import type { RedisLockConfig } from '../options/redis-lock-config';
 import type { RedisLockEvents } from '../lock/lock-events';
+import type { RedisLockTracing } from '../observability/tracing/redis-lock-tracing';
 import type { RedisConnection } from '../redis/redis-connection';
 import type { ResolvedConsumerOptions } from './consumer-options';
 import { MAX_CLAIM_BATCH, MAX_ERROR_MESSAGE_LENGTH } from './delay-queue.constants';
@@ -54,6 +55,10 @@ interface ClaimResult {
 
 type PauseReason = 'slot' | 'work' | 'retry';
 
+/** The dead letter's error when a job's last attempt never came back (kept equal to the claim script's text). */
+const VISIBILITY_EXPIRED_ON_LAST_ATTEMPT =
+  'Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)';
+
 /**
  * A claim counts as lost this long before its last confirmed visibility runs out. Another consumer
  * may take the job over the moment Redis's deadline passes, which can be under a millisecond after
@@ -75,6 +80,8 @@ export interface ConsumerContext {
   readonly logger: Logger;
   /** Where job life-cycle events go (absent: none are emitted). */
   readonly events?: RedisLockEvents;
+  /** Spans around handler runs; absent means none. */
+  readonly tracing?: RedisLockTracing;
   readonly onClosed: (consumer: Consumer) => void;
 }
 
@@ -190,7 +197,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     const args: (string | number)[] = [max, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
     for (const job of acks) args.push(job.id, job.token);
     const sent = performance.now();
-    let reply: [number, number, number, number, (string | number)[]];
+    let reply: [number, number, number, number, (string | number)[], (string | number)[]];
     try {
       reply = await claimDueJobsScript.run(this.context.connection.client, this.keyList, args);
     } catch (error) {
@@ -199,7 +206,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     }
     const received = performance.now();
     for (const job of acks) this.forget(job);
-    const [nowUs, nextWake, more, , flat] = reply;
+    const [nowUs, nextWake, more, , flat, recovered] = reply;
+    if (recovered.length > 0) this.reportRecovered(recovered);
     // The script's TIME was taken between send and receive; the midpoint bounds the error by half a round trip.
     this.clockOffset = Number(nowUs) / 1000 - (sent + received) / 2;
     const rows: ClaimedRow[] = [];
@@ -207,6 +215,23 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Number(flat[i + 2]), sentAt: sent });
     }
     return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1 };
+  }
+
+  /** `recovered`: the claim script's flat { id, attempts, maxAttempts, requeued (1|0) } rows. */
+  private reportRecovered(recovered: (string | number)[]): void {
+    const events = this.context.events;
+    if (!events || !(events.wants('job.recovered') || events.wants('job.dead'))) return;
+    for (let i = 0; i < recovered.length; i += 4) {
+      const base = {
+        topic: this.topic,
+        id: String(recovered[i]),
+        attempt: Number(recovered[i + 1]),
+        maxAttempts: Number(recovered[i + 2]),
+      };
+      const requeued = Number(recovered[i + 3]) === 1;
+      events.emit('job.recovered', { ...base, requeued });
+      if (!requeued) events.emit('job.dead', { ...base, error: VISIBILITY_EXPIRED_ON_LAST_ATTEMPT });
+    }
   }
 
   /** Resolves on the next reason to look at the queue again (see the class comment). */
@@ -317,7 +342,14 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
           return controllerOf(job).signal;
         },
       });
-      await this.handler(decoded.payload, context);
+      const tracing = this.context.tracing;
+      if (tracing?.enabled) {
+        const payload = decoded.payload;
+        const info = { topic: this.topic, id: job.id, attempt: decoded.attempts, traceparent: decoded.traceparent };
+        await tracing.traceHandler(info, async () => this.handler(payload, context));
+      } else {
+        await this.handler(decoded.payload, context);
+      }
       succeeded = true;
     } catch (error) {
       failure = error;

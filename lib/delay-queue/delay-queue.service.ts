@@ -11,6 +11,8 @@ import { InvalidJobError } from '../errors/invalid-job.error';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { RedisKeySpace, type TopicKeys } from '../keys/redis-key-space';
 import { RedisLockEvents } from '../lock/lock-events';
+import { openTelemetryTracing } from '../observability/tracing/open-telemetry-tracing';
+import { NO_TRACING, type RedisLockTracing } from '../observability/tracing/redis-lock-tracing';
 import type { RedisLockConfig } from '../options/redis-lock-config';
 import { RedisConnection } from '../redis/redis-connection';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
@@ -32,6 +34,8 @@ import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua';
 import { scheduleJobsScript } from './scripts/schedule-jobs.lua';
 import { topicStatsScript } from './scripts/topic-stats.lua';
 import { assertValidTopic } from './topic-name';
+import { TopicShards } from './topic-shards';
+import { ShardedConsumer } from './sharded-consumer';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
@@ -51,9 +55,11 @@ const RETRY_DEAD_BATCH = 1000;
 @Injectable()
 export class DelayQueueService implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly keySpace: RedisKeySpace;
+  private readonly shards: TopicShards;
   private readonly logger = new Logger('DelayQueue');
-  private readonly consumers = new Map<string, { consumer: DelayQueueConsumer<any>; source: string }>();
+  private readonly consumers = new Map<string, { consumer: Consumer & Closable; source: string }>();
   private closed = false;
+  private readonly tracing: RedisLockTracing;
   /** Set once shutdown has begun: consumers are being drained and no new one may start. */
   private draining = false;
 
@@ -64,6 +70,8 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     private readonly events: RedisLockEvents,
   ) {
     this.keySpace = new RedisKeySpace(config.keyPrefix);
+    this.shards = new TopicShards(this.keySpace, config.delayQueue.topics ?? new Map());
+    this.tracing = config.tracing ? openTelemetryTracing() : NO_TRACING;
   }
 
   /**
@@ -78,11 +86,13 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
    * @throws InvalidTopicError for a topic name that is not allowed
    */
   async schedule<T>(topic: string, payload: T, options?: ScheduleOptions): Promise<string> {
-    const keys = this.topicKeys(topic);
+    this.shardKeys(topic); // validates the topic before anything else
     this.assertOpen('schedule a job');
-    const job = prepareJob(topic, payload, options, this.config.delayQueue);
-    await this.enqueue(topic, keys, [job]);
-    return job.id;
+    return this.tracing.traceSchedule(topic, 1, async (traceparent) => {
+      const job = prepareJob(topic, payload, options, this.config.delayQueue, '', traceparent);
+      await this.enqueue(topic, [job]);
+      return job.id;
+    });
   }
 
   /**
@@ -91,18 +101,20 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
    * after its commit). Jobs due in the same millisecond run in array order.
    */
   async scheduleMany<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
-    const keys = this.topicKeys(topic);
+    this.shardKeys(topic); // validates the topic before anything else
     this.assertOpen('schedule jobs');
     if (!Array.isArray(jobs)) throw new InvalidJobError(topic, 'jobs', `is ${describe(jobs)}; pass an array of { payload, ...options }`);
-    const prepared = jobs.map((job, i) => {
-      if (job === null || typeof job !== 'object' || !('payload' in job)) {
-        throw new InvalidJobError(topic, `jobs[${i}]`, 'must be an object with a `payload` property');
-      }
-      const { payload, ...options } = job;
-      return prepareJob(topic, payload, options, this.config.delayQueue, `jobs[${i}]`);
+    return this.tracing.traceSchedule(topic, jobs.length, async (traceparent) => {
+      const prepared = jobs.map((job, i) => {
+        if (job === null || typeof job !== 'object' || !('payload' in job)) {
+          throw new InvalidJobError(topic, `jobs[${i}]`, 'must be an object with a `payload` property');
+        }
+        const { payload, ...options } = job;
+        return prepareJob(topic, payload, options, this.config.delayQueue, `jobs[${i}]`, traceparent);
+      });
+      if (prepared.length > 0) await this.enqueue(topic, prepared);
+      return prepared.map((job) => job.id);
     });
-    if (prepared.length > 0) await this.enqueue(topic, keys, prepared);
-    return prepared.map((job) => job.id);
   }
 
   /**
@@ -112,8 +124,8 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
    * @returns whether the job existed
    */
   async cancel(topic: string, id: string): Promise<boolean> {
-    const keys = this.topicKeys(topic);
     this.assertId(topic, id);
+    const keys = this.jobKeys(topic, id);
     return (await cancelJobScript.run<number>(this.connection.client, keys, [id])) === 1;
   }
 
@@ -123,8 +135,8 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
    * @returns whether the job was waiting and has been moved
    */
   async reschedule(topic: string, id: string, when: { delay?: number; at?: Date | number }): Promise<boolean> {
-    const keys = this.topicKeys(topic);
     this.assertId(topic, id);
+    const keys = this.jobKeys(topic, id);
     if (when === null || typeof when !== 'object') {
       throw new InvalidJobError(topic, 'when', 'must be an object: { delay } or { at }');
     }
@@ -134,8 +146,8 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
   async get<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
-    const keys = this.topicKeys(topic);
     this.assertId(topic, id);
+    const keys = this.jobKeys(topic, id);
     const [nowMs, body, dueScore, deadline, diedAt] = await readJobScript.run<
       [number, string | null, string | null, string | null, string | null]
     >(this.connection.client, keys, [id]);
@@ -159,23 +171,34 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     return null;
   }
 
-  /** Counts of a topic's jobs by state, from one snapshot. */
+  /** Counts of a topic's jobs by state, from one snapshot per shard (a sharded topic's shards are added up). */
   async stats(topic: string): Promise<DelayQueueStats> {
-    const keys = this.topicKeys(topic);
-    const [waiting, due, active, dead] = await topicStatsScript.run<number[]>(this.connection.client, keys, []);
-    return { scheduled: waiting - due, due, active, dead };
+    const perShard = await Promise.all(
+      this.shardKeys(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, keys, [])),
+    );
+    const total = { scheduled: 0, due: 0, active: 0, dead: 0 };
+    for (const [waiting, due, active, dead] of perShard) {
+      total.scheduled += waiting - due;
+      total.due += due;
+      total.active += active;
+      total.dead += dead;
+    }
+    return total;
   }
 
   /** Dead letters, newest first (default 100, at most 10000). */
   async deadLetters<T = unknown>(topic: string, options?: { limit?: number }): Promise<Array<DelayedJob<T>>> {
-    const keys = this.topicKeys(topic);
+    const shards = this.shardKeys(topic);
     const limit = options?.limit ?? 100;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
       throw new InvalidOptionsError('deadLetters.limit', `got ${describe(limit)}; use a whole number from 1 to 10000`);
     }
-    const flat = await readDeadLettersScript.run<(string | number)[]>(this.connection.client, keys, [limit]);
-    const result: Array<DelayedJob<T>> = [];
-    for (let i = 0; i < flat.length; i += 3) {
+    // Each shard's newest `limit`, merged: the newest `limit` overall are among them.
+    const perShard = await Promise.all(
+      shards.map((keys) => readDeadLettersScript.run<(string | number)[]>(this.connection.client, keys, [limit])),
+    );
+    const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
+    for (const flat of perShard) for (let i = 0; i < flat.length; i += 3) {
       const job = decodeJobLeniently<T>(String(flat[i + 1]));
       result.push({
         id: String(flat[i]),
@@ -189,7 +212,8 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
         lastError: job.lastError,
       });
     }
-    return result;
+    if (perShard.length === 1) return result;
+    return result.sort((x, y) => y.diedAt.getTime() - x.diedAt.getTime()).slice(0, limit);
   }
 
   /**
@@ -197,13 +221,19 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
    * the topic's. Resolves to how many were requeued.
    */
   async retryDead(topic: string, id?: string): Promise<number> {
-    const keys = this.topicKeys(topic);
+    const shards = this.shardKeys(topic);
     if (id !== undefined) {
       this.assertId(topic, id);
-      return retryDeadJobsScript.run<number>(this.connection.client, keys, [id, 1]);
+      return retryDeadJobsScript.run<number>(this.connection.client, this.jobKeys(topic, id), [id, 1]);
     }
+    const counts = await Promise.all(shards.map((keys) => this.retryAllDead(keys)));
+    return counts.reduce((sum, n) => sum + n, 0);
+  }
+
+  /** Requeues every dead letter of one shard. */
+  private async retryAllDead(keys: string[]): Promise<number> {
     // Bounded by what is dead now, so jobs that die again meanwhile are not chased forever.
-    let remaining = (await this.stats(topic)).dead;
+    let remaining = Number((await topicStatsScript.run<number[]>(this.connection.client, keys, []))[3]);
     let total = 0;
     while (remaining > 0) {
       const moved = await retryDeadJobsScript.run<number>(this.connection.client, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
@@ -241,16 +271,22 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     const existing = this.consumers.get(topic);
     if (existing) throw new DuplicateDelayedHandlerError(topic, [existing.source, source]);
     const resolved = resolveConsumerOptions(options, this.config.delayQueue, source);
-    const consumer: DelayQueueConsumer<T> = new DelayQueueConsumer<T>(topic, handler, resolved, {
+    const shardKeys = this.shards.all(topic);
+    const shared = {
       connection: this.connection,
-      keys: this.keySpace.topic(topic),
       retention: this.config.delayQueue.retention,
       logger: this.logger,
       events: this.events,
-      onClosed: (closed) => {
+      tracing: this.tracing,
+      onClosed: (closed: Consumer) => {
         if (this.consumers.get(topic)?.consumer === closed) this.consumers.delete(topic);
       },
-    });
+    };
+    // A sharded topic gets one claim loop per shard (see ShardedConsumer), under one Consumer.
+    const consumer =
+      shardKeys.length === 1
+        ? new DelayQueueConsumer<T>(topic, handler, resolved, { ...shared, keys: shardKeys[0] })
+        : new ShardedConsumer<T>(topic, handler, resolved, shardKeys, shared);
     this.consumers.set(topic, { consumer, source });
     return consumer;
   }
@@ -265,20 +301,34 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     this.closed = true;
   }
 
-  private async enqueue(topic: string, keys: string[], jobs: PreparedJob[]): Promise<void> {
+  private async enqueue(topic: string, jobs: PreparedJob[]): Promise<void> {
     if (!this.transactions.isActive()) {
-      await this.write(keys, jobs);
+      await this.write(topic, jobs);
       this.emitScheduled(topic, jobs);
       return;
     }
     this.transactions.register({
       afterCompletion: async (status) => {
-        if (status === 'committed') await this.writeAfterCommit(topic, keys, jobs);
+        if (status === 'committed') await this.writeAfterCommit(topic, jobs);
       },
     });
   }
 
-  private async write(keys: string[], jobs: PreparedJob[]): Promise<void> {
+  /** Writes each job to its shard: one group per shard, so no script call spans two slots. */
+  private async write(topic: string, jobs: PreparedJob[]): Promise<void> {
+    const shards = this.shardKeys(topic);
+    if (shards.length === 1) return this.writeToShard(shards[0], jobs);
+    const groups = new Map<number, PreparedJob[]>();
+    for (const job of jobs) {
+      const index = this.shards.indexOf(topic, job.id);
+      let group = groups.get(index);
+      if (!group) groups.set(index, (group = []));
+      group.push(job);
+    }
+    await Promise.all([...groups].map(([index, group]) => this.writeToShard(shards[index], group)));
+  }
+
+  private async writeToShard(keys: string[], jobs: PreparedJob[]): Promise<void> {
     const batches: Promise<unknown>[] = [];
     for (let start = 0; start < jobs.length; start += SCHEDULE_BATCH) {
       const args: (string | number)[] = [];
@@ -292,10 +342,10 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
   }
 
   /** The transaction has committed: the jobs must not be lost to one dropped connection. */
-  private async writeAfterCommit(topic: string, keys: string[], jobs: PreparedJob[]): Promise<void> {
+  private async writeAfterCommit(topic: string, jobs: PreparedJob[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.write(keys, jobs);
+        await this.write(topic, jobs);
         this.emitScheduled(topic, jobs);
         return;
       } catch (error) {
@@ -320,10 +370,15 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     }
   }
 
-  private topicKeys(topic: string): string[] {
+  /** The script keys of every shard of `topic` (one entry for a topic that is not sharded). Validates the name. */
+  private shardKeys(topic: string): string[][] {
     assertValidTopic(topic);
-    const keys: TopicKeys = this.keySpace.topic(topic);
-    return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+    return this.shards.all(topic).map(scriptKeys);
+  }
+
+  /** The script keys of the shard that holds job `id`. */
+  private jobKeys(topic: string, id: string): string[] {
+    return this.shardKeys(topic)[this.shards.indexOf(topic, id)];
   }
 
   private assertId(topic: string, id: unknown): void {
@@ -335,4 +390,10 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
   private assertOpen(action: string): void {
     if (this.closed) throw new DelayQueueClosedError(action);
   }
+}
+
+type Closable = { close(options?: { timeout?: number }): Promise<void> };
+
+function scriptKeys(keys: TopicKeys): string[] {
+  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
 }

@@ -1,7 +1,9 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { duration } from '../options/resolve-redis-lock-config';
 import type { RedisLockConfig } from '../options/redis-lock-config';
+import type { SyncReplicasOptions } from '../options/redis-lock-module-options.interface';
 import type { AcquireOptions } from './interfaces/acquire-options.interface';
+import { resolveSyncReplicas } from './replica-sync';
 
 /** Per-call options after validation and defaults. */
 export interface ResolvedAcquireOptions {
@@ -10,7 +12,13 @@ export interface ResolvedAcquireOptions {
   readonly watchdog: boolean;
   readonly signal?: AbortSignal;
   readonly fair: boolean;
+  readonly keyPattern?: string;
+  /** Replica acknowledgement required before the lock is handed out; undefined when off. */
+  readonly syncReplicas?: SyncReplicasOptions;
 }
+
+/** Longest `keyPattern` accepted: it becomes a metric label value. */
+const MAX_KEY_PATTERN_LENGTH = 200;
 
 /** Validates per-call options against the module defaults; a bad value throws `InvalidOptionsError`. */
 export function resolveAcquireOptions(
@@ -25,12 +33,21 @@ export function resolveAcquireOptions(
   if (o.fair !== undefined && typeof o.fair !== 'boolean') {
     throw new InvalidOptionsError('fair', 'use true or false');
   }
+  if (o.keyPattern !== undefined && (typeof o.keyPattern !== 'string' || o.keyPattern.length > MAX_KEY_PATTERN_LENGTH)) {
+    throw new InvalidOptionsError('keyPattern', `use a string of at most ${MAX_KEY_PATTERN_LENGTH} characters, like 'order:<id>'`);
+  }
   const explicitLease = o.leaseTime !== undefined;
+  const leaseTime = duration('leaseTime', o.leaseTime, defaults.leaseTime, { min: 10 });
   return {
     waitTimeout: duration('waitTimeout', o.waitTimeout, defaults.waitTimeout, { min: 0 }),
-    leaseTime: duration('leaseTime', o.leaseTime, defaults.leaseTime, { min: 10 }),
+    leaseTime,
     watchdog: !explicitLease && defaults.watchdog,
     signal: o.signal,
     fair: o.fair ?? defaults.fair,
+    keyPattern: o.keyPattern,
+    syncReplicas:
+      o.syncReplicas === undefined && !explicitLease
+        ? defaults.syncReplicas
+        : resolveSyncReplicas('syncReplicas', o.syncReplicas === undefined ? defaults.syncReplicas : o.syncReplicas, leaseTime),
   };
 }

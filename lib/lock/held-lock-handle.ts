@@ -107,7 +107,8 @@ export class HeldLockHandle implements LockHandle {
 
   private armExpiry(leaseStartedAt: number): void {
     clearTimeout(this.expiryTimer);
-    const left = leaseStartedAt + this.leaseTime - performance.now();
+    const valid = this.protocol.validLease === undefined ? this.leaseTime : this.protocol.validLease(this.leaseTime);
+    const left = leaseStartedAt + valid - performance.now();
     // Whole milliseconds, rounded down (never later than the lease): Node keeps one timer list per
     // distinct duration, and fractional durations would make a new list for every handle.
     this.expiryTimer = setTimeout(() => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'), Math.max(0, Math.floor(left)));

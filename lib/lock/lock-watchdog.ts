@@ -75,7 +75,7 @@ export class LockWatchdog {
     const groups = new Map<string, WatchedEntry[]>();
     for (const entry of this.entries.values()) {
       const slot = this.groupBySlot ? calculateSlot(entry.renewal.keys[0]) : 0;
-      const groupId = `${entry.renewal.script.sha}:${slot}`;
+      const groupId = `${entry.renewal.target?.id ?? ''}:${entry.renewal.script.sha}:${slot}`;
       let group = groups.get(groupId);
       if (!group) groups.set(groupId, (group = []));
       group.push(entry);
@@ -91,7 +91,11 @@ export class LockWatchdog {
     const sentAt = performance.now();
     let renewed: number[];
     try {
-      renewed = await runRenewal(this.client(), batch[0].renewal.script, batch.map((e) => e.renewal), this.leaseTime);
+      const { script, target } = batch[0].renewal;
+      const renewals = batch.map((e) => e.renewal);
+      renewed = target
+        ? await target.renew(script, renewals, this.leaseTime)
+        : await runRenewal(this.client(), script, renewals, this.leaseTime);
     } catch (error) {
       this.onRenewalError(error);
       return;
@@ -99,7 +103,8 @@ export class LockWatchdog {
     batch.forEach((entry, i) => {
       for (const handle of [...entry.handles]) {
         if (renewed[i] === 1) handle.leaseConfirmed(sentAt, this.leaseTime);
-        else handle.markLost('not-owner');
+        else if (renewed[i] === 0) handle.markLost('not-owner');
+        // -1 (a renewal target that could not confirm): the lease deadline decides.
       }
     });
   }

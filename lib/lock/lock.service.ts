@@ -7,7 +7,11 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { RedisConnectionError } from '../errors/redis-connection.error';
+import { UnsupportedInRedlockModeError } from '../errors/unsupported-in-redlock-mode.error';
 import { RedisKeySpace } from '../keys/redis-key-space';
+import { openTelemetryTracing } from '../observability/tracing/open-telemetry-tracing';
+import { NO_TRACING, type AcquireTraceInfo, type RedisLockTracing } from '../observability/tracing/redis-lock-tracing';
 import type { RedisLockConfig } from '../options/redis-lock-config';
 import { preloadScripts } from '../redis/preload-scripts';
 import { RedisConnection } from '../redis/redis-connection';
@@ -29,6 +33,10 @@ import { FairLockProtocol } from './protocols/fair-lock.protocol';
 import type { AttemptMode, AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface';
 import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol';
 import { ReentrantLockProtocol } from './protocols/reentrant-lock.protocol';
+import { RedlockLockProtocol } from './redlock/redlock-lock.protocol';
+import { RedlockMasters } from './redlock/redlock-masters';
+import type { RedlockQuorum } from './redlock/redlock-quorum';
+import { awaitReplicas } from './replica-sync';
 import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts';
 import { SemaphoreProtocol } from './protocols/semaphore.protocol';
 
@@ -50,20 +58,27 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private readonly keySpace: RedisKeySpace;
   private readonly wake: WakeSubscriber;
   private readonly watchdog: LockWatchdog;
+  /** Redlock mode: exclusive locks go to this quorum of masters instead of `connection`. */
+  private readonly redlock: RedlockQuorum | undefined;
   private readonly transactions: TransactionSynchronizer;
   private readonly logger = new Logger('LockService');
   private readonly operations: HeldLockOperations;
+  /** @internal Spans around acquires and locked calls (`@WithLock` uses it too). */
+  readonly tracing: RedisLockTracing;
   private closed = false;
-  /** When each hold began (monotonic ms); filled only while someone listens for hold times. */
-  private readonly holdStarts = new WeakMap<HeldLockHandle, number>();
+  /** When each hold began (monotonic ms) and its key pattern; filled only while someone listens for hold times. */
+  private readonly holds = new WeakMap<HeldLockHandle, { readonly startedAt: number; readonly keyPattern?: string }>();
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly connection: RedisConnection,
     private readonly events: RedisLockEvents,
+    redlockMasters: RedlockMasters,
   ) {
     this.keySpace = new RedisKeySpace(config.keyPrefix);
-    this.wake = new WakeSubscriber(connection);
+    this.redlock = redlockMasters.quorum;
+    this.wake = new WakeSubscriber(this.redlock ? redlockMasters.wakeConnection() : connection);
+    this.tracing = config.tracing ? openTelemetryTracing() : NO_TRACING;
     this.transactions = config.transactions ?? defaultUnitOfWork;
     this.watchdog = new LockWatchdog(
       () => this.connection.client,
@@ -85,17 +100,18 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    *
    * @throws LockAcquireTimeoutError when still held by another owner after `waitTimeout`
    * @throws LockAcquireAbortedError when `signal` fires first
+   * @throws LockNotReplicatedError with `syncReplicas`, when too few replicas confirm in time (the lock is released again)
    * @throws InvalidLockKeyError for an empty, oversized or non-string key
    */
   async acquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle> {
     const resolved = resolveAcquireOptions(options, this.config.lock);
-    return (await this.acquireKeys(key, resolved, true)) as LockHandle;
+    return (await this.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, true))) as LockHandle;
   }
 
   /** Takes the lock if it is free right now; resolves `null` (never waits) if someone else holds it. */
   async tryAcquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle | null> {
     const resolved = resolveAcquireOptions({ ...options, waitTimeout: 0 }, this.config.lock);
-    return this.acquireKeys(key, resolved, false);
+    return this.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, false));
   }
 
   /**
@@ -105,7 +121,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   async using<T>(key: string | string[], fn: (lock: LockHandle) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     const handle = await this.acquire(key, options);
     try {
-      return await this.runInScope(handle, () => fn(handle));
+      const run = () => this.runInScope(handle, () => fn(handle));
+      return await (this.tracing.enabled ? this.tracing.traceLocked(handle, options?.keyPattern, run) : run());
     } finally {
       await handle.release();
     }
@@ -117,6 +134,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * write side from inside a read section is refused with `LockUpgradeError`.
    */
   readWrite(key: string): ReadWriteLock {
+    if (this.redlock) throw new UnsupportedInRedlockModeError('readWrite');
     const keys = this.keySpace.lock(key);
     const side = (mode: 'read' | 'write') => new ReadWriteLockProtocol(keys, mode);
     return {
@@ -136,6 +154,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * await using permit = await stock.acquire({ waitTimeout: 2_000 });
    */
   semaphore(key: string, permits: number): Semaphore {
+    if (this.redlock) throw new UnsupportedInRedlockModeError('semaphore');
     if (!Number.isInteger(permits) || permits < 1) {
       throw new InvalidOptionsError('permits', `got ${String(permits)}; use a whole number >= 1`);
     }
@@ -150,6 +169,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   async isLocked(key: string): Promise<boolean> {
     const owners = this.keySpace.lock(key).owners;
     try {
+      if (this.redlock) return await this.redlock.isLocked(owners);
       return (await this.connection.client.exists(owners)) === 1;
     } catch (error) {
       throw toRedisLockError(error, `check lock ${JSON.stringify(key)}`);
@@ -184,14 +204,32 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     this.watchdog.stop();
   }
 
+  /** A `lock.acquire` span around `run` when tracing is on. */
+  private traceAcquire<T extends HeldLockHandle | LockHandle | null>(
+    key: string | string[],
+    options: ResolvedAcquireOptions,
+    run: () => Promise<T>,
+    kind: AcquireTraceInfo['kind'] = options.fair ? 'fair' : 'mutex',
+  ): Promise<T> {
+    if (!this.tracing.enabled) return run();
+    const { keyPattern, waitTimeout } = options;
+    const traced = Array.isArray(key) ? [...new Set(key)].sort() : key;
+    return this.tracing.traceAcquire({ key: traced, keyPattern, kind, waitTimeout }, run);
+  }
+
   private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
     const resolved = resolveAcquireOptions(options, this.config.lock);
-    return this.observeAcquire(protocol.name, resolved.waitTimeout, this.acquireOne(protocol, resolved, wait, protocol.name));
+    if (this.tracing.enabled) {
+      const kind = protocol instanceof ReadWriteLockProtocol ? protocol.mode : protocol instanceof SemaphoreProtocol ? 'semaphore' : 'mutex';
+      const run = () => this.observeAcquire(protocol.name, resolved, this.acquireOne(protocol, resolved, wait, protocol.name));
+      return this.traceAcquire(protocol.name, resolved, run, kind);
+    }
+    return this.observeAcquire(protocol.name, resolved, this.acquireOne(protocol, resolved, wait, protocol.name));
   }
 
   private async acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean) {
     if (!Array.isArray(key)) {
-      return this.observeAcquire(key, options.waitTimeout, this.acquireOne(this.exclusiveProtocol(key, options), options, wait, key));
+      return this.observeAcquire(key, options, this.acquireOne(this.exclusiveProtocol(key, options), options, wait, key));
     }
 
     const names = [...new Set(key)].sort();
@@ -202,11 +240,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     try {
       for (const protocol of protocols) {
         const remaining = Math.max(0, options.waitTimeout - (performance.now() - started));
-        const part = await this.observeAcquire(
-          protocol.name,
-          remaining,
-          this.acquireOne(protocol, { ...options, waitTimeout: remaining }, wait, names),
-        );
+        const partOptions = { ...options, waitTimeout: remaining };
+        const part = await this.observeAcquire(protocol.name, partOptions, this.acquireOne(protocol, partOptions, wait, names));
         if (!part) break;
         parts.push(part);
       }
@@ -223,6 +258,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
 
   private exclusiveProtocol(name: string, options: ResolvedAcquireOptions): LockProtocol {
     const keys = this.keySpace.lock(name);
+    if (this.redlock) return RedlockLockProtocol.forAcquire(keys, this.redlock, options);
     return options.fair ? new FairLockProtocol(keys, this.connection.publishCommand) : new ReentrantLockProtocol(keys);
   }
 
@@ -264,7 +300,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     let channel: WakeChannel | undefined;
     let acquired = false;
     try {
-      channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined);
+      channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined, deadline - performance.now());
       let woken = false;
       if (queueBehind > 0) {
         const reason = await channel.wait(Math.min(queueBehind, deadline - performance.now()), options.signal);
@@ -381,6 +417,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     options: ResolvedAcquireOptions,
     reportedKey: string | string[],
   ): Promise<HeldLockHandle> {
+    if (options.syncReplicas) {
+      // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
+      // deferred by an enclosing transaction, not watched).
+      await awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, reportedKey, () =>
+        protocol.release(this.connection.client, owner, this.connection.publishCommand),
+      );
+    }
     const handle = new HeldLockHandle(
       protocol,
       owner,
@@ -421,7 +464,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     handle.markReleased();
     const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand);
     if (this.events.wants('lock.released')) {
-      this.events.emit('lock.released', { key: handle.key, fencingToken: handle.fencingToken, holdMs: this.heldFor(handle) });
+      const hold = this.holds.get(handle);
+      this.events.emit('lock.released', {
+        key: handle.key,
+        keyPattern: hold?.keyPattern,
+        fencingToken: handle.fencingToken,
+        holdMs: hold && performance.now() - hold.startedAt,
+      });
     }
     if (result === -1) {
       this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
@@ -433,7 +482,15 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     if (!handle.held && !handle.releasePending) throw new LockNotHeldError(handle.key, 'extend');
     const renewal = handle.protocol.renewal(handle.owner);
     const sentAt = performance.now();
-    const [extended] = await runRenewal(this.connection.client, renewal.script, [renewal], lease);
+    const [extended] = renewal.target
+      ? await renewal.target.renew(renewal.script, [renewal], lease)
+      : await runRenewal(this.connection.client, renewal.script, [renewal], lease);
+    if (extended === -1) {
+      throw new RedisConnectionError(
+        `Could not extend lock ${JSON.stringify(handle.key)}: too few Redlock masters answered to confirm it. ` +
+          'It stays held until its current lease ends (its signal aborts then); retry the extend.',
+      );
+    }
     if (extended !== 1) {
       handle.markLost('not-owner');
       throw new LockNotHeldError(handle.key, 'extend');
@@ -448,46 +505,48 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    */
   private observeAcquire(
     key: string,
-    waitTimeout: number,
+    options: ResolvedAcquireOptions,
     pending: Promise<HeldLockHandle | null>,
   ): Promise<HeldLockHandle | null> {
     const events = this.events;
     const timesHold = events.wants('lock.released') || events.wants('lock.lost');
     if (!timesHold && !events.wants('lock.acquired') && !events.wants('lock.timeout')) return pending;
+    const { waitTimeout, keyPattern } = options;
     const started = performance.now();
     return pending.then(
       (handle) => {
         const now = performance.now();
         if (handle === null) {
-          if (events.wants('lock.timeout')) events.emit('lock.timeout', { key, waitTimeout, waitMs: now - started });
+          if (events.wants('lock.timeout')) events.emit('lock.timeout', { key, keyPattern, waitTimeout, waitMs: now - started });
           return handle;
         }
-        if (timesHold) this.holdStarts.set(handle, now);
+        if (timesHold) this.holds.set(handle, { startedAt: now, keyPattern });
         if (events.wants('lock.acquired')) {
-          events.emit('lock.acquired', { key: handle.key, fencingToken: handle.fencingToken, waitMs: now - started });
+          events.emit('lock.acquired', { key: handle.key, keyPattern, fencingToken: handle.fencingToken, waitMs: now - started });
         }
         return handle;
       },
       (error: unknown) => {
         if (error instanceof LockAcquireTimeoutError && events.wants('lock.timeout')) {
-          events.emit('lock.timeout', { key, waitTimeout, waitMs: performance.now() - started });
+          events.emit('lock.timeout', { key, keyPattern, waitTimeout, waitMs: performance.now() - started });
         }
         throw error;
       },
     );
   }
 
-  /** How long `handle` has been held, if its start was noted (see `observeAcquire`). */
-  private heldFor(handle: HeldLockHandle): number | undefined {
-    const start = this.holdStarts.get(handle);
-    return start === undefined ? undefined : performance.now() - start;
-  }
-
   private onLost(handle: HeldLockHandle, error: LockLostError): void {
     this.forget(handle);
     this.logger.warn(error.message);
     if (this.events.wants('lock.lost')) {
-      this.events.emit('lock.lost', { key: handle.key, fencingToken: handle.fencingToken, error, holdMs: this.heldFor(handle) });
+      const hold = this.holds.get(handle);
+      this.events.emit('lock.lost', {
+        key: handle.key,
+        keyPattern: hold?.keyPattern,
+        fencingToken: handle.fencingToken,
+        error,
+        holdMs: hold && performance.now() - hold.startedAt,
+      });
     }
   }
 

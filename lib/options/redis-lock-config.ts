@@ -1,6 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
-import type { BackoffOptions, RedisConnectionOptions, RetentionOptions } from './redis-lock-module-options.interface';
+import type {
+  BackoffOptions,
+  RedlockClientOptions,
+  RedisConnectionOptions,
+  RetentionOptions,
+  SyncReplicasOptions,
+} from './redis-lock-module-options.interface';
 
 /** The module options after validation, with every default filled in. Internal. */
 export interface RedisLockConfig {
@@ -11,6 +17,7 @@ export interface RedisLockConfig {
     readonly waitTimeout: number;
     readonly watchdog: boolean;
     readonly fair: boolean;
+    readonly syncReplicas?: SyncReplicasOptions;
   };
   readonly delayQueue: {
     readonly concurrency: number;
@@ -19,9 +26,26 @@ export interface RedisLockConfig {
     readonly backoff: Required<BackoffOptions>;
     readonly shutdownTimeout: number;
     readonly retention: Required<RetentionOptions>;
+    /** Shard count of each topic split into more than one shard. */
+    /** Shard count per topic split into more than one shard. */
+    readonly topics: ReadonlyMap<string, number>;
   };
   readonly transactions?: TransactionSynchronizer;
   readonly connectTimeout: number;
+  /** Set in Redlock mode only. */
+  readonly redlock?: RedlockConfig;
+  readonly tracing: boolean;
 }
 
 export type RedisClient = Redis | Cluster;
+
+/** Redlock options after validation. Internal. */
+export interface RedlockConfig {
+  readonly clients: readonly RedlockClientOptions[];
+  /** Masters that must agree: a majority, floor(n / 2) + 1. */
+  readonly quorum: number;
+  readonly driftFactor: number;
+  readonly requestTimeout: number;
+  readonly retryJitter: number;
+  readonly retryDelay: number;
+}

@@ -18,6 +18,31 @@ export interface LockDefaults {
   watchdog?: boolean;
   /** Hand the lock over in FIFO order by default. Default false. */
   fair?: boolean;
+  /**
+   * Wait for replicas to confirm every acquire (Redis `WAIT`) before handing out the lock, so that a
+   * failover right after cannot give it to a second owner. Default: off. See `SyncReplicasOptions`.
+   */
+  syncReplicas?: SyncReplicasOptions;
+}
+
+/**
+ * Replica acknowledgement of acquires (Sentinel or Cluster with replicas). After the acquire script
+ * succeeds, the library sends `WAIT replicas timeout` on the connection that ran it; if fewer replicas
+ * confirm in time, the lock is released and the acquire fails with `LockNotReplicatedError`.
+ *
+ * Costs one round trip to the replicas per acquire, and while WAIT runs the command connection (the
+ * slot's master connection on a cluster) carries nothing else. Redis replication stays asynchronous:
+ * this narrows the window in which a failover loses a fresh lock, it does not make Redis a consensus
+ * store (a replica that confirmed may still not be the one promoted).
+ *
+ * @example
+ * RedisLockModule.forRoot({ redis: { sentinels, name: 'mymaster' }, lock: { syncReplicas: { replicas: 1, timeout: 200 } } })
+ */
+export interface SyncReplicasOptions {
+  /** How many replicas must confirm (`WAIT numreplicas`). A whole number >= 1. */
+  replicas: number;
+  /** How long to wait for them, in ms (>= 1, below half the lease). */
+  timeout: number;
 }
 
 /** Exponential backoff between delivery attempts of a failed job. */
@@ -52,12 +77,43 @@ export interface DelayQueueDefaults {
   /** How long shutdown waits for running handlers, in ms. Default 10000. */
   shutdownTimeout?: number;
   retention?: RetentionOptions;
+  /**
+   * Settings of individual topics, by topic name. A hot topic can be split into `shards` (2-256):
+   * each shard has its own hash tag (`topic#0`, `topic#1`, …), so on a Redis Cluster the shards
+   * spread over the masters and a burst is scheduled and claimed on several masters at once.
+   *
+   * The API does not change: `schedule`/`get`/`cancel`/`reschedule` find a job's shard from its id
+   * (a hash), consumers drain every shard (each shard has its own claim loop and an equal share of
+   * the consumer's `concurrency`, at least one handler per shard), and `stats`, `deadLetters` and
+   * `retryDead` add the shards up. Jobs due in the same millisecond keep their order only within
+   * a shard. Every producer and consumer must use the same shard count; changing it moves where
+   * ids are looked up, so drain the topic first.
+   *
+   * @example
+   * RedisLockModule.forRoot({ redis: { cluster: nodes }, delayQueue: { topics: { 'order.expire': { shards: 6 } } } })
+   */
+  topics?: Record<string, DelayQueueTopicOptions>;
+}
+
+/** Per-topic settings (see `DelayQueueDefaults.topics`). */
+export interface DelayQueueTopicOptions {
+  /** Shards the topic is split into. Default 1 (not split). */
+  shards?: number;
 }
 
 /** Options of `RedisLockModule.forRoot()` / `forRootAsync()`. */
 export interface RedisLockModuleOptions {
-  /** Connection; default `redis://127.0.0.1:6379`. */
+  /**
+   * Connection; default `redis://127.0.0.1:6379`. In Redlock mode it carries the delayed jobs only
+   * (locks go to `redlock.clients`) and defaults to the first Redlock master.
+   */
   redis?: RedisConnectionOptions;
+  /**
+   * Redlock (quorum) mode: exclusive locks are taken on a majority of independent Redis masters,
+   * so losing a minority of them (crash, partition) neither blocks locking nor hands a lock to two
+   * owners. See `RedlockOptions`.
+   */
+  redlock?: RedlockOptions;
   /** Prefix of every key this module writes. Default `'rl'`. */
   keyPrefix?: string;
   lock?: LockDefaults;
@@ -69,4 +125,51 @@ export interface RedisLockModuleOptions {
    * Default 10000. Set 0 to not check at bootstrap.
    */
   connectTimeout?: number;
+  /**
+   * OpenTelemetry spans around acquires, locked calls, `schedule` and handler runs, with the trace
+   * context carried from `schedule` to the handler inside the job. Active when `@opentelemetry/api`
+   * is installed (an optional peer dependency); without it nothing is loaded. Default true.
+   */
+  tracing?: boolean;
+}
+
+/** One Redlock master: a URL, ioredis options, or a standalone ioredis client you own (never closed by the module). */
+export type RedlockClientOptions = string | RedisOptions | Redis;
+
+/**
+ * Redlock mode: `LockService.acquire` / `tryAcquire` / `using`, multi-key locks and `@WithLock`
+ * take each lock on every master at once and hold it when a majority granted it in less time
+ * than the lease minus a clock-drift allowance. Fencing tokens stay strictly increasing while a
+ * minority of masters is down. Fair, read/write and semaphore locks, and `syncReplicas`, are not
+ * available in this mode (`UnsupportedInRedlockModeError`).
+ *
+ * The masters must be independent (not replicas of one another, not one cluster); use an odd
+ * number, 3 or 5, and run them with AOF (`appendfsync always`) or restart a crashed one only after
+ * the longest lease has passed, or it may forget a lock it granted.
+ *
+ * @example
+ * RedisLockModule.forRoot({
+ *   redlock: { clients: ['redis://redis-a:6379', 'redis://redis-b:6379', 'redis://redis-c:6379'] },
+ * })
+ */
+export interface RedlockOptions {
+  /** The masters, at least one (three or five recommended). */
+  clients: RedlockClientOptions[];
+  /** Share of the lease kept back for clock drift between the masters (plus 2 ms). Default 0.01. */
+  driftFactor?: number;
+  /**
+   * Longest wait for the masters' answers to one try, renewal or release, in ms: a master that
+   * does not answer in time (down, partitioned) counts as a no. Default 500 (at most the lease).
+   */
+  requestTimeout?: number;
+  /**
+   * Upper bound of the random pause, in ms, before trying again after a split vote (the lock went
+   * to nobody because contenders each won some masters), so they do not collide again. Default 50.
+   */
+  retryJitter?: number;
+  /**
+   * How long to wait before trying again when too few masters answered to tell when the lock will
+   * be free (they cannot announce a release either), in ms. Default 250.
+   */
+  retryDelay?: number;
 }

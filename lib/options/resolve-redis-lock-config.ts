@@ -1,5 +1,8 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { resolveSyncReplicas } from '../lock/replica-sync';
+import { resolveTopicShards } from '../delay-queue/topic-shards';
 import type { RedisLockConfig } from './redis-lock-config';
+import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config';
 import type { RedisLockModuleOptions } from './redis-lock-module-options.interface';
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -35,15 +38,19 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
     throw new InvalidOptionsError('delayQueue.backoff.factor', `got ${String(factor)}; use a finite number >= 1`);
   }
 
+  const lockConfig: RedisLockConfig['lock'] = {
+    leaseTime,
+    waitTimeout: duration('lock.waitTimeout', lock.waitTimeout, 10_000, { min: 0 }),
+    watchdog: flag('lock.watchdog', lock.watchdog, true),
+    fair: flag('lock.fair', lock.fair, false),
+    syncReplicas: resolveSyncReplicas('lock.syncReplicas', lock.syncReplicas, leaseTime),
+  };
+  const redlock = resolveRedlockConfig(o, lockConfig, duration);
+
   return {
-    redis: validateRedis(o.redis ?? DEFAULT_REDIS_URL),
+    redis: validateRedis(o.redis ?? (redlock ? defaultRedisForRedlock(redlock) : DEFAULT_REDIS_URL)),
     keyPrefix,
-    lock: {
-      leaseTime,
-      waitTimeout: duration('lock.waitTimeout', lock.waitTimeout, 10_000, { min: 0 }),
-      watchdog: flag('lock.watchdog', lock.watchdog, true),
-      fair: flag('lock.fair', lock.fair, false),
-    },
+    lock: lockConfig,
     delayQueue: {
       concurrency: integer('delayQueue.concurrency', dq.concurrency, 1, { min: 1, max: 10_000 }),
       visibilityTimeout: duration('delayQueue.visibilityTimeout', dq.visibilityTimeout, 30_000, { min: 100 }),
@@ -64,9 +71,12 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
           min: 0,
         }),
       },
+      topics: resolveTopicShards(dq.topics),
     },
     transactions: validateTransactions(o.transactions),
     connectTimeout: duration('connectTimeout', o.connectTimeout, 10_000, { min: 0 }),
+    redlock,
+    tracing: flag('tracing', o.tracing, true),
   };
 }
 

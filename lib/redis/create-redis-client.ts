@@ -9,6 +9,18 @@ export interface CreatedClient {
 }
 
 /**
+ * Cluster retries long enough to ride out a master failover (measured 2-3.5 s with
+ * `cluster-node-timeout` 1000 ms). ioredis's own defaults give up after about 1.6 s (16 redirections
+ * 100 ms apart): acquires then failed and acknowledgements were lost (jobs ran twice). User options win.
+ */
+const CLUSTER_FAILOVER_DEFAULTS = {
+  maxRedirections: 64,
+  retryDelayOnFailover: 200,
+  retryDelayOnClusterDown: 200,
+  retryDelayOnTryAgain: 200,
+} as const;
+
+/**
  * Builds the command client. Clients the module creates connect lazily so that a wrong address
  * surfaces as one clear bootstrap error (see `RedisConnection.onModuleInit`), not as a stream of
  * reconnect logs before the application has even started.
@@ -21,7 +33,7 @@ export function createRedisClient(options: RedisConnectionOptions): CreatedClien
     return { client: options.client, owned: false };
   }
   if ('cluster' in options) {
-    return { client: new Cluster(options.cluster, { lazyConnect: true, ...options.options }), owned: true };
+    return { client: new Cluster(options.cluster, { lazyConnect: true, ...CLUSTER_FAILOVER_DEFAULTS, ...options.options }), owned: true };
   }
   return { client: new Redis({ lazyConnect: true, ...options }), owned: true };
 }
@@ -33,5 +45,10 @@ export function describeEndpoint(client: RedisClient): string {
     return nodes.length > 0 ? `cluster [${nodes.join(', ')}]` : 'cluster';
   }
   const o = (client as Redis).options;
+  if (o.sentinels?.length) {
+    // host/port are ioredis defaults here, not where it connects: name the sentinels instead.
+    const sentinels = o.sentinels.map((s) => `${s.host ?? '127.0.0.1'}:${s.port ?? 26379}`);
+    return `sentinel master "${o.name ?? 'mymaster'}" via [${sentinels.join(', ')}]`;
+  }
   return o.path ? `unix:${o.path}` : `${o.host}:${o.port}`;
 }

@@ -45,9 +45,17 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   /**
    * A new connection with the same settings, for a subscriber or a blocking reader. Closed with
    * the module even when the main client belongs to the user.
+   *
+   * `shardedPubSub`: on a cluster, the copy keeps one subscriber connection per master and routes
+   * each SSUBSCRIBE to the master of the channel's slot (ioredis' `shardedSubscribers`). Without it
+   * ioredis sends SSUBSCRIBE to one arbitrary node, which answers MOVED for most channels, and
+   * the subscription never completes.
    */
-  duplicate(purpose: string): RedisClient {
-    const copy: RedisClient = this.client.duplicate();
+  duplicate(purpose: string, options: { shardedPubSub?: boolean } = {}): RedisClient {
+    const copy: RedisClient =
+      options.shardedPubSub && this.client instanceof Cluster
+        ? this.client.duplicate([], { shardedSubscribers: true })
+        : this.client.duplicate();
     this.dedicated.add(copy);
     this.logErrorsOf(copy, purpose);
     return copy;

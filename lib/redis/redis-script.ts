@@ -31,6 +31,11 @@ export class RedisScript {
   }
 }
 
+/**
+ * Redis's NOSCRIPT reply, also when an ioredis Cluster wraps it ("Too many Cluster redirections.
+ * Last error: NOSCRIPT ..."), which happens when a failover promotes a replica whose script cache is empty.
+ */
 function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+  if (!(error instanceof Error)) return false;
+  return error.message.startsWith('NOSCRIPT') || /Last error: (ReplyError: )?NOSCRIPT/.test(error.message);
 }

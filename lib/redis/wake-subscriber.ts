@@ -1,5 +1,14 @@
 import type { RedisClient } from '../options/redis-lock-config';
-import type { RedisConnection } from './redis-connection';
+
+/**
+ * Where the subscriber connection comes from: `RedisConnection`, or in Redlock mode a fan-out over
+ * the masters (see lib/lock/redlock/fan-out-subscriber.ts).
+ */
+export interface WakeConnectionSource {
+  /** SSUBSCRIBE (sharded pub/sub) instead of SUBSCRIBE. */
+  readonly isCluster: boolean;
+  duplicate(purpose: string, options?: { shardedPubSub?: boolean }): RedisClient;
+}
 
 /** Why a parked waiter resumed. */
 export type WakeReason = 'woken' | 'timeout' | 'aborted';
@@ -56,13 +65,16 @@ export class WakeSubscriber {
   private readonly channels = new Map<string, ChannelState>();
   private closed = false;
 
-  constructor(private readonly connection: RedisConnection) {}
+  constructor(private readonly connection: WakeConnectionSource) {}
 
   /**
-   * Joins a channel; resolves once Redis has confirmed the subscription. With `waiterId`, only
-   * messages naming that id ('@id') wake this member; without, any plain count message does.
+   * Joins a channel; resolves once Redis has confirmed the subscription, or after `maxWaitMs` with
+   * the subscription still pending (a subscriber connection that hangs must not hold a caller past
+   * its own deadline: its waits stay bounded by the holder's lease, and messages flow once the
+   * subscription lands). With `waiterId`, only messages naming that id ('@id') wake this member;
+   * without, any plain count message does.
    */
-  async join(channel: string, waiterId?: string): Promise<WakeChannel> {
+  async join(channel: string, waiterId?: string, maxWaitMs = Infinity): Promise<WakeChannel> {
     if (this.closed) throw new Error('WakeSubscriber is closed');
     let state = this.channels.get(channel);
     if (state) {
@@ -79,7 +91,7 @@ export class WakeSubscriber {
       });
     }
     try {
-      await state.subscribed;
+      await (Number.isFinite(maxWaitMs) ? settledWithin(state.subscribed, maxWaitMs) : state.subscribed);
     } catch (error) {
       state.refs--;
       throw error;
@@ -214,7 +226,7 @@ export class WakeSubscriber {
 
   private ensureSubscriber(): RedisClient {
     if (this.subscriber) return this.subscriber;
-    const subscriber = this.connection.duplicate('subscriber');
+    const subscriber = this.connection.duplicate('subscriber', { shardedPubSub: true });
     const onMessage = (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
@@ -234,4 +246,13 @@ export class WakeSubscriber {
     this.subscriber = subscriber;
     return subscriber;
   }
+}
+
+/** Settles like `promise`, or resolves after `ms` if it has not settled by then. */
+function settledWithin(promise: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, Math.ceil(ms)));
+  });
+  return Promise.race([promise, elapsed]).finally(() => clearTimeout(timer));
 }

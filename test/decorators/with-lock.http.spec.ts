@@ -171,4 +171,24 @@ describe('locks in an HTTP application', () => {
       expect(await whileHeld('order:14', () => request('POST', '/explicit/14'))).toEqual({ status: 409, body: conflict });
     });
   });
+
+  describe('with syncReplicas on a Redis that has no replica', () => {
+    let strict: Awaited<ReturnType<typeof startHttpApp>>;
+    beforeAll(async () => {
+      strict = await startHttpApp({ lock: { syncReplicas: { replicas: 1, timeout: 20 } } });
+    });
+    afterAll(() => strict.app.close());
+
+    it('answers 503 with LOCK_NOT_REPLICATED, and the unconfirmed lock is released', async () => {
+      const response = await fetch(`${strict.baseUrl}/orders/30/pay`, { method: 'POST' });
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        code: 'LOCK_NOT_REPLICATED',
+        message: 'The lock could not be confirmed by Redis replicas (failover or replication lag). Retry later.',
+      });
+      expect(await strict.locks.isLocked('order:30')).toBe(false);
+    });
+  });
 });

@@ -1,4 +1,4 @@
-/** Stops the Redis that global-setup started (one given by REDIS_URL is left alone). */
+/** Stops the Redis and Redis Cluster that global-setup started (ones given by REDIS_URL / REDIS_CLUSTER_NODES are left alone). */
 export default async function globalTeardown(): Promise<void> {
-  await globalThis.__TEST_REDIS__?.stop();
+  await Promise.all([globalThis.__TEST_REDIS__?.stop(), globalThis.__TEST_REDIS_CLUSTER__?.stop()]);
 }

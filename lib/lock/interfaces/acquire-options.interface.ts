@@ -1,3 +1,5 @@
+import type { SyncReplicasOptions } from '../../options/redis-lock-module-options.interface';
+
 /** Per-call options of `LockService.acquire`, `tryAcquire` and `using`. */
 export interface AcquireOptions {
   /** Longest wait for a held lock, in ms, before `LockAcquireTimeoutError`. Default: module `lock.waitTimeout`. */
@@ -11,4 +13,16 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** FIFO hand-off between waiters. Default: module `lock.fair`. */
   fair?: boolean;
+  /**
+   * A low-cardinality name for this kind of lock, used as the metric label and span attribute
+   * instead of the raw key (`'order:<id>'` for `order:42`). `@WithLock` passes its key template.
+   * Default: derived from the key by the metrics module's classifier.
+   */
+  keyPattern?: string;
+  /**
+   * Wait for this many replicas to confirm the acquire (Redis `WAIT`) before returning, or `false` to
+   * skip a module-wide `lock.syncReplicas`. Too few in time: the lock is released and the acquire
+   * throws `LockNotReplicatedError`. Default: module `lock.syncReplicas` (off).
+   */
+  syncReplicas?: SyncReplicasOptions | false;
 }

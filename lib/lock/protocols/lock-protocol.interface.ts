@@ -27,6 +27,19 @@ export interface Renewal {
   readonly keys: readonly string[];
   /** This hold's member in ARGV (owner id or holder field). */
   readonly member: string;
+  /** Where the renewal runs when not on the module's own client (Redlock: on every master). */
+  readonly target?: RenewalTarget;
+}
+
+/** Runs renewals somewhere other than the module's own client; the watchdog batches by target. */
+export interface RenewalTarget {
+  /** Tells targets apart when the watchdog groups renewals into batches. */
+  readonly id: string;
+  /**
+   * Renews a batch of holds of one script. Resolves, per hold, 1 (renewed), 0 (lost: no longer
+   * held) or -1 (not confirmed this time: the handle's lease deadline decides).
+   */
+  renew(script: RedisScript, renewals: readonly Renewal[], leaseTime: number): Promise<number[]>;
 }
 
 /**
@@ -58,6 +71,11 @@ export interface LockProtocol {
   /** Returns -1 when not held, a count > 0 when re-entered holds remain, 0 when this hold ended. */
   release(client: RedisClient, owner: string, publishCommand: string): Promise<number>;
   renewal(owner: string): Renewal;
+  /**
+   * How much of a lease a holder may count on, from when the acquiring or renewing command was
+   * sent. Absent: all of it. Redlock keeps back a clock-drift allowance between its masters.
+   */
+  validLease?(leaseTime: number): number;
   /** Called when a waiter gives up (timeout, abort), to take it out of line. */
   leave?(client: RedisClient, owner: string, publishCommand: string): Promise<void>;
 }

@@ -1,0 +1,31 @@
+import { RedisLockError } from './redis-lock.error';
+
+/**
+ * A lock kind or option that needs a single Redis was used while the module runs in Redlock mode
+ * (`redlock` option). Use the exclusive lock (`acquire`, `tryAcquire`, `using`, `@WithLock`), which
+ * is quorum-based in this mode, or import a second `RedisLockModule` without `redlock` for it.
+ */
+export class UnsupportedInRedlockModeError extends RedisLockError {
+  readonly code = 'UNSUPPORTED_IN_REDLOCK_MODE';
+
+  constructor(readonly feature: 'fair' | 'readWrite' | 'semaphore' | 'syncReplicas') {
+    super(
+      `${describe(feature)} is not available in Redlock mode: only the exclusive lock (acquire, tryAcquire, using, ` +
+        '@WithLock, multi-key) is taken on a quorum of masters. Use the exclusive lock, or a RedisLockModule without ' +
+        '`redlock` (on one Redis, Sentinel or Cluster) for this lock.',
+    );
+  }
+}
+
+function describe(feature: UnsupportedInRedlockModeError['feature']): string {
+  switch (feature) {
+    case 'fair':
+      return 'A fair lock (`fair: true`)';
+    case 'readWrite':
+      return 'A read/write lock (`readWrite()`)';
+    case 'semaphore':
+      return 'A semaphore (`semaphore()`)';
+    case 'syncReplicas':
+      return '`syncReplicas`';
+  }
+}

@@ -1,0 +1,100 @@
+import type { Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import type { RedlockClientOptions } from '../../options/redis-lock-module-options.interface';
+import { isClientInstance } from '../../options/resolve-redlock-config';
+
+/** How often one master's connection errors are logged at most, in ms. */
+const ERROR_LOG_INTERVAL_MS = 5_000;
+
+/**
+ * One independent Redis master of Redlock mode: its command connection and, once a waiter needs
+ * it, its pub/sub connection.
+ *
+ * Command connections this module creates do not queue commands while the master is unreachable
+ * (`enableOfflineQueue: false`): a master that is down must answer "no" at once, not hold a vote
+ * (or a release) back until a reconnect, when the caller gave up on it long ago. Clients the user
+ * passed in are used as they are and never closed here.
+ */
+export class RedlockMaster {
+  readonly client: Redis;
+  readonly owned: boolean;
+  private pubSub?: Redis;
+  private lastErrorLog = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    options: RedlockClientOptions,
+    readonly index: number,
+    private readonly logger: Logger,
+  ) {
+    if (isClientInstance(options)) {
+      this.client = options;
+      this.owned = false;
+    } else {
+      const defaults = { lazyConnect: true, enableOfflineQueue: false };
+      this.client = typeof options === 'string' ? new Redis(options, defaults) : new Redis({ ...defaults, ...options });
+      this.owned = true;
+      this.logErrorsOf(this.client, 'commands');
+    }
+  }
+
+  /** `host:port` of the master, for messages (never a password). */
+  get label(): string {
+    const o = this.client.options;
+    return o.path ? `unix:${o.path}` : `${o.host}:${o.port}`;
+  }
+
+  /** Starts connecting a client that waits for its first command (lazyConnect); resolves when ready. */
+  connect(): Promise<void> {
+    return this.client.status === 'wait' ? this.client.connect() : Promise.resolve();
+  }
+
+  /** Resolves when the master answers PING. */
+  async ping(): Promise<void> {
+    await this.connect();
+    await this.client.ping();
+  }
+
+  /** The pub/sub connection (created on first use, closed with the module even for a user's client). */
+  subscriber(): Redis {
+    if (!this.pubSub) {
+      // FanOutSubscriber re-subscribes on every 'ready' itself: ioredis' own re-subscribe leaves its
+      // SUBSCRIBE promise without a handler, an unhandled rejection when the connection drops again.
+      this.pubSub = this.client.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: false });
+      this.logErrorsOf(this.pubSub, 'subscriber');
+    }
+    return this.pubSub;
+  }
+
+  async close(): Promise<void> {
+    const closing = [this.pubSub && closeQuietly(this.pubSub)];
+    if (this.owned) closing.push(closeQuietly(this.client));
+    await Promise.all(closing);
+  }
+
+  /** ioredis prints "Unhandled error event" without a listener; log through Nest, now and then. */
+  private logErrorsOf(client: Redis, purpose: string): void {
+    client.on('error', (error: Error) => {
+      const now = performance.now();
+      if (now - this.lastErrorLog < ERROR_LOG_INTERVAL_MS) return;
+      this.lastErrorLog = now;
+      this.logger.warn(`Redlock master ${this.index} (${this.label}) ${purpose} connection error: ${error.message}`);
+    });
+  }
+}
+
+async function closeQuietly(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([client.quit(), new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+  } catch {
+    // Closing or closed already.
+  } finally {
+    clearTimeout(timer);
+    client.disconnect();
+  }
+}

@@ -1,0 +1,90 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { RedisConnectionError } from '../../errors/redis-connection.error';
+import type { RedisLockConfig } from '../../options/redis-lock-config';
+import type { WakeConnectionSource } from '../../redis/wake-subscriber';
+import { preloadScripts } from '../../redis/preload-scripts';
+import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants';
+import { fanOutWakeConnection } from './fan-out-subscriber';
+import { collectReplies, successes } from './quorum-replies';
+import { RedlockMaster } from './redlock-master';
+import { RedlockQuorum } from './redlock-quorum';
+import { ALL_REDLOCK_SCRIPTS } from './scripts/all-redlock-scripts';
+
+/**
+ * The masters of Redlock mode (the `redlock` option) and the quorum that runs locks on them. In
+ * single-Redis mode it holds nothing and does nothing.
+ *
+ * Bootstrap fails when fewer than a majority of masters answer within `connectTimeout` (no lock
+ * could be taken); a minority that does not answer is logged and connected in the background.
+ */
+@Injectable()
+export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
+  readonly masters: readonly RedlockMaster[];
+  /** Set in Redlock mode only. */
+  readonly quorum?: RedlockQuorum;
+  private readonly logger = new Logger('RedisLockModule');
+
+  constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
+    const redlock = config.redlock;
+    this.masters = redlock ? redlock.clients.map((client, i) => new RedlockMaster(client, i, this.logger)) : [];
+    if (redlock) {
+      this.quorum = new RedlockQuorum(this.masters, redlock, (message) => this.logger.debug(message));
+    }
+  }
+
+  /** The connection lock waiters subscribe through: every master's pub/sub, as one. */
+  wakeConnection(): WakeConnectionSource {
+    return fanOutWakeConnection(this.masters, this.config.redlock!.quorum, this.config.redlock!.requestTimeout);
+  }
+
+  async onModuleInit(): Promise<void> {
+    const redlock = this.config.redlock;
+    if (!redlock) return;
+    const n = this.masters.length;
+    if (n < 3 || n % 2 === 0) {
+      this.logger.warn(
+        `Redlock runs on ${n} master${n === 1 ? '' : 's'}: a majority is ${redlock.quorum}, so ` +
+          `${n - redlock.quorum} may fail. Use an odd number, 3 or 5, for the best tolerance per master.`,
+      );
+    }
+    const timeout = this.config.connectTimeout;
+    // Connect every master now: their connections do not queue commands, so they must be ready
+    // before the first lock, and a master that is down keeps reconnecting in the background.
+    const pings = this.masters.map((master) => master.ping());
+    if (timeout === 0) {
+      for (const ping of pings) ping.catch(() => undefined);
+      return;
+    }
+    const replies = await collectReplies(pings, timeout, () => false);
+    const down = this.masters.filter((_, i) => !replies[i]?.ok);
+    const describe = (master: RedlockMaster) => {
+      const reply = replies[master.index];
+      const reason = reply === undefined ? `no answer within ${timeout} ms` : reply.ok ? 'ok' : ((reply.error as Error)?.message ?? String(reply.error));
+      return `${master.index} (${master.label}): ${reason}`;
+    };
+    if (successes(replies).length < redlock.quorum) {
+      for (const master of this.masters) if (master.owned) master.client.disconnect();
+      throw new RedisConnectionError(
+        `Only ${n - down.length} of ${n} Redlock masters answered at bootstrap; locks need ${redlock.quorum}. ` +
+          `Unreachable: ${down.map(describe).join('; ')}. Check that the masters in \`redlock.clients\` are running and reachable.`,
+      );
+    }
+    if (down.length > 0) {
+      this.logger.warn(`Redlock masters unreachable at bootstrap (locks work while a majority is up): ${down.map(describe).join('; ')}`);
+    }
+  }
+
+  /** Loads the scripts on every master ahead of the first lock; an optimisation that never fails bootstrap. */
+  onApplicationBootstrap(): void {
+    for (const master of this.masters) {
+      if (master.client.status !== 'ready') continue;
+      void preloadScripts(master.client, ALL_REDLOCK_SCRIPTS).catch((error: unknown) =>
+        this.logger.debug(`Script preload on Redlock master ${master.index} skipped: ${(error as Error)?.message ?? error}`),
+      );
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all(this.masters.map((master) => master.close()));
+  }
+}

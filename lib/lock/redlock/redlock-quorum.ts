@@ -1,0 +1,227 @@
+import { randomBytes } from 'node:crypto';
+import { RedisConnectionError } from '../../errors/redis-connection.error';
+import type { LockKeys } from '../../keys/redis-key-space';
+import type { RedlockConfig } from '../../options/redis-lock-config';
+import type { RedisScript } from '../../redis/redis-script';
+import type { AttemptOutcome, Renewal, RenewalTarget } from '../protocols/lock-protocol.interface';
+import { acquireLockScript } from '../scripts/acquire-lock.lua';
+import { planFencingToken } from './fencing-token';
+import { collectReplies, firstError, successes, type RepliesSoFar } from './quorum-replies';
+import type { RedlockMaster } from './redlock-master';
+import { raiseFenceScript } from './scripts/raise-fence.lua';
+import { releaseRedlockScript } from './scripts/release-redlock.lua';
+
+/** One try on all masters; `collided` when some masters granted but not a majority (a split vote). */
+export type QuorumAttemptOutcome = AttemptOutcome & { readonly collided: boolean };
+
+type AcquireReply = [granted: number, value: string | number];
+
+/** Makes each release message unique, so copies from several masters can be told apart from new releases. */
+const RELEASE_ID_PREFIX = randomBytes(4).toString('hex');
+let releaseSequence = 0;
+
+/**
+ * The Redlock algorithm over N independent masters: every operation goes to all of them at once
+ * and counts answers, so a minority that is down, slow or partitioned neither blocks nor decides.
+ *
+ * A hold is valid for `lease - elapsed - drift` (drift = lease × driftFactor + 2 ms), counted from
+ * when the try was sent: Redis expires keys on each master's own clock, and those clocks may run
+ * apart by a little. Handles keep that shorter deadline through `validLease`.
+ */
+export class RedlockQuorum implements RenewalTarget {
+  readonly id = 'redlock';
+  readonly quorum: number;
+
+  constructor(
+    private readonly masters: readonly RedlockMaster[],
+    private readonly config: RedlockConfig,
+    private readonly onBackgroundError: (message: string) => void,
+  ) {
+    this.quorum = config.quorum;
+  }
+
+  get retryJitter(): number {
+    return this.config.retryJitter;
+  }
+
+  /** How much of a lease a holder may count on, from when the try (or renewal) was sent. */
+  validLease(leaseTime: number): number {
+    return leaseTime - Math.floor(leaseTime * this.config.driftFactor) - 2;
+  }
+
+  /**
+   * One try on every master. Succeeds when a majority granted, the fencing token is backed by a
+   * majority, and time is left of the lease; otherwise hands back every grant (also those that
+   * arrive late) and says how long to wait.
+   */
+  async acquire(keys: LockKeys, owner: string, leaseTime: number, reentry: boolean): Promise<QuorumAttemptOutcome> {
+    const started = performance.now();
+    const quorum = this.quorum;
+    const budget = this.budget(leaseTime);
+    const calls = this.masters.map((master) =>
+      acquireLockScript.run<AcquireReply>(master.client, [keys.owners, keys.fence], [owner, leaseTime, reentry ? '1' : '0']),
+    );
+    const replies = await collectReplies(calls, budget, (so) => {
+      const granted = countGrants(so);
+      return granted >= quorum || granted + unanswered(so) < quorum;
+    });
+
+    const grants = successes(replies)
+      .filter(({ value }) => value[0] === 1)
+      .map(({ master, value }) => ({ master, fence: BigInt(value[1]) }));
+    let won = false;
+    let token = 0n;
+    if (grants.length >= quorum) {
+      const plan = planFencingToken(grants, quorum);
+      token = plan.token;
+      const raised = plan.behind.length === 0 ? 0 : await this.raiseFence(keys.fence, token, plan.behind, quorum - plan.atToken, started + budget);
+      won = plan.atToken + raised >= quorum && this.validLease(leaseTime) - (performance.now() - started) > 0;
+    }
+
+    // A grant that answers after the decision is ours too: kept when we won (release and renewal go
+    // to every master), handed back when we lost, so no partial hold outlives the try.
+    if (!won) this.handBackGrants(calls, replies, keys, owner);
+
+    if (won) return { acquired: true, fencingToken: String(token), collided: false };
+    return { acquired: false, waitMs: this.waitAfterLoss(replies, grants.length), collided: grants.length > 0 };
+  }
+
+  /**
+   * Releases one level of the hold on every master. Resolves once a majority answered (the rest
+   * finish in the background): 0 freed, > 0 re-entered holds remain, -1 not held.
+   */
+  async release(keys: LockKeys, owner: string): Promise<number> {
+    const message = `1:${RELEASE_ID_PREFIX}${(++releaseSequence).toString(36)}`;
+    const calls = this.masters.map((master) =>
+      releaseRedlockScript.run<number>(master.client, [keys.owners, keys.wakeChannel, keys.fence], [owner, message, '']),
+    );
+    const replies = await collectReplies(calls, this.config.requestTimeout, (so) => successes(so).length >= this.quorum);
+    const results = successes(replies).map(({ value }) => value);
+    if (results.length === 0) throw this.noAnswer(replies, 'release a lock');
+    if (results.includes(0)) return 0;
+    const left = Math.max(...results);
+    return left > 0 ? left : -1;
+  }
+
+  /**
+   * Renews holds on every master (the watchdog's batch, or `extend()`): per hold 1 when a majority
+   * renewed it, 0 when so many masters no longer list it that no majority can (lost), -1 when too
+   * few answered to tell (the handle's lease deadline then decides).
+   */
+  async renew(script: RedisScript, renewals: readonly Renewal[], leaseTime: number): Promise<number[]> {
+    const keys = renewals.flatMap((r) => r.keys);
+    const args = [leaseTime, ...renewals.map((r) => r.member)];
+    const calls = this.masters.map((master) => script.run<number[]>(master.client, keys, args));
+    const replies = await collectReplies(calls, this.budget(leaseTime), (so) =>
+      renewals.every((_, i) => this.renewalVerdict(so, i) !== -1),
+    );
+    if (successes(replies).length === 0) throw this.noAnswer(replies, 'renew locks');
+    return renewals.map((_, i) => this.renewalVerdict(replies, i));
+  }
+
+  /** True when so many masters list an owner that no majority of free masters is left. */
+  async isLocked(ownersKey: string): Promise<boolean> {
+    const calls = this.masters.map((master) => master.client.exists(ownersKey));
+    const replies = await collectReplies(calls, this.config.requestTimeout, () => false);
+    const answers = successes(replies);
+    if (answers.length === 0) throw this.noAnswer(replies, 'check a lock');
+    const holding = answers.filter(({ value }) => value === 1).length;
+    return holding > this.masters.length - this.quorum;
+  }
+
+  /** Longest wait for one round of answers: beyond the valid lease a win is impossible anyway. */
+  private budget(leaseTime: number): number {
+    return Math.max(1, Math.min(this.config.requestTimeout, this.validLease(leaseTime)));
+  }
+
+  /**
+   * Raises lagging granting masters to the token; resolves how many got there before `deadline`.
+   * Only masters this try holds the lock on are raised, so nothing else moves their counters meanwhile.
+   */
+  private async raiseFence(fenceKey: string, token: bigint, masters: readonly number[], needed: number, deadline: number): Promise<number> {
+    const calls = masters.map((i) => raiseFenceScript.run<number>(this.masters[i].client, [fenceKey], [token.toString()]));
+    const replies = await collectReplies(calls, deadline - performance.now(), (so) => successes(so).length >= needed);
+    return successes(replies).length;
+  }
+
+  private handBackGrants(
+    calls: readonly Promise<AcquireReply>[],
+    replies: RepliesSoFar<AcquireReply>,
+    keys: LockKeys,
+    owner: string,
+  ): void {
+    calls.forEach((call, master) => {
+      const reply = replies[master];
+      if (reply === undefined) {
+        call.then(
+          ([granted, fence]) => granted === 1 && this.handBack(master, keys, owner, String(fence)),
+          () => undefined,
+        );
+      } else if (reply.ok && reply.value[0] === 1) {
+        this.handBack(master, keys, owner, String(reply.value[1]));
+      }
+    });
+  }
+
+  private handBack(master: number, keys: LockKeys, owner: string, fence: string): void {
+    const message = `1:${RELEASE_ID_PREFIX}${(++releaseSequence).toString(36)}`;
+    releaseRedlockScript
+      .run(this.masters[master].client, [keys.owners, keys.wakeChannel, keys.fence], [owner, message, fence])
+      .catch((error: unknown) =>
+        // Its lease frees it anyway.
+        this.onBackgroundError(`Could not hand back a partial Redlock grant on master ${master}: ${(error as Error)?.message ?? error}`),
+      );
+  }
+
+  /**
+   * How long a losing try may sleep: until enough of the masters that said no can have let go for a
+   * majority to be free (their holders' remaining leases), or `retryDelay` when too few masters
+   * answered to know (they could not announce a release either).
+   */
+  private waitAfterLoss(replies: RepliesSoFar<AcquireReply>, grants: number): number {
+    const needed = this.quorum - grants;
+    if (needed <= 0) return Math.floor(Math.random() * (this.config.retryJitter + 1)); // won a majority too late: go again soon
+    const holdsLeft = successes(replies)
+      .filter(({ value }) => value[0] !== 1)
+      .map(({ value }) => Number(value[1]))
+      .map((pttl) => (pttl === -1 ? Number.POSITIVE_INFINITY : Math.max(0, pttl)))
+      .sort((a, b) => a - b);
+    if (holdsLeft.length < needed) return this.config.retryDelay;
+    const wait = holdsLeft[needed - 1];
+    return wait === Number.POSITIVE_INFINITY ? -1 : wait;
+  }
+
+  private renewalVerdict(replies: RepliesSoFar<number[]>, hold: number): number {
+    let renewed = 0;
+    let refused = 0;
+    for (const reply of replies) {
+      if (!reply?.ok) continue;
+      if (reply.value[hold] === 1) renewed++;
+      else refused++;
+    }
+    if (renewed >= this.quorum) return 1;
+    if (refused > this.masters.length - this.quorum) return 0;
+    return -1;
+  }
+
+  private noAnswer(replies: RepliesSoFar<unknown>, action: string): RedisConnectionError {
+    const cause = firstError(replies);
+    const reason = cause === undefined ? `none answered within ${this.config.requestTimeout} ms` : (cause as Error)?.message ?? String(cause);
+    return new RedisConnectionError(
+      `No Redlock master answered while trying to ${action} (${reason}). Check that the masters are up and reachable, then retry.`,
+      cause,
+    );
+  }
+}
+
+function countGrants(replies: RepliesSoFar<AcquireReply>): number {
+  let granted = 0;
+  for (const reply of replies) if (reply?.ok && reply.value[0] === 1) granted++;
+  return granted;
+}
+
+function unanswered(replies: RepliesSoFar<unknown>): number {
+  let pending = 0;
+  for (const reply of replies) if (reply === undefined) pending++;
+  return pending;
+}

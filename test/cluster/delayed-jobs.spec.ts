@@ -1,0 +1,16 @@
+import type { Cluster } from 'ioredis';
+import { rawCluster, useSharedTestCluster } from '../support/redis-cluster';
+import { describeDelayedJobScenarios } from './support/delayed-job-scenarios';
+
+describe('delayed jobs on a Redis Cluster', () => {
+  const cluster = useSharedTestCluster();
+  let raw: Cluster | undefined;
+  const target = {
+    redis: () => ({ cluster: cluster.nodes() }),
+    raw: () => (raw ??= rawCluster(cluster.nodes())),
+  };
+  afterAll(() => raw?.disconnect());
+
+  describeDelayedJobScenarios('one shard per topic', target, 1);
+  describeDelayedJobScenarios('topics split into 3 shards', target, 3);
+});

@@ -1,0 +1,205 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, Redis } from 'ioredis';
+import { DelayQueueService, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib';
+import { RedisKeySpace, type TopicKeys } from '../../../lib/keys/redis-key-space';
+import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua';
+import { TopicShards } from '../../../lib/delay-queue/topic-shards';
+import { waitFor } from '../../delay-queue/support/delay-test-app';
+
+/** Where the scenarios run: a connection option and a raw client to look at keys. */
+export interface ScenarioTarget {
+  redis(): RedisLockModuleOptions['redis'];
+  raw(): Redis | Cluster;
+}
+
+const TOPIC = 'orders.expire';
+const HANDLED_TOPIC = 'orders.decorated';
+
+const decoratedRuns: Array<{ payload: unknown; prefix: string }> = [];
+
+@Injectable()
+class DecoratedHandlers {
+  @OnDelayed(HANDLED_TOPIC, { concurrency: 2 })
+  handle(payload: unknown, job: JobContext): void {
+    decoratedRuns.push({ payload, prefix: job.topic });
+  }
+}
+
+/**
+ * The delayed-job feature set, run against one target with `shards` shards for the topics under
+ * test (1 = the plain layout). Used by the cluster specs and by the single-Redis sharding spec.
+ */
+export function describeDelayedJobScenarios(label: string, target: ScenarioTarget, shards: number): void {
+  describe(label, () => {
+    let keyPrefix: string;
+    let apps: TestingModule[] = [];
+    let queue: DelayQueueService;
+    let shardMap: TopicShards;
+
+    const topics = { [TOPIC]: { shards }, [HANDLED_TOPIC]: { shards }, fair: { shards }, crash: { shards }, dead: { shards } };
+    const newApp = async (extra: Partial<RedisLockModuleOptions> = {}, providers: unknown[] = []) => {
+      const app = await Test.createTestingModule({
+        imports: [
+          RedisLockModule.forRoot({
+            redis: target.redis(),
+            keyPrefix,
+            delayQueue: { backoff: { delay: 50, factor: 1, jitter: 0 }, topics, ...extra.delayQueue },
+          }),
+        ],
+        providers: providers as never[],
+      }).compile();
+      await app.init();
+      apps.push(app);
+      return app;
+    };
+    const shardKeys = (topic: string): TopicKeys[] => shardMap.all(topic);
+
+    beforeAll(async () => {
+      jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      keyPrefix = `dqc-${Math.random().toString(16).slice(2, 10)}`;
+      shardMap = new TopicShards(new RedisKeySpace(keyPrefix), new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead'].map((topic) => [topic, shards] as const) : []));
+      queue = (await newApp()).get(DelayQueueService);
+    });
+    afterAll(async () => {
+      await Promise.all(apps.map((app) => app.close()));
+      apps = [];
+      jest.restoreAllMocks();
+    });
+
+    it('schedules, finds, reschedules and cancels jobs by id', async () => {
+      const ids = await queue.scheduleMany(TOPIC, Array.from({ length: 30 }, (_, i) => ({ payload: { n: i }, id: `o-${i}`, delay: 60_000 })));
+      const single = await queue.schedule(TOPIC, { n: 'single' }, { delay: 60_000 });
+      for (const id of [...ids, single]) expect((await queue.get(TOPIC, id))?.state).toBe('scheduled');
+      expect((await queue.get<{ n: number }>(TOPIC, 'o-7'))?.payload).toEqual({ n: 7 });
+      // De-duplication finds the existing job in its shard.
+      expect(await queue.schedule(TOPIC, { n: 'again' }, { id: 'o-7' })).toBe('o-7');
+      expect((await queue.get<{ n: number }>(TOPIC, 'o-7'))?.payload).toEqual({ n: 7 });
+
+      const at = Date.now() + 120_000;
+      expect(await queue.reschedule(TOPIC, 'o-3', { at })).toBe(true);
+      expect(Math.abs((await queue.get(TOPIC, 'o-3'))!.scheduledAt!.getTime() - at)).toBeLessThan(5);
+      expect(await queue.cancel(TOPIC, 'o-4')).toBe(true);
+      expect(await queue.cancel(TOPIC, 'o-4')).toBe(false);
+      expect(await queue.get(TOPIC, 'o-4')).toBeNull();
+      expect(await queue.stats(TOPIC)).toEqual({ scheduled: 30, due: 0, active: 0, dead: 0 });
+
+      // Every shard got some of the 31 jobs, and each shard's keys share one slot.
+      const perShard = await Promise.all(shardKeys(TOPIC).map((k) => target.raw().zcard(k.due)));
+      expect(perShard.reduce((a, b) => a + b, 0)).toBe(30);
+      expect(perShard.every((n) => n > 0)).toBe(true);
+      for (const k of shardKeys(TOPIC)) {
+        expect(new Set([k.due, k.jobs, k.active, k.dead, k.marker].map((key) => calculateSlot(key))).size).toBe(1);
+      }
+      for (const id of [...ids, single]) await queue.cancel(TOPIC, id);
+    });
+
+    it('runs every due job exactly once, draining every shard', async () => {
+      const seen = new Map<number, number>();
+      const consumer = queue.consume<number>(TOPIC, (n) => void seen.set(n, (seen.get(n) ?? 0) + 1), { concurrency: 4 });
+      try {
+        await queue.scheduleMany(TOPIC, Array.from({ length: 90 }, (_, i) => ({ payload: i, delay: (i % 10) * 20 })));
+        await waitFor(() => seen.size === 90, 15_000, 'all 90 jobs to run');
+        await new Promise((r) => setTimeout(r, 100));
+        expect([...seen.values()].every((count) => count === 1)).toBe(true);
+        expect(await queue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+      } finally {
+        await consumer.close();
+      }
+    });
+
+    it('retries failures with backoff, buries them as dead letters, and requeues them with retryDead', async () => {
+      const attempts: Array<{ id: string; attempt: number }> = [];
+      let fail = true;
+      const consumer = queue.consume<number>('dead', (_n, job) => {
+        attempts.push({ id: job.id, attempt: job.attempt });
+        if (fail) throw new Error(`boom ${job.id}`);
+      }, { concurrency: 3, maxAttempts: 2 });
+      try {
+        const ids = await queue.scheduleMany('dead', Array.from({ length: 9 }, (_, i) => ({ payload: i, id: `d-${i}` })));
+        await waitFor(async () => (await queue.stats('dead')).dead === 9, 15_000, 'nine dead letters');
+        expect(attempts.filter((a) => a.attempt === 2)).toHaveLength(9);
+        const dead = await queue.deadLetters('dead', { limit: 100 });
+        expect(dead.map((j) => j.id).sort()).toEqual([...ids].sort());
+        for (let i = 1; i < dead.length; i++) expect(dead[i - 1].diedAt!.getTime()).toBeGreaterThanOrEqual(dead[i].diedAt!.getTime());
+        expect(dead[0].lastError).toMatch(/boom/);
+        expect(await queue.deadLetters('dead', { limit: 4 })).toHaveLength(4);
+
+        fail = false;
+        expect(await queue.retryDead('dead', 'd-0')).toBe(1);
+        await waitFor(() => attempts.some((a) => a.id === 'd-0' && a.attempt === 1 && !fail), 10_000, 'd-0 to run again');
+        expect(await queue.retryDead('dead')).toBe(8);
+        await waitFor(async () => {
+          const s = await queue.stats('dead');
+          return s.dead === 0 && s.due === 0 && s.scheduled === 0 && s.active === 0;
+        }, 15_000, 'the requeued jobs to succeed');
+      } finally {
+        await consumer.close();
+      }
+    });
+
+    it('recovers the jobs of a consumer that crashed after claiming them', async () => {
+      await queue.scheduleMany('crash', Array.from({ length: 6 }, (_, i) => ({ payload: i, id: `c-${i}` })));
+      // A consumer that claimed everything and died: the claim script run by hand, never acknowledged.
+      let claimed = 0;
+      for (const k of shardKeys('crash')) {
+        const reply = await claimDueJobsScript.run<unknown[]>(target.raw(), [k.due, k.jobs, k.active, k.dead, k.marker], [100, 300, 5, 100, 86_400_000]);
+        claimed += (reply[4] as unknown[]).length / 3;
+      }
+      expect(claimed).toBe(6);
+      const runs: Array<{ id: string; attempt: number }> = [];
+      const survivor = (await newApp()).get(DelayQueueService);
+      const consumer = survivor.consume('crash', (_p, job) => void runs.push({ id: job.id, attempt: job.attempt }), { concurrency: 3 });
+      try {
+        await waitFor(() => runs.length === 6, 15_000, 'the six claimed jobs to run again');
+        expect(runs.every((r) => r.attempt === 2)).toBe(true);
+      } finally {
+        await consumer.close();
+      }
+    });
+
+    it('runs @OnDelayed handlers found at bootstrap', async () => {
+      decoratedRuns.length = 0;
+      const app = await newApp({}, [DecoratedHandlers]);
+      await app.get(DelayQueueService).scheduleMany(HANDLED_TOPIC, [{ payload: 'a' }, { payload: 'b', delay: 50 }, { payload: 'c' }]);
+      await waitFor(() => decoratedRuns.length === 3, 10_000, 'the decorated handler to run three jobs');
+      expect(decoratedRuns.map((r) => r.payload).sort()).toEqual(['a', 'b', 'c']);
+      expect(decoratedRuns.every((r) => r.prefix === HANDLED_TOPIC)).toBe(true);
+    });
+
+    if (shards > 1) {
+      it('lets no shard starve: a backlog in one shard does not hold back due jobs of the others', async () => {
+        // 150 due jobs whose ids all hash to shard 0.
+        const backlog: string[] = [];
+        for (let i = 0; backlog.length < 150; i++) if (shardMap.indexOf('fair', `b-${i}`) === 0) backlog.push(`b-${i}`);
+        const others: string[] = [];
+        for (let i = 0; others.length < shards - 1; i++) {
+          const index = shardMap.indexOf('fair', `o-${i}`);
+          if (index !== 0 && !others.some((id) => shardMap.indexOf('fair', id) === index)) others.push(`o-${i}`);
+        }
+        await queue.scheduleMany('fair', backlog.map((id) => ({ payload: id, id })));
+        const order: string[] = [];
+        const consumer = queue.consume<string>('fair', async (id) => {
+          order.push(id);
+          await new Promise((r) => setTimeout(r, 5));
+        }, { concurrency: shards });
+        try {
+          await waitFor(() => order.length >= 5, 10_000, 'the backlog to start');
+          await queue.scheduleMany('fair', others.map((id) => ({ payload: id, id })));
+          await waitFor(() => others.every((id) => order.includes(id)), 10_000, 'the other shards’ jobs to run');
+          // They ran long before the backlog of shard 0 was through.
+          expect(order.filter((id) => id.startsWith('b-')).length).toBeLessThan(backlog.length);
+          await waitFor(() => order.length === backlog.length + others.length, 20_000, 'the backlog to drain');
+        } finally {
+          await consumer.close();
+        }
+      });
+
+      it('refuses a topic that names one of the shards directly', async () => {
+        await expect(queue.schedule(`${TOPIC}#1`, 1)).rejects.toThrow(/names a shard of the sharded topic/);
+      });
+    }
+  });
+}

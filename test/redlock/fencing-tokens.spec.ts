@@ -1,0 +1,99 @@
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
+import { createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app';
+
+/**
+ * Fencing tokens must grow across holders whatever minority is down, including the first master
+ * (which a "designated counter" scheme would depend on), and after the counters of the masters
+ * have drifted apart.
+ */
+describe('Redlock: fencing tokens', () => {
+  let masters: IndependentMasters;
+  let pair: Awaited<ReturnType<typeof createRedlockPair>>;
+
+  beforeAll(async () => {
+    masters = await startIndependentMasters(3);
+    pair = await createRedlockPair(masters.urls, { lock: { leaseTime: 3_000 }, redlock: { requestTimeout: 300 } });
+  });
+  afterAll(async () => {
+    await pair?.close();
+    await masters?.stop();
+  });
+
+  /** Takes and releases `key` `times` times, alternating services; returns the tokens. */
+  async function takeTurns(key: string, times: number): Promise<bigint[]> {
+    const tokens: bigint[] = [];
+    for (let i = 0; i < times; i++) {
+      const lock = await (i % 2 === 0 ? pair.a : pair.b).acquire(key, { waitTimeout: 20_000 });
+      tokens.push(BigInt(lock.fencingToken));
+      await lock.release();
+    }
+    return tokens;
+  }
+
+  it('stay strictly increasing while each master in turn is down (first master included)', async () => {
+    const tokens = await takeTurns('rotate', 3);
+    // m1 counts alone with m2, then alone with m3, then m2 and m3 decide without it: a counter
+    // known to one master only would repeat tokens here.
+    for (const down of [2, 1, 0]) {
+      await masters.kill(down);
+      try {
+        tokens.push(...(await takeTurns('rotate', 4)));
+      } finally {
+        await masters.start(down);
+        await mastersReconnected(pair.apps);
+      }
+    }
+    expect(tokens).toHaveLength(15);
+    expect(strictlyIncreasing(tokens)).toBe(true);
+  });
+
+  it('raise lagging masters to a token before handing it out, so the next majority sees it', async () => {
+    const key = `${pair.keyPrefix}:lock:{ahead}:fence`;
+    const [first] = await takeTurns('ahead', 1);
+    // One master's counter is far ahead of the others (it alone saw a burst of tries), and with a
+    // second master down the vote must include it: the token comes from it...
+    await masters.raw(0).set(key, '1000');
+    await masters.kill(2);
+    let jumped: bigint;
+    try {
+      [jumped] = await takeTurns('ahead', 1);
+      expect(jumped).toBeGreaterThan(1000n);
+      expect(jumped).toBeGreaterThan(first);
+      // ...and was written to the lagging master before it was handed out,
+      expect(BigInt((await masters.raw(1).get(key)) ?? '0')).toBeGreaterThanOrEqual(jumped);
+    } finally {
+      await masters.start(2);
+      await mastersReconnected(pair.apps);
+    }
+    // so a majority without the master it came from still hands out a larger one.
+    await masters.kill(0);
+    try {
+      const [after] = await takeTurns('ahead', 1);
+      expect(after).toBeGreaterThan(jumped);
+    } finally {
+      await masters.start(0);
+      await mastersReconnected(pair.apps);
+    }
+  });
+
+  it('hands back a minority grant of a lost vote and undoes its counter step', async () => {
+    const owners = `${pair.keyPrefix}:lock:{level}`;
+    const fence = `${owners}:fence`;
+    await takeTurns('level', 2);
+    const holder = await pair.a.acquire('level');
+    // The holder's entry vanishes from one master: a competing try wins that one and loses the vote.
+    await masters.raw(2).del(owners);
+    const before = await masters.raw(2).get(fence);
+    expect(await pair.b.tryAcquire('level')).toBeNull();
+    const deadline = performance.now() + 5_000;
+    while ((await masters.raw(2).exists(owners)) === 1 && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(await masters.raw(2).exists(owners)).toBe(0);
+    expect(await masters.raw(2).get(fence)).toBe(before);
+    await holder.release();
+    // Counters level: the next token comes from the whole majority without a raise.
+    const [next] = await takeTurns('level', 1);
+    expect(next).toBeGreaterThan(BigInt(holder.fencingToken));
+  });
+});

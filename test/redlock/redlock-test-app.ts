@@ -1,0 +1,94 @@
+import { Test, type TestingModule } from '@nestjs/testing';
+import { LockService, RedisLockModule, type RedisLockModuleOptions, type RedlockOptions } from '../../lib';
+import type { Redis } from 'ioredis';
+import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters';
+import { uniquePrefix } from '../support/test-app';
+
+/** A Nest testing module in Redlock mode over `urls`; closed with `app.close()`. */
+export async function createRedlockApp(
+  urls: string[],
+  options: Omit<RedisLockModuleOptions, 'redlock'> & { redlock?: Partial<RedlockOptions> } = {},
+): Promise<TestingModule> {
+  const { redlock, ...rest } = options;
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedisLockModule.forRoot({ keyPrefix: uniquePrefix('rl'), ...rest, redlock: { clients: urls, ...redlock } })],
+  }).compile();
+  moduleRef.useLogger(false);
+  await moduleRef.init();
+  return moduleRef;
+}
+
+/** Two Redlock apps on one key prefix: two processes contending for the same locks. */
+export async function createRedlockPair(
+  urls: string[],
+  options: Omit<RedisLockModuleOptions, 'redlock'> & { redlock?: Partial<RedlockOptions> } = {},
+): Promise<{ apps: TestingModule[]; a: LockService; b: LockService; keyPrefix: string; close(): Promise<void> }> {
+  const keyPrefix = options.keyPrefix ?? uniquePrefix('rlp');
+  const apps = await Promise.all([createRedlockApp(urls, { ...options, keyPrefix }), createRedlockApp(urls, { ...options, keyPrefix })]);
+  return {
+    apps,
+    a: apps[0].get(LockService),
+    b: apps[1].get(LockService),
+    keyPrefix,
+    close: async () => {
+      await Promise.all(apps.map((app) => app.close()));
+    },
+  };
+}
+
+/**
+ * Runs `rounds` read-modify-write increments from each of `workers` concurrent loops per service,
+ * under the lock; returns the final count and the fencing tokens in the order the sections ran.
+ */
+export async function contendedIncrements(
+  services: LockService[],
+  key: string,
+  { workers = 3, rounds = 10, waitTimeout = 30_000 }: { workers?: number; rounds?: number; waitTimeout?: number } = {},
+): Promise<{ count: number; tokens: bigint[]; overlaps: number }> {
+  let count = 0;
+  let inside = 0;
+  let overlaps = 0;
+  const tokens: bigint[] = [];
+  const loop = async (locks: LockService) => {
+    for (let i = 0; i < rounds; i++) {
+      await locks.using(
+        key,
+        async (lock) => {
+          inside++;
+          if (inside > 1) overlaps++;
+          tokens.push(BigInt(lock.fencingToken));
+          const read = count;
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          count = read + 1;
+          inside--;
+        },
+        { waitTimeout },
+      );
+    }
+  };
+  await Promise.all(services.flatMap((locks) => Array.from({ length: workers }, () => loop(locks))));
+  return { count, tokens, overlaps };
+}
+
+/** True when every token is greater than the one before. */
+export function strictlyIncreasing(tokens: bigint[]): boolean {
+  return tokens.every((token, i) => i === 0 || token > tokens[i - 1]);
+}
+
+/**
+ * Resolves once every master connection of `apps` is ready again (after masters were restarted),
+ * so a test does not end with connections half-way through a reconnect.
+ */
+export async function mastersReconnected(apps: TestingModule[], timeoutMs = 30_000): Promise<void> {
+  const connections = apps.flatMap((app) =>
+    app.get(RedlockMasters).masters.flatMap((master) => {
+      const pubSub = (master as unknown as { pubSub?: Redis }).pubSub;
+      return pubSub ? [master.client, pubSub] : [master.client];
+    }),
+  );
+  const deadline = performance.now() + timeoutMs;
+  while (connections.some((c) => c.status !== 'ready')) {
+    if (performance.now() > deadline) throw new Error('Redlock masters did not reconnect in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

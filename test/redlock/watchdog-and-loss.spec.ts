@@ -1,0 +1,92 @@
+import { LockLostError, LockNotHeldError, RedisLockEvents } from '../../lib';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
+import { createRedlockPair, mastersReconnected } from './redlock-test-app';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function abortReason(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(signal.reason);
+    else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
+  });
+}
+
+/** Lease renewal on a majority, and what a holder sees when the majority is gone. */
+describe('Redlock: watchdog and lost locks', () => {
+  let masters: IndependentMasters;
+  let pair: Awaited<ReturnType<typeof createRedlockPair>>;
+
+  beforeAll(async () => {
+    masters = await startIndependentMasters(3);
+    pair = await createRedlockPair(masters.urls, { lock: { leaseTime: 600 }, redlock: { requestTimeout: 150 } });
+  });
+  afterAll(async () => {
+    await pair?.close();
+    await masters?.stop();
+  });
+
+  const ownersKey = (name: string) => `${pair.keyPrefix}:lock:{${name}}`;
+
+  it('keeps a lock alive on the masters past several leases', async () => {
+    const lock = await pair.a.acquire('alive');
+    await sleep(2_500); // four leases
+    expect(lock.held).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    const ttls = await Promise.all([0, 1, 2].map((i) => masters.raw(i).pttl(ownersKey('alive'))));
+    expect(ttls.every((ttl) => ttl > 0)).toBe(true);
+    expect(await pair.b.tryAcquire('alive')).toBeNull();
+    await lock.release();
+    expect(await pair.b.isLocked('alive')).toBe(false);
+  });
+
+  it('extends by quorum, and lets a lock with an explicit lease expire', async () => {
+    const lock = await pair.a.acquire('fixed', { leaseTime: 800 });
+    await lock.extend(5_000);
+    const ttls = await Promise.all([0, 1, 2].map((i) => masters.raw(i).pttl(ownersKey('fixed'))));
+    expect(ttls.every((ttl) => ttl > 2_000)).toBe(true);
+    await lock.release();
+
+    const short = await pair.a.acquire('fixed', { leaseTime: 300 });
+    const reason = await abortReason(short.signal);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('expired');
+  });
+
+  it('survives losing its entry on one master, and aborts its signal once a majority lost it', async () => {
+    const events = pair.apps[0].get(RedisLockEvents);
+    const lost = new Promise<{ key: string }>((resolve) => events.once('lock.lost', resolve));
+    const lock = await pair.a.acquire('victim');
+    await masters.raw(0).del(ownersKey('victim'));
+    await sleep(700); // a couple of renewals
+    expect(lock.held).toBe(true);
+
+    await masters.raw(1).del(ownersKey('victim'));
+    const reason = await abortReason(lock.signal);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('not-owner');
+    expect((await lost).key).toBe('victim');
+    expect(lock.held).toBe(false);
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockNotHeldError);
+    await lock.release(); // quiet
+  });
+
+  it('aborts the signal when two of three masters die, before its valid lease could have run out', async () => {
+    const lock = await pair.a.acquire('cut-off');
+    const acquiredAt = performance.now();
+    let abortedAt = 0;
+    lock.signal.addEventListener('abort', () => (abortedAt = performance.now()));
+    await masters.kill(0);
+    await masters.kill(1);
+    try {
+      const reason = await abortReason(lock.signal);
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect((reason as LockLostError).reason).toBe('unconfirmed');
+      // Renewals stop being confirmed at once; the handle gives up within about one lease.
+      expect(abortedAt - acquiredAt).toBeLessThan(5_000);
+    } finally {
+      await masters.start(0);
+      await masters.start(1);
+      await mastersReconnected(pair.apps);
+    }
+  });
+});
