@@ -204,6 +204,43 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   });
 });
 
+describe('RedisLockDashboardModule: a sharded topic', () => {
+  let t: DashboardTestApp;
+  let queue: DelayQueueService;
+  const api = (method: string, path: string, headers?: Record<string, string>) => call(t.base, method, `/_locks/api${path}`, headers);
+
+  beforeAll(async () => {
+    t = await startDashboardApp({ history: { sampleMs: 0 } }, { handlers: false, shards: { 'dash.hot': 3 } });
+    queue = t.app.get(DelayQueueService);
+  });
+  afterAll(() => t?.close());
+
+  it('shows the topic once, lists the jobs of every shard in due order, and cancels in the right shard', async () => {
+    const ids = Array.from({ length: 9 }, (_, i) => `hot-${i}`);
+    await queue.scheduleMany('dash.hot', ids.map((id, i) => ({ payload: { i }, id, delay: 3_600_000 + i * 1_000 })));
+    // The jobs really are spread over the shards' own keys.
+    const redis = rawRedis();
+    const perShard = await Promise.all([0, 1, 2].map((n) => redis.hlen(`${t.keyPrefix}:dq:{dash.hot#${n}}:jobs`)));
+    await redis.quit();
+    expect(perShard.filter((count) => count > 0).length).toBeGreaterThan(1);
+
+    const topics = ((await api('GET', '/topics')).body as DashboardTopics).topics;
+    expect(topics.map((x) => x.topic)).toEqual(['dash.hot']); // found by SCAN as dash.hot#0..2, shown as one
+    expect(topics[0]).toMatchObject({ scheduled: 9, due: 0, active: 0, dead: 0 });
+
+    const listed = (await api('GET', '/topics/dash.hot/jobs?state=scheduled&limit=5')).body as DashboardJobList;
+    expect(listed.total).toBe(9);
+    expect(listed.jobs.map((j) => j.id)).toEqual(ids.slice(0, 5));
+
+    for (const id of ['hot-3', 'hot-7']) {
+      expect(await api('POST', `/topics/dash.hot/jobs/${id}/cancel`, ACTION)).toMatchObject({ status: 200, body: { cancelled: true } });
+      expect(await queue.get('dash.hot', id)).toBeNull();
+    }
+    expect(await queue.stats('dash.hot')).toMatchObject({ scheduled: 7 });
+    expect((await api('GET', '/topics/dash.hot%231/jobs?state=scheduled')).status).toBe(400); // a shard is not a topic of its own
+  });
+});
+
 describe('RedisLockDashboardModule: protection', () => {
   const apps: DashboardTestApp[] = [];
   afterAll(() => Promise.all(apps.map((a) => a.close())));

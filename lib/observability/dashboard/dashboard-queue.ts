@@ -4,7 +4,8 @@ import { DelayQueueService } from '../../delay-queue/delay-queue.service';
 import { decodeJobLeniently } from '../../delay-queue/job-codec';
 import { assertValidTopic } from '../../delay-queue/topic-name';
 import { InvalidJobError } from '../../errors/invalid-job.error';
-import { RedisKeySpace } from '../../keys/redis-key-space';
+import type { TopicShards } from '../../delay-queue/topic-shards';
+import type { TopicKeys } from '../../keys/redis-key-space';
 import { RedisConnection } from '../../redis/redis-connection';
 import type {
   DashboardJob,
@@ -14,7 +15,7 @@ import type {
   DashboardTopics,
 } from './dashboard-api.interface';
 import { DashboardTopicRegistry } from './dashboard-topics';
-import { DASHBOARD_KEY_SPACE, PAYLOAD_PREVIEW_LENGTH } from './redis-lock-dashboard.constants';
+import { DASHBOARD_TOPIC_SHARDS, PAYLOAD_PREVIEW_LENGTH } from './redis-lock-dashboard.constants';
 import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua';
 import { deleteDeadJobScript } from './scripts/delete-dead-job.lua';
 import { listJobsScript } from './scripts/list-jobs.lua';
@@ -27,12 +28,14 @@ export type CancelOutcome = 'cancelled' | 'running' | 'not-waiting';
 /**
  * The dashboard's reads and actions on delayed jobs. Counts, job lookup and retry go through the
  * public `DelayQueueService`; listing by state, deleting only a dead letter and cancelling only a
- * waiting job are small scripts of their own (one topic, one hash tag, so one cluster slot).
+ * waiting job are small scripts of their own (one topic, one hash tag, so one cluster slot). A
+ * sharded topic (`delayQueue.topics[topic].shards`) is shown as one: lists merge its shards, and
+ * actions on one job go to the shard its id maps to.
  */
 @Injectable()
 export class DashboardQueue {
   constructor(
-    @Inject(DASHBOARD_KEY_SPACE) private readonly keySpace: RedisKeySpace,
+    @Inject(DASHBOARD_TOPIC_SHARDS) private readonly shards: TopicShards,
     private readonly connection: RedisConnection,
     private readonly queue: DelayQueueService,
     private readonly topics: DashboardTopicRegistry,
@@ -53,13 +56,23 @@ export class DashboardQueue {
   }
 
   async listJobs(topic: string, state: DashboardJobState, limit: number): Promise<DashboardJobList> {
-    const flat = await listJobsScript.run<Array<string | number>>(this.connection.client, this.topicKeys(topic), [state, limit]);
-    const now = Number(flat[0]);
-    const jobs: DashboardJob[] = [];
-    for (let i = 2; i < flat.length; i += 3) {
-      jobs.push(toListedJob(String(flat[i]), state, String(flat[i + 1]), String(flat[i + 2])));
+    const perShard = await Promise.all(
+      this.shardsOf(topic).map((keys) =>
+        listJobsScript.run<Array<string | number>>(this.connection.client, scriptKeys(keys), [state, limit]),
+      ),
+    );
+    let now = 0;
+    let total = 0;
+    let jobs: DashboardJob[] = [];
+    for (const flat of perShard) {
+      now = Math.max(now, Number(flat[0]));
+      total += Number(flat[1]);
+      for (let i = 2; i < flat.length; i += 3) {
+        jobs.push(toListedJob(String(flat[i]), state, String(flat[i + 1]), String(flat[i + 2])));
+      }
     }
-    return { topic, state, now, total: Number(flat[1]), jobs };
+    if (perShard.length > 1) jobs = jobs.sort(LIST_ORDER[state]).slice(0, limit);
+    return { topic, state, now, total, jobs };
   }
 
   /** One job with its whole payload, or null when there is none. */
@@ -97,22 +110,22 @@ export class DashboardQueue {
   /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
   async deleteDead(topic: string, id: string): Promise<boolean> {
     this.assertId(topic, id);
-    const keys = this.keySpace.topic(topic);
+    const keys = this.shards.forJob(topic, id);
     return (await deleteDeadJobScript.run<number>(this.connection.client, [keys.dead, keys.jobs], [id])) === 1;
   }
 
   /** Cancels a job that is still waiting; a running job is left alone. */
   async cancelWaiting(topic: string, id: string): Promise<CancelOutcome> {
     this.assertId(topic, id);
-    const keys = this.keySpace.topic(topic);
+    const keys = this.shards.forJob(topic, id);
     const result = await cancelWaitingJobScript.run<number>(this.connection.client, [keys.due, keys.jobs, keys.active], [id]);
     return result === 1 ? 'cancelled' : result === -1 ? 'running' : 'not-waiting';
   }
 
-  private topicKeys(topic: string): string[] {
+  /** The keys of every shard of `topic` (one entry for a topic that is not sharded). */
+  private shardsOf(topic: string): TopicKeys[] {
     assertValidTopic(topic);
-    const keys = this.keySpace.topic(topic);
-    return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+    return this.shards.all(topic);
   }
 
   private assertId(topic: string, id: string): void {
@@ -122,6 +135,18 @@ export class DashboardQueue {
     }
   }
 }
+
+function scriptKeys(keys: TopicKeys): string[] {
+  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+}
+
+/** The order `listJobsScript` returns each state in, to merge the shards of a sharded topic the same way. */
+const LIST_ORDER: Record<DashboardJobState, (a: DashboardJob, b: DashboardJob) => number> = {
+  due: (a, b) => a.dueAt! - b.dueAt!,
+  scheduled: (a, b) => a.dueAt! - b.dueAt!,
+  active: (a, b) => a.visibleUntil! - b.visibleUntil!,
+  dead: (a, b) => b.diedAt! - a.diedAt!,
+};
 
 function toListedJob(id: string, state: DashboardJobState, body: string, score: string): DashboardJob {
   const job = decodeJobLeniently(body);

@@ -4,7 +4,8 @@ import { DelayedHandlerMetadataAccessor } from '../../delay-queue/delayed-handle
 import { RedisKeySpace } from '../../keys/redis-key-space';
 import { RedisLockEvents } from '../../lock/lock-events';
 import { RedisConnection } from '../../redis/redis-connection';
-import { DASHBOARD_KEY_SPACE, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
+import type { TopicShards } from '../../delay-queue/topic-shards';
+import { DASHBOARD_KEY_SPACE, DASHBOARD_TOPIC_SHARDS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options';
 import { escapeGlob, hashTagOf, scanKeys } from './scan-keys';
 
@@ -33,6 +34,7 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     @Inject(DASHBOARD_KEY_SPACE) private readonly keySpace: RedisKeySpace,
+    @Inject(DASHBOARD_TOPIC_SHARDS) private readonly shards: TopicShards,
     private readonly connection: RedisConnection,
     private readonly events: RedisLockEvents,
     private readonly discovery: DiscoveryService,
@@ -78,6 +80,12 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
     return [...new Set([...this.handled, ...this.seen, ...this.scanned])].sort();
   }
 
+  /** `hot#2` is shard 2 of `hot` when `hot` is configured with shards: shown as `hot`. */
+  private logicalTopic(found: string): string {
+    const shard = /^(.*)#\d+$/.exec(found);
+    return shard && this.shards.count(shard[1]) > 1 ? shard[1] : found;
+  }
+
   private rescan(): Promise<void> {
     // Concurrent refreshes share one scan.
     this.scanning ??= this.scan().finally(() => (this.scanning = undefined));
@@ -91,7 +99,7 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
       const topics = new Set<string>();
       for (const key of keys) {
         const topic = hashTagOf(key, base);
-        if (topic !== undefined && TOPIC.test(topic)) topics.add(topic);
+        if (topic !== undefined && TOPIC.test(topic)) topics.add(this.logicalTopic(topic));
       }
       this.scanned = [...topics];
       if (truncated) this.logger.warn(`Topic discovery stopped early; pass RedisLockDashboardModule.forRoot({ topics }) to list them explicitly.`);

@@ -3,6 +3,8 @@ export const REDIS_LOCK_DASHBOARD_OPTIONS = Symbol('redis-lock:dashboard-options
 
 /** Injection token of the `RedisKeySpace` of the application's `RedisLockModule`. */
 export const DASHBOARD_KEY_SPACE = Symbol('redis-lock:dashboard-key-space');
+/** `TopicShards` of the application: where each (possibly sharded) topic's keys are. */
+export const DASHBOARD_TOPIC_SHARDS = Symbol('redis-lock:dashboard-topic-shards');
 
 /**
  * Header every state-changing request must carry. Browsers never add a custom header to a

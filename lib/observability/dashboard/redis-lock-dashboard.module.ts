@@ -4,13 +4,14 @@ import { InvalidOptionsError } from '../../errors/invalid-options.error';
 import { RedisKeySpace } from '../../keys/redis-key-space';
 import type { RedisLockConfig } from '../../options/redis-lock-config';
 import { RedisConnection } from '../../redis/redis-connection';
+import { TopicShards } from '../../delay-queue/topic-shards';
 import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants';
 import { createDashboardController } from './dashboard.controller';
 import { DashboardHistory } from './dashboard-history';
 import { DashboardLocks } from './dashboard-locks';
 import { DashboardQueue } from './dashboard-queue';
 import { DashboardTopicRegistry } from './dashboard-topics';
-import { DASHBOARD_KEY_SPACE, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
+import { DASHBOARD_KEY_SPACE, DASHBOARD_TOPIC_SHARDS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
 import type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
 import { resolveDashboardOptions } from './resolve-dashboard-options';
 
@@ -50,6 +51,12 @@ export class RedisLockDashboardModule {
         { provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved },
         // RedisConnection is injected only to be created after the configuration it depends on.
         { provide: DASHBOARD_KEY_SPACE, useFactory: keySpaceOfApplication, inject: [ModuleRef, RedisConnection] },
+        {
+          provide: DASHBOARD_TOPIC_SHARDS,
+          useFactory: (moduleRef: ModuleRef, keySpace: RedisKeySpace) =>
+            new TopicShards(keySpace, configOfApplication(moduleRef).delayQueue.topics),
+          inject: [ModuleRef, DASHBOARD_KEY_SPACE],
+        },
         DashboardTopicRegistry,
         DashboardQueue,
         DashboardLocks,
@@ -59,8 +66,12 @@ export class RedisLockDashboardModule {
   }
 }
 
-/** The key prefix is part of RedisLockModule's resolved configuration, which it does not export. */
 function keySpaceOfApplication(moduleRef: ModuleRef): RedisKeySpace {
+  return new RedisKeySpace(configOfApplication(moduleRef).keyPrefix);
+}
+
+/** The key prefix and topic shards are part of RedisLockModule's resolved configuration, which it does not export. */
+function configOfApplication(moduleRef: ModuleRef): RedisLockConfig {
   let config: RedisLockConfig | undefined;
   try {
     config = moduleRef.get<RedisLockConfig>(REDIS_LOCK_CONFIG, { strict: false });
@@ -73,5 +84,5 @@ function keySpaceOfApplication(moduleRef: ModuleRef): RedisKeySpace {
       'it needs RedisLockModule in the same application, registered with isGlobal: true (RedisLockModule.forRoot({ ..., isGlobal: true }))',
     );
   }
-  return new RedisKeySpace(config.keyPrefix);
+  return config;
 }
