@@ -6,8 +6,10 @@
  *   npm run bench:cluster                     (REDIS_CLUSTER_NODES=host:port,… to use a cluster of yours)
  *   BENCH_QUICK=1 npm run bench:cluster       (a smoke run: smaller; numbers not comparable)
  *
- * (a) locks: `PARALLEL` loops in one process, each acquire + release on one of 256 keys, for a fixed
- *     time; acquires per second.
+ * (a) locks, ours next to the peers of bench:locks (raw SET NX PX, @sesamecare-oss/redlock and
+ *     redis-semaphore, each on an ioredis Cluster client), on the cluster and on the single Redis:
+ *     64 callers on 64 keys of their own for a fixed time (pairs/s), and one caller back to back
+ *     (pair latency).
  * (b) burst: N jobs due now on one topic, scheduled with scheduleMany, one consumer (concurrency 32
  *     over all shards); jobs/s from the start of the enqueue to the last handler. Also the Redis CPU
  *     time each master spent on the burst (INFO cpu, before and after): the busiest master bounds
@@ -15,9 +17,8 @@
  *     to spread exactly that load. On one small machine the end-to-end jobs/s is bounded by the
  *     shared CPU instead, so both are printed.
  *
- * The peers of the other benches are not run here: BullMQ needs a `{hash-tagged}` prefix to run on a
- * cluster at all and then keeps a queue on one slot (one master), and redlock / redis-semaphore take
- * one key per lock, so on a cluster they measure the same routing as a single Redis.
+ * BullMQ is not run here: it needs a `{hash-tagged}` prefix to run on a cluster at all and then keeps
+ * a queue on one slot (one master), which bench:delay already measures on one Redis.
  *
  * Writes bench/results/cluster-latest.md and .json and exits.
  */
@@ -30,11 +31,21 @@ import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { DelayQueueService, LockService, RedisLockModule, type RedisLockModuleOptions } from '../lib';
 import { provideRedisCluster, formatClusterNodes } from '../tools/local-redis-cluster';
+import {
+  createOurContenders,
+  createRawContender,
+  createRedlockContender,
+  createSemaphoreContender,
+  type BenchTarget,
+  type LockContender,
+} from './support/lock-contenders';
+import { runParallel, runSequential } from './support/lock-scenarios';
+import { summarize } from './support/stats';
 import { startLocalRedisServer } from '../tools/local-redis-server';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
-  locks: { parallel: 32, keys: 256, durationMs: QUICK ? 1000 : 4000 },
+  locks: { width: 64, durationMs: QUICK ? 800 : 3000, sequential: QUICK ? 200 : 1000 },
   burst: { jobs: QUICK ? 2000 : 10_000, concurrency: 32, shards: [1, 3, 6] },
 };
 const RESULTS_DIR = join(__dirname, 'results');
@@ -52,28 +63,45 @@ async function app(redis: RedisLockModuleOptions['redis'], extra: Partial<RedisL
   return moduleRef;
 }
 
-async function lockThroughput(redis: RedisLockModuleOptions['redis']): Promise<number> {
-  const moduleRef = await app(redis);
+interface LockRow {
+  readonly target: 'single' | 'cluster';
+  readonly contender: string;
+  readonly parallelPairsPerSec: number;
+  readonly sequentialP50Ms: number;
+  readonly sequentialP99Ms: number;
+}
+
+/** Ours and the peers on one target, one after another, each on keys of its own. */
+async function lockRows(target: BenchTarget, label: LockRow['target']): Promise<LockRow[]> {
+  const run = Math.random().toString(16).slice(2, 8);
+  const [ours] = await createOurContenders(target, `bench-${run}:ours`); // the fixed-lease variant, like the peers
+  const contenders: LockContender[] = [
+    ours,
+    await createRawContender(target, `bench-${run}:raw`),
+    await createRedlockContender(target, `bench-${run}:redlock`),
+    await createSemaphoreContender(target, `bench-${run}:sem`),
+  ];
+  const rows: LockRow[] = [];
   try {
-    const locks = moduleRef.get(LockService);
-    // Warm-up: scripts loaded, connections open on every master.
-    await Promise.all(Array.from({ length: PLAN.locks.keys }, (_, i) => locks.using(`k${i}`, () => undefined)));
-    let count = 0;
-    const deadline = performance.now() + PLAN.locks.durationMs;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: PLAN.locks.parallel }, async (_, worker) => {
-        for (let i = worker; performance.now() < deadline; i += PLAN.locks.parallel) {
-          const lock = await locks.acquire(`k${i % PLAN.locks.keys}`, { waitTimeout: 10_000, leaseTime: 10_000 });
-          await lock.release();
-          count++;
-        }
-      }),
-    );
-    return count / ((performance.now() - started) / 1000);
+    for (const contender of contenders) {
+      progress(`(a) locks on ${label}: ${contender.name}`);
+      // Warm-up: scripts cached and connections open on every master.
+      await runParallel(contender, `warm:${contender.name}`, { width: PLAN.locks.width, durationMs: 300 });
+      const parallel = await runParallel(contender, `p:${contender.name}`, { width: PLAN.locks.width, durationMs: PLAN.locks.durationMs });
+      const sequential = await runSequential(contender, `s:${contender.name}`, { warmup: 50, iterations: PLAN.locks.sequential });
+      const latency = summarize(sequential.latencies);
+      rows.push({
+        target: label,
+        contender: contender.name,
+        parallelPairsPerSec: parallel.pairs / (parallel.elapsedMs / 1000),
+        sequentialP50Ms: latency.p50,
+        sequentialP99Ms: latency.p99,
+      });
+    }
   } finally {
-    await moduleRef.close();
+    for (const contender of contenders) await contender.close();
   }
+  return rows;
 }
 
 /** Redis CPU seconds (user + sys) each server has used so far, from INFO cpu. */
@@ -142,11 +170,18 @@ async function main(): Promise<void> {
     quick: QUICK,
   };
   try {
-    progress('(a) locks: single Redis');
-    const lockSingle = await lockThroughput(server.url);
-    progress('(a) locks: cluster');
-    const lockCluster = await lockThroughput(clusterOption);
-    result.locks = { single: Math.round(lockSingle), cluster: Math.round(lockCluster) };
+    const locks = [...(await lockRows(server.url, 'single')), ...(await lockRows({ cluster: cluster.nodes }, 'cluster'))];
+    result.locks = locks;
+    const lockLines = (['cluster', 'single'] as const).flatMap((target) => {
+      const rows = locks.filter((r) => r.target === target);
+      const ours = rows.find((r) => r.contender === 'ours')!;
+      return rows.map(
+        (r) =>
+          `| ${target} | ${r.contender} | ${Math.round(r.parallelPairsPerSec)} | ` +
+          `${r.contender === 'ours' ? '' : `${(ours.parallelPairsPerSec / r.parallelPairsPerSec).toFixed(2)}×`} | ` +
+          `${r.sequentialP50Ms.toFixed(2)} | ${r.sequentialP99Ms.toFixed(2)} |`,
+      );
+    });
 
     const bursts: Array<{ target: string; shards: number } & BurstResult> = [];
     const singleAddress = new URL(server.url);
@@ -176,12 +211,13 @@ async function main(): Promise<void> {
       `Machine: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ` +
         'single Redis and 6 cluster nodes all on this machine, loopback.' + (QUICK ? ' **QUICK run: not comparable.**' : ''),
       '',
-      `## (a) Locks: ${PLAN.locks.parallel} parallel acquire+release loops over ${PLAN.locks.keys} keys, ${PLAN.locks.durationMs} ms`,
+      `## (a) Locks: ${PLAN.locks.width} callers on ${PLAN.locks.width} keys for ${PLAN.locks.durationMs} ms; one caller back to back ${PLAN.locks.sequential}×`,
       '',
-      '| target | acquires/s |',
-      '| --- | ---: |',
-      `| single Redis | ${Math.round(lockSingle)} |`,
-      `| 3-master cluster | ${Math.round(lockCluster)} |`,
+      'Every contender uses a fixed 10 s lease and one command connection (an ioredis `Cluster` client on the cluster).',
+      '',
+      '| target | contender | parallel pairs/s | ours vs it | sequential pair p50 ms | p99 ms |',
+      '| --- | --- | ---: | ---: | ---: | ---: |',
+      ...lockLines,
       '',
       `## (b) Burst: ${PLAN.burst.jobs} jobs due now, one consumer, concurrency ${PLAN.burst.concurrency}`,
       '',

@@ -1,10 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { Redlock } from '@sesamecare-oss/redlock';
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import { LockService, RedisLockModule, type AcquireOptions } from '../../lib';
 import { sleep } from './stats';
+
+/** Where a contender connects: a Redis URL, or the nodes of a Redis Cluster. */
+export type BenchTarget = string | { readonly cluster: readonly ClusterNode[] };
+
+/** One command connection to the target (a Cluster client routes each command to its key's master). */
+function connect(target: BenchTarget): Redis | Cluster {
+  return typeof target === 'string' ? new Redis(target) : new Cluster([...target.cluster]);
+}
 
 /** Lets go of one acquired lock. */
 export type ReleaseLock = () => Promise<void>;
@@ -46,8 +54,9 @@ export const SEMAPHORE_OPTIONS = { lockTimeout: LEASE_MS, acquireTimeout: WAIT_T
  * - `ours (fair)`: `fair: true`, FIFO hand-over through a queue in Redis, fixed lease.
  * Closing `ours` closes the shared context.
  */
-export async function createOurContenders(url: string, keyPrefix: string): Promise<LockContender[]> {
-  const app = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: url, keyPrefix }), {
+export async function createOurContenders(target: BenchTarget, keyPrefix: string): Promise<LockContender[]> {
+  const redis = typeof target === 'string' ? target : { cluster: [...target.cluster] };
+  const app = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis, keyPrefix }), {
     logger: false,
   });
   const locks = app.get(LockService);
@@ -82,9 +91,13 @@ return 0
  * script to release. It has no waiting strategy of its own; when the key is held it retries every
  * `RAW_RETRY_MS` ms.
  */
-export async function createRawContender(url: string, keyPrefix: string): Promise<LockContender> {
-  const client = new Redis(url);
-  const releaseSha = (await client.script('LOAD', RAW_RELEASE_SCRIPT)) as string;
+export async function createRawContender(target: BenchTarget, keyPrefix: string): Promise<LockContender> {
+  const client = connect(target);
+  // Defined as a command: ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT (each master of a
+  // cluster caches scripts on its own), so the release is still one round trip once warm.
+  client.defineCommand('rawRelease', { numberOfKeys: 1, lua: RAW_RELEASE_SCRIPT });
+  const release = (key: string, token: string) =>
+    (client as unknown as { rawRelease(key: string, token: string): Promise<number> }).rawRelease(key, token);
   const tokenPrefix = randomBytes(6).toString('hex');
   let sequence = 0;
   return {
@@ -99,7 +112,7 @@ export async function createRawContender(url: string, keyPrefix: string): Promis
         await sleep(RAW_RETRY_MS);
       }
       return async () => {
-        await client.evalsha(releaseSha, 1, redisKey, token);
+        await release(redisKey, token);
       };
     },
     close: async () => {
@@ -109,9 +122,9 @@ export async function createRawContender(url: string, keyPrefix: string): Promis
 }
 
 /** `@sesamecare-oss/redlock` on one ioredis client (a quorum of one), fixed-duration locks. */
-export async function createRedlockContender(url: string, keyPrefix: string): Promise<LockContender> {
-  const client = new Redis(url);
-  const redlock = new Redlock([client], REDLOCK_SETTINGS);
+export async function createRedlockContender(target: BenchTarget, keyPrefix: string): Promise<LockContender> {
+  const client = connect(target);
+  const redlock = new Redlock([client as Redis], REDLOCK_SETTINGS);
   return {
     name: 'redlock',
     settings:
@@ -130,8 +143,8 @@ export async function createRedlockContender(url: string, keyPrefix: string): Pr
 }
 
 /** `redis-semaphore` 5 `Mutex` on one ioredis client, one `Mutex` object per acquire as its docs show. */
-export async function createSemaphoreContender(url: string, keyPrefix: string): Promise<LockContender> {
-  const client = new Redis(url);
+export async function createSemaphoreContender(target: BenchTarget, keyPrefix: string): Promise<LockContender> {
+  const client = connect(target) as Redis;
   return {
     name: 'redis-semaphore',
     settings:
