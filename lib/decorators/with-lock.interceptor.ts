@@ -135,17 +135,32 @@ export class WithLockInterceptor implements NestInterceptor {
    * when the subscriber goes away early.
    */
   private runHandler(section: LockSection, key: string | string[], declaration: RequestLockDeclaration, next: CallHandler) {
+    const { settings } = declaration;
+    const tracing = this.locks.tracing;
+    // A span over the handler while it holds the lock (not for a section an enclosing one already holds).
+    const span =
+      tracing?.enabled && section.owned
+        ? tracing.startLocked(section.handle, settings.acquire.keyPattern, declaration.location.replace(/^@With\w+ on /, ''))
+        : undefined;
     let released: Promise<void> | undefined;
     const release = () => (released ??= leaveLockSection(section));
-    const handler = new Observable<unknown>((subscriber) =>
+    const handler = new Observable<unknown>((subscriber) => {
       // Subscribing inside the section puts the handler's async context in it (LockContext, re-entry).
-      runInLockSection(this.locks, key, declaration.settings, section, () => next.handle().subscribe(subscriber)),
-    );
+      const subscribe = () => runInLockSection(this.locks, key, settings, section, () => next.handle().subscribe(subscriber));
+      return span ? span.run(subscribe) : subscribe();
+    });
     return handler.pipe(
       materialize(),
-      concatMap((notification) => (notification.kind === 'N' ? of(notification) : from(release().then(() => notification)))),
+      concatMap((notification) => {
+        if (notification.kind === 'N') return of(notification);
+        span?.end(notification.kind === 'E' ? notification.error : undefined);
+        return from(release().then(() => notification));
+      }),
       dematerialize(),
-      finalize(() => void release()),
+      finalize(() => {
+        span?.end();
+        void release();
+      }),
     );
   }
 }

@@ -1,9 +1,9 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Controller, Get, Injectable, Logger, Param } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock } from '../../lib';
+import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock, WithRequestLock } from '../../lib';
 import { decodeJob } from '../../lib/delay-queue/job-codec';
 import { RedisKeySpace } from '../../lib/keys/redis-key-space';
 import { NO_TRACING } from '../../lib/observability/tracing/redis-lock-tracing';
@@ -16,6 +16,15 @@ class LedgerService {
   @WithLock('ledger:<0>')
   async post(_account: string): Promise<string | undefined> {
     return trace.getActiveSpan()?.spanContext().spanId;
+  }
+}
+
+@Controller('reports')
+class ReportsController {
+  @Get(':id')
+  @WithRequestLock('report:<params.id>')
+  build(@Param('id') id: string): { id: string; spanId?: string } {
+    return { id, spanId: trace.getActiveSpan()?.spanContext().spanId };
   }
 }
 
@@ -116,6 +125,32 @@ describe('OpenTelemetry tracing', () => {
     expect(acquire.attributes).toMatchObject({ 'redis_lock.key': 'ledger:acct-9', 'redis_lock.key_pattern': 'ledger:<0>' });
     expect(held.attributes).toMatchObject({ 'redis_lock.key_pattern': 'ledger:<0>', 'code.function': 'LedgerService.post()' });
     expect(inner).toBe(held.spanContext().spanId);
+  });
+
+  it('gives a @WithRequestLock route a lock.held span around the handler', async () => {
+    const http = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix('otel-http') })],
+      controllers: [ReportsController],
+    }).compile();
+    const server = http.createNestApplication({ logger: false });
+    await server.listen(0, '127.0.0.1');
+    try {
+      const response = await fetch(`${(await server.getUrl()).replace('[::1]', '127.0.0.1')}/reports/r-1`);
+      const body = (await response.json()) as { id: string; spanId?: string };
+      expect(response.status).toBe(200);
+      const [acquire] = spans('lock.acquire');
+      const [held] = spans('lock.held');
+      expect(acquire.attributes).toMatchObject({ 'redis_lock.key': 'report:r-1', 'redis_lock.key_pattern': 'report:<params.id>' });
+      expect(held.attributes).toMatchObject({
+        'redis_lock.key': 'report:r-1',
+        'redis_lock.key_pattern': 'report:<params.id>',
+        'code.function': 'ReportsController.build()',
+        'redis_lock.fencing_token': acquire.attributes['redis_lock.fencing_token'],
+      });
+      expect(body).toEqual({ id: 'r-1', spanId: held.spanContext().spanId }); // the handler ran inside it
+    } finally {
+      await server.close();
+    }
   });
 
   it('carries the trace from schedule to the handler through the job', async () => {

@@ -3,7 +3,13 @@ import type { Attributes, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import { LockAcquireTimeoutError } from '../../errors/lock-acquire-timeout.error';
 import { LockLostError } from '../../errors/lock-lost.error';
 import type { LockHandle } from '../../lock/interfaces/lock-handle.interface';
-import { NO_TRACING, type AcquireTraceInfo, type HandlerTraceInfo, type RedisLockTracing } from './redis-lock-tracing';
+import {
+  NO_TRACING,
+  type AcquireTraceInfo,
+  type HandlerTraceInfo,
+  type LockedSpan,
+  type RedisLockTracing,
+} from './redis-lock-tracing';
 
 const TRACER_NAME = 'nestjs-redis-lock';
 /** `messaging.system` of the delayed-job spans. */
@@ -68,12 +74,7 @@ export class OpenTelemetryTracing implements RedisLockTracing {
   }
 
   traceLocked<T>(handle: LockHandle, keyPattern: string | undefined, fn: () => T, codeFunction?: string): T {
-    const attributes: Attributes = {
-      'redis_lock.key': handle.key,
-      'redis_lock.fencing_token': handle.fencingToken,
-    };
-    if (keyPattern !== undefined) attributes['redis_lock.key_pattern'] = keyPattern;
-    if (codeFunction !== undefined) attributes['code.function'] = codeFunction;
+    const attributes = heldAttributes(handle, keyPattern, codeFunction);
     return this.tracer.startActiveSpan('lock.held', { attributes }, (span) => {
       let result: T;
       try {
@@ -98,6 +99,23 @@ export class OpenTelemetryTracing implements RedisLockTracing {
         },
       ) as T;
     });
+  }
+
+  startLocked(handle: LockHandle, keyPattern: string | undefined, codeFunction?: string): LockedSpan {
+    const { api } = this;
+    const span = this.tracer.startSpan('lock.held', { attributes: heldAttributes(handle, keyPattern, codeFunction) });
+    const inSpan = api.trace.setSpan(api.context.active(), span);
+    let ended = false;
+    return {
+      run: (fn) => api.context.with(inSpan, fn),
+      end: (error) => {
+        if (ended) return;
+        ended = true;
+        if (error !== undefined) this.fail(span, error);
+        else if (!handle.held && handle.signal.reason instanceof LockLostError) this.fail(span, handle.signal.reason, 'lock lost while held');
+        else span.end();
+      },
+    };
   }
 
   traceSchedule<T>(topic: string, jobCount: number, run: (traceparent: string | undefined) => Promise<T>): Promise<T> {
@@ -163,6 +181,16 @@ export class OpenTelemetryTracing implements RedisLockTracing {
     const remote: SpanContext = { traceId: match[1], spanId: match[2], traceFlags: parseInt(match[3], 16), isRemote: true };
     return api.trace.isSpanContextValid(remote) ? api.trace.setSpanContext(active, remote) : active;
   }
+}
+
+function heldAttributes(handle: LockHandle, keyPattern: string | undefined, codeFunction: string | undefined): Attributes {
+  const attributes: Attributes = {
+    'redis_lock.key': handle.key,
+    'redis_lock.fencing_token': handle.fencingToken,
+  };
+  if (keyPattern !== undefined) attributes['redis_lock.key_pattern'] = keyPattern;
+  if (codeFunction !== undefined) attributes['code.function'] = codeFunction;
+  return attributes;
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {

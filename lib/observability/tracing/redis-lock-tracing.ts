@@ -9,6 +9,14 @@ export interface AcquireTraceInfo {
   readonly waitTimeout: number;
 }
 
+/** A `lock.held` span opened by hand, for callers that cannot wrap one function (the HTTP interceptor). */
+export interface LockedSpan {
+  /** Runs `fn` with the span as the active span. */
+  run<T>(fn: () => T): T;
+  /** Ends the span (ERROR with `error` when given); later calls do nothing. */
+  end(error?: unknown): void;
+}
+
 /** What a traced handler run is about. */
 export interface HandlerTraceInfo {
   readonly topic: string;
@@ -30,6 +38,8 @@ export interface RedisLockTracing {
   traceAcquire<T extends LockHandle | null>(info: AcquireTraceInfo, run: () => Promise<T>): Promise<T>;
   /** A `lock.held` span around the locked call `fn` (sync or async), in the span's context. */
   traceLocked<T>(handle: LockHandle, keyPattern: string | undefined, fn: () => T, codeFunction?: string): T;
+  /** The same span as `traceLocked`, opened now and ended by the caller. */
+  startLocked(handle: LockHandle, keyPattern: string | undefined, codeFunction?: string): LockedSpan;
   /**
    * A `job.schedule` span (PRODUCER) around `run`, which receives the `traceparent` to store with the
    * jobs (undefined when the span is not sampled or cannot be propagated).
@@ -44,6 +54,7 @@ export const NO_TRACING: RedisLockTracing = {
   enabled: false,
   traceAcquire: (_info, run) => run(),
   traceLocked: (_handle, _pattern, fn) => fn(),
+  startLocked: () => ({ run: (fn) => fn(), end: () => undefined }),
   traceSchedule: (_topic, _count, run) => run(undefined),
   traceHandler: (_info, run) => run(),
 };
