@@ -60,11 +60,15 @@ const VISIBILITY_EXPIRED_ON_LAST_ATTEMPT =
   'Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)';
 
 /**
- * A claim counts as lost this long before its last confirmed visibility runs out. Another consumer
- * may take the job over the moment Redis's deadline passes, which can be under a millisecond after
- * ours (timers fire with millisecond granularity), and the handler's signal must abort first.
+ * A claim counts as lost a margin before its last confirmed visibility runs out: another consumer
+ * may take the job over the moment Redis's deadline passes, and the handler's signal must abort
+ * first. The margin covers a late timer: 10 ms was enough on an idle machine, not on a loaded one
+ * (the takeover came first once in a full test run with a CPU hog beside it), so it is 5 % of the
+ * visibility timeout, between 10 ms and 1 s (1 s for the default 30 s).
  */
-const VISIBILITY_LOSS_MARGIN_MS = 10;
+function visibilityLossMargin(visibilityTimeout: number): number {
+  return Math.min(1_000, Math.max(10, Math.round(visibilityTimeout * 0.05)));
+}
 
 /**
  * Once the shutdown timeout has run out, how long each remaining shutdown step (handing jobs back,
@@ -123,6 +127,9 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   private failures = 0;
   private lastFailureLog = -Infinity;
 
+  /** How long before its confirmed visibility ends a claim counts as lost (see `visibilityLossMargin`). */
+  private readonly lossMargin: number;
+
   constructor(
     readonly topic: string,
     private readonly handler: DelayedJobHandler<T>,
@@ -131,6 +138,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   ) {
     const { keys } = context;
     this.keyList = [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+    this.lossMargin = visibilityLossMargin(options.visibilityTimeout);
     this.waiter = new MarkerWaiter(
       context.connection,
       keys.marker,
@@ -507,10 +515,10 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       if (!job.abandoned && !job.controller?.signal.aborted) earliest = Math.min(earliest, job.confirmedUntil);
     }
     if (earliest === Number.POSITIVE_INFINITY) return;
-    const delay = Math.max(0, earliest - VISIBILITY_LOSS_MARGIN_MS - performance.now());
+    const delay = Math.max(0, earliest - this.lossMargin - performance.now());
     this.visibilityTimer = setTimeout(() => {
       this.visibilityTimer = undefined;
-      const now = performance.now() + VISIBILITY_LOSS_MARGIN_MS;
+      const now = performance.now() + this.lossMargin;
       for (const job of this.held.values()) {
         if (!job.abandoned && !job.controller?.signal.aborted && now >= job.confirmedUntil) this.loseVisibility(job, 'unconfirmed');
       }
