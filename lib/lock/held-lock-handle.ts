@@ -108,7 +108,9 @@ export class HeldLockHandle implements LockHandle {
   private armExpiry(leaseStartedAt: number): void {
     clearTimeout(this.expiryTimer);
     const valid = this.protocol.validLease === undefined ? this.leaseTime : this.protocol.validLease(this.leaseTime);
-    const left = leaseStartedAt + valid - performance.now();
+    // Counted as lost a little before the deadline (5 % of the lease, at most 1 s), so that a timer
+    // firing late on a loaded machine still aborts `signal` before Redis can hand the lock to another.
+    const left = leaseStartedAt + valid - Math.min(1_000, valid * 0.05) - performance.now();
     // Whole milliseconds, rounded down (never later than the lease): Node keeps one timer list per
     // distinct duration, and fractional durations would make a new list for every handle.
     this.expiryTimer = setTimeout(() => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'), Math.max(0, Math.floor(left)));
