@@ -4,7 +4,6 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster } from 'ioredis';
 import {
   DelayQueueService,
-  LockLostError,
   LockNotReplicatedError,
   LockService,
   type JobContext,
@@ -13,6 +12,7 @@ import {
 } from '../../lib';
 import { rawCluster, startRedisCluster, type LocalRedisCluster } from '../support/redis-cluster';
 import {
+  heldLockOutcomes,
   stopAllLoads,
   settleWait,
   createFailoverApp,
@@ -192,12 +192,11 @@ describe('Redis Cluster failover', () => {
       loadGrants: ledger.grants,
       loadOverlaps: ledger.overlaps,
       loadFencedRejections: ledger.fencedRejections,
-      longLeaseHolderAborted: heldLong.signal.aborted,
-      longLeaseWaiter: long.code ?? `acquired after ${Math.round(long.at - killedAt)} ms`,
-      shortLeaseHolderAborted: heldShort.signal.aborted,
-      shortLeaseAbortReason: (heldShort.signal.reason as LockLostError | undefined)?.reason ?? 'none',
-      shortLeaseAbortedAfterKillMs: shortLostAt === undefined ? -1 : shortLostAt - killedAt,
-      shortLeaseWaiter: short.code ?? `acquired after ${Math.round(short.at - killedAt)} ms`,
+      ...heldLockOutcomes(
+        killedAt,
+        { holder: heldLong, waiter: long },
+        { holder: heldShort, waiter: short, lostAt: shortLostAt },
+      ),
       jobsScheduled: ids.length,
       jobsHandled: ids.filter((id) => handled.has(id)).length,
       jobsHandledTwice: [...handled.values()].filter((n) => n > 1).length,

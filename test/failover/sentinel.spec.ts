@@ -3,7 +3,6 @@ import type { TestingModule } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import {
   DelayQueueService,
-  LockLostError,
   LockNotReplicatedError,
   LockService,
   OnDelayed,
@@ -16,7 +15,8 @@ import {
 import { Test } from '@nestjs/testing';
 import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel';
 import { freePort } from '../support/local-redis-server';
-import { createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, sleep, stopAllLoads, waitFor } from './support/failover-harness';
+import {
+  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, sleep, stopAllLoads, waitFor } from './support/failover-harness';
 
 @Injectable()
 class Accounts {
@@ -240,12 +240,11 @@ describe('Redis Sentinel', () => {
       loadOverlaps: ledger.overlaps,
       loadFencedRejections: ledger.fencedRejections,
       acquireFailuresDuringFailover: JSON.stringify(failuresByCode),
-      longLeaseHolderAborted: heldLong.signal.aborted,
-      longLeaseWaiter: long.code ?? `acquired after ${Math.round(long.at - killedAt)} ms`,
-      shortLeaseHolderAborted: heldShort.signal.aborted,
-      shortLeaseAbortReason: (heldShort.signal.reason as LockLostError | undefined)?.reason ?? 'none',
-      shortLeaseAbortedAfterKillMs: shortLostAt === undefined ? -1 : shortLostAt - killedAt,
-      shortLeaseWaiter: short.code ?? `acquired after ${Math.round(short.at - killedAt)} ms`,
+      ...heldLockOutcomes(
+        killedAt,
+        { holder: heldLong, waiter: long },
+        { holder: heldShort, waiter: short, lostAt: shortLostAt },
+      ),
       jobsScheduledBefore: ids.length,
       jobsHandledOfThose: ids.filter((id) => handled.has(id)).length,
       jobsHandledTwice: [...handled.values()].filter((n) => n > 1).length,

@@ -102,6 +102,26 @@ export function settleWait(pending: Promise<LockHandle>): Promise<WaitOutcome> {
 }
 
 /**
+ * What a failover did to two held locks: one whose lease outlasts the failover and one whose lease
+ * is shorter, each with a waiter parked behind it. Times are from the kill.
+ */
+export function heldLockOutcomes(
+  killedAt: number,
+  long: { readonly holder: LockHandle; readonly waiter: WaitOutcome },
+  short: { readonly holder: LockHandle; readonly waiter: WaitOutcome; readonly lostAt: number | undefined },
+): Record<string, unknown> {
+  const waited = (outcome: WaitOutcome) => outcome.code ?? `acquired after ${Math.round(outcome.at - killedAt)} ms`;
+  return {
+    longLeaseHolderAborted: long.holder.signal.aborted,
+    longLeaseWaiter: waited(long.waiter),
+    shortLeaseHolderAborted: short.holder.signal.aborted,
+    shortLeaseAbortReason: (short.holder.signal.reason as { reason?: string } | undefined)?.reason ?? 'none',
+    shortLeaseAbortedAfterKillMs: short.lostAt === undefined ? -1 : short.lostAt - killedAt,
+    shortLeaseWaiter: waited(short.waiter),
+  };
+}
+
+/**
  * Takes locks on `keys` in a loop from several services until stopped, each hold entering the
  * ledger for `holdMs`. Records when acquires succeed and fail so recovery after a fault can be read off.
  */
