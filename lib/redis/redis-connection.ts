@@ -3,6 +3,7 @@ import { Cluster } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error';
 import type { RedisClient, RedisLockConfig } from '../options/redis-lock-config';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
+import { closeQuietly } from './close-quietly';
 import { createRedisClient, describeEndpoint } from './create-redis-client';
 
 /**
@@ -102,25 +103,5 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       this.lastErrorLog = now;
       this.logger.warn(`Redis ${purpose} connection error (${describeEndpoint(client)}): ${error.message}`);
     });
-  }
-}
-
-async function closeQuietly(client: RedisClient): Promise<void> {
-  if (client.status === 'end') return;
-  if (client.status !== 'ready') {
-    client.disconnect();
-    return;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      client.quit(),
-      new Promise((resolve) => (timer = setTimeout(resolve, 1000))),
-    ]);
-  } catch {
-    // Already closing or closed: nothing to do.
-  } finally {
-    clearTimeout(timer);
-    client.disconnect();
   }
 }

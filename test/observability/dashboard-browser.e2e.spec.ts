@@ -6,6 +6,7 @@ import { chromium, type Browser, type Locator, type Page } from 'playwright-core
 import { LockService, type LockHandle } from '../../lib';
 import { AppModule } from '../../sample-app/src/app.module';
 import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { httpJson } from '../support/http-json';
 
 const ROOT = join(__dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'dashboard');
@@ -60,15 +61,7 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     await app?.close();
   });
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (method: string, path: string, body?: unknown) => httpJson(base, method, path, body);
   const count = (topic: string, state: string): Locator => page.locator(`tr[data-topic="${topic}"] td[data-col="${state}"]`);
   /** Waits until the locator's text satisfies `ok` (the page refreshes itself every few seconds). */
   const waitForText = async (locator: Locator, ok: (text: string) => boolean, what: string) => {

@@ -3,6 +3,7 @@ import { Test } from '@nestjs/testing';
 import { AppModule } from '../../sample-app/src/app.module';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres';
 import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { httpJson } from '../support/http-json';
 
 /**
  * The sample orders service over real HTTP and real Redis, once on its embedded database (PGlite,
@@ -38,15 +39,7 @@ describe.each([
     await postgres?.stop();
   });
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (method: string, path: string, body?: unknown) => httpJson(base, method, path, body);
 
   it('reports Redis and the database as up', async () => {
     const health = await call('GET', '/health');

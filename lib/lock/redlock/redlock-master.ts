@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import type { RedlockClientOptions } from '../../options/redis-lock-module-options.interface';
 import { isClientInstance } from '../../options/resolve-redlock-config';
+import { closeQuietly } from '../../redis/close-quietly';
 
 /** How often one master's connection errors are logged at most, in ms. */
 const ERROR_LOG_INTERVAL_MS = 5_000;
@@ -79,22 +80,5 @@ export class RedlockMaster {
       this.lastErrorLog = now;
       this.logger.warn(`Redlock master ${this.index} (${this.label}) ${purpose} connection error: ${error.message}`);
     });
-  }
-}
-
-async function closeQuietly(client: Redis): Promise<void> {
-  if (client.status === 'end') return;
-  if (client.status !== 'ready') {
-    client.disconnect();
-    return;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([client.quit(), new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
-  } catch {
-    // Closing or closed already.
-  } finally {
-    clearTimeout(timer);
-    client.disconnect();
   }
 }

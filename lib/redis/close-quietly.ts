@@ -1,0 +1,22 @@
+import type { RedisClient } from '../options/redis-lock-config';
+
+/**
+ * Closes a connection without throwing: QUIT when it is ready (bounded to 1 s, so a black-holed
+ * server cannot hang shutdown), a plain disconnect otherwise.
+ */
+export async function closeQuietly(client: RedisClient): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([client.quit(), new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+  } catch {
+    // Already closing or closed: nothing to do.
+  } finally {
+    clearTimeout(timer);
+    client.disconnect();
+  }
+}
