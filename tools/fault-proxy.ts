@@ -1,4 +1,13 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { isPush, readCommand, respValueLength } from './resp-reader';
+
+/** A one-shot lost reply: which command it hits, and how to tell the test it happened. */
+interface LostReplyFault {
+  readonly match: (args: readonly string[]) => boolean;
+  /** Matching commands still to let through before the one whose reply is lost. */
+  skip: number;
+  readonly done: (args: string[]) => void;
+}
 
 /**
  * A loopback TCP proxy that injects network faults between a client under test and a real Redis.
@@ -8,12 +17,18 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
  *   either direction until `heal()` (held bytes are then delivered, as TCP would after a partition
  *   heals in time) — or `resetAll()` kills them as a partition that outlasts TCP would;
  * - `resetAll()`: every open connection is reset (RST) at once;
+ * - `loseReply(match, nth)`: the reply to the nth command that `match` accepts is dropped after
+ *   Redis executed the command, and that connection is reset. A client that re-sends unanswered
+ *   commands after reconnecting (ioredis' `autoResendUnfulfilledCommands`, on by default) then runs
+ *   the command a second time: the fault every script must be safe against. Not combined with
+ *   `blackhole()`.
  * - `stop()`: closes the listener and every connection.
  */
 export class FaultProxy {
   private readonly links = new Set<Link>();
   private latencyMs = 0;
   private blackholed = false;
+  private readonly lostReplies: LostReplyFault[] = [];
   /** Connections accepted since start, for assertions ("the client reconnected"). */
   accepted = 0;
 
@@ -60,6 +75,42 @@ export class FaultProxy {
     for (const link of [...this.links]) link.reset();
   }
 
+  /**
+   * Arms one lost reply (see the class comment): resolves with the command's arguments once its
+   * reply was dropped and its connection reset. Faults armed together hit distinct commands.
+   *
+   * @example
+   * const lost = proxy.loseReply(FaultProxy.script(releaseLockScript));
+   * await handle.release(); // runs twice in Redis, resolves once
+   * await lost;
+   */
+  loseReply(match: (args: readonly string[]) => boolean, nth = 1): Promise<string[]> {
+    return new Promise((done) => this.lostReplies.push({ match, skip: nth - 1, done }));
+  }
+
+  /** Faults armed with `loseReply` that have not hit a command yet. */
+  get pendingLostReplies(): number {
+    return this.lostReplies.length;
+  }
+
+  /** Matches EVALSHA/EVAL of a script (by SHA or body) as a `loseReply` target; `where` narrows on its keys and args. */
+  static script(
+    script: { readonly sha: string; readonly source: string },
+    where: (keysAndArgs: readonly string[]) => boolean = () => true,
+  ): (args: readonly string[]) => boolean {
+    return (args) => {
+      const command = args[0]?.toLowerCase();
+      const ours = (command === 'evalsha' && args[1] === script.sha) || (command === 'eval' && args[1] === script.source);
+      return ours && where(args.slice(3));
+    };
+  }
+
+  /** The lost-reply fault a command just sent on some connection triggers, if any (it is then disarmed). */
+  private lostReplyFor(args: string[]): LostReplyFault | undefined {
+    const index = this.lostReplies.findIndex((fault) => fault.match(args) && fault.skip-- === 0);
+    return index === -1 ? undefined : this.lostReplies.splice(index, 1)[0];
+  }
+
   async stop(): Promise<void> {
     this.resetAll();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -68,25 +119,47 @@ export class FaultProxy {
   private accept(client: Socket, host: string, port: number): void {
     this.accepted++;
     const upstream = createConnection({ host, port });
-    const link = new Link(client, upstream, () => this.latencyMs, () => this.blackholed, () => this.links.delete(link));
+    const link = new Link(client, upstream, {
+      latency: () => this.latencyMs,
+      blackholed: () => this.blackholed,
+      lostReplyFor: (args) => this.lostReplyFor(args),
+      onClose: () => this.links.delete(link),
+    });
     this.links.add(link);
   }
 }
 
-/** One proxied connection: two sockets and the bytes held while black-holed. */
+interface LinkControls {
+  latency(): number;
+  blackholed(): boolean;
+  lostReplyFor(args: string[]): LostReplyFault | undefined;
+  onClose(): void;
+}
+
+/**
+ * One proxied connection: two sockets and the bytes held while black-holed. Commands and replies
+ * are counted (RESP framing) so that the reply of one given command can be dropped.
+ */
 class Link {
   private readonly held: Array<{ to: Socket; chunk: Buffer }> = [];
   private closed = false;
+  private requestBuffer = Buffer.alloc(0);
+  private replyBuffer = Buffer.alloc(0);
+  private commandsSeen = 0;
+  private repliesSeen = 0;
+  /** Commands (by their index on this link) whose reply is to be lost. */
+  private readonly doomed = new Map<number, { fault: LostReplyFault; args: string[] }>();
 
   constructor(
     private readonly client: Socket,
     private readonly upstream: Socket,
-    private readonly latency: () => number,
-    private readonly blackholed: () => boolean,
-    private readonly onClose: () => void,
+    private readonly controls: LinkControls,
   ) {
-    client.on('data', (chunk) => this.forward(upstream, chunk));
-    upstream.on('data', (chunk) => this.forward(client, chunk));
+    client.on('data', (chunk: Buffer) => {
+      this.countCommands(chunk);
+      this.forward(upstream, chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => this.forwardReplies(chunk));
     for (const socket of [client, upstream]) {
       socket.on('error', () => this.reset());
       socket.on('close', () => this.reset());
@@ -108,20 +181,68 @@ class Link {
       if (socket.connecting) socket.destroy();
       else socket.resetAndDestroy();
     }
-    this.onClose();
+    this.controls.onClose();
+  }
+
+  private countCommands(chunk: Buffer): void {
+    let buffer = this.requestBuffer.length > 0 ? Buffer.concat([this.requestBuffer, chunk]) : chunk;
+    let at = 0;
+    for (;;) {
+      const command = readCommand(buffer, at);
+      if (!command) break;
+      at += command.length;
+      const index = this.commandsSeen++;
+      const fault = this.controls.lostReplyFor(command.args);
+      if (fault) this.doomed.set(index, { fault, args: command.args });
+    }
+    buffer = buffer.subarray(at);
+    this.requestBuffer = Buffer.from(buffer);
+  }
+
+  /** Forwards whole replies; at a doomed one, forwards what came before it, drops the rest and resets. */
+  private forwardReplies(chunk: Buffer): void {
+    const buffer = this.replyBuffer.length > 0 ? Buffer.concat([this.replyBuffer, chunk]) : chunk;
+    let at = 0;
+    for (;;) {
+      const length = respValueLength(buffer, at);
+      if (length === -1) break;
+      if (!isPush(buffer, at)) {
+        const doomed = this.doomed.get(this.repliesSeen++);
+        if (doomed) {
+          this.doomed.delete(this.repliesSeen - 1);
+          this.forwardThenReset(buffer.subarray(0, at), doomed);
+          return;
+        }
+      }
+      at += length;
+    }
+    // Only whole replies go on, so a doomed reply can never be half delivered.
+    if (at > 0) this.forward(this.client, Buffer.from(buffer.subarray(0, at)));
+    this.replyBuffer = Buffer.from(buffer.subarray(at));
+  }
+
+  private forwardThenReset(before: Buffer, doomed: { fault: LostReplyFault; args: string[] }): void {
+    const finish = () => {
+      this.write(this.client, before);
+      this.reset();
+      doomed.fault.done(doomed.args);
+    };
+    const delay = this.controls.latency();
+    if (delay > 0) setTimeout(finish, delay);
+    else finish();
   }
 
   private forward(to: Socket, chunk: Buffer): void {
-    if (this.blackholed()) {
+    if (this.controls.blackholed()) {
       this.held.push({ to, chunk });
       return;
     }
-    const delay = this.latency();
+    const delay = this.controls.latency();
     if (delay > 0) setTimeout(() => this.write(to, chunk), delay);
     else this.write(to, chunk);
   }
 
   private write(to: Socket, chunk: Buffer): void {
-    if (!this.closed && !to.destroyed) to.write(chunk);
+    if (!this.closed && !to.destroyed && chunk.length > 0) to.write(chunk);
   }
 }
