@@ -30,6 +30,8 @@ export class HeldLockHandle implements LockHandle {
   constructor(
     readonly protocol: LockProtocol,
     readonly owner: string,
+    /** This hold's id (see `AttemptMode.hold`); nested holds share `owner` but not `hold`. */
+    readonly hold: string,
     readonly fencingToken: string,
     /** Lease in ms the lock was taken (and is renewed) with. */
     public leaseTime: number,

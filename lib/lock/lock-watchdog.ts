@@ -35,7 +35,7 @@ export class LockWatchdog {
   ) {}
 
   watch(handle: HeldLockHandle): void {
-    const renewal = handle.protocol.renewal(handle.owner);
+    const renewal = handle.protocol.renewal(handle.owner, handle.hold);
     const id = entryId(renewal);
     let entry = this.entries.get(id);
     if (!entry) this.entries.set(id, (entry = { renewal, handles: new Set() }));
@@ -47,7 +47,7 @@ export class LockWatchdog {
   }
 
   unwatch(handle: HeldLockHandle): void {
-    const id = entryId(handle.protocol.renewal(handle.owner));
+    const id = entryId(handle.protocol.renewal(handle.owner, handle.hold));
     const entry = this.entries.get(id);
     if (!entry) return;
     entry.handles.delete(handle);

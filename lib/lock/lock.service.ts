@@ -55,6 +55,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   /** Identifies this module instance among all lock owners. */
   readonly clientId = randomBytes(6).toString('hex');
   private ownerSequence = 0;
+  private holdSequence = 0;
   private readonly keySpace: RedisKeySpace;
   private readonly wake: WakeSubscriber;
   private readonly watchdog: LockWatchdog;
@@ -273,11 +274,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     if (signal?.aborted) throw new LockAcquireAbortedError(reportedKey, signal.reason);
     const enclosingOwner = this.reentrantOwner(protocol);
     const owner = enclosingOwner ?? `${this.clientId}:${++this.ownerSequence}`;
+    const hold = `${owner}/${++this.holdSequence}`;
+    const reentry = enclosingOwner !== undefined;
     const willWait = wait && options.waitTimeout > 0;
     const started = performance.now();
     const deadline = started + options.waitTimeout;
     const attempt = (mayWait: boolean) =>
-      this.attemptBefore(deadline, protocol, owner, options, { willWait: mayWait, reentry: enclosingOwner !== undefined }, reportedKey);
+      this.attemptBefore(deadline, protocol, owner, options, { willWait: mayWait, reentry, hold }, reportedKey);
 
     // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
     // newcomer queues behind them instead of barging in the moment a release frees the key (which
@@ -289,8 +292,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     if (queueBehind === 0) {
       outcome = willWait
         ? await attempt(true)
-        : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry: enclosingOwner !== undefined });
-      if (outcome.acquired) return this.handleFor(protocol, owner, outcome.fencingToken, sentAt, options, reportedKey);
+        : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
+      if (outcome.acquired) return this.handleFor(protocol, owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
     }
@@ -312,7 +315,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
         outcome = await attempt(true);
         if (outcome.acquired) {
           acquired = true;
-          return await this.handleFor(protocol, owner, outcome.fencingToken, sentAt, options, reportedKey);
+          return await this.handleFor(protocol, owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
         }
         woken = await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey, woken);
       }
@@ -344,7 +347,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
           settled = true;
           reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
           attempt.then(
-            (outcome) => outcome.acquired && !mode.reentry && this.releaseAbandoned(protocol, owner),
+            (outcome) => outcome.acquired && !mode.reentry && this.releaseAbandoned(protocol, owner, mode.hold),
             () => undefined,
           );
         },
@@ -365,8 +368,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     });
   }
 
-  private releaseAbandoned(protocol: LockProtocol, owner: string): void {
-    protocol.release(this.connection.client, owner, this.connection.publishCommand).catch((error: unknown) => {
+  private releaseAbandoned(protocol: LockProtocol, owner: string, hold: string): void {
+    protocol.release(this.connection.client, owner, this.connection.publishCommand, hold).catch((error: unknown) => {
       // Its lease frees it anyway.
       this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${(error as Error)?.message ?? error}`);
     });
@@ -412,6 +415,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private async handleFor(
     protocol: LockProtocol,
     owner: string,
+    hold: string,
     fencingToken: string,
     sentAt: number,
     options: ResolvedAcquireOptions,
@@ -421,12 +425,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
       // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
       // deferred by an enclosing transaction, not watched).
       await awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, reportedKey, () =>
-        protocol.release(this.connection.client, owner, this.connection.publishCommand),
+        protocol.release(this.connection.client, owner, this.connection.publishCommand, hold),
       );
     }
     const handle = new HeldLockHandle(
       protocol,
       owner,
+      hold,
       fencingToken,
       options.leaseTime,
       options.watchdog,
@@ -462,7 +467,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     this.forget(handle);
     if (handle.lost) return;
     handle.markReleased();
-    const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand);
+    const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand, handle.hold);
     if (this.events.wants('lock.released')) {
       const hold = this.holds.get(handle);
       this.events.emit('lock.released', {
@@ -480,7 +485,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private async extendHeld(handle: HeldLockHandle, leaseTime: number): Promise<void> {
     const lease = resolveAcquireOptions({ leaseTime }, this.config.lock).leaseTime;
     if (!handle.held && !handle.releasePending) throw new LockNotHeldError(handle.key, 'extend');
-    const renewal = handle.protocol.renewal(handle.owner);
+    const renewal = handle.protocol.renewal(handle.owner, handle.hold);
     const sentAt = performance.now();
     const [extended] = renewal.target
       ? await renewal.target.renew(renewal.script, [renewal], lease)

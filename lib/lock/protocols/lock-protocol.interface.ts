@@ -18,6 +18,11 @@ export interface AttemptMode {
    * is taken as is, not counted twice, or one release would leave the lock held.
    */
   readonly reentry: boolean;
+  /**
+   * Identifies this one hold: unique per acquire call and the same for all of its tries. Scripts may
+   * record it to tell a re-sent command from a new one (a nested hold, its release, its renewal).
+   */
+  readonly hold: string;
 }
 
 /** How a held lock is renewed: by `script`, batched with others of the same script and cluster slot. */
@@ -69,8 +74,8 @@ export interface LockProtocol {
 
   attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome>;
   /** Returns -1 when not held, a count > 0 when re-entered holds remain, 0 when this hold ended. */
-  release(client: RedisClient, owner: string, publishCommand: string): Promise<number>;
-  renewal(owner: string): Renewal;
+  release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number>;
+  renewal(owner: string, hold: string): Renewal;
   /**
    * How much of a lease a holder may count on, from when the acquiring or renewing command was
    * sent. Absent: all of it. Redlock keeps back a clock-drift allowance between its masters.

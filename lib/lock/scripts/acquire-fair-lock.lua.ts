@@ -1,5 +1,5 @@
 import { RedisScript } from '../../redis/redis-script';
-import { LUA_NOW_MS } from './lua-snippets';
+import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
 
 /**
  * Takes or re-enters a fair lock: waiters are served in arrival order (as Redisson's fair lock).
@@ -16,7 +16,7 @@ import { LUA_NOW_MS } from './lua-snippets';
  */
 export const acquireFairLockScript = new RedisScript(
   'acquireFairLock',
-  `${LUA_NOW_MS}
+  `${LUA_NOW_MS}${LUA_FENCE}
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])
 
@@ -34,7 +34,7 @@ end
 if redis.call('hexists', KEYS[1], owner) == 1 then
   if ARGV[6] == '1' then redis.call('hincrby', KEYS[1], owner, 1) end
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, redis.call('get', KEYS[2]) or '0'}
+  return {1, currentFence(KEYS[2])}
 end
 
 local free = redis.call('exists', KEYS[1]) == 0
@@ -45,7 +45,7 @@ if free and (not head or head == owner) then
   end
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
-  return {1, tostring(redis.call('incr', KEYS[2]))}
+  return {1, nextFence(KEYS[2])}
 end
 
 -- The lock is free for a live head that has not claimed it yet; if that head only became head

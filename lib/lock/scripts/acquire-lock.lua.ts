@@ -1,4 +1,5 @@
 import { RedisScript } from '../../redis/redis-script';
+import { LUA_FENCE } from './lua-snippets';
 
 /**
  * Takes or re-enters a reentrant lock.
@@ -13,18 +14,18 @@ import { RedisScript } from '../../redis/redis-script';
  */
 export const acquireLockScript = new RedisScript(
   'acquireLock',
-  `
+  `${LUA_FENCE}
 local lease = tonumber(ARGV[2])
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[1], 1)
   redis.call('pexpire', KEYS[1], lease)
-  return {1, tostring(redis.call('incr', KEYS[2]))}
+  return {1, nextFence(KEYS[2])}
 end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   if ARGV[3] == '1' then redis.call('hincrby', KEYS[1], ARGV[1], 1) end
   -- a nested acquire never shortens the lease the outer one already has
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, redis.call('get', KEYS[2]) or '0'}
+  return {1, currentFence(KEYS[2])}
 end
 return {0, redis.call('pttl', KEYS[1])}
 `,

@@ -1,5 +1,5 @@
 import { RedisScript } from '../../redis/redis-script';
-import { LUA_NOW_MS } from './lua-snippets';
+import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
 
 /*
  * Semaphore with expiring permits: zset rl:sem:{name} of permit owner -> lease deadline (server ms).
@@ -12,13 +12,13 @@ import { LUA_NOW_MS } from './lua-snippets';
  */
 export const acquirePermitScript = new RedisScript(
   'acquirePermit',
-  `${LUA_NOW_MS}
+  `${LUA_NOW_MS}${LUA_FENCE}
 local lease = tonumber(ARGV[2])
 redis.call('zremrangebyscore', KEYS[1], '-inf', now)
 if redis.call('zcard', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('zadd', KEYS[1], now + lease, ARGV[1])
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, tostring(redis.call('incr', KEYS[2]))}
+  return {1, nextFence(KEYS[2])}
 end
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
 return {0, math.max(1, tonumber(first[2]) - now)}
