@@ -22,6 +22,7 @@ import { defaultUnitOfWork } from '../transaction/async-local-unit-of-work';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
 import { resolveAcquireOptions, type ResolvedAcquireOptions } from './acquire-options';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle';
+import { KeptHolds } from './kept-holds';
 import type { AcquireOptions } from './interfaces/acquire-options.interface';
 import type { LockHandle } from './interfaces/lock-handle.interface';
 import type { ReadWriteLock, Semaphore } from './interfaces/lock-kinds.interface';
@@ -62,6 +63,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   /** Redlock mode: exclusive locks go to this quorum of masters instead of `connection`. */
   private readonly redlock: RedlockQuorum | undefined;
   private readonly transactions: TransactionSynchronizer;
+  private readonly keptHolds = new KeptHolds();
   private readonly logger = new Logger('LockService');
   private readonly operations: HeldLockOperations;
   /** @internal Spans around acquires and locked calls (`@WithLock` uses it too). */
@@ -247,11 +249,11 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
         parts.push(part);
       }
     } catch (error) {
-      await this.releaseQuietly(parts);
+      await this.releaseUnused(parts);
       throw error;
     }
     if (parts.length < protocols.length) {
-      await this.releaseQuietly(parts);
+      await this.releaseUnused(parts);
       return null;
     }
     return new MultiLockHandle(parts);
@@ -273,6 +275,31 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     const { signal } = options;
     if (signal?.aborted) throw new LockAcquireAbortedError(reportedKey, signal.reason);
     const enclosingOwner = this.reentrantOwner(protocol);
+    if (enclosingOwner !== undefined || protocol.reentrancyKey === undefined) {
+      return this.acquireAs(protocol, enclosingOwner, options, wait, reportedKey);
+    }
+    // A hold this transaction keeps until its end (released earlier in it): re-enter that one.
+    const transaction = this.transactions.isActive() ? this.transactions.currentTransaction?.() : undefined;
+    const kept = transaction && this.keptHolds.checkOut(transaction, protocol);
+    if (!kept) return this.acquireAs(protocol, undefined, options, wait, reportedKey);
+    let handle: HeldLockHandle | null = null;
+    try {
+      handle = await this.acquireAs(protocol, kept.owner, options, wait, reportedKey);
+      if (handle) this.keptHolds.reentered(transaction, kept, handle);
+      return handle;
+    } finally {
+      if (!handle) this.keptHolds.putBack(transaction, kept);
+    }
+  }
+
+  /** Acquires under `enclosingOwner` (a re-entry) or, when undefined, under a fresh owner id. */
+  private async acquireAs(
+    protocol: LockProtocol,
+    enclosingOwner: string | undefined,
+    options: ResolvedAcquireOptions,
+    wait: boolean,
+    reportedKey: string | string[],
+  ): Promise<HeldLockHandle | null> {
     const owner = enclosingOwner ?? `${this.clientId}:${++this.ownerSequence}`;
     const hold = `${owner}/${++this.holdSequence}`;
     const reentry = enclosingOwner !== undefined;
@@ -457,7 +484,14 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
       // Inside a transaction the lock must outlive COMMIT, or a second worker could act on data the
       // first has not committed yet. The watchdog keeps renewing; the lease is the backstop.
       handle.releasePending = true;
-      this.transactions.register({ afterCompletion: () => this.releaseNow(handle) });
+      const transaction = handle.protocol.reentrancyKey === undefined ? undefined : this.transactions.currentTransaction?.();
+      if (transaction) this.keptHolds.keep(transaction, handle);
+      this.transactions.register({
+        afterCompletion: () => {
+          if (transaction) this.keptHolds.forget(transaction, handle);
+          return this.releaseNow(handle);
+        },
+      });
       return;
     }
     await this.releaseNow(handle);
@@ -569,7 +603,17 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     }
   }
 
-  private async releaseQuietly(handles: LockHandle[]): Promise<void> {
-    await Promise.allSettled(handles.map((h) => h.release()));
+  /**
+   * @internal Releases holds that were taken but never handed to the caller (the other parts of a
+   * multi-key acquire that failed) at once, even inside a transaction: nothing ran under them.
+   */
+  async releaseUnused(handles: readonly LockHandle[]): Promise<void> {
+    await Promise.allSettled(
+      handles.flatMap((h) => (h instanceof MultiLockHandle ? h.parts : [h])).map((h) => {
+        if (!(h instanceof HeldLockHandle)) return h.release();
+        this.keptHolds.undone(h);
+        return this.releaseNow(h);
+      }),
+    );
   }
 }

@@ -257,14 +257,14 @@ async function take(locks: LockService, key: string | string[], settings: WithLo
       parts.push(part);
     }
   } catch (error) {
-    await Promise.allSettled(parts.map((p) => p.release()));
+    await locks.releaseUnused(parts);
     if (error instanceof LockAcquireTimeoutError) {
       throw new LockAcquireTimeoutError(names, options.waitTimeout ?? error.waitTimeout);
     }
     throw error;
   }
   if (parts.length < names.length) {
-    await Promise.allSettled(parts.map((p) => p.release()));
+    await locks.releaseUnused(parts);
     return null;
   }
   return parts.length === 1 ? parts[0] : new MultiLockHandle(parts);

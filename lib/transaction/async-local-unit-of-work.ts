@@ -34,6 +34,10 @@ export class AsyncLocalUnitOfWork implements TransactionSynchronizer {
     current.add(synchronization);
   }
 
+  currentTransaction(): object | undefined {
+    return this.isActive() ? this.storage.getStore() : undefined;
+  }
+
   /** Runs `work` as a unit of work; joins the current one when already inside one. */
   async run<T>(work: () => Promise<T> | T): Promise<T> {
     if (this.isActive()) return work();

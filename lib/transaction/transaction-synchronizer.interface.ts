@@ -22,6 +22,12 @@ export interface TransactionSynchronizer {
   isActive(): boolean;
   /** Registers callbacks on the current transaction. Only called when `isActive()` is true. */
   register(synchronization: TransactionSynchronization): void;
+  /**
+   * The current transaction's identity (the same object for as long as it runs), or `undefined`.
+   * Optional: with it, a lock whose release waits for this transaction can be taken again inside
+   * the same transaction (it re-enters the hold it keeps) instead of waiting for itself until COMMIT.
+   */
+  currentTransaction?(): object | undefined;
 }
 
 /** Injection token of the active `TransactionSynchronizer` (same name as the interface, like nestjs/throttler). */

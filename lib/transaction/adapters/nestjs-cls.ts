@@ -92,6 +92,10 @@ export class ClsTransactionSynchronizer implements TransactionSynchronizer {
     frame.add(synchronization);
   }
 
+  currentTransaction(): object | undefined {
+    return this.isActive() ? this.frames.getStore() : undefined;
+  }
+
   private wrapOptions(options: AdapterOptions): AdapterOptions {
     const wrapWithTransaction = options.wrapWithTransaction;
     return {

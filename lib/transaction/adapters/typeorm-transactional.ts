@@ -82,6 +82,10 @@ export class TypeOrmTransactionalSynchronizer implements TransactionSynchronizer
     list.add(synchronization);
   }
 
+  currentTransaction(): object | undefined {
+    return this.isActive() ? this.currentQueryRunner() : undefined;
+  }
+
   private currentQueryRunner(): QueryRunner | undefined {
     let context: ReturnType<typeof getTransactionalContext>;
     try {
