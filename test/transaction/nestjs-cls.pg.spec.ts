@@ -81,6 +81,19 @@ describe('@nestjs-cls/transactional (TypeORM adapter, PostgreSQL): a lock releas
       });
     });
 
+    it('runs two locked sections on one key in one transaction without waiting for itself, holding it until COMMIT', async () => {
+      const ref = uniquePrefix('order');
+      let heldBeforeCommit = false;
+      const inserted = await workflow.placeOrderTwice(ref, {
+        beforeCommit: async () => {
+          heldBeforeCommit = await locks.isLocked(`order:${ref}`);
+        },
+      });
+      expect(inserted).toEqual([true, false]);
+      expect(heldBeforeCommit).toBe(true);
+      expect(await locks.isLocked(`order:${ref}`)).toBe(false);
+    });
+
     it('holds a lock released in a savepoint (Propagation.Nested) until the outer transaction commits', async () => {
       const ref = uniquePrefix('order');
       let heldAfterSavepoint = false;

@@ -76,6 +76,19 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
       });
     });
 
+    it('runs two locked sections on one key in one transaction without waiting for itself, holding it until COMMIT', async () => {
+      const ref = uniquePrefix('order');
+      let heldBeforeCommit = false;
+      const inserted = await workflow.placeOrderTwice(ref, {
+        beforeCommit: async () => {
+          heldBeforeCommit = await locks.isLocked(`order:${ref}`);
+        },
+      });
+      expect(inserted).toEqual([true, false]);
+      expect(heldBeforeCommit).toBe(true);
+      expect(await locks.isLocked(`order:${ref}`)).toBe(false);
+    });
+
     it('holds a lock released in a savepoint until the outer transaction commits', async () => {
       const ref = uniquePrefix('order');
       let heldAfterSavepoint = false;
