@@ -34,7 +34,7 @@ end
 if redis.call('hexists', KEYS[1], owner) == 1 then
   if ARGV[6] == '1' then redis.call('hincrby', KEYS[1], owner, 1) end
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, currentFence(KEYS[2])}
+  return {1, currentFence(KEYS[2], lease)}
 end
 
 local free = redis.call('exists', KEYS[1]) == 0
@@ -45,7 +45,7 @@ if free and (not head or head == owner) then
   end
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
-  return {1, nextFence(KEYS[2])}
+  return {1, nextFence(KEYS[2], lease)}
 end
 
 -- The lock is free for a live head that has not claimed it yet; if that head only became head

@@ -5,9 +5,10 @@ import { LUA_FENCE } from './lua-snippets';
  * Takes or re-enters a reentrant lock.
  *
  * KEYS[1] owner hash  `rl:lock:{name}`          owner -> reentry count
- * KEYS[2] fence       `rl:lock:{name}:fence`    counter, incremented on every fresh acquire
+ * KEYS[2] fence       `rl:lock:{name}:fence`    fencing counter (LUA_FENCE), stepped on every fresh acquire
  * ARGV[1] owner id, ARGV[2] lease in ms, ARGV[3] '1' if the owner comes from an enclosing section
- * (count a nested hold), '0' for a fresh owner (finding it means a replayed attempt: count nothing)
+ * (count a nested hold), '0' for a fresh owner (finding it means a replayed attempt: count nothing),
+ * ARGV[4] optional: 'counter' steps the fence by one without the clock floor (Redlock masters)
  *
  * Returns {1, fencingToken} when held by the caller afterwards, {0, pttl} when another owner holds it
  * (pttl is how long the caller may sleep at most before the lease could have run out).
@@ -19,13 +20,13 @@ local lease = tonumber(ARGV[2])
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[1], 1)
   redis.call('pexpire', KEYS[1], lease)
-  return {1, nextFence(KEYS[2])}
+  return {1, nextFence(KEYS[2], lease, ARGV[4] == 'counter')}
 end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   if ARGV[3] == '1' then redis.call('hincrby', KEYS[1], ARGV[1], 1) end
   -- a nested acquire never shortens the lease the outer one already has
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, currentFence(KEYS[2])}
+  return {1, currentFence(KEYS[2], lease)}
 end
 return {0, redis.call('pttl', KEYS[1])}
 `,

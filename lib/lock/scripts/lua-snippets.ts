@@ -8,14 +8,53 @@ local now = tonumber(redisTime[1]) * 1000 + math.floor(tonumber(redisTime[2]) / 
 export const WAKE_ALL = '1000000';
 
 /**
- * Lua: `nextFence(key)` gives the next fencing token of a lock (a decimal string), `currentFence(key)`
- * the last one handed out. Every fresh grant of every lock kind takes its token from `nextFence`.
+ * How long a fencing counter outlives its last grant at least (ms): the counter of a name nobody
+ * locks any more goes away, so Redis memory is bounded by the names used within this window.
+ */
+export const FENCE_RETENTION_MS = 3_600_000;
+
+/**
+ * Lua helpers for fencing tokens (decimal strings below 2^53, so they fit a signed 64-bit column and
+ * Lua's doubles exactly):
+ *
+ * - `nextFence(key, lease, counterOnly)`: the token of a fresh grant, stored back as the counter.
+ *   It is max(counter + 1, the Redis server's clock in microseconds), so a counter that was lost
+ *   (expiry, FLUSHALL, a restart without persistence, eviction) or rolled back (failover to a replica
+ *   that missed the last grants) still starts above every token handed out before, as long as the
+ *   Redis server's clock does not go back. `counterOnly` (Redlock masters, whose counters must move
+ *   together) takes the clock only when the counter is missing, counter + 1 otherwise.
+ * - `currentFence(key, lease)`: the last token, for a re-entry or a shared hold; if the counter is
+ *   gone, a new token from `nextFence` (never '0', never lower than one handed out before).
+ * - `raiseFence(key, token)`: sets the counter to `token` if that is higher (never lowers it).
+ *
+ * Each keeps the counter for max(FENCE_RETENTION_MS, 2 x lease) after it was last used, never less
+ * than it already had: a counter lives while its lock is in use and some time after, then expires.
  */
 export const LUA_FENCE = `
-local function nextFence(key)
-  return tostring(redis.call('incr', key))
+local function fenceTtl(key, lease)
+  return string.format('%.0f', math.max(${FENCE_RETENTION_MS}, 2 * (tonumber(lease) or 0), redis.call('pttl', key)))
 end
-local function currentFence(key)
-  return redis.call('get', key) or '0'
+local function storeFence(key, token, lease)
+  local text = string.format('%.0f', token)
+  redis.call('set', key, text, 'px', fenceTtl(key, lease))
+  return text
+end
+local function nextFence(key, lease, counterOnly)
+  local stored = tonumber(redis.call('get', key) or '')
+  if stored and counterOnly then return storeFence(key, stored + 1, lease) end
+  local clock = redis.call('time')
+  local floor = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  return storeFence(key, math.max((stored or 0) + 1, floor), lease)
+end
+local function currentFence(key, lease)
+  local value = redis.call('get', key)
+  if not value then return nextFence(key, lease, false) end
+  redis.call('pexpire', key, fenceTtl(key, lease))
+  return value
+end
+local function raiseFence(key, token)
+  local stored = tonumber(redis.call('get', key) or '')
+  if stored and stored >= tonumber(token) then return end
+  storeFence(key, tonumber(token), 0)
 end
 `;

@@ -63,14 +63,14 @@ local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   redis.call('hset', KEYS[1], 'mode', 'read')
   hold(readField, lease, true)
-  return {1, nextFence(KEYS[4])}
+  return {1, nextFence(KEYS[4], lease)}
 end
 local reentry = redis.call('hexists', KEYS[1], readField) == 1
 local downgrade = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[1] .. ':w') == 1
 local noWriterWaiting = redis.call('zcard', KEYS[3]) == 0
 if reentry or downgrade or (mode == 'read' and noWriterWaiting) then
   hold(readField, lease, not reentry or ARGV[3] == '1')
-  return {1, currentFence(KEYS[4])}
+  return {1, currentFence(KEYS[4], lease)}
 end
 return {0, waitTime()}
 `,
@@ -91,14 +91,14 @@ local lease = tonumber(ARGV[2])
 local writeField = ARGV[1] .. ':w'
 if redis.call('hexists', KEYS[1], writeField) == 1 then
   hold(writeField, lease, ARGV[5] == '1')
-  return {1, currentFence(KEYS[4])}
+  return {1, currentFence(KEYS[4], lease)}
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   redis.call('hset', KEYS[1], 'mode', 'write')
   hold(writeField, lease, true)
   redis.call('zrem', KEYS[3], ARGV[1])
-  return {1, nextFence(KEYS[4])}
+  return {1, nextFence(KEYS[4], lease)}
 end
 if redis.call('hexists', KEYS[1], ARGV[1] .. ':r') == 1 then return {-1, 0} end
 if ARGV[4] == '1' then

@@ -18,7 +18,7 @@ redis.call('zremrangebyscore', KEYS[1], '-inf', now)
 if redis.call('zcard', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('zadd', KEYS[1], now + lease, ARGV[1])
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, nextFence(KEYS[2])}
+  return {1, nextFence(KEYS[2], lease)}
 end
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
 return {0, math.max(1, tonumber(first[2]) - now)}
