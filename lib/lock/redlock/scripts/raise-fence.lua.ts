@@ -1,16 +1,17 @@
 import { RedisScript } from '../../../redis/redis-script';
+import { LUA_FENCE } from '../../scripts/lua-snippets';
 
 /**
- * Raises a master's fencing counter to a token the quorum handed out (never lowers it).
+ * Raises a master's fencing counter to a token the quorum handed out (never lowers it); the counter
+ * keeps the bounded TTL every fence has (LUA_FENCE).
  *
  * KEYS[1] fencing counter `rl:lock:{name}:fence`; ARGV[1] the token.
  * Returns 1.
  */
 export const raiseFenceScript = new RedisScript(
   'raiseFence',
-  `
-local current = tonumber(redis.call('get', KEYS[1]) or '0')
-if current < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end
+  `${LUA_FENCE}
+raiseFence(KEYS[1], ARGV[1])
 return 1
 `,
 );
