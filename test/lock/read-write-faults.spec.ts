@@ -1,0 +1,107 @@
+import type { TestingModule } from '@nestjs/testing';
+import { type LockHandle, LockService } from '../../lib';
+import { acquireReadLockScript, acquireWriteLockScript, releaseReadWriteLockScript } from '../../lib/lock/scripts/read-write-lock.lua';
+import { FaultProxy } from '../../tools/fault-proxy';
+import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app';
+
+/** Whether a try-acquire got the lock (given back at once when it did). */
+async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
+  const handle = await attempt;
+  await handle?.release();
+  return handle !== null;
+}
+
+/**
+ * Read/write locks when a reply is lost: ioredis re-sends the command after reconnecting, so the
+ * script runs twice. A nested acquire or release must count once, and no hold of an owner may
+ * shorten another hold of the same owner.
+ */
+describe('read/write lock: commands that run twice', () => {
+  let proxy: FaultProxy;
+  let viaProxy: TestingModule;
+  let direct: TestingModule;
+  /** Service whose connection goes through the fault proxy. */
+  let a: LockService;
+  /** Another process on the same keys, straight to Redis. */
+  let b: LockService;
+
+  beforeAll(async () => {
+    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
+    const keyPrefix = uniquePrefix('rwf');
+    viaProxy = await createLockApp({ redis: proxy.url, keyPrefix });
+    direct = await createLockApp({ keyPrefix });
+    viaProxy.useLogger(false);
+    a = viaProxy.get(LockService);
+    b = direct.get(LockService);
+  });
+  afterAll(async () => {
+    await viaProxy.close();
+    await direct.close();
+    await proxy.stop();
+  });
+
+  it.each(['read', 'write'] as const)(
+    'keeps the outer %s hold when the release of a nested hold runs twice',
+    async (side) => {
+      const name = `nested-release-${side}`;
+      const outer = await a.readWrite(name)[side]();
+      await a.runInScope(outer, async () => {
+        const inner = await a.readWrite(name)[side]();
+        const lost = proxy.loseReply(FaultProxy.script(releaseReadWriteLockScript));
+        await inner.release();
+        await lost;
+        // The outer section still runs: nobody else may write (nor read, when it writes).
+        expect(await got(b.readWrite(name).tryWrite())).toBe(false);
+        if (side === 'write') expect(await got(b.readWrite(name).tryRead())).toBe(false);
+      });
+      expect(await a.isLocked(name)).toBe(true);
+      await outer.release();
+      expect(await a.isLocked(name)).toBe(false);
+    },
+  );
+
+  it.each([
+    ['read', acquireReadLockScript],
+    ['write', acquireWriteLockScript],
+  ] as const)('counts a nested %s acquire once when it runs twice', async (side, script) => {
+    const name = `nested-acquire-${side}`;
+    const outer = await a.readWrite(name)[side]();
+    await a.runInScope(outer, async () => {
+      const lost = proxy.loseReply(FaultProxy.script(script));
+      const inner = await a.readWrite(name)[side]();
+      await lost;
+      expect(inner.fencingToken).toBe(outer.fencingToken);
+      await inner.release();
+    });
+    await outer.release();
+    expect(await a.isLocked(name)).toBe(false);
+    expect(await got(b.readWrite(name).tryWrite())).toBe(true);
+  });
+
+  it('takes a fresh hold once when its acquire runs twice', async () => {
+    const lost = proxy.loseReply(FaultProxy.script(acquireReadLockScript));
+    const read = await a.readWrite('fresh').read();
+    await lost;
+    await read.release();
+    expect(await a.isLocked('fresh')).toBe(false);
+  });
+
+  it.each(['read', 'write'] as const)(
+    'never lets a nested %s hold with a shorter lease shorten the outer hold',
+    async (side) => {
+      const name = `shorter-${side}`;
+      const outer = await a.readWrite(name)[side]({ leaseTime: 20_000 });
+      await a.runInScope(outer, async () => {
+        const inner = await a.readWrite(name)[side]({ leaseTime: 100 });
+        await inner.extend(100);
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        expect(await got(b.readWrite(name).tryWrite())).toBe(false);
+        await inner.release();
+      });
+      expect(outer.held).toBe(true);
+      expect(await got(b.readWrite(name).tryWrite())).toBe(false);
+      await outer.release();
+      expect(await a.isLocked(name)).toBe(false);
+    },
+  );
+});
