@@ -1,5 +1,6 @@
 import { InvalidLockKeyTemplateError } from '../errors/invalid-lock-key-template.error';
 import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error';
+import { escapeTemplateValue } from '../keys/escape-template-value';
 
 /**
  * Where a lock key comes from: a template (`'order:<0>'`, `'<1.id>'`), an array of templates (a
@@ -25,6 +26,8 @@ export interface KeyPlaceholder {
   readonly index?: number;
   /** Property names walked from the root (for `property` roots the first one is the root property). */
   readonly path: readonly string[];
+  /** The literal character right after the placeholder (none at the end): a value escapes it. */
+  readonly delimiter?: string;
 }
 
 /** What is known about the decorated method's parameters, for checks at decoration time. */
@@ -49,8 +52,11 @@ const PRIMITIVE_TYPES = new Map<unknown, string>([
 
 /**
  * A parsed key template. Literal text is kept as written; each placeholder is replaced by the
- * value it points at (a non-empty string, a finite number, a bigint or a boolean). Escaping the
- * value for Redis is the key space's job, so any text is safe here.
+ * value it points at (a non-empty string, a finite number, a bigint or a boolean), with `%`, `:`
+ * and the literal character that follows the placeholder percent-encoded (escapeTemplateValue), so
+ * distinct values always give distinct keys. Escaping the key for Redis is the key space's job.
+ * Two placeholders with nothing between them (`<0><1>`) are refused: no escaping could tell
+ * `('ab', 'c')` from `('a', 'bc')`; so is a placeholder followed by `%` (escapes start with it).
  *
  * Syntax: `<0>` argument 0, `<1.id>` property `id` of argument 1, `<1.items.0.sku>` deeper;
  * `\<` and `\>` are literal angle brackets.
@@ -114,10 +120,25 @@ export class KeyTemplate {
       i = end;
     }
     parts.push(literal);
-    return new KeyTemplate(
-      source,
-      parts.filter((p) => p !== ''),
-    );
+    const kept = parts.filter((p) => p !== '');
+    for (let i = 0; i < kept.length; i++) {
+      const part = kept[i];
+      if (typeof part === 'string') continue;
+      const next = kept[i + 1];
+      if (next !== undefined && typeof next !== 'string') {
+        return fail(
+          `placeholders ${part.text}${next.text} have nothing between them, so different values could give the same key; ` +
+            `put a separator between them, e.g. ${part.text}:${next.text}`,
+        );
+      }
+      if (next === undefined) continue;
+      if (next.startsWith('%')) {
+        // '%' starts the escapes inside values, so a literal '%' right after one could be either.
+        return fail(`placeholder ${part.text} is followed by "%", which escaped values start with; put another character first, e.g. ${part.text}:%`);
+      }
+      kept[i] = { ...part, delimiter: String.fromCodePoint(next.codePointAt(0)!) };
+    }
+    return new KeyTemplate(source, kept);
   }
 
   /**
@@ -190,7 +211,7 @@ export class KeyTemplate {
           complete ? `${where} ${problem}` : `${where} cannot be read: ${reached} ${problem}`,
         );
       }
-      key += String(value);
+      key += escapeTemplateValue(String(value), part.delimiter);
     }
     return key;
   }

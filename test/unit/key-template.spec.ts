@@ -74,11 +74,18 @@ describe('key templates: rendering', () => {
     expect(() => argumentKey('order:<0><1>')).toThrow(/<0><1>.*separator/);
   });
 
+  it('refuses a placeholder followed by "%": escaped values start with it, so (":", "3A:") and ("::", "3A") would meet', () => {
+    for (const template of ['<0>%<1>', 'order:<0>%3A<1>', 'order:<0>%']) {
+      expect(() => argumentKey(template)).toThrow(InvalidLockKeyTemplateError);
+    }
+    expect(argumentKey('%<0>:%<1>')('a:b', '%')).toBe('%a%3Ab:%%25');
+  });
+
   it('maps distinct argument tuples to distinct keys (exhaustive over a small alphabet)', () => {
     const alphabet = [':', '%', '-', '/', 'a', '1', '{', '}', '3A'];
     const values: string[] = [...alphabet];
     for (const x of alphabet) for (const y of alphabet) values.push(x + y);
-    for (const template of ['order:<0>:<1>', 'order-<0>-<1>', '<0>/<1>:x', 'k:<0>:refund:<1>', '<0>%<1>']) {
+    for (const template of ['order:<0>:<1>', 'order-<0>-<1>', '<0>/<1>:x', 'k:<0>:refund:<1>', '<0>3<1>', '<0>A<1>', '<0>:%<1>', '%<0>:<1>:%']) {
       const key = argumentKey(template);
       const seen = new Map<string, string>();
       for (const a of values) {
