@@ -320,7 +320,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
       outcome = willWait
         ? await attempt(true)
         : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
-      if (outcome.acquired) return this.handleFor(protocol, owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
+      if (outcome.acquired) return this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
     }
@@ -342,7 +342,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
         outcome = await attempt(true);
         if (outcome.acquired) {
           acquired = true;
-          return await this.handleFor(protocol, owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
+          return await this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
         }
         woken = await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey, woken);
       }

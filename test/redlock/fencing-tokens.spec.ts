@@ -52,12 +52,14 @@ describe('Redlock: fencing tokens', () => {
     const [first] = await takeTurns('ahead', 1);
     // One master's counter is far ahead of the others (it alone saw a burst of tries), and with a
     // second master down the vote must include it: the token comes from it...
-    await masters.raw(0).set(key, '1000');
+    const counters = await Promise.all([0, 1, 2].map(async (i) => BigInt((await masters.raw(i).get(key)) ?? '0')));
+    const ahead = counters.reduce((a, b) => (a > b ? a : b)) + 1_000_000n;
+    await masters.raw(0).set(key, ahead.toString(), 'KEEPTTL');
     await masters.kill(2);
     let jumped: bigint;
     try {
       [jumped] = await takeTurns('ahead', 1);
-      expect(jumped).toBeGreaterThan(1000n);
+      expect(jumped).toBeGreaterThan(ahead);
       expect(jumped).toBeGreaterThan(first);
       // ...and was written to the lagging master before it was handed out,
       expect(BigInt((await masters.raw(1).get(key)) ?? '0')).toBeGreaterThanOrEqual(jumped);
@@ -76,7 +78,7 @@ describe('Redlock: fencing tokens', () => {
     }
   });
 
-  it('hands back a minority grant of a lost vote and undoes its counter step', async () => {
+  it('hands back a minority grant of a lost vote and never lowers the counter it stepped', async () => {
     const owners = `${pair.keyPrefix}:lock:{level}`;
     const fence = `${owners}:fence`;
     await takeTurns('level', 2);
@@ -85,14 +87,17 @@ describe('Redlock: fencing tokens', () => {
     await masters.raw(2).del(owners);
     const before = await masters.raw(2).get(fence);
     expect(await pair.b.tryAcquire('level')).toBeNull();
+    // The competing try ran on master 2 (its counter moved) and its grant was handed back; the
+    // step it took stays: a fence only grows (a skipped token is harmless).
+    const steppedAndHandedBack = async () =>
+      BigInt((await masters.raw(2).get(fence)) ?? '0') > BigInt(before ?? '0') && (await masters.raw(2).exists(owners)) === 0;
     const deadline = performance.now() + 5_000;
-    while ((await masters.raw(2).exists(owners)) === 1 && performance.now() < deadline) {
+    while (!(await steppedAndHandedBack()) && performance.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(await masters.raw(2).exists(owners)).toBe(0);
-    expect(await masters.raw(2).get(fence)).toBe(before);
+    expect(await steppedAndHandedBack()).toBe(true);
     await holder.release();
-    // Counters level: the next token comes from the whole majority without a raise.
+    // Counters apart: the next token comes from the highest of them (raised on the others).
     const [next] = await takeTurns('level', 1);
     expect(next).toBeGreaterThan(BigInt(holder.fencingToken));
   });

@@ -3,7 +3,16 @@ import type { RedisScript } from '../../redis/redis-script';
 
 /** Outcome of one acquire attempt. */
 export type AttemptOutcome =
-  | { readonly acquired: true; readonly fencingToken: string }
+  | {
+      readonly acquired: true;
+      readonly fencingToken: string;
+      /**
+       * The owner id the hold is recorded under, when the protocol gives each try its own (Redlock:
+       * a late answer to one try must never count for another). The handle, its re-entries and its
+       * release use it; absent, the owner id passed to `attempt`.
+       */
+      readonly owner?: string;
+    }
   /** `waitMs`: longest the caller may sleep before the holder's lease could have ended (-1: no bound, -2: try again now). */
   | { readonly acquired: false; readonly waitMs: number };
 

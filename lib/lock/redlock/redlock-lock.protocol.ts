@@ -4,7 +4,7 @@ import type { RedisClient } from '../../options/redis-lock-config';
 import type { ResolvedAcquireOptions } from '../acquire-options';
 import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from '../protocols/lock-protocol.interface';
 import { renewLocksScript } from '../scripts/renew-locks.lua';
-import type { RedlockQuorum } from './redlock-quorum';
+import type { RedlockQuorum, TryIds } from './redlock-quorum';
 
 /**
  * The exclusive, reentrant lock in Redlock mode: the same owner hash, counter and wake channel as
@@ -13,13 +13,17 @@ import type { RedlockQuorum } from './redlock-quorum';
  * is the delayed-job connection and is not used here.
  *
  * One instance serves one acquire call (all its tries), which lets it remember a split vote and
- * pause a random moment before the next try, so colliding contenders stop colliding.
+ * pause a random moment before the next try, so colliding contenders stop colliding, and remember
+ * which try won, so the handle's release and renewal address that try's hold.
  */
 export class RedlockLockProtocol implements LockProtocol {
   readonly wakesByOwner = false;
   readonly localFifo = true;
   readonly heartbeat = undefined;
   private collided = false;
+  private tries = 0;
+  /** The ids of the try that won: release and renewal of the handle go to them. */
+  private won?: TryIds;
 
   private constructor(
     private readonly keys: LockKeys,
@@ -49,17 +53,38 @@ export class RedlockLockProtocol implements LockProtocol {
     if (this.collided && this.quorum.retryJitter > 0) {
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * (this.quorum.retryJitter + 1))));
     }
-    const { collided, ...outcome } = await this.quorum.acquire(this.keys, owner, leaseTime, mode.reentry);
+    const onMasters = this.tryIds(owner, mode);
+    const { collided, ...outcome } = await this.quorum.acquire(this.keys, onMasters, leaseTime, mode.reentry);
     this.collided = collided;
-    return outcome as AttemptOutcome;
+    if (!outcome.acquired) return outcome as AttemptOutcome;
+    this.won = onMasters;
+    return { acquired: true, fencingToken: outcome.fencingToken, owner: onMasters.owner };
   }
 
-  release(_client: RedisClient, owner: string): Promise<number> {
-    return this.quorum.release(this.keys, owner);
+  release(_client: RedisClient, owner: string, _publishCommand: string, hold: string): Promise<number> {
+    return this.quorum.release(this.keys, this.won ?? { owner, hold });
   }
 
-  renewal(owner: string): Renewal {
-    return { script: renewLocksScript, keys: [this.keys.owners], member: owner, target: this.quorum };
+  renewal(owner: string, hold: string): Renewal {
+    const { owner: member } = this.won ?? { owner, hold };
+    return { script: renewLocksScript, keys: [this.keys.owners], member, target: this.quorum };
+  }
+
+  /**
+   * The ids one try is recorded under on the masters. A master may answer a try after the quorum
+   * gave up on it (the grant is then handed back when it arrives) while a later try of the same
+   * acquire is already on its way there. With ids shared between tries, that master would take
+   * the later try for a re-sent copy of the earlier one and grant it, and the earlier try's
+   * hand-back would then delete the later try's grant. So every try is its own hold: a fresh
+   * acquire gets an owner id per try (the winning try's becomes the handle's owner, which nested
+   * acquires re-enter), a re-entry keeps the enclosing owner and gets a hold id per try.
+   */
+  private tryIds(owner: string, mode: AttemptMode): TryIds {
+    const n = ++this.tries;
+    const onMasters = mode.reentry ? owner : `${owner}.${n}`;
+    // Hold ids stay `<owner>/<n>` (with the owner they are recorded under).
+    const holdPart = mode.hold.startsWith(`${owner}/`) ? mode.hold.slice(owner.length + 1) : mode.hold;
+    return { owner: onMasters, hold: `${onMasters}/${holdPart}${mode.reentry ? `.${n}` : ''}` };
   }
 
   validLease(leaseTime: number): number {

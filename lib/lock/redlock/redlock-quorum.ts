@@ -4,8 +4,9 @@ import type { LockKeys } from '../../keys/redis-key-space';
 import type { RedlockConfig } from '../../options/redis-lock-config';
 import type { RedisScript } from '../../redis/redis-script';
 import type { AttemptOutcome, Renewal, RenewalTarget } from '../protocols/lock-protocol.interface';
+import { runRenewal } from '../lock-watchdog';
 import { acquireLockScript } from '../scripts/acquire-lock.lua';
-import { planFencingToken } from './fencing-token';
+import { agreedFence, planFencingToken } from './fencing-token';
 import { collectReplies, firstError, successes, type RepliesSoFar } from './quorum-replies';
 import type { RedlockMaster } from './redlock-master';
 import { raiseFenceScript } from './scripts/raise-fence.lua';
@@ -14,7 +15,11 @@ import { releaseRedlockScript } from './scripts/release-redlock.lua';
 /** One try on all masters; `collided` when some masters granted but not a majority (a split vote). */
 export type QuorumAttemptOutcome = AttemptOutcome & { readonly collided: boolean };
 
-type AcquireReply = [granted: number, value: string | number];
+/** The ids one hold (one try of an acquire) is recorded under on every master. */
+export interface TryIds {
+  readonly owner: string;
+  readonly hold: string;
+}
 
 /** Makes each release message unique, so copies from several masters can be told apart from new releases. */
 const RELEASE_ID_PREFIX = randomBytes(4).toString('hex');
@@ -53,26 +58,37 @@ export class RedlockQuorum implements RenewalTarget {
    * One try on every master. Succeeds when a majority granted, the fencing token is backed by a
    * majority, and time is left of the lease; otherwise hands back every grant (also those that
    * arrive late) and says how long to wait.
+   *
+   * On each master the hold is an ordinary reentrant hold (the plain lock's acquire script, its
+   * fence stepped by one: 'counter'). `ids` must be this try's own (see RedlockLockProtocol): a
+   * grant handed back is addressed by them, so it can only ever undo this try.
    */
-  async acquire(keys: LockKeys, owner: string, leaseTime: number, reentry: boolean): Promise<QuorumAttemptOutcome> {
+  async acquire(keys: LockKeys, ids: TryIds, leaseTime: number, reentry: boolean): Promise<QuorumAttemptOutcome> {
     const started = performance.now();
     const quorum = this.quorum;
     const budget = this.budget(leaseTime);
+    const args = [ids.owner, leaseTime, reentry ? '1' : '0', 'counter'];
     const calls = this.masters.map((master) =>
-      acquireLockScript.run<AcquireReply>(master.client, [keys.owners, keys.fence], [owner, leaseTime, reentry ? '1' : '0']),
+      acquireLockScript
+        .run<[granted: number, value: string | number]>(master.client, [keys.owners, keys.fence], args)
+        .then(([granted, value]): AttemptOutcome =>
+          granted === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) },
+        ),
     );
+    const grantsIn = (so: RepliesSoFar<AttemptOutcome>) =>
+      successes(so).flatMap(({ master, value }) => (value.acquired ? [{ master, fence: BigInt(value.fencingToken) }] : []));
     const replies = await collectReplies(calls, budget, (so) => {
       const granted = countGrants(so);
-      return granted >= quorum || granted + unanswered(so) < quorum;
+      if (granted + unanswered(so) < quorum) return true;
+      // A re-entry waits for a majority to agree on the holder's token, as long as answers may come.
+      return granted >= quorum && (!reentry || agreedFence(grantsIn(so), quorum) !== undefined);
     });
 
-    const grants = successes(replies)
-      .filter(({ value }) => value[0] === 1)
-      .map(({ master, value }) => ({ master, fence: BigInt(value[1]) }));
+    const grants = grantsIn(replies);
     let won = false;
     let token = 0n;
     if (grants.length >= quorum) {
-      const plan = planFencingToken(grants, quorum);
+      const plan = planFencingToken(grants, quorum, reentry);
       token = plan.token;
       const raised = plan.behind.length === 0 ? 0 : await this.raiseFence(keys.fence, token, plan.behind, quorum - plan.atToken, started + budget);
       won = plan.atToken + raised >= quorum && this.validLease(leaseTime) - (performance.now() - started) > 0;
@@ -80,7 +96,7 @@ export class RedlockQuorum implements RenewalTarget {
 
     // A grant that answers after the decision is ours too: kept when we won (release and renewal go
     // to every master), handed back when we lost, so no partial hold outlives the try.
-    if (!won) this.handBackGrants(calls, replies, keys, owner);
+    if (!won) this.handBackGrants(calls, replies, keys, ids);
 
     if (won) return { acquired: true, fencingToken: String(token), collided: false };
     return { acquired: false, waitMs: this.waitAfterLoss(replies, grants.length), collided: grants.length > 0 };
@@ -90,11 +106,9 @@ export class RedlockQuorum implements RenewalTarget {
    * Releases one level of the hold on every master. Resolves once a majority answered (the rest
    * finish in the background): 0 freed, > 0 re-entered holds remain, -1 not held.
    */
-  async release(keys: LockKeys, owner: string): Promise<number> {
-    const message = `1:${RELEASE_ID_PREFIX}${(++releaseSequence).toString(36)}`;
-    const calls = this.masters.map((master) =>
-      releaseRedlockScript.run<number>(master.client, [keys.owners, keys.wakeChannel, keys.fence], [owner, message, '']),
-    );
+  async release(keys: LockKeys, ids: TryIds): Promise<number> {
+    const message = releaseMessage();
+    const calls = this.masters.map((master) => releaseRedlockScript.run<number>(master.client, [keys.owners, keys.wakeChannel], [ids.owner, message, ids.hold]));
     const replies = await collectReplies(calls, this.config.requestTimeout, (so) => successes(so).length >= this.quorum);
     const results = successes(replies).map(({ value }) => value);
     if (results.length === 0) throw this.noAnswer(replies, 'release a lock');
@@ -109,9 +123,7 @@ export class RedlockQuorum implements RenewalTarget {
    * few answered to tell (the handle's lease deadline then decides).
    */
   async renew(script: RedisScript, renewals: readonly Renewal[], leaseTime: number): Promise<number[]> {
-    const keys = renewals.flatMap((r) => r.keys);
-    const args = [leaseTime, ...renewals.map((r) => r.member)];
-    const calls = this.masters.map((master) => script.run<number[]>(master.client, keys, args));
+    const calls = this.masters.map((master) => runRenewal(master.client, script, renewals, leaseTime));
     const replies = await collectReplies(calls, this.budget(leaseTime), (so) =>
       renewals.every((_, i) => this.renewalVerdict(so, i) !== -1),
     );
@@ -144,29 +156,24 @@ export class RedlockQuorum implements RenewalTarget {
     return successes(replies).length;
   }
 
-  private handBackGrants(
-    calls: readonly Promise<AcquireReply>[],
-    replies: RepliesSoFar<AcquireReply>,
-    keys: LockKeys,
-    owner: string,
-  ): void {
+  private handBackGrants(calls: readonly Promise<AttemptOutcome>[], replies: RepliesSoFar<AttemptOutcome>, keys: LockKeys, ids: TryIds): void {
     calls.forEach((call, master) => {
       const reply = replies[master];
       if (reply === undefined) {
         call.then(
-          ([granted, fence]) => granted === 1 && this.handBack(master, keys, owner, String(fence)),
+          (late) => late.acquired && this.handBack(master, keys, ids),
           () => undefined,
         );
-      } else if (reply.ok && reply.value[0] === 1) {
-        this.handBack(master, keys, owner, String(reply.value[1]));
+      } else if (reply.ok && reply.value.acquired) {
+        this.handBack(master, keys, ids);
       }
     });
   }
 
-  private handBack(master: number, keys: LockKeys, owner: string, fence: string): void {
-    const message = `1:${RELEASE_ID_PREFIX}${(++releaseSequence).toString(36)}`;
+  /** Releases this try's hold on one master. Its fence step stays: a fence only grows. */
+  private handBack(master: number, keys: LockKeys, ids: TryIds): void {
     releaseRedlockScript
-      .run(this.masters[master].client, [keys.owners, keys.wakeChannel, keys.fence], [owner, message, fence])
+      .run(this.masters[master].client, [keys.owners, keys.wakeChannel], [ids.owner, releaseMessage(), ids.hold])
       .catch((error: unknown) =>
         // Its lease frees it anyway.
         this.onBackgroundError(`Could not hand back a partial Redlock grant on master ${master}: ${(error as Error)?.message ?? error}`),
@@ -178,12 +185,11 @@ export class RedlockQuorum implements RenewalTarget {
    * majority to be free (their holders' remaining leases), or `retryDelay` when too few masters
    * answered to know (they could not announce a release either).
    */
-  private waitAfterLoss(replies: RepliesSoFar<AcquireReply>, grants: number): number {
+  private waitAfterLoss(replies: RepliesSoFar<AttemptOutcome>, grants: number): number {
     const needed = this.quorum - grants;
     if (needed <= 0) return Math.floor(Math.random() * (this.config.retryJitter + 1)); // won a majority too late: go again soon
     const holdsLeft = successes(replies)
-      .filter(({ value }) => value[0] !== 1)
-      .map(({ value }) => Number(value[1]))
+      .flatMap(({ value }) => (value.acquired ? [] : [value.waitMs]))
       .map((pttl) => (pttl === -1 ? Number.POSITIVE_INFINITY : Math.max(0, pttl)))
       .sort((a, b) => a - b);
     if (holdsLeft.length < needed) return this.config.retryDelay;
@@ -214,10 +220,15 @@ export class RedlockQuorum implements RenewalTarget {
   }
 }
 
-function countGrants(replies: RepliesSoFar<AcquireReply>): number {
+function countGrants(replies: RepliesSoFar<AttemptOutcome>): number {
   let granted = 0;
-  for (const reply of replies) if (reply?.ok && reply.value[0] === 1) granted++;
+  for (const reply of replies) if (reply?.ok && reply.value.acquired) granted++;
   return granted;
+}
+
+/** '1:<release id>': wakes one waiter, and lets the fan-out subscriber drop the other masters' copies. */
+function releaseMessage(): string {
+  return `1:${RELEASE_ID_PREFIX}${(++releaseSequence).toString(36)}`;
 }
 
 function unanswered(replies: RepliesSoFar<unknown>): number {
