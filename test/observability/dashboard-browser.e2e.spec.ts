@@ -1,9 +1,12 @@
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { LockService, type LockHandle } from '../../lib';
+import { DelayQueueService, LockService, type LockHandle } from '../../lib';
+import { startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app';
 import { AppModule } from '../../sample-app/src/app.module';
 import { testRedisUrl, uniquePrefix } from '../support/test-app';
 import { httpJson } from '../support/http-json';
@@ -14,6 +17,15 @@ const DOCS_IMAGE = join(ROOT, 'docs', 'images', 'dashboard.png');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Generous: a loaded two-core machine runs the sample app, Redis and Chromium at once. */
 const UI_TIMEOUT = 30_000;
+
+function assertChromium(): void {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `Chromium was not found at ${CHROMIUM}; this test needs a real browser. Install it with ` +
+        '`sudo apt-get install chromium` (Debian/Ubuntu), or set CHROMIUM_PATH to a Chromium/Chrome binary.',
+    );
+  }
+}
 
 /**
  * The dashboard in a real headless Chromium, served by the sample orders service: orders schedule
@@ -28,12 +40,7 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
   const held: LockHandle[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `Chromium was not found at ${CHROMIUM}; this test needs a real browser. Install it with ` +
-          '`sudo apt-get install chromium` (Debian/Ubuntu), or set CHROMIUM_PATH to a Chromium/Chrome binary.',
-      );
-    }
+    assertChromium();
     mkdirSync(ARTIFACTS, { recursive: true });
     const moduleRef = await Test.createTestingModule({
       imports: [
@@ -140,5 +147,49 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     expect(item).toMatchObject({ sold: 1, stock: 1 });
     await page.screenshot({ path: join(ARTIFACTS, '3-after-retry.png'), fullPage: true });
     expect(pageErrors).toEqual([]);
+  });
+});
+
+/**
+ * A page of another site, opened in the same browser as the operator, against an application that
+ * allows credentialed CORS from any origin: the browser sends the action header and the cookies,
+ * and the dashboard must still refuse (Origin and Sec-Fetch-Site say where the request came from).
+ */
+describe('dashboard in a browser: a page of another site (e2e)', () => {
+  let t: DashboardTestApp;
+  let evil: Server;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    assertChromium();
+    t = await startDashboardApp({ readOnly: false, history: { sampleMs: 0 } }, { handlers: false, cors: { origin: true, credentials: true } });
+    // Served from http://localhost:<port>: another site than the dashboard's http://127.0.0.1:<port>.
+    evil = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>prize</title>'));
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => evil?.close(resolve));
+    await t?.close();
+  });
+
+  it('cannot cancel a job nor read payloads, though CORS lets it send the header with credentials', async () => {
+    const queue = t.app.get(DelayQueueService);
+    await queue.schedule('xsite.orders', { card: '4111-secret' }, { id: 'victim', delay: 3_600_000 });
+    const page = await browser.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT);
+    await page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
+    const api = `${t.base}/_locks/api/topics/xsite.orders/jobs`;
+    const outcome = await page.evaluate(async (url) => {
+      const cancel = await fetch(`${url}/victim/cancel`, { method: 'POST', credentials: 'include', headers: { 'x-redis-lock-dashboard': '1' } });
+      const read = await fetch(`${url}?state=scheduled`, { credentials: 'include' });
+      return { cancel: cancel.status, read: read.status, readBody: await read.text() };
+    }, api);
+    expect(outcome.cancel).toBe(403);
+    expect(outcome.read).toBe(403);
+    expect(outcome.readBody).not.toContain('4111-secret');
+    expect((await queue.get('xsite.orders', 'victim'))?.state).toBe('scheduled');
+    await page.close();
   });
 });
