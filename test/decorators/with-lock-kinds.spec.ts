@@ -1,0 +1,101 @@
+import { Controller, Injectable, type INestApplication, Param, Post } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { AddressInfo } from 'node:net';
+import { LockService, RedisLockModule, WithLock } from '../../lib';
+import { gate } from '../fixtures/with-lock-app';
+import { testRedisUrl, uniquePrefix } from '../support/test-app';
+
+/** The easy mistake: one key template locked as exclusive in one place and read/write in another. */
+@Injectable()
+class DocsService {
+  @WithLock('doc:<0>', { waitTimeout: 1_000 })
+  async edit(id: string, inside?: () => Promise<unknown>): Promise<string> {
+    await inside?.();
+    return `edited ${id}`;
+  }
+
+  @WithLock('doc:<0>', { mode: 'write', waitTimeout: 1_000 })
+  async rewrite(id: string, inside?: () => Promise<unknown>): Promise<string> {
+    await inside?.();
+    return `rewritten ${id}`;
+  }
+
+  @WithLock('doc:<0>', { mode: 'read', waitTimeout: 1_000 })
+  async view(id: string): Promise<string> {
+    return `viewed ${id}`;
+  }
+}
+
+@Controller('docs')
+class DocsController {
+  @Post(':id/rewrite')
+  @WithLock('doc:<0>', { mode: 'write', waitTimeout: 0 })
+  rewrite(@Param('id') id: string) {
+    return { id };
+  }
+}
+
+const kindConflict = (key: string) => ({ name: 'LockKindConflictError', code: 'LOCK_KIND_CONFLICT', key });
+
+describe('@WithLock with an exclusive and a read/write lock on one key', () => {
+  let app: INestApplication;
+  let docs: DocsService;
+  let locks: LockService;
+  let baseUrl: string;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix('wlk') })],
+      controllers: [DocsController],
+      providers: [DocsService],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+    docs = app.get(DocsService);
+    locks = app.get(LockService);
+  });
+  afterAll(() => app.close());
+
+  it('refuses the write section while another call holds the exclusive one, and the reverse', async () => {
+    const exclusiveInside = gate();
+    const editStarted = gate();
+    const editing = docs.edit('1', () => (editStarted.open(), exclusiveInside.promise));
+    await editStarted.promise;
+    await expect(docs.rewrite('1')).rejects.toMatchObject(kindConflict('doc:1'));
+    await expect(docs.view('1')).rejects.toMatchObject(kindConflict('doc:1'));
+    exclusiveInside.open();
+    await expect(editing).resolves.toBe('edited 1');
+
+    const writeInside = gate();
+    const rewriteStarted = gate();
+    const rewriting = docs.rewrite('2', () => (rewriteStarted.open(), writeInside.promise));
+    await rewriteStarted.promise;
+    await expect(docs.edit('2')).rejects.toMatchObject(kindConflict('doc:2'));
+    writeInside.open();
+    await expect(rewriting).resolves.toBe('rewritten 2');
+    expect(await locks.isLocked('doc:1')).toBe(false);
+    expect(await locks.isLocked('doc:2')).toBe(false);
+  });
+
+  it('refuses a nested section of the other kind on the same key', async () => {
+    await expect(docs.edit('3', () => docs.rewrite('3'))).rejects.toMatchObject(kindConflict('doc:3'));
+    await expect(docs.rewrite('4', () => docs.edit('4'))).rejects.toMatchObject(kindConflict('doc:4'));
+    expect(await locks.isLocked('doc:3')).toBe(false);
+    expect(await locks.isLocked('doc:4')).toBe(false);
+  });
+
+  it('answers 409 Conflict with LOCK_KIND_CONFLICT over HTTP', async () => {
+    const exclusive = await locks.acquire('doc:5');
+    try {
+      const response = await fetch(`${baseUrl}/docs/5/rewrite`, { method: 'POST' });
+      expect(response.status).toBe(409);
+      expect(await response.json()).toMatchObject({ statusCode: 409, code: 'LOCK_KIND_CONFLICT' });
+    } finally {
+      await exclusive.release();
+    }
+    const response = await fetch(`${baseUrl}/docs/5/rewrite`, { method: 'POST' });
+    expect(response.status).toBe(201);
+  });
+});
+
