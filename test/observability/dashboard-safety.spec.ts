@@ -61,7 +61,8 @@ describe('RedisLockDashboardModule: safe by default', () => {
   it('refuses a request forwarded by a proxy the application does not trust: behind it every client looks local', async () => {
     const t = await start({});
     expect((await call(t.base, 'GET', '/_locks/api/topics')).status).toBe(200);
-    for (const forwarded of [{ 'x-forwarded-for': '203.0.113.7' }, { forwarded: 'for=203.0.113.7' }, { 'x-real-ip': '203.0.113.7' }]) {
+    const forwardings: Array<Record<string, string>> = [{ 'x-forwarded-for': '203.0.113.7' }, { forwarded: 'for=203.0.113.7' }, { 'x-real-ip': '203.0.113.7' }];
+    for (const forwarded of forwardings) {
       const refused = await call(t.base, 'GET', '/_locks/api/topics', forwarded);
       expect(refused.status).toBe(403);
       expect(refused.body.message).toMatch(/trust proxy/);

@@ -27,7 +27,8 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
 
   beforeAll(async () => {
     slowJobs.close();
-    t = await startDashboardApp({ path: '/ops/locks', history: { sampleMs: 60_000 } });
+    // Actions are tested here, so they are allowed explicitly (the default is read-only).
+    t = await startDashboardApp({ path: '/ops/locks', history: { sampleMs: 60_000 }, readOnly: false });
     queue = t.app.get(DelayQueueService);
     locks = t.app.get(LockService);
   });
@@ -210,7 +211,7 @@ describe('RedisLockDashboardModule: a sharded topic', () => {
   const api = (method: string, path: string, headers?: Record<string, string>) => call(t.base, method, `/_locks/api${path}`, headers);
 
   beforeAll(async () => {
-    t = await startDashboardApp({ history: { sampleMs: 0 } }, { handlers: false, shards: { 'dash.hot': 3 } });
+    t = await startDashboardApp({ history: { sampleMs: 0 }, readOnly: false }, { handlers: false, shards: { 'dash.hot': 3 } });
     queue = t.app.get(DelayQueueService);
   });
   afterAll(() => t?.close());
@@ -309,5 +310,10 @@ describe('RedisLockDashboardModule: protection', () => {
     expect(() => RedisLockDashboardModule.forRoot({ refreshMs: 10 })).toThrow(/refreshMs/);
     expect(() => RedisLockDashboardModule.forRoot({ topics: ['ok', 'not ok'] })).toThrow(InvalidTopicError);
     expect(() => RedisLockDashboardModule.forRoot({ guards: [{} as never] })).toThrow(/guards/);
+    expect(() => RedisLockDashboardModule.forRoot({ allowRemote: 'yes' as never })).toThrow(/allowRemote/);
+    for (const origin of ['ops.example.com', 'https://ops.example.com/admin', 'null', 'ftp://ops.example.com']) {
+      expect(() => RedisLockDashboardModule.forRoot({ allowedOrigins: [origin] })).toThrow(/allowedOrigins/);
+    }
+    expect(() => RedisLockDashboardModule.forRoot({ allowedOrigins: ['https://OPS.example.com/', 'http://localhost:8080'] })).not.toThrow();
   });
 });

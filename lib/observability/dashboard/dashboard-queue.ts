@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DUE_SCORE_SLOTS } from '../../delay-queue/delay-queue.constants';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service';
-import { decodeJobLeniently } from '../../delay-queue/job-codec';
+import { decodeJob } from '../../delay-queue/job-codec';
 import { assertValidTopic } from '../../delay-queue/topic-name';
 import { InvalidJobError } from '../../errors/invalid-job.error';
 import type { TopicShards } from '../../delay-queue/topic-shards';
@@ -58,7 +58,7 @@ export class DashboardQueue {
   async listJobs(topic: string, state: DashboardJobState, limit: number): Promise<DashboardJobList> {
     const perShard = await Promise.all(
       this.shardsOf(topic).map((keys) =>
-        listJobsScript.run<Array<string | number>>(this.connection.client, scriptKeys(keys), [state, limit]),
+        listJobsScript.run<Array<string | number | null>>(this.connection.client, scriptKeys(keys), [state, limit]),
       ),
     );
     let now = 0;
@@ -67,8 +67,9 @@ export class DashboardQueue {
     for (const flat of perShard) {
       now = Math.max(now, Number(flat[0]));
       total += Number(flat[1]);
-      for (let i = 2; i < flat.length; i += 3) {
-        jobs.push(toListedJob(String(flat[i]), state, String(flat[i + 1]), String(flat[i + 2])));
+      for (let i = 2; i < flat.length; i += 5) {
+        const header = flat[i + 2];
+        jobs.push(toListedJob(String(flat[i]), state, String(flat[i + 1]), header === null ? null : String(header), String(flat[i + 3]), Number(flat[i + 4])));
       }
     }
     if (perShard.length > 1) jobs = jobs.sort(LIST_ORDER[state]).slice(0, limit);
@@ -148,9 +149,19 @@ const LIST_ORDER: Record<DashboardJobState, (a: DashboardJob, b: DashboardJob) =
   dead: (a, b) => b.diedAt! - a.diedAt!,
 };
 
-function toListedJob(id: string, state: DashboardJobState, body: string, score: string): DashboardJob {
-  const job = decodeJobLeniently(body);
-  const payloadJson = typeof job.payload === 'string' && job.token === '0' ? job.payload : (JSON.stringify(job.payload) ?? 'null');
+/**
+ * A listed job from what `listJobsScript` returns for it: the body's header (null when this library
+ * did not write the body), the first bytes of the payload (of the raw body when unreadable) and the
+ * payload's whole size in bytes.
+ */
+function toListedJob(id: string, state: DashboardJobState, score: string, header: string | null, head: string, bytes: number): DashboardJob {
+  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string };
+  try {
+    if (header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
+    job = decodeJob(`${header},"p":null}`); // the header alone, with a stand-in payload
+  } catch (error) {
+    job = { attempts: 0, createdAt: 0, lastError: (error as Error).message };
+  }
   const times =
     state === 'due' || state === 'scheduled'
       ? { dueAt: Math.floor(Number(score) / DUE_SCORE_SLOTS) }
@@ -165,7 +176,20 @@ function toListedJob(id: string, state: DashboardJobState, body: string, score: 
     createdAt: job.createdAt,
     ...times,
     lastError: job.lastError,
-    payloadPreview: payloadJson.length > PAYLOAD_PREVIEW_LENGTH ? `${payloadJson.slice(0, PAYLOAD_PREVIEW_LENGTH)}…` : payloadJson,
-    payloadLength: payloadJson.length,
+    payloadPreview: previewOf(head, bytes),
+    payloadLength: bytes,
   };
+}
+
+/**
+ * The first PAYLOAD_PREVIEW_LENGTH characters of the payload and '…' when there is more. `head`
+ * holds at least that many whole characters whenever the payload is longer (PAYLOAD_PREVIEW_BYTES),
+ * so a character cut by the byte limit never shows.
+ */
+function previewOf(head: string, bytes: number): string {
+  const whole = Buffer.byteLength(head) === bytes;
+  if (whole && head.length <= PAYLOAD_PREVIEW_LENGTH) return head;
+  let preview = head.slice(0, PAYLOAD_PREVIEW_LENGTH);
+  if (/[\uD800-\uDBFF]$/.test(preview)) preview = preview.slice(0, -1); // half of a surrogate pair
+  return `${preview}…`;
 }

@@ -1,7 +1,6 @@
 import {
   BadRequestException,
   Controller,
-  ForbiddenException,
   Get,
   Header,
   Headers,
@@ -13,6 +12,7 @@ import {
   Post,
   Query,
   Req,
+  SetMetadata,
   UseGuards,
   UseInterceptors,
   VERSION_NEUTRAL,
@@ -31,6 +31,9 @@ import type {
 } from './dashboard-api.interface';
 import { DashboardAccessGuard } from './dashboard-access.guard';
 import { DashboardErrorsInterceptor } from './dashboard-errors.interceptor';
+import { dashboardForbidden } from './dashboard-forbidden';
+import { DashboardLoopbackGuard } from './dashboard-loopback.guard';
+import { DASHBOARD_NAVIGATION_ROUTE, DashboardOriginGuard } from './dashboard-origin.guard';
 import { DashboardHistory } from './dashboard-history';
 import { DashboardLocks } from './dashboard-locks';
 import { DASHBOARD_PAGE_CSP, DASHBOARD_PAGE_HTML } from './dashboard-page';
@@ -59,6 +62,7 @@ export class DashboardController {
   ) {}
 
   @Get()
+  @SetMetadata(DASHBOARD_NAVIGATION_ROUTE, true)
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Content-Security-Policy', DASHBOARD_PAGE_CSP)
   @Header('Cache-Control', 'no-store')
@@ -180,10 +184,15 @@ export class DashboardController {
 
   private async assertMayWrite(request: unknown, actionHeader: string | undefined, action: string): Promise<void> {
     if (await this.isReadOnly(request)) {
-      throw new ForbiddenException(`The dashboard is read-only: it may not ${action} (RedisLockDashboardModule.forRoot({ readOnly })).`);
+      throw dashboardForbidden(
+        'DASHBOARD_READ_ONLY',
+        `The dashboard is read-only: it may not ${action}. Read-only is the default; to allow actions, set ` +
+          'RedisLockDashboardModule.forRoot({ readOnly: false }) or a function (request) => boolean, behind your own guards.',
+      );
     }
     if (actionHeader === undefined) {
-      throw new ForbiddenException(
+      throw dashboardForbidden(
+        'DASHBOARD_ACTION_HEADER_MISSING',
         `To ${action}, send the header "${DASHBOARD_ACTION_HEADER}: 1" (it keeps other sites from posting here through a signed-in browser).`,
       );
     }
@@ -207,12 +216,17 @@ function parseLimit(limit: string | undefined): number {
   return n;
 }
 
-/** A controller class mounted at `options.path` behind `options.guards` and `options.canActivate`. */
+/**
+ * A controller class mounted at `options.path`, behind, in this order: the loopback check (unless
+ * `allowRemote`), the cross-origin check of API routes, `options.guards` and `options.canActivate`.
+ */
 export function createDashboardController(options: ResolvedDashboardOptions): Type<DashboardController> {
   class RedisLockDashboardController extends DashboardController {}
-  const guards: Array<Type<CanActivate> | CanActivate> = [...options.guards];
+  const guards: Array<Type<CanActivate> | CanActivate> = [];
+  if (!options.allowRemote) guards.push(new DashboardLoopbackGuard());
+  guards.push(new DashboardOriginGuard(options.allowedOrigins), ...options.guards);
   if (options.canActivate) guards.push(new DashboardAccessGuard(options.canActivate));
-  if (guards.length > 0) UseGuards(...guards)(RedisLockDashboardController);
+  UseGuards(...guards)(RedisLockDashboardController);
   Controller({ path: options.path, version: VERSION_NEUTRAL })(RedisLockDashboardController);
   return RedisLockDashboardController;
 }

@@ -6,7 +6,11 @@ import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
  */
 export type DashboardAccessHook = (request: any, context: ExecutionContext) => boolean | Promise<boolean>;
 
-/** Options of `RedisLockDashboardModule.forRoot()`. */
+/**
+ * Options of `RedisLockDashboardModule.forRoot()`. With none, the dashboard is safe to mount
+ * anywhere: read-only, served to loopback clients only, refusing pages of other origins, and each
+ * refresh reads bounded previews of payloads from Redis, never whole payloads.
+ */
 export interface RedisLockDashboardOptions {
   /**
    * Where the page is served; the JSON API lives under `<path>/api`. Default `'/_locks'`. An
@@ -15,7 +19,8 @@ export interface RedisLockDashboardOptions {
   path?: string;
   /**
    * Refuses retry, delete and cancel with 403 (server-side) and hides their buttons. A function
-   * decides per request, e.g. `(req) => !req.user?.roles.includes('ops')`. Default false.
+   * decides per request, e.g. `(req) => !req.user?.roles.includes('ops')`. **Default true**: the
+   * dashboard changes nothing until `readOnly: false` (or a function) is set explicitly.
    */
   readOnly?: boolean | ((request: any) => boolean | Promise<boolean>);
   /**
@@ -25,6 +30,28 @@ export interface RedisLockDashboardOptions {
   guards?: Array<Type<CanActivate> | CanActivate>;
   /** A shorter way to protect the dashboard than a guard; runs after `guards`. */
   canActivate?: DashboardAccessHook;
+  /**
+   * Serve clients whose address is not loopback. **Default: false when neither `guards` nor
+   * `canActivate` is given, true when one is** (you then decide who may use it). While false, a
+   * request is refused with 403 (`code: 'DASHBOARD_REMOTE_CLIENT'`) unless its client address is
+   * 127.0.0.0/8 or ::1. The client address is the TCP peer, or the platform's `request.ip` when the
+   * application trusts its proxy (Express `app.set('trust proxy', ...)`, Fastify `trustProxy`); a
+   * request carrying `X-Forwarded-For`, `Forwarded` or `X-Real-IP` through a proxy the application
+   * does not trust is refused, since behind a reverse proxy on the same host every client looks local.
+   * Set true only when something in front of the application already restricts who reaches it.
+   */
+  allowRemote?: boolean;
+  /**
+   * Origins (`'https://ops.example.com'`) whose pages may call the API, besides the dashboard's
+   * own. Every API request (reads and actions) sent by a browser for a page of another origin is
+   * refused with 403 (`code: 'DASHBOARD_CROSS_ORIGIN'`): an `Origin` header that is not the
+   * request's own host (`Host` header) nor listed here, or `Sec-Fetch-Site` other than
+   * 'same-origin' or 'none'. This holds whatever the application's CORS setting, so
+   * `app.enableCors({ origin: true, credentials: true })` does not open the dashboard to other
+   * sites. A proxy that rewrites `Host` makes the dashboard's own page look foreign: list the public
+   * origin here. Default none.
+   */
+  allowedOrigins?: string[];
   /**
    * The topics to show. Default: discovered, i.e. the topics of `@OnDelayed` handlers in this
    * application, those this process scheduled or ran, and those found in Redis by `SCAN`.

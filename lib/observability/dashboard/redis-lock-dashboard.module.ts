@@ -22,8 +22,13 @@ import { resolveDashboardOptions } from './resolve-dashboard-options';
  * now with owner, fencing token and remaining lease; and plots of backlog and lateness over the last
  * minutes. Needs `RedisLockModule` registered with `isGlobal: true`.
  *
- * Protect it: it shows payloads and can change the queue. Pass `guards` (Nest guards) or a
- * `canActivate(request)` hook, and `readOnly` for people who should only look.
+ * Safe by default, because it shows payloads and can change the queue: with no options it is
+ * read-only, serves loopback clients only (403 for any other address, including clients forwarded
+ * by a reverse proxy), and refuses API requests sent by pages of other origins whatever the
+ * application's CORS setting. To open it up, protect it with `guards` (Nest guards) or a
+ * `canActivate(request)` hook, which lets remote clients through them (or `allowRemote: true` when
+ * something in front of the application already restricts access), and set `readOnly: false` (or a
+ * function of the request) for people who may retry, delete and cancel.
  *
  * @example
  * \@Module({

@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { InvalidOptionsError } from '../../errors/invalid-options.error';
 import { assertValidTopic } from '../../delay-queue/topic-name';
+import { canonicalOrigin } from './dashboard-request-policy';
 import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
 
 /** The dashboard options after validation, with every default filled in. Internal. */
@@ -10,6 +11,10 @@ export interface ResolvedDashboardOptions {
   readonly readOnly: boolean | ((request: any) => boolean | Promise<boolean>);
   readonly guards: Array<Type<CanActivate> | CanActivate>;
   readonly canActivate?: DashboardAccessHook;
+  /** False: only loopback clients are served (see `RedisLockDashboardOptions.allowRemote`). */
+  readonly allowRemote: boolean;
+  /** Canonical origins (`scheme://host[:port]`) allowed besides the dashboard's own. */
+  readonly allowedOrigins: ReadonlySet<string>;
   readonly topics?: readonly string[];
   readonly refreshMs: number;
   readonly sampleMs: number;
@@ -33,7 +38,8 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
       `got ${JSON.stringify(rawPath)}; use a plain URL path such as "/_locks" or "/admin/locks" (letters, digits, '_', '-', '.', '~', '/')`,
     );
   }
-  const readOnly = options.readOnly ?? false;
+  // Safe unless told otherwise: actions need an explicit readOnly: false.
+  const readOnly = options.readOnly ?? true;
   if (typeof readOnly !== 'boolean' && typeof readOnly !== 'function') {
     throw new InvalidOptionsError('dashboard.readOnly', 'use true, false, or a function (request) => boolean');
   }
@@ -43,6 +49,27 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
   }
   if (options.canActivate !== undefined && typeof options.canActivate !== 'function') {
     throw new InvalidOptionsError('dashboard.canActivate', 'use a function (request, context) => boolean | Promise<boolean>');
+  }
+  // Whoever configured a guard or hook decided who may use the dashboard; nobody did otherwise.
+  const allowRemote = options.allowRemote ?? (guards.length > 0 || options.canActivate !== undefined);
+  if (typeof allowRemote !== 'boolean') {
+    throw new InvalidOptionsError('dashboard.allowRemote', 'use true (serve any client your guards let through) or false (loopback clients only)');
+  }
+  const allowedOrigins = new Set<string>();
+  if (options.allowedOrigins !== undefined) {
+    if (!Array.isArray(options.allowedOrigins)) {
+      throw new InvalidOptionsError('dashboard.allowedOrigins', 'pass an array of origins, e.g. ["https://ops.example.com"]');
+    }
+    for (const entry of options.allowedOrigins) {
+      const origin = canonicalOrigin(entry);
+      if (origin === undefined) {
+        throw new InvalidOptionsError(
+          'dashboard.allowedOrigins',
+          `got ${JSON.stringify(entry)}; use an origin as browsers send it: scheme, host and port only, e.g. "https://ops.example.com" or "http://localhost:8080"`,
+        );
+      }
+      allowedOrigins.add(origin);
+    }
   }
   let topics: string[] | undefined;
   if (options.topics !== undefined) {
@@ -55,6 +82,8 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
     readOnly,
     guards,
     canActivate: options.canActivate,
+    allowRemote,
+    allowedOrigins,
     topics,
     refreshMs: wholeNumber('dashboard.refreshMs', options.refreshMs, 3_000, 500, 3_600_000),
     sampleMs: wholeNumber('dashboard.history.sampleMs', options.history?.sampleMs, 5_000, 250, 3_600_000, true),

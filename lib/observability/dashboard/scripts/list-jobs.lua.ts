@@ -1,5 +1,6 @@
 import { RedisScript } from '../../../redis/redis-script';
 import { LUA_PRELUDE } from '../../../delay-queue/scripts/lua-prelude';
+import { PAYLOAD_PREVIEW_BYTES, MAX_LISTED_HEADER_BYTES } from '../redis-lock-dashboard.constants';
 
 /**
  * Lists the jobs of one topic in one state, for the dashboard, from one snapshot.
@@ -9,7 +10,11 @@ import { LUA_PRELUDE } from '../../../delay-queue/scripts/lua-prelude';
  *         'active' (earliest visibility deadline first) or 'dead' (newest first)
  * ARGV[2] how many at most
  *
- * Returns { nowMs, total in that state, id, body, score, id, body, score, ... }; a job whose body is
+ * Returns { nowMs, total in that state, then per job: id, score, header, payload head, payload bytes }.
+ * Only the first PAYLOAD_PREVIEW_BYTES bytes of each payload leave Redis, with the payload's whole
+ * size, so a refresh over large jobs costs about that many bytes per job, not the jobs. `header` is
+ * the body up to its payload (`{"g":..,"e":..`, see job-codec.ts), or false for a body this library
+ * did not write, whose own first bytes and size then stand in for the payload's. A job whose body is
  * gone (acknowledged or trimmed meanwhile) is left out. Scores are strings (due scores have 16 digits).
  */
 export const listJobsScript = new RedisScript(
@@ -33,13 +38,27 @@ elseif state == 'dead' then
 else
   return redis.error_reply('ERR unknown job state ' .. state)
 end
+local PREVIEW, MAX_HEADER = ${PAYLOAD_PREVIEW_BYTES}, ${MAX_LISTED_HEADER_BYTES}
 local result = { nowMs, total }
 for i = 1, #rows, 2 do
   local body = redis.call('hget', JOBS, rows[i])
   if body then
+    -- The error field before the payload is null or a JSON string (no bare quote): the first ,"p": is the separator.
+    local separator = string.find(body, ',"p":', 1, true)
+    local header, head, size = false, nil, nil
+    if separator and separator <= MAX_HEADER and string.sub(body, 1, 5) == '{"g":' and string.sub(body, -1) == '}' then
+      header = string.sub(body, 1, separator - 1)
+      size = #body - separator - 5
+      head = string.sub(body, separator + 5, separator + 4 + math.min(size, PREVIEW))
+    else
+      size = #body
+      head = string.sub(body, 1, PREVIEW)
+    end
     result[#result + 1] = rows[i]
-    result[#result + 1] = body
     result[#result + 1] = rows[i + 1]
+    result[#result + 1] = header
+    result[#result + 1] = head
+    result[#result + 1] = size
   end
 end
 return result
