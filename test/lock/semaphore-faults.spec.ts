@@ -1,0 +1,80 @@
+import type { TestingModule } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import { type LockHandle, LockService } from '../../lib';
+import { acquirePermitScript, releasePermitScript } from '../../lib/lock/scripts/semaphore.lua';
+import { FaultProxy } from '../../tools/fault-proxy';
+import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
+
+/** Whether a try-acquire got a permit (given back at once when it did). */
+async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
+  const handle = await attempt;
+  await handle?.release();
+  return handle !== null;
+}
+
+/**
+ * Semaphores when a reply is lost: ioredis re-sends the command after reconnecting, so the script
+ * runs twice. The second run of an acquire must recognise the permit it already took.
+ */
+describe('semaphore: commands that run twice', () => {
+  let proxy: FaultProxy;
+  let viaProxy: TestingModule;
+  let direct: TestingModule;
+  let redis: Redis;
+  let keyPrefix: string;
+  /** Service whose connection goes through the fault proxy. */
+  let a: LockService;
+  /** Another process on the same keys, straight to Redis. */
+  let b: LockService;
+
+  beforeAll(async () => {
+    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
+    keyPrefix = uniquePrefix('semf');
+    viaProxy = await createLockApp({ redis: proxy.url, keyPrefix });
+    direct = await createLockApp({ keyPrefix });
+    viaProxy.useLogger(false);
+    a = viaProxy.get(LockService);
+    b = direct.get(LockService);
+    redis = rawRedis();
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await viaProxy.close();
+    await direct.close();
+    await proxy.stop();
+  });
+
+  it.each([1, 2])('grants a re-sent acquire the permit it already took (permits: %i)', async (permits) => {
+    const name = `resent-${permits}`;
+    const lost = proxy.loseReply(FaultProxy.script(acquirePermitScript));
+    const permit = await a.semaphore(name, permits).acquire({ waitTimeout: 2_000 });
+    await lost;
+    expect(permit.held).toBe(true);
+    // The token it was granted, taken once: the counter did not move for the second run.
+    expect(permit.fencingToken).toBe(await redis.get(`${keyPrefix}:sem:{${name}}:fence`));
+    // It holds exactly one permit: the others are still free, and no more.
+    const others: LockHandle[] = [];
+    for (let i = 1; i < permits; i++) others.push((await b.semaphore(name, permits).tryAcquire())!);
+    expect(others.every((o) => o?.held)).toBe(true);
+    expect(await got(b.semaphore(name, permits).tryAcquire())).toBe(false);
+    await Promise.all(others.map((o) => o.release()));
+    await permit.release();
+    expect(await redis.exists(`${keyPrefix}:sem:{${name}}`)).toBe(0);
+    expect(await got(b.semaphore(name, permits).tryAcquire())).toBe(true);
+  });
+
+  it('gives a permit back once when its release runs twice', async () => {
+    const mine = await a.semaphore('release-twice', 2).acquire();
+    const theirs = await b.semaphore('release-twice', 2).acquire();
+    const lost = proxy.loseReply(FaultProxy.script(releasePermitScript));
+    await mine.release();
+    await lost;
+    // Their permit is still counted: one free permit, not two.
+    expect(theirs.held).toBe(true);
+    const next = await b.semaphore('release-twice', 2).tryAcquire();
+    expect(next).not.toBeNull();
+    expect(await got(b.semaphore('release-twice', 2).tryAcquire())).toBe(false);
+    await next!.release();
+    await theirs.release();
+  });
+});
