@@ -1,36 +1,45 @@
 /**
  * One soak worker process (started, killed and restarted by tools/soak/soak.ts). It reaches Redis
- * for the library through its own fault proxy, and keeps its bookkeeping (tools/soak/soak-store.ts)
- * over a direct connection. Concurrently, until told to stop:
+ * for the library through its own fault proxy, and records every step in the soak's fenced store and
+ * history (tools/soak/soak-store.ts) over a direct connection. Concurrently, until told to stop:
  *
- * - mutex loops: take a lock (a plain one and a fair one, alternately), read the lock's fenced row
- *   with the fencing token, wait a little, write value + 1 with the token, release;
- * - a semaphore loop: take one of SEMAPHORE_PERMITS permits with a fixed lease, register in the
- *   occupants set (which counts who else is inside), work a little, leave, release;
- * - a producer: schedules a job every 100-300 ms, due in 0-2 s, and records its id once scheduled;
- * - a consumer of the same topic, whose handler records every run in the ledger.
+ * - OPERATION_LOOPS loops, each drawing lock operations at random (seeded): plain, re-entrant (a
+ *   nested acquire inside `using`), fair, extend (fixed lease, `extend()` mid-section), multi-key,
+ *   read, write, semaphore. A hold announces itself to each key's fenced row with its token (`enter`),
+ *   writes the row's counter + 1 (exclusive holds), and leaves; a semaphore holder counts itself in
+ *   and out. When the fence refuses a hold, the worker records whether the library still said the
+ *   lock was held (`held-check`);
+ * - a producer: schedules a job every 100-300 ms, due in 0-2 s (by delay or by `at`);
+ * - a consumer of the same topic, whose handler records every run.
+ * The checker (tools/soak/history-checker.ts) judges the history; the worker judges nothing itself.
  *
  * stdout, one line each: `READY`, `STATS <json>` (cumulative, every second and at exit) and
- * `VIOLATION <json>` the moment one is seen. SIGUSR2: stop producing work (keep consuming).
+ * `VIOLATION <json>` for an unhandled rejection. SIGUSR2: stop producing work (keep consuming).
  * SIGTERM: stop, shut the application down gracefully, print the last STATS, exit 0.
  *
- * Environment: SOAK_LIB_URL, SOAK_STORE_URL, SOAK_PREFIX, SOAK_WORKER, SOAK_INCARNATION.
+ * Environment: SOAK_LIB_URL, SOAK_STORE_URL, SOAK_PREFIX, SOAK_WORKER, SOAK_INCARNATION, SOAK_SEED.
  */
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { DelayQueueService, LockService, RedisLockModule, type LockHandle } from '../../lib';
+import type { LockKind } from './history';
 import {
+  EXCLUSIVE_KEYS,
+  FAIR_KEYS,
   JOB_VISIBILITY_MS,
   LOCK_LEASE_MS,
-  MUTEX_KEYS,
+  OPERATION_LOOPS,
+  OPERATION_WEIGHTS,
+  READ_WRITE_KEY,
+  SEMAPHORE_KEY,
   SEMAPHORE_LEASE_MS,
   SEMAPHORE_PERMITS,
   SOAK_TOPIC,
+  seededRandom,
   type WorkerStats,
 } from './soak-constants';
-import { enterSemaphore, fencedRead, fencedWrite, leaveSemaphore, soakKeys } from './soak-store';
+import { SoakStore, soakKeys } from './soak-store';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -39,13 +48,11 @@ const env = (name: string): string => {
 };
 
 const stats: WorkerStats = {
-  lockSections: 0,
-  fencedWritesAccepted: 0,
-  staleRejected: 0,
-  lockTimeouts: 0,
+  operations: 0,
+  acquired: 0,
+  acquireFailed: 0,
+  staleStoppedByFence: 0,
   lockErrors: 0,
-  semaphoreSections: 0,
-  semaphoreSkipped: 0,
   jobsScheduled: 0,
   scheduleErrors: 0,
   handlerRuns: 0,
@@ -61,7 +68,7 @@ process.on('unhandledRejection', (reason) => {
 });
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const between = (min: number, max: number) => min + Math.random() * (max - min);
+const errorCode = (error: unknown) => String((error as { code?: string })?.code ?? (error as Error)?.name ?? error);
 
 /**
  * Whether the library still considers `lock` held once every due timer has run: a lease that ran
@@ -76,10 +83,13 @@ async function stillHeld(lock: LockHandle): Promise<boolean> {
 async function main(): Promise<void> {
   const prefix = env('SOAK_PREFIX');
   const me = `w${env('SOAK_WORKER')}.${env('SOAK_INCARNATION')}`;
-  const keys = soakKeys(prefix);
-  // Commands wait out a Redis restart instead of failing (the bookkeeping must not lose entries).
-  const store = new Redis(env('SOAK_STORE_URL'), { maxRetriesPerRequest: null });
-  store.on('error', () => undefined);
+  const random = seededRandom(Number(env('SOAK_SEED')) * 7_919 + Number(env('SOAK_WORKER')) * 104_729 + Number(env('SOAK_INCARNATION')));
+  const between = (min: number, max: number) => min + random() * (max - min);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+  // Commands wait out a Redis restart instead of failing (the history must not lose entries).
+  const redis = new Redis(env('SOAK_STORE_URL'), { maxRetriesPerRequest: null });
+  redis.on('error', () => undefined);
+  const store = new SoakStore(redis, soakKeys(prefix));
   const app = await NestFactory.createApplicationContext(
     RedisLockModule.forRoot({
       redis: env('SOAK_LIB_URL'),
@@ -93,96 +103,187 @@ async function main(): Promise<void> {
   const locks = app.get(LockService);
   const queue = app.get(DelayQueueService);
   let producing = true;
+  let holdSequence = 0;
 
   queue.consume(
     SOAK_TOPIC,
     async (_payload, job) => {
-      await sleep(between(5, 50));
       try {
-        // One entry per handler run: a job handled twice has two entries.
-        await store.sadd(keys.handlings, `${job.id}|${randomBytes(6).toString('hex')}`);
+        // One event per handler run: a job handled twice has two.
+        await store.record({ w: me, op: 'run', job: job.id, attempt: job.attempt });
       } catch (error) {
         stats.handlerErrors++;
         throw error; // retried with backoff: at-least-once
       }
       stats.handlerRuns++;
+      await sleep(between(5, 50));
     },
     { concurrency: 4 },
   );
 
-  async function mutexLoop(): Promise<void> {
-    let round = 0;
-    while (producing) {
-      const { name, fair } = MUTEX_KEYS[round++ % MUTEX_KEYS.length];
-      const row = keys.row(name);
-      let lock: LockHandle;
-      try {
-        lock = await locks.acquire(name, { waitTimeout: 5_000, fair });
-      } catch (error) {
-        if ((error as { code?: string }).code === 'LOCK_ACQUIRE_TIMEOUT') stats.lockTimeouts++;
-        else stats.lockErrors++;
-        await sleep(between(50, 250));
-        continue;
-      }
-      try {
-        const read = await fencedRead(store, row, lock.fencingToken);
-        if (!read.ok) {
-          await refused(lock, 'read', read.seen);
-          continue;
+  const kinds = Object.entries(OPERATION_WEIGHTS).flatMap(([kind, weight]) => Array<LockKind>(weight).fill(kind as LockKind));
+
+  /** The fence refused `hold`: record whether the library still said it held the lock. */
+  async function refused(hold: string, kind: LockKind, key: string, token: string, lock: LockHandle): Promise<void> {
+    stats.staleStoppedByFence++;
+    await store.record({ w: me, op: 'held-check', hold, kind, key, token, held: await stillHeld(lock) });
+  }
+
+  /**
+   * The fenced section of a hold on its keys: enter every key, then (exclusive holds) write each
+   * counter + 1, then leave. Stops at the first refusal. `middle` runs between enter and write.
+   */
+  async function fencedSection(
+    hold: string,
+    kind: LockKind,
+    lock: LockHandle,
+    parts: ReadonlyArray<readonly [string, string]>,
+    middle?: () => Promise<LockHandle | undefined>,
+  ): Promise<void> {
+    const values = new Map<string, number>();
+    for (const [key, token] of parts) {
+      const entered = await store.fenced({ w: me, op: 'enter', hold, kind, key, token });
+      if (!entered.ok) return refused(hold, kind, key, token, lock);
+      values.set(key, Number(entered.value ?? 0));
+    }
+    await sleep(between(0, 30));
+    const writer = (await middle?.()) ?? lock;
+    try {
+      if (kind !== 'read') {
+        // A re-entered hold writes with the nested handle's token, which must be the section's.
+        const writerTokens = writer.fencingToken.split(',');
+        for (const [i, [key]] of parts.entries()) {
+          const token = writerTokens[i];
+          const written = await store.fenced({ w: me, op: 'write', hold, kind, key, token, value: values.get(key)! + 1 });
+          if (!written.ok) return await refused(hold, kind, key, token, lock);
         }
-        await sleep(between(0, 30));
-        const written = await fencedWrite(store, row, lock.fencingToken, read.value + 1);
-        if (written === -1) await refused(lock, 'write');
-        else if (written === 1) stats.fencedWritesAccepted++;
-        stats.lockSections++;
-      } finally {
-        await lock.release().catch(() => stats.lockErrors++);
       }
+    } finally {
+      if (writer !== lock) await writer.release();
+    }
+    for (const [key, token] of parts) {
+      const left = await store.fenced({ w: me, op: 'leave', hold, kind, key, token });
+      if (!left.ok) return refused(hold, kind, key, token, lock);
     }
   }
 
-  /** The fenced row refused this holder: someone with a newer token got in. Only fine if our lease is gone. */
-  async function refused(lock: LockHandle, op: 'read' | 'write', seen?: number): Promise<void> {
-    if (await stillHeld(lock)) {
-      violation('two-holders-at-once', { worker: me, lock: lock.key, token: lock.fencingToken, op, newerTokenSeen: seen });
-    } else {
-      stats.staleRejected++;
-    }
+  function partsOf(keys: readonly string[], lock: LockHandle): Array<readonly [string, string]> {
+    const tokens = lock.fencingToken.split(',');
+    if (tokens.length !== keys.length) throw new Error(`${keys.join(',')}: ${tokens.length} tokens (${lock.fencingToken}) for ${keys.length} keys`);
+    return keys.map((key, i) => [key, tokens[i]] as const);
   }
 
-  async function semaphoreLoop(): Promise<void> {
-    const semaphore = locks.semaphore('permits', SEMAPHORE_PERMITS);
-    while (producing) {
-      // tryAcquire sends its one attempt at once, so the permit's lease (Redis TIME + lease) ends no
-      // earlier than this moment + lease: a safe bound, with both clocks on this machine.
-      const sentAt = Date.now();
-      let permit: LockHandle | null;
+  async function lockOperation(kind: LockKind): Promise<void> {
+    const hold = `${me}.${holdSequence++}`;
+    const waitTimeout = Math.round(between(500, 4_000));
+    const keys =
+      kind === 'multi'
+        ? [...new Set([pick(EXCLUSIVE_KEYS), pick(EXCLUSIVE_KEYS)])].sort()
+        : kind === 'fair'
+          ? [pick(FAIR_KEYS)]
+          : kind === 'read' || kind === 'write'
+            ? [READ_WRITE_KEY]
+            : kind === 'semaphore'
+              ? [SEMAPHORE_KEY]
+              : [pick(EXCLUSIVE_KEYS)];
+    stats.operations++;
+    await store.record({ w: me, op: 'acquire-invoke', hold, kind, keys });
+    const sentAt = Date.now();
+    let token: string | undefined;
+    const failed = async (error: unknown) => {
+      stats.acquireFailed++;
+      await store.record({ w: me, op: 'acquire-failed', hold, kind, keys, error: errorCode(error) });
+      await sleep(between(20, 200));
+    };
+    const released = async () => {
+      await store.record({ w: me, op: 'release', hold, kind, keys, token });
+    };
+
+    if (kind === 'reentrant') {
+      let entered = false;
       try {
-        permit = await semaphore.tryAcquire({ leaseTime: SEMAPHORE_LEASE_MS });
+        await locks.using(
+          keys[0],
+          async (outer) => {
+            entered = true;
+            stats.acquired++;
+            token = outer.fencingToken;
+            await fencedSection(hold, kind, outer, partsOf(keys, outer), async () => {
+              try {
+                return await locks.acquire(keys[0], { waitTimeout: 1_000 });
+              } catch (error) {
+                stats.lockErrors++;
+                await store.record({ w: me, op: 'acquire-failed', hold, kind, keys, error: `re-entry: ${errorCode(error)}` });
+                return undefined;
+              }
+            });
+          },
+          { waitTimeout },
+        );
+      } catch (error) {
+        if (!entered) return failed(error);
+        stats.lockErrors++;
+        return;
+      }
+      return released();
+    }
+
+    let lock: LockHandle | null;
+    try {
+      if (kind === 'semaphore') {
+        const semaphore = locks.semaphore(SEMAPHORE_KEY, SEMAPHORE_PERMITS);
+        lock = random() < 0.5 ? await semaphore.tryAcquire({ leaseTime: SEMAPHORE_LEASE_MS }) : await semaphore.acquire({ leaseTime: SEMAPHORE_LEASE_MS, waitTimeout });
+      } else if (kind === 'read') lock = await locks.readWrite(READ_WRITE_KEY).read({ waitTimeout });
+      else if (kind === 'write') lock = await locks.readWrite(READ_WRITE_KEY).write({ waitTimeout });
+      else if (kind === 'fair') lock = await locks.acquire(keys[0], { waitTimeout, fair: true });
+      else if (kind === 'extend') lock = await locks.acquire(keys[0], { waitTimeout, leaseTime: LOCK_LEASE_MS });
+      else lock = await locks.acquire(kind === 'multi' ? keys : keys[0], { waitTimeout });
+    } catch (error) {
+      return failed(error);
+    }
+    if (!lock) return failed('none free');
+    stats.acquired++;
+    token = lock.fencingToken;
+    try {
+      if (kind === 'semaphore') {
+        // The permit's lease (Redis TIME at grant + lease) ends no earlier than sentAt + lease: both clocks are this machine's.
+        const entered = await store.semaphoreEnter({ w: me, op: 'sem-enter', hold, kind, key: SEMAPHORE_KEY, token, endsAtMs: sentAt + SEMAPHORE_LEASE_MS });
+        if (entered.ok) {
+          await sleep(between(10, 100));
+          await store.record({ w: me, op: 'sem-leave', hold, kind, key: SEMAPHORE_KEY, token });
+        }
+      } else {
+        const held = lock;
+        await fencedSection(hold, kind, lock, partsOf(keys, lock), async () => {
+          if (kind === 'extend') {
+            try {
+              await held.extend(LOCK_LEASE_MS);
+              await store.record({ w: me, op: 'extend', hold, kind, keys, token });
+            } catch (error) {
+              await store.record({ w: me, op: 'extend', hold, kind, keys, token, error: errorCode(error) });
+            }
+          }
+          return undefined;
+        });
+      }
+    } finally {
+      try {
+        await lock.release();
+        await released();
       } catch {
         stats.lockErrors++;
-        await sleep(between(50, 250));
-        continue;
       }
-      if (!permit) {
-        await sleep(between(10, 60));
-        continue;
-      }
-      const member = `${me}:${permit.fencingToken}`;
+    }
+  }
+
+  async function operationLoop(): Promise<void> {
+    while (producing) {
       try {
-        const others = await enterSemaphore(store, keys, member, sentAt + SEMAPHORE_LEASE_MS);
-        if (others < 0) {
-          stats.semaphoreSkipped++; // the permit's lease ran out before we got here (a fault slowed us)
-          continue;
-        }
-        if (others >= SEMAPHORE_PERMITS) {
-          violation('too-many-semaphore-holders', { worker: me, token: permit.fencingToken, holdersIncludingMe: others + 1 });
-        }
-        await sleep(between(10, 100));
-        await leaveSemaphore(store, keys, member);
-        stats.semaphoreSections++;
-      } finally {
-        await permit.release().catch(() => stats.lockErrors++);
+        await lockOperation(pick(kinds));
+      } catch (error) {
+        stats.lockErrors++;
+        process.stderr.write(`${me}: operation failed: ${(error as Error)?.stack ?? error}\n`);
+        await sleep(between(50, 250));
       }
     }
   }
@@ -190,15 +291,20 @@ async function main(): Promise<void> {
   async function produce(): Promise<void> {
     let n = 0;
     while (producing) {
-      const id = `${me}.${n++}`;
+      const job = `${me}.j${n++}`;
+      const delay = Math.floor(between(0, 2_000));
+      const byAt = random() < 0.3;
+      const atMs = Date.now() + delay;
+      await store.record(byAt ? { w: me, op: 'schedule-invoke', job, atMs } : { w: me, op: 'schedule-invoke', job, delayMs: delay });
       try {
-        await queue.schedule(SOAK_TOPIC, { id }, { id, delay: Math.floor(between(0, 2_000)) });
-      } catch {
-        stats.scheduleErrors++; // not recorded, so not expected: only a resolved schedule() counts
+        await queue.schedule(SOAK_TOPIC, { job }, byAt ? { id: job, at: atMs } : { id: job, delay });
+      } catch (error) {
+        stats.scheduleErrors++; // the job may or may not run: only a resolved schedule() must
+        await store.record({ w: me, op: 'schedule-failed', job, error: errorCode(error) });
         await sleep(between(50, 250));
         continue;
       }
-      await store.sadd(keys.scheduled, id);
+      await store.record({ w: me, op: 'scheduled', job });
       stats.jobsScheduled++;
       await sleep(between(100, 300));
     }
@@ -206,7 +312,7 @@ async function main(): Promise<void> {
 
   const report = () => process.stdout.write(`STATS ${JSON.stringify(stats)}\n`);
   const reporter = setInterval(report, 1_000);
-  const work = Promise.all([mutexLoop(), mutexLoop(), semaphoreLoop(), produce()]);
+  const work = Promise.all([...Array.from({ length: OPERATION_LOOPS }, () => operationLoop()), produce()]);
   process.on('SIGUSR2', () => (producing = false));
   process.once('SIGTERM', () => {
     producing = false;
@@ -215,7 +321,7 @@ async function main(): Promise<void> {
       await app.close();
       clearInterval(reporter);
       report();
-      store.disconnect();
+      redis.disconnect();
       process.exit(0);
     })().catch((error: unknown) => {
       process.stderr.write(`${me}: shutdown failed: ${(error as Error)?.stack ?? error}\n`);

@@ -1,49 +1,82 @@
 /**
- * Soak test (`npm run soak -- --help`): worker processes (tools/soak/soak-worker.ts) do mixed lock, semaphore and delayed-job
- * work against a private redis-server with an append-only file, while faults are injected at
- * random. At the end it checks the invariants and exits non-zero if any broke.
+ * Soak and randomized model-based checker (`npm run soak -- --help`): worker processes
+ * (tools/soak/soak-worker.ts) draw random lock operations (plain, re-entrant, fair, extend,
+ * multi-key, read, write, semaphore) and schedule and handle delayed jobs against a private
+ * redis-server with an append-only file, while a fault driver injects lost replies, connection
+ * resets, black holes, pauses (SIGSTOP, some longer than the lease), kills and Redis restarts. Each
+ * worker reaches Redis through its own fault proxy. Every step is recorded in a fenced store's
+ * history (tools/soak/soak-store.ts); at the end the history checker (tools/soak/history-checker.ts)
+ * judges it, and the run exits non-zero on any violation.
  *
  *   npm run soak                                  # 3 workers x 1 minute
- *   npm run soak -- --processes 4 --minutes 5
+ *   npm run soak -- --processes 4 --minutes 10
  *   npm run soak -- --ci                          # 2 x 0.5 min, JSON summary line, for a CI job
  *
  * Options (environment in brackets):
  *   --processes N     worker processes [SOAK_PROCESSES] (default 3)
  *   --minutes M       duration of the faulty phase, fractions allowed [SOAK_MINUTES] (default 1)
- *   --faults LIST     comma-separated subset of kill,pause,redis-restart,blackhole,reset (default all)
+ *   --faults LIST     comma-separated subset of kill,pause,redis-restart,blackhole,reset,lost-reply (default all)
  *   --fault-every MS  mean pause between two faults (default 3000)
  *   --redis-signal S  how Redis is restarted: SIGTERM (graceful, fsyncs the AOF; default) or SIGKILL
  *   --fsync MODE      appendfsync: everysec (default) or always
- *   --seed N          seed of the fault schedule (default: random; printed)
+ *   --seed N          seed of the fault schedule and of the workers' operation draws [SOAK_SEED]
+ *                     (default: random; printed)
+ *   --history FILE    write the history there, one JSON event a line (default: a file in the temp dir)
  *   --json            also print the summary as one JSON line
  *   --ci              --processes 2 --minutes 0.5 --json unless given otherwise
  *
- * Invariants (any breach: exit code 1):
- *   - two holders at once: a lock holder refused by its fenced row while the library still said it
- *     held the lock (a newer token got in during its lease), or more semaphore holders than permits;
- *   - counter mismatch: a fenced row whose value is not its number of accepted writes;
- *   - jobs lost (scheduled, never handled) or dead-lettered; unhandled rejections; crashed workers.
- * Reported, not breaches: duplicates (at-least-once: a worker killed, paused or cut off mid-job),
- * stale holders stopped by the fence, lock acquire timeouts during faults.
+ * Faults are drawn in rounds: each round injects every selected kind once, in a seeded order.
+ * Pauses alternate between longer than the lock lease (the paused holder's lease passes) and shorter.
  *
- * All processes run on this machine: the semaphore check compares worker clocks with Redis's TIME.
+ * Violations (any: exit code 1): every rule of the history checker (fence order and reuse,
+ * overlapping exclusive holds, lost updates, a hold refused by the fence while the library said it
+ * was held, semaphore over-occupancy, jobs never run, run early, phantom or dead without a run); a
+ * fenced row whose value is not its number of accepted writes; dead-lettered jobs; unhandled
+ * rejections; crashed workers; a queue that does not drain.
+ * Reported, not violations: duplicate job runs (at-least-once), stale holders stopped by the fence,
+ * acquire timeouts during faults.
+ *
+ * All processes run on this machine: the semaphore and job-time checks compare worker clocks with
+ * Redis's TIME. With --redis-signal SIGKILL and appendfsync everysec, the store's own history may lose
+ * its last writes when Redis is killed; use --fsync always then.
  */
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { DelayQueueService, RedisLockModule } from '../../lib';
+import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua';
+import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua';
+import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua';
+import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua';
+import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua';
+import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua';
+import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts';
 import { FaultProxy } from '../fault-proxy';
 import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../local-redis-server';
-import { JOB_VISIBILITY_MS, MUTEX_KEYS, SOAK_TOPIC, type WorkerStats } from './soak-constants';
+import { parseLogLine, type HistoryEvent } from './history';
+import { checkHistory, describeViolations, type CheckResult } from './history-checker';
+import {
+  EXCLUSIVE_KEYS,
+  FAIR_KEYS,
+  JOB_VISIBILITY_MS,
+  LOCK_LEASE_MS,
+  READ_WRITE_KEY,
+  SEMAPHORE_KEY,
+  SEMAPHORE_PERMITS,
+  SOAK_TOPIC,
+  seededRandom,
+  type WorkerStats,
+} from './soak-constants';
 import { readRow, soakKeys } from './soak-store';
 
-const FAULT_KINDS = ['kill', 'pause', 'redis-restart', 'blackhole', 'reset'] as const;
+export const FAULT_KINDS = ['kill', 'pause', 'redis-restart', 'blackhole', 'reset', 'lost-reply'] as const;
 type FaultKind = (typeof FAULT_KINDS)[number];
 
 const WORKER = join(__dirname, 'soak-worker.ts');
@@ -58,6 +91,7 @@ interface SoakOptions {
   redisSignal: 'SIGTERM' | 'SIGKILL';
   fsync: 'everysec' | 'always';
   seed: number;
+  history: string | undefined;
   json: boolean;
 }
 
@@ -72,6 +106,7 @@ function parseOptions(argv: string[]): SoakOptions {
       'redis-signal': { type: 'string' },
       fsync: { type: 'string' },
       seed: { type: 'string' },
+      history: { type: 'string' },
       json: { type: 'boolean' },
       ci: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -103,20 +138,9 @@ function parseOptions(argv: string[]): SoakOptions {
     faultEveryMs: number('fault-every', values['fault-every'], 3_000, (n) => n >= 100),
     redisSignal,
     fsync,
-    seed: number('seed', values.seed, randomInt(2 ** 31), (n) => Number.isInteger(n)),
+    seed: number('seed', values.seed ?? process.env.SOAK_SEED, randomInt(2 ** 31), (n) => Number.isInteger(n) && n >= 0),
+    history: values.history,
     json: values.json === true || ci,
-  };
-}
-
-/** Small seeded PRNG (mulberry32): the same seed gives the same fault schedule. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 
@@ -186,10 +210,20 @@ class Soak {
   private readonly keys = soakKeys(this.prefix);
   private readonly violations: Violation[] = [];
   private readonly faults = new Map<string, number>();
+  private readonly faultKinds = new Map<FaultKind, number>();
   private readonly retired: WorkerStats[] = [];
   private readonly workers: WorkerProcess[] = [];
   private readonly proxies: FaultProxy[] = [];
   private readonly incarnations: number[] = [];
+  private readonly history: HistoryEvent[] = [];
+  /** Fault kinds still to inject in the current round (each round: every kind once, seeded order). */
+  private round: FaultKind[] = [];
+  private pauses = 0;
+  private readonly scriptNames = new Map(
+    [...ALL_LOCK_SCRIPTS, ackJobsScript, claimDueJobsScript, extendJobsScript, failJobScript, releaseJobsScript, scheduleJobsScript].map(
+      (script) => [script.sha, script.name] as const,
+    ),
+  );
   private redis!: LocalRedisServer;
   private store!: Redis;
   private stopping = false;
@@ -227,7 +261,7 @@ class Soak {
       while (performance.now() < end) {
         await sleep(Math.min(end - performance.now(), o.faultEveryMs * (0.5 + this.random())));
         if (performance.now() >= end) break;
-        await this.injectFault(o.faults[Math.floor(this.random() * o.faults.length)]);
+        await this.injectFault(this.nextFaultKind());
         if (performance.now() >= nextProgress) {
           nextProgress += 30_000;
           this.log(`  ${Math.round((performance.now() - started) / 1000)} s: ${this.progress()}`);
@@ -243,17 +277,17 @@ class Soak {
       const queue = monitor.get(DelayQueueService);
       const settled = await this.waitUntil(
         async () => {
-          const ledger = await this.ledger();
+          const unrun = this.unrunJobs(await this.loadHistory());
           const stats = await queue.stats(SOAK_TOPIC).catch(() => undefined);
-          return ledger.lost.length === 0 && stats !== undefined && stats.scheduled + stats.due + stats.active === 0;
+          return unrun.length === 0 && stats !== undefined && stats.scheduled + stats.due + stats.active === 0;
         },
         60_000 + 10 * JOB_VISIBILITY_MS,
         'every scheduled job to be handled',
         false,
       );
-      const queueStats = await queue.stats(SOAK_TOPIC);
+      const dead = (await queue.deadLetters(SOAK_TOPIC, { limit: 10_000 })).map((job) => job.id);
       await this.stopWorkers();
-      return await this.summarize(settled, queueStats.dead);
+      return await this.summarize(settled, dead);
     } finally {
       this.stopping = true;
       for (const w of this.workers) w.signal('SIGKILL');
@@ -275,6 +309,7 @@ class Soak {
         SOAK_PREFIX: this.prefix,
         SOAK_WORKER: String(slot),
         SOAK_INCARNATION: String(incarnation),
+        SOAK_SEED: String(this.options.seed),
       },
       (violation) => {
         this.violations.push(violation);
@@ -297,8 +332,21 @@ class Soak {
     if (worker.stats) this.retired.push(worker.stats);
   }
 
-  private count(fault: string): void {
-    this.faults.set(fault, (this.faults.get(fault) ?? 0) + 1);
+  /** Counts one injected fault: `kind` is one of FAULT_KINDS, `detail` what exactly happened. */
+  private count(kind: FaultKind, detail: string): void {
+    this.faultKinds.set(kind, (this.faultKinds.get(kind) ?? 0) + 1);
+    this.faults.set(detail, (this.faults.get(detail) ?? 0) + 1);
+  }
+
+  private nextFaultKind(): FaultKind {
+    if (this.round.length === 0) {
+      this.round = [...this.options.faults];
+      for (let i = this.round.length - 1; i > 0; i--) {
+        const j = Math.floor(this.random() * (i + 1));
+        [this.round[i], this.round[j]] = [this.round[j], this.round[i]];
+      }
+    }
+    return this.round.shift()!;
   }
 
   private pickWorker(): WorkerProcess | undefined {
@@ -317,40 +365,60 @@ class Soak {
         await victim.exited;
         this.retire(victim);
         this.spawn(victim.slot);
-        this.count('kill -9 worker');
+        this.count(kind, 'kill -9 worker');
         return;
       }
       case 'pause': {
         const victim = this.pickWorker();
         if (!victim) return;
-        victim.signal('SIGSTOP'); // a GC pause or a frozen VM: longer than the lock lease at times
-        await sleep(between(500, 3_000));
+        // A GC pause or a frozen VM: every other one outlasts the lock lease, so the paused holder's
+        // lease passes and its late fenced writes must be refused.
+        const long = this.pauses++ % 2 === 0;
+        victim.signal('SIGSTOP');
+        await sleep(long ? between(LOCK_LEASE_MS + 500, LOCK_LEASE_MS + 2_500) : between(200, LOCK_LEASE_MS - 300));
         victim.signal('SIGCONT');
-        this.count('pause worker (SIGSTOP)');
+        this.count(kind, long ? 'pause worker (SIGSTOP) longer than the lease' : 'pause worker (SIGSTOP) shorter than the lease');
         return;
       }
       case 'redis-restart': {
         await this.redis.restart({ signal: this.options.redisSignal, downtimeMs: between(200, 1_500) });
-        this.count(`restart redis (${this.options.redisSignal})`);
+        this.count(kind, `restart redis (${this.options.redisSignal})`);
         return;
       }
       case 'blackhole': {
-        const proxy = this.proxies[Math.floor(this.random() * this.proxies.length)];
+        // Not combined with an armed lost reply on the same proxy (the proxy does not support both).
+        const candidates = this.proxies.filter((p) => p.pendingLostReplies === 0);
+        if (candidates.length === 0) return;
+        const proxy = candidates[Math.floor(this.random() * candidates.length)];
         proxy.blackhole();
         await sleep(between(500, 4_000));
         if (this.random() < 0.5) {
           proxy.heal(); // the partition ends in time: held bytes are delivered
-          this.count('blackhole, then heal');
+          this.count(kind, 'blackhole, then heal');
         } else {
           proxy.resetAll(); // the partition outlasted TCP: connections die
           proxy.heal();
-          this.count('blackhole, then reset');
+          this.count(kind, 'blackhole, then reset');
         }
         return;
       }
       case 'reset': {
         this.proxies[Math.floor(this.random() * this.proxies.length)].resetAll();
-        this.count('reset connections');
+        this.count(kind, 'reset connections');
+        return;
+      }
+      case 'lost-reply': {
+        // The reply of one of the next few scripts a worker sends is dropped after Redis ran it, and
+        // the connection reset: ioredis sends it again, so it runs twice.
+        const slot = Math.floor(this.random() * this.proxies.length);
+        const proxy = this.proxies[slot];
+        const isScript = (args: readonly string[]) => ['evalsha', 'eval'].includes(args[0]?.toLowerCase());
+        const lost = proxy.loseReply(isScript, between(1, 4)).then((args) => {
+          const name = this.scriptNames.get(args[1]) ?? (args[0].toLowerCase() === 'eval' ? 'a script by body' : `script ${args[1]?.slice(0, 8)}`);
+          this.count(kind, `lost reply (${name})`);
+        });
+        // Wait for it (a worker always has scripts in flight), so faults do not pile up on one proxy.
+        await Promise.race([lost, sleep(5_000)]);
         return;
       }
     }
@@ -389,85 +457,106 @@ class Soak {
     const t = this.totals();
     const faults = [...this.faults.values()].reduce((a, b) => a + b, 0);
     return (
-      `lock sections ${t.lockSections ?? 0}, semaphore sections ${t.semaphoreSections ?? 0}, jobs scheduled ${t.jobsScheduled ?? 0}, ` +
-      `handler runs ${t.handlerRuns ?? 0}, faults ${faults}, violations ${this.violations.length}`
+      `lock operations ${t.operations ?? 0} (${t.acquired ?? 0} acquired), stale holders stopped by the fence ${t.staleStoppedByFence ?? 0}, ` +
+      `jobs scheduled ${t.jobsScheduled ?? 0}, handler runs ${t.handlerRuns ?? 0}, faults ${faults}, violations so far ${this.violations.length}`
     );
   }
 
-  /** The job ledger: what was scheduled (schedule() resolved) and every handler run. */
-  private async ledger() {
-    const scheduled = new Set(await this.store.smembers(this.keys.scheduled));
-    const runs = new Map<string, number>();
-    for (const entry of await this.store.smembers(this.keys.handlings)) {
-      const id = entry.slice(0, entry.lastIndexOf('|'));
-      runs.set(id, (runs.get(id) ?? 0) + 1);
+  /** The history recorded so far: reads what the store logged since the last call. */
+  private async loadHistory(): Promise<HistoryEvent[]> {
+    for (;;) {
+      const lines = await this.store.lrange(this.keys.log, this.history.length, this.history.length + 9_999);
+      for (const line of lines) this.history.push(parseLogLine(line));
+      if (lines.length < 10_000) return this.history;
     }
-    const lost = [...scheduled].filter((id) => !runs.has(id));
-    return { scheduled, runs, lost };
   }
 
-  private async summarize(settled: boolean, dead: number): Promise<boolean> {
+  /** Jobs whose schedule() resolved and that have not run yet. */
+  private unrunJobs(history: readonly HistoryEvent[]): string[] {
+    const ran = new Set(history.filter((e) => e.op === 'run').map((e) => e.job));
+    return history.filter((e) => e.op === 'scheduled' && !ran.has(e.job)).map((e) => e.job!);
+  }
+
+  private async writeHistory(history: readonly HistoryEvent[]): Promise<string> {
+    const file = this.options.history ?? join(tmpdir(), `soak-history-${this.options.seed}-${this.prefix}.jsonl`);
+    const out = createWriteStream(file);
+    for (const event of history) {
+      if (!out.write(`${JSON.stringify(event)}\n`)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+    }
+    await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+    return file;
+  }
+
+  private async summarize(settled: boolean, dead: string[]): Promise<boolean> {
     const totals = this.totals();
-    const { scheduled, runs, lost } = await this.ledger();
-    const duplicated = [...runs.values()].filter((n) => n > 1);
-    const rows = await Promise.all(MUTEX_KEYS.map(async ({ name }) => ({ name, ...(await readRow(this.store, this.keys.row(name))) })));
+    const history = await this.loadHistory();
+    const historyFile = await this.writeHistory(history);
+    const check: CheckResult = checkHistory(history, { permits: { [SEMAPHORE_KEY]: SEMAPHORE_PERMITS }, deadJobs: dead, requireAllJobsRan: true });
+    const keys = [...EXCLUSIVE_KEYS, ...FAIR_KEYS, READ_WRITE_KEY];
+    const rows = await Promise.all(keys.map(async (name) => ({ name, ...(await readRow(this.store, this.keys.row(name))) })));
     for (const row of rows) {
       if (row.value !== row.writes) this.violations.push({ kind: 'counter-mismatch', lock: row.name, value: row.value, acceptedWrites: row.writes });
     }
-    const byKind = (kind: string) => this.violations.filter((v) => v.kind === kind).length;
+    for (const id of dead) this.violations.push({ kind: 'dead-lettered', job: id });
+    if (!settled) this.violations.push({ kind: 'queue-not-drained', unrunJobs: this.unrunJobs(history).slice(0, 20) });
+    const byRule: Record<string, number> = {};
+    for (const v of check.violations) byRule[v.rule] = (byRule[v.rule] ?? 0) + 1;
+    for (const v of this.violations) byRule[v.kind] = (byRule[v.kind] ?? 0) + 1;
+    const f = check.figures;
     const summary = {
       seed: this.options.seed,
       processes: this.options.processes,
       minutes: this.options.minutes,
-      operations: {
-        lockSections: totals.lockSections ?? 0,
-        fencedWritesAccepted: rows.reduce((n, r) => n + r.writes, 0),
-        staleHoldersStoppedByFence: totals.staleRejected ?? 0,
-        lockAcquireTimeouts: totals.lockTimeouts ?? 0,
-        lockErrors: totals.lockErrors ?? 0,
-        semaphoreSections: totals.semaphoreSections ?? 0,
-        semaphorePermitsExpiredBeforeUse: totals.semaphoreSkipped ?? 0,
-        scheduleErrors: totals.scheduleErrors ?? 0,
-        handlerRuns: [...runs.values()].reduce((n, count) => n + count, 0),
-        handlerErrors: totals.handlerErrors ?? 0,
-      },
+      historyEvents: f.events,
+      historyFile,
+      operations: Object.fromEntries(
+        Object.entries(f.byKind).map(([kind, k]) => [
+          kind,
+          kind === 'semaphore'
+            ? { holds: k.holds, acquireFailed: k.acquireFailed, countedIn: f.semaphore.enters, permitEndedBeforeUse: f.semaphore.refusedExpired }
+            : k,
+        ]),
+      ),
+      semaphoreMaxOccupancy: f.semaphore.maxOccupancy,
+      staleHoldersStoppedByFence: Object.values(f.byKind).reduce((n, k) => n + k.refusedByFence, 0),
+      lockErrors: totals.lockErrors ?? 0,
       faults: Object.fromEntries(this.faults),
-      violations: {
-        twoHoldersAtOnce: byKind('two-holders-at-once'),
-        tooManySemaphoreHolders: byKind('too-many-semaphore-holders'),
-        counterMismatch: byKind('counter-mismatch'),
-        unhandledRejections: byKind('unhandled-rejection'),
-        workerCrashes: byKind('worker-crashed'),
-        uncleanShutdowns: byKind('unclean-shutdown') + byKind('slow-shutdown'),
-      },
+      faultsByKind: Object.fromEntries(this.options.faults.map((kind) => [kind, this.faultKinds.get(kind) ?? 0])),
+      violations: byRule,
+      violationCount: check.violations.length + this.violations.length,
       jobs: {
-        scheduled: scheduled.size,
-        handled: [...scheduled].filter((id) => runs.has(id)).length,
-        lost: lost.length,
-        dead,
-        duplicates: duplicated.reduce((n, count) => n + count - 1, 0),
-        jobsHandledMoreThanOnce: duplicated.length,
-        handledButScheduleUnrecorded: [...runs.keys()].filter((id) => !scheduled.has(id)).length,
+        scheduled: f.jobs.scheduled,
+        scheduleFailed: f.jobs.scheduleFailed,
+        handled: f.jobs.ran,
+        lost: this.unrunJobs(history).length,
+        dead: dead.length,
+        handlerRuns: f.jobs.runs,
+        duplicates: f.jobs.duplicates,
       },
       counters: rows,
     };
-    const failed = this.violations.length > 0 || lost.length > 0 || dead > 0 || !settled;
+    const failed = summary.violationCount > 0;
     const lines = [
       '',
-      '(counts from the fenced rows and the job ledger are exact; the others are summed from the workers\' reports,',
-      ' which miss up to a second of work of each killed worker)',
-      `operations   ${Object.entries(summary.operations).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+      `history      ${f.events} events, checked; written to ${historyFile}`,
+      `operations   ${Object.entries(summary.operations).map(([k, v]) => `${k} ${Object.entries(v).map(([n, c]) => `${n} ${c}`).join(' ')}`).join('; ')}`,
+      `             semaphore max occupancy ${f.semaphore.maxOccupancy} of ${SEMAPHORE_PERMITS}, stale holders stopped by the fence ${summary.staleHoldersStoppedByFence}, lock errors ${summary.lockErrors}`,
       `faults       ${Object.entries(summary.faults).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
-      `violations   ${Object.entries(summary.violations).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+      `violations   ${summary.violationCount}${summary.violationCount > 0 ? ` (${Object.entries(byRule).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
       `jobs         ${Object.entries(summary.jobs).map(([k, v]) => `${k} ${v}`).join(', ')}`,
       `counters     ${rows.map((r) => `${r.name}: value ${r.value}, accepted writes ${r.writes}, last token ${r.seen}`).join('; ')}`,
-      ...(lost.length > 0 ? [`lost job ids (first 20): ${lost.slice(0, 20).join(', ')}`] : []),
-      ...(settled ? [] : ['the queue did not drain before the settle timeout']),
+      ...(check.violations.length > 0 ? [describeViolations(check.violations)] : []),
       ...this.violations.slice(0, 20).map((v) => `violation: ${JSON.stringify(v)}`),
+      `seed         ${this.options.seed} (npm run soak -- --seed ${this.options.seed} draws the same faults and operations)`,
       `result       ${failed ? 'FAIL' : 'PASS'}`,
     ];
     this.log(lines.join('\n'));
-    if (this.options.json) process.stdout.write(`SOAK_SUMMARY ${JSON.stringify({ ...summary, result: failed ? 'FAIL' : 'PASS' })}\n`);
+    if (this.options.json) {
+      const violationsDetail = check.violations.slice(0, 20).map((v) => ({ rule: v.rule, message: v.message, events: v.events }));
+      process.stdout.write(
+        `SOAK_SUMMARY ${JSON.stringify({ ...summary, result: failed ? 'FAIL' : 'PASS', violationsDetail, otherViolations: this.violations.slice(0, 20) })}\n`,
+      );
+    }
     return !failed;
   }
 
