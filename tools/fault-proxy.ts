@@ -1,12 +1,25 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { isPush, readCommand, respValueLength } from './resp-reader';
 
+/** What a lost-reply fault hit: the command (Redis ran it) and the reply that never reached the client. */
+export interface LostReply {
+  readonly args: string[];
+  /** The dropped reply in RESP (an error reply starts with '-': then the command did not do its work). */
+  readonly reply: string;
+}
+
 /** A one-shot lost reply: which command it hits, and how to tell the test it happened. */
 interface LostReplyFault {
   readonly match: (args: readonly string[]) => boolean;
   /** Matching commands still to let through before the one whose reply is lost. */
   skip: number;
-  readonly done: (args: string[]) => void;
+  readonly done: (lost: LostReply) => void;
+}
+
+/** Counts the client commands that pass the proxy and match, from `observe()` until `stop()`. */
+export interface CommandObserver {
+  readonly count: number;
+  stop(): void;
 }
 
 /**
@@ -29,6 +42,7 @@ export class FaultProxy {
   private latencyMs = 0;
   private blackholed = false;
   private readonly lostReplies: LostReplyFault[] = [];
+  private readonly observers = new Set<{ match: (args: readonly string[]) => boolean; count: number }>();
   /** Connections accepted since start, for assertions ("the client reconnected"). */
   accepted = 0;
 
@@ -85,7 +99,33 @@ export class FaultProxy {
    * await lost;
    */
   loseReply(match: (args: readonly string[]) => boolean, nth = 1): Promise<string[]> {
+    return this.loseReplyDetailed(match, nth).then((lost) => lost.args);
+  }
+
+  /**
+   * `loseReply`, resolving with the dropped reply too, so a test can tell a command that ran (and
+   * ran again when re-sent) from one Redis refused (for example `-NOSCRIPT`, after which the client
+   * sends something else).
+   */
+  loseReplyDetailed(match: (args: readonly string[]) => boolean, nth = 1): Promise<LostReply> {
     return new Promise((done) => this.lostReplies.push({ match, skip: nth - 1, done }));
+  }
+
+  /** Drops every lost-reply fault that has not hit a command yet (their promises never resolve). */
+  disarmLostReplies(): void {
+    this.lostReplies.length = 0;
+  }
+
+  /** Starts counting the commands `match` accepts as they pass towards Redis (re-sent ones included). */
+  observe(match: (args: readonly string[]) => boolean): CommandObserver {
+    const observer = { match, count: 0 };
+    this.observers.add(observer);
+    return {
+      get count() {
+        return observer.count;
+      },
+      stop: () => void this.observers.delete(observer),
+    };
   }
 
   /** Faults armed with `loseReply` that have not hit a command yet. */
@@ -107,6 +147,7 @@ export class FaultProxy {
 
   /** The lost-reply fault a command just sent on some connection triggers, if any (it is then disarmed). */
   private lostReplyFor(args: string[]): LostReplyFault | undefined {
+    for (const observer of this.observers) if (observer.match(args)) observer.count++;
     const index = this.lostReplies.findIndex((fault) => fault.match(args) && fault.skip-- === 0);
     return index === -1 ? undefined : this.lostReplies.splice(index, 1)[0];
   }
@@ -123,6 +164,7 @@ export class FaultProxy {
       latency: () => this.latencyMs,
       blackholed: () => this.blackholed,
       lostReplyFor: (args) => this.lostReplyFor(args),
+      rearm: (fault) => this.lostReplies.push(fault),
       onClose: () => this.links.delete(link),
     });
     this.links.add(link);
@@ -133,6 +175,8 @@ interface LinkControls {
   latency(): number;
   blackholed(): boolean;
   lostReplyFor(args: string[]): LostReplyFault | undefined;
+  /** Gives back a fault whose command lost its connection before the reply came: it hits the re-sent command. */
+  rearm(fault: LostReplyFault): void;
   onClose(): void;
 }
 
@@ -174,6 +218,10 @@ class Link {
     if (this.closed) return;
     this.closed = true;
     this.held.length = 0;
+    // A doomed command whose reply never came (the link died first, e.g. `resetAll()`): the client
+    // re-sends it, and the fault must hit that, or the test waiting for it would wait forever.
+    for (const { fault } of this.doomed.values()) this.controls.rearm({ ...fault, skip: 0 });
+    this.doomed.clear();
     for (const socket of [this.client, this.upstream]) {
       if (socket.destroyed) continue;
       // A socket still connecting (the upstream refused or never answered) cannot be reset: RST
@@ -210,7 +258,7 @@ class Link {
         const doomed = this.doomed.get(this.repliesSeen++);
         if (doomed) {
           this.doomed.delete(this.repliesSeen - 1);
-          this.forwardThenReset(buffer.subarray(0, at), doomed);
+          this.forwardThenReset(buffer.subarray(0, at), doomed, buffer.toString('utf8', at, at + length));
           return;
         }
       }
@@ -221,11 +269,11 @@ class Link {
     this.replyBuffer = Buffer.from(buffer.subarray(at));
   }
 
-  private forwardThenReset(before: Buffer, doomed: { fault: LostReplyFault; args: string[] }): void {
+  private forwardThenReset(before: Buffer, doomed: { fault: LostReplyFault; args: string[] }, reply: string): void {
     const finish = () => {
       this.write(this.client, before);
       this.reset();
-      doomed.fault.done(doomed.args);
+      doomed.fault.done({ args: doomed.args, reply });
     };
     const delay = this.controls.latency();
     if (delay > 0) setTimeout(finish, delay);

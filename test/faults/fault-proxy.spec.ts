@@ -1,6 +1,16 @@
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { FaultProxy } from '../../tools/fault-proxy';
 import { testRedisUrl, uniquePrefix } from '../support/test-app';
+
+/** Resolves once `predicate` holds (checked every 5 ms); fails after 5 s. */
+async function until(predicate: () => boolean): Promise<void> {
+  const deadline = performance.now() + 5_000;
+  while (!predicate()) {
+    if (performance.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 /** The fault proxy itself: a lost reply makes ioredis run the command twice and resolve once. */
 describe('FaultProxy.loseReply', () => {
@@ -52,5 +62,50 @@ describe('FaultProxy.loseReply', () => {
     const again = proxy.loseReply(FaultProxy.script({ sha, source }));
     expect(await client.eval(source, 1, key)).toBe(4);
     await again;
+  });
+
+  it('reports the dropped reply, so a refused command (NOSCRIPT) is told apart from one that ran', async () => {
+    const source = `return redis.call('incr', KEYS[1]) -- ${uniquePrefix('unloaded')}`;
+    const sha = createHash('sha1').update(source).digest('hex');
+    const key = `${uniquePrefix('proxy')}:detailed`;
+    const refused = proxy.loseReplyDetailed(FaultProxy.script({ sha, source }, ([k]) => k === key));
+    // Not cached: EVALSHA is refused (that reply is lost, and the re-sent EVALSHA refused again).
+    await expect(client.evalsha(sha, 1, key)).rejects.toThrow(/NOSCRIPT/);
+    expect((await refused).reply).toMatch(/^-NOSCRIPT/);
+    expect(await direct.get(key)).toBeNull();
+    const ran = proxy.loseReplyDetailed(FaultProxy.script({ sha, source }, ([k]) => k === key));
+    expect(await client.eval(source, 1, key)).toBe(2);
+    expect(await ran).toEqual({ args: ['eval', source, '1', key], reply: ':1\r\n' });
+  });
+
+  it('observe() counts matching commands on their way to Redis, the re-sent one included', async () => {
+    const key = `${uniquePrefix('proxy')}:observed`;
+    const isIncr = (args: readonly string[]) => args[0].toLowerCase() === 'incr' && args[1] === key;
+    const seen = proxy.observe(isIncr);
+    const lost = proxy.loseReply(isIncr);
+    expect(await client.incr(key)).toBe(2);
+    await lost;
+    expect(seen.count).toBe(2);
+    seen.stop();
+    await client.incr(key);
+    expect(seen.count).toBe(2);
+  });
+
+  it('hits the re-sent command when the connection of the chosen one dies before its reply', async () => {
+    const key = `${uniquePrefix('proxy')}:blocked`;
+    const isPop = (args: readonly string[]) => args[0].toLowerCase() === 'blpop' && args[1] === key;
+    const seen = proxy.observe(isPop);
+    const lost = proxy.loseReplyDetailed(isPop);
+    const popped = client.blpop(key, 0);
+    await until(() => seen.count === 1);
+    proxy.resetAll(); // no reply yet: the BLPOP is re-sent after the reconnect
+    await until(() => seen.count === 2);
+    await direct.rpush(key, 'a', 'b');
+    // The re-sent BLPOP popped 'a' and lost that reply; sent a third time, it pops 'b'.
+    expect(await popped).toEqual([key, 'b']);
+    expect((await lost).reply).toContain('a');
+    expect(seen.count).toBe(3);
+    expect(proxy.pendingLostReplies).toBe(0);
+    seen.stop();
   });
 });
