@@ -317,3 +317,34 @@ describe('RedisLockDashboardModule: protection', () => {
     expect(() => RedisLockDashboardModule.forRoot({ allowedOrigins: ['https://OPS.example.com/', 'http://localhost:8080'] })).not.toThrow();
   });
 });
+
+describe('RedisLockDashboardModule: topic discovery', () => {
+  let t: DashboardTestApp;
+  beforeAll(async () => {
+    t = await startDashboardApp({ history: { sampleMs: 0 } }, { handlers: false });
+  });
+  afterAll(() => t?.close());
+
+  it("finds every topic with jobs even when one topic has a hundred thousand short-lived keys of its own (claims' operation records)", async () => {
+    const redis = rawRedis();
+    const noise = (i: number) => `${t.keyPrefix}:dq:{dash.busy}:op:claim:${i}`;
+    try {
+      for (let from = 0; from < 100_000; from += 10_000) {
+        const batch = redis.pipeline();
+        for (let i = from; i < from + 10_000; i++) batch.set(noise(i), '1', 'PX', 120_000);
+        await batch.exec();
+      }
+      await t.app.get(DelayQueueService).schedule('dash.quiet', 1, { delay: 3_600_000 });
+      await redis.hset(`${t.keyPrefix}:dq:{dash.elsewhere}:jobs`, 'x', '{}');
+
+      const topics = (await call(t.base, 'GET', '/_locks/api/topics')).body as DashboardTopics;
+      expect(topics.topics.map((x) => x.topic)).toEqual(expect.arrayContaining(['dash.elsewhere', 'dash.quiet']));
+      expect(topics.topics.map((x) => x.topic)).not.toContain('dash.busy'); // no job: nothing to show
+    } finally {
+      for (let from = 0; from < 100_000; from += 10_000) {
+        await redis.unlink(...Array.from({ length: 10_000 }, (_, i) => noise(from + i)));
+      }
+      await redis.quit();
+    }
+  }, 60_000);
+});
