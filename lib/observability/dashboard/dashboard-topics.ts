@@ -95,11 +95,13 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
   private async scan(): Promise<void> {
     const base = `${this.keySpace.prefix}:dq:`;
     try {
-      const { keys, truncated } = await scanKeys(this.connection.client, `${escapeGlob(base)}{*}:*`, MAX_DISCOVERED_TOPICS * 5);
+      // A topic (shard) that has a job, in any state, has its jobs hash; its other keys (marker,
+      // short-lived operation records, of which a busy topic has many) would only crowd the scan.
+      const { keys, truncated } = await scanKeys(this.connection.client, `${escapeGlob(base)}{*}:jobs`, MAX_DISCOVERED_TOPICS * 5);
       const topics = new Set<string>();
       for (const key of keys) {
         const topic = hashTagOf(key, base);
-        if (topic !== undefined && TOPIC.test(topic)) topics.add(this.logicalTopic(topic));
+        if (topic !== undefined && key === `${base}{${topic}}:jobs` && TOPIC.test(topic)) topics.add(this.logicalTopic(topic));
       }
       this.scanned = [...topics];
       if (truncated) this.logger.warn(`Topic discovery stopped early; pass RedisLockDashboardModule.forRoot({ topics }) to list them explicitly.`);
