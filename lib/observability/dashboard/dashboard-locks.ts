@@ -62,8 +62,14 @@ export class DashboardLocks {
     );
     if (!reply) return undefined;
     const [pttl, fence, waiting, fields, leaseRows] = reply;
+    // A read/write lease member is a holder field, or one hold of it: '<holder>#<hold id>'. A
+    // holder's lease is its longest hold's.
     const leases = new Map<string, number>();
-    for (let i = 0; i < leaseRows.length; i += 2) leases.set(String(leaseRows[i]), Number(leaseRows[i + 1]));
+    for (let i = 0; i < leaseRows.length; i += 2) {
+      const member = String(leaseRows[i]);
+      const holder = member.includes('#') ? member.slice(0, member.indexOf('#')) : member;
+      leases.set(holder, Math.max(leases.get(holder) ?? 0, Number(leaseRows[i + 1])));
+    }
     const values = new Map<string, string>();
     for (let i = 0; i < fields.length; i += 2) values.set(String(fields[i]), String(fields[i + 1]));
     const readWrite = values.has('mode');
@@ -73,7 +79,7 @@ export class DashboardLocks {
         if (field === 'mode') continue;
         const mode = field.endsWith(':w') ? 'write' : field.endsWith(':r') ? 'read' : undefined;
         holders.push({ owner: mode ? field.slice(0, -2) : field, count: Number(value), mode, leaseMs: leases.get(field) });
-      } else {
+      } else if (!isHoldOfOwner(field, values)) {
         holders.push({ owner: field, count: Number(value) });
       }
     }
@@ -110,6 +116,12 @@ export class DashboardLocks {
       waiting: 0,
     };
   }
+}
+
+/** An exclusive lock's owner hash may keep one field per hold next to its owner's count: '<owner>/<n>'. */
+function isHoldOfOwner(field: string, fields: Map<string, string>): boolean {
+  const slash = field.lastIndexOf('/');
+  return slash > 0 && fields.has(field.slice(0, slash));
 }
 
 /** A key under the prefix that this library cannot have written (a name it would refuse) is not a lock of ours. */
