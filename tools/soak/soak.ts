@@ -17,6 +17,8 @@
  *   --minutes M       duration of the faulty phase, fractions allowed [SOAK_MINUTES] (default 1)
  *   --faults LIST     comma-separated subset of kill,pause,redis-restart,blackhole,reset,lost-reply (default all)
  *   --fault-every MS  mean pause between two faults (default 3000)
+ *   --min-faults N    keep the faulty phase going past --minutes (by at most as long again) until
+ *                     every selected fault kind happened N times (default 0: stop on time)
  *   --redis-signal S  how Redis is restarted: SIGTERM (graceful, fsyncs the AOF; default) or SIGKILL
  *   --fsync MODE      appendfsync: everysec (default) or always
  *   --seed N          seed of the fault schedule and of the workers' operation draws [SOAK_SEED]
@@ -88,6 +90,7 @@ interface SoakOptions {
   minutes: number;
   faults: FaultKind[];
   faultEveryMs: number;
+  minFaults: number;
   redisSignal: 'SIGTERM' | 'SIGKILL';
   fsync: 'everysec' | 'always';
   seed: number;
@@ -103,6 +106,7 @@ function parseOptions(argv: string[]): SoakOptions {
       minutes: { type: 'string' },
       faults: { type: 'string' },
       'fault-every': { type: 'string' },
+      'min-faults': { type: 'string' },
       'redis-signal': { type: 'string' },
       fsync: { type: 'string' },
       seed: { type: 'string' },
@@ -136,6 +140,7 @@ function parseOptions(argv: string[]): SoakOptions {
     minutes: number('minutes', values.minutes ?? process.env.SOAK_MINUTES, ci ? 0.5 : 1, (n) => n > 0 && n <= 24 * 60),
     faults,
     faultEveryMs: number('fault-every', values['fault-every'], 3_000, (n) => n >= 100),
+    minFaults: number('min-faults', values['min-faults'], 0, (n) => Number.isInteger(n) && n >= 0),
     redisSignal,
     fsync,
     seed: number('seed', values.seed ?? process.env.SOAK_SEED, randomInt(2 ** 31), (n) => Number.isInteger(n) && n >= 0),
@@ -216,6 +221,7 @@ class Soak {
   private readonly proxies: FaultProxy[] = [];
   private readonly incarnations: number[] = [];
   private readonly history: HistoryEvent[] = [];
+  private faultySeconds = 0;
   /** Fault kinds still to inject in the current round (each round: every kind once, seeded order). */
   private round: FaultKind[] = [];
   private pauses = 0;
@@ -257,10 +263,13 @@ class Soak {
 
       const started = performance.now();
       const end = started + o.minutes * 60_000;
+      const latestEnd = end + o.minutes * 60_000;
+      const enoughFaults = () => o.faults.every((kind) => (this.faultKinds.get(kind) ?? 0) >= o.minFaults);
+      const faultyPhase = () => performance.now() < end || (!enoughFaults() && performance.now() < latestEnd);
       let nextProgress = started + 30_000;
-      while (performance.now() < end) {
-        await sleep(Math.min(end - performance.now(), o.faultEveryMs * (0.5 + this.random())));
-        if (performance.now() >= end) break;
+      while (faultyPhase()) {
+        await sleep(Math.max(0, Math.min((enoughFaults() ? end : latestEnd) - performance.now(), o.faultEveryMs * (0.5 + this.random()))));
+        if (!faultyPhase()) break;
         await this.injectFault(this.nextFaultKind());
         if (performance.now() >= nextProgress) {
           nextProgress += 30_000;
@@ -268,7 +277,8 @@ class Soak {
         }
       }
 
-      this.log('faulty phase over: healing the network, stopping new work, letting every scheduled job run...');
+      this.faultySeconds = Math.round((performance.now() - started) / 1000);
+      this.log(`faulty phase over after ${this.faultySeconds} s: healing the network, stopping new work, letting every scheduled job run...`);
       for (const proxy of this.proxies) {
         proxy.heal();
       }
@@ -507,6 +517,7 @@ class Soak {
       seed: this.options.seed,
       processes: this.options.processes,
       minutes: this.options.minutes,
+      faultySeconds: this.faultySeconds,
       historyEvents: f.events,
       historyFile,
       operations: Object.fromEntries(
