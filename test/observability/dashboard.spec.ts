@@ -191,6 +191,16 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     expect(after.locks.map((l) => l.name)).not.toEqual(expect.arrayContaining(['order:{42}']));
   });
 
+  it('shows a re-entered lock as one holder with its reentry count', async () => {
+    const listed = async (name: string) => ((await api('GET', '/locks')).body as DashboardLocks).locks.find((l) => l.name === name);
+    await locks.using('dash:nested', async (outer) => {
+      await locks.using('dash:nested', async () => {
+        expect(await listed('dash:nested')).toMatchObject({ kind: 'mutex', fencingToken: outer.fencingToken, holders: [{ owner: expect.any(String), count: 2 }] });
+      });
+      expect((await listed('dash:nested'))!.holders).toEqual([{ owner: expect.any(String), count: 1 }]);
+    });
+  });
+
   it('keeps a history of backlog and handler lateness for the plots', async () => {
     const { DashboardHistory } = await import('../../lib/observability/dashboard/dashboard-history');
     const history = t.app.get(DashboardHistory, { strict: false });
