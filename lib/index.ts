@@ -62,6 +62,7 @@ export { LockLostError } from './errors/lock-lost.error';
 export { LockNotHeldError } from './errors/lock-not-held.error';
 export { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 export { LockUpgradeError } from './errors/lock-upgrade.error';
+export { LockKindConflictError, type LockKind } from './errors/lock-kind-conflict.error';
 export { LockServiceClosedError } from './errors/lock-service-closed.error';
 export { InvalidLockKeyError } from './errors/invalid-lock-key.error';
 export { InvalidLockKeyTemplateError } from './errors/invalid-lock-key-template.error';

@@ -11,6 +11,7 @@ import {
 import { Reflector } from '@nestjs/core';
 import { Observable, catchError, concatMap, defer, dematerialize, finalize, from, materialize, mergeMap, of, throwError } from 'rxjs';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockKindConflictError } from '../errors/lock-kind-conflict.error';
 import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error';
@@ -25,7 +26,8 @@ const claimed = new WeakSet<ExecutionContext>();
 /**
  * Takes the locks declared with `@WithRequestLock`, and turns lock failures into HTTP answers:
  * `LockAcquireTimeoutError` from anywhere in the handler (a `@WithLock` service method included)
- * becomes 409 Conflict, `LockServiceClosedError` (shutting down) 503 Service Unavailable. Every other
+ * becomes 409 Conflict, and so does `LockKindConflictError` (the name is held as the other kind of
+ * lock); `LockServiceClosedError` (shutting down) becomes 503 Service Unavailable. Every other
  * error passes through untouched, and non-HTTP contexts (RPC, WebSocket, GraphQL) are not mapped.
  *
  * `RedisLockModule` registers it as a global interceptor (`APP_INTERCEPTOR`), so nothing has to be
@@ -64,6 +66,17 @@ export class WithLockInterceptor implements NestInterceptor {
           error: 'Conflict',
           code: error.code,
           message: 'The resource is locked by another operation in progress. Retry later.',
+        },
+        { cause: error },
+      );
+    }
+    if (error instanceof LockKindConflictError) {
+      return new ConflictException(
+        {
+          statusCode: 409,
+          error: 'Conflict',
+          code: error.code,
+          message: 'The resource is locked by another operation in progress (as another kind of lock). Retry later.',
         },
         { cause: error },
       );

@@ -1,3 +1,4 @@
+import { LockKindConflictError } from '../../errors/lock-kind-conflict.error';
 import type { LockKeys } from '../../keys/redis-key-space';
 import type { RedisClient } from '../../options/redis-lock-config';
 import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua';
@@ -36,6 +37,7 @@ export class FairLockProtocol extends ReentrantLockProtocol {
       [k.owners, k.fence, k.queue, k.timeouts, k.wakeChannel],
       [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, mode.willWait ? '1' : '0', this.publishCommand, mode.reentry ? '1' : '0'],
     );
+    if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
   }
 

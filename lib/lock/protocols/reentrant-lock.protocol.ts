@@ -1,3 +1,4 @@
+import { LockKindConflictError } from '../../errors/lock-kind-conflict.error';
 import type { LockKeys } from '../../keys/redis-key-space';
 import type { RedisClient } from '../../options/redis-lock-config';
 import { acquireLockScript } from '../scripts/acquire-lock.lua';
@@ -31,6 +32,7 @@ export class ReentrantLockProtocol implements LockProtocol {
       [this.keys.owners, this.keys.fence],
       [owner, leaseTime, mode.reentry ? '1' : '0'],
     );
+    if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
   }
 

@@ -12,7 +12,8 @@ import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
  *
  * A waiter refreshes its deadline each time it runs this script; one whose deadline passed died
  * or gave up, and is dropped when it reaches the head, so a dead waiter never blocks the queue.
- * Returns {1, fencingToken} or {0, ms the caller may sleep at most}.
+ * Returns {1, fencingToken}, {0, ms the caller may sleep at most}, or {-2, 0} when a read/write lock
+ * holds the name.
  */
 export const acquireFairLockScript = new RedisScript(
   'acquireFairLock',
@@ -30,6 +31,9 @@ while head do
   dropped = true
   head = redis.call('lindex', KEYS[3], 0)
 end
+
+-- a read/write lock holds the name (one name is one kind of lock): refused
+if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 
 if redis.call('hexists', KEYS[1], owner) == 1 then
   if ARGV[6] == '1' then redis.call('hincrby', KEYS[1], owner, 1) end

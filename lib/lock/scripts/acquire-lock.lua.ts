@@ -11,7 +11,8 @@ import { LUA_FENCE } from './lua-snippets';
  * ARGV[4] optional: 'counter' steps the fence by one without the clock floor (Redlock masters)
  *
  * Returns {1, fencingToken} when held by the caller afterwards, {0, pttl} when another owner holds it
- * (pttl is how long the caller may sleep at most before the lease could have run out).
+ * (pttl is how long the caller may sleep at most before the lease could have run out), {-2, 0} when a
+ * read/write lock holds the name.
  */
 export const acquireLockScript = new RedisScript(
   'acquireLock',
@@ -22,6 +23,8 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('pexpire', KEYS[1], lease)
   return {1, nextFence(KEYS[2], lease, ARGV[4] == 'counter')}
 end
+-- a read/write lock holds the name (one name is one kind of lock): refused
+if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   if ARGV[3] == '1' then redis.call('hincrby', KEYS[1], ARGV[1], 1) end
   -- a nested acquire never shortens the lease the outer one already has
