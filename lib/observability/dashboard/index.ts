@@ -2,6 +2,7 @@
 export { RedisLockDashboardModule } from './redis-lock-dashboard.module';
 export type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
 export { DASHBOARD_ACTION_HEADER } from './redis-lock-dashboard.constants';
+export type { DashboardRefusal } from './dashboard-forbidden';
 export type {
   DashboardHistory,
   DashboardJob,

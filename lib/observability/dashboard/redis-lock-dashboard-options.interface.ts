@@ -26,9 +26,11 @@ export interface RedisLockDashboardOptions {
   /**
    * Nest guards run before every dashboard route (the page and the API): guard classes (created by
    * Nest, so they may inject global providers) or instances. A guard returning false answers 403.
+   * Giving guards (or `canActivate`) serves clients on other hosts too, those the guards admit;
+   * set `allowRemote: false` to keep loopback-only as well.
    */
   guards?: Array<Type<CanActivate> | CanActivate>;
-  /** A shorter way to protect the dashboard than a guard; runs after `guards`. */
+  /** A shorter way to protect the dashboard than a guard; runs after `guards`. Like `guards`, it lifts the loopback-only default. */
   canActivate?: DashboardAccessHook;
   /**
    * Serve clients whose address is not loopback. **Default: false when neither `guards` nor
