@@ -1,9 +1,11 @@
+import { LockKindConflictError } from '../../errors/lock-kind-conflict.error';
 import { LockUpgradeError } from '../../errors/lock-upgrade.error';
 import type { LockKeys } from '../../keys/redis-key-space';
 import type { RedisClient } from '../../options/redis-lock-config';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,
+  leaveWritersScript,
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
 } from '../scripts/read-write-lock.lua';
@@ -14,9 +16,14 @@ export const WRITER_LIVENESS_MS = 5_000;
 
 /**
  * One side (read or write) of a read/write lock. Many readers or one writer; a waiting writer
- * stops new readers from joining so a stream of readers cannot starve it. Inside a lock section,
- * a writer may also take the read side (downgrade); a reader asking for the write side is refused
- * with `LockUpgradeError`, since two readers upgrading at once would wait for each other forever.
+ * stops new readers from joining, also on a lock that is free for an instant, so a stream of
+ * readers cannot starve it. Inside a lock section, a writer may also take the read side
+ * (downgrade); a reader asking for the write side is refused with `LockUpgradeError`, since two
+ * readers upgrading at once would wait for each other forever. A name held by an exclusive lock
+ * is refused with `LockKindConflictError`.
+ *
+ * Every acquire call is its own hold in Redis (member `<owner>:r#<hold>` / `<owner>:w#<hold>` with
+ * its own lease deadline), so each acquire, release and renewal is safe to run twice.
  */
 export class ReadWriteLockProtocol implements LockProtocol {
   readonly wakesByOwner = false;
@@ -45,34 +52,41 @@ export class ReadWriteLockProtocol implements LockProtocol {
   async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
     const keys = [k.owners, k.leases, k.waitingWriters, k.fence];
-    const reentry = mode.reentry ? '1' : '0';
     const [ok, value] =
       this.mode === 'read'
-        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime, reentry])
+        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime, mode.hold])
         : await acquireWriteLockScript.run<[number, string | number]>(client, keys, [
             owner,
             leaseTime,
             WRITER_LIVENESS_MS,
             mode.willWait ? '1' : '0',
-            reentry,
+            mode.hold,
           ]);
     if (ok === -1) throw new LockUpgradeError(this.name);
+    if (ok === -2) throw new LockKindConflictError(this.name, 'read/write');
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
   }
 
-  release(client: RedisClient, owner: string, publishCommand: string): Promise<number> {
+  release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number> {
     return releaseReadWriteLockScript.run<number>(
       client,
       [this.keys.owners, this.keys.leases, this.keys.wakeChannel],
-      [this.field(owner), publishCommand],
+      [this.member(owner, hold), publishCommand],
     );
   }
 
-  renewal(owner: string): Renewal {
-    return { script: renewReadWriteLocksScript, keys: [this.keys.owners, this.keys.leases], member: this.field(owner) };
+  renewal(owner: string, hold: string): Renewal {
+    return { script: renewReadWriteLocksScript, keys: [this.keys.owners, this.keys.leases], member: this.member(owner, hold) };
   }
 
-  private field(owner: string): string {
-    return `${owner}:${this.mode === 'read' ? 'r' : 'w'}`;
+  /** A writer that stops waiting no longer holds back new readers. */
+  async leave(client: RedisClient, owner: string, publishCommand: string): Promise<void> {
+    if (this.mode === 'read') return;
+    await leaveWritersScript.run(client, [this.keys.waitingWriters, this.keys.wakeChannel], [owner, publishCommand]);
+  }
+
+  /** This hold's member of the leases zset: its holder field, '#', its hold id. */
+  private member(owner: string, hold: string): string {
+    return `${owner}:${this.mode === 'read' ? 'r' : 'w'}#${hold}`;
   }
 }
