@@ -1,23 +1,10 @@
-import type { DashboardJobList } from 'nestjs-redis-lock/dashboard';
+import type { DashboardJobList, RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
 import { DelayQueueService } from '../../lib';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
-import { startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app';
+import { callDashboard as call, startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app';
 import { rawRedis } from '../support/test-app';
-import type { RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
-
-async function call(base: string, method: string, path: string, headers: Record<string, string> = {}) {
-  const response = await fetch(`${base}${path}`, { method, headers });
-  const text = await response.text();
-  let body: any;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = text;
-  }
-  return { status: response.status, body, headers: response.headers };
-}
 
 /**
  * The dashboard shows payloads and can cancel, retry and delete jobs, so what it does when nobody

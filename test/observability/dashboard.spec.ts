@@ -1,21 +1,9 @@
 import { RedisLockDashboardModule, type DashboardJobList, type DashboardLocks, type DashboardTopics } from 'nestjs-redis-lock/dashboard';
 import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService } from '../../lib';
-import { DenyAllGuard, eventually, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app';
+import { callDashboard as call, DenyAllGuard, eventually, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app';
 import { rawRedis } from '../support/test-app';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
-
-async function call(base: string, method: string, path: string, headers: Record<string, string> = {}) {
-  const response = await fetch(`${base}${path}`, { method, headers });
-  const text = await response.text();
-  let body: any;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = text;
-  }
-  return { status: response.status, body, headers: response.headers };
-}
 
 describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   let t: DashboardTestApp;
