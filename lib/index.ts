@@ -32,6 +32,8 @@ export {
   type JobRetriedEvent,
   type JobDeadEvent,
   type JobRecoveredEvent,
+  type JobScheduleRetryingEvent,
+  type JobScheduleLostEvent,
 } from './lock/lock-events';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context';
 

@@ -26,3 +26,11 @@ export const MAX_JOB_ID_BYTES = 1024;
 
 /** Longest failure message kept with a job. */
 export const MAX_ERROR_MESSAGE_LENGTH = 2000;
+
+/**
+ * How long an operation record (see operation-record.ts) lives when its caller never got the reply
+ * (it is deleted as soon as the reply arrives): a re-sent schedule, cancel or reschedule, or a
+ * retried after-commit write, arriving within it answers as the first run did and changes nothing.
+ * A claim's record lives for the visibility timeout instead.
+ */
+export const OPERATION_RECORD_TTL_MS = 10 * 60_000;

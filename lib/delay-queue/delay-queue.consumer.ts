@@ -12,6 +12,7 @@ import type { Consumer } from './interfaces/consumer.interface';
 import type { DelayedJobHandler, JobContext } from './interfaces/job-context.interface';
 import { decodeJob, type DecodedJob } from './job-codec';
 import { MarkerWaiter, type MarkerOutcome } from './marker-waiter';
+import { newOperationId, operationKey } from './operation-record';
 import { backoffDelay } from './schedule-options';
 import { ackJobsScript } from './scripts/ack-jobs.lua';
 import { claimDueJobsScript } from './scripts/claim-due-jobs.lua';
@@ -126,6 +127,11 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   private ackFlushScheduled = false;
   private failures = 0;
   private lastFailureLog = -Infinity;
+  /** Names this consumer's claim records: `<id>:<sequence>` is unique per claim call (see claim-due-jobs.lua.ts). */
+  private readonly claimerId = newOperationId();
+  private claimSequence = 0;
+  /** The record of the last claim that took jobs: its reply has arrived, so the next claim deletes it. */
+  private lastClaimRecord?: string;
 
   /** How long before its confirmed visibility ends a claim counts as lost (see `visibilityLossMargin`). */
   private readonly lossMargin: number;
@@ -204,10 +210,14 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     const { deadLetterMaxCount, deadLetterMaxAge } = this.context.retention;
     const args: (string | number)[] = [max, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
     for (const job of acks) args.push(job.id, job.token);
+    // One record per call: if ioredis re-sends this claim after a lost reply, the second run returns this batch.
+    const record = operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
+    const keys = [...this.keyList, record];
+    if (this.lastClaimRecord) keys.push(this.lastClaimRecord);
     const sent = performance.now();
     let reply: [number, number, number, number, (string | number)[], (string | number)[]];
     try {
-      reply = await claimDueJobsScript.run(this.context.connection.client, this.keyList, args);
+      reply = await claimDueJobsScript.run(this.context.connection.client, keys, args);
     } catch (error) {
       this.pendingAcks.unshift(...acks);
       throw error;
@@ -215,6 +225,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     const received = performance.now();
     for (const job of acks) this.forget(job);
     const [nowUs, nextWake, more, , flat, recovered] = reply;
+    this.lastClaimRecord = flat.length > 0 ? record : undefined;
     if (recovered.length > 0) this.reportRecovered(recovered);
     // The script's TIME was taken between send and receive; the midpoint bounds the error by half a round trip.
     this.clockOffset = Number(nowUs) / 1000 - (sent + received) / 2;
@@ -598,6 +609,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     if (this.pendingAcks.length > 0) await settleWithin(this.flushAcks(), redisBudget());
     await settleWithin(Promise.all([...this.settling]), redisBudget());
     this.stopExtender();
+    if (this.lastClaimRecord) void this.context.connection.client.del(this.lastClaimRecord).catch(() => undefined);
     this.state = 'closed';
     this.context.onClosed(this);
   }

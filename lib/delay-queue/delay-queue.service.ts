@@ -15,8 +15,10 @@ import { openTelemetryTracing } from '../observability/tracing/open-telemetry-tr
 import { NO_TRACING, type RedisLockTracing } from '../observability/tracing/redis-lock-tracing';
 import type { RedisLockConfig } from '../options/redis-lock-config';
 import { RedisConnection } from '../redis/redis-connection';
+import type { RedisScript } from '../redis/redis-script';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
 import { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
+import { AfterCommitWriter } from './after-commit-writer';
 import { resolveConsumerOptions } from './consumer-options';
 import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './delay-queue.constants';
 import { DelayQueueConsumer } from './delay-queue.consumer';
@@ -25,6 +27,7 @@ import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.inter
 import type { DelayedJobHandler } from './interfaces/job-context.interface';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface';
 import { decodeJobLeniently } from './job-codec';
+import { newOperationId, operationKey } from './operation-record';
 import { describe, prepareJob, type PreparedJob } from './schedule-options';
 import { cancelJobScript } from './scripts/cancel-job.lua';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua';
@@ -39,6 +42,9 @@ import { ShardedConsumer } from './sharded-consumer';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
+
+/** Shortest time shutdown keeps trying to write committed jobs, even with `shutdownTimeout: 0`. */
+const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
 
 /**
  * Delayed jobs on Redis: schedule a JSON payload on a topic to run after a delay or at a time, and
@@ -62,6 +68,8 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
   private readonly tracing: RedisLockTracing;
   /** Set once shutdown has begun: consumers are being drained and no new one may start. */
   private draining = false;
+  /** Jobs of committed transactions on their way to Redis (retried until written; see AfterCommitWriter). */
+  private readonly afterCommit: AfterCommitWriter;
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
@@ -72,11 +80,28 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     this.keySpace = new RedisKeySpace(config.keyPrefix);
     this.shards = new TopicShards(this.keySpace, config.delayQueue.topics ?? new Map());
     this.tracing = config.tracing ? openTelemetryTracing() : NO_TRACING;
+    this.afterCommit = new AfterCommitWriter(
+      (topic, jobs, writeId) => this.write(topic, jobs, writeId),
+      (topic, jobs) => this.emitScheduled(topic, jobs),
+      events,
+      this.logger,
+    );
+  }
+
+  /**
+   * Jobs scheduled inside transactions that committed, not yet confirmed written to Redis (Redis was
+   * unreachable; they are being retried). Exported as the `after_commit_writes_pending` metric.
+   */
+  get pendingScheduleWrites(): number {
+    return this.afterCommit.pendingJobs;
   }
 
   /**
    * Schedules one job and returns its id. Inside an active transaction (see `TransactionSynchronizer`)
-   * the job is written after the commit, and dropped on rollback; the id is returned at once.
+   * the job is written after the commit, and dropped on rollback; the id is returned at once. A write
+   * after the commit that fails is retried with backoff until Redis takes it, for as long as the
+   * process runs (`job.schedule.retrying` events); shutdown keeps trying until
+   * `delayQueue.shutdownTimeout`, then reports what is left (`job.schedule.lost`, an error log).
    *
    * Scheduling an `id` that is still waiting, running or dead keeps the existing job and returns the
    * same id (de-duplication), unless `replace: true`.
@@ -126,7 +151,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
   async cancel(topic: string, id: string): Promise<boolean> {
     this.assertId(topic, id);
     const keys = this.jobKeys(topic, id);
-    return (await cancelJobScript.run<number>(this.connection.client, keys, [id])) === 1;
+    return (await this.runRecorded<number>(cancelJobScript, keys, [id])) === 1;
   }
 
   /**
@@ -141,7 +166,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
       throw new InvalidJobError(topic, 'when', 'must be an object: { delay } or { at }');
     }
     const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
-    return (await rescheduleJobScript.run<number>(this.connection.client, keys, [id, job.kind, job.when])) === 1;
+    return (await this.runRecorded<number>(rescheduleJobScript, keys, [id, job.kind, job.when])) === 1;
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
@@ -291,33 +316,44 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     return consumer;
   }
 
-  /** Drains every consumer before the module's connections close (in `onApplicationShutdown`). */
+  /**
+   * Drains every consumer and flushes the writes of committed transactions still pending, before
+   * the module's connections close (in `onApplicationShutdown`).
+   */
   async beforeApplicationShutdown(): Promise<void> {
     this.draining = true;
-    await Promise.all([...this.consumers.values()].map(({ consumer }) => consumer.close()));
+    await Promise.all([
+      ...[...this.consumers.values()].map(({ consumer }) => consumer.close()),
+      this.afterCommit.flush(Math.max(AFTER_COMMIT_FLUSH_MIN_MS, this.config.delayQueue.shutdownTimeout)),
+    ]);
   }
 
   onApplicationShutdown(): void {
     this.closed = true;
+    this.afterCommit.close();
   }
 
   private async enqueue(topic: string, jobs: PreparedJob[]): Promise<void> {
     if (!this.transactions.isActive()) {
-      await this.write(topic, jobs);
+      // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
+      await this.write(topic, jobs, jobs.some((job) => job.replace) ? newOperationId() : undefined);
       this.emitScheduled(topic, jobs);
       return;
     }
     this.transactions.register({
       afterCompletion: async (status) => {
-        if (status === 'committed') await this.writeAfterCommit(topic, jobs);
+        if (status === 'committed') await this.afterCommit.write(topic, jobs);
       },
     });
   }
 
-  /** Writes each job to its shard: one group per shard, so no script call spans two slots. */
-  private async write(topic: string, jobs: PreparedJob[]): Promise<void> {
+  /**
+   * Writes each job to its shard: one group per shard, so no script call spans two slots. With a
+   * `writeId`, each script call gets an operation record named after it, the same on every retry.
+   */
+  private async write(topic: string, jobs: readonly PreparedJob[], writeId?: string): Promise<void> {
     const shards = this.shardKeys(topic);
-    if (shards.length === 1) return this.writeToShard(shards[0], jobs);
+    if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId);
     const groups = new Map<number, PreparedJob[]>();
     for (const job of jobs) {
       const index = this.shards.indexOf(topic, job.id);
@@ -325,44 +361,47 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
       if (!group) groups.set(index, (group = []));
       group.push(job);
     }
-    await Promise.all([...groups].map(([index, group]) => this.writeToShard(shards[index], group)));
+    await Promise.all([...groups].map(([index, group]) => this.writeToShard(shards[index], group, writeId)));
   }
 
-  private async writeToShard(keys: string[], jobs: PreparedJob[]): Promise<void> {
+  private async writeToShard(keys: string[], jobs: readonly PreparedJob[], writeId?: string): Promise<void> {
     const batches: Promise<unknown>[] = [];
+    const records: string[] = [];
     for (let start = 0; start < jobs.length; start += SCHEDULE_BATCH) {
       const args: (string | number)[] = [];
       for (const job of jobs.slice(start, start + SCHEDULE_BATCH)) {
         args.push(job.id, job.kind, job.when, job.replace ? '1' : '0', job.tail);
       }
+      let batchKeys = keys;
+      if (writeId !== undefined) {
+        const record = operationKey(keys[1], `write:${writeId}:${start}`);
+        records.push(record);
+        batchKeys = [...keys, record];
+      }
       // Sent together: ioredis pipelines them on the one connection, in order.
-      batches.push(scheduleJobsScript.run(this.connection.client, keys, args));
+      batches.push(scheduleJobsScript.run(this.connection.client, batchKeys, args));
     }
     await Promise.all(batches);
+    if (records.length > 0) await this.dropRecords(records);
   }
 
-  /** The transaction has committed: the jobs must not be lost to one dropped connection. */
-  private async writeAfterCommit(topic: string, jobs: PreparedJob[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.write(topic, jobs);
-        this.emitScheduled(topic, jobs);
-        return;
-      } catch (error) {
-        if (attempt >= 3 || this.closed) {
-          this.logger.error(
-            `Could not schedule ${jobs.length} job(s) of topic ${JSON.stringify(topic)} after the transaction committed ` +
-              `(ids ${jobs.slice(0, 5).map((j) => JSON.stringify(j.id)).join(', ')}${jobs.length > 5 ? ', …' : ''}): ` +
-              `${(error as Error)?.message ?? error}`,
-          );
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
-      }
-    }
+  /**
+   * Runs a script with a fresh operation record (see operation-record.ts), so that a re-sent call
+   * answers as the first run did; the record is dropped once the reply is here (no re-send can follow).
+   */
+  private async runRecorded<T>(script: RedisScript, keys: string[], args: (string | number)[]): Promise<T> {
+    const record = operationKey(keys[1], newOperationId());
+    const reply = await script.run<T>(this.connection.client, [...keys, record], args);
+    await this.dropRecords([record]);
+    return reply;
   }
 
-  private emitScheduled(topic: string, jobs: PreparedJob[]): void {
+  /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */
+  private async dropRecords(records: string[]): Promise<void> {
+    await this.connection.client.del(...records).catch(() => undefined);
+  }
+
+  private emitScheduled(topic: string, jobs: readonly PreparedJob[]): void {
     if (!this.events.wants('job.scheduled')) return;
     for (const job of jobs) {
       const when = job.kind === 'd' ? { delayMs: job.when } : { at: job.when };

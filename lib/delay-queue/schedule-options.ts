@@ -16,6 +16,8 @@ export interface PreparedJob {
   /** The stored body after the header Redis fills in (see job-codec.ts). */
   readonly tail: string;
   readonly replace: boolean;
+  /** UTF-8 bytes of the payload's JSON (reported when a committed job could not be written). */
+  readonly payloadBytes: number;
 }
 
 /**
@@ -87,7 +89,14 @@ export function prepareJob(
   if (o.replace !== undefined && typeof o.replace !== 'boolean') {
     throw new InvalidJobError(topic, at('replace'), `is ${describe(o.replace)}; use true or false`);
   }
-  return { id, kind, when, tail: encodeBodyTail(payloadJson, maxAttempts, backoff, traceparent), replace: o.replace === true };
+  return {
+    id,
+    kind,
+    when,
+    tail: encodeBodyTail(payloadJson, maxAttempts, backoff, traceparent),
+    replace: o.replace === true,
+    payloadBytes: Buffer.byteLength(payloadJson, 'utf8'),
+  };
 }
 
 /** A partial `BackoffOptions` merged over `base`, each field checked; `fail(field, problem)` must throw. */

@@ -126,6 +126,41 @@ export interface JobRecoveredEvent {
   readonly requeued: boolean;
 }
 
+/**
+ * Jobs scheduled inside a transaction that committed could not be written to Redis
+ * (`job.schedule.retrying`): the write is retried with backoff (capped at 10 s, with jitter) for as
+ * long as the process runs, and flushed at shutdown until `delayQueue.shutdownTimeout`. One event
+ * per failed attempt of one batch (one `schedule()`, or one `scheduleMany()` group).
+ */
+export interface JobScheduleRetryingEvent {
+  readonly topic: string;
+  /** The ids of the jobs of the batch (fixed before the first attempt, so a retry cannot duplicate a job). */
+  readonly ids: readonly string[];
+  /** The attempt that failed: 1 for the write right after the commit. */
+  readonly attempt: number;
+  /** Backoff before the next attempt. */
+  readonly retryInMs: number;
+  /** The failure message of this attempt. */
+  readonly error: string;
+}
+
+/**
+ * Jobs scheduled inside a transaction that committed were never confirmed written to Redis
+ * (`job.schedule.lost`): Redis stayed unreachable until the shutdown deadline, or the transaction
+ * committed after the module had shut down. Their transaction's data is committed but the jobs will
+ * not run unless scheduled again: alert on this event. Also logged as an error with the ids.
+ */
+export interface JobScheduleLostEvent {
+  readonly topic: string;
+  readonly ids: readonly string[];
+  /** UTF-8 bytes of the jobs' payloads (JSON), summed. */
+  readonly payloadBytes: number;
+  /** Write attempts made. */
+  readonly attempts: number;
+  /** Why the last attempt failed (or why none could be made). */
+  readonly error: string;
+}
+
 /** Payloads of the events emitted by `RedisLockEvents` (event name -> listener arguments). */
 export interface RedisLockEventMap {
   'lock.acquired': [event: LockAcquiredEvent];
@@ -139,6 +174,8 @@ export interface RedisLockEventMap {
   'job.retried': [event: JobRetriedEvent];
   'job.dead': [event: JobDeadEvent];
   'job.recovered': [event: JobRecoveredEvent];
+  'job.schedule.retrying': [event: JobScheduleRetryingEvent];
+  'job.schedule.lost': [event: JobScheduleLostEvent];
 }
 
 /** Every event name of `RedisLockEventMap`. */

@@ -5,19 +5,22 @@ import { LUA_PRELUDE } from './lua-prelude';
  * Deletes a job wherever it is (waiting, running or dead). A running handler keeps running but
  * loses its visibility at its next extension, and its acknowledgement is ignored.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
  * ARGV[1] id
  *
- * Returns 1 if the job existed, 0 if not.
+ * Returns 1 if the job existed, 0 if not; a second run of the same call answers as the first.
  */
 export const cancelJobScript = new RedisScript(
   'cancelJob',
   `${LUA_PRELUDE}
+local prior = recordedReply()
+if prior then return tonumber(prior) end
 local id = ARGV[1]
 local existed = redis.call('hdel', JOBS, id)
 redis.call('zrem', DUE, id)
 redis.call('zrem', ACTIVE, id)
 redis.call('zrem', DEAD, id)
+recordReply(existed)
 return existed
 `,
 );

@@ -6,7 +6,16 @@ import { LUA_PRELUDE } from './lua-prelude';
  * queue (their consumer crashed or stalled; no separate scheduler process needed), then claims up
  * to N due jobs into ACTIVE with a visibility deadline, in due order.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * A claim is safe to run twice (a re-sent command whose reply was lost): KEYS[6] is the claim's
+ * record, one key per claim call (consumer id + sequence), kept for the visibility timeout. It lists
+ * the ids and claim tokens the first run took; a second run returns those of them it still holds
+ * (same bodies, same tokens, same deadlines) and claims nothing new, so no job is left claimed by a
+ * reply nobody received, which would cost it an attempt (and a job on its last attempt would go to
+ * the dead letters without ever running). Acknowledgements and recovery are state checks, no-ops
+ * when repeated.
+ *
+ * KEYS  the five topic keys, and the claim's record (see lua-prelude.ts; optional); KEYS[7] (optional)
+ *       the record of this consumer's previous claim, whose reply has arrived: deleted
  * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
  * ARGV[6..] acknowledgements as pairs: id, claim token
@@ -62,8 +71,20 @@ for _, id in ipairs(expired) do
 end
 trimDeadByAge(deadMaxAge)
 
+if KEYS[7] then redis.call('del', KEYS[7]) end
 local claimed = {}
-if maxClaims > 0 then
+local prior = OPERATION and redis.call('lrange', OPERATION, 0, -1) or {}
+if #prior > 0 then
+  for i = 1, #prior, 3 do
+    local id, token = prior[i], prior[i + 1]
+    local body = ownedBody(id, token)
+    if body then
+      claimed[#claimed + 1] = id
+      claimed[#claimed + 1] = body
+      claimed[#claimed + 1] = tonumber(prior[i + 2])
+    end
+  end
+elseif maxClaims > 0 then
   local rows = redis.call('zrangebyscore', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLOTS), 'withscores', 'limit', 0, maxClaims)
   local count = #rows / 2
   if count > 0 then
@@ -72,7 +93,7 @@ if maxClaims > 0 then
     for i = 1, #rows, 2 do ids[#ids + 1] = rows[i] end
     local bodies = redis.call('hmget', JOBS, unpack(ids))
     local deadline = nowMs + visibility
-    local activeArgs, bodyArgs = {}, {}
+    local activeArgs, bodyArgs, recordArgs = {}, {}, {}
     for k, id in ipairs(ids) do
       local body = bodies[k]
       local g, a, rest
@@ -87,14 +108,22 @@ if maxClaims > 0 then
         bodyArgs[#bodyArgs + 1] = body
         activeArgs[#activeArgs + 1] = deadline
         activeArgs[#activeArgs + 1] = id
+        local dueMs = math.floor(tonumber(rows[2 * k]) / SLOTS)
         claimed[#claimed + 1] = id
         claimed[#claimed + 1] = body
-        claimed[#claimed + 1] = math.floor(tonumber(rows[2 * k]) / SLOTS)
+        claimed[#claimed + 1] = dueMs
+        recordArgs[#recordArgs + 1] = id
+        recordArgs[#recordArgs + 1] = fmt(token)
+        recordArgs[#recordArgs + 1] = fmt(dueMs)
       end
     end
     if #bodyArgs > 0 then
       redis.call('hset', JOBS, unpack(bodyArgs))
       redis.call('zadd', ACTIVE, unpack(activeArgs))
+      if OPERATION then
+        redis.call('rpush', OPERATION, unpack(recordArgs))
+        redis.call('pexpire', OPERATION, visibility)
+      end
     end
   end
 end

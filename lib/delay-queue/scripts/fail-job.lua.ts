@@ -9,13 +9,22 @@ import { LUA_PRELUDE } from './lua-prelude';
  * ARGV[4] the failure message as a JSON string, ARGV[5] dead-letter max count, ARGV[6] dead-letter max age ms
  *
  * Returns 1 requeued, 2 dead-lettered, 0 the job is not claimed under that token any more (ignored).
+ * A second run of the same call changes nothing (the job left ACTIVE) and answers as the first: the
+ * job still carries the claim token (only a new claim changes it), in DUE or DEAD.
  */
 export const failJobScript = new RedisScript(
   'failJob',
   `${LUA_PRELUDE}
 local id, retryDelay, errorJson = ARGV[1], tonumber(ARGV[3]), ARGV[4]
 local body = ownedBody(id, ARGV[2])
-if not body then return 0 end
+if not body then
+  local stored = redis.call('hget', JOBS, id)
+  if stored and tokenOf(stored) == ARGV[2] then
+    if redis.call('zscore', DEAD, id) then return 2 end
+    if redis.call('zscore', DUE, id) then return 1 end
+  end
+  return 0
+end
 redis.call('zrem', ACTIVE, id)
 if retryDelay < 0 then
   bury(id, body, errorJson, tonumber(ARGV[5]), tonumber(ARGV[6]))

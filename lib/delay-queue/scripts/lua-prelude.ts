@@ -1,4 +1,4 @@
-import { DUE_SCORE_SLOTS } from '../delay-queue.constants';
+import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../delay-queue.constants';
 
 /**
  * Shared opening of every delayed-job script (a constant of this library; no user input). All of
@@ -9,13 +9,17 @@ import { DUE_SCORE_SLOTS } from '../delay-queue.constants';
  * KEYS[3] active  zset  id -> visibility deadline ms
  * KEYS[4] dead    zset  id -> time of death ms
  * KEYS[5] marker  zset  'wake' -> ms; BZPOPMIN target of blocked consumers
+ * KEYS[6] (optional, some scripts) the call's operation record (see operation-record.ts): what a
+ *         first run did, so that a second run of the same call (a re-sent command) answers the same
+ *         and changes nothing
  *
  * Times come from the server's TIME, never from a client clock. Numbers are turned into strings with
  * fmt(): Lua's own tostring keeps 14 digits only, and scores have 16.
  */
 export const LUA_PRELUDE = `
 local SLOTS = ${DUE_SCORE_SLOTS}
-local DUE, JOBS, ACTIVE, DEAD, MARKER = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local DUE, JOBS, ACTIVE, DEAD, MARKER, OPERATION = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local OPERATION_TTL_MS = ${OPERATION_RECORD_TTL_MS}
 local function fmt(n) return string.format('%.0f', n) end
 local clock = redis.call('TIME')
 local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -100,6 +104,16 @@ local function trimDead(maxCount, maxAge)
     for _, id in ipairs(ids) do redis.call('hdel', JOBS, id) end
     redis.call('zremrangebyrank', DEAD, 0, #ids - 1)
   end
+end
+
+-- The reply a first run of this call recorded (a string), or nil: not run before, or no record asked for.
+local function recordedReply()
+  if OPERATION then return redis.call('get', OPERATION) end
+  return nil
+end
+
+local function recordReply(reply)
+  if OPERATION then redis.call('set', OPERATION, reply, 'px', OPERATION_TTL_MS) end
 end
 
 local function bury(id, body, errorJson, maxCount, maxAge)

@@ -5,16 +5,22 @@ import { LUA_PRELUDE } from './lua-prelude';
  * Moves a waiting job to a new due time (behind the jobs already due in that millisecond).
  * A job already claimed, dead, or unknown is left alone.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
  * ARGV[1] id, ARGV[2] kind ('d' delay from TIME | 'a' absolute ms), ARGV[3] when
  *
- * Returns 1 if rescheduled, 0 if the job was not waiting.
+ * Returns 1 if rescheduled, 0 if the job was not waiting. A second run of the same call answers as
+ * the first and moves nothing (the job may have been claimed in between).
  */
 export const rescheduleJobScript = new RedisScript(
   'rescheduleJob',
   `${LUA_PRELUDE}
+local prior = recordedReply()
+if prior then return tonumber(prior) end
 local id, kind, when = ARGV[1], ARGV[2], tonumber(ARGV[3])
-if not redis.call('zscore', DUE, id) then return 0 end
+if not redis.call('zscore', DUE, id) then
+  recordReply(0)
+  return 0
+end
 redis.call('zrem', DUE, id)
 local headBefore = headScore()
 local dueMs = when
@@ -22,6 +28,7 @@ if kind == 'd' then dueMs = nowMs + when end
 local score = scoreFor(dueMs)
 redis.call('zadd', DUE, score, id)
 if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
+recordReply(1)
 return 1
 `,
 );

@@ -4,16 +4,21 @@ import { LUA_PRELUDE } from './lua-prelude';
 /**
  * Stores jobs and queues them by due time, in one step per batch.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys, and optionally the call's operation record (see lua-prelude.ts): given
+ *       for a batch with `replace` jobs and for writes after a commit, which may be retried
  * ARGV  per job, five values: id, kind ('d' delay from TIME | 'a' absolute ms), when, replace ('1'|'0'),
  *       body tail (see job-codec.ts)
  *
  * Returns one status per job: 1 stored, 0 an existing job with that id was kept, 2 replaced it.
- * Wakes a consumer when the batch brings the earliest due time forward.
+ * Wakes a consumer when the batch brings the earliest due time forward. A second run of a call with
+ * a record answers as the first and writes nothing: it neither replaces again (a job claimed in
+ * between would run twice) nor re-creates a job that already ran and was acknowledged.
  */
 export const scheduleJobsScript = new RedisScript(
   'scheduleJobs',
   `${LUA_PRELUDE}
+local prior = recordedReply()
+if prior then return cjson.decode(prior) end
 local headBefore = headScore()
 local earliest = nil
 local result = {}
@@ -43,6 +48,7 @@ end
 if earliest ~= nil and (headBefore == nil or earliest < headBefore) then
   wake(math.floor(earliest / SLOTS))
 end
+recordReply(cjson.encode(result))
 return result
 `,
 );

@@ -102,7 +102,27 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['topic', 'outcome'],
       registers,
     });
+    const afterCommitRetries = new Counter({
+      name: named('after_commit_write_retries_total'),
+      help: 'Failed writes of jobs scheduled in a committed transaction (each is retried until it lands); per batch attempt.',
+      labelNames: ['topic'],
+      registers,
+    });
+    const afterCommitLost = new Counter({
+      name: named('after_commit_writes_lost_total'),
+      help: 'Jobs scheduled in a committed transaction that were never written to Redis (unreachable until the shutdown deadline).',
+      labelNames: ['topic'],
+      registers,
+    });
     const self = this;
+    new Gauge({
+      name: named('after_commit_writes_pending'),
+      help: 'Jobs scheduled in a committed transaction not yet written to Redis (being retried).',
+      registers,
+      collect() {
+        this.set(self.queue.pendingScheduleWrites);
+      },
+    });
     new Gauge({
       name: named('queue_jobs'),
       help: 'Jobs per topic and state (due, scheduled, active, dead), read from Redis on each scrape.',
@@ -146,6 +166,8 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     this.listen('job.retried', ({ topic }) => outcomes.inc({ topic, outcome: 'retried' }));
     this.listen('job.dead', ({ topic }) => outcomes.inc({ topic, outcome: 'dead' }));
     this.listen('job.recovered', ({ topic }) => outcomes.inc({ topic, outcome: 'recovered' }));
+    this.listen('job.schedule.retrying', ({ topic }) => afterCommitRetries.inc({ topic }));
+    this.listen('job.schedule.lost', ({ topic, ids }) => afterCommitLost.inc({ topic }, ids.length));
   }
 
   onModuleDestroy(): void {
