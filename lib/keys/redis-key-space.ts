@@ -27,7 +27,7 @@ export class RedisKeySpace {
   /** The keys of one named semaphore. */
   semaphore(name: string): SemaphoreKeys {
     const base = `${this.prefix}:sem:{${escapeKeyPart(name, 'semaphore key')}}`;
-    return { name, permits: base, fence: `${base}:fence`, wakeChannel: `${base}:wake` };
+    return { name, permits: base, fence: `${base}:fence`, wakeChannel: `${base}:wake`, grants: `${base}:grants` };
   }
 
   /** The keys of one delayed-job topic. */
@@ -62,6 +62,8 @@ export interface SemaphoreKeys {
   readonly permits: string;
   readonly fence: string;
   readonly wakeChannel: string;
+  /** Each held permit's fencing token, so an acquire that runs twice answers with the same one. */
+  readonly grants: string;
 }
 
 export interface TopicKeys {

@@ -28,17 +28,21 @@ export class SemaphoreProtocol implements LockProtocol {
   }
 
   async attempt(client: RedisClient, owner: string, leaseTime: number): Promise<AttemptOutcome> {
-    // A replayed attempt ZADDs the same member again: permits are idempotent by construction.
+    // Every acquire call has its own owner id: a re-sent attempt finds its permit and its token.
     const [ok, value] = await acquirePermitScript.run<[number, string | number]>(
       client,
-      [this.keys.permits, this.keys.fence],
+      [this.keys.permits, this.keys.fence, this.keys.grants],
       [owner, leaseTime, this.permits],
     );
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
   }
 
   release(client: RedisClient, owner: string, publishCommand: string): Promise<number> {
-    return releasePermitScript.run<number>(client, [this.keys.permits, this.keys.wakeChannel], [owner, publishCommand]);
+    return releasePermitScript.run<number>(
+      client,
+      [this.keys.permits, this.keys.wakeChannel, this.keys.grants],
+      [owner, publishCommand],
+    );
   }
 
   renewal(owner: string): Renewal {

@@ -2,23 +2,39 @@ import { RedisScript } from '../../redis/redis-script';
 import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
 
 /*
- * Semaphore with expiring permits: zset rl:sem:{name} of permit owner -> lease deadline (server ms).
- * A permit whose deadline passed is free again, so a crashed holder never leaks one.
+ * Semaphore with expiring permits (one hash tag):
+ *   zset  rl:sem:{name}         permit owner -> lease deadline (server ms)
+ *   hash  rl:sem:{name}:grants  permit owner -> the fencing token its grant got
+ * A permit whose deadline passed is free again, so a crashed holder never leaks one. Every acquire
+ * call has its own owner id, so an acquire that runs twice (a lost reply, the command re-sent) finds
+ * its own permit and answers with the token recorded at the grant: it never takes a second permit
+ * nor reports "full" for the permit it holds.
  */
 
 /**
- * KEYS[1] permits zset, KEYS[2] fence; ARGV[1] owner, ARGV[2] lease ms, ARGV[3] permit count
+ * KEYS[1] permits zset, KEYS[2] fence, KEYS[3] grants; ARGV[1] owner, ARGV[2] lease ms, ARGV[3] permit count
  * Returns {1, fencingToken} or {0, ms until the earliest permit lease ends}.
  */
 export const acquirePermitScript = new RedisScript(
   'acquirePermit',
   `${LUA_NOW_MS}${LUA_FENCE}
 local lease = tonumber(ARGV[2])
-redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+local expired = redis.call('zrangebyscore', KEYS[1], '-inf', now)
+for _, owner in ipairs(expired) do
+  redis.call('zrem', KEYS[1], owner)
+  redis.call('hdel', KEYS[3], owner)
+end
+if redis.call('zscore', KEYS[1], ARGV[1]) then
+  -- this very attempt ran before (its reply was lost): the permit is already ours
+  return {1, redis.call('hget', KEYS[3], ARGV[1]) or currentFence(KEYS[2], lease)}
+end
 if redis.call('zcard', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('zadd', KEYS[1], now + lease, ARGV[1])
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, nextFence(KEYS[2], lease)}
+  local token = nextFence(KEYS[2], lease)
+  redis.call('hset', KEYS[3], ARGV[1], token)
+  if redis.call('pttl', KEYS[3]) < lease then redis.call('pexpire', KEYS[3], lease) end
+  return {1, token}
 end
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
 return {0, math.max(1, tonumber(first[2]) - now)}
@@ -26,12 +42,14 @@ return {0, math.max(1, tonumber(first[2]) - now)}
 );
 
 /**
- * KEYS[1] permits zset, KEYS[2] wake channel; ARGV[1] owner, ARGV[2] publish command.
- * Returns 0 when released (one waiter is woken), -1 when the permit was not held.
+ * KEYS[1] permits zset, KEYS[2] wake channel, KEYS[3] grants; ARGV[1] owner, ARGV[2] publish command.
+ * Returns 0 when released (one waiter is woken), -1 when the permit was not held (released before,
+ * e.g. a re-sent release, or its lease ended): then nothing changes.
  */
 export const releasePermitScript = new RedisScript(
   'releasePermit',
   `
+redis.call('hdel', KEYS[3], ARGV[1])
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then return -1 end
 redis.call(ARGV[2], KEYS[2], '1')
 return 0
@@ -39,8 +57,9 @@ return 0
 );
 
 /**
- * Renews permits (watchdog batch, or `extend()` as a batch of one). A permit whose lease already
- * ended is not revived: someone else may have been counted in its place.
+ * Renews permits (watchdog batch, or `extend()` as a batch of one); running twice sets the same
+ * deadline again. A permit whose lease already ended is not revived: someone else may have been
+ * counted in its place (the next acquire purges it).
  * KEYS[i] permits zset of permit i; ARGV[1] lease ms, ARGV[i + 1] owner. Returns 1/0 per permit.
  */
 export const renewPermitsScript = new RedisScript(
@@ -55,7 +74,6 @@ for i = 1, #KEYS do
     if redis.call('pttl', KEYS[i]) < lease then redis.call('pexpire', KEYS[i], lease) end
     result[i] = 1
   else
-    if deadline then redis.call('zrem', KEYS[i], ARGV[i + 1]) end
     result[i] = 0
   end
 end
