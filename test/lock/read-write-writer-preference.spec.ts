@@ -80,4 +80,38 @@ describe('read/write lock: writer preference', () => {
     }
     expect(await a.isLocked('hotter')).toBe(false);
   });
+
+  it('stops holding readers back once a waiting writer gives up', async () => {
+    const reader = await a.readWrite('gave-up').read();
+    await expect(b.readWrite('gave-up').write({ waitTimeout: 300 })).rejects.toMatchObject({ name: 'LockAcquireTimeoutError' });
+    // The writer is no longer waiting: new readers join at once.
+    const another = await b.readWrite('gave-up').tryRead();
+    expect(another).not.toBeNull();
+    await another!.release();
+    await reader.release();
+  });
+
+  it('parks a reader behind a waiting writer on a free lock, and lets it in after the writer', async () => {
+    const first = await a.readWrite('queue').read();
+    const writer = b.readWrite('queue').write({ waitTimeout: 10_000 });
+    // The writer registers on its first try; poll until a new reader is held back by it.
+    let probe = await a.readWrite('queue').tryRead();
+    while (probe) {
+      await probe.release();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      probe = await a.readWrite('queue').tryRead();
+    }
+    const order: string[] = [];
+    const reader = a
+      .readWrite('queue')
+      .read({ waitTimeout: 10_000 })
+      .then((r) => (order.push('reader'), r));
+    await first.release();
+    const held = await writer;
+    order.push('writer');
+    await held.release();
+    const read = await reader;
+    await read.release();
+    expect(order).toEqual(['writer', 'reader']);
+  });
 });
