@@ -1,6 +1,11 @@
 import type { TestingModule } from '@nestjs/testing';
 import { type LockHandle, LockService } from '../../lib';
-import { acquireReadLockScript, acquireWriteLockScript, releaseReadWriteLockScript } from '../../lib/lock/scripts/read-write-lock.lua';
+import {
+  acquireReadLockScript,
+  acquireWriteLockScript,
+  releaseReadWriteLockScript,
+  renewReadWriteLocksScript,
+} from '../../lib/lock/scripts/read-write-lock.lua';
 import { FaultProxy } from '../../tools/fault-proxy';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app';
 
@@ -104,4 +109,21 @@ describe('read/write lock: commands that run twice', () => {
       expect(await a.isLocked(name)).toBe(false);
     },
   );
+
+  it('extends a hold once when its extend runs twice, and leaves the other holds of the owner as they were', async () => {
+    const outer = await a.readWrite('extend-twice').write({ leaseTime: 800 });
+    await a.runInScope(outer, async () => {
+      const inner = await a.readWrite('extend-twice').read({ leaseTime: 20_000 });
+      const lost = proxy.loseReply(FaultProxy.script(renewReadWriteLocksScript));
+      await outer.extend(5_000);
+      await lost;
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // past the first 800 ms lease
+      expect(outer.held).toBe(true);
+      expect(await got(b.readWrite('extend-twice').tryRead())).toBe(false);
+      await inner.release();
+    });
+    expect(await got(b.readWrite('extend-twice').tryRead())).toBe(false);
+    await outer.release();
+    expect(await a.isLocked('extend-twice')).toBe(false);
+  });
 });

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { type LockHandle, LockService } from '../../lib';
-import { acquirePermitScript, releasePermitScript } from '../../lib/lock/scripts/semaphore.lua';
+import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua';
 import { FaultProxy } from '../../tools/fault-proxy';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
 
@@ -77,5 +77,17 @@ describe('semaphore: commands that run twice', () => {
     expect(await got(b.semaphore('release-twice', 2).tryAcquire())).toBe(false);
     await next!.release();
     await theirs.release();
+  });
+
+  it('extends a permit once when its extend runs twice', async () => {
+    const permit = await a.semaphore('extend-twice', 1).acquire({ leaseTime: 800 });
+    const lost = proxy.loseReply(FaultProxy.script(renewPermitsScript));
+    await permit.extend(5_000);
+    await lost;
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // past the first 800 ms lease
+    expect(permit.held).toBe(true);
+    expect(await got(b.semaphore('extend-twice', 1).tryAcquire())).toBe(false);
+    await permit.release();
+    expect(await got(b.semaphore('extend-twice', 1).tryAcquire())).toBe(true);
   });
 });
