@@ -32,7 +32,7 @@ export function soakKeys(prefix: string): SoakKeys {
 }
 
 /**
- * KEYS[1] seq counter, KEYS[2] log list, KEYS[3] this operation's reply (kept 10 min), KEYS[4] fenced row.
+ * KEYS[1] seq counter, KEYS[2] log list, KEYS[3] this operation's reply (kept 2 min, long past any re-send), KEYS[4] fenced row.
  * ARGV[1] mode: record | enter | write | leave | sem-enter; ARGV[2] event JSON; ARGV[3] token;
  * ARGV[4] value to write (write) or epoch ms the permit lasts until (sem-enter).
  * Returns and logs `<status> <seq> <us> <value>`: status 1 accepted, -1 refused; value = the row's
@@ -70,7 +70,7 @@ end
 local seq = redis.call('incr', KEYS[1])
 local reply = status .. ' ' .. seq .. ' ' .. us .. ' ' .. value
 redis.call('rpush', KEYS[2], reply .. ' ' .. ARGV[2])
-redis.call('set', KEYS[3], reply, 'PX', 600000)
+redis.call('set', KEYS[3], reply, 'PX', 120000)
 return reply
 `;
 

@@ -45,7 +45,7 @@
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -221,6 +221,9 @@ class Soak {
   private readonly proxies: FaultProxy[] = [];
   private readonly incarnations: number[] = [];
   private readonly history: HistoryEvent[] = [];
+  private historyLoad: Promise<HistoryEvent[]> = Promise.resolve([]);
+  private readonly historyFile: string;
+  private readonly historyOut: WriteStream;
   private faultySeconds = 0;
   /** Fault kinds still to inject in the current round (each round: every kind once, seeded order). */
   private round: FaultKind[] = [];
@@ -236,6 +239,8 @@ class Soak {
 
   constructor(private readonly options: SoakOptions) {
     this.random = seededRandom(options.seed);
+    this.historyFile = options.history ?? join(tmpdir(), `soak-history-${options.seed}-${this.prefix}.jsonl`);
+    this.historyOut = createWriteStream(this.historyFile);
   }
 
   async run(): Promise<boolean> {
@@ -271,6 +276,7 @@ class Soak {
         await sleep(Math.max(0, Math.min((enoughFaults() ? end : latestEnd) - performance.now(), o.faultEveryMs * (0.5 + this.random()))));
         if (!faultyPhase()) break;
         await this.injectFault(this.nextFaultKind());
+        await this.loadHistory();
         if (performance.now() >= nextProgress) {
           nextProgress += 30_000;
           this.log(`  ${Math.round((performance.now() - started) / 1000)} s: ${this.progress()}`);
@@ -472,13 +478,26 @@ class Soak {
     );
   }
 
-  /** The history recorded so far: reads what the store logged since the last call. */
-  private async loadHistory(): Promise<HistoryEvent[]> {
-    for (;;) {
-      const lines = await this.store.lrange(this.keys.log, this.history.length, this.history.length + 9_999);
-      for (const line of lines) this.history.push(parseLogLine(line));
-      if (lines.length < 10_000) return this.history;
-    }
+  /**
+   * The history recorded so far: moves what the store logged since the last call into memory and
+   * the history file (only the store appends to the log, so trimming what was read loses nothing;
+   * Redis stays small, and a restart reloads a short AOF). One call at a time.
+   */
+  private loadHistory(): Promise<HistoryEvent[]> {
+    this.historyLoad = this.historyLoad.then(async () => {
+      for (;;) {
+        const lines = await this.store.lrange(this.keys.log, 0, 9_999);
+        if (lines.length === 0) return this.history;
+        await this.store.ltrim(this.keys.log, lines.length, -1);
+        for (const line of lines) {
+          const event = parseLogLine(line);
+          this.history.push(event);
+          if (!this.historyOut.write(`${JSON.stringify(event)}\n`)) await new Promise<void>((resolve) => this.historyOut.once('drain', () => resolve()));
+        }
+        if (lines.length < 10_000) return this.history;
+      }
+    });
+    return this.historyLoad;
   }
 
   /** Jobs whose schedule() resolved and that have not run yet. */
@@ -487,20 +506,11 @@ class Soak {
     return history.filter((e) => e.op === 'scheduled' && !ran.has(e.job)).map((e) => e.job!);
   }
 
-  private async writeHistory(history: readonly HistoryEvent[]): Promise<string> {
-    const file = this.options.history ?? join(tmpdir(), `soak-history-${this.options.seed}-${this.prefix}.jsonl`);
-    const out = createWriteStream(file);
-    for (const event of history) {
-      if (!out.write(`${JSON.stringify(event)}\n`)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
-    }
-    await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
-    return file;
-  }
-
   private async summarize(settled: boolean, dead: string[]): Promise<boolean> {
     const totals = this.totals();
     const history = await this.loadHistory();
-    const historyFile = await this.writeHistory(history);
+    const historyFile = this.historyFile;
+    await new Promise<void>((resolve, reject) => this.historyOut.end((error?: Error | null) => (error ? reject(error) : resolve())));
     const check: CheckResult = checkHistory(history, { permits: { [SEMAPHORE_KEY]: SEMAPHORE_PERMITS }, deadJobs: dead, requireAllJobsRan: true });
     const keys = [...EXCLUSIVE_KEYS, ...FAIR_KEYS, READ_WRITE_KEY];
     const rows = await Promise.all(keys.map(async (name) => ({ name, ...(await readRow(this.store, this.keys.row(name))) })));
