@@ -4,6 +4,7 @@ export type {
   BackoffOptions,
   DelayQueueDefaults,
   DelayQueueTopicOptions,
+  EvictionPolicyCheck,
   LockDefaults,
   RedisConnectionOptions,
   RedisLockModuleOptions,
@@ -79,4 +80,5 @@ export { JobVisibilityLostError } from './errors/job-visibility-lost.error';
 export { ConsumerShutdownTimeoutError } from './errors/consumer-shutdown-timeout.error';
 export { DelayQueueClosedError } from './errors/delay-queue-closed.error';
 export { RedisConnectionError } from './errors/redis-connection.error';
+export { RedisEvictionPolicyError } from './errors/redis-eviction-policy.error';
 export { RedisCommandError } from './errors/redis-command.error';

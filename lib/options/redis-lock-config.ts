@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
 import type {
   BackoffOptions,
+  EvictionPolicyCheck,
   RedlockClientOptions,
   RedisConnectionOptions,
   RetentionOptions,
@@ -32,6 +33,7 @@ export interface RedisLockConfig {
   };
   readonly transactions?: TransactionSynchronizer;
   readonly connectTimeout: number;
+  readonly evictionPolicyCheck: EvictionPolicyCheck;
   /** Set in Redlock mode only. */
   readonly redlock?: RedlockConfig;
   readonly tracing: boolean;

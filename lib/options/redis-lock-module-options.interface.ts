@@ -126,12 +126,28 @@ export interface RedisLockModuleOptions {
    */
   connectTimeout?: number;
   /**
+   * What bootstrap does when Redis may evict keys (`maxmemory-policy` other than `noeviction`;
+   * `volatile-*` policies too, since lock keys have a TTL): an evicted lock key lets a second owner
+   * in, an evicted fencing counter could let a token repeat. The policy is read with
+   * `CONFIG GET maxmemory-policy`, or from `INFO memory` where CONFIG is renamed or forbidden, on the
+   * module's connection (every master of a cluster) and on every Redlock master; if neither can be
+   * read, a warning is logged. With `connectTimeout: 0` the check runs when the connection is ready
+   * and can only log (an error for 'error').
+   * - `'error'` (default): bootstrap fails with `RedisEvictionPolicyError`.
+   * - `'warn'`: logs a warning and starts.
+   * - `'off'`: no check (e.g. a Redis used only by this module with memory to spare and no maxmemory).
+   */
+  evictionPolicyCheck?: EvictionPolicyCheck;
+  /**
    * OpenTelemetry spans around acquires, locked calls, `schedule` and handler runs, with the trace
    * context carried from `schedule` to the handler inside the job. Active when `@opentelemetry/api`
    * is installed (an optional peer dependency); without it nothing is loaded. Default true.
    */
   tracing?: boolean;
 }
+
+/** See `RedisLockModuleOptions.evictionPolicyCheck`. */
+export type EvictionPolicyCheck = 'error' | 'warn' | 'off';
 
 /** One Redlock master: a URL, ioredis options, or a standalone ioredis client you own (never closed by the module). */
 export type RedlockClientOptions = string | RedisOptions | Redis;

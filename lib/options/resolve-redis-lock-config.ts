@@ -75,6 +75,7 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
     },
     transactions: validateTransactions(o.transactions),
     connectTimeout: duration('connectTimeout', o.connectTimeout, 10_000, { min: 0 }),
+    evictionPolicyCheck: oneOf('evictionPolicyCheck', o.evictionPolicyCheck, ['error', 'warn', 'off'] as const, 'error'),
     redlock,
     tracing: flag('tracing', o.tracing, true),
   };
@@ -104,6 +105,14 @@ function flag(option: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') throw new InvalidOptionsError(option, `got ${describe(value)}; use true or false`);
   return value;
+}
+
+function oneOf<T extends string>(option: string, value: unknown, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value as T)) {
+    throw new InvalidOptionsError(option, `got ${describe(value)}; use ${allowed.map((a) => `'${a}'`).join(', ')}`);
+  }
+  return value as T;
 }
 
 function validateRedis(redis: unknown): RedisLockModuleOptions['redis'] & object {

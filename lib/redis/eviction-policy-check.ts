@@ -1,0 +1,65 @@
+import { Cluster, type Redis } from 'ioredis';
+import type { RedisClient } from '../options/redis-lock-config';
+import { describeEndpoint } from './create-redis-client';
+
+/** The only policy under which Redis never drops a key on its own (besides expiry). */
+export const SAFE_EVICTION_POLICY = 'noeviction';
+
+/** What one server said about its eviction policy; `policy` is undefined when it could not be read. */
+export interface EvictionPolicyReading {
+  readonly endpoint: string;
+  readonly policy: string | undefined;
+}
+
+/**
+ * Reads `maxmemory-policy` of the server behind `client`, or of every master of a cluster.
+ * `CONFIG GET` first; where CONFIG is renamed or forbidden (managed services), `INFO memory`'s
+ * `maxmemory_policy`; `undefined` when neither answers within `timeoutMs`.
+ */
+export async function readEvictionPolicies(client: RedisClient, timeoutMs: number): Promise<EvictionPolicyReading[]> {
+  const nodes: Redis[] = client instanceof Cluster ? client.nodes('master') : [client];
+  return Promise.all(nodes.map(async (node) => ({ endpoint: describeEndpoint(node), policy: await readPolicy(node, timeoutMs) })));
+}
+
+/** Readings whose policy may evict keys. */
+export function evictingReadings(readings: readonly EvictionPolicyReading[]): EvictionPolicyReading[] {
+  return readings.filter((r) => r.policy !== undefined && r.policy !== SAFE_EVICTION_POLICY);
+}
+
+/** The warning for servers whose policy could not be read. */
+export function unknownPolicyWarning(readings: readonly EvictionPolicyReading[]): string | undefined {
+  const unknown = readings.filter((r) => r.policy === undefined);
+  if (unknown.length === 0) return undefined;
+  return (
+    `Could not read maxmemory-policy of Redis at ${unknown.map((r) => r.endpoint).join(', ')} (CONFIG GET and INFO memory ` +
+    'are unavailable). Locks and fencing counters are only safe with maxmemory-policy noeviction: make sure it is set.'
+  );
+}
+
+/** The warning for a server that may evict keys when `evictionPolicyCheck` is 'warn'. */
+export function evictionPolicyWarning(reading: EvictionPolicyReading): string {
+  return (
+    `Redis at ${reading.endpoint} runs with maxmemory-policy "${reading.policy}" (evictionPolicyCheck: 'warn'): under memory ` +
+    'pressure it may evict lock keys and fencing counters, so a lock could be granted twice and a fencing token repeat. ' +
+    'Set maxmemory-policy to noeviction.'
+  );
+}
+
+async function readPolicy(node: Redis, timeoutMs: number): Promise<string | undefined> {
+  const fromConfig = await within(node.call('CONFIG', 'GET', 'maxmemory-policy'), timeoutMs);
+  if (Array.isArray(fromConfig) && typeof fromConfig[1] === 'string') return fromConfig[1];
+  const info = await within(node.call('INFO', 'memory'), timeoutMs);
+  if (typeof info === 'string') return /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+  return undefined;
+}
+
+/** The command's reply, or undefined when it failed or did not answer in time. */
+async function within(reply: Promise<unknown>, timeoutMs: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+  try {
+    return await Promise.race([reply.catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
