@@ -109,6 +109,13 @@ describe('maxmemory-policy check at bootstrap', () => {
     expect(errors.filter((e) => /maxmemory-policy/.test(e) && /allkeys-lru/.test(e))).toHaveLength(1);
   });
 
+  it('checks every Redlock master, not only the first', async () => {
+    const [first, second] = [await server([]), await server([])];
+    const error = await bootstrap({ redlock: { clients: [first.url, second.url, evicting.url] } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedisEvictionPolicyError);
+    expect(error).toMatchObject({ policy: 'allkeys-lru', endpoint: `127.0.0.1:${evicting.port}` });
+  });
+
   it('validates the option', async () => {
     const error = await bootstrap({ redis: evicting.url, evictionPolicyCheck: 'sometimes' as never }).catch((e: unknown) => e);
     expect((error as Error).message).toMatch(/`evictionPolicyCheck`/);
