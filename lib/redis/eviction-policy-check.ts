@@ -1,5 +1,8 @@
+import type { Logger } from '@nestjs/common';
 import { Cluster, type Redis } from 'ioredis';
+import { RedisEvictionPolicyError } from '../errors/redis-eviction-policy.error';
 import type { RedisClient } from '../options/redis-lock-config';
+import type { EvictionPolicyCheck } from '../options/redis-lock-module-options.interface';
 import { describeEndpoint } from './create-redis-client';
 
 /** The only policy under which Redis never drops a key on its own (besides expiry). */
@@ -9,6 +12,34 @@ export const SAFE_EVICTION_POLICY = 'noeviction';
 export interface EvictionPolicyReading {
   readonly endpoint: string;
   readonly policy: string | undefined;
+}
+
+/**
+ * Applies the `evictionPolicyCheck` option to the servers behind `clients`: 'error' throws
+ * `RedisEvictionPolicyError` for the first one that may evict keys (or, when `canThrow` is false,
+ * after bootstrap, logs it as an error); 'warn' logs; 'off' reads nothing. A server whose policy
+ * cannot be read is a warning.
+ */
+export async function enforceEvictionPolicy(
+  clients: readonly RedisClient[],
+  options: { mode: EvictionPolicyCheck; timeoutMs: number; logger: Logger; canThrow: boolean },
+): Promise<void> {
+  if (options.mode === 'off') return;
+  const readings = (await Promise.all(clients.map((client) => readEvictionPolicies(client, options.timeoutMs)))).flat();
+  const unknown = unknownPolicyWarning(readings);
+  if (unknown) options.logger.warn(unknown);
+  const [evicting] = evictingReadings(readings);
+  if (!evicting) return;
+  if (options.mode === 'warn') {
+    options.logger.warn(evictionPolicyWarning(evicting));
+    return;
+  }
+  const error = new RedisEvictionPolicyError(evicting.endpoint, evicting.policy!);
+  if (!options.canThrow) {
+    options.logger.error(error.message);
+    return;
+  }
+  throw error;
 }
 
 /**

@@ -1,12 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error';
-import { RedisEvictionPolicyError } from '../errors/redis-eviction-policy.error';
 import type { RedisClient, RedisLockConfig } from '../options/redis-lock-config';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
 import { closeQuietly } from './close-quietly';
 import { createRedisClient, describeEndpoint } from './create-redis-client';
-import { evictingReadings, evictionPolicyWarning, readEvictionPolicies, unknownPolicyWarning } from './eviction-policy-check';
+import { enforceEvictionPolicy } from './eviction-policy-check';
 
 /** How long the policy check waits for an answer when it runs after bootstrap (connectTimeout 0). */
 const EVICTION_CHECK_TIMEOUT_MS = 10_000;
@@ -57,24 +56,17 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
    * At bootstrap an 'error' throws; later (connectTimeout 0) it can only be logged as an error.
    */
   private async checkEvictionPolicy(timeoutMs: number, atBootstrap: boolean): Promise<void> {
-    const mode = this.config.evictionPolicyCheck;
-    if (mode === 'off') return;
-    const readings = await readEvictionPolicies(this.client, timeoutMs);
-    const unknown = unknownPolicyWarning(readings);
-    if (unknown) this.logger.warn(unknown);
-    const [evicting] = evictingReadings(readings);
-    if (!evicting) return;
-    if (mode === 'warn') {
-      this.logger.warn(evictionPolicyWarning(evicting));
-      return;
+    try {
+      await enforceEvictionPolicy([this.client], {
+        mode: this.config.evictionPolicyCheck,
+        timeoutMs,
+        logger: this.logger,
+        canThrow: atBootstrap,
+      });
+    } catch (error) {
+      if (this.ownsClient && this.client.status !== 'end') this.client.disconnect();
+      throw error;
     }
-    const error = new RedisEvictionPolicyError(evicting.endpoint, evicting.policy!);
-    if (!atBootstrap) {
-      this.logger.error(error.message);
-      return;
-    }
-    if (this.ownsClient && this.client.status !== 'end') this.client.disconnect();
-    throw error;
   }
 
   private checkEvictionPolicyWhenReady(): void {

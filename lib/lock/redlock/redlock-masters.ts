@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { RedisConnectionError } from '../../errors/redis-connection.error';
 import type { RedisLockConfig } from '../../options/redis-lock-config';
 import type { WakeConnectionSource } from '../../redis/wake-subscriber';
+import { enforceEvictionPolicy } from '../../redis/eviction-policy-check';
 import { preloadScripts } from '../../redis/preload-scripts';
 import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants';
 import { fanOutWakeConnection } from './fan-out-subscriber';
@@ -72,6 +73,12 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
     if (down.length > 0) {
       this.logger.warn(`Redlock masters unreachable at bootstrap (locks work while a majority is up): ${down.map(describe).join('; ')}`);
     }
+    const up = this.masters.filter((_, i) => replies[i]?.ok).map((master) => master.client);
+    const check = { mode: this.config.evictionPolicyCheck, timeoutMs: timeout, logger: this.logger, canThrow: true };
+    await enforceEvictionPolicy(up, check).catch((error: unknown) => {
+      for (const master of this.masters) if (master.owned) master.client.disconnect();
+      throw error;
+    });
   }
 
   /** Loads the scripts on every master ahead of the first lock; an optimisation that never fails bootstrap. */
