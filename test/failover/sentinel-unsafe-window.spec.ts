@@ -72,14 +72,15 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
     const promotedAfterMs = performance.now() - killedAt;
 
     // Without syncReplicas: the new primary never saw 'unsafe', so another owner gets it while the
-    // first holder still believes it holds it, and even with the same fencing token (the counter's
-    // INCR was lost too): fencing cannot tell the two apart.
+    // first holder still believes it holds it. The fencing counter's step was lost too, but the
+    // token's clock floor (Redis TIME) still makes the second owner's token larger: a fenced store
+    // rejects the stale holder's writes.
     const stolen = await tryAcquireOnceReachable(second, 'unsafe');
     const stolenAfterMs = performance.now() - killedAt;
     expect(stolen).not.toBeNull();
     expect(unsafe.held).toBe(true);
     expect(unsafe.signal.aborted).toBe(false);
-    expect(stolen!.fencingToken).toBe(unsafe.fencingToken);
+    expect(BigInt(stolen!.fencingToken)).toBeGreaterThan(BigInt(unsafe.fencingToken));
 
     // With syncReplicas: the promoted replica has the lock; nobody else can take it.
     expect(await topology.clientTo(promoted.port).exists(`${keyPrefix}:lock:{safe}`)).toBe(1);
@@ -100,7 +101,7 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
         rounded({
           promotedAfterMs,
           unsafeSecondOwnerAfterMs: stolenAfterMs,
-          unsafeSameFencingToken: stolen!.fencingToken === unsafe.fencingToken,
+          unsafeSecondOwnerTokenLarger: BigInt(stolen!.fencingToken) > BigInt(unsafe.fencingToken),
           unsafeStaleHolderNoticedAfterMs: unsafeLostAfterMs,
           doubleGrantWindowMs: unsafeLostAfterMs - stolenAfterMs,
           syncedLockSurvived: safe.held,
