@@ -83,6 +83,18 @@ describe('history checker', () => {
     expect(rules(events)).toEqual(expect.arrayContaining(['overlapping-holders', 'fence-repeated', 'lost-update']));
   });
 
+  it('reports a hold that others got into once, with how many got in', () => {
+    const events = history(
+      { op: 'enter', hold: 'stale', kind: 'reentrant', key: 'x0', token: '1', value: 0 },
+      { op: 'enter', hold: 'b', kind: 'plain', key: 'x0', token: '2', value: 0 },
+      { op: 'enter', hold: 'c', kind: 'plain', key: 'x0', token: '3', value: 0 },
+      { op: 'leave', hold: 'stale', kind: 'reentrant', key: 'x0', token: '1' },
+    );
+    const overlapping = checkHistory(events, options).violations.filter((v) => v.rule === 'overlapping-holders');
+    expect(overlapping).toHaveLength(1);
+    expect(overlapping[0].message).toMatch(/hold b .* inside hold stale .*, and 1 more hold\(s\) after it$/);
+  });
+
   it('detects a writer overlapping a reader, but lets readers overlap', () => {
     const events = history(
       { op: 'enter', hold: 'r', kind: 'read', key: 'rw', token: '5', value: 0 },

@@ -213,27 +213,33 @@ function checkFencedKeys(events: readonly HistoryEvent[], figures: HistoryFigure
   return violations;
 }
 
-/** Accepted intervals [first, last] that overlap while one side is exclusive. */
+/**
+ * Accepted intervals [first, last] that overlap while one side is exclusive: one violation per hold
+ * that others got into, naming the first of them and how many there were.
+ */
 function overlaps(key: string, holds: HoldOnKey[]): HistoryViolation[] {
-  const violations: HistoryViolation[] = [];
+  const found = new Map<HoldOnKey, HoldOnKey[]>();
   const sorted = [...holds].sort((a, b) => a.first.seq - b.first.seq);
   let open: HoldOnKey[] = [];
   for (const hold of sorted) {
     open = open.filter((other) => other.last.seq > hold.first.seq);
     for (const other of open) {
       if (isShared(other.kind) && isShared(hold.kind)) continue;
-      violations.push({
-        rule: 'overlapping-holders',
-        key,
-        message:
-          `${key}: hold ${hold.hold} (${hold.kind}, token ${hold.token}) was accepted at seq ${hold.first.seq}, inside hold ` +
-          `${other.hold} (${other.kind}, token ${other.token}) accepted from seq ${other.first.seq} to ${other.last.seq}`,
-        events: [other.first, hold.first, other.last],
-      });
+      const inside = found.get(other);
+      if (inside) inside.push(hold);
+      else found.set(other, [hold]);
     }
     open.push(hold);
   }
-  return violations;
+  return [...found].map(([other, inside]) => ({
+    rule: 'overlapping-holders' as const,
+    key,
+    message:
+      `${key}: hold ${inside[0].hold} (${inside[0].kind}, token ${inside[0].token}) was accepted at seq ${inside[0].first.seq}, inside hold ` +
+      `${other.hold} (${other.kind}, token ${other.token}) accepted from seq ${other.first.seq} to ${other.last.seq}` +
+      (inside.length > 1 ? `, and ${inside.length - 1} more hold(s) after it` : ''),
+    events: [other.first, inside[0].first, other.last],
+  }));
 }
 
 /** A hold whose acquire began after another's release returned must get a newer token. */

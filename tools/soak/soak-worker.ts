@@ -17,7 +17,8 @@
  * `VIOLATION <json>` for an unhandled rejection. SIGUSR2: stop producing work (keep consuming).
  * SIGTERM: stop, shut the application down gracefully, print the last STATS, exit 0.
  *
- * Environment: SOAK_LIB_URL, SOAK_STORE_URL, SOAK_PREFIX, SOAK_WORKER, SOAK_INCARNATION, SOAK_SEED.
+ * Environment: SOAK_LIB_URL, SOAK_STORE_URL, SOAK_PREFIX, SOAK_WORKER, SOAK_INCARNATION, SOAK_SEED,
+ * SOAK_OPERATIONS (comma-separated lock kinds to draw; default all).
  */
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
@@ -121,7 +122,10 @@ async function main(): Promise<void> {
     { concurrency: 4 },
   );
 
-  const kinds = Object.entries(OPERATION_WEIGHTS).flatMap(([kind, weight]) => Array<LockKind>(weight).fill(kind as LockKind));
+  const selected = (process.env.SOAK_OPERATIONS ?? Object.keys(OPERATION_WEIGHTS).join(',')).split(',');
+  const kinds = Object.entries(OPERATION_WEIGHTS)
+    .filter(([kind]) => selected.includes(kind))
+    .flatMap(([kind, weight]) => Array<LockKind>(weight).fill(kind as LockKind));
 
   /** The fence refused `hold`: record whether the library still said it held the lock. */
   async function refused(hold: string, kind: LockKind, key: string, token: string, lock: LockHandle): Promise<void> {

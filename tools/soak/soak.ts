@@ -16,6 +16,8 @@
  *   --processes N     worker processes [SOAK_PROCESSES] (default 3)
  *   --minutes M       duration of the faulty phase, fractions allowed [SOAK_MINUTES] (default 1)
  *   --faults LIST     comma-separated subset of kill,pause,redis-restart,blackhole,reset,lost-reply (default all)
+ *   --operations LIST comma-separated subset of plain,reentrant,fair,extend,multi,read,write,semaphore
+ *                     (the lock operations workers draw; default all)
  *   --fault-every MS  mean pause between two faults (default 3000)
  *   --min-faults N    keep the faulty phase going past --minutes (by at most as long again) until
  *                     every selected fault kind happened N times (default 0: stop on time)
@@ -62,7 +64,7 @@ import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.
 import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts';
 import { FaultProxy } from '../fault-proxy';
 import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../local-redis-server';
-import { parseLogLine, type HistoryEvent } from './history';
+import { LOCK_KINDS, parseLogLine, type HistoryEvent, type LockKind } from './history';
 import { checkHistory, describeViolations, type CheckResult } from './history-checker';
 import {
   EXCLUSIVE_KEYS,
@@ -89,6 +91,7 @@ interface SoakOptions {
   processes: number;
   minutes: number;
   faults: FaultKind[];
+  operations: LockKind[];
   faultEveryMs: number;
   minFaults: number;
   redisSignal: 'SIGTERM' | 'SIGKILL';
@@ -105,6 +108,7 @@ function parseOptions(argv: string[]): SoakOptions {
       processes: { type: 'string' },
       minutes: { type: 'string' },
       faults: { type: 'string' },
+      operations: { type: 'string' },
       'fault-every': { type: 'string' },
       'min-faults': { type: 'string' },
       'redis-signal': { type: 'string' },
@@ -131,6 +135,9 @@ function parseOptions(argv: string[]): SoakOptions {
   };
   const faults = (values.faults ?? FAULT_KINDS.join(',')).split(',').filter(Boolean) as FaultKind[];
   for (const f of faults) if (!FAULT_KINDS.includes(f)) throw new Error(`--faults: unknown fault ${f}; use ${FAULT_KINDS.join(',')}`);
+  const operations = (values.operations ?? LOCK_KINDS.join(',')).split(',').filter(Boolean) as LockKind[];
+  for (const k of operations) if (!LOCK_KINDS.includes(k)) throw new Error(`--operations: unknown operation ${k}; use ${LOCK_KINDS.join(',')}`);
+  if (operations.length === 0) throw new Error('--operations: name at least one operation');
   const redisSignal = values['redis-signal'] ?? 'SIGTERM';
   if (redisSignal !== 'SIGTERM' && redisSignal !== 'SIGKILL') throw new Error('--redis-signal: use SIGTERM or SIGKILL');
   const fsync = values.fsync ?? 'everysec';
@@ -139,6 +146,7 @@ function parseOptions(argv: string[]): SoakOptions {
     processes: number('processes', values.processes ?? process.env.SOAK_PROCESSES, ci ? 2 : 3, (n) => Number.isInteger(n) && n >= 1 && n <= 64),
     minutes: number('minutes', values.minutes ?? process.env.SOAK_MINUTES, ci ? 0.5 : 1, (n) => n > 0 && n <= 24 * 60),
     faults,
+    operations,
     faultEveryMs: number('fault-every', values['fault-every'], 3_000, (n) => n >= 100),
     minFaults: number('min-faults', values['min-faults'], 0, (n) => Number.isInteger(n) && n >= 0),
     redisSignal,
@@ -251,7 +259,7 @@ class Soak {
     this.store.on('error', () => undefined);
     const version = /redis_version:(\S+)/.exec(await this.store.info('server'))?.[1];
     this.log(
-      `soak: ${o.processes} worker(s) x ${o.minutes} min, faults ${o.faults.join(',')} about every ${o.faultEveryMs} ms, ` +
+      `soak: ${o.processes} worker(s) x ${o.minutes} min, operations ${o.operations.join(',')}, faults ${o.faults.join(',')} about every ${o.faultEveryMs} ms, ` +
         `seed ${o.seed}; redis-server ${version} (appendonly yes, appendfsync ${o.fsync}, restarted with ${o.redisSignal}) at ${this.redis.url}`,
     );
     const monitor = await NestFactory.createApplicationContext(
@@ -326,6 +334,7 @@ class Soak {
         SOAK_WORKER: String(slot),
         SOAK_INCARNATION: String(incarnation),
         SOAK_SEED: String(this.options.seed),
+        SOAK_OPERATIONS: this.options.operations.join(','),
       },
       (violation) => {
         this.violations.push(violation);
@@ -527,6 +536,7 @@ class Soak {
       seed: this.options.seed,
       processes: this.options.processes,
       minutes: this.options.minutes,
+      operationKinds: this.options.operations,
       faultySeconds: this.faultySeconds,
       historyEvents: f.events,
       historyFile,
