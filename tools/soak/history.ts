@@ -33,6 +33,8 @@ export type HistoryOp =
   | 'extend'
   /** The library's release call resolved (`keys`, `token`). */
   | 'release'
+  /** The library's release call (or `using()` around a section) rejected (`error`). */
+  | 'release-failed'
   /** Semaphore: the permit holder counts itself in; accepted only if its permit certainly lasts past now. */
   | 'sem-enter'
   /** Semaphore: the permit holder counts itself out (before releasing the permit). */

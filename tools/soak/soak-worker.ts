@@ -227,6 +227,7 @@ async function main(): Promise<void> {
       } catch (error) {
         if (!entered) return failed(error);
         stats.lockErrors++;
+        await store.record({ w: me, op: 'release-failed', hold, kind, keys, token, error: errorCode(error) });
         return;
       }
       return released();
@@ -271,11 +272,16 @@ async function main(): Promise<void> {
         });
       }
     } finally {
+      let releaseError: unknown;
       try {
         await lock.release();
-        await released();
-      } catch {
+      } catch (error) {
+        releaseError = error ?? 'rejected';
+      }
+      if (releaseError === undefined) await released();
+      else {
         stats.lockErrors++;
+        await store.record({ w: me, op: 'release-failed', hold, kind, keys, token, error: errorCode(releaseError) });
       }
     }
   }

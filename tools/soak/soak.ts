@@ -509,6 +509,17 @@ class Soak {
     return this.historyLoad;
   }
 
+  /** How often each call failed, and why: `acquire-failed LOCK_ACQUIRE_TIMEOUT` and the like. */
+  private errorTally(history: readonly HistoryEvent[]): Record<string, number> {
+    const tally: Record<string, number> = {};
+    for (const e of history) {
+      if (e.error === undefined) continue;
+      const name = `${e.op} ${e.error}`;
+      tally[name] = (tally[name] ?? 0) + 1;
+    }
+    return tally;
+  }
+
   /** Jobs whose schedule() resolved and that have not run yet. */
   private unrunJobs(history: readonly HistoryEvent[]): string[] {
     const ran = new Set(history.filter((e) => e.op === 'run').map((e) => e.job));
@@ -551,6 +562,7 @@ class Soak {
       semaphoreMaxOccupancy: f.semaphore.maxOccupancy,
       staleHoldersStoppedByFence: Object.values(f.byKind).reduce((n, k) => n + k.refusedByFence, 0),
       lockErrors: totals.lockErrors ?? 0,
+      errors: this.errorTally(history),
       faults: Object.fromEntries(this.faults),
       faultsByKind: Object.fromEntries(this.options.faults.map((kind) => [kind, this.faultKinds.get(kind) ?? 0])),
       violations: byRule,
@@ -572,6 +584,7 @@ class Soak {
       `history      ${f.events} events, checked; written to ${historyFile}`,
       `operations   ${Object.entries(summary.operations).map(([k, v]) => `${k} ${Object.entries(v).map(([n, c]) => `${n} ${c}`).join(' ')}`).join('; ')}`,
       `             semaphore max occupancy ${f.semaphore.maxOccupancy} of ${SEMAPHORE_PERMITS}, stale holders stopped by the fence ${summary.staleHoldersStoppedByFence}, lock errors ${summary.lockErrors}`,
+      `errors       ${Object.entries(summary.errors).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
       `faults       ${Object.entries(summary.faults).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
       `violations   ${summary.violationCount}${summary.violationCount > 0 ? ` (${Object.entries(byRule).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
       `jobs         ${Object.entries(summary.jobs).map(([k, v]) => `${k} ${v}`).join(', ')}`,
