@@ -22,7 +22,9 @@ export const FENCE_RETENTION_MS = 3_600_000;
  *   (expiry, FLUSHALL, a restart without persistence, eviction) or rolled back (failover to a replica
  *   that missed the last grants) still starts above every token handed out before, as long as the
  *   Redis server's clock does not go back. `counterOnly` (Redlock masters, whose counters must move
- *   together) takes the clock only when the counter is missing, counter + 1 otherwise.
+ *   together) steps counter + 1, and starts a missing counter at the clock in whole seconds (as
+ *   microseconds): masters asked at once start alike, and a counter lost after an hour unused still
+ *   starts above every token it gave (fewer than a million grants a second on one key).
  * - `currentFence(key, lease)`: the last token, for a re-entry or a shared hold; if the counter is
  *   gone, a new token from `nextFence` (never '0', never lower than one handed out before).
  * - `raiseFence(key, token)`: sets the counter to `token` if that is higher (never lowers it).
@@ -41,8 +43,11 @@ local function storeFence(key, token, lease)
 end
 local function nextFence(key, lease, counterOnly)
   local stored = tonumber(redis.call('get', key) or '')
-  if stored and counterOnly then return storeFence(key, stored + 1, lease) end
   local clock = redis.call('time')
+  if counterOnly then
+    if stored then return storeFence(key, stored + 1, lease) end
+    return storeFence(key, tonumber(clock[1]) * 1000000, lease)
+  end
   local floor = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   return storeFence(key, math.max((stored or 0) + 1, floor), lease)
 end
