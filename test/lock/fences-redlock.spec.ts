@@ -1,0 +1,61 @@
+import { createRedlockPair, mastersReconnected } from '../redlock/redlock-test-app';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
+
+/**
+ * Redlock keeps one fencing counter per master. Every one of them must stay bounded in Redis (a
+ * TTL after its last use), including a counter raised to the token of the vote, and a counter lost
+ * on every master must not restart below the tokens handed out before.
+ */
+describe('fencing counters on Redlock masters', () => {
+  const LEASE = 3_000;
+  let masters: IndependentMasters;
+  let pair: Awaited<ReturnType<typeof createRedlockPair>>;
+
+  beforeAll(async () => {
+    masters = await startIndependentMasters(3);
+    pair = await createRedlockPair(masters.urls, { lock: { leaseTime: LEASE }, redlock: { requestTimeout: 300 } });
+  });
+  afterAll(async () => {
+    await pair?.close();
+    await masters?.stop();
+  });
+
+  const fenceKey = (name: string) => `${pair.keyPrefix}:lock:{${name}}:fence`;
+  const ttls = (name: string) => Promise.all([0, 1, 2].map((i) => masters.raw(i).pttl(fenceKey(name))));
+
+  async function token(name: string): Promise<bigint> {
+    const lock = await pair.a.acquire(name, { waitTimeout: 10_000 });
+    await lock.release();
+    return BigInt(lock.fencingToken);
+  }
+
+  it('gives the counter a bounded TTL on every master, also on a master raised to the vote token', async () => {
+    await token('raised');
+    // One master far ahead, and with another one down it is in the vote: the token comes from it
+    // and the lagging master is raised to it before it is handed out.
+    const ahead = BigInt((await masters.raw(0).get(fenceKey('raised')))!) + 1_000_000n;
+    await masters.raw(0).set(fenceKey('raised'), ahead.toString(), 'PX', 3_600_000);
+    await masters.kill(2);
+    try {
+      expect(await token('raised')).toBeGreaterThan(ahead);
+      expect(BigInt((await masters.raw(1).get(fenceKey('raised')))!)).toBeGreaterThan(ahead);
+    } finally {
+      await masters.start(2);
+      await mastersReconnected(pair.apps);
+    }
+    for (const ttl of await ttls('raised')) {
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(Math.max(3_600_000, 2 * LEASE));
+    }
+  });
+
+  it('hands out a larger token after the counter is lost on every master', async () => {
+    const before = [await token('lost'), await token('lost')];
+    const [grantSecond] = await masters.raw(0).time();
+    for (const i of [0, 1, 2]) await masters.raw(i).del(fenceKey('lost'));
+    // A Redlock counter restarts at the clock in whole seconds (so the masters start alike): the
+    // guarantee holds from the next second of the Redis clock on.
+    while ((await masters.raw(0).time())[0] === grantSecond) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await token('lost')).toBeGreaterThan(before[1]);
+  });
+});
