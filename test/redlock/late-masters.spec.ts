@@ -1,8 +1,14 @@
+import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
+import { LockService, type LockHandle } from '../../lib';
+import { releaseRedlockScript } from '../../lib/lock/redlock/scripts/release-redlock.lua';
+import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua';
+import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua';
+import { FaultProxy } from '../../tools/fault-proxy';
 import { fencedWrite } from '../fixtures/fenced-store';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
 import { rawRedis, uniquePrefix } from '../support/test-app';
-import { createRedlockPair, mastersReconnected } from './redlock-test-app';
+import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -14,6 +20,13 @@ async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Pro
     if (performance.now() > deadline) return false;
     await sleep(25);
   }
+}
+
+function abortReason(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(signal.reason);
+    else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
+  });
 }
 
 /**
@@ -40,6 +53,49 @@ describe('Redlock: masters that answer late', () => {
 
   const ownersKey = (keyPrefix: string, name: string) => `${keyPrefix}:lock:{${name}}`;
   const heldOn = async (key: string) => Promise.all([0, 1, 2].map(async (i) => (await masters.raw(i).exists(key)) === 1));
+  /** True once no master lists any hold of the lock (late grants handed back, late releases run). */
+  const noHoldLeft = (keyPrefix: string, name: string, withinMs = 2_000) =>
+    eventually(async () => (await heldOn(ownersKey(keyPrefix, name))).every((held) => !held), withinMs);
+  /** Master `i` stops running writes (scripts) until `resume(i)`; reads and CLIENT commands still pass. */
+  const pause = (i: number) => masters.raw(i).call('CLIENT', 'PAUSE', '60000', 'WRITE');
+  const resume = (i: number) => masters.raw(i).call('CLIENT', 'UNPAUSE');
+
+  /**
+   * Lock sections from `workers` loops per service, each writing its token to a fenced store (which
+   * refuses a token not above the last): counts overlapping sections and refused writes.
+   */
+  async function fencedSections(services: LockService[], name: string, { workers = 2, rounds = 5 } = {}) {
+    const storeKey = `${uniquePrefix('fenced')}:${name}`;
+    let inside = 0;
+    let overlaps = 0;
+    let refused = 0;
+    let sections = 0;
+    const tokens: bigint[] = [];
+    const loop = async (locks: LockService) => {
+      for (let i = 0; i < rounds; i++) {
+        await locks.using(
+          name,
+          async (lock) => {
+            if (++inside > 1) overlaps++;
+            tokens.push(BigInt(lock.fencingToken));
+            if (!(await fencedWrite(store, storeKey, lock.fencingToken, String(sections)))) refused++;
+            sections++;
+            inside--;
+          },
+          { waitTimeout: 30_000 },
+        );
+      }
+    };
+    await Promise.all(services.flatMap((locks) => Array.from({ length: workers }, () => loop(locks))));
+    return { sections, overlaps, refused, increasing: strictlyIncreasing(tokens) };
+  }
+
+  /** Another service takes the lock now and lets it go; false when it is held. */
+  async function otherGetsIt(locks: LockService, name: string): Promise<boolean> {
+    const other = await locks.tryAcquire(name);
+    await other?.release();
+    return other !== null;
+  }
 
   describe('killed and paused masters (direct connections)', () => {
     let pair: Awaited<ReturnType<typeof createRedlockPair>>;
@@ -89,7 +145,280 @@ describe('Redlock: masters that answer late', () => {
       expect(await fencedWrite(store, fenced, next.fencingToken, 'b')).toBe(true);
       await next.release();
       // No hold left behind on any master, also from the late grants handed back.
-      expect(await eventually(async () => (await heldOn(ownersKey(pair.keyPrefix, name))).every((held) => !held))).toBe(true);
+      expect(await noHoldLeft(pair.keyPrefix, name)).toBe(true);
+    });
+
+    it('acquires and releases with a paused master: no overlap, no refused fenced write, tokens growing', async () => {
+      await pause(2);
+      try {
+        const outcome = await fencedSections([pair.a, pair.b], 'paused-contention', { workers: 2, rounds: 5 });
+        expect(outcome).toEqual({ sections: 20, overlaps: 0, refused: 0, increasing: true });
+      } finally {
+        await resume(2);
+      }
+      expect(await noHoldLeft(pair.keyPrefix, 'paused-contention')).toBe(true);
+    });
+
+    it('re-enters with a paused master: same token, and the inner release leaves the outer hold exclusive', async () => {
+      const name = 'paused-nested';
+      let outerToken = '';
+      await pair.a.using(name, async (outer) => {
+        outerToken = outer.fencingToken;
+        await pause(1);
+        try {
+          const inner = await pair.a.acquire(name, { waitTimeout: 5_000 });
+          expect(inner.fencingToken).toBe(outer.fencingToken);
+          await inner.release();
+          expect(await otherGetsIt(pair.b, name)).toBe(false);
+        } finally {
+          await resume(1);
+        }
+        // The paused master ran the late re-entry and then its release.
+        expect(await otherGetsIt(pair.b, name)).toBe(false);
+        expect(outer.held).toBe(true);
+      });
+      // Well within the lease (5 s): a re-entry counted twice anywhere would keep it held.
+      expect(await noHoldLeft(pair.keyPrefix, name)).toBe(true);
+      const next = await pair.b.acquire(name);
+      expect(BigInt(next.fencingToken)).toBeGreaterThan(BigInt(outerToken));
+      await next.release();
+    });
+
+    it('re-enters with the holder\'s own token when the masters answering the re-entry have counters apart', async () => {
+      const name = 'apart-nested';
+      const fence = `${ownersKey(pair.keyPrefix, name)}:fence`;
+      await (await pair.a.acquire(name)).release();
+      // Master 2's counter is ahead (it alone saw tries that lost) and it answers the acquire late:
+      // the token comes from masters 0 and 1, master 2 keeps its late grant with its own value.
+      const counters = await Promise.all([0, 1, 2].map(async (i) => BigInt((await masters.raw(i).get(fence)) ?? '0')));
+      const ahead = counters.reduce((x, y) => (x > y ? x : y)) + 1_000_000n;
+      await masters.raw(2).set(fence, ahead.toString());
+      await pause(2);
+      let outer: LockHandle;
+      try {
+        outer = await pair.a.acquire(name);
+      } finally {
+        await resume(2);
+      }
+      expect(await eventually(async () => (await heldOn(ownersKey(pair.keyPrefix, name)))[2])).toBe(true);
+      expect(BigInt(outer.fencingToken)).toBeLessThan(ahead);
+      // The re-entry is answered by masters 0 and 2 only.
+      await pair.a.runInScope(outer, async () => {
+        await pause(1);
+        try {
+          const inner = await pair.a.acquire(name, { waitTimeout: 5_000 });
+          expect(inner.fencingToken).toBe(outer.fencingToken);
+          await inner.release();
+        } finally {
+          await resume(1);
+        }
+      });
+      await outer.release();
+      expect(await noHoldLeft(pair.keyPrefix, name)).toBe(true);
+    });
+
+    it('releases with a paused master: the majority frees it at once, the paused master when it resumes', async () => {
+      const name = 'paused-release';
+      const first = await pair.a.acquire(name);
+      await pause(2);
+      let next: LockHandle;
+      try {
+        await first.release();
+        // Taken by the other service on the two masters that answer, while master 2 still pauses.
+        next = await pair.b.acquire(name, { waitTimeout: 5_000 });
+        expect(BigInt(next.fencingToken)).toBeGreaterThan(BigInt(first.fencingToken));
+      } finally {
+        await resume(2);
+      }
+      // Master 2 runs the first release, then the second holder's late grant (kept: it won).
+      expect(await eventually(async () => (await heldOn(ownersKey(pair.keyPrefix, name)))[2])).toBe(true);
+      await next.release();
+      expect(await noHoldLeft(pair.keyPrefix, name)).toBe(true);
+    });
+  });
+
+  describe('watchdog and extend with a paused master (direct connections)', () => {
+    let pair: Awaited<ReturnType<typeof createRedlockPair>>;
+    beforeAll(async () => {
+      pair = await createRedlockPair(masters.urls, { lock: { leaseTime: 900 }, redlock: { requestTimeout: 150 } });
+    });
+    afterAll(() => pair?.close());
+
+    it('keeps renewing a lock through a master paused for several leases', async () => {
+      const name = 'paused-watchdog';
+      const lock = await pair.a.acquire(name);
+      await pause(2);
+      try {
+        await sleep(2_000); // more than two leases of 900 ms, each renewed by the two masters that answer
+        expect(lock.held).toBe(true);
+        expect(lock.signal.aborted).toBe(false);
+        expect(await otherGetsIt(pair.b, name)).toBe(false);
+      } finally {
+        await resume(2);
+      }
+      // The paused master let the hold expire (its lease passed while paused) before it ran the
+      // late renewals; the majority that renewed keeps it exclusive.
+      expect(await otherGetsIt(pair.b, name)).toBe(false);
+      expect(lock.held).toBe(true);
+      await lock.release();
+      expect(await noHoldLeft(pair.keyPrefix, name)).toBe(true);
+    });
+
+    it('extends through a paused master, past the lease it was taken with', async () => {
+      const name = 'paused-extend';
+      const lock = await pair.a.acquire(name, { leaseTime: 900 }); // explicit lease: no watchdog
+      await pause(1);
+      try {
+        await lock.extend(8_000);
+        await sleep(1_200); // past the first lease
+        expect(lock.held).toBe(true);
+        expect(await otherGetsIt(pair.b, name)).toBe(false);
+      } finally {
+        await resume(1);
+      }
+      // The majority that answered carries the extended lease.
+      const key = ownersKey(pair.keyPrefix, name);
+      const ttls = await Promise.all([0, 2].map((i) => masters.raw(i).pttl(key)));
+      expect(ttls.every((ttl) => ttl > 3_000)).toBe(true);
+      expect(await otherGetsIt(pair.b, name)).toBe(false);
+      await lock.release();
+      expect(await noHoldLeft(pair.keyPrefix, name)).toBe(true);
+    });
+  });
+
+  describe('one master behind fault proxies: latency and lost replies', () => {
+    let apps: TestingModule[];
+    /** Through the fault proxies. */
+    let a: LockService;
+    /** Another process, on direct connections. */
+    let b: LockService;
+    let keyPrefix: string;
+
+    beforeAll(async () => {
+      keyPrefix = uniquePrefix('rll');
+      const options = { keyPrefix, lock: { leaseTime: 3_000 }, redlock: { requestTimeout: 200 } };
+      apps = await Promise.all([createRedlockApp(masters.proxiedUrls, options), createRedlockApp(masters.urls, options)]);
+      [a, b] = apps.map((app) => app.get(LockService));
+    });
+    afterAll(async () => {
+      await Promise.all(apps.map((app) => app.close()));
+    });
+    afterEach(async () => {
+      for (const proxy of masters.proxies) proxy.setLatency(0);
+      expect(masters.proxies.map((proxy) => proxy.pendingLostReplies)).toEqual([0, 0, 0]);
+      await mastersReconnected(apps);
+    });
+
+    /** Matches a script run on the lock `name` (its first key is the owner hash `…{name}`). */
+    const on = (name: string) => (keysAndArgs: readonly string[]) => keysAndArgs[0]?.endsWith(`{${name}}`) ?? false;
+
+    it('a master whose every answer comes after requestTimeout: acquire, re-entry, renewal, extend and release stay correct', async () => {
+      masters.proxies[2].setLatency(150); // 300 ms a round trip, requestTimeout 200
+      const outcome = await fencedSections([a, b], 'slow', { workers: 2, rounds: 4 });
+      expect(outcome).toEqual({ sections: 16, overlaps: 0, refused: 0, increasing: true });
+
+      await a.using('slow-held', async (outer) => {
+        const inner = await a.acquire('slow-held');
+        expect(inner.fencingToken).toBe(outer.fencingToken);
+        await inner.release();
+        await sleep(3_300); // more than a lease: the watchdog renews on the two fast masters
+        expect(outer.held).toBe(true);
+        await outer.extend(5_000);
+        expect(await otherGetsIt(b, 'slow-held')).toBe(false);
+      });
+      expect(await noHoldLeft(keyPrefix, 'slow')).toBe(true);
+      expect(await noHoldLeft(keyPrefix, 'slow-held')).toBe(true);
+    });
+
+    it('an acquire whose reply is lost on one master and re-sent counts one hold there', async () => {
+      const name = 'lost-acquire';
+      const lost = masters.proxies[1].loseReply(FaultProxy.script(acquireLockScript, on(name)));
+      const lock = await a.acquire(name);
+      await lost;
+      expect(await otherGetsIt(b, name)).toBe(false);
+      await lock.release();
+      // Well within the lease: the re-sent copy counted nothing more on master 1.
+      expect(await noHoldLeft(keyPrefix, name, 1_500)).toBe(true);
+      const next = await b.acquire(name);
+      expect(BigInt(next.fencingToken)).toBeGreaterThan(BigInt(lock.fencingToken));
+      await next.release();
+    });
+
+    it('a nested acquire whose reply is lost on two masters and re-sent leaves nothing held after both releases', async () => {
+      const name = 'lost-nested-acquire';
+      await a.using(name, async () => {
+        const lost = [0, 1].map((i) => masters.proxies[i].loseReply(FaultProxy.script(acquireLockScript, on(name))));
+        const inner = await a.acquire(name, { waitTimeout: 5_000 });
+        await Promise.all(lost);
+        await inner.release();
+        expect(await otherGetsIt(b, name)).toBe(false);
+      });
+      // A re-entry counted twice would keep the lock held after both releases until its lease ran out.
+      expect(await noHoldLeft(keyPrefix, name)).toBe(true);
+      expect(await otherGetsIt(b, name)).toBe(true);
+    });
+
+    it('a nested release whose reply is lost on two masters and re-sent leaves the outer hold in place', async () => {
+      const name = 'lost-nested-release';
+      await a.using(name, async (outer) => {
+        const inner = await a.acquire(name);
+        const lost = [0, 1].map((i) => masters.proxies[i].loseReply(FaultProxy.script(releaseRedlockScript, on(name))));
+        await inner.release();
+        await Promise.all(lost);
+        await mastersReconnected(apps);
+        // Released twice, the outer hold would be gone from a majority and another process would get it.
+        expect(await otherGetsIt(b, name)).toBe(false);
+        expect(outer.held).toBe(true);
+      });
+      expect(await noHoldLeft(keyPrefix, name)).toBe(true);
+    });
+
+    it('a release whose reply is lost on two masters and re-sent frees the lock once, never a later holder', async () => {
+      const name = 'lost-release';
+      const first = await a.acquire(name);
+      const lost = [0, 1].map((i) => masters.proxies[i].loseReply(FaultProxy.script(releaseRedlockScript, on(name))));
+      await first.release();
+      const next = await b.acquire(name, { waitTimeout: 5_000 });
+      await Promise.all(lost);
+      await mastersReconnected(apps);
+      // The re-sent releases ran after the next holder took the lock: they must not free it.
+      expect(await otherGetsIt(a, name)).toBe(false);
+      expect(BigInt(next.fencingToken)).toBeGreaterThan(BigInt(first.fencingToken));
+      await next.release();
+      expect(await noHoldLeft(keyPrefix, name)).toBe(true);
+    });
+
+    it('a watchdog renewal and an extend whose replies are lost and re-sent keep the lock', async () => {
+      const name = 'lost-renewal';
+      const lock = await a.acquire(name);
+      const renewal = masters.proxies[1].loseReply(FaultProxy.script(renewLocksScript, on(name)));
+      await renewal;
+      const extension = masters.proxies[0].loseReply(FaultProxy.script(renewLocksScript, on(name)));
+      await lock.extend(5_000);
+      await extension;
+      await mastersReconnected(apps);
+      // Held on every master, and by nobody else.
+      const key = ownersKey(keyPrefix, name);
+      expect((await Promise.all([0, 1, 2].map((i) => masters.raw(i).pttl(key)))).every((ttl) => ttl > 1_000)).toBe(true);
+      expect(lock.held).toBe(true);
+      expect(await otherGetsIt(b, name)).toBe(false);
+      await lock.release();
+      expect(await noHoldLeft(keyPrefix, name)).toBe(true);
+    });
+
+    it('aborts the signal, not throws, when two masters answer only after the lease', async () => {
+      const name = 'too-slow';
+      const lock = await a.acquire(name);
+      masters.proxies[0].setLatency(600);
+      masters.proxies[1].setLatency(600);
+      const reason = await abortReason(lock.signal);
+      expect((reason as Error).name).toBe('LockLostError');
+      masters.proxies[0].setLatency(0);
+      masters.proxies[1].setLatency(0);
+      await lock.release();
+      // The lease runs out on the masters that could not be renewed in time.
+      expect(await noHoldLeft(keyPrefix, name)).toBe(true);
+      expect(await otherGetsIt(b, name)).toBe(true);
     });
   });
 });
