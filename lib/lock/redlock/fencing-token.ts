@@ -28,12 +28,8 @@ export interface FencingPlan {
  * - Why it gives strictly increasing tokens: the next holder's granting majority shares at least
  *   one master with the majority that holds >= T; counters never go down, so that master's grant
  *   increments to >= T + 1, and the next token, a maximum over a set including it, is > T.
- * - Re-entry reads instead of incrementing and returns the holder's own token: the value at least
- *   a majority of the masters holding the lock report (`agreedFence`). While the lock is held on a
- *   master nobody else steps its counter, so the majority that was at T when T was handed out
- *   still is; a master whose grant arrived after the vote may be elsewhere, but it is a minority.
- *   Only when no value has a majority (a counter expired while held) does it fall back to the
- *   highest one, planned and raised like a fresh grant.
+ * - Re-entry reads instead of incrementing and returns the holder's own token, which the process
+ *   that won it remembers (HolderTokens): the masters' counters are not level enough to say it.
  * - Counters only move up: a failed try's increment stays (a token nobody was given); handing its
  *   grant back never lowers a counter. Lowering one is unsafe: a hand-back can arrive after a
  *   later grant on that master already used the value.
@@ -48,9 +44,7 @@ export interface FencingPlan {
  * the invariant would need every designated token written to a majority, a second round trip on
  * every acquire. This scheme needs that extra trip only after the counters diverged.
  */
-export function planFencingToken(grants: readonly FenceVote[], quorum: number, reentry = false): FencingPlan {
-  const agreed = reentry ? agreedFence(grants, quorum) : undefined;
-  if (agreed !== undefined) return { token: agreed, atToken: quorum, behind: [] };
+export function planFencingToken(grants: readonly FenceVote[], quorum: number): FencingPlan {
   let token = 0n;
   for (const grant of grants) if (grant.fence > token) token = grant.fence;
   let atToken = 0;
@@ -60,15 +54,4 @@ export function planFencingToken(grants: readonly FenceVote[], quorum: number, r
     else behind.push(grant.master);
   }
   return { token, atToken, behind: atToken >= quorum ? [] : behind };
-}
-
-/** The counter value that at least `quorum` of the granting masters report, if there is one. */
-export function agreedFence(grants: readonly FenceVote[], quorum: number): bigint | undefined {
-  const votes = new Map<bigint, number>();
-  for (const { fence } of grants) {
-    const count = (votes.get(fence) ?? 0) + 1;
-    if (count >= quorum) return fence;
-    votes.set(fence, count);
-  }
-  return undefined;
 }

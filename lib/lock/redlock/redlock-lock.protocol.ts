@@ -4,6 +4,7 @@ import type { RedisClient } from '../../options/redis-lock-config';
 import type { ResolvedAcquireOptions } from '../acquire-options';
 import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from '../protocols/lock-protocol.interface';
 import { renewLocksScript } from '../scripts/renew-locks.lua';
+import type { WonHold } from './holder-tokens';
 import type { RedlockQuorum, TryIds } from './redlock-quorum';
 
 /**
@@ -22,8 +23,8 @@ export class RedlockLockProtocol implements LockProtocol {
   readonly heartbeat = undefined;
   private collided = false;
   private tries = 0;
-  /** The ids of the try that won: release and renewal of the handle go to them. */
-  private won?: TryIds;
+  /** The try that won: release and renewal of the handle go to its ids. */
+  private won?: WonHold;
 
   private constructor(
     private readonly keys: LockKeys,
@@ -54,15 +55,21 @@ export class RedlockLockProtocol implements LockProtocol {
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * (this.quorum.retryJitter + 1))));
     }
     const onMasters = this.tryIds(owner, mode);
-    const { collided, ...outcome } = await this.quorum.acquire(this.keys, onMasters, leaseTime, mode.reentry);
+    const holderToken = mode.reentry ? this.quorum.holderTokens.tokenOf(this.keys.owners, owner) : undefined;
+    const { collided, ...outcome } = await this.quorum.acquire(this.keys, onMasters, leaseTime, mode.reentry, holderToken);
     this.collided = collided;
     if (!outcome.acquired) return outcome as AttemptOutcome;
-    this.won = onMasters;
-    return { acquired: true, fencingToken: outcome.fencingToken, owner: onMasters.owner };
+    const won: WonHold = { ...onMasters, fencingToken: outcome.fencingToken };
+    this.won = won;
+    if (!mode.reentry) this.quorum.holderTokens.remember(this.keys.owners, won);
+    return { acquired: true, fencingToken: won.fencingToken, owner: won.owner };
   }
 
-  release(_client: RedisClient, owner: string, _publishCommand: string, hold: string): Promise<number> {
-    return this.quorum.release(this.keys, this.won ?? { owner, hold });
+  async release(_client: RedisClient, owner: string, _publishCommand: string, hold: string): Promise<number> {
+    const ids = this.won ?? { owner, hold };
+    const left = await this.quorum.release(this.keys, ids);
+    if (left === 0) this.quorum.holderTokens.forget(this.keys.owners, ids.owner);
+    return left;
   }
 
   renewal(owner: string, hold: string): Renewal {

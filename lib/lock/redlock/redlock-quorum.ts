@@ -6,7 +6,8 @@ import type { RedisScript } from '../../redis/redis-script';
 import type { AttemptOutcome, Renewal, RenewalTarget } from '../protocols/lock-protocol.interface';
 import { runRenewal } from '../lock-watchdog';
 import { acquireLockScript } from '../scripts/acquire-lock.lua';
-import { agreedFence, planFencingToken } from './fencing-token';
+import { planFencingToken } from './fencing-token';
+import { HolderTokens } from './holder-tokens';
 import { collectReplies, firstError, successes, type RepliesSoFar } from './quorum-replies';
 import type { RedlockMaster } from './redlock-master';
 import { raiseFenceScript } from './scripts/raise-fence.lua';
@@ -36,6 +37,8 @@ let releaseSequence = 0;
 export class RedlockQuorum implements RenewalTarget {
   readonly id = 'redlock';
   readonly quorum: number;
+  /** Tokens of the holds this process won, for their re-entries. */
+  readonly holderTokens = new HolderTokens();
 
   constructor(
     private readonly masters: readonly RedlockMaster[],
@@ -62,12 +65,15 @@ export class RedlockQuorum implements RenewalTarget {
    * On each master the hold is an ordinary reentrant hold (the plain lock's acquire script, its
    * fence stepped by one: 'counter'). `ids` must be this try's own (see RedlockLockProtocol): a
    * grant handed back is addressed by them, so it can only ever undo this try.
+   *
+   * A re-entry passes the token its holder was given (`holderToken`): a majority of re-entry
+   * grants returns that one, with no fence planning.
    */
-  async acquire(keys: LockKeys, ids: TryIds, leaseTime: number, reentry: boolean): Promise<QuorumAttemptOutcome> {
+  async acquire(keys: LockKeys, ids: TryIds, leaseTime: number, reentry: boolean, holderToken?: string): Promise<QuorumAttemptOutcome> {
     const started = performance.now();
     const quorum = this.quorum;
     const budget = this.budget(leaseTime);
-    const args = [ids.owner, leaseTime, reentry ? '1' : '0', 'counter'];
+    const args = [ids.owner, leaseTime, reentry ? '1' : '0', 'counter', ids.hold];
     const calls = this.masters.map((master) =>
       acquireLockScript
         .run<[granted: number, value: string | number]>(master.client, [keys.owners, keys.fence], args)
@@ -75,20 +81,21 @@ export class RedlockQuorum implements RenewalTarget {
           granted === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) },
         ),
     );
-    const grantsIn = (so: RepliesSoFar<AttemptOutcome>) =>
-      successes(so).flatMap(({ master, value }) => (value.acquired ? [{ master, fence: BigInt(value.fencingToken) }] : []));
     const replies = await collectReplies(calls, budget, (so) => {
       const granted = countGrants(so);
-      if (granted + unanswered(so) < quorum) return true;
-      // A re-entry waits for a majority to agree on the holder's token, as long as answers may come.
-      return granted >= quorum && (!reentry || agreedFence(grantsIn(so), quorum) !== undefined);
+      return granted >= quorum || granted + unanswered(so) < quorum;
     });
 
-    const grants = grantsIn(replies);
+    const grants = successes(replies).flatMap(({ master, value }) =>
+      value.acquired ? [{ master, fence: BigInt(value.fencingToken) }] : [],
+    );
     let won = false;
     let token = 0n;
-    if (grants.length >= quorum) {
-      const plan = planFencingToken(grants, quorum, reentry);
+    if (grants.length >= quorum && holderToken !== undefined) {
+      token = BigInt(holderToken);
+      won = this.validLease(leaseTime) - (performance.now() - started) > 0;
+    } else if (grants.length >= quorum) {
+      const plan = planFencingToken(grants, quorum);
       token = plan.token;
       const raised = plan.behind.length === 0 ? 0 : await this.raiseFence(keys.fence, token, plan.behind, quorum - plan.atToken, started + budget);
       won = plan.atToken + raised >= quorum && this.validLease(leaseTime) - (performance.now() - started) > 0;
