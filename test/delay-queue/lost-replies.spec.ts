@@ -252,6 +252,24 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     expect((await direct.queue.stats('reschedule.at')).scheduled).toBe(1);
   });
 
+  it('marker: a wake-up whose BZPOPMIN reply is lost (blocking connection reset) still gets the job run at once', async () => {
+    const { proxied, direct, keyPrefix } = await pair();
+    const runs: string[] = [];
+    const marker = `${keyPrefix}:dq:{marker}:marker`;
+    // Armed before the consumer parks: its first BZPOPMIN is the one whose reply (the pop) is lost.
+    const lost = proxy.loseReply((args) => args[0].toLowerCase() === 'bzpopmin' && args[1] === marker);
+    // maxIdleWait 20 s: only the lost wake-up itself can bring the job in time.
+    const consumer = proxied.queue.consume('marker', (_payload, job) => void runs.push(job.id), { maxIdleWait: 20_000 });
+    await sleep(300); // parked on the marker
+    const scheduledAt = performance.now();
+    const id = await direct.queue.schedule('marker', 1);
+    await lost;
+    await waitFor(() => runs.length === 1, 10_000, 'the job to run');
+    expect(runs).toEqual([id]);
+    expect(performance.now() - scheduledAt).toBeLessThan(5_000);
+    await consumer.close();
+  });
+
   it('release at shutdown: re-sent hand-backs return each buffered job once, with its attempt given back', async () => {
     const { proxied, direct, keyPrefix } = await pair();
     const ids = await direct.queue.scheduleMany('release', [1, 2, 3].map((n) => ({ payload: n })));
