@@ -16,13 +16,14 @@ export interface FencingPlan {
 /**
  * Fencing tokens in Redlock mode: strictly increasing across holders, with no designated master.
  *
- * Every master keeps its own counter per key (`rl:lock:{name}:fence`, no TTL). The acquire script
- * increments it on every fresh grant (re-entry reads it), exactly as on one Redis, so a try costs
- * no extra round trip. The token is the highest counter among the masters that granted.
+ * Every master keeps its own counter per key (`rl:lock:{name}:fence`, with the bounded TTL of every
+ * fence, see LUA_FENCE). The acquire script steps it by one on every fresh grant ('counter' mode; a
+ * missing counter starts at the master's clock), so a try costs no extra round trip. The token is
+ * the highest counter among the masters that granted.
  *
  * Invariant: when a token T is handed out, a majority of masters hold a counter >= T.
- * - It holds after the grant if at least `quorum` granting masters are at T (the common case: the
- *   counters move together, so all grants read the same value). Otherwise the lagging granting
+ * - It holds after the grant if at least `quorum` granting masters are at T (common while the
+ *   counters move together; split votes and late grants move them apart). Otherwise the lagging granting
  *   masters are raised to T (`raiseFence`, SET if greater) before T is handed out; if too few can
  *   be raised in time, the try fails like any other.
  * - Why it gives strictly increasing tokens: the next holder's granting majority shares at least
@@ -34,9 +35,9 @@ export interface FencingPlan {
  *   grant back never lowers a counter. Lowering one is unsafe: a hand-back can arrive after a
  *   later grant on that master already used the value.
  *
- * Assumption: a master never loses its counters (run masters with AOF, `appendfsync always`). A
- * master that restarts empty can sit in the one-master overlap of two majorities and let a token
- * repeat. Redlock's own exclusion needs the same care (AOF, or a restart delayed past the lease).
+ * Assumption: a master keeps its counters (run masters with AOF, `appendfsync always`); one that
+ * lost a counter restarts it from its clock, above earlier tokens only while that clock did not go
+ * back. Redlock's own exclusion needs the same care (AOF, or a restart delayed past the lease).
  *
  * Why not one designated counter master (INCR there, quorum max only when it is down): its tokens
  * are known to that master alone, so after it goes down the quorum max can fall far below tokens it
