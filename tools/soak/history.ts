@@ -46,7 +46,9 @@ export type HistoryOp =
   /** `schedule()` rejected: the job may or may not run. */
   | 'schedule-failed'
   /** A handler run of `job` began (`attempt`). */
-  | 'run';
+  | 'run'
+  /** The fault driver (`w: 'driver'`) begins or ends a fault (`fault`: what, on which worker slot). */
+  | 'fault';
 
 export interface HistoryEvent {
   readonly seq: number;
@@ -76,6 +78,7 @@ export interface HistoryEvent {
   readonly atMs?: number;
   readonly attempt?: number;
   readonly error?: string;
+  readonly fault?: string;
 }
 
 /** The store's log line: `<status> <seq> <us> <value> <event json>` (see soak-store.ts). */

@@ -13,8 +13,9 @@
  * - a consumer of the same topic, whose handler records every run.
  * The checker (tools/soak/history-checker.ts) judges the history; the worker judges nothing itself.
  *
- * stdout, one line each: `READY`, `STATS <json>` (cumulative, every second and at exit) and
- * `VIOLATION <json>` for an unhandled rejection. SIGUSR2: stop producing work (keep consuming).
+ * stdout, one line each: `READY`, `STATS <json>` (cumulative, every second and at exit),
+ * `VIOLATION <json>` for an unhandled rejection, and `IDLE` once SIGUSR2 (stop producing work, keep
+ * consuming) has taken effect: no schedule() or lock operation is under way any more.
  * SIGTERM: stop, shut the application down gracefully, print the last STATS, exit 0.
  *
  * Environment: SOAK_LIB_URL, SOAK_STORE_URL, SOAK_PREFIX, SOAK_WORKER, SOAK_INCARNATION, SOAK_SEED,
@@ -323,7 +324,11 @@ async function main(): Promise<void> {
   const report = () => process.stdout.write(`STATS ${JSON.stringify(stats)}\n`);
   const reporter = setInterval(report, 1_000);
   const work = Promise.all([...Array.from({ length: OPERATION_LOOPS }, () => operationLoop()), produce()]);
-  process.on('SIGUSR2', () => (producing = false));
+  process.on('SIGUSR2', () => {
+    producing = false;
+    // Every schedule() and lock operation under way has finished and is in the history.
+    void work.then(() => process.stdout.write('IDLE\n'));
+  });
   process.once('SIGTERM', () => {
     producing = false;
     void (async () => {

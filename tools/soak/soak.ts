@@ -78,7 +78,7 @@ import {
   seededRandom,
   type WorkerStats,
 } from './soak-constants';
-import { readRow, soakKeys } from './soak-store';
+import { readRow, SoakStore, soakKeys } from './soak-store';
 
 export const FAULT_KINDS = ['kill', 'pause', 'redis-restart', 'blackhole', 'reset', 'lost-reply'] as const;
 type FaultKind = (typeof FAULT_KINDS)[number];
@@ -169,6 +169,8 @@ class WorkerProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   ready = false;
+  /** Stopped producing after SIGUSR2: everything it scheduled is in the history. */
+  idle = false;
   stats?: WorkerStats;
   /** Killed or stopped on purpose: its exit is not a crash. */
   expectedExit = false;
@@ -190,6 +192,7 @@ class WorkerProcess {
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       if (line === 'READY') this.ready = true;
+      else if (line === 'IDLE') this.idle = true;
       else if (line.startsWith('STATS ')) this.stats = JSON.parse(line.slice(6)) as WorkerStats;
       else if (line.startsWith('VIOLATION ')) onViolation({ ...(JSON.parse(line.slice(10)) as Violation), worker: this.name });
       else process.stdout.write(`[${this.name}] ${line}\n`);
@@ -229,6 +232,8 @@ class Soak {
   private readonly proxies: FaultProxy[] = [];
   private readonly incarnations: number[] = [];
   private readonly history: HistoryEvent[] = [];
+  private readonly unrun = new Set<string>();
+  private readonly ran = new Set<string>();
   private historyLoad: Promise<HistoryEvent[]> = Promise.resolve([]);
   private readonly historyFile: string;
   private readonly historyOut: WriteStream;
@@ -243,6 +248,8 @@ class Soak {
   );
   private redis!: LocalRedisServer;
   private store!: Redis;
+  /** The driver's own entries in the history: when each fault began and ended. */
+  private faultLog!: SoakStore;
   private stopping = false;
 
   constructor(private readonly options: SoakOptions) {
@@ -257,6 +264,7 @@ class Soak {
     this.redis = await startLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', o.fsync] });
     this.store = new Redis(this.redis.url, { maxRetriesPerRequest: null });
     this.store.on('error', () => undefined);
+    this.faultLog = new SoakStore(this.store, this.keys);
     const version = /redis_version:(\S+)/.exec(await this.store.info('server'))?.[1];
     this.log(
       `soak: ${o.processes} worker(s) x ${o.minutes} min, operations ${o.operations.join(',')}, faults ${o.faults.join(',')} about every ${o.faultEveryMs} ms, ` +
@@ -297,11 +305,21 @@ class Soak {
         proxy.heal();
       }
       await this.waitUntil(() => this.workers.every((w) => w.ready), 60_000, 'every worker to be up');
-      for (const w of this.workers) w.signal('SIGUSR2');
+      // Jobs count as drained only once no worker can schedule another one (a worker respawned
+      // after a crash is told too, once it is up).
+      await this.waitUntil(
+        () => {
+          for (const w of this.workers) if (w.ready && !w.idle) w.signal('SIGUSR2');
+          return this.workers.every((w) => w.idle);
+        },
+        60_000,
+        'every worker to stop producing',
+      );
       const queue = monitor.get(DelayQueueService);
       const settled = await this.waitUntil(
         async () => {
-          const unrun = this.unrunJobs(await this.loadHistory());
+          await this.loadHistory();
+          const unrun = this.unrunJobs();
           const stats = await queue.stats(SOAK_TOPIC).catch(() => undefined);
           return unrun.length === 0 && stats !== undefined && stats.scheduled + stats.due + stats.active === 0;
         },
@@ -361,6 +379,12 @@ class Soak {
   private count(kind: FaultKind, detail: string): void {
     this.faultKinds.set(kind, (this.faultKinds.get(kind) ?? 0) + 1);
     this.faults.set(detail, (this.faults.get(detail) ?? 0) + 1);
+    this.noteFault(`end: ${detail}`);
+  }
+
+  /** Puts a fault in the history, so a violation can be read next to the faults around it. */
+  private noteFault(fault: string): void {
+    void this.faultLog.record({ w: 'driver', op: 'fault', fault }).catch(() => undefined);
   }
 
   private nextFaultKind(): FaultKind {
@@ -386,6 +410,7 @@ class Soak {
         const victim = this.pickWorker();
         if (!victim) return;
         victim.expectedExit = true;
+        this.noteFault(`start: kill -9 ${victim.name}`);
         victim.signal('SIGKILL');
         await victim.exited;
         this.retire(victim);
@@ -399,6 +424,7 @@ class Soak {
         // A GC pause or a frozen VM: every other one outlasts the lock lease, so the paused holder's
         // lease passes and its late fenced writes must be refused.
         const long = this.pauses++ % 2 === 0;
+        this.noteFault(`start: SIGSTOP ${victim.name}`);
         victim.signal('SIGSTOP');
         await sleep(long ? between(LOCK_LEASE_MS + 500, LOCK_LEASE_MS + 2_500) : between(200, LOCK_LEASE_MS - 300));
         victim.signal('SIGCONT');
@@ -406,6 +432,7 @@ class Soak {
         return;
       }
       case 'redis-restart': {
+        this.noteFault('start: restart redis');
         await this.redis.restart({ signal: this.options.redisSignal, downtimeMs: between(200, 1_500) });
         this.count(kind, `restart redis (${this.options.redisSignal})`);
         return;
@@ -415,6 +442,7 @@ class Soak {
         const candidates = this.proxies.filter((p) => p.pendingLostReplies === 0);
         if (candidates.length === 0) return;
         const proxy = candidates[Math.floor(this.random() * candidates.length)];
+        this.noteFault(`start: blackhole proxy ${this.proxies.indexOf(proxy)}`);
         proxy.blackhole();
         await sleep(between(500, 4_000));
         if (this.random() < 0.5) {
@@ -428,7 +456,9 @@ class Soak {
         return;
       }
       case 'reset': {
-        this.proxies[Math.floor(this.random() * this.proxies.length)].resetAll();
+        const slot = Math.floor(this.random() * this.proxies.length);
+        this.noteFault(`start: reset proxy ${slot}`);
+        this.proxies[slot].resetAll();
         this.count(kind, 'reset connections');
         return;
       }
@@ -438,6 +468,7 @@ class Soak {
         const slot = Math.floor(this.random() * this.proxies.length);
         const proxy = this.proxies[slot];
         const isScript = (args: readonly string[]) => ['evalsha', 'eval'].includes(args[0]?.toLowerCase());
+        this.noteFault(`start: lose a reply on proxy ${slot}`);
         const lost = proxy.loseReply(isScript, between(1, 4)).then((args) => {
           const name = this.scriptNames.get(args[1]) ?? (args[0].toLowerCase() === 'eval' ? 'a script by body' : `script ${args[1]?.slice(0, 8)}`);
           this.count(kind, `lost reply (${name})`);
@@ -501,6 +532,8 @@ class Soak {
         for (const line of lines) {
           const event = parseLogLine(line);
           this.history.push(event);
+          if (event.op === 'scheduled') this.unrun.add(event.job!);
+          else if (event.op === 'run') this.ran.add(event.job!);
           if (!this.historyOut.write(`${JSON.stringify(event)}\n`)) await new Promise<void>((resolve) => this.historyOut.once('drain', () => resolve()));
         }
         if (lines.length < 10_000) return this.history;
@@ -520,10 +553,10 @@ class Soak {
     return tally;
   }
 
-  /** Jobs whose schedule() resolved and that have not run yet. */
-  private unrunJobs(history: readonly HistoryEvent[]): string[] {
-    const ran = new Set(history.filter((e) => e.op === 'run').map((e) => e.job));
-    return history.filter((e) => e.op === 'scheduled' && !ran.has(e.job)).map((e) => e.job!);
+  /** Jobs whose schedule() resolved and that have not run yet (as far as the history loaded so far shows). */
+  private unrunJobs(): string[] {
+    for (const job of this.unrun) if (this.ran.has(job)) this.unrun.delete(job);
+    return [...this.unrun];
   }
 
   private async summarize(settled: boolean, dead: string[]): Promise<boolean> {
@@ -538,7 +571,7 @@ class Soak {
       if (row.value !== row.writes) this.violations.push({ kind: 'counter-mismatch', lock: row.name, value: row.value, acceptedWrites: row.writes });
     }
     for (const id of dead) this.violations.push({ kind: 'dead-lettered', job: id });
-    if (!settled) this.violations.push({ kind: 'queue-not-drained', unrunJobs: this.unrunJobs(history).slice(0, 20) });
+    if (!settled) this.violations.push({ kind: 'queue-not-drained', unrunJobs: this.unrunJobs().slice(0, 20) });
     const byRule: Record<string, number> = {};
     for (const v of check.violations) byRule[v.rule] = (byRule[v.rule] ?? 0) + 1;
     for (const v of this.violations) byRule[v.kind] = (byRule[v.kind] ?? 0) + 1;
@@ -571,7 +604,7 @@ class Soak {
         scheduled: f.jobs.scheduled,
         scheduleFailed: f.jobs.scheduleFailed,
         handled: f.jobs.ran,
-        lost: this.unrunJobs(history).length,
+        lost: this.unrunJobs().length,
         dead: dead.length,
         handlerRuns: f.jobs.runs,
         duplicates: f.jobs.duplicates,
