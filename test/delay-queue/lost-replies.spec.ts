@@ -7,6 +7,7 @@ import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua'
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua';
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua';
+import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua';
 import { FaultProxy } from '../../tools/fault-proxy';
 import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
@@ -28,7 +29,7 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
     // Cached scripts: a lost reply must hit a run of the script, not a NOSCRIPT answer before the EVAL fallback.
     const redis = rawRedis();
-    const scripts = [ackJobsScript, cancelJobScript, claimDueJobsScript, extendJobsScript, failJobScript, releaseJobsScript, rescheduleJobScript, scheduleJobsScript];
+    const scripts = [ackJobsScript, cancelJobScript, claimDueJobsScript, extendJobsScript, failJobScript, releaseJobsScript, rescheduleJobScript, retryDeadJobsScript, scheduleJobsScript];
     await Promise.all(scripts.map((script) => redis.script('LOAD', script.source)));
     redis.disconnect();
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
@@ -250,6 +251,24 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     expect(job?.state).toBe('scheduled');
     expect(job?.scheduledAt?.getTime()).toBe(at);
     expect((await direct.queue.stats('reschedule.at')).scheduled).toBe(1);
+  });
+
+  it('retryDead: a re-sent retry of dead letters answers as the first run did and requeues each once', async () => {
+    const { proxied, direct, keyPrefix } = await pair();
+    const consumer = direct.queue.consume('retry.dead', () => {
+      throw new Error('dies');
+    }, { maxAttempts: 1 });
+    const ids = await direct.queue.scheduleMany('retry.dead', [1, 2, 3].map((n) => ({ payload: n, id: `dead-${n}` })));
+    await waitFor(async () => (await direct.queue.stats('retry.dead')).dead === 3, 10_000, 'three dead letters');
+    await consumer.close();
+    const one = proxy.loseReply(callOf(retryDeadJobsScript, keyPrefix, 'retry.dead', 'dead-1'));
+    expect(await proxied.queue.retryDead('retry.dead', 'dead-1')).toBe(1);
+    await one;
+    const all = proxy.loseReply(callOf(retryDeadJobsScript, keyPrefix, 'retry.dead'));
+    expect(await proxied.queue.retryDead('retry.dead')).toBe(2);
+    await all;
+    expect(await direct.queue.stats('retry.dead')).toMatchObject({ due: 3, dead: 0 });
+    expect((await Promise.all(ids.map((id) => direct.queue.get('retry.dead', id)))).map((j) => j?.attempts)).toEqual([0, 0, 0]);
   });
 
   it('marker: a wake-up whose BZPOPMIN reply is lost (blocking connection reset) still gets the job run at once', async () => {
