@@ -30,17 +30,17 @@ export class ReentrantLockProtocol implements LockProtocol {
     const [ok, value] = await acquireLockScript.run<[number, string | number]>(
       client,
       [this.keys.owners, this.keys.fence],
-      [owner, leaseTime, mode.reentry ? '1' : '0'],
+      [owner, leaseTime, mode.reentry ? '1' : '0', '', mode.hold],
     );
     if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
   }
 
-  release(client: RedisClient, owner: string, publishCommand: string): Promise<number> {
+  release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number> {
     return releaseLockScript.run<number>(
       client,
       [this.keys.owners, this.keys.wakeChannel, this.keys.queue],
-      [owner, publishCommand],
+      [owner, publishCommand, hold],
     );
   }
 

@@ -8,10 +8,15 @@ import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
  * KEYS[4] timeouts (zset owner -> liveness deadline, server ms), KEYS[5] wake channel
  * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] waiter liveness ms, ARGV[4] '1' to join the queue
  * when not acquired ('0' for tryAcquire), ARGV[5] 'publish' or 'spublish', ARGV[6] '1' to count a
- * nested hold of an owner already holding ('0': a fresh owner found holding is a replayed attempt)
+ * nested hold of an owner already holding ('0': a fresh owner found holding is a replayed attempt),
+ * ARGV[7] optional: this acquire call's hold id, recorded as its own field of the owner hash so a
+ * re-sent nested acquire counts nothing (as in acquire-lock)
  *
  * A waiter refreshes its deadline each time it runs this script; one whose deadline passed died
  * or gave up, and is dropped when it reaches the head, so a dead waiter never blocks the queue.
+ * Each time a waiter writes its deadline, the queue and timeouts keys get that waiter's liveness as
+ * TTL: every live waiter refreshes within its liveness, so the keys outlive every live waiter and
+ * vanish once the last one died without leaving.
  * Returns {1, fencingToken}, {0, ms the caller may sleep at most}, or {-2, 0} when a read/write lock
  * holds the name.
  */
@@ -20,6 +25,7 @@ export const acquireFairLockScript = new RedisScript(
   `${LUA_NOW_MS}${LUA_FENCE}
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])
+local hold = ARGV[7]
 
 local dropped = false
 local head = redis.call('lindex', KEYS[3], 0)
@@ -36,7 +42,9 @@ end
 if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 
 if redis.call('hexists', KEYS[1], owner) == 1 then
-  if ARGV[6] == '1' then redis.call('hincrby', KEYS[1], owner, 1) end
+  if ARGV[6] == '1' and (not hold or redis.call('hsetnx', KEYS[1], hold, 1) == 1) then
+    redis.call('hincrby', KEYS[1], owner, 1)
+  end
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   return {1, currentFence(KEYS[2], lease)}
 end
@@ -47,7 +55,7 @@ if free and (not head or head == owner) then
     redis.call('lpop', KEYS[3])
     redis.call('zrem', KEYS[4], owner)
   end
-  redis.call('hset', KEYS[1], owner, 1)
+  if hold then redis.call('hset', KEYS[1], owner, 1, hold, 1) else redis.call('hset', KEYS[1], owner, 1) end
   redis.call('pexpire', KEYS[1], lease)
   return {1, nextFence(KEYS[2], lease)}
 end
@@ -59,6 +67,8 @@ if free and dropped then redis.call(ARGV[5], KEYS[5], '@' .. head) end
 if ARGV[4] == '1' then
   if not redis.call('zscore', KEYS[4], owner) then redis.call('rpush', KEYS[3], owner) end
   redis.call('zadd', KEYS[4], now + tonumber(ARGV[3]), owner)
+  redis.call('pexpire', KEYS[3], ARGV[3])
+  redis.call('pexpire', KEYS[4], ARGV[3])
 end
 
 if free then

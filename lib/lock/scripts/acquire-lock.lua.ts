@@ -4,11 +4,14 @@ import { LUA_FENCE } from './lua-snippets';
 /**
  * Takes or re-enters a reentrant lock.
  *
- * KEYS[1] owner hash  `rl:lock:{name}`          owner -> reentry count
+ * KEYS[1] owner hash  `rl:lock:{name}`          owner -> reentry count, and `<owner>/<n>` -> 1 per open hold
  * KEYS[2] fence       `rl:lock:{name}:fence`    fencing counter (LUA_FENCE), stepped on every fresh acquire
  * ARGV[1] owner id, ARGV[2] lease in ms, ARGV[3] '1' if the owner comes from an enclosing section
  * (count a nested hold), '0' for a fresh owner (finding it means a replayed attempt: count nothing),
  * ARGV[4] optional: 'counter' steps the fence by one without the clock floor (Redlock masters)
+ * ARGV[5] optional: this acquire call's hold id (`<owner>/<n>`), recorded as its own field. A nested
+ * acquire whose hold is recorded already is this very acquire run again (its reply was lost and
+ * ioredis re-sent it): it counts nothing, so the owner's count is always the number of its holds.
  *
  * Returns {1, fencingToken} when held by the caller afterwards, {0, pttl} when another owner holds it
  * (pttl is how long the caller may sleep at most before the lease could have run out), {-2, 0} when a
@@ -18,15 +21,18 @@ export const acquireLockScript = new RedisScript(
   'acquireLock',
   `${LUA_FENCE}
 local lease = tonumber(ARGV[2])
+local hold = ARGV[5]
 if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[1], 1)
+  if hold then redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1) else redis.call('hset', KEYS[1], ARGV[1], 1) end
   redis.call('pexpire', KEYS[1], lease)
   return {1, nextFence(KEYS[2], lease, ARGV[4] == 'counter')}
 end
 -- a read/write lock holds the name (one name is one kind of lock): refused
 if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
-  if ARGV[3] == '1' then redis.call('hincrby', KEYS[1], ARGV[1], 1) end
+  if ARGV[3] == '1' and (not hold or redis.call('hsetnx', KEYS[1], hold, 1) == 1) then
+    redis.call('hincrby', KEYS[1], ARGV[1], 1)
+  end
   -- a nested acquire never shortens the lease the outer one already has
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   return {1, currentFence(KEYS[2], lease)}

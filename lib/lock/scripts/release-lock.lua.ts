@@ -1,11 +1,14 @@
 import { RedisScript } from '../../redis/redis-script';
 
 /**
- * Releases one level of a reentrant (plain or fair) lock, only for its owner.
+ * Releases one hold of a reentrant (plain or fair) lock, only for its owner.
  *
  * KEYS[1] owner hash, KEYS[2] wake channel (a key argument so a cluster routes by its hash tag),
  * KEYS[3] fair queue
- * ARGV[1] owner id, ARGV[2] 'publish' or 'spublish'
+ * ARGV[1] owner id, ARGV[2] 'publish' or 'spublish',
+ * ARGV[3] optional: the hold id the acquire recorded (acquire-lock ARGV[5]). Only that hold is
+ * ended, so a release that runs twice (its reply lost, the command re-sent) finds its hold gone and
+ * changes nothing, and holds of one owner may be released in any order.
  *
  * Returns -1 when the caller does not hold the lock (released before, expired, taken over),
  * the remaining reentry count when still held, 0 when freed. On 0 it wakes exactly one waiter:
@@ -14,7 +17,12 @@ import { RedisScript } from '../../redis/redis-script';
 export const releaseLockScript = new RedisScript(
   'releaseLock',
   `
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
+local hold = ARGV[3]
+if hold then
+  if redis.call('hdel', KEYS[1], hold) == 0 then return -1 end
+elseif redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  return -1
+end
 local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if left > 0 then return left end
 redis.call('del', KEYS[1])

@@ -3,7 +3,8 @@ import { RedisScript } from '../../../redis/redis-script';
 /**
  * Reads one lock (reentrant, fair or read/write) for the dashboard, from one snapshot.
  *
- * KEYS[1] owner hash  `<prefix>:lock:{name}`          owner -> reentry count ('mode' field for read/write)
+ * KEYS[1] owner hash  `<prefix>:lock:{name}`          owner -> reentry count ('mode' field for read/write),
+ *                                                      and `<owner>/<n>` per open hold (not returned: the count says it)
  * KEYS[2] fence       `<prefix>:lock:{name}:fence`    fencing counter
  * KEYS[3] fair queue  `<prefix>:lock:{name}:queue`    list of waiting owners
  * KEYS[4] leases      `<prefix>:lock:{name}:leases`   read/write: holder field -> lease deadline
@@ -28,6 +29,14 @@ if redis.call('type', KEYS[4]).ok == 'zset' then
 end
 local waiting = 0
 if redis.call('type', KEYS[3]).ok == 'list' then waiting = redis.call('llen', KEYS[3]) end
-return { redis.call('pttl', KEYS[1]), redis.call('get', KEYS[2]), waiting, redis.call('hgetall', KEYS[1]), leases }
+local fields = {}
+local all = redis.call('hgetall', KEYS[1])
+for i = 1, #all, 2 do
+  if not string.find(all[i], '/', 1, true) then
+    fields[#fields + 1] = all[i]
+    fields[#fields + 1] = all[i + 1]
+  end
+end
+return { redis.call('pttl', KEYS[1]), redis.call('get', KEYS[2]), waiting, fields, leases }
 `,
 );
