@@ -374,7 +374,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
           settled = true;
           reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
           attempt.then(
-            (outcome) => outcome.acquired && !mode.reentry && this.releaseAbandoned(protocol, owner, mode.hold),
+            // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
+            (outcome) => outcome.acquired && this.releaseAbandoned(protocol, owner, mode.hold),
             () => undefined,
           );
         },
@@ -400,6 +401,18 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
       // Its lease frees it anyway.
       this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${(error as Error)?.message ?? error}`);
     });
+  }
+
+  /**
+   * Ends in Redis a hold this side already counts as lost. Its lease may have run out here first
+   * (a nested hold with its own short lease inside a longer one, or the early margin) or Redis may
+   * have been out of reach: Redis may still list it, and a nested hold left there would keep the
+   * lock held after its owner's last release. The release ends only this hold (by its id), so it
+   * is harmless when Redis dropped it already. In the background: `release()` of a lost handle
+   * never waits for, nor fails with, an unreachable Redis.
+   */
+  private releaseLost(handle: HeldLockHandle): void {
+    this.releaseAbandoned(handle.protocol, handle.owner, handle.hold);
   }
 
   /** The owner id an enclosing section of *this* service holds the lock under, if any. */
@@ -476,8 +489,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
 
   private async releaseHeld(handle: HeldLockHandle): Promise<void> {
     if (handle.lost) {
-      // Lost already: Redis holds nothing of ours to release.
       this.forget(handle);
+      this.releaseLost(handle);
       return;
     }
     if (this.transactions.isActive()) {
@@ -499,7 +512,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
 
   private async releaseNow(handle: HeldLockHandle): Promise<void> {
     this.forget(handle);
-    if (handle.lost) return;
+    if (handle.lost) return this.releaseLost(handle);
     handle.markReleased();
     const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand, handle.hold);
     if (this.events.wants('lock.released')) {
