@@ -281,8 +281,9 @@ describe('LockContext.current()', () => {
     expect(orders.seen.map((s) => s.method)).toEqual(['outer', 'byId', 'outer-after']);
     const tokens = new Set(orders.seen.map((s) => s.context!.fencingToken));
     expect(tokens.size).toBe(1);
-    // One owner, held once.
-    expect(Object.values(owners)).toEqual(['1']);
+    // One owner, held once: its count field and the field of its one hold ('<owner>/<n>').
+    expect(Object.values(owners)).toEqual(['1', '1']);
+    expect(Object.keys(owners).filter((field) => field.includes('/'))).toHaveLength(1);
     expect(await locks.isLocked('order:n')).toBe(false);
   });
 

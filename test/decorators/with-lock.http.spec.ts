@@ -157,7 +157,9 @@ describe('locks in an HTTP application', () => {
         owners = await redis.hgetall(ownersKey(keyPrefix, 'order:13'));
       };
       expect(await request('POST', '/orders/13/both')).toEqual({ status: 201, body: { id: '13', key: 'order:13' } });
-      expect(Object.values(owners)).toEqual(['1']);
+      // One owner, held once: its count field and the field of its one hold ('<owner>/<n>').
+      expect(Object.values(owners)).toEqual(['1', '1']);
+      expect(Object.keys(owners).filter((field) => field.includes('/'))).toHaveLength(1);
       expect(await locks.isLocked('order:13')).toBe(false);
     });
 
@@ -167,7 +169,9 @@ describe('locks in an HTTP application', () => {
         owners = await redis.hgetall(ownersKey(keyPrefix, 'order:14'));
       };
       expect(await request('POST', '/explicit/14')).toEqual({ status: 201, body: { key: 'order:14' } });
-      expect(Object.values(owners)).toEqual(['1']);
+      // One owner, held once: its count field and the field of its one hold ('<owner>/<n>').
+      expect(Object.values(owners)).toEqual(['1', '1']);
+      expect(Object.keys(owners).filter((field) => field.includes('/'))).toHaveLength(1);
       expect(await whileHeld('order:14', () => request('POST', '/explicit/14'))).toEqual({ status: 409, body: conflict });
     });
   });
