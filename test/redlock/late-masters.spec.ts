@@ -1,6 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { LockService, type LockHandle } from '../../lib';
+import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters';
 import { releaseRedlockScript } from '../../lib/lock/redlock/scripts/release-redlock.lua';
 import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua';
 import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua';
@@ -392,6 +393,20 @@ describe('Redlock: masters that answer late', () => {
       expect(BigInt(next.fencingToken)).toBeGreaterThan(BigInt(first.fencingToken));
       await next.release();
       expect(await noHoldLeft(keyPrefix, name)).toBe(true);
+    });
+
+    it('a release sent while two masters are reconnecting reaches them once they are back', async () => {
+      const name = 'release-reconnecting';
+      const lock = await a.acquire(name);
+      // Both connections drop at once (as after a network blip); the release cannot reach them now.
+      const clients = apps[0].get(RedlockMasters).masters.map((master) => master.client);
+      masters.proxies[0].resetAll();
+      masters.proxies[1].resetAll();
+      expect(await eventually(async () => clients[0].status !== 'ready' && clients[1].status !== 'ready', 2_000)).toBe(true);
+      await lock.release();
+      // Well within the lease (3 s): the masters got the release when their connections came back.
+      expect(await noHoldLeft(keyPrefix, name)).toBe(true);
+      expect(await otherGetsIt(b, name)).toBe(true);
     });
 
     it('a watchdog renewal and an extend whose replies are lost and re-sent keep the lock', async () => {
