@@ -5,9 +5,12 @@ import { RedisScript } from '../../../redis/redis-script';
  * failed try won on some masters (every try has its own ids, so that can only undo that try).
  *
  * KEYS[1] owner hash, KEYS[2] wake channel
- * ARGV[1] owner id, ARGV[2] wake message, ARGV[3] hold id
+ * ARGV[1] owner id, ARGV[2] wake message, ARGV[3] the hold id the acquire recorded (acquire-lock
+ * ARGV[5]). Only that hold is ended, as in release-lock: a release that runs twice (its reply lost,
+ * the command re-sent) finds its hold gone and changes nothing.
  *
- * Returns -1 when the owner does not hold it here, the remaining reentry count, or 0 when freed.
+ * Returns -1 when the hold is not here (released before, expired, never granted here), the
+ * remaining reentry count, or 0 when freed.
  *
  * The wake message is '1:<release id>': WakeSubscriber reads the leading count, and the id lets the
  * fan-out subscriber pass on one copy of a release that every master announces.
@@ -18,7 +21,7 @@ import { RedisScript } from '../../../redis/redis-script';
 export const releaseRedlockScript = new RedisScript(
   'releaseRedlock',
   `
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
+if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then return -1 end
 local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if left > 0 then return left end
 redis.call('del', KEYS[1])
