@@ -7,6 +7,9 @@ import { closeQuietly } from '../../redis/close-quietly';
 /** How often one master's connection errors are logged at most, in ms. */
 const ERROR_LOG_INTERVAL_MS = 5_000;
 
+/** Releases kept for a master that is out of reach, to run once it is back (far more than ever pile up). */
+const MAX_RELEASES_WHEN_BACK = 10_000;
+
 /**
  * One independent Redis master of Redlock mode: its command connection and, once a waiter needs
  * it, its pub/sub connection.
@@ -21,6 +24,7 @@ export class RedlockMaster {
   readonly owned: boolean;
   private pubSub?: Redis;
   private lastErrorLog = Number.NEGATIVE_INFINITY;
+  private readonly whenBack = new Set<() => void>();
 
   constructor(
     options: RedlockClientOptions,
@@ -36,6 +40,22 @@ export class RedlockMaster {
       this.owned = true;
       this.logErrorsOf(this.client, 'commands');
     }
+    this.client.on('ready', () => {
+      if (this.whenBack.size === 0) return;
+      const tasks = [...this.whenBack];
+      this.whenBack.clear();
+      // After ioredis has re-sent the commands that were in flight when the connection dropped
+      // (it does so right after emitting 'ready'): a release must run after its hold's acquire.
+      setImmediate(() => tasks.forEach((task) => task()));
+    });
+  }
+
+  /**
+   * Runs `task` once the command connection is ready again (a release that could not reach this
+   * master). Dropped when the module closes, or beyond a bound: the hold's lease ends it then.
+   */
+  whenReconnected(task: () => void): void {
+    if (this.whenBack.size < MAX_RELEASES_WHEN_BACK) this.whenBack.add(task);
   }
 
   /** `host:port` of the master, for messages (never a password). */
@@ -67,6 +87,7 @@ export class RedlockMaster {
   }
 
   async close(): Promise<void> {
+    this.whenBack.clear();
     const closing = [this.pubSub && closeQuietly(this.pubSub)];
     if (this.owned) closing.push(closeQuietly(this.client));
     await Promise.all(closing);

@@ -115,7 +115,7 @@ export class RedlockQuorum implements RenewalTarget {
    */
   async release(keys: LockKeys, ids: TryIds): Promise<number> {
     const message = releaseMessage();
-    const calls = this.masters.map((master) => releaseRedlockScript.run<number>(master.client, [keys.owners, keys.wakeChannel], [ids.owner, message, ids.hold]));
+    const calls = this.masters.map((_, master) => this.releaseOn(master, keys, ids, message));
     const replies = await collectReplies(calls, this.config.requestTimeout, (so) => successes(so).length >= this.quorum);
     const results = successes(replies).map(({ value }) => value);
     if (results.length === 0) throw this.noAnswer(replies, 'release a lock');
@@ -177,10 +177,28 @@ export class RedlockQuorum implements RenewalTarget {
     });
   }
 
+  /**
+   * Ends one hold on one master. A master out of reach at that moment (the command never left, or
+   * was dropped with its connection) gets it again once its connection is back, so the hold does
+   * not stay there until its lease ends. Safe to run twice: it ends the hold by its id.
+   */
+  private releaseOn(master: number, keys: LockKeys, ids: TryIds, message: string): Promise<number> {
+    const run = () => releaseRedlockScript.run<number>(this.masters[master].client, [keys.owners, keys.wakeChannel], [ids.owner, message, ids.hold]);
+    return run().catch((error: unknown) => {
+      if (error instanceof RedisConnectionError) {
+        this.masters[master].whenReconnected(() => {
+          run().catch((again: unknown) =>
+            this.onBackgroundError(`Could not release a Redlock hold on master ${master}: ${(again as Error)?.message ?? again}`),
+          );
+        });
+      }
+      throw error;
+    });
+  }
+
   /** Releases this try's hold on one master. Its fence step stays: a fence only grows. */
   private handBack(master: number, keys: LockKeys, ids: TryIds): void {
-    releaseRedlockScript
-      .run(this.masters[master].client, [keys.owners, keys.wakeChannel], [ids.owner, releaseMessage(), ids.hold])
+    this.releaseOn(master, keys, ids, releaseMessage())
       .catch((error: unknown) =>
         // Its lease frees it anyway.
         this.onBackgroundError(`Could not hand back a partial Redlock grant on master ${master}: ${(error as Error)?.message ?? error}`),
