@@ -249,7 +249,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     const shards = this.shardKeys(topic);
     if (id !== undefined) {
       this.assertId(topic, id);
-      return retryDeadJobsScript.run<number>(this.connection.client, this.jobKeys(topic, id), [id, 1]);
+      return this.runRecorded<number>(retryDeadJobsScript, this.jobKeys(topic, id), [id, 1]);
     }
     const counts = await Promise.all(shards.map((keys) => this.retryAllDead(keys)));
     return counts.reduce((sum, n) => sum + n, 0);
@@ -261,7 +261,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     let remaining = Number((await topicStatsScript.run<number[]>(this.connection.client, keys, []))[3]);
     let total = 0;
     while (remaining > 0) {
-      const moved = await retryDeadJobsScript.run<number>(this.connection.client, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
+      const moved = await this.runRecorded<number>(retryDeadJobsScript, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
       total += moved;
       if (moved === 0) break;
       remaining -= moved;

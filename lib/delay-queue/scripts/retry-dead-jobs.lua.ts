@@ -5,14 +5,17 @@ import { LUA_PRELUDE } from './lua-prelude';
  * Puts dead letters back in the queue, due now, with their attempts reset (the last error is kept
  * until the next failure overwrites it).
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
  * ARGV[1] one id, or '' for the oldest dead letters; ARGV[2] how many at most (when ARGV[1] is '')
  *
- * Returns how many were requeued.
+ * Returns how many were requeued. A second run of the same call answers as the first and requeues
+ * nothing more (without the record it would take the next-oldest dead letters).
  */
 export const retryDeadJobsScript = new RedisScript(
   'retryDeadJobs',
   `${LUA_PRELUDE}
+local prior = recordedReply()
+if prior then return tonumber(prior) end
 local ids
 if ARGV[1] ~= '' then
   ids = { ARGV[1] }
@@ -33,6 +36,7 @@ for _, id in ipairs(ids) do
   end
 end
 if moved > 0 then wake(nowMs) end
+recordReply(moved)
 return moved
 `,
 );
