@@ -163,7 +163,12 @@ export class RedlockQuorum implements RenewalTarget {
     return successes(replies).length;
   }
 
-  private handBackGrants(calls: readonly Promise<AttemptOutcome>[], replies: RepliesSoFar<AttemptOutcome>, keys: LockKeys, ids: TryIds): void {
+  private handBackGrants(
+    calls: readonly Promise<AttemptOutcome>[],
+    replies: RepliesSoFar<AttemptOutcome>,
+    keys: LockKeys,
+    ids: TryIds,
+  ): void {
     calls.forEach((call, master) => {
       const reply = replies[master];
       if (reply === undefined) {
@@ -183,7 +188,8 @@ export class RedlockQuorum implements RenewalTarget {
    * not stay there until its lease ends. Safe to run twice: it ends the hold by its id.
    */
   private releaseOn(master: number, keys: LockKeys, ids: TryIds, message: string): Promise<number> {
-    const run = () => releaseRedlockScript.run<number>(this.masters[master].client, [keys.owners, keys.wakeChannel], [ids.owner, message, ids.hold]);
+    const run = () =>
+      releaseRedlockScript.run<number>(this.masters[master].client, [keys.owners, keys.wakeChannel], [ids.owner, message, ids.hold]);
     return run().catch((error: unknown) => {
       if (error instanceof RedisConnectionError) {
         this.masters[master].whenReconnected(() => {
