@@ -65,7 +65,7 @@ describe('randomized model-based checker (short seeded run)', () => {
     async () => {
       const { summary, output, code } = await runChecker(SEED);
       const report = () =>
-        `randomized checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak -- --seed ${SEED} --processes 3 --minutes 0.5 --fault-every 600)\n` +
+        `randomized checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak -- --seed ${SEED} --processes 3 --minutes 0.5 --fault-every 600 --min-faults 1)\n` +
         `${output.split('\n').filter((l) => !l.startsWith('SOAK_SUMMARY ')).slice(-80).join('\n')}`;
       if (!summary || code !== 0 || summary.violationCount !== 0) throw new Error(report());
 
