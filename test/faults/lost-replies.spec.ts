@@ -1,0 +1,651 @@
+import { LockAcquireTimeoutError, type Consumer, type LockHandle, type LockService } from '../../lib';
+import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua';
+import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua';
+import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua';
+import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua';
+import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua';
+import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua';
+import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua';
+import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua';
+import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua';
+import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua';
+import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua';
+import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts';
+import { leaveFairQueueScript } from '../../lib/lock/scripts/leave-fair-queue.lua';
+import {
+  acquireReadLockScript,
+  acquireWriteLockScript,
+  releaseReadWriteLockScript,
+  renewReadWriteLocksScript,
+} from '../../lib/lock/scripts/read-write-lock.lua';
+import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua';
+import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua';
+import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua';
+import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua';
+import {
+  deferred,
+  fence,
+  LostReplyHarness,
+  row,
+  until,
+  type LostReplyContext,
+  type LostReplyRow,
+  type ScriptRef,
+} from '../support/lost-reply-harness';
+
+/*
+ * The lost-reply fault, over every script-backed operation. Each row loses the reply of one call
+ * after Redis ran it; ioredis re-sends the call when it reconnects, so the script runs twice (the
+ * harness proves both: the fault fired on a real run, and the call reached Redis again). Then the
+ * row checks from outside, with a plain Redis client and through the API of a second module on a
+ * direct connection (another process), that:
+ *   locks: no two holders; re-entry counts balance (the owner hash holds exactly the expected
+ *          count, and once the outer section ends another process takes the lock at once);
+ *          fences only grow;
+ *   jobs:  each job runs exactly once here (at-least-once is not an excuse for a fault this small),
+ *          never before it is due, and nothing is lost or dead-lettered without a run; return values
+ *          of the API tell the truth.
+ */
+
+type Ctx = LostReplyContext;
+const TOPIC = 'jobs';
+
+/** Whether a try-acquire got the lock (given back at once when it did). */
+async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
+  const handle = await attempt;
+  await handle?.release();
+  return handle !== null;
+}
+
+/** The fence of a hold another process takes at once (it must be free), given back right away; null if it was not free. */
+async function takenAtOnce(attempt: Promise<LockHandle | null>): Promise<bigint | null> {
+  const handle = await attempt;
+  if (!handle) return null;
+  await handle.release();
+  return fence(handle.fencingToken);
+}
+
+/** An owner's field in a lock's hash: `<clientId>:<n>`, with `:r` / `:w` for a read/write holder. */
+const OWNER_FIELD = /^[0-9a-f]{12}:\d+(:[rw])?$/;
+
+/** Re-entry counts of the owners in a lock's hash (other fields, such as 'mode' or per-hold records, left out). */
+async function counts(ctx: Omit<Ctx, 'lost'>, name: string): Promise<string[]> {
+  const hash = await ctx.redis.hgetall(ctx.keys.lock(name).owners);
+  return Object.entries(hash)
+    .filter(([field]) => OWNER_FIELD.test(field))
+    .map(([, count]) => count);
+}
+
+/** One kind of lock, as the rows that apply to every kind see it. */
+interface Kind {
+  readonly label: string;
+  readonly acquireScript: ScriptRef;
+  readonly releaseScript: ScriptRef;
+  take(locks: LockService, name: string): Promise<LockHandle>;
+  /** A try by another process that this kind's hold must exclude. */
+  tryExcluded(locks: LockService, name: string): Promise<LockHandle | null>;
+  /** The most exclusive try: succeeds only when nobody holds the lock at all. */
+  tryExclusive(locks: LockService, name: string): Promise<LockHandle | null>;
+}
+
+const KINDS: readonly Kind[] = [
+  {
+    label: 'plain lock',
+    acquireScript: acquireLockScript,
+    releaseScript: releaseLockScript,
+    take: (locks, name) => locks.acquire(name),
+    tryExcluded: (locks, name) => locks.tryAcquire(name),
+    tryExclusive: (locks, name) => locks.tryAcquire(name),
+  },
+  {
+    label: 'fair lock',
+    acquireScript: acquireFairLockScript,
+    releaseScript: releaseLockScript,
+    take: (locks, name) => locks.acquire(name, { fair: true }),
+    tryExcluded: (locks, name) => locks.tryAcquire(name, { fair: true }),
+    tryExclusive: (locks, name) => locks.tryAcquire(name, { fair: true }),
+  },
+  {
+    label: 'read lock',
+    acquireScript: acquireReadLockScript,
+    releaseScript: releaseReadWriteLockScript,
+    take: (locks, name) => locks.readWrite(name).read(),
+    tryExcluded: (locks, name) => locks.readWrite(name).tryWrite(),
+    tryExclusive: (locks, name) => locks.readWrite(name).tryWrite(),
+  },
+  {
+    label: 'write lock',
+    acquireScript: acquireWriteLockScript,
+    releaseScript: releaseReadWriteLockScript,
+    take: (locks, name) => locks.readWrite(name).write(),
+    tryExcluded: (locks, name) => locks.readWrite(name).tryRead(),
+    tryExclusive: (locks, name) => locks.readWrite(name).tryWrite(),
+  },
+];
+
+/** The four rows every kind gets: fresh acquire, nested acquire, nested release, outer release. */
+function kindRows(kind: Kind): LostReplyRow[] {
+  const name = 'resource';
+  /** After the last release: nothing left in Redis, and another process takes the lock at once with a larger fence. */
+  const expectFreeAfter = async (ctx: Ctx, seen: readonly string[]) => {
+    expect(await ctx.redis.exists(ctx.keys.lock(name).owners)).toBe(0);
+    const next = await takenAtOnce(kind.tryExclusive(ctx.peerLocks, name));
+    expect(next).not.toBeNull();
+    for (const token of seen) expect(next!).toBeGreaterThan(fence(token));
+  };
+  return [
+    row({
+      name: `${kind.label} acquire: a fresh acquire run twice is one hold, excludes others, and one release frees it`,
+      script: kind.acquireScript,
+      arrange: (ctx) => takenAtOnce(kind.tryExclusive(ctx.peerLocks, name)),
+      act: (ctx) => kind.take(ctx.locks, name),
+      check: async (ctx, earlier, handle) => {
+        expect(fence(handle.fencingToken)).toBeGreaterThan(earlier!);
+        expect(await counts(ctx, name)).toEqual(['1']);
+        expect(await got(kind.tryExcluded(ctx.peerLocks, name))).toBe(false);
+        await handle.release();
+        await expectFreeAfter(ctx, [handle.fencingToken]);
+      },
+    }),
+    row({
+      name: `${kind.label} re-entry: a nested acquire run twice counts once; the lock is free as soon as the outer section ends`,
+      script: kind.acquireScript,
+      arrange: (ctx) => kind.take(ctx.locks, name),
+      act: (ctx, outer) =>
+        ctx.locks.runInScope(outer, async () => {
+          const inner = await kind.take(ctx.locks, name);
+          const nested = { token: inner.fencingToken, counts: await counts(ctx, name) };
+          await inner.release();
+          return { nested, afterInner: { counts: await counts(ctx, name), other: await got(kind.tryExcluded(ctx.peerLocks, name)) } };
+        }),
+      check: async (ctx, outer, result) => {
+        expect(result).toEqual({
+          nested: { token: outer.fencingToken, counts: ['2'] },
+          afterInner: { counts: ['1'], other: false },
+        });
+        await outer.release();
+        await expectFreeAfter(ctx, [outer.fencingToken]);
+      },
+    }),
+    row({
+      name: `${kind.label} nested release: run twice, it ends only the nested hold; the outer section keeps the lock`,
+      script: kind.releaseScript,
+      arrange: (ctx) => kind.take(ctx.locks, name),
+      act: (ctx, outer) =>
+        ctx.locks.runInScope(outer, async () => {
+          const inner = await kind.take(ctx.locks, name);
+          await inner.release();
+          return { counts: await counts(ctx, name), other: await got(kind.tryExcluded(ctx.peerLocks, name)), outerHeld: outer.held };
+        }),
+      check: async (ctx, outer, result) => {
+        expect(result).toEqual({ counts: ['1'], other: false, outerHeld: true });
+        await outer.release();
+        await expectFreeAfter(ctx, [outer.fencingToken]);
+      },
+    }),
+    row({
+      name: `${kind.label} release: run twice, it frees the lock once and another process takes it at once`,
+      script: kind.releaseScript,
+      arrange: (ctx) => kind.take(ctx.locks, name),
+      act: (_ctx, handle) => handle.release(),
+      check: async (ctx, handle) => {
+        expect(handle.held).toBe(false);
+        await expectFreeAfter(ctx, [handle.fencingToken]);
+      },
+    }),
+  ];
+}
+
+const lockRows: LostReplyRow[] = [
+  ...KINDS.flatMap(kindRows),
+  row({
+    name: 'plain lock extend: run twice, the lease is extended and the hold stays single',
+    script: renewLocksScript,
+    arrange: (ctx) => ctx.locks.acquire('extended', { leaseTime: 1_500 }),
+    act: (_ctx, handle) => handle.extend(20_000),
+    check: async (ctx, handle) => {
+      expect(handle.held).toBe(true);
+      expect(await ctx.redis.pttl(ctx.keys.lock('extended').owners)).toBeGreaterThan(10_000);
+      expect(await counts(ctx, 'extended')).toEqual(['1']);
+      await handle.release();
+      expect(await takenAtOnce(ctx.peerLocks.tryAcquire('extended'))).toBeGreaterThan(fence(handle.fencingToken));
+    },
+  }),
+  row({
+    name: 'watchdog renewal: a renewal run twice keeps the hold alive past several leases, and one release frees it',
+    script: renewLocksScript,
+    options: { lock: { leaseTime: 600 } },
+    arrange: (ctx) => ctx.locks.acquire('watched'),
+    act: async (ctx, handle) => {
+      await ctx.lost;
+      // Three leases more: only renewals that keep working keep it.
+      await new Promise((resolve) => setTimeout(resolve, 1_800));
+      return { held: handle.held, aborted: handle.signal.aborted, other: await got(ctx.peerLocks.tryAcquire('watched')) };
+    },
+    check: async (ctx, handle, during) => {
+      expect(during).toEqual({ held: true, aborted: false, other: false });
+      expect(await counts(ctx, 'watched')).toEqual(['1']);
+      await handle.release();
+      expect(await takenAtOnce(ctx.peerLocks.tryAcquire('watched'))).toBeGreaterThan(fence(handle.fencingToken));
+    },
+  }),
+  row({
+    name: 'fair enqueue: a waiter whose queueing try runs twice is queued once, gets the lock, and leaves no trace in the queue',
+    script: acquireFairLockScript,
+    arrange: (ctx) => ctx.peerLocks.acquire('fair', { fair: true }),
+    act: async (ctx, holder) => {
+      const waiting = ctx.locks.acquire('fair', { fair: true, waitTimeout: 8_000 });
+      await ctx.lost;
+      await holder.release();
+      return waiting;
+    },
+    check: async (ctx, holder, handle) => {
+      const keys = ctx.keys.lock('fair');
+      expect(fence(handle.fencingToken)).toBeGreaterThan(fence(holder.fencingToken));
+      expect({ queue: await ctx.redis.lrange(keys.queue, 0, -1), timeouts: await ctx.redis.zrange(keys.timeouts, 0, -1) }).toEqual({
+        queue: [],
+        timeouts: [],
+      });
+      expect(await counts(ctx, 'fair')).toEqual(['1']);
+      await handle.release();
+      expect(await takenAtOnce(ctx.peerLocks.tryAcquire('fair', { fair: true }))).toBeGreaterThan(fence(handle.fencingToken));
+    },
+  }),
+  row({
+    name: 'fair leave: a waiter giving up whose leave runs twice is gone from the queue; the waiter behind it is served at once',
+    script: leaveFairQueueScript,
+    arrange: (ctx) => ctx.peerLocks.acquire('fair', { fair: true }),
+    act: async (ctx, holder) => {
+      const keys = ctx.keys.lock('fair');
+      const givingUp = ctx.locks.acquire('fair', { fair: true, waitTimeout: 600 });
+      const outcome = givingUp.then(
+        () => 'acquired',
+        (error: unknown) => (error instanceof LockAcquireTimeoutError ? 'timed out' : String(error)),
+      );
+      await until(async () => (await ctx.redis.llen(keys.queue)) === 1, 5_000, 'the first waiter to queue');
+      // Behind it: another process's waiter, with less patience than a dead waiter's liveness (5 s).
+      const behind = ctx.peerLocks.acquire('fair', { fair: true, waitTimeout: 4_000 });
+      const behindOutcome = behind.then(
+        (handle) => handle,
+        (error: unknown) => error as Error,
+      );
+      const first = await outcome;
+      await holder.release();
+      return { first, behind: await behindOutcome };
+    },
+    check: async (ctx, holder, { first, behind }) => {
+      expect(first).toBe('timed out');
+      expect(behind).not.toBeInstanceOf(Error);
+      const handle = behind as LockHandle;
+      expect(fence(handle.fencingToken)).toBeGreaterThan(fence(holder.fencingToken));
+      const keys = ctx.keys.lock('fair');
+      expect(await ctx.redis.lrange(keys.queue, 0, -1)).toEqual([]);
+      await handle.release();
+    },
+  }),
+  row({
+    name: 'read/write extend: run twice, the hold keeps its single count and the longer lease',
+    script: renewReadWriteLocksScript,
+    arrange: (ctx) => ctx.locks.readWrite('rw-extended').write({ leaseTime: 1_500 }),
+    act: (_ctx, handle) => handle.extend(20_000),
+    check: async (ctx, handle) => {
+      expect(handle.held).toBe(true);
+      expect(await counts(ctx, 'rw-extended')).toEqual(['1']);
+      expect(await ctx.redis.pttl(ctx.keys.lock('rw-extended').owners)).toBeGreaterThan(10_000);
+      expect(await got(ctx.peerLocks.readWrite('rw-extended').tryRead())).toBe(false);
+      await handle.release();
+      expect(await takenAtOnce(ctx.peerLocks.readWrite('rw-extended').tryWrite())).toBeGreaterThan(fence(handle.fencingToken));
+    },
+  }),
+  row({
+    name: 'semaphore acquire: a permit whose acquire runs twice is granted (not refused for itself) and counted once',
+    script: acquirePermitScript,
+    act: (ctx) => ctx.locks.semaphore('pool', 1).tryAcquire(),
+    check: async (ctx, _state, permit) => {
+      expect(permit).not.toBeNull();
+      expect(await ctx.redis.zcard(ctx.keys.semaphore('pool').permits)).toBe(1);
+      expect(await got(ctx.peerLocks.semaphore('pool', 1).tryAcquire())).toBe(false);
+      await permit!.release();
+      expect(await ctx.redis.zcard(ctx.keys.semaphore('pool').permits)).toBe(0);
+      expect(await takenAtOnce(ctx.peerLocks.semaphore('pool', 1).tryAcquire())).toBeGreaterThan(fence(permit!.fencingToken));
+    },
+  }),
+  row({
+    name: 'semaphore release: run twice, it gives back this permit only (another holder keeps its own)',
+    script: releasePermitScript,
+    arrange: async (ctx) => ({ mine: await ctx.locks.semaphore('pool', 2).acquire(), theirs: await ctx.peerLocks.semaphore('pool', 2).acquire() }),
+    act: (_ctx, { mine }) => mine.release(),
+    check: async (ctx, { theirs }) => {
+      expect(await ctx.redis.zcard(ctx.keys.semaphore('pool').permits)).toBe(1);
+      expect(theirs.held).toBe(true);
+      const again = await ctx.peerLocks.semaphore('pool', 2).tryAcquire();
+      expect(again).not.toBeNull();
+      expect(await got(ctx.peerLocks.semaphore('pool', 2).tryAcquire())).toBe(false);
+      await again!.release();
+      await theirs.release();
+    },
+  }),
+  row({
+    name: 'semaphore renew: run twice, the permit keeps its longer lease and is counted once',
+    script: renewPermitsScript,
+    arrange: (ctx) => ctx.locks.semaphore('pool', 1).acquire({ leaseTime: 1_500 }),
+    act: (_ctx, permit) => permit.extend(20_000),
+    check: async (ctx, permit) => {
+      const permits = ctx.keys.semaphore('pool').permits;
+      const [seconds, micros] = await ctx.redis.time();
+      const deadline = Number(await ctx.redis.zscore(permits, (await ctx.redis.zrange(permits, 0, 0))[0]));
+      expect(deadline - (Number(seconds) * 1000 + Number(micros) / 1000)).toBeGreaterThan(10_000);
+      expect(await ctx.redis.zcard(permits)).toBe(1);
+      expect(permit.held).toBe(true);
+      await permit.release();
+      expect(await takenAtOnce(ctx.peerLocks.semaphore('pool', 1).tryAcquire())).toBeGreaterThan(fence(permit.fencingToken));
+    },
+  }),
+  row({
+    name: 'multi-key acquire: a part whose acquire runs twice is held once; one release frees every key',
+    script: acquireLockScript,
+    nth: 2,
+    act: (ctx) => ctx.locks.acquire(['account:a', 'account:b']),
+    check: async (ctx, _state, handle) => {
+      expect({ a: await counts(ctx, 'account:a'), b: await counts(ctx, 'account:b') }).toEqual({ a: ['1'], b: ['1'] });
+      expect(await got(ctx.peerLocks.tryAcquire('account:b'))).toBe(false);
+      await handle.release();
+      expect(await got(ctx.peerLocks.tryAcquire(['account:a', 'account:b']))).toBe(true);
+    },
+  }),
+];
+
+// ---- jobs ------------------------------------------------------------------------------------
+
+/** Nothing of the topic is waiting or running (what is dead is counted separately). */
+async function drained(ctx: Omit<Ctx, 'lost'>): Promise<boolean> {
+  const stats = await ctx.peerQueue.stats(TOPIC);
+  return stats.scheduled + stats.due + stats.active === 0;
+}
+
+async function deadIds(ctx: Omit<Ctx, 'lost'>): Promise<string[]> {
+  return (await ctx.peerQueue.deadLetters(TOPIC)).map((job) => job.id);
+}
+
+/** A consumer on the peer that records each delivery as `id@attempt` and when it started (monotonic ms). */
+function recordingConsumer(ctx: Ctx, where: 'peer' | 'proxied' = 'peer'): { consumer: Consumer; runs: string[]; startedAt: Map<string, number> } {
+  const runs: string[] = [];
+  const startedAt = new Map<string, number>();
+  const queue = where === 'peer' ? ctx.peerQueue : ctx.queue;
+  const consumer = queue.consume(TOPIC, (_payload, job) => {
+    runs.push(`${job.id}@${job.attempt}`);
+    if (!startedAt.has(job.id)) startedAt.set(job.id, performance.now());
+  });
+  return { consumer, runs, startedAt };
+}
+
+const jobRows: LostReplyRow[] = [
+  row({
+    name: 'job claim: a claim run twice still delivers its job (maxAttempts 1): it runs once and is not dead-lettered',
+    script: claimDueJobsScript,
+    options: { delayQueue: { maxAttempts: 1, visibilityTimeout: 1_000 } },
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, { n: 1 }, { id: 'claimed' }),
+    act: async (ctx) => {
+      const { consumer, runs } = recordingConsumer(ctx, 'proxied');
+      await ctx.lost;
+      await until(() => drained(ctx), 8_000, 'the job to be done or dead');
+      await consumer.close();
+      return runs;
+    },
+    check: async (ctx, _id, runs) => {
+      expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['claimed@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'job ack: an acknowledgement run twice leaves the job done once, and the consumer goes on with the next job',
+    // The acknowledgement goes alone or rides on the next claim: lose whichever carries it.
+    script: [ackJobsScript, claimDueJobsScript],
+    where: (keysAndArgs) => keysAndArgs.includes('acked'),
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'acked' }),
+    act: async (ctx) => {
+      const recording = recordingConsumer(ctx, 'proxied');
+      await ctx.lost;
+      await until(async () => (await ctx.peerQueue.get(TOPIC, 'acked')) === null, 8_000, 'the acknowledgement');
+      return recording;
+    },
+    check: async (ctx, _id, { consumer, runs }) => {
+      await ctx.peerQueue.schedule(TOPIC, 2, { id: 'next' });
+      await until(async () => runs.includes('next@1') && (await drained(ctx)), 8_000, 'the next job');
+      await consumer.close();
+      expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['acked@1', 'next@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'job fail: a failure record run twice counts one attempt; the retry runs once, not before its backoff',
+    script: failJobScript,
+    options: { delayQueue: { maxAttempts: 3, backoff: { delay: 300, jitter: 0 } } },
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'failing' }),
+    act: async (ctx) => {
+      const attempts: number[] = [];
+      let failedAt = 0;
+      let retriedAt = 0;
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
+        attempts.push(job.attempt);
+        if (job.attempt === 1) {
+          failedAt = performance.now();
+          throw new Error('first attempt fails');
+        }
+        retriedAt = performance.now();
+      });
+      await ctx.lost;
+      await until(async () => attempts.length >= 2 && (await drained(ctx)), 8_000, 'the retry');
+      await consumer.close();
+      return { attempts, backoffMs: retriedAt - failedAt };
+    },
+    check: async (ctx, _id, { attempts, backoffMs }) => {
+      expect({ attempts, dead: await deadIds(ctx) }).toEqual({ attempts: [1, 2], dead: [] });
+      // Due 300 ms after the failure was recorded by Redis, which was after the handler threw.
+      expect(backoffMs).toBeGreaterThanOrEqual(295);
+    },
+  }),
+  row({
+    name: 'job extend: a visibility extension run twice keeps the claim; a long handler is never delivered a second time',
+    script: extendJobsScript,
+    options: { delayQueue: { visibilityTimeout: 600 } },
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'long' }),
+    act: async (ctx) => {
+      const deliveries: string[] = [];
+      const finish = deferred();
+      let aborted: boolean | undefined;
+      const consumer = ctx.queue.consume(TOPIC, async (_payload, job) => {
+        deliveries.push(`here@${job.attempt}`);
+        await finish.promise;
+        aborted = job.signal.aborted;
+      });
+      await until(() => deliveries.length === 1, 8_000, 'the first delivery');
+      // Another process polls the topic: a claim whose visibility lapsed would go to it.
+      const peer = ctx.peerQueue.consume(TOPIC, (_payload, job) => void deliveries.push(`peer@${job.attempt}`));
+      await ctx.lost;
+      // Two visibility timeouts after the lost reply: only extensions that kept working keep the claim.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      finish.resolve();
+      await until(() => drained(ctx), 8_000, 'the acknowledgement');
+      await Promise.all([consumer.close(), peer.close()]);
+      return { deliveries, aborted };
+    },
+    check: async (ctx, _id, result) => {
+      expect({ ...result, dead: await deadIds(ctx) }).toEqual({ deliveries: ['here@1'], aborted: false, dead: [] });
+    },
+  }),
+  row({
+    name: 'schedule: a schedule run twice stores one job, which runs once and not before it is due',
+    script: scheduleJobsScript,
+    act: async (ctx) => {
+      const recording = recordingConsumer(ctx);
+      const sentAt = performance.now();
+      const id = await ctx.queue.schedule(TOPIC, { n: 1 }, { delay: 400 });
+      await until(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the job');
+      await recording.consumer.close();
+      return { id, sentAt, ...recording };
+    },
+    check: async (ctx, _state, { id, sentAt, runs, startedAt }) => {
+      expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: [`${id}@1`], dead: [] });
+      expect(startedAt.get(id)! - sentAt).toBeGreaterThanOrEqual(395);
+    },
+  }),
+  row({
+    name: 'schedule with replace: a replacement run twice runs the new job once (the second run does not re-queue a running job)',
+    script: scheduleJobsScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 'old', { id: 'replaced', delay: 60_000 }),
+    act: async (ctx) => {
+      const payloads: string[] = [];
+      const consumer = ctx.peerQueue.consume<string>(TOPIC, (payload, job) => void payloads.push(`${payload}@${job.attempt}`));
+      await ctx.queue.schedule(TOPIC, 'new', { id: 'replaced', replace: true });
+      await until(async () => payloads.length > 0 && (await drained(ctx)), 8_000, 'the replacement to run');
+      await consumer.close();
+      return payloads;
+    },
+    check: async (ctx, _id, payloads) => {
+      expect({ payloads, dead: await deadIds(ctx) }).toEqual({ payloads: ['new@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'scheduleMany: a batch run twice stores each job once; each runs once, not before it is due',
+    script: scheduleJobsScript,
+    act: async (ctx) => {
+      const recording = recordingConsumer(ctx);
+      const sentAt = performance.now();
+      const ids = await ctx.queue.scheduleMany(TOPIC, [1, 2, 3, 4, 5].map((n) => ({ payload: n, delay: 300, id: `many-${n}` })));
+      await until(async () => recording.runs.length >= 5 && (await drained(ctx)), 8_000, 'the batch');
+      await recording.consumer.close();
+      return { ids, sentAt, ...recording };
+    },
+    check: async (ctx, _state, { ids, sentAt, runs, startedAt }) => {
+      expect(ids).toEqual(['many-1', 'many-2', 'many-3', 'many-4', 'many-5']);
+      expect({ runs: [...runs].sort(), dead: await deadIds(ctx) }).toEqual({ runs: ids.map((id) => `${id}@1`), dead: [] });
+      for (const id of ids) expect(startedAt.get(id)! - sentAt).toBeGreaterThanOrEqual(295);
+    },
+  }),
+  row({
+    name: 'cancel: a cancel run twice still answers true (the job existed) and the job is gone',
+    script: cancelJobScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'cancelled', delay: 60_000 }),
+    act: (ctx, id) => ctx.queue.cancel(TOPIC, id),
+    check: async (ctx, id, existed) => {
+      expect(existed).toBe(true);
+      expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+    },
+  }),
+  row({
+    name: 'reschedule: a reschedule run twice answers true; the job runs once, not before its new time',
+    script: rescheduleJobScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'moved', delay: 60_000 }),
+    act: async (ctx, id) => {
+      const recording = recordingConsumer(ctx);
+      const sentAt = performance.now();
+      const moved = await ctx.queue.reschedule(TOPIC, id, { delay: 500 });
+      await until(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the moved job');
+      await recording.consumer.close();
+      return { moved, sentAt, ...recording };
+    },
+    check: async (ctx, id, { moved, sentAt, runs, startedAt }) => {
+      expect({ moved, runs, dead: await deadIds(ctx) }).toEqual({ moved: true, runs: [`${id}@1`], dead: [] });
+      expect(startedAt.get(id)! - sentAt).toBeGreaterThanOrEqual(495);
+    },
+  }),
+  row({
+    name: 'retryDead(topic, id): run twice, it answers 1 and the job runs once more',
+    script: retryDeadJobsScript,
+    arrange: (ctx) => buryJobs(ctx, ['buried']),
+    act: (ctx) => ctx.queue.retryDead(TOPIC, 'buried'),
+    check: async (ctx, _state, requeued) => {
+      expect(requeued).toBe(1);
+      expect(await runToEnd(ctx)).toEqual({ runs: ['buried@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'retryDead(topic): a batch run twice answers how many it requeued, and each runs once more',
+    script: retryDeadJobsScript,
+    arrange: (ctx) => buryJobs(ctx, ['buried-1', 'buried-2']),
+    act: (ctx) => ctx.queue.retryDead(TOPIC),
+    check: async (ctx, _state, requeued) => {
+      expect(requeued).toBe(2);
+      expect(await runToEnd(ctx)).toEqual({ runs: ['buried-1@1', 'buried-2@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'hand-back at shutdown: a hand-back run twice returns each unstarted job once, with its attempt undone once',
+    script: releaseJobsScript,
+    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, ['one', 'two', 'three'].map((id) => ({ payload: id, id }))),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const started = deferred();
+      const finish = deferred();
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        async (_payload, job) => {
+          runs.push(`${job.id}@${job.attempt}`);
+          started.resolve();
+          await finish.promise;
+        },
+        { concurrency: 1 },
+      );
+      await started.promise; // one running, one more claimed ahead into the buffer
+      const closing = consumer.close();
+      await ctx.lost;
+      finish.resolve();
+      await closing;
+      return runs;
+    },
+    check: async (ctx, _ids, here) => {
+      const there = await runToEnd(ctx);
+      expect(there.dead).toEqual([]);
+      expect(here).toHaveLength(1);
+      // Every job ran exactly once over both processes, each on its first attempt.
+      expect([...here, ...there.runs].sort()).toEqual(['one@1', 'three@1', 'two@1']);
+    },
+  }),
+];
+
+/** Dead letters made through the API: jobs with one attempt whose handler throws. */
+async function buryJobs(ctx: Omit<Ctx, 'lost'>, ids: string[]): Promise<void> {
+  await ctx.peerQueue.scheduleMany(TOPIC, ids.map((id) => ({ payload: id, id, maxAttempts: 1 })));
+  const consumer = ctx.peerQueue.consume(TOPIC, () => {
+    throw new Error('buried on purpose');
+  });
+  await until(async () => (await ctx.peerQueue.stats(TOPIC)).dead === ids.length, 8_000, 'the dead letters');
+  await consumer.close();
+}
+
+/** Runs the topic on the peer until nothing waits or runs; what ran (sorted) and what is dead. */
+async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
+  const { consumer, runs } = recordingConsumer(ctx);
+  await until(() => drained(ctx), 8_000, 'the topic to drain');
+  await consumer.close();
+  return { runs: [...runs].sort(), dead: await deadIds(ctx) };
+}
+
+describe('Lost reply + re-send, over every script-backed operation', () => {
+  let harness: LostReplyHarness;
+
+  beforeAll(async () => {
+    harness = await LostReplyHarness.start([
+      ...ALL_LOCK_SCRIPTS,
+      ackJobsScript,
+      cancelJobScript,
+      claimDueJobsScript,
+      extendJobsScript,
+      failJobScript,
+      releaseJobsScript,
+      rescheduleJobScript,
+      retryDeadJobsScript,
+      scheduleJobsScript,
+      topicStatsScript,
+    ]);
+  });
+  afterAll(() => harness.stop());
+
+  describe('locks', () => {
+    it.each(lockRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
+  });
+
+  describe('jobs', () => {
+    it.each(jobRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
+  });
+});
