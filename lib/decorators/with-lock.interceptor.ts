@@ -60,26 +60,10 @@ export class WithLockInterceptor implements NestInterceptor {
    */
   protected toHttpException(error: unknown): HttpException | undefined {
     if (error instanceof LockAcquireTimeoutError) {
-      return new ConflictException(
-        {
-          statusCode: 409,
-          error: 'Conflict',
-          code: error.code,
-          message: 'The resource is locked by another operation in progress. Retry later.',
-        },
-        { cause: error },
-      );
+      return conflict(error, 'The resource is locked by another operation in progress. Retry later.');
     }
     if (error instanceof LockKindConflictError) {
-      return new ConflictException(
-        {
-          statusCode: 409,
-          error: 'Conflict',
-          code: error.code,
-          message: 'The resource is locked by another operation in progress (as another kind of lock). Retry later.',
-        },
-        { cause: error },
-      );
+      return conflict(error, 'The resource is locked by another operation in progress (as another kind of lock). Retry later.');
     }
     if (error instanceof LockNotReplicatedError) {
       return new ServiceUnavailableException(
@@ -176,4 +160,9 @@ export class WithLockInterceptor implements NestInterceptor {
       }),
     );
   }
+}
+
+/** 409 Conflict with the error's stable `code`; the error itself is kept as `cause`. */
+function conflict(error: LockAcquireTimeoutError | LockKindConflictError, message: string): ConflictException {
+  return new ConflictException({ statusCode: 409, error: 'Conflict', code: error.code, message }, { cause: error });
 }

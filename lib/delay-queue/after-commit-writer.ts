@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../lock/lock-events';
 import { newOperationId } from './operation-record';
 import type { PreparedJob } from './schedule-options';
+import { settleWithin } from './settle-within';
 
 /** First retry delay after a failed write; doubles per attempt up to the cap, with jitter (50-100 %). */
 const FIRST_RETRY_MS = 200;
@@ -198,15 +199,4 @@ function describeBatch(entry: PendingWrite): string {
   const ids = entry.jobs.slice(0, MAX_IDS_LOGGED).map((job) => JSON.stringify(job.id));
   const more = entry.jobs.length > MAX_IDS_LOGGED ? `, … ${entry.jobs.length - MAX_IDS_LOGGED} more` : '';
   return `${entry.jobs.length} job(s) of topic ${JSON.stringify(entry.topic)} (ids ${ids.join(', ')}${more})`;
-}
-
-/** True if `promise` settled within `ms`. */
-async function settleWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([promise.then(() => true as const), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

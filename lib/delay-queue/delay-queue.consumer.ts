@@ -19,6 +19,7 @@ import { claimDueJobsScript } from './scripts/claim-due-jobs.lua';
 import { extendJobsScript } from './scripts/extend-jobs.lua';
 import { failJobScript } from './scripts/fail-job.lua';
 import { releaseJobsScript } from './scripts/release-jobs.lua';
+import { settleWithin } from './settle-within';
 
 /** A job this consumer has claimed and not yet settled with Redis. */
 interface HeldJob {
@@ -679,15 +680,4 @@ function describeFailure(error: unknown): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-/** True if `promise` settled within `ms`. */
-async function settleWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([promise.then(() => true as const), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

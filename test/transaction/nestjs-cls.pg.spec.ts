@@ -5,7 +5,7 @@ import { LockService } from '../../lib';
 import { ClsTransactionSynchronizer } from '../../lib/transaction/adapters/nestjs-cls';
 import { ordersDataSource } from '../fixtures/tx-datasource';
 import { ClsOrderWorkflow, clsWorkers, createClsApp } from '../fixtures/tx-nestjs-cls';
-import { raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
+import { placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres';
 import { uniquePrefix } from '../support/test-app';
 
@@ -82,16 +82,12 @@ describe('@nestjs-cls/transactional (TypeORM adapter, PostgreSQL): a lock releas
     });
 
     it('runs two locked sections on one key in one transaction without waiting for itself, holding it until COMMIT', async () => {
-      const ref = uniquePrefix('order');
-      let heldBeforeCommit = false;
-      const inserted = await workflow.placeOrderTwice(ref, {
-        beforeCommit: async () => {
-          heldBeforeCommit = await locks.isLocked(`order:${ref}`);
-        },
-      });
-      expect(inserted).toEqual([true, false]);
-      expect(heldBeforeCommit).toBe(true);
-      expect(await locks.isLocked(`order:${ref}`)).toBe(false);
+      const outcome = await placeTwiceInOneTransaction(
+        (ref, hooks) => workflow.placeOrderTwice(ref, hooks),
+        (ref) => locks.isLocked(`order:${ref}`),
+        uniquePrefix('order'),
+      );
+      expect(outcome).toEqual({ inserted: [true, false], heldBeforeCommit: true, heldAfterCommit: false });
     });
 
     it('holds a lock released in a savepoint (Propagation.Nested) until the outer transaction commits', async () => {

@@ -4,7 +4,7 @@ import { StorageDriver, addTransactionalDataSource, initializeTransactionalConte
 import { LockService } from '../../lib';
 import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction/adapters/typeorm-transactional';
 import { ordersDataSource } from '../fixtures/tx-datasource';
-import { countOrders, eventually, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
+import { countOrders, eventually, placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
 import {
   TypeOrmOrderWorkflow,
   createTypeOrmTransactionalApp,
@@ -77,16 +77,12 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
     });
 
     it('runs two locked sections on one key in one transaction without waiting for itself, holding it until COMMIT', async () => {
-      const ref = uniquePrefix('order');
-      let heldBeforeCommit = false;
-      const inserted = await workflow.placeOrderTwice(ref, {
-        beforeCommit: async () => {
-          heldBeforeCommit = await locks.isLocked(`order:${ref}`);
-        },
-      });
-      expect(inserted).toEqual([true, false]);
-      expect(heldBeforeCommit).toBe(true);
-      expect(await locks.isLocked(`order:${ref}`)).toBe(false);
+      const outcome = await placeTwiceInOneTransaction(
+        (ref, hooks) => workflow.placeOrderTwice(ref, hooks),
+        (ref) => locks.isLocked(`order:${ref}`),
+        uniquePrefix('order'),
+      );
+      expect(outcome).toEqual({ inserted: [true, false], heldBeforeCommit: true, heldAfterCommit: false });
     });
 
     it('holds a lock released in a savepoint until the outer transaction commits', async () => {

@@ -1,0 +1,10 @@
+/** True if `promise` resolved within `ms`, false if `ms` passed first (a rejection passes through). */
+export async function settleWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
