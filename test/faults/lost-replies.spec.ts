@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { LockAcquireTimeoutError, type Consumer, type LockHandle, type LockService } from '../../lib';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua';
 import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua';
@@ -10,18 +12,21 @@ import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jo
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua';
 import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua';
 import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua';
-import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts';
 import { leaveFairQueueScript } from '../../lib/lock/scripts/leave-fair-queue.lua';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,
+  leaveWritersScript,
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
 } from '../../lib/lock/scripts/read-write-lock.lua';
 import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua';
 import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua';
 import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua';
+import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua';
+import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua';
 import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua';
+import { RedisScript } from '../../lib/redis/redis-script';
 import {
   deferred,
   fence,
@@ -284,6 +289,30 @@ const lockRows: LostReplyRow[] = [
     },
   }),
   row({
+    name: 'writer leave: a waiting writer giving up whose leave runs twice no longer holds readers back',
+    script: leaveWritersScript,
+    arrange: (ctx) => ctx.peerLocks.readWrite('rw-wait').read(),
+    act: async (ctx) => {
+      const writers = ctx.keys.lock('rw-wait').waitingWriters;
+      const writer = ctx.locks.readWrite('rw-wait').write({ waitTimeout: 500 });
+      const outcome = writer.then(
+        () => 'acquired',
+        (error: unknown) => (error instanceof LockAcquireTimeoutError ? 'timed out' : String(error)),
+      );
+      await until(async () => (await ctx.redis.zcard(writers)) === 1, 5_000, 'the writer to wait');
+      const readerWhileWaiting = await got(ctx.peerLocks.readWrite('rw-wait').tryRead());
+      return { readerWhileWaiting, writer: await outcome };
+    },
+    check: async (ctx, reader, result) => {
+      // Writer preference held new readers back while the writer waited; once it left, they get in at once.
+      expect(result).toEqual({ readerWhileWaiting: false, writer: 'timed out' });
+      expect(await ctx.redis.zcard(ctx.keys.lock('rw-wait').waitingWriters)).toBe(0);
+      expect(await got(ctx.peerLocks.readWrite('rw-wait').tryRead())).toBe(true);
+      await reader.release();
+      expect(await got(ctx.peerLocks.readWrite('rw-wait').tryWrite())).toBe(true);
+    },
+  }),
+  row({
     name: 'read/write extend: run twice, the hold keeps its single count and the longer lease',
     script: renewReadWriteLocksScript,
     arrange: (ctx) => ctx.locks.readWrite('rw-extended').write({ leaseTime: 1_500 }),
@@ -416,12 +445,14 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
-    name: 'job fail: a failure record run twice counts one attempt; the retry runs once, not before its backoff',
+    name: 'job fail: a failure record run twice counts one attempt and reports one retry; the retry runs once, not before its backoff',
     script: failJobScript,
     options: { delayQueue: { maxAttempts: 3, backoff: { delay: 300, jitter: 0 } } },
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'failing' }),
     act: async (ctx) => {
       const attempts: number[] = [];
+      const retried: string[] = [];
+      ctx.events.on('job.retried', (event) => void retried.push(`${event.id}@${event.attempt}`));
       let failedAt = 0;
       let retriedAt = 0;
       const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
@@ -435,12 +466,35 @@ const jobRows: LostReplyRow[] = [
       await ctx.lost;
       await until(async () => attempts.length >= 2 && (await drained(ctx)), 8_000, 'the retry');
       await consumer.close();
-      return { attempts, backoffMs: retriedAt - failedAt };
+      return { attempts, retried, backoffMs: retriedAt - failedAt };
     },
-    check: async (ctx, _id, { attempts, backoffMs }) => {
-      expect({ attempts, dead: await deadIds(ctx) }).toEqual({ attempts: [1, 2], dead: [] });
+    check: async (ctx, _id, { attempts, retried, backoffMs }) => {
+      expect({ attempts, retried, dead: await deadIds(ctx) }).toEqual({ attempts: [1, 2], retried: ['failing@1'], dead: [] });
       // Due 300 ms after the failure was recorded by Redis, which was after the handler threw.
       expect(backoffMs).toBeGreaterThanOrEqual(295);
+    },
+  }),
+  row({
+    name: 'job fail on the last attempt: run twice, the job is dead-lettered once, after its one run, and reported dead once',
+    script: failJobScript,
+    options: { delayQueue: { maxAttempts: 1 } },
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'last' }),
+    act: async (ctx) => {
+      const attempts: number[] = [];
+      const dead: string[] = [];
+      ctx.events.on('job.dead', (event) => void dead.push(`${event.id}@${event.attempt}`));
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
+        attempts.push(job.attempt);
+        throw new Error('always fails');
+      });
+      await ctx.lost;
+      await until(async () => (await ctx.peerQueue.stats(TOPIC)).dead === 1 && (await drained(ctx)), 8_000, 'the dead letter');
+      await consumer.close();
+      return { attempts, dead };
+    },
+    check: async (ctx, id, result) => {
+      const letters = (await ctx.peerQueue.deadLetters(TOPIC)).map((job) => `${job.id}:${job.attempts}`);
+      expect({ ...result, letters }).toEqual({ attempts: [1], dead: [`${id}@1`], letters: [`${id}:1`] });
     },
   }),
   row({
@@ -550,6 +604,21 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
+    name: 'reschedule to now: run twice while a consumer takes the job at once, it still answers true and the job runs once',
+    script: rescheduleJobScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'now', delay: 60_000 }),
+    act: async (ctx, id) => {
+      const recording = recordingConsumer(ctx);
+      const moved = await ctx.queue.reschedule(TOPIC, id, { delay: 0 });
+      await until(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the moved job');
+      await recording.consumer.close();
+      return { moved, runs: recording.runs };
+    },
+    check: async (ctx, id, result) => {
+      expect({ ...result, dead: await deadIds(ctx) }).toEqual({ moved: true, runs: [`${id}@1`], dead: [] });
+    },
+  }),
+  row({
     name: 'retryDead(topic, id): run twice, it answers 1 and the job runs once more',
     script: retryDeadJobsScript,
     arrange: (ctx) => buryJobs(ctx, ['buried']),
@@ -621,25 +690,38 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
   return { runs: [...runs].sort(), dead: await deadIds(ctx) };
 }
 
+/** Scripts that only read: a lost reply and a re-send change nothing, so they have no row. */
+const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readJobScript, readDeadLettersScript, topicStatsScript];
+
+/** Every Lua script the lock and delayed-job families define (each exported RedisScript of their script folders). */
+function scriptsOfLibrary(): ScriptRef[] {
+  const folders = ['../../lib/lock/scripts', '../../lib/delay-queue/scripts'].map((folder) => join(__dirname, folder));
+  return folders.flatMap((folder) =>
+    readdirSync(folder)
+      .filter((file) => file.endsWith('.lua.ts'))
+      .flatMap((file) => Object.values(require(join(folder, file)) as Record<string, unknown>))
+      .filter((value): value is RedisScript => value instanceof RedisScript),
+  );
+}
+
+function scriptsOf(rows: readonly LostReplyRow[]): ScriptRef[] {
+  return rows.flatMap((spec) => (Array.isArray(spec.script) ? spec.script : [spec.script as ScriptRef]));
+}
+
 describe('Lost reply + re-send, over every script-backed operation', () => {
   let harness: LostReplyHarness;
 
   beforeAll(async () => {
-    harness = await LostReplyHarness.start([
-      ...ALL_LOCK_SCRIPTS,
-      ackJobsScript,
-      cancelJobScript,
-      claimDueJobsScript,
-      extendJobsScript,
-      failJobScript,
-      releaseJobsScript,
-      rescheduleJobScript,
-      retryDeadJobsScript,
-      scheduleJobsScript,
-      topicStatsScript,
-    ]);
+    harness = await LostReplyHarness.start([...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...READ_ONLY_SCRIPTS])]);
   });
   afterAll(() => harness.stop());
+
+  it('has a row for every script of the library that changes state', () => {
+    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
+    const library = scriptsOfLibrary();
+    expect(library.length).toBeGreaterThanOrEqual(25);
+    expect(library.filter((script) => !covered.has(script.sha)).map((script) => script.name)).toEqual([]);
+  });
 
   describe('locks', () => {
     it.each(lockRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);

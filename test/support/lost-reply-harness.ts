@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { DelayQueueService, LockService, type RedisLockModuleOptions } from '../../lib';
+import { DelayQueueService, LockService, RedisLockEvents, type RedisLockModuleOptions } from '../../lib';
 import { RedisKeySpace } from '../../lib/keys/redis-key-space';
 import { FaultProxy, type LostReply } from '../../tools/fault-proxy';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from './test-app';
@@ -19,6 +19,8 @@ export interface LostReplyContext {
   /** The library on a connection through the fault proxy: the operation under test runs here. */
   readonly locks: LockService;
   readonly queue: DelayQueueService;
+  /** Events of the module under test (job.retried, job.dead, lock.lost, ...). */
+  readonly events: RedisLockEvents;
   /** The same key prefix on a direct connection: another process, and an observer through the API. */
   readonly peerLocks: LockService;
   readonly peerQueue: DelayQueueService;
@@ -104,6 +106,7 @@ export class LostReplyHarness {
         keyPrefix,
         locks: proxied.get(LockService),
         queue: proxied.get(DelayQueueService),
+        events: proxied.get(RedisLockEvents),
         peerLocks: peer.get(LockService),
         peerQueue: peer.get(DelayQueueService),
         redis: this.redis,
