@@ -4,7 +4,7 @@ import { InvalidLockKeyError } from '../errors/invalid-lock-key.error';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
-import type { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { RedisConnectionError } from '../errors/redis-connection.error';
@@ -31,7 +31,7 @@ import { LockOwnerScope } from './lock-owner-scope';
 import { LockWatchdog, runRenewal } from './lock-watchdog';
 import { MultiLockHandle } from './multi-lock-handle';
 import { FairLockProtocol } from './protocols/fair-lock.protocol';
-import type { AttemptMode, AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface';
+import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProtocol } from './protocols/lock-protocol.interface';
 import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol';
 import { ReentrantLockProtocol } from './protocols/reentrant-lock.protocol';
 import { RedlockLockProtocol } from './redlock/redlock-lock.protocol';
@@ -283,13 +283,32 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     const kept = transaction && this.keptHolds.checkOut(transaction, protocol);
     if (!kept) return this.acquireAs(protocol, undefined, options, wait, reportedKey);
     let handle: HeldLockHandle | null = null;
+    let lapsed = false;
     try {
       handle = await this.acquireAs(protocol, kept.owner, options, wait, reportedKey);
       if (handle) this.keptHolds.reentered(transaction, kept, handle);
       return handle;
+    } catch (error) {
+      // The kept hold's lease ran out meanwhile: nothing is left to re-enter, so this section
+      // takes the lock afresh (with a new, larger fencing token) like any other owner.
+      if (!(error instanceof LockLostError)) throw error;
+      lapsed = true;
     } finally {
-      if (!handle) this.keptHolds.putBack(transaction, kept);
+      if (!handle && !lapsed) this.keptHolds.putBack(transaction, kept);
     }
+    return this.acquireAs(protocol, undefined, options, wait, reportedKey);
+  }
+
+  /**
+   * A nested acquire found that its section no longer holds the lock (lease ran out, Redis lost it).
+   * It is refused rather than taken afresh under the section's owner: work that read under the
+   * section's token would otherwise write under a newer one, a lost update no fence could catch.
+   */
+  private sectionLost(protocol: LockProtocol): LockLostError {
+    const section = LockOwnerScope.currentHandle();
+    const parts = section instanceof MultiLockHandle ? section.parts : section ? [section] : [];
+    const token = parts.find((part) => part.key === protocol.name)?.fencingToken ?? 'unknown';
+    return new LockLostError(protocol.name, token, 'not-owner');
   }
 
   /** Acquires under `enclosingOwner` (a re-entry) or, when undefined, under a fresh owner id. */
@@ -321,6 +340,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
         ? await attempt(true)
         : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
       if (outcome.acquired) return this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
+      if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
     }
@@ -344,6 +364,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
           acquired = true;
           return await this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
         }
+        if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
         woken = await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey, woken);
       }
     } finally {

@@ -13,8 +13,17 @@ export type AttemptOutcome =
        */
       readonly owner?: string;
     }
-  /** `waitMs`: longest the caller may sleep before the holder's lease could have ended (-1: no bound, -2: try again now). */
+  /**
+   * `waitMs`: longest the caller may sleep before the holder's lease could have ended (-1: no bound,
+   * -2: try again now, SECTION_HOLD_GONE: a nested acquire whose section no longer holds the lock).
+   */
   | { readonly acquired: false; readonly waitMs: number };
+
+/**
+ * `waitMs` of a nested acquire (`AttemptMode.reentry`) that found its section's owner no longer
+ * holding the lock: the section's hold was lost, and the lock is never taken afresh under that owner.
+ */
+export const SECTION_HOLD_GONE = -3;
 
 /** How one attempt is made. */
 export interface AttemptMode {

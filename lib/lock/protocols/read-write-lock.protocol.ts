@@ -52,15 +52,17 @@ export class ReadWriteLockProtocol implements LockProtocol {
   async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
     const keys = [k.owners, k.leases, k.waitingWriters, k.fence];
+    const nested = mode.reentry ? '1' : '0';
     const [ok, value] =
       this.mode === 'read'
-        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime, mode.hold])
+        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime, mode.hold, nested])
         : await acquireWriteLockScript.run<[number, string | number]>(client, keys, [
             owner,
             leaseTime,
             WRITER_LIVENESS_MS,
             mode.willWait ? '1' : '0',
             mode.hold,
+            nested,
           ]);
     if (ok === -1) throw new LockUpgradeError(this.name);
     if (ok === -2) throw new LockKindConflictError(this.name, 'read/write');

@@ -3,7 +3,7 @@ import { RedisConnectionError } from '../../errors/redis-connection.error';
 import type { LockKeys } from '../../keys/redis-key-space';
 import type { RedlockConfig } from '../../options/redis-lock-config';
 import type { RedisScript } from '../../redis/redis-script';
-import type { AttemptOutcome, Renewal, RenewalTarget } from '../protocols/lock-protocol.interface';
+import { SECTION_HOLD_GONE, type AttemptOutcome, type Renewal, type RenewalTarget } from '../protocols/lock-protocol.interface';
 import { runRenewal } from '../lock-watchdog';
 import { acquireLockScript } from '../scripts/acquire-lock.lua';
 import { planFencingToken } from './fencing-token';
@@ -106,6 +106,12 @@ export class RedlockQuorum implements RenewalTarget {
     if (!won) this.handBackGrants(calls, replies, keys, ids);
 
     if (won) return { acquired: true, fencingToken: String(token), collided: false };
+    // A re-entry that too many masters no longer list the section's owner on: that hold is lost
+    // (no majority can still have it), and a nested acquire never takes the lock afresh under it.
+    const sectionGone = successes(replies).filter(({ value }) => !value.acquired && value.waitMs === SECTION_HOLD_GONE).length;
+    if (reentry && sectionGone > this.masters.length - quorum) {
+      return { acquired: false, waitMs: SECTION_HOLD_GONE, collided: false };
+    }
     return { acquired: false, waitMs: this.waitAfterLoss(replies, grants.length), collided: grants.length > 0 };
   }
 

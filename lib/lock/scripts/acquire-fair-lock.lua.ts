@@ -17,8 +17,8 @@ import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
  * Each time a waiter writes its deadline, the queue and timeouts keys get that waiter's liveness as
  * TTL: every live waiter refreshes within its liveness, so the keys outlive every live waiter and
  * vanish once the last one died without leaving.
- * Returns {1, fencingToken}, {0, ms the caller may sleep at most}, or {-2, 0} when a read/write lock
- * holds the name.
+ * Returns {1, fencingToken}, {0, ms the caller may sleep at most}, {-2, 0} when a read/write lock
+ * holds the name, or {0, -3} when a nested acquire finds its section's owner no longer holding.
  */
 export const acquireFairLockScript = new RedisScript(
   'acquireFairLock',
@@ -26,6 +26,10 @@ export const acquireFairLockScript = new RedisScript(
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])
 local hold = ARGV[7]
+if ARGV[6] == '1' then
+  if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
+  if redis.call('hexists', KEYS[1], owner) == 0 then return {0, -3} end
+end
 
 local dropped = false
 local head = redis.call('lindex', KEYS[3], 0)

@@ -15,13 +15,18 @@ import { LUA_FENCE } from './lua-snippets';
  *
  * Returns {1, fencingToken} when held by the caller afterwards, {0, pttl} when another owner holds it
  * (pttl is how long the caller may sleep at most before the lease could have run out), {-2, 0} when a
- * read/write lock holds the name.
+ * read/write lock holds the name, {0, -3} when a nested acquire finds its section's owner no longer
+ * holding (the section's hold was lost: it is never taken afresh under that owner with a new token).
  */
 export const acquireLockScript = new RedisScript(
   'acquireLock',
   `${LUA_FENCE}
 local lease = tonumber(ARGV[2])
 local hold = ARGV[5]
+if ARGV[3] == '1' then
+  if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
+  if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return {0, -3} end
+end
 if redis.call('exists', KEYS[1]) == 0 then
   if hold then redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1) else redis.call('hset', KEYS[1], ARGV[1], 1) end
   redis.call('pexpire', KEYS[1], lease)

@@ -70,6 +70,11 @@ end
 local function waitTime()
   return firstDeadline(KEYS[2]) or firstDeadline(KEYS[3]) or 1
 end
+-- A nested acquire's section still holds a side (or this very attempt ran before: a re-send).
+local function sectionHolds(owner, member)
+  return redis.call('hexists', KEYS[1], owner .. ':r') == 1 or redis.call('hexists', KEYS[1], owner .. ':w') == 1
+    or redis.call('zscore', KEYS[2], member) ~= false
+end
 local function purgeAll()
   purgeExpired(KEYS[1], KEYS[2])
   redis.call('zremrangebyscore', KEYS[3], '-inf', now)
@@ -81,8 +86,10 @@ end
  * refused even when the lock is free or only read-held; only an owner already holding (nested
  * read, or a writer taking the read side) gets in.
  * KEYS[1] hash, KEYS[2] leases, KEYS[3] waiting writers, KEYS[4] fence
- * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] hold id
- * Returns {1, fencingToken}, {0, ms to sleep at most}, or {-2, 0} when an exclusive lock holds the name.
+ * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] hold id, ARGV[4] '1' when the owner comes from an
+ * enclosing section (a nested acquire)
+ * Returns {1, fencingToken}, {0, ms to sleep at most}, {-2, 0} when an exclusive lock holds the name,
+ * or {0, -3} when a nested acquire finds its section's owner holding neither side any more.
  */
 export const acquireReadLockScript = new RedisScript(
   'acquireReadLock',
@@ -91,6 +98,10 @@ purgeAll()
 local lease = tonumber(ARGV[2])
 local readField = ARGV[1] .. ':r'
 local member = readField .. '#' .. ARGV[3]
+if ARGV[4] == '1' then
+  if redis.call('exists', KEYS[1]) == 1 and not redis.call('hget', KEYS[1], 'mode') then return {-2, 0} end
+  if not sectionHolds(ARGV[1], member) then return {0, -3} end
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   if redis.call('exists', KEYS[1]) == 1 then return {-2, 0} end
@@ -116,10 +127,11 @@ return {0, waitTime()}
  * Takes or re-enters the write hold.
  * KEYS[1] hash, KEYS[2] leases, KEYS[3] waiting writers, KEYS[4] fence
  * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] writer liveness ms, ARGV[4] '1' to register as waiting,
- * ARGV[5] hold id
+ * ARGV[5] hold id, ARGV[6] '1' when the owner comes from an enclosing section (a nested acquire)
  * Returns {1, fencingToken}, {0, ms to sleep at most}, {-1, 0} when the caller holds only a read
- * hold (an upgrade, refused: two readers upgrading at once would deadlock), or {-2, 0} when an
- * exclusive lock holds the name.
+ * hold (an upgrade, refused: two readers upgrading at once would deadlock), {-2, 0} when an
+ * exclusive lock holds the name, or {0, -3} when a nested acquire finds its section's owner holding
+ * neither side any more.
  */
 export const acquireWriteLockScript = new RedisScript(
   'acquireWriteLock',
@@ -128,6 +140,10 @@ purgeAll()
 local lease = tonumber(ARGV[2])
 local writeField = ARGV[1] .. ':w'
 local member = writeField .. '#' .. ARGV[5]
+if ARGV[6] == '1' then
+  if redis.call('exists', KEYS[1]) == 1 and not redis.call('hget', KEYS[1], 'mode') then return {-2, 0} end
+  if not sectionHolds(ARGV[1], member) then return {0, -3} end
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   if redis.call('exists', KEYS[1]) == 1 then return {-2, 0} end
