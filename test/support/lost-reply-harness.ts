@@ -115,10 +115,16 @@ export class LostReplyHarness {
       const arranged = spec.arrange ? await spec.arrange(base) : undefined;
       const nth = spec.nth ?? 1;
       const before = seen.count;
-      const lost = this.proxy.loseReplyDetailed(ours, nth);
+      // Bounded, so a row whose operation never makes the call fails with this message instead of hanging.
+      const lost = within(
+        this.proxy.loseReplyDetailed(ours, nth),
+        FAULT_WAIT_MS,
+        `the lost reply of ${name} (call ${nth} on ${keyPrefix}) never happened`,
+      );
+      lost.catch(() => undefined); // awaited below (and maybe by the row): not an unhandled rejection meanwhile
       const ctx: LostReplyContext = { ...base, lost };
       const result = await spec.act(ctx, arranged);
-      const fired = await within(lost, FAULT_WAIT_MS, `the lost reply of ${name} (call ${nth} on ${keyPrefix}) never happened`);
+      const fired = await lost;
       if (fired.reply.startsWith('-')) {
         throw new Error(`The lost reply of ${name} was an error (the script did not run): ${fired.reply.trim()}`);
       }
