@@ -226,7 +226,9 @@ class Link {
       if (socket.destroyed) continue;
       // A socket still connecting (the upstream refused or never answered) cannot be reset: RST
       // needs an open connection, and resetAndDestroy() on it leaves a handle that keeps the process alive.
-      if (socket.connecting) socket.destroy();
+      // A socket whose peer already closed its side (a client that sent QUIT) is simply closed:
+      // resetAndDestroy() on it leaves a handle that libuv keeps polling (100 % CPU, the process never exits).
+      if (socket.connecting || socket.readableEnded || !socket.writable) socket.destroy();
       else socket.resetAndDestroy();
     }
     this.controls.onClose();
