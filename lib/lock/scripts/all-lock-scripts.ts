@@ -5,6 +5,7 @@ import { leaveFairQueueScript } from './leave-fair-queue.lua';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,
+  leaveWritersScript,
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
 } from './read-write-lock.lua';
@@ -23,6 +24,7 @@ export const ALL_LOCK_SCRIPTS: readonly RedisScript[] = [
   acquireWriteLockScript,
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
+  leaveWritersScript,
   acquirePermitScript,
   releasePermitScript,
   renewPermitsScript,
