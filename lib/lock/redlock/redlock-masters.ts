@@ -3,6 +3,7 @@ import { RedisConnectionError } from '../../errors/redis-connection.error';
 import type { RedisLockConfig } from '../../options/redis-lock-config';
 import type { WakeConnectionSource } from '../../redis/wake-subscriber';
 import { enforceEvictionPolicy } from '../../redis/eviction-policy-check';
+import { RedisConnection } from '../../redis/redis-connection';
 import { preloadScripts } from '../../redis/preload-scripts';
 import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants';
 import { fanOutWakeConnection } from './fan-out-subscriber';
@@ -25,7 +26,10 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
   readonly quorum?: RedlockQuorum;
   private readonly logger = new Logger('RedisLockModule');
 
-  constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
+  constructor(
+    @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+    private readonly connection: RedisConnection,
+  ) {
     const redlock = config.redlock;
     this.masters = redlock ? redlock.clients.map((client, i) => new RedlockMaster(client, i, this.logger)) : [];
     if (redlock) {
@@ -64,7 +68,7 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
       return `${master.index} (${master.label}): ${reason}`;
     };
     if (successes(replies).length < redlock.quorum) {
-      for (const master of this.masters) if (master.owned) master.client.disconnect();
+      await this.closeAfterFailedBootstrap();
       throw new RedisConnectionError(
         `Only ${n - down.length} of ${n} Redlock masters answered at bootstrap; locks need ${redlock.quorum}. ` +
           `Unreachable: ${down.map(describe).join('; ')}. Check that the masters in \`redlock.clients\` are running and reachable.`,
@@ -75,10 +79,19 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
     }
     const up = this.masters.filter((_, i) => replies[i]?.ok).map((master) => master.client);
     const check = { mode: this.config.evictionPolicyCheck, timeoutMs: timeout, logger: this.logger, canThrow: true };
-    await enforceEvictionPolicy(up, check).catch((error: unknown) => {
-      for (const master of this.masters) if (master.owned) master.client.disconnect();
+    await enforceEvictionPolicy(up, check).catch(async (error: unknown) => {
+      await this.closeAfterFailedBootstrap();
       throw error;
     });
+  }
+
+  /**
+   * Bootstrap is failing, and Nest runs no shutdown hook after a failed init: close every connection
+   * the module created (the masters and the module's own), or they would keep the process alive.
+   */
+  private async closeAfterFailedBootstrap(): Promise<void> {
+    for (const master of this.masters) if (master.owned) master.client.disconnect();
+    await this.connection.onApplicationShutdown();
   }
 
   /** Loads the scripts on every master ahead of the first lock; an optimisation that never fails bootstrap. */
