@@ -32,30 +32,18 @@ describe('a nested acquire inside a section whose hold was lost', () => {
       section: (key, fn) => locks.using(key, fn, { leaseTime: 300, fair: true }),
       nested: (key) => locks.acquire(key, { waitTimeout: 1_000, fair: true }),
     },
-    {
-      name: 'read',
-      section: async (key, fn) => {
-        const outer = await locks.readWrite(key).read({ leaseTime: 300 });
+    ...(['read', 'write'] as const).map((side) => ({
+      name: side,
+      section: async (key: string, fn: (outer: LockHandle) => Promise<void>) => {
+        const outer = await locks.readWrite(key)[side]({ leaseTime: 300 });
         try {
           await locks.runInScope(outer, () => fn(outer));
         } finally {
           await outer.release();
         }
       },
-      nested: (key) => locks.readWrite(key).read({ waitTimeout: 1_000 }),
-    },
-    {
-      name: 'write',
-      section: async (key, fn) => {
-        const outer = await locks.readWrite(key).write({ leaseTime: 300 });
-        try {
-          await locks.runInScope(outer, () => fn(outer));
-        } finally {
-          await outer.release();
-        }
-      },
-      nested: (key) => locks.readWrite(key).write({ waitTimeout: 1_000 }),
-    },
+      nested: (key: string) => locks.readWrite(key)[side]({ waitTimeout: 1_000 }),
+    })),
   ];
 
   it.each(kinds)('$name: fails with LockLostError instead of taking the free lock afresh', async ({ section, nested }) => {
