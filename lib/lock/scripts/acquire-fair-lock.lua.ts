@@ -9,7 +9,7 @@ import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
  * ARGV[1] owner, ARGV[2] lease ms, ARGV[3] waiter liveness ms, ARGV[4] '1' to join the queue
  * when not acquired ('0' for tryAcquire), ARGV[5] 'publish' or 'spublish', ARGV[6] '1' to count a
  * nested hold of an owner already holding ('0': a fresh owner found holding is a replayed attempt),
- * ARGV[7] optional: this acquire call's hold id, recorded as its own field of the owner hash so a
+ * ARGV[7] this acquire call's hold id, recorded as its own field of the owner hash so a
  * re-sent nested acquire counts nothing (as in acquire-lock)
  *
  * A waiter refreshes its deadline each time it runs this script; one whose deadline passed died
@@ -46,7 +46,7 @@ end
 if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 
 if redis.call('hexists', KEYS[1], owner) == 1 then
-  if ARGV[6] == '1' and (not hold or redis.call('hsetnx', KEYS[1], hold, 1) == 1) then
+  if ARGV[6] == '1' and redis.call('hsetnx', KEYS[1], hold, 1) == 1 then
     redis.call('hincrby', KEYS[1], owner, 1)
   end
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
@@ -59,7 +59,7 @@ if free and (not head or head == owner) then
     redis.call('lpop', KEYS[3])
     redis.call('zrem', KEYS[4], owner)
   end
-  if hold then redis.call('hset', KEYS[1], owner, 1, hold, 1) else redis.call('hset', KEYS[1], owner, 1) end
+  redis.call('hset', KEYS[1], owner, 1, hold, 1)
   redis.call('pexpire', KEYS[1], lease)
   return {1, nextFence(KEYS[2], lease)}
 end

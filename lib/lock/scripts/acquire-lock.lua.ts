@@ -9,7 +9,7 @@ import { LUA_FENCE } from './lua-snippets';
  * ARGV[1] owner id, ARGV[2] lease in ms, ARGV[3] '1' if the owner comes from an enclosing section
  * (count a nested hold), '0' for a fresh owner (finding it means a replayed attempt: count nothing),
  * ARGV[4] optional: 'counter' steps the fence by one without the clock floor (Redlock masters)
- * ARGV[5] optional: this acquire call's hold id (`<owner>/<n>`), recorded as its own field. A nested
+ * ARGV[5] this acquire call's hold id (`<owner>/<n>`), recorded as its own field. A nested
  * acquire whose hold is recorded already is this very acquire run again (its reply was lost and
  * ioredis re-sent it): it counts nothing, so the owner's count is always the number of its holds.
  *
@@ -28,14 +28,14 @@ if ARGV[3] == '1' then
   if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return {0, -3} end
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  if hold then redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1) else redis.call('hset', KEYS[1], ARGV[1], 1) end
+  redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1)
   redis.call('pexpire', KEYS[1], lease)
   return {1, nextFence(KEYS[2], lease, ARGV[4] == 'counter')}
 end
 -- a read/write lock holds the name (one name is one kind of lock): refused
 if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
-  if ARGV[3] == '1' and (not hold or redis.call('hsetnx', KEYS[1], hold, 1) == 1) then
+  if ARGV[3] == '1' and redis.call('hsetnx', KEYS[1], hold, 1) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[1], 1)
   end
   -- a nested acquire never shortens the lease the outer one already has

@@ -6,7 +6,7 @@ import { RedisScript } from '../../redis/redis-script';
  * KEYS[1] owner hash, KEYS[2] wake channel (a key argument so a cluster routes by its hash tag),
  * KEYS[3] fair queue
  * ARGV[1] owner id, ARGV[2] 'publish' or 'spublish',
- * ARGV[3] optional: the hold id the acquire recorded (acquire-lock ARGV[5]). Only that hold is
+ * ARGV[3] the hold id the acquire recorded (acquire-lock ARGV[5]). Only that hold is
  * ended, so a release that runs twice (its reply lost, the command re-sent) finds its hold gone and
  * changes nothing, and holds of one owner may be released in any order.
  *
@@ -17,12 +17,7 @@ import { RedisScript } from '../../redis/redis-script';
 export const releaseLockScript = new RedisScript(
   'releaseLock',
   `
-local hold = ARGV[3]
-if hold then
-  if redis.call('hdel', KEYS[1], hold) == 0 then return -1 end
-elseif redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-  return -1
-end
+if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then return -1 end
 local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if left > 0 then return left end
 redis.call('del', KEYS[1])
