@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../lock/lock-events';
 import { newOperationId } from './operation-record';
-import type { PreparedJob } from './schedule-options';
+import { backoffDelay, type PreparedJob } from './schedule-options';
 import { settleWithin } from './settle-within';
 
 /** First retry delay after a failed write; doubles per attempt up to the cap, with jitter (50-100 %). */
@@ -137,8 +137,7 @@ export class AfterCommitWriter {
     entry.attempts++;
     entry.lastError = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const cap = this.flushing ? MAX_RETRY_WHILE_FLUSHING_MS : MAX_RETRY_MS;
-    const base = Math.min(cap, FIRST_RETRY_MS * 2 ** Math.min(16, entry.attempts - 1));
-    entry.retryInMs = Math.max(1, Math.round(base * (0.5 + Math.random() / 2)));
+    entry.retryInMs = Math.max(1, backoffDelay({ delay: FIRST_RETRY_MS, factor: 2, maxDelay: cap, jitter: 0.5 }, entry.attempts));
     if (this.events.wants('job.schedule.retrying')) {
       this.events.emit('job.schedule.retrying', {
         topic: entry.topic,
