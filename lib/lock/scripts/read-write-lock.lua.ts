@@ -98,13 +98,11 @@ purgeAll()
 local lease = tonumber(ARGV[2])
 local readField = ARGV[1] .. ':r'
 local member = readField .. '#' .. ARGV[3]
-if ARGV[4] == '1' then
-  if redis.call('exists', KEYS[1]) == 1 and not redis.call('hget', KEYS[1], 'mode') then return {-2, 0} end
-  if not sectionHolds(ARGV[1], member) then return {0, -3} end
-end
 local mode = redis.call('hget', KEYS[1], 'mode')
+-- an exclusive lock holds the name (one name is one kind of lock): refused
+if not mode and redis.call('exists', KEYS[1]) == 1 then return {-2, 0} end
+if ARGV[4] == '1' and not sectionHolds(ARGV[1], member) then return {0, -3} end
 if not mode then
-  if redis.call('exists', KEYS[1]) == 1 then return {-2, 0} end
   if redis.call('zcard', KEYS[3]) > 0 then return {0, waitTime()} end
   redis.call('del', KEYS[2])
   redis.call('hset', KEYS[1], 'mode', 'read')
@@ -140,13 +138,11 @@ purgeAll()
 local lease = tonumber(ARGV[2])
 local writeField = ARGV[1] .. ':w'
 local member = writeField .. '#' .. ARGV[5]
-if ARGV[6] == '1' then
-  if redis.call('exists', KEYS[1]) == 1 and not redis.call('hget', KEYS[1], 'mode') then return {-2, 0} end
-  if not sectionHolds(ARGV[1], member) then return {0, -3} end
-end
 local mode = redis.call('hget', KEYS[1], 'mode')
+-- an exclusive lock holds the name (one name is one kind of lock): refused
+if not mode and redis.call('exists', KEYS[1]) == 1 then return {-2, 0} end
+if ARGV[6] == '1' and not sectionHolds(ARGV[1], member) then return {0, -3} end
 if not mode then
-  if redis.call('exists', KEYS[1]) == 1 then return {-2, 0} end
   redis.call('del', KEYS[2])
   redis.call('hset', KEYS[1], 'mode', 'write')
   hold(writeField, member, lease)
