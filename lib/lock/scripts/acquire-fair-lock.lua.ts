@@ -26,9 +26,13 @@ export const acquireFairLockScript = new RedisScript(
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])
 local hold = ARGV[7]
+-- A nested acquire: one more hold of the section's owner (counted once, even when re-sent).
 if ARGV[6] == '1' then
   if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
   if redis.call('hexists', KEYS[1], owner) == 0 then return {0, -3} end
+  if redis.call('hsetnx', KEYS[1], hold, 1) == 1 then redis.call('hincrby', KEYS[1], owner, 1) end
+  if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
+  return {1, currentFence(KEYS[2], lease)}
 end
 
 local dropped = false
@@ -45,10 +49,8 @@ end
 -- a read/write lock holds the name (one name is one kind of lock): refused
 if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 
+-- a fresh owner found holding: this very attempt ran before (its reply was lost)
 if redis.call('hexists', KEYS[1], owner) == 1 then
-  if ARGV[6] == '1' and redis.call('hsetnx', KEYS[1], hold, 1) == 1 then
-    redis.call('hincrby', KEYS[1], owner, 1)
-  end
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   return {1, currentFence(KEYS[2], lease)}
 end

@@ -23,9 +23,14 @@ export const acquireLockScript = new RedisScript(
   `${LUA_FENCE}
 local lease = tonumber(ARGV[2])
 local hold = ARGV[5]
+-- A nested acquire: one more hold of the section's owner (counted once, even when re-sent); a
+-- nested acquire never shortens the lease the outer one already has.
 if ARGV[3] == '1' then
   if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
   if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return {0, -3} end
+  if redis.call('hsetnx', KEYS[1], hold, 1) == 1 then redis.call('hincrby', KEYS[1], ARGV[1], 1) end
+  if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
+  return {1, currentFence(KEYS[2], lease)}
 end
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1)
@@ -34,11 +39,8 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 -- a read/write lock holds the name (one name is one kind of lock): refused
 if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
+-- a fresh owner found holding: this very attempt ran before (its reply was lost)
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
-  if ARGV[3] == '1' and redis.call('hsetnx', KEYS[1], hold, 1) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[1], 1)
-  end
-  -- a nested acquire never shortens the lease the outer one already has
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   return {1, currentFence(KEYS[2], lease)}
 end
