@@ -1,23 +1,29 @@
 /**
+ * Jest runs the suite as ES modules (`node --experimental-vm-modules …/jest.js`, as the Nest 12
+ * application template does): Nest 12 and its official modules are ESM-only packages.
+ *
  * One Redis server is started for the whole run (test/support/global-setup.ts) and shared by the
  * workers; every spec isolates itself with its own key prefix. Type checking is done once by
  * `npm run typecheck`, so ts-jest only transpiles (isolatedModules) to keep the suite fast.
  */
 /** @type {import('jest').Config} */
-module.exports = {
+export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
+  extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false, useESM: true }],
   },
   moduleNameMapper: {
-    '^nestjs-redis-lock/transaction/(nestjs-cls|typeorm-transactional)$': '<rootDir>/lib/transaction/adapters/$1',
-    '^nestjs-redis-lock/(metrics|health|dashboard)$': '<rootDir>/lib/observability/$1',
+    '^nestjs-redis-lock/transaction/(nestjs-cls|typeorm-transactional)$': '<rootDir>/lib/transaction/adapters/$1.ts',
+    '^nestjs-redis-lock/(metrics|health|dashboard)$': '<rootDir>/lib/observability/$1/index.ts',
+    '^nestjs-redis-lock/testing$': '<rootDir>/lib/testing/index.ts',
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
-    '^nestjs-redis-lock/(.*)$': '<rootDir>/lib/$1',
+    // Sources import each other as `./file.js` (ESM); the file on disk is `./file.ts`.
+    '^(\\.{1,2}/.*)\\.js$': '$1',
   },
-  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalSetup: '<rootDir>/test/support/jest-global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,

@@ -29,8 +29,8 @@ import { join } from 'node:path';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { DelayQueueService, LockService, RedisLockModule, type RedisLockModuleOptions } from '../lib';
-import { provideRedisCluster, formatClusterNodes } from '../tools/local-redis-cluster';
+import { DelayQueueService, LockService, RedisLockModule, type RedisLockModuleOptions } from '../lib/index.js';
+import { provideRedisCluster, formatClusterNodes } from '../tools/local-redis-cluster.js';
 import {
   createOurContenders,
   createRawContender,
@@ -38,17 +38,17 @@ import {
   createSemaphoreContender,
   type BenchTarget,
   type LockContender,
-} from './support/lock-contenders';
-import { runParallel, runSequential } from './support/lock-scenarios';
-import { summarize } from './support/stats';
-import { startLocalRedisServer } from '../tools/local-redis-server';
+} from './support/lock-contenders.js';
+import { runParallel, runSequential } from './support/lock-scenarios.js';
+import { summarize } from './support/stats.js';
+import { startLocalRedisServer } from '../tools/local-redis-server.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
   locks: { width: 64, durationMs: QUICK ? 800 : 3000, sequential: QUICK ? 200 : 1000 },
   burst: { jobs: QUICK ? 2000 : 10_000, concurrency: 32, shards: [1, 3, 6] },
 };
-const RESULTS_DIR = join(__dirname, 'results');
+const RESULTS_DIR = join(import.meta.dirname, 'results');
 
 function progress(message: string): void {
   process.stderr.write(`[bench:cluster] ${message}\n`);

@@ -21,9 +21,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release as osRelease } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startLocalRedisServer } from '../tools/local-redis-server';
-import { bullmq, ours, type DelayContender } from './support/delay-contenders';
-import { commandCounts, distribution, markdown, sleep, type Distribution } from './support/delay-stats';
+import { startLocalRedisServer } from '../tools/local-redis-server.js';
+import { bullmq, ours, type DelayContender } from './support/delay-contenders.js';
+import { commandCounts, distribution, markdown, sleep, type Distribution } from './support/delay-stats.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -34,7 +34,7 @@ const PLAN = {
 const TARGETS = { latenessP99Ms: 10, burstRatio: 2 };
 /** BENCH_ONLY=a,b to run some scenarios only (while working on one); the report then has gaps. */
 const ONLY = new Set((process.env.BENCH_ONLY ?? 'a,b,c').split(',').map((s) => s.trim()));
-const RESULTS_DIR = join(__dirname, 'results');
+const RESULTS_DIR = join(import.meta.dirname, 'results');
 
 interface ContenderResult {
   name: string;

@@ -17,19 +17,19 @@ import { cpus, loadavg, platform, release as osRelease, totalmem } from 'node:os
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
-import { LockService, RedisLockModule } from '../lib';
-import { countRoundTrips, provideBenchRedis, redisServerVersion, type BenchRedis } from './support/bench-redis';
+import { LockService, RedisLockModule } from '../lib/index.js';
+import { countRoundTrips, provideBenchRedis, redisServerVersion, type BenchRedis } from './support/bench-redis.js';
 import {
   createOurContenders,
   createRawContender,
   createRedlockContender,
   createSemaphoreContender,
   type LockContender,
-} from './support/lock-contenders';
-import { mergeHotKeyRuns, runHotKey, runParallel, runSequential, type HotKeyResult } from './support/lock-scenarios';
-import { markdownTable } from './support/markdown-table';
-import { runReadWrite, type ReadWriteResult } from './support/read-write-scenario';
-import { summarize, type LatencySummary } from './support/stats';
+} from './support/lock-contenders.js';
+import { mergeHotKeyRuns, runHotKey, runParallel, runSequential, type HotKeyResult } from './support/lock-scenarios.js';
+import { markdownTable } from './support/markdown-table.js';
+import { runReadWrite, type ReadWriteResult } from './support/read-write-scenario.js';
+import { summarize, type LatencySummary } from './support/stats.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const scale = (ms: number) => (QUICK ? Math.max(1, Math.round(ms / 5)) : ms);
@@ -47,7 +47,7 @@ const PEERS = ['raw', 'redlock', 'redis-semaphore'] as const;
 const OURS = 'ours';
 /** Variants of ours whose (c) results are also checked against the targets, for information. */
 const INFO_TARGETS = ['ours (fair)'];
-const RESULTS_DIR = join(__dirname, 'results');
+const RESULTS_DIR = join(import.meta.dirname, 'results');
 
 interface ContenderResult {
   readonly name: string;

@@ -1,21 +1,21 @@
 import { Module } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { DelayQueueOrchestrator } from './delay-queue/delay-queue.orchestrator';
-import { DelayQueueService } from './delay-queue/delay-queue.service';
-import { DelayedHandlerExplorer } from './delay-queue/delayed-handler.explorer';
-import { DelayedHandlerMetadataAccessor } from './delay-queue/delayed-handler-metadata.accessor';
-import { WithLockInterceptor } from './decorators/with-lock.interceptor';
-import { LockService } from './lock/lock.service';
-import { RedlockMasters } from './lock/redlock/redlock-masters';
-import { RedisLockEvents } from './lock/lock-events';
-import { resolveRedisLockConfig } from './options/resolve-redis-lock-config';
-import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface';
-import { RedisConnection } from './redis/redis-connection';
-import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition';
-import { REDIS_LOCK_CONFIG } from './redis-lock.constants';
-import { defaultUnitOfWork } from './transaction/async-local-unit-of-work';
-import { TransactionSynchronizer } from './transaction/transaction-synchronizer.interface';
-import type { RedisLockConfig } from './options/redis-lock-config';
+import { DelayQueueOrchestrator } from './delay-queue/delay-queue.orchestrator.js';
+import { DelayQueueService } from './delay-queue/delay-queue.service.js';
+import { DelayedHandlerExplorer } from './delay-queue/delayed-handler.explorer.js';
+import { DelayedHandlerMetadataAccessor } from './delay-queue/delayed-handler-metadata.accessor.js';
+import { WithLockInterceptor } from './decorators/with-lock.interceptor.js';
+import { LockService } from './lock/lock.service.js';
+import { RedlockMasters } from './lock/redlock/redlock-masters.js';
+import { RedisLockEvents } from './lock/lock-events.js';
+import { resolveRedisLockConfig } from './options/resolve-redis-lock-config.js';
+import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface.js';
+import { RedisConnection } from './redis/redis-connection.js';
+import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition.js';
+import { REDIS_LOCK_CONFIG } from './redis-lock.constants.js';
+import { defaultUnitOfWork } from './transaction/async-local-unit-of-work.js';
+import { TransactionSynchronizer } from './transaction/transaction-synchronizer.interface.js';
+import type { RedisLockConfig } from './options/redis-lock-config.js';
 
 /**
  * Distributed locks and delayed jobs on Redis.

@@ -1,12 +1,11 @@
 #!/usr/bin/env node
 // Runs before `npm run demo` and `npm test`: on a fresh clone it installs the locked dependencies
 // (`npm ci`) so the README's quick start is just those two commands. A no-op once installed.
-'use strict';
-const { existsSync, statSync } = require('node:fs');
-const { spawnSync } = require('node:child_process');
-const { join } = require('node:path');
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
-const root = join(__dirname, '..');
+const root = join(import.meta.dirname, '..');
 const installed = join(root, 'node_modules', '.package-lock.json');
 const lock = join(root, 'package-lock.json');
 

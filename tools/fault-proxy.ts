@@ -1,5 +1,5 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { isPush, readCommand, respValueLength } from './resp-reader';
+import { isPush, readCommand, respValueLength } from './resp-reader.js';
 
 /** What a lost-reply fault hit: the command (Redis ran it) and the reply that never reached the client. */
 export interface LostReply {

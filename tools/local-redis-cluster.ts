@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { freePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from './local-redis-server';
+import { freePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from './local-redis-server.js';
 
 /** One node's address, in the shape ioredis' `Cluster` takes as a startup node. */
 export interface ClusterNodeAddress {

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { startLocalRedisServer } from '../../tools/local-redis-server';
+import { startLocalRedisServer } from '../../tools/local-redis-server.js';
 
 /** The Redis a bench run talks to, and how to let go of it. */
 export interface BenchRedis {

@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Queue, Worker, type Job } from 'bullmq';
-import { DelayQueueService, RedisLockModule } from '../../lib';
-import { until } from './delay-stats';
+import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
+import { until } from './delay-stats.js';
 
 /**
  * One library under test. Every scenario builds its own producers and consumers on a fresh queue

@@ -3,8 +3,8 @@ import { NestFactory } from '@nestjs/core';
 import { Redlock } from '@sesamecare-oss/redlock';
 import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
-import { LockService, RedisLockModule, type AcquireOptions } from '../../lib';
-import { sleep } from './stats';
+import { LockService, RedisLockModule, type AcquireOptions } from '../../lib/index.js';
+import { sleep } from './stats.js';
 
 /** Where a contender connects: a Redis URL, or the nodes of a Redis Cluster. */
 export type BenchTarget = string | { readonly cluster: readonly ClusterNode[] };

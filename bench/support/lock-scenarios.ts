@@ -1,5 +1,5 @@
-import type { LockContender } from './lock-contenders';
-import { sleep, summarize, type LatencySummary } from './stats';
+import type { LockContender } from './lock-contenders.js';
+import { sleep, summarize, type LatencySummary } from './stats.js';
 
 /**
  * CPU time of this process since `start`. Unlike wall-clock throughput it hardly moves when other

@@ -1,5 +1,5 @@
-import type { LockService } from '../../lib';
-import { sleep, summarize, type LatencySummary } from './stats';
+import type { LockService } from '../../lib/index.js';
+import { sleep, summarize, type LatencySummary } from './stats.js';
 
 /** Scenario (d): one key, mostly readers, some writers. */
 export interface ReadWriteOptions {

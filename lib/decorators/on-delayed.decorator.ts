@@ -1,5 +1,5 @@
-import { ON_DELAYED_METADATA } from '../delay-queue/delay-queue.constants';
-import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interface';
+import { ON_DELAYED_METADATA } from '../delay-queue/delay-queue.constants.js';
+import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interface.js';
 
 /** Options of `@OnDelayed`: the consumer settings of its topic in this process. */
 export type OnDelayedOptions = ConsumerOptions;

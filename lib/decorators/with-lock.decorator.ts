@@ -1,12 +1,12 @@
 import { Inject } from '@nestjs/common';
-import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error';
-import { compileKeySource, parameterShape, type LockKeySource } from '../lock/key-template';
-import { LockService } from '../lock/lock.service';
-import { keyPatternOf, resolveWithLockSettings, runWithLock, type WithLockOptions } from '../lock/with-lock';
-import { copyMethodMetadata } from './copy-method-metadata';
-import { LOCK_SERVICE_PROPERTY, WITH_LOCK_METADATA } from './with-lock.constants';
+import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants.js';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
+import { compileKeySource, parameterShape, type LockKeySource } from '../lock/key-template.js';
+import { LockService } from '../lock/lock.service.js';
+import { keyPatternOf, resolveWithLockSettings, runWithLock, type WithLockOptions } from '../lock/with-lock.js';
+import { copyMethodMetadata } from './copy-method-metadata.js';
+import { LOCK_SERVICE_PROPERTY, WITH_LOCK_METADATA } from './with-lock.constants.js';
 
 /**
  * Runs the method while holding a distributed lock, and releases it when the method's promise

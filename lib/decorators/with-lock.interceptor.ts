@@ -10,15 +10,15 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Observable, catchError, concatMap, defer, dematerialize, finalize, from, materialize, mergeMap, of, throwError } from 'rxjs';
-import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
-import { LockKindConflictError } from '../errors/lock-kind-conflict.error';
-import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error';
-import { LockService } from '../lock/lock.service';
-import { enterLockSection, leaveLockSection, lockUnavailable, runInLockSection, type LockSection } from '../lock/with-lock';
-import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants';
-import type { RequestLockDeclaration } from './with-request-lock.decorator';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
+import { LockKindConflictError } from '../errors/lock-kind-conflict.error.js';
+import { LockNotReplicatedError } from '../errors/lock-not-replicated.error.js';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error.js';
+import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error.js';
+import { LockService } from '../lock/lock.service.js';
+import { enterLockSection, leaveLockSection, lockUnavailable, runInLockSection, type LockSection } from '../lock/with-lock.js';
+import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants.js';
+import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
 
 /** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use). */
 const claimed = new WeakSet<ExecutionContext>();

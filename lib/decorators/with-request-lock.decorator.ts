@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { compileKeySource } from '../lock/key-template';
-import { keyPatternOf, resolveWithLockSettings, type WithLockOptions, type WithLockSettings } from '../lock/with-lock';
-import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants';
+import { compileKeySource } from '../lock/key-template.js';
+import { keyPatternOf, resolveWithLockSettings, type WithLockOptions, type WithLockSettings } from '../lock/with-lock.js';
+import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants.js';
 
 /**
  * Where a route lock's key comes from: a template over the request (`'order:<params.id>'`,

@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
-import type { RedisLockEvents } from '../lock/lock-events';
-import { newOperationId } from './operation-record';
-import { backoffDelay, type PreparedJob } from './schedule-options';
-import { settleWithin } from './settle-within';
+import type { RedisLockEvents } from '../lock/lock-events.js';
+import { newOperationId } from './operation-record.js';
+import { backoffDelay, type PreparedJob } from './schedule-options.js';
+import { settleWithin } from './settle-within.js';
 
 /** First retry delay after a failed write; doubles per attempt up to the cap, with jitter (50-100 %). */
 const FIRST_RETRY_MS = 200;

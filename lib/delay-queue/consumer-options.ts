@@ -1,10 +1,10 @@
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import type { RedisLockConfig } from '../options/redis-lock-config';
-import type { BackoffOptions } from '../options/redis-lock-module-options.interface';
-import { duration } from '../options/resolve-redis-lock-config';
-import { DEFAULT_MAX_IDLE_WAIT_MS } from './delay-queue.constants';
-import type { ConsumerOptions } from './interfaces/consumer.interface';
-import { describe, resolveBackoff } from './schedule-options';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import type { RedisLockConfig } from '../options/redis-lock-config.js';
+import type { BackoffOptions } from '../options/redis-lock-module-options.interface.js';
+import { duration } from '../options/resolve-redis-lock-config.js';
+import { DEFAULT_MAX_IDLE_WAIT_MS } from './delay-queue.constants.js';
+import type { ConsumerOptions } from './interfaces/consumer.interface.js';
+import { describe, resolveBackoff } from './schedule-options.js';
 
 /** Consumer settings with every default filled in. */
 export interface ResolvedConsumerOptions {

@@ -1,25 +1,25 @@
 import type { Logger } from '@nestjs/common';
-import { ConsumerShutdownTimeoutError } from '../errors/consumer-shutdown-timeout.error';
-import { JobVisibilityLostError } from '../errors/job-visibility-lost.error';
-import type { TopicKeys } from '../keys/redis-key-space';
-import type { RedisLockConfig } from '../options/redis-lock-config';
-import type { RedisLockEvents } from '../lock/lock-events';
-import type { RedisLockTracing } from '../observability/tracing/redis-lock-tracing';
-import type { RedisConnection } from '../redis/redis-connection';
-import type { ResolvedConsumerOptions } from './consumer-options';
-import { MAX_CLAIM_BATCH, MAX_ERROR_MESSAGE_LENGTH } from './delay-queue.constants';
-import type { Consumer } from './interfaces/consumer.interface';
-import type { DelayedJobHandler, JobContext } from './interfaces/job-context.interface';
-import { decodeJob, type DecodedJob } from './job-codec';
-import { MarkerWaiter, type MarkerOutcome } from './marker-waiter';
-import { newOperationId, operationKey } from './operation-record';
-import { backoffDelay } from './schedule-options';
-import { ackJobsScript } from './scripts/ack-jobs.lua';
-import { claimDueJobsScript } from './scripts/claim-due-jobs.lua';
-import { extendJobsScript } from './scripts/extend-jobs.lua';
-import { failJobScript } from './scripts/fail-job.lua';
-import { releaseJobsScript } from './scripts/release-jobs.lua';
-import { settleWithin } from './settle-within';
+import { ConsumerShutdownTimeoutError } from '../errors/consumer-shutdown-timeout.error.js';
+import { JobVisibilityLostError } from '../errors/job-visibility-lost.error.js';
+import type { TopicKeys } from '../keys/redis-key-space.js';
+import type { RedisLockConfig } from '../options/redis-lock-config.js';
+import type { RedisLockEvents } from '../lock/lock-events.js';
+import type { RedisLockTracing } from '../observability/tracing/redis-lock-tracing.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ResolvedConsumerOptions } from './consumer-options.js';
+import { MAX_CLAIM_BATCH, MAX_ERROR_MESSAGE_LENGTH } from './delay-queue.constants.js';
+import type { Consumer } from './interfaces/consumer.interface.js';
+import type { DelayedJobHandler, JobContext } from './interfaces/job-context.interface.js';
+import { decodeJob, type DecodedJob } from './job-codec.js';
+import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';
+import { newOperationId, operationKey } from './operation-record.js';
+import { backoffDelay } from './schedule-options.js';
+import { ackJobsScript } from './scripts/ack-jobs.lua.js';
+import { claimDueJobsScript } from './scripts/claim-due-jobs.lua.js';
+import { extendJobsScript } from './scripts/extend-jobs.lua.js';
+import { failJobScript } from './scripts/fail-job.lua.js';
+import { releaseJobsScript } from './scripts/release-jobs.lua.js';
+import { settleWithin } from './settle-within.js';
 
 /** A job this consumer has claimed and not yet settled with Redis. */
 interface HeldJob {

@@ -1,11 +1,11 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
-import type { RedisLockConfig } from '../options/redis-lock-config';
-import { RedisConnection } from '../redis/redis-connection';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
-import { resolveConsumerOptions } from './consumer-options';
-import { DelayQueueService } from './delay-queue.service';
-import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer';
-import type { Consumer } from './interfaces/consumer.interface';
+import type { RedisLockConfig } from '../options/redis-lock-config.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
+import { resolveConsumerOptions } from './consumer-options.js';
+import { DelayQueueService } from './delay-queue.service.js';
+import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer.js';
+import type { Consumer } from './interfaces/consumer.interface.js';
 
 /**
  * Runs the `@OnDelayed` handlers: finds and checks them in `onModuleInit` (so a mistake fails

@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { DuplicateDelayedHandlerError } from '../errors/duplicate-delayed-handler.error';
-import type { OnDelayedOptions } from '../decorators/on-delayed.decorator';
-import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor';
-import type { JobContext } from './interfaces/job-context.interface';
-import { assertValidTopic } from './topic-name';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
+import { DuplicateDelayedHandlerError } from '../errors/duplicate-delayed-handler.error.js';
+import type { OnDelayedOptions } from '../decorators/on-delayed.decorator.js';
+import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
+import type { JobContext } from './interfaces/job-context.interface.js';
+import { assertValidTopic } from './topic-name.js';
 
 /** A decorated method found at bootstrap, bound to its provider instance. */
 export interface DiscoveredDelayedHandler {

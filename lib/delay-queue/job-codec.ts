@@ -1,5 +1,5 @@
-import { InvalidJobError } from '../errors/invalid-job.error';
-import type { BackoffOptions } from '../options/redis-lock-module-options.interface';
+import { InvalidJobError } from '../errors/invalid-job.error.js';
+import type { BackoffOptions } from '../options/redis-lock-module-options.interface.js';
 
 /**
  * The stored form of a job (one field of the topic's `jobs` hash):

@@ -1,5 +1,5 @@
-import type { RedisClient } from '../options/redis-lock-config';
-import type { RedisConnection } from '../redis/redis-connection';
+import type { RedisClient } from '../options/redis-lock-config.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
 
 /** How a blocking wait on the marker ended. */
 export type MarkerOutcome = 'popped' | 'timeout' | 'lost';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidJobError } from '../errors/invalid-job.error';
-import type { RedisLockConfig } from '../options/redis-lock-config';
-import type { BackoffOptions } from '../options/redis-lock-module-options.interface';
-import { MAX_TIMER_MS } from '../options/resolve-redis-lock-config';
-import { MAX_DUE_MS, MAX_JOB_ID_BYTES } from './delay-queue.constants';
-import type { ScheduleOptions } from './interfaces/schedule-options.interface';
-import { encodeBodyTail, encodePayload } from './job-codec';
+import { InvalidJobError } from '../errors/invalid-job.error.js';
+import type { RedisLockConfig } from '../options/redis-lock-config.js';
+import type { BackoffOptions } from '../options/redis-lock-module-options.interface.js';
+import { MAX_TIMER_MS } from '../options/resolve-redis-lock-config.js';
+import { MAX_DUE_MS, MAX_JOB_ID_BYTES } from './delay-queue.constants.js';
+import type { ScheduleOptions } from './interfaces/schedule-options.interface.js';
+import { encodeBodyTail, encodePayload } from './job-codec.js';
 
 /** A job checked and encoded, ready for the schedule script. */
 export interface PreparedJob {

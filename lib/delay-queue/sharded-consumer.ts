@@ -1,8 +1,8 @@
-import type { TopicKeys } from '../keys/redis-key-space';
-import type { ResolvedConsumerOptions } from './consumer-options';
-import { DelayQueueConsumer, type ConsumerContext } from './delay-queue.consumer';
-import type { Consumer } from './interfaces/consumer.interface';
-import type { DelayedJobHandler } from './interfaces/job-context.interface';
+import type { TopicKeys } from '../keys/redis-key-space.js';
+import type { ResolvedConsumerOptions } from './consumer-options.js';
+import { DelayQueueConsumer, type ConsumerContext } from './delay-queue.consumer.js';
+import type { Consumer } from './interfaces/consumer.interface.js';
+import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 
 /**
  * The consumer of a sharded topic (`delayQueue.topics[topic].shards > 1`): one claim loop per shard,

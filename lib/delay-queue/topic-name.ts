@@ -1,4 +1,4 @@
-import { InvalidTopicError } from '../errors/invalid-topic.error';
+import { InvalidTopicError } from '../errors/invalid-topic.error.js';
 
 const TOPIC_PATTERN = /^[A-Za-z0-9_.:\/#-]{1,128}$/;
 

@@ -1,7 +1,7 @@
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import { InvalidTopicError } from '../errors/invalid-topic.error';
-import type { RedisKeySpace, TopicKeys } from '../keys/redis-key-space';
-import { assertValidTopic } from './topic-name';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { InvalidTopicError } from '../errors/invalid-topic.error.js';
+import type { RedisKeySpace, TopicKeys } from '../keys/redis-key-space.js';
+import { assertValidTopic } from './topic-name.js';
 
 /** Most shards one topic may be split into. */
 export const MAX_TOPIC_SHARDS = 256;

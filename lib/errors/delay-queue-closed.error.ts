@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** The application has shut down: jobs can no longer be scheduled or consumed through this module. */
 export class DelayQueueClosedError extends RedisLockError {

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * Two handlers were registered for one delayed-job topic in one application (two `@OnDelayed` methods,

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * A job given to `DelayQueueService.schedule()` / `scheduleMany()` cannot be stored as given: a

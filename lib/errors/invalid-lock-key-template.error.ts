@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * A `@WithLock` / `@WithRequestLock` key template that can never produce a key: bad syntax, an

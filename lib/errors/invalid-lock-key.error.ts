@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** A lock or topic name that cannot be used as (part of) a Redis key. Nothing was written. */
 export class InvalidLockKeyError extends RedisLockError {

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** An option has a value the library cannot use. The message names the option and what is accepted. */
 export class InvalidOptionsError extends RedisLockError {

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** A delayed-job topic name the library does not accept. Nothing was written. */
 export class InvalidTopicError extends RedisLockError {

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * Set as `job.signal.reason` when a running job stops belonging to its handler: it was cancelled or

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** The caller's `AbortSignal` fired while the acquire was waiting. `cause` is the signal's reason. */
 export class LockAcquireAbortedError extends RedisLockError {

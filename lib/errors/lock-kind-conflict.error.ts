@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** The kinds of lock that share a name's Redis key: the exclusive lock (plain or fair) and the read/write lock. */
 export type LockKind = 'exclusive' | 'read/write';

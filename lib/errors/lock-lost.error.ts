@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * Set as `handle.signal.reason` when a held lock's lease was lost: its key expired or was deleted,

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** `extend()` was called on a lock this owner no longer holds (released, expired or taken over). */
 export class LockNotHeldError extends RedisLockError {

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * The lock was taken on the primary, but fewer replicas than `syncReplicas.replicas` confirmed the

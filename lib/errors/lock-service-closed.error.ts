@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /** The application is shutting down; locks can no longer be acquired through this module. */
 export class LockServiceClosedError extends RedisLockError {

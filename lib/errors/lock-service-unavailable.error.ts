@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * A `@WithLock` method was called on an instance that has no `LockService`: the instance was not

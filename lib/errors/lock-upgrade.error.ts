@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * A holder of a read lock asked for the write side of the same read/write lock. Upgrades are

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * The Redis server may evict keys (`maxmemory-policy` is not `noeviction`): it could drop a held

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * A `@WithLock` / `@WithRequestLock` key could not be built for this call: a placeholder's value is

@@ -1,4 +1,4 @@
-import { RedisLockError } from './redis-lock.error';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * A lock kind or option that needs a single Redis was used while the module runs in Redlock mode

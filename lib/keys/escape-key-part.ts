@@ -1,4 +1,4 @@
-import { InvalidLockKeyError } from '../errors/invalid-lock-key.error';
+import { InvalidLockKeyError } from '../errors/invalid-lock-key.error.js';
 
 /** Longest user-supplied name accepted inside a key, in UTF-8 bytes (before escaping). */
 export const MAX_KEY_PART_BYTES = 1024;

@@ -1,4 +1,4 @@
-import { escapeKeyPart } from './escape-key-part';
+import { escapeKeyPart } from './escape-key-part.js';
 
 /**
  * The one place that knows the Redis key layout (see DESIGN.md, "Redis data model").

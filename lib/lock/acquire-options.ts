@@ -1,9 +1,9 @@
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import { duration } from '../options/resolve-redis-lock-config';
-import type { RedisLockConfig } from '../options/redis-lock-config';
-import type { SyncReplicasOptions } from '../options/redis-lock-module-options.interface';
-import type { AcquireOptions } from './interfaces/acquire-options.interface';
-import { resolveSyncReplicas } from './replica-sync';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { duration } from '../options/resolve-redis-lock-config.js';
+import type { RedisLockConfig } from '../options/redis-lock-config.js';
+import type { SyncReplicasOptions } from '../options/redis-lock-module-options.interface.js';
+import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
+import { resolveSyncReplicas } from './replica-sync.js';
 
 /** Per-call options after validation and defaults. */
 export interface ResolvedAcquireOptions {

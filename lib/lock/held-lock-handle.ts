@@ -1,6 +1,6 @@
-import { LockLostError } from '../errors/lock-lost.error';
-import type { LockHandle } from './interfaces/lock-handle.interface';
-import type { LockProtocol } from './protocols/lock-protocol.interface';
+import { LockLostError } from '../errors/lock-lost.error.js';
+import type { LockHandle } from './interfaces/lock-handle.interface.js';
+import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 
 /** What a handle needs from the service that issued it. */
 export interface HeldLockOperations {

@@ -1,4 +1,4 @@
-import { LockOwnerScope } from './lock-owner-scope';
+import { LockOwnerScope } from './lock-owner-scope.js';
 
 /** What code running under a lock can know about it. */
 export interface LockContextSnapshot {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Injectable, Logger } from '@nestjs/common';
-import type { LockLostError } from '../errors/lock-lost.error';
+import type { LockLostError } from '../errors/lock-lost.error.js';
 
 /** A lock was taken (`lock.acquired`). One event per key: a multi-key lock emits one for each of its keys. */
 export interface LockAcquiredEvent {

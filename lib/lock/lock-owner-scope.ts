@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { LockHandle } from './interfaces/lock-handle.interface';
+import type { LockHandle } from './interfaces/lock-handle.interface.js';
 
 interface ScopeFrame {
   /** Redis key of each held lock -> the owner id it is held under. */

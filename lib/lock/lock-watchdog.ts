@@ -1,8 +1,8 @@
 import calculateSlot from 'cluster-key-slot';
-import type { RedisClient } from '../options/redis-lock-config';
-import type { RedisScript } from '../redis/redis-script';
-import type { HeldLockHandle } from './held-lock-handle';
-import type { Renewal } from './protocols/lock-protocol.interface';
+import type { RedisClient } from '../options/redis-lock-config.js';
+import type { RedisScript } from '../redis/redis-script.js';
+import type { HeldLockHandle } from './held-lock-handle.js';
+import type { Renewal } from './protocols/lock-protocol.interface.js';
 
 /** Renewals per script call at most, so one call never blocks Redis for long. */
 const MAX_HOLDS_PER_RENEWAL = 500;

@@ -1,4 +1,4 @@
-import type { LockHandle } from './interfaces/lock-handle.interface';
+import type { LockHandle } from './interfaces/lock-handle.interface.js';
 
 /**
  * All-or-nothing hold of several locks. Its signal aborts as soon as any one of them is lost;

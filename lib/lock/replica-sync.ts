@@ -1,9 +1,9 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
-import type { RedisClient } from '../options/redis-lock-config';
-import type { SyncReplicasOptions } from '../options/redis-lock-module-options.interface';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { LockNotReplicatedError } from '../errors/lock-not-replicated.error.js';
+import type { RedisClient } from '../options/redis-lock-config.js';
+import type { SyncReplicasOptions } from '../options/redis-lock-module-options.interface.js';
 
 /**
  * Waits (Redis `WAIT numreplicas timeout`) until `sync.replicas` replicas have confirmed every write

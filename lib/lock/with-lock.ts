@@ -1,12 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
-import { MAX_TIMER_MS } from '../options/resolve-redis-lock-config';
-import type { AcquireOptions } from './interfaces/acquire-options.interface';
-import type { LockHandle } from './interfaces/lock-handle.interface';
-import type { LockService } from './lock.service';
-import { MultiLockHandle } from './multi-lock-handle';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
+import { MAX_TIMER_MS } from '../options/resolve-redis-lock-config.js';
+import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
+import type { LockHandle } from './interfaces/lock-handle.interface.js';
+import type { LockService } from './lock.service.js';
+import { MultiLockHandle } from './multi-lock-handle.js';
 
 /** Which lock a `@WithLock` / `@WithRequestLock` section takes. */
 export type WithLockMode = 'exclusive' | 'read' | 'write';

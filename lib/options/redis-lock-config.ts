@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
+import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 import type {
   BackoffOptions,
   EvictionPolicyCheck,
@@ -7,7 +7,7 @@ import type {
   RedisConnectionOptions,
   RetentionOptions,
   SyncReplicasOptions,
-} from './redis-lock-module-options.interface';
+} from './redis-lock-module-options.interface.js';
 
 /** The module options after validation, with every default filled in. Internal. */
 export interface RedisLockConfig {

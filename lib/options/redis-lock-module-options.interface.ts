@@ -1,5 +1,5 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
-import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface';
+import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 
 /** How to reach Redis: a URL, ioredis options, cluster nodes, or a client you already own. */
 export type RedisConnectionOptions =

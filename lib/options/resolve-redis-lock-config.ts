@@ -1,9 +1,9 @@
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import { resolveSyncReplicas } from '../lock/replica-sync';
-import { resolveTopicShards } from '../delay-queue/topic-shards';
-import type { RedisLockConfig } from './redis-lock-config';
-import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config';
-import type { RedisLockModuleOptions } from './redis-lock-module-options.interface';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { resolveSyncReplicas } from '../lock/replica-sync.js';
+import { resolveTopicShards } from '../delay-queue/topic-shards.js';
+import type { RedisLockConfig } from './redis-lock-config.js';
+import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config.js';
+import type { RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 

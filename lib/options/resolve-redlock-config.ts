@@ -1,11 +1,11 @@
 import { Cluster, type Redis } from 'ioredis';
-import { InvalidOptionsError } from '../errors/invalid-options.error';
-import type { RedisLockConfig, RedlockConfig } from './redis-lock-config';
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import type { RedisLockConfig, RedlockConfig } from './redis-lock-config.js';
 import type {
   RedisConnectionOptions,
   RedlockOptions,
   RedisLockModuleOptions,
-} from './redis-lock-module-options.interface';
+} from './redis-lock-module-options.interface.js';
 
 /**
  * Validates `redlock` (undefined when the option is absent). Lock options that only make sense on

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../options/redis-lock-config';
+import type { RedisClient } from '../options/redis-lock-config.js';
 
 /**
  * Closes a connection without throwing: QUIT when it is ready (bounded to 1 s, so a black-holed

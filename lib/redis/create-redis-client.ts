@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from '../options/redis-lock-config';
-import type { RedisConnectionOptions } from '../options/redis-lock-module-options.interface';
+import type { RedisClient } from '../options/redis-lock-config.js';
+import type { RedisConnectionOptions } from '../options/redis-lock-module-options.interface.js';
 
 /** A client built from the options, and whether this module created it (and so must close it). */
 export interface CreatedClient {

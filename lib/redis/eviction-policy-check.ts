@@ -1,9 +1,9 @@
 import type { Logger } from '@nestjs/common';
 import { Cluster, type Redis } from 'ioredis';
-import { RedisEvictionPolicyError } from '../errors/redis-eviction-policy.error';
-import type { RedisClient } from '../options/redis-lock-config';
-import type { EvictionPolicyCheck } from '../options/redis-lock-module-options.interface';
-import { describeEndpoint } from './create-redis-client';
+import { RedisEvictionPolicyError } from '../errors/redis-eviction-policy.error.js';
+import type { RedisClient } from '../options/redis-lock-config.js';
+import type { EvictionPolicyCheck } from '../options/redis-lock-module-options.interface.js';
+import { describeEndpoint } from './create-redis-client.js';
 
 /** The only policy under which Redis never drops a key on its own (besides expiry). */
 export const SAFE_EVICTION_POLICY = 'noeviction';

@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
-import type { RedisClient } from '../options/redis-lock-config';
-import type { RedisScript } from './redis-script';
+import type { RedisClient } from '../options/redis-lock-config.js';
+import type { RedisScript } from './redis-script.js';
 
 /**
  * Loads scripts into the script cache (every master of a cluster) ahead of their first use, so a

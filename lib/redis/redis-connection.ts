@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Cluster } from 'ioredis';
-import { RedisConnectionError } from '../errors/redis-connection.error';
-import type { RedisClient, RedisLockConfig } from '../options/redis-lock-config';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants';
-import { closeQuietly } from './close-quietly';
-import { createRedisClient, describeEndpoint } from './create-redis-client';
-import { enforceEvictionPolicy } from './eviction-policy-check';
+import { RedisConnectionError } from '../errors/redis-connection.error.js';
+import type { RedisClient, RedisLockConfig } from '../options/redis-lock-config.js';
+import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
+import { closeQuietly } from './close-quietly.js';
+import { createRedisClient, describeEndpoint } from './create-redis-client.js';
+import { enforceEvictionPolicy } from './eviction-policy-check.js';
 
 /** How long the policy check waits for an answer when it runs after bootstrap (connectTimeout 0). */
 const EVICTION_CHECK_TIMEOUT_MS = 10_000;
@@ -86,10 +86,12 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
    * the subscription never completes.
    */
   duplicate(purpose: string, options: { shardedPubSub?: boolean } = {}): RedisClient {
-    const copy: RedisClient =
-      options.shardedPubSub && this.client instanceof Cluster
-        ? this.client.duplicate([], { shardedSubscribers: true })
-        : this.client.duplicate();
+    let copy: RedisClient;
+    if (this.client instanceof Cluster) {
+      copy = options.shardedPubSub ? this.client.duplicate([], { shardedSubscribers: true }) : this.client.duplicate();
+    } else {
+      copy = this.client.duplicate();
+    }
     this.dedicated.add(copy);
     this.logErrorsOf(copy, purpose);
     return copy;

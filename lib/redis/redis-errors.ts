@@ -1,6 +1,6 @@
-import { RedisCommandError } from '../errors/redis-command.error';
-import { RedisConnectionError } from '../errors/redis-connection.error';
-import { RedisLockError } from '../errors/redis-lock.error';
+import { RedisCommandError } from '../errors/redis-command.error.js';
+import { RedisConnectionError } from '../errors/redis-connection.error.js';
+import { RedisLockError } from '../errors/redis-lock.error.js';
 
 /** What to do about the server errors users actually meet. */
 const HINTS: Array<[RegExp, string]> = [

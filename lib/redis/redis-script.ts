@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { RedisClient } from '../options/redis-lock-config';
-import { toRedisLockError } from './redis-errors';
+import type { RedisClient } from '../options/redis-lock-config.js';
+import { toRedisLockError } from './redis-errors.js';
 
 /**
  * A Lua script sent by SHA (EVALSHA) and, only when the server does not know it yet (first use,

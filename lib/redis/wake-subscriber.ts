@@ -1,4 +1,4 @@
-import type { RedisClient } from '../options/redis-lock-config';
+import type { RedisClient } from '../options/redis-lock-config.js';
 
 /**
  * Where the subscriber connection comes from: `RedisConnection`, or in Redlock mode a fan-out over

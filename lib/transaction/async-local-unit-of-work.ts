@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
-import { SynchronizationList } from './synchronization-list';
-import type { TransactionSynchronization, TransactionSynchronizer } from './transaction-synchronizer.interface';
+import { SynchronizationList } from './synchronization-list.js';
+import type { TransactionSynchronization, TransactionSynchronizer } from './transaction-synchronizer.interface.js';
 
 /**
  * The default `TransactionSynchronizer`: a unit of work carried by AsyncLocalStorage.

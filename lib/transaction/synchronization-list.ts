@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { TransactionStatus, TransactionSynchronization } from './transaction-synchronizer.interface';
+import type { TransactionStatus, TransactionSynchronization } from './transaction-synchronizer.interface.js';
 
 /**
  * The synchronizations registered on one transaction, run once around its end: by the built-in

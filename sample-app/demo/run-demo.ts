@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { freePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
+import { freePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 
 const ORDER_EXPIRY_MS = 3_000;
 const CONCURRENT_PAYS = 50;
@@ -48,7 +48,7 @@ async function main(): Promise<number> {
 
     step('Starting the orders service (sample-app)');
     const port = await freePort();
-    app = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js')], {
+    app = spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.js')], {
       env: { ...process.env, REDIS_URL: redisUrl, PORT: String(port), ORDER_EXPIRY_MS: String(ORDER_EXPIRY_MS) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -4,14 +4,14 @@ import { RedisLockDashboardModule } from 'nestjs-redis-lock/dashboard';
 import { RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
-import { SAMPLE_CONFIG, type SampleConfig } from './config/sample-config';
-import { DatabaseModule } from './database/database.module';
-import { FulfilmentModule } from './fulfilment/fulfilment.module';
-import { HealthController } from './health/health.controller';
-import { InventoryModule } from './inventory/inventory.module';
-import { MetricsController } from './observability/metrics.controller';
-import { ReadinessController } from './observability/readiness.controller';
-import { OrdersModule } from './orders/orders.module';
+import { SAMPLE_CONFIG, type SampleConfig } from './config/sample-config.js';
+import { DatabaseModule } from './database/database.module.js';
+import { FulfilmentModule } from './fulfilment/fulfilment.module.js';
+import { HealthController } from './health/health.controller.js';
+import { InventoryModule } from './inventory/inventory.module.js';
+import { MetricsController } from './observability/metrics.controller.js';
+import { ReadinessController } from './observability/readiness.controller.js';
+import { OrdersModule } from './orders/orders.module.js';
 
 /** The orders service. `register(config)` so tests and the demo can pass their own settings. */
 @Module({})

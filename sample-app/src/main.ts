@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
-import { AppModule } from './app.module';
-import { sampleConfigFromEnv } from './config/sample-config';
+import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { AppModule } from './app.module.js';
+import { sampleConfigFromEnv } from './config/sample-config.js';
 
 const logger = new Logger('SampleApp');
 

@@ -2,14 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import type { Cluster } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import { LockContext, LockService, RedisLockModule, WithLock } from '../../lib';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space';
+import { LockContext, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
+import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
 import {
   createClusterLockApp,
   rawCluster,
   uniqueClusterPrefix,
   useSharedTestCluster,
-} from '../support/redis-cluster';
+} from '../support/redis-cluster.js';
 
 /** Names whose lock keys land on different masters of the 3-master test cluster. */
 async function namesOnDistinctMasters(

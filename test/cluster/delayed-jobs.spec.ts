@@ -1,6 +1,6 @@
 import type { Cluster } from 'ioredis';
-import { rawCluster, useSharedTestCluster } from '../support/redis-cluster';
-import { describeDelayedJobScenarios } from './support/delayed-job-scenarios';
+import { rawCluster, useSharedTestCluster } from '../support/redis-cluster.js';
+import { describeDelayedJobScenarios } from './support/delayed-job-scenarios.js';
 
 describe('delayed jobs on a Redis Cluster', () => {
   const cluster = useSharedTestCluster();

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
-import { InvalidOptionsError } from '../../lib';
-import { resolveRedisLockConfig } from '../../lib/options/resolve-redis-lock-config';
-import { rawRedis, testRedisUrl } from '../support/test-app';
-import { describeDelayedJobScenarios } from './support/delayed-job-scenarios';
+import { InvalidOptionsError } from '../../lib/index.js';
+import { resolveRedisLockConfig } from '../../lib/options/resolve-redis-lock-config.js';
+import { rawRedis, testRedisUrl } from '../support/test-app.js';
+import { describeDelayedJobScenarios } from './support/delayed-job-scenarios.js';
 
 // Sharding is a key layout, not a cluster feature: the same scenarios hold on one Redis.
 describe('sharded topics on a single Redis', () => {

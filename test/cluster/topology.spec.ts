@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import { useSharedTestCluster } from '../support/redis-cluster';
+import { useSharedTestCluster } from '../support/redis-cluster.js';
 
 describe('Redis Cluster test topology', () => {
   const cluster = useSharedTestCluster();

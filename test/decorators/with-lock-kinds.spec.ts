@@ -1,9 +1,9 @@
 import { Controller, Injectable, type INestApplication, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
-import { LockService, RedisLockModule, WithLock } from '../../lib';
-import { gate } from '../fixtures/with-lock-app';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { LockService, RedisLockModule, WithLock } from '../../lib/index.js';
+import { gate } from '../fixtures/with-lock-app.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** The easy mistake: one key template locked as exclusive in one place and read/write in another. */
 @Injectable()

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { LockAcquireTimeoutError, LockContext, WithLock } from '../../lib';
-import { createWithLockApp, gate } from '../fixtures/with-lock-app';
+import { LockAcquireTimeoutError, LockContext, WithLock } from '../../lib/index.js';
+import { createWithLockApp, gate } from '../fixtures/with-lock-app.js';
 
 /** Two order operations whose key templates share a prefix, as an application would write them. */
 @Injectable()

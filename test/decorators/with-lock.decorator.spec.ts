@@ -11,9 +11,9 @@ import {
   RedisLockModule,
   UnresolvedLockKeyError,
   WithLock,
-} from '../../lib';
-import { CUSTOM_METADATA, OrdersService, createWithLockApp, gate, ownersKey } from '../fixtures/with-lock-app';
-import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
+} from '../../lib/index.js';
+import { CUSTOM_METADATA, OrdersService, createWithLockApp, gate, ownersKey } from '../fixtures/with-lock-app.js';
+import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 describe('@WithLock on a provider', () => {
   let close: () => Promise<void>;

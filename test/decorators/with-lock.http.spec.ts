@@ -1,9 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import type { LockHandle, LockService } from '../../lib';
-import { ownersKey } from '../fixtures/with-lock-app';
-import { startHttpApp, type Probe } from '../fixtures/with-lock-http';
-import { rawRedis } from '../support/test-app';
+import type { LockHandle, LockService } from '../../lib/index.js';
+import { ownersKey } from '../fixtures/with-lock-app.js';
+import { startHttpApp, type Probe } from '../fixtures/with-lock-http.js';
+import { rawRedis } from '../support/test-app.js';
 
 describe('locks in an HTTP application', () => {
   let app: INestApplication;

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
@@ -9,10 +10,10 @@ import {
   runInTransaction,
   type JobScheduleLostEvent,
   type JobScheduleRetryingEvent,
-} from '../../lib';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server';
-import { uniquePrefix } from '../support/test-app';
-import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app';
+} from '../../lib/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
 
 /**
  * A job scheduled inside a transaction is written to Redis after COMMIT. The write must survive a

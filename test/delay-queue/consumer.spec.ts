@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import {
@@ -7,9 +8,9 @@ import {
   JobVisibilityLostError,
   type DelayQueueService,
   type JobContext,
-} from '../../lib';
-import { rawRedis } from '../support/test-app';
-import { createDelayApp, deferred, sleep, waitFor, type DelayTestApp } from './support/delay-test-app';
+} from '../../lib/index.js';
+import { rawRedis } from '../support/test-app.js';
+import { createDelayApp, deferred, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
 
 describe('DelayQueueService: consumers', () => {
   let t: DelayTestApp;

@@ -1,16 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { RedisLockEvents, type JobRecoveredEvent } from '../../lib';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
-import { createDelayApp, waitFor } from './support/delay-test-app';
+import { RedisLockEvents, type JobRecoveredEvent } from '../../lib/index.js';
+import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { createDelayApp, waitFor } from './support/delay-test-app.js';
 
-const FIXTURE = join(__dirname, '..', 'fixtures', 'delay-crash-consumer.ts');
+const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'delay-crash-consumer.ts');
 
 /** Starts the fixture consumer in a child process and collects what it reports. */
 function startChildConsumer(env: Record<string, string>): { child: ChildProcess; started: string[]; ready: Promise<void> } {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE], {
-    cwd: join(__dirname, '..', '..'),
+  const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, FIXTURE], {
+    cwd: join(import.meta.dirname, '..', '..'),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,17 +1,18 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { RedisLockEvents, runInTransaction, type JobDeadEvent, type JobRetriedEvent } from '../../lib';
-import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua';
-import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua';
-import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua';
-import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua';
-import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua';
-import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua';
-import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua';
-import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua';
-import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
-import { createDelayApp, deferred, sleep, waitFor, type DelayTestApp } from './support/delay-test-app';
+import { RedisLockEvents, runInTransaction, type JobDeadEvent, type JobRetriedEvent } from '../../lib/index.js';
+import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
+import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
+import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
+import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.js';
+import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
+import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
+import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
+import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
+import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { createDelayApp, deferred, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
 
 type Script = { readonly sha: string; readonly source: string };
 

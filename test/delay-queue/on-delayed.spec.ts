@@ -1,10 +1,11 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import {
   ConsumerShutdownTimeoutError,
   DuplicateDelayedHandlerError,
   InvalidOptionsError,
   InvalidTopicError,
-} from '../../lib';
+} from '../../lib/index.js';
 import {
   BadOptionsHandler,
   BadTopicHandler,
@@ -14,9 +15,9 @@ import {
   SecondReminderHandler,
   SlowHandler,
   slowHandlerControl,
-} from '../fixtures/delay-handlers';
-import { uniquePrefix } from '../support/test-app';
-import { createDelayApp, sleep, waitFor } from './support/delay-test-app';
+} from '../fixtures/delay-handlers.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { createDelayApp, sleep, waitFor } from './support/delay-test-app.js';
 
 describe('@OnDelayed', () => {
   beforeEach(() => delayLog.reset());

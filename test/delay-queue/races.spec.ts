@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { rawRedis } from '../support/test-app';
-import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app';
+import { rawRedis } from '../support/test-app.js';
+import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
 
 describe('Cancel and reschedule racing with consumers', () => {
   let t: DelayTestApp;

@@ -1,7 +1,7 @@
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
-import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app';
-import { startFreezingProxy } from './support/freezing-proxy';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
+import { startFreezingProxy } from './support/freezing-proxy.js';
 
 describe('Consumers survive Redis failures', () => {
   describe('Redis restarted while consumers block (append-only file on)', () => {

@@ -1,7 +1,8 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { rawRedis } from '../support/test-app';
-import { createDelayApp, sleep, waitFor } from './support/delay-test-app';
+import { rawRedis } from '../support/test-app.js';
+import { createDelayApp, sleep, waitFor } from './support/delay-test-app.js';
 
 describe('Retention: Redis memory stays bounded', () => {
   let redis: Redis;

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import { InvalidJobError, InvalidTopicError, type DelayQueueService } from '../../lib';
-import { rawRedis } from '../support/test-app';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app';
+import { InvalidJobError, InvalidTopicError, type DelayQueueService } from '../../lib/index.js';
+import { rawRedis } from '../support/test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 
 describe('DelayQueueService: scheduling (no consumer running)', () => {
   let t: DelayTestApp;
@@ -135,7 +135,7 @@ describe('DelayQueueService: scheduling (no consumer running)', () => {
     );
     await queue.schedule('fifo', 'late', { id: 'late', at });
     const dueKey = `${t.keyPrefix}:dq:{fifo}:due`;
-    const order = await redis.zrange(dueKey, 0, -1, 'WITHSCORES');
+    const order = await redis.zrange(dueKey, '0', '-1', 'WITHSCORES');
     const members = order.filter((_, i) => i % 2 === 0);
     expect(members).toEqual([...ids, 'late']);
     // Never earlier than asked: the spill-over lands in the next millisecond.

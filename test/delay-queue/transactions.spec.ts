@@ -4,8 +4,8 @@ import {
   type TransactionStatus,
   type TransactionSynchronization,
   type TransactionSynchronizer,
-} from '../../lib';
-import { createDelayApp, waitFor, type DelayTestApp } from './support/delay-test-app';
+} from '../../lib/index.js';
+import { createDelayApp, waitFor, type DelayTestApp } from './support/delay-test-app.js';
 
 describe('DelayQueueService inside a transaction', () => {
   let t: DelayTestApp;

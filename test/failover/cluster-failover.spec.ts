@@ -9,8 +9,8 @@ import {
   type JobContext,
   type LockHandle,
   type RedisLockModuleOptions,
-} from '../../lib';
-import { rawCluster, startRedisCluster, type LocalRedisCluster } from '../support/redis-cluster';
+} from '../../lib/index.js';
+import { rawCluster, startRedisCluster, type LocalRedisCluster } from '../support/redis-cluster.js';
 import {
   heldLockOutcomes,
   stopAllLoads,
@@ -24,7 +24,7 @@ import {
   sleep,
   tryAcquireOnceReachable,
   waitFor,
-} from './support/failover-harness';
+} from './support/failover-harness.js';
 
 /**
  * ioredis gives up on a cluster command after `maxRedirections` (16) retries `retryDelayOn*` (100 ms)

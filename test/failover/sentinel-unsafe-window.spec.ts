@@ -1,8 +1,8 @@
 import type { TestingModule } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
-import { LockLostError, LockNotReplicatedError, LockService, type LockHandle, type RedisLockModuleOptions } from '../../lib';
-import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel';
-import { createFailoverApp, rounded, sleep, tryAcquireOnceReachable, waitFor } from './support/failover-harness';
+import { LockLostError, LockNotReplicatedError, LockService, type LockHandle, type RedisLockModuleOptions } from '../../lib/index.js';
+import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
+import { createFailoverApp, rounded, sleep, tryAcquireOnceReachable, waitFor } from './support/failover-harness.js';
 
 /**
  * Redis replicates asynchronously: a lock taken on a primary that dies before its replicas saw the

@@ -11,12 +11,12 @@ import {
   WithLock,
   type JobContext,
   type RedisLockModuleOptions,
-} from '../../lib';
+} from '../../lib/index.js';
 import { Test } from '@nestjs/testing';
-import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel';
-import { freePort } from '../support/local-redis-server';
+import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
+import { freePort } from '../support/local-redis-server.js';
 import {
-  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, sleep, stopAllLoads, waitFor } from './support/failover-harness';
+  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, sleep, stopAllLoads, waitFor } from './support/failover-harness.js';
 
 @Injectable()
 class Accounts {

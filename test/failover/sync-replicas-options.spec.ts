@@ -1,8 +1,8 @@
 import { Test } from '@nestjs/testing';
-import { InvalidOptionsError, LockService, RedisLockModule } from '../../lib';
-import { resolveAcquireOptions } from '../../lib/lock/acquire-options';
-import { resolveRedisLockConfig } from '../../lib/options/resolve-redis-lock-config';
-import { testRedisUrl } from '../support/test-app';
+import { InvalidOptionsError, LockService, RedisLockModule } from '../../lib/index.js';
+import { resolveAcquireOptions } from '../../lib/lock/acquire-options.js';
+import { resolveRedisLockConfig } from '../../lib/options/resolve-redis-lock-config.js';
+import { testRedisUrl } from '../support/test-app.js';
 
 /** `syncReplicas` is checked when the module starts and on every call, with the option named. */
 describe('syncReplicas options', () => {

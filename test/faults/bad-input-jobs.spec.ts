@@ -8,9 +8,9 @@ import {
   RedisCommandError,
   RedisConnectionError,
   type ScheduleOptions,
-} from '../../lib';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
-import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app';
+} from '../../lib/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

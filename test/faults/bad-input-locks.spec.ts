@@ -11,9 +11,9 @@ import {
   RedisLockModule,
   WithLock,
   type RedisLockModuleOptions,
-} from '../../lib';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
-import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
+} from '../../lib/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Every way a caller can hand the lock API something wrong: a typed error, a useful message, nothing written. */
 describe('bad input to locks', () => {

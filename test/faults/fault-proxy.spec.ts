@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Resolves once `predicate` holds (checked every 5 ms); fails after 5 s. */
 async function until(predicate: () => boolean): Promise<void> {

@@ -2,16 +2,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, JobVisibilityLostError, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { DelayQueueService, JobVisibilityLostError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..');
 const CONSUMER_FIXTURE = join(ROOT, 'test', 'fixtures', 'fault-job-consumer.ts');
 // Consumers are killed and respawned many times: the transpile cache makes a respawn cost well under
 // a second of CPU instead of ~3 s (see the file), which keeps the spec fast on a loaded CI machine.
-const TS_REGISTER = join(ROOT, 'tools', 'soak', 'cached-ts-register.js');
+const TYPESCRIPT_LOADER = join(ROOT, 'tools', 'typescript-loader', 'register.js');
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -91,7 +91,7 @@ class ChildConsumer {
   private stderr = '';
 
   constructor(env: Record<string, string>, ledger: JobLedger) {
-    this.child = spawn(process.execPath, ['--enable-source-maps', '-r', TS_REGISTER, CONSUMER_FIXTURE], {
+    this.child = spawn(process.execPath, ['--enable-source-maps', '--import', TYPESCRIPT_LOADER, CONSUMER_FIXTURE], {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

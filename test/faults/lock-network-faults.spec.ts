@@ -1,8 +1,8 @@
 import { Test, type TestingModule } from '@nestjs/testing';
-import { LockLostError, LockService, RedisLockModule } from '../../lib';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
-import { uniquePrefix } from '../support/test-app';
+import { LockLostError, LockService, RedisLockModule } from '../../lib/index.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 async function lockApp(url: string, keyPrefix: string, leaseTime: number): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import type { TestingModule } from '@nestjs/testing';
-import { LockService } from '../../lib';
-import { spawnFixture } from '../support/child-process';
-import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app';
-import { waitForLine } from '../support/wait-for-output';
-import { fencedWrite } from '../fixtures/fenced-store';
+import { LockService } from '../../lib/index.js';
+import { spawnFixture } from '../support/child-process.js';
+import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { waitForLine } from '../support/wait-for-output.js';
+import { fencedWrite } from '../fixtures/fenced-store.js';
 
 /** Lock holders in other processes that crash or freeze. */
 describe('lock faults: holder processes killed or paused', () => {

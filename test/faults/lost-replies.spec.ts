@@ -1,32 +1,32 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { LockAcquireTimeoutError, type Consumer, type LockHandle, type LockService } from '../../lib';
-import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua';
-import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua';
-import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua';
-import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua';
-import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua';
-import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua';
-import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua';
-import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua';
-import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua';
-import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua';
-import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua';
-import { leaveFairQueueScript } from '../../lib/lock/scripts/leave-fair-queue.lua';
+import { LockAcquireTimeoutError, type Consumer, type LockHandle, type LockService } from '../../lib/index.js';
+import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
+import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
+import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
+import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.js';
+import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
+import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
+import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
+import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
+import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
+import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua.js';
+import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
+import { leaveFairQueueScript } from '../../lib/lock/scripts/leave-fair-queue.lua.js';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,
   leaveWritersScript,
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
-} from '../../lib/lock/scripts/read-write-lock.lua';
-import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua';
-import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua';
-import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua';
-import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua';
-import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua';
-import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua';
-import { RedisScript } from '../../lib/redis/redis-script';
+} from '../../lib/lock/scripts/read-write-lock.lua.js';
+import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
+import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua.js';
+import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua.js';
+import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua.js';
+import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua.js';
+import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.js';
+import { RedisScript } from '../../lib/redis/redis-script.js';
 import {
   deferred,
   fence,
@@ -36,7 +36,7 @@ import {
   type LostReplyContext,
   type LostReplyRow,
   type ScriptRef,
-} from '../support/lost-reply-harness';
+} from '../support/lost-reply-harness.js';
 
 /*
  * The lost-reply fault, over every script-backed operation. Each row loses the reply of one call
@@ -247,7 +247,7 @@ const lockRows: LostReplyRow[] = [
     check: async (ctx, holder, handle) => {
       const keys = ctx.keys.lock('fair');
       expect(fence(handle.fencingToken)).toBeGreaterThan(fence(holder.fencingToken));
-      expect({ queue: await ctx.redis.lrange(keys.queue, 0, -1), timeouts: await ctx.redis.zrange(keys.timeouts, 0, -1) }).toEqual({
+      expect({ queue: await ctx.redis.lrange(keys.queue, 0, -1), timeouts: await ctx.redis.zrange(keys.timeouts, '0', '-1') }).toEqual({
         queue: [],
         timeouts: [],
       });
@@ -362,7 +362,7 @@ const lockRows: LostReplyRow[] = [
     check: async (ctx, permit) => {
       const permits = ctx.keys.semaphore('pool').permits;
       const [seconds, micros] = await ctx.redis.time();
-      const deadline = Number(await ctx.redis.zscore(permits, (await ctx.redis.zrange(permits, 0, 0))[0]));
+      const deadline = Number(await ctx.redis.zscore(permits, (await ctx.redis.zrange(permits, '0', '0'))[0]));
       expect(deadline - (Number(seconds) * 1000 + Number(micros) / 1000)).toBeGreaterThan(10_000);
       expect(await ctx.redis.zcard(permits)).toBe(1);
       expect(permit.held).toBe(true);
@@ -694,14 +694,15 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
 const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readJobScript, readDeadLettersScript, topicStatsScript];
 
 /** Every Lua script the lock and delayed-job families define (each exported RedisScript of their script folders). */
-function scriptsOfLibrary(): ScriptRef[] {
-  const folders = ['../../lib/lock/scripts', '../../lib/delay-queue/scripts'].map((folder) => join(__dirname, folder));
-  return folders.flatMap((folder) =>
+async function scriptsOfLibrary(): Promise<ScriptRef[]> {
+  const folders = ['../../lib/lock/scripts', '../../lib/delay-queue/scripts'].map((folder) => join(import.meta.dirname, folder));
+  const files = folders.flatMap((folder) =>
     readdirSync(folder)
       .filter((file) => file.endsWith('.lua.ts'))
-      .flatMap((file) => Object.values(require(join(folder, file)) as Record<string, unknown>))
-      .filter((value): value is RedisScript => value instanceof RedisScript),
+      .map((file) => join(folder, file)),
   );
+  const modules = await Promise.all(files.map((file) => import(file) as Promise<Record<string, unknown>>));
+  return modules.flatMap((exports) => Object.values(exports)).filter((value): value is RedisScript => value instanceof RedisScript);
 }
 
 function scriptsOf(rows: readonly LostReplyRow[]): ScriptRef[] {
@@ -716,9 +717,9 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   });
   afterAll(() => harness.stop());
 
-  it('has a row for every script of the library that changes state', () => {
+  it('has a row for every script of the library that changes state', async () => {
     const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
-    const library = scriptsOfLibrary();
+    const library = await scriptsOfLibrary();
     expect(library.length).toBeGreaterThanOrEqual(25);
     expect(library.filter((script) => !covered.has(script.sha)).map((script) => script.name)).toEqual([]);
   });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
  * the whole recorded history. CHECKER_SEED=<n> replays a seed (the same faults and operation
  * draws; the interleaving still varies with timing).
  */
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..');
 const SEED = Number(process.env.CHECKER_SEED ?? 20_261_123);
 
 interface SoakSummary {
@@ -32,8 +32,8 @@ function runChecker(seed: number): Promise<{ summary?: SoakSummary; output: stri
     const child = spawn(
       process.execPath,
       [
-        '-r',
-        join(ROOT, 'tools', 'soak', 'cached-ts-register.js'),
+        '--import',
+        join(ROOT, 'tools', 'typescript-loader', 'register.js'),
         join(ROOT, 'tools', 'soak', 'soak.ts'),
         '--processes',
         '3',

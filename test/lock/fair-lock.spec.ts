@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
-import { LockAcquireTimeoutError, LockService } from '../../lib';
-import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app';
+import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
+import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 
 async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const started = performance.now();

@@ -1,9 +1,9 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { LockService } from '../../lib';
-import { FAIR_WAITER_LIVENESS_MS } from '../../lib/lock/protocols/fair-lock.protocol';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
+import { LockService } from '../../lib/index.js';
+import { FAIR_WAITER_LIVENESS_MS } from '../../lib/lock/protocols/fair-lock.protocol.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Polls `check` every 50 ms until it holds or `ms` passed; resolves whether it held. */
 async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {

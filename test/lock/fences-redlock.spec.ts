@@ -1,5 +1,5 @@
-import { createRedlockPair, mastersReconnected } from '../redlock/redlock-test-app';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
+import { createRedlockPair, mastersReconnected } from '../redlock/redlock-test-app.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 
 /**
  * Redlock keeps one fencing counter per master. Every one of them must stay bounded in Redis (a

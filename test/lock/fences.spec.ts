@@ -1,5 +1,5 @@
-import type { LockHandle, LockService } from '../../lib';
-import { rawRedis, useLockServicePair } from '../support/test-app';
+import type { LockHandle, LockService } from '../../lib/index.js';
+import { rawRedis, useLockServicePair } from '../support/test-app.js';
 
 /**
  * Fencing counters: bounded in Redis (each expires some time after its last grant) and never going

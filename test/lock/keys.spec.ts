@@ -1,8 +1,8 @@
 import type { TestingModule } from '@nestjs/testing';
-import { InvalidLockKeyError, InvalidOptionsError, LockService } from '../../lib';
-import { escapeKeyPart } from '../../lib/keys/escape-key-part';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space';
-import { createLockApp } from '../support/test-app';
+import { InvalidLockKeyError, InvalidOptionsError, LockService } from '../../lib/index.js';
+import { escapeKeyPart } from '../../lib/keys/escape-key-part.js';
+import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
+import { createLockApp } from '../support/test-app.js';
 
 describe('lock keys', () => {
   let app: TestingModule;

@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
-import { LockService } from '../../lib';
-import { createLockApp } from '../support/test-app';
+import { LockService } from '../../lib/index.js';
+import { createLockApp } from '../support/test-app.js';
 
 describe('LockService basics', () => {
   let app: TestingModule;

@@ -1,5 +1,5 @@
-import { LockService } from '../../lib';
-import { useLockServicePair } from '../support/test-app';
+import { LockService } from '../../lib/index.js';
+import { useLockServicePair } from '../support/test-app.js';
 
 /** Rejection expected when a name is taken as the other kind of lock than the one holding it. */
 const kindConflict = (key: string) => ({ name: 'LockKindConflictError', code: 'LOCK_KIND_CONFLICT', key });

@@ -1,10 +1,10 @@
 import type { TestingModule } from '@nestjs/testing';
-import { LockAcquireTimeoutError, LockService, type LockHandle } from '../../lib';
-import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua';
-import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua';
-import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app';
+import { LockAcquireTimeoutError, LockService, type LockHandle } from '../../lib/index.js';
+import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua.js';
+import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
+import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Resolves once `signal` has aborted (at once if it has). */
 function aborted(signal: AbortSignal): Promise<void> {

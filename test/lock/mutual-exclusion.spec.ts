@@ -1,5 +1,5 @@
-import { exited, spawnFixture } from '../support/child-process';
-import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
+import { exited, spawnFixture } from '../support/child-process.js';
+import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 describe('mutual exclusion across processes', () => {
   it('keeps a read-modify-write counter exact across 4 processes, fencing tokens strictly increasing', async () => {

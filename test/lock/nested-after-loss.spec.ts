@@ -1,5 +1,5 @@
-import { LockLostError, runInTransaction, type LockHandle, type LockService } from '../../lib';
-import { useLockServicePair } from '../support/test-app';
+import { LockLostError, runInTransaction, type LockHandle, type LockService } from '../../lib/index.js';
+import { useLockServicePair } from '../support/test-app.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

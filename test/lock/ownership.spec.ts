@@ -1,5 +1,5 @@
-import { LockLostError, LockNotHeldError, LockService } from '../../lib';
-import { useLockServicePair } from '../support/test-app';
+import { LockLostError, LockNotHeldError, LockService } from '../../lib/index.js';
+import { useLockServicePair } from '../support/test-app.js';
 
 describe('ownership', () => {
   // Two module instances on one prefix behave like two processes.

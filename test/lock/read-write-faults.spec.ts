@@ -1,13 +1,13 @@
 import type { TestingModule } from '@nestjs/testing';
-import { type LockHandle, LockService } from '../../lib';
+import { type LockHandle, LockService } from '../../lib/index.js';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
-} from '../../lib/lock/scripts/read-write-lock.lua';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app';
+} from '../../lib/lock/scripts/read-write-lock.lua.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Whether a try-acquire got the lock (given back at once when it did). */
 async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {

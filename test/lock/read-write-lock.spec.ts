@@ -1,5 +1,5 @@
-import { LockLostError, LockService, LockUpgradeError } from '../../lib';
-import { useLockServicePair } from '../support/test-app';
+import { LockLostError, LockService, LockUpgradeError } from '../../lib/index.js';
+import { useLockServicePair } from '../support/test-app.js';
 
 describe('read/write lock', () => {
   // Two module instances on one prefix behave like two processes.

@@ -1,5 +1,5 @@
-import { LockService } from '../../lib';
-import { useLockServicePair } from '../support/test-app';
+import { LockService } from '../../lib/index.js';
+import { useLockServicePair } from '../support/test-app.js';
 
 /**
  * Writer preference: once a writer waits, new readers wait behind it, also on a lock that is

@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
-import { LockService, LockContext } from '../../lib';
-import { createLockApp } from '../support/test-app';
+import { LockService, LockContext } from '../../lib/index.js';
+import { createLockApp } from '../support/test-app.js';
 
 describe('reentrancy', () => {
   let app: TestingModule;

@@ -1,9 +1,9 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { type LockHandle, LockService } from '../../lib';
-import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app';
+import { type LockHandle, LockService } from '../../lib/index.js';
+import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Whether a try-acquire got a permit (given back at once when it did). */
 async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {

@@ -1,5 +1,5 @@
-import { InvalidOptionsError, LockService } from '../../lib';
-import { rawRedis, useLockServicePair } from '../support/test-app';
+import { InvalidOptionsError, LockService } from '../../lib/index.js';
+import { rawRedis, useLockServicePair } from '../support/test-app.js';
 
 describe('semaphore with expiring permits', () => {
   // Two module instances on one prefix behave like two processes.

@@ -1,5 +1,5 @@
-import { LockAcquireAbortedError, LockAcquireTimeoutError, LockService } from '../../lib';
-import { useLockServicePair } from '../support/test-app';
+import { LockAcquireAbortedError, LockAcquireTimeoutError, LockService } from '../../lib/index.js';
+import { useLockServicePair } from '../support/test-app.js';
 
 describe('waiting', () => {
   // Two module instances on one prefix behave like two processes.

@@ -1,6 +1,7 @@
+import { jest } from '@jest/globals';
 import type { TestingModule } from '@nestjs/testing';
-import { LockLostError, LockService, RedisLockEvents } from '../../lib';
-import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app';
+import { LockLostError, LockService, RedisLockEvents } from '../../lib/index.js';
+import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 
 describe('watchdog', () => {
   const keyPrefix = uniquePrefix('wd');

@@ -1,9 +1,10 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { LockService, RedisEvictionPolicyError, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server';
-import { uniquePrefix } from '../support/test-app';
+import { LockService, RedisEvictionPolicyError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 /**
  * A Redis that evicts keys (any maxmemory-policy but noeviction; volatile-* too, lock keys have a

@@ -7,9 +7,9 @@ import {
   RedisConnectionError,
   RedisLockModule,
   type RedisLockModuleOptions,
-} from '../../lib';
-import { freePort } from '../support/local-redis-server';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
+} from '../../lib/index.js';
+import { freePort } from '../support/local-redis-server.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 async function bootstrap(imports: unknown[]) {
   const moduleRef = await Test.createTestingModule({ imports: imports as never[] }).compile();

@@ -1,8 +1,8 @@
 import type { DashboardJobList, RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
-import { DelayQueueService } from '../../lib';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server';
-import { callDashboard as call, startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app';
-import { rawRedis } from '../support/test-app';
+import { DelayQueueService } from '../../lib/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { callDashboard as call, startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app.js';
+import { rawRedis } from '../support/test-app.js';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
 

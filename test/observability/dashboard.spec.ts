@@ -1,7 +1,7 @@
 import { RedisLockDashboardModule, type DashboardJobList, type DashboardLocks, type DashboardTopics } from 'nestjs-redis-lock/dashboard';
-import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService } from '../../lib';
-import { callDashboard as call, DenyAllGuard, eventually, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app';
-import { rawRedis } from '../support/test-app';
+import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService } from '../../lib/index.js';
+import { callDashboard as call, DenyAllGuard, eventually, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
+import { rawRedis } from '../support/test-app.js';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
 
@@ -190,7 +190,7 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   });
 
   it('keeps a history of backlog and handler lateness for the plots', async () => {
-    const { DashboardHistory } = await import('../../lib/observability/dashboard/dashboard-history');
+    const { DashboardHistory } = await import('../../lib/observability/dashboard/dashboard-history.js');
     const history = t.app.get(DashboardHistory, { strict: false });
     await queue.scheduleMany('dash.backlog', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
     await history.sample();

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import {
@@ -7,9 +8,9 @@ import {
   RedisLockEvents,
   type RedisLockEventMap,
   type RedisLockEventName,
-} from '../../lib';
-import { createDelayApp, waitFor, type DelayTestApp } from '../delay-queue/support/delay-test-app';
-import { createLockApp, rawRedis } from '../support/test-app';
+} from '../../lib/index.js';
+import { createDelayApp, waitFor, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
+import { createLockApp, rawRedis } from '../support/test-app.js';
 
 type Recorded = { [K in RedisLockEventName]: { name: K; event: RedisLockEventMap[K][0] } }[RedisLockEventName];
 

@@ -1,9 +1,10 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lock/health';
-import { DelayQueueService, RedisLockModule } from '../../lib';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server';
-import { uniquePrefix } from '../support/test-app';
+import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 describe('RedisLockHealthIndicator', () => {
   let server: LocalRedisServer;

@@ -1,10 +1,11 @@
+import { jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockMetrics, RedisLockMetricsModule, defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
-import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock } from '../../lib';
-import { waitFor } from '../delay-queue/support/delay-test-app';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
+import { waitFor } from '../delay-queue/support/delay-test-app.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 async function value(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
   const metric = await registry.getSingleMetric(name)?.get();

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { AppModule } from '../../sample-app/src/app.module';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { AppModule } from '../../sample-app/src/app.module.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 describe('sample app: /metrics and /health/ready (e2e)', () => {
   let app: INestApplication;

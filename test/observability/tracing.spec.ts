@@ -1,15 +1,18 @@
+import { jest } from '@jest/globals';
 import { Controller, Get, Injectable, Logger, Param } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
+import * as otelApi from '@opentelemetry/api';
 import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock, WithRequestLock } from '../../lib';
-import { decodeJob } from '../../lib/delay-queue/job-codec';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space';
-import { NO_TRACING } from '../../lib/observability/tracing/redis-lock-tracing';
-import { RedisConnection } from '../../lib/redis/redis-connection';
-import { waitFor } from '../delay-queue/support/delay-test-app';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
+import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock, WithRequestLock } from '../../lib/index.js';
+import { decodeJob } from '../../lib/delay-queue/job-codec.js';
+import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
+import { tracingFrom } from '../../lib/observability/tracing/open-telemetry-tracing.js';
+import { NO_TRACING } from '../../lib/observability/tracing/redis-lock-tracing.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { waitFor } from '../delay-queue/support/delay-test-app.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 @Injectable()
 class LedgerService {
@@ -233,18 +236,11 @@ describe('OpenTelemetry tracing', () => {
   });
 
   it('falls back to no tracing when @opentelemetry/api cannot be loaded', () => {
-    jest.isolateModules(() => {
-      jest.doMock('@opentelemetry/api', () => {
-        throw new Error("Cannot find module '@opentelemetry/api'");
-      });
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { openTelemetryTracing } = require('../../lib/observability/tracing/open-telemetry-tracing');
-      expect(openTelemetryTracing()).toBe(
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        require('../../lib/observability/tracing/redis-lock-tracing').NO_TRACING,
-      );
+    const missing = tracingFrom(() => {
+      throw Object.assign(new Error("Cannot find module '@opentelemetry/api'"), { code: 'MODULE_NOT_FOUND' });
     });
-    jest.dontMock('@opentelemetry/api');
-    expect(NO_TRACING.enabled).toBe(false);
+    expect(missing).toBe(NO_TRACING);
+    expect(missing.enabled).toBe(false);
+    expect(tracingFrom(() => otelApi).enabled).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
-import { createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
 
 /**
  * Fencing tokens must grow across holders whatever minority is down, including the first master

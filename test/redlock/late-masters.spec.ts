@@ -1,15 +1,15 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { LockService, type LockHandle } from '../../lib';
-import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters';
-import { releaseRedlockScript } from '../../lib/lock/redlock/scripts/release-redlock.lua';
-import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua';
-import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua';
-import { FaultProxy } from '../../tools/fault-proxy';
-import { fencedWrite } from '../fixtures/fenced-store';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
-import { rawRedis, uniquePrefix } from '../support/test-app';
-import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app';
+import { LockService, type LockHandle } from '../../lib/index.js';
+import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters.js';
+import { releaseRedlockScript } from '../../lib/lock/redlock/scripts/release-redlock.lua.js';
+import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
+import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { fencedWrite } from '../fixtures/fenced-store.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

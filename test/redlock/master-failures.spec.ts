@@ -1,6 +1,6 @@
-import { LockAcquireTimeoutError, RedisConnectionError } from '../../lib';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
-import { contendedIncrements, createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app';
+import { LockAcquireTimeoutError, RedisConnectionError } from '../../lib/index.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { contendedIncrements, createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
 
 /** Masters that stop answering, die or come back while two services contend for locks. */
 describe('Redlock: a minority of masters down or unreachable', () => {

@@ -1,6 +1,6 @@
-import { LockAcquireTimeoutError, LockService } from '../../lib';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
-import { contendedIncrements, createRedlockPair, strictlyIncreasing } from './redlock-test-app';
+import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { contendedIncrements, createRedlockPair, strictlyIncreasing } from './redlock-test-app.js';
 
 /** Two lock services (two "processes") on three independent masters. */
 describe('Redlock: mutual exclusion on a majority of masters', () => {

@@ -8,11 +8,11 @@ import {
   RedisLockModule,
   UnsupportedInRedlockModeError,
   type RedisLockModuleOptions,
-} from '../../lib';
-import { freePort } from '../../tools/local-redis-server';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
-import { uniquePrefix } from '../support/test-app';
-import { createRedlockApp } from './redlock-test-app';
+} from '../../lib/index.js';
+import { freePort } from '../../tools/local-redis-server.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { createRedlockApp } from './redlock-test-app.js';
 
 async function bootstrap(options: RedisLockModuleOptions): Promise<unknown> {
   try {

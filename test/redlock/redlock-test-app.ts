@@ -1,8 +1,8 @@
 import { Test, type TestingModule } from '@nestjs/testing';
-import { LockService, RedisLockModule, type RedisLockModuleOptions, type RedlockOptions } from '../../lib';
+import { LockService, RedisLockModule, type RedisLockModuleOptions, type RedlockOptions } from '../../lib/index.js';
 import type { Redis } from 'ioredis';
-import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters';
-import { uniquePrefix } from '../support/test-app';
+import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 /** A Nest testing module in Redlock mode over `urls`; closed with `app.close()`. */
 export async function createRedlockApp(

@@ -1,6 +1,6 @@
-import { LockLostError, LockNotHeldError, RedisLockEvents } from '../../lib';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
-import { createRedlockPair, mastersReconnected } from './redlock-test-app';
+import { LockLostError, LockNotHeldError, RedisLockEvents } from '../../lib/index.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { createRedlockPair, mastersReconnected } from './redlock-test-app.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

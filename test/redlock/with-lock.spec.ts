@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { LockContext, LockService, RedisLockModule, WithLock } from '../../lib';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters';
-import { uniquePrefix } from '../support/test-app';
+import { LockContext, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 @Injectable()
 class Ledger {

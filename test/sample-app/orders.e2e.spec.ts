@@ -1,9 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { AppModule } from '../../sample-app/src/app.module';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres';
-import { testRedisUrl, uniquePrefix } from '../support/test-app';
-import { httpJson } from '../support/http-json';
+import { AppModule } from '../../sample-app/src/app.module.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { httpJson } from '../support/http-json.js';
 
 /**
  * The sample orders service over real HTTP and real Redis, once on its embedded database (PGlite,

@@ -1,13 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..');
 
-/** Starts a TypeScript fixture in its own Node process (ts-node, transpile only). */
+/** Node's arguments that run a TypeScript file of this repository as an ES module (see tools/typescript-loader). */
+export const TYPESCRIPT_NODE_ARGS: readonly string[] = ['--enable-source-maps', '--import', join(ROOT, 'tools', 'typescript-loader', 'register.js')];
+
+/** Starts a TypeScript fixture in its own Node process (transpiled by tools/typescript-loader). */
 export function spawnFixture(fixture: string, args: string[]): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(ROOT, 'test', 'fixtures', fixture), ...args], {
+  const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, join(ROOT, 'test', 'fixtures', fixture), ...args], {
     cwd: ROOT,
-    env: { ...process.env, TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
+    env: process.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -1,6 +1,6 @@
 import type { Config } from '@jest/types';
-import { formatClusterNodes, provideRedisCluster, type LocalRedisCluster } from './redis-cluster';
-import { provideTestRedis, type TestRedis } from './redis-for-tests';
+import { formatClusterNodes, provideRedisCluster, type LocalRedisCluster } from './redis-cluster.js';
+import { provideTestRedis, type TestRedis } from './redis-for-tests.js';
 
 declare global {
   // eslint-disable-next-line no-var

@@ -1,9 +1,9 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { DelayQueueService, LockService, RedisLockEvents, type RedisLockModuleOptions } from '../../lib';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space';
-import { FaultProxy, type LostReply } from '../../tools/fault-proxy';
-import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from './test-app';
+import { DelayQueueService, LockService, RedisLockEvents, type RedisLockModuleOptions } from '../../lib/index.js';
+import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
+import { FaultProxy, type LostReply } from '../../tools/fault-proxy.js';
+import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from './test-app.js';
 
 /** A Lua script of the library, as `FaultProxy.script` matches it. */
 export interface ScriptRef {

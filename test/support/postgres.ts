@@ -3,7 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort } from './local-redis-server';
+import { freePort } from './local-redis-server.js';
 
 /** A throwaway PostgreSQL server of the test file's own: temp data dir, free loopback port, trust auth. */
 export interface LocalPostgres {

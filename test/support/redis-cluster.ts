@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
-import { RedisLockModule, type RedisLockModuleOptions } from '../../lib';
+import { RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import {
   formatClusterNodes,
   parseClusterNodes,
@@ -23,9 +23,9 @@ import {
   type ClusterNodeAddress,
   type LocalRedisCluster,
   type LocalRedisClusterOptions,
-} from '../../tools/local-redis-cluster';
+} from '../../tools/local-redis-cluster.js';
 
-export * from '../../tools/local-redis-cluster';
+export * from '../../tools/local-redis-cluster.js';
 
 /**
  * Starts a private cluster (default 3 masters + 1 replica each, `cluster-node-timeout` 2000 ms).

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { hasRedisServerBinary, startLocalRedisServer } from './local-redis-server';
+import { hasRedisServerBinary, startLocalRedisServer } from './local-redis-server.js';
 
 /** A Redis server for the test run and how to let go of it. */
 export interface TestRedis {

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, startLocalRedisServer, type LocalRedisServer } from './local-redis-server';
+import { freePort, startLocalRedisServer, type LocalRedisServer } from './local-redis-server.js';
 
 export const NO_SENTINEL_MESSAGE = [
   'The failover tests need `redis-server` (with Sentinel mode, part of every redis-server build) on PATH.',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
+import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 
 /** The Redis URL of this run (set by global-setup). */
 export function testRedisUrl(): string {

@@ -1,13 +1,14 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import type { DataSource } from 'typeorm';
-import { LockService } from '../../lib';
-import { ClsTransactionSynchronizer } from '../../lib/transaction/adapters/nestjs-cls';
-import { ordersDataSource } from '../fixtures/tx-datasource';
-import { ClsOrderWorkflow, clsWorkers, createClsApp } from '../fixtures/tx-nestjs-cls';
-import { placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres';
-import { uniquePrefix } from '../support/test-app';
+import { LockService } from '../../lib/index.js';
+import { ClsTransactionSynchronizer } from '../../lib/transaction/adapters/nestjs-cls.js';
+import { ordersDataSource } from '../fixtures/tx-datasource.js';
+import { ClsOrderWorkflow, clsWorkers, createClsApp } from '../fixtures/tx-nestjs-cls.js';
+import { placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 describe('@nestjs-cls/transactional (TypeORM adapter, PostgreSQL): a lock released inside @Transactional()', () => {
   let postgres: LocalPostgres;
@@ -26,7 +27,7 @@ describe('@nestjs-cls/transactional (TypeORM adapter, PostgreSQL): a lock releas
   // two applications run one after the other.
   describe('when the adapter is not wrapped (release before COMMIT)', () => {
     let app: TestingModule;
-    let logged: jest.SpyInstance;
+    let logged: ReturnType<typeof jest.spyOn>;
 
     beforeAll(async () => {
       logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);

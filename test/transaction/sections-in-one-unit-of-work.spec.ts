@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { LockAcquireTimeoutError, LockService, runInTransaction, WithLock } from '../../lib';
-import { createWithLockApp } from '../fixtures/with-lock-app';
+import { LockAcquireTimeoutError, LockService, runInTransaction, WithLock } from '../../lib/index.js';
+import { createWithLockApp } from '../fixtures/with-lock-app.js';
 
 @Injectable()
 class Ledger {

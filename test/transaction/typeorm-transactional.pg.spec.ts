@@ -1,17 +1,17 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { DataSource } from 'typeorm';
 import { StorageDriver, addTransactionalDataSource, initializeTransactionalContext } from 'typeorm-transactional';
-import { LockService } from '../../lib';
-import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction/adapters/typeorm-transactional';
-import { ordersDataSource } from '../fixtures/tx-datasource';
-import { countOrders, eventually, placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
+import { LockService } from '../../lib/index.js';
+import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction/adapters/typeorm-transactional.js';
+import { ordersDataSource } from '../fixtures/tx-datasource.js';
+import { countOrders, eventually, placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
 import {
   TypeOrmOrderWorkflow,
   createTypeOrmTransactionalApp,
   typeOrmWorkers,
-} from '../fixtures/tx-typeorm-transactional';
-import { connectPostgres, startLocalPostgres, type LocalPostgres } from '../support/postgres';
-import { uniquePrefix } from '../support/test-app';
+} from '../fixtures/tx-typeorm-transactional.js';
+import { connectPostgres, startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactional()', () => {
   let postgres: LocalPostgres;

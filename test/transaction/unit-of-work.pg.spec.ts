@@ -1,10 +1,10 @@
 import { Pool } from 'pg';
-import { LockService, runInTransaction } from '../../lib';
-import { createWithLockApp } from '../fixtures/with-lock-app';
-import { ORDERS_TABLE, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race';
-import { PgOrderLedger, pgWorkers } from '../fixtures/tx-unit-of-work';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres';
-import { uniquePrefix } from '../support/test-app';
+import { LockService, runInTransaction } from '../../lib/index.js';
+import { createWithLockApp } from '../fixtures/with-lock-app.js';
+import { ORDERS_TABLE, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
+import { PgOrderLedger, pgWorkers } from '../fixtures/tx-unit-of-work.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 describe('built-in unit of work (runInTransaction) with PostgreSQL', () => {
   let postgres: LocalPostgres;

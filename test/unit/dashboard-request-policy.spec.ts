@@ -4,7 +4,7 @@ import {
   isLoopbackAddress,
   remoteClientRefusal,
   type ClientFacts,
-} from '../../lib/observability/dashboard/dashboard-request-policy';
+} from '../../lib/observability/dashboard/dashboard-request-policy.js';
 
 /*
  * The dashboard's decisions about who sent a request, on the facts Express and Fastify give about

@@ -1,6 +1,6 @@
-import type { HistoryEvent } from '../../tools/soak/history';
-import { parseLogLine } from '../../tools/soak/history';
-import { checkHistory, type CheckOptions } from '../../tools/soak/history-checker';
+import type { HistoryEvent } from '../../tools/soak/history.js';
+import { parseLogLine } from '../../tools/soak/history.js';
+import { checkHistory, type CheckOptions } from '../../tools/soak/history-checker.js';
 
 /** Builds a hand-made history: events get increasing `seq` and, unless given, `us` 1 ms apart. */
 function history(...events: Array<Partial<HistoryEvent> & Pick<HistoryEvent, 'op'>>): HistoryEvent[] {

@@ -1,4 +1,4 @@
-import type { HistoryEvent, LockKind } from './history';
+import type { HistoryEvent, LockKind } from './history.js';
 
 /**
  * The model-based checker of the soak: pure functions over a recorded history (tools/soak/history.ts)

@@ -1,5 +1,5 @@
 /** Settings shared by the soak orchestrator (soak.ts) and its workers (soak-worker.ts). */
-import type { LockKind } from './history';
+import type { LockKind } from './history.js';
 
 /** The delayed-job topic every worker produces to and consumes from. */
 export const SOAK_TOPIC = 'soak.jobs';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { HistoryEvent } from './history';
+import type { HistoryEvent } from './history.js';
 
 /**
  * The soak's fenced store and history log, kept in Redis beside (not inside) the library's keys and

@@ -24,8 +24,8 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
-import { DelayQueueService, LockService, RedisLockModule, type LockHandle } from '../../lib';
-import type { LockKind } from './history';
+import { DelayQueueService, LockService, RedisLockModule, type LockHandle } from '../../lib/index.js';
+import type { LockKind } from './history.js';
 import {
   EXCLUSIVE_KEYS,
   FAIR_KEYS,
@@ -40,8 +40,8 @@ import {
   SOAK_TOPIC,
   seededRandom,
   type WorkerStats,
-} from './soak-constants';
-import { SoakStore, soakKeys } from './soak-store';
+} from './soak-constants.js';
+import { SoakStore, soakKeys } from './soak-store.js';
 
 const env = (name: string): string => {
   const value = process.env[name];

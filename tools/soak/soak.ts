@@ -54,18 +54,18 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
-import { DelayQueueService, RedisLockModule } from '../../lib';
-import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua';
-import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua';
-import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua';
-import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua';
-import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua';
-import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua';
-import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts';
-import { FaultProxy } from '../fault-proxy';
-import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../local-redis-server';
-import { LOCK_KINDS, parseLogLine, type HistoryEvent, type LockKind } from './history';
-import { checkHistory, describeViolations, type CheckResult } from './history-checker';
+import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
+import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
+import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
+import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.js';
+import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
+import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
+import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
+import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts.js';
+import { FaultProxy } from '../fault-proxy.js';
+import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../local-redis-server.js';
+import { LOCK_KINDS, parseLogLine, type HistoryEvent, type LockKind } from './history.js';
+import { checkHistory, describeViolations, type CheckResult } from './history-checker.js';
 import {
   EXCLUSIVE_KEYS,
   FAIR_KEYS,
@@ -77,15 +77,15 @@ import {
   SOAK_TOPIC,
   seededRandom,
   type WorkerStats,
-} from './soak-constants';
-import { readRow, SoakStore, soakKeys } from './soak-store';
+} from './soak-constants.js';
+import { readRow, SoakStore, soakKeys } from './soak-store.js';
 
 export const FAULT_KINDS = ['kill', 'pause', 'redis-restart', 'blackhole', 'reset', 'lost-reply'] as const;
 type FaultKind = (typeof FAULT_KINDS)[number];
 
-const WORKER = join(__dirname, 'soak-worker.ts');
+const WORKER = join(import.meta.dirname, 'soak-worker.ts');
 // Workers are killed and respawned all the time: the transpile cache makes a respawn cheap.
-const TS_REGISTER = join(__dirname, 'cached-ts-register.js');
+const TYPESCRIPT_LOADER = join(import.meta.dirname, '..', 'typescript-loader', 'register.js');
 
 interface SoakOptions {
   processes: number;
@@ -122,7 +122,7 @@ function parseOptions(argv: string[]): SoakOptions {
   });
   if (values.help) {
     // The usage is this file's header comment.
-    const header = /\/\*\*([\s\S]*?)\*\//.exec(readFileSync(__filename, 'utf8'))?.[1] ?? '';
+    const header = /\/\*\*([\s\S]*?)\*\//.exec(readFileSync(import.meta.filename, 'utf8'))?.[1] ?? '';
     process.stdout.write(`${header.replace(/^ \* ?/gm, '').trim()}\n`);
     process.exit(0);
   }
@@ -184,8 +184,8 @@ class WorkerProcess {
     env: Record<string, string>,
     onViolation: (v: Violation) => void,
   ) {
-    this.child = spawn(process.execPath, ['--enable-source-maps', '-r', TS_REGISTER, WORKER], {
-      cwd: join(__dirname, '..', '..'),
+    this.child = spawn(process.execPath, ['--enable-source-maps', '--import', TYPESCRIPT_LOADER, WORKER], {
+      cwd: join(import.meta.dirname, '..', '..'),
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

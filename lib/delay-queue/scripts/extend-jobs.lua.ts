@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_PRELUDE } from './lua-prelude';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_PRELUDE } from './lua-prelude.js';
 
 /**
  * Pushes back the visibility deadline of jobs still running, like a lock lease renewal.

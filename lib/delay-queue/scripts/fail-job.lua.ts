@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_PRELUDE } from './lua-prelude';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_PRELUDE } from './lua-prelude.js';
 
 /**
  * Records a failed delivery: back to the queue after a backoff, or into the dead-letter set.

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_PRELUDE } from './lua-prelude';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_PRELUDE } from './lua-prelude.js';
 
 /**
  * Hands claimed jobs back to the queue at their original due time (so they keep their place), for

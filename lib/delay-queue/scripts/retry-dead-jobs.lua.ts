@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_PRELUDE } from './lua-prelude';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_PRELUDE } from './lua-prelude.js';
 
 /**
  * Puts dead letters back in the queue, due now, with their attempts reset (the last error is kept

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_PRELUDE } from './lua-prelude';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_PRELUDE } from './lua-prelude.js';
 
 /**
  * Stores jobs and queues them by due time, in one step per batch.

@@ -1,4 +1,4 @@
-import type { SyncReplicasOptions } from '../../options/redis-lock-module-options.interface';
+import type { SyncReplicasOptions } from '../../options/redis-lock-module-options.interface.js';
 
 /** Per-call options of `LockService.acquire`, `tryAcquire` and `using`. */
 export interface AcquireOptions {

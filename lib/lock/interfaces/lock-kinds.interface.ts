@@ -1,5 +1,5 @@
-import type { AcquireOptions } from './acquire-options.interface';
-import type { LockHandle } from './lock-handle.interface';
+import type { AcquireOptions } from './acquire-options.interface.js';
+import type { LockHandle } from './lock-handle.interface.js';
 
 /** Options of the read/write lock and semaphore (`fair` does not apply to them). */
 export type LockKindOptions = Omit<AcquireOptions, 'fair'>;

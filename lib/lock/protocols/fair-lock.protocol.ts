@@ -1,10 +1,10 @@
-import { LockKindConflictError } from '../../errors/lock-kind-conflict.error';
-import type { LockKeys } from '../../keys/redis-key-space';
-import type { RedisClient } from '../../options/redis-lock-config';
-import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua';
-import { leaveFairQueueScript } from '../scripts/leave-fair-queue.lua';
-import type { AttemptMode, AttemptOutcome } from './lock-protocol.interface';
-import { ReentrantLockProtocol } from './reentrant-lock.protocol';
+import { LockKindConflictError } from '../../errors/lock-kind-conflict.error.js';
+import type { LockKeys } from '../../keys/redis-key-space.js';
+import type { RedisClient } from '../../options/redis-lock-config.js';
+import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua.js';
+import { leaveFairQueueScript } from '../scripts/leave-fair-queue.lua.js';
+import type { AttemptMode, AttemptOutcome } from './lock-protocol.interface.js';
+import { ReentrantLockProtocol } from './reentrant-lock.protocol.js';
 
 /**
  * How long a waiter stays in a fair queue without showing it is alive. A waiter refreshes every

@@ -1,5 +1,5 @@
-import type { RedisClient } from '../../options/redis-lock-config';
-import type { RedisScript } from '../../redis/redis-script';
+import type { RedisClient } from '../../options/redis-lock-config.js';
+import type { RedisScript } from '../../redis/redis-script.js';
 
 /** Outcome of one acquire attempt. */
 export type AttemptOutcome =

@@ -1,15 +1,15 @@
-import { LockKindConflictError } from '../../errors/lock-kind-conflict.error';
-import { LockUpgradeError } from '../../errors/lock-upgrade.error';
-import type { LockKeys } from '../../keys/redis-key-space';
-import type { RedisClient } from '../../options/redis-lock-config';
+import { LockKindConflictError } from '../../errors/lock-kind-conflict.error.js';
+import { LockUpgradeError } from '../../errors/lock-upgrade.error.js';
+import type { LockKeys } from '../../keys/redis-key-space.js';
+import type { RedisClient } from '../../options/redis-lock-config.js';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,
   leaveWritersScript,
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
-} from '../scripts/read-write-lock.lua';
-import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+} from '../scripts/read-write-lock.lua.js';
+import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
 
 /** How long a waiting writer blocks new readers without showing it is still waiting. */
 export const WRITER_LIVENESS_MS = 5_000;

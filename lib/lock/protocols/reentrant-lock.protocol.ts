@@ -1,10 +1,10 @@
-import { LockKindConflictError } from '../../errors/lock-kind-conflict.error';
-import type { LockKeys } from '../../keys/redis-key-space';
-import type { RedisClient } from '../../options/redis-lock-config';
-import { acquireLockScript } from '../scripts/acquire-lock.lua';
-import { releaseLockScript } from '../scripts/release-lock.lua';
-import { renewLocksScript } from '../scripts/renew-locks.lua';
-import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+import { LockKindConflictError } from '../../errors/lock-kind-conflict.error.js';
+import type { LockKeys } from '../../keys/redis-key-space.js';
+import type { RedisClient } from '../../options/redis-lock-config.js';
+import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
+import { releaseLockScript } from '../scripts/release-lock.lua.js';
+import { renewLocksScript } from '../scripts/renew-locks.lua.js';
+import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
 
 /** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
 export class ReentrantLockProtocol implements LockProtocol {

@@ -1,7 +1,7 @@
-import type { SemaphoreKeys } from '../../keys/redis-key-space';
-import type { RedisClient } from '../../options/redis-lock-config';
-import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../scripts/semaphore.lua';
-import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface';
+import type { SemaphoreKeys } from '../../keys/redis-key-space.js';
+import type { RedisClient } from '../../options/redis-lock-config.js';
+import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../scripts/semaphore.lua.js';
+import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
 
 /**
  * A counting semaphore whose permits are leases: at most `permits` holders at once, and a

@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
-import type { RedisClient } from '../../options/redis-lock-config';
-import type { WakeConnectionSource } from '../../redis/wake-subscriber';
-import { collectReplies, successes } from './quorum-replies';
-import type { RedlockMaster } from './redlock-master';
+import type { RedisClient } from '../../options/redis-lock-config.js';
+import type { WakeConnectionSource } from '../../redis/wake-subscriber.js';
+import { collectReplies, successes } from './quorum-replies.js';
+import type { RedlockMaster } from './redlock-master.js';
 
 /** Release ids remembered to drop the other masters' copies of a release (far more than are ever in flight). */
 const REMEMBERED_RELEASES = 4_096;

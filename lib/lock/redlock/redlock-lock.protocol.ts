@@ -1,11 +1,11 @@
-import { UnsupportedInRedlockModeError } from '../../errors/unsupported-in-redlock-mode.error';
-import type { LockKeys } from '../../keys/redis-key-space';
-import type { RedisClient } from '../../options/redis-lock-config';
-import type { ResolvedAcquireOptions } from '../acquire-options';
-import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from '../protocols/lock-protocol.interface';
-import { renewLocksScript } from '../scripts/renew-locks.lua';
-import type { WonHold } from './holder-tokens';
-import type { RedlockQuorum, TryIds } from './redlock-quorum';
+import { UnsupportedInRedlockModeError } from '../../errors/unsupported-in-redlock-mode.error.js';
+import type { LockKeys } from '../../keys/redis-key-space.js';
+import type { RedisClient } from '../../options/redis-lock-config.js';
+import type { ResolvedAcquireOptions } from '../acquire-options.js';
+import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from '../protocols/lock-protocol.interface.js';
+import { renewLocksScript } from '../scripts/renew-locks.lua.js';
+import type { WonHold } from './holder-tokens.js';
+import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
 
 /**
  * The exclusive, reentrant lock in Redlock mode: the same owner hash, counter and wake channel as

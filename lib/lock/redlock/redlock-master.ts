@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import type { RedlockClientOptions } from '../../options/redis-lock-module-options.interface';
-import { isClientInstance } from '../../options/resolve-redlock-config';
-import { closeQuietly } from '../../redis/close-quietly';
+import type { RedlockClientOptions } from '../../options/redis-lock-module-options.interface.js';
+import { isClientInstance } from '../../options/resolve-redlock-config.js';
+import { closeQuietly } from '../../redis/close-quietly.js';
 
 /** How often one master's connection errors are logged at most, in ms. */
 const ERROR_LOG_INTERVAL_MS = 5_000;

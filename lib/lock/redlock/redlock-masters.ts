@@ -1,16 +1,16 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { RedisConnectionError } from '../../errors/redis-connection.error';
-import type { RedisLockConfig } from '../../options/redis-lock-config';
-import type { WakeConnectionSource } from '../../redis/wake-subscriber';
-import { enforceEvictionPolicy } from '../../redis/eviction-policy-check';
-import { RedisConnection } from '../../redis/redis-connection';
-import { preloadScripts } from '../../redis/preload-scripts';
-import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants';
-import { fanOutWakeConnection } from './fan-out-subscriber';
-import { collectReplies, successes } from './quorum-replies';
-import { RedlockMaster } from './redlock-master';
-import { RedlockQuorum } from './redlock-quorum';
-import { ALL_REDLOCK_SCRIPTS } from './scripts/all-redlock-scripts';
+import { RedisConnectionError } from '../../errors/redis-connection.error.js';
+import type { RedisLockConfig } from '../../options/redis-lock-config.js';
+import type { WakeConnectionSource } from '../../redis/wake-subscriber.js';
+import { enforceEvictionPolicy } from '../../redis/eviction-policy-check.js';
+import { RedisConnection } from '../../redis/redis-connection.js';
+import { preloadScripts } from '../../redis/preload-scripts.js';
+import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants.js';
+import { fanOutWakeConnection } from './fan-out-subscriber.js';
+import { collectReplies, successes } from './quorum-replies.js';
+import { RedlockMaster } from './redlock-master.js';
+import { RedlockQuorum } from './redlock-quorum.js';
+import { ALL_REDLOCK_SCRIPTS } from './scripts/all-redlock-scripts.js';
 
 /**
  * The masters of Redlock mode (the `redlock` option) and the quorum that runs locks on them. In

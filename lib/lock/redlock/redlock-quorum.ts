@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { RedisConnectionError } from '../../errors/redis-connection.error';
-import type { LockKeys } from '../../keys/redis-key-space';
-import type { RedlockConfig } from '../../options/redis-lock-config';
-import type { RedisScript } from '../../redis/redis-script';
-import { SECTION_HOLD_GONE, type AttemptOutcome, type Renewal, type RenewalTarget } from '../protocols/lock-protocol.interface';
-import { runRenewal } from '../lock-watchdog';
-import { acquireLockScript } from '../scripts/acquire-lock.lua';
-import { planFencingToken } from './fencing-token';
-import { HolderTokens } from './holder-tokens';
-import { collectReplies, firstError, successes, type RepliesSoFar } from './quorum-replies';
-import type { RedlockMaster } from './redlock-master';
-import { raiseFenceScript } from './scripts/raise-fence.lua';
-import { releaseRedlockScript } from './scripts/release-redlock.lua';
+import { RedisConnectionError } from '../../errors/redis-connection.error.js';
+import type { LockKeys } from '../../keys/redis-key-space.js';
+import type { RedlockConfig } from '../../options/redis-lock-config.js';
+import type { RedisScript } from '../../redis/redis-script.js';
+import { SECTION_HOLD_GONE, type AttemptOutcome, type Renewal, type RenewalTarget } from '../protocols/lock-protocol.interface.js';
+import { runRenewal } from '../lock-watchdog.js';
+import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
+import { planFencingToken } from './fencing-token.js';
+import { HolderTokens } from './holder-tokens.js';
+import { collectReplies, firstError, successes, type RepliesSoFar } from './quorum-replies.js';
+import type { RedlockMaster } from './redlock-master.js';
+import { raiseFenceScript } from './scripts/raise-fence.lua.js';
+import { releaseRedlockScript } from './scripts/release-redlock.lua.js';
 
 /** One try on all masters; `collided` when some masters granted but not a majority (a split vote). */
 export type QuorumAttemptOutcome = AttemptOutcome & { readonly collided: boolean };

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
 
 /**
  * Takes or re-enters a fair lock: waiters are served in arrival order (as Redisson's fair lock).

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_FENCE } from './lua-snippets';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_FENCE } from './lua-snippets.js';
 
 /**
  * Takes or re-enters a reentrant lock.

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../redis/redis-script';
-import { LUA_FENCE, LUA_NOW_MS, WAKE_ALL } from './lua-snippets';
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_FENCE, LUA_NOW_MS, WAKE_ALL } from './lua-snippets.js';
 
 /*
  * Read/write lock layout (one hash tag):

@@ -1,5 +1,5 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
-import type { DashboardAccessHook } from './redis-lock-dashboard-options.interface';
+import type { DashboardAccessHook } from './redis-lock-dashboard-options.interface.js';
 
 /** Turns the `canActivate(request)` option into a guard. */
 export class DashboardAccessGuard implements CanActivate {

@@ -1,4 +1,4 @@
-import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface';
+import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
 
 /*
  * The JSON the dashboard API answers. Times are epoch ms; `now` is the Redis server's clock at the

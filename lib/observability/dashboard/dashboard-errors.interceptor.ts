@@ -8,13 +8,13 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { catchError, type Observable } from 'rxjs';
-import { InvalidJobError } from '../../errors/invalid-job.error';
-import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
-import { InvalidOptionsError } from '../../errors/invalid-options.error';
-import { InvalidTopicError } from '../../errors/invalid-topic.error';
-import { RedisCommandError } from '../../errors/redis-command.error';
-import { RedisConnectionError } from '../../errors/redis-connection.error';
-import type { RedisLockError } from '../../errors/redis-lock.error';
+import { InvalidJobError } from '../../errors/invalid-job.error.js';
+import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error.js';
+import { InvalidOptionsError } from '../../errors/invalid-options.error.js';
+import { InvalidTopicError } from '../../errors/invalid-topic.error.js';
+import { RedisCommandError } from '../../errors/redis-command.error.js';
+import { RedisConnectionError } from '../../errors/redis-connection.error.js';
+import type { RedisLockError } from '../../errors/redis-lock.error.js';
 
 /**
  * Answers the library's typed errors with the HTTP status they mean: a bad topic or job id from the

@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { DelayQueueService } from '../../delay-queue/delay-queue.service';
-import { RedisLockEvents, type JobFailedEvent, type JobStartedEvent, type JobSucceededEvent } from '../../lock/lock-events';
-import type { DashboardHistory as DashboardHistoryReply, DashboardSample } from './dashboard-api.interface';
-import { DashboardTopicRegistry } from './dashboard-topics';
-import { MAX_SAMPLED_TOPICS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
-import type { ResolvedDashboardOptions } from './resolve-dashboard-options';
+import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
+import { RedisLockEvents, type JobFailedEvent, type JobStartedEvent, type JobSucceededEvent } from '../../lock/lock-events.js';
+import type { DashboardHistory as DashboardHistoryReply, DashboardSample } from './dashboard-api.interface.js';
+import { DashboardTopicRegistry } from './dashboard-topics.js';
+import { MAX_SAMPLED_TOPICS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
+import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 
 /** Lateness values kept per interval for the percentiles; beyond it, a uniform reservoir sample. */
 const LATENESS_RESERVOIR = 1_000;

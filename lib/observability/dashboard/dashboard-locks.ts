@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
-import { RedisKeySpace } from '../../keys/redis-key-space';
-import { RedisConnection } from '../../redis/redis-connection';
-import type { DashboardLock, DashboardLockHolder, DashboardLocks as DashboardLockList } from './dashboard-api.interface';
-import { DASHBOARD_KEY_SPACE, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
-import type { ResolvedDashboardOptions } from './resolve-dashboard-options';
-import { escapeGlob, hashTagOf, scanKeys, unescapeKeyPart } from './scan-keys';
-import { readLockScript } from './scripts/read-lock.lua';
-import { readSemaphoreScript } from './scripts/read-semaphore.lua';
+import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error.js';
+import { RedisKeySpace } from '../../keys/redis-key-space.js';
+import { RedisConnection } from '../../redis/redis-connection.js';
+import type { DashboardLock, DashboardLockHolder, DashboardLocks as DashboardLockList } from './dashboard-api.interface.js';
+import { DASHBOARD_KEY_SPACE, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
+import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
+import { escapeGlob, hashTagOf, scanKeys, unescapeKeyPart } from './scan-keys.js';
+import { readLockScript } from './scripts/read-lock.lua.js';
+import { readSemaphoreScript } from './scripts/read-semaphore.lua.js';
 
 /** Scripts run at once while reading the locks found by a scan. */
 const READ_PARALLELISM = 32;

@@ -1,6 +1,6 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
-import { dashboardForbidden } from './dashboard-forbidden';
-import { FORWARDING_HEADERS, remoteClientRefusal } from './dashboard-request-policy';
+import { dashboardForbidden } from './dashboard-forbidden.js';
+import { FORWARDING_HEADERS, remoteClientRefusal } from './dashboard-request-policy.js';
 
 /**
  * Serves loopback clients only: what the dashboard does when nobody said who may use it (no

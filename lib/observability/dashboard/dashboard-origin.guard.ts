@@ -1,6 +1,6 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
-import { dashboardForbidden } from './dashboard-forbidden';
-import { crossOriginRefusal } from './dashboard-request-policy';
+import { dashboardForbidden } from './dashboard-forbidden.js';
+import { crossOriginRefusal } from './dashboard-request-policy.js';
 
 /** Metadata marking the page route: a navigation from another site's link may open the page (it holds no data). */
 export const DASHBOARD_NAVIGATION_ROUTE = 'redis-lock:dashboard-navigation-route';

@@ -1,24 +1,24 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DUE_SCORE_SLOTS } from '../../delay-queue/delay-queue.constants';
-import { DelayQueueService } from '../../delay-queue/delay-queue.service';
-import { decodeJob } from '../../delay-queue/job-codec';
-import { assertValidTopic } from '../../delay-queue/topic-name';
-import { InvalidJobError } from '../../errors/invalid-job.error';
-import type { TopicShards } from '../../delay-queue/topic-shards';
-import type { TopicKeys } from '../../keys/redis-key-space';
-import { RedisConnection } from '../../redis/redis-connection';
+import { DUE_SCORE_SLOTS } from '../../delay-queue/delay-queue.constants.js';
+import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
+import { decodeJob } from '../../delay-queue/job-codec.js';
+import { assertValidTopic } from '../../delay-queue/topic-name.js';
+import { InvalidJobError } from '../../errors/invalid-job.error.js';
+import type { TopicShards } from '../../delay-queue/topic-shards.js';
+import type { TopicKeys } from '../../keys/redis-key-space.js';
+import { RedisConnection } from '../../redis/redis-connection.js';
 import type {
   DashboardJob,
   DashboardJobDetail,
   DashboardJobList,
   DashboardJobState,
   DashboardTopics,
-} from './dashboard-api.interface';
-import { DashboardTopicRegistry } from './dashboard-topics';
-import { DASHBOARD_TOPIC_SHARDS, PAYLOAD_PREVIEW_LENGTH } from './redis-lock-dashboard.constants';
-import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua';
-import { deleteDeadJobScript } from './scripts/delete-dead-job.lua';
-import { listJobsScript } from './scripts/list-jobs.lua';
+} from './dashboard-api.interface.js';
+import { DashboardTopicRegistry } from './dashboard-topics.js';
+import { DASHBOARD_TOPIC_SHARDS, PAYLOAD_PREVIEW_LENGTH } from './redis-lock-dashboard.constants.js';
+import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
+import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
+import { listJobsScript } from './scripts/list-jobs.lua.js';
 
 export const JOB_STATES: readonly DashboardJobState[] = ['due', 'scheduled', 'active', 'dead'];
 

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { DelayedHandlerMetadataAccessor } from '../../delay-queue/delayed-handler-metadata.accessor';
-import { RedisKeySpace } from '../../keys/redis-key-space';
-import { RedisLockEvents } from '../../lock/lock-events';
-import { RedisConnection } from '../../redis/redis-connection';
-import type { TopicShards } from '../../delay-queue/topic-shards';
-import { DASHBOARD_KEY_SPACE, DASHBOARD_TOPIC_SHARDS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
-import type { ResolvedDashboardOptions } from './resolve-dashboard-options';
-import { escapeGlob, hashTagOf, scanKeys } from './scan-keys';
+import { DelayedHandlerMetadataAccessor } from '../../delay-queue/delayed-handler-metadata.accessor.js';
+import { RedisKeySpace } from '../../keys/redis-key-space.js';
+import { RedisLockEvents } from '../../lock/lock-events.js';
+import { RedisConnection } from '../../redis/redis-connection.js';
+import type { TopicShards } from '../../delay-queue/topic-shards.js';
+import { DASHBOARD_KEY_SPACE, DASHBOARD_TOPIC_SHARDS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
+import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
+import { escapeGlob, hashTagOf, scanKeys } from './scan-keys.js';
 
 const TOPIC = /^[A-Za-z0-9_.:\/#-]{1,128}$/;
 /** Most topics remembered from SCAN. */

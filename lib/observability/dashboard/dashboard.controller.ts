@@ -19,7 +19,7 @@ import {
   type CanActivate,
   type Type,
 } from '@nestjs/common';
-import { RedisKeySpace } from '../../keys/redis-key-space';
+import { RedisKeySpace } from '../../keys/redis-key-space.js';
 import type {
   DashboardHistory as DashboardHistoryReply,
   DashboardJobDetail,
@@ -28,23 +28,23 @@ import type {
   DashboardLocks as DashboardLockList,
   DashboardMeta,
   DashboardTopics as DashboardTopicList,
-} from './dashboard-api.interface';
-import { DashboardAccessGuard } from './dashboard-access.guard';
-import { DashboardErrorsInterceptor } from './dashboard-errors.interceptor';
-import { dashboardForbidden } from './dashboard-forbidden';
-import { DashboardLoopbackGuard } from './dashboard-loopback.guard';
-import { DASHBOARD_NAVIGATION_ROUTE, DashboardOriginGuard } from './dashboard-origin.guard';
-import { DashboardHistory } from './dashboard-history';
-import { DashboardLocks } from './dashboard-locks';
-import { DASHBOARD_PAGE_CSP, DASHBOARD_PAGE_HTML } from './dashboard-page';
-import { DashboardQueue, JOB_STATES } from './dashboard-queue';
+} from './dashboard-api.interface.js';
+import { DashboardAccessGuard } from './dashboard-access.guard.js';
+import { DashboardErrorsInterceptor } from './dashboard-errors.interceptor.js';
+import { dashboardForbidden } from './dashboard-forbidden.js';
+import { DashboardLoopbackGuard } from './dashboard-loopback.guard.js';
+import { DASHBOARD_NAVIGATION_ROUTE, DashboardOriginGuard } from './dashboard-origin.guard.js';
+import { DashboardHistory } from './dashboard-history.js';
+import { DashboardLocks } from './dashboard-locks.js';
+import { DASHBOARD_PAGE_CSP, DASHBOARD_PAGE_HTML } from './dashboard-page.js';
+import { DashboardQueue, JOB_STATES } from './dashboard-queue.js';
 import {
   DASHBOARD_ACTION_HEADER,
   DASHBOARD_KEY_SPACE,
   MAX_JOB_LIST_LIMIT,
   REDIS_LOCK_DASHBOARD_OPTIONS,
-} from './redis-lock-dashboard.constants';
-import type { ResolvedDashboardOptions } from './resolve-dashboard-options';
+} from './redis-lock-dashboard.constants.js';
+import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 
 /**
  * The page and its JSON API. `forRoot` subclasses it with `@Controller(path)` and the user's guards,

@@ -1,8 +1,8 @@
 // `nestjs-redis-lock/dashboard`: a separate entry point so that apps without the dashboard load none of it.
-export { RedisLockDashboardModule } from './redis-lock-dashboard.module';
-export type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
-export { DASHBOARD_ACTION_HEADER } from './redis-lock-dashboard.constants';
-export type { DashboardRefusal } from './dashboard-forbidden';
+export { RedisLockDashboardModule } from './redis-lock-dashboard.module.js';
+export type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
+export { DASHBOARD_ACTION_HEADER } from './redis-lock-dashboard.constants.js';
+export type { DashboardRefusal } from './dashboard-forbidden.js';
 export type {
   DashboardHistory,
   DashboardJob,
@@ -17,4 +17,4 @@ export type {
   DashboardSample,
   DashboardTopic,
   DashboardTopics,
-} from './dashboard-api.interface';
+} from './dashboard-api.interface.js';

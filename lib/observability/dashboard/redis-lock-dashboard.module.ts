@@ -1,19 +1,19 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule, ModuleRef } from '@nestjs/core';
-import { InvalidOptionsError } from '../../errors/invalid-options.error';
-import { RedisKeySpace } from '../../keys/redis-key-space';
-import type { RedisLockConfig } from '../../options/redis-lock-config';
-import { RedisConnection } from '../../redis/redis-connection';
-import { TopicShards } from '../../delay-queue/topic-shards';
-import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants';
-import { createDashboardController } from './dashboard.controller';
-import { DashboardHistory } from './dashboard-history';
-import { DashboardLocks } from './dashboard-locks';
-import { DashboardQueue } from './dashboard-queue';
-import { DashboardTopicRegistry } from './dashboard-topics';
-import { DASHBOARD_KEY_SPACE, DASHBOARD_TOPIC_SHARDS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants';
-import type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
-import { resolveDashboardOptions } from './resolve-dashboard-options';
+import { InvalidOptionsError } from '../../errors/invalid-options.error.js';
+import { RedisKeySpace } from '../../keys/redis-key-space.js';
+import type { RedisLockConfig } from '../../options/redis-lock-config.js';
+import { RedisConnection } from '../../redis/redis-connection.js';
+import { TopicShards } from '../../delay-queue/topic-shards.js';
+import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants.js';
+import { createDashboardController } from './dashboard.controller.js';
+import { DashboardHistory } from './dashboard-history.js';
+import { DashboardLocks } from './dashboard-locks.js';
+import { DashboardQueue } from './dashboard-queue.js';
+import { DashboardTopicRegistry } from './dashboard-topics.js';
+import { DASHBOARD_KEY_SPACE, DASHBOARD_TOPIC_SHARDS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
+import type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
+import { resolveDashboardOptions } from './resolve-dashboard-options.js';
 
 /**
  * A small web dashboard for locks and delayed jobs: one self-contained page (no build step, no

@@ -1,8 +1,8 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import { InvalidOptionsError } from '../../errors/invalid-options.error';
-import { assertValidTopic } from '../../delay-queue/topic-name';
-import { canonicalOrigin } from './dashboard-request-policy';
-import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface';
+import { InvalidOptionsError } from '../../errors/invalid-options.error.js';
+import { assertValidTopic } from '../../delay-queue/topic-name.js';
+import { canonicalOrigin } from './dashboard-request-policy.js';
+import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
 
 /** The dashboard options after validation, with every default filled in. Internal. */
 export interface ResolvedDashboardOptions {

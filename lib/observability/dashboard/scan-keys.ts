@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import type { RedisClient } from '../../options/redis-lock-config';
+import type { RedisClient } from '../../options/redis-lock-config.js';
 
 /** Keys found by `scanKeys`, and whether the scan stopped before it had seen the whole keyspace. */
 export interface ScannedKeys {

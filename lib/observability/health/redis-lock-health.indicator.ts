@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { DelayQueueService } from '../../delay-queue/delay-queue.service';
-import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface';
-import { RedisConnection } from '../../redis/redis-connection';
+import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
+import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
+import { RedisConnection } from '../../redis/redis-connection.js';
 
 /** Limits of one topic for `RedisLockHealthIndicator.checkQueues`; a limit left out is not checked. */
 export interface QueueHealthThresholds {

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { RedisLockHealthIndicator } from './redis-lock-health.indicator';
+import { RedisLockHealthIndicator } from './redis-lock-health.indicator.js';
 
 /**
  * Provides `RedisLockHealthIndicator` (with `@nestjs/terminus`, an optional peer dependency loaded

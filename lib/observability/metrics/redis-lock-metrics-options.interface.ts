@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { LockKeyClassifier } from './key-pattern';
+import type { LockKeyClassifier } from './key-pattern.js';
 
 /** Options of `RedisLockMetricsModule.forRoot()`. */
 export interface RedisLockMetricsOptions {

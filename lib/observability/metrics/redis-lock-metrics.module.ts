@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants';
-import { RedisLockMetrics } from './redis-lock-metrics';
-import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface';
+import { REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
+import { RedisLockMetrics } from './redis-lock-metrics.js';
+import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
 
 /**
  * Prometheus metrics for locks and delayed jobs, with `prom-client` (an optional peer dependency:

@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
-import { DelayQueueService } from '../../delay-queue/delay-queue.service';
-import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../lock/lock-events';
-import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern';
-import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants';
-import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface';
+import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
+import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../lock/lock-events.js';
+import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js';
+import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
+import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
 
 const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead'] as const;
 const OTHER_PATTERN = 'other';

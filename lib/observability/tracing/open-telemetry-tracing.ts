@@ -1,15 +1,16 @@
+import { createRequire } from 'node:module';
 import type * as OpenTelemetryApi from '@opentelemetry/api';
 import type { Attributes, Span, SpanContext, Tracer } from '@opentelemetry/api';
-import { LockAcquireTimeoutError } from '../../errors/lock-acquire-timeout.error';
-import { LockLostError } from '../../errors/lock-lost.error';
-import type { LockHandle } from '../../lock/interfaces/lock-handle.interface';
+import { LockAcquireTimeoutError } from '../../errors/lock-acquire-timeout.error.js';
+import { LockLostError } from '../../errors/lock-lost.error.js';
+import type { LockHandle } from '../../lock/interfaces/lock-handle.interface.js';
 import {
   NO_TRACING,
   type AcquireTraceInfo,
   type HandlerTraceInfo,
   type LockedSpan,
   type RedisLockTracing,
-} from './redis-lock-tracing';
+} from './redis-lock-tracing.js';
 
 const TRACER_NAME = 'nestjs-redis-lock';
 /** `messaging.system` of the delayed-job spans. */
@@ -25,16 +26,28 @@ let shared: RedisLockTracing | undefined;
  * with the API installed but no SDK they are the API's non-recording spans.
  */
 export function openTelemetryTracing(): RedisLockTracing {
-  if (shared) return shared;
-  let api: typeof OpenTelemetryApi | undefined;
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    api = require('@opentelemetry/api') as typeof OpenTelemetryApi;
-  } catch {
-    api = undefined;
-  }
-  shared = api ? new OpenTelemetryTracing(api) : NO_TRACING;
+  shared ??= tracingFrom(loadOpenTelemetryApi);
   return shared;
+}
+
+/** OpenTelemetry tracing over the API `load` returns, or `NO_TRACING` when it throws (not installed). */
+export function tracingFrom(load: () => typeof OpenTelemetryApi): RedisLockTracing {
+  let api: typeof OpenTelemetryApi;
+  try {
+    api = load();
+  } catch {
+    return NO_TRACING;
+  }
+  return new OpenTelemetryTracing(api);
+}
+
+/**
+ * A synchronous optional load, so the package stays free of top-level await (which would stop
+ * CommonJS apps from loading it through require(esm)). The API keeps its state on a global symbol,
+ * so this copy sees the tracer provider the application registered through `import`.
+ */
+function loadOpenTelemetryApi(): typeof OpenTelemetryApi {
+  return createRequire(import.meta.url)('@opentelemetry/api') as typeof OpenTelemetryApi;
 }
 
 /** Spans through `@opentelemetry/api`; see `RedisLockTracing` for what each method wraps. */

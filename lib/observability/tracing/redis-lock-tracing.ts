@@ -1,4 +1,4 @@
-import type { LockHandle } from '../../lock/interfaces/lock-handle.interface';
+import type { LockHandle } from '../../lock/interfaces/lock-handle.interface.js';
 
 /** What a traced acquire is about (span attributes). */
 export interface AcquireTraceInfo {

@@ -4,8 +4,8 @@ import { TransactionHost, type TransactionalAdapter } from '@nestjs-cls/transact
 import type {
   TransactionSynchronization,
   TransactionSynchronizer,
-} from '../transaction-synchronizer.interface';
-import { SynchronizationList } from '../synchronization-list';
+} from '../transaction-synchronizer.interface.js';
+import { SynchronizationList } from '../synchronization-list.js';
 
 /** Options of `ClsTransactionSynchronizer`. */
 export interface ClsTransactionSynchronizerOptions {

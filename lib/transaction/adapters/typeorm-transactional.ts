@@ -2,13 +2,13 @@ import { Logger } from '@nestjs/common';
 import { runOnTransactionComplete } from 'typeorm-transactional';
 // Not re-exported from the package root; the same functions its @Transactional uses to find the
 // current transaction.
-import { getEntityManagerByDataSourceName, getTransactionalContext } from 'typeorm-transactional/dist/common';
+import { getEntityManagerByDataSourceName, getTransactionalContext } from 'typeorm-transactional/dist/common/index.js';
 import type { DataSource, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import type {
   TransactionSynchronization,
   TransactionSynchronizer,
-} from '../transaction-synchronizer.interface';
-import { SynchronizationList } from '../synchronization-list';
+} from '../transaction-synchronizer.interface.js';
+import { SynchronizationList } from '../synchronization-list.js';
 
 /** Options of `TypeOrmTransactionalSynchronizer`. */
 export interface TypeOrmTransactionalSynchronizerOptions {

@@ -1,9 +1,9 @@
 import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config';
-import { Database } from './database';
-import { PgliteDatabase } from './pglite-database';
-import { PostgresDatabase } from './postgres-database';
-import { SCHEMA } from './schema';
+import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config.js';
+import { Database } from './database.js';
+import { PgliteDatabase } from './pglite-database.js';
+import { PostgresDatabase } from './postgres-database.js';
+import { SCHEMA } from './schema.js';
 
 /** Provides `Database`: PostgreSQL when DATABASE_URL is set, an embedded PGlite otherwise. */
 @Global()

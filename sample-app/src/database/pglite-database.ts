@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { runInTransaction } from 'nestjs-redis-lock';
-import { Database, type QueryResult } from './database';
+import { Database, type QueryResult } from './database.js';
 
 /** Embedded PostgreSQL (WASM, in memory): the default, so the sample needs no database server. */
 export class PgliteDatabase extends Database {

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Pool, type PoolClient } from 'pg';
 import { runInTransaction } from 'nestjs-redis-lock';
-import { Database, type QueryResult } from './database';
+import { Database, type QueryResult } from './database.js';
 
 /** A real PostgreSQL server, used when DATABASE_URL is set. */
 export class PostgresDatabase extends Database {

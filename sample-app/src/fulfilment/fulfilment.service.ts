@@ -1,6 +1,6 @@
 import { Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { OnDelayed, type JobContext } from 'nestjs-redis-lock';
-import { InventoryService } from '../inventory/inventory.service';
+import { InventoryService } from '../inventory/inventory.service.js';
 
 /** Payload of the `order.fulfil` delayed job, scheduled when an order is paid. */
 export interface OrderFulfilment {

@@ -1,8 +1,8 @@
 import { Controller, Get, HttpStatus, Inject, Res, type OnApplicationShutdown } from '@nestjs/common';
 import type { Response } from 'express';
 import { Redis } from 'ioredis';
-import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config';
-import { Database } from '../database/database';
+import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config.js';
+import { Database } from '../database/database.js';
 
 interface Check {
   status: 'up' | 'down';

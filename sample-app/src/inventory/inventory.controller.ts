@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { InventoryService, type Item } from './inventory.service';
+import { InventoryService, type Item } from './inventory.service.js';
 
 @Controller('items')
 export class InventoryController {

@@ -1,6 +1,6 @@
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { LockContext, WithLock } from 'nestjs-redis-lock';
-import { Database } from '../database/database';
+import { Database } from '../database/database.js';
 
 export interface Item {
   readonly sku: string;

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import type { Order } from './order';
-import { OrdersService } from './orders.service';
+import type { Order } from './order.js';
+import { OrdersService } from './orders.service.js';
 
 @Controller('orders')
 export class OrdersController {

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
-import { OrdersController } from './orders.controller';
-import { OrdersRepository } from './orders.repository';
-import { OrdersService } from './orders.service';
+import { OrdersController } from './orders.controller.js';
+import { OrdersRepository } from './orders.repository.js';
+import { OrdersService } from './orders.service.js';
 
 @Module({
   controllers: [OrdersController],

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { Database } from '../database/database';
-import { toOrder, type Order, type OrderRow } from './order';
+import { Database } from '../database/database.js';
+import { toOrder, type Order, type OrderRow } from './order.js';
 
 /** SQL for orders. Every state change is fenced: it only applies with a newer fencing token. */
 @Injectable()

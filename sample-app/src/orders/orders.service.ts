@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictException, Inject, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { DelayQueueService, LockContext, OnDelayed, WithLock, type JobContext } from 'nestjs-redis-lock';
-import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config';
-import { Database } from '../database/database';
-import { FULFIL_JOB_OPTIONS, type OrderFulfilment } from '../fulfilment/fulfilment.service';
-import type { Order } from './order';
-import { OrdersRepository } from './orders.repository';
+import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config.js';
+import { Database } from '../database/database.js';
+import { FULFIL_JOB_OPTIONS, type OrderFulfilment } from '../fulfilment/fulfilment.service.js';
+import type { Order } from './order.js';
+import { OrdersRepository } from './orders.repository.js';
 
 /** Payload of the `order.expire` delayed job. */
 export interface OrderExpiry {

@@ -1,12 +1,13 @@
+import { jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
-import { DelayQueueService, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib';
-import { RedisKeySpace, type TopicKeys } from '../../../lib/keys/redis-key-space';
-import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua';
-import { TopicShards } from '../../../lib/delay-queue/topic-shards';
-import { waitFor } from '../../delay-queue/support/delay-test-app';
+import { DelayQueueService, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib/index.js';
+import { RedisKeySpace, type TopicKeys } from '../../../lib/keys/redis-key-space.js';
+import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
+import { TopicShards } from '../../../lib/delay-queue/topic-shards.js';
+import { waitFor } from '../../delay-queue/support/delay-test-app.js';
 
 /** Where the scenarios run: a connection option and a raw client to look at keys. */
 export interface ScenarioTarget {

@@ -1,8 +1,8 @@
 import type { Provider, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule, type RedisLockModuleOptions } from '../../../lib';
-import { RedisConnection } from '../../../lib/redis/redis-connection';
-import { testRedisUrl, uniquePrefix } from '../../support/test-app';
+import { DelayQueueService, RedisLockModule, type RedisLockModuleOptions } from '../../../lib/index.js';
+import { RedisConnection } from '../../../lib/redis/redis-connection.js';
+import { testRedisUrl, uniquePrefix } from '../../support/test-app.js';
 
 export interface DelayTestApp {
   readonly app: TestingModule;

@@ -1,7 +1,7 @@
 import type { Provider, Type } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { RedisLockModule, type LockHandle, type LockService, type RedisLockModuleOptions } from '../../../lib';
+import { RedisLockModule, type LockHandle, type LockService, type RedisLockModuleOptions } from '../../../lib/index.js';
 
 /** A Nest testing module with RedisLockModule (logger off: failovers make the client log a lot). */
 export async function createFailoverApp(

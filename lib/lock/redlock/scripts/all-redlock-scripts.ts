@@ -1,8 +1,8 @@
-import type { RedisScript } from '../../../redis/redis-script';
-import { acquireLockScript } from '../../scripts/acquire-lock.lua';
-import { renewLocksScript } from '../../scripts/renew-locks.lua';
-import { raiseFenceScript } from './raise-fence.lua';
-import { releaseRedlockScript } from './release-redlock.lua';
+import type { RedisScript } from '../../../redis/redis-script.js';
+import { acquireLockScript } from '../../scripts/acquire-lock.lua.js';
+import { renewLocksScript } from '../../scripts/renew-locks.lua.js';
+import { raiseFenceScript } from './raise-fence.lua.js';
+import { releaseRedlockScript } from './release-redlock.lua.js';
 
 /**
  * Every script a Redlock master runs, for preloading. Acquire and renew are the single-Redis

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../../redis/redis-script';
-import { LUA_FENCE } from '../../scripts/lua-snippets';
+import { RedisScript } from '../../../redis/redis-script.js';
+import { LUA_FENCE } from '../../scripts/lua-snippets.js';
 
 /**
  * Raises a master's fencing counter to a token the quorum handed out (never lowers it); the counter

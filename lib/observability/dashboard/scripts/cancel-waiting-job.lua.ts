@@ -1,4 +1,4 @@
-import { RedisScript } from '../../../redis/redis-script';
+import { RedisScript } from '../../../redis/redis-script.js';
 
 /**
  * Cancels one job that is still waiting (scheduled or due, not yet claimed). Unlike

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../../redis/redis-script';
+import { RedisScript } from '../../../redis/redis-script.js';
 
 /**
  * Deletes one dead letter, and only a dead one: a job retried meanwhile (back in the queue) is kept.

@@ -1,6 +1,6 @@
-import { RedisScript } from '../../../redis/redis-script';
-import { LUA_PRELUDE } from '../../../delay-queue/scripts/lua-prelude';
-import { PAYLOAD_PREVIEW_BYTES, MAX_LISTED_HEADER_BYTES } from '../redis-lock-dashboard.constants';
+import { RedisScript } from '../../../redis/redis-script.js';
+import { LUA_PRELUDE } from '../../../delay-queue/scripts/lua-prelude.js';
+import { PAYLOAD_PREVIEW_BYTES, MAX_LISTED_HEADER_BYTES } from '../redis-lock-dashboard.constants.js';
 
 /**
  * Lists the jobs of one topic in one state, for the dashboard, from one snapshot.

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../../redis/redis-script';
+import { RedisScript } from '../../../redis/redis-script.js';
 
 /**
  * Reads one lock (reentrant, fair or read/write) for the dashboard, from one snapshot.

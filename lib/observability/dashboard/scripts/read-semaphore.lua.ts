@@ -1,4 +1,4 @@
-import { RedisScript } from '../../../redis/redis-script';
+import { RedisScript } from '../../../redis/redis-script.js';
 
 /**
  * Reads one semaphore for the dashboard: its live permits (a permit whose lease ended is free,
