@@ -36,6 +36,7 @@ export {
   type JobScheduleRetryingEvent,
   type JobScheduleLostEvent,
 } from './lock/lock-events.js';
+export { REDIS_LOCK_CHANNELS, redisLockChannel } from './lock/redis-lock.channels.js';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';
 
 export { WithLock } from './decorators/with-lock.decorator.js';
