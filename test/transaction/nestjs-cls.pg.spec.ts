@@ -3,12 +3,16 @@ import { Logger } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import type { DataSource } from 'typeorm';
 import { LockService } from '../../lib/index.js';
-import { ClsTransactionSynchronizer } from '../../lib/transaction/adapters/nestjs-cls.js';
 import { ordersDataSource } from '../fixtures/tx-datasource.js';
-import { ClsOrderWorkflow, clsWorkers, createClsApp } from '../fixtures/tx-nestjs-cls.js';
 import { placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { uniquePrefix } from '../support/test-app.js';
+
+// @nestjs-cls/transactional is CommonJS and require()s Nest 12's ES modules. Jest links a CommonJS
+// dependency of an ES module before that graph's ES modules have run, which Node 24 reports as a
+// require(esm) cycle; loaded here, after the static imports above ran, @nestjs/common is complete.
+const { ClsTransactionSynchronizer } = await import('../../lib/transaction/adapters/nestjs-cls.js');
+const { ClsOrderWorkflow, clsWorkers, createClsApp } = await import('../fixtures/tx-nestjs-cls.js');
 
 describe('@nestjs-cls/transactional (TypeORM adapter, PostgreSQL): a lock released inside @Transactional()', () => {
   let postgres: LocalPostgres;
@@ -48,7 +52,7 @@ describe('@nestjs-cls/transactional (TypeORM adapter, PostgreSQL): a lock releas
 
   describe('with ClsTransactionSynchronizer wrapping the adapter', () => {
     let app: TestingModule;
-    let workflow: ClsOrderWorkflow;
+    let workflow: InstanceType<typeof ClsOrderWorkflow>;
     let locks: LockService;
 
     beforeAll(async () => {
