@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
-import { hasRedisServerBinary, startLocalRedisServer } from './local-redis-server.js';
+// From the files, not lib/testing/index.ts: global setup runs in Jest's own process and needs no Nest.
+import { startTestRedis, type TestRedis as PublishedTestRedis } from '../../lib/testing/start-test-redis.js';
+import { TestRedisUnavailableError } from '../../lib/testing/test-redis-unavailable.error.js';
 
 /** A Redis server for the test run and how to let go of it. */
 export interface TestRedis {
   readonly url: string;
-  readonly source: 'REDIS_URL' | 'testcontainers' | 'redis-server';
+  readonly source: PublishedTestRedis['source'] | 'testcontainers';
   stop(): Promise<void>;
 }
 
@@ -19,20 +21,22 @@ export const NO_REDIS_MESSAGE = [
  * Picks the Redis for the run: `REDIS_URL` if set, else a testcontainers container when a Docker
  * engine answers, else `redis-server` from PATH on a free loopback port. Never falls back to a fake:
  * with none of them the run fails with `NO_REDIS_MESSAGE`.
+ *
+ * The first and last come from the published `nestjs-redis-lock/testing` (`startTestRedis`), so the
+ * whole suite runs on it; testcontainers is this repository's own extra (a dev dependency).
  */
 export async function provideTestRedis(): Promise<TestRedis> {
-  if (process.env.REDIS_URL) {
-    return { url: process.env.REDIS_URL, source: 'REDIS_URL', stop: async () => undefined };
-  }
+  if (process.env.REDIS_URL) return startTestRedis();
   if (dockerMayBeReachable()) {
     const container = await startContainer();
     if (container) return container;
   }
-  if (hasRedisServerBinary()) {
-    const server = await startLocalRedisServer();
-    return { url: server.url, source: 'redis-server', stop: () => server.stop() };
+  try {
+    return await startTestRedis();
+  } catch (error) {
+    if (error instanceof TestRedisUnavailableError) throw new Error(NO_REDIS_MESSAGE, { cause: error });
+    throw error;
   }
-  throw new Error(NO_REDIS_MESSAGE);
 }
 
 function dockerMayBeReachable(): boolean {

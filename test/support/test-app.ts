@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { Test, type TestingModule } from '@nestjs/testing';
+import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
+import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
+import { closeRedisLockTestingModule, initRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
 
 /** The Redis URL of this run (set by global-setup). */
 export function testRedisUrl(): string {
@@ -10,18 +10,19 @@ export function testRedisUrl(): string {
   return url;
 }
 
-/** A key prefix no other spec uses, so specs can share one Redis. */
+/** A key prefix no other spec uses, so specs can share one Redis (`nestjs-redis-lock/testing`'s `uniqueKeyPrefix`). */
 export function uniquePrefix(label = 't'): string {
-  return `${label}-${randomBytes(4).toString('hex')}`;
+  return uniqueKeyPrefix(label);
 }
 
-/** A Nest testing module with RedisLockModule on the run's Redis; closed with `app.close()`. */
+/**
+ * A Nest testing module with RedisLockModule on the run's Redis (or `options.redis`), built with
+ * `nestjs-redis-lock/testing`'s `initRedisLockTestingModule`; closed with `app.close()` or
+ * `closeRedisLockTestingModule(app, { removeKeys: true })`.
+ */
 export async function createLockApp(options: RedisLockModuleOptions = {}): Promise<TestingModule> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), ...options })],
-  }).compile();
-  await moduleRef.init();
-  return moduleRef;
+  const { redis = testRedisUrl(), ...redisLock } = options;
+  return initRedisLockTestingModule({ redis, redisLock: { keyPrefix: uniquePrefix(), ...redisLock } });
 }
 
 /** A plain client for looking at (or tampering with) keys from outside the library. */
@@ -36,14 +37,19 @@ export interface LockServicePair {
   services(): { a: LockService; b: LockService };
 }
 
-/** Starts two lock apps before the spec's tests and closes them after. */
+/** Starts two lock apps before the spec's tests; closes them after, then removes their keys. */
 export function useLockServicePair(label: string, options: RedisLockModuleOptions = {}): LockServicePair {
   const keyPrefix = uniquePrefix(label);
   let apps: TestingModule[] = [];
   beforeAll(async () => {
     apps = await Promise.all([createLockApp({ ...options, keyPrefix }), createLockApp({ ...options, keyPrefix })]);
   });
-  afterAll(() => Promise.all(apps.map((app) => app.close())));
+  afterAll(async () => {
+    // The second closes after the first, so no key is written after the removal.
+    const [first, second] = apps;
+    await first?.close();
+    if (second) await closeRedisLockTestingModule(second, { removeKeys: true });
+  });
   return {
     keyPrefix,
     services: () => ({ a: apps[0].get(LockService), b: apps[1].get(LockService) }),

@@ -1,0 +1,26 @@
+import { RedisLockError } from '../errors/redis-lock.error.js';
+
+/**
+ * `closeRedisLockTestingModule(…, { removeKeys: true })` or `removeRedisLockKeys()` could not
+ * delete the module's keys, most often because its Redis was already stopped. The module itself
+ * is closed. `cause` holds the Redis client's error.
+ *
+ * @example
+ * await redis.stop();                                   // the test stopped Redis on purpose
+ * await closeRedisLockTestingModule(moduleRef);         // so do not ask for removeKeys here
+ */
+export class TestKeysNotRemovedError extends RedisLockError {
+  readonly code = 'TEST_KEYS_NOT_REMOVED';
+
+  constructor(
+    readonly keyPrefix: string,
+    cause: unknown,
+  ) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `Could not remove the keys under prefix "${keyPrefix}": ${reason}. ` +
+        'Is the Redis server still running? A test that stops Redis should close its module without { removeKeys: true }.',
+      { cause },
+    );
+  }
+}
