@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { freePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { findFreePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from 'nestjs-redis-lock/testing';
 
 const ORDER_EXPIRY_MS = 3_000;
 const CONCURRENT_PAYS = 50;
@@ -47,7 +47,7 @@ async function main(): Promise<number> {
     }
 
     step('Starting the orders service (sample-app)');
-    const port = await freePort();
+    const port = await findFreePort();
     app = spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.js')], {
       env: { ...process.env, REDIS_URL: redisUrl, PORT: String(port), ORDER_EXPIRY_MS: String(ORDER_EXPIRY_MS) },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from 'nestjs-redis-lock/testing';
 import { AppModule } from './app.module.js';
 import { sampleConfigFromEnv } from './config/sample-config.js';
 
