@@ -1,7 +1,15 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 
-/** How to reach Redis: a URL, ioredis options, cluster nodes, or a client you already own. */
+/**
+ * How to reach Redis: a URL, ioredis options, cluster nodes, or a client you already own.
+ *
+ * RESP2 and RESP3 both work (`protocol: 2` or `3`, either `replyMapping`); `stringNumbers: true` and a
+ * client `keyPrefix` (use the module's `keyPrefix`) are refused at bootstrap (`InvalidOptionsError`).
+ * A connection built from a URL or from options reconnects after a drop in 25 ms, doubling up to 1 s,
+ * plus up to 25 % jitter, unless the options set a `retryStrategy`; a client you pass in keeps its own.
+ * See docs/redis-protocols.md.
+ */
 export type RedisConnectionOptions =
   | string
   | RedisOptions
@@ -149,7 +157,12 @@ export interface RedisLockModuleOptions {
 /** See `RedisLockModuleOptions.evictionPolicyCheck`. */
 export type EvictionPolicyCheck = 'error' | 'warn' | 'off';
 
-/** One Redlock master: a URL, ioredis options, or a standalone ioredis client you own (never closed by the module). */
+/**
+ * One Redlock master: a URL, ioredis options, or a standalone ioredis client you own (never closed by
+ * the module). A master built from a URL or options reconnects like the `redis` connection (25 ms
+ * doubling up to 1 s, unless the options set a `retryStrategy`), so a reply re-sent after a blip still
+ * lands within `requestTimeout`; give a client you pass in a similar strategy. See docs/redis-protocols.md.
+ */
 export type RedlockClientOptions = string | RedisOptions | Redis;
 
 /**

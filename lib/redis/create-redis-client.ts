@@ -1,6 +1,7 @@
 import { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import type { RedisConnectionOptions } from '../options/redis-lock-module-options.interface.js';
+import { lockReconnectStrategy, withLockReconnect } from './reconnect-strategy.js';
 
 /** A client built from the options, and whether this module created it (and so must close it). */
 export interface CreatedClient {
@@ -23,11 +24,13 @@ const CLUSTER_FAILOVER_DEFAULTS = {
 /**
  * Builds the command client. Clients the module creates connect lazily so that a wrong address
  * surfaces as one clear bootstrap error (see `RedisConnection.onModuleInit`), not as a stream of
- * reconnect logs before the application has even started.
+ * reconnect logs before the application has even started, and reconnect after a blip with
+ * `lockReconnectStrategy` unless the options set a `retryStrategy`. (A cluster's node connections
+ * do not reconnect on their own; ioredis refreshes the slot map instead, unchanged from 5 to 6.)
  */
 export function createRedisClient(options: RedisConnectionOptions): CreatedClient {
   if (typeof options === 'string') {
-    return { client: new Redis(options, { lazyConnect: true }), owned: true };
+    return { client: new Redis(options, { lazyConnect: true, retryStrategy: lockReconnectStrategy }), owned: true };
   }
   if ('client' in options) {
     return { client: options.client, owned: false };
@@ -35,7 +38,7 @@ export function createRedisClient(options: RedisConnectionOptions): CreatedClien
   if ('cluster' in options) {
     return { client: new Cluster(options.cluster, { lazyConnect: true, ...CLUSTER_FAILOVER_DEFAULTS, ...options.options }), owned: true };
   }
-  return { client: new Redis({ lazyConnect: true, ...options }), owned: true };
+  return { client: new Redis(withLockReconnect({ lazyConnect: true, ...options })), owned: true };
 }
 
 /** Where the client points, for error messages (never includes a password). */

@@ -77,10 +77,30 @@ export function evictionPolicyWarning(reading: EvictionPolicyReading): string {
 }
 
 async function readPolicy(node: Redis, timeoutMs: number): Promise<string | undefined> {
-  const fromConfig = await within(node.call('CONFIG', 'GET', 'maxmemory-policy'), timeoutMs);
-  if (Array.isArray(fromConfig) && typeof fromConfig[1] === 'string') return fromConfig[1];
+  const fromConfig = configValue(await within(node.call('CONFIG', 'GET', 'maxmemory-policy'), timeoutMs), 'maxmemory-policy');
+  if (fromConfig !== undefined) return fromConfig;
   const info = await within(node.call('INFO', 'memory'), timeoutMs);
   if (typeof info === 'string') return /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+  return undefined;
+}
+
+/**
+ * The value of `name` in a CONFIG GET reply, whichever shape the connection gives it: a flat
+ * `[name, value]` array (RESP2, and RESP3 with ioredis 6's `replyMapping: 'legacy'`) or an object
+ * `{ [name]: value }` (RESP3 with `replyMapping: 'resp3'`, where CONFIG GET answers a map).
+ */
+export function configValue(reply: unknown, name: string): string | undefined {
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) {
+      if (String(reply[i]) === name && typeof reply[i + 1] === 'string') return reply[i + 1] as string;
+    }
+    return undefined;
+  }
+  if (reply !== null && typeof reply === 'object' && !Buffer.isBuffer(reply)) {
+    if (reply instanceof Map) return typeof reply.get(name) === 'string' ? (reply.get(name) as string) : undefined;
+    const value = Object.hasOwn(reply, name) ? (reply as Record<string, unknown>)[name] : undefined;
+    return typeof value === 'string' ? value : undefined;
+  }
   return undefined;
 }
 

@@ -6,6 +6,8 @@ import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
 import { closeQuietly } from './close-quietly.js';
 import { createRedisClient, describeEndpoint } from './create-redis-client.js';
 import { enforceEvictionPolicy } from './eviction-policy-check.js';
+import { reconnectOverrideFor } from './reconnect-strategy.js';
+import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
 
 /** How long the policy check waits for an answer when it runs after bootstrap (connectTimeout 0). */
 const EVICTION_CHECK_TIMEOUT_MS = 10_000;
@@ -28,6 +30,8 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
 
   constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
     const { client, owned } = createRedisClient(config.redis);
+    // Before anything uses it (a created client connects lazily, so there is nothing to close).
+    assertSupportedClientOptions(client, redisOptionOrigin(config.redis));
     this.client = client;
     this.ownsClient = owned;
     if (owned) this.logErrorsOf(client, 'commands');
@@ -84,13 +88,17 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
    * each SSUBSCRIBE to the master of the channel's slot (ioredis' `shardedSubscribers`). Without it
    * ioredis sends SSUBSCRIBE to one arbitrary node, which answers MOVED for most channels, and
    * the subscription never completes.
+   *
+   * The copy has the client's settings (protocol and reply mapping included), except that a copy of
+   * a client running ioredis' default `retryStrategy` reconnects with `lockReconnectStrategy`: a
+   * subscriber or blocking reader that is slow to come back delays wake-ups and job pick-up.
    */
   duplicate(purpose: string, options: { shardedPubSub?: boolean } = {}): RedisClient {
     let copy: RedisClient;
     if (this.client instanceof Cluster) {
       copy = options.shardedPubSub ? this.client.duplicate([], { shardedSubscribers: true }) : this.client.duplicate();
     } else {
-      copy = this.client.duplicate();
+      copy = this.client.duplicate(reconnectOverrideFor(this.client));
     }
     this.dedicated.add(copy);
     this.logErrorsOf(copy, purpose);

@@ -3,6 +3,8 @@ import { Redis } from 'ioredis';
 import type { RedlockClientOptions } from '../../options/redis-lock-module-options.interface.js';
 import { isClientInstance } from '../../options/resolve-redlock-config.js';
 import { closeQuietly } from '../../redis/close-quietly.js';
+import { reconnectOverrideFor, withLockReconnect } from '../../redis/reconnect-strategy.js';
+import { assertSupportedClientOptions } from '../../redis/client-options-check.js';
 
 /** How often one master's connection errors are logged at most, in ms. */
 const ERROR_LOG_INTERVAL_MS = 5_000;
@@ -16,8 +18,10 @@ const MAX_RELEASES_WHEN_BACK = 10_000;
  *
  * Command connections this module creates do not queue commands while the master is unreachable
  * (`enableOfflineQueue: false`): a master that is down must answer "no" at once, not hold a vote
- * (or a release) back until a reconnect, when the caller gave up on it long ago. Clients the user
- * passed in are used as they are and never closed here.
+ * (or a release) back until a reconnect, when the caller gave up on it long ago. They reconnect
+ * with `lockReconnectStrategy` unless the options set a `retryStrategy`: a command whose reply was
+ * lost in a blip is re-sent once the connection is back, and that reply only counts if it comes
+ * within `requestTimeout`. Clients the user passed in are used as they are and never closed here.
  */
 export class RedlockMaster {
   readonly client: Redis;
@@ -32,11 +36,16 @@ export class RedlockMaster {
     private readonly logger: Logger,
   ) {
     if (isClientInstance(options)) {
+      assertSupportedClientOptions(options, { option: `redlock.clients[${index}]`, instance: true });
       this.client = options;
       this.owned = false;
     } else {
       const defaults = { lazyConnect: true, enableOfflineQueue: false };
-      this.client = typeof options === 'string' ? new Redis(options, defaults) : new Redis({ ...defaults, ...options });
+      this.client =
+        typeof options === 'string'
+          ? new Redis(options, withLockReconnect(defaults))
+          : new Redis(withLockReconnect({ ...defaults, ...options }));
+      assertSupportedClientOptions(this.client, { option: `redlock.clients[${index}]`, instance: false });
       this.owned = true;
       this.logErrorsOf(this.client, 'commands');
     }
@@ -80,7 +89,12 @@ export class RedlockMaster {
     if (!this.pubSub) {
       // FanOutSubscriber re-subscribes on every 'ready' itself: ioredis' own re-subscribe leaves its
       // SUBSCRIBE promise without a handler, an unhandled rejection when the connection drops again.
-      this.pubSub = this.client.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: false });
+      this.pubSub = this.client.duplicate({
+        lazyConnect: true,
+        enableOfflineQueue: true,
+        autoResubscribe: false,
+        ...reconnectOverrideFor(this.client),
+      });
       this.logErrorsOf(this.pubSub, 'subscriber');
     }
     return this.pubSub;
