@@ -109,3 +109,26 @@ describe('FaultProxy.loseReply', () => {
     seen.stop();
   });
 });
+
+/** Latency delays bytes; it never reorders them (no TCP connection does, and replies would be paired with the wrong commands). */
+describe('FaultProxy latency', () => {
+  it('keeps the byte order when the latency is lowered while bytes are still delayed', async () => {
+    const port = Number(new URL(testRedisUrl()).port);
+    const proxy = await FaultProxy.start({ port });
+    const client = new Redis(proxy.url);
+    try {
+      await client.ping();
+      const key = `${uniquePrefix('proxy')}:order`;
+      proxy.setLatency(150);
+      const slow = client.echo('sent-while-slow');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      proxy.setLatency(0);
+      const fast = client.incr(key);
+      // Each reply belongs to its own command: the slow one did not get the INCR's integer.
+      expect(await Promise.all([slow, fast])).toEqual(['sent-while-slow', 1]);
+    } finally {
+      client.disconnect();
+      await proxy.stop();
+    }
+  });
+});
