@@ -186,6 +186,8 @@ interface LinkControls {
  */
 class Link {
   private readonly held: Array<{ to: Socket; chunk: Buffer }> = [];
+  /** Per destination, steps waiting for their latency, in arrival order (see `inOrder`). */
+  private readonly queues = new Map<Socket, Array<{ due: number; step: () => void }>>();
   private closed = false;
   private requestBuffer = Buffer.alloc(0);
   private replyBuffer = Buffer.alloc(0);
@@ -277,9 +279,7 @@ class Link {
       this.reset();
       doomed.fault.done({ args: doomed.args, reply });
     };
-    const delay = this.controls.latency();
-    if (delay > 0) setTimeout(finish, delay);
-    else finish();
+    this.inOrder(this.client, finish);
   }
 
   private forward(to: Socket, chunk: Buffer): void {
@@ -287,9 +287,24 @@ class Link {
       this.held.push({ to, chunk });
       return;
     }
-    const delay = this.controls.latency();
-    if (delay > 0) setTimeout(() => this.write(to, chunk), delay);
-    else this.write(to, chunk);
+    this.inOrder(to, () => this.write(to, chunk));
+  }
+
+  /**
+   * Runs `step` after the current latency, but never before a step queued earlier for the same
+   * socket: a latency lowered while bytes are still delayed must not let newer bytes overtake them
+   * (no TCP connection reorders, and a client would pair replies with the wrong commands).
+   */
+  private inOrder(to: Socket, step: () => void): void {
+    let queue = this.queues.get(to);
+    if (!queue) this.queues.set(to, (queue = []));
+    queue.push({ due: performance.now() + this.controls.latency(), step });
+    if (queue.length === 1) this.drain(queue);
+  }
+
+  private drain(queue: Array<{ due: number; step: () => void }>): void {
+    while (queue.length > 0 && queue[0].due <= performance.now()) queue.shift()!.step();
+    if (queue.length > 0) setTimeout(() => this.drain(queue), Math.max(1, Math.ceil(queue[0].due - performance.now())));
   }
 
   private write(to: Socket, chunk: Buffer): void {
