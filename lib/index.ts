@@ -83,3 +83,4 @@ export { DelayQueueClosedError } from './errors/delay-queue-closed.error.js';
 export { RedisConnectionError } from './errors/redis-connection.error.js';
 export { RedisEvictionPolicyError } from './errors/redis-eviction-policy.error.js';
 export { RedisCommandError } from './errors/redis-command.error.js';
+export { lockReconnectStrategy } from './redis/reconnect-strategy.js';
