@@ -14,6 +14,11 @@
  *     command the server ran (INFO commandstats, which counts commands run inside scripts too; the
  *     bench's own INFO/CONFIG left out) and client round trips (MONITOR, script-internal commands left out).
  *
+ * Next to the wall-clock figures, CPU per job on both sides over (a) and (b) (enqueue to last handler,
+ * consumers already running): this process (process.cpuUsage: producer and consumer both live
+ * here) and the Redis server (INFO cpu), with the commands Redis ran per job (INFO commandstats,
+ * scripts' inner commands included); and CPU per second while idle in (c).
+ *
  * Writes bench/results/delay-latest.md and .json and exits.
  */
 import 'reflect-metadata';
@@ -24,6 +29,8 @@ import { Redis } from 'ioredis';
 import { startLocalRedisServer } from '../tools/local-redis-server.js';
 import { bullmq, ours, type DelayContender } from './support/delay-contenders.js';
 import { commandCounts, distribution, markdown, sleep, type Distribution } from './support/delay-stats.js';
+import { describeVersions, stackVersions } from './support/stack-versions.js';
+import { totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -36,16 +43,30 @@ const TARGETS = { latenessP99Ms: 10, burstRatio: 2 };
 const ONLY = new Set((process.env.BENCH_ONLY ?? 'a,b,c').split(',').map((s) => s.trim()));
 const RESULTS_DIR = join(import.meta.dirname, 'results');
 
+/** CPU per job on both sides, µs, and the commands Redis ran per job (scripts' inner ones included). */
+interface CpuPerJob {
+  clientMicros: number;
+  redisMicros: number;
+  redisCommands: number;
+}
+
+function perJob(usage: Usage, jobs: number): CpuPerJob {
+  return { clientMicros: usage.clientCpuMicros / jobs, redisMicros: usage.redisCpuMicros / jobs, redisCommands: totalCalls(usage) / jobs };
+}
+
 interface ContenderResult {
   name: string;
   settings: string;
-  lateness?: Distribution & { early: number };
-  burst?: { jobs: number; enqueueMs: number; firstMs: number; drainMs: number; jobsPerSec: number; consumeJobsPerSec: number };
+  lateness?: Distribution & { early: number; cpu: CpuPerJob; usage: Usage };
+  burst?: { jobs: number; enqueueMs: number; firstMs: number; drainMs: number; jobsPerSec: number; consumeJobsPerSec: number; cpu: CpuPerJob; usage: Usage };
   idle?: {
     consumers: number;
     windowMs: number;
     commandsPerSec: number;
     roundTripsPerSec: number;
+    /** CPU ms per second of the window: this process (the idle consumers) and the Redis server. */
+    clientCpuMsPerSec: number;
+    redisCpuMsPerSec: number;
     byCommand: Record<string, number>;
     roundTripsByCommand: Record<string, number>;
   };
@@ -59,8 +80,11 @@ async function main(): Promise<void> {
   const server = process.env.REDIS_URL ? undefined : await startLocalRedisServer();
   const url = process.env.REDIS_URL ?? server!.url;
   const admin = new Redis(url);
+  const meter = new UsageMeter(admin);
+  const loadAtStart = loadavg();
   const version = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
-  progress(`Redis ${version} at ${url}${server ? ' (private redis-server)' : ' (REDIS_URL)'}`);
+  progress(`Redis ${version} at ${url}${server ? ' (private redis-server)' : ' (REDIS_URL)'}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')}`);
+  let redisIdleMsPerSec = Number.NaN;
 
   const contenders: DelayContender[] = [ours(url), bullmq(url)];
   const results: ContenderResult[] = contenders.map((c) => ({ name: c.name, settings: c.settings }));
@@ -71,13 +95,15 @@ async function main(): Promise<void> {
   try {
     for (const [i, contender] of ONLY.has('a') ? contenders.entries() : []) {
       progress(`(a) lateness: ${contender.name}, ${delays.length} jobs over ${PLAN.lateness.spreadMs} ms`);
-      const lateness = await contender.lateness(delays, PLAN.lateness.concurrency);
-      results[i].lateness = { ...distribution(lateness), early: lateness.filter((ms) => ms < 0).length };
+      const { lateness, usage } = await contender.lateness(delays, PLAN.lateness.concurrency, meter);
+      results[i].lateness = { ...distribution(lateness), early: lateness.filter((ms) => ms < 0).length, cpu: perJob(usage, delays.length), usage };
     }
     for (const [i, contender] of ONLY.has('b') ? contenders.entries() : []) {
       progress(`(b) burst: ${contender.name}, ${PLAN.burst.jobs} jobs due now, concurrency ${PLAN.burst.concurrency}`);
-      const { enqueueMs, firstMs, drainMs } = await contender.burst(PLAN.burst.jobs, PLAN.burst.concurrency);
+      const { enqueueMs, firstMs, drainMs, usage } = await contender.burst(PLAN.burst.jobs, PLAN.burst.concurrency, meter);
       results[i].burst = {
+        cpu: perJob(usage, PLAN.burst.jobs),
+        usage,
         jobs: PLAN.burst.jobs,
         enqueueMs,
         firstMs,
@@ -85,6 +111,11 @@ async function main(): Promise<void> {
         jobsPerSec: (PLAN.burst.jobs / drainMs) * 1000,
         consumeJobsPerSec: (PLAN.burst.jobs / (drainMs - firstMs)) * 1000,
       };
+    }
+    if (ONLY.has('c')) {
+      // What the server spends with no consumer at all (its own cron, the bench's admin connection).
+      const { usage } = await meter.measure(() => sleep(PLAN.idle.settleMs));
+      redisIdleMsPerSec = usage.redisCpuMicros / PLAN.idle.settleMs;
     }
     for (const [i, contender] of ONLY.has('c') ? contenders.entries() : []) {
       progress(`(c) idle: ${contender.name}, ${PLAN.idle.consumers} consumers, ${PLAN.idle.windowMs / 1000} s window`);
@@ -100,10 +131,12 @@ async function main(): Promise<void> {
         roundTripsByCommand[command] = (roundTripsByCommand[command] ?? 0) + 1;
       });
       await admin.config('RESETSTAT');
+      const stopUsage = await meter.start();
       const started = performance.now();
       await sleep(PLAN.idle.windowMs);
-      const counts = await commandCounts(admin);
       const elapsed = performance.now() - started;
+      const usage = await stopUsage();
+      const counts = await commandCounts(admin);
       monitor.disconnect();
       monitorClient.disconnect();
       await stop();
@@ -120,6 +153,8 @@ async function main(): Promise<void> {
         windowMs: elapsed,
         commandsPerSec: (total / elapsed) * 1000,
         roundTripsPerSec: (roundTrips / elapsed) * 1000,
+        clientCpuMsPerSec: usage.clientCpuMicros / elapsed,
+        redisCpuMsPerSec: usage.redisCpuMicros / elapsed,
         byCommand,
         roundTripsByCommand,
       };
@@ -129,26 +164,70 @@ async function main(): Promise<void> {
     await server?.stop();
   }
 
-  const report = render(results, version);
+  const loadAtEnd = loadavg();
+  progress(`load ${loadAtEnd.map((l) => l.toFixed(2)).join(' ')}`);
+  const report = render(results, version, { loadAtStart, loadAtEnd, redisIdleMsPerSec });
   mkdirSync(RESULTS_DIR, { recursive: true });
   writeFileSync(join(RESULTS_DIR, 'delay-latest.md'), report.markdown);
   writeFileSync(join(RESULTS_DIR, 'delay-latest.json'), `${JSON.stringify(report.json, null, 2)}\n`);
   process.stdout.write(`${report.markdown}\n`);
 }
 
-function render(results: ContenderResult[], redisVersion: string): { markdown: string; json: unknown } {
+interface RunConditions {
+  readonly loadAtStart: number[];
+  readonly loadAtEnd: number[];
+  /** Redis CPU with no consumer connected, ms per second (the server's own floor). */
+  readonly redisIdleMsPerSec: number;
+}
+
+/** A column of a results table: how to read it from a contender, and which way is better. */
+interface Column {
+  readonly header: string;
+  readonly digits: number;
+  /** 'higher' or 'lower' is better: the ratio row then reads > 1 when ours is better. 'none': no ratio. */
+  readonly better: 'higher' | 'lower' | 'none';
+  value(r: ContenderResult): number | undefined;
+}
+
+function render(results: ContenderResult[], redisVersion: string, run: RunConditions): { markdown: string; json: unknown } {
   const [mine, peer] = results;
   const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(digits));
-  const rows = results.map((r) => [
-    r.name,
-    fmt(r.lateness?.p50),
-    fmt(r.lateness?.p99),
-    fmt(r.lateness?.max),
-    fmt(r.lateness?.early),
-    fmt(r.burst?.jobsPerSec),
-    fmt(r.burst?.consumeJobsPerSec),
-    fmt(r.idle?.commandsPerSec, 2),
-    fmt(r.idle?.roundTripsPerSec, 2),
+  /** Rows per contender, then "ours vs <peer>" with ratios > 1 where ours is better. */
+  const table = (columns: readonly Column[]) => {
+    const rows = results.map((r) => [r.name, ...columns.map((c) => fmt(c.value(r), c.digits))]);
+    const ratios = columns.map((c) => {
+      const o = c.value(mine);
+      const p = c.value(peer);
+      if (c.better === 'none' || o === undefined || p === undefined) return '';
+      const ratio = c.better === 'higher' ? o / p : p / o;
+      return Number.isFinite(ratio) && ratio > 0 ? `${ratio.toFixed(2)}×` : '';
+    });
+    return markdown(['library', ...columns.map((c) => c.header)], [...rows, [`ours vs ${peer.name}`, ...ratios]]);
+  };
+  const speedTable = table([
+    { header: '(a) lateness p50 ms', digits: 0, better: 'none', value: (r) => r.lateness?.p50 },
+    { header: '(a) p99 ms', digits: 0, better: 'lower', value: (r) => r.lateness?.p99 },
+    { header: '(a) max ms', digits: 0, better: 'lower', value: (r) => r.lateness?.max },
+    { header: '(a) early', digits: 0, better: 'none', value: (r) => r.lateness?.early },
+    { header: '(b) burst jobs/s', digits: 0, better: 'higher', value: (r) => r.burst?.jobsPerSec },
+    { header: '(b) consume only jobs/s', digits: 0, better: 'higher', value: (r) => r.burst?.consumeJobsPerSec },
+    { header: '(c) idle server cmds/s', digits: 2, better: 'lower', value: (r) => r.idle?.commandsPerSec },
+    { header: '(c) idle round trips/s', digits: 2, better: 'lower', value: (r) => r.idle?.roundTripsPerSec },
+  ]);
+  const cpuTable = table([
+    { header: '(a) bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.lateness?.cpu.clientMicros },
+    { header: '(a) Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.lateness?.cpu.redisMicros },
+    { header: '(b) bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.burst?.cpu.clientMicros },
+    { header: '(b) Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.burst?.cpu.redisMicros },
+    {
+      header: '(b) bench + Redis µs/job',
+      digits: 0,
+      better: 'lower',
+      value: (r) => (r.burst ? r.burst.cpu.clientMicros + r.burst.cpu.redisMicros : undefined),
+    },
+    { header: '(b) Redis commands/job', digits: 1, better: 'lower', value: (r) => r.burst?.cpu.redisCommands },
+    { header: '(c) idle bench CPU ms/s', digits: 2, better: 'lower', value: (r) => r.idle?.clientCpuMsPerSec },
+    { header: '(c) idle Redis CPU ms/s', digits: 2, better: 'lower', value: (r) => r.idle?.redisCpuMsPerSec },
   ]);
   const checks = [
     {
@@ -169,9 +248,12 @@ function render(results: ContenderResult[], redisVersion: string): { markdown: s
         (mine.idle?.roundTripsPerSec ?? Infinity) <= (peer.idle?.roundTripsPerSec ?? -Infinity),
     },
   ];
-  const environment = `Node ${process.version}, ${platform()} ${osRelease()}, ${cpus().length} CPU (${cpus()[0]?.model ?? '?'}), load ${loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}, Redis ${redisVersion}${QUICK ? ', QUICK run (not comparable)' : ''}`;
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  const versions = stackVersions(['ioredis', '@nestjs/core', 'bullmq']);
+  const environment =
+    `${platform()} ${osRelease()}, ${cpus().length} CPU (${cpus()[0]?.model ?? '?'}), load (1/5/15 min) ${load(run.loadAtStart)} at start, ` +
+    `${load(run.loadAtEnd)} at end, Redis ${redisVersion}, ${describeVersions(versions)} (RESP3, ioredis 6's default, for both)` +
+    `${QUICK ? ', QUICK run (not comparable)' : ''}`;
   const list = (counts: Record<string, number> | undefined) =>
     Object.entries(counts ?? {})
       .sort((a, b) => b[1] - a[1])
@@ -185,20 +267,13 @@ function render(results: ContenderResult[], redisVersion: string): { markdown: s
     '',
     `${new Date().toISOString()} — ${environment}`,
     '',
-    markdown(
-      [
-        'library',
-        '(a) lateness p50 ms',
-        '(a) p99 ms',
-        '(a) max ms',
-        '(a) early',
-        '(b) burst jobs/s',
-        '(b) consume only jobs/s',
-        '(c) idle server cmds/s',
-        '(c) idle round trips/s',
-      ],
-      rows,
-    ),
+    speedTable,
+    '',
+    'CPU on both sides (compare these across runs: wall-clock figures move with whatever else shares the 2 CPUs):',
+    '',
+    cpuTable,
+    '',
+    '"ours vs bullmq": > 1 means ours is better (ours ÷ bullmq for jobs/s, bullmq ÷ ours for lateness, commands and CPU).',
     '',
     markdown(['target', 'measured', 'met'], checks.map((c) => [c.target, c.value, c.met ? 'yes' : 'NO'])),
     '',
@@ -209,10 +284,18 @@ function render(results: ContenderResult[], redisVersion: string): { markdown: s
         .join('; ') +
       `. (c) commands over ${fmt((results[0].idle?.windowMs ?? 0) / 1000, 1)} s: ${idleDetail}.`,
     '',
+    'CPU: "bench CPU" = user + system CPU of the bench process (process.cpuUsage), where both the producer and the consumer run; ' +
+      '"Redis CPU" = user + system CPU of the redis-server process (INFO cpu); "Redis commands" = calls in INFO commandstats, commands run inside scripts included. ' +
+      `(a) and (b) are measured from the enqueue to the last handler with the consumer already running, divided by the jobs; (a) therefore includes ${PLAN.lateness.leadMs + PLAN.lateness.spreadMs} ms of waiting for due times (timers, polling), (b) is throughput work. ` +
+      `(c) is per second of the idle window, with the MONITOR connection attached (it costs Redis a little per command); Redis with no consumer at all used ${fmt(run.redisIdleMsPerSec, 2)} ms/s.`,
+    '',
     ...results.map((r) => `- ${r.name}: ${r.settings}`),
     '',
   ].join('\n');
-  return { markdown: markdownText, json: { date: new Date().toISOString(), environment, plan: PLAN, targets: TARGETS, results, checks } };
+  return {
+    markdown: markdownText,
+    json: { date: new Date().toISOString(), environment, versions, run, plan: PLAN, targets: TARGETS, results, checks },
+  };
 }
 
 main().then(

@@ -7,8 +7,13 @@
  *
  * Scenarios (a) uncontended sequential acquire + release, (b) 64 callers on distinct keys,
  * (c) 16 workers on one hot key; then a short profile of Redis round trips per operation through
- * MONITOR (separate from the timed runs, since MONITOR slows Redis down). Writes
+ * MONITOR (separate from the timed runs, since MONITOR slows Redis down). Next to the wall-clock
+ * figures, CPU per operation on both sides: this process (process.cpuUsage) and the Redis server
+ * (INFO cpu, INFO commandstats), measured over the same timed stretches. Writes
  * bench/results/locks-latest.md and .json.
+ *
+ *   BENCH_RESP=2 npm run bench:locks    (every contender on RESP2 instead of ioredis 6's default RESP3;
+ *                                        writes locks-resp2-latest.* so the two runs can be compared)
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
@@ -18,8 +23,9 @@ import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { LockService, RedisLockModule } from '../lib/index.js';
-import { countRoundTrips, provideBenchRedis, redisServerVersion, type BenchRedis } from './support/bench-redis.js';
+import { clientShareOf, countRoundTrips, provideBenchRedis, redisServerVersion, type BenchRedis, type CommandProfile } from './support/bench-redis.js';
 import {
+  BENCH_PROTOCOL,
   createOurContenders,
   createRawContender,
   createRedlockContender,
@@ -30,6 +36,8 @@ import { mergeHotKeyRuns, runHotKey, runParallel, runSequential, type HotKeyResu
 import { markdownTable } from './support/markdown-table.js';
 import { runReadWrite, type ReadWriteResult } from './support/read-write-scenario.js';
 import { summarize, type LatencySummary } from './support/stats.js';
+import { describeVersions, stackVersions } from './support/stack-versions.js';
+import { addUsage, commandMicros, totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const scale = (ms: number) => (QUICK ? Math.max(1, Math.round(ms / 5)) : ms);
@@ -48,13 +56,26 @@ const OURS = 'ours';
 /** Variants of ours whose (c) results are also checked against the targets, for information. */
 const INFO_TARGETS = ['ours (fair)'];
 const RESULTS_DIR = join(import.meta.dirname, 'results');
+const RESULTS_NAME = BENCH_PROTOCOL === undefined ? 'locks-latest' : `locks-resp${BENCH_PROTOCOL}-latest`;
+
+/** CPU per operation on both sides, over the timed stretches of one scenario (µs per operation). */
+interface CpuPerOperation {
+  /** This process (process.cpuUsage). */
+  readonly clientMicros: number;
+  /** The redis-server process (INFO cpu): execution, I/O and protocol work. */
+  readonly redisMicros: number;
+  /** Command execution alone (INFO commandstats), each command counted once (see usage-meter.ts). */
+  readonly redisCommandMicros: number;
+  /** Commands Redis ran, including those inside scripts (INFO commandstats). */
+  readonly redisCommands: number;
+}
 
 interface ContenderResult {
   readonly name: string;
   readonly settings: string;
-  sequential?: { opsPerSec: number; latencyMs: LatencySummary; roundsOpsPerSec: number[]; cpuMicrosPerPair: number };
-  parallel?: { opsPerSec: number; roundsOpsPerSec: number[]; cpuMicrosPerPair: number };
-  hotKey?: HotKeyResult & { acquisitionsPerSec: number };
+  sequential?: { opsPerSec: number; latencyMs: LatencySummary; roundsOpsPerSec: number[]; cpuMicrosPerPair: number; usage: Usage; cpu?: CpuPerOperation };
+  parallel?: { opsPerSec: number; roundsOpsPerSec: number[]; cpuMicrosPerPair: number; usage: Usage; cpu?: CpuPerOperation };
+  hotKey?: HotKeyResult & { acquisitionsPerSec: number; usage: Usage; cpu?: CpuPerOperation };
   roundTrips?: { perPair: number; perPairByCommand: Record<string, number>; perHotAcquisition: number; perHotAcquisitionByCommand: Record<string, number> };
 }
 
@@ -72,11 +93,15 @@ async function main(): Promise<void> {
   const loadAtStart = loadavg();
   const redis: BenchRedis = await provideBenchRedis();
   const admin = new Redis(redis.url);
+  const meter = new UsageMeter(admin);
   const contenders: LockContender[] = [];
   const runId = randomBytes(3).toString('hex');
   try {
     const redisVersion = await redisServerVersion(admin);
-    progress(`Redis ${redisVersion} (${redis.source}) at ${redis.url}; run id ${runId}${QUICK ? '; QUICK mode' : ''}`);
+    progress(
+      `Redis ${redisVersion} (${redis.source}) at ${redis.url}; run id ${runId}; ` +
+        `RESP${BENCH_PROTOCOL ?? ' default (3)'}${QUICK ? '; QUICK mode' : ''}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')}`,
+    );
     contenders.push(
       ...(await createOurContenders(redis.url, 'bench')),
       await createRawContender(redis.url, `bench:raw`),
@@ -87,16 +112,19 @@ async function main(): Promise<void> {
     const result = (c: LockContender) => results.get(c.name)!;
 
     // (a) uncontended sequential
-    const seqSamples = new Map<string, { latencies: number[]; pairs: number; elapsedMs: number; cpuMicros: number; rounds: number[] }>();
+    const seqSamples = new Map<string, { latencies: number[]; pairs: number; elapsedMs: number; cpuMicros: number; rounds: number[]; usage: Usage[] }>();
     for (const c of contenders) {
       await runSequential(c, `${runId}:seq`, { warmup: PLAN.sequential.warmup, iterations: 0 });
-      seqSamples.set(c.name, { latencies: [], pairs: 0, elapsedMs: 0, cpuMicros: 0, rounds: [] });
+      seqSamples.set(c.name, { latencies: [], pairs: 0, elapsedMs: 0, cpuMicros: 0, rounds: [], usage: [] });
     }
     for (let round = 0; round < PLAN.sequential.rounds; round++) {
       progress(`(a) sequential, round ${round + 1}/${PLAN.sequential.rounds}`);
       await inRotation(contenders, round, async (c) => {
-        const r = await runSequential(c, `${runId}:seq`, { warmup: 0, iterations: PLAN.sequential.iterations });
+        const { result: r, usage } = await meter.measure(() =>
+          runSequential(c, `${runId}:seq`, { warmup: 0, iterations: PLAN.sequential.iterations }),
+        );
         const acc = seqSamples.get(c.name)!;
+        acc.usage.push(usage);
         acc.latencies.push(...r.latencies);
         acc.pairs += r.pairs;
         acc.elapsedMs += r.elapsedMs;
@@ -111,20 +139,24 @@ async function main(): Promise<void> {
         latencyMs: summarize(acc.latencies),
         roundsOpsPerSec: acc.rounds,
         cpuMicrosPerPair: acc.cpuMicros / acc.pairs,
+        usage: addUsage(acc.usage),
       };
     }
 
     // (b) 64-way parallel, distinct keys
-    const parSamples = new Map<string, { pairs: number; elapsedMs: number; cpuMicros: number; rounds: number[] }>();
+    const parSamples = new Map<string, { pairs: number; elapsedMs: number; cpuMicros: number; rounds: number[]; usage: Usage[] }>();
     for (const c of contenders) {
       await runParallel(c, `${runId}:par`, { width: PLAN.parallel.width, durationMs: PLAN.parallel.warmupMs });
-      parSamples.set(c.name, { pairs: 0, elapsedMs: 0, cpuMicros: 0, rounds: [] });
+      parSamples.set(c.name, { pairs: 0, elapsedMs: 0, cpuMicros: 0, rounds: [], usage: [] });
     }
     for (let round = 0; round < PLAN.parallel.rounds; round++) {
       progress(`(b) ${PLAN.parallel.width}-way parallel, round ${round + 1}/${PLAN.parallel.rounds}`);
       await inRotation(contenders, round, async (c) => {
-        const r = await runParallel(c, `${runId}:par`, { width: PLAN.parallel.width, durationMs: PLAN.parallel.durationMs });
+        const { result: r, usage } = await meter.measure(() =>
+          runParallel(c, `${runId}:par`, { width: PLAN.parallel.width, durationMs: PLAN.parallel.durationMs }),
+        );
         const acc = parSamples.get(c.name)!;
+        acc.usage.push(usage);
         acc.pairs += r.pairs;
         acc.elapsedMs += r.elapsedMs;
         acc.cpuMicros += r.cpuMicros;
@@ -137,21 +169,29 @@ async function main(): Promise<void> {
         opsPerSec: (acc.pairs / acc.elapsedMs) * 1000,
         roundsOpsPerSec: acc.rounds,
         cpuMicrosPerPair: acc.cpuMicros / acc.pairs,
+        usage: addUsage(acc.usage),
       };
     }
 
     // (c) one hot key, in rounds so that a change in background load hits every contender alike
     for (const c of contenders) await runHotKey(c, `${runId}:hot`, { ...PLAN.hotKey, durationMs: PLAN.hotKey.warmupMs });
     const hotRuns = new Map<string, HotKeyResult[]>(contenders.map((c) => [c.name, []]));
+    const hotUsage = new Map<string, Usage[]>(contenders.map((c) => [c.name, []]));
     for (let round = 0; round < PLAN.hotKey.rounds; round++) {
       progress(`(c) hot key, ${PLAN.hotKey.workers} workers, round ${round + 1}/${PLAN.hotKey.rounds} × ${PLAN.hotKey.durationMs} ms each`);
       await inRotation(contenders, round, async (c) => {
-        hotRuns.get(c.name)!.push(await runHotKey(c, `${runId}:hot`, PLAN.hotKey));
+        const { result, usage } = await meter.measure(() => runHotKey(c, `${runId}:hot`, PLAN.hotKey));
+        hotRuns.get(c.name)!.push(result);
+        hotUsage.get(c.name)!.push(usage);
       });
     }
     for (const c of contenders) {
       const merged = mergeHotKeyRuns(hotRuns.get(c.name)!);
-      result(c).hotKey = { ...merged, acquisitionsPerSec: (merged.acquisitionsInWindow / merged.windowMs) * 1000 };
+      result(c).hotKey = {
+        ...merged,
+        acquisitionsPerSec: (merged.acquisitionsInWindow / merged.windowMs) * 1000,
+        usage: addUsage(hotUsage.get(c.name)!),
+      };
     }
 
     // (d) read/write lock under contention (ours only: the peers have no read/write lock)
@@ -180,14 +220,24 @@ async function main(): Promise<void> {
       const hotCounts = await countRoundTrips(redis.url, async () => {
         hot = await runHotKey(c, `${runId}:prof-hot`, { ...PLAN.hotKey, durationMs: PLAN.profile.hotKeyMs });
       });
-      const pair = perOperation(seq, PLAN.profile.pairs);
-      const acquisition = perOperation(hotCounts, Math.max(1, hot!.acquisitions));
-      result(c).roundTrips = {
+      const pair = perOperation(seq.fromClients, PLAN.profile.pairs);
+      const acquisition = perOperation(hotCounts.fromClients, Math.max(1, hot!.acquisitions));
+      const r = result(c);
+      r.roundTrips = {
         perPair: pair.total,
         perPairByCommand: pair.byCommand,
         perHotAcquisition: acquisition.total,
         perHotAcquisitionByCommand: acquisition.byCommand,
       };
+      // CPU per operation, now that the profile tells which commands came from scripts.
+      const { sequential, parallel, hotKey } = r;
+      if (sequential) sequential.cpu = cpuPerOperation(sequential.usage, sequential.cpuMicrosPerPair, seq, seqSamples.get(c.name)!.pairs);
+      if (parallel) parallel.cpu = cpuPerOperation(parallel.usage, parallel.cpuMicrosPerPair, seq, parSamples.get(c.name)!.pairs);
+      if (hotKey) {
+        // Every acquisition of the rounds, wind-down included: the usage covers all of them.
+        const acquisitions = Math.max(1, hotKey.acquisitions);
+        hotKey.cpu = cpuPerOperation(hotKey.usage, hotKey.usage.clientCpuMicros / acquisitions, hotCounts, acquisitions);
+      }
     }
 
     const machine = {
@@ -200,6 +250,8 @@ async function main(): Promise<void> {
       loadAverageAtStart: loadAtStart.map((l) => round(l, 2)),
       loadAverageAtEnd: loadavg().map((l) => round(l, 2)),
       redisVersion,
+      protocol: BENCH_PROTOCOL === undefined ? 'RESP3 (ioredis 6 default)' : `RESP${BENCH_PROTOCOL} (BENCH_RESP)`,
+      versions: stackVersions(['ioredis', '@nestjs/core', '@sesamecare-oss/redlock', 'redis-semaphore', 'typescript']),
       redisSource: redis.source,
       quick: QUICK,
     };
@@ -207,18 +259,33 @@ async function main(): Promise<void> {
     report.markdown += readWriteMarkdown(readWrite);
     process.stdout.write(`${report.markdown}\n`);
     mkdirSync(RESULTS_DIR, { recursive: true });
-    writeFileSync(join(RESULTS_DIR, 'locks-latest.md'), `${report.markdown}\n`);
+    writeFileSync(join(RESULTS_DIR, `${RESULTS_NAME}.md`), `${report.markdown}\n`);
     writeFileSync(
-      join(RESULTS_DIR, 'locks-latest.json'),
+      join(RESULTS_DIR, `${RESULTS_NAME}.json`),
       `${JSON.stringify({ machine, plan: PLAN, targets: report.targets, contenders: [...results.values()], readWrite }, withoutSamples, 2)}\n`,
     );
-    progress(`wrote ${join('bench', 'results', 'locks-latest.md')} and .json`);
+    progress(`wrote ${join('bench', 'results', `${RESULTS_NAME}.md`)} and .json; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   } finally {
     await Promise.allSettled(contenders.map((c) => c.close()));
     await deleteRunKeys(admin, runId).catch(() => undefined);
     admin.disconnect();
     await redis.stop();
   }
+}
+
+/**
+ * Per-operation CPU from a scenario's summed usage. `clientMicros` is the scenario's own figure
+ * (process.cpuUsage around the timed loop); `profile` (MONITOR, untimed) tells which commands ran
+ * inside scripts, whose time commandstats would otherwise count twice.
+ */
+function cpuPerOperation(usage: Usage, clientMicros: number, profile: CommandProfile, operations: number): CpuPerOperation {
+  const n = Math.max(1, operations);
+  return {
+    clientMicros,
+    redisMicros: usage.redisCpuMicros / n,
+    redisCommandMicros: commandMicros(usage, clientShareOf(profile)) / n,
+    redisCommands: totalCalls(usage) / n,
+  };
 }
 
 /** JSON replacer: raw latency samples stay out of the results file (their summaries are in it). */
@@ -263,14 +330,35 @@ const int = (v: number) => Math.round(v).toLocaleString('en-US');
 const ms2 = (v: number) => v.toFixed(2);
 const us0 = (v: number) => Math.round(v * 1000).toLocaleString('en-US');
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;
+/** µs with one decimal below 100 (command times of a few µs), whole above. */
+const us = (v: number) => (v < 100 ? v.toFixed(1) : int(v));
+
+/** The CPU rows of one scenario: this process, the Redis server, command execution, and both sides together. */
+function cpuMetrics(scenario: string, per: string, pick: (r: ContenderResult) => CpuPerOperation | undefined): Metric[] {
+  return [
+    { scenario, label: `bench process CPU per ${per} (µs)`, better: 'lower', value: (r) => pick(r)?.clientMicros, format: us },
+    { scenario, label: `Redis CPU per ${per} (µs, INFO cpu)`, better: 'lower', value: (r) => pick(r)?.redisMicros, format: us },
+    { scenario, label: `Redis command time per ${per} (µs)`, better: 'lower', value: (r) => pick(r)?.redisCommandMicros, format: us },
+    {
+      scenario,
+      label: `bench + Redis CPU per ${per} (µs)`,
+      better: 'lower',
+      value: (r) => {
+        const cpu = pick(r);
+        return cpu ? cpu.clientMicros + cpu.redisMicros : undefined;
+      },
+      format: us,
+    },
+  ];
+}
 
 const METRICS: Metric[] = [
   { scenario: '(a) sequential', label: 'acquire+release pairs/s', better: 'higher', value: (r) => r.sequential?.opsPerSec, format: int },
   { scenario: '(a) sequential', label: 'pair latency p50 (µs)', better: 'lower', value: (r) => r.sequential?.latencyMs.p50, format: us0 },
   { scenario: '(a) sequential', label: 'pair latency p99 (µs)', better: 'lower', value: (r) => r.sequential?.latencyMs.p99, format: us0 },
-  { scenario: '(a) sequential', label: 'bench process CPU per pair (µs)', better: 'lower', value: (r) => r.sequential?.cpuMicrosPerPair, format: int },
+  ...cpuMetrics('(a) sequential', 'pair', (r) => r.sequential?.cpu),
   { scenario: '(b) 64 keys parallel', label: 'acquire+release pairs/s', better: 'higher', value: (r) => r.parallel?.opsPerSec, format: int },
-  { scenario: '(b) 64 keys parallel', label: 'bench process CPU per pair (µs)', better: 'lower', value: (r) => r.parallel?.cpuMicrosPerPair, format: int },
+  ...cpuMetrics('(b) 64 keys parallel', 'pair', (r) => r.parallel?.cpu),
   { scenario: '(c) hot key', label: 'acquisitions/s', better: 'higher', value: (r) => r.hotKey?.acquisitionsPerSec, format: int },
   {
     scenario: '(c) hot key',
@@ -284,6 +372,7 @@ const METRICS: Metric[] = [
   { scenario: '(c) hot key', label: 'wait p50 (ms)', better: 'lower', value: (r) => r.hotKey?.wait.p50, format: ms2 },
   { scenario: '(c) hot key', label: 'wait p99 (ms)', better: 'lower', value: (r) => r.hotKey?.wait.p99, format: ms2 },
   { scenario: '(c) hot key', label: 'wait max (ms)', better: 'lower', value: (r) => r.hotKey?.wait.max, format: ms2 },
+  ...cpuMetrics('(c) hot key', 'acquisition', (r) => r.hotKey?.cpu),
   {
     scenario: '(c) hot key',
     label: 'acquisitions per worker min / max',
@@ -305,6 +394,20 @@ const METRICS: Metric[] = [
     label: 'Redis round trips per (c) acquisition',
     better: 'lower',
     value: (r) => r.roundTrips?.perHotAcquisition,
+    format: (v) => v.toFixed(2),
+  },
+  {
+    scenario: 'profile',
+    label: 'Redis commands run per (a) pair (scripts\' too)',
+    better: 'lower',
+    value: (r) => r.sequential?.cpu?.redisCommands,
+    format: (v) => v.toFixed(2),
+  },
+  {
+    scenario: 'profile',
+    label: 'Redis commands run per (c) acquisition',
+    better: 'lower',
+    value: (r) => r.hotKey?.cpu?.redisCommands,
     format: (v) => v.toFixed(2),
   },
 ];
@@ -369,7 +472,7 @@ function buildReport(all: ContenderResult[], machine: Record<string, unknown>): 
     '',
     table,
     '',
-    '"ours vs X": ratio > 1 means ours is better (ours ÷ X for throughput, X ÷ ours for latencies and round trips).',
+    '"ours vs X": ratio > 1 means ours is better (ours ÷ X for throughput, X ÷ ours for latencies, CPU and round trips).',
     '"ours" = default lock with a fixed lease (like every peer). "ours (watchdog)" = no `leaseTime` (the library\'s default mode); "ours (fair)" = `fair: true`. Those two are shown for information: ratios and targets use "ours".',
     '',
     '## Targets',
@@ -385,7 +488,12 @@ function buildReport(all: ContenderResult[], machine: Record<string, unknown>): 
       'A handoff whose acquire resolved in the same tick as, or just before, the release it followed (both replies in one read) counts as 0; share of those: ' +
       all.map((r) => `${r.name} ${r.hotKey ? ((r.hotKey.sameTickHandoffs / Math.max(1, r.hotKey.acquisitions - 1)) * 100).toFixed(0) : '—'} %`).join(', ') +
       '. Overlaps are counted between acquire() resolving and release() being called (inside the real hold), so any overlap is a real violation.',
-    '- "bench process CPU per pair": user + system CPU time of the bench process over the timed pairs (process.cpuUsage): the client-side cost of a contender, steadier than wall-clock numbers when other jobs share the machine.',
+    '- CPU per operation, over the same timed stretches as the wall-clock figures (every round summed): "bench process CPU" = user + system CPU time of this process (process.cpuUsage), the client-side cost of a contender; ' +
+      '"Redis CPU" = user + system CPU of the redis-server process (INFO cpu), i.e. command execution plus reading requests, writing replies and pub/sub delivery; ' +
+      '"Redis command time" = execution time alone (INFO commandstats usec), each command once (a script\'s time already holds the commands it runs; which commands ran inside scripts is taken from the MONITOR profile below); ' +
+      '"bench + Redis" = both, what one operation costs the machine. CPU figures move far less than wall-clock ones when other jobs share the CPUs: compare these across runs. ' +
+      'In (c) they are divided by every acquisition of the rounds (wind-down included) and contain the waiting strategy (polling or pub/sub) and the workers\' hold/think timers.',
+    '- "Redis commands run": calls counted by INFO commandstats over the timed stretches, commands run inside scripts included: the server\'s work in commands, next to the client round trips of the profile.',
     `- profile: Redis commands sent by clients (MONITOR, Lua-internal calls excluded) per (a) pair over ${PLAN.profile.pairs} pairs and per (c) acquisition over a ${PLAN.profile.hotKeyMs} ms hot-key run; untimed.`,
     '',
     '## Contender settings',
@@ -404,7 +512,8 @@ function buildReport(all: ContenderResult[], machine: Record<string, unknown>): 
     '## Machine',
     '',
     `- node ${machine.node}, ${machine.platform}, ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB`,
-    `- Redis ${machine.redisVersion} (${machine.redisSource === 'redis-server' ? 'private redis-server on loopback, started by the bench' : 'REDIS_URL'})`,
+    `- Redis ${machine.redisVersion} (${machine.redisSource === 'redis-server' ? 'private redis-server on loopback, started by the bench' : 'REDIS_URL: its CPU figures include any other traffic'}), clients on ${machine.protocol}`,
+    `- ${describeVersions(Object.fromEntries(Object.entries(machine.versions as Record<string, string>).filter(([name]) => name !== 'node')))}`,
     `- load average (1/5/15 min) at start ${(machine.loadAverageAtStart as number[]).join(' / ')}, at end ${(machine.loadAverageAtEnd as number[]).join(' / ')}: Redis and the bench share these ${machine.cpus} CPUs with anything else running, so compare ratios within one run rather than absolute numbers across runs`,
   ].join('\n');
   return { markdown: md, targets };

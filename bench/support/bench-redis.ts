@@ -22,19 +22,26 @@ export async function redisServerVersion(client: Redis): Promise<string> {
   return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
 }
 
+/** Commands seen by MONITOR, by lower-case name: sent by clients, and run inside scripts. */
+export interface CommandProfile {
+  readonly fromClients: Map<string, number>;
+  readonly fromScripts: Map<string, number>;
+}
+
 /**
  * Counts the commands clients send to Redis while `fn` runs, through a MONITOR connection.
- * Commands run inside Lua scripts are reported by MONITOR with source "lua" and are left out, so
- * the result is client round trips by command name. MONITOR slows Redis down: never use it while
- * measuring speed.
+ * Commands run inside Lua scripts are reported by MONITOR with source "lua": they are counted apart
+ * (`fromScripts`), so `fromClients` is client round trips by command name. MONITOR slows Redis
+ * down: never use it while measuring speed.
  */
-export async function countRoundTrips(url: string, fn: () => Promise<void>): Promise<Map<string, number>> {
+export async function countRoundTrips(url: string, fn: () => Promise<void>): Promise<CommandProfile> {
   const client = new Redis(url);
-  const counts = new Map<string, number>();
+  const fromClients = new Map<string, number>();
+  const fromScripts = new Map<string, number>();
   const monitor = await client.monitor();
   // Commands of the monitoring client itself never show up; everything else on the server does.
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (source === 'lua') return;
+    const counts = source === 'lua' ? fromScripts : fromClients;
     const name = String(args[0]).toLowerCase();
     counts.set(name, (counts.get(name) ?? 0) + 1);
   });
@@ -46,5 +53,19 @@ export async function countRoundTrips(url: string, fn: () => Promise<void>): Pro
     monitor.disconnect();
     client.disconnect();
   }
-  return counts;
+  return { fromClients, fromScripts };
+}
+
+/**
+ * Which part of a command's calls came from clients rather than from scripts, by MONITOR: 1 for a
+ * command never seen inside a script (or not seen at all), 0 for one seen only inside scripts.
+ */
+export function clientShareOf(profile: CommandProfile): (name: string) => number {
+  return (name) => {
+    // commandstats names subcommands `config|get`; MONITOR shows the command alone.
+    const base = name.split('|')[0];
+    const direct = profile.fromClients.get(base) ?? 0;
+    const scripted = profile.fromScripts.get(base) ?? 0;
+    return direct + scripted === 0 ? 1 : direct / (direct + scripted);
+  };
 }

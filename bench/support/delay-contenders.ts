@@ -5,6 +5,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { Queue, Worker, type Job } from 'bullmq';
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
 import { until } from './delay-stats.js';
+import type { Usage, UsageMeter } from './usage-meter.js';
 
 /**
  * One library under test. Every scenario builds its own producers and consumers on a fresh queue
@@ -13,13 +14,17 @@ import { until } from './delay-stats.js';
 export interface DelayContender {
   readonly name: string;
   readonly settings: string;
-  /** Schedules jobs with these delays (ms) at once, runs them, and returns each handler's lateness (ms). */
-  lateness(delays: readonly number[], concurrency: number): Promise<number[]>;
+  /**
+   * Schedules jobs with these delays (ms) at once, runs them, and returns each handler's lateness
+   * (ms) and the CPU used from the enqueue to the last handler (consumers already running).
+   */
+  lateness(delays: readonly number[], concurrency: number, meter: UsageMeter): Promise<{ lateness: number[]; usage: Usage }>;
   /**
    * Enqueues `count` jobs due now while one consumer runs. Resolves, in ms from the start of the
-   * enqueue: when the enqueue returned, when the first handler ran, when the last one finished.
+   * enqueue: when the enqueue returned, when the first handler ran, when the last one finished; and
+   * the CPU used over that stretch.
    */
-  burst(count: number, concurrency: number): Promise<BurstTimes>;
+  burst(count: number, concurrency: number, meter: UsageMeter): Promise<BurstTimes & { usage: Usage }>;
   /** Starts `consumers` idle consumers of one topic; resolves a function that stops them. */
   idle(consumers: number): Promise<() => Promise<void>>;
 }
@@ -45,21 +50,23 @@ export function ours(url: string): DelayContender {
   return {
     name: 'nestjs-redis-lock',
     settings: 'DelayQueueService.consume, default options (visibility 30 s, maxIdleWait 10 s)',
-    async lateness(delays, concurrency) {
+    async lateness(delays, concurrency, meter) {
       const { app, queue } = await ourApp(url, name('bench'));
       const lateness: number[] = [];
       try {
         queue.consume('lateness', (_payload, job) => {
           lateness.push(Date.now() - job.scheduledAt.getTime());
         }, { concurrency });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const stop = await meter.start();
         await queue.scheduleMany('lateness', delays.map((delay, i) => ({ payload: i, delay })));
         await until(() => lateness.length >= delays.length, Math.max(...delays) + 30_000, 'the lateness jobs (ours)');
+        return { lateness, usage: await stop() };
       } finally {
         await app.close();
       }
-      return lateness;
     },
-    async burst(count, concurrency) {
+    async burst(count, concurrency, meter) {
       const { app, queue } = await ourApp(url, name('bench'));
       let done = 0;
       let first = 0;
@@ -68,11 +75,13 @@ export function ours(url: string): DelayContender {
           if (done++ === 0) first = performance.now();
         }, { concurrency });
         await new Promise((resolve) => setTimeout(resolve, 200));
+        const stop = await meter.start();
         const started = performance.now();
         await queue.scheduleMany('burst', Array.from({ length: count }, (_, i) => ({ payload: i })));
         const enqueued = performance.now();
         await until(() => done >= count, 120_000, 'the burst (ours)');
-        return { enqueueMs: enqueued - started, firstMs: first - started, drainMs: performance.now() - started };
+        const drainMs = performance.now() - started;
+        return { enqueueMs: enqueued - started, firstMs: first - started, drainMs, usage: await stop() };
       } finally {
         await app.close();
       }
@@ -100,7 +109,7 @@ export function bullmq(url: string): DelayContender {
   return {
     name: 'bullmq',
     settings: 'Queue.addBulk with opts.delay + Worker, default options (drainDelay 5 s, stalledInterval 30 s)',
-    async lateness(delays, concurrency) {
+    async lateness(delays, concurrency, meter) {
       const queueName = name('lateness');
       const queue = new Queue(queueName, { connection: conn });
       const lateness: number[] = [];
@@ -113,16 +122,19 @@ export function bullmq(url: string): DelayContender {
       );
       try {
         await worker.waitUntilReady();
+        await queue.waitUntilReady();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const stop = await meter.start();
         await queue.addBulk(delays.map((delay, i) => ({ name: 'j', data: i, opts: { delay, removeOnComplete: true } })));
         await until(() => lateness.length >= delays.length, Math.max(...delays) + 30_000, 'the lateness jobs (bullmq)');
+        return { lateness, usage: await stop() };
       } finally {
         await worker.close();
         await queue.obliterate({ force: true }).catch(() => undefined);
         await queue.close();
       }
-      return lateness;
     },
-    async burst(count, concurrency) {
+    async burst(count, concurrency, meter) {
       const queueName = name('burst');
       const queue = new Queue(queueName, { connection: conn });
       let done = 0;
@@ -136,12 +148,15 @@ export function bullmq(url: string): DelayContender {
       );
       try {
         await worker.waitUntilReady();
+        await queue.waitUntilReady();
         await new Promise((resolve) => setTimeout(resolve, 200));
+        const stop = await meter.start();
         const started = performance.now();
         await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name: 'j', data: i, opts: { removeOnComplete: true } })));
         const enqueued = performance.now();
         await until(() => done >= count, 120_000, 'the burst (bullmq)');
-        return { enqueueMs: enqueued - started, firstMs: first - started, drainMs: performance.now() - started };
+        const drainMs = performance.now() - started;
+        return { enqueueMs: enqueued - started, firstMs: first - started, drainMs, usage: await stop() };
       } finally {
         await worker.close();
         await queue.obliterate({ force: true }).catch(() => undefined);

@@ -9,9 +9,37 @@ import { sleep } from './stats.js';
 /** Where a contender connects: a Redis URL, or the nodes of a Redis Cluster. */
 export type BenchTarget = string | { readonly cluster: readonly ClusterNode[] };
 
+/**
+ * RESP version every contender's connections speak: ioredis 6's default (3) unless `BENCH_RESP=2|3`
+ * forces one for all of them alike, to tell the protocol's cost from the libraries' own.
+ */
+export const BENCH_PROTOCOL: 2 | 3 | undefined = parseProtocol(process.env.BENCH_RESP);
+
+function parseProtocol(value: string | undefined): 2 | 3 | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === '2' || value === '3') return Number(value) as 2 | 3;
+  throw new Error(`BENCH_RESP must be 2 or 3, not ${JSON.stringify(value)}`);
+}
+
+const protocolOption = () => (BENCH_PROTOCOL === undefined ? {} : { protocol: BENCH_PROTOCOL });
+
 /** One command connection to the target (a Cluster client routes each command to its key's master). */
 function connect(target: BenchTarget): Redis | Cluster {
-  return typeof target === 'string' ? new Redis(target) : new Cluster([...target.cluster]);
+  return typeof target === 'string'
+    ? new Redis(target, protocolOption())
+    : new Cluster([...target.cluster], { redisOptions: protocolOption() });
+}
+
+/** The module's `redis` option for the target, with the forced protocol if any. */
+function moduleRedisOption(target: BenchTarget) {
+  if (typeof target !== 'string') {
+    return BENCH_PROTOCOL === undefined
+      ? { cluster: [...target.cluster] }
+      : { cluster: [...target.cluster], options: { redisOptions: protocolOption() } };
+  }
+  if (BENCH_PROTOCOL === undefined) return target;
+  const { hostname, port } = new URL(target);
+  return { host: hostname, port: Number(port || 6379), ...protocolOption() };
 }
 
 /** Lets go of one acquired lock. */
@@ -55,8 +83,7 @@ export const SEMAPHORE_OPTIONS = { lockTimeout: LEASE_MS, acquireTimeout: WAIT_T
  * Closing `ours` closes the shared context.
  */
 export async function createOurContenders(target: BenchTarget, keyPrefix: string): Promise<LockContender[]> {
-  const redis = typeof target === 'string' ? target : { cluster: [...target.cluster] };
-  const app = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis, keyPrefix }), {
+  const app = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: moduleRedisOption(target), keyPrefix }), {
     logger: false,
   });
   const locks = app.get(LockService);
