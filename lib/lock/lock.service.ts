@@ -18,8 +18,7 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import { toRedisLockError } from '../redis/redis-errors.js';
 import { WakeSubscriber, type WakeChannel, type WakeReason } from '../redis/wake-subscriber.js';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
-import { defaultUnitOfWork } from '../transaction/async-local-unit-of-work.js';
-import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
+import { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 import { resolveAcquireOptions, type ResolvedAcquireOptions } from './acquire-options.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
 import { KeptHolds } from './kept-holds.js';
@@ -62,7 +61,6 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private readonly watchdog: LockWatchdog;
   /** Redlock mode: exclusive locks go to this quorum of masters instead of `connection`. */
   private readonly redlock: RedlockQuorum | undefined;
-  private readonly transactions: TransactionSynchronizer;
   private readonly keptHolds = new KeptHolds();
   private readonly logger = new Logger('LockService');
   private readonly operations: HeldLockOperations;
@@ -77,12 +75,12 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     private readonly connection: RedisConnection,
     private readonly events: RedisLockEvents,
     redlockMasters: RedlockMasters,
+    @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
   ) {
     this.keySpace = new RedisKeySpace(config.keyPrefix);
     this.redlock = redlockMasters.quorum;
     this.wake = new WakeSubscriber(this.redlock ? redlockMasters.wakeConnection() : connection);
     this.tracing = config.tracing ? openTelemetryTracing() : NO_TRACING;
-    this.transactions = config.transactions ?? defaultUnitOfWork;
     this.watchdog = new LockWatchdog(
       () => this.connection.client,
       config.lock.leaseTime,
