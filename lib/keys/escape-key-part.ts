@@ -29,3 +29,10 @@ export function escapeKeyPart(name: unknown, what = 'lock key'): string {
 }
 
 const ESCAPES: Record<string, string> = { '%': '%25', '{': '%7B', '}': '%7D' };
+
+/** Reverses `escapeKeyPart`: the name as the user gave it, from the text between a key's braces. */
+export function unescapeKeyPart(part: string): string {
+  return part.replace(/%(25|7B|7D)/g, (_, code: string) => UNESCAPES[code]);
+}
+
+const UNESCAPES: Record<string, string> = { '25': '%', '7B': '{', '7D': '}' };

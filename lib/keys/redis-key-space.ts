@@ -1,4 +1,4 @@
-import { escapeKeyPart } from './escape-key-part.js';
+import { escapeKeyPart, unescapeKeyPart } from './escape-key-part.js';
 
 /**
  * The one place that knows the Redis key layout (see DESIGN.md, "Redis data model").
@@ -42,6 +42,57 @@ export class RedisKeySpace {
       marker: `${base}:marker`,
     };
   }
+
+  /** SCAN MATCH pattern of every lock's owner hash (`<prefix>:lock:{name}`); the lock's other keys end after the brace. */
+  lockOwnersPattern(): string {
+    return `${escapeGlob(`${this.prefix}:lock:`)}{*}`;
+  }
+
+  /** The name of the lock whose owner hash is `key`; undefined for any other key. */
+  lockNameOf(key: string): string | undefined {
+    return nameInHashTag(key, `${this.prefix}:lock:`, '', 'lock key');
+  }
+
+  /** SCAN MATCH pattern of every semaphore's permit set (`<prefix>:sem:{name}`). */
+  semaphorePermitsPattern(): string {
+    return `${escapeGlob(`${this.prefix}:sem:`)}{*}`;
+  }
+
+  /** The name of the semaphore whose permit set is `key`; undefined for any other key. */
+  semaphoreNameOf(key: string): string | undefined {
+    return nameInHashTag(key, `${this.prefix}:sem:`, '', 'semaphore key');
+  }
+
+  /** SCAN MATCH pattern of every topic's jobs hash (`<prefix>:dq:{topic}:jobs`): a topic with a job in any state has one. */
+  topicJobsPattern(): string {
+    return `${escapeGlob(`${this.prefix}:dq:`)}{*}:jobs`;
+  }
+
+  /** The topic (or shard name, `topic#n`) whose jobs hash is `key`; undefined for any other key. */
+  topicOfJobsKey(key: string): string | undefined {
+    return nameInHashTag(key, `${this.prefix}:dq:`, ':jobs', 'topic name');
+  }
+}
+
+/**
+ * The name in `<before>{<escaped name>}<after>`, or undefined when `key` has another shape or is not
+ * what escaping that name gives (a key this library cannot have written: no second key per name).
+ */
+function nameInHashTag(key: string, before: string, after: string, what: string): string | undefined {
+  if (!key.startsWith(`${before}{`) || !key.endsWith(`}${after}`)) return undefined;
+  const tag = key.slice(before.length + 1, key.length - after.length - 1);
+  if (tag.length === 0 || tag.includes('}')) return undefined;
+  const name = unescapeKeyPart(tag);
+  try {
+    return escapeKeyPart(name, what) === tag ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Escapes the glob characters of SCAN MATCH (`*`, `?`, `[`, `]`, `\`) in a literal part of a pattern. */
+function escapeGlob(literal: string): string {
+  return literal.replace(/[*?[\]\\]/g, (ch) => `\\${ch}`);
 }
 
 export interface LockKeys {
