@@ -1,0 +1,24 @@
+import { RedisScript } from '../../redis/redis-script.js';
+import { LUA_PRELUDE } from './lua-prelude.js';
+
+/**
+ * Cancels one job that is still waiting (scheduled or due, not yet claimed). Unlike `cancelJob`, a
+ * job a consumer is running is left alone: an operator acting on a list a few seconds old must not
+ * pull a job out from under its handler.
+ *
+ * KEYS  the five topic keys (see lua-prelude.ts)
+ * ARGV[1] job id
+ *
+ * Returns 1 when cancelled, -1 when the job is running, 0 when it is not waiting (done, dead or unknown).
+ */
+export const cancelWaitingJobScript = new RedisScript(
+  'cancelWaitingJob',
+  `${LUA_PRELUDE}
+if redis.call('zrem', DUE, ARGV[1]) == 1 then
+  redis.call('hdel', JOBS, ARGV[1])
+  return 1
+end
+if redis.call('zscore', ACTIVE, ARGV[1]) then return -1 end
+return 0
+`,
+);

@@ -1,0 +1,239 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InvalidJobError } from '../errors/invalid-job.error.js';
+import { RedisKeySpace, type TopicKeys } from '../keys/redis-key-space.js';
+import type { RedisLockConfig } from '../options/redis-lock-config.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { scanKeys } from '../redis/scan-keys.js';
+import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
+import { DUE_SCORE_SLOTS } from './delay-queue.constants.js';
+import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
+import { decodeJob } from './job-codec.js';
+import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
+import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
+import { listJobsScript } from './scripts/list-jobs.lua.js';
+import { assertValidTopic } from './topic-name.js';
+import { shardTopicName, TopicShards } from './topic-shards.js';
+
+/** The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now. */
+export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead';
+
+export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead'];
+
+/** A job as listed: its payload shortened to a preview. */
+export interface ListedJob {
+  readonly id: string;
+  readonly state: ListedJobState;
+  readonly attempts: number;
+  readonly maxAttempts?: number;
+  readonly createdAt: number;
+  /** Due time of a waiting job. */
+  readonly dueAt?: number;
+  /** Visibility deadline of a running job. */
+  readonly visibleUntil?: number;
+  /** When a dead job died. */
+  readonly diedAt?: number;
+  readonly lastError?: string;
+  /** The payload as JSON text, shortened to a preview. */
+  readonly payloadPreview: string;
+  /** Length of the whole payload's JSON text. */
+  readonly payloadLength: number;
+}
+
+/** The first jobs of one topic in one state. */
+export interface ListedJobs {
+  readonly topic: string;
+  readonly state: ListedJobState;
+  /** The Redis server's clock at the read (epoch ms). */
+  readonly now: number;
+  /** Jobs in that state, of which `jobs` are the first `limit`. */
+  readonly total: number;
+  readonly jobs: ListedJob[];
+}
+
+/** What `cancelWaiting` found. */
+export type CancelWaitingOutcome = 'cancelled' | 'running' | 'not-waiting';
+
+/**
+ * Read side of the delay queue, and the two careful actions an operator needs, for add-ons such as
+ * the dashboard: which topics exist (handled here, or found in Redis), the jobs of a topic by state
+ * with payload previews, deleting only a dead letter and cancelling only a waiting job. Counts, one
+ * job, and retrying dead letters are `DelayQueueService`'s. A sharded topic is one topic here: lists
+ * merge its shards, and an action on one job goes to the shard its id maps to.
+ */
+@Injectable()
+export class TopicInspector {
+  private readonly keySpace: RedisKeySpace;
+  private readonly shards: TopicShards;
+  private handled?: readonly string[];
+
+  constructor(
+    @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
+    private readonly connection: RedisConnection,
+    private readonly explorer: DelayedHandlerExplorer,
+  ) {
+    this.keySpace = new RedisKeySpace(config.keyPrefix);
+    this.shards = new TopicShards(this.keySpace, config.delayQueue.topics ?? new Map());
+  }
+
+  /** Topics consumed by an `@OnDelayed` handler of this application (asked of the explorer once, when first needed). */
+  handledTopics(): readonly string[] {
+    this.handled ??= [...new Set(this.explorer.explore().map((handler) => handler.topic))];
+    return this.handled;
+  }
+
+  /**
+   * Topics with at least one job (in any state) in Redis, found by SCAN on every master: at most
+   * `limit` jobs hashes are looked at. The shards of a sharded topic are reported as the topic.
+   */
+  async topicsInRedis(limit: number): Promise<{ topics: string[]; truncated: boolean }> {
+    const { keys, truncated } = await scanKeys(this.connection.client, this.keySpace.topicJobsPattern(), limit);
+    const topics = new Set<string>();
+    for (const key of keys) {
+      const found = this.keySpace.topicOfJobsKey(key);
+      if (found !== undefined && isValidTopic(found)) topics.add(this.topicOfShard(found));
+    }
+    return { topics: [...topics], truncated };
+  }
+
+  /** The first `limit` jobs of `topic` in `state`, each payload shortened to `previewLength` characters. */
+  async listJobs(topic: string, state: ListedJobState, limit: number, previewLength: number): Promise<ListedJobs> {
+    assertValidTopic(topic);
+    // A UTF-16 code unit takes at most 3 bytes of UTF-8: this many bytes always hold a whole preview.
+    const previewBytes = 3 * previewLength + 48;
+    const perShard = await Promise.all(
+      this.shards.all(topic).map((keys) =>
+        listJobsScript.run<Array<string | number | null>>(this.connection.client, scriptKeys(keys), [state, limit, previewBytes]),
+      ),
+    );
+    let now = 0;
+    let total = 0;
+    let jobs: ListedJob[] = [];
+    for (const flat of perShard) {
+      now = Math.max(now, Number(flat[0]));
+      total += Number(flat[1]);
+      for (let i = 2; i < flat.length; i += 5) {
+        const header = flat[i + 2];
+        jobs.push(
+          toListedJob(
+            { id: String(flat[i]), state, score: String(flat[i + 1]), header: header === null ? null : String(header) },
+            String(flat[i + 3]),
+            Number(flat[i + 4]),
+            previewLength,
+          ),
+        );
+      }
+    }
+    if (perShard.length > 1) jobs = jobs.sort(LIST_ORDER[state]).slice(0, limit);
+    return { topic, state, now, total, jobs };
+  }
+
+  /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
+  async deleteDead(topic: string, id: string): Promise<boolean> {
+    return (await deleteDeadJobScript.run<number>(this.connection.client, scriptKeys(this.keysOfJob(topic, id)), [id])) === 1;
+  }
+
+  /** Cancels a job that is still waiting; a running job is left alone. */
+  async cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
+    const result = await cancelWaitingJobScript.run<number>(this.connection.client, scriptKeys(this.keysOfJob(topic, id)), [id]);
+    return result === 1 ? 'cancelled' : result === -1 ? 'running' : 'not-waiting';
+  }
+
+  /** The keys of the shard holding job `id` of `topic`, after checking both names. */
+  private keysOfJob(topic: string, id: string): TopicKeys {
+    assertJobAddress(topic, id);
+    return this.shards.forJob(topic, id);
+  }
+
+  /** `hot#2` is shard 2 of `hot` when `hot` is configured with that many shards: reported as `hot`. */
+  private topicOfShard(found: string): string {
+    const hash = found.lastIndexOf('#');
+    if (hash <= 0) return found;
+    const topic = found.slice(0, hash);
+    const count = this.shards.count(topic);
+    for (let i = 0; i < count && count > 1; i++) if (shardTopicName(topic, i) === found) return topic;
+    return found;
+  }
+}
+
+/**
+ * Checks a topic and job id that came from outside (a URL, a form) before any Redis call.
+ *
+ * @throws InvalidTopicError, InvalidJobError
+ */
+export function assertJobAddress(topic: string, id: string): void {
+  assertValidTopic(topic);
+  if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > 1024) {
+    throw new InvalidJobError(topic, 'id', 'must be the non-empty id of a job (at most 1024 bytes)');
+  }
+}
+
+function scriptKeys(keys: TopicKeys): string[] {
+  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+}
+
+function isValidTopic(name: string): boolean {
+  try {
+    assertValidTopic(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The order `listJobsScript` returns each state in, to merge the shards of a sharded topic the same way. */
+const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => number> = {
+  due: (a, b) => a.dueAt! - b.dueAt!,
+  scheduled: (a, b) => a.dueAt! - b.dueAt!,
+  active: (a, b) => a.visibleUntil! - b.visibleUntil!,
+  dead: (a, b) => b.diedAt! - a.diedAt!,
+};
+
+/**
+ * A listed job from what `listJobsScript` returns for it: the body's header (null when this library
+ * did not write the body), the first bytes of the payload (of the raw body when unreadable) and the
+ * payload's whole size in bytes.
+ */
+function toListedJob(
+  row: { id: string; state: ListedJobState; score: string; header: string | null },
+  head: string,
+  bytes: number,
+  previewLength: number,
+): ListedJob {
+  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string };
+  try {
+    if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
+    job = decodeJob(`${row.header},"p":null}`); // the header alone, with a stand-in payload
+  } catch (error) {
+    job = { attempts: 0, createdAt: 0, lastError: (error as Error).message };
+  }
+  const times =
+    row.state === 'due' || row.state === 'scheduled'
+      ? { dueAt: Math.floor(Number(row.score) / DUE_SCORE_SLOTS) }
+      : row.state === 'active'
+        ? { visibleUntil: Number(row.score) }
+        : { diedAt: Number(row.score) };
+  return {
+    id: row.id,
+    state: row.state,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    createdAt: job.createdAt,
+    ...times,
+    lastError: job.lastError,
+    payloadPreview: previewOf(head, bytes, previewLength),
+    payloadLength: bytes,
+  };
+}
+
+/**
+ * The first `length` characters of the payload and '…' when there is more. `head` holds at least
+ * that many whole characters whenever the payload is longer (see `listJobs`), so a character cut by
+ * the byte limit never shows.
+ */
+function previewOf(head: string, bytes: number, length: number): string {
+  const whole = Buffer.byteLength(head) === bytes;
+  if (whole && head.length <= length) return head;
+  let preview = head.slice(0, length);
+  if (/[\uD800-\uDBFF]$/.test(preview)) preview = preview.slice(0, -1); // half of a surrogate pair
+  return `${preview}…`;
+}
