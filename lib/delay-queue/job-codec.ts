@@ -28,6 +28,7 @@ export interface DecodedJob<T = unknown> {
 const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"t":"([0-9a-f-]{55})",)?"e":/;
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const PAYLOAD_SEPARATOR = ',"p":';
+const CLAIM_TOKEN = /^\{"g":(\d+),/;
 
 /** The part of a body after the header fields Redis fills in (`g`, `a`, `c`), as sent by `schedule`. */
 export function encodeBodyTail(
@@ -39,6 +40,14 @@ export function encodeBodyTail(
   const b = backoff ? JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]) : 'null';
   const t = traceparent !== undefined && TRACEPARENT.test(traceparent) ? `"t":"${traceparent}",` : '';
   return `,"m":${maxAttempts ?? 'null'},"b":${b},${t}"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
+}
+
+/**
+ * The claim token of a stored job, read without decoding the rest (a body the consumer cannot
+ * decode still gets its failure recorded under its claim); '' when the body has none.
+ */
+export function readClaimToken(body: string): string {
+  return CLAIM_TOKEN.exec(body)?.[1] ?? '';
 }
 
 export function decodeJob<T = unknown>(body: string): DecodedJob<T> {

@@ -1,0 +1,150 @@
+import { JobVisibilityLostError } from '../../errors/job-visibility-lost.error.js';
+import type { RedisConnection } from '../../redis/redis-connection.js';
+import { readClaimToken } from '../job-codec.js';
+import { extendJobsScript } from '../scripts/extend-jobs.lua.js';
+import { abortJob, isWatched, type ClaimedRow, type HeldJob } from './held-job.js';
+import type { RedisFailureStreak } from './redis-failure-streak.js';
+
+/**
+ * A claim counts as lost this long before its last confirmed visibility runs out: another consumer
+ * may take the job over the moment Redis's deadline passes, and the handler's signal must be aborted
+ * before that, even when the timer fires late on a loaded machine. 5 % of the visibility timeout,
+ * between 10 ms and 1 s (1 s for the default 30 s).
+ */
+export function visibilityLossMargin(visibilityTimeout: number): number {
+  return Math.min(1_000, Math.max(10, Math.round(visibilityTimeout * 0.05)));
+}
+
+export interface ClaimLeaseKeeperContext {
+  readonly topic: string;
+  readonly connection: RedisConnection;
+  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
+  readonly keyList: readonly string[];
+  readonly visibilityTimeout: number;
+  readonly failures: RedisFailureStreak;
+  /** Called when a claim is given up for good: no outcome may be sent for it any more. */
+  readonly onAbandoned: (job: HeldJob) => void;
+}
+
+/**
+ * Keeps the visibility of every claim this consumer holds: renews them all in one call every third
+ * of the visibility timeout, and aborts a job's signal (JobVisibilityLostError) as soon as its
+ * claim can no longer be counted on: Redis refused the renewal (someone else owns the job now), or
+ * no renewal was confirmed in time. Invariant: a handler's signal is aborted before another
+ * consumer can take its job over, i.e. at least `visibilityLossMargin` before the last confirmed
+ * visibility ends; a timer set for the earliest such moment enforces it between renewals.
+ */
+export class ClaimLeaseKeeper {
+  private readonly held = new Map<string, HeldJob>();
+  private readonly lossMargin: number;
+  private renewTimer?: NodeJS.Timeout;
+  /** Fires when the earliest watched claim runs out of confirmed visibility (see `armLossTimer`). */
+  private lossTimer?: NodeJS.Timeout;
+  private renewing = false;
+
+  constructor(private readonly context: ClaimLeaseKeeperContext) {
+    this.lossMargin = visibilityLossMargin(context.visibilityTimeout);
+  }
+
+  /** Starts keeping the claim of a freshly claimed row; the job starts out buffered. */
+  hold(row: ClaimedRow): HeldJob {
+    const job: HeldJob = {
+      id: row.id,
+      token: readClaimToken(row.body),
+      dueMs: row.dueMs,
+      body: row.body,
+      confirmedUntil: row.sentAt + this.context.visibilityTimeout,
+      phase: 'buffered',
+      abandoned: false,
+    };
+    this.held.set(heldKey(job), job);
+    this.ensureRenewing();
+    // A new claim never runs out before one already watched; only arm when nothing is.
+    if (!this.lossTimer) this.armLossTimer();
+    return job;
+  }
+
+  /** Stops keeping the job's claim (settled, handed back or lost); stops all timers once none is left. */
+  forget(job: HeldJob): void {
+    this.held.delete(heldKey(job));
+    if (this.held.size === 0) this.stop();
+  }
+
+  /** Stops renewing and watching (at the end of shutdown, or when nothing is held). */
+  stop(): void {
+    clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
+    clearTimeout(this.lossTimer);
+    this.lossTimer = undefined;
+  }
+
+  /** Marks the claim lost: aborts the handler's signal and, unless a live handler may still settle it, abandons it. */
+  loseVisibility(job: HeldJob, reason: 'not-owner' | 'unconfirmed'): void {
+    abortJob(job, new JobVisibilityLostError(this.context.topic, job.id, reason));
+    if (reason === 'not-owner' || job.phase === 'buffered') {
+      // Someone else owns it now (or nobody: cancelled); never send an outcome for this claim.
+      job.abandoned = true;
+      this.context.onAbandoned(job);
+      if (job.phase === 'settling') this.forget(job);
+    }
+  }
+
+  private ensureRenewing(): void {
+    if (this.renewTimer) return;
+    const period = Math.max(30, Math.floor(this.context.visibilityTimeout / 3));
+    this.renewTimer = setInterval(() => void this.renewAll(), period);
+    this.renewTimer.unref();
+  }
+
+  private armLossTimer(): void {
+    clearTimeout(this.lossTimer);
+    this.lossTimer = undefined;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const job of this.held.values()) {
+      if (isWatched(job)) earliest = Math.min(earliest, job.confirmedUntil);
+    }
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    const delay = Math.max(0, earliest - this.lossMargin - performance.now());
+    this.lossTimer = setTimeout(() => {
+      this.lossTimer = undefined;
+      const now = performance.now() + this.lossMargin;
+      for (const job of this.held.values()) {
+        if (isWatched(job) && now >= job.confirmedUntil) this.loseVisibility(job, 'unconfirmed');
+      }
+      this.armLossTimer();
+    }, delay);
+    this.lossTimer.unref();
+  }
+
+  /** Renews every held claim in one call. Never rejects. */
+  private async renewAll(): Promise<void> {
+    const now = performance.now();
+    for (const job of this.held.values()) {
+      if (!job.abandoned && now >= job.confirmedUntil) this.loseVisibility(job, 'unconfirmed');
+    }
+    if (this.renewing) return;
+    const jobs = [...this.held.values()].filter((job) => !job.abandoned);
+    if (jobs.length === 0) return;
+    this.renewing = true;
+    const { visibilityTimeout } = this.context;
+    const args: (string | number)[] = [visibilityTimeout];
+    for (const job of jobs) args.push(job.id, job.token);
+    const sent = performance.now();
+    try {
+      const flags = await extendJobsScript.run<number[]>(this.context.connection.client, this.context.keyList, args);
+      jobs.forEach((job, i) => {
+        if (flags[i] === 1) job.confirmedUntil = sent + visibilityTimeout;
+        else this.loseVisibility(job, 'not-owner');
+      });
+      if (this.held.size > 0) this.armLossTimer();
+    } catch (error) {
+      this.context.failures.failed(error);
+    } finally {
+      this.renewing = false;
+    }
+  }
+}
+
+function heldKey(job: { id: string; token: string }): string {
+  return `${job.token}\n${job.id}`;
+}

@@ -1,0 +1,161 @@
+import type { TopicKeys } from '../../keys/redis-key-space.js';
+import type { RedisConnection } from '../../redis/redis-connection.js';
+import { MAX_CLAIM_BATCH } from '../delay-queue.constants.js';
+import { MarkerWaiter, type MarkerOutcome } from '../marker-waiter.js';
+import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
+import type { JobClaimer } from './job-claimer.js';
+import type { JobRunner } from './job-runner.js';
+import type { JobSettlement } from './job-settlement.js';
+import type { RedisFailureStreak } from './redis-failure-streak.js';
+import type { ServerClock } from './server-clock.js';
+
+/** What the loop waits for: a free slot, new work (due time or marker), or the end of a retry delay. */
+type PauseReason = 'slot' | 'work' | 'retry';
+
+export interface ClaimLoopContext {
+  readonly topic: string;
+  readonly connection: RedisConnection;
+  readonly keys: TopicKeys;
+  readonly maxIdleWait: number;
+  readonly claimer: JobClaimer;
+  readonly runner: Pick<JobRunner<unknown>, 'room' | 'enqueue'>;
+  readonly leases: ClaimLeaseKeeper;
+  readonly settlement: JobSettlement;
+  readonly failures: RedisFailureStreak;
+  readonly clock: ServerClock;
+  /** True while the consumer runs; the loop ends once it is false. */
+  readonly running: () => boolean;
+}
+
+/**
+ * Decides when to claim, and how much: as many due jobs as the runner has room for (one claim call,
+ * which also carries pending acknowledgements), then waits for the next reason to claim: room, the
+ * next due time, or a marker pushed by a producer. A backlog is thus drained in batches of up to
+ * twice the concurrency per round trip. Due times are met by a local timer set from the Redis clock,
+ * not by Redis's blocking timeout, which only fires on the server's 100 ms cron tick. The BZPOPMIN on
+ * the marker only brings news (an earlier job, a burst to share); it times out every `maxIdleWait`
+ * as a safety net. A failed claim is retried after the failure streak's backoff; the loop never throws.
+ */
+export class ClaimLoop {
+  private readonly waiter: MarkerWaiter;
+  private resume?: () => void;
+  private pausedFor?: PauseReason;
+  /** A marker arrived while a claim was travelling: claim again instead of waiting. */
+  private wakePending = false;
+
+  constructor(private readonly context: ClaimLoopContext) {
+    this.waiter = new MarkerWaiter(
+      context.connection,
+      context.keys.marker,
+      `delay-queue consumer ${context.topic}`,
+      context.maxIdleWait,
+      (outcome) => this.onMarker(outcome),
+      (error) => context.failures.failed(error),
+    );
+  }
+
+  /** True while the loop waits for a free slot: it claims as soon as one frees up. */
+  get waitingForSlot(): boolean {
+    return this.pausedFor === 'slot';
+  }
+
+  /** Blocking connections opened so far (a hung or closed one is replaced). */
+  get blockingConnectionsOpened(): number {
+    return this.waiter.connectionsOpened;
+  }
+
+  /** Claims until the consumer stops running; buffered jobs of a claim that returns after that are handed back. */
+  async run(): Promise<void> {
+    const { claimer, runner, leases, settlement, failures } = this.context;
+    while (this.context.running()) {
+      try {
+        const room = Math.min(MAX_CLAIM_BATCH, runner.room);
+        if (room <= 0) {
+          await this.pause('slot');
+          continue;
+        }
+        this.wakePending = false;
+        const acks = settlement.takeAcks();
+        let claim;
+        try {
+          claim = await claimer.claim(room, acks);
+        } catch (error) {
+          settlement.returnAcks(acks);
+          throw error;
+        }
+        settlement.acknowledged(acks);
+        failures.recovered();
+        const claimed = claim.rows.map((row) => leases.hold(row));
+        if (!this.context.running()) {
+          await settlement.handBack(claimed, true);
+          break;
+        }
+        runner.enqueue(claimed);
+        if (claim.rows.length >= room || claim.moreDue) continue;
+        if (this.wakePending) continue;
+        await this.pause('work', claim.nextWake);
+      } catch (error) {
+        failures.failed(error);
+        await this.pause('retry', -1, failures.retryDelay());
+      }
+    }
+  }
+
+  /** Ends the current pause at once. */
+  wake(): void {
+    this.resume?.();
+  }
+
+  /** A handler returned: if the loop waits for a slot, it claims once this turn's finished handlers are queued. */
+  slotFreed(): void {
+    if (this.pausedFor !== 'slot') return;
+    // Coalesce: handlers finishing in the same turn are acknowledged and replaced by one claim.
+    const resume = this.resume;
+    setImmediate(() => {
+      if (this.resume === resume) this.wake();
+    });
+  }
+
+  /** Closes the blocking connection (at shutdown). */
+  closeWaiter(): Promise<void> {
+    return this.waiter.close();
+  }
+
+  /** Resolves on the next reason to look at the queue again (see the class comment). */
+  private pause(reason: PauseReason, nextWake = -1, sleepMs = 0): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        if (this.resume === done) {
+          this.resume = undefined;
+          this.pausedFor = undefined;
+        }
+        resolve();
+      };
+      if (!this.context.running()) return resolve();
+      this.resume = done;
+      this.pausedFor = reason;
+      if (reason === 'retry') {
+        timer = setTimeout(done, sleepMs);
+      } else if (reason === 'work') {
+        const delay = nextWake >= 0 ? nextWake - this.context.clock.now() : Infinity;
+        if (delay <= 0) return done();
+        if (delay < this.context.maxIdleWait) timer = setTimeout(done, Math.max(1, Math.ceil(delay)));
+        this.waiter.ensureWaiting();
+      }
+      timer?.unref();
+    });
+  }
+
+  private onMarker(outcome: MarkerOutcome): void {
+    if (this.pausedFor === 'work') return this.wake();
+    if (outcome !== 'popped') return;
+    if (this.pausedFor === 'slot') {
+      // We cannot take more work: hand the wake-up to another consumer instead of swallowing it.
+      this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined);
+    } else {
+      this.wakePending = true;
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/** A job this consumer has claimed and not yet settled with Redis. */
+export interface HeldJob {
+  readonly id: string;
+  /** The claim token the job carried when claimed; every outcome sent for this claim quotes it. */
+  readonly token: string;
+  readonly dueMs: number;
+  /** Created on first use: most handlers never look at their signal, and a controller per job shows up in bursts. */
+  controller?: AbortController;
+  /** The stored job as claimed; dropped once the handler starts. */
+  body?: string;
+  /** `performance.now()` until which Redis is known to keep the claim (claim or last confirmed extension). */
+  confirmedUntil: number;
+  /** buffered: claimed, waiting for a free slot; running: handler in progress; settling: ack or failure being recorded. */
+  phase: 'buffered' | 'running' | 'settling';
+  /** The claim is gone (visibility lost, or handed back at shutdown): nothing more is sent for it. */
+  abandoned: boolean;
+  /** Settles once the handler has returned and its outcome is queued or recorded. Never rejects. */
+  done?: Promise<void>;
+}
+
+/** One row of a claim script's reply. */
+export interface ClaimedRow {
+  readonly id: string;
+  readonly body: string;
+  readonly dueMs: number;
+  /** When the claim was sent: the server's visibility deadline is at least `visibilityTimeout` after it. */
+  readonly sentAt: number;
+}
+
+/** The job's abort controller, created on first use. */
+export function controllerOf(job: HeldJob): AbortController {
+  return (job.controller ??= new AbortController());
+}
+
+/** Aborts the job's signal with `reason`, unless it is aborted already (the first reason stays). */
+export function abortJob(job: HeldJob, reason: Error): void {
+  const controller = controllerOf(job);
+  if (!controller.signal.aborted) controller.abort(reason);
+}
+
+/** True while Redis may still hold the claim for us: not abandoned and its signal not aborted. */
+export function isWatched(job: HeldJob): boolean {
+  return !job.abandoned && !job.controller?.signal.aborted;
+}

@@ -1,0 +1,91 @@
+import type { TopicKeys } from '../../keys/redis-key-space.js';
+import type { RedisLockEvents } from '../../lock/lock-events.js';
+import type { RedisLockConfig } from '../../options/redis-lock-config.js';
+import type { RedisConnection } from '../../redis/redis-connection.js';
+import type { ResolvedConsumerOptions } from '../consumer-options.js';
+import { newOperationId, operationKey } from '../operation-record.js';
+import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
+import type { ClaimedRow, HeldJob } from './held-job.js';
+import type { ServerClock } from './server-clock.js';
+
+/** The dead letter's error when a job's last attempt never came back (kept equal to the claim script's text). */
+const VISIBILITY_EXPIRED_ON_LAST_ATTEMPT =
+  'Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)';
+
+export interface ClaimResult {
+  readonly rows: ClaimedRow[];
+  /** Server ms of the next due time or visibility deadline; -1 when the topic is empty. */
+  readonly nextWake: number;
+  readonly moreDue: boolean;
+}
+
+export interface JobClaimerContext {
+  readonly topic: string;
+  readonly connection: RedisConnection;
+  readonly keys: TopicKeys;
+  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
+  readonly keyList: readonly string[];
+  readonly options: ResolvedConsumerOptions;
+  readonly retention: RedisLockConfig['delayQueue']['retention'];
+  readonly events?: RedisLockEvents;
+  readonly clock: ServerClock;
+}
+
+type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[]];
+
+/**
+ * Calls the claim script (claim-due-jobs.lua.ts) for one topic shard: takes due jobs, carries
+ * acknowledgements, and recovers in-flight jobs whose visibility passed (reported as `job.recovered`
+ * and, on their last attempt, `job.dead`). Each call names its own operation record, so a claim that
+ * ioredis re-sends after a lost reply returns the same batch instead of claiming a second one; the
+ * record of the last claim that took jobs is deleted by the next claim (or `discardLastRecord`).
+ */
+export class JobClaimer {
+  /** Names this consumer's claim records: `<id>:<sequence>` is unique per claim call. */
+  private readonly claimerId = newOperationId();
+  private claimSequence = 0;
+  /** The record of the last claim that took jobs: its reply has arrived, so the next claim deletes it. */
+  private lastClaimRecord?: string;
+
+  constructor(private readonly context: JobClaimerContext) {}
+
+  /** Claims up to `max` due jobs and records the acknowledgements `acks` in the same call. */
+  async claim(max: number, acks: readonly HeldJob[]): Promise<ClaimResult> {
+    const { visibilityTimeout, maxAttempts } = this.context.options;
+    const { deadLetterMaxCount, deadLetterMaxAge } = this.context.retention;
+    const args: (string | number)[] = [max, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
+    for (const job of acks) args.push(job.id, job.token);
+    const record = operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
+    const keys = [...this.context.keyList, record];
+    if (this.lastClaimRecord) keys.push(this.lastClaimRecord);
+    const sent = performance.now();
+    const reply = await claimDueJobsScript.run<ClaimReply>(this.context.connection.client, keys, args);
+    const received = performance.now();
+    const [nowUs, nextWake, more, , flat, recovered] = reply;
+    this.lastClaimRecord = flat.length > 0 ? record : undefined;
+    if (recovered.length > 0) this.reportRecovered(recovered);
+    this.context.clock.sync(Number(nowUs), sent, received);
+    const rows: ClaimedRow[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Number(flat[i + 2]), sentAt: sent });
+    }
+    return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1 };
+  }
+
+  /** Deletes the last claim's record (at shutdown; it would expire anyway). Never rejects. */
+  discardLastRecord(): void {
+    if (this.lastClaimRecord) void this.context.connection.client.del(this.lastClaimRecord).catch(() => undefined);
+  }
+
+  /** `recovered`: the claim script's flat { id, attempts, maxAttempts, requeued (1|0) } rows. */
+  private reportRecovered(recovered: (string | number)[]): void {
+    const { events, topic } = this.context;
+    if (!events || !(events.wants('job.recovered') || events.wants('job.dead'))) return;
+    for (let i = 0; i < recovered.length; i += 4) {
+      const base = { topic, id: String(recovered[i]), attempt: Number(recovered[i + 1]), maxAttempts: Number(recovered[i + 2]) };
+      const requeued = Number(recovered[i + 3]) === 1;
+      events.emit('job.recovered', { ...base, requeued });
+      if (!requeued) events.emit('job.dead', { ...base, error: VISIBILITY_EXPIRED_ON_LAST_ATTEMPT });
+    }
+  }
+}

@@ -1,0 +1,193 @@
+import type { Logger } from '@nestjs/common';
+import type { RedisLockEvents } from '../../lock/lock-events.js';
+import type { RedisLockConfig } from '../../options/redis-lock-config.js';
+import type { RedisConnection } from '../../redis/redis-connection.js';
+import type { ResolvedConsumerOptions } from '../consumer-options.js';
+import type { DecodedJob } from '../job-codec.js';
+import { backoffDelay } from '../schedule-options.js';
+import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
+import { failJobScript } from '../scripts/fail-job.lua.js';
+import { releaseJobsScript } from '../scripts/release-jobs.lua.js';
+import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
+import { describeFailure } from './describe-failure.js';
+import type { HeldJob } from './held-job.js';
+import type { RedisFailureStreak } from './redis-failure-streak.js';
+
+/** Tries of one acknowledgement flush or failure record before the visibility deadline is left to bring the job back. */
+const SETTLE_TRIES = 5;
+
+export interface JobSettlementContext {
+  readonly topic: string;
+  readonly connection: RedisConnection;
+  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
+  readonly keyList: readonly string[];
+  readonly options: ResolvedConsumerOptions;
+  readonly retention: RedisLockConfig['delayQueue']['retention'];
+  readonly logger: Logger;
+  readonly events?: RedisLockEvents;
+  readonly leases: ClaimLeaseKeeper;
+  readonly failures: RedisFailureStreak;
+  /** True while the claim loop waits for a free slot: its next claim, coming at once, carries queued acknowledgements. */
+  readonly claimComesNext: () => boolean;
+  /** True once the consumer has closed: failure records stop retrying. */
+  readonly closed: () => boolean;
+  /** Logs an unexpected error of the consumer's own code. */
+  readonly bug: (where: string, error: unknown) => void;
+}
+
+/**
+ * Writes the outcome of each claim to Redis: acknowledgements (batched, preferably riding along with
+ * the next claim), failures (retry with backoff or dead letter) and hand-backs at shutdown. A claim
+ * stays held (its visibility renewed) until its outcome is written; whatever is never written comes
+ * back when its visibility deadline passes (at-least-once delivery).
+ */
+export class JobSettlement {
+  private readonly pendingAcks: HeldJob[] = [];
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private ackFlushScheduled = false;
+
+  constructor(private readonly context: JobSettlementContext) {}
+
+  get hasPendingAcks(): boolean {
+    return this.pendingAcks.length > 0;
+  }
+
+  /** Queues the acknowledgement of a job whose handler succeeded. */
+  acknowledge(job: HeldJob): void {
+    this.pendingAcks.push(job);
+    // The loop waits for this slot: its next claim carries the acknowledgement (one round trip, not two).
+    if (this.context.claimComesNext()) return;
+    if (this.ackFlushScheduled) return;
+    this.ackFlushScheduled = true;
+    // If the loop claims first, the acknowledgements ride along with the claim and this finds nothing.
+    setImmediate(() => {
+      this.ackFlushScheduled = false;
+      this.track(this.flushAcks());
+    });
+  }
+
+  /** Takes the queued acknowledgements for a claim to carry; give them back with `returnAcks` if it fails. */
+  takeAcks(): HeldJob[] {
+    return this.pendingAcks.splice(0);
+  }
+
+  /** Puts acknowledgements whose call failed back at the front of the queue. */
+  returnAcks(acks: readonly HeldJob[]): void {
+    this.pendingAcks.unshift(...acks);
+  }
+
+  /** Redis has recorded these acknowledgements. */
+  acknowledged(acks: readonly HeldJob[]): void {
+    for (const job of acks) this.context.leases.forget(job);
+  }
+
+  /** Drops a queued acknowledgement of a claim that is gone. */
+  withdraw(job: HeldJob): void {
+    const i = this.pendingAcks.indexOf(job);
+    if (i >= 0) this.pendingAcks.splice(i, 1);
+  }
+
+  /** Records a failed attempt: a retry after the job's backoff, or the dead letters on the last attempt. */
+  recordFailure<T>(job: HeldJob, decoded: DecodedJob<T> | undefined, failure: unknown): void {
+    this.track(this.writeFailure(job, decoded, failure));
+  }
+
+  /** Sends every queued acknowledgement now, retrying a few times; what stays unsent waits for the next claim. */
+  async flushAcks(): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      const acks = this.takeAcks();
+      if (acks.length === 0) return;
+      const args: string[] = [];
+      for (const job of acks) args.push(job.id, job.token);
+      try {
+        await ackJobsScript.run(this.context.connection.client, this.context.keyList, args);
+        this.acknowledged(acks);
+        return;
+      } catch (error) {
+        // Still held and renewed: the next claim carries them, or the retry below.
+        this.returnAcks(acks);
+        this.context.failures.failed(error);
+        if (tries >= SETTLE_TRIES) return;
+        await sleep(this.context.failures.retryDelay());
+      }
+    }
+  }
+
+  /** Returns claims to the queue for another consumer (at shutdown). Never rejects. */
+  async handBack(jobs: readonly HeldJob[], neverStarted: boolean): Promise<void> {
+    if (jobs.length === 0) return;
+    const args: (string | number)[] = [neverStarted ? '1' : '0'];
+    for (const job of jobs) args.push(job.id, job.token, job.dueMs);
+    try {
+      await releaseJobsScript.run(this.context.connection.client, this.context.keyList, args);
+    } catch (error) {
+      this.context.logger.warn(
+        `Could not hand ${jobs.length} job(s) of topic ${JSON.stringify(this.context.topic)} back at shutdown ` +
+          `(they return when their visibility timeout passes): ${describeFailure(error)}`,
+      );
+    }
+    for (const job of jobs) {
+      job.abandoned = true;
+      this.context.leases.forget(job);
+    }
+  }
+
+  /** Settles once every outcome write started so far has finished. Never rejects. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.inFlight]);
+  }
+
+  private async writeFailure<T>(job: HeldJob, decoded: DecodedJob<T> | undefined, failure: unknown): Promise<void> {
+    const { topic, options, retention, events, logger, failures } = this.context;
+    const attempt = decoded?.attempts ?? 1;
+    const maxAttempts = decoded?.maxAttempts ?? options.maxAttempts;
+    // A body this version cannot read will not get better with retries.
+    const last = !decoded || attempt >= maxAttempts;
+    const delay = last ? -1 : backoffDelay(decoded?.backoff ?? options.backoff, attempt);
+    const message = describeFailure(failure);
+    for (let tries = 1; ; tries++) {
+      try {
+        const outcome = await failJobScript.run<number>(this.context.connection.client, this.context.keyList, [
+          job.id,
+          job.token,
+          delay,
+          JSON.stringify(message),
+          retention.deadLetterMaxCount,
+          retention.deadLetterMaxAge,
+        ]);
+        if (outcome === 2 && events?.wants('job.dead')) {
+          events.emit('job.dead', { topic, id: job.id, attempt, maxAttempts, error: message });
+        } else if (outcome === 1 && events?.wants('job.retried')) {
+          events.emit('job.retried', { topic, id: job.id, attempt, maxAttempts, delayMs: delay, error: message });
+        }
+        if (outcome === 2) {
+          logger.error(
+            `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts} ` +
+              `and was moved to the dead letters (retryDead() requeues it): ${message}`,
+          );
+        } else if (outcome === 1) {
+          logger.warn(
+            `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts}, ` +
+              `retrying in ${delay} ms: ${message}`,
+          );
+        }
+        break;
+      } catch (error) {
+        failures.failed(error);
+        if (tries >= SETTLE_TRIES || this.context.closed()) break; // the visibility deadline brings it back anyway
+        await sleep(failures.retryDelay());
+      }
+    }
+    this.context.leases.forget(job);
+  }
+
+  private track(promise: Promise<unknown>): void {
+    const settled = promise.catch((error) => this.context.bug('job settlement', error));
+    this.inFlight.add(settled);
+    void settled.finally(() => this.inFlight.delete(settled));
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
