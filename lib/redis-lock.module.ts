@@ -4,7 +4,9 @@ import { DelayQueueOrchestrator } from './delay-queue/delay-queue.orchestrator.j
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { DelayedHandlerExplorer } from './delay-queue/delayed-handler.explorer.js';
 import { DelayedHandlerMetadataAccessor } from './delay-queue/delayed-handler-metadata.accessor.js';
+import { TopicInspector } from './delay-queue/topic-inspector.js';
 import { WithLockInterceptor } from './decorators/with-lock.interceptor.js';
+import { LockInspector } from './lock/lock-inspector.js';
 import { LockService } from './lock/lock.service.js';
 import { RedlockMasters } from './lock/redlock/redlock-masters.js';
 import { RedisLockEvents } from './lock/lock-events.js';
@@ -45,10 +47,12 @@ import type { RedisLockConfig } from './options/redis-lock-config.js';
     DelayedHandlerMetadataAccessor,
     DelayedHandlerExplorer,
     DelayQueueOrchestrator,
+    LockInspector,
+    TopicInspector,
     // Takes @WithRequestLock locks and answers lock timeouts with 409 Conflict over HTTP.
     { provide: APP_INTERCEPTOR, useClass: WithLockInterceptor },
   ],
-  // RedisConnection is exported for the optional health indicator (nestjs-redis-lock/health); it is not public API.
-  exports: [LockService, RedisLockEvents, TransactionSynchronizer, DelayQueueService, RedisConnection],
+  // RedisConnection (health indicator) and the inspectors (dashboard) are exported for the add-ons; they are not public API.
+  exports: [LockService, RedisLockEvents, TransactionSynchronizer, DelayQueueService, RedisConnection, LockInspector, TopicInspector],
 })
 export class RedisLockModule extends ConfigurableRedisLockModule {}
