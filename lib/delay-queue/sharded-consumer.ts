@@ -43,11 +43,6 @@ export class ShardedConsumer<T = unknown> implements Consumer {
     this.onClosed = context.onClosed;
   }
 
-  /** Number of shards this consumer drains. */
-  get shardCount(): number {
-    return this.parts.length;
-  }
-
   get running(): boolean {
     return this.parts.some((part) => part.running);
   }
