@@ -17,6 +17,7 @@ import { shardTopicName, TopicShards } from './topic-shards.js';
 /** The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now. */
 export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead';
 
+/** Every `ListedJobState`, in the order a page shows them. */
 export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead'];
 
 /** A job as listed: its payload shortened to a preview. */

@@ -1,4 +1,6 @@
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
+import type { ListedJob, ListedJobs, ListedJobState } from '../../delay-queue/topic-inspector.js';
+import type { HeldLock, HeldLockKind, HeldLocks, LockHolder } from '../../lock/lock-inspector.js';
 
 /*
  * The JSON the dashboard API answers. Times are epoch ms; `now` is the Redis server's clock at the
@@ -30,37 +32,13 @@ export interface DashboardTopics {
   readonly errors: Array<{ topic: string; message: string }>;
 }
 
-export type DashboardJobState = 'due' | 'scheduled' | 'active' | 'dead';
+export type DashboardJobState = ListedJobState;
 
-/** A job as listed (payload shortened) or inspected (payload whole). */
-export interface DashboardJob {
-  readonly id: string;
-  readonly state: DashboardJobState;
-  readonly attempts: number;
-  readonly maxAttempts?: number;
-  readonly createdAt: number;
-  /** Due time of a waiting job. */
-  readonly dueAt?: number;
-  /** Visibility deadline of a running job. */
-  readonly visibleUntil?: number;
-  /** When a dead job died. */
-  readonly diedAt?: number;
-  readonly lastError?: string;
-  /** The payload as JSON text, shortened to a preview in lists. */
-  readonly payloadPreview: string;
-  /** Length of the whole payload's JSON text. */
-  readonly payloadLength: number;
-}
+/** A job as listed: payload shortened to a preview (see `DashboardJobDetail` for the whole job). */
+export type DashboardJob = ListedJob;
 
 /** GET <path>/api/topics/:topic/jobs?state=&limit= */
-export interface DashboardJobList {
-  readonly topic: string;
-  readonly state: DashboardJobState;
-  readonly now: number;
-  /** Jobs in that state, of which `jobs` are the first `limit`. */
-  readonly total: number;
-  readonly jobs: DashboardJob[];
-}
+export type DashboardJobList = ListedJobs;
 
 /** GET <path>/api/topics/:topic/jobs/:id */
 export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' | 'payloadLength'> {
@@ -68,41 +46,16 @@ export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' 
   readonly payload: unknown;
 }
 
-export type DashboardLockKind = 'mutex' | 'read-write' | 'semaphore';
+export type DashboardLockKind = HeldLockKind;
 
 /** A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease. */
-export interface DashboardLockHolder {
-  readonly owner: string;
-  /** Reentry count (nested acquires by the same owner). */
-  readonly count?: number;
-  /** Read/write locks: 'read' or 'write'. */
-  readonly mode?: 'read' | 'write';
-  /** Lease left for this holder, in ms (read/write holders and semaphore permits have their own). */
-  readonly leaseMs?: number;
-}
+export type DashboardLockHolder = LockHolder;
 
 /** One row of GET <path>/api/locks */
-export interface DashboardLock {
-  readonly kind: DashboardLockKind;
-  /** The lock's name as given to `LockService`, e.g. `order:42`. */
-  readonly name: string;
-  /** The Redis key of the owner hash (or semaphore zset). */
-  readonly key: string;
-  readonly holders: DashboardLockHolder[];
-  /** Current value of the fencing counter: the token of the current holder(s); for a semaphore, the last one handed out. */
-  readonly fencingToken: string | null;
-  /** Lease left on the key, in ms (-1: no expiry). */
-  readonly leaseMs: number;
-  /** Waiters queued on a fair lock. */
-  readonly waiting: number;
-}
+export type DashboardLock = HeldLock;
 
 /** GET <path>/api/locks */
-export interface DashboardLocks {
-  readonly locks: DashboardLock[];
-  /** True when more locks exist than were listed (see `maxLocks`), or the scan budget ran out. */
-  readonly truncated: boolean;
-}
+export type DashboardLocks = HeldLocks;
 
 /** One sample of GET <path>/api/history */
 export interface DashboardSample {

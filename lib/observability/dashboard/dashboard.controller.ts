@@ -19,7 +19,8 @@ import {
   type CanActivate,
   type Type,
 } from '@nestjs/common';
-import { RedisKeySpace } from '../../keys/redis-key-space.js';
+import { LISTED_JOB_STATES } from '../../delay-queue/topic-inspector.js';
+import { LockInspector } from '../../lock/lock-inspector.js';
 import type {
   DashboardHistory as DashboardHistoryReply,
   DashboardJobDetail,
@@ -35,15 +36,9 @@ import { dashboardForbidden } from './dashboard-forbidden.js';
 import { DashboardLoopbackGuard } from './dashboard-loopback.guard.js';
 import { DASHBOARD_NAVIGATION_ROUTE, DashboardOriginGuard } from './dashboard-origin.guard.js';
 import { DashboardHistory } from './dashboard-history.js';
-import { DashboardLocks } from './dashboard-locks.js';
 import { DASHBOARD_PAGE_CSP, DASHBOARD_PAGE_HTML } from './dashboard-page.js';
-import { DashboardQueue, JOB_STATES } from './dashboard-queue.js';
-import {
-  DASHBOARD_ACTION_HEADER,
-  DASHBOARD_KEY_SPACE,
-  MAX_JOB_LIST_LIMIT,
-  REDIS_LOCK_DASHBOARD_OPTIONS,
-} from './redis-lock-dashboard.constants.js';
+import { DashboardQueue } from './dashboard-queue.js';
+import { DASHBOARD_ACTION_HEADER, MAX_JOB_LIST_LIMIT, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 
 /**
@@ -55,9 +50,8 @@ import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 export class DashboardController {
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
-    @Inject(DASHBOARD_KEY_SPACE) private readonly keySpace: RedisKeySpace,
     private readonly queue: DashboardQueue,
-    private readonly locks: DashboardLocks,
+    private readonly locks: LockInspector,
     private readonly history: DashboardHistory,
   ) {}
 
@@ -78,7 +72,7 @@ export class DashboardController {
     return {
       readOnly: await this.isReadOnly(request),
       refreshMs: this.options.refreshMs,
-      keyPrefix: this.keySpace.prefix,
+      keyPrefix: this.locks.keyPrefix,
       sampleMs: this.options.sampleMs,
       windowMs: this.options.windowMs,
       actionHeader: DASHBOARD_ACTION_HEADER,
@@ -168,7 +162,7 @@ export class DashboardController {
   @Get('api/locks')
   @Header('Cache-Control', 'no-store')
   heldLocks(): Promise<DashboardLockList> {
-    return this.locks.list();
+    return this.locks.heldLocks(this.options.maxLocks);
   }
 
   @Get('api/history')
@@ -201,8 +195,8 @@ export class DashboardController {
 
 function parseState(state: string | undefined): DashboardJobState {
   if (state === undefined) return 'due';
-  if (!(JOB_STATES as readonly string[]).includes(state)) {
-    throw new BadRequestException(`Unknown job state ${JSON.stringify(state)}; use one of ${JOB_STATES.join(', ')}.`);
+  if (!(LISTED_JOB_STATES as readonly string[]).includes(state)) {
+    throw new BadRequestException(`Unknown job state ${JSON.stringify(state)}; use one of ${LISTED_JOB_STATES.join(', ')}.`);
   }
   return state as DashboardJobState;
 }

@@ -1,17 +1,9 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { DiscoveryModule, ModuleRef } from '@nestjs/core';
-import { InvalidOptionsError } from '../../errors/invalid-options.error.js';
-import { RedisKeySpace } from '../../keys/redis-key-space.js';
-import type { RedisLockConfig } from '../../options/redis-lock-config.js';
-import { RedisConnection } from '../../redis/redis-connection.js';
-import { TopicShards } from '../../delay-queue/topic-shards.js';
-import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants.js';
 import { createDashboardController } from './dashboard.controller.js';
 import { DashboardHistory } from './dashboard-history.js';
-import { DashboardLocks } from './dashboard-locks.js';
 import { DashboardQueue } from './dashboard-queue.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
-import { DASHBOARD_KEY_SPACE, DASHBOARD_TOPIC_SHARDS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
+import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
 import { resolveDashboardOptions } from './resolve-dashboard-options.js';
 
@@ -50,44 +42,9 @@ export class RedisLockDashboardModule {
     const resolved = resolveDashboardOptions(options);
     return {
       module: RedisLockDashboardModule,
-      imports: [DiscoveryModule],
       controllers: [createDashboardController(resolved)],
-      providers: [
-        { provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved },
-        // RedisConnection is injected only to be created after the configuration it depends on.
-        { provide: DASHBOARD_KEY_SPACE, useFactory: keySpaceOfApplication, inject: [ModuleRef, RedisConnection] },
-        {
-          provide: DASHBOARD_TOPIC_SHARDS,
-          useFactory: (moduleRef: ModuleRef, keySpace: RedisKeySpace) =>
-            new TopicShards(keySpace, configOfApplication(moduleRef).delayQueue.topics),
-          inject: [ModuleRef, DASHBOARD_KEY_SPACE],
-        },
-        DashboardTopicRegistry,
-        DashboardQueue,
-        DashboardLocks,
-        DashboardHistory,
-      ],
+      // LockInspector, TopicInspector, DelayQueueService and RedisLockEvents come from the global RedisLockModule.
+      providers: [{ provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved }, DashboardTopicRegistry, DashboardQueue, DashboardHistory],
     };
   }
-}
-
-function keySpaceOfApplication(moduleRef: ModuleRef): RedisKeySpace {
-  return new RedisKeySpace(configOfApplication(moduleRef).keyPrefix);
-}
-
-/** The key prefix and topic shards are part of RedisLockModule's resolved configuration, which it does not export. */
-function configOfApplication(moduleRef: ModuleRef): RedisLockConfig {
-  let config: RedisLockConfig | undefined;
-  try {
-    config = moduleRef.get<RedisLockConfig>(REDIS_LOCK_CONFIG, { strict: false });
-  } catch {
-    config = undefined;
-  }
-  if (!config) {
-    throw new InvalidOptionsError(
-      'RedisLockDashboardModule',
-      'it needs RedisLockModule in the same application, registered with isGlobal: true (RedisLockModule.forRoot({ ..., isGlobal: true }))',
-    );
-  }
-  return config;
 }
