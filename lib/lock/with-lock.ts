@@ -6,6 +6,7 @@ import { MAX_TIMER_MS } from '../options/resolve-redis-lock-config.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { LockService } from './lock.service.js';
+import { acquireAllOrNothing } from './multi-key-acquire.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 
 /** Which lock a `@WithLock` / `@WithRequestLock` section takes. */
@@ -242,44 +243,23 @@ async function take(locks: LockService, key: string | string[], settings: WithLo
     return acquire.waitTimeout === 0 ? locks.tryAcquire(key, acquire) : locks.acquire(key, acquire);
   }
   const { fair: _fair, ...options } = acquire;
-  if (!Array.isArray(key)) return takeSide(locks, key, mode, options);
+  const side = (name: string, sideOptions: Omit<AcquireOptions, 'fair'>) =>
+    mode === 'read' ? locks.readWrite(name).read(sideOptions) : locks.readWrite(name).write(sideOptions);
+  if (!Array.isArray(key)) return side(key, options);
 
-  // Several read/write locks: one at a time in sorted order (as LockService does for mutexes), all or nothing.
+  // Several read/write locks: in sorted order, all or nothing, as LockService takes several mutexes.
   const names = [...new Set(key)].sort();
-  const started = performance.now();
-  const parts: LockHandle[] = [];
   try {
-    for (const name of names) {
-      const remaining =
-        options.waitTimeout === undefined ? undefined : Math.max(0, options.waitTimeout - (performance.now() - started));
-      const part = await takeSide(locks, name, mode, { ...options, waitTimeout: remaining });
-      if (!part) break;
-      parts.push(part);
-    }
+    const parts = await acquireAllOrNothing(names, options.waitTimeout, {
+      acquireOne: (name, remaining) => side(name, { ...options, waitTimeout: remaining }),
+      releaseUnused: (held) => locks.releaseUnused(held),
+    });
+    if (!parts) return null;
+    return parts.length === 1 ? parts[0] : new MultiLockHandle(parts);
   } catch (error) {
-    await locks.releaseUnused(parts);
     if (error instanceof LockAcquireTimeoutError) {
       throw new LockAcquireTimeoutError(names, options.waitTimeout ?? error.waitTimeout);
     }
     throw error;
   }
-  if (parts.length < names.length) {
-    await locks.releaseUnused(parts);
-    return null;
-  }
-  return parts.length === 1 ? parts[0] : new MultiLockHandle(parts);
-}
-
-function takeSide(
-  locks: LockService,
-  name: string,
-  mode: 'read' | 'write',
-  options: Omit<AcquireOptions, 'fair'>,
-): Promise<LockHandle | null> {
-  const readWrite = (locks as Partial<Pick<LockService, 'readWrite'>>).readWrite;
-  if (typeof readWrite !== 'function') {
-    throw new InvalidOptionsError('mode', `'${mode}' needs LockService.readWrite(), which this version does not have`);
-  }
-  const side = readWrite.call(locks, name);
-  return mode === 'read' ? side.read(options) : side.write(options);
 }

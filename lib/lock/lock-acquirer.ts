@@ -1,0 +1,251 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '@nestjs/common';
+import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error.js';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
+import { LockLostError } from '../errors/lock-lost.error.js';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+import { WakeSubscriber, type WakeChannel, type WakeConnectionSource, type WakeReason } from '../redis/wake-subscriber.js';
+import type { ResolvedAcquireOptions } from './acquire-options.js';
+import type { HeldLockHandle } from './held-lock-handle.js';
+import type { LockHoldRegistry } from './lock-hold-registry.js';
+import { LockOwnerScope } from './lock-owner-scope.js';
+import { MultiLockHandle } from './multi-lock-handle.js';
+import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProtocol } from './protocols/lock-protocol.interface.js';
+import { awaitReplicas } from './replica-sync.js';
+
+/**
+ * Takes one lock of any kind: tries, and while it is held elsewhere waits for a release message on
+ * its wake channel (one shared subscriber), for the holder's lease end, the deadline or an abort,
+ * whichever comes first. Nothing polls at a fixed interval; a kind with a `heartbeat` wakes that
+ * often to keep its place in line.
+ *
+ * Owner ids are `<clientId>:<n>`, one per acquire; a nested acquire inside a lock section of this
+ * acquirer re-enters under the section's owner id instead.
+ */
+export class LockAcquirer {
+  /** Identifies this module instance among all lock owners. */
+  readonly clientId = randomBytes(6).toString('hex');
+  private ownerSequence = 0;
+  private holdSequence = 0;
+  private readonly wake: WakeSubscriber;
+  private closed = false;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    wakeConnection: WakeConnectionSource,
+    private readonly holds: LockHoldRegistry,
+    private readonly logger: Logger,
+  ) {
+    this.wake = new WakeSubscriber(wakeConnection);
+  }
+
+  /**
+   * Acquires `protocol`'s lock. `wait` false resolves `null` when it is held elsewhere; `wait` true
+   * waits up to `options.waitTimeout` and then throws `LockAcquireTimeoutError` for `reportedKey`.
+   */
+  async acquire(protocol: LockProtocol, options: ResolvedAcquireOptions, wait: boolean, reportedKey: string | string[]): Promise<HeldLockHandle | null> {
+    if (this.closed) throw new LockServiceClosedError();
+    const { signal } = options;
+    if (signal?.aborted) throw new LockAcquireAbortedError(reportedKey, signal.reason);
+    const enclosingOwner = this.reentrantOwner(protocol);
+    if (enclosingOwner !== undefined || protocol.reentrancyKey === undefined) {
+      return this.acquireAs(protocol, enclosingOwner, options, wait, reportedKey);
+    }
+    return this.holds.acquireInTransaction(protocol, (owner) => this.acquireAs(protocol, owner, options, wait, reportedKey));
+  }
+
+  /** Stops every wait (they fail with `LockServiceClosedError`) and refuses new acquires. */
+  close(): void {
+    this.closed = true;
+    this.wake.close();
+  }
+
+  /** Acquires under `enclosingOwner` (a re-entry) or, when undefined, under a fresh owner id. */
+  private async acquireAs(
+    protocol: LockProtocol,
+    enclosingOwner: string | undefined,
+    options: ResolvedAcquireOptions,
+    wait: boolean,
+    reportedKey: string | string[],
+  ): Promise<HeldLockHandle | null> {
+    const owner = enclosingOwner ?? `${this.clientId}:${++this.ownerSequence}`;
+    const hold = `${owner}/${++this.holdSequence}`;
+    const reentry = enclosingOwner !== undefined;
+    const willWait = wait && options.waitTimeout > 0;
+    const started = performance.now();
+    const deadline = started + options.waitTimeout;
+    const attempt = (mayWait: boolean) =>
+      this.attemptBefore(deadline, protocol, owner, options, { willWait: mayWait, reentry, hold }, reportedKey);
+
+    // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
+    // newcomer queues behind them instead of barging in the moment a release frees the key.
+    const queueBehind =
+      willWait && protocol.localFifo && enclosingOwner === undefined ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
+    let sentAt = performance.now();
+    let outcome: AttemptOutcome | undefined;
+    if (queueBehind === 0) {
+      outcome = willWait
+        ? await attempt(true)
+        : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
+      if (outcome.acquired) return this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
+      if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
+      if (!wait) return null;
+      if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
+    }
+
+    // Subscribe before the next try: a release that lands between that try and the wait is then
+    // counted by the channel and not lost.
+    let channel: WakeChannel | undefined;
+    let acquired = false;
+    try {
+      channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined, deadline - performance.now());
+      let woken = false;
+      if (queueBehind > 0) {
+        const reason = await channel.wait(Math.min(queueBehind, deadline - performance.now()), options.signal);
+        this.throwIfAborted(reason, reportedKey, options);
+        woken = reason === 'woken';
+      }
+      for (;;) {
+        sentAt = performance.now();
+        outcome = await attempt(true);
+        if (outcome.acquired) {
+          acquired = true;
+          return await this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
+        }
+        if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
+        woken = await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey, woken);
+      }
+    } finally {
+      channel?.leave();
+      if (!acquired && protocol.leave) await this.leaveQuietly(protocol, owner);
+    }
+  }
+
+  /**
+   * One attempt that gives up at the deadline even if Redis does not answer (a black-holed
+   * connection would otherwise hold the caller far past its waitTimeout). An attempt that still
+   * succeeds after that is released at once, so nothing is left held by a caller that gave up.
+   */
+  private attemptBefore(
+    deadline: number,
+    protocol: LockProtocol,
+    owner: string,
+    options: ResolvedAcquireOptions,
+    mode: AttemptMode,
+    reportedKey: string | string[],
+  ): Promise<AttemptOutcome> {
+    const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
+    // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
+    return new Promise<AttemptOutcome>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(
+        () => {
+          settled = true;
+          reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
+          attempt.then(
+            // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
+            (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, mode.hold),
+            () => undefined,
+          );
+        },
+        Math.max(0, Math.ceil(deadline - performance.now())), // whole ms: see HeldLockHandle.armExpiry
+      );
+      attempt.then(
+        (outcome) => {
+          if (settled) return;
+          clearTimeout(timer);
+          resolve(outcome);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** The owner id an enclosing section of *this* acquirer holds the lock under, if any. */
+  private reentrantOwner(protocol: LockProtocol): string | undefined {
+    if (protocol.reentrancyKey === undefined) return undefined;
+    const owner = LockOwnerScope.ownerOf(protocol.reentrancyKey);
+    return owner?.startsWith(`${this.clientId}:`) ? owner : undefined;
+  }
+
+  /**
+   * A nested acquire found that its section no longer holds the lock (lease ran out, Redis lost it).
+   * It is refused rather than taken afresh under the section's owner: work that read under the
+   * section's token would otherwise write under a newer one, a lost update no fence could catch.
+   */
+  private sectionLost(protocol: LockProtocol): LockLostError {
+    const section = LockOwnerScope.currentHandle();
+    const parts = section instanceof MultiLockHandle ? section.parts : section ? [section] : [];
+    const token = parts.find((part) => part.key === protocol.name)?.fencingToken ?? 'unknown';
+    return new LockLostError(protocol.name, token, 'not-owner');
+  }
+
+  /** Parks until a release message, the holder's lease end, the deadline, or an abort. */
+  private async waitForTurn(
+    channel: WakeChannel,
+    outcome: AttemptOutcome & { acquired: false },
+    protocol: LockProtocol,
+    deadline: number,
+    options: ResolvedAcquireOptions,
+    reportedKey: string | string[],
+    wasWoken: boolean,
+  ): Promise<boolean> {
+    const now = performance.now();
+    const remaining = deadline - now;
+    if (remaining <= 0) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
+    // -2: the key vanished since the try, go again now; -1: a key without expiry, which only a
+    // release can free, so only the deadline (or the heartbeat) bounds the wait.
+    if (outcome.waitMs === -2) return wasWoken;
+    if (outcome.waitMs >= 0) channel.heldUntil(now + outcome.waitMs);
+    let sleep = outcome.waitMs === -1 ? remaining : Math.min(outcome.waitMs, remaining);
+    if (protocol.heartbeat !== undefined) sleep = Math.min(sleep, protocol.heartbeat);
+    const reason = await channel.wait(sleep, options.signal, wasWoken);
+    this.throwIfAborted(reason, reportedKey, options);
+    return reason === 'woken';
+  }
+
+  private throwIfAborted(reason: WakeReason, reportedKey: string | string[], options: ResolvedAcquireOptions): void {
+    if (reason !== 'aborted') return;
+    if (this.closed) throw new LockServiceClosedError();
+    throw new LockAcquireAbortedError(reportedKey, options.signal?.reason);
+  }
+
+  private async handleFor(
+    protocol: LockProtocol,
+    owner: string,
+    hold: string,
+    fencingToken: string,
+    sentAt: number,
+    options: ResolvedAcquireOptions,
+    reportedKey: string | string[],
+  ): Promise<HeldLockHandle> {
+    if (options.syncReplicas) {
+      // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
+      // deferred by an enclosing transaction, not watched).
+      await awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, reportedKey, () =>
+        protocol.release(this.connection.client, owner, this.connection.publishCommand, hold),
+      );
+    }
+    const handle = this.holds.issue(protocol, owner, hold, fencingToken, sentAt, options);
+    // The caller gave up while the winning try was in flight: hand the lock straight back.
+    if (options.signal?.aborted) {
+      await handle.release();
+      throw new LockAcquireAbortedError(reportedKey, options.signal.reason);
+    }
+    return handle;
+  }
+
+  private async leaveQuietly(protocol: LockProtocol, owner: string): Promise<void> {
+    try {
+      await protocol.leave!(this.connection.client, owner, this.connection.publishCommand);
+    } catch (error) {
+      // The waiter's liveness deadline removes it from the queue anyway.
+      this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${(error as Error)?.message ?? error}`);
+    }
+  }
+}

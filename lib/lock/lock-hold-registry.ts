@@ -1,0 +1,193 @@
+import type { Logger } from '@nestjs/common';
+import { LockLostError } from '../errors/lock-lost.error.js';
+import { LockNotHeldError } from '../errors/lock-not-held.error.js';
+import { RedisConnectionError } from '../errors/redis-connection.error.js';
+import type { RedisLockConfig } from '../options/redis-lock-config.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
+import { resolveAcquireOptions, type ResolvedAcquireOptions } from './acquire-options.js';
+import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
+import type { LockHandle } from './interfaces/lock-handle.interface.js';
+import { KeptHolds } from './kept-holds.js';
+import type { LockObserver } from './lock-observer.js';
+import { LockWatchdog, runRenewal } from './lock-watchdog.js';
+import { MultiLockHandle } from './multi-lock-handle.js';
+import type { LockProtocol } from './protocols/lock-protocol.interface.js';
+
+/**
+ * The holds one `LockService` handed out: it issues their handles, keeps the watched ones alive,
+ * and runs their release, extend and loss. A release inside an active transaction is deferred to
+ * the transaction's end (the watchdog keeps renewing meanwhile; the lease is the backstop), and the
+ * same transaction may re-enter a hold whose release waits for it.
+ */
+export class LockHoldRegistry implements HeldLockOperations {
+  private readonly watchdog: LockWatchdog;
+  private readonly keptHolds = new KeptHolds();
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly transactions: TransactionSynchronizer,
+    private readonly observer: LockObserver,
+    private readonly defaults: RedisLockConfig['lock'],
+    private readonly logger: Logger,
+  ) {
+    this.watchdog = new LockWatchdog(
+      () => this.connection.client,
+      defaults.leaseTime,
+      connection.isCluster,
+      (error) => this.logger.warn(`Lock renewal failed, will retry: ${(error as Error)?.message ?? error}`),
+    );
+  }
+
+  /** The handle of a hold just taken in Redis by a command sent at `sentAt`; watched when the options say so. */
+  issue(protocol: LockProtocol, owner: string, hold: string, fencingToken: string, sentAt: number, options: ResolvedAcquireOptions): HeldLockHandle {
+    const handle = new HeldLockHandle(protocol, owner, hold, fencingToken, options.leaseTime, options.watchdog, sentAt, this);
+    if (options.watchdog) this.watchdog.watch(handle);
+    return handle;
+  }
+
+  /**
+   * Runs `acquireAs` for a fresh acquire of `protocol`'s lock. When the current transaction keeps a
+   * live hold of that lock (released earlier in it, release deferred), the acquire re-enters that
+   * hold's owner instead of waiting for its own deferred release until COMMIT.
+   *
+   * @param acquireAs acquires under the given owner id (a re-entry), or a fresh one when undefined
+   */
+  acquireInTransaction(
+    protocol: LockProtocol,
+    acquireAs: (owner: string | undefined) => Promise<HeldLockHandle | null>,
+  ): Promise<HeldLockHandle | null> {
+    const transaction = this.transactions.isActive() ? this.transactions.currentTransaction?.() : undefined;
+    const kept = transaction && this.keptHolds.checkOut(transaction, protocol);
+    return kept ? this.reenterKept(transaction, kept, acquireAs) : acquireAs(undefined);
+  }
+
+  async releaseHeld(handle: HeldLockHandle): Promise<void> {
+    if (handle.lost) {
+      this.forget(handle);
+      this.releaseLost(handle);
+      return;
+    }
+    if (this.transactions.isActive()) {
+      // The lock must outlive COMMIT, or a second worker could act on data the first has not
+      // committed yet.
+      handle.releasePending = true;
+      const transaction = handle.protocol.reentrancyKey === undefined ? undefined : this.transactions.currentTransaction?.();
+      if (transaction) this.keptHolds.keep(transaction, handle);
+      this.transactions.register({
+        afterCompletion: () => {
+          if (transaction) this.keptHolds.forget(transaction, handle);
+          return this.releaseNow(handle);
+        },
+      });
+      return;
+    }
+    await this.releaseNow(handle);
+  }
+
+  async extendHeld(handle: HeldLockHandle, leaseTime: number): Promise<void> {
+    const lease = resolveAcquireOptions({ leaseTime }, this.defaults).leaseTime;
+    if (!handle.held && !handle.releasePending) throw new LockNotHeldError(handle.key, 'extend');
+    const renewal = handle.protocol.renewal(handle.owner, handle.hold);
+    const sentAt = performance.now();
+    const [extended] = renewal.target
+      ? await renewal.target.renew(renewal.script, [renewal], lease)
+      : await runRenewal(this.connection.client, renewal.script, [renewal], lease);
+    if (extended === -1) {
+      throw new RedisConnectionError(
+        `Could not extend lock ${JSON.stringify(handle.key)}: too few Redlock masters answered to confirm it. ` +
+          'It stays held until its current lease ends (its signal aborts then); retry the extend.',
+      );
+    }
+    if (extended !== 1) {
+      handle.markLost('not-owner');
+      throw new LockNotHeldError(handle.key, 'extend');
+    }
+    handle.leaseConfirmed(sentAt, lease);
+  }
+
+  onLost(handle: HeldLockHandle, error: LockLostError): void {
+    this.forget(handle);
+    this.logger.warn(error.message);
+    this.observer.lost(handle, error);
+  }
+
+  /**
+   * Releases holds that were taken but never handed to the caller (the other parts of a multi-key
+   * acquire that failed) at once, even inside a transaction: nothing ran under them.
+   */
+  async releaseUnused(handles: readonly LockHandle[]): Promise<void> {
+    await Promise.allSettled(
+      handles.flatMap((h) => (h instanceof MultiLockHandle ? h.parts : [h])).map((h) => {
+        if (!(h instanceof HeldLockHandle)) return h.release();
+        this.keptHolds.undone(h);
+        return this.releaseNow(h);
+      }),
+    );
+  }
+
+  /**
+   * Ends one hold (by its id) of an acquire whose caller is gone: it gave up while the winning try
+   * was in flight, or the handle already counts as lost. In the background, never failing: the
+   * lease frees the lock anyway, and a hold Redis dropped already makes the release a no-op.
+   */
+  releaseAbandoned(protocol: LockProtocol, owner: string, hold: string): void {
+    protocol.release(this.connection.client, owner, this.connection.publishCommand, hold).catch((error: unknown) => {
+      this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${(error as Error)?.message ?? error}`);
+    });
+  }
+
+  /** Stops renewing: the module is shutting down. */
+  stop(): void {
+    this.watchdog.stop();
+  }
+
+  private async releaseNow(handle: HeldLockHandle): Promise<void> {
+    this.forget(handle);
+    if (handle.lost) return this.releaseLost(handle);
+    handle.markReleased();
+    const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand, handle.hold);
+    this.observer.released(handle);
+    if (result === -1) {
+      this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
+    }
+  }
+
+  /**
+   * Ends in Redis a hold this side already counts as lost. Its lease may have run out here first
+   * (a nested hold with its own short lease inside a longer one, or the early margin) or Redis may
+   * have been out of reach: Redis may still list it, and a nested hold left there would keep the
+   * lock held after its owner's last release. `release()` of a lost handle never waits for, nor
+   * fails with, an unreachable Redis.
+   */
+  private releaseLost(handle: HeldLockHandle): void {
+    this.releaseAbandoned(handle.protocol, handle.owner, handle.hold);
+  }
+
+  private async reenterKept(
+    transaction: object,
+    kept: HeldLockHandle,
+    acquireAs: (owner: string | undefined) => Promise<HeldLockHandle | null>,
+  ): Promise<HeldLockHandle | null> {
+    let handle: HeldLockHandle | null = null;
+    let lapsed = false;
+    try {
+      handle = await acquireAs(kept.owner);
+      if (handle) this.keptHolds.reentered(transaction, kept, handle);
+      return handle;
+    } catch (error) {
+      // The kept hold's lease ran out meanwhile: nothing is left to re-enter, so this section
+      // takes the lock afresh (with a new, larger fencing token) like any other owner.
+      if (!(error instanceof LockLostError)) throw error;
+      lapsed = true;
+    } finally {
+      if (!handle && !lapsed) this.keptHolds.putBack(transaction, kept);
+    }
+    return acquireAs(undefined);
+  }
+
+  private forget(handle: HeldLockHandle): void {
+    handle.stopTimers();
+    if (handle.watchdog) this.watchdog.unwatch(handle);
+  }
+}

@@ -1,0 +1,112 @@
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
+import type { LockLostError } from '../errors/lock-lost.error.js';
+import type { AcquireTraceInfo, RedisLockTracing } from '../observability/tracing/redis-lock-tracing.js';
+import type { ResolvedAcquireOptions } from './acquire-options.js';
+import type { HeldLockHandle } from './held-lock-handle.js';
+import type { LockHandle } from './interfaces/lock-handle.interface.js';
+import type { RedisLockEvents } from './lock-events.js';
+import type { LockProtocol } from './protocols/lock-protocol.interface.js';
+import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
+import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
+
+/** When a hold began (monotonic ms) and the key pattern it was taken under. */
+interface HoldStart {
+  readonly startedAt: number;
+  readonly keyPattern?: string;
+}
+
+/**
+ * Lock events (`lock.acquired`, `lock.timeout`, `lock.released`, `lock.lost`) and spans
+ * (`lock.acquire`, `lock.held`). Costs nothing when nobody listens and tracing is off: no clock
+ * read, no extra promise, no entry in the hold-start map.
+ */
+export class LockObserver {
+  /** Filled only while someone listens for hold times (`lock.released` / `lock.lost`). */
+  private readonly holdStarts = new WeakMap<HeldLockHandle, HoldStart>();
+
+  constructor(
+    private readonly events: RedisLockEvents,
+    readonly tracing: RedisLockTracing,
+  ) {}
+
+  /** A `lock.acquire` span around `run` when tracing is on; a multi-key lock is named by its sorted keys. */
+  traceAcquire<T extends LockHandle | null>(
+    key: string | string[],
+    options: ResolvedAcquireOptions,
+    run: () => Promise<T>,
+    kind: AcquireTraceInfo['kind'] = options.fair ? 'fair' : 'mutex',
+  ): Promise<T> {
+    if (!this.tracing.enabled) return run();
+    const { keyPattern, waitTimeout } = options;
+    const traced = Array.isArray(key) ? [...new Set(key)].sort() : key;
+    return this.tracing.traceAcquire({ key: traced, keyPattern, kind, waitTimeout }, run);
+  }
+
+  /** The span kind of an acquire of `protocol` that is not an exclusive lock's (those say plain or fair). */
+  kindOf(protocol: LockProtocol): AcquireTraceInfo['kind'] {
+    if (protocol instanceof ReadWriteLockProtocol) return protocol.mode;
+    return protocol instanceof SemaphoreProtocol ? 'semaphore' : 'mutex';
+  }
+
+  /** A `lock.held` span around the locked call `fn` when tracing is on. */
+  traceLocked<T>(handle: LockHandle, keyPattern: string | undefined, fn: () => T): T {
+    return this.tracing.enabled ? this.tracing.traceLocked(handle, keyPattern, fn) : fn();
+  }
+
+  /**
+   * Emits `lock.acquired` / `lock.timeout` for one acquire of `key`, and notes when the hold began
+   * for `released` / `lost`. With no listener it hands `pending` back untouched.
+   */
+  observeAcquire(key: string, options: ResolvedAcquireOptions, pending: Promise<HeldLockHandle | null>): Promise<HeldLockHandle | null> {
+    const events = this.events;
+    const timesHold = events.wants('lock.released') || events.wants('lock.lost');
+    if (!timesHold && !events.wants('lock.acquired') && !events.wants('lock.timeout')) return pending;
+    const { waitTimeout, keyPattern } = options;
+    const started = performance.now();
+    return pending.then(
+      (handle) => {
+        const now = performance.now();
+        if (handle === null) {
+          if (events.wants('lock.timeout')) events.emit('lock.timeout', { key, keyPattern, waitTimeout, waitMs: now - started });
+          return handle;
+        }
+        if (timesHold) this.holdStarts.set(handle, { startedAt: now, keyPattern });
+        if (events.wants('lock.acquired')) {
+          events.emit('lock.acquired', { key: handle.key, keyPattern, fencingToken: handle.fencingToken, waitMs: now - started });
+        }
+        return handle;
+      },
+      (error: unknown) => {
+        if (error instanceof LockAcquireTimeoutError && events.wants('lock.timeout')) {
+          events.emit('lock.timeout', { key, keyPattern, waitTimeout, waitMs: performance.now() - started });
+        }
+        throw error;
+      },
+    );
+  }
+
+  /** `handle` was released in Redis. */
+  released(handle: HeldLockHandle): void {
+    if (!this.events.wants('lock.released')) return;
+    const start = this.holdStarts.get(handle);
+    this.events.emit('lock.released', {
+      key: handle.key,
+      keyPattern: start?.keyPattern,
+      fencingToken: handle.fencingToken,
+      holdMs: start && performance.now() - start.startedAt,
+    });
+  }
+
+  /** `handle`'s lease was lost. */
+  lost(handle: HeldLockHandle, error: LockLostError): void {
+    if (!this.events.wants('lock.lost')) return;
+    const start = this.holdStarts.get(handle);
+    this.events.emit('lock.lost', {
+      key: handle.key,
+      keyPattern: start?.keyPattern,
+      fencingToken: handle.fencingToken,
+      error,
+      holdMs: start && performance.now() - start.startedAt,
+    });
+  }
+}

@@ -1,0 +1,102 @@
+import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { UnsupportedInRedlockModeError } from '../errors/unsupported-in-redlock-mode.error.js';
+import type { RedisKeySpace } from '../keys/redis-key-space.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+import type { WakeConnectionSource } from '../redis/wake-subscriber.js';
+import type { ResolvedAcquireOptions } from './acquire-options.js';
+import { FairLockProtocol } from './protocols/fair-lock.protocol.js';
+import type { LockProtocol } from './protocols/lock-protocol.interface.js';
+import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
+import { ReentrantLockProtocol } from './protocols/reentrant-lock.protocol.js';
+import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
+import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
+import type { RedlockMasters } from './redlock/redlock-masters.js';
+import type { RedlockQuorum } from './redlock/redlock-quorum.js';
+
+/**
+ * The lock kinds of one deployment mode, chosen once when the service starts: on a single Redis
+ * (standalone, Sentinel or Cluster) every kind exists; in Redlock mode only the exclusive lock does,
+ * and asking for another kind throws `UnsupportedInRedlockModeError`.
+ *
+ * Every method validates the name (`InvalidLockKeyError`) before anything reaches Redis.
+ */
+export interface LockProtocolFactory {
+  /** Where the shared wake-up subscriber connects: the module's connection, or a fan-out over the masters. */
+  readonly wakeConnection: WakeConnectionSource;
+  /** The plain or fair exclusive lock on `name`, for one acquire call. */
+  exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol;
+  /** The two sides of the read/write lock on `name`; each call of the result serves one acquire. */
+  readWrite(name: string): (mode: 'read' | 'write') => LockProtocol;
+  /** The semaphore of `permits` permits on `name` (`permits` is checked before the name). */
+  semaphore(name: string, permits: number): LockProtocol;
+  /**
+   * Whether the lock `name` (plain, fair or read/write) is held: its owner hash exists (in Redlock
+   * mode: on a majority of masters). An invalid name throws synchronously, before the promise.
+   */
+  isLocked(name: string): Promise<boolean>;
+}
+
+/** The factory for the module's mode: Redlock when masters are configured, else the single Redis. */
+export function lockProtocolFactory(keySpace: RedisKeySpace, connection: RedisConnection, masters: RedlockMasters): LockProtocolFactory {
+  return masters.quorum ? new RedlockProtocols(keySpace, masters.quorum, masters) : new SingleRedisProtocols(keySpace, connection);
+}
+
+class SingleRedisProtocols implements LockProtocolFactory {
+  constructor(
+    private readonly keySpace: RedisKeySpace,
+    private readonly connection: RedisConnection,
+  ) {}
+
+  get wakeConnection(): WakeConnectionSource {
+    return this.connection;
+  }
+
+  exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol {
+    const keys = this.keySpace.lock(name);
+    return options.fair ? new FairLockProtocol(keys, this.connection.publishCommand) : new ReentrantLockProtocol(keys);
+  }
+
+  readWrite(name: string): (mode: 'read' | 'write') => LockProtocol {
+    const keys = this.keySpace.lock(name);
+    return (mode) => new ReadWriteLockProtocol(keys, mode);
+  }
+
+  semaphore(name: string, permits: number): LockProtocol {
+    if (!Number.isInteger(permits) || permits < 1) {
+      throw new InvalidOptionsError('permits', `got ${String(permits)}; use a whole number >= 1`);
+    }
+    return new SemaphoreProtocol(this.keySpace.semaphore(name), permits);
+  }
+
+  isLocked(name: string): Promise<boolean> {
+    return this.connection.client.exists(this.keySpace.lock(name).owners).then((count) => count === 1);
+  }
+}
+
+class RedlockProtocols implements LockProtocolFactory {
+  readonly wakeConnection: WakeConnectionSource;
+
+  constructor(
+    private readonly keySpace: RedisKeySpace,
+    private readonly quorum: RedlockQuorum,
+    masters: RedlockMasters,
+  ) {
+    this.wakeConnection = masters.wakeConnection();
+  }
+
+  exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol {
+    return RedlockLockProtocol.forAcquire(this.keySpace.lock(name), this.quorum, options);
+  }
+
+  readWrite(): never {
+    throw new UnsupportedInRedlockModeError('readWrite');
+  }
+
+  semaphore(): never {
+    throw new UnsupportedInRedlockModeError('semaphore');
+  }
+
+  isLocked(name: string): Promise<boolean> {
+    return this.quorum.isLocked(this.keySpace.lock(name).owners);
+  }
+}
