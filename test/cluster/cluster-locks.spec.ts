@@ -10,6 +10,7 @@ import {
   uniqueClusterPrefix,
   useSharedTestCluster,
 } from '../support/redis-cluster.js';
+import { sleep } from '../support/timing.js';
 
 /** Names whose lock keys land on different masters of the 3-master test cluster. */
 async function namesOnDistinctMasters(
@@ -114,7 +115,7 @@ describe('locks on a Redis Cluster', () => {
       waiters.push(
         service.using('fair', () => void order.push(i), { fair: true, waitTimeout: 15_000, leaseTime: 20_000 }),
       );
-      await new Promise((r) => setTimeout(r, 50)); // enqueue in a known order
+      await sleep(50); // enqueue in a known order
     }
     const started = performance.now();
     await holder.release();
@@ -128,7 +129,7 @@ describe('locks on a Redis Cluster', () => {
     const r2 = await b.readWrite('rw').read({ leaseTime: 20_000 });
     const started = performance.now();
     const writer = a.readWrite('rw').write({ waitTimeout: 15_000, leaseTime: 20_000 });
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     await Promise.all([r1.release(), r2.release()]);
     const w = await writer;
     expect(performance.now() - started).toBeLessThan(5_000);
@@ -166,7 +167,7 @@ describe('locks on a Redis Cluster', () => {
       s.using(keys, async () => {
         inside++;
         if (inside > 1) overlap = true;
-        await new Promise((r) => setTimeout(r, 10));
+        await sleep(10);
         inside--;
       }, { waitTimeout: 15_000 });
     await Promise.all(Array.from({ length: 6 }, (_, i) => run(i % 2 ? a : b, i % 2 ? names : [...names].reverse())));
@@ -183,7 +184,7 @@ describe('locks on a Redis Cluster', () => {
         service.semaphore('wd-sem', 2).acquire(),
         service.readWrite('wd-rw').read(),
       ]);
-      await new Promise((r) => setTimeout(r, 2_000)); // more than three leases
+      await sleep(2_000); // more than three leases
       for (const h of handles) {
         expect(h.held).toBe(true);
         expect(h.signal.aborted).toBe(false);

@@ -2,7 +2,7 @@ import { Controller, Injectable, type INestApplication, Param, Post } from '@nes
 import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
 import { LockService, RedisLockModule, WithLock } from '../../lib/index.js';
-import { gate } from '../fixtures/with-lock-app.js';
+import { deferred } from '../support/timing.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** The easy mistake: one key template locked as exclusive in one place and read/write in another. */
@@ -58,21 +58,21 @@ describe('@WithLock with an exclusive and a read/write lock on one key', () => {
   afterAll(() => app.close());
 
   it('refuses the write section while another call holds the exclusive one, and the reverse', async () => {
-    const exclusiveInside = gate();
-    const editStarted = gate();
-    const editing = docs.edit('1', () => (editStarted.open(), exclusiveInside.promise));
+    const exclusiveInside = deferred();
+    const editStarted = deferred();
+    const editing = docs.edit('1', () => (editStarted.resolve(), exclusiveInside.promise));
     await editStarted.promise;
     await expect(docs.rewrite('1')).rejects.toMatchObject(kindConflict('doc:1'));
     await expect(docs.view('1')).rejects.toMatchObject(kindConflict('doc:1'));
-    exclusiveInside.open();
+    exclusiveInside.resolve();
     await expect(editing).resolves.toBe('edited 1');
 
-    const writeInside = gate();
-    const rewriteStarted = gate();
-    const rewriting = docs.rewrite('2', () => (rewriteStarted.open(), writeInside.promise));
+    const writeInside = deferred();
+    const rewriteStarted = deferred();
+    const rewriting = docs.rewrite('2', () => (rewriteStarted.resolve(), writeInside.promise));
     await rewriteStarted.promise;
     await expect(docs.edit('2')).rejects.toMatchObject(kindConflict('doc:2'));
-    writeInside.open();
+    writeInside.resolve();
     await expect(rewriting).resolves.toBe('rewritten 2');
     expect(await locks.isLocked('doc:1')).toBe(false);
     expect(await locks.isLocked('doc:2')).toBe(false);

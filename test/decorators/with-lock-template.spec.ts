@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockContext, WithLock } from '../../lib/index.js';
-import { createWithLockApp, gate } from '../fixtures/with-lock-app.js';
+import { createWithLockApp } from '../fixtures/with-lock-app.js';
+import { deferred } from '../support/timing.js';
 
 /** Two order operations whose key templates share a prefix, as an application would write them. */
 @Injectable()
@@ -39,10 +40,10 @@ describe('@WithLock templates: distinct arguments never share a lock', () => {
 
   /** Runs `second` while `first` holds its lock; resolves to how `second` ended. */
   async function whileHeld(first: (inside: () => Promise<void>) => Promise<void>, second: () => Promise<void>): Promise<unknown> {
-    const entered = gate();
-    const leave = gate();
+    const entered = deferred();
+    const leave = deferred();
     const holding = first(async () => {
-      entered.open();
+      entered.resolve();
       await leave.promise;
     });
     await entered.promise;
@@ -50,7 +51,7 @@ describe('@WithLock templates: distinct arguments never share a lock', () => {
       () => 'ran',
       (error: unknown) => error,
     );
-    leave.open();
+    leave.resolve();
     await holding;
     return outcome;
   }

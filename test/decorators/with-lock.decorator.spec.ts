@@ -12,7 +12,8 @@ import {
   UnresolvedLockKeyError,
   WithLock,
 } from '../../lib/index.js';
-import { CUSTOM_METADATA, OrdersService, createWithLockApp, gate, ownersKey } from '../fixtures/with-lock-app.js';
+import { CUSTOM_METADATA, OrdersService, createWithLockApp, ownersKey } from '../fixtures/with-lock-app.js';
+import { deferred, sleep } from '../support/timing.js';
 import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 describe('@WithLock on a provider', () => {
@@ -70,11 +71,11 @@ describe('@WithLock on a provider', () => {
 
   it('runs concurrent calls on one key one after the other', async () => {
     const events: string[] = [];
-    const holdA = gate();
-    const aInside = gate();
+    const holdA = deferred();
+    const aInside = deferred();
     const a = orders.byId('serial', async () => {
       events.push('A in');
-      aInside.open();
+      aInside.resolve();
       await holdA.promise;
       events.push('A out');
     });
@@ -83,24 +84,24 @@ describe('@WithLock on a provider', () => {
       events.push('B in');
     });
     // B cannot get in while A holds the lock, however long this takes.
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(events).toEqual(['A in']);
-    holdA.open();
+    holdA.resolve();
     await Promise.all([a, b]);
     expect(events).toEqual(['A in', 'A out', 'B in']);
   });
 
   it('lets calls on different keys run at the same time', async () => {
-    const holdA = gate();
-    const aInside = gate();
+    const holdA = deferred();
+    const aInside = deferred();
     const a = orders.byId('p', async () => {
-      aInside.open();
+      aInside.resolve();
       await holdA.promise;
     });
     await aInside.promise;
     // Completes while A still holds order:p (it would time out if the keys were confused).
     await expect(orders.byId('q')).resolves.toBe('paid q');
-    holdA.open();
+    holdA.resolve();
     await a;
   });
 
@@ -140,18 +141,18 @@ describe('@WithLock on a provider', () => {
 
   it('takes a fair (FIFO) lock with fair: true', async () => {
     const events: string[] = [];
-    const holdA = gate();
-    const aInside = gate();
+    const holdA = deferred();
+    const aInside = deferred();
     const a = orders.fairly('f', async () => {
       events.push('A');
-      aInside.open();
+      aInside.resolve();
       await holdA.promise;
     });
     await aInside.promise;
     const b = orders.fairly('f', async () => {
       events.push('B');
     });
-    holdA.open();
+    holdA.resolve();
     const [contextA, contextB] = await Promise.all([a, b]);
     expect(events).toEqual(['A', 'B']);
     expect(contextA?.key).toBe('fair:f');
@@ -265,7 +266,7 @@ describe('LockContext.current()', () => {
   it('follows into deeper async code', async () => {
     let deep: string | undefined;
     await orders.byId('deep', async () => {
-      await new Promise((r) => setTimeout(r, 5));
+      await sleep(5);
       await Promise.resolve().then(() => {
         deep = LockContext.current()?.key;
       });
@@ -321,30 +322,30 @@ describe("@WithLock with mode 'read' / 'write'", () => {
   afterAll(() => close());
 
   it('lets readers share the lock and keeps writers out while a reader holds it', async () => {
-    const hold = gate();
-    const inside = gate();
+    const hold = deferred();
+    const inside = deferred();
     const reader = orders.read('doc', async () => {
-      inside.open();
+      inside.resolve();
       await hold.promise;
     });
     await inside.promise;
     await expect(orders.read('doc')).resolves.toMatchObject({ key: 'rw:doc' });
     await expect(orders.write('doc')).rejects.toBeInstanceOf(LockAcquireTimeoutError);
-    hold.open();
+    hold.resolve();
     await reader;
     await expect(orders.write('doc')).resolves.toMatchObject({ key: 'rw:doc' });
   });
 
   it('keeps readers out while a writer holds the lock', async () => {
-    const hold = gate();
-    const inside = gate();
+    const hold = deferred();
+    const inside = deferred();
     const writer = orders.write('doc2', async () => {
-      inside.open();
+      inside.resolve();
       await hold.promise;
     });
     await inside.promise;
     await expect(orders.read('doc2')).rejects.toBeInstanceOf(LockAcquireTimeoutError);
-    hold.open();
+    hold.resolve();
     await writer;
   });
 

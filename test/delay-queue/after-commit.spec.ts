@@ -13,7 +13,8 @@ import {
 } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 /**
  * A job scheduled inside a transaction is written to Redis after COMMIT. The write must survive a

@@ -10,7 +10,8 @@ import {
   type JobContext,
 } from '../../lib/index.js';
 import { rawRedis } from '../support/test-app.js';
-import { createDelayApp, deferred, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { deferred, sleep, waitFor } from '../support/timing.js';
 
 describe('DelayQueueService: consumers', () => {
   let t: DelayTestApp;

@@ -4,7 +4,8 @@ import { createInterface } from 'node:readline';
 import { RedisLockEvents, type JobRecoveredEvent } from '../../lib/index.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, waitFor } from './support/delay-test-app.js';
+import { createDelayApp } from './support/delay-test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'delay-crash-consumer.ts');
 
@@ -51,7 +52,7 @@ describe('Crash recovery', () => {
       const consumer = survivor.queue.consume('crash', (_payload, job) => {
         reruns.set(job.id, job.attempt);
       });
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await sleep(1_500);
       expect(reruns.size).toBe(0); // the child is alive: its extensions keep the jobs invisible
 
       const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -12,7 +12,8 @@ import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jo
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, deferred, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { deferred, sleep, waitFor } from '../support/timing.js';
 
 type Script = { readonly sha: string; readonly source: string };
 

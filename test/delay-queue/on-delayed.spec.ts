@@ -17,7 +17,8 @@ import {
   slowHandlerControl,
 } from '../fixtures/delay-handlers.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, sleep, waitFor } from './support/delay-test-app.js';
+import { createDelayApp } from './support/delay-test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 describe('@OnDelayed', () => {
   beforeEach(() => delayLog.reset());

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { rawRedis } from '../support/test-app.js';
-import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 describe('Cancel and reschedule racing with consumers', () => {
   let t: DelayTestApp;

@@ -1,7 +1,8 @@
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, sleep, waitFor, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { startFreezingProxy } from './support/freezing-proxy.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 describe('Consumers survive Redis failures', () => {
   describe('Redis restarted while consumers block (append-only file on)', () => {

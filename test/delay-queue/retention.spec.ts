@@ -2,7 +2,8 @@ import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { rawRedis } from '../support/test-app.js';
-import { createDelayApp, sleep, waitFor } from './support/delay-test-app.js';
+import { createDelayApp } from './support/delay-test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 describe('Retention: Redis memory stays bounded', () => {
   let redis: Redis;

@@ -5,7 +5,8 @@ import {
   type TransactionSynchronization,
   type TransactionSynchronizer,
 } from '../../lib/index.js';
-import { createDelayApp, waitFor, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { waitFor } from '../support/timing.js';
 
 describe('DelayQueueService inside a transaction', () => {
   let t: DelayTestApp;

@@ -21,10 +21,10 @@ import {
   LockLoad,
   nodeCall,
   rounded,
-  sleep,
+  THROUGH_FAILOVER,
   tryAcquireOnceReachable,
-  waitFor,
 } from './support/failover-harness.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 /**
  * ioredis gives up on a cluster command after `maxRedirections` (16) retries `retryDelayOn*` (100 ms)
@@ -123,7 +123,7 @@ describe('Redis Cluster failover', () => {
     const ids: string[] = [];
     for (let n = 0; n < 6; n++) ids.push(await queue.schedule(topic, { n }));
     for (let n = 6; n < 14; n++) ids.push(await queue.schedule(topic, { n }, { delay: 800 + (n - 6) * 300 }));
-    await waitFor(() => attempts.length >= 6, 5_000, 'six jobs running');
+    await waitFor(() => attempts.length >= 6, 5_000, 'six jobs running', THROUGH_FAILOVER);
 
     const ledger = new GrantLedger();
     const syncLedger = new GrantLedger();
@@ -146,12 +146,12 @@ describe('Redis Cluster failover', () => {
 
     await cluster.waitUntilHealthy(30_000);
     const healthyAfterMs = performance.now() - killedAt;
-    await waitFor(() => loadVictim.firstSuccessStartedAfter(killedAt) !== undefined, 30_000, 'an acquire on the failed-over slots');
+    await waitFor(() => loadVictim.firstSuccessStartedAfter(killedAt) !== undefined, 30_000, 'an acquire on the failed-over slots', THROUGH_FAILOVER);
     const recoveryMs = loadVictim.firstSuccessStartedAfter(killedAt)! - killedAt;
     await releaseLong.catch(() => undefined);
     const long = await waitLong;
     const short = await waitShort;
-    await waitFor(() => ids.every((id) => handled.has(id)), 20_000, 'every job handled').catch(() => undefined);
+    await waitFor(() => ids.every((id) => handled.has(id)), 20_000, 'every job handled', THROUGH_FAILOVER).catch(() => undefined);
 
     // With syncReplicas the promoted master has no replica yet: its slots refuse locks until the
     // old master rejoins as its replica.
@@ -160,12 +160,13 @@ describe('Redis Cluster failover', () => {
       () => loadSync.failures.some((f) => f.at > healthyAt && f.code === 'LOCK_NOT_REPLICATED'),
       10_000,
       'a syncReplicas acquire refused by the replica-less new master',
+      THROUGH_FAILOVER,
     );
     const syncFailuresBeforeRejoin = loadSync.failures.filter((f) => f.at > killedAt).length;
     const restartAt = performance.now();
     await cluster.restartNode(victim);
     await cluster.waitUntilHealthy(30_000);
-    await waitFor(() => loadSync.firstSuccessStartedAfter(restartAt) !== undefined, 30_000, 'a syncReplicas acquire after the rejoin');
+    await waitFor(() => loadSync.firstSuccessStartedAfter(restartAt) !== undefined, 30_000, 'a syncReplicas acquire after the rejoin', THROUGH_FAILOVER);
     const syncRecoveryAfterRejoinMs = loadSync.firstSuccessStartedAfter(restartAt)! - restartAt;
     const syncRecoveryAfterKillMs = loadSync.firstSuccessStartedAfter(killedAt)! - killedAt;
     await sleep(300);
@@ -282,6 +283,7 @@ describe('Redis Cluster failover', () => {
       async () => (guarded = await first.tryAcquire(guardedName, { syncReplicas: { replicas: 1, timeout: 200 } })) !== null,
       30_000,
       'a syncReplicas acquire once a replica is back',
+      THROUGH_FAILOVER,
     );
     const syncBackAfterRejoinMs = performance.now() - restartAt;
 

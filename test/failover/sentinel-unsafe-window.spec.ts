@@ -2,7 +2,8 @@ import type { TestingModule } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import { LockLostError, LockNotReplicatedError, LockService, type LockHandle, type RedisLockModuleOptions } from '../../lib/index.js';
 import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
-import { createFailoverApp, rounded, sleep, tryAcquireOnceReachable, waitFor } from './support/failover-harness.js';
+import { sleep, waitFor } from '../support/timing.js';
+import { createFailoverApp, rounded, THROUGH_FAILOVER, tryAcquireOnceReachable } from './support/failover-harness.js';
 
 /**
  * Redis replicates asynchronously: a lock taken on a primary that dies before its replicas saw the
@@ -87,7 +88,7 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
     expect(await second.tryAcquire('safe')).toBeNull();
 
     // The first holder of 'unsafe' learns it lost the lock at its next renewal, not before.
-    await waitFor(() => unsafe.signal.aborted, 20_000, 'the stale holder to notice');
+    await waitFor(() => unsafe.signal.aborted, 20_000, 'the stale holder to notice', THROUGH_FAILOVER);
     const unsafeLostAfterMs = performance.now() - killedAt;
     expect((unsafe.signal.reason as LockLostError).reason).toBe('not-owner');
     // ...while the confirmed lock keeps being renewed on the new primary.
@@ -136,7 +137,7 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
         (handle) => ({ handle }),
         (error: unknown) => ({ error }),
       );
-      await waitFor(async () => Number(/blocked_clients:(\d+)/.exec(await topology.clientTo(primary.port).info('clients'))?.[1]) > 0, 5_000, 'WAIT to block');
+      await waitFor(async () => Number(/blocked_clients:(\d+)/.exec(await topology.clientTo(primary.port).info('clients'))?.[1]) > 0, 5_000, 'WAIT to block', THROUGH_FAILOVER);
     } finally {
       killed = await topology.killPrimary();
       for (const r of replicas) topology.resume(r.port);

@@ -15,8 +15,9 @@ import {
 import { Test } from '@nestjs/testing';
 import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { freePort } from '../support/local-redis-server.js';
+import { sleep, waitFor } from '../support/timing.js';
 import {
-  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, sleep, stopAllLoads, waitFor } from './support/failover-harness.js';
+  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, stopAllLoads, THROUGH_FAILOVER } from './support/failover-harness.js';
 
 @Injectable()
 class Accounts {
@@ -87,7 +88,7 @@ describe('Redis Sentinel', () => {
     expect(await moduleRef.get(Accounts).credit('42')).toBe('credited 42');
 
     await moduleRef.get(DelayQueueService).schedule('sentinel.reminder', { text: 'hello' }, { delay: 50 });
-    await waitFor(() => moduleRef.get(Reminders).received.includes('hello'), 10_000, 'the delayed job');
+    await waitFor(() => moduleRef.get(Reminders).received.includes('hello'), 10_000, 'the delayed job', THROUGH_FAILOVER);
   });
 
   it('names the sentinels, not localhost:6379, when it cannot reach Redis through them', async () => {
@@ -196,7 +197,7 @@ describe('Redis Sentinel', () => {
     const ids: string[] = [];
     for (let n = 0; n < 8; n++) ids.push(await queue.schedule(topic, { n }));
     for (let n = 8; n < 20; n++) ids.push(await queue.schedule(topic, { n }, { delay: 800 + (n - 8) * 250 }));
-    await waitFor(() => attempts.length >= 8, 5_000, 'eight jobs running');
+    await waitFor(() => attempts.length >= 8, 5_000, 'eight jobs running', THROUGH_FAILOVER);
 
     const ledger = new GrantLedger();
     const load = new LockLoad([lockA, lockB], ['load:0', 'load:1', 'load:2', 'load:3'], ledger).start(2);
@@ -217,14 +218,14 @@ describe('Redis Sentinel', () => {
 
     const promoted = await topology.waitForNewPrimary(oldPort);
     const failoverMs = performance.now() - killedAt;
-    await waitFor(() => load.firstSuccessStartedAfter(killedAt) !== undefined, 30_000, 'an acquire after the kill');
+    await waitFor(() => load.firstSuccessStartedAfter(killedAt) !== undefined, 30_000, 'an acquire after the kill', THROUGH_FAILOVER);
     const recoveryMs = load.firstSuccessStartedAfter(killedAt)! - killedAt;
     await releaseLong.catch(() => undefined);
     const long = await waitLong;
     const short = await waitShort;
     const duringResults = await scheduledDuring;
     const duringIds = duringResults.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    await waitFor(() => [...ids, ...duringIds].every((id) => handled.has(id)), 20_000, 'every job handled').catch(() => undefined);
+    await waitFor(() => [...ids, ...duringIds].every((id) => handled.has(id)), 20_000, 'every job handled', THROUGH_FAILOVER).catch(() => undefined);
     await sleep(300);
     await load.stop();
     await Promise.all(consumers.map((k) => k.close()));

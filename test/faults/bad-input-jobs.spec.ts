@@ -11,16 +11,7 @@ import {
 } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (performance.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
+import { sleep, waitFor } from '../support/timing.js';
 
 /** What a call threw (or resolved to, which the tests below then reject). */
 async function outcome(call: () => unknown): Promise<unknown> {

@@ -2,15 +2,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-
-/** Resolves once `predicate` holds (checked every 5 ms); fails after 5 s. */
-async function until(predicate: () => boolean): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  while (!predicate()) {
-    if (performance.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+import { sleep, waitFor } from '../support/timing.js';
 
 /** The fault proxy itself: a lost reply makes ioredis run the command twice and resolve once. */
 describe('FaultProxy.loseReply', () => {
@@ -97,9 +89,9 @@ describe('FaultProxy.loseReply', () => {
     const seen = proxy.observe(isPop);
     const lost = proxy.loseReplyDetailed(isPop);
     const popped = client.blpop(key, 0);
-    await until(() => seen.count === 1);
+    await waitFor(() => seen.count === 1, 5_000, 'the BLPOP to pass the proxy');
     proxy.resetAll(); // no reply yet: the BLPOP is re-sent after the reconnect
-    await until(() => seen.count === 2);
+    await waitFor(() => seen.count === 2, 5_000, 'the BLPOP to be re-sent');
     await direct.rpush(key, 'a', 'b');
     // The re-sent BLPOP popped 'a' and lost that reply; sent a third time, it pops 'b'.
     expect(await popped).toEqual([key, 'b']);
@@ -121,7 +113,7 @@ describe('FaultProxy latency', () => {
       const key = `${uniquePrefix('proxy')}:order`;
       proxy.setLatency(150);
       const slow = client.echo('sent-while-slow');
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       proxy.setLatency(0);
       const fast = client.incr(key);
       // Each reply belongs to its own command: the slow one did not get the INCR's integer.

@@ -6,22 +6,13 @@ import { DelayQueueService, JobVisibilityLostError, RedisLockModule, type RedisL
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CONSUMER_FIXTURE = join(ROOT, 'test', 'fixtures', 'fault-job-consumer.ts');
 // Consumers are killed and respawned many times: the transpile cache makes a respawn cost well under
 // a second of CPU instead of ~3 s (see the file), which keeps the spec fast on a loaded CI machine.
 const TYPESCRIPT_LOADER = join(ROOT, 'tools', 'typescript-loader', 'register.js');
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (performance.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 /** One handling reported by a consumer: which job, which delivery, which process. */
 interface Handling {

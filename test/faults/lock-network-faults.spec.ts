@@ -3,6 +3,7 @@ import { LockLostError, LockService, RedisLockModule } from '../../lib/index.js'
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 async function lockApp(url: string, keyPrefix: string, leaseTime: number): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({
@@ -94,10 +95,10 @@ describe('lock faults: network and Redis restarts', () => {
       const held = await holderApp.get(LockService).acquire('rst');
       const started = performance.now();
       const waiting = waiterApp.get(LockService).acquire('rst', { waitTimeout: 15_000 });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await sleep(300);
       proxy.blackhole();
       await held.release(); // published while the waiter cannot hear it
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
       proxy.resetAll();
       proxy.heal();
       const lock = await waiting; // without the reconnect wake-up it would sleep out the 20 s lease
@@ -117,10 +118,10 @@ describe('lock faults: network and Redis restarts', () => {
     try {
       const held = await a.get(LockService).acquire('aof');
       const waiting = b.get(LockService).acquire('aof', { waitTimeout: 20_000 });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
 
       await server.restart({ signal: 'SIGKILL', downtimeMs: 300 });
-      await new Promise((resolve) => setTimeout(resolve, 2_500)); // several watchdog ticks after the restart
+      await sleep(2_500); // several watchdog ticks after the restart
       expect(held.held).toBe(true); // renewed again once the client reconnected; AOF kept the key
 
       await held.release();

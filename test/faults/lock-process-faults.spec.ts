@@ -5,6 +5,7 @@ import { spawnFixture } from '../support/child-process.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitForLine } from '../support/wait-for-output.js';
 import { fencedWrite } from '../fixtures/fenced-store.js';
+import { sleep } from '../support/timing.js';
 
 /** Lock holders in other processes that crash or freeze. */
 describe('lock faults: holder processes killed or paused', () => {
@@ -26,7 +27,7 @@ describe('lock faults: holder processes killed or paused', () => {
     const holder = spawnFixture('lock-holder.ts', [testRedisUrl(), keyPrefix, 'killed', '1000', 'hold']);
     await waitForLine(holder, /^HELD /);
     const waiting = locks.acquire('killed', { waitTimeout: 20_000 });
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the waiter is parked on the holder's TTL
+    await sleep(300); // the waiter is parked on the holder's TTL
     const killedAt = performance.now();
     holder.kill('SIGKILL');
     const lock = await waiting;

@@ -28,15 +28,14 @@ import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua.js';
 import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.js';
 import { RedisScript } from '../../lib/redis/redis-script.js';
 import {
-  deferred,
   fence,
   LostReplyHarness,
   row,
-  until,
   type LostReplyContext,
   type LostReplyRow,
   type ScriptRef,
 } from '../support/lost-reply-harness.js';
+import { deferred, sleep, waitFor } from '../support/timing.js';
 
 /*
  * The lost-reply fault, over every script-backed operation. Each row loses the reply of one call
@@ -224,7 +223,7 @@ const lockRows: LostReplyRow[] = [
     act: async (ctx, handle) => {
       await ctx.lost;
       // Three leases more: only renewals that keep working keep it.
-      await new Promise((resolve) => setTimeout(resolve, 1_800));
+      await sleep(1_800);
       return { held: handle.held, aborted: handle.signal.aborted, other: await got(ctx.peerLocks.tryAcquire('watched')) };
     },
     check: async (ctx, handle, during) => {
@@ -267,7 +266,7 @@ const lockRows: LostReplyRow[] = [
         () => 'acquired',
         (error: unknown) => (error instanceof LockAcquireTimeoutError ? 'timed out' : String(error)),
       );
-      await until(async () => (await ctx.redis.llen(keys.queue)) === 1, 5_000, 'the first waiter to queue');
+      await waitFor(async () => (await ctx.redis.llen(keys.queue)) === 1, 5_000, 'the first waiter to queue');
       // Behind it: another process's waiter, with less patience than a dead waiter's liveness (5 s).
       const behind = ctx.peerLocks.acquire('fair', { fair: true, waitTimeout: 4_000 });
       const behindOutcome = behind.then(
@@ -299,7 +298,7 @@ const lockRows: LostReplyRow[] = [
         () => 'acquired',
         (error: unknown) => (error instanceof LockAcquireTimeoutError ? 'timed out' : String(error)),
       );
-      await until(async () => (await ctx.redis.zcard(writers)) === 1, 5_000, 'the writer to wait');
+      await waitFor(async () => (await ctx.redis.zcard(writers)) === 1, 5_000, 'the writer to wait');
       const readerWhileWaiting = await got(ctx.peerLocks.readWrite('rw-wait').tryRead());
       return { readerWhileWaiting, writer: await outcome };
     },
@@ -417,7 +416,7 @@ const jobRows: LostReplyRow[] = [
     act: async (ctx) => {
       const { consumer, runs } = recordingConsumer(ctx, 'proxied');
       await ctx.lost;
-      await until(() => drained(ctx), 8_000, 'the job to be done or dead');
+      await waitFor(() => drained(ctx), 8_000, 'the job to be done or dead');
       await consumer.close();
       return runs;
     },
@@ -434,12 +433,12 @@ const jobRows: LostReplyRow[] = [
     act: async (ctx) => {
       const recording = recordingConsumer(ctx, 'proxied');
       await ctx.lost;
-      await until(async () => (await ctx.peerQueue.get(TOPIC, 'acked')) === null, 8_000, 'the acknowledgement');
+      await waitFor(async () => (await ctx.peerQueue.get(TOPIC, 'acked')) === null, 8_000, 'the acknowledgement');
       return recording;
     },
     check: async (ctx, _id, { consumer, runs }) => {
       await ctx.peerQueue.schedule(TOPIC, 2, { id: 'next' });
-      await until(async () => runs.includes('next@1') && (await drained(ctx)), 8_000, 'the next job');
+      await waitFor(async () => runs.includes('next@1') && (await drained(ctx)), 8_000, 'the next job');
       await consumer.close();
       expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['acked@1', 'next@1'], dead: [] });
     },
@@ -464,7 +463,7 @@ const jobRows: LostReplyRow[] = [
         retriedAt = performance.now();
       });
       await ctx.lost;
-      await until(async () => attempts.length >= 2 && (await drained(ctx)), 8_000, 'the retry');
+      await waitFor(async () => attempts.length >= 2 && (await drained(ctx)), 8_000, 'the retry');
       await consumer.close();
       return { attempts, retried, backoffMs: retriedAt - failedAt };
     },
@@ -488,7 +487,7 @@ const jobRows: LostReplyRow[] = [
         throw new Error('always fails');
       });
       await ctx.lost;
-      await until(async () => (await ctx.peerQueue.stats(TOPIC)).dead === 1 && (await drained(ctx)), 8_000, 'the dead letter');
+      await waitFor(async () => (await ctx.peerQueue.stats(TOPIC)).dead === 1 && (await drained(ctx)), 8_000, 'the dead letter');
       await consumer.close();
       return { attempts, dead };
     },
@@ -511,14 +510,14 @@ const jobRows: LostReplyRow[] = [
         await finish.promise;
         aborted = job.signal.aborted;
       });
-      await until(() => deliveries.length === 1, 8_000, 'the first delivery');
+      await waitFor(() => deliveries.length === 1, 8_000, 'the first delivery');
       // Another process polls the topic: a claim whose visibility lapsed would go to it.
       const peer = ctx.peerQueue.consume(TOPIC, (_payload, job) => void deliveries.push(`peer@${job.attempt}`));
       await ctx.lost;
       // Two visibility timeouts after the lost reply: only extensions that kept working keep the claim.
-      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      await sleep(1_200);
       finish.resolve();
-      await until(() => drained(ctx), 8_000, 'the acknowledgement');
+      await waitFor(() => drained(ctx), 8_000, 'the acknowledgement');
       await Promise.all([consumer.close(), peer.close()]);
       return { deliveries, aborted };
     },
@@ -533,7 +532,7 @@ const jobRows: LostReplyRow[] = [
       const recording = recordingConsumer(ctx);
       const sentAt = performance.now();
       const id = await ctx.queue.schedule(TOPIC, { n: 1 }, { delay: 400 });
-      await until(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the job');
+      await waitFor(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the job');
       await recording.consumer.close();
       return { id, sentAt, ...recording };
     },
@@ -550,7 +549,7 @@ const jobRows: LostReplyRow[] = [
       const payloads: string[] = [];
       const consumer = ctx.peerQueue.consume<string>(TOPIC, (payload, job) => void payloads.push(`${payload}@${job.attempt}`));
       await ctx.queue.schedule(TOPIC, 'new', { id: 'replaced', replace: true });
-      await until(async () => payloads.length > 0 && (await drained(ctx)), 8_000, 'the replacement to run');
+      await waitFor(async () => payloads.length > 0 && (await drained(ctx)), 8_000, 'the replacement to run');
       await consumer.close();
       return payloads;
     },
@@ -565,7 +564,7 @@ const jobRows: LostReplyRow[] = [
       const recording = recordingConsumer(ctx);
       const sentAt = performance.now();
       const ids = await ctx.queue.scheduleMany(TOPIC, [1, 2, 3, 4, 5].map((n) => ({ payload: n, delay: 300, id: `many-${n}` })));
-      await until(async () => recording.runs.length >= 5 && (await drained(ctx)), 8_000, 'the batch');
+      await waitFor(async () => recording.runs.length >= 5 && (await drained(ctx)), 8_000, 'the batch');
       await recording.consumer.close();
       return { ids, sentAt, ...recording };
     },
@@ -594,7 +593,7 @@ const jobRows: LostReplyRow[] = [
       const recording = recordingConsumer(ctx);
       const sentAt = performance.now();
       const moved = await ctx.queue.reschedule(TOPIC, id, { delay: 500 });
-      await until(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the moved job');
+      await waitFor(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the moved job');
       await recording.consumer.close();
       return { moved, sentAt, ...recording };
     },
@@ -610,7 +609,7 @@ const jobRows: LostReplyRow[] = [
     act: async (ctx, id) => {
       const recording = recordingConsumer(ctx);
       const moved = await ctx.queue.reschedule(TOPIC, id, { delay: 0 });
-      await until(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the moved job');
+      await waitFor(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the moved job');
       await recording.consumer.close();
       return { moved, runs: recording.runs };
     },
@@ -678,14 +677,14 @@ async function buryJobs(ctx: Omit<Ctx, 'lost'>, ids: string[]): Promise<void> {
   const consumer = ctx.peerQueue.consume(TOPIC, () => {
     throw new Error('buried on purpose');
   });
-  await until(async () => (await ctx.peerQueue.stats(TOPIC)).dead === ids.length, 8_000, 'the dead letters');
+  await waitFor(async () => (await ctx.peerQueue.stats(TOPIC)).dead === ids.length, 8_000, 'the dead letters');
   await consumer.close();
 }
 
 /** Runs the topic on the peer until nothing waits or runs; what ran (sorted) and what is dead. */
 async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
   const { consumer, runs } = recordingConsumer(ctx);
-  await until(() => drained(ctx), 8_000, 'the topic to drain');
+  await waitFor(() => drained(ctx), 8_000, 'the topic to drain');
   await consumer.close();
   return { runs: [...runs].sort(), dead: await deadIds(ctx) };
 }

@@ -1,14 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const started = performance.now();
-  while (!(await check())) {
-    if (performance.now() - started > timeoutMs) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+import { waitFor } from '../support/timing.js';
 
 describe('fair lock', () => {
   const keyPrefix = uniquePrefix('fair');
@@ -36,7 +29,7 @@ describe('fair lock', () => {
           .using('fifo', async () => void order.push(i), { fair: true, waitTimeout: 20_000 })
           .then(() => undefined),
       );
-      await until(async () => (await redis.llen(queueKey('fifo'))) === i + 1);
+      await waitFor(async () => (await redis.llen(queueKey('fifo'))) === i + 1, 10_000, `waiter ${i + 1} to queue`);
     }
     await holder.release();
     await Promise.all(waiters);
@@ -51,12 +44,12 @@ describe('fair lock', () => {
 
     const holder = await services[0].acquire('named', { fair: true });
     const waiting = services[1].acquire('named', { fair: true, waitTimeout: 10_000 });
-    await until(async () => (await redis.llen(queueKey('named'))) === 1);
+    await waitFor(async () => (await redis.llen(queueKey('named'))) === 1, 10_000, 'the waiter to queue');
     const [head] = await redis.lrange(queueKey('named'), 0, 0);
     await holder.release();
     const next = await waiting;
     await next.release();
-    await until(async () => messages.length >= 1);
+    await waitFor(async () => messages.length >= 1, 10_000, 'a wake message');
     expect(messages[0]).toBe(`@${head}`);
     subscriber.disconnect();
   });
@@ -70,7 +63,7 @@ describe('fair lock', () => {
     await redis.zadd(`${keyPrefix}:lock:{ghost}:timeouts`, nowMs + 500, 'dead-process:1');
 
     const waiting = services[1].acquire('ghost', { fair: true, waitTimeout: 15_000 });
-    await until(async () => (await redis.llen(queueKey('ghost'))) === 2);
+    await waitFor(async () => (await redis.llen(queueKey('ghost'))) === 2, 10_000, 'two waiters to queue');
     await holder.release();
     const lock = await waiting; // would hang until waitTimeout if the dead waiter blocked the queue
     expect(lock.held).toBe(true);

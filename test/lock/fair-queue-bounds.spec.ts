@@ -4,16 +4,7 @@ import { LockService } from '../../lib/index.js';
 import { FAIR_WAITER_LIVENESS_MS } from '../../lib/lock/protocols/fair-lock.protocol.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
-
-/** Polls `check` every 50 ms until it holds or `ms` passed; resolves whether it held. */
-async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const until = performance.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (performance.now() > until) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+import { holdsWithin } from '../support/timing.js';
 
 /** A fair lock's wait queue in Redis is bounded: a waiter that dies leaves nothing behind for good. */
 describe('fair lock: the wait queue of a dead waiter expires', () => {
@@ -48,7 +39,7 @@ describe('fair lock: the wait queue of a dead waiter expires', () => {
       .get(LockService)
       .acquire(name, { waitTimeout: 30_000 })
       .catch((e: unknown) => e);
-    expect(await eventually(async () => (await redis.llen(queue)) === 1, 5_000)).toBe(true);
+    expect(await holdsWithin(async () => (await redis.llen(queue)) === 1, 5_000, { every: 50 })).toBe(true);
 
     // The waiter's process is cut off: it can neither refresh its place nor leave the queue.
     proxy.blackhole();
@@ -57,7 +48,7 @@ describe('fair lock: the wait queue of a dead waiter expires', () => {
       expect(pttl).toBeGreaterThan(0);
       expect(pttl).toBeLessThanOrEqual(FAIR_WAITER_LIVENESS_MS);
     }
-    expect(await eventually(async () => (await redis.exists(queue, timeouts)) === 0, FAIR_WAITER_LIVENESS_MS + 3_000)).toBe(true);
+    expect(await holdsWithin(async () => (await redis.exists(queue, timeouts)) === 0, FAIR_WAITER_LIVENESS_MS + 3_000, { every: 50 })).toBe(true);
 
     // The holder is unaffected; the waiter comes back, queues again and gets the lock on release.
     expect(holder.held).toBe(true);

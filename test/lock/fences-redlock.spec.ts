@@ -1,5 +1,6 @@
 import { createRedlockPair, mastersReconnected } from '../redlock/redlock-test-app.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { sleep } from '../support/timing.js';
 
 /**
  * Redlock keeps one fencing counter per master. Every one of them must stay bounded in Redis (a
@@ -55,7 +56,7 @@ describe('fencing counters on Redlock masters', () => {
     for (const i of [0, 1, 2]) await masters.raw(i).del(fenceKey('lost'));
     // A Redlock counter restarts at the clock in whole seconds (so the masters start alike): the
     // guarantee holds from the next second of the Redis clock on.
-    while ((await masters.raw(0).time())[0] === grantSecond) await new Promise((resolve) => setTimeout(resolve, 50));
+    while ((await masters.raw(0).time())[0] === grantSecond) await sleep(50);
     expect(await token('lost')).toBeGreaterThan(before[1]);
   });
 });

@@ -5,6 +5,7 @@ import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
 import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 /** Resolves once `signal` has aborted (at once if it has). */
 function aborted(signal: AbortSignal): Promise<void> {
@@ -170,7 +171,7 @@ describe('exclusive lock: renewals never shorten a hold of the same owner', () =
     await a.runInScope(outer, async () => {
       const inner = await a.acquire(name, { fair });
       // Several watchdog ticks (every 600/3 ms) renew the nested hold.
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await sleep(700);
       expect(inner.held).toBe(true);
       await inner.release();
     });

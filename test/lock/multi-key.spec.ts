@@ -1,6 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockService } from '../../lib/index.js';
 import { createLockApp } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('multi-key locks', () => {
   let app: TestingModule;
@@ -40,7 +41,7 @@ describe('multi-key locks', () => {
         async () => {
           inside++;
           if (inside > 1) overlaps++;
-          await new Promise((resolve) => setTimeout(resolve, 2));
+          await sleep(2);
           inside--;
         },
         { waitTimeout: 20_000 },

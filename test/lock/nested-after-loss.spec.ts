@@ -1,7 +1,6 @@
 import { LockLostError, runInTransaction, type LockHandle, type LockService } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { sleep } from '../support/timing.js';
 
 /**
  * A nested acquire re-enters the hold of its enclosing section. When that hold is gone (its lease

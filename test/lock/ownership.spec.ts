@@ -1,5 +1,6 @@
 import { LockLostError, LockNotHeldError, LockService } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('ownership', () => {
   // Two module instances on one prefix behave like two processes.
@@ -11,7 +12,7 @@ describe('ownership', () => {
 
   it('never lets a stale holder release or extend the next holder’s lock', async () => {
     const stale = await a.acquire('own', { leaseTime: 100 });
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
     expect(stale.signal.aborted).toBe(true);
     expect(stale.signal.reason).toBeInstanceOf(LockLostError);
 

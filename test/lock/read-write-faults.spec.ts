@@ -8,6 +8,7 @@ import {
 } from '../../lib/lock/scripts/read-write-lock.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 /** Whether a try-acquire got the lock (given back at once when it did). */
 async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
@@ -99,7 +100,7 @@ describe('read/write lock: commands that run twice', () => {
       await a.runInScope(outer, async () => {
         const inner = await a.readWrite(name)[side]({ leaseTime: 100 });
         await inner.extend(100);
-        await new Promise((resolve) => setTimeout(resolve, 400));
+        await sleep(400);
         expect(await got(b.readWrite(name).tryWrite())).toBe(false);
         await inner.release();
       });
@@ -117,7 +118,7 @@ describe('read/write lock: commands that run twice', () => {
       const lost = proxy.loseReply(FaultProxy.script(renewReadWriteLocksScript));
       await outer.extend(5_000);
       await lost;
-      await new Promise((resolve) => setTimeout(resolve, 1_000)); // past the first 800 ms lease
+      await sleep(1_000); // past the first 800 ms lease
       expect(outer.held).toBe(true);
       expect(await got(b.readWrite('extend-twice').tryRead())).toBe(false);
       await inner.release();

@@ -1,5 +1,6 @@
 import { LockLostError, LockService, LockUpgradeError } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('read/write lock', () => {
   // Two module instances on one prefix behave like two processes.
@@ -29,7 +30,7 @@ describe('read/write lock', () => {
     let lateReader = await a.readWrite('starve').tryRead();
     for (let i = 0; lateReader && i < 50; i++) {
       await lateReader.release();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       lateReader = await a.readWrite('starve').tryRead();
     }
     expect(lateReader).toBeNull();
@@ -64,7 +65,7 @@ describe('read/write lock', () => {
     await a.readWrite('crash').read({ leaseTime: 300 }); // never released: its process "crashed"
     const renewed = await b.readWrite('crash').read(); // watchdog-renewed, keeps the hash alive
     const writer = a.readWrite('crash').write({ waitTimeout: 10_000 });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     await renewed.release();
     const held = await writer;
     expect(held.held).toBe(true);
@@ -73,7 +74,7 @@ describe('read/write lock', () => {
 
   it('keeps read and write holds alive with the watchdog, and reports a lost one', async () => {
     const read = await a.readWrite('wd').read();
-    await new Promise((resolve) => setTimeout(resolve, 2_000)); // over three 600 ms leases
+    await sleep(2_000); // over three 600 ms leases
     expect(read.held).toBe(true);
     await read.release();
 

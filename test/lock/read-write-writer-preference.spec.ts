@@ -1,5 +1,9 @@
 import { LockService } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
+
+/** These waits have no bound of their own: the test's timeout (jest.config.js, 60 s) is theirs. */
+const TEST_TIMEOUT_MS = 60_000;
 
 /**
  * Writer preference: once a writer waits, new readers wait behind it, also on a lock that is
@@ -41,14 +45,10 @@ describe('read/write lock: writer preference', () => {
     };
   }
 
-  async function until(condition: () => boolean): Promise<void> {
-    while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-
   it('gives the write lock to a waiting writer while another process reads in a tight loop', async () => {
     const loop = readLoop(a, 'hot');
     try {
-      await until(() => loop.reads >= 20);
+      await waitFor(() => loop.reads >= 20, TEST_TIMEOUT_MS, 'twenty reads');
       const writer = await b.readWrite('hot').write({ waitTimeout: 2_500 });
       expect(writer.held).toBe(true);
       // While the writer holds it, the reading process gets nothing.
@@ -56,7 +56,7 @@ describe('read/write lock: writer preference', () => {
       expect(await a.readWrite('hot').tryRead()).toBeNull();
       await writer.release();
       // Readers resume once the writer is done.
-      await until(() => loop.reads > readsWhileWriting);
+      await waitFor(() => loop.reads > readsWhileWriting, TEST_TIMEOUT_MS, 'reads to resume');
     } finally {
       await loop.stop();
     }
@@ -66,7 +66,7 @@ describe('read/write lock: writer preference', () => {
   it('serves two waiting writers while two processes read in tight loops', async () => {
     const loops = [readLoop(a, 'hotter'), readLoop(b, 'hotter')];
     try {
-      await until(() => loops.every((l) => l.reads >= 10));
+      await waitFor(() => loops.every((l) => l.reads >= 10), TEST_TIMEOUT_MS, 'ten reads in each loop');
       const write = async (locks: LockService) => {
         const writer = await locks.readWrite('hotter').write({ waitTimeout: 5_000 });
         await writer.release();
@@ -98,7 +98,7 @@ describe('read/write lock: writer preference', () => {
     let probe = await a.readWrite('queue').tryRead();
     while (probe) {
       await probe.release();
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await sleep(5);
       probe = await a.readWrite('queue').tryRead();
     }
     const order: string[] = [];

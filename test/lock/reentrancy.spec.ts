@@ -1,6 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockService, LockContext } from '../../lib/index.js';
 import { createLockApp } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('reentrancy', () => {
   let app: TestingModule;
@@ -31,7 +32,7 @@ describe('reentrancy', () => {
 
   it('re-enters from deep inside the section, across awaits and timers', async () => {
     await locks.using('deep', async () => {
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await sleep(5);
       const again = await new Promise<Awaited<ReturnType<LockService['tryAcquire']>>>((resolve, reject) =>
         setImmediate(() => locks.tryAcquire('deep').then(resolve, reject)),
       );
@@ -47,7 +48,7 @@ describe('reentrancy', () => {
       locks.using('chains', async () => {
         inside++;
         maxInside = Math.max(maxInside, inside);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
         inside--;
       });
     await Promise.all([section(), section(), section()]);

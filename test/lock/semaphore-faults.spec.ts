@@ -4,6 +4,7 @@ import { type LockHandle, LockService } from '../../lib/index.js';
 import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 /** Whether a try-acquire got a permit (given back at once when it did). */
 async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
@@ -84,7 +85,7 @@ describe('semaphore: commands that run twice', () => {
     const lost = proxy.loseReply(FaultProxy.script(renewPermitsScript));
     await permit.extend(5_000);
     await lost;
-    await new Promise((resolve) => setTimeout(resolve, 1_000)); // past the first 800 ms lease
+    await sleep(1_000); // past the first 800 ms lease
     expect(permit.held).toBe(true);
     expect(await got(b.semaphore('extend-twice', 1).tryAcquire())).toBe(false);
     await permit.release();

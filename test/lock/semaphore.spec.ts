@@ -1,5 +1,6 @@
 import { InvalidOptionsError, LockService } from '../../lib/index.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('semaphore', () => {
   // A lease far longer than any pause of a loaded machine: this test is about the permit count, and a
@@ -29,7 +30,7 @@ describe('semaphore', () => {
             sold++;
           }
         });
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await sleep(5);
       } finally {
         inside--;
         await permit.release();
@@ -74,7 +75,7 @@ describe('semaphore with expiring permits', () => {
 
   it('renews held permits with the watchdog past three leases', async () => {
     const permit = await a.semaphore('renew', 1).acquire();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await sleep(2_000);
     expect(permit.held).toBe(true);
     expect(await b.semaphore('renew', 1).tryAcquire()).toBeNull();
     await permit.release();

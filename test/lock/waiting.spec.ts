@@ -1,5 +1,6 @@
 import { LockAcquireAbortedError, LockAcquireTimeoutError, LockService } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('waiting', () => {
   // Two module instances on one prefix behave like two processes.
@@ -77,7 +78,7 @@ describe('waiting', () => {
           'queue',
           async () => {
             order.push(i);
-            await new Promise((resolve) => setTimeout(resolve, 5));
+            await sleep(5);
           },
           { waitTimeout: 10_000, leaseTime: 30_000 },
         ),

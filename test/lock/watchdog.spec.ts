@@ -2,6 +2,7 @@ import { jest } from '@jest/globals';
 import type { TestingModule } from '@nestjs/testing';
 import { LockLostError, LockService, RedisLockEvents } from '../../lib/index.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('watchdog', () => {
   const keyPrefix = uniquePrefix('wd');
@@ -16,7 +17,7 @@ describe('watchdog', () => {
 
   it('keeps a lock without explicit lease alive past three leases', async () => {
     const lock = await locks.acquire('alive');
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    await sleep(1_200);
     expect(lock.held).toBe(true);
     expect(lock.signal.aborted).toBe(false);
     expect(await locks.isLocked('alive')).toBe(true);
@@ -52,7 +53,7 @@ describe('watchdog', () => {
     // Count the script calls this module's client sends (Redis itself still runs every one).
     const client = (locks as unknown as { connection: { client: import('ioredis').Redis } }).connection.client;
     const evalsha = jest.spyOn(client, 'evalsha');
-    await new Promise((resolve) => setTimeout(resolve, 1_000)); // about ten ticks of lease/3 = 100 ms
+    await sleep(1_000); // about ten ticks of lease/3 = 100 ms
     const renewals = evalsha.mock.calls.length;
     evalsha.mockRestore();
     // 20 locks renewed one by one would take ~200 calls; batched it is one per tick.

@@ -10,6 +10,7 @@ import { startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-
 import { AppModule } from '../../sample-app/src/app.module.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
+import { sleep } from '../support/timing.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'dashboard');
@@ -141,7 +142,7 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
       for (;;) {
         const current = (await call('GET', '/items/gift-card')).body;
         if (current.sold === 1 || Date.now() > deadline) return current;
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await sleep(100);
       }
     })();
     expect(item).toMatchObject({ sold: 1, stock: 1 });

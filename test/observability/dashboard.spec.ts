@@ -1,6 +1,7 @@
 import { RedisLockDashboardModule, type DashboardJobList, type DashboardLocks, type DashboardTopics } from 'nestjs-redis-lock/dashboard';
 import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService } from '../../lib/index.js';
-import { callDashboard as call, DenyAllGuard, eventually, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
+import { callDashboard as call, DenyAllGuard, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
+import { waitFor } from '../support/timing.js';
 import { rawRedis } from '../support/test-app.js';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
@@ -83,10 +84,10 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   it('retries a dead job from the API, and deletes only dead ones', async () => {
     await queue.schedule('dash.fail', { reason: 'card declined' }, { id: 'pay-1', maxAttempts: 1 });
     await queue.schedule('dash.fail', { reason: 'timeout' }, { id: 'pay-2', maxAttempts: 1 });
-    const dead = await eventually(async () => {
+    const dead = await waitFor(async () => {
       const list = await jobs('dash.fail', 'dead');
       return list.total === 2 ? list : undefined;
-    }, 'two dead letters');
+    }, 20_000, 'two dead letters', { every: 100, retryErrors: true });
     expect(dead.jobs.find((j) => j.id === 'pay-1')).toMatchObject({ state: 'dead', attempts: 1, maxAttempts: 1, lastError: expect.stringContaining('card declined') });
     expect(await topic('dash.fail')).toMatchObject({ dead: 2 });
 
@@ -94,7 +95,7 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     const retried = await api('POST', '/topics/dash.fail/jobs/pay-1/retry', ACTION);
     expect(retried).toMatchObject({ status: 200, body: { retried: true } });
     // It runs again, fails again, and is dead again with its attempts counted afresh.
-    await eventually(async () => (failedRuns.get('pay-1') === 2 && (await queue.get('dash.fail', 'pay-1'))?.state === 'dead' ? true : undefined), 'pay-1 dead again');
+    await waitFor(async () => (failedRuns.get('pay-1') === 2 && (await queue.get('dash.fail', 'pay-1'))?.state === 'dead' ? true : undefined), 20_000, 'pay-1 dead again', { every: 100, retryErrors: true });
     expect((await queue.get('dash.fail', 'pay-1'))?.attempts).toBe(1);
 
     expect((await api('POST', '/topics/dash.fail/jobs/pay-2/delete', ACTION)).status).toBe(200);
@@ -120,7 +121,7 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     expect((await api('POST', '/topics/dash.cancel/jobs/a/cancel', ACTION)).status).toBe(404);
 
     await queue.schedule('dash.slow', { n: 1 }, { id: 'running' });
-    await eventually(async () => (slowJobs.started.includes('running') ? true : undefined), 'the slow handler to start');
+    await waitFor(async () => (slowJobs.started.includes('running') ? true : undefined), 20_000, 'the slow handler to start', { every: 100, retryErrors: true });
     const active = await jobs('dash.slow', 'active');
     expect(active.jobs).toMatchObject([{ id: 'running', state: 'active', attempts: 1 }]);
     expect(active.jobs[0].visibleUntil).toBeGreaterThan(active.now);

@@ -14,10 +14,11 @@ import {
   type RedisLockEventMap,
   type RedisLockEventName,
 } from '../../lib/index.js';
-import { createDelayApp, waitFor, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ALL_EVENTS = Object.keys(REDIS_LOCK_CHANNELS) as RedisLockEventName[];
@@ -110,7 +111,7 @@ describe('diagnostics_channel: lock events', () => {
       const lock = await locks.acquire(key, { keyPattern: 'order:<id>' });
       await expect(locks.acquire(key, { waitTimeout: 100 })).rejects.toThrow(/Could not acquire/);
       expect(await locks.tryAcquire(key)).toBeNull();
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      await sleep(30);
       await lock.release();
 
       expect(t.channelEvents()).toEqual(['lock.acquired', 'lock.timeout', 'lock.timeout', 'lock.released']);
@@ -177,7 +178,7 @@ describe('diagnostics_channel: lock events', () => {
       expect(events.wants('lock.released')).toBe(true);
       expect(events.wants('lock.acquired')).toBe(false);
       const lock = await locks.acquire(key);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       await lock.release();
       expect(messages).toEqual([{ key, keyPattern: undefined, fencingToken: lock.fencingToken, holdMs: expect.any(Number) }]);
       expect((messages[0] as { holdMs: number }).holdMs).toBeGreaterThanOrEqual(15);
@@ -251,7 +252,7 @@ describe('diagnostics_channel: job events', () => {
     const topic = uniquePrefix('ok');
     const seen = tap(events, ALL_EVENTS, withTopic(topic));
     const consumer = t.queue.consume(topic, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     });
     try {
       await t.queue.schedule(topic, { n: 1 }, { id: 'job-1', delay: 100 });

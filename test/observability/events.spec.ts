@@ -9,8 +9,9 @@ import {
   type RedisLockEventMap,
   type RedisLockEventName,
 } from '../../lib/index.js';
-import { createDelayApp, waitFor, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
+import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { createLockApp, rawRedis } from '../support/test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 type Recorded = { [K in RedisLockEventName]: { name: K; event: RedisLockEventMap[K][0] } }[RedisLockEventName];
 
@@ -52,7 +53,7 @@ describe('RedisLockEvents: lock life cycle', () => {
   it('reports acquired then released, with the fencing token, wait and hold times', async () => {
     const seen = record(events, LOCK_EVENTS);
     const lock = await locks.acquire('order:1');
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await sleep(30);
     await lock.release();
     expect(seen.map((s) => s.name)).toEqual(['lock.acquired', 'lock.released']);
     const [acquired, released] = seen.map((s) => s.event) as [
@@ -152,7 +153,7 @@ describe('RedisLockEvents: job life cycle', () => {
   it('reports scheduled, started and succeeded with lateness and run time', async () => {
     const seen = record(events, JOB_EVENTS);
     const consumer = queue.consume('ok', async () => {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     });
     try {
       await queue.schedule('ok', { n: 1 }, { id: 'job-1', delay: 100 });

@@ -5,6 +5,7 @@ import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lo
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 describe('RedisLockHealthIndicator', () => {
   let server: LocalRedisServer;
@@ -75,7 +76,7 @@ describe('RedisLockHealthIndicator', () => {
     const deadline = performance.now() + 10_000;
     let again = await health.pingCheck('redis', { timeout: 300 });
     while (again.redis.status !== 'up' && performance.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       again = await health.pingCheck('redis', { timeout: 300 });
     }
     expect(again.redis.status).toBe('up');

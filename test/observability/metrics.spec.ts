@@ -4,8 +4,8 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockMetrics, RedisLockMetricsModule, defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
 import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
-import { waitFor } from '../delay-queue/support/delay-test-app.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 async function value(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
   const metric = await registry.getSingleMetric(name)?.get();
@@ -63,7 +63,7 @@ describe('RedisLockMetricsModule', () => {
   });
 
   it('counts acquisitions, timeouts and hold times by key pattern, never by raw key', async () => {
-    for (const id of [1, 2, 3]) await locks.using(`order:${id}`, () => new Promise((r) => setTimeout(r, 20)));
+    for (const id of [1, 2, 3]) await locks.using(`order:${id}`, () => sleep(20));
     const holder = await locks.acquire('order:9');
     await expect(locks.acquire('order:9', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     await holder.release();
@@ -104,7 +104,7 @@ describe('RedisLockMetricsModule', () => {
     let runs = 0;
     const consumer = queue.consume('metrics.jobs', async (payload: { fail: boolean }) => {
       runs++;
-      await new Promise((r) => setTimeout(r, 10));
+      await sleep(10);
       if (payload.fail) throw new Error('no');
     });
     try {

@@ -11,8 +11,8 @@ import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
 import { tracingFrom } from '../../lib/observability/tracing/open-telemetry-tracing.js';
 import { NO_TRACING } from '../../lib/observability/tracing/redis-lock-tracing.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { waitFor } from '../delay-queue/support/delay-test-app.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { waitFor } from '../support/timing.js';
 
 @Injectable()
 class LedgerService {

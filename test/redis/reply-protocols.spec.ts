@@ -18,6 +18,7 @@ import { readEvictionPolicies } from '../../lib/redis/eviction-policy-check.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { deferred, sleep, waitFor } from '../support/timing.js';
 
 /*
  * ioredis 6 speaks RESP3 by default; ioredis 5 (still in the peer range) speaks RESP2. A client
@@ -27,22 +28,6 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
  * shapes. Settings it cannot work with (`stringNumbers`, a client `keyPrefix`) are refused at
  * bootstrap. See docs/redis-protocols.md.
  */
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 const increasing = (tokens: string[]) => tokens.every((t, i) => i === 0 || BigInt(t) > BigInt(tokens[i - 1]));
 

@@ -1,5 +1,6 @@
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
+import { sleep } from '../support/timing.js';
 
 /**
  * Fencing tokens must grow across holders whatever minority is down, including the first master
@@ -93,7 +94,7 @@ describe('Redlock: fencing tokens', () => {
       BigInt((await masters.raw(2).get(fence)) ?? '0') > BigInt(before ?? '0') && (await masters.raw(2).exists(owners)) === 0;
     const deadline = performance.now() + 5_000;
     while (!(await steppedAndHandedBack()) && performance.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
     expect(await steppedAndHandedBack()).toBe(true);
     await holder.release();

@@ -9,19 +9,8 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { fencedWrite } from '../fixtures/fenced-store.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { holdsWithin, sleep } from '../support/timing.js';
 import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it holds or `timeoutMs` passes; resolves whether it held. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (performance.now() > deadline) return false;
-    await sleep(25);
-  }
-}
 
 function abortReason(signal: AbortSignal): Promise<unknown> {
   return new Promise((resolve) => {
@@ -56,7 +45,7 @@ describe('Redlock: masters that answer late', () => {
   const heldOn = async (key: string) => Promise.all([0, 1, 2].map(async (i) => (await masters.raw(i).exists(key)) === 1));
   /** True once no master lists any hold of the lock (late grants handed back, late releases run). */
   const noHoldLeft = (keyPrefix: string, name: string, withinMs = 2_000) =>
-    eventually(async () => (await heldOn(ownersKey(keyPrefix, name))).every((held) => !held), withinMs);
+    holdsWithin(async () => (await heldOn(ownersKey(keyPrefix, name))).every((held) => !held), withinMs);
   /** Master `i` stops running writes (scripts) until `resume(i)`; reads and CLIENT commands still pass. */
   const pause = (i: number) => masters.raw(i).call('CLIENT', 'PAUSE', '60000', 'WRITE');
   const resume = (i: number) => masters.raw(i).call('CLIENT', 'UNPAUSE');
@@ -207,7 +196,7 @@ describe('Redlock: masters that answer late', () => {
       } finally {
         await resume(2);
       }
-      expect(await eventually(async () => (await heldOn(ownersKey(pair.keyPrefix, name)))[2])).toBe(true);
+      expect(await holdsWithin(async () => (await heldOn(ownersKey(pair.keyPrefix, name)))[2], 5_000)).toBe(true);
       expect(BigInt(outer.fencingToken)).toBeLessThan(ahead);
       // The re-entry is answered by masters 0 and 2 only.
       await pair.a.runInScope(outer, async () => {
@@ -238,7 +227,7 @@ describe('Redlock: masters that answer late', () => {
         await resume(2);
       }
       // Master 2 runs the first release, then the second holder's late grant (kept: it won).
-      expect(await eventually(async () => (await heldOn(ownersKey(pair.keyPrefix, name)))[2])).toBe(true);
+      expect(await holdsWithin(async () => (await heldOn(ownersKey(pair.keyPrefix, name)))[2], 5_000)).toBe(true);
       await next.release();
       expect(await noHoldLeft(pair.keyPrefix, name)).toBe(true);
     });
@@ -423,7 +412,7 @@ describe('Redlock: masters that answer late', () => {
       const clients = apps[0].get(RedlockMasters).masters.map((master) => master.client);
       masters.proxies[0].resetAll();
       masters.proxies[1].resetAll();
-      expect(await eventually(async () => clients[0].status !== 'ready' && clients[1].status !== 'ready', 2_000)).toBe(true);
+      expect(await holdsWithin(async () => clients[0].status !== 'ready' && clients[1].status !== 'ready', 2_000)).toBe(true);
       await lock.release();
       // Well within the lease (3 s): the masters got the release when their connections came back.
       expect(await noHoldLeft(keyPrefix, name)).toBe(true);

@@ -1,6 +1,7 @@
 import { LockAcquireTimeoutError, RedisConnectionError } from '../../lib/index.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { contendedIncrements, createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
+import { sleep } from '../support/timing.js';
 
 /** Masters that stop answering, die or come back while two services contend for locks. */
 describe('Redlock: a minority of masters down or unreachable', () => {
@@ -77,7 +78,7 @@ describe('Redlock: a minority of masters down or unreachable', () => {
         const lock = await pair.a.acquire('one-down');
         onAll = (await masters.raw(2).exists(key)) === 1;
         await lock.release();
-        if (!onAll) await new Promise((resolve) => setTimeout(resolve, 200));
+        if (!onAll) await sleep(200);
       }
       expect(onAll).toBe(true);
     });

@@ -1,6 +1,7 @@
 import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { contendedIncrements, createRedlockPair, strictlyIncreasing } from './redlock-test-app.js';
+import { sleep } from '../support/timing.js';
 
 /** Two lock services (two "processes") on three independent masters. */
 describe('Redlock: mutual exclusion on a majority of masters', () => {
@@ -41,7 +42,7 @@ describe('Redlock: mutual exclusion on a majority of masters', () => {
   it('wakes a waiter in the other service when the holder releases (pub/sub, not the lease)', async () => {
     const held = await pair.a.acquire('handoff', { leaseTime: 20_000 });
     const waiting = pair.b.acquire('handoff', { waitTimeout: 15_000 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     const releasedAt = performance.now();
     await held.release();
     const next = await waiting;

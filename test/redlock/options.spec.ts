@@ -13,6 +13,7 @@ import { freePort } from '../../tools/local-redis-server.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { createRedlockApp } from './redlock-test-app.js';
+import { sleep } from '../support/timing.js';
 
 async function bootstrap(options: RedisLockModuleOptions): Promise<unknown> {
   try {
@@ -35,7 +36,7 @@ describe('Redlock: options and unsupported lock kinds', () => {
   afterAll(async () => {
     await masters?.stop();
     // ioredis waits up to 2 s for a socket closed mid-reconnect (the unreachable masters above).
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await sleep(2_500);
   });
 
   it.each<[string, RedisLockModuleOptions['redlock'] | unknown, string]>([

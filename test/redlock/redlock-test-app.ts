@@ -3,6 +3,7 @@ import { LockService, RedisLockModule, type RedisLockModuleOptions, type Redlock
 import type { Redis } from 'ioredis';
 import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 /** A Nest testing module in Redlock mode over `urls`; closed with `app.close()`. */
 export async function createRedlockApp(
@@ -58,7 +59,7 @@ export async function contendedIncrements(
           if (inside > 1) overlaps++;
           tokens.push(BigInt(lock.fencingToken));
           const read = count;
-          await new Promise((resolve) => setTimeout(resolve, 1));
+          await sleep(1);
           count = read + 1;
           inside--;
         },
@@ -89,6 +90,6 @@ export async function mastersReconnected(apps: TestingModule[], timeoutMs = 30_0
   const deadline = performance.now() + timeoutMs;
   while (connections.some((c) => c.status !== 'ready')) {
     if (performance.now() > deadline) throw new Error('Redlock masters did not reconnect in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }

@@ -1,8 +1,7 @@
 import { LockLostError, LockNotHeldError, RedisLockEvents } from '../../lib/index.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { sleep } from '../support/timing.js';
 import { createRedlockPair, mastersReconnected } from './redlock-test-app.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function abortReason(signal: AbortSignal): Promise<unknown> {
   return new Promise((resolve) => {

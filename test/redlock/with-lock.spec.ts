@@ -3,6 +3,7 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { LockContext, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { sleep } from '../support/timing.js';
 
 @Injectable()
 class Ledger {
@@ -13,7 +14,7 @@ class Ledger {
   async deposit(account: string): Promise<void> {
     Ledger.tokens.push(BigInt(LockContext.current()!.fencingToken));
     const read = Ledger.balance;
-    await new Promise((resolve) => setTimeout(resolve, 1));
+    await sleep(1);
     Ledger.balance = read + 1;
     void account;
   }

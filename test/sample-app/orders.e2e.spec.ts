@@ -4,6 +4,7 @@ import { AppModule } from '../../sample-app/src/app.module.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
+import { sleep } from '../support/timing.js';
 
 /**
  * The sample orders service over real HTTP and real Redis, once on its embedded database (PGlite,
@@ -67,12 +68,12 @@ describe.each([
     let current = unpaid;
     const deadline = Date.now() + 15_000;
     while (current.status === 'pending' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
       current = (await call('GET', `/orders/${unpaid.id}`)).body;
     }
     expect(current.status).toBe('expired');
     expect(Date.parse(current.expiredAt)).toBeGreaterThanOrEqual(Date.parse(current.expiresAt));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     expect((await call('GET', `/orders/${paid.id}`)).body.status).toBe('paid');
     // A paid order cannot be paid again, and an expired one cannot be paid at all.
     expect((await call('POST', `/orders/${unpaid.id}/pay`)).status).toBe(409);

@@ -4,6 +4,7 @@ import { DelayQueueService, LockService, RedisLockEvents, type RedisLockModuleOp
 import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
 import { FaultProxy, type LostReply } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from './test-app.js';
+import { waitFor, within } from './timing.js';
 
 /** A Lua script of the library, as `FaultProxy.script` matches it. */
 export interface ScriptRef {
@@ -129,7 +130,7 @@ export class LostReplyHarness {
         throw new Error(`The lost reply of ${name} was an error (the script did not run): ${fired.reply.trim()}`);
       }
       // The call whose reply was lost reaches Redis a second time (ioredis re-sends it after reconnecting).
-      await until(
+      await waitFor(
         () => seen.count - before >= nth + 1,
         FAULT_WAIT_MS,
         `${name} to be sent again after its reply was lost (seen ${seen.count - before} call(s))`,
@@ -143,37 +144,7 @@ export class LostReplyHarness {
   }
 }
 
-/** Resolves with `promise`, or fails with `what` after `ms`. */
-export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} (waited ${ms} ms)`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves once `predicate` holds, checking every 10 ms; fails after `timeoutMs` naming `what`. */
-export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = FAULT_WAIT_MS, what = 'a condition'): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (await predicate()) return;
-    if (performance.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 /** Fencing tokens are decimal strings: compare them as integers. */
 export function fence(token: string): bigint {
   return BigInt(token);
-}
-
-/** A promise with its resolve function, for handlers that wait until the row lets them go on. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
 }

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, startLocalRedisServer, type LocalRedisServer } from './local-redis-server.js';
+import { waitFor } from './timing.js';
 
 export const NO_SENTINEL_MESSAGE = [
   'The failover tests need `redis-server` (with Sentinel mode, part of every redis-server build) on PATH.',
@@ -156,7 +157,7 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
       });
     const role = (port: number) => ask(port, async (c) => ((await c.call('ROLE')) as [string])[0]);
 
-    await waitUntil('the sentinels to agree on the primary and know both replicas and each other', 30_000, async () => {
+    await waitFor(async () => {
       for (const s of sentinels) {
         const ok = await ask(s.port, async (c) => {
           const master = (await c.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string];
@@ -173,7 +174,7 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
         if (!ok) return false;
       }
       return true;
-    });
+    }, 30_000, 'the sentinels to agree on the primary and know both replicas and each other', { every: 100, retryErrors: true });
 
     const topology: RedisSentinelTopology = {
       name,
@@ -220,7 +221,7 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
         await node.server.stop();
         node.server = await startLocalRedisServer({ port, args: [...common, '--replicaof', primary.host, String(primary.port)] });
         node.killed = false;
-        await waitUntil(`the sentinels to list ${port} as a healthy replica`, timeoutMs, async () => {
+        await waitFor(async () => {
           for (const s of sentinels) {
             const ok = await ask(s.port, async (c) => {
               const replicas = (await c.call('SENTINEL', 'replicas', name)) as string[][];
@@ -234,11 +235,11 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
             if (!ok) return false;
           }
           return true;
-        });
+        }, timeoutMs, `the sentinels to list ${port} as a healthy replica`, { every: 100, retryErrors: true });
       },
       async waitForNewPrimary(oldPort, timeoutMs = 30_000) {
         let found: HostPort | undefined;
-        await waitUntil(`a new primary in place of port ${oldPort}`, timeoutMs, async () => {
+        await waitFor(async () => {
           const seen = await Promise.all(sentinels.map((s) => primaryPerSentinel(s.port).catch(() => undefined)));
           const ports = new Set(seen.map((p) => p?.port));
           if (ports.size !== 1 || ports.has(undefined) || ports.has(oldPort)) return false;
@@ -246,7 +247,7 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
           if ((await role(candidate.port).catch(() => undefined)) !== 'master') return false;
           found = candidate;
           return true;
-        });
+        }, timeoutMs, `a new primary in place of port ${oldPort}`, { every: 100, retryErrors: true });
         return found!;
       },
       clientTo,
@@ -324,20 +325,6 @@ async function launchSentinel(
     }
   }
   throw lastError;
-}
-
-async function waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  let lastError: unknown;
-  while (performance.now() < deadline) {
-    try {
-      if (await check()) return;
-    } catch (error) {
-      lastError = error;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`);
 }
 
 function sendSignal(child: ChildProcess, signal: NodeJS.Signals): void {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockService, runInTransaction, WithLock } from '../../lib/index.js';
 import { createWithLockApp } from '../fixtures/with-lock-app.js';
+import { sleep } from '../support/timing.js';
 
 @Injectable()
 class Ledger {
@@ -93,7 +94,7 @@ describe('lock sections inside one unit of work', () => {
           key,
           async () => {
             most = Math.max(most, ++inside);
-            await new Promise((resolve) => setTimeout(resolve, 50));
+            await sleep(50);
             inside--;
           },
           { waitTimeout: 300 },

@@ -4,7 +4,8 @@ import { StorageDriver, addTransactionalDataSource, initializeTransactionalConte
 import { LockService } from '../../lib/index.js';
 import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction/adapters/typeorm-transactional.js';
 import { ordersDataSource } from '../fixtures/tx-datasource.js';
-import { countOrders, eventually, placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
+import { countOrders, placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
+import { waitFor } from '../support/timing.js';
 import {
   TypeOrmOrderWorkflow,
   createTypeOrmTransactionalApp,
@@ -123,12 +124,12 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
       try {
         const failed = workflow.placeOrderAndLoseConnection(ref, async (pid) => {
           const sleeping = "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active' AND query LIKE '%pg_sleep%'";
-          await eventually(async () => ((await admin.query(sleeping, [pid])).rowCount ?? 0) > 0);
+          await waitFor(async () => ((await admin.query(sleeping, [pid])).rowCount ?? 0) > 0, 10_000, 'the transaction to be inside pg_sleep');
           await admin.query('SELECT pg_terminate_backend($1)', [pid]);
         });
         await expect(failed).rejects.toThrow();
         // typeorm-transactional reports the end on the next turn of the event loop.
-        await eventually(async () => !(await locks.isLocked(`order:${ref}`)));
+        await waitFor(async () => !(await locks.isLocked(`order:${ref}`)), 10_000, 'the lock to be released');
       } finally {
         await admin.end();
       }

@@ -7,7 +7,7 @@ import { DelayQueueService, OnDelayed, RedisLockModule, type JobContext, type Re
 import { RedisKeySpace, type TopicKeys } from '../../../lib/keys/redis-key-space.js';
 import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { TopicShards } from '../../../lib/delay-queue/topic-shards.js';
-import { waitFor } from '../../delay-queue/support/delay-test-app.js';
+import { sleep, waitFor } from '../../support/timing.js';
 
 /** Where the scenarios run: a connection option and a raw client to look at keys. */
 export interface ScenarioTarget {
@@ -103,7 +103,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       try {
         await queue.scheduleMany(TOPIC, Array.from({ length: 90 }, (_, i) => ({ payload: i, delay: (i % 10) * 20 })));
         await waitFor(() => seen.size === 90, 15_000, 'all 90 jobs to run');
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
         expect([...seen.values()].every((count) => count === 1)).toBe(true);
         expect(await queue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
       } finally {
@@ -184,7 +184,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         const order: string[] = [];
         const consumer = queue.consume<string>('fair', async (id) => {
           order.push(id);
-          await new Promise((r) => setTimeout(r, 5));
+          await sleep(5);
         }, { concurrency: shards });
         try {
           await waitFor(() => order.length >= 5, 10_000, 'the backlog to start');

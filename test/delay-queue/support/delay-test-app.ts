@@ -44,24 +44,3 @@ export async function createDelayApp(
     },
   };
 }
-
-/** Resolves once `predicate` holds, checking every 10 ms; fails after `timeoutMs` with `what`. */
-export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what = 'condition'): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (await predicate()) return;
-    if (performance.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** A promise with its resolve function, for handlers that must wait until the test lets them finish. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}

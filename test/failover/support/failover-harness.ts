@@ -2,6 +2,7 @@ import type { Provider, Type } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockModule, type LockHandle, type LockService, type RedisLockModuleOptions } from '../../../lib/index.js';
+import { sleep, type WaitOptions } from '../../support/timing.js';
 
 /** A Nest testing module with RedisLockModule (logger off: failovers make the client log a lot). */
 export async function createFailoverApp(
@@ -14,23 +15,8 @@ export async function createFailoverApp(
   return app;
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Resolves once `predicate` holds (checked every 20 ms); fails after `timeoutMs` naming `what`. */
-export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await predicate()) return;
-    } catch {
-      // Redis may be failing over: ask again.
-    }
-    if (performance.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
+/** Wait options for checks made while Redis fails over: a check that throws is asked again. */
+export const THROUGH_FAILOVER: WaitOptions = { every: 20, retryErrors: true };
 
 /**
  * `tryAcquire` repeated until Redis answers (errors while the client reconnects after a failover are
