@@ -35,6 +35,7 @@ import {
   type LostReplyRow,
   type ScriptRef,
 } from '../support/lost-reply-harness.js';
+import { got } from '../support/lock-probes.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 
 /*
@@ -53,13 +54,6 @@ import { deferred, sleep, waitFor } from '../support/timing.js';
 
 type Ctx = LostReplyContext;
 const TOPIC = 'jobs';
-
-/** Whether a try-acquire got the lock (given back at once when it did). */
-async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
-  const handle = await attempt;
-  await handle?.release();
-  return handle !== null;
-}
 
 /** The fence of a hold another process takes at once (it must be free), given back right away; null if it was not free. */
 async function takenAtOnce(attempt: Promise<LockHandle | null>): Promise<bigint | null> {

@@ -1,5 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
-import { type LockHandle, LockService } from '../../lib/index.js';
+import { LockService } from '../../lib/index.js';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,
@@ -8,14 +8,8 @@ import {
 } from '../../lib/lock/scripts/read-write-lock.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { got } from '../support/lock-probes.js';
 import { sleep } from '../support/timing.js';
-
-/** Whether a try-acquire got the lock (given back at once when it did). */
-async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
-  const handle = await attempt;
-  await handle?.release();
-  return handle !== null;
-}
 
 /**
  * Read/write locks when a reply is lost: ioredis re-sends the command after reconnecting, so the

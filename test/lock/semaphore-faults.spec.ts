@@ -4,14 +4,8 @@ import { type LockHandle, LockService } from '../../lib/index.js';
 import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { got } from '../support/lock-probes.js';
 import { sleep } from '../support/timing.js';
-
-/** Whether a try-acquire got a permit (given back at once when it did). */
-async function got(attempt: Promise<LockHandle | null>): Promise<boolean> {
-  const handle = await attempt;
-  await handle?.release();
-  return handle !== null;
-}
 
 /**
  * Semaphores when a reply is lost: ioredis re-sends the command after reconnecting, so the script

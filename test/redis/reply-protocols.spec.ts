@@ -15,9 +15,8 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
 import { readEvictionPolicies } from '../../lib/redis/eviction-policy-check.js';
-import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 
 /*
@@ -72,13 +71,7 @@ describe('Redis reply protocols', () => {
     const app = await Test.createTestingModule({
       imports: [RedisLockModule.forRoot({ keyPrefix: uniquePrefix('rp'), ...options })],
     }).compile();
-    try {
-      await app.init();
-    } catch (error) {
-      await app.get(RedisConnection).onApplicationShutdown();
-      throw error;
-    }
-    return app;
+    return initOrCloseConnections(app);
   }
 
   describe.each(PROTOCOLS)('a client with $name', ({ options, resp }) => {

@@ -9,15 +9,8 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { fencedWrite } from '../fixtures/fenced-store.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
-import { holdsWithin, sleep } from '../support/timing.js';
+import { abortReason, holdsWithin, sleep } from '../support/timing.js';
 import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app.js';
-
-function abortReason(signal: AbortSignal): Promise<unknown> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve(signal.reason);
-    else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
-  });
-}
 
 /**
  * Redlock with masters that answer late: a master whose answer arrives after the vote was decided

@@ -1,14 +1,7 @@
 import { LockLostError, LockNotHeldError, RedisLockEvents } from '../../lib/index.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
-import { sleep } from '../support/timing.js';
+import { abortReason, sleep } from '../support/timing.js';
 import { createRedlockPair, mastersReconnected } from './redlock-test-app.js';
-
-function abortReason(signal: AbortSignal): Promise<unknown> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve(signal.reason);
-    else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
-  });
-}
 
 /** Lease renewal on a majority, and what a holder sees when the majority is gone. */
 describe('Redlock: watchdog and lost locks', () => {

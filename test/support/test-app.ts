@@ -1,6 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { closeRedisLockTestingModule, initRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
 
 /** The Redis URL of this run (set by global-setup). */
@@ -23,6 +24,21 @@ export function uniquePrefix(label = 't'): string {
 export async function createLockApp(options: RedisLockModuleOptions = {}): Promise<TestingModule> {
   const { redis = testRedisUrl(), ...redisLock } = options;
   return initRedisLockTestingModule({ redis, redisLock: { keyPrefix: uniquePrefix(), ...redisLock } });
+}
+
+/**
+ * Initialises a compiled module. A bootstrap error (what some specs expect) must not leave the
+ * module's connections open, and Nest's close() rethrows the init error without running any hook,
+ * so the connections are closed directly before the error is rethrown.
+ */
+export async function initOrCloseConnections(app: TestingModule): Promise<TestingModule> {
+  try {
+    await app.init();
+  } catch (error) {
+    await app.get(RedisConnection).onApplicationShutdown();
+    throw error;
+  }
+  return app;
 }
 
 /** A plain client for looking at (or tampering with) keys from outside the library. */

@@ -70,6 +70,14 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
   }
 }
 
+/** Resolves with the signal's abort reason once it aborts (at once if it already has). */
+export function abortReason(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(signal.reason);
+    else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
+  });
+}
+
 export interface Deferred<T> {
   readonly promise: Promise<T>;
   resolve(value: T): void;

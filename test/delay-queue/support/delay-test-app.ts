@@ -1,8 +1,7 @@
 import type { Provider, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisLockModule, type RedisLockModuleOptions } from '../../../lib/index.js';
-import { RedisConnection } from '../../../lib/redis/redis-connection.js';
-import { testRedisUrl, uniquePrefix } from '../../support/test-app.js';
+import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../../support/test-app.js';
 
 export interface DelayTestApp {
   readonly app: TestingModule;
@@ -24,14 +23,7 @@ export async function createDelayApp(
     imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), ...options, keyPrefix })],
     providers,
   }).compile();
-  try {
-    await app.init();
-  } catch (error) {
-    // A bootstrap error (what some specs expect) must not leave the module's connections open. Nest's
-    // close() rethrows the init error without running any hook, so close the connections directly.
-    await app.get(RedisConnection).onApplicationShutdown();
-    throw error;
-  }
+  await initOrCloseConnections(app);
   let closed = false;
   return {
     app,
