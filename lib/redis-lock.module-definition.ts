@@ -8,8 +8,6 @@ import type { RedisLockModuleOptions } from './options/redis-lock-module-options
 export const {
   ConfigurableModuleClass: ConfigurableRedisLockModule,
   MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS,
-  OPTIONS_TYPE: REDIS_LOCK_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: REDIS_LOCK_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<RedisLockModuleOptions>({ moduleName: 'RedisLock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createRedisLockOptions')
