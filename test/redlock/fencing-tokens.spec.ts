@@ -1,6 +1,6 @@
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
-import { sleep } from '../support/timing.js';
+import { holdsWithin } from '../support/timing.js';
 
 /**
  * Fencing tokens must grow across holders whatever minority is down, including the first master
@@ -92,10 +92,7 @@ describe('Redlock: fencing tokens', () => {
     // step it took stays: a fence only grows (a skipped token is harmless).
     const steppedAndHandedBack = async () =>
       BigInt((await masters.raw(2).get(fence)) ?? '0') > BigInt(before ?? '0') && (await masters.raw(2).exists(owners)) === 0;
-    const deadline = performance.now() + 5_000;
-    while (!(await steppedAndHandedBack()) && performance.now() < deadline) {
-      await sleep(20);
-    }
+    await holdsWithin(steppedAndHandedBack, 5_000);
     expect(await steppedAndHandedBack()).toBe(true);
     await holder.release();
     // Counters apart: the next token comes from the highest of them (raised on the others).
