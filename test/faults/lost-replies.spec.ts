@@ -3,6 +3,11 @@ import { join } from 'node:path';
 import { LockAcquireTimeoutError, type Consumer, type LockHandle, type LockService } from '../../lib/index.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
+import { cancelWaitingJobScript } from '../../lib/delay-queue/scripts/cancel-waiting-job.lua.js';
+import { deleteDeadJobScript } from '../../lib/delay-queue/scripts/delete-dead-job.lua.js';
+import { listJobsScript } from '../../lib/delay-queue/scripts/list-jobs.lua.js';
+import { readLockScript } from '../../lib/lock/scripts/read-lock.lua.js';
+import { readSemaphoreScript } from '../../lib/lock/scripts/read-semaphore.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
@@ -580,6 +585,34 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
+    name: 'cancel waiting (dashboard): a cancel run twice still answers cancelled and the job is gone',
+    script: cancelWaitingJobScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'cancelled-waiting', delay: 60_000 }),
+    act: (ctx, id) => ctx.inspector.cancelWaiting(TOPIC, id),
+    check: async (ctx, id, outcome) => {
+      expect(outcome).toBe('cancelled');
+      expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+    },
+  }),
+  row({
+    name: 'delete dead (dashboard): a delete run twice still answers true and the dead letter is gone',
+    script: deleteDeadJobScript,
+    arrange: async (ctx) => {
+      const consumer = ctx.peerQueue.consume(TOPIC, () => Promise.reject(new Error('always fails')), { maxAttempts: 1 });
+      await ctx.peerQueue.schedule(TOPIC, 1, { id: 'buried' });
+      await waitFor(async () => (await deadIds(ctx)).includes('buried'), 8_000, 'the job to reach the dead letters');
+      await consumer.close();
+      return 'buried';
+    },
+    act: (ctx, id) => ctx.inspector.deleteDead(TOPIC, id),
+    check: async (ctx, id, deleted) => {
+      expect(deleted).toBe(true);
+      expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+    },
+  }),
+  row({
     name: 'reschedule: a reschedule run twice answers true; the job runs once, not before its new time',
     script: rescheduleJobScript,
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'moved', delay: 60_000 }),
@@ -684,7 +717,7 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
 }
 
 /** Scripts that only read: a lost reply and a re-send change nothing, so they have no row. */
-const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readJobScript, readDeadLettersScript, topicStatsScript];
+const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readJobScript, readDeadLettersScript, topicStatsScript, listJobsScript, readLockScript, readSemaphoreScript];
 
 /** Every Lua script the lock and delayed-job families define (each exported RedisScript of their script folders). */
 async function scriptsOfLibrary(): Promise<ScriptRef[]> {
