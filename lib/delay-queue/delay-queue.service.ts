@@ -27,7 +27,7 @@ import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.inter
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
 import { decodeJobLeniently } from './job-codec.js';
-import { newOperationId, operationKey } from './operation-record.js';
+import { newOperationId, operationKey, runRecorded } from './operation-record.js';
 import { describe, prepareJob, type PreparedJob } from './schedule-options.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
@@ -389,11 +389,8 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
    * Runs a script with a fresh operation record (see operation-record.ts), so that a re-sent call
    * answers as the first run did; the record is dropped once the reply is here (no re-send can follow).
    */
-  private async runRecorded<T>(script: RedisScript, keys: string[], args: (string | number)[]): Promise<T> {
-    const record = operationKey(keys[1], newOperationId());
-    const reply = await script.run<T>(this.connection.client, [...keys, record], args);
-    await this.dropRecords([record]);
-    return reply;
+  private runRecorded<T>(script: RedisScript, keys: string[], args: (string | number)[]): Promise<T> {
+    return runRecorded<T>(this.connection.client, script, keys, args);
   }
 
   /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */

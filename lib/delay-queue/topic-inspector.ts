@@ -10,6 +10,7 @@ import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import { decodeJob } from './job-codec.js';
 import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
 import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
+import { runRecorded } from './operation-record.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
 import { assertValidTopic } from './topic-name.js';
 import { shardTopicName, TopicShards } from './topic-shards.js';
@@ -130,12 +131,12 @@ export class TopicInspector {
 
   /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
   async deleteDead(topic: string, id: string): Promise<boolean> {
-    return (await deleteDeadJobScript.run<number>(this.connection.client, scriptKeys(this.keysOfJob(topic, id)), [id])) === 1;
+    return (await runRecorded<number>(this.connection.client, deleteDeadJobScript, scriptKeys(this.keysOfJob(topic, id)), [id])) === 1;
   }
 
   /** Cancels a job that is still waiting; a running job is left alone. */
   async cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
-    const result = await cancelWaitingJobScript.run<number>(this.connection.client, scriptKeys(this.keysOfJob(topic, id)), [id]);
+    const result = await runRecorded<number>(this.connection.client, cancelWaitingJobScript, scriptKeys(this.keysOfJob(topic, id)), [id]);
     return result === 1 ? 'cancelled' : result === -1 ? 'running' : 'not-waiting';
   }
 

@@ -6,19 +6,25 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  * job a consumer is running is left alone: an operator acting on a list a few seconds old must not
  * pull a job out from under its handler.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
  * ARGV[1] job id
  *
- * Returns 1 when cancelled, -1 when the job is running, 0 when it is not waiting (done, dead or unknown).
+ * Returns 1 when cancelled, -1 when the job is running, 0 when it is not waiting (done, dead or unknown);
+ * a second run of the same call answers as the first.
  */
 export const cancelWaitingJobScript = new RedisScript(
   'cancelWaitingJob',
   `${LUA_PRELUDE}
+local prior = recordedReply()
+if prior then return tonumber(prior) end
+local outcome = 0
 if redis.call('zrem', DUE, ARGV[1]) == 1 then
   redis.call('hdel', JOBS, ARGV[1])
-  return 1
+  outcome = 1
+elseif redis.call('zscore', ACTIVE, ARGV[1]) then
+  outcome = -1
 end
-if redis.call('zscore', ACTIVE, ARGV[1]) then return -1 end
-return 0
+recordReply(outcome)
+return outcome
 `,
 );
