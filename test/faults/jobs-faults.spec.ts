@@ -79,6 +79,8 @@ class ChildConsumer {
   readonly ready: Promise<void>;
   readonly exited: Promise<number | null>;
   isReady = false;
+  /** SIGKILL sent by the spec: the process is gone or about to be, whatever `alive` says yet. */
+  private killed = false;
   private stderr = '';
 
   constructor(env: Record<string, string>, ledger: JobLedger) {
@@ -112,12 +114,15 @@ class ChildConsumer {
 
   kill(ledger: JobLedger): void {
     ledger.killedPids.add(this.pid);
+    this.killed = true;
     this.child.kill('SIGKILL');
   }
 
   /** Graceful stop (SIGTERM: drain, hand back, close); resolves with the exit code. */
   async stop(): Promise<number | null> {
     await this.ready.catch(() => undefined); // SIGTERM is handled once the app is up
+    // A consumer killed just before the end of the run may not have reported its exit yet.
+    if (this.killed) return this.exited;
     if (!this.alive) return this.child.exitCode;
     this.child.kill('SIGTERM');
     // The drain is bounded by the consumer's shutdownTimeout (10 s) plus closing; on a machine loaded
@@ -130,7 +135,7 @@ class ChildConsumer {
     const code = await this.exited;
     clearTimeout(timer);
     if (code !== 0) {
-      const how = forced ? 'did not exit within 30 s of SIGTERM (killed)' : `exited with ${code} on SIGTERM`;
+      const how = forced ? 'did not exit within 30 s of SIGTERM (killed)' : `exited with ${code ?? this.child.signalCode} on SIGTERM`;
       throw new Error(`consumer ${this.pid} ${how}:\n${this.stderr}`);
     }
     return code;
