@@ -27,7 +27,6 @@ export interface RedisLockConfig {
     readonly backoff: Required<BackoffOptions>;
     readonly shutdownTimeout: number;
     readonly retention: Required<RetentionOptions>;
-    /** Shard count of each topic split into more than one shard. */
     /** Shard count per topic split into more than one shard. */
     readonly topics: ReadonlyMap<string, number>;
   };
