@@ -37,6 +37,11 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     }
   }
 
+  /** Topics consumed by an `@OnDelayed` handler of this application (found in `onModuleInit`). */
+  handledTopics(): readonly string[] {
+    return [...new Set(this.handlers.map((handler) => handler.topic))];
+  }
+
   onApplicationBootstrap(): void {
     for (const handler of this.handlers) {
       this.consumers.push(

@@ -6,7 +6,7 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import { scanKeys } from '../redis/scan-keys.js';
 import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
 import { DUE_SCORE_SLOTS } from './delay-queue.constants.js';
-import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
+import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import { decodeJob } from './job-codec.js';
 import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
 import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
@@ -66,21 +66,19 @@ export type CancelWaitingOutcome = 'cancelled' | 'running' | 'not-waiting';
 export class TopicInspector {
   private readonly keySpace: RedisKeySpace;
   private readonly shards: TopicShards;
-  private handled?: readonly string[];
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
     private readonly connection: RedisConnection,
-    private readonly explorer: DelayedHandlerExplorer,
+    private readonly orchestrator: DelayQueueOrchestrator,
   ) {
     this.keySpace = new RedisKeySpace(config.keyPrefix);
     this.shards = new TopicShards(this.keySpace, config.delayQueue.topics ?? new Map());
   }
 
-  /** Topics consumed by an `@OnDelayed` handler of this application (asked of the explorer once, when first needed). */
+  /** Topics consumed by an `@OnDelayed` handler of this application (the ones the delay queue runs). */
   handledTopics(): readonly string[] {
-    this.handled ??= [...new Set(this.explorer.explore().map((handler) => handler.topic))];
-    return this.handled;
+    return this.orchestrator.handledTopics();
   }
 
   /**
