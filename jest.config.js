@@ -16,7 +16,7 @@ export default {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false, useESM: true }],
   },
   moduleNameMapper: {
-    '^nestjs-redis-lock/transaction/(nestjs-cls|typeorm-transactional)$': '<rootDir>/lib/transaction/adapters/$1.ts',
+    '^nestjs-redis-lock/transaction/(nestjs-cls|typeorm-transactional)$': '<rootDir>/lib/transaction-adapters/$1.ts',
     '^nestjs-redis-lock/(metrics|health|dashboard)$': '<rootDir>/lib/observability/$1/index.ts',
     '^nestjs-redis-lock/testing$': '<rootDir>/lib/testing/index.ts',
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',

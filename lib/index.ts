@@ -12,7 +12,7 @@ export type {
   RedlockOptions,
   RetentionOptions,
   SyncReplicasOptions,
-} from './options/redis-lock-module-options.interface.js';
+} from './core/options/redis-lock-module-options.interface.js';
 
 export { LockService } from './lock/lock.service.js';
 export type { LockHandle } from './lock/interfaces/lock-handle.interface.js';
@@ -35,8 +35,8 @@ export {
   type JobRecoveredEvent,
   type JobScheduleRetryingEvent,
   type JobScheduleLostEvent,
-} from './lock/lock-events.js';
-export { REDIS_LOCK_CHANNELS, redisLockChannel } from './lock/redis-lock.channels.js';
+} from './core/events/redis-lock-events.js';
+export { REDIS_LOCK_CHANNELS, redisLockChannel } from './core/events/redis-lock.channels.js';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';
 
 export { WithLock } from './decorators/with-lock.decorator.js';
@@ -56,31 +56,31 @@ export {
   TransactionSynchronizer,
   type TransactionStatus,
   type TransactionSynchronization,
-} from './transaction/transaction-synchronizer.interface.js';
-export { AsyncLocalUnitOfWork, runInTransaction } from './transaction/async-local-unit-of-work.js';
+} from './core/transaction/transaction-synchronizer.interface.js';
+export { AsyncLocalUnitOfWork, runInTransaction } from './core/transaction/async-local-unit-of-work.js';
 
-export { RedisLockError } from './errors/redis-lock.error.js';
-export { LockAcquireTimeoutError } from './errors/lock-acquire-timeout.error.js';
-export { LockAcquireAbortedError } from './errors/lock-acquire-aborted.error.js';
-export { LockLostError } from './errors/lock-lost.error.js';
-export { LockNotHeldError } from './errors/lock-not-held.error.js';
-export { LockNotReplicatedError } from './errors/lock-not-replicated.error.js';
-export { LockUpgradeError } from './errors/lock-upgrade.error.js';
-export { LockKindConflictError, type LockKind } from './errors/lock-kind-conflict.error.js';
-export { LockServiceClosedError } from './errors/lock-service-closed.error.js';
-export { InvalidLockKeyError } from './errors/invalid-lock-key.error.js';
-export { InvalidLockKeyTemplateError } from './errors/invalid-lock-key-template.error.js';
-export { UnresolvedLockKeyError } from './errors/unresolved-lock-key.error.js';
-export { LockServiceUnavailableError } from './errors/lock-service-unavailable.error.js';
-export { InvalidOptionsError } from './errors/invalid-options.error.js';
-export { UnsupportedInRedlockModeError } from './errors/unsupported-in-redlock-mode.error.js';
-export { InvalidJobError } from './errors/invalid-job.error.js';
-export { InvalidTopicError } from './errors/invalid-topic.error.js';
-export { DuplicateDelayedHandlerError } from './errors/duplicate-delayed-handler.error.js';
-export { JobVisibilityLostError } from './errors/job-visibility-lost.error.js';
-export { ConsumerShutdownTimeoutError } from './errors/consumer-shutdown-timeout.error.js';
-export { DelayQueueClosedError } from './errors/delay-queue-closed.error.js';
-export { RedisConnectionError } from './errors/redis-connection.error.js';
-export { RedisEvictionPolicyError } from './errors/redis-eviction-policy.error.js';
-export { RedisCommandError } from './errors/redis-command.error.js';
-export { lockReconnectStrategy } from './redis/reconnect-strategy.js';
+export { RedisLockError } from './core/errors/redis-lock.error.js';
+export { LockAcquireTimeoutError } from './core/errors/lock-acquire-timeout.error.js';
+export { LockAcquireAbortedError } from './core/errors/lock-acquire-aborted.error.js';
+export { LockLostError } from './core/errors/lock-lost.error.js';
+export { LockNotHeldError } from './core/errors/lock-not-held.error.js';
+export { LockNotReplicatedError } from './core/errors/lock-not-replicated.error.js';
+export { LockUpgradeError } from './core/errors/lock-upgrade.error.js';
+export { LockKindConflictError, type LockKind } from './core/errors/lock-kind-conflict.error.js';
+export { LockServiceClosedError } from './core/errors/lock-service-closed.error.js';
+export { InvalidLockKeyError } from './core/errors/invalid-lock-key.error.js';
+export { InvalidLockKeyTemplateError } from './core/errors/invalid-lock-key-template.error.js';
+export { UnresolvedLockKeyError } from './core/errors/unresolved-lock-key.error.js';
+export { LockServiceUnavailableError } from './core/errors/lock-service-unavailable.error.js';
+export { InvalidOptionsError } from './core/errors/invalid-options.error.js';
+export { UnsupportedInRedlockModeError } from './core/errors/unsupported-in-redlock-mode.error.js';
+export { InvalidJobError } from './core/errors/invalid-job.error.js';
+export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
+export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';
+export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
+export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
+export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
+export { RedisConnectionError } from './core/errors/redis-connection.error.js';
+export { RedisEvictionPolicyError } from './core/errors/redis-eviction-policy.error.js';
+export { RedisCommandError } from './core/errors/redis-command.error.js';
+export { lockReconnectStrategy } from './core/redis/reconnect-strategy.js';

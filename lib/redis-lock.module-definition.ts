@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface.js';
+import type { RedisLockModuleOptions } from './core/options/redis-lock-module-options.interface.js';
 
 /**
  * Generates `forRoot` / `forRootAsync` (useFactory + inject, useClass, useExisting) with an

@@ -1,23 +1,17 @@
 import { Module } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { DelayQueueOrchestrator } from './delay-queue/delay-queue.orchestrator.js';
-import { DelayQueueService } from './delay-queue/delay-queue.service.js';
-import { DelayedHandlerExplorer } from './delay-queue/delayed-handler.explorer.js';
-import { DelayedHandlerMetadataAccessor } from './delay-queue/delayed-handler-metadata.accessor.js';
-import { TopicInspector } from './delay-queue/topic-inspector.js';
+import { coreProviders } from './core/core.providers.js';
+import { RedisLockEvents } from './core/events/redis-lock-events.js';
+import { RedisConnection } from './core/redis/redis-connection.js';
+import { TransactionSynchronizer } from './core/transaction/transaction-synchronizer.interface.js';
 import { WithLockInterceptor } from './decorators/with-lock.interceptor.js';
+import { delayQueueProviders } from './delay-queue/delay-queue.providers.js';
+import { DelayQueueService } from './delay-queue/delay-queue.service.js';
+import { TopicInspector } from './delay-queue/topic-inspector.js';
 import { LockInspector } from './lock/lock-inspector.js';
+import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
-import { RedlockMasters } from './lock/redlock/redlock-masters.js';
-import { RedisLockEvents } from './lock/lock-events.js';
-import { resolveRedisLockConfig } from './options/resolve-redis-lock-config.js';
-import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface.js';
-import { RedisConnection } from './redis/redis-connection.js';
 import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition.js';
-import { REDIS_LOCK_CONFIG } from './redis-lock.constants.js';
-import { defaultUnitOfWork } from './transaction/async-local-unit-of-work.js';
-import { TransactionSynchronizer } from './transaction/transaction-synchronizer.interface.js';
-import type { RedisLockConfig } from './options/redis-lock-config.js';
 
 /**
  * Distributed locks and delayed jobs on Redis.
@@ -29,26 +23,9 @@ import type { RedisLockConfig } from './options/redis-lock-config.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    {
-      provide: REDIS_LOCK_CONFIG,
-      useFactory: (options: RedisLockModuleOptions) => resolveRedisLockConfig(options),
-      inject: [REDIS_LOCK_MODULE_OPTIONS],
-    },
-    {
-      provide: TransactionSynchronizer,
-      useFactory: (config: RedisLockConfig) => config.transactions ?? defaultUnitOfWork,
-      inject: [REDIS_LOCK_CONFIG],
-    },
-    RedisConnection,
-    RedisLockEvents,
-    RedlockMasters,
-    LockService,
-    DelayQueueService,
-    DelayedHandlerMetadataAccessor,
-    DelayedHandlerExplorer,
-    DelayQueueOrchestrator,
-    LockInspector,
-    TopicInspector,
+    ...coreProviders(REDIS_LOCK_MODULE_OPTIONS),
+    ...lockProviders,
+    ...delayQueueProviders,
     // Takes @WithRequestLock locks and answers lock timeouts with 409 Conflict over HTTP.
     { provide: APP_INTERCEPTOR, useClass: WithLockInterceptor },
   ],

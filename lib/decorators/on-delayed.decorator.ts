@@ -1,14 +1,10 @@
-import { ON_DELAYED_METADATA } from '../delay-queue/delay-queue.constants.js';
+import { ON_DELAYED_METADATA } from '../delay-queue/jobs/delay-queue.constants.js';
 import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interface.js';
+import type { OnDelayedMetadata } from '../delay-queue/interfaces/on-delayed-metadata.interface.js';
 
 /** Options of `@OnDelayed`: the consumer settings of its topic in this process. */
 export type OnDelayedOptions = ConsumerOptions;
 
-/** What `@OnDelayed` records on a method. Internal. */
-export interface OnDelayedMetadata {
-  readonly topic: string;
-  readonly options?: OnDelayedOptions;
-}
 
 /**
  * Marks a provider method as the handler of a delayed-job topic. It only records metadata: at

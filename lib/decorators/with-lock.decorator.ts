@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants.js';
-import { InvalidOptionsError } from '../errors/invalid-options.error.js';
-import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
+import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { LockServiceUnavailableError } from '../core/errors/lock-service-unavailable.error.js';
 import { compileKeySource, parameterShape, type LockKeySource } from '../lock/key-template.js';
 import { LockService } from '../lock/lock.service.js';
 import { keyPatternOf, resolveWithLockSettings, runWithLock, type WithLockOptions } from '../lock/with-lock.js';

@@ -10,11 +10,11 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Observable, catchError, concatMap, defer, dematerialize, finalize, from, materialize, mergeMap, of, throwError } from 'rxjs';
-import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
-import { LockKindConflictError } from '../errors/lock-kind-conflict.error.js';
-import { LockNotReplicatedError } from '../errors/lock-not-replicated.error.js';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error.js';
-import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error.js';
+import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
+import { LockKindConflictError } from '../core/errors/lock-kind-conflict.error.js';
+import { LockNotReplicatedError } from '../core/errors/lock-not-replicated.error.js';
+import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
+import { UnresolvedLockKeyError } from '../core/errors/unresolved-lock-key.error.js';
 import { LockService } from '../lock/lock.service.js';
 import { enterLockSection, leaveLockSection, lockUnavailable, runInLockSection, type LockSection } from '../lock/with-lock.js';
 import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants.js';

@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
-import type { RedisLockEvents } from '../lock/lock-events.js';
-import { newOperationId } from './operation-record.js';
-import { backoffDelay, type PreparedJob } from './schedule-options.js';
-import { settleWithin } from './settle-within.js';
+import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { newOperationId } from './jobs/operation-record.js';
+import { backoffDelay, type PreparedJob } from './jobs/prepare-job.js';
+import { settleWithin } from '../core/time/settle-within.js';
 
 /** First retry delay after a failed write; doubles per attempt up to the cap, with jitter (50-100 %). */
 const FIRST_RETRY_MS = 200;

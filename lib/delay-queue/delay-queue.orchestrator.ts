@@ -1,8 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
-import type { RedisLockConfig } from '../options/redis-lock-config.js';
-import { RedisConnection } from '../redis/redis-connection.js';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
-import { resolveConsumerOptions } from './consumer-options.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import { resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer.js';
 import type { Consumer } from './interfaces/consumer.interface.js';

@@ -5,30 +5,28 @@ import {
   Logger,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { DelayQueueClosedError } from '../errors/delay-queue-closed.error.js';
-import { DuplicateDelayedHandlerError } from '../errors/duplicate-delayed-handler.error.js';
-import { InvalidJobError } from '../errors/invalid-job.error.js';
-import { InvalidOptionsError } from '../errors/invalid-options.error.js';
-import { RedisKeySpace, type TopicKeys } from '../keys/redis-key-space.js';
-import { RedisLockEvents } from '../lock/lock-events.js';
-import { openTelemetryTracing } from '../observability/tracing/open-telemetry-tracing.js';
-import { NO_TRACING, type RedisLockTracing } from '../observability/tracing/redis-lock-tracing.js';
-import type { RedisLockConfig } from '../options/redis-lock-config.js';
-import { RedisConnection } from '../redis/redis-connection.js';
-import type { RedisScript } from '../redis/redis-script.js';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
-import { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
+import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
+import { DuplicateDelayedHandlerError } from '../core/errors/duplicate-delayed-handler.error.js';
+import { InvalidJobError } from '../core/errors/invalid-job.error.js';
+import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
+import { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import type { RedisScript } from '../core/redis/redis-script.js';
+import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './after-commit-writer.js';
-import { resolveConsumerOptions } from './consumer-options.js';
-import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './delay-queue.constants.js';
-import { DelayQueueConsumer } from './delay-queue.consumer.js';
+import { resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
+import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './jobs/delay-queue.constants.js';
+import { DelayQueueConsumer } from './consumer/delay-queue.consumer.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
-import { decodeJobLeniently } from './job-codec.js';
-import { newOperationId, operationKey, runRecorded } from './operation-record.js';
-import { describe, prepareJob, type PreparedJob } from './schedule-options.js';
+import { decodeJobLeniently } from './jobs/job-codec.js';
+import { newOperationId, operationKey, runRecorded } from './jobs/operation-record.js';
+import { describe, prepareJob, type PreparedJob } from './jobs/prepare-job.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
 import { readJobScript } from './scripts/read-job.lua.js';
@@ -36,9 +34,9 @@ import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './scripts/schedule-jobs.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
-import { assertValidTopic } from './topic-name.js';
-import { TopicShards } from './topic-shards.js';
-import { ShardedConsumer } from './sharded-consumer.js';
+import { assertValidTopic } from '../core/keys/topic-name.js';
+import { TopicShards } from './jobs/topic-shards.js';
+import { ShardedConsumer } from './consumer/sharded-consumer.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
@@ -60,12 +58,9 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  */
 @Injectable()
 export class DelayQueueService implements BeforeApplicationShutdown, OnApplicationShutdown {
-  private readonly keySpace: RedisKeySpace;
-  private readonly shards: TopicShards;
   private readonly logger = new Logger('DelayQueue');
   private readonly consumers = new Map<string, { consumer: Consumer & Closable; source: string }>();
   private closed = false;
-  private readonly tracing: RedisLockTracing;
   /** Set once shutdown has begun: consumers are being drained and no new one may start. */
   private draining = false;
   /** Jobs of committed transactions on their way to Redis (retried until written; see AfterCommitWriter). */
@@ -76,10 +71,10 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     private readonly connection: RedisConnection,
     @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
     private readonly events: RedisLockEvents,
+    private readonly keySpace: RedisKeySpace,
+    private readonly shards: TopicShards,
+    @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
   ) {
-    this.keySpace = new RedisKeySpace(config.keyPrefix);
-    this.shards = new TopicShards(this.keySpace, config.delayQueue.topics ?? new Map());
-    this.tracing = config.tracing ? openTelemetryTracing() : NO_TRACING;
     this.afterCommit = new AfterCommitWriter(
       (topic, jobs, writeId) => this.write(topic, jobs, writeId),
       (topic, jobs) => this.emitScheduled(topic, jobs),

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { OnDelayedMetadata } from '../decorators/on-delayed.decorator.js';
-import { ON_DELAYED_METADATA } from './delay-queue.constants.js';
+import type { OnDelayedMetadata } from './interfaces/on-delayed-metadata.interface.js';
+import { ON_DELAYED_METADATA } from './jobs/delay-queue.constants.js';
 
 /** The one place that reads `@OnDelayed` metadata. */
 @Injectable()

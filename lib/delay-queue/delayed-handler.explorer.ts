@@ -1,16 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
-import { DuplicateDelayedHandlerError } from '../errors/duplicate-delayed-handler.error.js';
-import type { OnDelayedOptions } from '../decorators/on-delayed.decorator.js';
+import { DuplicateDelayedHandlerError } from '../core/errors/duplicate-delayed-handler.error.js';
+import type { ConsumerOptions } from './interfaces/consumer.interface.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
 import type { JobContext } from './interfaces/job-context.interface.js';
-import { assertValidTopic } from './topic-name.js';
+import { assertValidTopic } from '../core/keys/topic-name.js';
 
 /** A decorated method found at bootstrap, bound to its provider instance. */
 export interface DiscoveredDelayedHandler {
   readonly topic: string;
-  readonly options?: OnDelayedOptions;
+  readonly options?: ConsumerOptions;
   /** `ClassName.method`, for messages. */
   readonly source: string;
   readonly invoke: (payload: unknown, job: JobContext) => Promise<void> | void;

@@ -1,19 +1,19 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { InvalidJobError } from '../errors/invalid-job.error.js';
-import { RedisKeySpace, type TopicKeys } from '../keys/redis-key-space.js';
-import type { RedisLockConfig } from '../options/redis-lock-config.js';
-import { RedisConnection } from '../redis/redis-connection.js';
-import { scanKeys } from '../redis/scan-keys.js';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
-import { DUE_SCORE_SLOTS } from './delay-queue.constants.js';
+import { Injectable } from '@nestjs/common';
+import { InvalidJobError } from '../core/errors/invalid-job.error.js';
+import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import { scanKeys } from '../core/redis/scan-keys.js';
+import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
-import { decodeJob } from './job-codec.js';
+import { decodeJob } from './jobs/job-codec.js';
 import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
 import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
-import { runRecorded } from './operation-record.js';
+import { runRecorded } from './jobs/operation-record.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
-import { assertValidTopic } from './topic-name.js';
-import { shardTopicName, TopicShards } from './topic-shards.js';
+import { assertValidTopic } from '../core/keys/topic-name.js';
+import { shardTopicName } from '../core/keys/topic-name.js';
+import { TopicShards } from './jobs/topic-shards.js';
+import { errorMessage } from '../core/errors/error-message.js';
 
 /** The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now. */
 export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead';
@@ -64,17 +64,12 @@ export type CancelWaitingOutcome = 'cancelled' | 'running' | 'not-waiting';
  */
 @Injectable()
 export class TopicInspector {
-  private readonly keySpace: RedisKeySpace;
-  private readonly shards: TopicShards;
-
   constructor(
-    @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
     private readonly connection: RedisConnection,
+    private readonly keySpace: RedisKeySpace,
+    private readonly shards: TopicShards,
     private readonly orchestrator: DelayQueueOrchestrator,
-  ) {
-    this.keySpace = new RedisKeySpace(config.keyPrefix);
-    this.shards = new TopicShards(this.keySpace, config.delayQueue.topics ?? new Map());
-  }
+  ) {}
 
   /** Topics consumed by an `@OnDelayed` handler of this application (the ones the delay queue runs). */
   handledTopics(): readonly string[] {
@@ -204,7 +199,7 @@ function toListedJob(
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
     job = decodeJob(`${row.header},"p":null}`); // the header alone, with a stand-in payload
   } catch (error) {
-    job = { attempts: 0, createdAt: 0, lastError: (error as Error).message };
+    job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
   }
   const times =
     row.state === 'due' || row.state === 'scheduled'

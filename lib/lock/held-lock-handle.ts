@@ -1,4 +1,4 @@
-import { LockLostError } from '../errors/lock-lost.error.js';
+import { LockLostError } from '../core/errors/lock-lost.error.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 

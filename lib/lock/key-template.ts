@@ -1,6 +1,6 @@
-import { InvalidLockKeyTemplateError } from '../errors/invalid-lock-key-template.error.js';
-import { UnresolvedLockKeyError } from '../errors/unresolved-lock-key.error.js';
-import { escapeTemplateValue } from '../keys/escape-template-value.js';
+import { InvalidLockKeyTemplateError } from '../core/errors/invalid-lock-key-template.error.js';
+import { UnresolvedLockKeyError } from '../core/errors/unresolved-lock-key.error.js';
+import { escapeTemplateValue } from '../core/keys/escape-template-value.js';
 
 /**
  * Where a lock key comes from: a template (`'order:<0>'`, `'<1.id>'`), an array of templates (a

@@ -1,18 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '@nestjs/common';
-import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error.js';
-import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
-import { LockLostError } from '../errors/lock-lost.error.js';
-import { LockServiceClosedError } from '../errors/lock-service-closed.error.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
-import { WakeSubscriber, type WakeChannel, type WakeConnectionSource, type WakeReason } from '../redis/wake-subscriber.js';
-import type { ResolvedAcquireOptions } from './acquire-options.js';
+import { LockAcquireAbortedError } from '../core/errors/lock-acquire-aborted.error.js';
+import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
+import { LockLostError } from '../core/errors/lock-lost.error.js';
+import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
+import type { RedisConnection } from '../core/redis/redis-connection.js';
+import { WakeSubscriber, type WakeChannel, type WakeReason } from './wake-subscriber.js';
+import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
+import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHoldRegistry } from './lock-hold-registry.js';
 import { LockOwnerScope } from './lock-owner-scope.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProtocol } from './protocols/lock-protocol.interface.js';
 import { awaitReplicas } from './replica-sync.js';
+import { errorMessage } from '../core/errors/error-message.js';
 
 /**
  * Takes one lock of any kind: tries, and while it is held elsewhere waits for a release message on
@@ -245,7 +247,7 @@ export class LockAcquirer {
       await protocol.leave!(this.connection.client, owner, this.connection.publishCommand);
     } catch (error) {
       // The waiter's liveness deadline removes it from the queue anyway.
-      this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${(error as Error)?.message ?? error}`);
+      this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${errorMessage(error)}`);
     }
   }
 }

@@ -1,18 +1,21 @@
 import type { Logger } from '@nestjs/common';
-import { LockLostError } from '../errors/lock-lost.error.js';
-import { LockNotHeldError } from '../errors/lock-not-held.error.js';
-import { RedisConnectionError } from '../errors/redis-connection.error.js';
-import type { RedisLockConfig } from '../options/redis-lock-config.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
-import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
-import { resolveAcquireOptions, type ResolvedAcquireOptions } from './acquire-options.js';
+import { LockLostError } from '../core/errors/lock-lost.error.js';
+import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
+import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
+import type { RedisLockConfig } from '../core/options/redis-lock-config.js';
+import type { RedisConnection } from '../core/redis/redis-connection.js';
+import type { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
+import { resolveAcquireOptions } from './resolve-acquire-options.js';
+import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { KeptHolds } from './kept-holds.js';
 import type { LockObserver } from './lock-observer.js';
-import { LockWatchdog, runRenewal } from './lock-watchdog.js';
+import { LockWatchdog } from './lock-watchdog.js';
+import { runRenewal } from './protocols/run-renewal.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
+import { errorMessage } from '../core/errors/error-message.js';
 
 /**
  * The holds one `LockService` handed out: it issues their handles, keeps the watched ones alive,
@@ -35,7 +38,7 @@ export class LockHoldRegistry implements HeldLockOperations {
       () => this.connection.client,
       defaults.leaseTime,
       connection.isCluster,
-      (error) => this.logger.warn(`Lock renewal failed, will retry: ${(error as Error)?.message ?? error}`),
+      (error) => this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`),
     );
   }
 
@@ -133,7 +136,7 @@ export class LockHoldRegistry implements HeldLockOperations {
    */
   releaseAbandoned(protocol: LockProtocol, owner: string, hold: string): void {
     protocol.release(this.connection.client, owner, this.connection.publishCommand, hold).catch((error: unknown) => {
-      this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${(error as Error)?.message ?? error}`);
+      this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${errorMessage(error)}`);
     });
   }
 

@@ -1,9 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { RedisKeySpace } from '../keys/redis-key-space.js';
-import type { RedisLockConfig } from '../options/redis-lock-config.js';
-import { RedisConnection } from '../redis/redis-connection.js';
-import { scanKeys } from '../redis/scan-keys.js';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
+import { Injectable } from '@nestjs/common';
+import { RedisKeySpace } from '../core/keys/redis-key-space.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import { scanKeys } from '../core/redis/scan-keys.js';
 import { readLockScript } from './scripts/read-lock.lua.js';
 import { readSemaphoreScript } from './scripts/read-semaphore.lua.js';
 
@@ -53,14 +51,10 @@ export interface HeldLocks {
  */
 @Injectable()
 export class LockInspector {
-  private readonly keySpace: RedisKeySpace;
-
   constructor(
-    @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
     private readonly connection: RedisConnection,
-  ) {
-    this.keySpace = new RedisKeySpace(config.keyPrefix);
-  }
+    private readonly keySpace: RedisKeySpace,
+  ) {}
 
   /** The prefix of every key of this module (`keyPrefix`). */
   get keyPrefix(): string {

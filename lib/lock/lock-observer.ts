@@ -1,10 +1,10 @@
-import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
-import type { LockLostError } from '../errors/lock-lost.error.js';
-import type { AcquireTraceInfo, RedisLockTracing } from '../observability/tracing/redis-lock-tracing.js';
-import type { ResolvedAcquireOptions } from './acquire-options.js';
+import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
+import type { LockLostError } from '../core/errors/lock-lost.error.js';
+import type { AcquireTraceInfo, RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
+import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
-import type { RedisLockEvents } from './lock-events.js';
+import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
 import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';

@@ -1,9 +1,9 @@
-import { InvalidOptionsError } from '../errors/invalid-options.error.js';
-import { UnsupportedInRedlockModeError } from '../errors/unsupported-in-redlock-mode.error.js';
-import type { RedisKeySpace } from '../keys/redis-key-space.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
-import type { WakeConnectionSource } from '../redis/wake-subscriber.js';
-import type { ResolvedAcquireOptions } from './acquire-options.js';
+import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { UnsupportedInRedlockModeError } from '../core/errors/unsupported-in-redlock-mode.error.js';
+import type { RedisKeySpace } from '../core/keys/redis-key-space.js';
+import type { RedisConnection } from '../core/redis/redis-connection.js';
+import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
+import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { FairLockProtocol } from './protocols/fair-lock.protocol.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';

@@ -1,8 +1,9 @@
 import calculateSlot from 'cluster-key-slot';
-import type { RedisClient } from '../options/redis-lock-config.js';
-import type { RedisScript } from '../redis/redis-script.js';
+import type { RedisClient } from '../core/options/redis-lock-config.js';
+import type { RedisScript } from '../core/redis/redis-script.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { Renewal } from './protocols/lock-protocol.interface.js';
+import { runRenewal } from './protocols/run-renewal.js';
 
 /** Renewals per script call at most, so one call never blocks Redis for long. */
 const MAX_HOLDS_PER_RENEWAL = 500;
@@ -108,20 +109,6 @@ export class LockWatchdog {
       }
     });
   }
-}
-
-/** Runs one renewal script over several holds of its kind; resolves 1 (renewed) or 0 per hold. */
-export function runRenewal(
-  client: RedisClient,
-  script: RedisScript,
-  renewals: readonly Renewal[],
-  leaseTime: number,
-): Promise<number[]> {
-  return script.run<number[]>(
-    client,
-    renewals.flatMap((r) => r.keys),
-    [leaseTime, ...renewals.map((r) => r.member)],
-  );
 }
 
 function entryId(renewal: Renewal): string {

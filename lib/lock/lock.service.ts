@@ -1,21 +1,20 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InvalidLockKeyError } from '../errors/invalid-lock-key.error.js';
-import { RedisKeySpace } from '../keys/redis-key-space.js';
-import { openTelemetryTracing } from '../observability/tracing/open-telemetry-tracing.js';
-import { NO_TRACING, type RedisLockTracing } from '../observability/tracing/redis-lock-tracing.js';
-import type { RedisLockConfig } from '../options/redis-lock-config.js';
-import { preloadScripts } from '../redis/preload-scripts.js';
-import { RedisConnection } from '../redis/redis-connection.js';
-import { toRedisLockError } from '../redis/redis-errors.js';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
-import { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
-import { resolveAcquireOptions, type ResolvedAcquireOptions } from './acquire-options.js';
+import { InvalidLockKeyError } from '../core/errors/invalid-lock-key.error.js';
+import { RedisKeySpace } from '../core/keys/redis-key-space.js';
+import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { preloadScripts } from '../core/redis/preload-scripts.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import { toRedisLockError } from '../core/redis/redis-errors.js';
+import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
+import { resolveAcquireOptions } from './resolve-acquire-options.js';
+import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { HeldLockHandle } from './held-lock-handle.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { ReadWriteLock, Semaphore } from './interfaces/lock-kinds.interface.js';
 import { LockAcquirer } from './lock-acquirer.js';
-import { RedisLockEvents } from './lock-events.js';
+import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { LockHoldRegistry } from './lock-hold-registry.js';
 import { LockObserver } from './lock-observer.js';
 import { LockOwnerScope } from './lock-owner-scope.js';
@@ -25,6 +24,7 @@ import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { RedlockMasters } from './redlock/redlock-masters.js';
 import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
+import { errorMessage } from '../core/errors/error-message.js';
 
 /**
  * Distributed locks on Redis: reentrant within a locked section, kept alive by a watchdog, woken by
@@ -50,9 +50,11 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     events: RedisLockEvents,
     redlockMasters: RedlockMasters,
     @Inject(TransactionSynchronizer) transactions: TransactionSynchronizer,
+    keySpace: RedisKeySpace,
+    @Inject(REDIS_LOCK_TRACING) tracing: RedisLockTracing,
   ) {
-    this.protocols = lockProtocolFactory(new RedisKeySpace(config.keyPrefix), connection, redlockMasters);
-    this.observer = new LockObserver(events, config.tracing ? openTelemetryTracing() : NO_TRACING);
+    this.protocols = lockProtocolFactory(keySpace, connection, redlockMasters);
+    this.observer = new LockObserver(events, tracing);
     this.holds = new LockHoldRegistry(connection, transactions, this.observer, config.lock, this.logger);
     this.acquirer = new LockAcquirer(connection, this.protocols.wakeConnection, this.holds, this.logger);
   }
@@ -160,7 +162,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    */
   onApplicationBootstrap(): void {
     void preloadScripts(this.connection.client, ALL_LOCK_SCRIPTS).catch((error: unknown) =>
-      this.logger.debug(`Script preload skipped: ${(error as Error)?.message ?? error}`),
+      this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
     );
   }
 

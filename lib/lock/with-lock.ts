@@ -1,13 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
-import { InvalidOptionsError } from '../errors/invalid-options.error.js';
-import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
-import { MAX_TIMER_MS } from '../options/resolve-redis-lock-config.js';
+import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
+import { MAX_TIMER_MS } from '../core/options/resolve-redis-lock-config.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { LockService } from './lock.service.js';
 import { acquireAllOrNothing } from './multi-key-acquire.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
+import { errorMessage } from '../core/errors/error-message.js';
 
 /** Which lock a `@WithLock` / `@WithRequestLock` section takes. */
 export type WithLockMode = 'exclusive' | 'read' | 'write';
@@ -179,7 +180,7 @@ export async function leaveLockSection(section: LockSection): Promise<void> {
     await section.handle.release();
   } catch (error) {
     logger.warn(
-      `Releasing lock "${section.handle.key}" failed; it ends when its lease runs out: ${(error as Error)?.message ?? error}`,
+      `Releasing lock "${section.handle.key}" failed; it ends when its lease runs out: ${errorMessage(error)}`,
     );
   }
 }

@@ -1,10 +1,9 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Cluster, type Redis } from 'ioredis';
 import { RedlockMasters } from '../lock/redlock/redlock-masters.js';
-import type { RedisClient, RedisLockConfig } from '../options/redis-lock-config.js';
-import { closeQuietly } from '../redis/close-quietly.js';
-import { RedisConnection } from '../redis/redis-connection.js';
-import { REDIS_LOCK_CONFIG } from '../redis-lock.constants.js';
+import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { closeQuietly } from '../core/redis/close-quietly.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
 import { removeKeysUnderPrefix } from './remove-keys-under-prefix.js';
 import { TestKeysNotRemovedError } from './test-keys-not-removed.error.js';
 

@@ -1,6 +1,6 @@
 import type { ModuleMetadata } from '@nestjs/common';
 import { Test, type TestingModule, type TestingModuleBuilder } from '@nestjs/testing';
-import type { RedisConnectionOptions, RedisLockModuleOptions } from '../options/redis-lock-module-options.interface.js';
+import type { RedisConnectionOptions, RedisLockModuleOptions } from '../core/options/redis-lock-module-options.interface.js';
 import { RedisLockModule } from '../redis-lock.module.js';
 import { uniqueKeyPrefix } from './unique-key-prefix.js';
 

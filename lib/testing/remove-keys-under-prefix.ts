@@ -1,5 +1,5 @@
 import { Cluster, type Redis } from 'ioredis';
-import type { RedisClient } from '../options/redis-lock-config.js';
+import type { RedisClient } from '../core/options/redis-lock-config.js';
 
 /** Keys examined per SCAN call. */
 const SCAN_COUNT = 1000;

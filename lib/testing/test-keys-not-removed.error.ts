@@ -1,4 +1,5 @@
-import { RedisLockError } from '../errors/redis-lock.error.js';
+import { RedisLockError } from '../core/errors/redis-lock.error.js';
+import { errorMessage } from '../core/errors/error-message.js';
 
 /**
  * `closeRedisLockTestingModule(…, { removeKeys: true })` or `removeRedisLockKeys()` could not
@@ -16,7 +17,7 @@ export class TestKeysNotRemovedError extends RedisLockError {
     readonly keyPrefix: string,
     cause: unknown,
   ) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = errorMessage(cause);
     super(
       `Could not remove the keys under prefix "${keyPrefix}": ${reason}. ` +
         'Is the Redis server still running? A test that stops Redis should close its module without { removeKeys: true }.',

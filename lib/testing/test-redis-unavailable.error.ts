@@ -1,4 +1,4 @@
-import { RedisLockError } from '../errors/redis-lock.error.js';
+import { RedisLockError } from '../core/errors/redis-lock.error.js';
 
 /**
  * `startTestRedis()` found no Redis to run the tests on: `REDIS_URL` is not set and there is no

@@ -3,7 +3,7 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import type { Cluster } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import { LockContext, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import {
   createClusterLockApp,
   rawCluster,

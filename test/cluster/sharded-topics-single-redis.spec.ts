@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { InvalidOptionsError } from '../../lib/index.js';
-import { resolveRedisLockConfig } from '../../lib/options/resolve-redis-lock-config.js';
+import { resolveRedisLockConfig } from '../../lib/core/options/resolve-redis-lock-config.js';
 import { rawRedis, testRedisUrl } from '../support/test-app.js';
 import { describeDelayedJobScenarios } from './support/delayed-job-scenarios.js';
 

@@ -1,7 +1,7 @@
 import { Test } from '@nestjs/testing';
 import { InvalidOptionsError, LockService, RedisLockModule } from '../../lib/index.js';
-import { resolveAcquireOptions } from '../../lib/lock/acquire-options.js';
-import { resolveRedisLockConfig } from '../../lib/options/resolve-redis-lock-config.js';
+import { resolveAcquireOptions } from '../../lib/lock/resolve-acquire-options.js';
+import { resolveRedisLockConfig } from '../../lib/core/options/resolve-redis-lock-config.js';
 import { testRedisUrl } from '../support/test-app.js';
 
 /** `syncReplicas` is checked when the module starts and on every call, with the option named. */

@@ -31,7 +31,7 @@ import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '..
 import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua.js';
 import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua.js';
 import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.js';
-import { RedisScript } from '../../lib/redis/redis-script.js';
+import { RedisScript } from '../../lib/core/redis/redis-script.js';
 import {
   fence,
   LostReplyHarness,

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { InvalidLockKeyError, InvalidOptionsError, LockService } from '../../lib/index.js';
-import { escapeKeyPart } from '../../lib/keys/escape-key-part.js';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
+import { escapeKeyPart } from '../../lib/core/keys/escape-key-part.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { createLockApp } from '../support/test-app.js';
 
 describe('lock keys', () => {

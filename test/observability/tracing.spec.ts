@@ -6,11 +6,11 @@ import { context, SpanKind, SpanStatusCode, trace, type Span } from '@openteleme
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock, WithRequestLock } from '../../lib/index.js';
-import { decodeJob } from '../../lib/delay-queue/job-codec.js';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
-import { tracingFrom } from '../../lib/observability/tracing/open-telemetry-tracing.js';
-import { NO_TRACING } from '../../lib/observability/tracing/redis-lock-tracing.js';
-import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { decodeJob } from '../../lib/delay-queue/jobs/job-codec.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { tracingFrom } from '../../lib/core/tracing/open-telemetry-tracing.js';
+import { NO_TRACING } from '../../lib/core/tracing/redis-lock-tracing.js';
+import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 

@@ -14,7 +14,7 @@ import {
   type LockHandle,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { readEvictionPolicies } from '../../lib/redis/eviction-policy-check.js';
+import { readEvictionPolicies } from '../../lib/core/redis/eviction-policy-check.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';

@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { DelayQueueService, LockService, RedisLockEvents, type RedisLockModuleOptions } from '../../lib/index.js';
 import { TopicInspector } from '../../lib/delay-queue/topic-inspector.js';
-import { RedisKeySpace } from '../../lib/keys/redis-key-space.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { FaultProxy, type LostReply } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from './test-app.js';
 import { waitFor, within } from './timing.js';

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
-import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { closeRedisLockTestingModule, initRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
 
 /** The Redis URL of this run (set by global-setup). */

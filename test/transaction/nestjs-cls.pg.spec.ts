@@ -11,7 +11,7 @@ import { uniquePrefix } from '../support/test-app.js';
 // @nestjs-cls/transactional is CommonJS and require()s Nest 12's ES modules. Jest links a CommonJS
 // dependency of an ES module before that graph's ES modules have run, which Node 24 reports as a
 // require(esm) cycle; loaded here, after the static imports above ran, @nestjs/common is complete.
-const { ClsTransactionSynchronizer } = await import('../../lib/transaction/adapters/nestjs-cls.js');
+const { ClsTransactionSynchronizer } = await import('../../lib/transaction-adapters/nestjs-cls.js');
 const { ClsOrderWorkflow, clsWorkers, createClsApp } = await import('../fixtures/tx-nestjs-cls.js');
 
 describe('@nestjs-cls/transactional (TypeORM adapter, PostgreSQL): a lock released inside @Transactional()', () => {

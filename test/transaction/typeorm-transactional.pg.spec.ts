@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type { DataSource } from 'typeorm';
 import { StorageDriver, addTransactionalDataSource, initializeTransactionalContext } from 'typeorm-transactional';
 import { LockService } from '../../lib/index.js';
-import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction/adapters/typeorm-transactional.js';
+import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction-adapters/typeorm-transactional.js';
 import { ordersDataSource } from '../fixtures/tx-datasource.js';
 import { countOrders, placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
 import { waitFor } from '../support/timing.js';

@@ -1,6 +1,6 @@
-import { JobVisibilityLostError } from '../../errors/job-visibility-lost.error.js';
-import type { RedisConnection } from '../../redis/redis-connection.js';
-import { readClaimToken } from '../job-codec.js';
+import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
+import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { readClaimToken } from '../jobs/job-codec.js';
 import { extendJobsScript } from '../scripts/extend-jobs.lua.js';
 import { abortJob, isWatched, type ClaimedRow, type HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';

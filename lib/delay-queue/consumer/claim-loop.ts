@@ -1,7 +1,7 @@
-import type { TopicKeys } from '../../keys/redis-key-space.js';
-import type { RedisConnection } from '../../redis/redis-connection.js';
-import { MAX_CLAIM_BATCH } from '../delay-queue.constants.js';
-import { MarkerWaiter, type MarkerOutcome } from '../marker-waiter.js';
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { MAX_CLAIM_BATCH } from '../jobs/delay-queue.constants.js';
+import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';
 import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
 import type { JobClaimer } from './job-claimer.js';
 import type { JobRunner } from './job-runner.js';

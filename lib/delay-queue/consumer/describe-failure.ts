@@ -1,4 +1,4 @@
-import { MAX_ERROR_MESSAGE_LENGTH } from '../delay-queue.constants.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../jobs/delay-queue.constants.js';
 
 /** `Name: message` of an error (or its string form), cut to the length kept with a job. */
 export function describeFailure(error: unknown): string {

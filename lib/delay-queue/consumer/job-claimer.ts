@@ -1,9 +1,9 @@
-import type { TopicKeys } from '../../keys/redis-key-space.js';
-import type { RedisLockEvents } from '../../lock/lock-events.js';
-import type { RedisLockConfig } from '../../options/redis-lock-config.js';
-import type { RedisConnection } from '../../redis/redis-connection.js';
-import type { ResolvedConsumerOptions } from '../consumer-options.js';
-import { newOperationId, operationKey } from '../operation-record.js';
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
+import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
 import type { ClaimedRow, HeldJob } from './held-job.js';
 import type { ServerClock } from './server-clock.js';

@@ -1,8 +1,8 @@
-import type { RedisLockEvents } from '../../lock/lock-events.js';
-import type { RedisLockTracing } from '../../observability/tracing/redis-lock-tracing.js';
-import type { ResolvedConsumerOptions } from '../consumer-options.js';
+import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import type { RedisLockTracing } from '../../core/tracing/redis-lock-tracing.js';
+import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import type { DelayedJobHandler, JobContext } from '../interfaces/job-context.interface.js';
-import { decodeJob, type DecodedJob } from '../job-codec.js';
+import { decodeJob, type DecodedJob } from '../jobs/job-codec.js';
 import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
 import { controllerOf, type HeldJob } from './held-job.js';
 import type { JobSettlement } from './job-settlement.js';

@@ -1,10 +1,10 @@
 import type { Logger } from '@nestjs/common';
-import type { RedisLockEvents } from '../../lock/lock-events.js';
-import type { RedisLockConfig } from '../../options/redis-lock-config.js';
-import type { RedisConnection } from '../../redis/redis-connection.js';
-import type { ResolvedConsumerOptions } from '../consumer-options.js';
-import type { DecodedJob } from '../job-codec.js';
-import { backoffDelay } from '../schedule-options.js';
+import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
+import type { DecodedJob } from '../jobs/job-codec.js';
+import { backoffDelay } from '../jobs/prepare-job.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
 import { failJobScript } from '../scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../scripts/release-jobs.lua.js';

@@ -1,4 +1,4 @@
-import type { BackoffOptions } from '../../options/redis-lock-module-options.interface.js';
+import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
 
 /** Per-consumer settings (of `consume()` and `@OnDelayed`); each defaults to the module's `delayQueue` option. */
 export interface ConsumerOptions {

@@ -1,4 +1,4 @@
-import type { BackoffOptions } from '../../options/redis-lock-module-options.interface.js';
+import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
 
 /** When and how a job runs. Give `delay` or `at`, not both; with neither the job is due at once. */
 export interface ScheduleOptions {

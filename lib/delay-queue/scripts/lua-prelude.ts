@@ -1,4 +1,4 @@
-import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../delay-queue.constants.js';
+import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
 
 /**
  * Shared opening of every delayed-job script (a constant of this library; no user input). All of

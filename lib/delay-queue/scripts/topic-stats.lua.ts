@@ -1,4 +1,4 @@
-import { RedisScript } from '../../redis/redis-script.js';
+import { RedisScript } from '../../core/redis/redis-script.js';
 import { LUA_PRELUDE } from './lua-prelude.js';
 
 /**

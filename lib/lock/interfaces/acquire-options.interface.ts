@@ -1,4 +1,4 @@
-import type { SyncReplicasOptions } from '../../options/redis-lock-module-options.interface.js';
+import type { SyncReplicasOptions } from '../../core/options/redis-lock-module-options.interface.js';
 
 /** Per-call options of `LockService.acquire`, `tryAcquire` and `using`. */
 export interface AcquireOptions {
@@ -25,4 +25,16 @@ export interface AcquireOptions {
    * throws `LockNotReplicatedError`. Default: module `lock.syncReplicas` (off).
    */
   syncReplicas?: SyncReplicasOptions | false;
+}
+
+/** Per-call options after validation and defaults. Internal. */
+export interface ResolvedAcquireOptions {
+  readonly waitTimeout: number;
+  readonly leaseTime: number;
+  readonly watchdog: boolean;
+  readonly signal?: AbortSignal;
+  readonly fair: boolean;
+  readonly keyPattern?: string;
+  /** Replica acknowledgement required before the lock is handed out; undefined when off. */
+  readonly syncReplicas?: SyncReplicasOptions;
 }

@@ -1,6 +1,6 @@
-import { LockKindConflictError } from '../../errors/lock-kind-conflict.error.js';
-import type { LockKeys } from '../../keys/redis-key-space.js';
-import type { RedisClient } from '../../options/redis-lock-config.js';
+import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
+import type { LockKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua.js';
 import { leaveFairQueueScript } from '../scripts/leave-fair-queue.lua.js';
 import type { AttemptMode, AttemptOutcome } from './lock-protocol.interface.js';

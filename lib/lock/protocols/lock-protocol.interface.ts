@@ -1,5 +1,5 @@
-import type { RedisClient } from '../../options/redis-lock-config.js';
-import type { RedisScript } from '../../redis/redis-script.js';
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { RedisScript } from '../../core/redis/redis-script.js';
 
 /** Outcome of one acquire attempt. */
 export type AttemptOutcome =
@@ -101,4 +101,14 @@ export interface LockProtocol {
   validLease?(leaseTime: number): number;
   /** Called when a waiter gives up (timeout, abort), to take it out of line. */
   leave?(client: RedisClient, owner: string, publishCommand: string): Promise<void>;
+}
+
+/**
+ * Where the subscriber connection comes from: `RedisConnection`, or in Redlock mode a fan-out over
+ * the masters (see ../redlock/fan-out-subscriber.ts).
+ */
+export interface WakeConnectionSource {
+  /** SSUBSCRIBE (sharded pub/sub) instead of SUBSCRIBE. */
+  readonly isCluster: boolean;
+  duplicate(purpose: string, options?: { shardedPubSub?: boolean }): RedisClient;
 }

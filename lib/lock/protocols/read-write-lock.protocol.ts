@@ -1,7 +1,7 @@
-import { LockKindConflictError } from '../../errors/lock-kind-conflict.error.js';
-import { LockUpgradeError } from '../../errors/lock-upgrade.error.js';
-import type { LockKeys } from '../../keys/redis-key-space.js';
-import type { RedisClient } from '../../options/redis-lock-config.js';
+import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
+import { LockUpgradeError } from '../../core/errors/lock-upgrade.error.js';
+import type { LockKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import {
   acquireReadLockScript,
   acquireWriteLockScript,

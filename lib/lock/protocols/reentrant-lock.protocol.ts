@@ -1,6 +1,6 @@
-import { LockKindConflictError } from '../../errors/lock-kind-conflict.error.js';
-import type { LockKeys } from '../../keys/redis-key-space.js';
-import type { RedisClient } from '../../options/redis-lock-config.js';
+import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
+import type { LockKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
 import { releaseLockScript } from '../scripts/release-lock.lua.js';
 import { renewLocksScript } from '../scripts/renew-locks.lua.js';

@@ -1,5 +1,5 @@
-import type { SemaphoreKeys } from '../../keys/redis-key-space.js';
-import type { RedisClient } from '../../options/redis-lock-config.js';
+import type { SemaphoreKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../scripts/semaphore.lua.js';
 import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
 

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
-import type { RedisClient } from '../../options/redis-lock-config.js';
-import type { WakeConnectionSource } from '../../redis/wake-subscriber.js';
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { WakeConnectionSource } from '../protocols/lock-protocol.interface.js';
 import { collectReplies, successes } from './quorum-replies.js';
 import type { RedlockMaster } from './redlock-master.js';
 

@@ -1,7 +1,7 @@
-import { UnsupportedInRedlockModeError } from '../../errors/unsupported-in-redlock-mode.error.js';
-import type { LockKeys } from '../../keys/redis-key-space.js';
-import type { RedisClient } from '../../options/redis-lock-config.js';
-import type { ResolvedAcquireOptions } from '../acquire-options.js';
+import { UnsupportedInRedlockModeError } from '../../core/errors/unsupported-in-redlock-mode.error.js';
+import type { LockKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { ResolvedAcquireOptions } from '../interfaces/acquire-options.interface.js';
 import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from '../protocols/lock-protocol.interface.js';
 import { renewLocksScript } from '../scripts/renew-locks.lua.js';
 import type { WonHold } from './holder-tokens.js';

@@ -1,10 +1,10 @@
 import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import type { RedlockClientOptions } from '../../options/redis-lock-module-options.interface.js';
-import { isClientInstance } from '../../options/resolve-redlock-config.js';
-import { closeQuietly } from '../../redis/close-quietly.js';
-import { reconnectOverrideFor, withLockReconnect } from '../../redis/reconnect-strategy.js';
-import { assertSupportedClientOptions } from '../../redis/client-options-check.js';
+import type { RedlockClientOptions } from '../../core/options/redis-lock-module-options.interface.js';
+import { isClientInstance } from '../../core/options/resolve-redlock-config.js';
+import { closeQuietly } from '../../core/redis/close-quietly.js';
+import { reconnectOverrideFor, withLockReconnect } from '../../core/redis/reconnect-strategy.js';
+import { assertSupportedClientOptions } from '../../core/redis/client-options-check.js';
 
 /** How often one master's connection errors are logged at most, in ms. */
 const ERROR_LOG_INTERVAL_MS = 5_000;

@@ -1,16 +1,16 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { RedisConnectionError } from '../../errors/redis-connection.error.js';
-import type { RedisLockConfig } from '../../options/redis-lock-config.js';
-import type { WakeConnectionSource } from '../../redis/wake-subscriber.js';
-import { enforceEvictionPolicy } from '../../redis/eviction-policy-check.js';
-import { RedisConnection } from '../../redis/redis-connection.js';
-import { preloadScripts } from '../../redis/preload-scripts.js';
-import { REDIS_LOCK_CONFIG } from '../../redis-lock.constants.js';
+import { RedisConnectionError } from '../../core/errors/redis-connection.error.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import type { WakeConnectionSource } from '../protocols/lock-protocol.interface.js';
+import { enforceEvictionPolicy } from '../../core/redis/eviction-policy-check.js';
+import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { preloadScripts } from '../../core/redis/preload-scripts.js';
 import { fanOutWakeConnection } from './fan-out-subscriber.js';
 import { collectReplies, successes } from './quorum-replies.js';
 import { RedlockMaster } from './redlock-master.js';
 import { RedlockQuorum } from './redlock-quorum.js';
 import { ALL_REDLOCK_SCRIPTS } from './scripts/all-redlock-scripts.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 /**
  * The masters of Redlock mode (the `redlock` option) and the quorum that runs locks on them. In
@@ -64,7 +64,7 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
     const down = this.masters.filter((_, i) => !replies[i]?.ok);
     const describe = (master: RedlockMaster) => {
       const reply = replies[master.index];
-      const reason = reply === undefined ? `no answer within ${timeout} ms` : reply.ok ? 'ok' : ((reply.error as Error)?.message ?? String(reply.error));
+      const reason = reply === undefined ? `no answer within ${timeout} ms` : reply.ok ? 'ok' : errorMessage(reply.error);
       return `${master.index} (${master.label}): ${reason}`;
     };
     if (successes(replies).length < redlock.quorum) {
@@ -99,7 +99,7 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
     for (const master of this.masters) {
       if (master.client.status !== 'ready') continue;
       void preloadScripts(master.client, ALL_REDLOCK_SCRIPTS).catch((error: unknown) =>
-        this.logger.debug(`Script preload on Redlock master ${master.index} skipped: ${(error as Error)?.message ?? error}`),
+        this.logger.debug(`Script preload on Redlock master ${master.index} skipped: ${errorMessage(error)}`),
       );
     }
   }

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { RedisConnectionError } from '../../errors/redis-connection.error.js';
-import type { LockKeys } from '../../keys/redis-key-space.js';
-import type { RedlockConfig } from '../../options/redis-lock-config.js';
-import type { RedisScript } from '../../redis/redis-script.js';
+import { RedisConnectionError } from '../../core/errors/redis-connection.error.js';
+import type { LockKeys } from '../../core/keys/redis-key-space.js';
+import type { RedlockConfig } from '../../core/options/redis-lock-config.js';
+import type { RedisScript } from '../../core/redis/redis-script.js';
 import { SECTION_HOLD_GONE, type AttemptOutcome, type Renewal, type RenewalTarget } from '../protocols/lock-protocol.interface.js';
-import { runRenewal } from '../lock-watchdog.js';
+import { runRenewal } from '../protocols/run-renewal.js';
 import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
 import { planFencingToken } from './fencing-token.js';
 import { HolderTokens } from './holder-tokens.js';
@@ -12,6 +12,7 @@ import { collectReplies, firstError, successes, type RepliesSoFar } from './quor
 import type { RedlockMaster } from './redlock-master.js';
 import { raiseFenceScript } from './scripts/raise-fence.lua.js';
 import { releaseRedlockScript } from './scripts/release-redlock.lua.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 /** One try on all masters; `collided` when some masters granted but not a majority (a split vote). */
 export type QuorumAttemptOutcome = AttemptOutcome & { readonly collided: boolean };
@@ -200,7 +201,7 @@ export class RedlockQuorum implements RenewalTarget {
       if (error instanceof RedisConnectionError) {
         this.masters[master].whenReconnected(() => {
           run().catch((again: unknown) =>
-            this.onBackgroundError(`Could not release a Redlock hold on master ${master}: ${(again as Error)?.message ?? again}`),
+            this.onBackgroundError(`Could not release a Redlock hold on master ${master}: ${errorMessage(again)}`),
           );
         });
       }
@@ -213,7 +214,7 @@ export class RedlockQuorum implements RenewalTarget {
     this.releaseOn(master, keys, ids, releaseMessage())
       .catch((error: unknown) =>
         // Its lease frees it anyway.
-        this.onBackgroundError(`Could not hand back a partial Redlock grant on master ${master}: ${(error as Error)?.message ?? error}`),
+        this.onBackgroundError(`Could not hand back a partial Redlock grant on master ${master}: ${errorMessage(error)}`),
       );
   }
 
@@ -249,7 +250,7 @@ export class RedlockQuorum implements RenewalTarget {
 
   private noAnswer(replies: RepliesSoFar<unknown>, action: string): RedisConnectionError {
     const cause = firstError(replies);
-    const reason = cause === undefined ? `none answered within ${this.config.requestTimeout} ms` : (cause as Error)?.message ?? String(cause);
+    const reason = cause === undefined ? `none answered within ${this.config.requestTimeout} ms` : errorMessage(cause);
     return new RedisConnectionError(
       `No Redlock master answered while trying to ${action} (${reason}). Check that the masters are up and reachable, then retry.`,
       cause,

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../redis/redis-script.js';
+import { RedisScript } from '../../core/redis/redis-script.js';
 import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
 
 /**

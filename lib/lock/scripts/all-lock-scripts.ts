@@ -1,4 +1,4 @@
-import type { RedisScript } from '../../redis/redis-script.js';
+import type { RedisScript } from '../../core/redis/redis-script.js';
 import { acquireFairLockScript } from './acquire-fair-lock.lua.js';
 import { acquireLockScript } from './acquire-lock.lua.js';
 import { leaveFairQueueScript } from './leave-fair-queue.lua.js';

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../redis/redis-script.js';
+import { RedisScript } from '../../core/redis/redis-script.js';
 
 /**
  * Reads one lock (reentrant, fair or read/write) as it is now, from one snapshot (see LockInspector).

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../redis/redis-script.js';
+import { RedisScript } from '../../core/redis/redis-script.js';
 
 /**
  * Reads one semaphore as it is now (see LockInspector): its live permits (a permit whose lease

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../redis/redis-script.js';
+import { RedisScript } from '../../core/redis/redis-script.js';
 
 /**
  * Releases one hold of a reentrant (plain or fair) lock, only for its owner.

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../redis/redis-script.js';
+import { RedisScript } from '../../core/redis/redis-script.js';
 
 /**
  * Renews reentrant (plain or fair) locks: the watchdog's batch, and `extend()` as a batch of one.

@@ -8,13 +8,14 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { catchError, type Observable } from 'rxjs';
-import { InvalidJobError } from '../../errors/invalid-job.error.js';
-import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error.js';
-import { InvalidOptionsError } from '../../errors/invalid-options.error.js';
-import { InvalidTopicError } from '../../errors/invalid-topic.error.js';
-import { RedisCommandError } from '../../errors/redis-command.error.js';
-import { RedisConnectionError } from '../../errors/redis-connection.error.js';
-import type { RedisLockError } from '../../errors/redis-lock.error.js';
+import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
+import { InvalidLockKeyError } from '../../core/errors/invalid-lock-key.error.js';
+import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
+import { InvalidTopicError } from '../../core/errors/invalid-topic.error.js';
+import { RedisCommandError } from '../../core/errors/redis-command.error.js';
+import { RedisConnectionError } from '../../core/errors/redis-connection.error.js';
+import type { RedisLockError } from '../../core/errors/redis-lock.error.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 /**
  * Answers the library's typed errors with the HTTP status they mean: a bad topic or job id from the
@@ -38,7 +39,7 @@ export function toHttpException(error: unknown): unknown {
     statusCode: status,
     error: label,
     code: (error as RedisLockError).code,
-    message: (error as Error).message,
+    message: errorMessage(error),
   });
   if (
     error instanceof InvalidTopicError ||

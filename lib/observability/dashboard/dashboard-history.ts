@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
-import { RedisLockEvents, type JobFailedEvent, type JobStartedEvent, type JobSucceededEvent } from '../../lock/lock-events.js';
+import { RedisLockEvents, type JobFailedEvent, type JobStartedEvent, type JobSucceededEvent } from '../../core/events/redis-lock-events.js';
 import type { DashboardHistory as DashboardHistoryReply, DashboardSample } from './dashboard-api.interface.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
 import { MAX_SAMPLED_TOPICS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 /** Lateness values kept per interval for the percentiles; beyond it, a uniform reservoir sample. */
 const LATENESS_RESERVOIR = 1_000;
@@ -94,7 +95,7 @@ export class DashboardHistory implements OnApplicationBootstrap, OnApplicationSh
       const failures = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
       if (failures.length > 0 && !this.warned) {
         this.warned = true;
-        this.logger.warn(`Queue depths for the dashboard plots could not be read: ${(failures[0].reason as Error)?.message}`);
+        this.logger.warn(`Queue depths for the dashboard plots could not be read: ${errorMessage(failures[0].reason)}`);
       }
       this.samples.push({
         t: Date.now(),

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import { assertJobAddress, TopicInspector, type CancelWaitingOutcome } from '../../delay-queue/topic-inspector.js';
-import { assertValidTopic } from '../../delay-queue/topic-name.js';
+import { assertValidTopic } from '../../core/keys/topic-name.js';
 import type { DashboardJobDetail, DashboardJobList, DashboardJobState, DashboardTopics } from './dashboard-api.interface.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
 import { PAYLOAD_PREVIEW_LENGTH } from './redis-lock-dashboard.constants.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 /**
  * The dashboard's reads and actions on delayed jobs, in the shape its API answers. Counts, job
@@ -26,7 +27,7 @@ export class DashboardQueue {
     const errors: DashboardTopics['errors'] = [];
     results.forEach((result, i) => {
       if (result.status === 'fulfilled') topics.push({ topic: names[i], ...result.value, handler: this.topics.isHandled(names[i]) });
-      else errors.push({ topic: names[i], message: (result.reason as Error)?.message ?? String(result.reason) });
+      else errors.push({ topic: names[i], message: errorMessage(result.reason) });
     });
     // Every topic failing means Redis is unreachable: an error answer, not an empty table.
     if (names.length > 0 && topics.length === 0) throw (results[0] as PromiseRejectedResult).reason;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { TopicInspector } from '../../delay-queue/topic-inspector.js';
-import { RedisLockEvents } from '../../lock/lock-events.js';
+import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 

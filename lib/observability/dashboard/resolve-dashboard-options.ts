@@ -1,6 +1,6 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import { InvalidOptionsError } from '../../errors/invalid-options.error.js';
-import { assertValidTopic } from '../../delay-queue/topic-name.js';
+import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
+import { assertValidTopic } from '../../core/keys/topic-name.js';
 import { canonicalOrigin } from './dashboard-request-policy.js';
 import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
 

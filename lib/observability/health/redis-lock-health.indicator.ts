@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
-import { RedisConnection } from '../../redis/redis-connection.js';
+import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 /** Limits of one topic for `RedisLockHealthIndicator.checkQueues`; a limit left out is not checked. */
 export interface QueueHealthThresholds {
@@ -43,7 +44,7 @@ export class RedisLockHealthIndicator {
       await withTimeout(this.connection.client.ping(), timeout, `no PING reply within ${timeout} ms`);
       return session.up({ latencyMs: Math.round(performance.now() - started) });
     } catch (error) {
-      return session.down({ message: (error as Error)?.message ?? String(error) });
+      return session.down({ message: errorMessage(error) });
     }
   }
 
@@ -67,7 +68,7 @@ export class RedisLockHealthIndicator {
         `queue counts not read within ${timeout} ms`,
       );
     } catch (error) {
-      return session.down({ message: (error as Error)?.message ?? String(error) });
+      return session.down({ message: errorMessage(error) });
     }
     const details: Record<string, DelayQueueStats & { problems?: string[] }> = {};
     let healthy = true;

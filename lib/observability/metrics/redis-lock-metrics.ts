@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
-import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../lock/lock-events.js';
+import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../core/events/redis-lock-events.js';
 import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js';
 import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
 import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead'] as const;
 const OTHER_PATTERN = 'other';
@@ -226,7 +227,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       }
       results.forEach((result, i) => {
         if (result.status === 'rejected') {
-          this.logger.warn(`Queue depth of topic ${JSON.stringify(topics[i])} unavailable: ${(result.reason as Error)?.message ?? result.reason}`);
+          this.logger.warn(`Queue depth of topic ${JSON.stringify(topics[i])} unavailable: ${errorMessage(result.reason)}`);
           return;
         }
         for (const state of QUEUE_STATES) gauge.set({ topic: topics[i], state }, result.value[state]);

@@ -4,9 +4,9 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import { DelayQueueService, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib/index.js';
-import { RedisKeySpace, type TopicKeys } from '../../../lib/keys/redis-key-space.js';
+import { RedisKeySpace, type TopicKeys } from '../../../lib/core/keys/redis-key-space.js';
 import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
-import { TopicShards } from '../../../lib/delay-queue/topic-shards.js';
+import { TopicShards } from '../../../lib/delay-queue/jobs/topic-shards.js';
 import { sleep, waitFor } from '../../support/timing.js';
 
 /** Where the scenarios run: a connection option and a raw client to look at keys. */

@@ -1,4 +1,4 @@
-import type { RedisScript } from '../../../redis/redis-script.js';
+import type { RedisScript } from '../../../core/redis/redis-script.js';
 import { acquireLockScript } from '../../scripts/acquire-lock.lua.js';
 import { renewLocksScript } from '../../scripts/renew-locks.lua.js';
 import { raiseFenceScript } from './raise-fence.lua.js';

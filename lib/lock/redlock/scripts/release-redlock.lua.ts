@@ -1,4 +1,4 @@
-import { RedisScript } from '../../../redis/redis-script.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
 
 /**
  * Releases one level of a Redlock hold on one master, only for its owner; also hands back what a

@@ -1,0 +1,150 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Cluster } from 'ioredis';
+import { RedisConnectionError } from '../errors/redis-connection.error.js';
+import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../options/redis-lock-config.js';
+import { closeQuietly } from './close-quietly.js';
+import { createRedisClient, describeEndpoint } from './create-redis-client.js';
+import { enforceEvictionPolicy } from './eviction-policy-check.js';
+import { reconnectOverrideFor } from './reconnect-strategy.js';
+import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
+import { errorMessage } from '../errors/error-message.js';
+
+/** How long the policy check waits for an answer when it runs after bootstrap (connectTimeout 0). */
+const EVICTION_CHECK_TIMEOUT_MS = 10_000;
+
+/**
+ * Owns the Redis connections of the module: the shared command client, and the extra connections
+ * that must not carry ordinary commands (the pub/sub subscriber, blocking consumers).
+ *
+ * A client the user passed in is never closed here; every connection this class created is closed
+ * in `onApplicationShutdown`, which Nest runs after every `beforeApplicationShutdown` hook, so the
+ * lock and queue services have stopped using them by then.
+ */
+@Injectable()
+export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
+  readonly client: RedisClient;
+  private readonly ownsClient: boolean;
+  private readonly dedicated = new Set<RedisClient>();
+  private readonly logger = new Logger('RedisLockModule');
+  private lastErrorLog = 0;
+
+  constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
+    const { client, owned } = createRedisClient(config.redis);
+    // Before anything uses it (a created client connects lazily, so there is nothing to close).
+    assertSupportedClientOptions(client, redisOptionOrigin(config.redis));
+    this.client = client;
+    this.ownsClient = owned;
+    if (owned) this.logErrorsOf(client, 'commands');
+  }
+
+  get isCluster(): boolean {
+    return this.client instanceof Cluster;
+  }
+
+  /** Pub/sub needs SPUBLISH on a cluster (the message stays on the slot's shard), PUBLISH elsewhere. */
+  get publishCommand(): 'publish' | 'spublish' {
+    return this.isCluster ? 'spublish' : 'publish';
+  }
+
+  async onModuleInit(): Promise<void> {
+    if (this.config.connectTimeout === 0) {
+      this.checkEvictionPolicyWhenReady();
+      return;
+    }
+    await this.verifyReachable(this.client, this.config.connectTimeout);
+    await this.checkEvictionPolicy(this.config.connectTimeout, true);
+  }
+
+  /**
+   * Refuses (or warns about) a Redis that may evict keys: see the `evictionPolicyCheck` option.
+   * At bootstrap an 'error' throws; later (connectTimeout 0) it can only be logged as an error.
+   */
+  private async checkEvictionPolicy(timeoutMs: number, atBootstrap: boolean): Promise<void> {
+    try {
+      await enforceEvictionPolicy([this.client], {
+        mode: this.config.evictionPolicyCheck,
+        timeoutMs,
+        logger: this.logger,
+        canThrow: atBootstrap,
+      });
+    } catch (error) {
+      if (this.ownsClient && this.client.status !== 'end') this.client.disconnect();
+      throw error;
+    }
+  }
+
+  private checkEvictionPolicyWhenReady(): void {
+    if (this.config.evictionPolicyCheck === 'off') return;
+    const check = () => void this.checkEvictionPolicy(EVICTION_CHECK_TIMEOUT_MS, false).catch(() => undefined);
+    if (this.client.status === 'ready') check();
+    else this.client.once('ready', check);
+  }
+
+  /**
+   * A new connection with the same settings, for a subscriber or a blocking reader. Closed with
+   * the module even when the main client belongs to the user.
+   *
+   * `shardedPubSub`: on a cluster, the copy keeps one subscriber connection per master and routes
+   * each SSUBSCRIBE to the master of the channel's slot (ioredis' `shardedSubscribers`). Without it
+   * ioredis sends SSUBSCRIBE to one arbitrary node, which answers MOVED for most channels, and
+   * the subscription never completes.
+   *
+   * The copy has the client's settings (protocol and reply mapping included), except that a copy of
+   * a client running ioredis' default `retryStrategy` reconnects with `lockReconnectStrategy`: a
+   * subscriber or blocking reader that is slow to come back delays wake-ups and job pick-up.
+   */
+  duplicate(purpose: string, options: { shardedPubSub?: boolean } = {}): RedisClient {
+    let copy: RedisClient;
+    if (this.client instanceof Cluster) {
+      copy = options.shardedPubSub ? this.client.duplicate([], { shardedSubscribers: true }) : this.client.duplicate();
+    } else {
+      copy = this.client.duplicate(reconnectOverrideFor(this.client));
+    }
+    this.dedicated.add(copy);
+    this.logErrorsOf(copy, purpose);
+    return copy;
+  }
+
+  /** Closes one dedicated connection early (for example a blocking client found hung). */
+  async release(copy: RedisClient): Promise<void> {
+    this.dedicated.delete(copy);
+    await closeQuietly(copy);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const closing = [...this.dedicated].map((c) => closeQuietly(c));
+    this.dedicated.clear();
+    await Promise.all(closing);
+    if (this.ownsClient) await closeQuietly(this.client);
+  }
+
+  private async verifyReachable(client: RedisClient, timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      if (client.status === 'wait') await Promise.race([client.connect(), timeout]);
+      await Promise.race([client.ping(), timeout]);
+    } catch (error) {
+      if (this.ownsClient && client.status !== 'end') client.disconnect();
+      const reason = errorMessage(error);
+      const advice = /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(reason)
+        ? 'Authentication failed: check the username and password in the `redis` option (or the URL).'
+        : 'Check that the server is running and that the `redis` option (URL, host/port, password, TLS) is right.';
+      throw new RedisConnectionError(`Cannot reach Redis at ${describeEndpoint(client)}: ${reason}. ${advice}`, error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** ioredis prints "Unhandled error event" without a listener; log through Nest instead, at most once a second. */
+  private logErrorsOf(client: RedisClient, purpose: string): void {
+    client.on('error', (error: Error) => {
+      const now = performance.now();
+      if (now - this.lastErrorLog < 1000) return;
+      this.lastErrorLog = now;
+      this.logger.warn(`Redis ${purpose} connection error (${describeEndpoint(client)}): ${error.message}`);
+    });
+  }
+}

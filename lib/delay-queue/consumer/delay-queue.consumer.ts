@@ -1,0 +1,184 @@
+import type { Logger } from '@nestjs/common';
+import { ConsumerShutdownTimeoutError } from '../../core/errors/consumer-shutdown-timeout.error.js';
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import type { RedisLockTracing } from '../../core/tracing/redis-lock-tracing.js';
+import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { ClaimLeaseKeeper } from './claim-lease-keeper.js';
+import { ClaimLoop } from './claim-loop.js';
+import { describeFailure } from './describe-failure.js';
+import { abortJob } from './held-job.js';
+import { JobClaimer } from './job-claimer.js';
+import { JobRunner } from './job-runner.js';
+import { JobSettlement } from './job-settlement.js';
+import { RedisFailureStreak } from './redis-failure-streak.js';
+import { ServerClock } from './server-clock.js';
+import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
+import type { Consumer } from '../interfaces/consumer.interface.js';
+import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
+import { settleWithin } from '../../core/time/settle-within.js';
+
+/**
+ * Once the shutdown timeout has run out, how long each remaining shutdown step (handing jobs back,
+ * flushing acknowledgements) may still wait for Redis. Bounds `close()` when Redis is unreachable.
+ */
+const SHUTDOWN_REDIS_GRACE_MS = 1_000;
+
+/** Everything a consumer needs from the service that created it. */
+export interface ConsumerContext {
+  readonly connection: RedisConnection;
+  readonly keys: TopicKeys;
+  readonly retention: RedisLockConfig['delayQueue']['retention'];
+  readonly logger: Logger;
+  /** Where job life-cycle events go (absent: none are emitted). */
+  readonly events?: RedisLockEvents;
+  /** Spans around handler runs; absent means none. */
+  readonly tracing?: RedisLockTracing;
+  readonly onClosed: (consumer: Consumer) => void;
+}
+
+/**
+ * Runs one topic (shard)'s jobs in this process, from start to shutdown. The work is done by its
+ * parts (in ./consumer/): the claim loop claims due jobs, the job runner runs their handlers, the
+ * claim lease keeper renews their visibility and aborts a handler whose claim is lost, the
+ * settlement writes each outcome (ack, failure, hand-back). Every part reports Redis failures into
+ * one failure streak, which logs and spaces retries; nothing here throws into the void.
+ *
+ * Shutdown (`close`): stop claiming, hand back jobs claimed but never started, wait for running
+ * handlers up to the timeout, abort and hand back the rest, flush outcomes; no step waits for an
+ * unreachable Redis beyond the timeout plus a short grace per step. What could not be handed back
+ * or acknowledged returns to the queue when its visibility passes.
+ */
+export class DelayQueueConsumer<T = unknown> implements Consumer {
+  private state: 'running' | 'draining' | 'closed' = 'running';
+  private readonly leases: ClaimLeaseKeeper;
+  private readonly settlement: JobSettlement;
+  private readonly runner: JobRunner<T>;
+  private readonly claimer: JobClaimer;
+  private readonly loop: ClaimLoop;
+  private readonly loopDone: Promise<void>;
+  private closing?: Promise<void>;
+
+  constructor(
+    readonly topic: string,
+    handler: DelayedJobHandler<T>,
+    readonly options: ResolvedConsumerOptions,
+    private readonly context: ConsumerContext,
+  ) {
+    const { connection, keys, retention, logger, events, tracing } = context;
+    const keyList = [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+    const failures = new RedisFailureStreak(topic, logger);
+    const clock = new ServerClock();
+    const running = () => this.state === 'running';
+    const bug = (where: string, error: unknown) => this.bug(where, error);
+    this.leases = new ClaimLeaseKeeper({
+      topic,
+      connection,
+      keyList,
+      visibilityTimeout: options.visibilityTimeout,
+      failures,
+      onAbandoned: (job) => this.settlement.withdraw(job),
+    });
+    this.settlement = new JobSettlement({
+      topic,
+      connection,
+      keyList,
+      options,
+      retention,
+      logger,
+      events,
+      leases: this.leases,
+      failures,
+      claimComesNext: () => this.loop.waitingForSlot,
+      closed: () => this.state === 'closed',
+      bug,
+    });
+    this.runner = new JobRunner<T>({
+      topic,
+      handler,
+      options,
+      events,
+      tracing,
+      clock,
+      leases: this.leases,
+      settlement: this.settlement,
+      running,
+      onSlotFreed: () => this.loop.slotFreed(),
+      bug,
+    });
+    this.claimer = new JobClaimer({ topic, connection, keys, keyList, options, retention, events, clock });
+    this.loop = new ClaimLoop({
+      topic,
+      connection,
+      keys,
+      maxIdleWait: options.maxIdleWait,
+      claimer: this.claimer,
+      runner: this.runner,
+      leases: this.leases,
+      settlement: this.settlement,
+      failures,
+      clock,
+      running,
+    });
+    this.loopDone = this.loop.run().catch((error) => this.bug('claim loop', error));
+  }
+
+  get running(): boolean {
+    return this.state === 'running';
+  }
+
+  get activeCount(): number {
+    return this.runner.activeCount;
+  }
+
+  /** Blocking connections opened so far (a hung or closed one is replaced). For diagnostics. */
+  get blockingConnectionsOpened(): number {
+    return this.loop.blockingConnectionsOpened;
+  }
+
+  close(options?: { timeout?: number }): Promise<void> {
+    const timeout = options?.timeout ?? this.options.shutdownTimeout;
+    return (this.closing ??= this.drain(timeout));
+  }
+
+  private async drain(timeout: number): Promise<void> {
+    const deadline = performance.now() + timeout;
+    this.state = 'draining';
+    this.loop.wake();
+    // A claim stuck on an unreachable Redis must not hold shutdown forever; the loop ends on its own later.
+    await settleWithin(this.loopDone, timeout);
+    await this.loop.closeWaiter();
+    const redisBudget = () => Math.max(SHUTDOWN_REDIS_GRACE_MS, deadline - performance.now());
+    await settleWithin(this.settlement.handBack(this.runner.takeBuffered(), true), redisBudget());
+    const running = this.runner.runningJobs();
+    if (running.length > 0) {
+      const finished = await settleWithin(Promise.all(running.map((job) => job.done)), deadline - performance.now());
+      if (!finished) {
+        const stuck = running.filter((job) => job.phase === 'running' && !job.abandoned);
+        for (const job of stuck) {
+          job.abandoned = true;
+          abortJob(job, new ConsumerShutdownTimeoutError(this.topic, job.id, timeout));
+        }
+        this.context.logger.warn(
+          `${stuck.length} handler(s) of topic ${JSON.stringify(this.topic)} still running ${timeout} ms after shutdown began; ` +
+            'their signals were aborted and their jobs handed back to the queue.',
+        );
+        await settleWithin(this.settlement.handBack(stuck, false), redisBudget());
+      }
+    }
+    if (this.settlement.hasPendingAcks) await settleWithin(this.settlement.flushAcks(), redisBudget());
+    await settleWithin(this.settlement.settled(), redisBudget());
+    this.leases.stop();
+    this.claimer.discardLastRecord();
+    this.state = 'closed';
+    this.context.onClosed(this);
+  }
+
+  /** Last line of defence: an unexpected error in the consumer's own code is logged, never left unhandled. */
+  private bug(where: string, error: unknown): void {
+    this.context.logger.error(
+      `Unexpected error in the ${where} of the delay-queue consumer of topic ${JSON.stringify(this.topic)}: ${describeFailure(error)}`,
+    );
+  }
+}

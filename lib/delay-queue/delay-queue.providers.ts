@@ -1,0 +1,26 @@
+import type { Provider } from '@nestjs/common';
+import { RedisKeySpace } from '../core/keys/redis-key-space.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
+import { DelayQueueService } from './delay-queue.service.js';
+import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
+import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
+import { TopicShards } from './jobs/topic-shards.js';
+import { TopicInspector } from './topic-inspector.js';
+
+/**
+ * The delay-queue engine: where each topic's jobs live (`TopicShards`), the service, the `@OnDelayed`
+ * discovery that starts one consumer per handled topic, and the read side.
+ */
+export const delayQueueProviders: Provider[] = [
+  {
+    provide: TopicShards,
+    useFactory: (keySpace: RedisKeySpace, config: RedisLockConfig) => new TopicShards(keySpace, config.delayQueue.topics ?? new Map()),
+    inject: [RedisKeySpace, REDIS_LOCK_CONFIG],
+  },
+  DelayQueueService,
+  DelayedHandlerMetadataAccessor,
+  DelayedHandlerExplorer,
+  DelayQueueOrchestrator,
+  TopicInspector,
+];

@@ -1,0 +1,165 @@
+import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
+import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
+import { errorMessage } from '../../core/errors/error-message.js';
+
+/**
+ * The stored form of a job (one field of the topic's `jobs` hash):
+ *
+ *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["t":"<traceparent>",]"e":<last error|null>,"p":<payload>}
+ *
+ * `t`, present only when the job was scheduled inside a trace, is the W3C `traceparent` of the
+ * scheduling span (hex digits and dashes only, so the scripts' search for `,"e":` cannot trip on it).
+ * The field order is fixed and everything before `"p"` is written by this library, so the scripts
+ * can read and rewrite the header with plain string operations and never decode or re-encode the
+ * payload (Lua's cjson would round numbers to 14 digits and turn `[]` into `{}`).
+ */
+export interface DecodedJob<T = unknown> {
+  /** Claim token: changes on every claim, so a stale consumer's ack or extend is refused. */
+  readonly token: string;
+  readonly attempts: number;
+  readonly createdAt: number;
+  readonly maxAttempts?: number;
+  readonly backoff?: Required<BackoffOptions>;
+  readonly lastError?: string;
+  /** W3C `traceparent` of the `schedule` span, when there was one. */
+  readonly traceparent?: string;
+  readonly payload: T;
+}
+
+const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"t":"([0-9a-f-]{55})",)?"e":/;
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+const PAYLOAD_SEPARATOR = ',"p":';
+const CLAIM_TOKEN = /^\{"g":(\d+),/;
+
+/** The part of a body after the header fields Redis fills in (`g`, `a`, `c`), as sent by `schedule`. */
+export function encodeBodyTail(
+  payloadJson: string,
+  maxAttempts: number | undefined,
+  backoff: Required<BackoffOptions> | undefined,
+  traceparent?: string,
+): string {
+  const b = backoff ? JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]) : 'null';
+  const t = traceparent !== undefined && TRACEPARENT.test(traceparent) ? `"t":"${traceparent}",` : '';
+  return `,"m":${maxAttempts ?? 'null'},"b":${b},${t}"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
+}
+
+/**
+ * The claim token of a stored job, read without decoding the rest (a body the consumer cannot
+ * decode still gets its failure recorded under its claim); '' when the body has none.
+ */
+export function readClaimToken(body: string): string {
+  return CLAIM_TOKEN.exec(body)?.[1] ?? '';
+}
+
+export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
+  const header = HEADER.exec(body);
+  if (!header) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${body.slice(0, 120)}`);
+  const errorStart = header[0].length;
+  // `e` is null or a JSON string, which cannot contain an unescaped quote, so the first separator after it is ours.
+  const separator = body.indexOf(PAYLOAD_SEPARATOR, errorStart);
+  const lastError = JSON.parse(body.slice(errorStart, separator)) as string | null;
+  const b = header[5] === 'null' ? undefined : (JSON.parse(header[5]) as number[]);
+  return {
+    token: header[1],
+    attempts: Number(header[2]),
+    createdAt: Number(header[3]),
+    maxAttempts: header[4] === 'null' ? undefined : Number(header[4]),
+    backoff: b && { delay: b[0], factor: b[1], maxDelay: b[2], jitter: b[3] },
+    lastError: lastError ?? undefined,
+    traceparent: header[6],
+    payload: JSON.parse(body.slice(separator + PAYLOAD_SEPARATOR.length, -1)) as T,
+  };
+}
+
+/**
+ * Like `decodeJob`, but a body that cannot be read comes back with its raw text as the payload and
+ * the reason as `lastError`, so listing a topic never fails because of one foreign entry.
+ */
+export function decodeJobLeniently<T = unknown>(body: string): DecodedJob<T> {
+  try {
+    return decodeJob<T>(body);
+  } catch (error) {
+    return { token: '0', attempts: 0, createdAt: 0, lastError: errorMessage(error), payload: body as T };
+  }
+}
+
+/**
+ * Encodes a payload as JSON, refusing every value JSON would silently change or drop, so that the
+ * handler receives exactly what was scheduled. Class instances are accepted as their own enumerable
+ * properties (the prototype is not stored); object properties that are `undefined` are left out, as
+ * JSON does.
+ *
+ * @throws InvalidJobError naming the offending path, e.g. `payload.order.createdAt`
+ */
+export function encodePayload(topic: string, payload: unknown, field = 'payload'): string {
+  assertJsonData(topic, payload, field, new Set(), 0);
+  try {
+    return JSON.stringify(payload);
+  } catch (error) {
+    throw new InvalidJobError(topic, field, `cannot be encoded as JSON (${errorMessage(error)})`);
+  }
+}
+
+const MAX_DEPTH = 512;
+
+function assertJsonData(topic: string, value: unknown, path: string, ancestors: Set<object>, depth: number): void {
+  const fail = (problem: string): never => {
+    throw new InvalidJobError(topic, path, problem);
+  };
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) fail(`is ${value}, which JSON stores as null; use a finite number or null`);
+      return;
+    case 'bigint':
+      return fail('is a BigInt, which JSON cannot encode; pass it as a string (value.toString())');
+    case 'function':
+      return fail('is a function, which JSON drops; pass data only');
+    case 'symbol':
+      return fail('is a symbol, which JSON drops; pass a string instead');
+    case 'undefined':
+      return fail('is undefined, which JSON cannot store here; use null');
+  }
+  if (value === null) return;
+  const object = value as object;
+  if (ancestors.has(object)) fail('refers back to an object that contains it (a circular structure); JSON cannot encode it');
+  if (depth >= MAX_DEPTH) fail(`is nested more than ${MAX_DEPTH} levels deep; flatten the payload`);
+  const builtIn = describeBuiltIn(object);
+  if (builtIn) fail(builtIn);
+  if (typeof (object as { toJSON?: unknown }).toJSON === 'function') {
+    fail('has a toJSON() method, so JSON would store something else than the value; pass the plain data it returns');
+  }
+  ancestors.add(object);
+  if (Array.isArray(object)) {
+    for (let i = 0; i < object.length; i++) assertJsonData(topic, object[i], `${path}[${i}]`, ancestors, depth + 1);
+  } else {
+    for (const key of Object.keys(object)) {
+      const child = (object as Record<string, unknown>)[key];
+      if (child === undefined) continue;
+      assertJsonData(topic, child, `${path}${propertyPath(key)}`, ancestors, depth + 1);
+    }
+  }
+  ancestors.delete(object);
+}
+
+function describeBuiltIn(value: object): string | undefined {
+  if (value instanceof Date) {
+    return 'is a Date, which JSON turns into a string; pass date.toISOString() or date.getTime() and convert it back in the handler';
+  }
+  if (value instanceof Map) return 'is a Map, which JSON stores as {} (its entries are lost); pass Object.fromEntries(map)';
+  if (value instanceof Set) return 'is a Set, which JSON stores as {} (its values are lost); pass [...set]';
+  if (value instanceof WeakMap || value instanceof WeakSet) return 'is a WeakMap/WeakSet, which JSON cannot encode';
+  if (value instanceof RegExp) return 'is a RegExp, which JSON stores as {}; pass regexp.source';
+  if (value instanceof Error) return 'is an Error, which JSON stores as {}; pass { message: error.message }';
+  if (value instanceof Promise) return 'is a Promise; await it and pass the result';
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
+    return 'is binary data (Buffer, typed array or ArrayBuffer), which JSON does not keep as such; pass buffer.toString("base64")';
+  }
+  return undefined;
+}
+
+function propertyPath(key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}

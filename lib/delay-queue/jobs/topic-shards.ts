@@ -1,0 +1,63 @@
+import { InvalidTopicError } from '../../core/errors/invalid-topic.error.js';
+import type { RedisKeySpace, TopicKeys } from '../../core/keys/redis-key-space.js';
+import { shardTopicName } from '../../core/keys/topic-name.js';
+import type { TopicShardCounts } from '../../core/options/resolve-topic-shards.js';
+
+/**
+ * Where a topic's jobs live. A topic of one shard keeps the plain layout (`{topic}`), so turning
+ * sharding on for a topic is a change of layout: drain it first (see `DelayQueueTopicOptions`).
+ */
+export class TopicShards {
+  constructor(
+    private readonly keySpace: RedisKeySpace,
+    private readonly counts: TopicShardCounts,
+  ) {}
+
+  /** How many shards `topic` has (1 when not configured). */
+  count(topic: string): number {
+    return this.counts.get(topic) ?? 1;
+  }
+
+  /** Every shard's keys, in shard order. */
+  all(topic: string): TopicKeys[] {
+    this.assertNotAShardName(topic);
+    const n = this.count(topic);
+    if (n === 1) return [this.keySpace.topic(topic)];
+    return Array.from({ length: n }, (_, i) => this.keySpace.topic(shardTopicName(topic, i)));
+  }
+
+  /** The shard index that holds job `id`: the same on every producer and consumer. */
+  indexOf(topic: string, id: string): number {
+    const n = this.count(topic);
+    return n === 1 ? 0 : fnv1a(id) % n;
+  }
+
+  /** The keys of the shard that holds job `id`. */
+  forJob(topic: string, id: string): TopicKeys {
+    return this.all(topic)[this.indexOf(topic, id)];
+  }
+
+  /**
+   * `hot#1` written directly would land in the keys of shard 1 of the sharded topic `hot` and
+   * bypass its routing by id (get/cancel would look in another shard): refused.
+   */
+  private assertNotAShardName(topic: string): void {
+    const match = /^(.*)#(\d+)$/.exec(topic);
+    if (match && this.count(match[1]) > 1) {
+      throw new InvalidTopicError(
+        topic,
+        `it names a shard of the sharded topic ${JSON.stringify(match[1])}; use ${JSON.stringify(match[1])} itself`,
+      );
+    }
+  }
+}
+
+/** 32-bit FNV-1a over the UTF-16 code units: cheap, stable across processes and versions. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}

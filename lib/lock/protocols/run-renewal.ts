@@ -1,0 +1,17 @@
+import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { RedisScript } from '../../core/redis/redis-script.js';
+import type { Renewal } from './lock-protocol.interface.js';
+
+/** Runs one renewal script over several holds of its kind; resolves 1 (renewed) or 0 per hold. */
+export function runRenewal(
+  client: RedisClient,
+  script: RedisScript,
+  renewals: readonly Renewal[],
+  leaseTime: number,
+): Promise<number[]> {
+  return script.run<number[]>(
+    client,
+    renewals.flatMap((r) => r.keys),
+    [leaseTime, ...renewals.map((r) => r.member)],
+  );
+}

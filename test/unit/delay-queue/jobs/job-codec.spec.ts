@@ -1,0 +1,134 @@
+import { InvalidJobError } from '../../../../lib/index.js';
+import { decodeJob, decodeJobLeniently, encodeBodyTail, encodePayload, readClaimToken } from '../../../../lib/delay-queue/jobs/job-codec.js';
+
+/** A stored body as the schedule script writes it: the header Redis fills in, then the tail. */
+function storedBody(tail: string, { token = 7, attempts = 2, createdAt = 1_700_000_000_000 } = {}): string {
+  return `{"g":${token},"a":${attempts},"c":${createdAt}${tail}`;
+}
+
+const TRACEPARENT = `00-${'0af7651916cd43dd8448eb211c80319c'}-${'b7ad6b7169203331'}-01`;
+
+describe('job codec: round trip through the stored form', () => {
+  it('decodes what it encoded: header fields, retry options, trace context and payload', () => {
+    const payload = { order: 'A-1', lines: [{ sku: 'x', qty: 2 }], note: 'he said "hi", \\o/', empty: [], nested: {} };
+    const tail = encodeBodyTail(encodePayload('orders', payload), 4, { delay: 100, factor: 3, maxDelay: 5_000, jitter: 0.5 }, TRACEPARENT);
+    expect(decodeJob(storedBody(tail))).toEqual({
+      token: '7',
+      attempts: 2,
+      createdAt: 1_700_000_000_000,
+      maxAttempts: 4,
+      backoff: { delay: 100, factor: 3, maxDelay: 5_000, jitter: 0.5 },
+      lastError: undefined,
+      traceparent: TRACEPARENT,
+      payload,
+    });
+  });
+
+  it('leaves out what was not given', () => {
+    const decoded = decodeJob(storedBody(encodeBodyTail('null', undefined, undefined)));
+    expect(decoded).toMatchObject({ maxAttempts: undefined, backoff: undefined, traceparent: undefined, payload: null });
+  });
+
+  it.each<[string, unknown]>([
+    ['a large integer', 2 ** 53 - 1],
+    ['a number with many digits', 0.1 + 0.2],
+    ['an empty array', []],
+    ['an empty object', {}],
+    ['a string that looks like the payload separator', ',"p":{"x":1}'],
+    ['unicode', 'ünï 😀 {tag}'],
+  ])('keeps %s exactly', (_label, payload) => {
+    expect(decodeJob(storedBody(encodeBodyTail(encodePayload('t', payload), undefined, undefined))).payload).toEqual(payload);
+  });
+
+  it('reads the last error, even one that contains the payload separator', () => {
+    const body = storedBody(encodeBodyTail('{"a":1}', undefined, undefined)).replace('"e":null', `"e":${JSON.stringify('boom ,"p": here')}`);
+    expect(decodeJob(body)).toMatchObject({ lastError: 'boom ,"p": here', payload: { a: 1 } });
+  });
+
+  it('reads the claim token without decoding the rest', () => {
+    expect(readClaimToken(storedBody(encodeBodyTail('1', undefined, undefined), { token: 123_456 }))).toBe('123456');
+    expect(readClaimToken('{"g":42,garbage')).toBe('42');
+    expect(readClaimToken('not a job')).toBe('');
+  });
+});
+
+describe('job codec: bodies it cannot read', () => {
+  it.each([
+    ['a body written by hand', '{"payload":1}'],
+    ['a header with its fields out of order', '{"a":1,"g":2,"c":3,"m":null,"b":null,"e":null,"p":1}'],
+    ['plain text', 'hello'],
+  ])('refuses %s', (_label, body) => {
+    expect(() => decodeJob(body)).toThrow(/^Unreadable job body/);
+  });
+
+  it('decodes leniently: the raw text as payload and the reason as last error', () => {
+    expect(decodeJobLeniently('hello')).toEqual({
+      token: '0',
+      attempts: 0,
+      createdAt: 0,
+      lastError: 'Unreadable job body (written by hand or by an incompatible version): hello',
+      payload: 'hello',
+    });
+  });
+});
+
+describe('encodePayload: only what JSON keeps unchanged', () => {
+  function refusedPath(payload: unknown): string {
+    try {
+      encodePayload('orders', payload);
+    } catch (error) {
+      if (error instanceof InvalidJobError) return error.field;
+      throw error;
+    }
+    throw new Error('accepted');
+  }
+
+  it('encodes plain data, class instances as their own properties, and leaves out undefined properties', () => {
+    class Order {
+      constructor(readonly id: string) {}
+      total(): number {
+        return 1;
+      }
+    }
+    expect(encodePayload('t', { a: 1, b: 'x', c: true, d: null, e: [1, 'two'], f: undefined })).toBe('{"a":1,"b":"x","c":true,"d":null,"e":[1,"two"]}');
+    expect(encodePayload('t', new Order('A-1'))).toBe('{"id":"A-1"}');
+  });
+
+  it.each<[string, unknown, string]>([
+    ['NaN', { n: Number.NaN }, 'payload.n'],
+    ['Infinity in an array', [1, Infinity], 'payload[1]'],
+    ['a BigInt', { id: 1n }, 'payload.id'],
+    ['a function', { f: () => 1 }, 'payload.f'],
+    ['a symbol', { s: Symbol('x') }, 'payload.s'],
+    ['undefined at the top', undefined, 'payload'],
+    ['undefined inside an array', [undefined], 'payload[0]'],
+    ['a Date', { at: new Date() }, 'payload.at'],
+    ['a Map', { m: new Map() }, 'payload.m'],
+    ['a Set', { s: new Set() }, 'payload.s'],
+    ['a RegExp', { r: /x/ }, 'payload.r'],
+    ['an Error', { e: new Error('x') }, 'payload.e'],
+    ['a Promise', { p: Promise.resolve() }, 'payload.p'],
+    ['a Buffer', { b: Buffer.from('x') }, 'payload.b'],
+    ['an object with toJSON', { v: { toJSON: () => 1 } }, 'payload.v'],
+    ['a property name that is not an identifier', { 'a-b': { c: Number.NaN } }, 'payload["a-b"].c'],
+  ])('refuses %s, naming its path', (_label, payload, path) => {
+    expect(refusedPath(payload)).toBe(path);
+  });
+
+  it('refuses a circular structure but accepts the same object twice side by side', () => {
+    const shared = { x: 1 };
+    expect(encodePayload('t', { a: shared, b: shared })).toBe('{"a":{"x":1},"b":{"x":1}}');
+    const loop: Record<string, unknown> = {};
+    loop.self = loop;
+    expect(refusedPath({ loop })).toBe('payload.loop.self');
+  });
+
+  it('refuses nesting deeper than 512 levels', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 513; i++) deep = [deep];
+    expect(refusedPath(deep)).toMatch(/^payload(\[0\]){512}$/);
+    let ok: unknown = 1;
+    for (let i = 0; i < 511; i++) ok = [ok];
+    expect(() => encodePayload('t', ok)).not.toThrow();
+  });
+});

@@ -1,0 +1,183 @@
+import { jest } from '@jest/globals';
+import { InvalidJobError, type BackoffOptions, type ScheduleOptions } from '../../../../lib/index.js';
+import { MAX_DUE_MS, MAX_JOB_ID_BYTES } from '../../../../lib/delay-queue/jobs/delay-queue.constants.js';
+import { backoffDelay, prepareJob, resolveBackoff } from '../../../../lib/delay-queue/jobs/prepare-job.js';
+import { MAX_TIMER_MS, resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
+
+const defaults = resolveRedisLockConfig({}).delayQueue;
+
+describe('backoffDelay: the wait before the next delivery', () => {
+  const noJitter: Required<BackoffOptions> = { delay: 1_000, factor: 2, maxDelay: 60_000, jitter: 0 };
+  afterEach(() => jest.restoreAllMocks());
+
+  it('starts at `delay` after the first failed attempt and multiplies by `factor` after each next one', () => {
+    expect([1, 2, 3, 4, 5].map((attempt) => backoffDelay(noJitter, attempt))).toEqual([1_000, 2_000, 4_000, 8_000, 16_000]);
+  });
+
+  it('treats an attempt below 1 as the first', () => {
+    expect(backoffDelay(noJitter, 0)).toBe(1_000);
+    expect(backoffDelay(noJitter, -3)).toBe(1_000);
+  });
+
+  it('never waits longer than `maxDelay`, however many attempts failed', () => {
+    expect(backoffDelay(noJitter, 7)).toBe(60_000);
+    expect(backoffDelay(noJitter, 10_000)).toBe(60_000); // 2^9999 is Infinity: still capped
+  });
+
+  it('waits the same every time with factor 1', () => {
+    const constant = { ...noJitter, factor: 1 };
+    expect([1, 5, 50].map((attempt) => backoffDelay(constant, attempt))).toEqual([1_000, 1_000, 1_000]);
+  });
+
+  it('takes the jitter off the capped value: between (1 - jitter) and 1 times it', () => {
+    const jittered = { ...noJitter, jitter: 0.25 };
+    jest.spyOn(Math, 'random').mockReturnValue(0);
+    expect(backoffDelay(jittered, 3)).toBe(4_000);
+    expect(backoffDelay(jittered, 20)).toBe(60_000);
+    jest.spyOn(Math, 'random').mockReturnValue(0.999_999);
+    expect(backoffDelay(jittered, 3)).toBe(3_000);
+    expect(backoffDelay(jittered, 20)).toBe(45_000);
+    jest.spyOn(Math, 'random').mockReturnValue(0.5);
+    expect(backoffDelay(jittered, 3)).toBe(3_500);
+  });
+
+  it('stays inside the jitter band for any random value', () => {
+    const jittered = { delay: 200, factor: 3, maxDelay: 10_000, jitter: 0.5 };
+    for (let attempt = 1; attempt <= 8; attempt++) {
+      const capped = Math.min(10_000, 200 * 3 ** (attempt - 1));
+      for (let i = 0; i < 50; i++) {
+        const wait = backoffDelay(jittered, attempt);
+        expect(wait).toBeGreaterThanOrEqual(Math.floor(capped * 0.5));
+        expect(wait).toBeLessThanOrEqual(capped);
+      }
+    }
+  });
+
+  it('can go down to no wait at all with jitter 1, and rounds to whole milliseconds', () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.999_999_9);
+    expect(backoffDelay({ ...noJitter, jitter: 1 }, 1)).toBe(0);
+    jest.spyOn(Math, 'random').mockReturnValue(0.333);
+    expect(Number.isInteger(backoffDelay({ delay: 7, factor: 1.5, maxDelay: 1_000, jitter: 0.3 }, 2))).toBe(true);
+  });
+});
+
+describe("resolveBackoff: a job's own backoff over the module's", () => {
+  const base: Required<BackoffOptions> = { delay: 1_000, factor: 2, maxDelay: 3_600_000, jitter: 0.2 };
+  const fail = (field: string, problem: string): never => {
+    throw new Error(`${field}: ${problem}`);
+  };
+
+  it('takes each field that is given and the base for the rest', () => {
+    expect(resolveBackoff({ delay: 50 }, base, fail)).toEqual({ delay: 50, factor: 2, maxDelay: 3_600_000, jitter: 0.2 });
+    expect(resolveBackoff({ factor: 1, jitter: 0 }, base, fail)).toEqual({ delay: 1_000, factor: 1, maxDelay: 3_600_000, jitter: 0 });
+    expect(resolveBackoff({}, base, fail)).toEqual(base);
+  });
+
+  it('rounds millisecond fields down', () => {
+    expect(resolveBackoff({ delay: 10.9, maxDelay: 99.5 }, base, fail)).toMatchObject({ delay: 10, maxDelay: 99 });
+  });
+
+  it.each<[string, unknown, string]>([
+    ['a negative delay', { delay: -1 }, 'delay'],
+    ['a delay past the timer limit', { delay: MAX_TIMER_MS + 1 }, 'delay'],
+    ['a string maxDelay', { maxDelay: '5' }, 'maxDelay'],
+    ['a factor below 1', { factor: 0.9 }, 'factor'],
+    ['a NaN factor', { factor: Number.NaN }, 'factor'],
+    ['a jitter below 0', { jitter: -0.1 }, 'jitter'],
+    ['a jitter above 1', { jitter: 2 }, 'jitter'],
+    ['a backoff that is not an object', 5, ''],
+  ])('reports %s through `fail` with the field', (_label, value, field) => {
+    expect(() => resolveBackoff(value as BackoffOptions, base, fail)).toThrow(new RegExp(`^${field}: `));
+  });
+});
+
+describe('prepareJob: one job checked and encoded before anything is sent', () => {
+  function refusal(options: unknown, payload: unknown = { ok: true }, field = ''): InvalidJobError {
+    try {
+      prepareJob('orders', payload, options as ScheduleOptions, defaults, field);
+    } catch (error) {
+      if (error instanceof InvalidJobError) return error;
+      throw error;
+    }
+    throw new Error(`accepted ${JSON.stringify(options)}`);
+  }
+
+  it('gives a job without an id a fresh UUID, due after no delay', () => {
+    const a = prepareJob('orders', { n: 1 }, undefined, defaults);
+    const b = prepareJob('orders', { n: 1 }, {}, defaults);
+    expect(a.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(b.id).not.toBe(a.id);
+    expect(a).toMatchObject({ kind: 'd', when: 0, replace: false });
+  });
+
+  it('keeps a given id, a delay (rounded up) or an absolute time', () => {
+    expect(prepareJob('orders', 1, { id: 'order-1', delay: 1_500.2 }, defaults)).toMatchObject({ id: 'order-1', kind: 'd', when: 1_501 });
+    const at = new Date('2030-01-02T03:04:05.006Z');
+    expect(prepareJob('orders', 1, { at }, defaults)).toMatchObject({ kind: 'a', when: at.getTime() });
+    expect(prepareJob('orders', 1, { at: 1_700_000_000_000.5 }, defaults)).toMatchObject({ kind: 'a', when: 1_700_000_000_001 });
+    expect(prepareJob('orders', 1, { at: 0 }, defaults)).toMatchObject({ kind: 'a', when: 0 });
+  });
+
+  it('accepts an id of exactly the byte limit, counted in UTF-8', () => {
+    expect(prepareJob('orders', 1, { id: 'x'.repeat(MAX_JOB_ID_BYTES) }, defaults).id).toHaveLength(MAX_JOB_ID_BYTES);
+    expect(refusal({ id: 'é'.repeat(MAX_JOB_ID_BYTES / 2 + 1) }).field).toBe('id');
+  });
+
+  it('marks a replacing schedule', () => {
+    expect(prepareJob('orders', 1, { id: 'a', replace: true }, defaults).replace).toBe(true);
+    expect(prepareJob('orders', 1, { id: 'a', replace: false }, defaults).replace).toBe(false);
+  });
+
+  it('counts the payload in UTF-8 bytes of its JSON', () => {
+    expect(prepareJob('orders', { name: 'é' }, undefined, defaults).payloadBytes).toBe(Buffer.byteLength('{"name":"é"}'));
+  });
+
+  it("stores its own maxAttempts and backoff (merged over the module's) in the body, and nothing when not given", () => {
+    const own = prepareJob('orders', { n: 1 }, { maxAttempts: 3, backoff: { delay: 10 } }, defaults);
+    expect(own.tail).toBe(',"m":3,"b":[10,2,3600000,0.2],"e":null,"p":{"n":1}}');
+    expect(prepareJob('orders', { n: 1 }, undefined, defaults).tail).toBe(',"m":null,"b":null,"e":null,"p":{"n":1}}');
+  });
+
+  it('stores a valid traceparent, and drops one that is not', () => {
+    const traceparent = `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`;
+    expect(prepareJob('orders', 1, undefined, defaults, '', traceparent).tail).toContain(`"t":"${traceparent}",`);
+    expect(prepareJob('orders', 1, undefined, defaults, '', 'not-a-traceparent').tail).not.toContain('"t":');
+  });
+
+  it.each<[string, unknown, string]>([
+    ['options that are not an object', 'soon', 'options'],
+    ['an empty id', { id: '' }, 'id'],
+    ['a numeric id', { id: 42 }, 'id'],
+    ['an id with a lone surrogate', { id: 'a\uD800' }, 'id'],
+    ['both delay and at', { delay: 1, at: 2 }, 'delay'],
+    ['a negative delay', { delay: -1 }, 'delay'],
+    ['an infinite delay', { delay: Infinity }, 'delay'],
+    ['a delay past the year 2100', { delay: MAX_DUE_MS }, 'delay'],
+    ['an invalid Date', { at: new Date('nope') }, 'at'],
+    ['a negative at', { at: -1 }, 'at'],
+    ['an at past the year 2100', { at: MAX_DUE_MS + 1 }, 'at'],
+    ['maxAttempts of 0', { maxAttempts: 0 }, 'maxAttempts'],
+    ['fractional maxAttempts', { maxAttempts: 2.5 }, 'maxAttempts'],
+    ['maxAttempts over a million', { maxAttempts: 1_000_001 }, 'maxAttempts'],
+    ['a backoff factor below 1', { backoff: { factor: 0 } }, 'backoff.factor'],
+    ['a replace flag that is not a boolean', { replace: 'yes' }, 'replace'],
+  ])('refuses %s, naming the field', (_label, options, field) => {
+    expect(refusal(options).field).toBe(field);
+  });
+
+  it('refuses a payload JSON would change, naming its path', () => {
+    expect(refusal(undefined, { order: { at: new Date() } }).field).toBe('payload.order.at');
+  });
+
+  it('prefixes the field of a job inside a batch', () => {
+    expect(refusal({ delay: -1 }, 1, 'jobs[2]').field).toBe('jobs[2].delay');
+    expect(refusal(undefined, { n: 1n }, 'jobs[0]').field).toBe('jobs[0].payload.n');
+    expect(refusal('soon', 1, 'jobs[1]').field).toBe('jobs[1]');
+  });
+
+  it('says what was wrong and that nothing was scheduled', () => {
+    expect(refusal({ delay: -5 }).message).toBe(
+      'Invalid job for topic "orders": `delay` is -5; use a finite number of milliseconds >= 0. Nothing was scheduled.',
+    );
+  });
+});

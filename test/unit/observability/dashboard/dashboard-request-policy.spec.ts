@@ -1,0 +1,120 @@
+import {
+  canonicalOrigin,
+  crossOriginRefusal,
+  isLoopbackAddress,
+  remoteClientRefusal,
+  type ClientFacts,
+} from '../../../../lib/observability/dashboard/dashboard-request-policy.js';
+
+/*
+ * The dashboard's decisions about who sent a request, on the facts Express and Fastify give about
+ * it. The HTTP specs (test/observability/dashboard-safety.spec.ts) cover what a test machine can
+ * produce; a client on another host cannot be, so its cases are here.
+ */
+
+describe('isLoopbackAddress', () => {
+  it.each(['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1', '::FFFF:127.0.0.9', '0:0:0:0:0:0:0:1'])('counts %s as loopback', (address) => {
+    expect(isLoopbackAddress(address)).toBe(true);
+  });
+
+  it.each(['10.0.0.8', '192.168.1.20', '203.0.113.7', '::ffff:10.0.0.8', 'fe80::1', '::', '0.0.0.0', '128.0.0.1', 'localhost', '', undefined])(
+    'counts %s as remote',
+    (address) => {
+      expect(isLoopbackAddress(address)).toBe(false);
+    },
+  );
+});
+
+describe('remoteClientRefusal', () => {
+  const direct = (socketAddress: string | undefined, extra: Partial<ClientFacts> = {}): ClientFacts => ({
+    socketAddress,
+    ip: socketAddress,
+    ips: [],
+    forwarded: false,
+    ...extra,
+  });
+
+  it('serves a loopback peer that no proxy forwarded', () => {
+    expect(remoteClientRefusal(direct('127.0.0.1'))).toBeUndefined();
+    expect(remoteClientRefusal(direct('::1', { ips: undefined }))).toBeUndefined(); // Fastify without trustProxy
+  });
+
+  it('refuses a peer on another host, naming its address', () => {
+    expect(remoteClientRefusal(direct('10.0.0.8'))).toMatch(/10\.0\.0\.8/);
+    expect(remoteClientRefusal(direct('::ffff:192.168.1.20'))).toMatch(/192\.168\.1\.20/);
+    expect(remoteClientRefusal(direct(undefined, { ip: undefined }))).toMatch(/unknown address/);
+  });
+
+  it('refuses a loopback peer forwarding for someone when the application does not trust it', () => {
+    expect(remoteClientRefusal(direct('127.0.0.1', { forwarded: true }))).toMatch(/trust proxy/);
+  });
+
+  it('judges the client a trusted proxy reports, not the proxy', () => {
+    // Express with trust proxy: ips lists the forwarded chain, ip is the client.
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '203.0.113.7', ips: ['203.0.113.7'], forwarded: true })).toMatch(
+      /203\.0\.113\.7.*trusted proxy/,
+    );
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1'], forwarded: true })).toBeUndefined();
+    // Fastify with trustProxy: ips starts with the socket's address.
+    expect(remoteClientRefusal({ socketAddress: '10.0.0.2', ip: '127.0.0.1', ips: ['10.0.0.2', '127.0.0.1'], forwarded: true })).toBeUndefined();
+  });
+
+  it('refuses a remote peer whatever forwarding header it sends when its proxy is not trusted', () => {
+    expect(remoteClientRefusal({ socketAddress: '203.0.113.7', ip: '203.0.113.7', ips: [], forwarded: true })).toMatch(/203\.0\.113\.7/);
+  });
+});
+
+describe('crossOriginRefusal', () => {
+  const none = new Set<string>();
+  const host = '127.0.0.1:3000';
+
+  it('passes a client that is not a browser acting for a page (no Origin, no Sec-Fetch-Site)', () => {
+    expect(crossOriginRefusal({ origin: undefined, secFetchSite: undefined, host }, none)).toBeUndefined();
+  });
+
+  it("passes the dashboard's own page and an address typed by the operator", () => {
+    expect(crossOriginRefusal({ origin: 'http://127.0.0.1:3000', secFetchSite: 'same-origin', host }, none)).toBeUndefined();
+    expect(crossOriginRefusal({ origin: undefined, secFetchSite: 'same-origin', host }, none)).toBeUndefined(); // same-origin GET
+    expect(crossOriginRefusal({ origin: undefined, secFetchSite: 'none', host }, none)).toBeUndefined();
+    expect(crossOriginRefusal({ origin: 'https://ops.example.com', secFetchSite: undefined, host: 'ops.example.com:443' }, none)).toBeUndefined();
+    expect(crossOriginRefusal({ origin: 'http://OPS.example.com', secFetchSite: undefined, host: 'ops.example.com' }, none)).toBeUndefined();
+  });
+
+  it('refuses a page of another site or another origin of the same site', () => {
+    expect(crossOriginRefusal({ origin: 'https://evil.example', secFetchSite: 'cross-site', host }, none)).toMatch(/cross-site/);
+    expect(crossOriginRefusal({ origin: undefined, secFetchSite: 'cross-site', host }, none)).toMatch(/another site/);
+    expect(crossOriginRefusal({ origin: 'https://blog.example.com', secFetchSite: 'same-site', host: 'ops.example.com' }, none)).toMatch(/same site/);
+  });
+
+  it('refuses an Origin that is not the request host, even without Sec-Fetch-Site (older browsers)', () => {
+    expect(crossOriginRefusal({ origin: 'https://evil.example', secFetchSite: undefined, host }, none)).toMatch(/evil\.example/);
+    expect(crossOriginRefusal({ origin: 'http://127.0.0.1:3001', secFetchSite: undefined, host }, none)).toBeDefined(); // another port
+    expect(crossOriginRefusal({ origin: 'http://127.0.0.1:3000', secFetchSite: undefined, host: undefined }, none)).toBeDefined();
+  });
+
+  it('refuses an opaque origin (a sandboxed frame or a redirect that hid it)', () => {
+    expect(crossOriginRefusal({ origin: 'null', secFetchSite: undefined, host }, none)).toMatch(/null/);
+  });
+
+  it('passes an origin listed in allowedOrigins, whatever Sec-Fetch-Site says, and no look-alike', () => {
+    const allowed = new Set([canonicalOrigin('https://ops.example.com')!]);
+    expect(crossOriginRefusal({ origin: 'https://ops.example.com', secFetchSite: 'cross-site', host }, allowed)).toBeUndefined();
+    expect(crossOriginRefusal({ origin: 'https://ops.example.com.evil.example', secFetchSite: 'cross-site', host }, allowed)).toBeDefined();
+    expect(crossOriginRefusal({ origin: 'http://ops.example.com', secFetchSite: 'cross-site', host }, allowed)).toBeDefined(); // another scheme
+  });
+});
+
+describe('canonicalOrigin', () => {
+  it('takes an origin as browsers send it, in canonical form', () => {
+    expect(canonicalOrigin('https://OPS.example.com/')).toBe('https://ops.example.com');
+    expect(canonicalOrigin('https://ops.example.com:443')).toBe('https://ops.example.com');
+    expect(canonicalOrigin('http://localhost:8080')).toBe('http://localhost:8080');
+  });
+
+  it.each(['ops.example.com', 'https://ops.example.com/admin', 'https://u:p@ops.example.com', 'https://ops.example.com?x=1', 'null', 'file:///x', 42])(
+    'refuses %p',
+    (entry) => {
+      expect(canonicalOrigin(entry)).toBeUndefined();
+    },
+  );
+});
