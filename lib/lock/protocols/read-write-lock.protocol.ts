@@ -9,7 +9,8 @@ import {
   releaseReadWriteLockScript,
   renewReadWriteLocksScript,
 } from '../scripts/read-write-lock.lua.js';
-import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, Renewal } from './lock-protocol.interface.js';
+import { OwnerHashLockProtocol } from './owner-hash-lock.protocol.js';
 
 /** How long a waiting writer blocks new readers without showing it is still waiting. */
 export const WRITER_LIVENESS_MS = 5_000;
@@ -25,28 +26,17 @@ export const WRITER_LIVENESS_MS = 5_000;
  * Every acquire call is its own hold in Redis (member `<owner>:r#<hold>` / `<owner>:w#<hold>` with
  * its own lease deadline), so each acquire, release and renewal is safe to run twice.
  */
-export class ReadWriteLockProtocol implements LockProtocol {
+export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
   readonly wakesByOwner = false;
   readonly localFifo = false;
   readonly heartbeat: number | undefined;
 
   constructor(
-    private readonly keys: LockKeys,
+    keys: LockKeys,
     readonly mode: 'read' | 'write',
   ) {
+    super(keys);
     this.heartbeat = mode === 'write' ? Math.floor(WRITER_LIVENESS_MS / 3) : undefined;
-  }
-
-  get name(): string {
-    return this.keys.name;
-  }
-
-  get wakeChannel(): string {
-    return this.keys.wakeChannel;
-  }
-
-  get reentrancyKey(): string {
-    return this.keys.owners;
   }
 
   async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {

@@ -1,30 +1,16 @@
 import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
-import type { LockKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
 import { releaseLockScript } from '../scripts/release-lock.lua.js';
 import { renewLocksScript } from '../scripts/renew-locks.lua.js';
-import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, Renewal } from './lock-protocol.interface.js';
+import { OwnerHashLockProtocol } from './owner-hash-lock.protocol.js';
 
 /** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
-export class ReentrantLockProtocol implements LockProtocol {
+export class ReentrantLockProtocol extends OwnerHashLockProtocol {
   readonly wakesByOwner: boolean = false;
   readonly localFifo: boolean = true;
   readonly heartbeat: number | undefined = undefined;
-
-  constructor(protected readonly keys: LockKeys) {}
-
-  get name(): string {
-    return this.keys.name;
-  }
-
-  get wakeChannel(): string {
-    return this.keys.wakeChannel;
-  }
-
-  get reentrancyKey(): string {
-    return this.keys.owners;
-  }
 
   async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const [ok, value] = await acquireLockScript.run<[number, string | number]>(

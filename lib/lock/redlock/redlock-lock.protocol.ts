@@ -2,7 +2,8 @@ import { UnsupportedInRedlockModeError } from '../../core/errors/unsupported-in-
 import type { LockKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { ResolvedAcquireOptions } from '../interfaces/acquire-options.interface.js';
-import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from '../protocols/lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, Renewal } from '../protocols/lock-protocol.interface.js';
+import { OwnerHashLockProtocol } from '../protocols/owner-hash-lock.protocol.js';
 import { renewLocksScript } from '../scripts/renew-locks.lua.js';
 import type { WonHold } from './holder-tokens.js';
 import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
@@ -17,7 +18,7 @@ import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
  * pause a random moment before the next try, so colliding contenders stop colliding, and remember
  * which try won, so the handle's release and renewal address that try's hold.
  */
-export class RedlockLockProtocol implements LockProtocol {
+export class RedlockLockProtocol extends OwnerHashLockProtocol {
   readonly wakesByOwner = false;
   readonly localFifo = true;
   readonly heartbeat = undefined;
@@ -27,27 +28,17 @@ export class RedlockLockProtocol implements LockProtocol {
   private won?: WonHold;
 
   private constructor(
-    private readonly keys: LockKeys,
+    keys: LockKeys,
     private readonly quorum: RedlockQuorum,
-  ) {}
+  ) {
+    super(keys);
+  }
 
   /** The protocol for one acquire; refuses options that need a single Redis. */
   static forAcquire(keys: LockKeys, quorum: RedlockQuorum, options: ResolvedAcquireOptions): RedlockLockProtocol {
     if (options.fair) throw new UnsupportedInRedlockModeError('fair');
     if (options.syncReplicas) throw new UnsupportedInRedlockModeError('syncReplicas');
     return new RedlockLockProtocol(keys, quorum);
-  }
-
-  get name(): string {
-    return this.keys.name;
-  }
-
-  get wakeChannel(): string {
-    return this.keys.wakeChannel;
-  }
-
-  get reentrancyKey(): string {
-    return this.keys.owners;
   }
 
   async attempt(_client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
