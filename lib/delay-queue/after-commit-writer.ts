@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { newOperationId } from './jobs/operation-record.js';
 import { backoffDelay, type PreparedJob } from './jobs/prepare-job.js';
+import { retryWithBackoff } from '../core/time/retry-with-backoff.js';
 import { settleWithin } from '../core/time/settle-within.js';
 
 /** First retry delay after a failed write; doubles per attempt up to the cap, with jitter (50-100 %). */
@@ -110,27 +111,25 @@ export class AfterCommitWriter {
     }
   }
 
+  /** Retries a batch whose first attempt failed until it is written or abandoned. */
   private async retry(entry: PendingWrite): Promise<void> {
-    while (!entry.abandoned) {
-      await this.sleep(entry, entry.retryInMs);
-      if (entry.abandoned) return;
-      try {
-        await this.writeBatch(entry.topic, entry.jobs, entry.writeId);
-      } catch (error) {
+    const outcome = await retryWithBackoff(() => this.writeBatch(entry.topic, entry.jobs, entry.writeId), {
+      failuresSoFar: entry.attempts,
+      failed: (error) => {
         if (!entry.abandoned) this.failed(entry, error);
-        continue;
-      }
-      this.pending.delete(entry);
-      if (entry.abandoned) {
-        this.logger.warn(
-          `${describeBatch(entry)} reported lost at shutdown were written after all (attempt ${entry.attempts + 1}).`,
-        );
-        return;
-      }
-      this.written(entry.topic, entry.jobs);
-      this.logger.log(`${describeBatch(entry)} written after ${entry.attempts + 1} attempts.`);
+      },
+      delay: () => entry.retryInMs,
+      wait: (ms) => this.sleep(entry, ms),
+      stopped: () => entry.abandoned,
+    });
+    if (!outcome.succeeded) return;
+    this.pending.delete(entry);
+    if (entry.abandoned) {
+      this.logger.warn(`${describeBatch(entry)} reported lost at shutdown were written after all (attempt ${entry.attempts + 1}).`);
       return;
     }
+    this.written(entry.topic, entry.jobs);
+    this.logger.log(`${describeBatch(entry)} written after ${entry.attempts + 1} attempts.`);
   }
 
   private failed(entry: PendingWrite, error: unknown): void {

@@ -1,5 +1,6 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { MAX_CLAIM_BATCH } from '../jobs/delay-queue.constants.js';
 import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';
 import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
@@ -66,39 +67,39 @@ export class ClaimLoop {
 
   /** Claims until the consumer stops running; buffered jobs of a claim that returns after that are handed back. */
   async run(): Promise<void> {
-    const { claimer, runner, leases, settlement, failures } = this.context;
-    while (this.context.running()) {
-      try {
-        const room = Math.min(MAX_CLAIM_BATCH, runner.room);
-        if (room <= 0) {
-          await this.pause('slot');
-          continue;
-        }
-        this.wakePending = false;
-        const acks = settlement.takeAcks();
-        let claim;
-        try {
-          claim = await claimer.claim(room, acks);
-        } catch (error) {
-          settlement.returnAcks(acks);
-          throw error;
-        }
-        settlement.acknowledged(acks);
-        failures.recovered();
-        const claimed = claim.rows.map((row) => leases.hold(row));
-        if (!this.context.running()) {
-          await settlement.handBack(claimed, true);
-          break;
-        }
-        runner.enqueue(claimed);
-        if (claim.rows.length >= room || claim.moreDue) continue;
-        if (this.wakePending) continue;
-        await this.pause('work', claim.nextWake);
-      } catch (error) {
-        failures.failed(error);
-        await this.pause('retry', -1, failures.retryDelay());
-      }
+    const { failures, running } = this.context;
+    while (running()) {
+      await retryWithBackoff(() => this.claimOnce(), {
+        failed: (error) => failures.failed(error),
+        delay: () => failures.retryDelay(),
+        wait: (ms) => this.pause('retry', -1, ms),
+        stopped: () => !running(),
+      });
     }
+  }
+
+  /** One turn of the loop: claims what there is room for, then waits for the next reason to claim. */
+  private async claimOnce(): Promise<void> {
+    const { claimer, runner, leases, settlement, failures } = this.context;
+    const room = Math.min(MAX_CLAIM_BATCH, runner.room);
+    if (room <= 0) return this.pause('slot');
+    this.wakePending = false;
+    const acks = settlement.takeAcks();
+    let claim;
+    try {
+      claim = await claimer.claim(room, acks);
+    } catch (error) {
+      settlement.returnAcks(acks);
+      throw error;
+    }
+    settlement.acknowledged(acks);
+    failures.recovered();
+    const claimed = claim.rows.map((row) => leases.hold(row));
+    if (!this.context.running()) return settlement.handBack(claimed, true);
+    runner.enqueue(claimed);
+    if (claim.rows.length >= room || claim.moreDue) return;
+    if (this.wakePending) return;
+    await this.pause('work', claim.nextWake);
   }
 
   /** Ends the current pause at once. */

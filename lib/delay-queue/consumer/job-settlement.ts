@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import type { DecodedJob } from '../jobs/job-codec.js';
 import { backoffDelay } from '../jobs/prepare-job.js';
@@ -94,23 +95,28 @@ export class JobSettlement {
 
   /** Sends every queued acknowledgement now, retrying a few times; what stays unsent waits for the next claim. */
   async flushAcks(): Promise<void> {
-    for (let tries = 1; ; tries++) {
-      const acks = this.takeAcks();
-      if (acks.length === 0) return;
-      const args: string[] = [];
-      for (const job of acks) args.push(job.id, job.token);
-      try {
-        await ackJobsScript.run(this.context.connection.client, this.context.keyList, args);
+    const { failures } = this.context;
+    await retryWithBackoff(
+      async () => {
+        const acks = this.takeAcks();
+        if (acks.length === 0) return;
+        const args: string[] = [];
+        for (const job of acks) args.push(job.id, job.token);
+        try {
+          await ackJobsScript.run(this.context.connection.client, this.context.keyList, args);
+        } catch (error) {
+          // Still held and renewed: the next claim carries them, or the retry.
+          this.returnAcks(acks);
+          throw error;
+        }
         this.acknowledged(acks);
-        return;
-      } catch (error) {
-        // Still held and renewed: the next claim carries them, or the retry below.
-        this.returnAcks(acks);
-        this.context.failures.failed(error);
-        if (tries >= SETTLE_TRIES) return;
-        await sleep(this.context.failures.retryDelay());
-      }
-    }
+      },
+      {
+        failed: (error) => failures.failed(error),
+        giveUp: (tries) => tries >= SETTLE_TRIES,
+        delay: () => failures.retryDelay(),
+      },
+    );
   }
 
   /** Returns claims to the queue for another consumer (at shutdown). Never rejects. */
@@ -145,8 +151,8 @@ export class JobSettlement {
     const last = !decoded || attempt >= maxAttempts;
     const delay = last ? -1 : backoffDelay(decoded?.backoff ?? options.backoff, attempt);
     const message = describeFailure(failure);
-    for (let tries = 1; ; tries++) {
-      try {
+    await retryWithBackoff(
+      async () => {
         const outcome = await failJobScript.run<number>(this.context.connection.client, this.context.keyList, [
           job.id,
           job.token,
@@ -171,13 +177,14 @@ export class JobSettlement {
               `retrying in ${delay} ms: ${message}`,
           );
         }
-        break;
-      } catch (error) {
-        failures.failed(error);
-        if (tries >= SETTLE_TRIES || this.context.closed()) break; // the visibility deadline brings it back anyway
-        await sleep(failures.retryDelay());
-      }
-    }
+      },
+      {
+        failed: (error) => failures.failed(error),
+        // The visibility deadline brings the job back anyway.
+        giveUp: (tries) => tries >= SETTLE_TRIES || this.context.closed(),
+        delay: () => failures.retryDelay(),
+      },
+    );
     this.context.leases.forget(job);
   }
 
@@ -186,8 +193,4 @@ export class JobSettlement {
     this.inFlight.add(settled);
     void settled.finally(() => this.inFlight.delete(settled));
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
