@@ -4,15 +4,12 @@ import { StorageDriver, addTransactionalDataSource, initializeTransactionalConte
 import { LockService } from '../../lib/index.js';
 import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction-adapters/typeorm-transactional.js';
 import { ordersDataSource } from '../fixtures/tx-datasource.js';
-import { countOrders, placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
+import { countOrders, raceTwoWorkers, workflowWorkers } from '../fixtures/tx-race.js';
 import { waitFor } from '../support/timing.js';
-import {
-  TypeOrmOrderWorkflow,
-  createTypeOrmTransactionalApp,
-  typeOrmWorkers,
-} from '../fixtures/tx-typeorm-transactional.js';
+import { TypeOrmOrderWorkflow, createTypeOrmTransactionalApp } from '../fixtures/tx-typeorm-transactional.js';
 import { connectPostgres, startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { itReleasesLocksWithTheTransactionalWorkflow } from './support/order-race-scenarios.js';
 
 describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactional()', () => {
   let postgres: LocalPostgres;
@@ -36,7 +33,8 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
     afterAll(() => app?.close());
 
     it("lets a second worker miss the first one's uncommitted row and insert a duplicate", async () => {
-      const outcome = await raceTwoWorkers(typeOrmWorkers(app, dataSource), uniquePrefix('order'));
+      const workers = workflowWorkers(app.get(TypeOrmOrderWorkflow), app.get(LockService), dataSource);
+      const outcome = await raceTwoWorkers(workers, uniquePrefix('order'));
       expect(outcome).toEqual({ inserted: [true, true], rows: 2, heldUntilCommit: false });
     });
   });
@@ -53,50 +51,10 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
     });
     afterAll(() => app?.close());
 
-    it('keeps the lock until COMMIT, so the second worker sees the committed row', async () => {
-      const outcome = await raceTwoWorkers(typeOrmWorkers(app, dataSource), uniquePrefix('order'));
-      expect(outcome).toEqual({ inserted: [true, false], rows: 1, heldUntilCommit: true });
-    });
-
-    it('keeps that ordering over many concurrent workers', async () => {
-      const workers = typeOrmWorkers(app, dataSource);
-      const refs = Array.from({ length: 3 }, () => uniquePrefix('order'));
-      const results = await Promise.all(refs.flatMap((ref) => [1, 2, 3].map(() => workers.placeOrder(ref))));
-      expect(results.filter(Boolean)).toHaveLength(refs.length);
-      for (const ref of refs) expect(await workers.countOrders(ref)).toBe(1);
-    });
-
-    it('releases the lock after ROLLBACK, and the next worker inserts', async () => {
-      const outcome = await rollbackThenRetry(typeOrmWorkers(app, dataSource), uniquePrefix('order'));
-      expect(outcome).toEqual({
-        heldUntilRollback: true,
-        lockedAfterRollback: false,
-        error: 'declined',
-        retried: true,
-        rows: 1,
-      });
-    });
-
-    it('runs two locked sections on one key in one transaction without waiting for itself, holding it until COMMIT', async () => {
-      const outcome = await placeTwiceInOneTransaction(
-        (ref, hooks) => workflow.placeOrderTwice(ref, hooks),
-        (ref) => locks.isLocked(`order:${ref}`),
-        uniquePrefix('order'),
-      );
-      expect(outcome).toEqual({ inserted: [true, false], heldBeforeCommit: true, heldAfterCommit: false });
-    });
-
-    it('holds a lock released in a savepoint until the outer transaction commits', async () => {
-      const ref = uniquePrefix('order');
-      let heldAfterSavepoint = false;
-      await workflow.placeOrderInSavepoint(ref, {
-        beforeCommit: async () => {
-          heldAfterSavepoint = await locks.isLocked(`order:${ref}`);
-        },
-      });
-      expect(heldAfterSavepoint).toBe(true);
-      expect(await locks.isLocked(`order:${ref}`)).toBe(false);
-    });
+    itReleasesLocksWithTheTransactionalWorkflow(
+      () => ({ workflow, locks, workers: workflowWorkers(workflow, locks, dataSource) }),
+      { savepoint: 'manager.transaction()', notSupported: 'Propagation.NOT_SUPPORTED' },
+    );
 
     it('releases a lock taken with Propagation.NESTED when that transaction (its own, in typeorm-transactional) commits', async () => {
       const ref = uniquePrefix('order');
@@ -110,12 +68,6 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
       });
       // Released only once the row it guarded was committed and visible to everyone.
       expect({ heldAfterNested, rowsAfterNested }).toEqual({ heldAfterNested: false, rowsAfterNested: 1 });
-    });
-
-    it('releases at once when the locked code runs outside the transaction (Propagation.NOT_SUPPORTED)', async () => {
-      await expect(workflow.insertOutsideTransaction(uniquePrefix('order'))).resolves.toEqual({
-        lockedAfterInsert: false,
-      });
     });
 
     it('releases the lock when the connection dies mid-transaction and ROLLBACK cannot run', async () => {

@@ -1,10 +1,11 @@
 import { Pool } from 'pg';
 import { LockService, runInTransaction } from '../../lib/index.js';
 import { createWithLockApp } from '../fixtures/with-lock-app.js';
-import { ORDERS_TABLE, raceTwoWorkers, rollbackThenRetry } from '../fixtures/tx-race.js';
+import { ORDERS_TABLE, raceTwoWorkers } from '../fixtures/tx-race.js';
 import { PgOrderLedger, pgWorkers } from '../fixtures/tx-unit-of-work.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { itKeepsLocksUntilTheTransactionEnds } from './support/order-race-scenarios.js';
 
 describe('built-in unit of work (runInTransaction) with PostgreSQL', () => {
   let postgres: LocalPostgres;
@@ -33,28 +34,8 @@ describe('built-in unit of work (runInTransaction) with PostgreSQL', () => {
     expect(outcome).toEqual({ inserted: [true, true], rows: 2, heldUntilCommit: false });
   });
 
-  it('inside runInTransaction, the lock is released after COMMIT and the second worker sees the row', async () => {
-    const outcome = await raceTwoWorkers(pgWorkers(pool, ledger, locks, true), uniquePrefix('order'));
-    expect(outcome).toEqual({ inserted: [true, false], rows: 1, heldUntilCommit: true });
-  });
-
-  it('keeps that ordering over many concurrent workers', async () => {
-    const workers = pgWorkers(pool, ledger, locks, true);
-    const refs = Array.from({ length: 4 }, () => uniquePrefix('order'));
-    const results = await Promise.all(refs.flatMap((ref) => [1, 2, 3].map(() => workers.placeOrder(ref))));
-    expect(results.filter(Boolean)).toHaveLength(refs.length);
-    for (const ref of refs) expect(await workers.countOrders(ref)).toBe(1);
-  });
-
-  it('releases the lock after ROLLBACK, and the next worker inserts', async () => {
-    const outcome = await rollbackThenRetry(pgWorkers(pool, ledger, locks, true), uniquePrefix('order'));
-    expect(outcome).toEqual({
-      heldUntilRollback: true,
-      lockedAfterRollback: false,
-      error: 'declined',
-      retried: true,
-      rows: 1,
-    });
+  describe('inside runInTransaction', () => {
+    itKeepsLocksUntilTheTransactionEnds(() => pgWorkers(pool, ledger, locks, true), { concurrentOrders: 4 });
   });
 
   it('releases at once outside a unit of work', async () => {
