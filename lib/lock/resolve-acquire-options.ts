@@ -1,7 +1,7 @@
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { duration } from '../core/options/resolve-redis-lock-config.js';
+import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
+import { optionValidator as validate } from '../core/options/option-validation.js';
 import type { RedisLockConfig } from '../core/options/redis-lock-config.js';
-import type { SyncReplicasOptions } from '../core/options/redis-lock-module-options.interface.js';
 import type { AcquireOptions, ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { resolveSyncReplicas } from '../core/options/resolve-sync-replicas.js';
 
@@ -18,20 +18,18 @@ export function resolveAcquireOptions(
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new InvalidOptionsError('signal', 'expected an AbortSignal');
   }
-  if (o.fair !== undefined && typeof o.fair !== 'boolean') {
-    throw new InvalidOptionsError('fair', 'use true or false');
-  }
+  const fair = validate.flag('fair', o.fair, { default: defaults.fair });
   if (o.keyPattern !== undefined && (typeof o.keyPattern !== 'string' || o.keyPattern.length > MAX_KEY_PATTERN_LENGTH)) {
     throw new InvalidOptionsError('keyPattern', `use a string of at most ${MAX_KEY_PATTERN_LENGTH} characters, like 'order:<id>'`);
   }
   const explicitLease = o.leaseTime !== undefined;
-  const leaseTime = duration('leaseTime', o.leaseTime, defaults.leaseTime, { min: 10 });
+  const leaseTime = validate.duration('leaseTime', o.leaseTime, { ...OPTION_BOUNDS.leaseTime, default: defaults.leaseTime });
   return {
-    waitTimeout: duration('waitTimeout', o.waitTimeout, defaults.waitTimeout, { min: 0 }),
+    waitTimeout: validate.duration('waitTimeout', o.waitTimeout, { ...OPTION_BOUNDS.waitTimeout, default: defaults.waitTimeout }),
     leaseTime,
     watchdog: !explicitLease && defaults.watchdog,
     signal: o.signal,
-    fair: o.fair ?? defaults.fair,
+    fair,
     keyPattern: o.keyPattern,
     syncReplicas:
       o.syncReplicas === undefined && !explicitLease

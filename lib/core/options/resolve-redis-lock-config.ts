@@ -1,9 +1,15 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { OPTION_BOUNDS } from './option-bounds.js';
+import { optionValidator as validate } from './option-validation.js';
+import { DEFAULT_BACKOFF, resolveBackoff } from './retry-backoff.js';
 import { resolveSyncReplicas } from './resolve-sync-replicas.js';
 import { resolveTopicShards } from './resolve-topic-shards.js';
 import type { RedisLockConfig } from './redis-lock-config.js';
 import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config.js';
 import type { RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
+
+/** Kept for lib/lock/with-lock.ts, which imports it from here; new code imports option-validation.js. */
+export { MAX_TIMER_MS } from './option-validation.js';
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -24,95 +30,49 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
   }
 
   const lock = o.lock ?? {};
-  const leaseTime = duration('lock.leaseTime', lock.leaseTime, 30_000, { min: 10 });
+  const leaseTime = validate.duration('lock.leaseTime', lock.leaseTime, { ...OPTION_BOUNDS.leaseTime, default: 30_000 });
   const dq = o.delayQueue ?? {};
-  const backoff = dq.backoff ?? {};
   const retention = dq.retention ?? {};
-
-  const jitter = backoff.jitter ?? 0.2;
-  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) {
-    throw new InvalidOptionsError('delayQueue.backoff.jitter', `got ${String(jitter)}; use a number from 0 to 1`);
-  }
-  const factor = backoff.factor ?? 2;
-  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {
-    throw new InvalidOptionsError('delayQueue.backoff.factor', `got ${String(factor)}; use a finite number >= 1`);
-  }
 
   const lockConfig: RedisLockConfig['lock'] = {
     leaseTime,
-    waitTimeout: duration('lock.waitTimeout', lock.waitTimeout, 10_000, { min: 0 }),
-    watchdog: flag('lock.watchdog', lock.watchdog, true),
-    fair: flag('lock.fair', lock.fair, false),
+    waitTimeout: validate.duration('lock.waitTimeout', lock.waitTimeout, { ...OPTION_BOUNDS.waitTimeout, default: 10_000 }),
+    watchdog: validate.flag('lock.watchdog', lock.watchdog, { default: true }),
+    fair: validate.flag('lock.fair', lock.fair, { default: false }),
     syncReplicas: resolveSyncReplicas('lock.syncReplicas', lock.syncReplicas, leaseTime),
   };
-  const redlock = resolveRedlockConfig(o, lockConfig, duration);
+  const redlock = resolveRedlockConfig(o, lockConfig);
 
   return {
     redis: validateRedis(o.redis ?? (redlock ? defaultRedisForRedlock(redlock) : DEFAULT_REDIS_URL)),
     keyPrefix,
     lock: lockConfig,
     delayQueue: {
-      concurrency: integer('delayQueue.concurrency', dq.concurrency, 1, { min: 1, max: 10_000 }),
-      visibilityTimeout: duration('delayQueue.visibilityTimeout', dq.visibilityTimeout, 30_000, { min: 100 }),
-      maxAttempts: integer('delayQueue.maxAttempts', dq.maxAttempts, 5, { min: 1, max: 1_000_000 }),
-      backoff: {
-        delay: duration('delayQueue.backoff.delay', backoff.delay, 1_000, { min: 0 }),
-        factor,
-        maxDelay: duration('delayQueue.backoff.maxDelay', backoff.maxDelay, 3_600_000, { min: 0 }),
-        jitter,
-      },
-      shutdownTimeout: duration('delayQueue.shutdownTimeout', dq.shutdownTimeout, 10_000, { min: 0 }),
+      concurrency: validate.wholeNumber('delayQueue.concurrency', dq.concurrency, { ...OPTION_BOUNDS.concurrency, default: 1 }),
+      visibilityTimeout: validate.duration('delayQueue.visibilityTimeout', dq.visibilityTimeout, { ...OPTION_BOUNDS.visibilityTimeout, default: 30_000 }),
+      maxAttempts: validate.wholeNumber('delayQueue.maxAttempts', dq.maxAttempts, { ...OPTION_BOUNDS.maxAttempts, default: 5 }),
+      // A null section counts as absent, like a null `lock` or `delayQueue`.
+      backoff: resolveBackoff(validate, 'delayQueue.backoff', dq.backoff ?? undefined, DEFAULT_BACKOFF),
+      shutdownTimeout: validate.duration('delayQueue.shutdownTimeout', dq.shutdownTimeout, { ...OPTION_BOUNDS.shutdownTimeout, default: 10_000 }),
       retention: {
-        deadLetterMaxCount: integer('delayQueue.retention.deadLetterMaxCount', retention.deadLetterMaxCount, 10_000, {
+        deadLetterMaxCount: validate.wholeNumber('delayQueue.retention.deadLetterMaxCount', retention.deadLetterMaxCount, {
           min: 0,
           max: Number.MAX_SAFE_INTEGER,
+          default: 10_000,
         }),
-        deadLetterMaxAge: duration('delayQueue.retention.deadLetterMaxAge', retention.deadLetterMaxAge, 7 * 86_400_000, {
+        deadLetterMaxAge: validate.duration('delayQueue.retention.deadLetterMaxAge', retention.deadLetterMaxAge, {
           min: 0,
+          default: 7 * 86_400_000,
         }),
       },
       topics: resolveTopicShards(dq.topics),
     },
     transactions: validateTransactions(o.transactions),
-    connectTimeout: duration('connectTimeout', o.connectTimeout, 10_000, { min: 0 }),
-    evictionPolicyCheck: oneOf('evictionPolicyCheck', o.evictionPolicyCheck, ['error', 'warn', 'off'] as const, 'error'),
+    connectTimeout: validate.duration('connectTimeout', o.connectTimeout, { min: 0, default: 10_000 }),
+    evictionPolicyCheck: validate.oneOf('evictionPolicyCheck', o.evictionPolicyCheck, ['error', 'warn', 'off'] as const, { default: 'error' }),
     redlock,
-    tracing: flag('tracing', o.tracing, true),
+    tracing: validate.flag('tracing', o.tracing, { default: true }),
   };
-}
-
-/** A duration in ms: a finite, non-negative number (the largest is about 24 days, the timer limit). */
-export function duration(option: string, value: unknown, fallback: number, { min }: { min: number }): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_MS) {
-    throw new InvalidOptionsError(
-      option,
-      `got ${describe(value)}; use a number of milliseconds from ${min} to ${MAX_TIMER_MS}`,
-    );
-  }
-  return Math.floor(value);
-}
-
-function integer(option: string, value: unknown, fallback: number, { min, max }: { min: number; max: number }): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidOptionsError(option, `got ${describe(value)}; use a whole number from ${min} to ${max}`);
-  }
-  return value;
-}
-
-function flag(option: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new InvalidOptionsError(option, `got ${describe(value)}; use true or false`);
-  return value;
-}
-
-function oneOf<T extends string>(option: string, value: unknown, allowed: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  if (!allowed.includes(value as T)) {
-    throw new InvalidOptionsError(option, `got ${describe(value)}; use ${allowed.map((a) => `'${a}'`).join(', ')}`);
-  }
-  return value as T;
 }
 
 function validateRedis(redis: unknown): RedisLockModuleOptions['redis'] & object {
@@ -151,12 +111,3 @@ function validateTransactions(value: unknown): RedisLockConfig['transactions'] {
   }
   return value as RedisLockConfig['transactions'];
 }
-
-function describe(value: unknown): string {
-  if (typeof value === 'number') return String(value);
-  if (typeof value === 'string') return `the string ${JSON.stringify(value)}`;
-  return value === null ? 'null' : typeof value;
-}
-
-/** setTimeout's upper bound: longer delays fire at once. */
-export const MAX_TIMER_MS = 2_147_483_647;

@@ -1,5 +1,6 @@
 import { Cluster, type Redis } from 'ioredis';
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { optionValidator as validate } from './option-validation.js';
 import type { RedisLockConfig, RedlockConfig } from './redis-lock-config.js';
 import type {
   RedisConnectionOptions,
@@ -14,7 +15,6 @@ import type {
 export function resolveRedlockConfig(
   options: RedisLockModuleOptions,
   lock: RedisLockConfig['lock'],
-  duration: (option: string, value: unknown, fallback: number, bounds: { min: number }) => number,
 ): RedlockConfig | undefined {
   const value: unknown = options.redlock;
   if (value === undefined) return undefined;
@@ -41,10 +41,11 @@ export function resolveRedlockConfig(
     endpoints.set(endpoint, i);
   });
 
-  const driftFactor = r.driftFactor ?? 0.01;
-  if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 0.5)) {
-    throw new InvalidOptionsError('redlock.driftFactor', `got ${String(driftFactor)}; use a number from 0 to below 0.5 (default 0.01)`);
-  }
+  const driftFactor = validate.number('redlock.driftFactor', r.driftFactor, {
+    accepts: (n) => n >= 0 && n < 0.5,
+    use: 'use a number from 0 to below 0.5 (default 0.01)',
+    default: 0.01,
+  });
   if (lock.fair) {
     throw new InvalidOptionsError('lock.fair', 'fair locks are not available in Redlock mode; remove `lock.fair` (or `redlock`)');
   }
@@ -58,9 +59,9 @@ export function resolveRedlockConfig(
     clients: [...r.clients],
     quorum: Math.floor(r.clients.length / 2) + 1,
     driftFactor,
-    requestTimeout: duration('redlock.requestTimeout', r.requestTimeout, 500, { min: 1 }),
-    retryJitter: duration('redlock.retryJitter', r.retryJitter, 50, { min: 0 }),
-    retryDelay: duration('redlock.retryDelay', r.retryDelay, 250, { min: 1 }),
+    requestTimeout: validate.duration('redlock.requestTimeout', r.requestTimeout, { min: 1, default: 500 }),
+    retryJitter: validate.duration('redlock.retryJitter', r.retryJitter, { min: 0, default: 50 }),
+    retryDelay: validate.duration('redlock.retryDelay', r.retryDelay, { min: 1, default: 250 }),
   };
 }
 

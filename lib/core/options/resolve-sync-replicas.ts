@@ -1,4 +1,5 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
+import { optionValidator as validate } from './option-validation.js';
 import type { SyncReplicasOptions } from './redis-lock-module-options.interface.js';
 
 /**
@@ -11,17 +12,16 @@ export function resolveSyncReplicas(option: string, value: unknown, leaseTime: n
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     throw new InvalidOptionsError(option, 'expected { replicas: number; timeout: number } (or false to turn it off)');
   }
-  const { replicas, timeout } = v;
-  if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1 || replicas > 1000) {
-    throw new InvalidOptionsError(`${option}.replicas`, `got ${String(replicas)}; use a whole number of replicas from 1 to 1000`);
-  }
+  const replicas = validate.wholeNumber(`${option}.replicas`, v.replicas, {
+    min: 1,
+    max: 1000,
+    use: 'use a whole number of replicas from 1 to 1000',
+  });
   const maxTimeout = Math.floor(leaseTime / 2) - 1;
-  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > maxTimeout) {
-    throw new InvalidOptionsError(
-      `${option}.timeout`,
-      `got ${String(timeout)}; use whole milliseconds from 1 to ${maxTimeout} (below half the lease of ${leaseTime} ms; ` +
-        '0 would make WAIT block forever)',
-    );
-  }
+  const timeout = validate.wholeNumber(`${option}.timeout`, v.timeout, {
+    min: 1,
+    max: maxTimeout,
+    use: `use whole milliseconds from 1 to ${maxTimeout} (below half the lease of ${leaseTime} ms; 0 would make WAIT block forever)`,
+  });
   return { replicas, timeout };
 }

@@ -1,6 +1,7 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import { assertValidTopic, shardTopicName } from '../keys/topic-name.js';
 import { errorMessage } from '../errors/error-message.js';
+import { optionValidator as validate } from './option-validation.js';
 
 /** Most shards one topic may be split into. */
 export const MAX_TOPIC_SHARDS = 256;
@@ -31,10 +32,11 @@ export function resolveTopicShards(topics: unknown): TopicShardCounts {
       throw new InvalidOptionsError(option, errorMessage(error));
     }
     if (settings === null || typeof settings !== 'object') throw new InvalidOptionsError(option, 'expected { shards: number }');
-    const shards = (settings as { shards?: unknown }).shards ?? 1;
-    if (typeof shards !== 'number' || !Number.isInteger(shards) || shards < 1 || shards > MAX_TOPIC_SHARDS) {
-      throw new InvalidOptionsError(`${option}.shards`, `got ${String(shards)}; use a whole number from 1 to ${MAX_TOPIC_SHARDS}`);
-    }
+    const shards = validate.wholeNumber(`${option}.shards`, (settings as { shards?: unknown }).shards, {
+      min: 1,
+      max: MAX_TOPIC_SHARDS,
+      default: 1,
+    });
     if (shards > 1) {
       try {
         assertValidTopic(shardTopicName(topic, shards - 1), option);

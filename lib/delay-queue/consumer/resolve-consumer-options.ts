@@ -1,10 +1,11 @@
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
-import { duration } from '../../core/options/resolve-redis-lock-config.js';
+import { OPTION_BOUNDS } from '../../core/options/option-bounds.js';
+import { OptionValidator } from '../../core/options/option-validation.js';
+import { resolveBackoff } from '../../core/options/retry-backoff.js';
 import { DEFAULT_MAX_IDLE_WAIT_MS } from '../jobs/delay-queue.constants.js';
 import type { ConsumerOptions } from '../interfaces/consumer.interface.js';
-import { describe, resolveBackoff } from '../jobs/prepare-job.js';
 
 /** Consumer settings with every default filled in. */
 export interface ResolvedConsumerOptions {
@@ -29,27 +30,15 @@ export function resolveConsumerOptions(
 ): ResolvedConsumerOptions {
   const o = options ?? {};
   if (typeof o !== 'object' || o === null) throw new InvalidOptionsError(where, 'consumer options must be an object');
-  const name = (option: string) => `${option} (in ${where})`;
-  const concurrency = o.concurrency ?? defaults.concurrency;
-  if (typeof concurrency !== 'number' || !Number.isInteger(concurrency) || concurrency < 1 || concurrency > 10_000) {
-    throw new InvalidOptionsError(name('concurrency'), `got ${describe(concurrency)}; use a whole number from 1 to 10000`);
-  }
-  const maxAttempts = o.maxAttempts ?? defaults.maxAttempts;
-  if (typeof maxAttempts !== 'number' || !Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1_000_000) {
-    throw new InvalidOptionsError(name('maxAttempts'), `got ${describe(maxAttempts)}; use a whole number from 1 to 1000000`);
-  }
-  const backoff =
-    o.backoff === undefined
-      ? defaults.backoff
-      : resolveBackoff(o.backoff, defaults.backoff, (field, problem) => {
-          throw new InvalidOptionsError(name(field ? `backoff.${field}` : 'backoff'), problem);
-        });
+  const validate = new OptionValidator((option, problem) => {
+    throw new InvalidOptionsError(`${option} (in ${where})`, problem);
+  });
   return {
-    concurrency,
-    visibilityTimeout: duration(name('visibilityTimeout'), o.visibilityTimeout, defaults.visibilityTimeout, { min: 100 }),
-    maxAttempts,
-    backoff,
-    shutdownTimeout: duration(name('shutdownTimeout'), o.shutdownTimeout, defaults.shutdownTimeout, { min: 0 }),
-    maxIdleWait: duration(name('maxIdleWait'), o.maxIdleWait, DEFAULT_MAX_IDLE_WAIT_MS, { min: 100 }),
+    concurrency: validate.wholeNumber('concurrency', o.concurrency, { ...OPTION_BOUNDS.concurrency, default: defaults.concurrency }),
+    visibilityTimeout: validate.duration('visibilityTimeout', o.visibilityTimeout, { ...OPTION_BOUNDS.visibilityTimeout, default: defaults.visibilityTimeout }),
+    maxAttempts: validate.wholeNumber('maxAttempts', o.maxAttempts, { ...OPTION_BOUNDS.maxAttempts, default: defaults.maxAttempts }),
+    backoff: resolveBackoff(validate, 'backoff', o.backoff, defaults.backoff),
+    shutdownTimeout: validate.duration('shutdownTimeout', o.shutdownTimeout, { ...OPTION_BOUNDS.shutdownTimeout, default: defaults.shutdownTimeout }),
+    maxIdleWait: validate.duration('maxIdleWait', o.maxIdleWait, { min: 100, default: DEFAULT_MAX_IDLE_WAIT_MS }),
   };
 }

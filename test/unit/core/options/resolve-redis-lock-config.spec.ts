@@ -1,5 +1,6 @@
 import { InvalidOptionsError, type RedisLockModuleOptions } from '../../../../lib/index.js';
-import { MAX_TIMER_MS, resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
+import { MAX_TIMER_MS } from '../../../../lib/core/options/option-validation.js';
+import { resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
 
 /** The option an InvalidOptionsError names, or a failure when the call does not throw one. */
 function refusedOption(options: unknown): string {

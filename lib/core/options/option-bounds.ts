@@ -1,0 +1,13 @@
+/**
+ * Ranges of the options that are set for the module and overridden per call, consumer or job: one
+ * range each, so an override accepts exactly what the module-wide option accepts. Durations are in
+ * ms and end at `MAX_TIMER_MS`.
+ */
+export const OPTION_BOUNDS = {
+  leaseTime: { min: 10 },
+  waitTimeout: { min: 0 },
+  concurrency: { min: 1, max: 10_000 },
+  visibilityTimeout: { min: 100 },
+  maxAttempts: { min: 1, max: 1_000_000 },
+  shutdownTimeout: { min: 0 },
+} as const;
