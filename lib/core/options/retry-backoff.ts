@@ -15,7 +15,7 @@ export function resolveBackoff(
   value: unknown,
   base: Required<BackoffOptions>,
 ): Required<BackoffOptions> {
-  if (value === undefined) return base;
+  if (value === undefined) return { ...base };
   if (value === null || typeof value !== 'object') return validate.refuse(option, 'must be an object');
   const given = value as BackoffOptions;
   return {

@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
+import { optionValidator as validate } from '../../core/options/option-validation.js';
 import { canonicalOrigin } from './dashboard-request-policy.js';
 import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
 
@@ -85,19 +86,29 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
     allowRemote,
     allowedOrigins,
     topics,
-    refreshMs: wholeNumber('dashboard.refreshMs', options.refreshMs, 3_000, 500, 3_600_000),
-    sampleMs: wholeNumber('dashboard.history.sampleMs', options.history?.sampleMs, 5_000, 250, 3_600_000, true),
-    windowMs: wholeNumber('dashboard.history.windowMs', options.history?.windowMs, 600_000, 10_000, 86_400_000),
-    maxLocks: wholeNumber('dashboard.maxLocks', options.maxLocks, 500, 1, 100_000),
-    discoveryIntervalMs: wholeNumber('dashboard.discoveryIntervalMs', options.discoveryIntervalMs, 30_000, 0, 86_400_000),
+    refreshMs: milliseconds('dashboard.refreshMs', options.refreshMs, { min: 500, max: 3_600_000, default: 3_000 }),
+    sampleMs: milliseconds('dashboard.history.sampleMs', options.history?.sampleMs, { min: 250, max: 3_600_000, default: 5_000, orZero: true }),
+    windowMs: milliseconds('dashboard.history.windowMs', options.history?.windowMs, {
+      min: 10_000,
+      max: 86_400_000,
+      default: 600_000,
+    }),
+    maxLocks: validate.wholeNumber('dashboard.maxLocks', options.maxLocks, { min: 1, max: 100_000, default: 500 }),
+    discoveryIntervalMs: milliseconds('dashboard.discoveryIntervalMs', options.discoveryIntervalMs, {
+      min: 1,
+      max: 86_400_000,
+      default: 30_000,
+    }),
   };
 }
 
-function wholeNumber(name: string, value: unknown, fallback: number, min: number, max: number, zeroAllowed = false): number {
-  if (value === undefined) return fallback;
-  const ok = typeof value === 'number' && Number.isInteger(value) && ((value >= Math.max(min, 1) && value <= max) || (zeroAllowed && value === 0));
-  if (!ok) {
-    throw new InvalidOptionsError(name, `got ${JSON.stringify(value)}; use a whole number of ms from ${Math.max(min, 1)} to ${max}${zeroAllowed ? ' (or 0 to turn it off)' : ''}`);
-  }
-  return value as number;
+/** A whole number of ms in `min..max`; with `orZero`, 0 is accepted too and turns the feature off. */
+function milliseconds(
+  option: string,
+  value: unknown,
+  { orZero = false, ...rule }: { min: number; max: number; default: number; orZero?: boolean },
+): number {
+  if (orZero && value === 0) return 0;
+  const use = `use a whole number of ms from ${rule.min} to ${rule.max}${orZero ? ' (or 0 to turn it off)' : ''}`;
+  return validate.wholeNumber(option, value, { ...rule, use });
 }
