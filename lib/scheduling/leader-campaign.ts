@@ -1,0 +1,164 @@
+import type { Logger } from '@nestjs/common';
+import { errorMessage } from '../core/errors/error-message.js';
+import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
+import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
+import type { RedisLockError } from '../core/errors/redis-lock.error.js';
+import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { settleWithin } from '../core/time/settle-within.js';
+import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
+import type { LockService } from '../lock/lock.service.js';
+import type { LeaseDeclaration } from './lease-declaration.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { LeadershipSteppedDownError } from './leadership-stepped-down.error.js';
+import type { LeadershipHooks } from './leadership-hooks.interface.js';
+import { LeadershipLock } from './leadership-lock.js';
+import { CAMPAIGN_WAIT_MS } from './scheduling.constants.js';
+import { emitSchedulingEvent } from './scheduling-events.js';
+
+interface Term {
+  readonly lock: LeadershipLock;
+  /** Epoch ms (local clock) the term began. */
+  readonly since: number;
+  readonly stepDown: () => void;
+}
+
+/**
+ * One instance's campaign for one `@LeaderElection` key: try at bootstrap, then wait for the lock
+ * (woken by the lock's pub/sub release, or by its lease running out when the leader died), lead
+ * until the lease is lost or this instance steps down, and campaign again.
+ */
+export class LeaderCampaign {
+  private readonly stopping = new AbortController();
+  private term?: Term;
+  private loop?: Promise<void>;
+  /** Terms this instance has begun. */
+  terms = 0;
+
+  constructor(
+    readonly declaration: LeaseDeclaration,
+    readonly provider: string,
+    private readonly instance: LeadershipHooks,
+    private readonly locks: LockService,
+    private readonly events: RedisLockEvents,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The current term, if this instance leads. */
+  get leadership(): { readonly fencingToken: string; readonly since: number } | undefined {
+    const term = this.term;
+    return term && { fencingToken: term.lock.fencingToken, since: term.since };
+  }
+
+  /** Makes the first try (so an instance that finds the lock free leads when bootstrap returns) and campaigns on in the background. */
+  async start(): Promise<void> {
+    let first: LockHandle | null = null;
+    try {
+      const { key, ttl } = this.declaration;
+      first = await this.locks.tryAcquire(key, { leaseTime: ttl, keyPattern: key });
+    } catch (error) {
+      this.logger.warn(`${this.declaration.location}: first campaign failed, retrying: ${errorMessage(error)}`);
+    }
+    this.loop = this.campaign(first);
+  }
+
+  /** Stops campaigning and steps down if leading; resolves once the lock is released. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    this.term?.stepDown();
+    await this.loop;
+  }
+
+  private async campaign(first: LockHandle | null): Promise<void> {
+    let handle = first;
+    for (;;) {
+      if (this.stopping.signal.aborted) {
+        await handle?.release().catch(() => undefined);
+        return;
+      }
+      if (handle) {
+        await this.lead(handle);
+        handle = null;
+      } else {
+        handle = await this.waitForLock();
+      }
+    }
+  }
+
+  private async waitForLock(): Promise<LockHandle | null> {
+    const { key, ttl } = this.declaration;
+    try {
+      return await this.locks.acquire(key, { waitTimeout: CAMPAIGN_WAIT_MS, leaseTime: ttl, signal: this.stopping.signal, keyPattern: key });
+    } catch (error) {
+      if (this.stopping.signal.aborted || error instanceof LockAcquireTimeoutError) return null;
+      if (error instanceof LockServiceClosedError) {
+        this.stopping.abort();
+        return null;
+      }
+      this.logger.warn(`${this.declaration.location}: campaign failed, retrying: ${errorMessage(error)}`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, ttl / 3)));
+      return null;
+    }
+  }
+
+  /** One term, from the lock being taken to its release. */
+  private async lead(handle: LockHandle): Promise<void> {
+    const { key, ttl, location } = this.declaration;
+    const startedAt = performance.now();
+    let over!: () => void;
+    const termOver = new Promise<void>((resolve) => (over = resolve));
+    let stepDown!: () => void;
+    const steppedDown = new Promise<'stepped-down'>((resolve) => (stepDown = () => resolve('stepped-down')));
+    const leaseLost = new Promise<'lease-lost'>((resolve) => {
+      if (handle.signal.aborted) resolve('lease-lost');
+      else handle.signal.addEventListener('abort', () => resolve('lease-lost'), { once: true });
+    });
+    const lock = new LeadershipLock(handle, ttl, () => {
+      stepDown();
+      return termOver;
+    });
+    const keeper = new LeaseKeeper(handle, ttl, (error) => this.logger.warn(`${location}: renewing the lease failed, will retry: ${errorMessage(error)}`));
+    this.term = { lock, since: Date.now(), stepDown };
+    this.terms++;
+    emitSchedulingEvent(this.events, 'leadership.acquired', () => ({ key, provider: this.provider, fencingToken: handle.fencingToken }));
+    void this.invoke('onLeadershipAcquired', lock);
+
+    const reason = await Promise.race([steppedDown, leaseLost]);
+    keeper.stop();
+    const error: RedisLockError =
+      reason === 'lease-lost' ? (handle.signal.reason as RedisLockError) : new LeadershipSteppedDownError(key, handle.fencingToken);
+    lock.end(error);
+    this.term = undefined;
+    if (reason === 'lease-lost') this.logger.warn(`${location}: leadership lost: ${error.message}`);
+    emitSchedulingEvent(this.events, 'leadership.lost', () => ({
+      key,
+      provider: this.provider,
+      fencingToken: handle.fencingToken,
+      reason,
+      error,
+      heldMs: performance.now() - startedAt,
+    }));
+    if (!(await settleWithin(this.invoke('onLeadershipLost', lock), ttl))) {
+      this.logger.warn(`${location}: onLeadershipLost() still runs after ${ttl} ms; releasing the lock anyway.`);
+    }
+    // A lost lease's release only cleans up in the background; a step-down wakes the other instances.
+    await handle.release().catch((releaseError: unknown) => {
+      this.logger.warn(`${location}: releasing the leader lock failed; it ends after its ttl: ${errorMessage(releaseError)}`);
+    });
+    over();
+  }
+
+  /** Calls a hook; never rejects (a hook's error is logged). */
+  private invoke(name: keyof LeadershipHooks, lock: LeadershipLock): Promise<void> {
+    const hook = this.instance[name];
+    if (typeof hook !== 'function') return Promise.resolve();
+    const failed = (error: unknown) => {
+      this.logger.error(`${this.provider}.${name}() failed: ${(error as Error)?.stack ?? errorMessage(error)}`);
+    };
+    try {
+      return Promise.resolve(hook.call(this.instance, lock)).then(() => undefined, failed);
+    } catch (error) {
+      failed(error);
+      return Promise.resolve();
+    }
+  }
+}

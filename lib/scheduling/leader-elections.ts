@@ -1,0 +1,93 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { LockService } from '../lock/lock.service.js';
+import { LeaderCampaign } from './leader-campaign.js';
+import { leaderElectionOf } from './leader-election.decorator.js';
+import type { LeadershipHooks } from './leadership-hooks.interface.js';
+
+/** One `@LeaderElection` of this application, as this instance sees it. */
+export interface LeaderElectionStatus {
+  readonly key: string;
+  /** The elected provider's class name. */
+  readonly provider: string;
+  readonly ttl: number;
+  /** Whether this instance leads now. */
+  readonly leader: boolean;
+  /** The current term's fencing token, when this instance leads. */
+  readonly fencingToken?: string;
+  /** Since when this instance leads (epoch ms, local clock). */
+  readonly since?: number;
+  /** Terms this instance has begun since it started (a counter for leadership changes). */
+  readonly terms: number;
+}
+
+/**
+ * Runs the `@LeaderElection` campaigns of the application: finds the elected providers at bootstrap
+ * (refusing a request-scoped or transient one, and two for one key), campaigns for each, and steps
+ * down from all of them before the application shuts down.
+ */
+@Injectable()
+export class LeaderElections implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('LeaderElection');
+  private campaigns: LeaderCampaign[] = [];
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly locks: LockService,
+    private readonly events: RedisLockEvents,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.campaigns = this.explore();
+    await Promise.all(this.campaigns.map((campaign) => campaign.start()));
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all(this.campaigns.map((campaign) => campaign.stop()));
+  }
+
+  /** Every election of this application and whether this instance leads it. */
+  status(): LeaderElectionStatus[] {
+    return this.campaigns.map((campaign) => {
+      const { key, ttl } = campaign.declaration;
+      const leadership = campaign.leadership;
+      return { key, ttl, provider: campaign.provider, leader: leadership !== undefined, ...leadership, terms: campaign.terms };
+    });
+  }
+
+  /** Whether this instance leads the election of `key` now. */
+  isLeader(key: string): boolean {
+    return this.campaigns.some((campaign) => campaign.declaration.key === key && campaign.leadership !== undefined);
+  }
+
+  private explore(): LeaderCampaign[] {
+    const found: LeaderCampaign[] = [];
+    const byKey = new Map<string, string>();
+    for (const wrapper of this.discovery.getProviders()) {
+      const instance = wrapper.instance as (LeadershipHooks & object) | undefined;
+      const type = (instance && typeof instance === 'object' ? instance.constructor : undefined) ?? wrapper.metatype ?? undefined;
+      const declaration = leaderElectionOf(type as Function | undefined);
+      if (!declaration) continue;
+      const provider = (type as Function).name;
+      if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient || !instance) {
+        throw new InvalidOptionsError(
+          '@LeaderElection',
+          `${provider} is not a singleton (request-scoped, transient, or depending on a request-scoped provider); ` +
+            'an election needs one instance per application: make it a default-scoped provider',
+        );
+      }
+      const other = byKey.get(declaration.key);
+      if (other !== undefined) {
+        throw new InvalidOptionsError(
+          '@LeaderElection',
+          `${other} and ${provider} both campaign for "${declaration.key}" in one application; give each election its own key`,
+        );
+      }
+      byKey.set(declaration.key, provider);
+      found.push(new LeaderCampaign(declaration, provider, instance, this.locks, this.events, this.logger));
+    }
+    return found;
+  }
+}

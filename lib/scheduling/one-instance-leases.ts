@@ -1,0 +1,226 @@
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { errorMessage } from '../core/errors/error-message.js';
+import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
+import { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { settleWithin } from '../core/time/settle-within.js';
+import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
+import { LockService } from '../lock/lock.service.js';
+import type { LeaseDeclaration } from './lease-declaration.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { MAX_HANDOVER_GUARD_MS } from './scheduling.constants.js';
+import { emitSchedulingEvent } from './scheduling-events.js';
+
+/** An `@OnOneInstance` lease this instance holds now. */
+export interface OneInstanceLease {
+  readonly key: string;
+  readonly fencingToken: string;
+  /** Since when this instance holds it (epoch ms, local clock). */
+  readonly since: number;
+}
+
+/** The lock a run of an `@OnOneInstance` method holds while it runs. */
+export function runLockKey(key: string): string {
+  return `${key}:run`;
+}
+
+interface LeaseEntry {
+  readonly declaration: LeaseDeclaration;
+  handle?: LockHandle;
+  keeper?: LeaseKeeper;
+  since?: number;
+  /** A take of the lease in flight, shared by the calls that overlap it. */
+  taking?: Promise<LockHandle | null>;
+  /** Monotonic time of the last call, and the shortest gap seen between two calls. */
+  lastCallAt?: number;
+  shortestGap?: number;
+  /** Monotonic time the last run on this instance started. */
+  lastRunAt?: number;
+  readonly runs: Set<Promise<unknown>>;
+}
+
+/**
+ * The leases of the `@OnOneInstance` methods of one application: which instance runs their calls.
+ *
+ * A method's lease is the lock named by its key, taken with the method's `ttl` on the first call
+ * that finds it free and renewed every `ttl / 3` while the application lives. The instance holding
+ * it runs the calls; every other instance resolves them `undefined` at once. A run holds a second
+ * lock (`<key>:run`), so a handover can never overlap two runs: the new holder's calls are skipped
+ * until the previous holder's run has finished (or its lock lapsed after `ttl`).
+ */
+@Injectable()
+export class OneInstanceLeases implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('OnOneInstance');
+  private readonly entries = new Map<string, LeaseEntry>();
+  private closing = false;
+
+  constructor(
+    private readonly locks: LockService,
+    private readonly events: RedisLockEvents,
+  ) {}
+
+  /**
+   * Runs `body` if this instance holds (or can take) the lease of `declaration.key` and no run of
+   * it is in progress anywhere; resolves `undefined` without running it otherwise.
+   */
+  async run<T>(declaration: LeaseDeclaration, body: () => T): Promise<Awaited<T> | undefined> {
+    if (this.closing) return undefined;
+    const entry = this.entryOf(declaration);
+    this.noteCall(entry);
+    const lease = await this.holdLease(entry);
+    if (!lease || this.closing) return undefined;
+
+    const { key, ttl } = declaration;
+    const run = await this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) });
+    if (!run) return undefined;
+    entry.lastRunAt = performance.now();
+    const keeper = new LeaseKeeper(run, ttl, (error) => this.renewalFailed(runLockKey(key), error));
+    const running = (async (): Promise<Awaited<T>> => {
+      try {
+        return (await this.locks.runInScope(run, body)) as Awaited<T>;
+      } finally {
+        keeper.stop();
+        await run.release().catch((error: unknown) => {
+          this.logger.warn(`Releasing the run lock of "${key}" failed; it ends after its ttl: ${errorMessage(error)}`);
+        });
+      }
+    })();
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    entry.runs.add(settled);
+    void settled.then(() => entry.runs.delete(settled));
+    return running;
+  }
+
+  /** The leases this instance holds now (for dashboards and health checks). */
+  owned(): OneInstanceLease[] {
+    return [...this.entries.values()]
+      .filter((entry) => entry.handle?.held)
+      .map((entry) => ({ key: entry.declaration.key, fencingToken: entry.handle!.fencingToken, since: entry.since! }));
+  }
+
+  /** Whether this instance holds the lease of `key` now (as far as it knows: the next call confirms it in Redis). */
+  holds(key: string): boolean {
+    return this.entries.get(key)?.handle?.held ?? false;
+  }
+
+  /**
+   * Stops running calls and hands every lease back, so another instance takes over at its next
+   * call instead of after `ttl`. Runs in progress are awaited first (up to `ttl`); and a lease is
+   * released no sooner than half the gap between two calls (at most `MAX_HANDOVER_GUARD_MS`) after
+   * the last call, so the other instances' timers for that same tick, which fire a few ms later,
+   * still find it held and do not run the tick again.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    await Promise.all([...this.entries.values()].map((entry) => this.handBack(entry)));
+  }
+
+  private entryOf(declaration: LeaseDeclaration): LeaseEntry {
+    let entry = this.entries.get(declaration.key);
+    if (!entry) {
+      entry = { declaration, runs: new Set() };
+      this.entries.set(declaration.key, entry);
+    } else if (entry.declaration.ttl !== declaration.ttl) {
+      this.logger.warn(
+        `${declaration.location} shares the lease "${declaration.key}" with ${entry.declaration.location} but sets another ttl; ` +
+          `the lease keeps ${entry.declaration.ttl} ms. Give the methods different keys, or the same ttl.`,
+      );
+    }
+    return entry;
+  }
+
+  private noteCall(entry: LeaseEntry): void {
+    const now = performance.now();
+    if (entry.lastCallAt !== undefined) {
+      const gap = now - entry.lastCallAt;
+      entry.shortestGap = Math.min(entry.shortestGap ?? gap, gap);
+    }
+    entry.lastCallAt = now;
+  }
+
+  /** The lease, confirmed in Redis for this call; `null` when another instance holds it. */
+  private async holdLease(entry: LeaseEntry): Promise<LockHandle | null> {
+    const held = entry.handle;
+    if (held?.held) {
+      try {
+        // Confirms in Redis that the lease is still ours (a pause longer than ttl may have cost it)
+        // and restarts its ttl.
+        await held.extend(entry.declaration.ttl);
+        return held;
+      } catch (error) {
+        if (!(error instanceof LockNotHeldError)) throw error;
+      }
+    }
+    entry.taking ??= this.takeLease(entry).finally(() => (entry.taking = undefined));
+    return entry.taking;
+  }
+
+  private async takeLease(entry: LeaseEntry): Promise<LockHandle | null> {
+    const { key, ttl } = entry.declaration;
+    // Looking first keeps the other instances' every call from counting as a lock timeout.
+    if (await this.locks.isLocked(key)) return null;
+    const handle = await this.locks.tryAcquire(key, { leaseTime: ttl, keyPattern: key });
+    if (!handle) return null;
+    if (this.closing) {
+      await handle.release();
+      return null;
+    }
+    const since = Date.now();
+    const startedAt = performance.now();
+    entry.handle = handle;
+    entry.since = since;
+    entry.keeper = new LeaseKeeper(handle, ttl, (error) => this.renewalFailed(key, error));
+    handle.signal.addEventListener(
+      'abort',
+      () => {
+        if (entry.handle !== handle) return;
+        entry.handle = undefined;
+        entry.keeper?.stop();
+        this.logger.warn(`Lost the lease of "${key}"; another instance runs its calls now.`);
+        emitSchedulingEvent(this.events, 'one-instance.lost', () => ({
+          key,
+          fencingToken: handle.fencingToken,
+          reason: 'lease-lost',
+          heldMs: performance.now() - startedAt,
+        }));
+      },
+      { once: true },
+    );
+    emitSchedulingEvent(this.events, 'one-instance.acquired', () => ({ key, fencingToken: handle.fencingToken }));
+    return handle;
+  }
+
+  private async handBack(entry: LeaseEntry): Promise<void> {
+    await entry.taking?.catch(() => undefined);
+    const handle = entry.handle;
+    if (!handle?.held) return;
+    const { key, ttl } = entry.declaration;
+    if (!(await settleWithin(Promise.all(entry.runs), ttl))) {
+      this.logger.warn(`A run of "${key}" is still going after ${ttl} ms; handing the lease back anyway (its run lock stays held).`);
+    }
+    const guard = Math.min(MAX_HANDOVER_GUARD_MS, (entry.shortestGap ?? Infinity) / 2);
+    const wait = (entry.lastCallAt ?? -Infinity) + guard - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    entry.handle = undefined;
+    entry.keeper?.stop();
+    const heldMs = entry.since === undefined ? 0 : Date.now() - entry.since;
+    try {
+      await handle.release();
+    } catch (error) {
+      this.logger.warn(`Handing back the lease of "${key}" failed; another instance takes over after its ttl: ${errorMessage(error)}`);
+      return;
+    }
+    emitSchedulingEvent(this.events, 'one-instance.lost', () => ({
+      key,
+      fencingToken: handle.fencingToken,
+      reason: 'handed-back',
+      heldMs,
+    }));
+  }
+
+  private renewalFailed(key: string, error: unknown): void {
+    this.logger.warn(`Renewing "${key}" failed, will retry: ${errorMessage(error)}`);
+  }
+}

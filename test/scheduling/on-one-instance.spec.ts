@@ -1,0 +1,156 @@
+import { Injectable } from '@nestjs/common';
+import type { TestingModule } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import {
+  InvalidOptionsError,
+  LockContext,
+  LockService,
+  LockServiceUnavailableError,
+  RedisLockEvents,
+  type LockContextSnapshot,
+} from '../../lib/index.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { OnOneInstance } from '../../lib/scheduling/on-one-instance.decorator.js';
+import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
+import type { OneInstanceAcquiredEvent, OneInstanceLostEvent } from '../../lib/scheduling/scheduling-events.js';
+import { closeRedisLockTestingModule } from '../../lib/testing/index.js';
+import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { deferred, waitFor, type Deferred } from '../support/timing.js';
+import { createSchedulingApp } from './support/scheduling-app.js';
+
+@Injectable()
+class Reports {
+  readonly runs: Array<{ arg: number; context: LockContextSnapshot | undefined }> = [];
+  gate?: Deferred<void>;
+
+  @OnOneInstance({ ttl: 5_000 })
+  async daily(arg: number): Promise<string> {
+    this.runs.push({ arg, context: LockContext.current() });
+    await this.gate?.promise;
+    return `ran ${arg}`;
+  }
+
+  @OnOneInstance({ key: 'reports.failing', ttl: 5_000 })
+  async failing(error: unknown): Promise<never> {
+    throw error;
+  }
+}
+
+describe('@OnOneInstance', () => {
+  let keyPrefix: string;
+  let apps: TestingModule[];
+  let redis: Redis;
+
+  beforeEach(async () => {
+    keyPrefix = uniquePrefix('one');
+    apps = [await createSchedulingApp(keyPrefix, [Reports]), await createSchedulingApp(keyPrefix, [Reports])];
+    redis = rawRedis();
+  });
+
+  afterEach(async () => {
+    for (const [i, app] of apps.entries()) {
+      if (i < apps.length - 1) await app.close().catch(() => undefined);
+      else await closeRedisLockTestingModule(app, { removeKeys: true }).catch(() => undefined);
+    }
+    redis.disconnect();
+  });
+
+  const reports = (i: number) => apps[i].get(Reports);
+
+  it('runs the calls on the instance that took the lease; the others resolve undefined without running', async () => {
+    expect(await reports(0).daily(1)).toBe('ran 1');
+    expect(await reports(1).daily(1)).toBeUndefined();
+    expect(await reports(1).daily(2)).toBeUndefined();
+    expect(await reports(0).daily(2)).toBe('ran 2');
+    expect(reports(0).runs.map((r) => r.arg)).toEqual([1, 2]);
+    expect(reports(1).runs).toEqual([]);
+    // The default key is Class.method; the lease stays held between calls.
+    expect(await apps[1].get(LockService).isLocked('Reports.daily')).toBe(true);
+    expect(apps[0].get(OneInstanceLeases).holds('Reports.daily')).toBe(true);
+    expect(apps[1].get(OneInstanceLeases).owned()).toEqual([]);
+  });
+
+  it('gives the run its own lock: LockContext has the run lock, its fencing token and signal', async () => {
+    await reports(0).daily(1);
+    await reports(0).daily(2);
+    const [first, second] = reports(0).runs.map((r) => r.context!);
+    expect(first.key).toBe('Reports.daily:run');
+    expect(first.signal).toBeInstanceOf(AbortSignal);
+    expect(first.signal.aborted).toBe(false);
+    expect(BigInt(second.fencingToken)).toBeGreaterThan(BigInt(first.fencingToken));
+    // The run lock is released when the run ends; the lease is not.
+    expect(await apps[0].get(LockService).isLocked('Reports.daily:run')).toBe(false);
+  });
+
+  it('passes the method’s errors through untouched', async () => {
+    const error = new Error('boom');
+    await expect(reports(0).failing(error)).rejects.toBe(error);
+    expect(await reports(1).failing(error)).toBeUndefined();
+  });
+
+  it('hands the lease back on shutdown: the next instance runs at its next call', async () => {
+    await reports(0).daily(1);
+    await apps[0].close();
+    expect(await reports(1).daily(2)).toBe('ran 2');
+    expect(apps[1].get(OneInstanceLeases).holds('Reports.daily')).toBe(true);
+  });
+
+  it('never overlaps two runs: a new lease holder skips calls while the previous holder’s run goes on', async () => {
+    const gate = deferred();
+    reports(0).gate = gate;
+    const longRun = reports(0).daily(1);
+    await waitFor(() => reports(0).runs.length === 1, 10_000, 'the first run to start');
+    // The lease lapses while the run goes on (as after a long pause): the other instance takes it...
+    await redis.del(new RedisKeySpace(keyPrefix).lock('Reports.daily').owners);
+    expect(await reports(1).daily(2)).toBeUndefined();
+    expect(apps[1].get(OneInstanceLeases).holds('Reports.daily')).toBe(true);
+    // ...but does not run while the first run still holds the run lock.
+    expect(reports(1).runs).toEqual([]);
+    gate.resolve();
+    expect(await longRun).toBe('ran 1');
+    expect(await reports(1).daily(3)).toBe('ran 3');
+    // The first instance noticed that it lost the lease at its next call.
+    expect(await reports(0).daily(4)).toBeUndefined();
+    expect(apps[0].get(OneInstanceLeases).holds('Reports.daily')).toBe(false);
+  });
+
+  it('emits one-instance.acquired and one-instance.lost (handed back) on RedisLockEvents', async () => {
+    const seen: Array<[string, OneInstanceAcquiredEvent | OneInstanceLostEvent]> = [];
+    const events = apps[0].get(RedisLockEvents) as unknown as NodeJS.EventEmitter;
+    events.on('one-instance.acquired', (e: OneInstanceAcquiredEvent) => seen.push(['acquired', e]));
+    events.on('one-instance.lost', (e: OneInstanceLostEvent) => seen.push(['lost', e]));
+    await reports(0).daily(1);
+    await apps[0].close();
+    expect(seen).toEqual([
+      ['acquired', { key: 'Reports.daily', fencingToken: expect.any(String) }],
+      ['lost', { key: 'Reports.daily', fencingToken: seen[0][1].fencingToken, reason: 'handed-back', heldMs: expect.any(Number) }],
+    ]);
+  });
+
+  it('fails on an instance Nest did not create', async () => {
+    await expect(new Reports().daily(1)).rejects.toBeInstanceOf(LockServiceUnavailableError);
+  });
+
+  it('checks its key and options when the class is defined', () => {
+    const define = (options: object) => {
+      class Jobs {
+        @OnOneInstance(options as never)
+        async run(): Promise<void> {}
+      }
+      return Jobs;
+    };
+    expect(() => define({ key: '' })).toThrow(InvalidOptionsError);
+    expect(() => define({ key: '' })).toThrow(/key.*must not be empty.*@OnOneInstance on Jobs\.run\(\)/);
+    expect(() => define({ key: 'x'.repeat(1021) })).toThrow(/at most 1024 UTF-8 bytes/);
+    expect(() => define({ ttl: 50 })).toThrow(/`ttl`: got 50; use a number of milliseconds from 100/);
+    expect(() => define({ leaseTime: 1_000 })).toThrow(/`leaseTime`: unknown option; use key, ttl/);
+    expect(() => define({ key: 'ok', ttl: 1_000 })).not.toThrow();
+    expect(() => {
+      class Static {
+        @OnOneInstance()
+        static run(): void {}
+      }
+      return Static;
+    }).toThrow(/is static/);
+  });
+});
