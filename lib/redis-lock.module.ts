@@ -9,6 +9,7 @@ import { delayQueueProviders } from './delay-queue/delay-queue.providers.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { TopicInspector } from './delay-queue/topic-inspector.js';
 import { LockInspector } from './lock/lock-inspector.js';
+import { LockSections } from './lock/lock-sections.js';
 import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
 import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition.js';
@@ -29,7 +30,17 @@ import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-
     // Takes @WithRequestLock locks and answers lock timeouts with 409 Conflict over HTTP.
     { provide: APP_INTERCEPTOR, useClass: WithLockInterceptor },
   ],
-  // RedisConnection (health indicator) and the inspectors (dashboard) are exported for the add-ons; they are not public API.
-  exports: [LockService, RedisLockEvents, TransactionSynchronizer, DelayQueueService, RedisConnection, LockInspector, TopicInspector],
+  // Besides the public services: LockSections (runs the @WithLock methods of importing modules'
+  // classes), RedisConnection (health indicator) and the inspectors (dashboard). They are not public API.
+  exports: [
+    LockService,
+    LockSections,
+    RedisLockEvents,
+    TransactionSynchronizer,
+    DelayQueueService,
+    RedisConnection,
+    LockInspector,
+    TopicInspector,
+  ],
 })
 export class RedisLockModule extends ConfigurableRedisLockModule {}

@@ -1,8 +1,9 @@
-/** Instance property through which Nest injects the `LockService` that `@WithLock` methods use. Internal. */
-export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-redis-lock:lock-service');
-
-/** Metadata on a `@WithLock` method (the wrapper function): its key source and options. */
-export const WITH_LOCK_METADATA = 'nestjs-redis-lock:with_lock';
+/**
+ * Instance property through which Nest injects the `LockSections` that `@WithLock` methods run in.
+ * Internal. Its description names `LockService`, which users know: a module that cannot see
+ * `RedisLockModule` fails at bootstrap with Nest's error naming the class and this property.
+ */
+export const LOCK_SECTIONS_PROPERTY = Symbol('nestjs-redis-lock:LockService sections');
 
 /** Metadata on a handler or controller class: the `@WithRequestLock` declaration. */
 export const WITH_REQUEST_LOCK_METADATA = 'nestjs-redis-lock:with_request_lock';

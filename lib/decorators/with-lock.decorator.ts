@@ -3,10 +3,10 @@ import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { LockServiceUnavailableError } from '../core/errors/lock-service-unavailable.error.js';
 import { compileKeySource, parameterShape, type LockKeySource } from '../lock/key-template.js';
-import { LockService } from '../lock/lock.service.js';
-import { keyPatternOf, resolveWithLockSettings, runWithLock, type WithLockOptions } from '../lock/with-lock.js';
+import { LockSections } from '../lock/lock-sections.js';
+import { keyPatternOf, resolveWithLockOptions, type WithLockOptions } from '../lock/with-lock.js';
 import { copyMethodMetadata } from './copy-method-metadata.js';
-import { LOCK_SERVICE_PROPERTY, WITH_LOCK_METADATA } from './with-lock.constants.js';
+import { LOCK_SECTIONS_PROPERTY } from './with-lock.constants.js';
 
 /**
  * Runs the method while holding a distributed lock, and releases it when the method's promise
@@ -64,35 +64,34 @@ export function WithLock(key: LockKeySource, options?: WithLockOptions): MethodD
       rootOf: ({ args }, placeholder) => ({ value: args[placeholder.index!], name: `argument ${placeholder.index}` }),
       callFn: (fn, { args, self }) => fn.apply(self, args),
     });
-    const settings = resolveWithLockSettings(options, location, keyPatternOf(key, `${className}.${String(propertyKey)}()`));
-    injectLockService(target);
+    const resolved = resolveWithLockOptions(options, location, keyPatternOf(key, `${className}.${String(propertyKey)}()`));
+    injectLockSections(target);
 
     const wrapper = new Proxy(original as (...args: unknown[]) => unknown, {
       apply(method, self: Record<symbol, unknown> | undefined, args: unknown[]) {
         return (async () => {
-          const locks = self?.[LOCK_SERVICE_PROPERTY] as LockService | undefined;
-          if (typeof locks?.runInScope !== 'function') throw new LockServiceUnavailableError(location);
+          const sections = self?.[LOCK_SECTIONS_PROPERTY] as LockSections | undefined;
+          if (typeof sections?.run !== 'function') throw new LockServiceUnavailableError(location);
           const lockKey = keyOf({ args, self });
-          return runWithLock(locks, lockKey, settings, args, () => Reflect.apply(method, self, args));
+          return sections.run(lockKey, resolved, args, () => Reflect.apply(method, self, args));
         })();
       },
     });
     copyMethodMetadata(original, wrapper);
-    Reflect.defineMetadata(WITH_LOCK_METADATA, { key, options: options ?? {} }, wrapper);
     descriptor.value = wrapper as never;
     return descriptor;
   };
 }
 
 /**
- * Asks Nest to inject the `LockService` into every instance of the class, under a symbol, so the
- * wrapper finds the service of the application that created the instance (several applications can
- * share one process, e.g. in tests). A module that cannot see `RedisLockModule` fails at bootstrap
- * with Nest's "can't resolve dependencies" error naming the class.
+ * Asks Nest to inject the module's `LockSections` into every instance of the class, under a symbol,
+ * so the wrapper runs in the lock service of the application that created the instance (several
+ * applications can share one process, e.g. in tests). A module that cannot see `RedisLockModule`
+ * fails at bootstrap with Nest's "can't resolve dependencies" error naming the class.
  */
-function injectLockService(prototype: object): void {
+function injectLockSections(prototype: object): void {
   const existing: Array<{ key: string | symbol }> =
     Reflect.getMetadata(PROPERTY_DEPS_METADATA, prototype.constructor) ?? [];
-  if (existing.some((dependency) => dependency.key === LOCK_SERVICE_PROPERTY)) return;
-  Inject(LockService)(prototype, LOCK_SERVICE_PROPERTY);
+  if (existing.some((dependency) => dependency.key === LOCK_SECTIONS_PROPERTY)) return;
+  Inject(LockSections)(prototype, LOCK_SECTIONS_PROPERTY);
 }

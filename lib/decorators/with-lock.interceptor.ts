@@ -2,6 +2,7 @@ import {
   BadRequestException,
   ConflictException,
   HttpException,
+  Inject,
   Injectable,
   ServiceUnavailableException,
   type CallHandler,
@@ -15,8 +16,8 @@ import { LockKindConflictError } from '../core/errors/lock-kind-conflict.error.j
 import { LockNotReplicatedError } from '../core/errors/lock-not-replicated.error.js';
 import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
 import { UnresolvedLockKeyError } from '../core/errors/unresolved-lock-key.error.js';
+import { LockSections, type LockSection } from '../lock/lock-sections.js';
 import { LockService } from '../lock/lock.service.js';
-import { enterLockSection, leaveLockSection, lockUnavailable, runInLockSection, type LockSection } from '../lock/with-lock.js';
 import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants.js';
 import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
 
@@ -37,6 +38,9 @@ const claimed = new WeakSet<ExecutionContext>();
  */
 @Injectable()
 export class WithLockInterceptor implements NestInterceptor {
+  /** Injected as a property so subclasses keep the constructor `(locks, reflector)`. */
+  @Inject(LockSections) private readonly sections!: LockSections;
+
   constructor(
     protected readonly locks: LockService,
     protected readonly reflector: Reflector,
@@ -100,7 +104,7 @@ export class WithLockInterceptor implements NestInterceptor {
   }
 
   private lockedHandler(declaration: RequestLockDeclaration, context: ExecutionContext, next: CallHandler) {
-    const { settings } = declaration;
+    const { options } = declaration;
     return defer(() => {
       let key: string | string[];
       try {
@@ -115,12 +119,12 @@ export class WithLockInterceptor implements NestInterceptor {
         }
         throw error;
       }
-      return from(enterLockSection(this.locks, key, settings)).pipe(
+      return from(this.sections.enter(key, options)).pipe(
         mergeMap((section) => {
           if (section instanceof LockAcquireTimeoutError) {
-            return defer(async () => lockUnavailable(settings, section, key, context.getArgs()));
+            return defer(async () => this.sections.unavailable(options, section, key, context.getArgs()));
           }
-          return this.runHandler(section, key, declaration, next);
+          return this.runHandler(section, next);
         }),
       );
     });
@@ -131,19 +135,14 @@ export class WithLockInterceptor implements NestInterceptor {
    * before the last notification is passed on (so the response is written after the release), or
    * when the subscriber goes away early.
    */
-  private runHandler(section: LockSection, key: string | string[], declaration: RequestLockDeclaration, next: CallHandler) {
-    const { settings } = declaration;
-    const tracing = this.locks.tracing;
+  private runHandler(section: LockSection, next: CallHandler) {
     // A span over the handler while it holds the lock (not for a section an enclosing one already holds).
-    const span =
-      tracing?.enabled && section.owned
-        ? tracing.startLocked(section.handle, settings.acquire.keyPattern, declaration.location.replace(/^@With\w+ on /, ''))
-        : undefined;
+    const span = this.sections.startHeldSpan(section);
     let released: Promise<void> | undefined;
-    const release = () => (released ??= leaveLockSection(section));
+    const release = () => (released ??= this.sections.leave(section));
     const handler = new Observable<unknown>((subscriber) => {
       // Subscribing inside the section puts the handler's async context in it (LockContext, re-entry).
-      const subscribe = () => runInLockSection(this.locks, key, settings, section, () => next.handle().subscribe(subscriber));
+      const subscribe = () => this.sections.runInside(section, () => next.handle().subscribe(subscriber));
       return span ? span.run(subscribe) : subscribe();
     });
     return handler.pipe(

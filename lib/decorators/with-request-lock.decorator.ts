@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { compileKeySource } from '../lock/key-template.js';
-import { keyPatternOf, resolveWithLockSettings, type WithLockOptions, type WithLockSettings } from '../lock/with-lock.js';
+import { keyPatternOf, resolveWithLockOptions, type ResolvedWithLockOptions, type WithLockOptions } from '../lock/with-lock.js';
 import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants.js';
 
 /**
@@ -16,7 +16,7 @@ export type RequestLockKeySource =
 /** What `@WithRequestLock` records. Internal. */
 export interface RequestLockDeclaration {
   readonly location: string;
-  readonly settings: WithLockSettings;
+  readonly options: ResolvedWithLockOptions;
   readonly keyOf: (request: unknown, context: ExecutionContext) => string | string[];
 }
 
@@ -58,7 +58,7 @@ export function WithRequestLock(key: RequestLockKeySource, options?: WithLockOpt
     });
     const declaration: RequestLockDeclaration = {
       location,
-      settings: resolveWithLockSettings(options, location, keyPatternOf(key, location.replace(/^@WithRequestLock on /, ''))),
+      options: resolveWithLockOptions(options, location, keyPatternOf(key, location.replace(/^@WithRequestLock on /, ''))),
       keyOf: (request, context) => keyOf({ request, context }),
     };
     Reflect.defineMetadata(WITH_REQUEST_LOCK_METADATA, declaration, descriptor ? descriptor.value : target);

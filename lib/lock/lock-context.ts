@@ -1,4 +1,4 @@
-import { LockOwnerScope } from './lock-owner-scope.js';
+import { LockScope } from './lock-scope.js';
 
 /** What code running under a lock can know about it. */
 export interface LockContextSnapshot {
@@ -23,7 +23,7 @@ export interface LockContextSnapshot {
 export class LockContext {
   /** The innermost lock section, or `undefined` outside any. */
   static current(): LockContextSnapshot | undefined {
-    const handle = LockOwnerScope.currentHandle();
+    const handle = LockScope.currentHandle();
     if (!handle) return undefined;
     return { key: handle.key, fencingToken: handle.fencingToken, signal: handle.signal };
   }

@@ -1,16 +1,16 @@
-import type { Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LockLostError } from '../core/errors/lock-lost.error.js';
 import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
-import type { RedisLockConfig } from '../core/options/redis-lock-config.js';
-import type { RedisConnection } from '../core/redis/redis-connection.js';
-import type { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { resolveAcquireOptions } from './resolve-acquire-options.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { KeptHolds } from './kept-holds.js';
-import type { LockObserver } from './lock-observer.js';
+import { LockObserver } from './lock-observer.js';
 import { LockWatchdog } from './lock-watchdog.js';
 import { runRenewal } from './protocols/run-renewal.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
@@ -22,21 +22,27 @@ import { errorMessage } from '../core/errors/error-message.js';
  * and runs their release, extend and loss. A release inside an active transaction is deferred to
  * the transaction's end (the watchdog keeps renewing meanwhile; the lease is the backstop), and the
  * same transaction may re-enter a hold whose release waits for it.
+ *
+ * One per module instance, injected into `LockService` and `LockSections` (which releases the
+ * unused parts of a multi-key read/write section through it).
  */
+@Injectable()
 export class LockHoldRegistry implements HeldLockOperations {
+  private readonly logger = new Logger('LockService');
   private readonly watchdog: LockWatchdog;
   private readonly keptHolds = new KeptHolds();
+  private readonly defaults: RedisLockConfig['lock'];
 
   constructor(
     private readonly connection: RedisConnection,
-    private readonly transactions: TransactionSynchronizer,
+    @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
     private readonly observer: LockObserver,
-    private readonly defaults: RedisLockConfig['lock'],
-    private readonly logger: Logger,
+    @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
   ) {
+    this.defaults = config.lock;
     this.watchdog = new LockWatchdog(
       () => this.connection.client,
-      defaults.leaseTime,
+      config.lock.leaseTime,
       connection.isCluster,
       (error) => this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`),
     );

@@ -1,10 +1,11 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import type { LockLostError } from '../core/errors/lock-lost.error.js';
-import type { AcquireTraceInfo, RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
+import { REDIS_LOCK_TRACING, type AcquireTraceInfo, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
-import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
 import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
@@ -20,14 +21,20 @@ interface HoldStart {
  * (`lock.acquire`, `lock.held`). Costs nothing when nobody listens and tracing is off: no clock
  * read, no extra promise, no entry in the hold-start map.
  */
+@Injectable()
 export class LockObserver {
   /** Filled only while someone listens for hold times (`lock.released` / `lock.lost`). */
   private readonly holdStarts = new WeakMap<HeldLockHandle, HoldStart>();
 
   constructor(
     private readonly events: RedisLockEvents,
-    readonly tracing: RedisLockTracing,
+    @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
   ) {}
+
+  /** Whether spans are recorded (callers skip building span info when not). */
+  get tracingEnabled(): boolean {
+    return this.tracing.enabled;
+  }
 
   /** A `lock.acquire` span around `run` when tracing is on; a multi-key lock is named by its sorted keys. */
   traceAcquire<T extends LockHandle | null>(

@@ -1,30 +1,25 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { errorMessage } from '../core/errors/error-message.js';
 import { InvalidLockKeyError } from '../core/errors/invalid-lock-key.error.js';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
-import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { preloadScripts } from '../core/redis/preload-scripts.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
-import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
-import { resolveAcquireOptions } from './resolve-acquire-options.js';
-import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
-import { HeldLockHandle } from './held-lock-handle.js';
-import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
+import type { AcquireOptions, ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { ReadWriteLock, Semaphore } from './interfaces/lock-kinds.interface.js';
 import { LockAcquirer } from './lock-acquirer.js';
-import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { LockHoldRegistry } from './lock-hold-registry.js';
 import { LockObserver } from './lock-observer.js';
-import { LockOwnerScope } from './lock-owner-scope.js';
 import { lockProtocolFactory, type LockProtocolFactory } from './lock-protocol-factory.js';
-import { acquireAllOrNothing } from './multi-key-acquire.js';
+import { LockScope } from './lock-scope.js';
+import { acquireAllOrNothing, lockNamesOf } from './multi-key-acquire.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { RedlockMasters } from './redlock/redlock-masters.js';
+import { resolveAcquireOptions } from './resolve-acquire-options.js';
 import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
-import { errorMessage } from '../core/errors/error-message.js';
 
 /**
  * Distributed locks on Redis: reentrant within a locked section, kept alive by a watchdog, woken by
@@ -40,33 +35,23 @@ import { errorMessage } from '../core/errors/error-message.js';
 export class LockService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('LockService');
   private readonly protocols: LockProtocolFactory;
-  private readonly observer: LockObserver;
-  private readonly holds: LockHoldRegistry;
   private readonly acquirer: LockAcquirer;
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly connection: RedisConnection,
-    events: RedisLockEvents,
     redlockMasters: RedlockMasters,
-    @Inject(TransactionSynchronizer) transactions: TransactionSynchronizer,
     keySpace: RedisKeySpace,
-    @Inject(REDIS_LOCK_TRACING) tracing: RedisLockTracing,
+    private readonly holds: LockHoldRegistry,
+    private readonly observer: LockObserver,
   ) {
     this.protocols = lockProtocolFactory(keySpace, connection, redlockMasters);
-    this.observer = new LockObserver(events, tracing);
-    this.holds = new LockHoldRegistry(connection, transactions, this.observer, config.lock, this.logger);
     this.acquirer = new LockAcquirer(connection, this.protocols.wakeConnection, this.holds, this.logger);
   }
 
   /** Identifies this module instance among all lock owners. */
   get clientId(): string {
     return this.acquirer.clientId;
-  }
-
-  /** @internal Spans around acquires and locked calls (`@WithLock` uses it too). */
-  get tracing(): RedisLockTracing {
-    return this.observer.tracing;
   }
 
   /**
@@ -149,11 +134,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * `LockContext.current()` returns it. `using()` and `@WithLock` do this for you.
    */
   runInScope<T>(handle: LockHandle, fn: () => T): T {
-    const parts = handle instanceof MultiLockHandle ? handle.parts : [handle];
-    const held = parts
-      .filter((p): p is HeldLockHandle => p instanceof HeldLockHandle && p.protocol.reentrancyKey !== undefined)
-      .map((p) => [p.protocol.reentrancyKey!, p.owner] as const);
-    return LockOwnerScope.run(handle, held, fn);
+    return LockScope.run(handle, fn);
   }
 
   /**
@@ -171,25 +152,17 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     this.holds.stop();
   }
 
-  /**
-   * @internal Releases holds that were taken but never handed to the caller (the other parts of a
-   * multi-key acquire that failed) at once, even inside a transaction: nothing ran under them.
-   */
-  releaseUnused(handles: readonly LockHandle[]): Promise<void> {
-    return this.holds.releaseUnused(handles);
-  }
-
   private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
     const resolved = resolveAcquireOptions(options, this.config.lock);
     const run = () => this.observer.observeAcquire(protocol.name, resolved, this.acquirer.acquire(protocol, resolved, wait, protocol.name));
-    return this.observer.tracing.enabled ? this.observer.traceAcquire(protocol.name, resolved, run, this.observer.kindOf(protocol)) : run();
+    return this.observer.tracingEnabled ? this.observer.traceAcquire(protocol.name, resolved, run, this.observer.kindOf(protocol)) : run();
   }
 
   private async acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean) {
     if (!Array.isArray(key)) {
       return this.observer.observeAcquire(key, options, this.acquirer.acquire(this.protocols.exclusive(key, options), options, wait, key));
     }
-    const names = [...new Set(key)].sort();
+    const names = lockNamesOf(key);
     if (names.length === 0) throw new InvalidLockKeyError(key, 'a multi-key lock needs at least one key');
     const protocols = names.map((name) => this.protocols.exclusive(name, options)); // validates every key first
     const parts = await acquireAllOrNothing(protocols, options.waitTimeout, {

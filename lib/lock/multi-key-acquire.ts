@@ -12,8 +12,16 @@ export interface MultiKeyAcquireSteps<K> {
 }
 
 /**
- * All or nothing: takes `keys` one after the other in the given order (callers sort them, so two
- * acquires of the same keys cannot deadlock), all within one `waitTimeout`. When one part is not
+ * The lock names of a key as they are taken: one name, or several without repeats in sorted order,
+ * so that `['a','b']` and `['b','a']` take the same locks in the same order and cannot deadlock.
+ */
+export function lockNamesOf(key: string | readonly string[]): string[] {
+  return typeof key === 'string' ? [key] : [...new Set(key)].sort();
+}
+
+/**
+ * All or nothing: takes `keys` one after the other in the given order (`lockNamesOf`'s order, so
+ * two acquires of the same keys cannot deadlock), all within one `waitTimeout`. When one part is not
  * free in time or its acquire throws, the parts already taken are released and the acquire
  * resolves `null` or rethrows that error untouched.
  *

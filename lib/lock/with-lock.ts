@@ -1,17 +1,11 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { Logger } from '@nestjs/common';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
+import type { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { MAX_TIMER_MS } from '../core/options/resolve-redis-lock-config.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
-import type { LockHandle } from './interfaces/lock-handle.interface.js';
-import type { LockService } from './lock.service.js';
-import { acquireAllOrNothing } from './multi-key-acquire.js';
-import { MultiLockHandle } from './multi-lock-handle.js';
-import { errorMessage } from '../core/errors/error-message.js';
+import type { SectionMode } from './lock-scope.js';
 
 /** Which lock a `@WithLock` / `@WithRequestLock` section takes. */
-export type WithLockMode = 'exclusive' | 'read' | 'write';
+export type WithLockMode = SectionMode;
 
 /** What the caller sees when the lock could not be taken in time. */
 export interface LockUnavailableContext {
@@ -48,8 +42,8 @@ export interface WithLockOptions {
   onLocked?: OnLocked;
 }
 
-/** `WithLockOptions` after validation. Internal. */
-export interface WithLockSettings {
+/** `WithLockOptions` after validation and defaults. Internal. */
+export interface ResolvedWithLockOptions {
   /** `acquire.keyPattern` is the decorator's key template (the metric label and span attribute). */
   readonly acquire: AcquireOptions;
   readonly mode: WithLockMode;
@@ -62,11 +56,11 @@ export interface WithLockSettings {
  * Validates decorator options when the decorator is applied; a bad value names the method.
  * `keyPattern` names the section's locks in metrics and traces (see `keyPatternOf`).
  */
-export function resolveWithLockSettings(
+export function resolveWithLockOptions(
   options: WithLockOptions | undefined,
   location: string,
   keyPattern?: string,
-): WithLockSettings {
+): ResolvedWithLockOptions {
   const o = options ?? {};
   const invalid = (option: string, problem: string) => new InvalidOptionsError(option, `${problem} (in ${location})`);
   if (typeof o !== 'object' || o === null) throw invalid('options', 'expected an object');
@@ -111,156 +105,4 @@ export function keyPatternOf(source: unknown, methodName: string): string {
   if (typeof source === 'string') return source;
   if (Array.isArray(source) && source.every((part) => typeof part === 'string')) return source.join(' + ');
   return methodName;
-}
-
-/** A lock section being entered: either a fresh hold, or one that an enclosing section already covers. */
-export interface LockSection {
-  readonly handle: LockHandle;
-  /** False when an enclosing section of the same service already holds these keys: nothing to release. */
-  readonly owned: boolean;
-}
-
-interface HeldEntry {
-  readonly mode: WithLockMode;
-  readonly handle: LockHandle;
-}
-
-/** Keys held by the enclosing `@WithLock` / `@WithRequestLock` sections of the current call chain, per service. */
-const sections = new AsyncLocalStorage<ReadonlyMap<LockService, ReadonlyMap<string, HeldEntry>>>();
-const logger = new Logger('WithLock');
-
-/**
- * Takes the lock for a section, unless an enclosing section of the same `LockService` already
- * holds every key in a mode that covers this one (then the section runs inside that hold, so a
- * route lock plus a method lock on the same key, or a locked method calling itself, hold it once).
- *
- * @returns the section, or the `LockAcquireTimeoutError` when the lock was not free in time
- */
-export async function enterLockSection(
-  locks: LockService,
-  key: string | string[],
-  settings: WithLockSettings,
-): Promise<LockSection | LockAcquireTimeoutError> {
-  const covering = coveringHandle(locks, key, settings.mode);
-  if (covering) return { handle: covering, owned: false };
-  try {
-    const handle = await take(locks, key, settings);
-    if (handle) return { handle, owned: true };
-  } catch (error) {
-    if (error instanceof LockAcquireTimeoutError) return error;
-    throw error;
-  }
-  return new LockAcquireTimeoutError(key, settings.acquire.waitTimeout ?? 0);
-}
-
-/** Runs `fn` as the body of `section`: `LockContext.current()` and nested acquires see the lock. */
-export function runInLockSection<T>(
-  locks: LockService,
-  key: string | string[],
-  settings: WithLockSettings,
-  section: LockSection,
-  fn: () => T,
-): T {
-  const outer = sections.getStore();
-  const forService = new Map(outer?.get(locks));
-  const parts = section.handle instanceof MultiLockHandle ? section.handle.parts : [section.handle];
-  const names = Array.isArray(key) ? [...new Set(key)].sort() : [key];
-  if (section.owned) {
-    names.forEach((name, i) => forService.set(name, { mode: settings.mode, handle: parts[i] ?? section.handle }));
-  }
-  const inner = new Map(outer);
-  inner.set(locks, forService);
-  return sections.run(inner, () => locks.runInScope(section.handle, fn));
-}
-
-/** Releases a section's hold if it took one. Never throws: a failed release is logged, the lease ends it. */
-export async function leaveLockSection(section: LockSection): Promise<void> {
-  if (!section.owned) return;
-  try {
-    await section.handle.release();
-  } catch (error) {
-    logger.warn(
-      `Releasing lock "${section.handle.key}" failed; it ends when its lease runs out: ${errorMessage(error)}`,
-    );
-  }
-}
-
-/** What the section resolves to when the lock was not free in time. */
-export function lockUnavailable(
-  settings: WithLockSettings,
-  error: LockAcquireTimeoutError,
-  key: string | string[],
-  args: readonly unknown[],
-): unknown {
-  if (settings.onLocked === 'skip') return undefined;
-  if (settings.onLocked === 'throw') throw error;
-  return settings.onLocked({ key, args, error });
-}
-
-/**
- * The whole section for promise-returning callers (`@WithLock`): take the lock, run `body` under
- * it, release. `body`'s result and errors pass through untouched; a sync `body` is fine.
- */
-export async function runWithLock<T>(
-  locks: LockService,
-  key: string | string[],
-  settings: WithLockSettings,
-  args: readonly unknown[],
-  body: () => T,
-): Promise<Awaited<T> | unknown> {
-  const section = await enterLockSection(locks, key, settings);
-  if (section instanceof LockAcquireTimeoutError) return await lockUnavailable(settings, section, key, args);
-  try {
-    const run = () => runInLockSection(locks, key, settings, section, body);
-    const tracing = locks.tracing;
-    // A section inside an enclosing hold of the same keys is part of that hold's span.
-    if (!tracing?.enabled || !section.owned) return await run();
-    const method = settings.location.replace(/^@With\w+ on /, '');
-    return await tracing.traceLocked(section.handle, settings.acquire.keyPattern, run, method);
-  } finally {
-    await leaveLockSection(section);
-  }
-}
-
-function coveringHandle(locks: LockService, key: string | string[], mode: WithLockMode): LockHandle | undefined {
-  const held = sections.getStore()?.get(locks);
-  if (!held) return undefined;
-  const names = Array.isArray(key) ? [...new Set(key)] : [key];
-  const entries = names.map((name) => held.get(name));
-  if (!entries.every((e): e is HeldEntry => e !== undefined && covers(e.mode, mode) && e.handle.held)) {
-    return undefined;
-  }
-  if (entries.length === 1) return entries[0].handle;
-  return new MultiLockHandle(entries.map((e) => e.handle));
-}
-
-function covers(held: WithLockMode, wanted: WithLockMode): boolean {
-  return held === wanted || (held === 'write' && wanted === 'read');
-}
-
-async function take(locks: LockService, key: string | string[], settings: WithLockSettings): Promise<LockHandle | null> {
-  const { acquire, mode } = settings;
-  if (mode === 'exclusive') {
-    return acquire.waitTimeout === 0 ? locks.tryAcquire(key, acquire) : locks.acquire(key, acquire);
-  }
-  const { fair: _fair, ...options } = acquire;
-  const side = (name: string, sideOptions: Omit<AcquireOptions, 'fair'>) =>
-    mode === 'read' ? locks.readWrite(name).read(sideOptions) : locks.readWrite(name).write(sideOptions);
-  if (!Array.isArray(key)) return side(key, options);
-
-  // Several read/write locks: in sorted order, all or nothing, as LockService takes several mutexes.
-  const names = [...new Set(key)].sort();
-  try {
-    const parts = await acquireAllOrNothing(names, options.waitTimeout, {
-      acquireOne: (name, remaining) => side(name, { ...options, waitTimeout: remaining }),
-      releaseUnused: (held) => locks.releaseUnused(held),
-    });
-    if (!parts) return null;
-    return parts.length === 1 ? parts[0] : new MultiLockHandle(parts);
-  } catch (error) {
-    if (error instanceof LockAcquireTimeoutError) {
-      throw new LockAcquireTimeoutError(names, options.waitTimeout ?? error.waitTimeout);
-    }
-    throw error;
-  }
 }
