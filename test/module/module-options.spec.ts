@@ -106,6 +106,20 @@ describe('RedisLockModule options', () => {
     expect((error as Error).message).toMatch(message);
   });
 
+  it('fails at bootstrap on redis: null instead of connecting to the default server', async () => {
+    const error = await bootstrap([RedisLockModule.forRoot({ redis: null as never, keyPrefix: uniquePrefix() })]).catch((e) => e);
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect(error).toMatchObject({ option: 'redis' });
+    expect((error as Error).message).toMatch(/got null; leave `redis` out for the default connection, or pass a redis:\/\/ URL/);
+  });
+
+  it('starts with lock.syncReplicas: false (off)', async () => {
+    const app = await bootstrap([RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), lock: { syncReplicas: false } })]);
+    const lock = await app.get(LockService).acquire('unreplicated');
+    await lock.release();
+    await app.close();
+  });
+
   it('fails at bootstrap with RedisConnectionError when Redis is not there', async () => {
     const port = await freePort();
     const error = await bootstrap([

@@ -28,9 +28,10 @@ export interface LockDefaults {
   fair?: boolean;
   /**
    * Wait for replicas to confirm every acquire (Redis `WAIT`) before handing out the lock, so that a
-   * failover right after cannot give it to a second owner. Default: off. See `SyncReplicasOptions`.
+   * failover right after cannot give it to a second owner. Default: off (`false` or left out).
+   * See `SyncReplicasOptions`.
    */
-  syncReplicas?: SyncReplicasOptions;
+  syncReplicas?: SyncReplicasOptions | false;
 }
 
 /**

@@ -44,7 +44,7 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
   const redlock = resolveRedlockConfig(o, lockConfig);
 
   return {
-    redis: validateRedis(o.redis ?? (redlock ? defaultRedisForRedlock(redlock) : DEFAULT_REDIS_URL)),
+    redis: validateRedis(o.redis === undefined ? (redlock ? defaultRedisForRedlock(redlock) : DEFAULT_REDIS_URL) : o.redis),
     keyPrefix,
     lock: lockConfig,
     delayQueue: {
@@ -82,7 +82,15 @@ function validateRedis(redis: unknown): RedisLockModuleOptions['redis'] & object
     }
     return redis as never;
   }
-  if (redis === null || typeof redis !== 'object' || Array.isArray(redis)) {
+  if (redis === null) {
+    // Only an absent `redis` means the default: null is more likely a missing setting than a choice.
+    throw new InvalidOptionsError(
+      'redis',
+      'got null; leave `redis` out for the default connection, or pass a redis:// URL, ioredis options, { cluster: nodes } ' +
+        'or { client } with an existing ioredis client',
+    );
+  }
+  if (typeof redis !== 'object' || Array.isArray(redis)) {
     throw new InvalidOptionsError(
       'redis',
       'use a redis:// URL, ioredis options, { cluster: nodes }, or { client } with an existing ioredis client',

@@ -113,6 +113,11 @@ describe('resolveRedisLockConfig: refused options name the option', () => {
     ['an empty cluster node list', { redis: { cluster: [] } }, 'redis.cluster'],
     ['transactions without isActive/register', { transactions: { isActive: () => false } }, 'transactions'],
     ['syncReplicas that is not an object', { lock: { syncReplicas: 1 } }, 'lock.syncReplicas'],
+    ['a backoff that is not an object', { delayQueue: { backoff: 5 } }, 'delayQueue.backoff'],
+    ['a null backoff factor', { delayQueue: { backoff: { factor: null } } }, 'delayQueue.backoff.factor'],
+    ['a null concurrency', { delayQueue: { concurrency: null } }, 'delayQueue.concurrency'],
+    ['a fractional deadLetterMaxCount', { delayQueue: { retention: { deadLetterMaxCount: 1.5 } } }, 'delayQueue.retention.deadLetterMaxCount'],
+    ['syncReplicas without a timeout', { lock: { syncReplicas: { replicas: 1 } } }, 'lock.syncReplicas.timeout'],
     ['syncReplicas with 0 replicas', { lock: { syncReplicas: { replicas: 0, timeout: 100 } } }, 'lock.syncReplicas.replicas'],
     ['a syncReplicas timeout of half the lease', { lock: { leaseTime: 1_000, syncReplicas: { replicas: 1, timeout: 500 } } }, 'lock.syncReplicas.timeout'],
     ['a syncReplicas timeout of 0 (WAIT would block forever)', { lock: { syncReplicas: { replicas: 1, timeout: 0 } } }, 'lock.syncReplicas.timeout'],
@@ -146,6 +151,21 @@ describe('resolveRedisLockConfig: connection options', () => {
   it('accepts a synchronizer with isActive() and register()', () => {
     const transactions = { isActive: () => false, register: () => undefined };
     expect(resolveRedisLockConfig({ transactions }).transactions).toBe(transactions);
+  });
+
+  it('refuses redis: null, naming the option and what to pass (only an absent redis means the default)', () => {
+    expect(refusedOption({ redis: null })).toBe('redis');
+    expect(() => resolveRedisLockConfig({ redis: null as never })).toThrow(
+      'Invalid option `redis`: got null; leave `redis` out for the default connection, or pass a redis:// URL, ioredis options, ' +
+        '{ cluster: nodes } or { client } with an existing ioredis client.',
+    );
+    expect(refusedOption({ redis: null, redlock: { clients: ['redis://m1', 'redis://m2', 'redis://m3'] } })).toBe('redis');
+  });
+
+  it('reads lock.syncReplicas: false as off, in either mode', () => {
+    expect(resolveRedisLockConfig({ lock: { syncReplicas: false } }).lock.syncReplicas).toBeUndefined();
+    const redlock = resolveRedisLockConfig({ lock: { syncReplicas: false }, redlock: { clients: ['redis://m1', 'redis://m2', 'redis://m3'] } });
+    expect(redlock.lock.syncReplicas).toBeUndefined();
   });
 
   it('keeps a syncReplicas timeout just below half the lease', () => {
@@ -190,10 +210,26 @@ describe('resolveRedisLockConfig: Redlock mode', () => {
     ['a driftFactor of 0.5', { redlock: { clients: masters, driftFactor: 0.5 } }, 'redlock.driftFactor'],
     ['a requestTimeout of 0', { redlock: { clients: masters, requestTimeout: 0 } }, 'redlock.requestTimeout'],
     ['a retryDelay of 0', { redlock: { clients: masters, retryDelay: 0 } }, 'redlock.retryDelay'],
+    ['a negative retryJitter', { redlock: { clients: masters, retryJitter: -1 } }, 'redlock.retryJitter'],
+    ['a NaN driftFactor', { redlock: { clients: masters, driftFactor: Number.NaN } }, 'redlock.driftFactor'],
+    ['a null master', { redlock: { clients: [null, 'redis://m2', 'redis://m3'] } }, 'redlock.clients[0]'],
     ['fair locks', { lock: { fair: true }, redlock: { clients: masters } }, 'lock.fair'],
     ['syncReplicas', { lock: { syncReplicas: { replicas: 1, timeout: 100 } }, redlock: { clients: masters } }, 'lock.syncReplicas'],
   ])('refuses %s', (_label, options, option) => {
     expect(refusedOption(options)).toBe(option);
+  });
+
+  it('keeps given Redlock timings and a drift factor just below 0.5', () => {
+    const config = resolveRedisLockConfig({
+      redlock: { clients: masters, driftFactor: 0.49, requestTimeout: 1, retryJitter: 0, retryDelay: 1.9 },
+    });
+    expect(config.redlock).toMatchObject({ driftFactor: 0.49, requestTimeout: 1, retryJitter: 0, retryDelay: 1 });
+  });
+
+  it('says what to use for a drift factor', () => {
+    expect(() => resolveRedisLockConfig({ redlock: { clients: masters, driftFactor: 0.5 } })).toThrow(
+      'Invalid option `redlock.driftFactor`: got 0.5; use a number from 0 to below 0.5 (default 0.01).',
+    );
   });
 
   it('tells unix sockets apart by path', () => {
