@@ -75,6 +75,12 @@ describe('prepareJob: one job checked and encoded before anything is sent', () =
     ['maxAttempts over a million', { maxAttempts: 1_000_001 }, 'maxAttempts'],
     ['a backoff factor below 1', { backoff: { factor: 0 } }, 'backoff.factor'],
     ['a replace flag that is not a boolean', { replace: 'yes' }, 'replace'],
+    ['a null delay', { delay: null }, 'delay'],
+    ['a Date before 1970', { at: new Date(-1) }, 'at'],
+    ['null maxAttempts', { maxAttempts: null }, 'maxAttempts'],
+    ['a backoff that is not an object', { backoff: 'fast' }, 'backoff'],
+    ['a null backoff', { backoff: null }, 'backoff'],
+    ['a backoff delay past the timer limit', { backoff: { delay: 2 ** 31 } }, 'backoff.delay'],
   ])('refuses %s, naming the field', (_label, options, field) => {
     expect(refusal(options).field).toBe(field);
   });
@@ -87,6 +93,18 @@ describe('prepareJob: one job checked and encoded before anything is sent', () =
     expect(refusal({ delay: -1 }, 1, 'jobs[2]').field).toBe('jobs[2].delay');
     expect(refusal(undefined, { n: 1n }, 'jobs[0]').field).toBe('jobs[0].payload.n');
     expect(refusal('soon', 1, 'jobs[1]').field).toBe('jobs[1]');
+  });
+
+  it('names the field of a retry option inside a batch', () => {
+    expect(refusal({ backoff: { jitter: 2 } }, 1, 'jobs[4]').field).toBe('jobs[4].backoff.jitter');
+    expect(refusal({ backoff: 5 }, 1, 'jobs[4]').field).toBe('jobs[4].backoff');
+  });
+
+  it('says what a refused retry option was and what to use', () => {
+    expect(refusal({ maxAttempts: '3' }).message).toBe(
+      'Invalid job for topic "orders": `maxAttempts` is the string "3"; use a whole number from 1 to 1000000. Nothing was scheduled.',
+    );
+    expect(refusal({ backoff: 'fast' }).message).toBe('Invalid job for topic "orders": `backoff` must be an object. Nothing was scheduled.');
   });
 
   it('says what was wrong and that nothing was scheduled', () => {
