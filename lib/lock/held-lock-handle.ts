@@ -1,4 +1,5 @@
 import { LockLostError } from '../core/errors/lock-lost.error.js';
+import { leaseLostAt } from '../core/time/lease-policy.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 
@@ -12,10 +13,10 @@ export interface HeldLockOperations {
 /**
  * One hold of one lock (of any kind; a nested re-entry gets its own handle over the same entry).
  *
- * The handle tracks its lease on the monotonic clock: the deadline is counted from the moment the
- * acquiring or renewing command was *sent*, so it can only err on the early side. If the deadline
- * passes without a confirmed renewal the lock is treated as lost, even when Redis is unreachable
- * and cannot say so.
+ * The handle tracks its lease by the lease policy (lease-policy.ts): on the monotonic clock, counted
+ * from the moment the acquiring or renewing command was *sent*, so it can only err on the early side.
+ * If `leaseLostAt` passes without a confirmed renewal the lock is treated as lost, even when Redis is
+ * unreachable and cannot say so.
  */
 export class HeldLockHandle implements LockHandle {
   // Made on first read of `signal`: building an AbortSignal costs ~5 µs on Node 20 (more than all
@@ -110,9 +111,9 @@ export class HeldLockHandle implements LockHandle {
   private armExpiry(leaseStartedAt: number): void {
     clearTimeout(this.expiryTimer);
     const valid = this.protocol.validLease === undefined ? this.leaseTime : this.protocol.validLease(this.leaseTime);
-    // Counted as lost a little before the deadline (5 % of the lease, at most 1 s), so that a timer
+    // Counted as lost a safety margin before the deadline (see lease-policy.ts), so that a timer
     // firing late on a loaded machine still aborts `signal` before Redis can hand the lock to another.
-    const left = leaseStartedAt + valid - Math.min(1_000, valid * 0.05) - performance.now();
+    const left = leaseLostAt(leaseStartedAt, valid) - performance.now();
     // Whole milliseconds, rounded down (never later than the lease): Node keeps one timer list per
     // distinct duration, and fractional durations would make a new list for every handle.
     this.expiryTimer = setTimeout(() => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'), Math.max(0, Math.floor(left)));

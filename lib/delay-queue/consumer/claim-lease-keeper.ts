@@ -1,19 +1,10 @@
 import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { leaseLostAt, leaseRenewalInterval } from '../../core/time/lease-policy.js';
 import { readClaimToken } from '../jobs/job-codec.js';
 import { extendJobsScript } from '../scripts/extend-jobs.lua.js';
 import { abortJob, isWatched, type ClaimedRow, type HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
-
-/**
- * A claim counts as lost this long before its last confirmed visibility runs out: another consumer
- * may take the job over the moment Redis's deadline passes, and the handler's signal must be aborted
- * before that, even when the timer fires late on a loaded machine. 5 % of the visibility timeout,
- * between 10 ms and 1 s (1 s for the default 30 s).
- */
-export function visibilityLossMargin(visibilityTimeout: number): number {
-  return Math.min(1_000, Math.max(10, Math.round(visibilityTimeout * 0.05)));
-}
 
 export interface ClaimLeaseKeeperContext {
   readonly topic: string;
@@ -27,24 +18,22 @@ export interface ClaimLeaseKeeperContext {
 }
 
 /**
- * Keeps the visibility of every claim this consumer holds: renews them all in one call every third
- * of the visibility timeout, and aborts a job's signal (JobVisibilityLostError) as soon as its
- * claim can no longer be counted on: Redis refused the renewal (someone else owns the job now), or
- * no renewal was confirmed in time. Invariant: a handler's signal is aborted before another
- * consumer can take its job over, i.e. at least `visibilityLossMargin` before the last confirmed
- * visibility ends; a timer set for the earliest such moment enforces it between renewals.
+ * Keeps the visibility of every claim this consumer holds, by the lease policy (lease-policy.ts):
+ * renews them all in one call every `leaseRenewalInterval`, and aborts a job's signal
+ * (JobVisibilityLostError) as soon as its claim can no longer be counted on: Redis refused the
+ * renewal (someone else owns the job now), or no renewal was confirmed in time. Invariant: a
+ * handler's signal is aborted before another consumer can take its job over, i.e. at its
+ * `leaseLostAt`, a safety margin before the last confirmed visibility ends; a timer set for the
+ * earliest such moment enforces it between renewals.
  */
 export class ClaimLeaseKeeper {
   private readonly held = new Map<string, HeldJob>();
-  private readonly lossMargin: number;
   private renewTimer?: NodeJS.Timeout;
   /** Fires when the earliest watched claim runs out of confirmed visibility (see `armLossTimer`). */
   private lossTimer?: NodeJS.Timeout;
   private renewing = false;
 
-  constructor(private readonly context: ClaimLeaseKeeperContext) {
-    this.lossMargin = visibilityLossMargin(context.visibilityTimeout);
-  }
+  constructor(private readonly context: ClaimLeaseKeeperContext) {}
 
   /** Starts keeping the claim of a freshly claimed row; the job starts out buffered. */
   hold(row: ClaimedRow): HeldJob {
@@ -53,7 +42,7 @@ export class ClaimLeaseKeeper {
       token: readClaimToken(row.body),
       dueMs: row.dueMs,
       body: row.body,
-      confirmedUntil: row.sentAt + this.context.visibilityTimeout,
+      confirmedSentAt: row.sentAt,
       phase: 'buffered',
       abandoned: false,
     };
@@ -91,25 +80,25 @@ export class ClaimLeaseKeeper {
 
   private ensureRenewing(): void {
     if (this.renewTimer) return;
-    const period = Math.max(30, Math.floor(this.context.visibilityTimeout / 3));
-    this.renewTimer = setInterval(() => void this.renewAll(), period);
+    this.renewTimer = setInterval(() => void this.renewAll(), leaseRenewalInterval(this.context.visibilityTimeout));
     this.renewTimer.unref();
   }
 
   private armLossTimer(): void {
     clearTimeout(this.lossTimer);
     this.lossTimer = undefined;
+    const { visibilityTimeout } = this.context;
     let earliest = Number.POSITIVE_INFINITY;
     for (const job of this.held.values()) {
-      if (isWatched(job)) earliest = Math.min(earliest, job.confirmedUntil);
+      if (isWatched(job)) earliest = Math.min(earliest, leaseLostAt(job.confirmedSentAt, visibilityTimeout));
     }
     if (earliest === Number.POSITIVE_INFINITY) return;
-    const delay = Math.max(0, earliest - this.lossMargin - performance.now());
+    const delay = Math.max(0, earliest - performance.now());
     this.lossTimer = setTimeout(() => {
       this.lossTimer = undefined;
-      const now = performance.now() + this.lossMargin;
+      const now = performance.now();
       for (const job of this.held.values()) {
-        if (isWatched(job) && now >= job.confirmedUntil) this.loseVisibility(job, 'unconfirmed');
+        if (isWatched(job) && now >= leaseLostAt(job.confirmedSentAt, visibilityTimeout)) this.loseVisibility(job, 'unconfirmed');
       }
       this.armLossTimer();
     }, delay);
@@ -118,22 +107,23 @@ export class ClaimLeaseKeeper {
 
   /** Renews every held claim in one call. Never rejects. */
   private async renewAll(): Promise<void> {
+    // A claim whose visibility deadline itself passed unconfirmed is lost, whether the loss timer told it already or not.
     const now = performance.now();
+    const { visibilityTimeout } = this.context;
     for (const job of this.held.values()) {
-      if (!job.abandoned && now >= job.confirmedUntil) this.loseVisibility(job, 'unconfirmed');
+      if (!job.abandoned && now >= job.confirmedSentAt + visibilityTimeout) this.loseVisibility(job, 'unconfirmed');
     }
     if (this.renewing) return;
     const jobs = [...this.held.values()].filter((job) => !job.abandoned);
     if (jobs.length === 0) return;
     this.renewing = true;
-    const { visibilityTimeout } = this.context;
     const args: (string | number)[] = [visibilityTimeout];
     for (const job of jobs) args.push(job.id, job.token);
     const sent = performance.now();
     try {
       const flags = await extendJobsScript.run<number[]>(this.context.connection.client, this.context.keyList, args);
       jobs.forEach((job, i) => {
-        if (flags[i] === 1) job.confirmedUntil = sent + visibilityTimeout;
+        if (flags[i] === 1) job.confirmedSentAt = sent;
         else this.loseVisibility(job, 'not-owner');
       });
       if (this.held.size > 0) this.armLossTimer();

@@ -8,8 +8,11 @@ export interface HeldJob {
   controller?: AbortController;
   /** The stored job as claimed; dropped once the handler starts. */
   body?: string;
-  /** `performance.now()` until which Redis is known to keep the claim (claim or last confirmed extension). */
-  confirmedUntil: number;
+  /**
+   * `performance.now()` when the command that last confirmed the claim (the claim or an extension)
+   * was sent: Redis keeps the claim for at least `visibilityTimeout` after it.
+   */
+  confirmedSentAt: number;
   /** buffered: claimed, waiting for a free slot; running: handler in progress; settling: ack or failure being recorded. */
   phase: 'buffered' | 'running' | 'settling';
   /** The claim is gone (visibility lost, or handed back at shutdown): nothing more is sent for it. */
