@@ -32,12 +32,10 @@ export interface KeyPlaceholder {
 
 /** What is known about the decorated method's parameters, for checks at decoration time. */
 export interface ParameterShape {
-  /** Declared parameter count, if known. */
-  readonly count?: number;
   /** `design:paramtypes` (a rest parameter shows its element type), if emitted. */
   readonly types?: readonly unknown[];
-  /** Whether the last parameter is a rest parameter; `undefined` when the source cannot be read. */
-  readonly rest?: boolean;
+  /** True when `types` lists every parameter a call can pass (no rest parameter can follow). */
+  readonly exact?: boolean;
 }
 
 const FORBIDDEN_SEGMENTS = new Set(['__proto__', 'prototype', 'constructor']);
@@ -143,29 +141,27 @@ export class KeyTemplate {
 
   /**
    * Checks the placeholders against the method's declared parameters. Only what is certain fails:
-   * an index past the last parameter (when there is no rest parameter) and a property path into a
-   * parameter declared as a primitive.
+   * an index past the last parameter (when no rest parameter can follow) and a property path into
+   * a parameter declared as a primitive. What cannot be known here fails at call time instead
+   * (`UnresolvedLockKeyError`, the method does not run).
    */
   checkAgainst(shape: ParameterShape, location: string): void {
+    const types = shape.types;
+    if (!types) return;
     for (const placeholder of this.placeholders) {
       const index = placeholder.index!;
-      const count = shape.types?.length ?? shape.count;
-      if (count !== undefined && index >= count) {
-        if (shape.rest === false) {
-          const valid = count === 0 ? 'it takes no arguments' : `valid indexes are 0 to ${count - 1}`;
-          throw new InvalidLockKeyTemplateError(
-            this.source,
-            location,
-            `placeholder ${placeholder.text} reads argument ${index}, but the method declares ${count} ` +
-              `parameter${count === 1 ? '' : 's'} (${valid})`,
-          );
-        }
+      if (index >= types.length) {
+        if (!shape.exact) continue; // may be read from a rest parameter
+        const count = types.length;
+        const valid = count === 0 ? 'it takes no arguments' : `valid indexes are 0 to ${count - 1}`;
+        throw new InvalidLockKeyTemplateError(
+          this.source,
+          location,
+          `placeholder ${placeholder.text} reads argument ${index}, but the method declares ${count} ` +
+            `parameter${count === 1 ? '' : 's'} (${valid})`,
+        );
       }
-      if (placeholder.path.length === 0 || !shape.types || shape.types.length === 0) continue;
-      // A rest parameter's arguments all have its element type, which is what design:paramtypes lists.
-      const type = shape.types[Math.min(index, shape.types.length - 1)];
-      if (index >= shape.types.length && shape.rest !== true) continue;
-      const primitive = PRIMITIVE_TYPES.get(type);
+      const primitive = placeholder.path.length > 0 ? PRIMITIVE_TYPES.get(types[index]) : undefined;
       if (primitive) {
         throw new InvalidLockKeyTemplateError(
           this.source,
@@ -257,15 +253,17 @@ export function compileKeySource<TInput>(
   return single ? (input) => render(input)[0] : render;
 }
 
-/** Reads what can be known about a method's parameters without running it. */
+/**
+ * Reads what can be known about a method's parameters without running it: `design:paramtypes`
+ * lists every declared parameter (a rest parameter as its element type), and `method.length`
+ * counts those before the first default or rest parameter. When the two agree there is neither,
+ * so the count is exact; otherwise the last one may be a rest parameter and any index may be valid.
+ * Without the metadata (a compiler that does not emit it) nothing is certain and nothing is checked.
+ */
 export function parameterShape(target: object, propertyKey: string | symbol, method: Function): ParameterShape {
   const types: unknown = Reflect.getMetadata?.('design:paramtypes', target, propertyKey);
-  const parsed = parseParameterList(method);
-  return {
-    types: Array.isArray(types) ? types : undefined,
-    count: parsed?.count,
-    rest: parsed?.rest,
-  };
+  if (!Array.isArray(types)) return {};
+  return { types, exact: method.length === types.length };
 }
 
 function checkComputedKey(key: unknown, location: string): string | string[] {
@@ -315,75 +313,4 @@ function describe(value: unknown): string {
 
 function example(root: PlaceholderRoot): string {
   return root === 'argument' ? '<0> or <1.id>' : '<params.id> or <body.orderId>';
-}
-
-/**
- * Counts the parameters in a function's source text and tells whether the last one is a rest
- * parameter. `undefined` when there is no source (native code, a Proxy from another decorator).
- */
-export function parseParameterList(fn: Function): { count: number; rest: boolean } | undefined {
-  let text: string;
-  try {
-    text = Function.prototype.toString.call(fn);
-  } catch {
-    return undefined;
-  }
-  if (text.includes('[native code]')) return undefined;
-  let i = 0;
-  let depth = 0;
-  // The parameter list is the first "(" outside a computed name (`[expr](a) {}`) or a string.
-  for (; i < text.length; i++) {
-    const ch = text[i];
-    if (ch === '"' || ch === "'" || ch === '`') i = skipString(text, i);
-    else if (ch === '[') depth++;
-    else if (ch === ']') depth--;
-    else if (ch === '(' && depth === 0) break;
-  }
-  if (i >= text.length) return undefined;
-  const params: string[] = [];
-  let current = '';
-  depth = 0;
-  for (i = i + 1; i < text.length; i++) {
-    const ch = text[i];
-    if (ch === '"' || ch === "'" || ch === '`') {
-      const end = skipString(text, i);
-      current += text.slice(i, end + 1);
-      i = end;
-      continue;
-    }
-    if (ch === '/' && text[i + 1] === '*') {
-      i = text.indexOf('*/', i + 2) + 1;
-      if (i === 0) return undefined;
-      continue;
-    }
-    if (ch === '/' && text[i + 1] === '/') {
-      i = text.indexOf('\n', i);
-      if (i === -1) return undefined;
-      continue;
-    }
-    if (ch === '(' || ch === '[' || ch === '{') depth++;
-    if (ch === ')' || ch === ']' || ch === '}') {
-      if (depth === 0) break;
-      depth--;
-    }
-    if (ch === ',' && depth === 0) {
-      params.push(current.trim());
-      current = '';
-      continue;
-    }
-    current += ch;
-  }
-  if (i >= text.length) return undefined;
-  params.push(current.trim());
-  const declared = params.filter((p) => p.length > 0);
-  return { count: declared.length, rest: declared.length > 0 && declared[declared.length - 1].startsWith('...') };
-}
-
-function skipString(text: string, start: number): number {
-  const quote = text[start];
-  for (let i = start + 1; i < text.length; i++) {
-    if (text[i] === '\\') i++;
-    else if (text[i] === quote) return i;
-  }
-  return text.length;
 }
