@@ -84,7 +84,7 @@ export interface LockProtocol {
   /**
    * True when waiters of one process should line up in arrival order (the plain exclusive lock).
    * Not for kinds with shared holders (read/write, semaphore): there a newcomer may well be able to
-   * share right away, and making it wait for a wake-up only stalls it (measured: 2× slower, long tails).
+   * share right away, and making it wait for a wake-up would only stall it.
    */
   readonly localFifo: boolean;
   /** Longest sleep while waiting, so the waiter refreshes its place in line (fair queue, waiting writer). */
