@@ -17,10 +17,6 @@ export class SynchronizationList {
     return this.completed;
   }
 
-  get size(): number {
-    return this.synchronizations.length;
-  }
-
   add(synchronization: TransactionSynchronization): void {
     if (this.completed) throw new Error('register() called after the transaction completed; check isActive() first');
     this.synchronizations.push(synchronization);
