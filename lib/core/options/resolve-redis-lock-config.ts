@@ -12,6 +12,7 @@ import type { RedisLockModuleOptions } from './redis-lock-module-options.interfa
 export { MAX_TIMER_MS } from './option-validation.js';
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+const EVICTION_POLICY_CHECKS = ['error', 'warn', 'off'] as const;
 
 /**
  * Validates the module options and fills in defaults. Runs when the module is instantiated, so a
@@ -49,11 +50,17 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
     lock: lockConfig,
     delayQueue: {
       concurrency: validate.wholeNumber('delayQueue.concurrency', dq.concurrency, { ...OPTION_BOUNDS.concurrency, default: 1 }),
-      visibilityTimeout: validate.duration('delayQueue.visibilityTimeout', dq.visibilityTimeout, { ...OPTION_BOUNDS.visibilityTimeout, default: 30_000 }),
+      visibilityTimeout: validate.duration('delayQueue.visibilityTimeout', dq.visibilityTimeout, {
+        ...OPTION_BOUNDS.visibilityTimeout,
+        default: 30_000,
+      }),
       maxAttempts: validate.wholeNumber('delayQueue.maxAttempts', dq.maxAttempts, { ...OPTION_BOUNDS.maxAttempts, default: 5 }),
       // A null section counts as absent, like a null `lock` or `delayQueue`.
       backoff: resolveBackoff(validate, 'delayQueue.backoff', dq.backoff ?? undefined, DEFAULT_BACKOFF),
-      shutdownTimeout: validate.duration('delayQueue.shutdownTimeout', dq.shutdownTimeout, { ...OPTION_BOUNDS.shutdownTimeout, default: 10_000 }),
+      shutdownTimeout: validate.duration('delayQueue.shutdownTimeout', dq.shutdownTimeout, {
+        ...OPTION_BOUNDS.shutdownTimeout,
+        default: 10_000,
+      }),
       retention: {
         deadLetterMaxCount: validate.wholeNumber('delayQueue.retention.deadLetterMaxCount', retention.deadLetterMaxCount, {
           min: 0,
@@ -69,7 +76,7 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
     },
     transactions: validateTransactions(o.transactions),
     connectTimeout: validate.duration('connectTimeout', o.connectTimeout, { min: 0, default: 10_000 }),
-    evictionPolicyCheck: validate.oneOf('evictionPolicyCheck', o.evictionPolicyCheck, ['error', 'warn', 'off'] as const, { default: 'error' }),
+    evictionPolicyCheck: validate.oneOf('evictionPolicyCheck', o.evictionPolicyCheck, EVICTION_POLICY_CHECKS, { default: 'error' }),
     redlock,
     tracing: validate.flag('tracing', o.tracing, { default: true }),
   };

@@ -35,10 +35,16 @@ export function resolveConsumerOptions(
   });
   return {
     concurrency: validate.wholeNumber('concurrency', o.concurrency, { ...OPTION_BOUNDS.concurrency, default: defaults.concurrency }),
-    visibilityTimeout: validate.duration('visibilityTimeout', o.visibilityTimeout, { ...OPTION_BOUNDS.visibilityTimeout, default: defaults.visibilityTimeout }),
+    visibilityTimeout: validate.duration('visibilityTimeout', o.visibilityTimeout, {
+      ...OPTION_BOUNDS.visibilityTimeout,
+      default: defaults.visibilityTimeout,
+    }),
     maxAttempts: validate.wholeNumber('maxAttempts', o.maxAttempts, { ...OPTION_BOUNDS.maxAttempts, default: defaults.maxAttempts }),
     backoff: resolveBackoff(validate, 'backoff', o.backoff, defaults.backoff),
-    shutdownTimeout: validate.duration('shutdownTimeout', o.shutdownTimeout, { ...OPTION_BOUNDS.shutdownTimeout, default: defaults.shutdownTimeout }),
+    shutdownTimeout: validate.duration('shutdownTimeout', o.shutdownTimeout, {
+      ...OPTION_BOUNDS.shutdownTimeout,
+      default: defaults.shutdownTimeout,
+    }),
     maxIdleWait: validate.duration('maxIdleWait', o.maxIdleWait, { min: 100, default: DEFAULT_MAX_IDLE_WAIT_MS }),
   };
 }

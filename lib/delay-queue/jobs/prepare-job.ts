@@ -79,7 +79,8 @@ export function prepareJob(
   }
 
   // Absent retry options stay absent: the job then follows its consumer's settings.
-  const maxAttempts = o.maxAttempts === undefined ? undefined : validate.wholeNumber('maxAttempts', o.maxAttempts, OPTION_BOUNDS.maxAttempts);
+  const maxAttempts =
+    o.maxAttempts === undefined ? undefined : validate.wholeNumber('maxAttempts', o.maxAttempts, OPTION_BOUNDS.maxAttempts);
   const backoff = o.backoff === undefined ? undefined : resolveBackoff(validate, 'backoff', o.backoff, defaults.backoff);
   if (o.replace !== undefined) validate.flag('replace', o.replace);
   return {
