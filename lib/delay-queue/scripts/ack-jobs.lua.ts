@@ -1,18 +1,18 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Acknowledges finished jobs: each is deleted if it is still claimed under the given token (a job
  * cancelled, replaced or re-delivered meanwhile is left alone). Completed jobs are not kept.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys (see lua-snippets.ts)
  * ARGV  pairs: id, claim token
  *
  * Returns how many were acknowledged.
  */
 export const ackJobsScript = new RedisScript(
   'ackJobs',
-  `${LUA_PRELUDE}
+  `
 local acked = 0
 for i = 1, #ARGV, 2 do
   local id = ARGV[i]
@@ -24,4 +24,5 @@ for i = 1, #ARGV, 2 do
 end
 return acked
 `,
+  [LUA_TOPIC_PRELUDE],
 );

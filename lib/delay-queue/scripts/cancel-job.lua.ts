@@ -1,18 +1,18 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Deletes a job wherever it is (waiting, running or dead). A running handler keeps running but
  * loses its visibility at its next extension, and its acknowledgement is ignored.
  *
- * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-snippets.ts)
  * ARGV[1] id
  *
  * Returns 1 if the job existed, 0 if not; a second run of the same call answers as the first.
  */
 export const cancelJobScript = new RedisScript(
   'cancelJob',
-  `${LUA_PRELUDE}
+  `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local id = ARGV[1]
@@ -23,4 +23,5 @@ redis.call('zrem', DEAD, id)
 recordReply(existed)
 return existed
 `,
+  [LUA_TOPIC_PRELUDE],
 );

@@ -1,12 +1,12 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Cancels one job that is still waiting (scheduled or due, not yet claimed). Unlike `cancelJob`, a
  * job a consumer is running is left alone: an operator acting on a list a few seconds old must not
  * pull a job out from under its handler.
  *
- * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-snippets.ts)
  * ARGV[1] job id
  *
  * Returns 1 when cancelled, -1 when the job is running, 0 when it is not waiting (done, dead or unknown);
@@ -14,7 +14,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  */
 export const cancelWaitingJobScript = new RedisScript(
   'cancelWaitingJob',
-  `${LUA_PRELUDE}
+  `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local outcome = 0
@@ -27,4 +27,5 @@ end
 recordReply(outcome)
 return outcome
 `,
+  [LUA_TOPIC_PRELUDE],
 );

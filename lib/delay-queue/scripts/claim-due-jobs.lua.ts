@@ -1,5 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * The consumer's one round trip: acknowledges finished jobs, returns expired in-flight jobs to the
@@ -14,7 +14,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  * the dead letters without ever running). Acknowledgements and recovery are state checks, no-ops
  * when repeated.
  *
- * KEYS  the five topic keys, and the claim's record (see lua-prelude.ts; optional); KEYS[7] (optional)
+ * KEYS  the five topic keys, and the claim's record (see lua-snippets.ts; optional); KEYS[7] (optional)
  *       the record of this consumer's previous claim, whose reply has arrived: deleted
  * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
@@ -27,7 +27,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  */
 export const claimDueJobsScript = new RedisScript(
   'claimDueJobs',
-  `${LUA_PRELUDE}
+  `
 local maxClaims, visibility = tonumber(ARGV[1]), tonumber(ARGV[2])
 local defaultMaxAttempts, deadMaxCount, deadMaxAge = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 
@@ -144,4 +144,5 @@ if firstDeadline[2] then
 end
 return { nowUs, nextWake, more, acked, claimed, recovered }
 `,
+  [LUA_TOPIC_PRELUDE],
 );

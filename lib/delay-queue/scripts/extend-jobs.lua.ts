@@ -1,10 +1,10 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Pushes back the visibility deadline of jobs still running, like a lock lease renewal.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys (see lua-snippets.ts)
  * ARGV[1] visibility timeout ms, ARGV[2..] pairs: id, claim token
  *
  * Returns one flag per job: 1 extended, 0 no longer claimed under that token (cancelled, replaced,
@@ -12,7 +12,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  */
 export const extendJobsScript = new RedisScript(
   'extendJobs',
-  `${LUA_PRELUDE}
+  `
 local deadline = nowMs + tonumber(ARGV[1])
 local result = {}
 for i = 2, #ARGV, 2 do
@@ -26,4 +26,5 @@ for i = 2, #ARGV, 2 do
 end
 return result
 `,
+  [LUA_TOPIC_PRELUDE],
 );

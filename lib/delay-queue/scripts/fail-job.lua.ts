@@ -1,10 +1,10 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Records a failed delivery: back to the queue after a backoff, or into the dead-letter set.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys (see lua-snippets.ts)
  * ARGV[1] id, ARGV[2] claim token, ARGV[3] retry delay ms (-1: dead letter),
  * ARGV[4] the failure message as a JSON string, ARGV[5] dead-letter max count, ARGV[6] dead-letter max age ms
  *
@@ -14,7 +14,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  */
 export const failJobScript = new RedisScript(
   'failJob',
-  `${LUA_PRELUDE}
+  `
 local id, retryDelay, errorJson = ARGV[1], tonumber(ARGV[3]), ARGV[4]
 local body = ownedBody(id, ARGV[2])
 if not body then
@@ -37,4 +37,5 @@ redis.call('zadd', DUE, score, id)
 if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
 return 1
 `,
+  [LUA_TOPIC_PRELUDE],
 );

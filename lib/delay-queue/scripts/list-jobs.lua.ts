@@ -1,5 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Longest job header (attempts, times, last error: everything before the payload) a job list reads;
@@ -11,7 +11,7 @@ const MAX_LISTED_HEADER_BYTES = 16_384;
 /**
  * Lists the jobs of one topic in one state, from one snapshot (see TopicInspector).
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys (see lua-snippets.ts)
  * ARGV[1] state: 'due' (due now, oldest first), 'scheduled' (due later, soonest first),
  *         'active' (earliest visibility deadline first) or 'dead' (newest first)
  * ARGV[2] how many at most
@@ -26,7 +26,7 @@ const MAX_LISTED_HEADER_BYTES = 16_384;
  */
 export const listJobsScript = new RedisScript(
   'listJobs',
-  `${LUA_PRELUDE}
+  `
 local state, limit, PREVIEW = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local dueEnd = fmt((nowMs + 1) * SLOTS)
 local rows, total
@@ -70,4 +70,5 @@ for i = 1, #rows, 2 do
 end
 return result
 `,
+  [LUA_TOPIC_PRELUDE],
 );

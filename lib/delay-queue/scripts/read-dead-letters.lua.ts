@@ -1,17 +1,17 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Lists dead letters, newest first.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys (see lua-snippets.ts)
  * ARGV[1] how many at most
  *
  * Returns { id, body, time of death ms, ... }.
  */
 export const readDeadLettersScript = new RedisScript(
   'readDeadLetters',
-  `${LUA_PRELUDE}
+  `
 local rows = redis.call('zrevrange', DEAD, 0, tonumber(ARGV[1]) - 1, 'withscores')
 local result = {}
 for i = 1, #rows, 2 do
@@ -24,4 +24,5 @@ for i = 1, #rows, 2 do
 end
 return result
 `,
+  [LUA_TOPIC_PRELUDE],
 );

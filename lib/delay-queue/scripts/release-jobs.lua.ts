@@ -1,19 +1,19 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Hands claimed jobs back to the queue at their original due time (so they keep their place), for
  * another consumer to take at once: used at shutdown. A job whose handler never started gets its
  * attempt back.
  *
- * KEYS  the five topic keys (see lua-prelude.ts)
+ * KEYS  the five topic keys (see lua-snippets.ts)
  * ARGV[1] '1' to undo the attempt count, ARGV[2..] triples: id, claim token, due ms
  *
  * Returns how many were handed back.
  */
 export const releaseJobsScript = new RedisScript(
   'releaseJobs',
-  `${LUA_PRELUDE}
+  `
 local undo = ARGV[1] == '1'
 local released = 0
 for i = 2, #ARGV, 3 do
@@ -29,4 +29,5 @@ end
 if released > 0 then wake(nowMs) end
 return released
 `,
+  [LUA_TOPIC_PRELUDE],
 );

@@ -1,11 +1,11 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Moves a waiting job to a new due time (behind the jobs already due in that millisecond).
  * A job already claimed, dead, or unknown is left alone.
  *
- * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-snippets.ts)
  * ARGV[1] id, ARGV[2] kind ('d' delay from TIME | 'a' absolute ms), ARGV[3] when
  *
  * Returns 1 if rescheduled, 0 if the job was not waiting. A second run of the same call answers as
@@ -13,7 +13,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  */
 export const rescheduleJobScript = new RedisScript(
   'rescheduleJob',
-  `${LUA_PRELUDE}
+  `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local id, kind, when = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -31,4 +31,5 @@ if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) 
 recordReply(1)
 return 1
 `,
+  [LUA_TOPIC_PRELUDE],
 );

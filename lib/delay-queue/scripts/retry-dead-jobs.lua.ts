@@ -1,11 +1,11 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Puts dead letters back in the queue, due now, with their attempts reset (the last error is kept
  * until the next failure overwrites it).
  *
- * KEYS  the five topic keys, and the call's operation record (see lua-prelude.ts)
+ * KEYS  the five topic keys, and the call's operation record (see lua-snippets.ts)
  * ARGV[1] one id, or '' for the oldest dead letters; ARGV[2] how many at most (when ARGV[1] is '')
  *
  * Returns how many were requeued. A second run of the same call answers as the first and requeues
@@ -13,7 +13,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  */
 export const retryDeadJobsScript = new RedisScript(
   'retryDeadJobs',
-  `${LUA_PRELUDE}
+  `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local ids
@@ -39,4 +39,5 @@ if moved > 0 then wake(nowMs) end
 recordReply(moved)
 return moved
 `,
+  [LUA_TOPIC_PRELUDE],
 );

@@ -1,10 +1,10 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_PRELUDE } from './lua-prelude.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Stores jobs and queues them by due time, in one step per batch.
  *
- * KEYS  the five topic keys, and optionally the call's operation record (see lua-prelude.ts): given
+ * KEYS  the five topic keys, and optionally the call's operation record (see lua-snippets.ts): given
  *       for a batch with `replace` jobs and for writes after a commit, which may be retried
  * ARGV  per job, five values: id, kind ('d' delay from TIME | 'a' absolute ms), when, replace ('1'|'0'),
  *       body tail (see job-codec.ts)
@@ -16,7 +16,7 @@ import { LUA_PRELUDE } from './lua-prelude.js';
  */
 export const scheduleJobsScript = new RedisScript(
   'scheduleJobs',
-  `${LUA_PRELUDE}
+  `
 local prior = recordedReply()
 if prior then return cjson.decode(prior) end
 local headBefore = headScore()
@@ -51,4 +51,5 @@ end
 recordReply(cjson.encode(result))
 return result
 `,
+  [LUA_TOPIC_PRELUDE],
 );

@@ -22,7 +22,7 @@ import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
  */
 export const acquireFairLockScript = new RedisScript(
   'acquireFairLock',
-  `${LUA_NOW_MS}${LUA_FENCE}
+  `
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])
 local hold = ARGV[7]
@@ -82,4 +82,5 @@ if free then
 end
 return {0, redis.call('pttl', KEYS[1])}
 `,
+  [LUA_NOW_MS, LUA_FENCE],
 );

@@ -20,7 +20,7 @@ import { LUA_FENCE } from './lua-snippets.js';
  */
 export const acquireLockScript = new RedisScript(
   'acquireLock',
-  `${LUA_FENCE}
+  `
 local lease = tonumber(ARGV[2])
 local hold = ARGV[5]
 -- A nested acquire: one more hold of the section's owner (counted once, even when re-sent); a
@@ -46,4 +46,5 @@ if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
 end
 return {0, redis.call('pttl', KEYS[1])}
 `,
+  [LUA_FENCE],
 );

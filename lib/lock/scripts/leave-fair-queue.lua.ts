@@ -6,6 +6,8 @@ import { RedisScript } from '../../core/redis/redis-script.js';
  *
  * KEYS[1] owner hash, KEYS[2] queue, KEYS[3] timeouts, KEYS[4] wake channel
  * ARGV[1] owner, ARGV[2] 'publish' or 'spublish'
+ *
+ * Returns 1 (also when the owner was not waiting: leaving twice changes nothing).
  */
 export const leaveFairQueueScript = new RedisScript(
   'leaveFairQueue',

@@ -1,8 +1,13 @@
+import type { LuaSnippet } from '../../core/redis/redis-script.js';
+
 /** Lua: `now` = the Redis server's clock in ms. Lock deadlines never use a client's wall clock. */
-export const LUA_NOW_MS = `
+export const LUA_NOW_MS: LuaSnippet = {
+  name: 'now',
+  source: `
 local redisTime = redis.call('time')
 local now = tonumber(redisTime[1]) * 1000 + math.floor(tonumber(redisTime[2]) / 1000)
-`;
+`,
+};
 
 /** Wake message meaning "every parked waiter may try" (shared locks: all readers can win). */
 export const WAKE_ALL = '1000000';
@@ -32,7 +37,9 @@ export const FENCE_RETENTION_MS = 3_600_000;
  * Each keeps the counter for max(FENCE_RETENTION_MS, 2 x lease) after it was last used, never less
  * than it already had: a counter lives while its lock is in use and some time after, then expires.
  */
-export const LUA_FENCE = `
+export const LUA_FENCE: LuaSnippet = {
+  name: 'fence',
+  source: `
 local function fenceTtl(key, lease)
   return string.format('%.0f', math.max(${FENCE_RETENTION_MS}, 2 * (tonumber(lease) or 0), redis.call('pttl', key)))
 end
@@ -62,4 +69,44 @@ local function raiseFence(key, token)
   if stored and stored >= tonumber(token) then return end
   storeFence(key, tonumber(token), 0)
 end
-`;
+`,
+};
+
+/**
+ * Lua: endHold(hash, owner, hold) ends one hold of a reentrant lock's owner (the field `hold` the
+ * acquire recorded). Returns -1 when that hold is not there (released before: a re-sent release; or
+ * the lock expired or was taken over), the owner's remaining count while it still holds, or 0 once
+ * its last hold ended and the owner hash is deleted. Ending only the named hold makes a release that
+ * runs twice change nothing the second time, and lets holds of one owner end in any order.
+ */
+export const LUA_END_HOLD: LuaSnippet = {
+  name: 'endHold',
+  source: `
+local function endHold(hash, owner, hold)
+  if redis.call('hdel', hash, hold) == 0 then return -1 end
+  local left = redis.call('hincrby', hash, owner, -1)
+  if left > 0 then return left end
+  redis.call('del', hash)
+  return 0
+end
+`,
+};
+
+/**
+ * Lua: renewEach(count, renewOne) is the shape of every renewal batch (the watchdog's, or `extend()`
+ * as a batch of one): ARGV[1] is the lease in ms, and renewOne(i, lease) renews hold i and says
+ * whether it was still held. Returns the list of 1 (renewed) / 0 (no longer held), one per hold.
+ */
+export const LUA_RENEW_EACH: LuaSnippet = {
+  name: 'renewEach',
+  source: `
+local function renewEach(count, renewOne)
+  local lease = tonumber(ARGV[1])
+  local result = {}
+  for i = 1, count do
+    if renewOne(i, lease) then result[i] = 1 else result[i] = 0 end
+  end
+  return result
+end
+`,
+};

@@ -1,4 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
+import { LUA_NOW_MS } from './lua-snippets.js';
 
 /**
  * Reads one lock (reentrant, fair or read/write) as it is now, from one snapshot (see LockInspector).
@@ -17,8 +18,6 @@ export const readLockScript = new RedisScript(
   'readLock',
   `
 if redis.call('type', KEYS[1]).ok ~= 'hash' then return false end
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local leases = {}
 if redis.call('type', KEYS[4]).ok == 'zset' then
   local rows = redis.call('zrange', KEYS[4], 0, -1, 'withscores')
@@ -39,4 +38,5 @@ for i = 1, #all, 2 do
 end
 return { redis.call('pttl', KEYS[1]), redis.call('get', KEYS[2]), waiting, fields, leases }
 `,
+  [LUA_NOW_MS],
 );

@@ -1,4 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
+import { LUA_NOW_MS } from './lua-snippets.js';
 
 /**
  * Reads one semaphore as it is now (see LockInspector): its live permits (a permit whose lease
@@ -14,8 +15,6 @@ export const readSemaphoreScript = new RedisScript(
   'readSemaphore',
   `
 if redis.call('type', KEYS[1]).ok ~= 'zset' then return false end
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local rows = redis.call('zrangebyscore', KEYS[1], '(' .. now, '+inf', 'withscores')
 if #rows == 0 then return false end
 local permits = {}
@@ -25,4 +24,5 @@ for i = 1, #rows, 2 do
 end
 return { redis.call('get', KEYS[2]), permits }
 `,
+  [LUA_NOW_MS],
 );

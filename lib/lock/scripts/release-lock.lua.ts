@@ -1,4 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
+import { LUA_END_HOLD } from './lua-snippets.js';
 
 /**
  * Releases one hold of a reentrant (plain or fair) lock, only for its owner.
@@ -17,10 +18,8 @@ import { RedisScript } from '../../core/redis/redis-script.js';
 export const releaseLockScript = new RedisScript(
   'releaseLock',
   `
-if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then return -1 end
-local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-if left > 0 then return left end
-redis.call('del', KEYS[1])
+local left = endHold(KEYS[1], ARGV[1], ARGV[3])
+if left ~= 0 then return left end
 local head = redis.call('lindex', KEYS[3], 0)
 if head then
   redis.call(ARGV[2], KEYS[2], '@' .. head)
@@ -29,4 +28,5 @@ else
 end
 return 0
 `,
+  [LUA_END_HOLD],
 );

@@ -1,4 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
+import { LUA_RENEW_EACH } from './lua-snippets.js';
 
 /**
  * Renews reentrant (plain or fair) locks: the watchdog's batch, and `extend()` as a batch of one.
@@ -13,17 +14,12 @@ import { RedisScript } from '../../core/redis/redis-script.js';
 export const renewLocksScript = new RedisScript(
   'renewLocks',
   `
-local lease = tonumber(ARGV[1])
-local result = {}
-for i = 1, #KEYS do
+return renewEach(#KEYS, function(i, lease)
   local count = tonumber(redis.call('hget', KEYS[i], ARGV[i + 1]))
-  if count then
-    if count <= 1 or redis.call('pttl', KEYS[i]) < lease then redis.call('pexpire', KEYS[i], lease) end
-    result[i] = 1
-  else
-    result[i] = 0
-  end
-end
-return result
+  if not count then return false end
+  if count <= 1 or redis.call('pttl', KEYS[i]) < lease then redis.call('pexpire', KEYS[i], lease) end
+  return true
+end)
 `,
+  [LUA_RENEW_EACH],
 );

@@ -10,8 +10,9 @@ import { LUA_FENCE } from '../../scripts/lua-snippets.js';
  */
 export const raiseFenceScript = new RedisScript(
   'raiseFence',
-  `${LUA_FENCE}
+  `
 raiseFence(KEYS[1], ARGV[1])
 return 1
 `,
+  [LUA_FENCE],
 );

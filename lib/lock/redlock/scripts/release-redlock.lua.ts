@@ -1,4 +1,5 @@
 import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_END_HOLD } from '../../scripts/lua-snippets.js';
 
 /**
  * Releases one level of a Redlock hold on one master, only for its owner; also hands back what a
@@ -21,11 +22,10 @@ import { RedisScript } from '../../../core/redis/redis-script.js';
 export const releaseRedlockScript = new RedisScript(
   'releaseRedlock',
   `
-if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then return -1 end
-local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-if left > 0 then return left end
-redis.call('del', KEYS[1])
+local left = endHold(KEYS[1], ARGV[1], ARGV[3])
+if left ~= 0 then return left end
 redis.call('publish', KEYS[2], ARGV[2])
 return 0
 `,
+  [LUA_END_HOLD],
 );

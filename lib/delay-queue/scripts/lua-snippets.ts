@@ -1,7 +1,8 @@
+import type { LuaSnippet } from '../../core/redis/redis-script.js';
 import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
 
 /**
- * Shared opening of every delayed-job script (a constant of this library; no user input). All of
+ * Lua: the opening every delayed-job script uses (a constant of this library; no user input). All of
  * them take the same five keys of one topic, which share a hash tag and so one cluster slot:
  *
  * KEYS[1] due     zset  id -> dueMs * SLOTS + FIFO slot
@@ -16,7 +17,9 @@ import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.co
  * Times come from the server's TIME, never from a client clock. Numbers are turned into strings with
  * fmt(): Lua's own tostring keeps 14 digits only, and scores have 16.
  */
-export const LUA_PRELUDE = `
+export const LUA_TOPIC_PRELUDE: LuaSnippet = {
+  name: 'topicPrelude',
+  source: `
 local SLOTS = ${DUE_SCORE_SLOTS}
 local DUE, JOBS, ACTIVE, DEAD, MARKER, OPERATION = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local OPERATION_TTL_MS = ${OPERATION_RECORD_TTL_MS}
@@ -125,4 +128,5 @@ local function bury(id, body, errorJson, maxCount, maxAge)
   redis.call('zadd', DEAD, nowMs, id)
   trimDead(maxCount, maxAge)
 end
-`;
+`,
+};

@@ -1,0 +1,35 @@
+import type { RedisScript } from '../../core/redis/redis-script.js';
+import { ackJobsScript } from './ack-jobs.lua.js';
+import { cancelJobScript } from './cancel-job.lua.js';
+import { cancelWaitingJobScript } from './cancel-waiting-job.lua.js';
+import { claimDueJobsScript } from './claim-due-jobs.lua.js';
+import { deleteDeadJobScript } from './delete-dead-job.lua.js';
+import { extendJobsScript } from './extend-jobs.lua.js';
+import { failJobScript } from './fail-job.lua.js';
+import { listJobsScript } from './list-jobs.lua.js';
+import { readDeadLettersScript } from './read-dead-letters.lua.js';
+import { readJobScript } from './read-job.lua.js';
+import { releaseJobsScript } from './release-jobs.lua.js';
+import { rescheduleJobScript } from './reschedule-job.lua.js';
+import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
+import { scheduleJobsScript } from './schedule-jobs.lua.js';
+import { topicStatsScript } from './topic-stats.lua.js';
+
+/** Every script of the delay-queue engine (one per `*.lua.ts` file of this folder), for preloading at bootstrap. */
+export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
+  ackJobsScript,
+  cancelJobScript,
+  cancelWaitingJobScript,
+  claimDueJobsScript,
+  deleteDeadJobScript,
+  extendJobsScript,
+  failJobScript,
+  listJobsScript,
+  readDeadLettersScript,
+  readJobScript,
+  releaseJobsScript,
+  rescheduleJobScript,
+  retryDeadJobsScript,
+  scheduleJobsScript,
+  topicStatsScript,
+];
