@@ -1,0 +1,24 @@
+import type { LockHandle } from '../../../lib/lock/interfaces/lock-handle.interface.js';
+
+/** A handle that only records its state: for pure logic that reads handles, never for Redis behaviour. */
+export class FakeLockHandle implements LockHandle {
+  readonly signal: AbortSignal = new AbortController().signal;
+  held = true;
+  releases = 0;
+
+  constructor(
+    readonly key: string,
+    readonly fencingToken = '1',
+  ) {}
+
+  async release(): Promise<void> {
+    this.releases++;
+    this.held = false;
+  }
+
+  async extend(): Promise<void> {}
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+}
