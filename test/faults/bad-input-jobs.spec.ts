@@ -12,6 +12,8 @@ import {
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** What a call threw (or resolved to, which the tests below then reject). */
 async function outcome(call: () => unknown): Promise<unknown> {
@@ -38,8 +40,7 @@ describe('bad input to delayed jobs', () => {
   let app: TestingModule;
   let queue: DelayQueueService;
   const redis = rawRedis();
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   const keysWritten = async () => (await redis.keys(`${keyPrefix}:*`)).sort();
   /** After a case that stores something: leave Redis empty for the next one (wake markers included). */
@@ -49,7 +50,7 @@ describe('bad input to delayed jobs', () => {
   };
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     app = await createLockApp({ keyPrefix });
     app.useLogger(false);
     queue = app.get(DelayQueueService);
@@ -57,9 +58,9 @@ describe('bad input to delayed jobs', () => {
   afterAll(async () => {
     await app.close();
     redis.disconnect();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
   });
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   /** Runs `call`, expects `type` with `message`, and that Redis holds exactly what it held before. */
   async function expectRefused(call: () => unknown, type: new (...args: never[]) => Error, message: RegExp): Promise<Error> {
@@ -123,7 +124,7 @@ describe('bad input to delayed jobs', () => {
       expect((await queue.get('ok.payload', id))?.payload).toEqual(expected);
       expect(await queue.cancel('ok.payload', id)).toBe(true);
       // Only the consumers' wake marker may stay (a sorted set of one member, as in BullMQ).
-      expect(await keysWritten()).toEqual([`${keyPrefix}:dq:{ok.payload}:marker`]);
+      expect(await keysWritten()).toEqual([new RedisKeySpace(keyPrefix).topic('ok.payload').marker]);
       await wipe();
     });
 
@@ -203,7 +204,8 @@ describe('bad input to delayed jobs', () => {
         try {
           await queue.schedule(topic, { for: topic }, { delay: 500 });
           const keys = await keysWritten();
-          expect(keys).toEqual(expect.arrayContaining([`${keyPrefix}:dq:{${topic}}:due`, `${keyPrefix}:dq:{${topic}}:jobs`]));
+          const topicKeys = new RedisKeySpace(keyPrefix).topic(topic);
+          expect(keys).toEqual(expect.arrayContaining([topicKeys.due, topicKeys.jobs]));
           for (const key of keys) expect(key.startsWith(`${keyPrefix}:dq:{${topic}}:`)).toBe(true);
           await waitFor(() => ran.length === 1, 10_000, `the job of topic ${topic} to run`);
           expect(ran).toEqual([{ for: topic }]);

@@ -2,13 +2,14 @@ import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('fair lock', () => {
   const keyPrefix = uniquePrefix('fair');
   const redis = rawRedis();
   let apps: TestingModule[];
   let services: LockService[];
-  const queueKey = (name: string) => `${keyPrefix}:lock:{${name}}:queue`;
+  const queueKey = (name: string) => new RedisKeySpace(keyPrefix).lock(name).queue;
 
   beforeAll(async () => {
     apps = await Promise.all([createLockApp({ keyPrefix }), createLockApp({ keyPrefix })]);
@@ -39,7 +40,7 @@ describe('fair lock', () => {
   it('wakes only the head of the queue, by name', async () => {
     const subscriber = rawRedis();
     const messages: string[] = [];
-    await subscriber.subscribe(`${keyPrefix}:lock:{named}:wake`);
+    await subscriber.subscribe(new RedisKeySpace(keyPrefix).lock('named').wakeChannel);
     subscriber.on('message', (_channel, message) => messages.push(message));
 
     const holder = await services[0].acquire('named', { fair: true });
@@ -60,7 +61,7 @@ describe('fair lock', () => {
     const [seconds, micros] = await redis.time();
     const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     await redis.rpush(queueKey('ghost'), 'dead-process:1');
-    await redis.zadd(`${keyPrefix}:lock:{ghost}:timeouts`, nowMs + 500, 'dead-process:1');
+    await redis.zadd(new RedisKeySpace(keyPrefix).lock('ghost').timeouts, nowMs + 500, 'dead-process:1');
 
     const waiting = services[1].acquire('ghost', { fair: true, waitTimeout: 15_000 });
     await waitFor(async () => (await redis.llen(queueKey('ghost'))) === 2, 10_000, 'two waiters to queue');

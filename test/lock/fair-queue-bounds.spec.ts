@@ -5,6 +5,7 @@ import { FAIR_WAITER_LIVENESS_MS } from '../../lib/lock/protocols/fair-lock.prot
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** A fair lock's wait queue in Redis is bounded: a waiter that dies leaves nothing behind for good. */
 describe('fair lock: the wait queue of a dead waiter expires', () => {
@@ -32,8 +33,8 @@ describe('fair lock: the wait queue of a dead waiter expires', () => {
 
   it('lets the :queue and :timeouts keys expire once the only waiter is cut off mid-wait', async () => {
     const name = 'cut-off-waiter';
-    const queue = `${keyPrefix}:lock:{${name}}:queue`;
-    const timeouts = `${keyPrefix}:lock:{${name}}:timeouts`;
+    const queue = new RedisKeySpace(keyPrefix).lock(name).queue;
+    const timeouts = new RedisKeySpace(keyPrefix).lock(name).timeouts;
     const holder = await holderApp.get(LockService).acquire(name);
     const waiting = waiterApp
       .get(LockService)

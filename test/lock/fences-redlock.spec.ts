@@ -1,6 +1,7 @@
 import { createRedlockPair, mastersReconnected } from '../redlock/redlock-test-app.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { sleep } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
  * Redlock keeps one fencing counter per master. Every one of them must stay bounded in Redis (a
@@ -21,7 +22,7 @@ describe('fencing counters on Redlock masters', () => {
     await masters?.stop();
   });
 
-  const fenceKey = (name: string) => `${pair.keyPrefix}:lock:{${name}}:fence`;
+  const fenceKey = (name: string) => new RedisKeySpace(pair.keyPrefix).lock(name).fence;
   const ttls = (name: string) => Promise.all([0, 1, 2].map((i) => masters.raw(i).pttl(fenceKey(name))));
 
   async function token(name: string): Promise<bigint> {

@@ -1,5 +1,6 @@
 import type { LockHandle, LockService } from '../../lib/index.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
  * Fencing counters: bounded in Redis (each expires some time after its last grant) and never going
@@ -21,11 +22,11 @@ describe('fencing counters', () => {
 
   type Kind = { name: string; fenceKey: (n: string) => string; take: (s: LockService, n: string) => Promise<LockHandle> };
   const kinds: Kind[] = [
-    { name: 'plain', fenceKey: (n) => `${keyPrefix}:lock:{${n}}:fence`, take: (s, n) => s.acquire(n, { waitTimeout: 10_000 }) },
-    { name: 'fair', fenceKey: (n) => `${keyPrefix}:lock:{${n}}:fence`, take: (s, n) => s.acquire(n, { fair: true, waitTimeout: 10_000 }) },
-    { name: 'read', fenceKey: (n) => `${keyPrefix}:lock:{${n}}:fence`, take: (s, n) => s.readWrite(n).read({ waitTimeout: 10_000 }) },
-    { name: 'write', fenceKey: (n) => `${keyPrefix}:lock:{${n}}:fence`, take: (s, n) => s.readWrite(n).write({ waitTimeout: 10_000 }) },
-    { name: 'semaphore', fenceKey: (n) => `${keyPrefix}:sem:{${n}}:fence`, take: (s, n) => s.semaphore(n, 2).acquire({ waitTimeout: 10_000 }) },
+    { name: 'plain', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.acquire(n, { waitTimeout: 10_000 }) },
+    { name: 'fair', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.acquire(n, { fair: true, waitTimeout: 10_000 }) },
+    { name: 'read', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.readWrite(n).read({ waitTimeout: 10_000 }) },
+    { name: 'write', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.readWrite(n).write({ waitTimeout: 10_000 }) },
+    { name: 'semaphore', fenceKey: (n) => new RedisKeySpace(keyPrefix).semaphore(n).fence, take: (s, n) => s.semaphore(n, 2).acquire({ waitTimeout: 10_000 }) },
   ];
 
   /** Takes and releases `name` `times` times, alternating services; returns the tokens in order. */

@@ -1,18 +1,12 @@
-import type { TestingModule } from '@nestjs/testing';
 import { InvalidLockKeyError, InvalidOptionsError, LockService } from '../../lib/index.js';
 import { escapeKeyPart } from '../../lib/core/keys/escape-key-part.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { createLockApp } from '../support/test-app.js';
+import { useLockApp } from '../support/test-app.js';
 
 describe('lock keys', () => {
-  let app: TestingModule;
+  const lockApp = useLockApp();
   let locks: LockService;
-
-  beforeAll(async () => {
-    app = await createLockApp();
-    locks = app.get(LockService);
-  });
-  afterAll(() => app.close());
+  beforeAll(() => (locks = lockApp.locks()));
 
   it('escapes braces so a name can never open or close the hash tag', () => {
     const keys = new RedisKeySpace('rl').lock('a}b{c');

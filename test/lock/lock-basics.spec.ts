@@ -1,16 +1,10 @@
-import type { TestingModule } from '@nestjs/testing';
 import { LockService } from '../../lib/index.js';
-import { createLockApp } from '../support/test-app.js';
+import { useLockApp } from '../support/test-app.js';
 
 describe('LockService basics', () => {
-  let app: TestingModule;
+  const lockApp = useLockApp();
   let locks: LockService;
-
-  beforeAll(async () => {
-    app = await createLockApp();
-    locks = app.get(LockService);
-  });
-  afterAll(() => app.close());
+  beforeAll(() => (locks = lockApp.locks()));
 
   it('acquires, reports, and releases a lock', async () => {
     const lock = await locks.acquire('a');

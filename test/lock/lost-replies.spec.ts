@@ -6,6 +6,7 @@ import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /** Resolves once `signal` has aborted (at once if it has). */
 function aborted(signal: AbortSignal): Promise<void> {
@@ -26,8 +27,7 @@ describe.each([
   let appB: TestingModule;
   let a: LockService;
   let b: LockService;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     const keyPrefix = uniquePrefix('lost');
@@ -39,17 +39,17 @@ describe.each([
     appA.useLogger(false);
     a = appA.get(LockService);
     b = appB.get(LockService);
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
   });
   afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     await Promise.all([appA.close(), appB.close()]);
     await proxy.stop();
   });
   afterEach(() => {
     proxy.setLatency(0);
     proxy.heal();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   /** Matches a script run on the lock `name` (its first key is the owner hash `…{name}`). */

@@ -1,17 +1,11 @@
-import type { TestingModule } from '@nestjs/testing';
 import { LockService } from '../../lib/index.js';
-import { createLockApp } from '../support/test-app.js';
+import { useLockApp } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
 
 describe('multi-key locks', () => {
-  let app: TestingModule;
+  const lockApp = useLockApp();
   let locks: LockService;
-
-  beforeAll(async () => {
-    app = await createLockApp();
-    locks = app.get(LockService);
-  });
-  afterAll(() => app.close());
+  beforeAll(() => (locks = lockApp.locks()));
 
   it('takes all keys and releases all of them', async () => {
     const lock = await locks.acquire(['acct:1', 'acct:2']);

@@ -1,6 +1,7 @@
 import { LockLostError, LockNotHeldError, LockService } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('ownership', () => {
   // Two module instances on one prefix behave like two processes.
@@ -31,7 +32,7 @@ describe('ownership', () => {
     const first = await a.acquire('takeover', { leaseTime: 5_000 });
     const raw = (a as unknown as { connection: { client: import('ioredis').Redis } }).connection
       .client;
-    await raw.del(`${keyPrefix}:lock:{takeover}`);
+    await raw.del(new RedisKeySpace(keyPrefix).lock('takeover').owners);
     const second = await b.acquire('takeover', { leaseTime: 5_000 });
     await expect(first.extend()).rejects.toBeInstanceOf(LockNotHeldError);
     expect(first.signal.aborted).toBe(true);

@@ -1,6 +1,7 @@
 import { LockLostError, LockService, LockUpgradeError } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('read/write lock', () => {
   // Two module instances on one prefix behave like two processes.
@@ -80,7 +81,7 @@ describe('read/write lock', () => {
 
     const write = await a.readWrite('wd').write();
     const raw = a as unknown as { connection: { client: import('ioredis').Redis } };
-    await raw.connection.client.del(`${keyPrefix}:lock:{wd}`);
+    await raw.connection.client.del(new RedisKeySpace(keyPrefix).lock('wd').owners);
     const reason = await new Promise((resolve) => write.signal.addEventListener('abort', () => resolve(write.signal.reason)));
     expect(reason).toBeInstanceOf(LockLostError);
   });

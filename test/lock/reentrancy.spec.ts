@@ -1,17 +1,11 @@
-import type { TestingModule } from '@nestjs/testing';
 import { LockService, LockContext } from '../../lib/index.js';
-import { createLockApp } from '../support/test-app.js';
+import { useLockApp } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
 
 describe('reentrancy', () => {
-  let app: TestingModule;
+  const lockApp = useLockApp();
   let locks: LockService;
-
-  beforeAll(async () => {
-    app = await createLockApp();
-    locks = app.get(LockService);
-  });
-  afterAll(() => app.close());
+  beforeAll(() => (locks = lockApp.locks()));
 
   it('re-enters a lock held by the enclosing locked section, keeping its fencing token', async () => {
     await locks.using('re', async (outer) => {

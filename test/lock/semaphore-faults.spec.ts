@@ -6,6 +6,7 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { got } from '../support/lock-probes.js';
 import { sleep } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
  * Semaphores when a reply is lost: ioredis re-sends the command after reconnecting, so the script
@@ -46,7 +47,7 @@ describe('semaphore: commands that run twice', () => {
     await lost;
     expect(permit.held).toBe(true);
     // The token it was granted, taken once: the counter did not move for the second run.
-    expect(permit.fencingToken).toBe(await redis.get(`${keyPrefix}:sem:{${name}}:fence`));
+    expect(permit.fencingToken).toBe(await redis.get(new RedisKeySpace(keyPrefix).semaphore(name).fence));
     // It holds exactly one permit: the others are still free, and no more.
     const others: LockHandle[] = [];
     for (let i = 1; i < permits; i++) others.push((await b.semaphore(name, permits).tryAcquire())!);
@@ -55,7 +56,8 @@ describe('semaphore: commands that run twice', () => {
     await Promise.all(others.map((o) => o.release()));
     await permit.release();
     // Nothing of the permit is left behind (its zset member nor its recorded grant).
-    expect(await redis.exists(`${keyPrefix}:sem:{${name}}`, `${keyPrefix}:sem:{${name}}:grants`)).toBe(0);
+    const keys = new RedisKeySpace(keyPrefix).semaphore(name);
+    expect(await redis.exists(keys.permits, keys.grants)).toBe(0);
     expect(await got(b.semaphore(name, permits).tryAcquire())).toBe(true);
   });
 

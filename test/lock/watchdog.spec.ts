@@ -1,19 +1,14 @@
 import { jest } from '@jest/globals';
-import type { TestingModule } from '@nestjs/testing';
 import { LockLostError, LockService, RedisLockEvents } from '../../lib/index.js';
-import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
+import { rawRedis, uniquePrefix, useLockApp } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('watchdog', () => {
   const keyPrefix = uniquePrefix('wd');
-  let app: TestingModule;
+  const lockApp = useLockApp({ keyPrefix, lock: { leaseTime: 300 } });
   let locks: LockService;
-
-  beforeAll(async () => {
-    app = await createLockApp({ keyPrefix, lock: { leaseTime: 300 } });
-    locks = app.get(LockService);
-  });
-  afterAll(() => app.close());
+  beforeAll(() => (locks = lockApp.locks()));
 
   it('keeps a lock without explicit lease alive past three leases', async () => {
     const lock = await locks.acquire('alive');
@@ -33,11 +28,11 @@ describe('watchdog', () => {
   });
 
   it('fires signal with LockLostError and emits lock.lost when the key is deleted from outside', async () => {
-    const events = app.get(RedisLockEvents);
+    const events = lockApp.app().get(RedisLockEvents);
     const lostEvent = new Promise<{ key: string }>((resolve) => events.once('lock.lost', resolve));
     const lock = await locks.acquire('victim');
     const redis = rawRedis();
-    await redis.del(`${keyPrefix}:lock:{victim}`);
+    await redis.del(new RedisKeySpace(keyPrefix).lock('victim').owners);
     redis.disconnect();
 
     const reason = await new Promise((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));

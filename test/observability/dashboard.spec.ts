@@ -3,6 +3,7 @@ import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService 
 import { callDashboard as call, DenyAllGuard, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
 import { waitFor } from '../support/timing.js';
 import { rawRedis } from '../support/test-app.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
 
@@ -43,8 +44,8 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   it('lists topics with their counts: @OnDelayed handlers, and topics found in Redis', async () => {
     // Scheduled by "another service": this app only learns of it through SCAN.
     const other = rawRedis();
-    await other.hset(`${t.keyPrefix}:dq:{dash.elsewhere}:jobs`, 'x', '{}');
-    await other.zadd(`${t.keyPrefix}:dq:{dash.elsewhere}:due`, 1, 'x');
+    await other.hset(new RedisKeySpace(t.keyPrefix).topic('dash.elsewhere').jobs, 'x', '{}');
+    await other.zadd(new RedisKeySpace(t.keyPrefix).topic('dash.elsewhere').due, 1, 'x');
     await other.quit();
     await queue.schedule('dash.later', { n: 1 }, { delay: 3_600_000 });
 
@@ -220,7 +221,7 @@ describe('RedisLockDashboardModule: a sharded topic', () => {
     await queue.scheduleMany('dash.hot', ids.map((id, i) => ({ payload: { i }, id, delay: 3_600_000 + i * 1_000 })));
     // The jobs really are spread over the shards' own keys.
     const redis = rawRedis();
-    const perShard = await Promise.all([0, 1, 2].map((n) => redis.hlen(`${t.keyPrefix}:dq:{dash.hot#${n}}:jobs`)));
+    const perShard = await Promise.all([0, 1, 2].map((n) => redis.hlen(new RedisKeySpace(t.keyPrefix).topic(`dash.hot#${n}`).jobs)));
     await redis.quit();
     expect(perShard.filter((count) => count > 0).length).toBeGreaterThan(1);
 
@@ -334,7 +335,7 @@ describe('RedisLockDashboardModule: topic discovery', () => {
         await batch.exec();
       }
       await t.app.get(DelayQueueService).schedule('dash.quiet', 1, { delay: 3_600_000 });
-      await redis.hset(`${t.keyPrefix}:dq:{dash.elsewhere}:jobs`, 'x', '{}');
+      await redis.hset(new RedisKeySpace(t.keyPrefix).topic('dash.elsewhere').jobs, 'x', '{}');
 
       const topics = (await call(t.base, 'GET', '/_locks/api/topics')).body as DashboardTopics;
       expect(topics.topics.map((x) => x.topic)).toEqual(expect.arrayContaining(['dash.elsewhere', 'dash.quiet']));

@@ -19,6 +19,9 @@ import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ALL_EVENTS = Object.keys(REDIS_LOCK_CHANNELS) as RedisLockEventName[];
@@ -67,17 +70,15 @@ function expectSameEvents(t: ReturnType<typeof tap>): void {
 const withKey = (prefix: string) => (event: Payload) => 'key' in event && event.key.startsWith(prefix);
 const withTopic = (prefix: string) => (event: Payload) => 'topic' in event && event.topic.startsWith(prefix);
 
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
+const unhandled = new UnhandledRejections();
 beforeAll(() => {
-  process.on('unhandledRejection', onUnhandled);
-  jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-  jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+  unhandled.start();
+  muteNestLogger('warn', 'error');
 });
 afterAll(() => {
-  process.off('unhandledRejection', onUnhandled);
+  unhandled.stop();
   jest.restoreAllMocks();
-  expect(unhandled).toEqual([]);
+  expect(unhandled.reasons).toEqual([]);
 });
 
 describe('REDIS_LOCK_CHANNELS', () => {
@@ -134,7 +135,7 @@ describe('diagnostics_channel: lock events', () => {
       const lock = await locks.acquire(key, { leaseTime: 200 });
       const redis = rawRedis();
       try {
-        await redis.del(...(await redis.keys(`*lock:{${key}}`)));
+        await redis.del(app.get(RedisKeySpace).lock(key).owners);
       } finally {
         redis.disconnect();
       }

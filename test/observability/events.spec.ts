@@ -12,6 +12,8 @@ import {
 import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { createLockApp, rawRedis } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
 
 type Recorded = { [K in RedisLockEventName]: { name: K; event: RedisLockEventMap[K][0] } }[RedisLockEventName];
 
@@ -29,13 +31,11 @@ describe('RedisLockEvents: lock life cycle', () => {
   let app: TestingModule;
   let locks: LockService;
   let events: RedisLockEvents;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
-    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    unhandled.start();
+    muteNestLogger('warn', 'error');
     app = await createLockApp();
     locks = app.get(LockService);
     events = app.get(RedisLockEvents);
@@ -45,9 +45,9 @@ describe('RedisLockEvents: lock life cycle', () => {
   });
   afterAll(async () => {
     await app.close();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   it('reports acquired then released, with the fencing token, wait and hold times', async () => {
@@ -132,22 +132,20 @@ describe('RedisLockEvents: job life cycle', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
   let events: RedisLockEvents;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
-    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    unhandled.start();
+    muteNestLogger('warn', 'error');
     t = await createDelayApp({ delayQueue: { maxAttempts: 2, backoff: { delay: 50, factor: 1, jitter: 0 } } });
     queue = t.queue;
     events = t.app.get(RedisLockEvents);
   });
   afterAll(async () => {
     await t.close();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   it('reports scheduled, started and succeeded with lateness and run time', async () => {

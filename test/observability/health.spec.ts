@@ -6,20 +6,20 @@ import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
 
 describe('RedisLockHealthIndicator', () => {
   let server: LocalRedisServer;
   let app: TestingModule;
   let health: RedisLockHealthIndicator;
   let queue: DelayQueueService;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     // The stopped server makes the client log its reconnect attempts.
-    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    muteNestLogger('warn', 'error');
     server = await startLocalRedisServer();
     app = await Test.createTestingModule({
       imports: [
@@ -34,9 +34,9 @@ describe('RedisLockHealthIndicator', () => {
   afterAll(async () => {
     await app?.close();
     await server?.stop();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   it('is up while Redis answers PING, with the round trip', async () => {

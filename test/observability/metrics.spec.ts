@@ -6,6 +6,8 @@ import { Registry } from 'prom-client';
 import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
 
 async function value(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
   const metric = await registry.getSingleMetric(name)?.get();
@@ -24,13 +26,11 @@ describe('RedisLockMetricsModule', () => {
   let registry: Registry;
   let locks: LockService;
   let queue: DelayQueueService;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
-    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    unhandled.start();
+    muteNestLogger('warn', 'error');
     registry = new Registry();
     app = await Test.createTestingModule({
       imports: [
@@ -50,9 +50,9 @@ describe('RedisLockMetricsModule', () => {
   });
   afterAll(async () => {
     await app.close();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   it('generalises keys into patterns: digits, UUIDs and long hex ids', () => {

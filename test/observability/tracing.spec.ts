@@ -13,6 +13,7 @@ import { NO_TRACING } from '../../lib/core/tracing/redis-lock-tracing.js';
 import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
 
 @Injectable()
 class LedgerService {
@@ -54,7 +55,7 @@ describe('OpenTelemetry tracing', () => {
   const spans = (name: string): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.name === name);
 
   beforeAll(async () => {
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined); // the failing handler's log
+    muteNestLogger('error'); // the failing handler's log
     context.setGlobalContextManager(contextManager.enable());
     trace.setGlobalTracerProvider(provider);
     keyPrefix = uniquePrefix('otel');

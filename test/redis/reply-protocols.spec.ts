@@ -18,6 +18,9 @@ import { readEvictionPolicies } from '../../lib/core/redis/eviction-policy-check
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /*
  * ioredis 6 speaks RESP3 by default; ioredis 5 (still in the peer range) speaks RESP2. A client
@@ -44,15 +47,14 @@ const PROTOCOLS: ProtocolCase[] = [
 ];
 
 describe('Redis reply protocols', () => {
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
   let evictingNoInfo: LocalRedisServer;
   let evictingNoConfig: LocalRedisServer;
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     // Dead letters are logged as errors, and bootstrap refusals as well; these specs cause both.
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    muteNestLogger('error');
     // The eviction policy through CONFIG GET only (INFO renamed away) and through INFO only.
     [evictingNoInfo, evictingNoConfig] = await Promise.all([
       startLocalRedisServer({ args: ['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru', '--rename-command', 'INFO', ''] }),
@@ -61,9 +63,9 @@ describe('Redis reply protocols', () => {
   });
   afterAll(async () => {
     await Promise.all([evictingNoInfo?.stop(), evictingNoConfig?.stop()]);
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   /** Compiles and initialises a module; on failure closes what it opened and rethrows. */
@@ -123,7 +125,7 @@ describe('Redis reply protocols', () => {
       expect(await b.tryAcquire('plain')).toBeNull();
       expect(await b.isLocked('plain')).toBe(true);
       await first.extend(40_000);
-      expect(await raw.pttl(`${keyPrefix}:lock:{plain}`)).toBeGreaterThan(30_000);
+      expect(await raw.pttl(new RedisKeySpace(keyPrefix).lock('plain').owners)).toBeGreaterThan(30_000);
       // The waiter is woken by the release message, long before the 40 s lease would free the lock.
       const started = performance.now();
       const waiting = b.acquire('plain', { waitTimeout: 20_000 });
@@ -159,7 +161,7 @@ describe('Redis reply protocols', () => {
       const holder = await a.acquire('fair', { fair: true, leaseTime: 30_000 });
       tokens.push(holder.fencingToken);
       expect(await b.tryAcquire('fair', { fair: true })).toBeNull();
-      const queued = async (n: number) => (await raw.llen(`${keyPrefix}:lock:{fair}:queue`)) === n;
+      const queued = async (n: number) => (await raw.llen(new RedisKeySpace(keyPrefix).lock('fair').queue)) === n;
       const waiters: Array<Promise<void>> = [];
       for (const label of ['b1', 'b2']) {
         waiters.push(

@@ -1,6 +1,7 @@
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
 import { holdsWithin } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
  * Fencing tokens must grow across holders whatever minority is down, including the first master
@@ -49,7 +50,7 @@ describe('Redlock: fencing tokens', () => {
   });
 
   it('raise lagging masters to a token before handing it out, so the next majority sees it', async () => {
-    const key = `${pair.keyPrefix}:lock:{ahead}:fence`;
+    const key = new RedisKeySpace(pair.keyPrefix).lock('ahead').fence;
     const [first] = await takeTurns('ahead', 1);
     // One master's counter is far ahead of the others (it alone saw a burst of tries), and with a
     // second master down the vote must include it: the token comes from it...
@@ -80,7 +81,7 @@ describe('Redlock: fencing tokens', () => {
   });
 
   it('hands back a minority grant of a lost vote and never lowers the counter it stepped', async () => {
-    const owners = `${pair.keyPrefix}:lock:{level}`;
+    const owners = new RedisKeySpace(pair.keyPrefix).lock('level').owners;
     const fence = `${owners}:fence`;
     await takeTurns('level', 2);
     const holder = await pair.a.acquire('level');

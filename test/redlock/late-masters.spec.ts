@@ -11,6 +11,8 @@ import { startIndependentMasters, type IndependentMasters } from '../support/ind
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { abortReason, holdsWithin, sleep } from '../support/timing.js';
 import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
  * Redlock with masters that answer late: a master whose answer arrives after the vote was decided
@@ -19,22 +21,21 @@ import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncrea
 describe('Redlock: masters that answer late', () => {
   let masters: IndependentMasters;
   let store: Redis;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     masters = await startIndependentMasters(3);
     store = rawRedis();
   });
   afterAll(async () => {
     store?.disconnect();
     await masters?.stop();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
   });
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
-  const ownersKey = (keyPrefix: string, name: string) => `${keyPrefix}:lock:{${name}}`;
+  const ownersKey = (keyPrefix: string, name: string) => new RedisKeySpace(keyPrefix).lock(name).owners;
   const heldOn = async (key: string) => Promise.all([0, 1, 2].map(async (i) => (await masters.raw(i).exists(key)) === 1));
   /** True once no master lists any hold of the lock (late grants handed back, late releases run). */
   const noHoldLeft = (keyPrefix: string, name: string, withinMs = 2_000) =>

@@ -2,23 +2,24 @@ import { LockAcquireTimeoutError, RedisConnectionError } from '../../lib/index.j
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { contendedIncrements, createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
 import { sleep } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** Masters that stop answering, die or come back while two services contend for locks. */
 describe('Redlock: a minority of masters down or unreachable', () => {
   let masters: IndependentMasters;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
   const options = { lock: { leaseTime: 3_000 }, redlock: { requestTimeout: 300 } };
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     masters = await startIndependentMasters(3);
   });
   afterAll(async () => {
     await masters?.stop();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
   });
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   describe('through fault proxies', () => {
     let pair: Awaited<ReturnType<typeof createRedlockPair>>;
@@ -71,7 +72,7 @@ describe('Redlock: a minority of masters down or unreachable', () => {
         await mastersReconnected(pair.apps);
       }
       // The master reconnects in the background; new holds then reach it too.
-      const key = `${pair.keyPrefix}:lock:{one-down}`;
+      const key = new RedisKeySpace(pair.keyPrefix).lock('one-down').owners;
       const deadline = performance.now() + 20_000;
       let onAll = false;
       while (!onAll && performance.now() < deadline) {

@@ -2,6 +2,7 @@ import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { contendedIncrements, createRedlockPair, strictlyIncreasing } from './redlock-test-app.js';
 import { sleep } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** Two lock services (two "processes") on three independent masters. */
 describe('Redlock: mutual exclusion on a majority of masters', () => {
@@ -27,7 +28,7 @@ describe('Redlock: mutual exclusion on a majority of masters', () => {
 
   it('holds the lock on every master and frees it on every master on release', async () => {
     const lock = await pair.a.acquire('everywhere');
-    const key = `${pair.keyPrefix}:lock:{everywhere}`;
+    const key = new RedisKeySpace(pair.keyPrefix).lock('everywhere').owners;
     const held = await Promise.all([0, 1, 2].map((i) => masters.raw(i).exists(key)));
     expect(held).toEqual([1, 1, 1]);
     expect(await pair.b.isLocked('everywhere')).toBe(true);

@@ -14,6 +14,7 @@ import { startIndependentMasters, type IndependentMasters } from '../support/ind
 import { uniquePrefix } from '../support/test-app.js';
 import { createRedlockApp } from './redlock-test-app.js';
 import { sleep } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 async function bootstrap(options: RedisLockModuleOptions): Promise<unknown> {
   try {
@@ -116,8 +117,8 @@ describe('Redlock: options and unsupported lock kinds', () => {
       const lock = await app.get(LockService).acquire('async');
       await lock.release();
       await app.get(DelayQueueService).schedule('topic', { n: 1 }, { delay: 60_000 });
-      expect(await masters.raw(0).exists(`${keyPrefix}:dq:{topic}:due`)).toBe(1);
-      expect(await masters.raw(1).exists(`${keyPrefix}:dq:{topic}:due`)).toBe(0);
+      expect(await masters.raw(0).exists(new RedisKeySpace(keyPrefix).topic('topic').due)).toBe(1);
+      expect(await masters.raw(1).exists(new RedisKeySpace(keyPrefix).topic('topic').due)).toBe(0);
     } finally {
       await app.close();
     }

@@ -2,6 +2,7 @@ import { LockLostError, LockNotHeldError, RedisLockEvents } from '../../lib/inde
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { abortReason, sleep } from '../support/timing.js';
 import { createRedlockPair, mastersReconnected } from './redlock-test-app.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** Lease renewal on a majority, and what a holder sees when the majority is gone. */
 describe('Redlock: watchdog and lost locks', () => {
@@ -17,7 +18,7 @@ describe('Redlock: watchdog and lost locks', () => {
     await masters?.stop();
   });
 
-  const ownersKey = (name: string) => `${pair.keyPrefix}:lock:{${name}}`;
+  const ownersKey = (name: string) => new RedisKeySpace(pair.keyPrefix).lock(name).owners;
 
   it('keeps a lock alive on the masters past several leases', async () => {
     const lock = await pair.a.acquire('alive');

@@ -46,6 +46,27 @@ export function rawRedis(url = testRedisUrl()): Redis {
   return new Redis(url, { maxRetriesPerRequest: 1 });
 }
 
+/** One lock app for a spec's tests. */
+export interface LockAppUnderTest {
+  /** The app; call it in a `beforeAll` registered after `useLockApp`, or in a test. */
+  app(): TestingModule;
+  locks(): LockService;
+}
+
+/** Starts a lock app (`createLockApp(options)`) before the spec's tests and closes it after them. */
+export function useLockApp(options: RedisLockModuleOptions = {}): LockAppUnderTest {
+  let app: TestingModule | undefined;
+  beforeAll(async () => {
+    app = await createLockApp(options);
+  });
+  afterAll(() => app?.close());
+  const started = (): TestingModule => {
+    if (!app) throw new Error('the lock app is not started: read it in a hook or test, after useLockApp');
+    return app;
+  };
+  return { app: started, locks: () => started().get(LockService) };
+}
+
 /** Two module instances on one key prefix: they behave like two processes contending for the same locks. */
 export interface LockServicePair {
   readonly keyPrefix: string;

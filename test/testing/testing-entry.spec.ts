@@ -25,6 +25,7 @@ import {
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { rawRedis, testRedisUrl } from '../support/test-app.js';
 import { OrdersModule, OrdersService, PaymentGateway } from './fixtures/orders.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -64,7 +65,7 @@ describe('createRedisLockTestingModule', () => {
     try {
       expect(moduleRef.get('CLOCK')).toBe('fixed');
       const lock = await moduleRef.get(LockService).acquire('report');
-      const ttl = await client.pttl(`${keyPrefix}:lock:{report}`);
+      const ttl = await client.pttl(new RedisKeySpace(keyPrefix).lock('report').owners);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1_500);
       await lock.release();
@@ -139,7 +140,8 @@ describe('closeRedisLockTestingModule and removeRedisLockKeys', () => {
     ]);
     try {
       const before = await keysUnder(`${keyPrefix}:lock:{*`);
-      expect(before).toEqual(expect.arrayContaining([`${keyPrefix}:lock:{released}:fence`, `${keyPrefix}:lock:{still-held}`]));
+      const keys = new RedisKeySpace(keyPrefix);
+      expect(before).toEqual(expect.arrayContaining([keys.lock('released').fence, keys.lock('still-held').owners]));
       expect(await keysUnder(`${keyPrefix}:dq:{*`)).not.toHaveLength(0);
 
       await closeRedisLockTestingModule(moduleRef, { removeKeys: true });
@@ -162,7 +164,7 @@ describe('closeRedisLockTestingModule and removeRedisLockKeys', () => {
     const keyPrefix = uniqueKeyPrefix('kept');
     const moduleRef = await moduleWithKeys(keyPrefix);
     await closeRedisLockTestingModule(moduleRef);
-    expect(await keysUnder(`${keyPrefix}:lock:{released}:fence`)).toHaveLength(1);
+    expect(await keysUnder(new RedisKeySpace(keyPrefix).lock('released').fence)).toHaveLength(1);
     const again = await initRedisLockTestingModule({ redis, redisLock: { keyPrefix } });
     await closeRedisLockTestingModule(again, { removeKeys: true });
     expect(await keysUnder(`${keyPrefix}:*`)).toEqual([]);
