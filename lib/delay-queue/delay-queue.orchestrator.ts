@@ -1,24 +1,23 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
-import { DelayQueueService } from './delay-queue.service.js';
+import { ConsumerRegistry } from './consumer-registry.js';
 import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer.js';
-import type { Consumer } from './interfaces/consumer.interface.js';
 
 /**
  * Runs the `@OnDelayed` handlers: finds and checks them in `onModuleInit` (so a mistake fails
- * bootstrap before anything starts), starts one consumer per topic in `onApplicationBootstrap`, and
- * drains them in `beforeApplicationShutdown`, before the module's connections close.
+ * bootstrap before anything starts), and starts one consumer per topic in `onApplicationBootstrap`
+ * through the `ConsumerRegistry`, which drains them first at shutdown (see
+ * `DelayQueueService.beforeApplicationShutdown`).
  */
 @Injectable()
-export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootstrap {
   private handlers: DiscoveredDelayedHandler[] = [];
-  private readonly consumers: Consumer[] = [];
 
   constructor(
     private readonly explorer: DelayedHandlerExplorer,
-    private readonly delayQueue: DelayQueueService,
+    private readonly consumerRegistry: ConsumerRegistry,
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly connection: RedisConnection,
   ) {}
@@ -43,13 +42,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
 
   onApplicationBootstrap(): void {
     for (const handler of this.handlers) {
-      this.consumers.push(
-        this.delayQueue.startConsumer(handler.topic, handler.invoke, handler.options, handler.source),
-      );
+      this.consumerRegistry.start(handler.topic, handler.invoke, handler.options, handler.source, 'on-delayed');
     }
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all(this.consumers.map((consumer) => consumer.close()));
   }
 }

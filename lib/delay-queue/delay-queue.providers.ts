@@ -1,6 +1,7 @@
 import type { Provider } from '@nestjs/common';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { ConsumerRegistry } from './consumer-registry.js';
 import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
@@ -9,7 +10,8 @@ import { TopicShards } from './jobs/topic-shards.js';
 import { TopicInspector } from './topic-inspector.js';
 
 /**
- * The delay-queue engine: where each topic's jobs live (`TopicShards`), the service, the `@OnDelayed`
+ * The delay-queue engine: where each topic's jobs live (`TopicShards`), the service, the consumers
+ * (`ConsumerRegistry`, which builds them for `consume()` and `@OnDelayed`), the `@OnDelayed`
  * discovery that starts one consumer per handled topic, and the read side.
  */
 export const delayQueueProviders: Provider[] = [
@@ -18,6 +20,7 @@ export const delayQueueProviders: Provider[] = [
     useFactory: (keySpace: RedisKeySpace, config: RedisLockConfig) => new TopicShards(keySpace, config.delayQueue.topics ?? new Map()),
     inject: [RedisKeySpace, REDIS_LOCK_CONFIG],
   },
+  ConsumerRegistry,
   DelayQueueService,
   DelayedHandlerMetadataAccessor,
   DelayedHandlerExplorer,

@@ -6,7 +6,6 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
-import { DuplicateDelayedHandlerError } from '../core/errors/duplicate-delayed-handler.error.js';
 import { InvalidJobError } from '../core/errors/invalid-job.error.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
@@ -17,9 +16,8 @@ import { RedisConnection } from '../core/redis/redis-connection.js';
 import type { RedisScript } from '../core/redis/redis-script.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './after-commit-writer.js';
-import { resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
+import { ConsumerRegistry } from './consumer-registry.js';
 import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './jobs/delay-queue.constants.js';
-import { DelayQueueConsumer } from './consumer/delay-queue.consumer.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
@@ -36,7 +34,6 @@ import { scheduleJobsScript } from './scripts/schedule-jobs.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
-import { ShardedConsumer } from './consumer/sharded-consumer.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
@@ -59,10 +56,7 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
 @Injectable()
 export class DelayQueueService implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('DelayQueue');
-  private readonly consumers = new Map<string, { consumer: Consumer & Closable; source: string }>();
   private closed = false;
-  /** Set once shutdown has begun: consumers are being drained and no new one may start. */
-  private draining = false;
   /** Jobs of committed transactions on their way to Redis (retried until written; see AfterCommitWriter). */
   private readonly afterCommit: AfterCommitWriter;
 
@@ -74,6 +68,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     private readonly keySpace: RedisKeySpace,
     private readonly shards: TopicShards,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
+    private readonly consumers: ConsumerRegistry,
   ) {
     this.afterCommit = new AfterCommitWriter(
       (topic, jobs, writeId) => this.write(topic, jobs, writeId),
@@ -278,53 +273,25 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
    * }, { concurrency: 8 });
    */
   consume<T>(topic: string, handler: DelayedJobHandler<T>, options?: ConsumerOptions): Consumer {
-    return this.startConsumer(topic, handler, options, `consume(${JSON.stringify(topic)})`);
-  }
-
-  /** @internal Used by the `@OnDelayed` orchestrator, with `source` naming the decorated method. */
-  startConsumer<T>(topic: string, handler: DelayedJobHandler<T>, options: ConsumerOptions | undefined, source: string): Consumer {
-    assertValidTopic(topic, source);
-    if (this.draining || this.closed) throw new DelayQueueClosedError('start a consumer');
-    if (typeof handler !== 'function') {
-      throw new InvalidOptionsError(source, 'the handler must be a function (payload, job) => Promise<void> | void');
-    }
-    const existing = this.consumers.get(topic);
-    if (existing) throw new DuplicateDelayedHandlerError(topic, [existing.source, source]);
-    const resolved = resolveConsumerOptions(options, this.config.delayQueue, source);
-    const shardKeys = this.shards.all(topic);
-    const shared = {
-      connection: this.connection,
-      retention: this.config.delayQueue.retention,
-      logger: this.logger,
-      events: this.events,
-      tracing: this.tracing,
-      onClosed: (closed: Consumer) => {
-        if (this.consumers.get(topic)?.consumer === closed) this.consumers.delete(topic);
-      },
-    };
-    // A sharded topic gets one claim loop per shard (see ShardedConsumer), under one Consumer.
-    const consumer =
-      shardKeys.length === 1
-        ? new DelayQueueConsumer<T>(topic, handler, resolved, { ...shared, keys: shardKeys[0] })
-        : new ShardedConsumer<T>(topic, handler, resolved, shardKeys, shared);
-    this.consumers.set(topic, { consumer, source });
-    return consumer;
+    return this.consumers.start(topic, handler, options, `consume(${JSON.stringify(topic)})`, 'consume');
   }
 
   /**
    * Drains every consumer and flushes the writes of committed transactions still pending, before
-   * the module's connections close (in `onApplicationShutdown`).
+   * the module's connections close (in `onApplicationShutdown`). The `@OnDelayed` consumers drain
+   * first, so that jobs their handlers schedule in transactions while they finish are flushed too.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    this.draining = true;
+    await this.consumers.drain('on-delayed');
     await Promise.all([
-      ...[...this.consumers.values()].map(({ consumer }) => consumer.close()),
+      this.consumers.drain('all'),
       this.afterCommit.flush(Math.max(AFTER_COMMIT_FLUSH_MIN_MS, this.config.delayQueue.shutdownTimeout)),
     ]);
   }
 
   onApplicationShutdown(): void {
     this.closed = true;
+    this.consumers.close();
     this.afterCommit.close();
   }
 
@@ -422,8 +389,6 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     if (this.closed) throw new DelayQueueClosedError(action);
   }
 }
-
-type Closable = { close(options?: { timeout?: number }): Promise<void> };
 
 function scriptKeys(keys: TopicKeys): string[] {
   return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
