@@ -6,6 +6,7 @@ import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interf
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { lockNamesOf } from './multi-key-acquire.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
 import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
@@ -45,7 +46,7 @@ export class LockObserver {
   ): Promise<T> {
     if (!this.tracing.enabled) return run();
     const { keyPattern, waitTimeout } = options;
-    const traced = Array.isArray(key) ? [...new Set(key)].sort() : key;
+    const traced = Array.isArray(key) ? lockNamesOf(key) : key;
     return this.tracing.traceAcquire({ key: traced, keyPattern, kind, waitTimeout }, run);
   }
 

@@ -1,6 +1,7 @@
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import type { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
-import { MAX_TIMER_MS } from '../core/options/resolve-redis-lock-config.js';
+import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
+import { OptionValidator } from '../core/options/option-validation.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { SectionMode } from './lock-scope.js';
 
@@ -69,17 +70,15 @@ export function resolveWithLockOptions(
   if (unknown !== undefined) {
     throw invalid(unknown, `unknown option; use ${[...known].join(', ')}`);
   }
-  const durationOf = (name: 'waitTimeout' | 'leaseTime', min: number) => {
-    const value = o[name];
-    if (value === undefined) return undefined;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_MS) {
-      throw invalid(name, `got ${String(value)}; use a number of milliseconds from ${min} to ${MAX_TIMER_MS}`);
-    }
-    return value;
-  };
-  const waitTimeout = durationOf('waitTimeout', 0);
-  const leaseTime = durationOf('leaseTime', 10);
-  if (o.fair !== undefined && typeof o.fair !== 'boolean') throw invalid('fair', 'use true or false');
+  // The same ranges as the module's `lock` defaults and per-call acquire options.
+  const validate = new OptionValidator((option, problem) => {
+    throw invalid(option, problem);
+  });
+  const durationOf = (name: 'waitTimeout' | 'leaseTime') =>
+    o[name] === undefined ? undefined : validate.duration(name, o[name], OPTION_BOUNDS[name]);
+  const waitTimeout = durationOf('waitTimeout');
+  const leaseTime = durationOf('leaseTime');
+  if (o.fair !== undefined) validate.flag('fair', o.fair);
   const mode = o.mode ?? 'exclusive';
   if (mode !== 'exclusive' && mode !== 'read' && mode !== 'write') {
     throw invalid('mode', `got ${JSON.stringify(mode)}; use 'exclusive', 'read' or 'write'`);

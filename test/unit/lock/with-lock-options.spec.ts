@@ -24,7 +24,7 @@ describe('resolveWithLockOptions', () => {
     [{ waitTimeout: -1 }, 'waitTimeout', 'from 0 to'],
     [{ waitTimeout: Number.NaN }, 'waitTimeout', 'got NaN'],
     [{ leaseTime: 5 }, 'leaseTime', 'from 10 to'],
-    [{ leaseTime: 'long' }, 'leaseTime', 'got long'],
+    [{ leaseTime: 'long' }, 'leaseTime', 'got the string "long"'],
     [{ fair: 'yes' }, 'fair', 'use true or false'],
     [{ mode: 'shared' }, 'mode', "use 'exclusive', 'read' or 'write'"],
     [{ mode: 'read', fair: true }, 'fair', 'fair hand-off applies to exclusive locks'],
