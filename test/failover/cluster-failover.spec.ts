@@ -25,6 +25,7 @@ import {
   tryAcquireOnceReachable,
 } from './support/failover-harness.js';
 import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /**
  * ioredis gives up on a cluster command after `maxRedirections` (16) retries `retryDelayOn*` (100 ms)
@@ -42,8 +43,7 @@ describe('Redis Cluster failover', () => {
   let cluster: LocalRedisCluster;
   let raw: Cluster;
   const apps: TestingModule[] = [];
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   const app = async (options: Partial<RedisLockModuleOptions>) => {
     const created = await createFailoverApp({ redis: { cluster: [...cluster.nodes], options: RIDE_OUT_FAILOVER }, ...options });
@@ -69,13 +69,13 @@ describe('Redis Cluster failover', () => {
   };
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1_000 });
     raw = rawCluster([...cluster.nodes]);
     await refreshSlots();
   }, 90_000);
   afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     await stopAllLoads();
     raw?.disconnect();
     await Promise.allSettled(apps.map((a) => a.close()));
@@ -84,7 +84,7 @@ describe('Redis Cluster failover', () => {
     // is closed after a failover; let it run out so the worker exits cleanly instead of being killed.
     await sleep(2_600);
   }, 30_000);
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('master killed under load: measures recovery, held locks, waiters, jobs, with and without syncReplicas', async () => {
     const keyPrefix = `cf-${randomBytes(3).toString('hex')}`;

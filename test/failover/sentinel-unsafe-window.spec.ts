@@ -4,6 +4,8 @@ import { LockLostError, LockNotReplicatedError, LockService, type LockHandle, ty
 import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { createFailoverApp, rounded, THROUGH_FAILOVER, tryAcquireOnceReachable } from './support/failover-harness.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
  * Redis replicates asynchronously: a lock taken on a primary that dies before its replicas saw the
@@ -18,19 +20,18 @@ import { createFailoverApp, rounded, THROUGH_FAILOVER, tryAcquireOnceReachable }
 describe('Sentinel failover: the asynchronous-replication window, with and without syncReplicas', () => {
   let topology: RedisSentinelTopology;
   const apps: TestingModule[] = [];
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     topology = await startRedisSentinel();
   }, 60_000);
   afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     await Promise.allSettled(apps.map((a) => a.close()));
     await topology?.stop();
   }, 30_000);
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('grants a lock twice when the primary dies before replicating it; a syncReplicas lock survives or is refused', async () => {
     const keyPrefix = `uw-${randomBytes(3).toString('hex')}`;
@@ -84,7 +85,7 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
     expect(BigInt(stolen!.fencingToken)).toBeGreaterThan(BigInt(unsafe.fencingToken));
 
     // With syncReplicas: the promoted replica has the lock; nobody else can take it.
-    expect(await topology.clientTo(promoted.port).exists(`${keyPrefix}:lock:{safe}`)).toBe(1);
+    expect(await topology.clientTo(promoted.port).exists(new RedisKeySpace(keyPrefix).lock('safe').owners)).toBe(1);
     expect(await second.tryAcquire('safe')).toBeNull();
 
     // The first holder of 'unsafe' learns it lost the lock at its next renewal, not before.

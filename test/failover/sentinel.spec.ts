@@ -16,6 +16,8 @@ import { Test } from '@nestjs/testing';
 import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { freePort } from '../support/local-redis-server.js';
 import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import {
   heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, stopAllLoads, THROUGH_FAILOVER } from './support/failover-harness.js';
 
@@ -44,8 +46,7 @@ class Reminders {
 describe('Redis Sentinel', () => {
   let topology: RedisSentinelTopology;
   const apps: TestingModule[] = [];
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   const app = async (options: Partial<RedisLockModuleOptions> = {}, providers: Array<new (...a: never[]) => unknown> = []) => {
     const created = await createFailoverApp(
@@ -57,16 +58,16 @@ describe('Redis Sentinel', () => {
   };
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     topology = await startRedisSentinel();
   }, 60_000);
   afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     await stopAllLoads();
     await Promise.allSettled(apps.map((a) => a.close()));
     await topology?.stop();
   }, 30_000);
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('takes locks, runs @WithLock methods, wakes waiters and delivers delayed jobs through the sentinels', async () => {
     const keyPrefix = `sn-${randomBytes(3).toString('hex')}`;
@@ -78,7 +79,7 @@ describe('Redis Sentinel', () => {
     expect(await locks.tryAcquire('order:1')).toBeNull();
     // The lock lives on the primary the sentinels name.
     const primary = await topology.currentPrimary();
-    expect(await topology.clientTo(primary.port).exists(`${keyPrefix}:lock:{order:1}`)).toBe(1);
+    expect(await topology.clientTo(primary.port).exists(new RedisKeySpace(keyPrefix).lock('order:1').owners)).toBe(1);
 
     const waiter = locks.acquire('order:1', { waitTimeout: 5_000 });
     await sleep(50);
@@ -115,7 +116,7 @@ describe('Redis Sentinel', () => {
 
     // Confirmed: both replicas have the lock by the time acquire resolves (no sleep needed).
     const confirmed = await locks.acquire('sync:1');
-    for (const r of replicas) expect(await topology.clientTo(r.port).exists(`${keyPrefix}:lock:{sync:1}`)).toBe(1);
+    for (const r of replicas) expect(await topology.clientTo(r.port).exists(new RedisKeySpace(keyPrefix).lock('sync:1').owners)).toBe(1);
     await confirmed.release();
 
     // What the confirmation costs on loopback: sequential acquire + release, median of 100.

@@ -7,6 +7,7 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CONSUMER_FIXTURE = join(ROOT, 'test', 'fixtures', 'fault-job-consumer.ts');
@@ -176,8 +177,7 @@ function report(title: string, counts: Record<string, number>): void {
 }
 
 describe('delayed-job faults', () => {
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
   const children: ChildConsumer[] = [];
 
   function startConsumer(env: Record<string, string>, ledger: JobLedger): ChildConsumer {
@@ -186,12 +186,12 @@ describe('delayed-job faults', () => {
     return consumer;
   }
 
-  beforeAll(() => process.on('unhandledRejection', onUnhandled));
+  beforeAll(() => unhandled.start());
   afterAll(() => {
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     for (const c of children) if (c.alive) c.child.kill('SIGKILL');
   });
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('loses no job over rounds of consumers killed with SIGKILL at random points, and duplicates only jobs a killed consumer had handled', async () => {
     const JOBS = 200;

@@ -4,6 +4,7 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 async function lockApp(url: string, keyPrefix: string, leaseTime: number): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({
@@ -17,19 +18,18 @@ async function lockApp(url: string, keyPrefix: string, leaseTime: number): Promi
 /** Clients cut off from Redis, and Redis itself restarting, while locks are held and waited for. */
 describe('lock faults: network and Redis restarts', () => {
   let server: LocalRedisServer;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     // A private server: these tests restart it, and AOF makes its data survive that.
     server = await startLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
-    process.on('unhandledRejection', onUnhandled);
+    unhandled.start();
   });
   afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     await server.stop();
   });
-  afterEach(() => expect(unhandled).toEqual([]));
+  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('never has two holders when a holder is black-holed: its signal aborts before anyone else gets the lock', async () => {
     const keyPrefix = uniquePrefix('bh');

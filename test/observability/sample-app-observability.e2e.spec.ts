@@ -1,19 +1,13 @@
 import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { AppModule } from '../../sample-app/src/app.module.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { listenSampleApp } from '../sample-app/support/listen-sample-app.js';
+import { uniquePrefix } from '../support/test-app.js';
 
 describe('sample app: /metrics and /health/ready (e2e)', () => {
   let app: INestApplication;
   let base: string;
 
   beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [AppModule.register({ port: 0, redisUrl: testRedisUrl(), databaseUrl: undefined, orderExpiryMs: 60_000, keyPrefix: uniquePrefix('obs') })],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: ['error'] });
-    await app.listen(0, '127.0.0.1');
-    base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    ({ app, base } = await listenSampleApp({ databaseUrl: undefined, orderExpiryMs: 60_000, keyPrefix: uniquePrefix('obs') }));
   }, 60_000);
   afterAll(async () => {
     await app?.close();

@@ -8,6 +8,7 @@ import { RedisKeySpace, type TopicKeys } from '../../../lib/core/keys/redis-key-
 import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { TopicShards } from '../../../lib/delay-queue/jobs/topic-shards.js';
 import { sleep, waitFor } from '../../support/timing.js';
+import { muteNestLogger } from '../../support/mute-nest-logger.js';
 
 /** Where the scenarios run: a connection option and a raw client to look at keys. */
 export interface ScenarioTarget {
@@ -58,8 +59,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     const shardKeys = (topic: string): TopicKeys[] => shardMap.all(topic);
 
     beforeAll(async () => {
-      jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-      jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      muteNestLogger('error', 'warn');
       keyPrefix = `dqc-${Math.random().toString(16).slice(2, 10)}`;
       shardMap = new TopicShards(new RedisKeySpace(keyPrefix), new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead'].map((topic) => [topic, shards] as const) : []));
       queue = (await newApp()).get(DelayQueueService);
