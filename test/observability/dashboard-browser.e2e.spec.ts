@@ -10,7 +10,7 @@ import { startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-
 import { AppModule } from '../../sample-app/src/app.module.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
-import { sleep } from '../support/timing.js';
+import { holdsWithin } from '../support/timing.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'dashboard');
@@ -73,13 +73,12 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
   const count = (topic: string, state: string): Locator => page.locator(`tr[data-topic="${topic}"] td[data-col="${state}"]`);
   /** Waits until the locator's text satisfies `ok` (the page refreshes itself every few seconds). */
   const waitForText = async (locator: Locator, ok: (text: string) => boolean, what: string) => {
-    const deadline = Date.now() + UI_TIMEOUT;
     let text = '';
-    while (Date.now() < deadline) {
+    const read = async () => {
       text = ((await locator.count()) > 0 ? await locator.first().textContent() : '') ?? '';
-      if (ok(text)) return text;
-      await page.waitForTimeout(200);
-    }
+      return ok(text);
+    };
+    if (await holdsWithin(read, UI_TIMEOUT, { every: 200 })) return text;
     await page.screenshot({ path: join(ARTIFACTS, 'timeout.png'), fullPage: true });
     throw new Error(`timed out waiting for ${what}; last text ${JSON.stringify(text)} (screenshot in test-artifacts/dashboard/timeout.png)`);
   };
@@ -137,14 +136,15 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     await deadRow.locator('[data-action="retry"]').click();
     await waitForText(count('order.fulfil', 'dead'), (t) => t === '0', 'the dead count back to 0');
     await page.locator('#toast', { hasText: 'Requeued' }).waitFor({ state: 'attached' });
-    const item = await (async () => {
-      const deadline = Date.now() + UI_TIMEOUT;
-      for (;;) {
-        const current = (await call('GET', '/items/gift-card')).body;
-        if (current.sold === 1 || Date.now() > deadline) return current;
-        await sleep(100);
-      }
-    })();
+    let item: { sold?: number } = {};
+    await holdsWithin(
+      async () => {
+        item = (await call('GET', '/items/gift-card')).body;
+        return item.sold === 1;
+      },
+      UI_TIMEOUT,
+      { every: 100 },
+    );
     expect(item).toMatchObject({ sold: 1, stock: 1 });
     await page.screenshot({ path: join(ARTIFACTS, '3-after-retry.png'), fullPage: true });
     expect(pageErrors).toEqual([]);

@@ -1,10 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { AppModule } from '../../sample-app/src/app.module.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
-import { sleep } from '../support/timing.js';
+import { holdsWithin, sleep } from '../support/timing.js';
+import { listenSampleApp } from './support/listen-sample-app.js';
 
 /**
  * The sample orders service over real HTTP and real Redis, once on its embedded database (PGlite,
@@ -20,20 +19,7 @@ describe.each([
 
   beforeAll(async () => {
     if (realPostgres) postgres = await startLocalPostgres();
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        AppModule.register({
-          port: 0,
-          redisUrl: testRedisUrl(),
-          databaseUrl: postgres?.url,
-          orderExpiryMs: 1_500,
-          keyPrefix: uniquePrefix('sample'),
-        }),
-      ],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: ['error'] });
-    await app.listen(0, '127.0.0.1');
-    base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    ({ app, base } = await listenSampleApp({ databaseUrl: postgres?.url, orderExpiryMs: 1_500, keyPrefix: uniquePrefix('sample') }));
   }, 60_000);
   afterAll(async () => {
     await app?.close();
@@ -66,11 +52,14 @@ describe.each([
     expect((await call('GET', `/orders/${unpaid.id}`)).body.status).toBe('pending');
 
     let current = unpaid;
-    const deadline = Date.now() + 15_000;
-    while (current.status === 'pending' && Date.now() < deadline) {
-      await sleep(100);
-      current = (await call('GET', `/orders/${unpaid.id}`)).body;
-    }
+    await holdsWithin(
+      async () => {
+        current = (await call('GET', `/orders/${unpaid.id}`)).body;
+        return current.status !== 'pending';
+      },
+      15_000,
+      { every: 100 },
+    );
     expect(current.status).toBe('expired');
     expect(Date.parse(current.expiredAt)).toBeGreaterThanOrEqual(Date.parse(current.expiresAt));
     await sleep(500);
