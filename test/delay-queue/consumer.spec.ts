@@ -5,7 +5,6 @@ import {
   DelayQueueClosedError,
   DuplicateDelayedHandlerError,
   InvalidOptionsError,
-  JobVisibilityLostError,
   type DelayQueueService,
   type JobContext,
 } from '../../lib/index.js';
@@ -162,46 +161,6 @@ describe('DelayQueueService: consumers', () => {
     await waitFor(() => payloads.length === 3, 10_000, 'the requeued jobs');
     expect(payloads.sort()).toEqual([1, 2, 3]);
     await fixed.close();
-  });
-
-  it('extends the visibility of a long handler so that no other consumer gets its job', async () => {
-    const other = await createDelayApp({ keyPrefix: t.keyPrefix });
-    const runs: string[] = [];
-    const options = { visibilityTimeout: 300, maxIdleWait: 300 };
-    const a = queue.consume('long', async () => {
-      runs.push('a');
-      await sleep(1_500);
-    }, options);
-    const b = other.queue.consume('long', async () => {
-      runs.push('b');
-      await sleep(1_500);
-    }, options);
-    const id = await queue.schedule('long', 1);
-    await waitFor(() => runs.length === 1, 5_000, 'the job to start');
-    await sleep(1_800);
-    expect(runs).toHaveLength(1);
-    await waitFor(async () => (await queue.get('long', id)) === null, 5_000, 'the acknowledgement');
-    await Promise.all([a.close(), b.close()]);
-    await other.close();
-  });
-
-  it('aborts job.signal when the running job is cancelled', async () => {
-    const started = deferred<AbortSignal>();
-    const finished = deferred<unknown>();
-    const consumer = queue.consume('abort', async (_payload, job) => {
-      started.resolve(job.signal);
-      await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
-      finished.resolve(job.signal.reason);
-    }, { visibilityTimeout: 300 });
-    const id = await queue.schedule('abort', 1);
-    const signal = await started.promise;
-    expect(signal.aborted).toBe(false);
-    expect(await queue.cancel('abort', id)).toBe(true);
-    const reason = await finished.promise;
-    expect(reason).toBeInstanceOf(JobVisibilityLostError);
-    expect((reason as JobVisibilityLostError).jobId).toBe(id);
-    await consumer.close();
-    expect(await queue.get('abort', id)).toBeNull();
   });
 
   it('refuses a second consumer of a topic and options out of range', async () => {

@@ -1,7 +1,8 @@
 import { escapeKeyPart, unescapeKeyPart } from './escape-key-part.js';
 
 /**
- * The one place that knows the Redis key layout (see DESIGN.md, "Redis data model").
+ * The one place that knows the Redis key layout: `<prefix>:<kind>:{<escaped name>}[:<part>]`, one
+ * kind per capability (`lock`, `sem`, `dq`), the parts listed by each method below.
  *
  * Every key of one lock or one topic carries the same hash tag, so each script touches a single
  * cluster slot. User names are escaped before they are placed between the braces.

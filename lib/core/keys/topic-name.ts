@@ -19,7 +19,7 @@ export function assertValidTopic(topic: unknown, where?: string): asserts topic 
   }
 }
 
-/** The name whose hash tag holds shard `index` of `topic`: `topic#index` (DESIGN.md, "Scale-out"). */
+/** The name whose hash tag holds shard `index` of `topic`: `topic#index` (docs/running-at-scale.md, "Hot topics: sharding"). */
 export function shardTopicName(topic: string, index: number): string {
   return `${topic}#${index}`;
 }

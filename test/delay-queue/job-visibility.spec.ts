@@ -1,0 +1,72 @@
+import { jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import { JobVisibilityLostError, type DelayQueueService } from '../../lib/index.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { deferred, sleep, waitFor } from '../support/timing.js';
+
+/**
+ * A claimed job stays invisible to other consumers while its handler runs (its visibility is
+ * extended), and the handler's `job.signal` aborts with JobVisibilityLostError once the claim is
+ * gone. Jobs of a consumer that died come back when their visibility runs out: crash-recovery.spec.ts.
+ */
+describe('Job visibility', () => {
+  let t: DelayTestApp;
+  let queue: DelayQueueService;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+  beforeAll(async () => {
+    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    process.on('unhandledRejection', onUnhandled);
+    t = await createDelayApp({
+      delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
+    });
+    queue = t.queue;
+  });
+  afterAll(async () => {
+    await t.close();
+    process.off('unhandledRejection', onUnhandled);
+    jest.restoreAllMocks();
+    expect(unhandled).toEqual([]);
+  });
+
+  it('extends the visibility of a long handler so that no other consumer gets its job', async () => {
+    const other = await createDelayApp({ keyPrefix: t.keyPrefix });
+    const runs: string[] = [];
+    const options = { visibilityTimeout: 300, maxIdleWait: 300 };
+    const a = queue.consume('long', async () => {
+      runs.push('a');
+      await sleep(1_500);
+    }, options);
+    const b = other.queue.consume('long', async () => {
+      runs.push('b');
+      await sleep(1_500);
+    }, options);
+    const id = await queue.schedule('long', 1);
+    await waitFor(() => runs.length === 1, 5_000, 'the job to start');
+    await sleep(1_800);
+    expect(runs).toHaveLength(1);
+    await waitFor(async () => (await queue.get('long', id)) === null, 5_000, 'the acknowledgement');
+    await Promise.all([a.close(), b.close()]);
+    await other.close();
+  });
+
+  it('aborts job.signal when the running job is cancelled', async () => {
+    const started = deferred<AbortSignal>();
+    const finished = deferred<unknown>();
+    const consumer = queue.consume('abort', async (_payload, job) => {
+      started.resolve(job.signal);
+      await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
+      finished.resolve(job.signal.reason);
+    }, { visibilityTimeout: 300 });
+    const id = await queue.schedule('abort', 1);
+    const signal = await started.promise;
+    expect(signal.aborted).toBe(false);
+    expect(await queue.cancel('abort', id)).toBe(true);
+    const reason = await finished.promise;
+    expect(reason).toBeInstanceOf(JobVisibilityLostError);
+    expect((reason as JobVisibilityLostError).jobId).toBe(id);
+    await consumer.close();
+    expect(await queue.get('abort', id)).toBeNull();
+  });
+});
