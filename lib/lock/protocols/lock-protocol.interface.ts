@@ -67,7 +67,7 @@ export interface RenewalTarget {
 
 /**
  * One kind of lock on one name: how to try, release, renew and give up waiting.
- * `LockService` runs the waiting, watchdog, transaction and handle logic the same way for all kinds.
+ * `LockAcquirer` (waiting) and `LockHoldRegistry` (watchdog, transactions, handles) treat all kinds the same way.
  */
 export interface LockProtocol {
   /** The name the user gave. */

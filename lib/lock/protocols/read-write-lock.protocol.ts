@@ -2,13 +2,11 @@ import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.erro
 import { LockUpgradeError } from '../../core/errors/lock-upgrade.error.js';
 import type { LockKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import {
-  acquireReadLockScript,
-  acquireWriteLockScript,
-  leaveWritersScript,
-  releaseReadWriteLockScript,
-  renewReadWriteLocksScript,
-} from '../scripts/read-write-lock.lua.js';
+import { acquireReadLockScript } from '../scripts/acquire-read-lock.lua.js';
+import { acquireWriteLockScript } from '../scripts/acquire-write-lock.lua.js';
+import { leaveReadWriteWritersScript } from '../scripts/leave-read-write-writers.lua.js';
+import { releaseReadWriteLockScript } from '../scripts/release-read-write-lock.lua.js';
+import { renewReadWriteLocksScript } from '../scripts/renew-read-write-locks.lua.js';
 import type { AttemptMode, AttemptOutcome, Renewal } from './lock-protocol.interface.js';
 import { OwnerHashLockProtocol } from './owner-hash-lock.protocol.js';
 
@@ -74,7 +72,7 @@ export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
   /** A writer that stops waiting no longer holds back new readers. */
   async leave(client: RedisClient, owner: string, publishCommand: string): Promise<void> {
     if (this.mode === 'read') return;
-    await leaveWritersScript.run(client, [this.keys.waitingWriters, this.keys.wakeChannel], [owner, publishCommand]);
+    await leaveReadWriteWritersScript.run(client, [this.keys.waitingWriters, this.keys.wakeChannel], [owner, publishCommand]);
   }
 
   /** This hold's member of the leases zset: its holder field, '#', its hold id. */

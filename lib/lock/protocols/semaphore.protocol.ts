@@ -1,6 +1,8 @@
 import type { SemaphoreKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../scripts/semaphore.lua.js';
+import { acquirePermitScript } from '../scripts/acquire-permit.lua.js';
+import { releasePermitScript } from '../scripts/release-permit.lua.js';
+import { renewPermitsScript } from '../scripts/renew-permits.lua.js';
 import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
 
 /**

@@ -10,9 +10,9 @@ import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
 
 /**
  * The exclusive, reentrant lock in Redlock mode: the same owner hash, counter and wake channel as
- * the plain lock, on every master, held when a majority agrees. `LockService` runs waiting,
- * watchdog, handles and transactions for it as for any lock kind; the single `client` it passes
- * is the delayed-job connection and is not used here.
+ * the plain lock, on every master, held when a majority agrees. `LockAcquirer` and
+ * `LockHoldRegistry` wait, renew, hand out handles and defer releases for it as for any lock kind;
+ * the single `client` they pass is the delayed-job connection and is not used here.
  *
  * One instance serves one acquire call (all its tries), which lets it remember a split vote and
  * pause a random moment before the next try, so colliding contenders stop colliding, and remember
