@@ -1,10 +1,9 @@
-import type { TestingModule } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import { LockLostError, LockNotReplicatedError, LockService, type LockHandle, type RedisLockModuleOptions } from '../../lib/index.js';
-import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
+import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { createFailoverApp, rounded, THROUGH_FAILOVER, tryAcquireOnceReachable } from './support/failover-harness.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { useSentinelTopology } from './support/use-sentinel-topology.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
@@ -18,20 +17,10 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
  * thawed, and Sentinel promotes one of them.
  */
 describe('Sentinel failover: the asynchronous-replication window, with and without syncReplicas', () => {
+  const sentinel = useSentinelTopology();
+  const { apps } = sentinel;
   let topology: RedisSentinelTopology;
-  const apps: TestingModule[] = [];
-  const unhandled = new UnhandledRejections();
-
-  beforeAll(async () => {
-    unhandled.start();
-    topology = await startRedisSentinel();
-  }, 60_000);
-  afterAll(async () => {
-    unhandled.stop();
-    await Promise.allSettled(apps.map((a) => a.close()));
-    await topology?.stop();
-  }, 30_000);
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
+  beforeAll(() => (topology = sentinel.topology()));
 
   it('grants a lock twice when the primary dies before replicating it; a syncReplicas lock survives or is refused', async () => {
     const keyPrefix = `uw-${randomBytes(3).toString('hex')}`;

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import {
   DelayQueueService,
@@ -13,13 +12,13 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
 import { Test } from '@nestjs/testing';
-import { startRedisSentinel, type RedisSentinelTopology } from '../support/redis-sentinel.js';
+import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { freePort } from '../support/local-redis-server.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import {
-  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, stopAllLoads, THROUGH_FAILOVER } from './support/failover-harness.js';
+  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, THROUGH_FAILOVER } from './support/failover-harness.js';
+import { useSentinelTopology } from './support/use-sentinel-topology.js';
 
 @Injectable()
 class Accounts {
@@ -44,9 +43,10 @@ class Reminders {
  * and with `syncReplicas` only hands out locks the replicas have confirmed.
  */
 describe('Redis Sentinel', () => {
+  const sentinel = useSentinelTopology();
+  const { apps } = sentinel;
   let topology: RedisSentinelTopology;
-  const apps: TestingModule[] = [];
-  const unhandled = new UnhandledRejections();
+  beforeAll(() => (topology = sentinel.topology()));
 
   const app = async (options: Partial<RedisLockModuleOptions> = {}, providers: Array<new (...a: never[]) => unknown> = []) => {
     const created = await createFailoverApp(
@@ -56,18 +56,6 @@ describe('Redis Sentinel', () => {
     apps.push(created);
     return created;
   };
-
-  beforeAll(async () => {
-    unhandled.start();
-    topology = await startRedisSentinel();
-  }, 60_000);
-  afterAll(async () => {
-    unhandled.stop();
-    await stopAllLoads();
-    await Promise.allSettled(apps.map((a) => a.close()));
-    await topology?.stop();
-  }, 30_000);
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('takes locks, runs @WithLock methods, wakes waiters and delivers delayed jobs through the sentinels', async () => {
     const keyPrefix = `sn-${randomBytes(3).toString('hex')}`;
