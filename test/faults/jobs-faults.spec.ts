@@ -6,7 +6,7 @@ import { DelayQueueService, JobVisibilityLostError, RedisLockModule, type RedisL
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { sleep, waitFor } from '../support/timing.js';
+import { deferred, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -141,6 +141,17 @@ class ChildConsumer {
     }
     return code;
   }
+}
+
+/** A handler's long work: ends when `signal` aborts, or after `ms`. */
+function workUntilAborted(signal: AbortSignal, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 async function queueApp(redis: RedisLockModuleOptions['redis'], keyPrefix: string): Promise<TestingModule> {
@@ -432,22 +443,17 @@ describe('delayed-job faults', () => {
         let startedOnCutOff = false;
         let abortedAt = Number.POSITIVE_INFINITY;
         let abortReason: unknown;
-        let cutOffFinished!: () => void;
-        const cutOffDone = new Promise<void>((resolve) => (cutOffFinished = resolve));
+        const cutOffDone = deferred();
         const cutOff = cutOffApp.get(DelayQueueService).consume(
           'mid',
           async (_payload, job) => {
             startedOnCutOff = true;
-            await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, 15_000);
-              job.signal.addEventListener('abort', () => {
-                abortedAt = performance.now();
-                abortReason = job.signal.reason;
-                clearTimeout(timer);
-                resolve();
-              });
+            job.signal.addEventListener('abort', () => {
+              abortedAt = performance.now();
+              abortReason = job.signal.reason;
             });
-            cutOffFinished();
+            await workUntilAborted(job.signal, 15_000);
+            cutOffDone.resolve();
           },
           { visibilityTimeout: 1_500 },
         );
@@ -467,7 +473,7 @@ describe('delayed-job faults', () => {
           { visibilityTimeout: 1_500 },
         );
         await waitFor(() => startedOnHealthyAt < Number.POSITIVE_INFINITY, 10_000, 'the healthy consumer to take the job over');
-        await cutOffDone;
+        await cutOffDone.promise;
         expect(takenOver).toEqual([{ id, attempt: 2 }]);
         expect(abortReason).toBeInstanceOf(JobVisibilityLostError);
         expect((abortReason as JobVisibilityLostError).reason).toBe('unconfirmed');
@@ -504,13 +510,7 @@ describe('delayed-job faults', () => {
           async (_payload, job) => {
             startedOnCutOff++;
             // Long work that stops when told to (visibility lost, or shutdown gave up waiting).
-            await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, 30_000);
-              job.signal.addEventListener('abort', () => {
-                clearTimeout(timer);
-                resolve();
-              });
-            });
+            await workUntilAborted(job.signal, 30_000);
           },
           { concurrency: 2, visibilityTimeout: 1_500, shutdownTimeout: 1_000 },
         );
