@@ -143,6 +143,32 @@ class ChildConsumer {
   }
 }
 
+/** Where the run's Redis listens, for a FaultProxy in front of it. */
+const redisTarget = () => ({ host: new URL(testRedisUrl()).hostname, port: Number(new URL(testRedisUrl()).port) });
+
+/**
+ * Runs `body` with two delayed-queue apps on one fresh key prefix: `cutOffApp` reaches Redis through
+ * `proxy` (for the test to cut), `healthyApp` directly. Afterwards the proxy is healed and everything closed.
+ */
+async function withCutOffAndHealthyApps(
+  label: string,
+  body: (apps: { proxy: FaultProxy; cutOffApp: TestingModule; healthyApp: TestingModule }) => Promise<void>,
+): Promise<void> {
+  const keyPrefix = uniquePrefix(label);
+  const proxy = await FaultProxy.start(redisTarget());
+  const cutOffApp = await queueApp(proxy.url, keyPrefix);
+  const healthyApp = await queueApp(testRedisUrl(), keyPrefix);
+  try {
+    await body({ proxy, cutOffApp, healthyApp });
+  } finally {
+    proxy.resetAll();
+    proxy.heal();
+    await cutOffApp.close();
+    await healthyApp.close();
+    await proxy.stop();
+  }
+}
+
 /** A handler's long work: ends when `signal` aborts, or after `ms`. */
 function workUntilAborted(signal: AbortSignal, ms: number): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -372,7 +398,6 @@ describe('delayed-job faults', () => {
   });
 
   describe('network black-holed between a consumer and Redis', () => {
-    const redisTarget = () => ({ host: new URL(testRedisUrl()).hostname, port: Number(new URL(testRedisUrl()).port) });
     // ioredis arms a 2 s "destroy the socket" timer when it disconnects a connection whose socket was
     // already reset (its 'close' never comes again); let those run out so jest exits without a warning.
     afterAll(() => sleep(2_100));
@@ -434,12 +459,8 @@ describe('delayed-job faults', () => {
       expect(after).toBeLessThan(6_000);
     });
 
-    it("aborts a cut-off handler's job.signal before another consumer can start the job", async () => {
-      const keyPrefix = uniquePrefix('jm');
-      const proxy = await FaultProxy.start(redisTarget());
-      const cutOffApp = await queueApp(proxy.url, keyPrefix);
-      const healthyApp = await queueApp(testRedisUrl(), keyPrefix);
-      try {
+    it("aborts a cut-off handler's job.signal before another consumer can start the job", () =>
+      withCutOffAndHealthyApps('jm', async ({ proxy, cutOffApp, healthyApp }) => {
         let startedOnCutOff = false;
         let abortedAt = Number.POSITIVE_INFINITY;
         let abortReason: unknown;
@@ -489,21 +510,10 @@ describe('delayed-job faults', () => {
         );
         await cutOff.close();
         await healthy.close();
-      } finally {
-        proxy.resetAll();
-        proxy.heal();
-        await cutOffApp.close();
-        await healthyApp.close();
-        await proxy.stop();
-      }
-    });
+      }));
 
-    it('shuts a consumer down within its shutdown timeout (plus a bounded grace) while Redis is black-holed, losing no job', async () => {
-      const keyPrefix = uniquePrefix('js');
-      const proxy = await FaultProxy.start(redisTarget());
-      const cutOffApp = await queueApp(proxy.url, keyPrefix);
-      const healthyApp = await queueApp(testRedisUrl(), keyPrefix);
-      try {
+    it('shuts a consumer down within its shutdown timeout (plus a bounded grace) while Redis is black-holed, losing no job', () =>
+      withCutOffAndHealthyApps('js', async ({ proxy, cutOffApp, healthyApp }) => {
         let startedOnCutOff = 0;
         cutOffApp.get(DelayQueueService).consume(
           'sd',
@@ -535,13 +545,6 @@ describe('delayed-job faults', () => {
         });
         await waitFor(() => handled.length >= ids.length, 15_000, 'every job to run on the healthy consumer');
         expect([...handled].sort()).toEqual([...ids].sort());
-      } finally {
-        proxy.resetAll();
-        proxy.heal();
-        await cutOffApp.close();
-        await healthyApp.close();
-        await proxy.stop();
-      }
-    });
+      }));
   });
 });
