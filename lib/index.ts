@@ -35,6 +35,10 @@ export {
   type JobRecoveredEvent,
   type JobScheduleRetryingEvent,
   type JobScheduleLostEvent,
+  type LeadershipAcquiredEvent,
+  type LeadershipLostEvent,
+  type OneInstanceAcquiredEvent,
+  type OneInstanceLostEvent,
 } from './core/events/redis-lock-events.js';
 export { REDIS_LOCK_CHANNELS, redisLockChannel } from './core/events/redis-lock.channels.js';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';
@@ -52,6 +56,12 @@ export type { DelayedJobHandler, JobContext } from './delay-queue/interfaces/job
 export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
 export type { Consumer, ConsumerOptions } from './delay-queue/interfaces/consumer.interface.js';
 
+export { OnOneInstance, type OnOneInstanceOptions } from './scheduling/on-one-instance.decorator.js';
+export { LeaderElection, type LeaderElectionOptions } from './scheduling/leader-election.decorator.js';
+export type { LeadershipHooks } from './scheduling/leadership-hooks.interface.js';
+export { LeaderElections, type LeaderElectionStatus } from './scheduling/leader-elections.js';
+export { OneInstanceLeases, type OneInstanceLease } from './scheduling/one-instance-leases.js';
+
 export {
   TransactionSynchronizer,
   type TransactionStatus,
@@ -62,6 +72,7 @@ export { AsyncLocalUnitOfWork, runInTransaction } from './core/transaction/async
 export { RedisLockError } from './core/errors/redis-lock.error.js';
 export { LockAcquireTimeoutError } from './core/errors/lock-acquire-timeout.error.js';
 export { LockAcquireAbortedError } from './core/errors/lock-acquire-aborted.error.js';
+export { LeadershipSteppedDownError } from './core/errors/leadership-stepped-down.error.js';
 export { LockLostError } from './core/errors/lock-lost.error.js';
 export { LockNotHeldError } from './core/errors/lock-not-held.error.js';
 export { LockNotReplicatedError } from './core/errors/lock-not-replicated.error.js';

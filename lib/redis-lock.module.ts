@@ -13,6 +13,9 @@ import { LockSections } from './lock/lock-sections.js';
 import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
 import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition.js';
+import { LeaderElections } from './scheduling/leader-elections.js';
+import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
+import { schedulingProviders } from './scheduling/scheduling.providers.js';
 
 /**
  * Distributed locks and delayed jobs on Redis.
@@ -27,11 +30,12 @@ import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-
     ...coreProviders(REDIS_LOCK_MODULE_OPTIONS),
     ...lockProviders,
     ...delayQueueProviders,
+    ...schedulingProviders,
     // Takes @WithRequestLock locks and answers lock timeouts with 409 Conflict over HTTP.
     { provide: APP_INTERCEPTOR, useClass: WithLockInterceptor },
   ],
-  // Besides the public services: LockSections (runs the @WithLock methods of importing modules'
-  // classes), RedisConnection (health indicator) and the inspectors (dashboard). They are not public API.
+  // Besides the public services: LockSections and OneInstanceLeases (run the @WithLock and
+  // @OnOneInstance methods of importing modules' classes), RedisConnection (health indicator) and the inspectors (dashboard). They are not public API.
   exports: [
     LockService,
     LockSections,
@@ -41,6 +45,8 @@ import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-
     RedisConnection,
     LockInspector,
     TopicInspector,
+    OneInstanceLeases,
+    LeaderElections,
   ],
 })
 export class RedisLockModule extends ConfigurableRedisLockModule {}

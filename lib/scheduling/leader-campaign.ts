@@ -9,11 +9,10 @@ import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
 import type { LockService } from '../lock/lock.service.js';
 import type { LeaseDeclaration } from './lease-declaration.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { LeadershipSteppedDownError } from './leadership-stepped-down.error.js';
+import { LeadershipSteppedDownError } from '../core/errors/leadership-stepped-down.error.js';
 import type { LeadershipHooks } from './leadership-hooks.interface.js';
 import { LeadershipLock } from './leadership-lock.js';
 import { CAMPAIGN_WAIT_MS } from './scheduling.constants.js';
-import { emitSchedulingEvent } from './scheduling-events.js';
 
 interface Term {
   readonly lock: LeadershipLock;
@@ -119,7 +118,7 @@ export class LeaderCampaign {
     const keeper = new LeaseKeeper(handle, ttl, (error) => this.logger.warn(`${location}: renewing the lease failed, will retry: ${errorMessage(error)}`));
     this.term = { lock, since: Date.now(), stepDown };
     this.terms++;
-    emitSchedulingEvent(this.events, 'leadership.acquired', () => ({ key, provider: this.provider, fencingToken: handle.fencingToken }));
+    this.events.emitIfWanted('leadership.acquired', () => ({ key, provider: this.provider, fencingToken: handle.fencingToken }));
     void this.invoke('onLeadershipAcquired', lock);
 
     const reason = await Promise.race([steppedDown, leaseLost]);
@@ -129,7 +128,7 @@ export class LeaderCampaign {
     lock.end(error);
     this.term = undefined;
     if (reason === 'lease-lost') this.logger.warn(`${location}: leadership lost: ${error.message}`);
-    emitSchedulingEvent(this.events, 'leadership.lost', () => ({
+    this.events.emitIfWanted('leadership.lost', () => ({
       key,
       provider: this.provider,
       fencingToken: handle.fencingToken,

@@ -8,7 +8,6 @@ import { LockService } from '../lock/lock.service.js';
 import type { LeaseDeclaration } from './lease-declaration.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { MAX_HANDOVER_GUARD_MS } from './scheduling.constants.js';
-import { emitSchedulingEvent } from './scheduling-events.js';
 
 /** An `@OnOneInstance` lease this instance holds now. */
 export interface OneInstanceLease {
@@ -179,7 +178,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
         entry.handle = undefined;
         entry.keeper?.stop();
         this.logger.warn(`Lost the lease of "${key}"; another instance runs its calls now.`);
-        emitSchedulingEvent(this.events, 'one-instance.lost', () => ({
+        this.events.emitIfWanted('one-instance.lost', () => ({
           key,
           fencingToken: handle.fencingToken,
           reason: 'lease-lost',
@@ -188,7 +187,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
       },
       { once: true },
     );
-    emitSchedulingEvent(this.events, 'one-instance.acquired', () => ({ key, fencingToken: handle.fencingToken }));
+    this.events.emitIfWanted('one-instance.acquired', () => ({ key, fencingToken: handle.fencingToken }));
     return handle;
   }
 
@@ -212,7 +211,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
       this.logger.warn(`Handing back the lease of "${key}" failed; another instance takes over after its ttl: ${errorMessage(error)}`);
       return;
     }
-    emitSchedulingEvent(this.events, 'one-instance.lost', () => ({
+    this.events.emitIfWanted('one-instance.lost', () => ({
       key,
       fencingToken: handle.fencingToken,
       reason: 'handed-back',

@@ -5,9 +5,9 @@ import { InvalidOptionsError, LockLostError, RedisLockEvents, type LockHandle } 
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { LeaderElection } from '../../lib/scheduling/leader-election.decorator.js';
 import { LeaderElections } from '../../lib/scheduling/leader-elections.js';
-import { LeadershipSteppedDownError } from '../../lib/scheduling/leadership-stepped-down.error.js';
+import { LeadershipSteppedDownError } from '../../lib/core/errors/leadership-stepped-down.error.js';
 import type { LeadershipHooks } from '../../lib/scheduling/leadership-hooks.interface.js';
-import type { LeadershipAcquiredEvent, LeadershipLostEvent } from '../../lib/scheduling/scheduling-events.js';
+import type { LeadershipAcquiredEvent, LeadershipLostEvent } from '../../lib/index.js';
 import { closeRedisLockTestingModule } from '../../lib/testing/index.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { abortReason, waitFor } from '../support/timing.js';

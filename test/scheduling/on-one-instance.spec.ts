@@ -12,7 +12,7 @@ import {
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { OnOneInstance } from '../../lib/scheduling/on-one-instance.decorator.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
-import type { OneInstanceAcquiredEvent, OneInstanceLostEvent } from '../../lib/scheduling/scheduling-events.js';
+import type { OneInstanceAcquiredEvent, OneInstanceLostEvent } from '../../lib/index.js';
 import { closeRedisLockTestingModule } from '../../lib/testing/index.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor, type Deferred } from '../support/timing.js';

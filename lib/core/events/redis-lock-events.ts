@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { Injectable, Logger } from '@nestjs/common';
 import type { LockLostError } from '../errors/lock-lost.error.js';
+import type { RedisLockError } from '../errors/redis-lock.error.js';
 import { channelOf, redisLockChannel } from './redis-lock.channels.js';
 
 /** A lock was taken (`lock.acquired`). One event per key: a multi-key lock emits one for each of its keys. */
@@ -163,6 +164,47 @@ export interface JobScheduleLostEvent {
 }
 
 /** Payloads of the events emitted by `RedisLockEvents` (event name -> listener arguments). */
+/** This instance became the leader of a `@LeaderElection` key (`leadership.acquired`). */
+export interface LeadershipAcquiredEvent {
+  readonly key: string;
+  /** The elected provider's class name. */
+  readonly provider: string;
+  /** The leader lock's fencing token: grows with every new term, so it orders the terms. */
+  readonly fencingToken: string;
+}
+
+/**
+ * This instance stopped being the leader (`leadership.lost`): it stepped down (`'stepped-down'`:
+ * shutdown or `lock.release()`), or its lease was lost (`'lease-lost'`: expired, taken over, or
+ * Redis unreachable until it ran out). The lock's `signal` has been aborted with `error`.
+ */
+export interface LeadershipLostEvent {
+  readonly key: string;
+  readonly provider: string;
+  readonly fencingToken: string;
+  readonly reason: 'stepped-down' | 'lease-lost';
+  readonly error: RedisLockError;
+  /** How long the term lasted (monotonic clock). */
+  readonly heldMs: number;
+}
+
+/** This instance took the lease of an `@OnOneInstance` method (`one-instance.acquired`): its calls run here now. */
+export interface OneInstanceAcquiredEvent {
+  readonly key: string;
+  readonly fencingToken: string;
+}
+
+/**
+ * This instance no longer holds an `@OnOneInstance` lease (`one-instance.lost`): handed back at
+ * shutdown (`'handed-back'`), or lost (`'lease-lost'`).
+ */
+export interface OneInstanceLostEvent {
+  readonly key: string;
+  readonly fencingToken: string;
+  readonly reason: 'handed-back' | 'lease-lost';
+  readonly heldMs: number;
+}
+
 export interface RedisLockEventMap {
   'lock.acquired': [event: LockAcquiredEvent];
   'lock.released': [event: LockReleasedEvent];
@@ -177,6 +219,10 @@ export interface RedisLockEventMap {
   'job.recovered': [event: JobRecoveredEvent];
   'job.schedule.retrying': [event: JobScheduleRetryingEvent];
   'job.schedule.lost': [event: JobScheduleLostEvent];
+  'leadership.acquired': [event: LeadershipAcquiredEvent];
+  'leadership.lost': [event: LeadershipLostEvent];
+  'one-instance.acquired': [event: OneInstanceAcquiredEvent];
+  'one-instance.lost': [event: OneInstanceLostEvent];
 }
 
 /** Every event name of `RedisLockEventMap`. */
@@ -219,6 +265,11 @@ export class RedisLockEvents extends EventEmitter<RedisLockEventMap> {
    */
   wants(event: RedisLockEventName): boolean {
     return this.listenerCount(event) > 0 || redisLockChannel(event).hasSubscribers;
+  }
+
+  /** Emits `event` with the payload `build()` returns, building it only when someone wants it. */
+  emitIfWanted<K extends RedisLockEventName>(event: K, build: () => RedisLockEventMap[K][0]): void {
+    if (this.wants(event)) this.emit(event, ...([build()] as RedisLockEventMap[K]));
   }
 
   /**

@@ -35,6 +35,10 @@ export const REDIS_LOCK_CHANNELS = Object.freeze({
   'job.recovered': 'nestjs-redis-lock:job.recovered',
   'job.schedule.retrying': 'nestjs-redis-lock:job.schedule.retrying',
   'job.schedule.lost': 'nestjs-redis-lock:job.schedule.lost',
+  'leadership.acquired': 'nestjs-redis-lock:leadership.acquired',
+  'leadership.lost': 'nestjs-redis-lock:leadership.lost',
+  'one-instance.acquired': 'nestjs-redis-lock:one-instance.acquired',
+  'one-instance.lost': 'nestjs-redis-lock:one-instance.lost',
 } as const satisfies { readonly [K in RedisLockEventName]: `nestjs-redis-lock:${K}` });
 
 // Created once, at import: the emitter tests `hasSubscribers` on every event of the library's hot

@@ -1,21 +1,18 @@
 import type { Provider, Type } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
 import { createRedisLockTestingModule } from '../../../lib/testing/index.js';
-import { schedulingProviders } from '../../../lib/scheduling/scheduling.providers.js';
 import type { TestingModule } from '@nestjs/testing';
 import { initOrCloseConnections, testRedisUrl } from '../../support/test-app.js';
 
 /**
  * One "instance" of an application using @OnOneInstance / @LeaderElection: RedisLockModule on the
- * run's Redis under `keyPrefix` (give several apps the same prefix to make them contend), the
- * scheduling providers next to it (until RedisLockModule provides them) and the given providers.
+ * run's Redis under `keyPrefix` (give several apps the same prefix to make them contend) and the
+ * given providers.
  */
 export async function createSchedulingApp(keyPrefix: string, providers: Array<Provider | Type>): Promise<TestingModule> {
   const app = await createRedisLockTestingModule({
     redis: testRedisUrl(),
     redisLock: { keyPrefix },
-    imports: [DiscoveryModule],
-    providers: [...schedulingProviders, ...providers],
+    providers,
   }).compile();
   // A bootstrap error (what some specs expect) must not leave the module's connections open.
   return initOrCloseConnections(app);

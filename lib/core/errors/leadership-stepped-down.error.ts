@@ -1,4 +1,4 @@
-import { RedisLockError } from '../core/errors/redis-lock.error.js';
+import { RedisLockError } from './redis-lock.error.js';
 
 /**
  * The reason of a leader lock's `signal` when this instance handed leadership back itself: the
