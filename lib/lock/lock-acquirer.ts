@@ -77,8 +77,8 @@ export class LockAcquirer {
     const willWait = wait && options.waitTimeout > 0;
     const started = performance.now();
     const deadline = started + options.waitTimeout;
-    const attempt = (mayWait: boolean) =>
-      this.attemptBefore(deadline, protocol, owner, options, { willWait: mayWait, reentry, hold }, reportedKey);
+    const attempt = (waiting: boolean) =>
+      this.attemptBefore(deadline, protocol, owner, options, { willWait: true, reentry, hold, waiting }, reportedKey);
 
     // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
     // newcomer queues behind them instead of barging in the moment a release frees the key.
@@ -88,7 +88,7 @@ export class LockAcquirer {
     let outcome: AttemptOutcome | undefined;
     if (queueBehind === 0) {
       outcome = willWait
-        ? await attempt(true)
+        ? await attempt(false)
         : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
       if (outcome.acquired) return this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
       if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);

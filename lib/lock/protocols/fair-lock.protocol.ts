@@ -35,7 +35,7 @@ export class FairLockProtocol extends ReentrantLockProtocol {
     const [ok, value] = await acquireFairLockScript.run<[number, string | number]>(
       client,
       [k.owners, k.fence, k.queue, k.timeouts, k.wakeChannel],
-      [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, mode.willWait ? '1' : '0', this.publishCommand, mode.reentry ? '1' : '0', mode.hold],
+      [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, mode.willWait ? '1' : '0', this.publishCommand, mode.reentry ? '1' : '0', mode.hold, mode.waiting ? '1' : '0'],
     );
     if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };

@@ -41,6 +41,11 @@ export interface AttemptMode {
    * record it to tell a re-sent command from a new one (a nested hold, its release, its renewal).
    */
   readonly hold: string;
+  /**
+   * The caller is already waiting for this lock (it joined the wake channel): other callers may be
+   * waiting too, so a grant leaves the lock marked as awaited and its release wakes the next one.
+   */
+  readonly waiting?: boolean;
 }
 
 /** How a held lock is renewed: by `script`, batched with others of the same script and cluster slot. */

@@ -16,7 +16,7 @@ export class ReentrantLockProtocol extends OwnerHashLockProtocol {
     const [ok, value] = await acquireLockScript.run<[number, string | number]>(
       client,
       [this.keys.owners, this.keys.fence],
-      [owner, leaseTime, mode.reentry ? '1' : '0', '', mode.hold],
+      [owner, leaseTime, mode.reentry ? '1' : '0', '', mode.hold, mode.waiting ? 'waiting' : mode.willWait ? 'wait' : ''],
     );
     if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
     return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };

@@ -1,5 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
+import { LUA_FENCE, LUA_NOW_MS, WAITING_MARK } from './lua-snippets.js';
 
 /**
  * Takes or re-enters a fair lock: waiters are served in arrival order (as Redisson's fair lock).
@@ -10,7 +10,12 @@ import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
  * when not acquired ('0' for tryAcquire), ARGV[5] 'publish' or 'spublish', ARGV[6] '1' to count a
  * nested hold of an owner already holding ('0': a fresh owner found holding is a replayed attempt),
  * ARGV[7] this acquire call's hold id, recorded as its own field of the owner hash so a
- * re-sent nested acquire counts nothing (as in acquire-lock)
+ * re-sent nested acquire counts nothing (as in acquire-lock), ARGV[8] '1' for a caller already
+ * waiting (its grant marks the new hash: others may still wait), optional
+ *
+ * WAITING_MARK: a refused waiter marks the owner hash; a grant marks the hash it creates when the
+ * caller was queued (others may be queued behind it) or was waiting. A release wakes the queue's
+ * head only from a marked hash.
  *
  * A waiter refreshes its deadline each time it runs this script; one whose deadline passed died
  * or gave up, and is dropped when it reaches the head, so a dead waiter never blocks the queue.
@@ -61,9 +66,13 @@ if free and (not head or head == owner) then
     redis.call('lpop', KEYS[3])
     redis.call('zrem', KEYS[4], owner)
   end
-  redis.call('hset', KEYS[1], owner, 1, hold, 1)
+  if head or ARGV[8] == '1' then
+    redis.call('hset', KEYS[1], owner, 1, hold, 1, '${WAITING_MARK}', 1)
+  else
+    redis.call('hset', KEYS[1], owner, 1, hold, 1)
+  end
   redis.call('pexpire', KEYS[1], lease)
-  return {1, nextFence(KEYS[2], lease)}
+  return {1, freshFence(KEYS[2], lease, false)}
 end
 
 -- The lock is free for a live head that has not claimed it yet; if that head only became head
@@ -80,6 +89,7 @@ end
 if free then
   return {0, math.max(1, tonumber(redis.call('zscore', KEYS[4], head)) - now)}
 end
+if ARGV[4] == '1' then redis.call('hset', KEYS[1], '${WAITING_MARK}', 1) end
 return {0, redis.call('pttl', KEYS[1])}
 `,
   [LUA_NOW_MS, LUA_FENCE],

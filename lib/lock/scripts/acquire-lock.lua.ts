@@ -1,5 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_FENCE } from './lua-snippets.js';
+import { LUA_FENCE, WAITING_MARK } from './lua-snippets.js';
 
 /**
  * Takes or re-enters a reentrant lock.
@@ -12,6 +12,9 @@ import { LUA_FENCE } from './lua-snippets.js';
  * ARGV[5] this acquire call's hold id (`<owner>/<n>`), recorded as its own field. A nested
  * acquire whose hold is recorded already is this very acquire run again (its reply was lost and
  * ioredis re-sent it): it counts nothing, so the owner's count is always the number of its holds.
+ * ARGV[6] optional, who is trying (see WAITING_MARK): 'wait' a caller that waits if refused (a
+ * refusal marks the hash), 'waiting' a caller already waiting (a refusal marks the hash, and so
+ * does a grant: others may still wait); absent or '' (tryAcquire, Redlock masters): never marks.
  *
  * Returns {1, fencingToken} when held by the caller afterwards, {0, pttl} when another owner holds it
  * (pttl is how long the caller may sleep at most before the lease could have run out), {-2, 0} when a
@@ -33,9 +36,13 @@ if ARGV[3] == '1' then
   return {1, currentFence(KEYS[2], lease)}
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1)
+  if ARGV[6] == 'waiting' then
+    redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1, '${WAITING_MARK}', 1)
+  else
+    redis.call('hset', KEYS[1], ARGV[1], 1, hold, 1)
+  end
   redis.call('pexpire', KEYS[1], lease)
-  return {1, nextFence(KEYS[2], lease, ARGV[4] == 'counter')}
+  return {1, freshFence(KEYS[2], lease, ARGV[4] == 'counter')}
 end
 -- a read/write lock holds the name (one name is one kind of lock): refused
 if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
@@ -44,6 +51,8 @@ if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
   return {1, currentFence(KEYS[2], lease)}
 end
+-- held by another owner: a caller that will wait marks the hash, so its release wakes someone
+if ARGV[6] == 'wait' or ARGV[6] == 'waiting' then redis.call('hset', KEYS[1], '${WAITING_MARK}', 1) end
 return {0, redis.call('pttl', KEYS[1])}
 `,
   [LUA_FENCE],

@@ -30,12 +30,20 @@ export const FENCE_RETENTION_MS = 3_600_000;
  *   together) steps counter + 1, and starts a missing counter at the clock in whole seconds (as
  *   microseconds): masters asked at once start alike, and a counter lost after an hour unused still
  *   starts above every token it gave (fewer than a million grants a second on one key).
+ * - `freshFence(key, lease, counterOnly)`: the same token as `nextFence`, for a grant to a lock
+ *   nobody holds (plain and fair locks: the owner hash was absent). Nobody else's lease needs the
+ *   counter then, so its retention restarts at max(FENCE_RETENTION_MS, 2 x lease) without reading
+ *   the old TTL, and the clock floor is written with SET … GET, which reads the old counter in the
+ *   same command: two commands (TIME, SET) instead of four on the hot path; only when the counter
+ *   is at or above the clock (more than one grant per microsecond, or a clock that went back) a
+ *   second SET writes counter + 1 instead, inside the same script, so nothing ever sees the lower value.
  * - `currentFence(key, lease)`: the last token, for a re-entry or a shared hold; if the counter is
  *   gone, a new token from `nextFence` (never '0', never lower than one handed out before).
  * - `raiseFence(key, token)`: sets the counter to `token` if that is higher (never lowers it).
  *
  * Each keeps the counter for max(FENCE_RETENTION_MS, 2 x lease) after it was last used, never less
- * than it already had: a counter lives while its lock is in use and some time after, then expires.
+ * than it already had while another holder may still use it (`freshFence` runs when none can): a
+ * counter lives while its lock is in use and some time after, then expires.
  */
 export const LUA_FENCE: LuaSnippet = {
   name: 'fence',
@@ -58,6 +66,24 @@ local function nextFence(key, lease, counterOnly)
   local floor = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   return storeFence(key, math.max((stored or 0) + 1, floor), lease)
 end
+local function freshFence(key, lease, counterOnly)
+  local ttl = string.format('%.0f', math.max(${FENCE_RETENTION_MS}, 2 * (tonumber(lease) or 0)))
+  if counterOnly then
+    local stored = tonumber(redis.call('get', key) or '')
+    local text = string.format('%.0f', stored and stored + 1 or tonumber(redis.call('time')[1]) * 1000000)
+    redis.call('set', key, text, 'px', ttl)
+    return text
+  end
+  local clock = redis.call('time')
+  local floor = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  local text = string.format('%.0f', floor)
+  local stored = tonumber(redis.call('set', key, text, 'px', ttl, 'get') or '')
+  if stored and stored >= floor then
+    text = string.format('%.0f', stored + 1)
+    redis.call('set', key, text, 'px', ttl)
+  end
+  return text
+end
 local function currentFence(key, lease)
   local value = redis.call('get', key)
   if not value then return nextFence(key, lease, false) end
@@ -73,21 +99,39 @@ end
 };
 
 /**
+ * Hash field a waiter sets on a plain or fair lock's owner hash when its try is refused (atomically
+ * with the refusal), and a waiter's winning try sets on the hash it creates (others may still wait):
+ * "someone may be waiting for this lock". A release that frees the lock publishes the wake-up (and
+ * looks up the fair queue's head) only when it finds the mark, so an uncontended cycle sends nothing.
+ * A waiter that marks after a release checked cannot miss it: its refused try saw the lock held by
+ * the very hash it marked, and a release before that try would have let the try win. Starts with
+ * '/', which no owner id does: LockInspector and the read script skip it like a hold record.
+ */
+export const WAITING_MARK = '/w';
+
+/**
  * Lua: endHold(hash, owner, hold) ends one hold of a reentrant lock's owner (the field `hold` the
  * acquire recorded). Returns -1 when that hold is not there (released before: a re-sent release; or
  * the lock expired or was taken over), the owner's remaining count while it still holds, or 0 once
- * its last hold ended and the owner hash is deleted. Ending only the named hold makes a release that
- * runs twice change nothing the second time, and lets holds of one owner end in any order.
+ * its last hold ended and the owner hash is deleted; and, as a second value, the hash's
+ * WAITING_MARK (false when unmarked). Ending only the named hold makes a release that runs twice
+ * change nothing the second time, and lets holds of one owner end in any order. The last hold reads
+ * what it needs with one HMGET and deletes the hash: two commands.
  */
 export const LUA_END_HOLD: LuaSnippet = {
   name: 'endHold',
   source: `
 local function endHold(hash, owner, hold)
-  if redis.call('hdel', hash, hold) == 0 then return -1 end
-  local left = redis.call('hincrby', hash, owner, -1)
-  if left > 0 then return left end
-  redis.call('del', hash)
-  return 0
+  local fields = redis.call('hmget', hash, hold, owner, '${WAITING_MARK}')
+  if not fields[1] then return -1, false end
+  local count = tonumber(fields[2]) or 0
+  if count <= 1 then
+    redis.call('del', hash)
+    return 0, fields[3]
+  end
+  redis.call('hdel', hash, hold)
+  redis.call('hincrby', hash, owner, -1)
+  return count - 1, fields[3]
 end
 `,
 };

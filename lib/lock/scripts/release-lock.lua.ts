@@ -12,14 +12,15 @@ import { LUA_END_HOLD } from './lua-snippets.js';
  * changes nothing, and holds of one owner may be released in any order.
  *
  * Returns -1 when the caller does not hold the lock (released before, expired, taken over),
- * the remaining reentry count when still held, 0 when freed. On 0 it wakes exactly one waiter:
- * the head of the fair queue by name ('@owner') if there is one, else any one ('1').
+ * the remaining reentry count when still held, 0 when freed. On 0, if a waiter marked the hash
+ * (WAITING_MARK), it wakes exactly one waiter: the head of the fair queue by name ('@owner') if
+ * there is one, else any one ('1'). An unmarked lock nobody waits for is freed with two commands.
  */
 export const releaseLockScript = new RedisScript(
   'releaseLock',
   `
-local left = endHold(KEYS[1], ARGV[1], ARGV[3])
-if left ~= 0 then return left end
+local left, awaited = endHold(KEYS[1], ARGV[1], ARGV[3])
+if left ~= 0 or not awaited then return left end
 local head = redis.call('lindex', KEYS[3], 0)
 if head then
   redis.call(ARGV[2], KEYS[2], '@' .. head)

@@ -1,0 +1,138 @@
+/**
+ * Hot-path benchmark (issue 17): the uncontended lock cycle's CPU on both sides, ours against the
+ * raw SET NX + compare-and-delete floor and the peers, in one run. Only scenario (b) of
+ * locks.bench.ts (64 callers in parallel, each on a key of its own, fixed lease), in many short
+ * rounds with the contenders' order rotated, so a median per contender is cheap to get.
+ *
+ *   node --import ./tools/typescript-loader/register.js bench/hot-path.bench.ts
+ *   HOT_ROUNDS=12 HOT_ROUND_MS=400 HOT_ONLY=ours,raw …     (defaults: 10 rounds of 350 ms, everyone)
+ *   HOT_CPU_PROFILE=1 …   (with node --cpu-prof: only `ours` runs, for a clean profile)
+ *
+ * Prints (and writes bench/results/hot-path-latest.md) the median per contender of: client CPU per
+ * cycle (process.cpuUsage), Redis CPU per cycle (INFO cpu), Redis commands per cycle (INFO
+ * commandstats, scripts' own commands included) and cycles/s (wall clock: noisy on a shared box).
+ */
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import {
+  createOurContenders,
+  createRawContender,
+  createRedlockContender,
+  createSemaphoreContender,
+  type LockContender,
+} from './support/lock-contenders.js';
+import { runParallel } from './support/lock-scenarios.js';
+import { markdownTable } from './support/markdown-table.js';
+import { describeVersions, stackVersions } from './support/stack-versions.js';
+import { totalCalls, UsageMeter } from './support/usage-meter.js';
+
+const ROUNDS = Number(process.env.HOT_ROUNDS ?? 10);
+const ROUND_MS = Number(process.env.HOT_ROUND_MS ?? 350);
+const WIDTH = 64;
+const PROFILE = process.env.HOT_CPU_PROFILE === '1';
+const ONLY = PROFILE ? ['ours'] : process.env.HOT_ONLY?.split(',').map((s) => s.trim());
+
+interface Round {
+  readonly clientMicros: number;
+  readonly redisMicros: number;
+  readonly commands: number;
+  readonly opsPerSec: number;
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+async function main(): Promise<void> {
+  const redis = await provideBenchRedis();
+  const admin = new Redis(redis.url);
+  const meter = new UsageMeter(admin);
+  const runId = randomBytes(3).toString('hex');
+  const all: LockContender[] = [
+    ...(await createOurContenders(redis.url, 'hot')),
+    await createRawContender(redis.url, 'hot:raw'),
+    await createRedlockContender(redis.url, 'hot:redlock'),
+    await createSemaphoreContender(redis.url, 'hot:sem'),
+  ];
+  const contenders = all.filter((c) => !ONLY || ONLY.includes(c.name));
+  const rounds = new Map<string, Round[]>(contenders.map((c) => [c.name, []]));
+  const loadAtStart = loadavg();
+  const redisVersion = await redisServerVersion(admin);
+  try {
+    for (const c of contenders) await runParallel(c, `${runId}:${c.name}`, { width: WIDTH, durationMs: 300 });
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < contenders.length; i++) {
+        const c = contenders[(i + round) % contenders.length];
+        const { result, usage } = await meter.measure(() => runParallel(c, `${runId}:${c.name}`, { width: WIDTH, durationMs: ROUND_MS }));
+        rounds.get(c.name)!.push({
+          clientMicros: result.cpuMicros / result.pairs,
+          redisMicros: usage.redisCpuMicros / result.pairs,
+          commands: totalCalls(usage) / result.pairs,
+          opsPerSec: (result.pairs / result.elapsedMs) * 1000,
+        });
+      }
+      process.stderr.write(`[hot-path] round ${round + 1}/${ROUNDS}\n`);
+    }
+  } finally {
+    for (const c of all) await c.close().catch(() => undefined);
+    admin.disconnect();
+    await redis.stop();
+  }
+  const loadAtEnd = loadavg();
+  const summary = contenders.map((c) => {
+    const r = rounds.get(c.name)!;
+    return {
+      name: c.name,
+      client: median(r.map((x) => x.clientMicros)),
+      redis: median(r.map((x) => x.redisMicros)),
+      commands: median(r.map((x) => x.commands)),
+      ops: median(r.map((x) => x.opsPerSec)),
+    };
+  });
+  const raw = summary.find((s) => s.name === 'raw');
+  const ratio = (value: number, base: number | undefined) => (base ? `${(value / base).toFixed(2)}×` : '');
+  const table = markdownTable(
+    ['contender', 'client CPU µs/cycle', 'vs raw', 'Redis CPU µs/cycle', 'vs raw', 'Redis commands/cycle', 'cycles/s (noisy)', 'vs raw'],
+    summary.map((s) => [
+      s.name,
+      s.client.toFixed(1),
+      ratio(s.client, raw?.client),
+      s.redis.toFixed(1),
+      ratio(s.redis, raw?.redis),
+      s.commands.toFixed(2),
+      Math.round(s.ops).toLocaleString('en-US'),
+      ratio(s.ops, raw?.ops),
+    ]),
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+  );
+  const versions = describeVersions(stackVersions(['ioredis', 'redis-semaphore', '@sesamecare-oss/redlock']));
+  const markdown = [
+    '# Lock hot path: CPU per uncontended cycle',
+    '',
+    `bench/hot-path.bench.ts, ${new Date().toISOString()}: ${WIDTH} callers in parallel on distinct keys, fixed lease, ` +
+      `${ROUNDS} rounds × ${ROUND_MS} ms per contender (order rotated), medians of the rounds.`,
+    '',
+    table,
+    '',
+    `Redis ${redisVersion}; ${versions}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} → ` +
+      `${loadAtEnd.map((l) => l.toFixed(2)).join(' ')}`,
+    '',
+  ].join('\n');
+  process.stdout.write(`${markdown}\n`);
+  if (!PROFILE && !ONLY) {
+    mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });
+    writeFileSync(join(import.meta.dirname, 'results', 'hot-path-latest.md'), markdown);
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
