@@ -18,16 +18,16 @@ import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.
 import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua.js';
 import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
 import { leaveFairQueueScript } from '../../lib/lock/scripts/leave-fair-queue.lua.js';
-import {
-  acquireReadLockScript,
-  acquireWriteLockScript,
-  leaveWritersScript,
-  releaseReadWriteLockScript,
-  renewReadWriteLocksScript,
-} from '../../lib/lock/scripts/read-write-lock.lua.js';
+import { acquireReadLockScript } from '../../lib/lock/scripts/acquire-read-lock.lua.js';
+import { acquireWriteLockScript } from '../../lib/lock/scripts/acquire-write-lock.lua.js';
+import { leaveReadWriteWritersScript } from '../../lib/lock/scripts/leave-read-write-writers.lua.js';
+import { releaseReadWriteLockScript } from '../../lib/lock/scripts/release-read-write-lock.lua.js';
+import { renewReadWriteLocksScript } from '../../lib/lock/scripts/renew-read-write-locks.lua.js';
 import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
 import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua.js';
-import { acquirePermitScript, releasePermitScript, renewPermitsScript } from '../../lib/lock/scripts/semaphore.lua.js';
+import { acquirePermitScript } from '../../lib/lock/scripts/acquire-permit.lua.js';
+import { releasePermitScript } from '../../lib/lock/scripts/release-permit.lua.js';
+import { renewPermitsScript } from '../../lib/lock/scripts/renew-permits.lua.js';
 import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua.js';
 import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua.js';
 import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.js';
@@ -288,7 +288,7 @@ const lockRows: LostReplyRow[] = [
   }),
   row({
     name: 'writer leave: a waiting writer giving up whose leave runs twice no longer holds readers back',
-    script: leaveWritersScript,
+    script: leaveReadWriteWritersScript,
     arrange: (ctx) => ctx.peerLocks.readWrite('rw-wait').read(),
     act: async (ctx) => {
       const writers = ctx.keys.lock('rw-wait').waitingWriters;

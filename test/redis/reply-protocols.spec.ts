@@ -356,7 +356,7 @@ describe('Redis reply protocols', () => {
       readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
         const path = join(dir, entry.name);
         if (entry.isDirectory()) return scriptFiles(path);
-        return /\.lua\.ts$|lua-prelude\.ts$|lua-snippets\.ts$/.test(entry.name) ? [path] : [];
+        return /\.lua\.ts$|lua-snippets\.ts$/.test(entry.name) ? [path] : [];
       });
     const files = scriptFiles(root);
 

@@ -19,14 +19,12 @@ const lib = join(import.meta.dirname, '../../../../lib');
 interface Engine {
   readonly folder: string;
   readonly list: readonly RedisScript[];
-  /** Files that only re-export scripts under an older path, until their importers move. */
-  readonly forwarding: readonly string[];
 }
 
 const ENGINES: readonly Engine[] = [
-  { folder: 'lock/scripts', list: ALL_LOCK_SCRIPTS, forwarding: ['read-write-lock.lua.ts', 'semaphore.lua.ts'] },
-  { folder: 'lock/redlock/scripts', list: ALL_REDLOCK_SCRIPTS, forwarding: [] },
-  { folder: 'delay-queue/scripts', list: ALL_DELAY_QUEUE_SCRIPTS, forwarding: [] },
+  { folder: 'lock/scripts', list: ALL_LOCK_SCRIPTS },
+  { folder: 'lock/redlock/scripts', list: ALL_REDLOCK_SCRIPTS },
+  { folder: 'delay-queue/scripts', list: ALL_DELAY_QUEUE_SCRIPTS },
 ];
 
 interface ScriptFile {
@@ -59,17 +57,13 @@ function isSnippet(value: unknown): value is LuaSnippet {
 
 describe.each(ENGINES.map((engine) => [engine.folder, engine] as const))('Lua scripts of lib/%s', (folder, engine) => {
   let scriptFiles: ScriptFile[];
-  let forwardingFiles: ScriptFile[];
 
   beforeAll(async () => {
-    const all = await filesOf(folder, /\.lua\.ts$/);
-    scriptFiles = all.filter((file) => !engine.forwarding.some((name) => file.path.endsWith(`/${name}`)));
-    forwardingFiles = all.filter((file) => !scriptFiles.includes(file));
+    scriptFiles = await filesOf(folder, /\.lua\.ts$/);
   });
 
   it('has script files', () => {
     expect(scriptFiles.length).toBeGreaterThan(0);
-    expect(forwardingFiles.map((file) => file.path.split('/').pop())).toEqual([...engine.forwarding].sort());
   });
 
   it('defines one script per file, named after the file: <operation>.lua.ts exports <operation>Script named <operation>', () => {
@@ -110,15 +104,6 @@ describe.each(ENGINES.map((engine) => [engine.folder, engine] as const))('Lua sc
 
   it('lists no script twice', () => {
     expect(new Set(engine.list).size).toBe(engine.list.length);
-  });
-
-  it('keeps forwarding files to re-exports of scripts of the folder', () => {
-    for (const file of forwardingFiles) {
-      const statements = file.text.replace(/\/\*\*[\s\S]*?\*\//g, '').trim().split(/;\s*/).filter(Boolean);
-      expect(statements.filter((statement) => !/^export \{[^}]+\} from '\.\/[a-z-]+\.lua\.js'$/.test(statement))).toEqual([]);
-      const scripts = scriptFiles.map((scriptFile) => Object.values(scriptFile.exports)[0]);
-      expect(Object.values(file.exports).filter((value) => !scripts.includes(value))).toEqual([]);
-    }
   });
 });
 
