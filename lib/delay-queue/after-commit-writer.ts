@@ -1,7 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { newOperationId } from './jobs/operation-record.js';
-import { backoffDelay, type PreparedJob } from './jobs/prepare-job.js';
+import { backoffDelay } from '../core/options/retry-backoff.js';
+import type { PreparedJob } from './jobs/prepare-job.js';
 import { retryWithBackoff } from '../core/time/retry-with-backoff.js';
 import { settleWithin } from '../core/time/settle-within.js';
 

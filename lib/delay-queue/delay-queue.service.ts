@@ -3,6 +3,7 @@ import {
   Inject,
   Injectable,
   Logger,
+  OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
 import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
@@ -12,7 +13,9 @@ import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { preloadScripts } from '../core/redis/preload-scripts.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
+import { errorMessage } from '../core/errors/error-message.js';
 import type { RedisScript } from '../core/redis/redis-script.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './after-commit-writer.js';
@@ -24,7 +27,8 @@ import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
 import { decodeJobLeniently } from './jobs/job-codec.js';
 import { newOperationId, operationKey, runRecorded } from './jobs/operation-record.js';
-import { describe, prepareJob, type PreparedJob } from './jobs/prepare-job.js';
+import { describeValue } from '../core/options/option-validation.js';
+import { prepareJob, type PreparedJob } from './jobs/prepare-job.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
 import { readJobScript } from './scripts/read-job.lua.js';
@@ -32,6 +36,7 @@ import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './scripts/schedule-jobs.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
+import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
 
@@ -54,7 +59,7 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  * await delayQueue.cancel('order.expire', id); // paid in time
  */
 @Injectable()
-export class DelayQueueService implements BeforeApplicationShutdown, OnApplicationShutdown {
+export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('DelayQueue');
   private closed = false;
   /** Jobs of committed transactions on their way to Redis (retried until written; see AfterCommitWriter). */
@@ -118,7 +123,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
   async scheduleMany<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
     this.shardKeys(topic); // validates the topic before anything else
     this.assertOpen('schedule jobs');
-    if (!Array.isArray(jobs)) throw new InvalidJobError(topic, 'jobs', `is ${describe(jobs)}; pass an array of { payload, ...options }`);
+    if (!Array.isArray(jobs)) throw new InvalidJobError(topic, 'jobs', `is ${describeValue(jobs)}; pass an array of { payload, ...options }`);
     return this.tracing.traceSchedule(topic, jobs.length, async (traceparent) => {
       const prepared = jobs.map((job, i) => {
         if (job === null || typeof job !== 'object' || !('payload' in job)) {
@@ -206,7 +211,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
     const shards = this.shardKeys(topic);
     const limit = options?.limit ?? 100;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-      throw new InvalidOptionsError('deadLetters.limit', `got ${describe(limit)}; use a whole number from 1 to 10000`);
+      throw new InvalidOptionsError('deadLetters.limit', `got ${describeValue(limit)}; use a whole number from 1 to 10000`);
     }
     // Each shard's newest `limit`, merged: the newest `limit` overall are among them.
     const perShard = await Promise.all(
@@ -277,16 +282,25 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
   }
 
   /**
-   * Drains every consumer and flushes the writes of committed transactions still pending, before
-   * the module's connections close (in `onApplicationShutdown`). The `@OnDelayed` consumers drain
-   * first, so that jobs their handlers schedule in transactions while they finish are flushed too.
+   * Loads the delay-queue scripts into Redis's cache up front. An optimisation only, so it neither
+   * delays bootstrap nor fails it (with Redis down it finishes, or fails quietly, in the background).
+   */
+  onApplicationBootstrap(): void {
+    void preloadScripts(this.connection.client, ALL_DELAY_QUEUE_SCRIPTS).catch((error: unknown) =>
+      this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
+    );
+  }
+
+  /**
+   * Drains every consumer, then flushes the writes of committed transactions still pending, before
+   * the module's connections close (in `onApplicationShutdown`). Consumers drain first (the
+   * `@OnDelayed` ones, then those of `consume()`), so that jobs their handlers schedule in
+   * transactions while they finish are flushed too.
    */
   async beforeApplicationShutdown(): Promise<void> {
     await this.consumers.drain('on-delayed');
-    await Promise.all([
-      this.consumers.drain('all'),
-      this.afterCommit.flush(Math.max(AFTER_COMMIT_FLUSH_MIN_MS, this.config.delayQueue.shutdownTimeout)),
-    ]);
+    await this.consumers.drain('all');
+    await this.afterCommit.flush(Math.max(AFTER_COMMIT_FLUSH_MIN_MS, this.config.delayQueue.shutdownTimeout));
   }
 
   onApplicationShutdown(): void {
@@ -381,7 +395,7 @@ export class DelayQueueService implements BeforeApplicationShutdown, OnApplicati
 
   private assertId(topic: string, id: unknown): void {
     if (typeof id !== 'string' || id.length === 0) {
-      throw new InvalidJobError(topic, 'id', `is ${describe(id)}; use the non-empty string schedule() returned`);
+      throw new InvalidJobError(topic, 'id', `is ${describeValue(id)}; use the non-empty string schedule() returned`);
     }
   }
 

@@ -1,6 +1,6 @@
 import { escapeKeyPart } from '../core/keys/escape-key-part.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { MAX_TIMER_MS } from '../core/options/resolve-redis-lock-config.js';
+import { MAX_TIMER_MS } from '../core/options/option-validation.js';
 import { DEFAULT_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from './scheduling.constants.js';
 
 /** A validated lease of `@OnOneInstance` or `@LeaderElection`. Internal. */

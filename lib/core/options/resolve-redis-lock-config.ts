@@ -8,9 +8,6 @@ import type { RedisLockConfig } from './redis-lock-config.js';
 import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config.js';
 import type { RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 
-/** Kept for lib/lock/with-lock.ts, which imports it from here; new code imports option-validation.js. */
-export { MAX_TIMER_MS } from './option-validation.js';
-
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 const EVICTION_POLICY_CHECKS = ['error', 'warn', 'off'] as const;
 

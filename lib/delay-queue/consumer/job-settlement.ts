@@ -5,7 +5,7 @@ import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import type { DecodedJob } from '../jobs/job-codec.js';
-import { backoffDelay } from '../jobs/prepare-job.js';
+import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
 import { failJobScript } from '../scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../scripts/release-jobs.lua.js';

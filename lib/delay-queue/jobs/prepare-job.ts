@@ -92,9 +92,3 @@ export function prepareJob(
     payloadBytes: Buffer.byteLength(payloadJson, 'utf8'),
   };
 }
-
-/** Kept for after-commit-writer.ts and consumer/job-settlement.ts until they import it from core/options/retry-backoff.js. */
-export { backoffDelay } from '../../core/options/retry-backoff.js';
-
-/** Kept for delay-queue.service.ts until it imports `describeValue` from core/options/option-validation.js. */
-export { describeValue as describe };
