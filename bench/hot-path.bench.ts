@@ -6,6 +6,7 @@
  *
  *   node --import ./tools/typescript-loader/register.js bench/hot-path.bench.ts
  *   HOT_ROUNDS=12 HOT_ROUND_MS=400 HOT_ONLY=ours,raw …     (defaults: 10 rounds of 350 ms, everyone)
+ *   HOT_EXTRA=1 …        (also `ours (tracing off)` and `ours' scripts alone`, see createBareScriptsContender)
  *   HOT_CPU_PROFILE=1 …   (with node --cpu-prof: only `ours` runs, for a clean profile)
  *
  * Prints (and writes bench/results/hot-path-latest.md) the median per contender of: client CPU per
@@ -18,23 +19,26 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import { clientShareOf, countRoundTrips, provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
 import {
+  createBareScriptsContender,
   createOurContenders,
   createRawContender,
   createRedlockContender,
   createSemaphoreContender,
   type LockContender,
 } from './support/lock-contenders.js';
-import { runParallel } from './support/lock-scenarios.js';
+import { runParallel, runSequential } from './support/lock-scenarios.js';
 import { markdownTable } from './support/markdown-table.js';
 import { describeVersions, stackVersions } from './support/stack-versions.js';
-import { totalCalls, UsageMeter } from './support/usage-meter.js';
+import { commandMicros, totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
 
 const ROUNDS = Number(process.env.HOT_ROUNDS ?? 10);
 const ROUND_MS = Number(process.env.HOT_ROUND_MS ?? 350);
 const WIDTH = 64;
 const PROFILE = process.env.HOT_CPU_PROFILE === '1';
+/** Also measure `ours (tracing off)` and `ours' scripts alone` (what the library adds on top of its Redis protocol). */
+const EXTRA = process.env.HOT_EXTRA === '1';
 const ONLY = PROFILE ? ['ours'] : process.env.HOT_ONLY?.split(',').map((s) => s.trim());
 
 interface Round {
@@ -42,6 +46,8 @@ interface Round {
   readonly redisMicros: number;
   readonly commands: number;
   readonly opsPerSec: number;
+  readonly pairs: number;
+  readonly usage: Usage;
 }
 
 const median = (values: readonly number[]) => {
@@ -61,8 +67,14 @@ async function main(): Promise<void> {
     await createRedlockContender(redis.url, 'hot:redlock'),
     await createSemaphoreContender(redis.url, 'hot:sem'),
   ];
+  if (EXTRA) {
+    const [untraced] = await createOurContenders(redis.url, 'hot-untraced', { tracing: false });
+    all.push({ ...untraced, name: 'ours (tracing off)' }, await createBareScriptsContender(redis.url, 'hot-bare'));
+  }
   const contenders = all.filter((c) => !ONLY || ONLY.includes(c.name));
   const rounds = new Map<string, Round[]>(contenders.map((c) => [c.name, []]));
+  /** Redis command execution time per cycle, each command once (see usage-meter.ts), per round. */
+  const commandTime = new Map<string, number[]>();
   const loadAtStart = loadavg();
   const redisVersion = await redisServerVersion(admin);
   try {
@@ -76,9 +88,17 @@ async function main(): Promise<void> {
           redisMicros: usage.redisCpuMicros / result.pairs,
           commands: totalCalls(usage) / result.pairs,
           opsPerSec: (result.pairs / result.elapsedMs) * 1000,
+          pairs: result.pairs,
+          usage,
         });
       }
       process.stderr.write(`[hot-path] round ${round + 1}/${ROUNDS}\n`);
+    }
+    // Which commands each contender sends itself (the rest ran inside its scripts), for command time counted once.
+    for (const c of contenders) {
+      const profile = await countRoundTrips(redis.url, () => runSequential(c, `${runId}:${c.name}:profile`, { warmup: 0, iterations: 200 }).then(() => undefined));
+      const share = clientShareOf(profile);
+      commandTime.set(c.name, rounds.get(c.name)!.map((r) => commandMicros(r.usage, share) / r.pairs));
     }
   } finally {
     for (const c of all) await c.close().catch(() => undefined);
@@ -92,6 +112,7 @@ async function main(): Promise<void> {
       name: c.name,
       client: median(r.map((x) => x.clientMicros)),
       redis: median(r.map((x) => x.redisMicros)),
+      commandMicros: median(commandTime.get(c.name) ?? [Number.NaN]),
       commands: median(r.map((x) => x.commands)),
       ops: median(r.map((x) => x.opsPerSec)),
     };
@@ -99,25 +120,41 @@ async function main(): Promise<void> {
   const raw = summary.find((s) => s.name === 'raw');
   const ratio = (value: number, base: number | undefined) => (base ? `${(value / base).toFixed(2)}×` : '');
   const table = markdownTable(
-    ['contender', 'client CPU µs/cycle', 'vs raw', 'Redis CPU µs/cycle', 'vs raw', 'Redis commands/cycle', 'cycles/s (noisy)', 'vs raw'],
+    [
+      'contender',
+      'client CPU µs/cycle',
+      'vs raw',
+      'Redis CPU µs/cycle',
+      'vs raw',
+      'Redis command time µs/cycle',
+      'vs raw',
+      'Redis commands/cycle',
+      'cycles/s (noisy)',
+      'vs raw',
+    ],
     summary.map((s) => [
       s.name,
       s.client.toFixed(1),
       ratio(s.client, raw?.client),
       s.redis.toFixed(1),
       ratio(s.redis, raw?.redis),
+      s.commandMicros.toFixed(2),
+      ratio(s.commandMicros, raw?.commandMicros),
       s.commands.toFixed(2),
       Math.round(s.ops).toLocaleString('en-US'),
       ratio(s.ops, raw?.ops),
     ]),
-    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
   );
   const versions = describeVersions(stackVersions(['ioredis', 'redis-semaphore', '@sesamecare-oss/redlock']));
   const markdown = [
     '# Lock hot path: CPU per uncontended cycle',
     '',
     `bench/hot-path.bench.ts, ${new Date().toISOString()}: ${WIDTH} callers in parallel on distinct keys, fixed lease, ` +
-      `${ROUNDS} rounds × ${ROUND_MS} ms per contender (order rotated), medians of the rounds.`,
+      `${ROUNDS} rounds × ${ROUND_MS} ms per contender (order rotated), medians of the rounds. ` +
+      'Client CPU: this process (process.cpuUsage); Redis CPU: the redis-server process (INFO cpu: execution, I/O, ' +
+      'event loop, which grows per operation when fewer operations share a wake-up); Redis command time: execution ' +
+      'alone (INFO commandstats, each command once: a script with what it ran); cycles/s is wall clock, noisy on a shared machine.',
     '',
     table,
     '',

@@ -4,6 +4,9 @@ import { Redlock } from '@sesamecare-oss/redlock';
 import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import { LockService, RedisLockModule, type AcquireOptions } from '../../lib/index.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
+import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
 import { sleep } from './stats.js';
 
 /** Where a contender connects: a Redis URL, or the nodes of a Redis Cluster. */
@@ -82,10 +85,15 @@ export const SEMAPHORE_OPTIONS = { lockTimeout: LEASE_MS, acquireTimeout: WAIT_T
  * - `ours (fair)`: `fair: true`, FIFO hand-over through a queue in Redis, fixed lease.
  * Closing `ours` closes the shared context.
  */
-export async function createOurContenders(target: BenchTarget, keyPrefix: string): Promise<LockContender[]> {
-  const app = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: moduleRedisOption(target), keyPrefix }), {
-    logger: false,
-  });
+export async function createOurContenders(
+  target: BenchTarget,
+  keyPrefix: string,
+  moduleOptions: { readonly tracing?: boolean } = {},
+): Promise<LockContender[]> {
+  const app = await NestFactory.createApplicationContext(
+    RedisLockModule.forRoot({ redis: moduleRedisOption(target), keyPrefix, ...moduleOptions }),
+    { logger: false },
+  );
   const locks = app.get(LockService);
   const variant = (name: string, options: AcquireOptions, settings: string): LockContender => ({
     name,
@@ -181,6 +189,39 @@ export async function createSemaphoreContender(target: BenchTarget, keyPrefix: s
       const mutex = new Mutex(client, `${keyPrefix}:${key}`, SEMAPHORE_OPTIONS);
       await mutex.acquire();
       return () => mutex.release();
+    },
+    close: async () => {
+      await client.quit();
+    },
+  };
+}
+
+/**
+ * The plain lock's own Redis protocol with nothing of the library around it: acquire-lock and
+ * release-lock run straight on one client, keys built once per key. Not a real lock client (no
+ * waiting, no handle, no lease timer, no options): it is the floor under `ours`, so that what the
+ * protocol costs the client and what the library's JavaScript adds can be told apart.
+ */
+export async function createBareScriptsContender(target: string, keyPrefix: string): Promise<LockContender> {
+  const client = connect(target) as Redis;
+  const keySpace = new RedisKeySpace(keyPrefix);
+  const keysOf = new Map<string, ReturnType<RedisKeySpace['lock']>>();
+  const clientId = randomBytes(6).toString('hex');
+  let sequence = 0;
+  return {
+    name: "ours' scripts alone",
+    settings: 'acquire-lock + release-lock EVALSHA on one client, nothing else (a floor, not a lock client)',
+    async acquire(key) {
+      let keys = keysOf.get(key);
+      if (!keys) keysOf.set(key, (keys = keySpace.lock(key)));
+      const owner = `${clientId}:${++sequence}`;
+      const hold = `${owner}/${sequence}`;
+      const [ok] = await acquireLockScript.run<[number, string]>(client, [keys.owners, keys.fence], [owner, LEASE_MS, '0', '', hold, 'wait']);
+      if (ok !== 1) throw new Error(`bare scripts: ${key} is held`);
+      const held = keys;
+      return async () => {
+        await releaseLockScript.run(client, [held.owners, held.wakeChannel, held.queue], [owner, 'publish', hold]);
+      };
     },
     close: async () => {
       await client.quit();
