@@ -1,7 +1,7 @@
-import { InvalidOptionsError, type AcquireOptions } from '../../../../lib/index.js';
-import { MAX_TIMER_MS } from '../../../../lib/core/options/option-validation.js';
-import { resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
-import { resolveAcquireOptions } from '../../../../lib/lock/resolve-acquire-options.js';
+import { InvalidOptionsError, type AcquireOptions } from '../../../lib/index.js';
+import { MAX_TIMER_MS } from '../../../lib/core/options/option-validation.js';
+import { resolveRedisLockConfig } from '../../../lib/core/options/resolve-redis-lock-config.js';
+import { resolveAcquireOptions } from '../../../lib/lock/resolve-acquire-options.js';
 
 const defaults = resolveRedisLockConfig({}).lock;
 const replicated = resolveRedisLockConfig({ lock: { leaseTime: 1_000, syncReplicas: { replicas: 1, timeout: 400 } } }).lock;
