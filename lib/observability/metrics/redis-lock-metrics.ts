@@ -115,6 +115,24 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['topic'],
       registers,
     });
+    const leadershipChanges = new Counter({
+      name: named('leadership_changes_total'),
+      help: 'Leadership terms of @LeaderElection keys begun (acquired) and ended (stepped-down, lease-lost) on this instance.',
+      labelNames: ['key', 'change'],
+      registers,
+    });
+    const leader = new Gauge({
+      name: named('leader'),
+      help: '1 while this instance is the leader of the @LeaderElection key, 0 after its term ended.',
+      labelNames: ['key'],
+      registers,
+    });
+    const oneInstanceChanges = new Counter({
+      name: named('one_instance_lease_changes_total'),
+      help: '@OnOneInstance leases taken (acquired) and given up (handed-back, lease-lost) by this instance.',
+      labelNames: ['key', 'change'],
+      registers,
+    });
     const self = this;
     new Gauge({
       name: named('after_commit_writes_pending'),
@@ -169,6 +187,16 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     this.listen('job.recovered', ({ topic }) => outcomes.inc({ topic, outcome: 'recovered' }));
     this.listen('job.schedule.retrying', ({ topic }) => afterCommitRetries.inc({ topic }));
     this.listen('job.schedule.lost', ({ topic, ids }) => afterCommitLost.inc({ topic }, ids.length));
+    this.listen('leadership.acquired', ({ key }) => {
+      leadershipChanges.inc({ key, change: 'acquired' });
+      leader.set({ key }, 1);
+    });
+    this.listen('leadership.lost', ({ key, reason }) => {
+      leadershipChanges.inc({ key, change: reason });
+      leader.set({ key }, 0);
+    });
+    this.listen('one-instance.acquired', ({ key }) => oneInstanceChanges.inc({ key, change: 'acquired' }));
+    this.listen('one-instance.lost', ({ key, reason }) => oneInstanceChanges.inc({ key, change: reason }));
   }
 
   onModuleDestroy(): void {
