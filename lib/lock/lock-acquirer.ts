@@ -16,6 +16,19 @@ import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProt
 import { awaitReplicas } from './replica-sync.js';
 import { errorMessage } from '../core/errors/error-message.js';
 
+/** One acquire call: what every try of it shares. */
+interface AcquireCall {
+  readonly protocol: LockProtocol;
+  readonly owner: string;
+  /** This call's hold id (AttemptMode.hold), the same for all its tries. */
+  readonly hold: string;
+  readonly reentry: boolean;
+  readonly options: ResolvedAcquireOptions;
+  /** Monotonic ms after which the call fails with LockAcquireTimeoutError. */
+  readonly deadline: number;
+  readonly reportedKey: string | string[];
+}
+
 /**
  * Takes one lock of any kind: tries, and while it is held elsewhere waits for a release message on
  * its wake channel (one shared subscriber), for the holder's lease end, the deadline or an abort,
@@ -46,10 +59,11 @@ export class LockAcquirer {
    * Acquires `protocol`'s lock. `wait` false resolves `null` when it is held elsewhere; `wait` true
    * waits up to `options.waitTimeout` and then throws `LockAcquireTimeoutError` for `reportedKey`.
    */
-  async acquire(protocol: LockProtocol, options: ResolvedAcquireOptions, wait: boolean, reportedKey: string | string[]): Promise<HeldLockHandle | null> {
-    if (this.closed) throw new LockServiceClosedError();
+  acquire(protocol: LockProtocol, options: ResolvedAcquireOptions, wait: boolean, reportedKey: string | string[]): Promise<HeldLockHandle | null> {
+    // Not async (hot path): the promise of acquireAs is handed on as is.
+    if (this.closed) return Promise.reject(new LockServiceClosedError());
     const { signal } = options;
-    if (signal?.aborted) throw new LockAcquireAbortedError(reportedKey, signal.reason);
+    if (signal?.aborted) return Promise.reject(new LockAcquireAbortedError(reportedKey, signal.reason));
     const enclosingOwner = this.reentrantOwner(protocol);
     if (enclosingOwner !== undefined || protocol.reentrancyKey === undefined) {
       return this.acquireAs(protocol, enclosingOwner, options, wait, reportedKey);
@@ -63,8 +77,12 @@ export class LockAcquirer {
     this.wake.close();
   }
 
-  /** Acquires under `enclosingOwner` (a re-entry) or, when undefined, under a fresh owner id. */
-  private async acquireAs(
+  /**
+   * Acquires under `enclosingOwner` (a re-entry) or, when undefined, under a fresh owner id. The
+   * first try is chained without an async frame (the uncontended path); only a caller that has to
+   * wait enters `waitForLock`.
+   */
+  private acquireAs(
     protocol: LockProtocol,
     enclosingOwner: string | undefined,
     options: ResolvedAcquireOptions,
@@ -75,27 +93,30 @@ export class LockAcquirer {
     const hold = `${owner}/${++this.holdSequence}`;
     const reentry = enclosingOwner !== undefined;
     const willWait = wait && options.waitTimeout > 0;
-    const started = performance.now();
-    const deadline = started + options.waitTimeout;
-    const attempt = (waiting: boolean) =>
-      this.attemptBefore(deadline, protocol, owner, options, { willWait: true, reentry, hold, waiting }, reportedKey);
+    const deadline = performance.now() + options.waitTimeout;
+    const call: AcquireCall = { protocol, owner, hold, reentry, options, deadline, reportedKey };
 
     // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
     // newcomer queues behind them instead of barging in the moment a release frees the key.
     const queueBehind =
       willWait && protocol.localFifo && enclosingOwner === undefined ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
-    let sentAt = performance.now();
-    let outcome: AttemptOutcome | undefined;
-    if (queueBehind === 0) {
-      outcome = willWait
-        ? await attempt(false)
-        : await protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
-      if (outcome.acquired) return this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
+    if (queueBehind > 0) return this.waitForLock(call, queueBehind);
+    const sentAt = performance.now();
+    const first = willWait
+      ? this.attemptBefore(call, false)
+      : protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
+    return first.then((outcome) => {
+      if (outcome.acquired) return this.handleFor(call, outcome, sentAt);
       if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
-    }
+      return this.waitForLock(call, 0);
+    });
+  }
 
+  /** Waits for the lock after a refused first try (or, with `queueBehind`, behind this process's parked waiters first). */
+  private async waitForLock(call: AcquireCall, queueBehind: number): Promise<HeldLockHandle> {
+    const { protocol, owner, options, deadline, reportedKey } = call;
     // Subscribe before the next try: a release that lands between that try and the wait is then
     // counted by the channel and not lost.
     let channel: WakeChannel | undefined;
@@ -109,11 +130,11 @@ export class LockAcquirer {
         woken = reason === 'woken';
       }
       for (;;) {
-        sentAt = performance.now();
-        outcome = await attempt(true);
+        const sentAt = performance.now();
+        const outcome = await this.attemptBefore(call, true);
         if (outcome.acquired) {
           acquired = true;
-          return await this.handleFor(protocol, outcome.owner ?? owner, hold, outcome.fencingToken, sentAt, options, reportedKey);
+          return await this.handleFor(call, outcome, sentAt);
         }
         if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
         woken = await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey, woken);
@@ -128,15 +149,11 @@ export class LockAcquirer {
    * One attempt that gives up at the deadline even if Redis does not answer (a black-holed
    * connection would otherwise hold the caller far past its waitTimeout). An attempt that still
    * succeeds after that is released at once, so nothing is left held by a caller that gave up.
+   * `waiting`: the caller already waits for this lock (see AttemptMode.waiting).
    */
-  private attemptBefore(
-    deadline: number,
-    protocol: LockProtocol,
-    owner: string,
-    options: ResolvedAcquireOptions,
-    mode: AttemptMode,
-    reportedKey: string | string[],
-  ): Promise<AttemptOutcome> {
+  private attemptBefore(call: AcquireCall, waiting: boolean): Promise<AttemptOutcome> {
+    const { protocol, owner, hold, options, deadline, reportedKey } = call;
+    const mode: AttemptMode = { willWait: true, reentry: call.reentry, hold, waiting };
     const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
     // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
     return new Promise<AttemptOutcome>((resolve, reject) => {
@@ -147,7 +164,7 @@ export class LockAcquirer {
           reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
           attempt.then(
             // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
-            (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, mode.hold),
+            (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, hold),
             () => undefined,
           );
         },
@@ -217,27 +234,27 @@ export class LockAcquirer {
     throw new LockAcquireAbortedError(reportedKey, options.signal?.reason);
   }
 
-  private async handleFor(
-    protocol: LockProtocol,
-    owner: string,
-    hold: string,
-    fencingToken: string,
-    sentAt: number,
-    options: ResolvedAcquireOptions,
-    reportedKey: string | string[],
-  ): Promise<HeldLockHandle> {
-    if (options.syncReplicas) {
-      // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
-      // deferred by an enclosing transaction, not watched).
-      await awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, reportedKey, () =>
-        protocol.release(this.connection.client, owner, this.connection.publishCommand, hold),
-      );
-    }
-    const handle = this.holds.issue(protocol, owner, hold, fencingToken, sentAt, options);
+  /** The handle of a granted try; a promise only when replicas must confirm or the caller gave up meanwhile. */
+  private handleFor(call: AcquireCall, outcome: AttemptOutcome & { acquired: true }, sentAt: number): HeldLockHandle | Promise<HeldLockHandle> {
+    const { protocol, options } = call;
+    const owner = outcome.owner ?? call.owner;
+    if (!options.syncReplicas) return this.issue(call, owner, outcome.fencingToken, sentAt);
+    // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
+    // deferred by an enclosing transaction, not watched).
+    return awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
+      protocol.release(this.connection.client, owner, this.connection.publishCommand, call.hold),
+    ).then(() => this.issue(call, owner, outcome.fencingToken, sentAt));
+  }
+
+  private issue(call: AcquireCall, owner: string, fencingToken: string, sentAt: number): HeldLockHandle | Promise<never> {
+    const { options } = call;
+    const handle = this.holds.issue(call.protocol, owner, call.hold, fencingToken, sentAt, options);
     // The caller gave up while the winning try was in flight: hand the lock straight back.
     if (options.signal?.aborted) {
-      await handle.release();
-      throw new LockAcquireAbortedError(reportedKey, options.signal.reason);
+      const reason: unknown = options.signal.reason;
+      return handle.release().then(() => {
+        throw new LockAcquireAbortedError(call.reportedKey, reason);
+      });
     }
     return handle;
   }

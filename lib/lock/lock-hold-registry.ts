@@ -71,11 +71,11 @@ export class LockHoldRegistry implements HeldLockOperations {
     return kept ? this.reenterKept(transaction, kept, acquireAs) : acquireAs(undefined);
   }
 
-  async releaseHeld(handle: HeldLockHandle): Promise<void> {
+  releaseHeld(handle: HeldLockHandle): Promise<void> {
     if (handle.lost) {
       this.forget(handle);
       this.releaseLost(handle);
-      return;
+      return Promise.resolve();
     }
     if (this.transactions.isActive()) {
       // The lock must outlive COMMIT, or a second worker could act on data the first has not
@@ -89,9 +89,9 @@ export class LockHoldRegistry implements HeldLockOperations {
           return this.releaseNow(handle);
         },
       });
-      return;
+      return Promise.resolve();
     }
-    await this.releaseNow(handle);
+    return this.releaseNow(handle);
   }
 
   async extendHeld(handle: HeldLockHandle, leaseTime: number): Promise<void> {
@@ -151,15 +151,20 @@ export class LockHoldRegistry implements HeldLockOperations {
     this.watchdog.stop();
   }
 
-  private async releaseNow(handle: HeldLockHandle): Promise<void> {
+  private releaseNow(handle: HeldLockHandle): Promise<void> {
     this.forget(handle);
-    if (handle.lost) return this.releaseLost(handle);
-    handle.markReleased();
-    const result = await handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand, handle.hold);
-    this.observer.released(handle);
-    if (result === -1) {
-      this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
+    if (handle.lost) {
+      this.releaseLost(handle);
+      return Promise.resolve();
     }
+    handle.markReleased();
+    // Chained, not async: a release is half of every lock cycle.
+    return handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand, handle.hold).then((result) => {
+      this.observer.released(handle);
+      if (result === -1) {
+        this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
+      }
+    });
   }
 
   /**

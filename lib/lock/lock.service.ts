@@ -8,6 +8,7 @@ import { RedisConnection } from '../core/redis/redis-connection.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
 import type { AcquireOptions, ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
+import type { HeldLockHandle } from './held-lock-handle.js';
 import type { ReadWriteLock, Semaphore } from './interfaces/lock-kinds.interface.js';
 import { LockAcquirer } from './lock-acquirer.js';
 import { LockHoldRegistry } from './lock-hold-registry.js';
@@ -64,15 +65,25 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * @throws LockNotReplicatedError with `syncReplicas`, when too few replicas confirm in time (the lock is released again)
    * @throws InvalidLockKeyError for an empty, oversized or non-string key
    */
-  async acquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle> {
-    const resolved = resolveAcquireOptions(options, this.config.lock);
-    return (await this.observer.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, true))) as LockHandle;
+  acquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle> {
+    // Not async: every layer of an acquire hands its promise straight on (an async wrapper costs
+    // extra promises and turns per call); a synchronous throw still becomes a rejection.
+    try {
+      const resolved = resolveAcquireOptions(options, this.config.lock);
+      return this.observer.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, true)) as Promise<LockHandle>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Takes the lock if it is free right now; resolves `null` (never waits) if someone else holds it. */
-  async tryAcquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle | null> {
-    const resolved = resolveAcquireOptions({ ...options, waitTimeout: 0 }, this.config.lock);
-    return this.observer.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, false));
+  tryAcquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle | null> {
+    try {
+      const resolved = resolveAcquireOptions({ ...options, waitTimeout: 0 }, this.config.lock);
+      return this.observer.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, false));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
@@ -158,10 +169,16 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     return this.observer.tracingEnabled ? this.observer.traceAcquire(protocol.name, resolved, run, this.observer.kindOf(protocol)) : run();
   }
 
-  private async acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean) {
-    if (!Array.isArray(key)) {
+  private acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean): Promise<HeldLockHandle | MultiLockHandle | null> {
+    if (Array.isArray(key)) return this.acquireSeveral(key, options, wait);
+    try {
       return this.observer.observeAcquire(key, options, this.acquirer.acquire(this.protocols.exclusive(key, options), options, wait, key));
+    } catch (error) {
+      return Promise.reject(error); // an invalid key
     }
+  }
+
+  private async acquireSeveral(key: string[], options: ResolvedAcquireOptions, wait: boolean) {
     const names = lockNamesOf(key);
     if (names.length === 0) throw new InvalidLockKeyError(key, 'a multi-key lock needs at least one key');
     const protocols = names.map((name) => this.protocols.exclusive(name, options)); // validates every key first

@@ -12,14 +12,17 @@ export class ReentrantLockProtocol extends OwnerHashLockProtocol {
   readonly localFifo: boolean = true;
   readonly heartbeat: number | undefined = undefined;
 
-  async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
-    const [ok, value] = await acquireLockScript.run<[number, string | number]>(
-      client,
-      [this.keys.owners, this.keys.fence],
-      [owner, leaseTime, mode.reentry ? '1' : '0', '', mode.hold, mode.waiting ? 'waiting' : mode.willWait ? 'wait' : ''],
-    );
-    if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
-    return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+  attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
+    return acquireLockScript
+      .run<[number, string | number]>(
+        client,
+        [this.keys.owners, this.keys.fence],
+        [owner, leaseTime, mode.reentry ? '1' : '0', '', mode.hold, mode.waiting ? 'waiting' : mode.willWait ? 'wait' : ''],
+      )
+      .then(([ok, value]) => {
+        if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
+        return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+      });
   }
 
   release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number> {
