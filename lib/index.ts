@@ -52,6 +52,13 @@ export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } 
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
 export type { ScheduleOptions, ScheduledJob } from './delay-queue/interfaces/schedule-options.interface.js';
+export type {
+  OnDelayedRepeat,
+  RepeatCatchUp,
+  RepeatInfo,
+  RepeatOptions,
+  RepeatSchedule,
+} from './delay-queue/interfaces/repeat-options.interface.js';
 export type { DelayedJobHandler, JobContext } from './delay-queue/interfaces/job-context.interface.js';
 export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
 export type { Consumer, ConsumerOptions } from './delay-queue/interfaces/consumer.interface.js';

@@ -1,9 +1,17 @@
 import { ON_DELAYED_METADATA } from '../delay-queue/jobs/delay-queue.constants.js';
 import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interface.js';
 import type { OnDelayedMetadata } from '../delay-queue/interfaces/on-delayed-metadata.interface.js';
+import type { OnDelayedRepeat } from '../delay-queue/interfaces/repeat-options.interface.js';
 
-/** Options of `@OnDelayed`: the consumer settings of its topic in this process. */
-export type OnDelayedOptions = ConsumerOptions;
+/**
+ * Options of `@OnDelayed`: the consumer settings of its topic in this process, and optionally
+ * `repeat`, a schedule registered at bootstrap as `DelayQueueService.repeat(topic, schedule, options)`
+ * would (an upsert: every instance registering it is the normal case).
+ */
+export type OnDelayedOptions = ConsumerOptions & {
+  /** `{ every: ms }` or `{ cron, timeZone? }`, with the options of `repeat()` (`id`, `payload`, `catchUp`, ...). */
+  repeat?: OnDelayedRepeat;
+};
 
 
 /**
@@ -19,6 +27,11 @@ export type OnDelayedOptions = ConsumerOptions;
  *   \@OnDelayed('order.expire', { concurrency: 8 })
  *   async expire({ orderId }: { orderId: string }, job: JobContext) {
  *     await this.orders.expireIfUnpaid(orderId, { signal: job.signal });
+ *   }
+ *
+ *   \@OnDelayed('report.daily', { repeat: { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' } })
+ *   async dailyReport(_payload: null, job: JobContext) {
+ *     await this.reports.build(job.scheduledAt); // the tick, once across all instances
  *   }
  * }
  */

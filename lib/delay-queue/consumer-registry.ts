@@ -13,6 +13,7 @@ import { ShardedConsumer } from './consumer/sharded-consumer.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import { TopicShards } from './jobs/topic-shards.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 type Closable = { close(options?: { timeout?: number }): Promise<void> };
 
@@ -40,6 +41,7 @@ export class ConsumerRegistry {
     private readonly events: RedisLockEvents,
     private readonly shards: TopicShards,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
+    private readonly repeats: RepeatScheduler,
   ) {}
 
   /**
@@ -72,7 +74,10 @@ export class ConsumerRegistry {
       onClosed: (closed: Consumer) => {
         if (this.consumers.get(topic)?.consumer === closed) this.consumers.delete(topic);
       },
+      // A claimed repeat tick enqueues the next one before its handler runs.
+      beforeRun: (jobId: string) => this.repeats.afterClaim(topic, jobId),
     };
+    this.repeats.watch(topic);
     // A sharded topic gets one claim loop per shard (see ShardedConsumer), under one Consumer.
     const consumer =
       shardKeys.length === 1

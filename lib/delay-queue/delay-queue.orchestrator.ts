@@ -4,6 +4,9 @@ import { RedisConnection } from '../core/redis/redis-connection.js';
 import { resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
 import { ConsumerRegistry } from './consumer-registry.js';
 import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer.js';
+import type { OnDelayedRepeat } from './interfaces/repeat-options.interface.js';
+import type { RepeatDefinition } from './repeat/repeat-definition.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /**
  * Runs the `@OnDelayed` handlers: finds and checks them in `onModuleInit` (so a mistake fails
@@ -14,12 +17,15 @@ import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed
 @Injectable()
 export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootstrap {
   private handlers: DiscoveredDelayedHandler[] = [];
+  /** The `repeat` schedules of the handlers, checked in `onModuleInit`. */
+  private schedules: Array<{ topic: string; definition: RepeatDefinition; source: string }> = [];
 
   constructor(
     private readonly explorer: DelayedHandlerExplorer,
     private readonly consumerRegistry: ConsumerRegistry,
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly connection: RedisConnection,
+    private readonly repeats: RepeatScheduler,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -27,6 +33,11 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
       this.handlers = this.explorer.explore();
       // Options are checked here too, so a bad `concurrency` fails bootstrap with the method named.
       for (const handler of this.handlers) resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source);
+      this.schedules = this.handlers.flatMap((handler) => {
+        const repeat = handler.options?.repeat;
+        if (repeat === undefined) return [];
+        return [{ topic: handler.topic, definition: this.prepareRepeat(handler, repeat), source: handler.source }];
+      });
     } catch (error) {
       // Nest runs no shutdown hook after a failed init: close our connections ourselves, or they
       // would keep the process alive after the bootstrap error.
@@ -40,9 +51,20 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     return [...new Set(this.handlers.map((handler) => handler.topic))];
   }
 
-  onApplicationBootstrap(): void {
+  /**
+   * Registers the `repeat` schedules (upserts; a failure is logged and retried in the background, it
+   * does not fail bootstrap), then starts the consumers: an instance restarting after downtime first
+   * replaces a stale queued tick by the catch-up rule's one, before its consumer could claim it.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    await Promise.all(this.schedules.map(({ topic, definition, source }) => this.repeats.register(topic, definition, source)));
     for (const handler of this.handlers) {
       this.consumerRegistry.start(handler.topic, handler.invoke, handler.options, handler.source, 'on-delayed');
     }
+  }
+
+  private prepareRepeat(handler: DiscoveredDelayedHandler, repeat: OnDelayedRepeat): RepeatDefinition {
+    const { id, payload, catchUp, maxAttempts, backoff, ...schedule } = repeat ?? ({} as OnDelayedRepeat);
+    return this.repeats.prepare(handler.topic, schedule, { id, payload, catchUp, maxAttempts, backoff }, `${handler.source}: repeat`);
   }
 }

@@ -8,6 +8,7 @@ import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.acces
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { TopicInspector } from './topic-inspector.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /**
  * The delay-queue engine: where each topic's jobs live (`TopicShards`), the service, the consumers
@@ -20,6 +21,7 @@ export const delayQueueProviders: Provider[] = [
     useFactory: (keySpace: RedisKeySpace, config: RedisLockConfig) => new TopicShards(keySpace, config.delayQueue.topics ?? new Map()),
     inject: [RedisKeySpace, REDIS_LOCK_CONFIG],
   },
+  RepeatScheduler,
   ConsumerRegistry,
   DelayQueueService,
   DelayedHandlerMetadataAccessor,

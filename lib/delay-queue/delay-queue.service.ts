@@ -39,6 +39,8 @@ import { topicStatsScript } from './scripts/topic-stats.lua.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
+import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
@@ -74,6 +76,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     private readonly shards: TopicShards,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
     private readonly consumers: ConsumerRegistry,
+    private readonly repeats: RepeatScheduler,
   ) {
     this.afterCommit = new AfterCommitWriter(
       (topic, jobs, writeId) => this.write(topic, jobs, writeId),
@@ -262,6 +265,50 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
       remaining -= moved;
     }
     return total;
+  }
+
+  /**
+   * Runs a job on `topic` at every tick of `schedule`, each tick exactly once across all instances:
+   * the tick's job (id `repeat:<id>@<tick ms>`) is enqueued once by a compare-and-set in Redis, and
+   * runs with the queue's at-least-once delivery (retries, dead letters, visibility). Tick times come
+   * from the Redis server clock. An upsert by `options.id` (default: the topic): calling it again
+   * with the same definition, as every instance does at start, changes nothing; another definition
+   * replaces the stored one (its waiting tick is dropped; the next tick follows the new schedule).
+   * Some consumer of the topic (`@OnDelayed` or `consume()`) must run somewhere for ticks to run.
+   *
+   * Missed ticks after downtime follow `catchUp` (default `'latest'`: one run for the most recent
+   * missed tick). The schedule survives restarts: it lives in Redis until `removeRepeat`.
+   *
+   * @returns the stored schedule and the tick queued now
+   * @throws InvalidOptionsError for a bad schedule or option (named in the message)
+   *
+   * @example
+   * await delayQueue.repeat('report.daily', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' });
+   * await delayQueue.repeat('cache.refresh', { every: 30_000 }, { id: 'eu', payload: { region: 'eu' } });
+   */
+  async repeat<T>(topic: string, schedule: RepeatSchedule, options?: RepeatOptions<T>): Promise<RepeatInfo> {
+    this.shardKeys(topic); // validates the topic before anything else
+    this.assertOpen('repeat a job');
+    return this.repeats.upsert(topic, this.repeats.prepare(topic, schedule, options));
+  }
+
+  /**
+   * Deletes the schedule `id` (default: the topic) and its waiting tick job; a tick already running
+   * finishes, and no further tick is enqueued.
+   *
+   * @returns whether the schedule existed
+   */
+  async removeRepeat(topic: string, id?: string): Promise<boolean> {
+    this.shardKeys(topic);
+    const scheduleId = id ?? topic;
+    this.assertId(topic, scheduleId);
+    return this.repeats.remove(topic, scheduleId);
+  }
+
+  /** The repeatable schedules of `topic`, by next tick (at most 1000 per shard). */
+  async listRepeats(topic: string): Promise<RepeatInfo[]> {
+    this.shardKeys(topic);
+    return this.repeats.list(topic);
   }
 
   /**

@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { DuplicateDelayedHandlerError } from '../core/errors/duplicate-delayed-handler.error.js';
 import type { ConsumerOptions } from './interfaces/consumer.interface.js';
+import type { OnDelayedRepeat } from './interfaces/repeat-options.interface.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
 import type { JobContext } from './interfaces/job-context.interface.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
@@ -10,7 +11,7 @@ import { assertValidTopic } from '../core/keys/topic-name.js';
 /** A decorated method found at bootstrap, bound to its provider instance. */
 export interface DiscoveredDelayedHandler {
   readonly topic: string;
-  readonly options?: ConsumerOptions;
+  readonly options?: ConsumerOptions & { readonly repeat?: OnDelayedRepeat };
   /** `ClassName.method`, for messages. */
   readonly source: string;
   readonly invoke: (payload: unknown, job: JobContext) => Promise<void> | void;

@@ -31,6 +31,10 @@ import { renewPermitsScript } from '../../lib/lock/scripts/renew-permits.lua.js'
 import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua.js';
 import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua.js';
 import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.js';
+import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
+import { readRepeatsScript } from '../../lib/delay-queue/scripts/read-repeats.lua.js';
+import { removeRepeatScript } from '../../lib/delay-queue/scripts/remove-repeat.lua.js';
+import { upsertRepeatScript } from '../../lib/delay-queue/scripts/upsert-repeat.lua.js';
 import { RedisScript } from '../../lib/core/redis/redis-script.js';
 import {
   fence,
@@ -698,6 +702,49 @@ const jobRows: LostReplyRow[] = [
   }),
 ];
 
+/** Repeatable schedules (issue 15): each tick enqueued once, whatever call is run twice. */
+const repeatRows: LostReplyRow[] = [
+  row({
+    name: 'repeat (upsert): an upsert run twice stores one schedule and queues one tick job, and answers the tick it queued',
+    script: upsertRepeatScript,
+    act: (ctx) => ctx.queue.repeat(TOPIC, { every: 60_000 }, { payload: { n: 1 } }),
+    check: async (ctx, _state, info) => {
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0 });
+      expect(await ctx.peerQueue.get(TOPIC, `repeat:${TOPIC}@${info.nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 1 } });
+    },
+  }),
+  row({
+    name: 'repeat (advance): the advance a consumer sends for a claimed tick, run twice, enqueues the next tick once; every tick runs once',
+    script: advanceRepeatScript,
+    arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 300 }),
+    act: async (ctx) => {
+      const recording = recordingConsumer(ctx, 'proxied');
+      await ctx.lost;
+      await waitFor(() => recording.runs.length >= 4, 10_000, 'four ticks');
+      await recording.consumer.close();
+      return recording.runs;
+    },
+    check: async (_ctx, info, runs) => {
+      // Every run a first attempt of its own tick, ticks one period apart from the first queued one.
+      const ticks = runs.map((run) => /^repeat:jobs@(\d+)@1$/.exec(run)?.[1]).map(Number);
+      const first = info.nextRunAt.getTime();
+      expect(ticks).toEqual(ticks.map((_tick, i) => first + i * 300));
+    },
+  }),
+  row({
+    name: 'removeRepeat: a removal run twice still answers true; the schedule and its waiting tick are gone',
+    script: removeRepeatScript,
+    arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 60_000 }),
+    act: (ctx) => ctx.queue.removeRepeat(TOPIC),
+    check: async (ctx, _state, existed) => {
+      expect(existed).toBe(true);
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+    },
+  }),
+];
+
 /** Dead letters made through the API: jobs with one attempt whose handler throws. */
 async function buryJobs(ctx: Omit<Ctx, 'lost'>, ids: string[]): Promise<void> {
   await ctx.peerQueue.scheduleMany(TOPIC, ids.map((id) => ({ payload: id, id, maxAttempts: 1 })));
@@ -717,7 +764,7 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
 }
 
 /** Scripts that only read: a lost reply and a re-send change nothing, so they have no row. */
-const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readJobScript, readDeadLettersScript, topicStatsScript, listJobsScript, readLockScript, readSemaphoreScript];
+const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readRepeatsScript, readJobScript, readDeadLettersScript, topicStatsScript, listJobsScript, readLockScript, readSemaphoreScript];
 
 /** Every Lua script the lock and delayed-job families define (each exported RedisScript of their script folders). */
 async function scriptsOfLibrary(): Promise<ScriptRef[]> {
@@ -739,12 +786,14 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   let harness: LostReplyHarness;
 
   beforeAll(async () => {
-    harness = await LostReplyHarness.start([...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...READ_ONLY_SCRIPTS])]);
+    harness = await LostReplyHarness.start([
+      ...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...READ_ONLY_SCRIPTS]),
+    ]);
   });
   afterAll(() => harness.stop());
 
   it('has a row for every script of the library that changes state', async () => {
-    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
+    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
     const library = await scriptsOfLibrary();
     expect(library.length).toBeGreaterThanOrEqual(25);
     expect(library.filter((script) => !covered.has(script.sha)).map((script) => script.name)).toEqual([]);
@@ -756,5 +805,9 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
 
   describe('jobs', () => {
     it.each(jobRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
+  });
+
+  describe('repeatable schedules', () => {
+    it.each(repeatRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
   });
 });

@@ -36,6 +36,8 @@ export interface ConsumerContext {
   /** Spans around handler runs; absent means none. */
   readonly tracing?: RedisLockTracing;
   readonly onClosed: (consumer: Consumer) => void;
+  /** Awaited before each claimed job's handler runs (see `RepeatScheduler.afterClaim`). */
+  readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
 }
 
 /**
@@ -106,6 +108,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       running,
       onSlotFreed: () => this.loop.slotFreed(),
       bug,
+      beforeRun: context.beforeRun,
     });
     this.claimer = new JobClaimer({ topic, connection, keys, keyList, options, retention, events, clock });
     this.loop = new ClaimLoop({

@@ -23,6 +23,8 @@ export interface JobRunnerContext<T> {
   readonly onSlotFreed: () => void;
   /** Logs an unexpected error of the consumer's own code. */
   readonly bug: (where: string, error: unknown) => void;
+  /** Awaited before a claimed job's handler runs (a repeat tick enqueues its next tick); never rejects. */
+  readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
 }
 
 /**
@@ -85,6 +87,8 @@ export class JobRunner<T> {
     let succeeded = false;
     let startedAt = 0;
     try {
+      const preparing = this.context.beforeRun?.(job.id);
+      if (preparing) await preparing;
       decoded = decodeJob<T>(body);
       if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed'))) {
         startedAt = performance.now();

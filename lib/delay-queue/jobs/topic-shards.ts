@@ -2,6 +2,7 @@ import { InvalidTopicError } from '../../core/errors/invalid-topic.error.js';
 import type { RedisKeySpace, TopicKeys } from '../../core/keys/redis-key-space.js';
 import { shardTopicName } from '../../core/keys/topic-name.js';
 import type { TopicShardCounts } from '../../core/options/resolve-topic-shards.js';
+import { parseTickJobId } from './tick-job-id.js';
 
 /**
  * Where a topic's jobs live. A topic of one shard keeps the plain layout (`{topic}`), so turning
@@ -26,10 +27,22 @@ export class TopicShards {
     return Array.from({ length: n }, (_, i) => this.keySpace.topic(shardTopicName(topic, i)));
   }
 
-  /** The shard index that holds job `id`: the same on every producer and consumer. */
+  /**
+   * The shard index that holds job `id`: the same on every producer and consumer. A repeatable
+   * schedule's tick jobs (`repeat:<scheduleId>@<tick>`, see tick-job-id.ts) go where the schedule
+   * itself lives (`forSchedule`), so the script that advances a schedule and enqueues its next tick
+   * touches one cluster slot.
+   */
   indexOf(topic: string, id: string): number {
     const n = this.count(topic);
-    return n === 1 ? 0 : fnv1a(id) % n;
+    if (n === 1) return 0;
+    return fnv1a(parseTickJobId(id)?.scheduleId ?? id) % n;
+  }
+
+  /** The keys of the shard that holds repeatable schedule `scheduleId` and its tick jobs. */
+  forSchedule(topic: string, scheduleId: string): TopicKeys {
+    const n = this.count(topic);
+    return this.all(topic)[n === 1 ? 0 : fnv1a(scheduleId) % n];
   }
 
   /** The keys of the shard that holds job `id`. */

@@ -1,5 +1,6 @@
 import type { RedisScript } from '../../core/redis/redis-script.js';
 import { ackJobsScript } from './ack-jobs.lua.js';
+import { advanceRepeatScript } from './advance-repeat.lua.js';
 import { cancelJobScript } from './cancel-job.lua.js';
 import { cancelWaitingJobScript } from './cancel-waiting-job.lua.js';
 import { claimDueJobsScript } from './claim-due-jobs.lua.js';
@@ -9,15 +10,19 @@ import { failJobScript } from './fail-job.lua.js';
 import { listJobsScript } from './list-jobs.lua.js';
 import { readDeadLettersScript } from './read-dead-letters.lua.js';
 import { readJobScript } from './read-job.lua.js';
+import { readRepeatsScript } from './read-repeats.lua.js';
+import { removeRepeatScript } from './remove-repeat.lua.js';
 import { releaseJobsScript } from './release-jobs.lua.js';
 import { rescheduleJobScript } from './reschedule-job.lua.js';
 import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './schedule-jobs.lua.js';
 import { topicStatsScript } from './topic-stats.lua.js';
+import { upsertRepeatScript } from './upsert-repeat.lua.js';
 
 /** Every script of the delay-queue engine (one per `*.lua.ts` file of this folder), for preloading at bootstrap. */
 export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   ackJobsScript,
+  advanceRepeatScript,
   cancelJobScript,
   cancelWaitingJobScript,
   claimDueJobsScript,
@@ -27,9 +32,12 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   listJobsScript,
   readDeadLettersScript,
   readJobScript,
+  readRepeatsScript,
+  removeRepeatScript,
   releaseJobsScript,
   rescheduleJobScript,
   retryDeadJobsScript,
   scheduleJobsScript,
   topicStatsScript,
+  upsertRepeatScript,
 ];

@@ -1,0 +1,46 @@
+import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
+
+/**
+ * When a repeatable job runs: every `every` ms (ticks at whole multiples of `every` since the epoch,
+ * so every instance computes the same ticks), or at the times of a cron pattern (5 fields, or 6 with
+ * seconds first) read in `timeZone` (an IANA name; default UTC).
+ */
+export type RepeatSchedule = { readonly every: number } | { readonly cron: string; readonly timeZone?: string };
+
+/**
+ * What happens to the ticks nobody enqueued while every instance was down (or the schedule's job was
+ * cancelled): `'none'` skips them and resumes at the next future tick; `'latest'` (the default) runs
+ * the most recent missed tick once, then resumes; `'all'` runs each missed tick, oldest first, at most
+ * the last 1000.
+ */
+export type RepeatCatchUp = 'none' | 'latest' | 'all';
+
+/** Options of `DelayQueueService.repeat()` and of `@OnDelayed(topic, { repeat })`. */
+export interface RepeatOptions<T = unknown> {
+  /**
+   * The schedule's id within its topic (default: the topic). Calling `repeat()` again with the same
+   * id is an upsert: the same definition changes nothing, another one replaces it.
+   */
+  id?: string;
+  /** The payload of every tick's job (JSON). Default null. */
+  payload?: T;
+  /** Missed ticks after downtime; see `RepeatCatchUp`. Default `'latest'`. */
+  catchUp?: RepeatCatchUp;
+  /** Deliveries of one tick's job before it goes to the dead letters. Default: the consumer's. */
+  maxAttempts?: number;
+  /** Backoff between deliveries of one tick's job after a failure. Default: the consumer's. */
+  backoff?: BackoffOptions;
+}
+
+/** The `repeat` option of `@OnDelayed`: a schedule and its options. */
+export type OnDelayedRepeat = RepeatSchedule & RepeatOptions;
+
+/** A stored schedule, as returned by `DelayQueueService.repeats()` and `repeat()`. */
+export interface RepeatInfo {
+  readonly topic: string;
+  readonly id: string;
+  readonly schedule: RepeatSchedule;
+  readonly catchUp: RepeatCatchUp;
+  /** The tick whose job is queued now (Redis server clock); in the past while that job waits or runs. */
+  readonly nextRunAt: Date;
+}

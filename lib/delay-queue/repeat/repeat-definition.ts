@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import { errorMessage } from '../../core/errors/error-message.js';
+import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
+import { describeValue, OptionValidator } from '../../core/options/option-validation.js';
+import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import type { RepeatCatchUp, RepeatOptions, RepeatSchedule } from '../interfaces/repeat-options.interface.js';
+import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
+import { prepareJob } from '../jobs/prepare-job.js';
+import { tickJobId } from '../jobs/tick-job-id.js';
+import { TickCalendar } from './tick-calendar.js';
+
+/** Shortest `every` accepted, in ms. */
+export const MIN_REPEAT_EVERY_MS = 50;
+
+/** Latest tick a schedule may have (far inside the due-score range). */
+const LONGEST_TICK_ID_SUFFIX = tickJobId('', Date.UTC(2100, 0, 1)).length;
+
+/** The catch-up rule when none is given. */
+export const DEFAULT_CATCH_UP: RepeatCatchUp = 'latest';
+
+/**
+ * A schedule checked and encoded. Its stored form (one field of the shard's schedules hash) is
+ * `<fingerprint><json>`, the fingerprint being the SHA-1 (40 hex digits) of the JSON: the scripts
+ * compare fingerprints to tell "the same definition" from "changed since you read it".
+ */
+export interface RepeatDefinition {
+  readonly id: string;
+  readonly schedule: RepeatSchedule;
+  readonly catchUp: RepeatCatchUp;
+  /** The tick jobs' body tail (payload, maxAttempts, backoff; see job-codec.ts). */
+  readonly tail: string;
+  readonly fingerprint: string;
+  readonly calendar: TickCalendar;
+}
+
+/** The stored JSON (short keys: one per schedule, read on every advance). */
+interface StoredDefinition {
+  readonly s: RepeatSchedule;
+  readonly k: RepeatCatchUp;
+  readonly t: string;
+}
+
+/**
+ * Validates a `repeat()` call completely before anything is sent. `where` names the caller in errors.
+ *
+ * @throws InvalidOptionsError naming the option; InvalidJobError for a payload JSON cannot carry
+ */
+export function prepareRepeat(
+  topic: string,
+  schedule: RepeatSchedule,
+  options: RepeatOptions | undefined,
+  defaults: RedisLockConfig['delayQueue'],
+  where = 'repeat',
+): RepeatDefinition {
+  const validate = new OptionValidator((option, problem) => {
+    throw new InvalidOptionsError(`${where}.${option}`, problem);
+  });
+  const o = options ?? {};
+  if (typeof o !== 'object' || o === null) validate.refuseValue('options', o, 'use an object');
+  const normalized = normalizeSchedule(schedule, validate);
+  const id = o.id ?? topic;
+  if (typeof id !== 'string' || id.length === 0) validate.refuseValue('id', id, 'use a non-empty string');
+  if (!id.isWellFormed()) validate.refuseValue('id', id, 'use well-formed Unicode (no lone surrogate)');
+  if (Buffer.byteLength(id, 'utf8') > MAX_JOB_ID_BYTES - LONGEST_TICK_ID_SUFFIX) {
+    validate.refuseValue('id', id, `use at most ${MAX_JOB_ID_BYTES - LONGEST_TICK_ID_SUFFIX} UTF-8 bytes`);
+  }
+  const catchUp = validate.oneOf<RepeatCatchUp>('catchUp', o.catchUp, ['none', 'latest', 'all'], { default: DEFAULT_CATCH_UP });
+  const job = prepareJob(topic, o.payload ?? null, { maxAttempts: o.maxAttempts, backoff: o.backoff }, defaults, where);
+  const stored: StoredDefinition = { s: normalized, k: catchUp, t: job.tail };
+  const json = JSON.stringify(stored);
+  return {
+    id,
+    schedule: normalized,
+    catchUp,
+    tail: job.tail,
+    fingerprint: createHash('sha1').update(json).digest('hex'),
+    calendar: TickCalendar.of(normalized),
+  };
+}
+
+/** The value stored for `definition` in the schedules hash. */
+export function storedForm(definition: RepeatDefinition): string {
+  const stored: StoredDefinition = { s: definition.schedule, k: definition.catchUp, t: definition.tail };
+  return definition.fingerprint + JSON.stringify(stored);
+}
+
+/** Reads a stored schedule back; undefined for a value this version cannot read. */
+export function readStoredForm(id: string, value: string): RepeatDefinition | undefined {
+  try {
+    const stored = JSON.parse(value.slice(40)) as StoredDefinition;
+    return {
+      id,
+      schedule: stored.s,
+      catchUp: stored.k,
+      tail: stored.t,
+      fingerprint: value.slice(0, 40),
+      calendar: TickCalendar.of(stored.s),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+function normalizeSchedule(schedule: unknown, validate: OptionValidator): RepeatSchedule {
+  if (schedule === null || typeof schedule !== 'object') {
+    return validate.refuse('schedule', `got ${describeValue(schedule)}; use { every: ms } or { cron: '0 2 * * *', timeZone? }`);
+  }
+  const s = schedule as { every?: unknown; cron?: unknown; timeZone?: unknown };
+  if ((s.every === undefined) === (s.cron === undefined)) {
+    return validate.refuse('schedule', 'give exactly one of `every` (ms) and `cron` (a pattern)');
+  }
+  if (s.every !== undefined) {
+    if (s.timeZone !== undefined) return validate.refuse('schedule.timeZone', 'applies to `cron` only; `every` ticks are time-zone free');
+    const every = validate.wholeNumber('schedule.every', s.every, {
+      min: MIN_REPEAT_EVERY_MS,
+      max: 366 * 24 * 3_600_000,
+      use: `use a whole number of milliseconds from ${MIN_REPEAT_EVERY_MS} to one year`,
+    });
+    return { every };
+  }
+  if (typeof s.cron !== 'string') return validate.refuseValue('schedule.cron', s.cron, "use a cron pattern such as '0 2 * * *'");
+  if (s.timeZone !== undefined) {
+    if (typeof s.timeZone !== 'string') return validate.refuseValue('schedule.timeZone', s.timeZone, "use an IANA time zone such as 'Europe/Warsaw'");
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: s.timeZone });
+    } catch {
+      return validate.refuseValue('schedule.timeZone', s.timeZone, "use an IANA time zone such as 'Europe/Warsaw'");
+    }
+  }
+  const normalized: RepeatSchedule = s.timeZone === undefined ? { cron: s.cron } : { cron: s.cron, timeZone: s.timeZone };
+  let next: number | null;
+  try {
+    next = TickCalendar.of(normalized).after(Date.now());
+  } catch (error) {
+    return validate.refuse('schedule.cron', `${errorMessage(error)}; use a cron pattern such as '0 2 * * *'`);
+  }
+  if (next === null) return validate.refuse('schedule.cron', `${JSON.stringify(s.cron)} has no future run`);
+  return normalized;
+}

@@ -1,0 +1,222 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { errorMessage } from '../../core/errors/error-message.js';
+import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
+import type { RepeatInfo, RepeatOptions, RepeatSchedule } from '../interfaces/repeat-options.interface.js';
+import { newOperationId } from '../jobs/operation-record.js';
+import { parseTickJobId } from '../jobs/tick-job-id.js';
+import { TopicShards } from '../jobs/topic-shards.js';
+import { advanceRepeatScript } from '../scripts/advance-repeat.lua.js';
+import { readRepeatsScript } from '../scripts/read-repeats.lua.js';
+import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
+import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
+import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
+import { repeatScriptKeys } from './repeat-keys.js';
+
+/**
+ * How often each instance looks over the schedules of the topics it repeats or consumes, in ms: a
+ * tick job that was cancelled, deleted from the dead letters or is stale after downtime is followed
+ * by the next tick within this time. Normal ticks never wait for it (the consumer that claims a tick
+ * enqueues the next one).
+ */
+export const REPEAT_CHECK_INTERVAL_MS = 5_000;
+
+/** Schedules read per shard by one check. */
+const CHECK_BATCH = 1000;
+
+/** One schedule as read from a shard. */
+interface ScheduleRow {
+  readonly id: string;
+  readonly definition: RepeatDefinition;
+  readonly tick: number;
+  /** Where the queued tick's job is: waiting, active, dead, or gone (ran or was removed). */
+  readonly state: 'w' | 'a' | 'd' | '';
+}
+
+/**
+ * Repeatable delayed jobs: the schedules live in Redis, next to the topic's jobs (one hash of
+ * definitions and one zset of queued ticks per shard). Each tick is one job, `repeat:<id>@<tick>`,
+ * enqueued by a compare-and-set on the schedule's stored tick (scripts/advance-repeat.lua.ts), so a
+ * tick is enqueued once whatever the number of instances, restarts, re-sent commands or skew, and
+ * runs with the queue's at-least-once delivery. Tick times are computed from the Redis server's
+ * TIME; no instance keeps a timer per schedule.
+ *
+ * Who advances a schedule: `repeat()` (the first tick), the consumer that claims a tick (the next
+ * one, before the handler runs), and a periodic check on every instance (a tick job gone without
+ * being claimed, or stale after downtime).
+ */
+@Injectable()
+export class RepeatScheduler implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('DelayQueue');
+  /** Topics whose schedules this instance checks periodically. */
+  private readonly watched = new Set<string>();
+  /** `@OnDelayed` schedules whose registration failed (Redis unreachable at bootstrap): retried by the check. */
+  private readonly pending = new Map<string, () => Promise<unknown>>();
+  private timer?: NodeJS.Timeout;
+  private checking = false;
+  private stopped = false;
+
+  constructor(
+    @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+    private readonly connection: RedisConnection,
+    private readonly shards: TopicShards,
+  ) {}
+
+  /** Validates a schedule without writing anything (for `@OnDelayed` at init). */
+  prepare(topic: string, schedule: RepeatSchedule, options: RepeatOptions | undefined, where?: string): RepeatDefinition {
+    return prepareRepeat(topic, schedule, options, this.config.delayQueue, where);
+  }
+
+  /** Stores (or keeps, or replaces) a schedule and makes sure its next tick is queued. */
+  async upsert(topic: string, definition: RepeatDefinition): Promise<RepeatInfo> {
+    const keys = this.shards.forSchedule(topic, definition.id);
+    this.watch(topic);
+    let [nowMs, rows] = await this.read(keys, definition.id);
+    for (let attempt = 0; ; attempt++) {
+      const current = rows[0];
+      if (current && current.definition.fingerprint === definition.fingerprint) {
+        await this.reconcile(keys, current, nowMs);
+        return this.info(topic, current.definition, current.tick);
+      }
+      const firstTick = definition.calendar.after(nowMs);
+      if (firstTick === null) throw new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
+      const [status, tick, serverNow] = await upsertRepeatScript.run<[number, number, number]>(
+        this.connection.client,
+        repeatScriptKeys(keys),
+        [definition.id, storedForm(definition), firstTick, definition.tail],
+      );
+      if (status !== -1) return this.info(topic, definition, Number(tick));
+      if (attempt >= 5) throw new Error(`repeat(${JSON.stringify(topic)}): the server clock kept passing the first tick`);
+      nowMs = Number(serverNow);
+      [, rows] = await this.read(keys, definition.id);
+    }
+  }
+
+  /** Registers an `@OnDelayed` schedule at bootstrap; a failure is logged and retried by the periodic check. */
+  async register(topic: string, definition: RepeatDefinition, source: string): Promise<void> {
+    const attempt = async () => {
+      await this.upsert(topic, definition);
+      this.pending.delete(`${topic}\n${definition.id}`);
+    };
+    try {
+      await attempt();
+    } catch (error) {
+      this.logger.warn(`${source}: could not register its repeat schedule yet (${errorMessage(error)}); retrying every ${REPEAT_CHECK_INTERVAL_MS} ms.`);
+      this.pending.set(`${topic}\n${definition.id}`, attempt);
+      this.watch(topic);
+    }
+  }
+
+  /** Deletes a schedule and its waiting tick job. Resolves to whether it existed. */
+  async remove(topic: string, id: string): Promise<boolean> {
+    const keys = repeatScriptKeys(this.shards.forSchedule(topic, id), newOperationId());
+    const existed = await removeRepeatScript.run<number>(this.connection.client, keys, [id]);
+    await this.connection.client.del(keys[5]).catch(() => undefined);
+    return existed === 1;
+  }
+
+  /** Every schedule of `topic` (at most 1000 per shard), by next tick. */
+  async list(topic: string): Promise<RepeatInfo[]> {
+    const perShard = await Promise.all(this.shards.all(topic).map((keys) => this.read(keys, '')));
+    return perShard
+      .flatMap(([, rows]) => rows.map((row) => this.info(topic, row.definition, row.tick)))
+      .sort((x, y) => x.nextRunAt.getTime() - y.nextRunAt.getTime());
+  }
+
+  /**
+   * Called by a consumer of `topic` for each job it claimed, before the handler runs: for a tick job
+   * whose tick is still the schedule's queued one, enqueues the next tick. Undefined (nothing to wait
+   * for) for other jobs. Never rejects: a failure is logged and repaired by the periodic check.
+   */
+  afterClaim(topic: string, jobId: string): Promise<void> | undefined {
+    const tick = parseTickJobId(jobId);
+    if (!tick) return undefined;
+    return this.advanceFrom(topic, tick.scheduleId, tick.tickMs).catch((error: unknown) =>
+      this.logger.warn(`Could not enqueue the next tick of schedule ${JSON.stringify(tick.scheduleId)} of topic ${JSON.stringify(topic)}: ${errorMessage(error)}`),
+    );
+  }
+
+  /** Includes `topic` in the periodic check of this instance. */
+  watch(topic: string): void {
+    this.watched.add(topic);
+    if (this.timer || this.stopped) return;
+    this.timer = setInterval(() => void this.checkAll(), REPEAT_CHECK_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  beforeApplicationShutdown(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One pass of the periodic check over the watched topics (also run by tests through the service). */
+  async checkAll(): Promise<void> {
+    if (this.checking || this.stopped) return;
+    this.checking = true;
+    try {
+      for (const retry of [...this.pending.values()]) await retry().catch(() => undefined);
+      for (const topic of this.watched) {
+        for (const keys of this.shards.all(topic)) {
+          try {
+            const [nowMs, rows] = await this.read(keys, '');
+            for (const row of rows) await this.reconcile(keys, row, nowMs);
+          } catch (error) {
+            this.logger.debug(`Repeat check of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`);
+          }
+        }
+      }
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  private async advanceFrom(topic: string, scheduleId: string, tickMs: number): Promise<void> {
+    const keys = this.shards.forSchedule(topic, scheduleId);
+    const [nowMs, [row]] = await this.read(keys, scheduleId);
+    if (!row || row.tick !== tickMs) return; // advanced already, changed or removed
+    const next = row.definition.calendar.nextToEnqueue(tickMs, nowMs, row.definition.catchUp);
+    if (next !== null) await this.advance(keys, row, next, false);
+  }
+
+  /**
+   * Advances a schedule whose queued tick will not be claimed in time: its job is gone (cancelled,
+   * dead-letter deleted) or dead, or it still waits although a later tick is already past and the
+   * catch-up rule is not 'all' (downtime: the stale job is replaced by the rule's tick).
+   */
+  private async reconcile(keys: TopicKeys, row: ScheduleRow, nowMs: number): Promise<void> {
+    const { calendar, catchUp } = row.definition;
+    const stale = row.state === 'w' && catchUp !== 'all' && (calendar.after(row.tick) ?? Infinity) <= nowMs;
+    if (!stale && (row.state === 'w' || row.state === 'a')) return;
+    const next = calendar.nextToEnqueue(row.tick, nowMs, catchUp);
+    if (next !== null) await this.advance(keys, row, next, stale);
+  }
+
+  private async advance(keys: TopicKeys, row: ScheduleRow, next: number, dropStale: boolean): Promise<void> {
+    await advanceRepeatScript.run(this.connection.client, repeatScriptKeys(keys), [
+      row.id,
+      row.definition.fingerprint,
+      row.tick,
+      next,
+      row.definition.tail,
+      dropStale ? '1' : '0',
+    ]);
+  }
+
+  private async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[]]> {
+    const [nowMs, flat] = await readRepeatsScript.run<[number, string[]]>(this.connection.client, repeatScriptKeys(keys), [id, CHECK_BATCH]);
+    const rows: ScheduleRow[] = [];
+    for (let i = 0; i < flat.length; i += 4) {
+      const definition = readStoredForm(flat[i], flat[i + 1]);
+      if (!definition) continue;
+      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: flat[i + 3] as ScheduleRow['state'] });
+    }
+    return [Number(nowMs), rows];
+  }
+
+  private info(topic: string, definition: RepeatDefinition, tick: number): RepeatInfo {
+    return { topic, id: definition.id, schedule: definition.schedule, catchUp: definition.catchUp, nextRunAt: new Date(tick) };
+  }
+}

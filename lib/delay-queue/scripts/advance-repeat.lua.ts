@@ -1,0 +1,31 @@
+import { RedisScript } from '../../core/redis/redis-script.js';
+import { LUA_REPEAT } from './repeat-lua-snippets.js';
+
+/**
+ * Moves a schedule from the tick it queued last to the next one and enqueues that tick's job: a
+ * compare-and-set on the stored tick and definition. Called by the consumer that claimed the tick
+ * (before running it) and by the periodic check (a tick job cancelled, dead, or stale after downtime).
+ *
+ * KEYS  see repeat-lua-snippets.ts (KEYS[6] unused)
+ * ARGV[1] schedule id, ARGV[2] definition fingerprint the caller read, ARGV[3] the stored tick the
+ *         caller read, ARGV[4] the tick to enqueue (later than ARGV[3]), ARGV[5] the tick jobs' body
+ *         tail, ARGV[6] '1': also drop the job of ARGV[3] if it still waits (catch-up replaces a stale tick)
+ *
+ * Returns 1 advanced, 0 nothing changed (another instance advanced first, the schedule was changed or
+ * removed). Run twice, the second run finds the stored tick moved and changes nothing.
+ */
+export const advanceRepeatScript = new RedisScript(
+  'advanceRepeat',
+  `
+local id, fingerprint, expected, nextTick, tail, drop = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local stored = redis.call('hget', REPEATS, id)
+if not stored or string.sub(stored, 1, 40) ~= fingerprint then return 0 end
+local tick = tonumber(redis.call('zscore', REPEAT_NEXT, id))
+if tick ~= expected or nextTick <= tick then return 0 end
+if drop == '1' then dropWaitingTick(tickJobId(id, tick)) end
+redis.call('zadd', REPEAT_NEXT, fmt(nextTick), id)
+enqueueTick(tickJobId(id, nextTick), nextTick, tail)
+return 1
+`,
+  [LUA_REPEAT],
+);

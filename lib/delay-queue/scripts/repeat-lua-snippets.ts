@@ -1,0 +1,46 @@
+import type { LuaSnippet } from '../../core/redis/redis-script.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+
+/**
+ * Lua: what the repeatable-schedule scripts share (a constant of this library; no user input). They
+ * take the five topic keys of the schedule's shard, then:
+ *
+ * KEYS[6] the call's operation record (see lua-snippets.ts; only removeRepeat writes one, the others
+ *         pass the key unused)
+ * KEYS[7] schedules  hash  schedule id -> <40-hex fingerprint><definition JSON> (see repeat-definition.ts)
+ * KEYS[8] next ticks zset  schedule id -> the tick whose job was enqueued last (epoch ms)
+ *
+ * Invariant: a schedule's stored tick only grows while its definition stays the same, and a tick's
+ * job is enqueued only by the step that moves the stored tick onto it. So each tick is enqueued once,
+ * however many instances, re-sent commands or restarts try.
+ */
+export const LUA_REPEAT = {
+  name: 'repeat',
+  requires: [LUA_TOPIC_PRELUDE],
+  source: `
+local REPEATS, REPEAT_NEXT = KEYS[7], KEYS[8]
+
+-- The same id as tickJobId() in jobs/tick-job-id.ts.
+local function tickJobId(scheduleId, tick)
+  return 'repeat:' .. scheduleId .. '@' .. fmt(tick)
+end
+
+-- Removes a tick's job if it still waits; a job already claimed (or dead) is left to its fate.
+local function dropWaitingTick(jobId)
+  if redis.call('zscore', DUE, jobId) then
+    redis.call('zrem', DUE, jobId)
+    redis.call('hdel', JOBS, jobId)
+  end
+end
+
+-- Stores a tick's job due at its tick (now if the tick is past), as schedule() stores a job.
+local function enqueueTick(jobId, tick, tail)
+  if redis.call('hexists', JOBS, jobId) == 1 then return end
+  local headBefore = headScore()
+  local score = scoreFor(tick)
+  redis.call('hset', JOBS, jobId, '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail)
+  redis.call('zadd', DUE, score, jobId)
+  if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
+end
+`,
+} satisfies LuaSnippet;
