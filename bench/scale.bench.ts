@@ -109,7 +109,14 @@ interface WaitResult {
 
 type Hold = [worker: number, acquiredAt: number, releaseCalledAt: number, releasedAt: number];
 
-function runWaiterProcess(contender: string, url: string, key: string, startAt: number, index: number): Promise<{ holds: Hold[]; failures: number }> {
+interface WaiterProcess {
+  readonly ready: Promise<void>;
+  start(startAt: number): void;
+  readonly result: Promise<{ holds: Hold[]; failures: number }>;
+}
+
+/** Starts one waiter process (support/waiter-process.ts); it reports ready, then runs from the start time sent to it. */
+function startWaiterProcess(contender: string, url: string, key: string, index: number): WaiterProcess {
   const args = [
     '--enable-source-maps',
     '--import',
@@ -119,24 +126,34 @@ function runWaiterProcess(contender: string, url: string, key: string, startAt: 
     url,
     key,
     String(WORKERS_PER_PROCESS),
-    String(startAt),
     String(WAIT_MS),
     String(HOLD_MS),
     String(index),
   ];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!)) : reject(new Error(`${contender} process ${index} exited with ${code}`))));
+  const child = spawn(process.execPath, args, { cwd: join(import.meta.dirname, '..'), stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    if (out.startsWith('ready\n')) markReady();
   });
+  const result = new Promise<{ holds: Hold[]; failures: number }>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!)) : reject(new Error(`${contender} process ${index} exited with ${code}`)),
+    );
+  });
+  return { ready: Promise.race([ready, result.then(() => undefined)]), start: (startAt) => child.stdin.end(`${startAt}\n`), result };
 }
 
 async function manyWaiters(url: string, name: string, runId: string): Promise<WaitResult> {
   const key = `${runId}:wait:${name}`;
-  const startAt = performance.timeOrigin + performance.now() + 4_000; // time for 4 processes to start
-  const runs = await Promise.all(Array.from({ length: PROCESSES }, (_, i) => runWaiterProcess(name, url, key, startAt, i)));
+  const processes = Array.from({ length: PROCESSES }, (_, i) => startWaiterProcess(name, url, key, i));
+  await Promise.all(processes.map((p) => p.ready));
+  const startAt = performance.timeOrigin + performance.now() + 200;
+  for (const p of processes) p.start(startAt);
+  const runs = await Promise.all(processes.map((p) => p.result));
   const holds = runs.flatMap((r) => r.holds).sort((x, y) => x[1] - y[1]);
   const handoffs: number[] = [];
   let overlaps = 0;
