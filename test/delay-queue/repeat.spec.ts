@@ -133,6 +133,74 @@ describe('DelayQueueService.repeat', () => {
     expect(await t.queue.listRepeats('report.nightly')).toHaveLength(1);
   });
 
+  /** Redis's clock (the one ticks follow), in ms. */
+  async function serverNow(): Promise<number> {
+    const [seconds, micros] = await redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  /**
+   * Runs a schedule on one application, stops it (every instance down), waits `downMs`, then starts
+   * another that calls repeat() again and consumes. Returns the last tick before the stop, the server
+   * time of the restart, and the ticks run after it.
+   */
+  async function downtime(topic: string, catchUp: 'none' | 'latest' | 'all', downMs: number) {
+    const keyPrefix = uniquePrefix('dq');
+    const before = await app(keyPrefix);
+    await before.queue.repeat(topic, { every: EVERY }, { catchUp });
+    const first = tickRecorder();
+    const consumer = before.queue.consume(topic, first.handler);
+    await waitFor(() => first.ticks.length >= 2, 10_000, 'two ticks before the stop');
+    await consumer.close();
+    await before.close();
+    const lastBefore = Math.max(...first.ticks);
+    await sleep(downMs);
+    const after = await app(keyPrefix);
+    const restartedAt = await serverNow();
+    await after.queue.repeat(topic, { every: EVERY }, { catchUp });
+    const upsertedAt = await serverNow();
+    const second = tickRecorder();
+    consumers.push(after.queue.consume(topic, second.handler));
+    return { lastBefore, restartedAt, upsertedAt, ticks: second.ticks };
+  }
+
+  it("catchUp 'latest' (the default) runs the most recent missed tick once after every instance was down, then goes on", async () => {
+    const { lastBefore, restartedAt, upsertedAt, ticks } = await downtime('catchup.latest', 'latest', 8 * EVERY);
+    await waitFor(() => ticks.length >= 3, 10_000, 'three ticks after the restart');
+    // The first run is the latest tick already past when repeat() ran again: none of the older missed ones.
+    expect(ticks[0]).toBeGreaterThanOrEqual(Math.floor(restartedAt / EVERY) * EVERY);
+    expect(ticks[0]).toBeLessThanOrEqual(upsertedAt);
+    expect(ticks[0]).toBeGreaterThan(lastBefore + EVERY);
+    expectConsecutive(ticks, EVERY);
+  });
+
+  it("catchUp 'none' skips the missed ticks and resumes at the next tick", async () => {
+    const { restartedAt, ticks } = await downtime('catchup.none', 'none', 8 * EVERY);
+    await waitFor(() => ticks.length >= 2, 10_000, 'two ticks after the restart');
+    expect(ticks.filter((tick) => tick <= restartedAt)).toEqual([]);
+    expectConsecutive(ticks, EVERY);
+  });
+
+  it("catchUp 'all' runs every missed tick, oldest first, then goes on", async () => {
+    const { lastBefore, restartedAt, ticks } = await downtime('catchup.all', 'all', 8 * EVERY);
+    await waitFor(() => ticks.filter((tick) => tick > restartedAt).length >= 1, 10_000, 'a tick after the restart');
+    expect(ticks[0]).toBe(lastBefore + EVERY);
+    expect(ticks.filter((tick) => tick <= restartedAt).length).toBeGreaterThanOrEqual(7);
+    expectConsecutive(ticks, EVERY);
+  });
+
+  it('a cancelled tick job is followed by the next tick (the periodic check), not by a stopped schedule', async () => {
+    const t = await app();
+    const info = await t.queue.repeat('cancelled.tick', { every: 60_000 });
+    expect(await t.queue.cancel('cancelled.tick', `repeat:cancelled.tick@${info.nextRunAt.getTime()}`)).toBe(true);
+    await waitFor(
+      async () => (await t.queue.listRepeats('cancelled.tick'))[0].nextRunAt.getTime() === info.nextRunAt.getTime() + 60_000,
+      15_000,
+      'the next tick to be queued',
+    );
+    expect(await t.queue.stats('cancelled.tick')).toMatchObject({ scheduled: 1 });
+  });
+
   it('an advance run twice (a re-sent command) enqueues one job', async () => {
     const t = await app();
     const info = await t.queue.repeat('twice', { every: 60_000 });
