@@ -14,6 +14,8 @@ import { assertValidTopic } from '../core/keys/topic-name.js';
 import { shardTopicName } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { errorMessage } from '../core/errors/error-message.js';
+import type { RepeatInfo } from './interfaces/repeat-options.interface.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /** The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now. */
 export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead';
@@ -69,7 +71,14 @@ export class TopicInspector {
     private readonly keySpace: RedisKeySpace,
     private readonly shards: TopicShards,
     private readonly orchestrator: DelayQueueOrchestrator,
+    private readonly repeats: RepeatScheduler,
   ) {}
+
+  /** The repeatable schedules of `topic` with the tick each has queued (`nextRunAt`), soonest first. */
+  schedules(topic: string): Promise<RepeatInfo[]> {
+    assertValidTopic(topic);
+    return this.repeats.list(topic);
+  }
 
   /** Topics consumed by an `@OnDelayed` handler of this application (the ones the delay queue runs). */
   handledTopics(): readonly string[] {

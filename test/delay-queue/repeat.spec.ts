@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { InvalidOptionsError, OnDelayed, type Consumer, type JobContext, type RepeatInfo } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { TopicInspector } from '../../lib/delay-queue/topic-inspector.js';
 import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
 import { repeatScriptKeys } from '../../lib/delay-queue/repeat/repeat-keys.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
@@ -94,6 +95,9 @@ describe('DelayQueueService.repeat', () => {
     const listed = await t.queue.listRepeats('multi');
     expect(listed.map((info: RepeatInfo) => info.id).sort()).toEqual(['a', 'b']);
     expect(listed.find((info) => info.id === 'b')!.schedule).toEqual({ cron: '0 2 * * *', timeZone: 'Europe/Warsaw' });
+    // The read side for add-ons (the dashboard) lists the same, soonest tick first.
+    expect(await t.app.get(TopicInspector).schedules('multi')).toEqual(listed);
+    expect(listed[0].nextRunAt.getTime()).toBeLessThanOrEqual(listed[1].nextRunAt.getTime());
   });
 
   it('removeRepeat deletes the schedule and its waiting tick; no further tick runs', async () => {
