@@ -77,7 +77,6 @@ export class ConsumerRegistry {
       // A claimed repeat tick enqueues the next one before its handler runs.
       beforeRun: (jobId: string) => this.repeats.afterClaim(topic, jobId),
     };
-    this.repeats.watch(topic);
     // A sharded topic gets one claim loop per shard (see ShardedConsumer), under one Consumer.
     const consumer =
       shardKeys.length === 1

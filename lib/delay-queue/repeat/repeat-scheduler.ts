@@ -16,7 +16,8 @@ import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from
 import { repeatScriptKeys } from './repeat-keys.js';
 
 /**
- * How often each instance looks over the schedules of the topics it repeats or consumes, in ms: a
+ * How often each instance looks over the schedules of the topics it called `repeat()` for or has run
+ * a tick of, in ms: a
  * tick job that was cancelled, deleted from the dead letters or is stale after downtime is followed
  * by the next tick within this time. Normal ticks never wait for it (the consumer that claims a tick
  * enqueues the next one).
@@ -50,7 +51,7 @@ interface ScheduleRow {
 @Injectable()
 export class RepeatScheduler implements BeforeApplicationShutdown {
   private readonly logger = new Logger('DelayQueue');
-  /** Topics whose schedules this instance checks periodically. */
+  /** Topics whose schedules this instance checks periodically (it repeats them, or has run one of their ticks). */
   private readonly watched = new Set<string>();
   /** `@OnDelayed` schedules whose registration failed (Redis unreachable at bootstrap): retried by the check. */
   private readonly pending = new Map<string, () => Promise<unknown>>();
@@ -133,6 +134,8 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   afterClaim(topic: string, jobId: string): Promise<void> | undefined {
     const tick = parseTickJobId(jobId);
     if (!tick) return undefined;
+    // A topic with schedules: checked from now on (a topic without any costs nothing).
+    this.watch(topic);
     return this.advanceFrom(topic, tick.scheduleId, tick.tickMs).catch((error: unknown) =>
       this.logger.warn(`Could not enqueue the next tick of schedule ${JSON.stringify(tick.scheduleId)} of topic ${JSON.stringify(topic)}: ${errorMessage(error)}`),
     );
