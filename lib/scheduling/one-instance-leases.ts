@@ -71,6 +71,12 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     const { key, ttl } = declaration;
     const run = await this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) });
     if (!run) return undefined;
+    if (!lease.held) {
+      // Lost while the run lock was being taken (a stall): the lease is given back, so another
+      // instance may run this call; running it here too could run it twice.
+      await run.release().catch(() => undefined);
+      return undefined;
+    }
     entry.lastRunAt = performance.now();
     const keeper = new LeaseKeeper(run, ttl, (error) => this.renewalFailed(runLockKey(key), error));
     const running = (async (): Promise<Awaited<T>> => {
@@ -147,7 +153,8 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
         // Confirms in Redis that the lease is still ours (a pause longer than ttl may have cost it)
         // and restarts its ttl.
         await held.extend(entry.declaration.ttl);
-        return held;
+        // A stall can count the lease lost while the extend was in flight: then it is not ours to run on.
+        if (held.held) return held;
       } catch (error) {
         if (!(error instanceof LockNotHeldError)) throw error;
       }
@@ -177,7 +184,13 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
         if (entry.handle !== handle) return;
         entry.handle = undefined;
         entry.keeper?.stop();
-        this.logger.warn(`Lost the lease of "${key}"; another instance runs its calls now.`);
+        // Counted lost here does not mean gone from Redis: a stalled event loop fires the lease's
+        // expiry (a margin before its end) in the same turn as the renewal it sent on waking, and
+        // that renewal keeps the lease in Redis for another ttl. Left there, it would make every
+        // instance skip its calls until it lapsed; given back (only if still ours), the next call
+        // anywhere, this instance's included, takes it.
+        void handle.release().catch(() => undefined);
+        this.logger.warn(`Lost the lease of "${key}"; the next call on any instance takes it over.`);
         this.events.emitIfWanted('one-instance.lost', () => ({
           key,
           fencingToken: handle.fencingToken,

@@ -64,14 +64,101 @@ export function countByTick(runs: readonly Run[]): Map<number, number> {
   return counts;
 }
 
-/** The ticks in [from, to] whose run count is not exactly one, with their counts. */
-export function notExactlyOnce(counts: ReadonlyMap<number, number>, from: number, to: number): Array<[tick: number, runs: number]> {
-  const wrong: Array<[number, number]> = [];
+/**
+ * What became of one call of `@OnOneInstance` on one instance: it ran; the instance held the lease
+ * (confirmed in Redis) but a run held the run lock (`lock.timeout` of `<key>:run` during the call);
+ * another instance held the lease; or the call failed.
+ */
+export type CallOutcome = 'ran' | 'run-lock-busy' | 'not-holder' | 'failed';
+
+/** One call, recorded by test/fixtures/scheduling-instance.ts after it settled. */
+export interface CallRecord {
+  readonly tick: number;
+  readonly name: string;
+  /** `Date.now()` when the instance's timer fired the call (all instances share the host's clock). */
+  readonly firedAt: number;
+  readonly outcome: CallOutcome;
+}
+
+/** A fact an instance recorded (see test/fixtures/scheduling-instance.ts). */
+export interface InstanceFact {
+  readonly name: string;
+  readonly at: number;
+  readonly event: string;
+  readonly nextTick?: number;
+  readonly reason?: string;
+  /** `stalled`: how late the instance's event loop ran (it was blocked until `at`). */
+  readonly ms?: number;
+}
+
+export async function callsOf(redis: Redis, keyPrefix: string): Promise<CallRecord[]> {
+  return (await redis.lrange(`${keyPrefix}:calls`, 0, -1)).map((line) => JSON.parse(line) as CallRecord);
+}
+
+export async function factsOf(redis: Redis, keyPrefix: string): Promise<InstanceFact[]> {
+  return (await redis.lrange(`${keyPrefix}:facts`, 0, -1)).map((line) => JSON.parse(line) as InstanceFact);
+}
+
+/**
+ * The ticks in [from, to] that did not run exactly once and that the recorded facts do not account
+ * for, each with its run count and calls. A tick that ran twice is never accounted for. A tick that
+ * ran nowhere is, only when:
+ * - some instance's call of it held the lease but found the run lock held (a run was still going:
+ *   the documented skip, e.g. two ticks fired back to back by a late event loop); or
+ * - it fell in a clean handover: the leaving holder had stopped its timer before the tick
+ *   (`ticker-stopped` with `nextTick` at or before it), and every call of the tick found the lease
+ *   held by another instance and fired before the leaving holder's `one-instance.lost` (handed back);
+ * - the holder was frozen through it: every other instance's call of the tick fired while the
+ *   holder's event loop was blocked (its `stalled` fact) and found the lease held, and the holder's
+ *   own call, fired when it woke, found it held by another, the holder having lost it meanwhile
+ *   (`one-instance.lost` 'lease-lost' after the stall began: the stall outlasted the lease).
+ */
+export function unaccountedTicks(
+  counts: ReadonlyMap<number, number>,
+  calls: readonly CallRecord[],
+  facts: readonly InstanceFact[],
+  from: number,
+  to: number,
+): Array<{ tick: number; runs: number; calls: string[] }> {
+  const wrong: Array<{ tick: number; runs: number; calls: string[] }> = [];
   for (let tick = from; tick <= to; tick++) {
     const runs = counts.get(tick) ?? 0;
-    if (runs !== 1) wrong.push([tick, runs]);
+    const ofTick = calls.filter((call) => call.tick === tick);
+    if (runs === 1 || (runs === 0 && (ofTick.some((call) => call.outcome === 'run-lock-busy') || inHandover(tick, ofTick, facts) || holderFrozen(ofTick, facts)))) continue;
+    wrong.push({ tick, runs, calls: ofTick.map((call) => `${call.name}@${call.firedAt}:${call.outcome}`) });
   }
   return wrong;
+}
+
+function holderFrozen(calls: readonly CallRecord[], facts: readonly InstanceFact[]): boolean {
+  return facts.some((stall) => {
+    if (stall.event !== 'stalled') return false;
+    const from = stall.at - stall.ms! - 20; // its last on-time beat (every 20 ms)
+    const holder = facts.filter((f) => f.event === 'one-instance.acquired' && f.at < from).at(-1);
+    const lost = facts.some((f) => f.name === stall.name && f.event === 'one-instance.lost' && f.reason === 'lease-lost' && f.at >= from);
+    const own = calls.filter((call) => call.name === stall.name);
+    const others = calls.filter((call) => call.name !== stall.name);
+    return (
+      holder?.name === stall.name &&
+      lost &&
+      own.length > 0 &&
+      own.every((call) => call.outcome === 'not-holder' && call.firedAt >= stall.at) &&
+      others.length > 0 &&
+      others.every((call) => call.outcome === 'not-holder' && call.firedAt >= from && call.firedAt <= stall.at)
+    );
+  });
+}
+
+function inHandover(tick: number, calls: readonly CallRecord[], facts: readonly InstanceFact[]): boolean {
+  return facts.some((stopped) => {
+    if (stopped.event !== 'ticker-stopped' || stopped.nextTick === undefined || stopped.nextTick > tick) return false;
+    const handedBack = facts.find((f) => f.name === stopped.name && f.event === 'one-instance.lost' && f.reason === 'handed-back');
+    return (
+      handedBack !== undefined &&
+      calls.length > 0 &&
+      calls.every((call) => call.name !== stopped.name && call.outcome === 'not-holder' && call.firedAt <= handedBack.at)
+    );
+  });
 }
 
 /** The tick the instance with offset 0 is at now. */
