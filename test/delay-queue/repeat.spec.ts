@@ -71,6 +71,10 @@ describe('DelayQueueService.repeat', () => {
     await waitFor(() => ticks.length >= 6, 15_000, 'six ticks');
     expect(ticks[0]).toBe(info.nextRunAt.getTime());
     expectConsecutive(ticks, EVERY);
+    // The consumer that claims a tick records it as the last run and queues the next one, in one step.
+    const [listed] = await t.queue.listRepeats('beat');
+    expect(listed.lastRunAt!.getTime()).toBe(listed.nextRunAt.getTime() - EVERY);
+    expect(listed.lastRunAt!.getTime()).toBeGreaterThanOrEqual(Math.max(...ticks));
   });
 
   it('is an upsert: the same definition again changes nothing, another one replaces it', async () => {

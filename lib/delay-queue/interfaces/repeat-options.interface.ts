@@ -43,4 +43,6 @@ export interface RepeatInfo {
   readonly catchUp: RepeatCatchUp;
   /** The tick whose job is queued now (Redis server clock); in the past while that job waits or runs. */
   readonly nextRunAt: Date;
+  /** The last tick a consumer claimed to run (absent before the first); its run may still be going, or have failed. */
+  readonly lastRunAt?: Date;
 }

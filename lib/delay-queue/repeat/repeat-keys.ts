@@ -3,7 +3,7 @@ import { operationKey } from '../jobs/operation-record.js';
 
 /**
  * The script keys of the repeat scripts for one topic shard (see scripts/repeat-lua-snippets.ts):
- * the five topic keys, an operation record, the schedules hash and the next-tick zset. All derive
+ * the five topic keys, an operation record, the schedules hash, the next-tick and last-run zsets. All derive
  * from the shard's own keys, so they share its hash tag and cluster slot.
  */
 export function repeatScriptKeys(keys: TopicKeys, operationId = 'unused'): string[] {
@@ -17,5 +17,6 @@ export function repeatScriptKeys(keys: TopicKeys, operationId = 'unused'): strin
     operationKey(keys.jobs, operationId),
     `${base}:repeats`,
     `${base}:repeat-next`,
+    `${base}:repeat-last`,
   ];
 }

@@ -34,6 +34,8 @@ interface ScheduleRow {
   readonly tick: number;
   /** Where the queued tick's job is: waiting, active, dead, or gone (ran or was removed). */
   readonly state: 'w' | 'a' | 'd' | '';
+  /** The last tick a consumer claimed, if any. */
+  readonly lastRun?: number;
 }
 
 /**
@@ -79,7 +81,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       const current = rows[0];
       if (current && current.definition.fingerprint === definition.fingerprint) {
         await this.reconcile(keys, current, nowMs);
-        return this.info(topic, current.definition, current.tick);
+        return this.info(topic, current.definition, current.tick, current.lastRun);
       }
       const firstTick = definition.calendar.after(nowMs);
       if (firstTick === null) throw new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
@@ -88,7 +90,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
         repeatScriptKeys(keys),
         [definition.id, storedForm(definition), firstTick, definition.tail],
       );
-      if (status !== -1) return this.info(topic, definition, Number(tick));
+      if (status !== -1) return this.info(topic, definition, Number(tick), current?.lastRun);
       if (attempt >= 5) throw new Error(`repeat(${JSON.stringify(topic)}): the server clock kept passing the first tick`);
       nowMs = Number(serverNow);
       [, rows] = await this.read(keys, definition.id);
@@ -122,7 +124,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   async list(topic: string): Promise<RepeatInfo[]> {
     const perShard = await Promise.all(this.shards.all(topic).map((keys) => this.read(keys, '')));
     return perShard
-      .flatMap(([, rows]) => rows.map((row) => this.info(topic, row.definition, row.tick)))
+      .flatMap(([, rows]) => rows.map((row) => this.info(topic, row.definition, row.tick, row.lastRun)))
       .sort((x, y) => x.nextRunAt.getTime() - y.nextRunAt.getTime());
   }
 
@@ -181,7 +183,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     const [nowMs, [row]] = await this.read(keys, scheduleId);
     if (!row || row.tick !== tickMs) return; // advanced already, changed or removed
     const next = row.definition.calendar.nextToEnqueue(tickMs, nowMs, row.definition.catchUp);
-    if (next !== null) await this.advance(keys, row, next, false);
+    if (next !== null) await this.advance(keys, row, next, false, true);
   }
 
   /**
@@ -197,7 +199,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     if (next !== null) await this.advance(keys, row, next, stale);
   }
 
-  private async advance(keys: TopicKeys, row: ScheduleRow, next: number, dropStale: boolean): Promise<void> {
+  private async advance(keys: TopicKeys, row: ScheduleRow, next: number, dropStale: boolean, claimed = false): Promise<void> {
     await advanceRepeatScript.run(this.connection.client, repeatScriptKeys(keys), [
       row.id,
       row.definition.fingerprint,
@@ -205,21 +207,24 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       next,
       row.definition.tail,
       dropStale ? '1' : '0',
+      claimed ? '1' : '0',
     ]);
   }
 
   private async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[]]> {
     const [nowMs, flat] = await readRepeatsScript.run<[number, string[]]>(this.connection.client, repeatScriptKeys(keys), [id, CHECK_BATCH]);
     const rows: ScheduleRow[] = [];
-    for (let i = 0; i < flat.length; i += 4) {
+    for (let i = 0; i < flat.length; i += 5) {
       const definition = readStoredForm(flat[i], flat[i + 1]);
       if (!definition) continue;
-      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: flat[i + 3] as ScheduleRow['state'] });
+      const lastRun = flat[i + 4] === '' ? undefined : Number(flat[i + 4]);
+      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: flat[i + 3] as ScheduleRow['state'], lastRun });
     }
     return [Number(nowMs), rows];
   }
 
-  private info(topic: string, definition: RepeatDefinition, tick: number): RepeatInfo {
-    return { topic, id: definition.id, schedule: definition.schedule, catchUp: definition.catchUp, nextRunAt: new Date(tick) };
+  private info(topic: string, definition: RepeatDefinition, tick: number, lastRun?: number): RepeatInfo {
+    const info = { topic, id: definition.id, schedule: definition.schedule, catchUp: definition.catchUp, nextRunAt: new Date(tick) };
+    return lastRun === undefined ? info : { ...info, lastRunAt: new Date(lastRun) };
   }
 }

@@ -9,7 +9,8 @@ import { LUA_REPEAT } from './repeat-lua-snippets.js';
  * KEYS  see repeat-lua-snippets.ts (KEYS[6] unused)
  * ARGV[1] schedule id, ARGV[2] definition fingerprint the caller read, ARGV[3] the stored tick the
  *         caller read, ARGV[4] the tick to enqueue (later than ARGV[3]), ARGV[5] the tick jobs' body
- *         tail, ARGV[6] '1': also drop the job of ARGV[3] if it still waits (catch-up replaces a stale tick)
+ *         tail, ARGV[6] '1': also drop the job of ARGV[3] if it still waits (catch-up replaces a stale tick),
+ *         ARGV[7] '1': a consumer claimed the tick ARGV[3] (recorded as the schedule's last run)
  *
  * Returns 1 advanced, 0 nothing changed (another instance advanced first, the schedule was changed or
  * removed). Run twice, the second run finds the stored tick moved and changes nothing.
@@ -22,6 +23,7 @@ local stored = redis.call('hget', REPEATS, id)
 if not stored or string.sub(stored, 1, 40) ~= fingerprint then return 0 end
 local tick = tonumber(redis.call('zscore', REPEAT_NEXT, id))
 if tick ~= expected or nextTick <= tick then return 0 end
+if ARGV[7] == '1' then redis.call('zadd', REPEAT_LAST, fmt(tick), id) end
 if drop == '1' then dropWaitingTick(tickJobId(id, tick)) end
 redis.call('zadd', REPEAT_NEXT, fmt(nextTick), id)
 enqueueTick(tickJobId(id, nextTick), nextTick, tail)

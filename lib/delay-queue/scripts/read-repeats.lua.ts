@@ -7,7 +7,8 @@ import { LUA_REPEAT } from './repeat-lua-snippets.js';
  * KEYS  see repeat-lua-snippets.ts (KEYS[6] unused)
  * ARGV[1] a schedule id, or '' for every schedule of the shard (at most ARGV[2] of them, by next tick)
  *
- * Returns { nowMs, { id, stored form, tick, job state ('w' waiting | 'a' active | 'd' dead | '' gone), ... } }.
+ * Returns { nowMs, { id, stored form, tick, job state ('w' waiting | 'a' active | 'd' dead | '' gone),
+ *           last claimed tick or '', ... } }.
  */
 export const readRepeatsScript = new RedisScript(
   'readRepeats',
@@ -32,6 +33,7 @@ for _, id in ipairs(ids) do
     rows[#rows + 1] = stored
     rows[#rows + 1] = tick
     rows[#rows + 1] = state
+    rows[#rows + 1] = redis.call('zscore', REPEAT_LAST, id) or ''
   end
 end
 return { nowMs, rows }

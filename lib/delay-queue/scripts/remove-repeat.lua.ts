@@ -19,6 +19,7 @@ local id = ARGV[1]
 local tick = redis.call('zscore', REPEAT_NEXT, id)
 local existed = redis.call('hdel', REPEATS, id)
 redis.call('zrem', REPEAT_NEXT, id)
+redis.call('zrem', REPEAT_LAST, id)
 if tick then dropWaitingTick(tickJobId(id, tonumber(tick))) end
 recordReply(existed)
 return existed

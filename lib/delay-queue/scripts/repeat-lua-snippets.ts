@@ -9,6 +9,7 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  *         pass the key unused)
  * KEYS[7] schedules  hash  schedule id -> <40-hex fingerprint><definition JSON> (see repeat-definition.ts)
  * KEYS[8] next ticks zset  schedule id -> the tick whose job was enqueued last (epoch ms)
+ * KEYS[9] last runs  zset  schedule id -> the last tick a consumer claimed (epoch ms; for dashboards)
  *
  * Invariant: a schedule's stored tick only grows while its definition stays the same, and a tick's
  * job is enqueued only by the step that moves the stored tick onto it. So each tick is enqueued once,
@@ -18,7 +19,7 @@ export const LUA_REPEAT = {
   name: 'repeat',
   requires: [LUA_TOPIC_PRELUDE],
   source: `
-local REPEATS, REPEAT_NEXT = KEYS[7], KEYS[8]
+local REPEATS, REPEAT_NEXT, REPEAT_LAST = KEYS[7], KEYS[8], KEYS[9]
 
 -- The same id as tickJobId() in jobs/tick-job-id.ts.
 local function tickJobId(scheduleId, tick)
