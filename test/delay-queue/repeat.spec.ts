@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { InvalidOptionsError, OnDelayed, type Consumer, type JobContext, type RepeatInfo } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';
 import { TopicInspector } from '../../lib/delay-queue/topic-inspector.js';
 import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
 import { repeatScriptKeys } from '../../lib/delay-queue/repeat/repeat-keys.js';
@@ -11,6 +12,8 @@ import { sleep, waitFor } from '../support/timing.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 
 const EVERY = 200;
+/** A stop long enough for ticks to count as missed (not merely late). */
+const DOWN_MS = MISSED_TICK_AFTER_MS + 8 * EVERY;
 
 /** Ticks run by a consumer of this process: tick ms per run, in run order. */
 function tickRecorder(): { ticks: number[]; handler: (payload: unknown, job: JobContext) => void } {
@@ -173,7 +176,7 @@ describe('DelayQueueService.repeat', () => {
   }
 
   it("catchUp 'latest' (the default) runs the most recent missed tick once after every instance was down, then goes on", async () => {
-    const { lastBefore, restartedAt, upsertedAt, ticks } = await downtime('catchup.latest', 'latest', 8 * EVERY);
+    const { lastBefore, restartedAt, upsertedAt, ticks } = await downtime('catchup.latest', 'latest', DOWN_MS);
     await waitFor(() => ticks.length >= 3, 10_000, 'three ticks after the restart');
     // The first run is the latest tick already past when repeat() ran again: none of the older missed ones.
     expect(ticks[0]).toBeGreaterThanOrEqual(Math.floor(restartedAt / EVERY) * EVERY);
@@ -183,14 +186,14 @@ describe('DelayQueueService.repeat', () => {
   });
 
   it("catchUp 'none' skips the missed ticks and resumes at the next tick", async () => {
-    const { restartedAt, ticks } = await downtime('catchup.none', 'none', 8 * EVERY);
+    const { restartedAt, ticks } = await downtime('catchup.none', 'none', DOWN_MS);
     await waitFor(() => ticks.length >= 2, 10_000, 'two ticks after the restart');
     expect(ticks.filter((tick) => tick <= restartedAt)).toEqual([]);
     expectConsecutive(ticks, EVERY);
   });
 
   it("catchUp 'all' runs every missed tick, oldest first, then goes on", async () => {
-    const { lastBefore, restartedAt, ticks } = await downtime('catchup.all', 'all', 8 * EVERY);
+    const { lastBefore, restartedAt, ticks } = await downtime('catchup.all', 'all', DOWN_MS);
     await waitFor(() => ticks.filter((tick) => tick > restartedAt).length >= 1, 10_000, 'a tick after the restart');
     expect(ticks[0]).toBe(lastBefore + EVERY);
     expect(ticks.filter((tick) => tick <= restartedAt).length).toBeGreaterThanOrEqual(7);

@@ -36,7 +36,7 @@ export interface ConsumerContext {
   /** Spans around handler runs; absent means none. */
   readonly tracing?: RedisLockTracing;
   readonly onClosed: (consumer: Consumer) => void;
-  /** Awaited before each claimed job's handler runs (see `RepeatScheduler.afterClaim`). */
+  /** Called for each job as it is claimed; its handler waits for it (see `RepeatScheduler.afterClaim`). */
   readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
 }
 

@@ -23,7 +23,11 @@ export interface JobRunnerContext<T> {
   readonly onSlotFreed: () => void;
   /** Logs an unexpected error of the consumer's own code. */
   readonly bug: (where: string, error: unknown) => void;
-  /** Awaited before a claimed job's handler runs (a repeat tick enqueues its next tick); never rejects. */
+  /**
+   * Called for each job as soon as it is claimed (a repeat tick enqueues its next tick), so a job
+   * waiting in the prefetch buffer, or handed back at shutdown, does not hold up the next tick; the
+   * job's handler starts only once it has settled. Never rejects.
+   */
   readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
 }
 
@@ -37,6 +41,8 @@ export class JobRunner<T> {
   private readonly buffer: HeldJob[] = [];
   /** Jobs whose handler has not returned yet. */
   private readonly active = new Set<HeldJob>();
+  /** `beforeRun` of claimed jobs whose handler has not started, still in progress. */
+  private readonly preparing = new Map<HeldJob, Promise<void>>();
 
   constructor(private readonly context: JobRunnerContext<T>) {}
 
@@ -51,13 +57,19 @@ export class JobRunner<T> {
 
   /** Buffers freshly claimed jobs and starts as many as there are free slots. */
   enqueue(jobs: readonly HeldJob[]): void {
+    for (const job of jobs) {
+      const preparing = this.context.beforeRun?.(job.id);
+      if (preparing) this.preparing.set(job, preparing);
+    }
     this.buffer.push(...jobs);
     this.startBuffered();
   }
 
   /** Empties the buffer (at shutdown, to hand its jobs back). */
   takeBuffered(): HeldJob[] {
-    return this.buffer.splice(0);
+    const taken = this.buffer.splice(0);
+    for (const job of taken) this.preparing.delete(job);
+    return taken;
   }
 
   /** Jobs whose handler is running now. */
@@ -69,6 +81,7 @@ export class JobRunner<T> {
     while (this.active.size < this.context.options.concurrency && this.buffer.length > 0) {
       const job = this.buffer.shift()!;
       if (job.abandoned) {
+        this.preparing.delete(job);
         this.context.leases.forget(job);
         continue;
       }
@@ -87,8 +100,11 @@ export class JobRunner<T> {
     let succeeded = false;
     let startedAt = 0;
     try {
-      const preparing = this.context.beforeRun?.(job.id);
-      if (preparing) await preparing;
+      const preparing = this.preparing.get(job);
+      if (preparing) {
+        this.preparing.delete(job);
+        await preparing;
+      }
       decoded = decodeJob<T>(body);
       if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed'))) {
         startedAt = performance.now();

@@ -14,6 +14,7 @@ import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
 import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
 import { repeatScriptKeys } from './repeat-keys.js';
+import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
 
 /**
  * How often each instance looks over the schedules of the topics it called `repeat()` for or has run
@@ -188,12 +189,13 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
 
   /**
    * Advances a schedule whose queued tick will not be claimed in time: its job is gone (cancelled,
-   * dead-letter deleted) or dead, or it still waits although a later tick is already past and the
-   * catch-up rule is not 'all' (downtime: the stale job is replaced by the rule's tick).
+   * dead-letter deleted) or dead, or it still waits although a later tick is already missed (see
+   * MISSED_TICK_AFTER_MS) and the catch-up rule is not 'all' (downtime: the stale job is replaced by
+   * the rule's tick).
    */
   private async reconcile(keys: TopicKeys, row: ScheduleRow, nowMs: number): Promise<void> {
     const { calendar, catchUp } = row.definition;
-    const stale = row.state === 'w' && catchUp !== 'all' && (calendar.after(row.tick) ?? Infinity) <= nowMs;
+    const stale = row.state === 'w' && catchUp !== 'all' && (calendar.after(row.tick) ?? Infinity) <= nowMs - MISSED_TICK_AFTER_MS;
     if (!stale && (row.state === 'w' || row.state === 'a')) return;
     const next = calendar.nextToEnqueue(row.tick, nowMs, catchUp);
     if (next !== null) await this.advance(keys, row, next, stale);

@@ -5,6 +5,13 @@ import type { RepeatCatchUp, RepeatSchedule } from '../interfaces/repeat-options
 export const MAX_CATCH_UP_TICKS = 1000;
 
 /**
+ * How late a tick must be to count as missed, in ms. A tick only a little late (consumers behind
+ * a busy moment, a tick redelivered after a crash) is still queued and run: the catch-up rule is for
+ * downtime, not for lag.
+ */
+export const MISSED_TICK_AFTER_MS = 3_000;
+
+/**
  * The ticks of one schedule, as pure functions of time: no timer, no clock of its own. Every
  * instance asks it with the Redis server's time, so all of them agree on every tick.
  */
@@ -21,8 +28,8 @@ export abstract class TickCalendar {
 
   /**
    * The tick to enqueue after `tick` (the one queued last), at server time `nowMs`, following the
-   * catch-up rule for the ticks that are already past:
-   * - none missed (the next tick is in the future): that tick;
+   * catch-up rule for the ticks that are missed (more than `MISSED_TICK_AFTER_MS` past):
+   * - none missed (the next tick is in the future, or late by less than that): that tick;
    * - `none`: the first tick after now (missed ones are skipped);
    * - `latest`: the most recent missed tick (it runs at once), then the schedule goes on from there;
    * - `all`: the oldest missed tick not older than the last `MAX_CATCH_UP_TICKS` (the ones after it
@@ -31,7 +38,7 @@ export abstract class TickCalendar {
    */
   nextToEnqueue(tick: number, nowMs: number, catchUp: RepeatCatchUp): number | null {
     const following = this.after(tick);
-    if (following === null || following > nowMs) return following;
+    if (following === null || following > nowMs - MISSED_TICK_AFTER_MS) return following;
     if (catchUp === 'none') return this.after(nowMs);
     if (catchUp === 'latest') return this.atOrBefore(nowMs) ?? following;
     const oldestKept = this.atOrBefore(nowMs, MAX_CATCH_UP_TICKS);

@@ -1,4 +1,4 @@
-import { MAX_CATCH_UP_TICKS, TickCalendar } from '../../../../lib/delay-queue/repeat/tick-calendar.js';
+import { MAX_CATCH_UP_TICKS, MISSED_TICK_AFTER_MS, TickCalendar } from '../../../../lib/delay-queue/repeat/tick-calendar.js';
 
 const utc = (iso: string) => Date.parse(iso);
 
@@ -34,21 +34,26 @@ describe('TickCalendar', () => {
   describe('nextToEnqueue (catch-up)', () => {
     const every = TickCalendar.of({ every: 100 });
 
-    it('without missed ticks: the following tick, whatever the rule', () => {
-      for (const rule of ['none', 'latest', 'all'] as const) expect(every.nextToEnqueue(1_000, 1_050, rule)).toBe(1_100);
+    // Past the grace that tells a missed tick from a late one.
+    const later = 1_000 + MISSED_TICK_AFTER_MS;
+
+    it('without missed ticks: the following tick, whatever the rule, also when it is late by less than the grace', () => {
+      for (const rule of ['none', 'latest', 'all'] as const) {
+        expect(every.nextToEnqueue(1_000, 1_050, rule)).toBe(1_100);
+        expect(every.nextToEnqueue(1_000, 1_100 + MISSED_TICK_AFTER_MS - 1, rule)).toBe(1_100);
+      }
     });
 
     it("'none' skips the missed ticks: the first tick after now", () => {
-      expect(every.nextToEnqueue(1_000, 1_750, 'none')).toBe(1_800);
+      expect(every.nextToEnqueue(1_000, later + 750, 'none')).toBe(later + 800);
     });
 
     it("'latest' runs the most recent missed tick once", () => {
-      expect(every.nextToEnqueue(1_000, 1_750, 'latest')).toBe(1_700);
-      expect(every.nextToEnqueue(1_000, 1_100, 'latest')).toBe(1_100);
+      expect(every.nextToEnqueue(1_000, later + 750, 'latest')).toBe(later + 700);
     });
 
     it("'all' runs every missed tick in order, at most the last MAX_CATCH_UP_TICKS", () => {
-      expect(every.nextToEnqueue(1_000, 1_750, 'all')).toBe(1_100);
+      expect(every.nextToEnqueue(1_000, later + 750, 'all')).toBe(1_100);
       const now = 1_000 + 5_000 * 100;
       expect(every.nextToEnqueue(1_000, now, 'all')).toBe(now - (MAX_CATCH_UP_TICKS - 1) * 100);
     });
