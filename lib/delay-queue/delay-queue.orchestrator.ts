@@ -7,6 +7,10 @@ import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed
 import type { OnDelayedRepeat } from './interfaces/repeat-options.interface.js';
 import type { RepeatDefinition } from './repeat/repeat-definition.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
+import { settleWithin } from '../core/time/settle-within.js';
+
+/** Longest time bootstrap waits for the `repeat` schedules to be registered (Redis slow or down). */
+const REPEAT_REGISTRATION_WAIT_MS = 5_000;
 
 /**
  * Runs the `@OnDelayed` handlers: finds and checks them in `onModuleInit` (so a mistake fails
@@ -53,11 +57,13 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
 
   /**
    * Registers the `repeat` schedules (upserts; a failure is logged and retried in the background, it
-   * does not fail bootstrap), then starts the consumers: an instance restarting after downtime first
-   * replaces a stale queued tick by the catch-up rule's one, before its consumer could claim it.
+   * does not fail bootstrap, and bootstrap waits for them at most 5 s), then starts the consumers: an
+   * instance restarting after downtime first replaces a stale queued tick by the catch-up rule's
+   * one, before its consumer could claim it.
    */
   async onApplicationBootstrap(): Promise<void> {
-    await Promise.all(this.schedules.map(({ topic, definition, source }) => this.repeats.register(topic, definition, source)));
+    const registering = Promise.all(this.schedules.map(({ topic, definition, source }) => this.repeats.register(topic, definition, source)));
+    await settleWithin(registering, REPEAT_REGISTRATION_WAIT_MS);
     for (const handler of this.handlers) {
       this.consumerRegistry.start(handler.topic, handler.invoke, handler.options, handler.source, 'on-delayed');
     }
