@@ -1,5 +1,4 @@
 import { jest } from '@jest/globals';
-import { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import {
   DelayQueueClosedError,
@@ -11,18 +10,18 @@ import {
 import { rawRedis } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 describe('DelayQueueService: consumers', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
   let redis: Redis;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    // Dead letters are logged as errors; these specs cause them on purpose.
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-    process.on('unhandledRejection', onUnhandled);
+    muteNestLogger('error'); // dead letters are logged as errors; these specs cause them on purpose
+    unhandled.start();
     t = await createDelayApp({
       delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
     });
@@ -32,9 +31,9 @@ describe('DelayQueueService: consumers', () => {
   afterAll(async () => {
     await t.close();
     redis.disconnect();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   it('never runs a job before its due time, and runs it promptly after', async () => {

@@ -1,8 +1,9 @@
 import { jest } from '@jest/globals';
-import { Logger } from '@nestjs/common';
 import { JobVisibilityLostError, type DelayQueueService } from '../../lib/index.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /**
  * A claimed job stays invisible to other consumers while its handler runs (its visibility is
@@ -12,12 +13,11 @@ import { deferred, sleep, waitFor } from '../support/timing.js';
 describe('Job visibility', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-    process.on('unhandledRejection', onUnhandled);
+    muteNestLogger('error');
+    unhandled.start();
     t = await createDelayApp({
       delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
     });
@@ -25,9 +25,9 @@ describe('Job visibility', () => {
   });
   afterAll(async () => {
     await t.close();
-    process.off('unhandledRejection', onUnhandled);
+    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled).toEqual([]);
+    expect(unhandled.reasons).toEqual([]);
   });
 
   it('extends the visibility of a long handler so that no other consumer gets its job', async () => {

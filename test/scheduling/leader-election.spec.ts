@@ -8,10 +8,9 @@ import { LeaderElections } from '../../lib/scheduling/leader-elections.js';
 import { LeadershipSteppedDownError } from '../../lib/core/errors/leadership-stepped-down.error.js';
 import type { LeadershipHooks } from '../../lib/scheduling/leadership-hooks.interface.js';
 import type { LeadershipAcquiredEvent, LeadershipLostEvent } from '../../lib/index.js';
-import { closeRedisLockTestingModule } from '../../lib/testing/index.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { abortReason, waitFor } from '../support/timing.js';
-import { createSchedulingApp } from './support/scheduling-app.js';
+import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
 
 const TTL = 10_000;
 
@@ -42,10 +41,7 @@ describe('@LeaderElection', () => {
   });
 
   afterEach(async () => {
-    for (const [i, app] of apps.entries()) {
-      if (i < apps.length - 1) await app.close().catch(() => undefined);
-      else await closeRedisLockTestingModule(app, { removeKeys: true }).catch(() => undefined);
-    }
+    await closeSchedulingApps(apps);
     redis.disconnect();
   });
 

@@ -13,10 +13,9 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { OnOneInstance } from '../../lib/scheduling/on-one-instance.decorator.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
 import type { OneInstanceAcquiredEvent, OneInstanceLostEvent } from '../../lib/index.js';
-import { closeRedisLockTestingModule } from '../../lib/testing/index.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor, type Deferred } from '../support/timing.js';
-import { createSchedulingApp } from './support/scheduling-app.js';
+import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
 
 @Injectable()
 class Reports {
@@ -48,10 +47,7 @@ describe('@OnOneInstance', () => {
   });
 
   afterEach(async () => {
-    for (const [i, app] of apps.entries()) {
-      if (i < apps.length - 1) await app.close().catch(() => undefined);
-      else await closeRedisLockTestingModule(app, { removeKeys: true }).catch(() => undefined);
-    }
+    await closeSchedulingApps(apps);
     redis.disconnect();
   });
 
