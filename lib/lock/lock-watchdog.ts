@@ -1,3 +1,4 @@
+import { leaseRenewalInterval } from '../core/time/lease-policy.js';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisClient } from '../core/options/redis-lock-config.js';
 import type { RedisScript } from '../core/redis/redis-script.js';
@@ -42,7 +43,7 @@ export class LockWatchdog {
     if (!entry) this.entries.set(id, (entry = { renewal, handles: new Set() }));
     entry.handles.add(handle);
     if (!this.timer) {
-      this.timer = setInterval(() => void this.renewAll(), Math.max(1, Math.floor(this.leaseTime / 3)));
+      this.timer = setInterval(() => void this.renewAll(), leaseRenewalInterval(this.leaseTime));
       this.timer.unref();
     }
   }

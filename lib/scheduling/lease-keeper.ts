@@ -1,3 +1,4 @@
+import { leaseRenewalInterval } from '../core/time/lease-policy.js';
 import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
 
@@ -18,7 +19,7 @@ export class LeaseKeeper {
     private readonly ttl: number,
     private readonly onRenewalError: (error: unknown) => void,
   ) {
-    this.timer = setInterval(() => void this.renew(), Math.max(10, Math.floor(ttl / 3)));
+    this.timer = setInterval(() => void this.renew(), leaseRenewalInterval(ttl));
     this.timer.unref();
     handle.signal.addEventListener('abort', () => this.stop(), { once: true });
   }
