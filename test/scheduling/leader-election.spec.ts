@@ -70,7 +70,9 @@ describe('@LeaderElection', () => {
   it('renews the lease: the leader stays leader past its ttl', async () => {
     keyPrefix = uniquePrefix('leader-renew');
     @Injectable()
-    @LeaderElection('short.leader', { ttl: 300 })
+    // 1 s: long enough that a loaded CI machine's event-loop stalls (a few hundred ms) do not end a
+    // kept lease, short enough that the wait below spans three leases, so only renewal keeps it.
+    @LeaderElection('short.leader', { ttl: 1_000 })
     class ShortLeader implements LeadershipHooks {
       readonly acquired: LockHandle[] = [];
       onLeadershipAcquired(lock: LockHandle): void {
@@ -78,7 +80,7 @@ describe('@LeaderElection', () => {
       }
     }
     apps.push(await createSchedulingApp(keyPrefix, [ShortLeader]), await createSchedulingApp(keyPrefix, [ShortLeader]));
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(apps[0].get(ShortLeader).acquired).toHaveLength(1);
     expect(apps[0].get(ShortLeader).acquired[0].held).toBe(true);
     expect(apps[1].get(ShortLeader).acquired).toHaveLength(0);
