@@ -39,6 +39,7 @@ export {
   type LeadershipLostEvent,
   type OneInstanceAcquiredEvent,
   type OneInstanceLostEvent,
+  type OneInstanceSkippedEvent,
 } from './core/events/redis-lock-events.js';
 export { REDIS_LOCK_CHANNELS, redisLockChannel } from './core/events/redis-lock.channels.js';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';

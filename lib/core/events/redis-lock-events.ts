@@ -205,6 +205,19 @@ export interface OneInstanceLostEvent {
   readonly heldMs: number;
 }
 
+/**
+ * A call of an `@OnOneInstance` method was skipped here, without running (`one-instance.skipped`):
+ * another instance holds the method's lease (`'not-owner'`), or a run of it is still going, on this
+ * instance or on the previous holder (`'still-running'`). Calls skipped because the application is
+ * shutting down emit nothing.
+ */
+export interface OneInstanceSkippedEvent {
+  readonly key: string;
+  /** `ClassName.methodName` of the call that was skipped. */
+  readonly method: string;
+  readonly reason: 'not-owner' | 'still-running';
+}
+
 export interface RedisLockEventMap {
   'lock.acquired': [event: LockAcquiredEvent];
   'lock.released': [event: LockReleasedEvent];
@@ -223,6 +236,7 @@ export interface RedisLockEventMap {
   'leadership.lost': [event: LeadershipLostEvent];
   'one-instance.acquired': [event: OneInstanceAcquiredEvent];
   'one-instance.lost': [event: OneInstanceLostEvent];
+  'one-instance.skipped': [event: OneInstanceSkippedEvent];
 }
 
 /** Every event name of `RedisLockEventMap`. */

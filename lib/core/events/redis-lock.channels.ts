@@ -39,6 +39,7 @@ export const REDIS_LOCK_CHANNELS = Object.freeze({
   'leadership.lost': 'nestjs-redis-lock:leadership.lost',
   'one-instance.acquired': 'nestjs-redis-lock:one-instance.acquired',
   'one-instance.lost': 'nestjs-redis-lock:one-instance.lost',
+  'one-instance.skipped': 'nestjs-redis-lock:one-instance.skipped',
 } as const satisfies { readonly [K in RedisLockEventName]: `nestjs-redis-lock:${K}` });
 
 // Created once, at import: the emitter tests `hasSubscribers` on every event of the library's hot
