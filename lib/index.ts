@@ -60,7 +60,7 @@ export type {
   RepeatOptions,
   RepeatSchedule,
 } from './delay-queue/interfaces/repeat-options.interface.js';
-export type { DelayedJobHandler, JobContext } from './delay-queue/interfaces/job-context.interface.js';
+export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';
 export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
 export type { Consumer, ConsumerOptions } from './delay-queue/interfaces/consumer.interface.js';
 

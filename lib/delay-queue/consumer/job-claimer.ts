@@ -3,6 +3,7 @@ import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
+import { fenceKeyOf } from '../jobs/job-fence.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
 import type { ClaimedRow, HeldJob } from './held-job.js';
@@ -46,8 +47,12 @@ export class JobClaimer {
   private claimSequence = 0;
   /** The record of the last claim that took jobs: its reply has arrived, so the next claim deletes it. */
   private lastClaimRecord?: string;
+  /** The topic shard's fencing counter (job-fence.ts): every claim's tokens come from it. */
+  private readonly fenceKey: string;
 
-  constructor(private readonly context: JobClaimerContext) {}
+  constructor(private readonly context: JobClaimerContext) {
+    this.fenceKey = fenceKeyOf(context.keys.jobs);
+  }
 
   /** Claims up to `max` due jobs and records the acknowledgements `acks` in the same call. */
   async claim(max: number, acks: readonly HeldJob[]): Promise<ClaimResult> {
@@ -56,7 +61,7 @@ export class JobClaimer {
     const args: (string | number)[] = [max, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
     for (const job of acks) args.push(job.id, job.token);
     const record = operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
-    const keys = [...this.context.keyList, record];
+    const keys = [...this.context.keyList, record, this.fenceKey];
     if (this.lastClaimRecord) keys.push(this.lastClaimRecord);
     const sent = performance.now();
     const reply = await claimDueJobsScript.run<ClaimReply>(this.context.connection.client, keys, args);

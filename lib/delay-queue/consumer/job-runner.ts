@@ -1,7 +1,7 @@
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockTracing } from '../../core/tracing/redis-lock-tracing.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
-import type { DelayedJobHandler, JobContext } from '../interfaces/job-context.interface.js';
+import { runInJobContext, type DelayedJobHandler, type JobContext } from '../interfaces/job-context.interface.js';
 import { decodeJob, type DecodedJob } from '../jobs/job-codec.js';
 import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
 import { controllerOf, type HeldJob } from './held-job.js';
@@ -120,6 +120,7 @@ export class JobRunner<T> {
         maxAttempts: decoded.maxAttempts ?? options.maxAttempts,
         scheduledAt: new Date(job.dueMs),
         createdAt: new Date(decoded.createdAt),
+        fencingToken: job.token,
         get signal() {
           return controllerOf(job).signal;
         },
@@ -127,9 +128,10 @@ export class JobRunner<T> {
       if (tracing?.enabled) {
         const payload = decoded.payload;
         const info = { topic, id: job.id, attempt: decoded.attempts, traceparent: decoded.traceparent };
-        await tracing.traceHandler(info, async () => handler(payload, context));
+        await tracing.traceHandler(info, async () => runInJobContext(context, () => handler(payload, context)));
       } else {
-        await handler(decoded.payload, context);
+        const payload = decoded.payload;
+        await runInJobContext(context, () => handler(payload, context));
       }
       succeeded = true;
     } catch (error) {

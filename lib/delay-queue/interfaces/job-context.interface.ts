@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /** What a delayed-job handler learns about the delivery it is running: `(payload, job) => ...`. */
 export interface JobContext {
   readonly id: string;
@@ -11,10 +13,55 @@ export interface JobContext {
   /** When the job was first scheduled (Redis server clock). */
   readonly createdAt: Date;
   /**
+   * This delivery's fencing token: a decimal string (fits a signed 64-bit column) greater than the
+   * token of every earlier delivery of this job (first run, retry, redelivery after a consumer lost
+   * its visibility, a job replaced under the same id) and of every earlier claim on the topic
+   * (shard), also after Redis lost its data, as long as the Redis server's clock does not go back.
+   * Write it with the handler's side effect and refuse older ones, so that a consumer paused past
+   * its visibility timeout cannot overwrite the work of the consumer that took the job over:
+   *
+   * @example
+   * \@OnDelayed('order.fulfil')
+   * async fulfil(orderId: string, job: JobContext) {
+   *   const { rowCount } = await db.query(
+   *     'UPDATE orders SET status = $2, fence = $3 WHERE id = $1 AND fence < $3',
+   *     [orderId, 'fulfilled', job.fencingToken],
+   *   );
+   *   if (rowCount === 0) return; // a later delivery of this job (or of another one) wrote first
+   * }
+   */
+  readonly fencingToken: string;
+  /**
    * Aborted when the job no longer belongs to this handler (cancelled, replaced, visibility lost:
    * reason `JobVisibilityLostError`) or when shutdown gave up waiting (`ConsumerShutdownTimeoutError`).
    */
   readonly signal: AbortSignal;
+}
+
+const running = new AsyncLocalStorage<JobContext>();
+
+/**
+ * The delivery the current call runs for, from AsyncLocalStorage: available anywhere inside an
+ * `@OnDelayed` handler or a `consume()` callback, however deep (a repository several calls down
+ * can fence its write without the `job` argument being passed along).
+ *
+ * @example
+ * async markShipped(orderId: string) {
+ *   const job = JobContext.current();
+ *   const fence = job?.fencingToken ?? '0';
+ *   await db.query('UPDATE orders SET shipped = true, fence = $2 WHERE id = $1 AND fence < $2', [orderId, fence]);
+ * }
+ */
+export const JobContext = {
+  /** The running delivery's context (the handler's `job` argument), or `undefined` outside any handler. */
+  current(): JobContext | undefined {
+    return running.getStore();
+  },
+};
+
+/** Runs a handler with `context` as `JobContext.current()` (the consumer's job runner; not exported from the package). */
+export function runInJobContext<R>(context: JobContext, handler: () => R): R {
+  return running.run(context, handler);
 }
 
 /** A delayed-job handler: resolve to acknowledge, throw (or reject) to retry with backoff. */

@@ -1,4 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
+import { LUA_FENCE_SERIES } from '../../core/redis/fence-lua-snippets.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -14,20 +15,28 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * the dead letters without ever running). Acknowledgements and recovery are state checks, no-ops
  * when repeated.
  *
- * KEYS  the five topic keys, and the claim's record (see lua-snippets.ts; optional); KEYS[7] (optional)
- *       the record of this consumer's previous claim, whose reply has arrived: deleted
+ * KEYS  the five topic keys, KEYS[6] the claim's record (see lua-snippets.ts), KEYS[7] the topic
+ *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts), KEYS[8] (optional) the
+ *       record of this consumer's previous claim, whose reply has arrived: deleted
  * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
  * ARGV[6..] acknowledgements as pairs: id, claim token
  *
  * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueMs, ... },
  *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back }.
+ * Every claim gives the job a new claim token, which is also its fencing token (`JobContext.fencingToken`):
+ * issueFences (fence-lua-snippets.ts) makes it greater than the job's previous token and than every
+ * token the shard's counter handed out, and at least the server clock in µs, so it still grows
+ * after the counter or the whole database was lost (as long as the server clock does not go back).
+ * The token is stored in the body, so a stale delivery's ack, failure or extension stays refused.
+ *
  * nextWakeMs is the earlier of the next due time and the next visibility deadline. When due jobs
  * remain after this claim, another consumer is woken (a chain, so a burst spreads over all consumers).
  */
 export const claimDueJobsScript = new RedisScript(
   'claimDueJobs',
   `
+local FENCE = KEYS[7]
 local maxClaims, visibility = tonumber(ARGV[1]), tonumber(ARGV[2])
 local defaultMaxAttempts, deadMaxCount, deadMaxAge = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 
@@ -71,7 +80,7 @@ for _, id in ipairs(expired) do
 end
 trimDeadByAge(deadMaxAge)
 
-if KEYS[7] then redis.call('del', KEYS[7]) end
+if KEYS[8] then redis.call('del', KEYS[8]) end
 local claimed = {}
 local prior = OPERATION and redis.call('lrange', OPERATION, 0, -1) or {}
 if #prior > 0 then
@@ -93,7 +102,7 @@ elseif maxClaims > 0 then
     for i = 1, #rows, 2 do ids[#ids + 1] = rows[i] end
     local bodies = redis.call('hmget', JOBS, unpack(ids))
     local deadline = nowMs + visibility
-    local activeArgs, bodyArgs, recordArgs = {}, {}, {}
+    local taken, floors = {}, {}
     for k, id in ipairs(ids) do
       local body = bodies[k]
       local g, a, rest
@@ -102,20 +111,26 @@ elseif maxClaims > 0 then
         -- Unreadable: park it with the dead letters instead of failing every claim of the topic.
         bury(id, body, 'null', deadMaxCount, deadMaxAge)
       elseif body then
-        local token = math.max(tonumber(g) + 1, nowUs)
-        body = '{"g":' .. fmt(token) .. ',"a":' .. fmt(tonumber(a) + 1) .. rest
-        bodyArgs[#bodyArgs + 1] = id
-        bodyArgs[#bodyArgs + 1] = body
-        activeArgs[#activeArgs + 1] = deadline
-        activeArgs[#activeArgs + 1] = id
-        local dueMs = math.floor(tonumber(rows[2 * k]) / SLOTS)
-        claimed[#claimed + 1] = id
-        claimed[#claimed + 1] = body
-        claimed[#claimed + 1] = dueMs
-        recordArgs[#recordArgs + 1] = id
-        recordArgs[#recordArgs + 1] = fmt(token)
-        recordArgs[#recordArgs + 1] = fmt(dueMs)
+        taken[#taken + 1] = { id, tonumber(a), rest, math.floor(tonumber(rows[2 * k]) / SLOTS) }
+        floors[#floors + 1] = tonumber(g) + 1
       end
+    end
+    -- One token per delivery, above every token of the topic shard and of the job before it.
+    local tokens = issueFences(FENCE, floors, visibility)
+    local activeArgs, bodyArgs, recordArgs = {}, {}, {}
+    for k, job in ipairs(taken) do
+      local id, token, dueMs = job[1], tokens[k], job[4]
+      local body = '{"g":' .. token .. ',"a":' .. fmt(job[2] + 1) .. job[3]
+      bodyArgs[#bodyArgs + 1] = id
+      bodyArgs[#bodyArgs + 1] = body
+      activeArgs[#activeArgs + 1] = deadline
+      activeArgs[#activeArgs + 1] = id
+      claimed[#claimed + 1] = id
+      claimed[#claimed + 1] = body
+      claimed[#claimed + 1] = dueMs
+      recordArgs[#recordArgs + 1] = id
+      recordArgs[#recordArgs + 1] = token
+      recordArgs[#recordArgs + 1] = fmt(dueMs)
     end
     if #bodyArgs > 0 then
       redis.call('hset', JOBS, unpack(bodyArgs))
@@ -144,5 +159,5 @@ if firstDeadline[2] then
 end
 return { nowUs, nextWake, more, acked, claimed, recovered }
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_TOPIC_PRELUDE, LUA_FENCE_SERIES],
 );
