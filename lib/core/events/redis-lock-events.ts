@@ -218,6 +218,45 @@ export interface OneInstanceSkippedEvent {
   readonly reason: 'not-owner' | 'still-running';
 }
 
+/**
+ * Jobs of committed transactions went from the transactional outbox to Redis (`outbox.relayed`):
+ * right after COMMIT by the process that committed them (`'after-commit'`), or by a relay that
+ * found rows left behind by a crash or a Redis outage (`'relay'`).
+ */
+export interface OutboxRelayedEvent {
+  readonly source: 'after-commit' | 'relay';
+  /** Rows written to Redis and deleted from the outbox. */
+  readonly rows: number;
+  /** Time from the start of the write to the rows' deletion (monotonic clock). */
+  readonly durationMs: number;
+}
+
+/**
+ * Outbox rows could not be written to Redis (`outbox.relay.failed`); they stay in the outbox and
+ * the relay retries with backoff. Nothing is lost: alert when it lasts.
+ */
+export interface OutboxRelayFailedEvent {
+  readonly source: 'after-commit' | 'relay';
+  readonly rows: number;
+  /** Consecutive failed looks of the relay (1 for a failed write right after COMMIT). */
+  readonly attempt: number;
+  /** When the relay looks again (for `'after-commit'`: within the relay's next look). */
+  readonly retryInMs: number;
+  readonly error: string;
+}
+
+/**
+ * An outbox row that can never be relayed (undecodable, a topic or id this version refuses, or a
+ * write Redis keeps refusing) was moved aside (`outbox.row.parked`): it stays in the outbox table,
+ * marked parked with the reason, and is not retried. Alert on it; fix and un-park by hand.
+ */
+export interface OutboxRowParkedEvent {
+  readonly rowId: string;
+  readonly topic: string;
+  readonly jobId: string;
+  readonly reason: string;
+}
+
 export interface RedisLockEventMap {
   'lock.acquired': [event: LockAcquiredEvent];
   'lock.released': [event: LockReleasedEvent];
@@ -232,6 +271,9 @@ export interface RedisLockEventMap {
   'job.recovered': [event: JobRecoveredEvent];
   'job.schedule.retrying': [event: JobScheduleRetryingEvent];
   'job.schedule.lost': [event: JobScheduleLostEvent];
+  'outbox.relayed': [event: OutboxRelayedEvent];
+  'outbox.relay.failed': [event: OutboxRelayFailedEvent];
+  'outbox.row.parked': [event: OutboxRowParkedEvent];
   'leadership.acquired': [event: LeadershipAcquiredEvent];
   'leadership.lost': [event: LeadershipLostEvent];
   'one-instance.acquired': [event: OneInstanceAcquiredEvent];
