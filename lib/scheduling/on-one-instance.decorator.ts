@@ -4,7 +4,7 @@ import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { LockServiceUnavailableError } from '../core/errors/lock-service-unavailable.error.js';
 import { copyMethodMetadata } from '../decorators/copy-method-metadata.js';
 import { resolveLeaseDeclaration } from './lease-declaration.js';
-import { OneInstanceLeases, runLockKey } from './one-instance-leases.js';
+import { OneInstanceLeases, runLockKey, type OneInstanceDeclaration } from './one-instance-leases.js';
 import { ONE_INSTANCE_LEASES_PROPERTY, ON_ONE_INSTANCE_METADATA } from './scheduling.constants.js';
 
 /** Options of `@OnOneInstance`. */
@@ -40,7 +40,8 @@ export interface OnOneInstanceOptions {
  * once per instance), the lease stays with one instance across calls: each tick runs once however
  * the timers are skewed.
  *
- * The method always returns a Promise. Errors it throws pass through untouched.
+ * The method always returns a Promise. Errors it throws pass through untouched. Each skipped call
+ * emits `one-instance.skipped` (reason `'not-owner'` or `'still-running'`).
  *
  * @example
  * \@Injectable()
@@ -64,13 +65,11 @@ export function OnOneInstance(options?: OnOneInstanceOptions): MethodDecorator {
     if (typeof original !== 'function') {
       throw new InvalidOptionsError('@OnOneInstance', `${location} is not a method`);
     }
-    const declaration = resolveLeaseDeclaration(
-      options ?? {},
-      ['key', 'ttl'],
-      `${className}.${String(propertyKey)}`,
-      location,
-      (key) => [runLockKey(key)],
-    );
+    const method = `${className}.${String(propertyKey)}`;
+    const declaration: OneInstanceDeclaration = {
+      ...resolveLeaseDeclaration(options ?? {}, ['key', 'ttl'], method, location, (key) => [runLockKey(key)]),
+      method,
+    };
     injectLeases(target);
 
     const wrapper = new Proxy(original as (...args: unknown[]) => unknown, {

@@ -9,6 +9,12 @@ import type { LeaseDeclaration } from './lease-declaration.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { MAX_HANDOVER_GUARD_MS } from './scheduling.constants.js';
 
+/** The lease of one `@OnOneInstance` method: its declaration and the method it guards. Internal. */
+export interface OneInstanceDeclaration extends LeaseDeclaration {
+  /** `ClassName.methodName`, as reported by `one-instance.skipped`. */
+  readonly method: string;
+}
+
 /** An `@OnOneInstance` lease this instance holds now. */
 export interface OneInstanceLease {
   readonly key: string;
@@ -61,21 +67,22 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
    * Runs `body` if this instance holds (or can take) the lease of `declaration.key` and no run of
    * it is in progress anywhere; resolves `undefined` without running it otherwise.
    */
-  async run<T>(declaration: LeaseDeclaration, body: () => T): Promise<Awaited<T> | undefined> {
+  async run<T>(declaration: OneInstanceDeclaration, body: () => T): Promise<Awaited<T> | undefined> {
     if (this.closing) return undefined;
     const entry = this.entryOf(declaration);
     this.noteCall(entry);
     const lease = await this.holdLease(entry);
-    if (!lease || this.closing) return undefined;
+    if (this.closing) return undefined;
+    if (!lease) return this.skipped(declaration, 'not-owner');
 
     const { key, ttl } = declaration;
     const run = await this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) });
-    if (!run) return undefined;
+    if (!run) return this.skipped(declaration, 'still-running');
     if (!lease.held) {
       // Lost while the run lock was being taken (a stall): the lease is given back, so another
       // instance may run this call; running it here too could run it twice.
       await run.release().catch(() => undefined);
-      return undefined;
+      return this.skipped(declaration, 'not-owner');
     }
     entry.lastRunAt = performance.now();
     const keeper = new LeaseKeeper(run, ttl, (error) => this.renewalFailed(runLockKey(key), error));
@@ -230,6 +237,11 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
       reason: 'handed-back',
       heldMs,
     }));
+  }
+
+  private skipped(declaration: OneInstanceDeclaration, reason: 'not-owner' | 'still-running'): undefined {
+    this.events.emitIfWanted('one-instance.skipped', () => ({ key: declaration.key, method: declaration.method, reason }));
+    return undefined;
   }
 
   private renewalFailed(key: string, error: unknown): void {

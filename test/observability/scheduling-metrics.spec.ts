@@ -4,7 +4,7 @@ import { RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
 import { LeaderElection, OnOneInstance, RedisLockModule, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { waitFor } from '../support/timing.js';
+import { deferred, waitFor, type Deferred } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 async function value(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
@@ -30,10 +30,12 @@ class MetricsLeader implements LeadershipHooks {
 @Injectable()
 class NightlyReport {
   runs = 0;
+  gate?: Deferred<void>;
 
   @OnOneInstance({ key: 'metrics-report', ttl: 5_000 })
   async run(): Promise<void> {
     this.runs++;
+    await this.gate?.promise;
   }
 }
 
@@ -67,6 +69,21 @@ describe('RedisLockMetricsModule: leadership and @OnOneInstance leases', () => {
     await app.get(NightlyReport).run();
     expect(app.get(NightlyReport).runs).toBe(1);
     expect(await value(registry, 'redis_lock_one_instance_lease_changes_total', { key: 'metrics-report', change: 'acquired' })).toBe(1);
+    expect(await value(registry, 'redis_lock_one_instance_skipped_total', { key: 'metrics-report', reason: 'still-running' })).toBeUndefined();
+
+    // Calls made while a run goes on are skipped and counted.
+    const report = app.get(NightlyReport);
+    const gate = deferred();
+    report.gate = gate;
+    const longRun = report.run();
+    await waitFor(() => report.runs === 2, 10_000, 'the second run to start');
+    await report.run();
+    await report.run();
+    gate.resolve();
+    await longRun;
+    report.gate = undefined;
+    expect(report.runs).toBe(2);
+    expect(await value(registry, 'redis_lock_one_instance_skipped_total', { key: 'metrics-report', reason: 'still-running' })).toBe(2);
 
     // lock.release() steps down: the term ends (counted, gauge 0) and the only instance campaigns again.
     const leader = app.get(MetricsLeader);

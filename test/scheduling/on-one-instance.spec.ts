@@ -12,7 +12,7 @@ import {
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { OnOneInstance } from '../../lib/scheduling/on-one-instance.decorator.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
-import type { OneInstanceAcquiredEvent, OneInstanceLostEvent } from '../../lib/index.js';
+import type { OneInstanceAcquiredEvent, OneInstanceLostEvent, OneInstanceSkippedEvent } from '../../lib/index.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor, type Deferred } from '../support/timing.js';
 import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
@@ -121,6 +121,36 @@ describe('@OnOneInstance', () => {
       ['acquired', { key: 'Reports.daily', fencingToken: expect.any(String) }],
       ['lost', { key: 'Reports.daily', fencingToken: seen[0][1].fencingToken, reason: 'handed-back', heldMs: expect.any(Number) }],
     ]);
+  });
+
+  it('emits one-instance.skipped for each skipped call: not-owner on the other instances, still-running while a run goes on', async () => {
+    const skipped: Array<[number, OneInstanceSkippedEvent]> = [];
+    for (const i of [0, 1]) {
+      const events = apps[i].get(RedisLockEvents) as unknown as NodeJS.EventEmitter;
+      events.on('one-instance.skipped', (e: OneInstanceSkippedEvent) => skipped.push([i, e]));
+    }
+    const gate = deferred();
+    reports(0).gate = gate;
+    const longRun = reports(0).daily(1);
+    await waitFor(() => reports(0).runs.length === 1, 10_000, 'the first run to start');
+    expect(skipped).toEqual([]);
+    // The holder's timer fires again while its run goes on; the other instance's timer fires too.
+    expect(await reports(0).daily(2)).toBeUndefined();
+    expect(await reports(1).daily(2)).toBeUndefined();
+    gate.resolve();
+    expect(await longRun).toBe('ran 1');
+    // A call that runs emits nothing; the one on the other instance is skipped again.
+    expect(await reports(0).daily(3)).toBe('ran 3');
+    expect(await reports(1).daily(3)).toBeUndefined();
+    expect(skipped).toEqual([
+      [0, { key: 'Reports.daily', method: 'Reports.daily', reason: 'still-running' }],
+      [1, { key: 'Reports.daily', method: 'Reports.daily', reason: 'not-owner' }],
+      [1, { key: 'Reports.daily', method: 'Reports.daily', reason: 'not-owner' }],
+    ]);
+    // The event names the method, and the key it shares (here: its own key, set explicitly).
+    await reports(0).failing(new Error('runs here')).catch(() => undefined);
+    expect(await reports(1).failing(new Error('skipped'))).toBeUndefined();
+    expect(skipped.at(-1)).toEqual([1, { key: 'reports.failing', method: 'Reports.failing', reason: 'not-owner' }]);
   });
 
   it('fails on an instance Nest did not create', async () => {

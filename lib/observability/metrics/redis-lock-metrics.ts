@@ -133,6 +133,12 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['key', 'change'],
       registers,
     });
+    const oneInstanceSkipped = new Counter({
+      name: named('one_instance_skipped_total'),
+      help: '@OnOneInstance calls skipped on this instance: another instance holds the lease (not-owner), or a run is still going (still-running).',
+      labelNames: ['key', 'reason'],
+      registers,
+    });
     const self = this;
     new Gauge({
       name: named('after_commit_writes_pending'),
@@ -197,6 +203,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     this.listen('one-instance.acquired', ({ key }) => oneInstanceChanges.inc({ key, change: 'acquired' }));
     this.listen('one-instance.lost', ({ key, reason }) => oneInstanceChanges.inc({ key, change: reason }));
+    this.listen('one-instance.skipped', ({ key, reason }) => oneInstanceSkipped.inc({ key, reason }));
   }
 
   onModuleDestroy(): void {
