@@ -12,6 +12,7 @@ import { InventoryModule } from './inventory/inventory.module.js';
 import { MetricsController } from './observability/metrics.controller.js';
 import { ReadinessController } from './observability/readiness.controller.js';
 import { OrdersModule } from './orders/orders.module.js';
+import { ReportsModule } from './reports/reports.module.js';
 
 /** The orders service. `register(config)` so tests and the demo can pass their own settings. */
 @Module({})
@@ -43,6 +44,7 @@ export class AppModule {
         OrdersModule,
         InventoryModule,
         FulfilmentModule,
+        ReportsModule.register(config),
       ],
       controllers: [HealthController, ReadinessController, MetricsController],
       providers: [{ provide: SAMPLE_CONFIG, useValue: config }],

@@ -14,6 +14,20 @@ export interface SampleConfig {
   readonly dashboardReadOnly?: boolean;
   /** Sampling of the dashboard's plots; default every 5 s over the last 10 minutes. */
   readonly dashboardHistory?: { readonly sampleMs?: number; readonly windowMs?: number };
+  /** This instance's name in the reports' records (`INSTANCE_ID`); default `<hostname>:<pid>`. */
+  readonly instanceId?: string;
+  /** The scheduled work of `reports/`; each setting has a default (see `REPORTS_DEFAULTS`). */
+  readonly reports?: ReportsSettings;
+}
+
+/** Settings of the reports' scheduled work. */
+export interface ReportsSettings {
+  /** Period of the `reports.stock-snapshot` repeatable job, in ms (`REPORTS_SNAPSHOT_EVERY_MS`). */
+  readonly snapshotEveryMs?: number;
+  /** Lease of the `reports.leader` election, in ms: a crashed leader is replaced within it (`REPORTS_LEADER_TTL_MS`). */
+  readonly leaderTtlMs?: number;
+  /** Period of the leader's housekeeping sweep, in ms (`REPORTS_SWEEP_EVERY_MS`). */
+  readonly sweepEveryMs?: number;
 }
 
 export const SAMPLE_CONFIG = Symbol('SAMPLE_CONFIG');
@@ -28,5 +42,15 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sampl
     orderExpiryMs: Number(env.ORDER_EXPIRY_MS ?? 5_000),
     keyPrefix: env.REDIS_KEY_PREFIX ?? 'sample',
     dashboardReadOnly: env.DASHBOARD_READ_ONLY === '1' || env.DASHBOARD_READ_ONLY === 'true',
+    instanceId: env.INSTANCE_ID || undefined,
+    reports: {
+      snapshotEveryMs: optionalNumber(env.REPORTS_SNAPSHOT_EVERY_MS),
+      leaderTtlMs: optionalNumber(env.REPORTS_LEADER_TTL_MS),
+      sweepEveryMs: optionalNumber(env.REPORTS_SWEEP_EVERY_MS),
+    },
   };
+}
+
+function optionalNumber(value: string | undefined): number | undefined {
+  return value ? Number(value) : undefined;
 }
