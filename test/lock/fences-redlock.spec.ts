@@ -6,7 +6,7 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 /**
  * Redlock keeps one fencing counter per master. Every one of them must stay bounded in Redis (a
  * TTL after its last use), including a counter raised to the token of the vote, and a counter lost
- * on every master must not restart below the tokens handed out before.
+ * on every master, or rolled back on a majority, must not restart below the tokens handed out before.
  */
 describe('fencing counters on Redlock masters', () => {
   const LEASE = 3_000;
@@ -59,5 +59,23 @@ describe('fencing counters on Redlock masters', () => {
     // guarantee holds from the next second of the Redis clock on.
     while ((await masters.raw(0).time())[0] === grantSecond) await sleep(50);
     expect(await token('lost')).toBeGreaterThan(before[1]);
+  });
+
+  it('hands out a larger token after the counter went back on a majority of masters (AOF everysec lost its last second)', async () => {
+    const before = [await token('rolled-back'), await token('rolled-back'), await token('rolled-back')];
+    const [grantSecond] = await masters.raw(0).time();
+    // Masters 1 and 2 came back with the counter of the first grant only; master 0, the only one
+    // that knows the last tokens, is down, so the vote is theirs alone.
+    for (const i of [1, 2]) await masters.raw(i).set(fenceKey('rolled-back'), before[0].toString(), 'PX', 3_600_000);
+    await masters.kill(0);
+    try {
+      // The counter-mode floor is the clock in whole seconds: it covers grants of earlier seconds.
+      while ((await masters.raw(1).time())[0] === grantSecond) await sleep(50);
+      const after = await token('rolled-back');
+      expect(after).toBeGreaterThan(before[2]);
+    } finally {
+      await masters.start(0);
+      await mastersReconnected(pair.apps);
+    }
   });
 });

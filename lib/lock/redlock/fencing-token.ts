@@ -17,9 +17,10 @@ export interface FencingPlan {
  * Fencing tokens in Redlock mode: strictly increasing across holders, with no designated master.
  *
  * Every master keeps its own counter per key (`rl:lock:{name}:fence`, with the bounded TTL of every
- * fence, see LUA_FENCE). The acquire script steps it by one on every fresh grant ('counter' mode; a
- * missing counter starts at the master's clock), so a try costs no extra round trip. The token is
- * the highest counter among the masters that granted.
+ * fence, see LUA_FENCE). The acquire script sets it to max(counter + 1, the master's clock in whole
+ * seconds, as µs) on every fresh grant ('counter' mode): within a second the masters' counters step
+ * by one together, and a new second moves them all to the same floor, so a try costs no extra round
+ * trip. The token is the highest counter among the masters that granted.
  *
  * Invariant: when a token T is handed out, a majority of masters hold a counter >= T.
  * - It holds after the grant if at least `quorum` granting masters are at T (common while the
@@ -35,9 +36,13 @@ export interface FencingPlan {
  *   grant back never lowers a counter. Lowering one is unsafe: a hand-back can arrive after a
  *   later grant on that master already used the value.
  *
- * Assumption: a master keeps its counters (run masters with AOF, `appendfsync always`); one that
- * lost a counter restarts it from its clock, above earlier tokens only while that clock did not go
- * back. Redlock's own exclusion needs the same care (AOF, or a restart delayed past the lease).
+ * Counters lost or rolled back: a minority of masters losing them changes nothing (the invariant
+ * above: a majority still holds >= T). A majority losing them (restarts without persistence, AOF
+ * `everysec` losing its last second) restarts them at the clock floor, above every token of an
+ * earlier second. Assumption: the masters' clocks do not go back and differ by less than the time
+ * between the lost grants and the next one (a restart alone takes longer than a second); AOF with
+ * `appendfsync always` makes it moot. Redlock's own exclusion needs the same care (AOF, or a
+ * restart delayed past the lease).
  *
  * Why not one designated counter master (INCR there, quorum max only when it is down): its tokens
  * are known to that master alone, so after it goes down the quorum max can fall far below tokens it

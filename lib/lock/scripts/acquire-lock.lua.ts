@@ -8,7 +8,8 @@ import { LUA_FENCE, WAITING_MARK } from './lua-snippets.js';
  * KEYS[2] fence       `rl:lock:{name}:fence`    fencing counter (LUA_FENCE), stepped on every fresh acquire
  * ARGV[1] owner id, ARGV[2] lease in ms, ARGV[3] '1' if the owner comes from an enclosing section
  * (count a nested hold), '0' for a fresh owner (finding it means a replayed attempt: count nothing),
- * ARGV[4] optional: 'counter' steps the fence by one without the clock floor (Redlock masters)
+ * ARGV[4] optional: 'counter' for Redlock masters: the fence's clock floor in whole seconds, so
+ * masters asked at once agree on it (LUA_FENCE)
  * ARGV[5] this acquire call's hold id (`<owner>/<n>`), recorded as its own field. A nested
  * acquire whose hold is recorded already is this very acquire run again (its reply was lost and
  * ioredis re-sent it): it counts nothing, so the owner's count is always the number of its holds.
@@ -33,7 +34,7 @@ if ARGV[3] == '1' then
   if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return {0, -3} end
   if redis.call('hsetnx', KEYS[1], hold, 1) == 1 then redis.call('hincrby', KEYS[1], ARGV[1], 1) end
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, currentFence(KEYS[2], lease)}
+  return {1, currentFence(KEYS[2], lease, ARGV[4] == 'counter')}
 end
 if redis.call('exists', KEYS[1]) == 0 then
   if ARGV[6] == 'waiting' then
@@ -49,7 +50,7 @@ if redis.call('hexists', KEYS[1], 'mode') == 1 then return {-2, 0} end
 -- a fresh owner found holding: this very attempt ran before (its reply was lost)
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
-  return {1, currentFence(KEYS[2], lease)}
+  return {1, currentFence(KEYS[2], lease, ARGV[4] == 'counter')}
 end
 -- held by another owner: a caller that will wait marks the hash, so its release wakes someone
 if ARGV[6] == 'wait' or ARGV[6] == 'waiting' then redis.call('hset', KEYS[1], '${WAITING_MARK}', 1) end
