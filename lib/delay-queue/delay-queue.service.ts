@@ -19,6 +19,8 @@ import { errorMessage } from '../core/errors/error-message.js';
 import type { RedisScript } from '../core/redis/redis-script.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './after-commit-writer.js';
+import { JobOutboxRelay, type OutboxRelayStats } from './outbox/job-outbox-relay.js';
+import { OutboxJobWriter } from './outbox/outbox-job-writer.js';
 import { ConsumerRegistry } from './consumer-registry.js';
 import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './jobs/delay-queue.constants.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
@@ -66,6 +68,8 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
   private closed = false;
   /** Jobs of committed transactions on their way to Redis (retried until written; see AfterCommitWriter). */
   private readonly afterCommit: AfterCommitWriter;
+  /** With `delayQueue.outbox`: jobs scheduled in transactions go through the outbox instead. */
+  private readonly outbox?: JobOutboxRelay;
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
@@ -84,6 +88,22 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
       events,
       this.logger,
     );
+    if (config.delayQueue.outbox) {
+      this.outbox = new JobOutboxRelay(
+        config.delayQueue.outbox,
+        new OutboxJobWriter(() => this.connection.client, shards),
+        transactions,
+        config.delayQueue.outboxRelay,
+        events,
+        new Logger('DelayQueueOutbox'),
+        (topic, rows) => this.emitScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId }))),
+      );
+    }
+  }
+
+  /** Counters of the transactional outbox (`delayQueue.outbox`), or undefined without one. */
+  get outboxStats(): OutboxRelayStats | undefined {
+    return this.outbox?.stats;
   }
 
   /**
@@ -332,7 +352,8 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    * Loads the delay-queue scripts into Redis's cache up front. An optimisation only, so it neither
    * delays bootstrap nor fails it (with Redis down it finishes, or fails quietly, in the background).
    */
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
+    await this.outbox?.start();
     void preloadScripts(this.connection.client, ALL_DELAY_QUEUE_SCRIPTS).catch((error: unknown) =>
       this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
     );
@@ -348,6 +369,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     await this.consumers.drain('on-delayed');
     await this.consumers.drain('all');
     await this.afterCommit.flush(Math.max(AFTER_COMMIT_FLUSH_MIN_MS, this.config.delayQueue.shutdownTimeout));
+    await this.outbox?.stop();
   }
 
   onApplicationShutdown(): void {
@@ -363,6 +385,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
       this.emitScheduled(topic, jobs);
       return;
     }
+    if (this.outbox) return this.outbox.insert(topic, jobs);
     this.transactions.register({
       afterCompletion: async (status) => {
         if (status === 'committed') await this.afterCommit.write(topic, jobs);
@@ -421,7 +444,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     await this.connection.client.del(...records).catch(() => undefined);
   }
 
-  private emitScheduled(topic: string, jobs: readonly PreparedJob[]): void {
+  private emitScheduled(topic: string, jobs: ReadonlyArray<Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace'>>): void {
     if (!this.events.wants('job.scheduled')) return;
     for (const job of jobs) {
       const when = job.kind === 'd' ? { delayMs: job.when } : { at: job.when };

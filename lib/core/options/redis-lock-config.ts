@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { JobOutboxStore } from '../outbox/job-outbox-store.js';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 import type {
   BackoffOptions,
@@ -29,6 +30,9 @@ export interface RedisLockConfig {
     readonly retention: Required<RetentionOptions>;
     /** Shard count per topic split into more than one shard. */
     readonly topics: ReadonlyMap<string, number>;
+    /** The transactional outbox, when configured. */
+    readonly outbox?: JobOutboxStore;
+    readonly outboxRelay: { readonly pollInterval: number; readonly batchSize: number; readonly minAge: number };
   };
   readonly transactions?: TransactionSynchronizer;
   readonly connectTimeout: number;

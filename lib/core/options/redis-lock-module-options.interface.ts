@@ -1,4 +1,5 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import type { JobOutboxStore } from '../outbox/job-outbox-store.js';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 
 /**
@@ -102,6 +103,39 @@ export interface DelayQueueDefaults {
    * RedisLockModule.forRoot({ redis: { cluster: nodes }, delayQueue: { topics: { 'order.expire': { shards: 6 } } } })
    */
   topics?: Record<string, DelayQueueTopicOptions>;
+  /**
+   * Transactional outbox for jobs scheduled inside a database transaction: `schedule()` and
+   * `scheduleMany()` called while the `transactions` port reports an active transaction insert
+   * outbox rows in that transaction instead of writing to Redis after the
+   * commit. The row commits or rolls back with the caller's data; after COMMIT this process writes
+   * the job to Redis at once, and a relay in every instance writes rows left behind by a crash or a
+   * Redis outage. Without it, jobs of committed transactions are written from memory after COMMIT
+   * (lost if the process dies in between). See docs/outbox.md.
+   *
+   * @example
+   * import { PostgresJobOutbox, inPgTransaction } from 'nestjs-redis-lock/outbox/postgres';
+   * RedisLockModule.forRoot({ delayQueue: { outbox: new PostgresJobOutbox({ transaction: inPgTransaction(currentClient), relay: pool }) } })
+   */
+  outbox?: JobOutboxStore;
+  /** How the outbox relay looks for rows left behind (only with `outbox`). */
+  outboxRelay?: OutboxRelayOptions;
+}
+
+/** Settings of the outbox relay (see `DelayQueueDefaults.outbox`). */
+export interface OutboxRelayOptions {
+  /**
+   * Longest time between two looks for rows left behind, in ms. Default 1000. A store that can
+   * listen (PostgreSQL LISTEN/NOTIFY) also wakes the relay when rows are committed.
+   */
+  pollInterval?: number;
+  /** Rows claimed per look. Default 500. */
+  batchSize?: number;
+  /**
+   * Rows younger than this (ms) are left to the process that committed them, which relays them at
+   * once. Default 2000. Taking them earlier is still correct (the job id and the relay's operation
+   * record make a second write a no-op), only wasteful.
+   */
+  minAge?: number;
 }
 
 /** Per-topic settings (see `DelayQueueDefaults.topics`). */

@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import { OPTION_BOUNDS } from './option-bounds.js';
-import { optionValidator as validate } from './option-validation.js';
+import { describeValue, optionValidator as validate } from './option-validation.js';
 import { DEFAULT_BACKOFF, resolveBackoff } from './retry-backoff.js';
 import { resolveSyncReplicas } from './resolve-sync-replicas.js';
 import { resolveTopicShards } from './resolve-topic-shards.js';
@@ -70,6 +70,12 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
         }),
       },
       topics: resolveTopicShards(dq.topics),
+      outbox: validateOutbox(dq.outbox),
+      outboxRelay: {
+        pollInterval: validate.duration('delayQueue.outboxRelay.pollInterval', dq.outboxRelay?.pollInterval, { min: 10, default: 1_000 }),
+        batchSize: validate.wholeNumber('delayQueue.outboxRelay.batchSize', dq.outboxRelay?.batchSize, { min: 1, max: 10_000, default: 500 }),
+        minAge: validate.duration('delayQueue.outboxRelay.minAge', dq.outboxRelay?.minAge, { min: 0, default: 2_000 }),
+      },
     },
     transactions: validateTransactions(o.transactions),
     connectTimeout: validate.duration('connectTimeout', o.connectTimeout, { min: 0, default: 10_000 }),
@@ -122,4 +128,20 @@ function validateTransactions(value: unknown): RedisLockConfig['transactions'] {
     throw new InvalidOptionsError('transactions', 'expected a TransactionSynchronizer with isActive() and register()');
   }
   return value as RedisLockConfig['transactions'];
+}
+
+const OUTBOX_METHODS = ['insert', 'claimBatch', 'release', 'delete', 'park'] as const;
+
+function validateOutbox(value: unknown): RedisLockConfig['delayQueue']['outbox'] {
+  if (value === undefined || value === null) return undefined;
+  const missing = OUTBOX_METHODS.filter((name) => typeof (value as Record<string, unknown>)[name] !== 'function');
+  if (typeof value !== 'object' || missing.length > 0) {
+    throw new InvalidOptionsError(
+      'delayQueue.outbox',
+      `expected a JobOutboxStore (${OUTBOX_METHODS.map((m) => `${m}()`).join(', ')}), got ${describeValue(value)}` +
+        (typeof value === 'object' ? ` without ${missing.map((m) => `${m}()`).join(', ')}` : '') +
+        "; use e.g. new PostgresJobOutbox({ ... }) from 'nestjs-redis-lock/outbox/postgres'",
+    );
+  }
+  return value as RedisLockConfig['delayQueue']['outbox'];
 }

@@ -1,0 +1,96 @@
+/**
+ * A job on its way to Redis through the transactional outbox, as the delay queue hands it to
+ * `JobOutboxStore.insert`: checked and encoded already, with its id fixed, so that every relay of
+ * the row writes the same job.
+ */
+export interface OutboxJob {
+  /** The row's own id (unique per scheduled job, even when two transactions schedule the same job id). */
+  readonly rowId: string;
+  readonly topic: string;
+  /** The job id `schedule()` returned. */
+  readonly jobId: string;
+  /**
+   * `'d'`: `when` is a delay in ms, counted from the insert on the database's clock; `'a'`: `when`
+   * is an absolute due time in epoch ms (the job's `at`).
+   */
+  readonly kind: 'd' | 'a';
+  readonly when: number;
+  readonly replace: boolean;
+  /** The encoded job body (retry options, trace context, payload JSON); opaque to the store. */
+  readonly body: string;
+}
+
+/** A row claimed by a relay: its job, with the time left until it is due measured on the database. */
+export interface OutboxRow {
+  readonly rowId: string;
+  readonly topic: string;
+  readonly jobId: string;
+  /**
+   * `'d'`: `when` is the delay left, `max(0, due_at - now())` computed by the database when the row
+   * was claimed (an overdue job is due at once, never at its original delay after the relay);
+   * `'a'`: `when` is the absolute due time in epoch ms.
+   */
+  readonly kind: 'd' | 'a';
+  readonly when: number;
+  readonly replace: boolean;
+  readonly body: string;
+  /** Relays that claimed the row before this one and did not finish it (crashed, or Redis failed). */
+  readonly attempts: number;
+}
+
+/**
+ * Where the delay queue keeps jobs scheduled inside a database transaction until they are in Redis.
+ * Interface and injection token share the name (like `TransactionSynchronizer`). The PostgreSQL
+ * implementation is `PostgresJobOutbox` (`nestjs-redis-lock/outbox/postgres`); implement it to use
+ * another database.
+ *
+ * The contract: `insert` runs in the caller's current transaction, so a row exists if and only if
+ * that transaction commits. Everything else runs outside any application transaction, on the
+ * store's own connection, and may run in several processes at once: `claimBatch` must not hand the
+ * same row to two relays while its claim lasts (`FOR UPDATE SKIP LOCKED` and a claim lease), and a
+ * row whose claim lapsed (its relay crashed) must be claimable again.
+ */
+export interface JobOutboxStore {
+  /**
+   * Inserts the jobs in the current transaction of the calling async context. Resolves when the
+   * insert has run (nothing to wait for after COMMIT).
+   *
+   * @throws OutboxTransactionMissingError when no transaction of the store's executor is active in
+   *   the calling context, so a job cannot be written outside the transaction it belongs to
+   */
+  insert(jobs: readonly OutboxJob[]): Promise<void>;
+
+  /**
+   * Claims up to `limit` rows inserted at least `minAgeMs` ago (rows younger than that are normally
+   * being relayed by the process that committed them), oldest first, for `leaseMs`: no other relay
+   * gets them until the lease ends or they are deleted or parked.
+   */
+  claimBatch(limit: number, options: { minAgeMs: number; leaseMs: number }): Promise<OutboxRow[]>;
+
+  /** Ends the claim of rows whose write failed (Redis unreachable), so that the next look retries them. */
+  release(rowIds: readonly string[]): Promise<void>;
+
+  /** Deletes rows whose jobs are in Redis. Unknown ids are ignored. */
+  delete(rowIds: readonly string[]): Promise<void>;
+
+  /** Moves a row that can never be relayed aside (kept for inspection, never claimed again), with the reason. */
+  park(rowId: string, reason: string): Promise<void>;
+
+  /** Rows waiting to be relayed (parked rows not counted). Optional; used for metrics. */
+  countPending?(): Promise<number>;
+
+  /**
+   * Calls `onInsert` soon after a transaction that inserted rows commits, in any process (PostgreSQL:
+   * LISTEN/NOTIFY). Optional: without it the relay polls. Resolves to a function that stops listening.
+   */
+  listen?(onInsert: () => void): Promise<() => Promise<void>>;
+
+  /** Called once at bootstrap, before the first claim (e.g. to apply a development migration). */
+  start?(): Promise<void>;
+
+  /** Called once at shutdown, after the last relay; releases the store's own connections. */
+  close?(): Promise<void>;
+}
+
+/** Injection token of the configured `JobOutboxStore` (same name as the interface). */
+export const JobOutboxStore = Symbol('nestjs-redis-lock:JobOutboxStore');

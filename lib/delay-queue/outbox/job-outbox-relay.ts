@@ -1,0 +1,309 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@nestjs/common';
+import { errorMessage } from '../../core/errors/error-message.js';
+import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import { assertValidTopic } from '../../core/keys/topic-name.js';
+import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox/job-outbox-store.js';
+import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import { backoffDelay } from '../../core/options/retry-backoff.js';
+import { settleWithin } from '../../core/time/settle-within.js';
+import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
+import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
+import { decodeJob } from '../jobs/job-codec.js';
+import type { PreparedJob } from '../jobs/prepare-job.js';
+import type { OutboxJobWriter, OutboxWrite } from './outbox-job-writer.js';
+
+/** How long the end of a committed transaction waits for its own jobs' write before leaving it to run on. */
+const AFTER_COMMIT_WAIT_MS = 2_000;
+/** A claim lasts this long: longer than a write can hang while ioredis retries (about 20 s). */
+const CLAIM_LEASE_MS = 60_000;
+/** Backoff of the relay's looks after failures (Redis or the database unreachable). */
+const FAILURE_BACKOFF = { delay: 200, factor: 2, maxDelay: 5_000, jitter: 0.3 } as const;
+/** A row Redis refuses (an error reply, not a connection failure) this many times is parked. */
+const MAX_REFUSED_ATTEMPTS = 10;
+/** Longest time shutdown waits for writes started right after COMMIT. */
+const STOP_WAIT_MS = 5_000;
+
+/** Counters of one process's outbox traffic, for metrics. */
+export interface OutboxRelayStats {
+  /** Rows written to Redis and deleted, since start (after-commit and relay). */
+  readonly relayed: number;
+  /** Of those, rows found left behind by the relay (another process crashed, or Redis was down). */
+  readonly relayedLeftBehind: number;
+  /** Rows parked as impossible to relay. */
+  readonly parked: number;
+  /** Rows of this process's committed transactions whose write is still going. */
+  readonly inFlight: number;
+  /** Consecutive failed looks of the relay (0 when healthy). */
+  readonly failureStreak: number;
+}
+
+/**
+ * The transactional outbox, delay-queue side. Inside a transaction, `insert` puts the jobs into the
+ * `JobOutboxStore` in that transaction and registers an after-commit hook that writes them to Redis
+ * at once and deletes their rows (the normal path: no wait for a poll). A background relay claims
+ * rows older than `minAge` that nobody finished (the committing process crashed, or Redis was down)
+ * and writes them, with backoff while Redis or the database fails. Every write goes through
+ * `OutboxJobWriter`, whose per-row operation record makes a row written twice one job.
+ *
+ * Due times: a delayed job's row keeps its due time on the database's clock (`due_at`); a relay
+ * schedules it with the delay left, `max(0, due_at - now())` computed by the database, so a job
+ * relayed late runs at once, never at its original delay after the relay.
+ */
+export class JobOutboxRelay {
+  private readonly inFlight = new Set<Promise<void>>();
+  private loop?: Promise<void>;
+  private stopped = false;
+  private wakeNow?: () => void;
+  private wakeRequested = false;
+  private notifyTimer?: NodeJS.Timeout;
+  private unlisten?: () => Promise<void>;
+  private counts = { relayed: 0, relayedLeftBehind: 0, parked: 0, failureStreak: 0 };
+
+  constructor(
+    private readonly store: JobOutboxStore,
+    private readonly writer: OutboxJobWriter,
+    private readonly transactions: TransactionSynchronizer,
+    private readonly settings: RedisLockConfig['delayQueue']['outboxRelay'],
+    private readonly events: RedisLockEvents,
+    private readonly logger: Logger,
+    /** Reports jobs written (the queue's `job.scheduled` events). */
+    private readonly written: (topic: string, rows: readonly OutboxWrite[]) => void,
+  ) {}
+
+  get stats(): OutboxRelayStats {
+    return { ...this.counts, inFlight: this.inFlight.size };
+  }
+
+  /** Rows waiting in the outbox, if the store can count them. */
+  async pendingRows(): Promise<number | undefined> {
+    return this.store.countPending?.();
+  }
+
+  /**
+   * Inserts the jobs into the outbox in the current transaction; after COMMIT they are written to
+   * Redis from here at once, on ROLLBACK they vanish with the transaction.
+   */
+  async insert(topic: string, jobs: readonly PreparedJob[]): Promise<void> {
+    const rows: OutboxJob[] = jobs.map((job) => ({
+      rowId: randomUUID(),
+      topic,
+      jobId: job.id,
+      kind: job.kind,
+      when: job.when,
+      replace: job.replace,
+      body: job.tail,
+    }));
+    // A delay counts from the call, as without a transaction: the store's due time starts at the insert.
+    const insertedAt = performance.now();
+    await this.store.insert(rows);
+    this.transactions.register({
+      afterCompletion: async (status) => {
+        if (status === 'committed') await this.relayCommitted(rows, insertedAt);
+      },
+    });
+  }
+
+  /** Starts the store (development migration), its listener and the relay loop. */
+  async start(): Promise<void> {
+    await this.store.start?.();
+    if (this.store.listen) {
+      try {
+        this.unlisten = await this.store.listen(() => this.onInsertNotified());
+      } catch (error) {
+        this.logger.warn(`Outbox: could not listen for commits (${errorMessage(error)}); polling every ${this.settings.pollInterval} ms.`);
+      }
+    }
+    this.loop = this.run();
+  }
+
+  /**
+   * Stops the relay loop and waits (a bounded time) for writes started after COMMIT; rows not
+   * written stay in the outbox for the next relay, in any instance. Then closes the store.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.notifyTimer);
+    this.wake();
+    await this.loop;
+    if (this.inFlight.size > 0) await settleWithin(Promise.all(this.inFlight), STOP_WAIT_MS);
+    await this.unlisten?.().catch(() => undefined);
+    await this.store.close?.().catch((error: unknown) => this.logger.warn(`Outbox store close failed: ${errorMessage(error)}`));
+  }
+
+  private async relayCommitted(rows: readonly OutboxJob[], insertedAt: number): Promise<void> {
+    if (this.stopped) {
+      this.logger.warn(`Outbox: ${rows.length} row(s) committed after shutdown began; the relay of another instance (or of the next start) writes them.`);
+      return;
+    }
+    const elapsed = performance.now() - insertedAt;
+    const writes = rows.map((row) => (row.kind === 'd' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
+    const task = this.relay(writes, 'after-commit').catch((error: unknown) => this.reportFailure('after-commit', writes.length, error, 1));
+    this.inFlight.add(task);
+    void task.finally(() => this.inFlight.delete(task));
+    // The transaction's caller normally finds its jobs in Redis when it goes on; a write held up by
+    // an outage keeps going in the background (and the relay takes the rows over after minAge).
+    await settleWithin(task, AFTER_COMMIT_WAIT_MS);
+  }
+
+  /**
+   * Writes rows and deletes those written. Rows Redis refused stay (released for the next look
+   * when they were claimed); throws the first failure so that the caller backs off.
+   */
+  private async relay(rows: readonly OutboxWrite[], source: 'after-commit' | 'relay', claimed?: ReadonlyMap<string, OutboxRow>): Promise<void> {
+    const started = performance.now();
+    const outcomes = await this.writer.write(rows);
+    const done = outcomes.filter((o) => o.error === undefined).map((o) => o.row);
+    const failed = outcomes.filter((o) => o.error !== undefined);
+    if (done.length > 0) {
+      await this.store.delete(done.map((row) => row.rowId));
+      void this.writer.dropRecords(done);
+      this.counts.relayed += done.length;
+      if (source === 'relay') this.counts.relayedLeftBehind += done.length;
+      for (const [topic, group] of groupByTopic(done)) this.written(topic, group);
+      this.events.emitIfWanted('outbox.relayed', () => ({ source, rows: done.length, durationMs: performance.now() - started }));
+    }
+    if (failed.length === 0) return;
+    const retry: string[] = [];
+    for (const { row, error } of failed) {
+      const attempts = claimed?.get(row.rowId)?.attempts ?? 0;
+      if (isRefusal(error) && attempts + 1 >= MAX_REFUSED_ATTEMPTS) {
+        await this.park(row, `Redis refused the write ${attempts + 1} times: ${errorMessage(error)}`);
+      } else {
+        retry.push(row.rowId);
+      }
+    }
+    if (claimed && retry.length > 0) await this.store.release(retry);
+    if (retry.length > 0) throw failed[0].error;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let claimed = 0;
+      try {
+        claimed = await this.relayLeftBehind();
+        this.counts.failureStreak = 0;
+      } catch (error) {
+        this.counts.failureStreak++;
+        this.reportFailure('relay', claimed, error, this.counts.failureStreak);
+      }
+      if (this.stopped) break;
+      if (this.counts.failureStreak === 0 && claimed === this.settings.batchSize) continue; // more backlog
+      await this.sleep(this.counts.failureStreak > 0 ? this.backoff(this.counts.failureStreak) : this.settings.pollInterval);
+    }
+  }
+
+  /** One look: claims a batch of rows left behind, parks the ones that cannot be relayed, writes the rest. */
+  private async relayLeftBehind(): Promise<number> {
+    const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, leaseMs: CLAIM_LEASE_MS });
+    if (rows.length === 0) return 0;
+    const valid: OutboxRow[] = [];
+    for (const row of rows) {
+      const problem = describeBadRow(row);
+      if (problem) await this.park(row, problem);
+      else valid.push(row);
+    }
+    if (valid.length > 0) await this.relay(valid, 'relay', new Map(valid.map((row) => [row.rowId, row])));
+    return rows.length;
+  }
+
+  private async park(row: Pick<OutboxRow, 'rowId' | 'topic' | 'jobId'>, reason: string): Promise<void> {
+    await this.store.park(row.rowId, reason);
+    this.counts.parked++;
+    this.logger.error(
+      `Outbox row ${row.rowId} (topic ${JSON.stringify(row.topic)}, job ${JSON.stringify(row.jobId)}) parked: ${reason}. ` +
+        'It stays in the outbox table, marked parked; it will not be retried.',
+    );
+    this.events.emitIfWanted('outbox.row.parked', () => ({ rowId: row.rowId, topic: String(row.topic), jobId: String(row.jobId), reason }));
+  }
+
+  private reportFailure(source: 'after-commit' | 'relay', rows: number, error: unknown, attempt: number): void {
+    const retryInMs = source === 'relay' ? this.backoff(attempt) : this.settings.minAge;
+    const message = errorMessage(error);
+    this.events.emitIfWanted('outbox.relay.failed', () => ({ source, rows, attempt, retryInMs, error: message }));
+    // Attempts 1, 2, 4, 8, … are logged, so an outage does not flood the log.
+    if ((attempt & (attempt - 1)) === 0) {
+      this.logger.error(
+        source === 'after-commit'
+          ? `Outbox: could not finish relaying ${rows} committed job(s) right after COMMIT (${message}); their rows stay in the outbox and the relay retries them.`
+          : `Outbox relay: look failed (attempt ${attempt}): ${message}. Retrying in ${retryInMs} ms; committed jobs stay in the outbox meanwhile.`,
+      );
+    }
+    if (source === 'after-commit') this.wakeAfter(this.settings.minAge);
+  }
+
+  private backoff(failures: number): number {
+    return Math.max(1, backoffDelay(FAILURE_BACKOFF, failures));
+  }
+
+  /** Rows committed elsewhere are relayed by their own process; look after minAge in case it did not. */
+  private onInsertNotified(): void {
+    this.wakeAfter(this.settings.minAge + 50);
+  }
+
+  private wakeAfter(ms: number): void {
+    if (this.notifyTimer || this.stopped) return;
+    this.notifyTimer = setTimeout(() => {
+      this.notifyTimer = undefined;
+      this.wake();
+    }, ms);
+    this.notifyTimer.unref();
+  }
+
+  /** Waits `ms`, or less when woken (rows committed elsewhere, a failed after-commit write, shutdown). */
+  private sleep(ms: number): Promise<void> {
+    if (this.wakeRequested || this.stopped) {
+      this.wakeRequested = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.wakeNow?.(), ms);
+      this.wakeNow = () => {
+        clearTimeout(timer);
+        this.wakeNow = undefined;
+        resolve();
+      };
+    });
+  }
+
+  private wake(): void {
+    if (this.wakeNow) this.wakeNow();
+    else this.wakeRequested = true;
+  }
+}
+
+/** Why a claimed row cannot be written, or undefined when it can. */
+function describeBadRow(row: OutboxRow): string | undefined {
+  try {
+    assertValidTopic(row.topic);
+  } catch (error) {
+    return `its topic cannot be used: ${errorMessage(error)}`;
+  }
+  if (typeof row.jobId !== 'string' || row.jobId.length === 0 || Buffer.byteLength(row.jobId, 'utf8') > MAX_JOB_ID_BYTES) {
+    return `its job id ${JSON.stringify(row.jobId)} is empty or too long`;
+  }
+  if ((row.kind !== 'd' && row.kind !== 'a') || typeof row.when !== 'number' || !Number.isFinite(row.when) || row.when < 0) {
+    return `its due time (kind ${JSON.stringify(row.kind)}, when ${JSON.stringify(row.when)}) cannot be read`;
+  }
+  try {
+    decodeJob(`{"g":0,"a":0,"c":0${row.body}`);
+  } catch {
+    return 'its job body cannot be decoded (written by hand or by an incompatible version)';
+  }
+  return undefined;
+}
+
+/** A reply error (Redis answered and refused), as opposed to a connection that failed. */
+function isRefusal(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError' && !/^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|OOM|MISCONF)/.test(error.message);
+}
+
+function groupByTopic(rows: readonly OutboxWrite[]): Map<string, OutboxWrite[]> {
+  const groups = new Map<string, OutboxWrite[]>();
+  for (const row of rows) {
+    let group = groups.get(row.topic);
+    if (!group) groups.set(row.topic, (group = []));
+    group.push(row);
+  }
+  return groups;
+}
