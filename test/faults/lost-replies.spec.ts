@@ -11,6 +11,7 @@ import { readSemaphoreScript } from '../../lib/lock/scripts/read-semaphore.lua.j
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
+import { fenceKeyOf } from '../../lib/delay-queue/jobs/job-fence.js';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
@@ -412,19 +413,23 @@ function recordingConsumer(ctx: Ctx, where: 'peer' | 'proxied' = 'peer'): { cons
 
 const jobRows: LostReplyRow[] = [
   row({
-    name: 'job claim: a claim run twice still delivers its job (maxAttempts 1): it runs once and is not dead-lettered',
+    name: 'job claim: a claim run twice still delivers its job (maxAttempts 1): it runs once, with the first run’s fencing token, and is not dead-lettered',
     script: claimDueJobsScript,
     options: { delayQueue: { maxAttempts: 1, visibilityTimeout: 1_000 } },
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, { n: 1 }, { id: 'claimed' }),
     act: async (ctx) => {
-      const { consumer, runs } = recordingConsumer(ctx, 'proxied');
+      const runs: string[] = [];
+      const tokens: string[] = [];
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void (runs.push(`${job.id}@${job.attempt}`), tokens.push(job.fencingToken)));
       await ctx.lost;
       await waitFor(() => drained(ctx), 8_000, 'the job to be done or dead');
       await consumer.close();
-      return runs;
+      return { runs, tokens };
     },
-    check: async (ctx, _id, runs) => {
+    check: async (ctx, _id, { runs, tokens }) => {
       expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['claimed@1'], dead: [] });
+      // The second run answered with the first run's fencing token: the topic's counter was stepped once, to it.
+      expect(await ctx.redis.get(fenceKeyOf(ctx.keys.topic(TOPIC).jobs))).toBe(tokens[0]);
     },
   }),
   row({
