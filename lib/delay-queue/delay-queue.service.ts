@@ -43,6 +43,7 @@ import { assertValidTopic } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
+import { repeatScriptKeys } from './repeat/repeat-keys.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
@@ -214,17 +215,23 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     return null;
   }
 
-  /** Counts of a topic's jobs by state, from one snapshot per shard (a sharded topic's shards are added up). */
+  /**
+   * Counts of a topic's jobs by state and of its repeatable schedules, from one snapshot per shard
+   * (a sharded topic's shards are added up).
+   */
   async stats(topic: string): Promise<DelayQueueStats> {
+    assertValidTopic(topic);
     const perShard = await Promise.all(
-      this.shardKeys(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, keys, [])),
+      // The five topic keys, the unused operation record and the schedules hash (see topic-stats.lua.ts).
+      this.shards.all(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, repeatScriptKeys(keys).slice(0, 7), [])),
     );
-    const total = { scheduled: 0, due: 0, active: 0, dead: 0 };
-    for (const [waiting, due, active, dead] of perShard) {
+    const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 };
+    for (const [waiting, due, active, dead, schedules] of perShard) {
       total.scheduled += waiting - due;
       total.due += due;
       total.active += active;
       total.dead += dead;
+      total.schedules += schedules;
     }
     return total;
   }

@@ -590,7 +590,7 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, existed) => {
       expect(existed).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
     },
   }),
   row({
@@ -601,7 +601,7 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, outcome) => {
       expect(outcome).toBe('cancelled');
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
     },
   }),
   row({
@@ -618,7 +618,7 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, deleted) => {
       expect(deleted).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
     },
   }),
   row({
@@ -715,7 +715,7 @@ const repeatRows: LostReplyRow[] = [
     act: (ctx) => ctx.queue.repeat(TOPIC, { every: 60_000 }, { payload: { n: 1 } }),
     check: async (ctx, _state, info) => {
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
       expect(await ctx.peerQueue.get(TOPIC, `repeat:${TOPIC}@${info.nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 1 } });
     },
   }),
@@ -745,7 +745,7 @@ const repeatRows: LostReplyRow[] = [
     check: async (ctx, _state, existed) => {
       expect(existed).toBe(true);
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
     },
   }),
 ];

@@ -36,4 +36,6 @@ export interface DelayQueueStats {
   readonly active: number;
   /** In the dead-letter set. */
   readonly dead: number;
+  /** Repeatable schedules of the topic (`repeat()`, `@OnDelayed({ repeat })`); their queued ticks count as jobs above. */
+  readonly schedules: number;
 }

@@ -1,0 +1,44 @@
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+
+describe('DelayQueueService.stats counts repeatable schedules', () => {
+  const apps: DelayTestApp[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+
+  async function app(options: Parameters<typeof createDelayApp>[0] = {}): Promise<DelayTestApp> {
+    const created = await createDelayApp(options);
+    apps.push(created);
+    return created;
+  }
+
+  it('counts a schedule from repeat() and no longer once removeRepeat() took it away', async () => {
+    const t = await app();
+    expect(await t.queue.stats('counted')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+
+    await t.queue.repeat('counted', { every: 60_000 });
+    // The schedule, and the one tick it has queued.
+    expect(await t.queue.stats('counted')).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+    // An upsert of the same id is still one schedule; another id is a second one.
+    await t.queue.repeat('counted', { every: 60_000 });
+    await t.queue.repeat('counted', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' }, { id: 'nightly' });
+    expect(await t.queue.stats('counted')).toEqual({ scheduled: 2, due: 0, active: 0, dead: 0, schedules: 2 });
+
+    expect(await t.queue.removeRepeat('counted', 'nightly')).toBe(true);
+    expect(await t.queue.stats('counted')).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+    expect(await t.queue.removeRepeat('counted')).toBe(true);
+    expect(await t.queue.stats('counted')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+  });
+
+  it('adds up the schedules of a sharded topic over its shards', async () => {
+    const t = await app({ delayQueue: { topics: { spread: { shards: 4 } } } });
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    for (const id of ids) await t.queue.repeat('spread', { every: 60_000 }, { id });
+    expect(await t.queue.stats('spread')).toEqual({ scheduled: ids.length, due: 0, active: 0, dead: 0, schedules: ids.length });
+    // Some schedules landed on different shards, so the sum covers more than one shard.
+    expect((await t.queue.listRepeats('spread')).map((info) => info.id).sort()).toEqual(ids);
+
+    for (const id of ids.slice(0, 3)) await t.queue.removeRepeat('spread', id);
+    expect(await t.queue.stats('spread')).toMatchObject({ schedules: ids.length - 3, scheduled: ids.length - 3 });
+  });
+});
