@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
+import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
 import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../core/events/redis-lock-events.js';
 import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js';
 import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
@@ -28,6 +29,8 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   private readonly topics: Set<string>;
   private readonly listeners: Array<[RedisLockEventName, Listener<any>]> = [];
   private readonly names: string[] = [];
+  /** The queue stats read for the scrape in progress, shared by its gauges. */
+  private statsRead?: Promise<Map<string, DelayQueueStats>>;
   private warnedOverflow = false;
 
   constructor(
@@ -154,7 +157,20 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['topic', 'state'],
       registers,
       async collect() {
-        await self.collectQueueDepths(this);
+        const stats = await self.readQueueStats();
+        this.reset();
+        for (const [topic, counts] of stats) for (const state of QUEUE_STATES) this.set({ topic, state }, counts[state]);
+      },
+    });
+    new Gauge({
+      name: named('queue_schedules'),
+      help: 'Repeatable schedules per topic (repeat(), @OnDelayed({ repeat })), read from Redis on each scrape with queue_jobs.',
+      labelNames: ['topic'],
+      registers,
+      async collect() {
+        const stats = await self.readQueueStats();
+        this.reset();
+        for (const [topic, counts] of stats) this.set({ topic }, counts.schedules);
       },
     });
 
@@ -243,13 +259,19 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * One `stats` call per topic, in parallel and bounded by `statsTimeout`: a scrape while Redis is
-   * down answers without the gauge (stale numbers would look healthy) instead of hanging.
+   * One `stats` call per topic, in parallel and bounded by `statsTimeout`, shared by the gauges of
+   * one scrape (prom-client collects them at once): a scrape while Redis is down answers without
+   * them (stale numbers would look healthy) instead of hanging. Topics that failed are left out.
    */
-  private async collectQueueDepths(gauge: Gauge<'topic' | 'state'>): Promise<void> {
-    gauge.reset();
+  private readQueueStats(): Promise<Map<string, DelayQueueStats>> {
+    this.statsRead ??= this.collectQueueStats().finally(() => (this.statsRead = undefined));
+    return this.statsRead;
+  }
+
+  private async collectQueueStats(): Promise<Map<string, DelayQueueStats>> {
+    const read = new Map<string, DelayQueueStats>();
     const topics = [...this.topics];
-    if (topics.length === 0) return;
+    if (topics.length === 0) return read;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.options.statsTimeout ?? 2_000);
@@ -258,15 +280,16 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       const results = await Promise.race([Promise.allSettled(topics.map((topic) => this.queue.stats(topic))), timeout]);
       if (results === 'timeout') {
         this.logger.warn('Queue depths were not read in time for this scrape (is Redis reachable?).');
-        return;
+        return read;
       }
       results.forEach((result, i) => {
         if (result.status === 'rejected') {
           this.logger.warn(`Queue depth of topic ${JSON.stringify(topics[i])} unavailable: ${errorMessage(result.reason)}`);
           return;
         }
-        for (const state of QUEUE_STATES) gauge.set({ topic: topics[i], state }, result.value[state]);
+        read.set(topics[i], result.value);
       });
+      return read;
     } finally {
       clearTimeout(timer);
     }
