@@ -4,6 +4,7 @@ export type {
   BackoffOptions,
   DelayQueueDefaults,
   DelayQueueTopicOptions,
+  OutboxRelayOptions,
   EvictionPolicyCheck,
   LockDefaults,
   RedisConnectionOptions,
@@ -35,6 +36,9 @@ export {
   type JobRecoveredEvent,
   type JobScheduleRetryingEvent,
   type JobScheduleLostEvent,
+  type OutboxRelayedEvent,
+  type OutboxRelayFailedEvent,
+  type OutboxRowParkedEvent,
   type LeadershipAcquiredEvent,
   type LeadershipLostEvent,
   type OneInstanceAcquiredEvent,
@@ -76,6 +80,9 @@ export {
   type TransactionSynchronization,
 } from './core/transaction/transaction-synchronizer.interface.js';
 export { AsyncLocalUnitOfWork, runInTransaction } from './core/transaction/async-local-unit-of-work.js';
+export { JobOutboxStore, type OutboxJob, type OutboxRow } from './core/outbox/job-outbox-store.js';
+export { OutboxTransactionMissingError } from './core/outbox/outbox-transaction-missing.error.js';
+export type { OutboxRelayStats } from './delay-queue/outbox/job-outbox-relay.js';
 
 export { RedisLockError } from './core/errors/redis-lock.error.js';
 export { LockAcquireTimeoutError } from './core/errors/lock-acquire-timeout.error.js';

@@ -5,7 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 /**
  * The floor plan of `lib/`, checked on every import (type-only imports included):
  *
- *   add-ons      observability/*, transaction-adapters, testing
+ *   add-ons      observability/*, transaction-adapters, outbox (the PostgreSQL JobOutboxStore), testing
  *   module       lib/*.ts (RedisLockModule, index)
  *   above them   decorators, scheduling (work across instances: uses both engines)
  *   engines      lock, delay-queue   (never import each other)
@@ -23,7 +23,8 @@ const LAYERS: ReadonlyArray<{ layer: number; matches: (area: string) => boolean 
   { layer: 3, matches: (area) => area === '.' },
   {
     layer: 4,
-    matches: (area) => area.startsWith('observability/') || area === 'transaction-adapters' || area === 'testing',
+    matches: (area) =>
+      area.startsWith('observability/') || area === 'transaction-adapters' || area === 'outbox' || area === 'testing',
   },
 ];
 

@@ -1,0 +1,13 @@
+export { PostgresJobOutbox, type PostgresJobOutboxOptions } from './postgres-job-outbox.js';
+export {
+  inClsTransaction,
+  inPgliteTransaction,
+  inPgTransaction,
+  inTypeOrmTransaction,
+  type OutboxTransactionExecutor,
+  type SqlRunner,
+} from './sql-executors.js';
+export type { OutboxRelayConnection } from './relay-connection.js';
+export { DEFAULT_OUTBOX_TABLE, JOB_OUTBOX_MIGRATION, jobOutboxMigration } from './outbox-table.js';
+export { JobOutboxStore, type OutboxJob, type OutboxRow } from '../../core/outbox/job-outbox-store.js';
+export { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';

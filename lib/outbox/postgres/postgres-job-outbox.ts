@@ -1,0 +1,191 @@
+import { Logger } from '@nestjs/common';
+import { errorMessage } from '../../core/errors/error-message.js';
+import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
+import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox/job-outbox-store.js';
+import { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';
+import { jobOutboxMigration, outboxTable, type OutboxTable } from './outbox-table.js';
+import { relaySqlOf, type OutboxRelayConnection, type RelaySql } from './relay-connection.js';
+import type { OutboxTransactionExecutor } from './sql-executors.js';
+
+/** Options of `PostgresJobOutbox`. */
+export interface PostgresJobOutboxOptions {
+  /**
+   * How to run SQL in the caller's current transaction: `inPgTransaction`, `inPgliteTransaction`,
+   * `inTypeOrmTransaction`, `inClsTransaction`, or `{ description, current() }` of your own.
+   */
+  transaction: OutboxTransactionExecutor;
+  /**
+   * The relay's own connection, used outside application transactions: a `pg` `Pool` (LISTEN/NOTIFY
+   * on a connection of its own), a `pg` `Client`, a PGlite database, or a TypeORM `DataSource` (polls).
+   */
+  relay: OutboxRelayConnection;
+  /** The outbox table, `table` or `schema.table` (lower-case identifiers). Default `redis_lock_job_outbox`. */
+  table?: string;
+  /**
+   * Creates the table at bootstrap (`jobOutboxMigration(table)`, idempotent). For development and
+   * tests only; in production run the migration yourself. Default false.
+   */
+  applyMigrationAtStart?: boolean;
+  /**
+   * NOTIFY the relays of every instance when a transaction with jobs commits (part of the insert
+   * statement, delivered by PostgreSQL at COMMIT), so a crashed instance's rows are picked up
+   * `outboxRelay.minAge` after its commit instead of at the next poll. Default true.
+   */
+  notify?: boolean;
+}
+
+/**
+ * A `JobOutboxStore` on PostgreSQL (and PGlite): the outbox rows are inserted by the caller's own
+ * transaction, through `options.transaction`, so they commit or roll back with the caller's data;
+ * relays claim rows left behind with `FOR UPDATE SKIP LOCKED` and a claim lease, in single
+ * statements on `options.relay`. Due times are kept on the database's clock.
+ *
+ * @example
+ * import { PostgresJobOutbox, inPgTransaction } from 'nestjs-redis-lock/outbox/postgres';
+ *
+ * RedisLockModule.forRootAsync({
+ *   inject: [Pool, TxClients],
+ *   useFactory: (pool: Pool, tx: TxClients) => ({
+ *     delayQueue: { outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => tx.current()), relay: pool }) },
+ *   }),
+ * })
+ */
+export class PostgresJobOutbox implements JobOutboxStore {
+  private readonly table: OutboxTable;
+  private readonly relaySql: RelaySql;
+  private readonly executor: OutboxTransactionExecutor;
+  private readonly applyMigration: boolean;
+  private readonly notify: boolean;
+  private readonly logger = new Logger('PostgresJobOutbox');
+  private readonly sql: ReturnType<typeof statements>;
+
+  constructor(options: PostgresJobOutboxOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionsError('PostgresJobOutbox options', 'expected { transaction, relay, table?, applyMigrationAtStart?, notify? }');
+    }
+    const executor = options.transaction as Partial<OutboxTransactionExecutor> | undefined;
+    if (!executor || typeof executor.current !== 'function') {
+      throw new InvalidOptionsError(
+        'PostgresJobOutbox.transaction',
+        'expected an executor that runs SQL in the current transaction: inPgTransaction(() => client), ' +
+          'inPgliteTransaction(() => tx), inTypeOrmTransaction(() => manager) or inClsTransaction(transactionHost)',
+      );
+    }
+    const relaySql = options.relay && typeof options.relay === 'object' ? relaySqlOf(options.relay) : undefined;
+    if (!relaySql) {
+      throw new InvalidOptionsError(
+        'PostgresJobOutbox.relay',
+        'expected a connection for the relay: a pg Pool or Client, a PGlite database or a TypeORM DataSource',
+      );
+    }
+    for (const flag of ['applyMigrationAtStart', 'notify'] as const) {
+      if (options[flag] !== undefined && typeof options[flag] !== 'boolean') {
+        throw new InvalidOptionsError(`PostgresJobOutbox.${flag}`, `got ${JSON.stringify(options[flag])}; use true or false`);
+      }
+    }
+    this.table = outboxTable('PostgresJobOutbox.table', options.table);
+    this.executor = { description: executor.description ?? 'the outbox transaction executor', current: executor.current.bind(executor) };
+    this.relaySql = relaySql;
+    this.applyMigration = options.applyMigrationAtStart === true;
+    this.notify = options.notify !== false;
+    this.sql = statements(this.table);
+  }
+
+  /** The table's DDL, for a migration of your own (the same as `jobOutboxMigration(table)`). */
+  get migration(): string {
+    return jobOutboxMigration(this.table.qualified);
+  }
+
+  async start(): Promise<void> {
+    if (this.applyMigration) {
+      this.logger.warn(`applyMigrationAtStart: creating ${this.table.qualified} if missing (development only; run the migration yourself in production).`);
+      await this.relaySql.exec(this.migration);
+    }
+  }
+
+  async insert(jobs: readonly OutboxJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    const run = this.executor.current();
+    if (!run) throw new OutboxTransactionMissingError(this.executor.description);
+    const column = <T>(pick: (job: OutboxJob) => T) => jobs.map(pick);
+    await run(this.notify ? this.sql.insertAndNotify : this.sql.insert, [
+      column((j) => j.rowId),
+      column((j) => j.topic),
+      column((j) => j.jobId),
+      column((j) => j.kind),
+      column((j) => (j.kind === 'd' ? String(j.when) : null)),
+      column((j) => (j.kind === 'a' ? String(j.when) : null)),
+      column((j) => j.replace),
+      column((j) => j.body),
+    ]);
+  }
+
+  async claimBatch(limit: number, options: { minAgeMs: number; leaseMs: number }): Promise<OutboxRow[]> {
+    const rows = await this.relaySql.run(this.sql.claim, [limit, options.minAgeMs, options.leaseMs]);
+    return rows.map((row) => ({
+      rowId: String(row.id),
+      topic: row.topic as string,
+      jobId: row.job_id as string,
+      kind: row.kind as 'd' | 'a',
+      when: Number(row.kind === 'a' ? row.at_ms : row.remaining_ms),
+      replace: row.replace === true,
+      body: String(row.body),
+      attempts: Number(row.attempts),
+    }));
+  }
+
+  async release(rowIds: readonly string[]): Promise<void> {
+    if (rowIds.length > 0) await this.relaySql.run(this.sql.release, [[...rowIds]]);
+  }
+
+  async delete(rowIds: readonly string[]): Promise<void> {
+    if (rowIds.length > 0) await this.relaySql.run(this.sql.delete, [[...rowIds]]);
+  }
+
+  async park(rowId: string, reason: string): Promise<void> {
+    await this.relaySql.run(this.sql.park, [rowId, reason]);
+  }
+
+  async countPending(): Promise<number> {
+    const [row] = await this.relaySql.run(this.sql.countPending, []);
+    return Number(row?.count ?? 0);
+  }
+
+  async listen(onInsert: () => void): Promise<() => Promise<void>> {
+    if (!this.notify || !this.relaySql.listen) return async () => undefined;
+    return this.relaySql.listen(this.table.channel, onInsert, (error) =>
+      this.logger.warn(`LISTEN connection failed (${errorMessage(error)}); the relay goes on polling.`),
+    );
+  }
+}
+
+/** Every statement, built once from the validated table name (never from other input). */
+function statements(table: OutboxTable) {
+  const t = table.qualified;
+  const insert = `INSERT INTO ${t} (id, topic, job_id, kind, due_at, at_ms, replace, body)
+SELECT id, topic, job_id, kind,
+       CASE WHEN kind = 'a' THEN to_timestamp(at_ms / 1000.0) ELSE clock_timestamp() + delay_ms * interval '1 millisecond' END,
+       at_ms, replace, body
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::text[])
+  AS j(id, topic, job_id, kind, delay_ms, at_ms, replace, body)`;
+  return {
+    insert,
+    // NOTIFY inside the transaction is delivered at COMMIT only; one statement, one round trip.
+    insertAndNotify: `WITH inserted AS (${insert} RETURNING 1) SELECT pg_notify('${table.channel}', '') FROM (SELECT count(*) FROM inserted) AS n`,
+    claim: `UPDATE ${t} SET claimed_until = clock_timestamp() + $3 * interval '1 millisecond', attempts = attempts + 1
+WHERE id IN (
+  SELECT id FROM ${t}
+  WHERE parked_at IS NULL
+    AND created_at <= clock_timestamp() - $2 * interval '1 millisecond'
+    AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+  ORDER BY created_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED)
+RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts,
+  GREATEST(0, CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000))::bigint AS remaining_ms`,
+    release: `UPDATE ${t} SET claimed_until = NULL WHERE id = ANY($1::text[])`,
+    delete: `DELETE FROM ${t} WHERE id = ANY($1::text[])`,
+    park: `UPDATE ${t} SET parked_at = clock_timestamp(), claimed_until = NULL, last_error = $2 WHERE id = $1`,
+    countPending: `SELECT count(*) AS count FROM ${t} WHERE parked_at IS NULL`,
+  };
+}

@@ -1,0 +1,109 @@
+/** Runs one SQL statement with `$1…` parameters and resolves to its rows. */
+export type SqlRunner = (sql: string, params: readonly unknown[]) => Promise<Array<Record<string, unknown>>>;
+
+/**
+ * How the outbox reaches the caller's current transaction. `current()` returns a runner bound to
+ * that transaction, or `undefined` when the calling async context has none.
+ */
+export interface OutboxTransactionExecutor {
+  /** Names the executor in error messages. */
+  readonly description: string;
+  current(): SqlRunner | undefined;
+}
+
+/** What `pg`'s `Client`/`PoolClient`, PGlite and its transactions have in common. */
+interface QueryableWithRows {
+  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** A TypeORM `EntityManager` (only what the outbox uses). */
+interface EntityManagerLike {
+  query(sql: string, params?: unknown[]): Promise<unknown>;
+  readonly queryRunner?: { readonly isTransactionActive: boolean; readonly isReleased: boolean };
+}
+
+/** `@nestjs-cls/transactional`'s `TransactionHost` (only what the outbox uses). */
+interface TransactionHostLike {
+  isTransactionActive(): boolean;
+  readonly tx: unknown;
+}
+
+/**
+ * The transaction of a `pg` client: `currentClient` returns the `Client` / `PoolClient` that has run
+ * `BEGIN` for the calling context (e.g. from your own AsyncLocalStorage), or nothing outside one.
+ *
+ * @example
+ * const txClient = new AsyncLocalStorage<PoolClient>();
+ * const outbox = new PostgresJobOutbox({ transaction: inPgTransaction(() => txClient.getStore()), relay: pool });
+ */
+export function inPgTransaction(currentClient: () => QueryableWithRows | null | undefined): OutboxTransactionExecutor {
+  return {
+    description: 'inPgTransaction(currentClient)',
+    current: () => {
+      const client = currentClient();
+      return client ? (sql, params) => client.query(sql, [...params]).then((r) => r.rows as Array<Record<string, unknown>>) : undefined;
+    },
+  };
+}
+
+/**
+ * The transaction of a PGlite database: `currentTransaction` returns the `tx` object that
+ * `db.transaction(async (tx) => …)` passed to the calling context, or nothing outside one.
+ */
+export function inPgliteTransaction(currentTransaction: () => QueryableWithRows | null | undefined): OutboxTransactionExecutor {
+  return { ...inPgTransaction(currentTransaction), description: 'inPgliteTransaction(currentTransaction)' };
+}
+
+/**
+ * The transaction of a TypeORM `EntityManager`: `currentManager` returns the manager of the calling
+ * context's transaction (`dataSource.transaction(async (manager) => …)`). A manager whose query
+ * runner has no transaction open counts as none. With `typeorm-transactional`, whose
+ * `addTransactionalDataSource` makes `dataSource.manager` the current transaction's manager:
+ * `inTypeOrmTransaction(() => dataSource.manager)`.
+ */
+export function inTypeOrmTransaction(currentManager: () => EntityManagerLike | null | undefined): OutboxTransactionExecutor {
+  return {
+    description: 'inTypeOrmTransaction(currentManager)',
+    current: () => {
+      const manager = currentManager();
+      const runner = manager?.queryRunner;
+      if (!manager || !runner?.isTransactionActive || runner.isReleased) return undefined;
+      return (sql, params) => manager.query(sql, [...params]).then(rowsOf);
+    },
+  };
+}
+
+/**
+ * The transaction of `@nestjs-cls/transactional`: the `TransactionHost`'s `tx`, whatever adapter
+ * wraps it, as long as it can run raw SQL with `$1` parameters: TypeORM (`EntityManager.query`),
+ * `pg` clients (`query`), Prisma interactive transactions (`$queryRawUnsafe`).
+ *
+ * @example
+ * new PostgresJobOutbox({ transaction: inClsTransaction(txHost), relay: dataSource })
+ */
+export function inClsTransaction(transactionHost: TransactionHostLike): OutboxTransactionExecutor {
+  return {
+    description: 'inClsTransaction(transactionHost)',
+    current: () => {
+      if (!transactionHost.isTransactionActive()) return undefined;
+      const tx = transactionHost.tx as Record<string, unknown>;
+      if (typeof tx?.query === 'function') {
+        return (sql, params) => (tx.query as (s: string, p: unknown[]) => Promise<unknown>)(sql, [...params]).then(rowsOf);
+      }
+      if (typeof tx?.$queryRawUnsafe === 'function') {
+        return (sql, params) => (tx.$queryRawUnsafe as (s: string, ...p: unknown[]) => Promise<unknown>)(sql, ...params).then(rowsOf);
+      }
+      throw new TypeError(
+        "inClsTransaction: the TransactionHost's tx can run neither query(sql, params) nor $queryRawUnsafe(sql, ...params); " +
+          'pass an executor of your own ({ description, current() }) that runs SQL in that transaction.',
+      );
+    },
+  };
+}
+
+/** TypeORM answers rows as an array (or `[rows, count]` for some statements), `pg` and PGlite as `{ rows }`. */
+export function rowsOf(result: unknown): Array<Record<string, unknown>> {
+  if (Array.isArray(result)) return result as Array<Record<string, unknown>>;
+  const rows = (result as { rows?: unknown } | null)?.rows;
+  return Array.isArray(rows) ? (rows as Array<Record<string, unknown>>) : [];
+}
