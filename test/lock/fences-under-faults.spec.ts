@@ -9,7 +9,7 @@ import { createRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { holdsWithin, sleep } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
-import { FenceHistory, type FenceGrant, type GrantKind } from './fence-history.js';
+import { FenceHistory, seededRandom, type FenceGrant, type GrantKind } from './fence-history.js';
 
 /**
  * Fencing tokens never repeat nor go back for a key while Redis loses its counters for real, not by
@@ -54,18 +54,6 @@ describe('fencing tokens under real Redis faults', () => {
     unhandled.stop();
     jest.restoreAllMocks();
   });
-
-  /** A small seeded generator (mulberry32), so a failing run names the seed it drew its operations from. */
-  function random(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
 
   it('every fresh grant of a key is above every token it had before, through FLUSHALL, restarts without persistence and eviction', async () => {
     const keyPrefix = uniqueKeyPrefix('fence-faults');
@@ -151,7 +139,7 @@ describe('fencing tokens under real Redis faults', () => {
     ];
 
     const client = async (locks: LockService, seed: number, who: string) => {
-      const next = random(seed);
+      const next = seededRandom(seed);
       while (running) {
         try {
           await pick(next, operations)(locks, next, who);
