@@ -1,29 +1,20 @@
 /**
  * `npm run demo`: starts Redis (unless REDIS_URL is set) and the sample orders service, drives it
- * like clients would, and prints what happened. Exits 0 when every claim of the report holds.
+ * like clients would, then runs three instances of it to show scheduled work across instances
+ * (scheduling-demo.ts), and prints what happened. Exits 0 when every claim of the report holds.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { findFreePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from 'nestjs-redis-lock/testing';
+import { check, checks, note, step } from './demo-report.js';
+import { demoScheduledWork } from './scheduling-demo.js';
 
 const ORDER_EXPIRY_MS = 3_000;
 const CONCURRENT_PAYS = 50;
 const STOCK = 5;
 const BUYERS = 40;
-
-interface Check {
-  readonly claim: string;
-  readonly ok: boolean;
-  readonly detail: string;
-}
-
-const checks: Check[] = [];
-const step = (text: string) => console.log(`\n▶ ${text}`);
-const note = (text: string) => console.log(`  ${text}`);
-function check(claim: string, ok: boolean, detail: string): void {
-  checks.push({ claim, ok, detail });
-  note(`${ok ? '✔' : '✘'} ${claim} (${detail})`);
-}
+/** The embedded database (PGlite) takes seconds to start, and minutes on a machine busy with other work. */
+const STARTUP_TIMEOUT_MS = 180_000;
 
 async function main(): Promise<number> {
   let redis: LocalRedisServer | undefined;
@@ -137,6 +128,8 @@ async function main(): Promise<number> {
     await stopProcess(app);
     app = undefined;
     note('service drained and stopped');
+
+    await demoScheduledWork(redisUrl);
   } catch (error) {
     check('the demo ran to the end', false, error instanceof Error ? error.message : String(error));
   } finally {
@@ -186,7 +179,7 @@ function captureLog(child: ChildProcess): () => string {
 }
 
 async function waitForHealth(base: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode}:\n${log()}`);
     try {
@@ -196,7 +189,7 @@ async function waitForHealth(base: string, child: ChildProcess, log: () => strin
     }
     await sleep(200);
   }
-  throw new Error(`the service did not become healthy within 60 s:\n${log()}`);
+  throw new Error(`the service did not become healthy within ${STARTUP_TIMEOUT_MS / 1000} s:\n${log()}`);
 }
 
 async function stopProcess(child: ChildProcess): Promise<void> {

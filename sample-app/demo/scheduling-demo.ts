@@ -1,0 +1,127 @@
+/**
+ * The demo's last part: three instances of the service on one Redis run the reports' scheduled work
+ * (sample-app/src/reports). The repeatable stock snapshot must run each tick once across the three;
+ * the `reports.leader` election must have one leader at a time, replaced within its lease when the
+ * leader is SIGKILLed and at once when it is stopped with SIGTERM.
+ */
+import { join } from 'node:path';
+import { check, note, step } from './demo-report.js';
+import { startSampleInstance, stopSampleInstance, type SampleInstance } from './sample-instances.js';
+import { leadershipViolations, ticksNotRunOnce } from './scheduling-claims.js';
+import { runSchedulingScenario, type SchedulingObservation } from './scheduling-scenario.js';
+
+const SNAPSHOT_EVERY_MS = 1_000;
+const LEADER_TTL_MS = 3_000;
+const NAMES = ['instance-1', 'instance-2', 'instance-3'];
+
+export async function demoScheduledWork(redisUrl: string): Promise<void> {
+  step(`Scheduled work on three instances: a snapshot every ${SNAPSHOT_EVERY_MS} ms, a leader with a ${LEADER_TTL_MS} ms lease`);
+  const env = {
+    REDIS_URL: redisUrl,
+    // A key space of this run's own, so the records hold only this run's ticks and terms.
+    REDIS_KEY_PREFIX: `demo-scheduling-${Date.now().toString(36)}`,
+    REPORTS_SNAPSHOT_EVERY_MS: String(SNAPSHOT_EVERY_MS),
+    REPORTS_LEADER_TTL_MS: String(LEADER_TTL_MS),
+    REPORTS_SWEEP_EVERY_MS: '500',
+  };
+  const main = [join(import.meta.dirname, '..', 'src', 'main.js')];
+  const instances: SampleInstance[] = [];
+  try {
+    // Each has its own embedded database, unless DATABASE_URL names a shared one: then the first
+    // creates the schema before the others start.
+    const startAll = async (names: string[]) => {
+      const started = await Promise.allSettled(names.map((name) => startSampleInstance(main, name, env)));
+      for (const result of started) if (result.status === 'fulfilled') instances.push(result.value);
+      const failed = started.find((result) => result.status === 'rejected');
+      if (failed) throw failed.reason;
+    };
+    if (process.env.DATABASE_URL) {
+      await startAll(NAMES.slice(0, 1));
+      await startAll(NAMES.slice(1));
+    } else {
+      await startAll(NAMES);
+    }
+    for (const instance of instances) note(`${instance.name} at ${instance.base} (GET /reports/runs, GET /reports/leader)`);
+
+    const seen = await runSchedulingScenario(instances, { snapshotEveryMs: SNAPSHOT_EVERY_MS, leaderTtlMs: LEADER_TTL_MS, ticksPerPhase: 4, note });
+    printTables(seen);
+    reportClaims(seen);
+  } finally {
+    await Promise.all(instances.map((instance) => stopSampleInstance(instance)));
+  }
+}
+
+function reportClaims(seen: SchedulingObservation): void {
+  const perInstance = NAMES.map((name) => `${name} ${seen.runs.filter((run) => run.instance === name).length}`).join(', ');
+  const notOnce = ticksNotRunOnce(seen.ticks);
+  check(
+    'every tick of the repeatable job ran exactly once across the three instances',
+    notOnce.length === 0 && seen.ticks.length >= 10,
+    notOnce.length === 0
+      ? `${seen.ticks.length} ticks, ${seen.runs.length} runs (${perInstance})`
+      : `${notOnce.length} of ${seen.ticks.length} ticks did not: ${notOnce.map((t) => `${clock(t.tick)} ran ${t.runs}×`).join(', ')}`,
+  );
+  const violations = leadershipViolations(seen.terms, seen.sweeps, new Set([seen.killed.from]));
+  const oneLeader = seen.leaderSamples.every((leaders) => leaders.length === 1);
+  check(
+    'one leader at a time',
+    violations.length === 0 && oneLeader,
+    violations.length > 0
+      ? violations.join('; ')
+      : oneLeader
+        ? `${seen.terms.filter((t) => t.event === 'acquired').length} terms in token order, ${seen.sweeps.length} sweeps each by its term's leader, ` +
+          `each of ${seen.leaderSamples.length} samples found exactly one instance leading`
+        : `samples of who leads: ${JSON.stringify(seen.leaderSamples)}`,
+  );
+  const { killed, stopped } = seen;
+  check(
+    'a SIGKILLed leader was replaced once its lease ran out, with a greater fencing token',
+    killed.to !== killed.from && BigInt(killed.toToken) > BigInt(killed.fromToken) && killed.ms <= LEADER_TTL_MS + 1_000,
+    `${killed.to} led ${killed.ms} ms after ${killed.from} was killed (lease ${LEADER_TTL_MS} ms), token ${killed.fromToken} → ${killed.toToken}`,
+  );
+  check(
+    'a leader stopped with SIGTERM stepped down and handed over at once',
+    stopped.reason === 'LeadershipSteppedDownError' && seen.stoppedExit.code === 0 && stopped.ms < LEADER_TTL_MS,
+    `${stopped.from} ended its term (${stopped.reason ?? 'no end recorded'}), ${stopped.to} led ${stopped.ms} ms after the SIGTERM`,
+  );
+}
+
+/** Who ran each tick, and the leadership terms. */
+function printTables(seen: SchedulingObservation): void {
+  const { killed, stopped } = seen;
+  const killedAt = seen.terms.find((t) => t.event === 'acquired' && t.fencingToken === killed.toToken)!.at - killed.ms;
+  const stoppedAt = seen.terms.find((t) => t.event === 'acquired' && t.fencingToken === stopped.toToken)!.at - stopped.ms;
+  note('');
+  note(`tick (UTC)     ${NAMES.map((name) => name.padEnd(11)).join(' ')}`);
+  let killShown = false;
+  let stopShown = false;
+  for (const tick of seen.ticks) {
+    if (!killShown && tick.tick > killedAt) {
+      note(`               ── SIGKILL ${killed.from} (leader) ──`);
+      killShown = true;
+    }
+    if (!stopShown && tick.tick > stoppedAt) {
+      note(`               ── SIGTERM ${stopped.from} (leader) ──`);
+      stopShown = true;
+    }
+    const cells = NAMES.map((name) => {
+      const runs = tick.instances.filter((instance) => instance === name).length;
+      return (runs === 0 ? '·' : runs === 1 ? 'ran' : `ran ${runs}×`).padEnd(11);
+    });
+    note(`${clock(tick.tick)}   ${cells.join(' ')}`);
+  }
+  note('');
+  note('term  leader       fencing token      began         ended');
+  const acquired = seen.terms.filter((t) => t.event === 'acquired');
+  acquired.forEach((term, i) => {
+    const end = seen.terms.find((t) => t.event === 'lost' && t.fencingToken === term.fencingToken);
+    const ended = end ? `${clock(end.at)} (${end.reason})` : term.instance === killed.from ? 'SIGKILLed' : 'still leading';
+    note(`${String(i + 1).padEnd(5)} ${term.instance.padEnd(12)} ${term.fencingToken.padEnd(18)} ${clock(term.at)}  ${ended}`);
+  });
+  note('');
+}
+
+/** HH:MM:SS.mmm of an epoch ms, UTC. */
+function clock(epochMs: number): string {
+  return new Date(epochMs).toISOString().slice(11, 23);
+}
