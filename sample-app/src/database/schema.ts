@@ -14,6 +14,13 @@ CREATE TABLE IF NOT EXISTS payments (
   order_id    TEXT NOT NULL REFERENCES orders(id),
   paid_at     TIMESTAMPTZ NOT NULL DEFAULT now()
 );
+CREATE TABLE IF NOT EXISTS fulfilments (
+  order_id    TEXT PRIMARY KEY REFERENCES orders(id),
+  outcome     TEXT NOT NULL CHECK (outcome IN ('reserved', 'not-stocked')),
+  attempt     INTEGER NOT NULL,
+  fulfilled_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  fence       BIGINT NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS items (
   sku         TEXT PRIMARY KEY,
   stock       INTEGER NOT NULL CHECK (stock >= 0),
