@@ -156,7 +156,13 @@ export class JobOutboxRelay {
     const done = outcomes.filter((o) => o.error === undefined).map((o) => o.row);
     const failed = outcomes.filter((o) => o.error !== undefined);
     if (done.length > 0) {
-      await this.store.delete(done.map((row) => row.rowId));
+      try {
+        await this.store.delete(done.map((row) => row.rowId));
+      } catch (error) {
+        // Written but not deleted: the rows are relayed again later, which their operation records make a no-op.
+        if (claimed) await this.store.release(done.map((row) => row.rowId)).catch(() => undefined);
+        throw error;
+      }
       void this.writer.dropRecords(done);
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;

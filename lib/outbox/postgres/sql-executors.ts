@@ -101,9 +101,15 @@ export function inClsTransaction(transactionHost: TransactionHostLike): OutboxTr
   };
 }
 
-/** TypeORM answers rows as an array (or `[rows, count]` for some statements), `pg` and PGlite as `{ rows }`. */
+/**
+ * `pg` and PGlite answer `{ rows }`; TypeORM answers the rows as an array, except for UPDATE and
+ * DELETE on PostgreSQL: `[rows, rowCount]` (a row is never an array, so the two cannot be confused).
+ */
 export function rowsOf(result: unknown): Array<Record<string, unknown>> {
-  if (Array.isArray(result)) return result as Array<Record<string, unknown>>;
+  if (Array.isArray(result)) {
+    if (result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') return result[0] as Array<Record<string, unknown>>;
+    return result as Array<Record<string, unknown>>;
+  }
   const rows = (result as { rows?: unknown } | null)?.rows;
   return Array.isArray(rows) ? (rows as Array<Record<string, unknown>>) : [];
 }

@@ -1,0 +1,299 @@
+import { jest } from '@jest/globals';
+import { Pool } from 'pg';
+import { DataSource } from 'typeorm';
+import { InvalidJobError, InvalidOptionsError, OutboxTransactionMissingError, runInTransaction } from '../../lib/index.js';
+import {
+  inPgTransaction,
+  inTypeOrmTransaction,
+  jobOutboxMigration,
+  JOB_OUTBOX_MIGRATION,
+  PostgresJobOutbox,
+} from '../../lib/outbox/postgres/index.js';
+import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { checkExactlyOnce, PgTransactions, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+
+jest.setTimeout(120_000);
+afterEach(() => jest.restoreAllMocks());
+
+const TABLE = 'outbox_spec.job_outbox';
+
+describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
+  const unhandled = new UnhandledRejections();
+  let postgres: LocalPostgres;
+  let pool: Pool;
+  let tx: PgTransactions;
+  let keyPrefix: string;
+  let instance: OutboxApp;
+
+  const topic = (label: string) => `${label}.${Math.random().toString(36).slice(2, 8)}`;
+  const newStore = (overrides: Partial<ConstructorParameters<typeof PostgresJobOutbox>[0]> = {}) =>
+    new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE, ...overrides });
+  const outboxRows = async () => (await pool.query(`SELECT id, topic, job_id, parked_at, last_error FROM ${TABLE} ORDER BY created_at`)).rows;
+  const rowsOf = async (t: string) => (await outboxRows()).filter((row) => row.topic === t);
+
+  beforeAll(async () => {
+    unhandled.start();
+    postgres = await startLocalPostgres();
+    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
+    tx = new PgTransactions(pool);
+    keyPrefix = uniquePrefix('outbox');
+    instance = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: newStore({ applyMigrationAtStart: true }), topics: [] });
+  });
+  afterAll(async () => {
+    await instance?.close();
+    await pool?.end();
+    await postgres?.stop();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  const consumeInto = (t: string, runs: RecordedRun[], app = instance) =>
+    app.queue.consume(t, (payload, job) => void runs.push({ id: job.id, payload, at: Date.now() }), { concurrency: 4 });
+
+  it('the migration applies cleanly twice, and the shipped SQL is the default table', async () => {
+    await pool.query(jobOutboxMigration(TABLE));
+    await pool.query(jobOutboxMigration(TABLE));
+    await pool.query(JOB_OUTBOX_MIGRATION);
+    await pool.query(JOB_OUTBOX_MIGRATION);
+    const { rows } = await pool.query(`SELECT to_regclass('redis_lock_job_outbox') AS t, to_regclass('${TABLE}') AS s`);
+    expect(rows[0]).toEqual({ t: 'redis_lock_job_outbox', s: TABLE });
+  });
+
+  it('a job scheduled in a committed transaction runs once, and its row is gone', async () => {
+    const t = topic('commit');
+    const runs: RecordedRun[] = [];
+    consumeInto(t, runs);
+    const id = await tx.run(async (client) => {
+      await client.query('SELECT 1');
+      const jobId = await instance.queue.schedule(t, { order: 1 });
+      // Inside the transaction the row exists for this transaction only; nothing is in Redis yet.
+      expect((await client.query(`SELECT count(*)::int AS n FROM ${TABLE} WHERE job_id = $1`, [jobId])).rows[0].n).toBe(1);
+      expect(await instance.queue.get(t, jobId)).toBeNull();
+      return jobId;
+    });
+    await waitFor(() => runs.length === 1 || undefined, 30_000, 'the committed job to run');
+    expect(runs[0]).toMatchObject({ id, payload: { order: 1 } });
+    await waitFor(async () => ((await rowsOf(t)).length === 0 ? true : undefined), 30_000, 'the row to be deleted');
+    expect(await holdsWithin(() => runs.length === 1, 1_000)).toBe(true);
+  });
+
+  it('scheduleMany in a committed transaction: every job once', async () => {
+    const t = topic('many');
+    const runs: RecordedRun[] = [];
+    consumeInto(t, runs);
+    const ids = await tx.run(() => instance.queue.scheduleMany(t, Array.from({ length: 50 }, (_, i) => ({ payload: i }))));
+    await waitFor(() => runs.length >= 50 || undefined, 30_000, 'the 50 jobs to run');
+    expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
+  });
+
+  it('a job scheduled in a rolled-back transaction never runs and leaves no row', async () => {
+    const t = topic('rollback');
+    const runs: RecordedRun[] = [];
+    consumeInto(t, runs);
+    let id = '';
+    await expect(
+      tx.run(async () => {
+        id = await instance.queue.schedule(t, { order: 2 });
+        throw new Error('payment declined');
+      }),
+    ).rejects.toThrow('payment declined');
+    expect(await rowsOf(t)).toEqual([]);
+    expect(await holdsWithin(() => runs.length === 0, 2_000)).toBe(true);
+    expect(await instance.queue.get(t, id)).toBeNull();
+  });
+
+  it('keeps the due time: a delayed job committed later runs at its time from the schedule() call', async () => {
+    const t = topic('delay');
+    const runs: RecordedRun[] = [];
+    consumeInto(t, runs);
+    const start = Date.now();
+    await tx.run(async () => {
+      await instance.queue.schedule(t, 'later', { delay: 2_000 });
+      await sleep(1_000); // a long transaction: the delay counts from the call, not from COMMIT
+    });
+    await waitFor(() => runs.length === 1 || undefined, 30_000, 'the delayed job');
+    expect(runs[0].at - start).toBeGreaterThanOrEqual(1_900);
+  });
+
+  it('rows left behind are relayed by two instances at once: each job runs exactly once, overdue ones at once', async () => {
+    const t = topic('left-behind');
+    const runs: RecordedRun[] = [];
+    // Rows committed by a process that died before relaying them: inserted without the delay queue.
+    const ids = Array.from({ length: 200 }, (_, i) => `job-${i}`);
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE });
+      await store.insert(
+        ids.map((id, i) => ({ rowId: `${t}:${i}`, topic: t, jobId: id, kind: 'd', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })),
+      );
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const [a, b] = await Promise.all(
+      [0, 1].map(() =>
+        startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: newStore(), runs, outboxRelay: { minAge: 0, batchSize: 7, pollInterval: 50 } }),
+      ),
+    );
+    try {
+      consumeInto(t, runs, a);
+      await waitFor(() => runs.length >= ids.length || undefined, 60_000, 'every left-behind job to run');
+      expect(await holdsWithin(() => runs.length === ids.length, 1_500)).toBe(true);
+      expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
+      expect(await rowsOf(t)).toEqual([]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('a row whose DELETE failed after its job was written and ran is relayed again without running twice', async () => {
+    muteNestLogger('error');
+    const t = topic('relay-twice');
+    const runs: RecordedRun[] = [];
+    // A store whose first DELETE fails, after the job is in Redis (a crash or a lost connection there).
+    const store = newStore();
+    let deletes = 0;
+    const flaky = Object.assign(Object.create(store) as PostgresJobOutbox, {
+      delete: async (ids: readonly string[]) => {
+        if (deletes++ === 0) throw new Error('connection lost before DELETE');
+        return store.delete(ids);
+      },
+    });
+    const app = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: flaky, outboxRelay: { minAge: 0, pollInterval: 50 } });
+    try {
+      consumeInto(t, runs, app);
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE }).insert([
+          { rowId: `${t}:0`, topic: t, jobId: 'once', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":1}' },
+        ]);
+        await client.query('COMMIT');
+      } finally {
+        client.release();
+      }
+      await waitFor(() => runs.length === 1 || undefined, 30_000, 'the first relay');
+      await waitFor(async () => ((await rowsOf(t)).length === 0 ? true : undefined), 30_000, 'the row to be relayed again and deleted');
+      expect(deletes).toBeGreaterThanOrEqual(2);
+      expect(await holdsWithin(() => runs.length === 1, 1_500)).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a row that cannot be decoded is parked with its reason, and the other rows are relayed', async () => {
+    muteNestLogger('error');
+    const t = topic('bad-row');
+    const runs: RecordedRun[] = [];
+    consumeInto(t, runs);
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE }).insert([
+        { rowId: `${t}:bad`, topic: t, jobId: 'bad', kind: 'd', when: 0, replace: false, body: 'not a job body' },
+        { rowId: `${t}:good`, topic: t, jobId: 'good', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":"ok"}' },
+      ]);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    await waitFor(() => runs.length === 1 || undefined, 30_000, 'the good row');
+    const parked = await waitFor(async () => {
+      const rows = await rowsOf(t);
+      return rows.length === 1 && rows[0].parked_at ? rows[0] : undefined;
+    }, 30_000, 'the bad row to be parked');
+    expect(parked).toMatchObject({ job_id: 'bad', last_error: expect.stringContaining('cannot be decoded') });
+    expect(instance.seen.filter((e) => e.name === 'outbox.row.parked').map((e) => e.event)).toContainEqual(
+      expect.objectContaining({ rowId: `${t}:bad`, jobId: 'bad' }),
+    );
+    expect(runs.map((run) => run.id)).toEqual(['good']);
+  });
+
+  it('refuses a schedule() the executor cannot put in a transaction: OutboxTransactionMissingError, nothing written', async () => {
+    const t = topic('no-tx');
+    const noTx = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix,
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => undefined), relay: pool, table: TABLE }),
+    });
+    try {
+      await expect(runInTransaction(() => noTx.queue.schedule(t, 1, { id: 'lost?' }))).rejects.toThrow(OutboxTransactionMissingError);
+      expect(await rowsOf(t)).toEqual([]);
+      expect(await noTx.queue.get(t, 'lost?')).toBeNull();
+      // Outside a transaction the outbox is not involved: schedule() writes to Redis directly.
+      await noTx.queue.schedule(t, 1, { id: 'direct' });
+      expect(await noTx.queue.get(t, 'direct')).not.toBeNull();
+    } finally {
+      await noTx.close();
+    }
+  });
+
+  it('refuses a payload JSON cannot carry before inserting anything', async () => {
+    const t = topic('bad-payload');
+    await expect(tx.run(() => instance.queue.schedule(t, { n: 10n }))).rejects.toThrow(InvalidJobError);
+    expect(await rowsOf(t)).toEqual([]);
+  });
+
+  it('refuses a table name that is not plain identifiers, and a module outbox that is not a store', async () => {
+    for (const table of ['x; DROP TABLE orders', '"Quoted"', 'a.b.c', 'Upper', '', 42]) {
+      expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: table as string })).toThrow(InvalidOptionsError);
+    }
+    expect(() => new PostgresJobOutbox({ transaction: undefined as never, relay: pool })).toThrow(/PostgresJobOutbox.transaction/);
+    expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: {} })).toThrow(/PostgresJobOutbox.relay/);
+    await expect(createLockApp({ delayQueue: { outbox: {} as never } })).rejects.toThrow(/delayQueue.outbox/);
+  });
+
+  describe('TypeORM EntityManager executor', () => {
+    let dataSource: DataSource;
+    let app: OutboxApp;
+    let manager: import('typeorm').EntityManager | undefined;
+
+    beforeAll(async () => {
+      dataSource = new DataSource({ type: 'postgres', host: postgres.host, port: postgres.port, username: postgres.user, database: postgres.database, poolSize: 4 });
+      await dataSource.initialize();
+      app = await startOutboxApp({
+        redis: testRedisUrl(),
+        keyPrefix,
+        outbox: new PostgresJobOutbox({ transaction: inTypeOrmTransaction(() => manager), relay: dataSource, table: TABLE }),
+      });
+    });
+    afterAll(async () => {
+      await app?.close();
+      await dataSource?.destroy();
+    });
+
+    const inTypeOrm = <T>(work: () => Promise<T>) =>
+      runInTransaction(() =>
+        dataSource.transaction(async (m) => {
+          manager = m;
+          try {
+            return await work();
+          } finally {
+            manager = undefined;
+          }
+        }),
+      );
+
+    it('commit runs the job once, rollback never; the relay runs on the DataSource', async () => {
+      const t = topic('typeorm');
+      const runs: RecordedRun[] = [];
+      consumeInto(t, runs, app);
+      const committed = await inTypeOrm(() => app.queue.schedule(t, 'committed'));
+      await expect(
+        inTypeOrm(async () => {
+          await app.queue.schedule(t, 'rolled back');
+          throw new Error('rollback');
+        }),
+      ).rejects.toThrow('rollback');
+      await waitFor(() => runs.length === 1 || undefined, 30_000, 'the committed job');
+      expect(await holdsWithin(() => runs.length === 1, 1_500)).toBe(true);
+      expect(runs[0]).toMatchObject({ id: committed, payload: 'committed' });
+      expect(await rowsOf(t)).toEqual([]);
+    });
+  });
+});
