@@ -63,13 +63,14 @@ describe('fencing counters', () => {
     });
   }, 60_000);
 
-  it('hands out decimal tokens that fit a signed 64-bit column and grow across holders', async () => {
+  it('hands out decimal tokens that fit a signed 64-bit column, exact in Lua and JS numbers (below 2^53), and grow across holders', async () => {
     for (const kind of kinds) {
       const tokens = await takeTurns(kind, `grow-${kind.name}`, 4);
       for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
       for (const token of tokens) {
         expect(token).toBeGreaterThan(0n);
-        expect(token).toBeLessThan(2n ** 63n);
+        expect(token).toBeLessThan(2n ** 53n);
+        expect(Number(token).toString()).toBe(token.toString());
       }
     }
   });
