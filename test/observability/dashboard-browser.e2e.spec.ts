@@ -127,6 +127,12 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     await page.locator('[data-state="dead"]').click();
     const deadRow = page.locator(`tr[data-job-id="fulfil:${gift.id}"]`);
     await waitForText(deadRow, (t) => t.includes('sold out') && t.includes('3/3'), 'the dead job with its error');
+    // The service's scheduled work: its repeatable job with the next tick, and its leader election won by this (only) instance.
+    const snapshot = page.locator('tr[data-schedule="reports.stock-snapshot/reports.stock-snapshot"]');
+    await waitForText(snapshot.locator('td[data-col="schedule"]'), (t) => t.startsWith('every '), 'the repeatable job in the schedules panel');
+    await waitForText(snapshot.locator('td[data-col="next"]'), (t) => /\d/.test(t), 'the next run of the repeatable job');
+    await waitForText(page.locator('tr[data-election="reports.leader"] td[data-col="owner"]'), (t) => t.includes('this instance'), 'this instance leading reports.leader');
+    await waitForText(page.locator('[data-testid="one-instance-table"] tbody'), (t) => t.includes('No @OnOneInstance method'), 'the empty @OnOneInstance panel');
     await page.waitForTimeout(1_500); // let the plots collect a few more samples for the picture
     await page.screenshot({ path: join(ARTIFACTS, '2-dead-letter.png'), fullPage: true });
     await page.screenshot({ path: DOCS_IMAGE, fullPage: true });

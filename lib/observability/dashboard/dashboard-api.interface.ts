@@ -1,4 +1,5 @@
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
+import type { RepeatCatchUp, RepeatSchedule } from '../../delay-queue/interfaces/repeat-options.interface.js';
 import type { ListedJob, ListedJobs, ListedJobState } from '../../delay-queue/topic-inspector.js';
 import type { HeldLock, HeldLockKind, HeldLocks, LockHolder } from '../../lock/lock-inspector.js';
 
@@ -33,6 +34,88 @@ export interface DashboardTopics {
 }
 
 export type DashboardJobState = ListedJobState;
+
+/** One repeatable schedule of a topic (`repeat()`, `@OnDelayed({ repeat })`). */
+export interface DashboardSchedule {
+  /** The schedule's id within its topic. */
+  readonly id: string;
+  readonly schedule: RepeatSchedule;
+  readonly catchUp: RepeatCatchUp;
+  /** The tick whose job is queued now; in the past while that job waits or runs. */
+  readonly nextRunAt: number;
+  /** The last tick a consumer claimed (absent before the first); its run may still be going, or have failed. */
+  readonly lastRunAt?: number;
+}
+
+/** GET <path>/api/topics/:topic/schedules */
+export interface DashboardSchedules {
+  readonly topic: string;
+  /** The Redis server's clock at the read (ticks are on that clock). */
+  readonly now: number;
+  /** Soonest tick first. */
+  readonly schedules: DashboardSchedule[];
+}
+
+/** A lease's lock as Redis holds it now, whichever instance took it. */
+export interface DashboardLeaseInRedis {
+  /**
+   * 'held' or 'free'; 'unknown' when more locks are held than the dashboard's `maxLocks`, so the
+   * read stopped before finding this one.
+   */
+  readonly state: 'held' | 'free' | 'unknown';
+  /** Owner ids (`<clientId>:<n>`; compare the client id with `DashboardScheduling.clientId`). */
+  readonly owners: string[];
+  /** The fencing token of the current holder. */
+  readonly fencingToken: string | null;
+  /** Lease left, in ms. */
+  readonly leaseMs: number | null;
+}
+
+/** One `@OnOneInstance` lease of this application (methods sharing a key share a row). */
+export interface DashboardOneInstanceLease {
+  readonly key: string;
+  readonly ttl: number;
+  /** The methods that run under it, `Class.method()`. */
+  readonly methods: string[];
+  /** Whether this instance holds the lease (as far as it knows: its next call confirms it in Redis). */
+  readonly heldHere: boolean;
+  /** This instance's fencing token of the lease, while it holds it. */
+  readonly fencingToken?: string;
+  /** Since when this instance holds it (epoch ms, this instance's clock). */
+  readonly since?: number;
+  readonly redis: DashboardLeaseInRedis;
+  /** Whether a run holds the run lock (`<key>:run`) now, on any instance; null when unknown. */
+  readonly running: boolean | null;
+}
+
+/** One `@LeaderElection` of this application. */
+export interface DashboardLeaderElection {
+  readonly key: string;
+  /** The elected provider's class. */
+  readonly provider: string;
+  readonly ttl: number;
+  /** Whether this instance leads. */
+  readonly leader: boolean;
+  /** The current term's fencing token, when this instance leads. */
+  readonly fencingToken?: string;
+  /** Since when this instance leads (epoch ms, this instance's clock). */
+  readonly since?: number;
+  /** Terms this instance has begun since it started. */
+  readonly terms: number;
+  readonly redis: DashboardLeaseInRedis;
+}
+
+/** GET <path>/api/scheduling */
+export interface DashboardScheduling {
+  /** False when the application has no scheduling providers (`OneInstanceLeases`, `LeaderElections`). */
+  readonly available: boolean;
+  /** This instance's lock client id: the first part of the owner ids it holds locks under. */
+  readonly clientId: string;
+  readonly oneInstance: DashboardOneInstanceLease[];
+  readonly leaders: DashboardLeaderElection[];
+  /** True when the locks read stopped at `maxLocks` (some states are then 'unknown'). */
+  readonly truncated: boolean;
+}
 
 /** A job as listed: payload shortened to a preview (see `DashboardJobDetail` for the whole job). */
 export type DashboardJob = ListedJob;

@@ -28,6 +28,8 @@ import type {
   DashboardJobState,
   DashboardLocks as DashboardLockList,
   DashboardMeta,
+  DashboardSchedules,
+  DashboardScheduling as DashboardSchedulingReply,
   DashboardTopics as DashboardTopicList,
 } from './dashboard-api.interface.js';
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
@@ -38,6 +40,7 @@ import { DASHBOARD_NAVIGATION_ROUTE, DashboardOriginGuard } from './dashboard-or
 import { DashboardHistory } from './dashboard-history.js';
 import { DASHBOARD_PAGE_CSP, DASHBOARD_PAGE_HTML } from './dashboard-page.js';
 import { DashboardQueue } from './dashboard-queue.js';
+import { DashboardScheduling } from './dashboard-scheduling.js';
 import { DASHBOARD_ACTION_HEADER, MAX_JOB_LIST_LIMIT, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 
@@ -53,6 +56,7 @@ export class DashboardController {
     private readonly queue: DashboardQueue,
     private readonly locks: LockInspector,
     private readonly history: DashboardHistory,
+    private readonly scheduling: DashboardScheduling,
   ) {}
 
   @Get()
@@ -89,6 +93,12 @@ export class DashboardController {
   @Header('Cache-Control', 'no-store')
   jobs(@Param('topic') topic: string, @Query('state') state?: string, @Query('limit') limit?: string): Promise<DashboardJobList> {
     return this.queue.listJobs(topic, parseState(state), parseLimit(limit));
+  }
+
+  @Get('api/topics/:topic/schedules')
+  @Header('Cache-Control', 'no-store')
+  schedules(@Param('topic') topic: string): Promise<DashboardSchedules> {
+    return this.scheduling.schedules(topic);
   }
 
   @Get('api/topics/:topic/jobs/:id')
@@ -163,6 +173,12 @@ export class DashboardController {
   @Header('Cache-Control', 'no-store')
   heldLocks(): Promise<DashboardLockList> {
     return this.locks.heldLocks(this.options.maxLocks);
+  }
+
+  @Get('api/scheduling')
+  @Header('Cache-Control', 'no-store')
+  leasesAndLeaders(): Promise<DashboardSchedulingReply> {
+    return this.scheduling.scheduling();
   }
 
   @Get('api/history')

@@ -1,7 +1,9 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { createDashboardController } from './dashboard.controller.js';
 import { DashboardHistory } from './dashboard-history.js';
 import { DashboardQueue } from './dashboard-queue.js';
+import { DashboardScheduling } from './dashboard-scheduling.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
 import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
@@ -42,9 +44,19 @@ export class RedisLockDashboardModule {
     const resolved = resolveDashboardOptions(options);
     return {
       module: RedisLockDashboardModule,
+      // DiscoveryModule: finds the application's @OnOneInstance methods for the scheduling panel.
+      imports: [DiscoveryModule],
       controllers: [createDashboardController(resolved)],
-      // LockInspector, TopicInspector, DelayQueueService and RedisLockEvents come from the global RedisLockModule.
-      providers: [{ provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved }, DashboardTopicRegistry, DashboardQueue, DashboardHistory],
+      // LockInspector, TopicInspector, DelayQueueService, LockService, RedisConnection and
+      // RedisLockEvents come from the global RedisLockModule; OneInstanceLeases and LeaderElections
+      // too when present (optional).
+      providers: [
+        { provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved },
+        DashboardTopicRegistry,
+        DashboardQueue,
+        DashboardHistory,
+        DashboardScheduling,
+      ],
     };
   }
 }
