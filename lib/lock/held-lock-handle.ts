@@ -1,7 +1,9 @@
 import { LockLostError } from '../core/errors/lock-lost.error.js';
 import { leaseLostAt } from '../core/time/lease-policy.js';
+import { DeadlineList, type Deadline } from './deadline-list.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
+import type { WatchedEntry } from './lock-watchdog.js';
 
 /** What a handle needs from the service that issued it. */
 export interface HeldLockOperations {
@@ -23,10 +25,12 @@ export class HeldLockHandle implements LockHandle {
   // the rest of an acquire's JavaScript) and most callers never read it.
   private controller?: AbortController;
   private lostError?: LockLostError;
-  private expiryTimer?: NodeJS.Timeout;
+  private expiry?: Deadline;
   private released = false;
   /** Set while a release waits for the surrounding transaction to complete. */
   releasePending = false;
+  /** The watchdog's entry renewing this hold while it is watched (kept here so unwatching finds it at once). */
+  watchdogEntry?: WatchedEntry;
 
   constructor(
     readonly protocol: LockProtocol,
@@ -104,19 +108,22 @@ export class HeldLockHandle implements LockHandle {
   }
 
   stopTimers(): void {
-    clearTimeout(this.expiryTimer);
-    this.expiryTimer = undefined;
+    LEASE_ENDS.cancel(this.expiry);
+    this.expiry = undefined;
   }
 
   private armExpiry(leaseStartedAt: number): void {
-    clearTimeout(this.expiryTimer);
+    LEASE_ENDS.cancel(this.expiry);
     const valid = this.protocol.validLease === undefined ? this.leaseTime : this.protocol.validLease(this.leaseTime);
     // Counted as lost a safety margin before the deadline (see lease-policy.ts), so that a timer
     // firing late on a loaded machine still aborts `signal` before Redis can hand the lock to another.
-    const left = leaseLostAt(leaseStartedAt, valid) - performance.now();
-    // Whole milliseconds, rounded down (never later than the lease): Node keeps one timer list per
-    // distinct duration, and fractional durations would make a new list for every handle.
-    this.expiryTimer = setTimeout(() => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'), Math.max(0, Math.floor(left)));
-    this.expiryTimer.unref();
+    // The list's timer rounds down to whole milliseconds: never later than the lease.
+    this.expiry = LEASE_ENDS.add(leaseLostAt(leaseStartedAt, valid), () => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'));
   }
 }
+
+/**
+ * The lease end of every handle in the process, on one timer (see DeadlineList); like the
+ * per-handle timers it replaces, it never keeps the process alive.
+ */
+const LEASE_ENDS = new DeadlineList(false);

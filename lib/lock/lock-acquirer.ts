@@ -14,7 +14,11 @@ import { LockScope } from './lock-scope.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProtocol } from './protocols/lock-protocol.interface.js';
 import { awaitReplicas } from './replica-sync.js';
+import { DeadlineList } from './deadline-list.js';
 import { errorMessage } from '../core/errors/error-message.js';
+
+/** The continuation of a try whose outcome is wanted as such. */
+const asIs = (outcome: AttemptOutcome): AttemptOutcome => outcome;
 
 /** One acquire call: what every try of it shares. */
 interface AcquireCall {
@@ -44,6 +48,8 @@ export class LockAcquirer {
   private ownerSequence = 0;
   private holdSequence = 0;
   private readonly wake: WakeSubscriber;
+  /** The hung-call deadline of every try in flight, on one timer (a try's deadline is its call's). */
+  private readonly tryDeadlines = new DeadlineList(true);
   private closed = false;
 
   constructor(
@@ -65,7 +71,7 @@ export class LockAcquirer {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(new LockAcquireAbortedError(reportedKey, signal.reason));
     const enclosingOwner = this.reentrantOwner(protocol);
-    if (enclosingOwner !== undefined || protocol.reentrancyKey === undefined) {
+    if (enclosingOwner !== undefined || protocol.reentrancyKey === undefined || !this.holds.inTransaction()) {
       return this.acquireAs(protocol, enclosingOwner, options, wait, reportedKey);
     }
     return this.holds.acquireInTransaction(protocol, (owner) => this.acquireAs(protocol, owner, options, wait, reportedKey));
@@ -93,7 +99,10 @@ export class LockAcquirer {
     const hold = `${owner}/${++this.holdSequence}`;
     const reentry = enclosingOwner !== undefined;
     const willWait = wait && options.waitTimeout > 0;
-    const deadline = performance.now() + options.waitTimeout;
+    // One clock read: the deadline, and the lease's start (it is sent right after, so counting the
+    // lease from here errs on the early side only).
+    const sentAt = performance.now();
+    const deadline = sentAt + options.waitTimeout;
     const call: AcquireCall = { protocol, owner, hold, reentry, options, deadline, reportedKey };
 
     // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
@@ -101,17 +110,17 @@ export class LockAcquirer {
     const queueBehind =
       willWait && protocol.localFifo && enclosingOwner === undefined ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
     if (queueBehind > 0) return this.waitForLock(call, queueBehind);
-    const sentAt = performance.now();
-    const first = willWait
-      ? this.attemptBefore(call, false)
-      : protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold });
-    return first.then((outcome) => {
+    const afterFirstTry = (outcome: AttemptOutcome): HeldLockHandle | Promise<HeldLockHandle> | null => {
       if (outcome.acquired) return this.handleFor(call, outcome, sentAt);
       if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
       return this.waitForLock(call, 0);
-    });
+    };
+    // The first try's outcome is handled inside the deadline's promise (one promise, not three).
+    return willWait
+      ? this.attemptBefore(call, false, afterFirstTry)
+      : protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold }).then(afterFirstTry);
   }
 
   /** Waits for the lock after a refused first try (or, with `queueBehind`, behind this process's parked waiters first). */
@@ -131,7 +140,7 @@ export class LockAcquirer {
       }
       for (;;) {
         const sentAt = performance.now();
-        const outcome = await this.attemptBefore(call, true);
+        const outcome = await this.attemptBefore(call, true, asIs);
         if (outcome.acquired) {
           acquired = true;
           return await this.handleFor(call, outcome, sentAt);
@@ -149,36 +158,39 @@ export class LockAcquirer {
    * One attempt that gives up at the deadline even if Redis does not answer (a black-holed
    * connection would otherwise hold the caller far past its waitTimeout). An attempt that still
    * succeeds after that is released at once, so nothing is left held by a caller that gave up.
-   * `waiting`: the caller already waits for this lock (see AttemptMode.waiting).
+   * `waiting`: the caller already waits for this lock (see AttemptMode.waiting). `next` turns the
+   * outcome into the result, inside the same promise (its throw rejects it).
    */
-  private attemptBefore(call: AcquireCall, waiting: boolean): Promise<AttemptOutcome> {
+  private attemptBefore<T>(call: AcquireCall, waiting: boolean, next: (outcome: AttemptOutcome) => T | PromiseLike<T>): Promise<T> {
     const { protocol, owner, hold, options, deadline, reportedKey } = call;
     const mode: AttemptMode = { willWait: true, reentry: call.reentry, hold, waiting };
     const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
     // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
-    return new Promise<AttemptOutcome>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       let settled = false;
-      const timer = setTimeout(
-        () => {
-          settled = true;
-          reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
-          attempt.then(
-            // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
-            (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, hold),
-            () => undefined,
-          );
-        },
-        Math.max(0, Math.ceil(deadline - performance.now())), // whole ms: see HeldLockHandle.armExpiry
-      );
+      // Rounded up to the next whole ms, as the setTimeout this replaces was: never before the deadline.
+      const timer = this.tryDeadlines.add(Math.ceil(deadline) + 1, () => {
+        settled = true;
+        reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
+        attempt.then(
+          // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
+          (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, hold),
+          () => undefined,
+        );
+      });
       attempt.then(
         (outcome) => {
           if (settled) return;
-          clearTimeout(timer);
-          resolve(outcome);
+          this.tryDeadlines.cancel(timer);
+          try {
+            resolve(next(outcome));
+          } catch (error) {
+            reject(error);
+          }
         },
         (error: unknown) => {
           if (settled) return;
-          clearTimeout(timer);
+          this.tryDeadlines.cancel(timer);
           reject(error);
         },
       );

@@ -55,6 +55,11 @@ export class LockHoldRegistry implements HeldLockOperations {
     return handle;
   }
 
+  /** Whether a transaction is active here: only then may an acquire re-enter a kept hold (`acquireInTransaction`). */
+  inTransaction(): boolean {
+    return this.transactions.isActive();
+  }
+
   /**
    * Runs `acquireAs` for a fresh acquire of `protocol`'s lock. When the current transaction keeps a
    * live hold of that lock (released earlier in it, release deferred), the acquire re-enters that

@@ -34,7 +34,7 @@ export class LockObserver {
 
   /** Whether spans are recorded (callers skip building span info when not). */
   get tracingEnabled(): boolean {
-    return this.tracing.enabled;
+    return this.tracing.enabled && this.tracing.recording !== false;
   }
 
   /** A `lock.acquire` span around `run` when tracing is on; a multi-key lock is named by its sorted keys. */
@@ -44,7 +44,7 @@ export class LockObserver {
     run: () => Promise<T>,
     kind: AcquireTraceInfo['kind'] = options.fair ? 'fair' : 'mutex',
   ): Promise<T> {
-    if (!this.tracing.enabled) return run();
+    if (!this.tracingEnabled) return run();
     const { keyPattern, waitTimeout } = options;
     const traced = Array.isArray(key) ? lockNamesOf(key) : key;
     return this.tracing.traceAcquire({ key: traced, keyPattern, kind, waitTimeout }, run);
@@ -58,7 +58,7 @@ export class LockObserver {
 
   /** A `lock.held` span around the locked call `fn` when tracing is on. */
   traceLocked<T>(handle: LockHandle, keyPattern: string | undefined, fn: () => T): T {
-    return this.tracing.enabled ? this.tracing.traceLocked(handle, keyPattern, fn) : fn();
+    return this.tracingEnabled ? this.tracing.traceLocked(handle, keyPattern, fn) : fn();
   }
 
   /**

@@ -41,7 +41,22 @@ export function lockProtocolFactory(keySpace: RedisKeySpace, connection: RedisCo
   return masters.quorum ? new RedlockProtocols(keySpace, masters.quorum, masters) : new SingleRedisProtocols(keySpace, connection);
 }
 
+/**
+ * How many recently used lock names keep their exclusive protocols (keys built, name escaped and
+ * checked): a name locked again finds them instead of building them anew on every acquire.
+ */
+const RECENT_LOCK_NAMES = 512;
+
+/** The exclusive protocols of one lock name (they hold nothing but its keys, so acquires share them). */
+interface ExclusiveProtocols {
+  plain?: ReentrantLockProtocol;
+  fair?: FairLockProtocol;
+}
+
 class SingleRedisProtocols implements LockProtocolFactory {
+  /** Lock name -> its protocols, for the RECENT_LOCK_NAMES names first seen most recently (oldest dropped first). */
+  private readonly recent = new Map<string, ExclusiveProtocols>();
+
   constructor(
     private readonly keySpace: RedisKeySpace,
     private readonly connection: RedisConnection,
@@ -52,8 +67,16 @@ class SingleRedisProtocols implements LockProtocolFactory {
   }
 
   exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol {
-    const keys = this.keySpace.lock(name);
-    return options.fair ? new FairLockProtocol(keys, this.connection.publishCommand) : new ReentrantLockProtocol(keys);
+    let known = this.recent.get(name);
+    if (!known) {
+      const keys = this.keySpace.lock(name); // validates the name
+      known = options.fair ? { fair: new FairLockProtocol(keys, this.connection.publishCommand) } : { plain: new ReentrantLockProtocol(keys) };
+      if (this.recent.size >= RECENT_LOCK_NAMES) this.recent.delete(this.recent.keys().next().value!);
+      this.recent.set(name, known);
+      return (known.fair ?? known.plain)!;
+    }
+    if (options.fair) return (known.fair ??= new FairLockProtocol(this.keySpace.lock(name), this.connection.publishCommand));
+    return (known.plain ??= new ReentrantLockProtocol(this.keySpace.lock(name)));
   }
 
   readWrite(name: string): (mode: 'read' | 'write') => LockProtocol {

@@ -9,7 +9,9 @@ import { runRenewal } from './protocols/run-renewal.js';
 /** Renewals per script call at most, so one call never blocks Redis for long. */
 const MAX_HOLDS_PER_RENEWAL = 500;
 
-interface WatchedEntry {
+/** One renewed Redis entry. Its handles point back to it (`HeldLockHandle.watchdogEntry`). */
+export interface WatchedEntry {
+  readonly id: string;
   readonly renewal: Renewal;
   /** Every handle of this Redis entry: nested re-entries share one. */
   readonly handles: Set<HeldLockHandle>;
@@ -22,7 +24,9 @@ interface WatchedEntry {
  * unreachable) is simply tried again next tick; each handle's own lease deadline decides when it
  * must be considered lost.
  *
- * The timer only runs while something is watched, and never keeps the process alive.
+ * The timer runs while something is watched (it stops at the first tick that finds nothing left,
+ * rather than at each last unwatch, so a process that takes and releases one lock at a time does
+ * not create an interval per hold), and never keeps the process alive.
  */
 export class LockWatchdog {
   private readonly entries = new Map<string, WatchedEntry>();
@@ -37,11 +41,13 @@ export class LockWatchdog {
   ) {}
 
   watch(handle: HeldLockHandle): void {
+    if (handle.watchdogEntry) return;
     const renewal = handle.protocol.renewal(handle.owner, handle.hold);
     const id = entryId(renewal);
     let entry = this.entries.get(id);
-    if (!entry) this.entries.set(id, (entry = { renewal, handles: new Set() }));
+    if (!entry) this.entries.set(id, (entry = { id, renewal, handles: new Set() }));
     entry.handles.add(handle);
+    handle.watchdogEntry = entry;
     if (!this.timer) {
       this.timer = setInterval(() => void this.renewAll(), leaseRenewalInterval(this.leaseTime));
       this.timer.unref();
@@ -49,12 +55,11 @@ export class LockWatchdog {
   }
 
   unwatch(handle: HeldLockHandle): void {
-    const id = entryId(handle.protocol.renewal(handle.owner, handle.hold));
-    const entry = this.entries.get(id);
+    const entry = handle.watchdogEntry;
     if (!entry) return;
+    handle.watchdogEntry = undefined;
     entry.handles.delete(handle);
-    if (entry.handles.size === 0) this.entries.delete(id);
-    if (this.entries.size === 0) this.stop();
+    if (entry.handles.size === 0 && this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
   }
 
   stop(): void {
@@ -64,6 +69,7 @@ export class LockWatchdog {
 
   /** Renews every watched lock now. Never rejects. */
   async renewAll(): Promise<void> {
+    if (this.entries.size === 0) this.stop();
     if (this.renewing || this.entries.size === 0) return;
     this.renewing = true;
     try {

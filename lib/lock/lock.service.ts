@@ -19,7 +19,7 @@ import { acquireAllOrNothing, lockNamesOf } from './multi-key-acquire.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { RedlockMasters } from './redlock/redlock-masters.js';
-import { resolveAcquireOptions } from './resolve-acquire-options.js';
+import { AcquireOptionsResolver, resolveAcquireOptions } from './resolve-acquire-options.js';
 import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
 
 /**
@@ -37,6 +37,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private readonly logger = new Logger('LockService');
   private readonly protocols: LockProtocolFactory;
   private readonly acquirer: LockAcquirer;
+  private readonly acquireOptions: AcquireOptionsResolver;
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
@@ -48,6 +49,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   ) {
     this.protocols = lockProtocolFactory(keySpace, connection, redlockMasters);
     this.acquirer = new LockAcquirer(connection, this.protocols.wakeConnection, this.holds, this.logger);
+    this.acquireOptions = new AcquireOptionsResolver(config.lock);
   }
 
   /** Identifies this module instance among all lock owners. */
@@ -69,7 +71,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     // Not async: every layer of an acquire hands its promise straight on (an async wrapper costs
     // extra promises and turns per call); a synchronous throw still becomes a rejection.
     try {
-      const resolved = resolveAcquireOptions(options, this.config.lock);
+      const resolved = this.acquireOptions.resolve(options);
+      if (!this.observer.tracingEnabled) return this.acquireKeys(key, resolved, true) as Promise<LockHandle>;
       return this.observer.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, true)) as Promise<LockHandle>;
     } catch (error) {
       return Promise.reject(error);
@@ -164,7 +167,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
-    const resolved = resolveAcquireOptions(options, this.config.lock);
+    const resolved = this.acquireOptions.resolve(options);
     const run = () => this.observer.observeAcquire(protocol.name, resolved, this.acquirer.acquire(protocol, resolved, wait, protocol.name));
     return this.observer.tracingEnabled ? this.observer.traceAcquire(protocol.name, resolved, run, this.observer.kindOf(protocol)) : run();
   }

@@ -37,3 +37,48 @@ export function resolveAcquireOptions(
         : resolveSyncReplicas('syncReplicas', o.syncReplicas === undefined ? defaults.syncReplicas : o.syncReplicas, leaseTime),
   };
 }
+
+/** The per-call options a resolution was made from, compared field by field before it is reused. */
+interface Resolution {
+  readonly waitTimeout: unknown;
+  readonly leaseTime: unknown;
+  readonly signal: unknown;
+  readonly fair: unknown;
+  readonly keyPattern: unknown;
+  readonly resolved: ResolvedAcquireOptions;
+}
+
+/**
+ * `resolveAcquireOptions` against one module's defaults, done once per options object rather than
+ * on every acquire (issue 17): callers usually pass the same constant object, or none. A reused
+ * object is resolved again when any of its fields changed since (it may be mutated between calls),
+ * and one with `syncReplicas` is always resolved afresh (that option is an object of its own).
+ */
+export class AcquireOptionsResolver {
+  private readonly resolutions = new WeakMap<object, Resolution>();
+  private none?: ResolvedAcquireOptions;
+
+  constructor(private readonly defaults: RedisLockConfig['lock']) {}
+
+  resolve(options: AcquireOptions | undefined): ResolvedAcquireOptions {
+    if (options === undefined) return (this.none ??= resolveAcquireOptions(undefined, this.defaults));
+    if (typeof options !== 'object' || options === null || options.syncReplicas !== undefined) {
+      return resolveAcquireOptions(options, this.defaults);
+    }
+    const { waitTimeout, leaseTime, signal, fair, keyPattern } = options;
+    const known = this.resolutions.get(options);
+    if (
+      known !== undefined &&
+      known.waitTimeout === waitTimeout &&
+      known.leaseTime === leaseTime &&
+      known.signal === signal &&
+      known.fair === fair &&
+      known.keyPattern === keyPattern
+    ) {
+      return known.resolved;
+    }
+    const resolved = resolveAcquireOptions(options, this.defaults);
+    this.resolutions.set(options, { waitTimeout, leaseTime, signal, fair, keyPattern, resolved });
+    return resolved;
+  }
+}

@@ -24,7 +24,8 @@ let shared: RedisLockTracing | undefined;
 /**
  * The process's tracing: OpenTelemetry when `@opentelemetry/api` can be loaded (an optional peer
  * dependency), else `NO_TRACING`. Spans go to whatever tracer provider the application registers;
- * with the API installed but no SDK they are the API's non-recording spans.
+ * with the API installed but no SDK the lock spans are not started at all (they would be the API's
+ * non-recording spans), the delayed-job spans are the API's non-recording spans.
  */
 export function openTelemetryTracing(): RedisLockTracing {
   shared ??= tracingFrom(loadOpenTelemetryApi);
@@ -55,13 +56,29 @@ function loadOpenTelemetryApi(): typeof OpenTelemetryApi {
 export class OpenTelemetryTracing implements RedisLockTracing {
   readonly enabled = true;
   private readonly tracer: Tracer;
+  /** What the API's global provider delegates to while no SDK has registered one (its no-op provider). */
+  private readonly noProvider: unknown;
 
   constructor(private readonly api: typeof OpenTelemetryApi) {
     // A ProxyTracer: it follows the provider the application registers, even after this line.
     this.tracer = api.trace.getTracer(TRACER_NAME);
+    this.noProvider = new api.ProxyTracerProvider().getDelegate();
+  }
+
+  /**
+   * False while no tracer provider is registered (the API installed, no SDK): every span would then
+   * be a non-recording one carrying its parent's context, so the lock spans, which run on every
+   * acquire, are skipped: nothing is recorded or propagated differently, and an acquire saves the
+   * span, its context and three closures (issue 17). Checked per call: a provider registered later
+   * is picked up at once.
+   */
+  get recording(): boolean {
+    const provider = this.api.trace.getTracerProvider() as { getDelegate?: () => unknown };
+    return typeof provider.getDelegate !== 'function' || provider.getDelegate() !== this.noProvider;
   }
 
   traceAcquire<T extends TracedLock | null>(info: AcquireTraceInfo, run: () => Promise<T>): Promise<T> {
+    if (!this.recording) return run();
     const attributes: Attributes = {
       // Not validated yet (a bad key is rejected inside `run`): describe whatever was passed.
       'redis_lock.key': Array.isArray(info.key) ? info.key.map(String).join(',') : String(info.key),
@@ -88,6 +105,7 @@ export class OpenTelemetryTracing implements RedisLockTracing {
   }
 
   traceLocked<T>(handle: TracedLock, keyPattern: string | undefined, fn: () => T, codeFunction?: string): T {
+    if (!this.recording) return fn();
     const attributes = heldAttributes(handle, keyPattern, codeFunction);
     return this.tracer.startActiveSpan('lock.held', { attributes }, (span) => {
       let result: T;
@@ -116,6 +134,7 @@ export class OpenTelemetryTracing implements RedisLockTracing {
   }
 
   startLocked(handle: TracedLock, keyPattern: string | undefined, codeFunction?: string): LockedSpan {
+    if (!this.recording) return NO_TRACING.startLocked(handle, keyPattern, codeFunction);
     const { api } = this;
     const span = this.tracer.startSpan('lock.held', { attributes: heldAttributes(handle, keyPattern, codeFunction) });
     const inSpan = api.trace.setSpan(api.context.active(), span);

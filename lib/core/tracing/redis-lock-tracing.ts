@@ -42,6 +42,11 @@ export interface HandlerTraceInfo {
 export interface RedisLockTracing {
   /** False for `NO_TRACING`: callers skip even building the info objects. */
   readonly enabled: boolean;
+  /**
+   * False while spans would not be recorded by anyone (OpenTelemetry with no tracer provider
+   * registered): the lock's hot path then skips its spans too. Absent: the same as `enabled`.
+   */
+  readonly recording?: boolean;
   /** A `lock.acquire` span around `run`, with the fencing token once held. */
   traceAcquire<T extends TracedLock | null>(info: AcquireTraceInfo, run: () => Promise<T>): Promise<T>;
   /** A `lock.held` span around the locked call `fn` (sync or async), in the span's context. */
