@@ -12,7 +12,8 @@ import { callDashboard } from '../fixtures/dashboard-app.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 
-const LEASE_TTL = 5_000;
+/** Long enough that an event loop stalled by a loaded machine does not end a lease (terms are counted exactly). */
+const LEASE_TTL = 10_000;
 
 /** Lets the spec hold a sweep running. */
 let sweepGate = Promise.resolve();
@@ -162,6 +163,13 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
     }
     expect(await run).toBe('swept');
     expect((await api<DashboardScheduling>(second, '/scheduling')).body.oneInstance[0]).toMatchObject({ running: false, redis: { state: 'held' } });
+  });
+
+  it('keeps the new routes behind the dashboard\'s checks: another site\'s page cannot read them', async () => {
+    for (const path of ['/scheduling', '/topics/dash.repeat/schedules']) {
+      const refused = await callDashboard(second.base, 'GET', `/dashboard/api${path}`, { origin: 'https://evil.example' });
+      expect(refused).toMatchObject({ status: 403, body: { code: 'DASHBOARD_CROSS_ORIGIN' } });
+    }
   });
 
   it('shows each leader election: leader here or not, fencing token, terms, and the lease left in Redis', async () => {
