@@ -20,3 +20,12 @@ export function repeatScriptKeys(keys: TopicKeys, operationId = 'unused'): strin
     `${base}:repeat-last`,
   ];
 }
+
+/**
+ * The marker that this Redis has held schedules of the shard: set by every upsert and removal, read
+ * only when a schedule an instance upserted is missing (present: it was removed; gone with the rest:
+ * the server lost its data). Same hash tag as the shard's other keys.
+ */
+export function repeatKnownKey(keys: TopicKeys): string {
+  return `${keys.jobs.slice(0, -':jobs'.length)}:repeat-known`;
+}

@@ -13,7 +13,7 @@ import { readRepeatsScript } from '../scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
 import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
-import { repeatScriptKeys } from './repeat-keys.js';
+import { repeatKnownKey, repeatScriptKeys } from './repeat-keys.js';
 import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
 
 /**
@@ -58,8 +58,14 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   private readonly watched = new Set<string>();
   /** `@OnDelayed` schedules whose registration failed (Redis unreachable at bootstrap): retried by the check. */
   private readonly pending = new Map<string, () => Promise<unknown>>();
+  /**
+   * The schedules this instance upserted (`repeat()`, `@OnDelayed`), by topic then id: when the check
+   * finds one gone from Redis without a removal (the server lost its data), it stores it again.
+   */
+  private readonly defined = new Map<string, Map<string, RepeatDefinition>>();
   private timer?: NodeJS.Timeout;
-  private checking = false;
+  /** The check under way, if any. */
+  private checking?: Promise<void>;
   private stopped = false;
 
   constructor(
@@ -77,6 +83,16 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   async upsert(topic: string, definition: RepeatDefinition): Promise<RepeatInfo> {
     const keys = this.shards.forSchedule(topic, definition.id);
     this.watch(topic);
+    this.remember(topic, definition);
+    const info = await this.store(keys, topic, definition);
+    // Marks the shard's schedules as known to this Redis (see restoreLost). Removals mark it too;
+    // this mark also covers a removal by an instance of an earlier version, which does not. Best
+    // effort: the upsert itself succeeded.
+    await this.connection.client.set(repeatKnownKey(keys), '1').catch(() => undefined);
+    return info;
+  }
+
+  private async store(keys: TopicKeys, topic: string, definition: RepeatDefinition): Promise<RepeatInfo> {
     let [nowMs, rows] = await this.read(keys, definition.id);
     for (let attempt = 0; ; attempt++) {
       const current = rows[0];
@@ -115,7 +131,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
 
   /** Deletes a schedule and its waiting tick job. Resolves to whether it existed. */
   async remove(topic: string, id: string): Promise<boolean> {
-    const keys = repeatScriptKeys(this.shards.forSchedule(topic, id), newOperationId());
+    this.defined.get(topic)?.delete(id);
+    const shard = this.shards.forSchedule(topic, id);
+    // Marked first, so other instances that upserted this schedule see a removal (and forget it),
+    // never a data loss (and restore it).
+    await this.connection.client.set(repeatKnownKey(shard), '1');
+    const keys = repeatScriptKeys(shard, newOperationId());
     const existed = await removeRepeatScript.run<number>(this.connection.client, keys, [id]);
     await this.connection.client.del(keys[5]).catch(() => undefined);
     return existed === 1;
@@ -148,7 +169,9 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   watch(topic: string): void {
     this.watched.add(topic);
     if (this.timer || this.stopped) return;
-    this.timer = setInterval(() => void this.checkAll(), REPEAT_CHECK_INTERVAL_MS);
+    this.timer = setInterval(() => {
+      if (!this.checking) void this.checkAll();
+    }, REPEAT_CHECK_INTERVAL_MS);
     this.timer.unref();
   }
 
@@ -158,25 +181,75 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     this.timer = undefined;
   }
 
-  /** One pass of the periodic check over the watched topics (also run by tests through the service). */
+  /**
+   * One pass of the periodic check over the watched topics (also run by tests). A check already
+   * under way may have read Redis before the caller's last change: it is awaited, then a new one runs.
+   */
   async checkAll(): Promise<void> {
-    if (this.checking || this.stopped) return;
-    this.checking = true;
-    try {
-      for (const retry of [...this.pending.values()]) await retry().catch(() => undefined);
-      for (const topic of this.watched) {
-        for (const keys of this.shards.all(topic)) {
-          try {
-            const [nowMs, rows] = await this.read(keys, '');
-            for (const row of rows) await this.reconcile(keys, row, nowMs);
-          } catch (error) {
-            this.logger.debug(`Repeat check of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`);
+    while (this.checking) await this.checking;
+    if (this.stopped) return;
+    this.checking = this.check().finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async check(): Promise<void> {
+    for (const retry of [...this.pending.values()]) await retry().catch(() => undefined);
+    for (const topic of this.watched) {
+      const seen = new Set<string>();
+      for (const keys of this.shards.all(topic)) {
+        try {
+          const [nowMs, rows] = await this.read(keys, '');
+          for (const row of rows) {
+            seen.add(row.id);
+            await this.reconcile(keys, row, nowMs);
           }
+        } catch (error) {
+          this.logger.debug(`Repeat check of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`);
         }
       }
-    } finally {
-      this.checking = false;
+      await this.restoreLost(topic, seen);
     }
+  }
+
+  /**
+   * Stores again the schedules this instance upserted that the check did not find in Redis although
+   * nobody removed them: the server lost its data (a restart without persistence, a failover that
+   * lost the last writes). A removal leaves the shard's "known" marker behind (`remove()` and every
+   * upsert set it); lost data takes it too. So a missing schedule with the marker present was
+   * removed (by this or another instance): it is forgotten here and never comes back; without the
+   * marker it was lost, and the upsert stores it as `repeat()` would, first tick after the server's
+   * now. Costs nothing while every schedule is there (one read of the schedule and an EXISTS per
+   * missing one otherwise).
+   */
+  private async restoreLost(topic: string, seen: ReadonlySet<string>): Promise<void> {
+    const definitions = this.defined.get(topic);
+    if (!definitions) return;
+    for (const definition of [...definitions.values()]) {
+      if (seen.has(definition.id) || this.pending.has(`${topic}\n${definition.id}`)) continue;
+      try {
+        const keys = this.shards.forSchedule(topic, definition.id);
+        // The check reads at most CHECK_BATCH schedules per shard: look this one up by id.
+        const [, rows] = await this.read(keys, definition.id);
+        if (rows.length > 0) continue;
+        if ((await this.connection.client.exists(repeatKnownKey(keys))) === 1) {
+          if (definitions.get(definition.id) === definition) definitions.delete(definition.id);
+          continue;
+        }
+        const info = await this.upsert(topic, definition);
+        this.logger.warn(
+          `Repeat schedule ${JSON.stringify(definition.id)} of topic ${JSON.stringify(topic)} was gone from Redis without a removal ` +
+            `(the server lost its data?); stored it again from this instance's definition, next tick ${info.nextRunAt.toISOString()}.`,
+        );
+      } catch (error) {
+        this.logger.debug(`Restoring repeat schedule ${JSON.stringify(definition.id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
+      }
+    }
+  }
+
+  private remember(topic: string, definition: RepeatDefinition): void {
+    let definitions = this.defined.get(topic);
+    if (!definitions) this.defined.set(topic, (definitions = new Map()));
+    definitions.set(definition.id, definition);
   }
 
   private async advanceFrom(topic: string, scheduleId: string, tickMs: number): Promise<void> {

@@ -1,0 +1,234 @@
+import { Redis } from 'ioredis';
+import type { Consumer, JobContext, RepeatCatchUp } from '../../lib/index.js';
+import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
+import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';
+import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { deferred, waitFor, type Deferred } from '../support/timing.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+
+/*
+ * Repeatable schedules across a restart of Redis itself (its own redis-server per test): with an
+ * append-only file (appendfsync always) while ticks are due and one is in flight, and without
+ * persistence (the schedule is lost with the data and the instances store it again). Three
+ * applications share the schedule, as three instances would. Every delivery is recorded here (not in
+ * Redis, which the test restarts) and judged by one checker; ticks are counted, never timed.
+ */
+
+const EVERY = 250;
+const TOPIC = 'restart.beat';
+const INSTANCES = 3;
+
+/** One delivery of a tick to a handler. */
+interface Delivery {
+  readonly tick: number;
+  readonly attempt: number;
+  readonly instance: number;
+}
+
+/** What the checker allows besides "every tick from the first to the last, delivered once". */
+interface Allowances {
+  /** Ticks that were running when Redis went down: they may be delivered again, as attempt 2, 3… */
+  readonly inFlight?: readonly number[];
+  /** Ticks the catch-up rule (or the data loss) lets go without a run. */
+  readonly mayBeMissing?: (tick: number) => boolean;
+}
+
+/**
+ * Every breach of "each tick is enqueued once and runs with at-least-once delivery": a tick delivered
+ * twice as the same attempt (enqueued or claimed twice), a second delivery of a tick that was not in
+ * flight, a tick off the schedule's grid, and a tick missing between the first and the last one run
+ * that the allowances do not explain.
+ */
+function breaches(deliveries: readonly Delivery[], allow: Allowances = {}): string[] {
+  const found: string[] = [];
+  const byTick = new Map<number, Delivery[]>();
+  for (const delivery of deliveries) byTick.set(delivery.tick, [...(byTick.get(delivery.tick) ?? []), delivery]);
+  for (const [tick, list] of byTick) {
+    if (tick % EVERY !== 0) found.push(`tick ${tick} is not on the schedule's grid`);
+    const attempts = list.map((delivery) => delivery.attempt).sort((a, b) => a - b);
+    if (new Set(attempts).size !== attempts.length) found.push(`tick ${tick} delivered twice as the same attempt: ${attempts.join(',')}`);
+    if (attempts[0] !== 1) found.push(`tick ${tick} never delivered as attempt 1: ${attempts.join(',')}`);
+    if (attempts.length > 1 && !allow.inFlight?.includes(tick)) found.push(`tick ${tick} redelivered (${attempts.join(',')}) without being in flight`);
+  }
+  const ticks = [...byTick.keys()].sort((a, b) => a - b);
+  for (let tick = ticks[0]; tick <= ticks[ticks.length - 1]; tick += EVERY) {
+    if (!byTick.has(tick) && !allow.mayBeMissing?.(tick)) found.push(`tick ${tick} never ran`);
+  }
+  return found;
+}
+
+/** Ticks run (first deliveries), in tick order. */
+function ticksRun(deliveries: readonly Delivery[]): number[] {
+  return [...new Set(deliveries.map((delivery) => delivery.tick))].sort((a, b) => a - b);
+}
+
+describe('repeat() across a restart of Redis', () => {
+  let server: LocalRedisServer | undefined;
+  let clock: Redis | undefined;
+  let apps: DelayTestApp[] = [];
+  let consumers: Consumer[] = [];
+  let deliveries: Delivery[] = [];
+  /** Set to hold the next delivery (any instance) until released: a tick in flight. */
+  let holdNext: { gate: Deferred<void>; tick?: number } | undefined;
+
+  afterEach(async () => {
+    holdNext?.gate.resolve();
+    holdNext = undefined;
+    await Promise.all(consumers.map((consumer) => consumer.close().catch(() => undefined)));
+    await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
+    clock?.disconnect();
+    clock = undefined;
+    await server?.stop();
+    server = undefined;
+    apps = [];
+    consumers = [];
+    deliveries = [];
+  });
+
+  function handler(instance: number) {
+    return async (_payload: unknown, job: JobContext) => {
+      const tick = parseTickJobId(job.id)!.tickMs;
+      deliveries.push({ tick, attempt: job.attempt, instance });
+      const hold = holdNext;
+      if (hold && hold.tick === undefined) {
+        hold.tick = tick;
+        await hold.gate.promise;
+      }
+    };
+  }
+
+  /** Three applications on the test's own Redis, each upserting the schedule and consuming its topic. */
+  async function startInstances(args: string[], catchUp: RepeatCatchUp): Promise<void> {
+    server = await startLocalRedisServer({ args });
+    clock = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+    const keyPrefix = uniquePrefix('rr');
+    for (let i = 0; i < INSTANCES; i++) {
+      const app = await createDelayApp({ redis: server.url, keyPrefix, delayQueue: { visibilityTimeout: 3_000 } });
+      apps.push(app);
+      await app.queue.repeat(TOPIC, { every: EVERY }, { catchUp });
+      consumers.push(app.queue.consume(TOPIC, handler(i)));
+    }
+  }
+
+  /** A tick is held in a handler: returns it and the tick queued after it (enqueued when it was claimed). */
+  async function holdATick(): Promise<{ held: number; queued: number; gate: Deferred<void> }> {
+    const gate = deferred();
+    holdNext = { gate };
+    const held = await waitFor(() => holdNext?.tick ?? false, 15_000, 'a tick to be held in its handler');
+    const [info] = await waitFor(async () => {
+      const listed = await apps[0].queue.listRepeats(TOPIC);
+      return listed[0]?.nextRunAt.getTime() > held ? listed : false;
+    }, 15_000, 'the tick after the held one to be queued');
+    return { held, queued: info.nextRunAt.getTime(), gate };
+  }
+
+  /** The test Redis's clock (the one ticks follow), in ms; rejects while it is down. */
+  async function serverNow(): Promise<number> {
+    const [seconds, micros] = await clock!.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  it.each([
+    ['SIGTERM (SHUTDOWN)', 'SIGTERM'],
+    ['SIGKILL (a crash)', 'SIGKILL'],
+  ] as const)(
+    'with an append-only file, a restart by %s while ticks are due and one runs loses no tick and runs none twice',
+    async (_label, signal) => {
+      // 'all': the outage plus reconnection may exceed MISSED_TICK_AFTER_MS on a loaded machine; every
+      // tick queued or due during it must still run, once.
+      await startInstances(['--appendonly', 'yes', '--appendfsync', 'always'], 'all');
+      await waitFor(() => ticksRun(deliveries).length >= 4, 30_000, 'four ticks before the restart');
+      const { held, queued, gate } = await holdATick();
+      expect(queued).toBe(held + EVERY);
+      await server!.restart({ signal, downtimeMs: 4 * EVERY });
+      const restartedAt = await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+      gate.resolve();
+      // The schedule is still there (the append-only file kept it), and goes on.
+      await waitFor(() => ticksRun(deliveries).filter((tick) => tick > restartedAt).length >= 6, 60_000, 'six ticks after the restart');
+      await Promise.all(consumers.map((consumer) => consumer.close()));
+
+      expect(breaches(deliveries, { inFlight: [held] })).toEqual([]);
+      const ticks = ticksRun(deliveries);
+      // The tick queued before the restart ran, and so did each tick due while Redis was down.
+      expect(ticks).toContain(queued);
+      expect(ticks.filter((tick) => tick > queued && tick < restartedAt).length).toBeGreaterThanOrEqual(3);
+      // A redelivery of the held tick (its acknowledgement lost with the connection) is attempt 2+, never a second tick.
+      expect(deliveries.filter((delivery) => delivery.tick === held && delivery.attempt === 1)).toHaveLength(1);
+      expect(await apps[0].queue.listRepeats(TOPIC)).toHaveLength(1);
+    },
+    120_000,
+  );
+
+  it("with an append-only file and catchUp 'latest', an outage longer than the missed-tick threshold runs the latest missed tick, then goes on", async () => {
+    const downtimeMs = MISSED_TICK_AFTER_MS + 8 * EVERY;
+    await startInstances(['--appendonly', 'yes', '--appendfsync', 'always'], 'latest');
+    await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
+    const downSince = await serverNow();
+    await server!.restart({ signal: 'SIGTERM', downtimeMs });
+    const restartedAt = await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    await waitFor(() => ticksRun(deliveries).filter((tick) => tick > restartedAt).length >= 4, 60_000, 'four ticks after the restart');
+    await Promise.all(consumers.map((consumer) => consumer.close()));
+
+    // The tick queued when Redis stopped is at most one period ahead; every later one is computed
+    // after the outage. Redis was down from downSince to downSince + downtimeMs at least, so the
+    // ticks up to downtimeMs - MISSED_TICK_AFTER_MS after downSince were missed by then: 'latest'
+    // runs none of them, only the most recent tick past when a consumer got Redis back.
+    const ticks = ticksRun(deliveries);
+    const resumed = ticks.find((tick) => tick > downSince + EVERY)!;
+    expect(resumed).toBeGreaterThanOrEqual(downSince + downtimeMs - EVERY);
+    // Nothing else is missing: before the outage every tick ran, from the catch-up tick on every tick
+    // runs (the queued tick may run, or be replaced as stale by the periodic check, as documented).
+    expect(breaches(deliveries, { mayBeMissing: (tick) => tick >= downSince - EVERY && tick < resumed })).toEqual([]);
+    expect(ticks.filter((tick) => tick > downSince + EVERY && tick < resumed)).toEqual([]);
+  }, 120_000);
+
+  it('without persistence, the instances store the lost schedule again from their definitions: it resumes and no tick runs twice', async () => {
+    await startInstances([], 'latest');
+    await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
+    const { held, gate } = await holdATick();
+    await server!.restart({ signal: 'SIGKILL', downtimeMs: 2 * EVERY });
+    const restartedAt = await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    gate.resolve();
+    // Everything is gone: the periodic check (every 5 s on each instance) finds the schedule missing
+    // with no removal recorded, and upserts it again.
+    const [restored] = await waitFor(async () => {
+      const listed = await apps[1].queue.listRepeats(TOPIC).catch(() => []);
+      return listed.length > 0 ? listed : false;
+    }, 30_000, 'the schedule to be stored again');
+    expect(restored).toMatchObject({ id: TOPIC, schedule: { every: EVERY }, catchUp: 'latest' });
+    expect(restored.nextRunAt.getTime()).toBeGreaterThan(restartedAt);
+    await waitFor(() => ticksRun(deliveries).filter((tick) => tick >= restored.nextRunAt.getTime()).length >= 5, 60_000, 'five ticks after the restore');
+    await Promise.all(consumers.map((consumer) => consumer.close()));
+
+    // The ticks queued in the lost data do not run; the restored schedule starts after the server's
+    // now, so none that ran before the loss runs again.
+    expect(
+      breaches(deliveries, { inFlight: [held], mayBeMissing: (tick) => tick > held && tick < restored.nextRunAt.getTime() }),
+    ).toEqual([]);
+    expect(deliveries.filter((delivery) => delivery.attempt > 1)).toEqual([]);
+    expect(await apps[2].queue.listRepeats(TOPIC)).toHaveLength(1);
+  }, 120_000);
+
+  it('a schedule removed by one instance is not stored again by the others that upserted it', async () => {
+    await startInstances([], 'latest');
+    await waitFor(() => ticksRun(deliveries).length >= 2, 30_000, 'two ticks');
+    expect(await apps[0].queue.removeRepeat(TOPIC)).toBe(true);
+    for (const app of apps) await app.app.get(RepeatScheduler).checkAll();
+    expect(await apps[1].queue.listRepeats(TOPIC)).toEqual([]);
+
+    // Removed, then the data is lost: still not restored (the instances forgot it at the check).
+    await server!.restart({ signal: 'SIGKILL' });
+    await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    for (const app of apps) await app.app.get(RepeatScheduler).checkAll();
+    expect(await apps[2].queue.listRepeats(TOPIC)).toEqual([]);
+
+    // repeat() again makes it known again, and a later loss restores it.
+    await apps[2].queue.repeat(TOPIC, { every: EVERY });
+    await server!.restart({ signal: 'SIGKILL' });
+    await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    await apps[2].app.get(RepeatScheduler).checkAll();
+    expect(await apps[0].queue.listRepeats(TOPIC)).toHaveLength(1);
+  }, 120_000);
+});
