@@ -1,0 +1,103 @@
+import { jest } from '@jest/globals';
+import { Pool } from 'pg';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { spawnFixture } from '../support/child-process.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { checkExactlyOnce, PgTransactions, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
+
+jest.setTimeout(180_000);
+afterEach(() => jest.restoreAllMocks());
+
+const TABLE = 'failures_outbox';
+
+describe('transactional outbox under failure (PostgreSQL)', () => {
+  const unhandled = new UnhandledRejections();
+  let postgres: LocalPostgres;
+  let pool: Pool;
+  let tx: PgTransactions;
+
+  beforeAll(async () => {
+    unhandled.start();
+    postgres = await startLocalPostgres();
+    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
+    tx = new PgTransactions(pool);
+    await pool.query(new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE }).migration);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await postgres?.stop();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  const store = () => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE });
+  const rowsOf = async (topic: string) => (await pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
+
+  it('a process SIGKILLed right after COMMIT, before its relay: another instance delivers the job once', async () => {
+    const keyPrefix = uniquePrefix('outbox-crash');
+    const topic = 'order.expire';
+    const ids = ['order-1', 'order-2', 'order-3'];
+    for (const id of ids) {
+      const child = spawnFixture('outbox-crash-after-commit.ts', [postgres.url, testRedisUrl(), keyPrefix, TABLE, topic, id]);
+      const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
+      expect({ signal, output: child.output() }).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining(`COMMITTED ${id}`) });
+    }
+    // Committed, and not in Redis: the rows wait in the outbox.
+    expect((await rowsOf(topic)).map((row) => row.job_id).sort()).toEqual(ids);
+    const runs: RecordedRun[] = [];
+    const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
+    try {
+      await waitFor(() => runs.length >= ids.length || undefined, 60_000, 'the crashed instances\' jobs');
+      expect(await holdsWithin(() => runs.length === ids.length, 1_500)).toBe(true);
+      expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
+      expect(await rowsOf(topic)).toEqual([]);
+    } finally {
+      await survivor.close();
+    }
+  });
+
+  describe('with Redis down for 12 s around COMMIT', () => {
+    let redis: LocalRedisServer;
+    beforeAll(async () => {
+      redis = await startLocalRedisServer();
+    });
+    afterAll(() => redis?.stop());
+
+    it('jobs committed during the outage are delivered once when Redis returns: overdue ones at once, later ones at their due time', async () => {
+      muteNestLogger('error', 'warn');
+      const topic = 'outage';
+      const runs: RecordedRun[] = [];
+      const app = await startOutboxApp({ redis: redis.url, keyPrefix: uniquePrefix('outage'), outbox: store(), topics: [topic], runs, outboxRelay: { minAge: 500 } });
+      try {
+        const restarted = redis.restart({ downtimeMs: 12_000 });
+        await sleep(500);
+        const scheduledAt = Date.now();
+        const ids = await tx.run(async () => [
+          await app.queue.schedule(topic, 'now', { id: 'due-now' }),
+          await app.queue.schedule(topic, 'in 20 s', { id: 'due-later', delay: 20_000 }),
+        ]);
+        const committedIn = Date.now() - scheduledAt;
+        expect(committedIn).toBeLessThan(10_000); // the outage does not hold the transaction's caller
+        expect((await rowsOf(topic)).length).toBe(2);
+        await restarted;
+        const back = Date.now();
+        await waitFor(() => runs.some((run) => run.id === 'due-now') || undefined, 60_000, 'the overdue job after the outage');
+        const nowRun = runs.find((run) => run.id === 'due-now')!;
+        expect(nowRun.at - back).toBeLessThan(15_000);
+        await waitFor(() => runs.some((run) => run.id === 'due-later') || undefined, 60_000, 'the later job');
+        const laterRun = runs.find((run) => run.id === 'due-later')!;
+        expect(laterRun.at - scheduledAt).toBeGreaterThanOrEqual(19_500);
+        expect(await holdsWithin(() => runs.length === 2, 1_500)).toBe(true);
+        expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
+        await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the rows to be deleted');
+      } finally {
+        await app.close();
+      }
+    });
+  });
+});
