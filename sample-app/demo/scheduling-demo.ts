@@ -46,6 +46,7 @@ export async function demoScheduledWork(redisUrl: string): Promise<void> {
     const seen = await runSchedulingScenario(instances, { snapshotEveryMs: SNAPSHOT_EVERY_MS, leaderTtlMs: LEADER_TTL_MS, ticksPerPhase: 4, note });
     printTables(seen);
     reportClaims(seen);
+    if (ticksNotRunOnce(seen.ticks).length > 0) printDiagnostics(seen, instances);
   } finally {
     await Promise.all(instances.map((instance) => stopSampleInstance(instance)));
   }
@@ -119,6 +120,21 @@ function printTables(seen: SchedulingObservation): void {
     note(`${String(i + 1).padEnd(5)} ${term.instance.padEnd(12)} ${term.fencingToken.padEnd(18)} ${clock(term.at)}  ${ended}`);
   });
   note('');
+}
+
+/** What may explain a tick that did not run once: the instances' warnings, and the leader's sweeps (a gap is a stalled event loop). */
+function printDiagnostics(seen: SchedulingObservation, instances: readonly SampleInstance[]): void {
+  note('diagnostics:');
+  let gap = { ms: 0, at: 0, instance: '' };
+  seen.sweeps.forEach((sweep, i) => {
+    const previous = seen.sweeps[i - 1];
+    if (previous?.instance === sweep.instance && sweep.at - previous.at > gap.ms) gap = { ms: sweep.at - previous.at, at: previous.at, instance: sweep.instance };
+  });
+  note(`  longest gap between two sweeps of one leader (every 500 ms): ${gap.ms} ms on ${gap.instance} after ${clock(gap.at)}`);
+  for (const instance of instances) {
+    const lines = instance.output().split('\n').filter((line) => /WARN|ERROR|Error/.test(line));
+    for (const line of lines.slice(-10)) note(`  ${instance.name}: ${line.trim()}`);
+  }
 }
 
 /** HH:MM:SS.mmm of an epoch ms, UTC. */
