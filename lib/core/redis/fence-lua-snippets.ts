@@ -93,6 +93,7 @@ end
  * first is at least max(counter + 1, the Redis server's clock in microseconds), the floor of
  * `nextFence`; the last one is stored back as the counter, kept like `nextFence` keeps it. Returns
  * the tokens as decimal strings. Four commands per batch (GET, TIME, PTTL, SET), none per token.
+ * A nil `key` (a caller without a counter) leaves the floors and the clock only.
  */
 export const LUA_FENCE_SERIES: LuaSnippet = {
   name: 'fenceSeries',
@@ -102,12 +103,13 @@ local function issueFences(key, floors, lease)
   local tokens = {}
   if #floors == 0 then return tokens end
   local clock = redis.call('time')
-  local last = math.max(tonumber(redis.call('get', key) or '') or 0, tonumber(clock[1]) * 1000000 + tonumber(clock[2]) - 1)
+  local stored = key and tonumber(redis.call('get', key) or '') or 0
+  local last = math.max(stored, tonumber(clock[1]) * 1000000 + tonumber(clock[2]) - 1)
   for i, floor in ipairs(floors) do
     last = math.max(last + 1, floor)
     tokens[i] = string.format('%.0f', last)
   end
-  storeFence(key, last, lease)
+  if key then storeFence(key, last, lease) end
   return tokens
 end
 `,

@@ -16,8 +16,9 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * when repeated.
  *
  * KEYS  the five topic keys, KEYS[6] the claim's record (see lua-snippets.ts), KEYS[7] the topic
- *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts), KEYS[8] (optional) the
- *       record of this consumer's previous claim, whose reply has arrived: deleted
+ *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts), KEYS[8] the record of this
+ *       consumer's previous claim, whose reply has arrived: deleted. KEYS[6..8] are optional (a claim
+ *       without KEYS[7] gives tokens above the job's last one and the clock, without the counter)
  * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
  * ARGV[6..] acknowledgements as pairs: id, claim token
