@@ -86,6 +86,11 @@ export class LockInspector {
     return { locks: locks.slice(0, limit), truncated };
   }
 
+  /** The lock (mutex, fair, read/write) named `name` if someone holds it now: one script call, no scan. */
+  lock(name: string): Promise<HeldLock | undefined> {
+    return this.readLock(name);
+  }
+
   private async readLock(name: string): Promise<HeldLock | undefined> {
     const keys = this.keySpace.lock(name);
     const reply = await readLockScript.run<[number, string | null, number, string[], Array<string | number>] | null>(

@@ -58,11 +58,8 @@ export interface DashboardSchedules {
 
 /** A lease's lock as Redis holds it now, whichever instance took it. */
 export interface DashboardLeaseInRedis {
-  /**
-   * 'held' or 'free'; 'unknown' when more locks are held than the dashboard's `maxLocks`, so the
-   * read stopped before finding this one.
-   */
-  readonly state: 'held' | 'free' | 'unknown';
+  /** Read by name, one script call per lease: never cut off by `maxLocks`. */
+  readonly state: 'held' | 'free';
   /** Owner ids (`<clientId>:<n>`; compare the client id with `DashboardScheduling.clientId`). */
   readonly owners: string[];
   /** The fencing token of the current holder. */
@@ -84,8 +81,8 @@ export interface DashboardOneInstanceLease {
   /** Since when this instance holds it (epoch ms, this instance's clock). */
   readonly since?: number;
   readonly redis: DashboardLeaseInRedis;
-  /** Whether a run holds the run lock (`<key>:run`) now, on any instance; null when unknown. */
-  readonly running: boolean | null;
+  /** Whether a run holds the run lock (`<key>:run`) now, on any instance. */
+  readonly running: boolean;
 }
 
 /** One `@LeaderElection` of this application. */
@@ -113,8 +110,6 @@ export interface DashboardScheduling {
   readonly clientId: string;
   readonly oneInstance: DashboardOneInstanceLease[];
   readonly leaders: DashboardLeaderElection[];
-  /** True when the locks read stopped at `maxLocks` (some states are then 'unknown'). */
-  readonly truncated: boolean;
 }
 
 /** A job as listed: payload shortened to a preview (see `DashboardJobDetail` for the whole job). */

@@ -69,13 +69,13 @@ export class DashboardScheduling {
     const declared = this.declaredLeases();
     const elections = this.elections?.status() ?? [];
     const names = [...declared.flatMap((lease) => [lease.key, runLockKey(lease.key)]), ...elections.map((election) => election.key)];
-    const { held, truncated } = await this.heldLocks(names);
+    const held = await this.heldLocks(names);
     const inRedis = (name: string): DashboardLeaseInRedis => {
       const lock = held.get(name);
       if (lock) {
         return { state: 'held', owners: lock.holders.map((holder) => holder.owner), fencingToken: lock.fencingToken, leaseMs: lock.leaseMs };
       }
-      return { state: truncated ? 'unknown' : 'free', owners: [], fencingToken: null, leaseMs: null };
+      return { state: 'free', owners: [], fencingToken: null, leaseMs: null };
     };
     const owned = new Map((this.leases?.owned() ?? []).map((lease) => [lease.key, lease]));
     const oneInstance: DashboardOneInstanceLease[] = declared.map((lease) => {
@@ -89,7 +89,7 @@ export class DashboardScheduling {
         fencingToken: here?.fencingToken,
         since: here?.since,
         redis: inRedis(lease.key),
-        running: run.state === 'unknown' ? null : run.state === 'held',
+        running: run.state === 'held',
       };
     });
     const leaders: DashboardLeaderElection[] = elections.map((election) => ({
@@ -107,21 +107,15 @@ export class DashboardScheduling {
       clientId: this.lockService.clientId,
       oneInstance,
       leaders,
-      truncated,
     };
   }
 
-  /**
-   * The locks among `names` held now. Read through the lock inspector's scan of held locks (at most
-   * `maxLocks`); skipped when there is nothing to look for.
-   */
-  private async heldLocks(names: readonly string[]): Promise<{ held: Map<string, HeldLock>; truncated: boolean }> {
+  /** The locks among `names` held now: one read per name (no scan, so nothing is cut off). */
+  private async heldLocks(names: readonly string[]): Promise<Map<string, HeldLock>> {
     const held = new Map<string, HeldLock>();
-    if (names.length === 0) return { held, truncated: false };
-    const wanted = new Set(names);
-    const { locks, truncated } = await this.locks.heldLocks(this.options.maxLocks);
-    for (const lock of locks) if (lock.kind === 'mutex' && wanted.has(lock.name)) held.set(lock.name, lock);
-    return { held, truncated };
+    const locks = await Promise.all([...new Set(names)].map((name) => this.locks.lock(name)));
+    for (const lock of locks) if (lock && lock.kind === 'mutex') held.set(lock.name, lock);
+    return held;
   }
 
   /**
