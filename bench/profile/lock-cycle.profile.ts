@@ -1,7 +1,7 @@
 /**
  * A small driver to profile the lock's uncontended cycle on the client (issue 17): 64 callers in
  * parallel, each looping acquire + release on a key of its own, for a fixed time, nothing else in
- * the process. With `PROFILE_OUT=<file.cpuprofile>` it records a V8 CPU profile of the measured run
+ * the process (`PROFILE_WIDTH` changes the 64). With `PROFILE_OUT=<file.cpuprofile>` it records a V8 CPU profile of the measured run
  * only (after the warm-up, through `node:inspector`, so module loading and compiling stay out of it);
  * summarise it with summarize-cpu-profile.ts:
  *
@@ -29,6 +29,12 @@ const variant = process.argv[2] ?? 'fixed';
 const seconds = Number(process.argv[3] ?? 8);
 const tracing = process.env.PROFILE_TRACING !== '0';
 const profileOut = process.env.PROFILE_OUT;
+/**
+ * Callers in parallel (64, as in the bench). `PROFILE_WIDTH=1` runs one caller: every command then
+ * has a wake-up of its own, so instructions per cycle no longer depend on how many replies a loaded
+ * machine lets pile up per read, and two trees compare within about 1 %.
+ */
+const width = Number(process.env.PROFILE_WIDTH ?? 64);
 const perfControl = process.env.PERF_CTL ? openSync(process.env.PERF_CTL, 'w') : undefined;
 
 async function main(): Promise<void> {
@@ -41,7 +47,7 @@ async function main(): Promise<void> {
   else throw new Error(`variant must be fixed, watchdog or bare, not ${variant}`);
   const session = profileOut ? new Session() : undefined;
   try {
-    await runParallel(contender, 'warm', { width: 64, durationMs: 1_500 });
+    await runParallel(contender, 'warm', { width, durationMs: 1_500 });
     if (session) {
       session.connect();
       await session.post('Profiler.enable');
@@ -49,7 +55,7 @@ async function main(): Promise<void> {
       await session.post('Profiler.start');
     }
     if (perfControl !== undefined) writeSync(perfControl, 'enable\n');
-    const result = await runParallel(contender, 'run', { width: 64, durationMs: seconds * 1_000 });
+    const result = await runParallel(contender, 'run', { width, durationMs: seconds * 1_000 });
     if (perfControl !== undefined) writeSync(perfControl, 'disable\n');
     if (session) {
       const { profile } = await session.post('Profiler.stop');

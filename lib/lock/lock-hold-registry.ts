@@ -32,6 +32,8 @@ export class LockHoldRegistry implements HeldLockOperations {
   private readonly watchdog: LockWatchdog;
   private readonly keptHolds = new KeptHolds();
   private readonly defaults: RedisLockConfig['lock'];
+  /** The connection's publish command, read once: it follows from the client, which never changes. */
+  private readonly publishCommand: string;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -40,6 +42,7 @@ export class LockHoldRegistry implements HeldLockOperations {
     @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
   ) {
     this.defaults = config.lock;
+    this.publishCommand = connection.publishCommand;
     this.watchdog = new LockWatchdog(
       () => this.connection.client,
       config.lock.leaseTime,
@@ -146,7 +149,7 @@ export class LockHoldRegistry implements HeldLockOperations {
    * lease frees the lock anyway, and a hold Redis dropped already makes the release a no-op.
    */
   releaseAbandoned(protocol: LockProtocol, owner: string, hold: string): void {
-    protocol.release(this.connection.client, owner, this.connection.publishCommand, hold).catch((error: unknown) => {
+    protocol.release(this.connection.client, owner, this.publishCommand, hold).catch((error: unknown) => {
       this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${errorMessage(error)}`);
     });
   }
@@ -164,7 +167,7 @@ export class LockHoldRegistry implements HeldLockOperations {
     }
     handle.markReleased();
     // Chained, not async: a release is half of every lock cycle.
-    return handle.protocol.release(this.connection.client, handle.owner, this.connection.publishCommand, handle.hold).then((result) => {
+    return handle.protocol.release(this.connection.client, handle.owner, this.publishCommand, handle.hold).then((result) => {
       this.observer.released(handle);
       if (result === -1) {
         this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);

@@ -11,7 +11,6 @@ const MAX_HOLDS_PER_RENEWAL = 500;
 
 /** One renewed Redis entry. Its handles point back to it (`HeldLockHandle.watchdogEntry`). */
 export interface WatchedEntry {
-  readonly id: string;
   readonly renewal: Renewal;
   /** Every handle of this Redis entry: nested re-entries share one. */
   readonly handles: Set<HeldLockHandle>;
@@ -29,7 +28,12 @@ export interface WatchedEntry {
  * not create an interval per hold), and never keeps the process alive.
  */
 export class LockWatchdog {
-  private readonly entries = new Map<string, WatchedEntry>();
+  /**
+   * Renewal member (owner id or holder field) -> the entries renewed under it: almost always one, as
+   * an owner id belongs to one lock. Keyed by the member string the handle already holds (its hash
+   * is computed once), not by a string built per watch.
+   */
+  private readonly entries = new Map<string, WatchedEntry[]>();
   private timer?: NodeJS.Timeout;
   private renewing = false;
 
@@ -43,9 +47,13 @@ export class LockWatchdog {
   watch(handle: HeldLockHandle): void {
     if (handle.watchdogEntry) return;
     const renewal = handle.protocol.renewal(handle.owner, handle.hold);
-    const id = entryId(renewal);
-    let entry = this.entries.get(id);
-    if (!entry) this.entries.set(id, (entry = { id, renewal, handles: new Set() }));
+    const sameMember = this.entries.get(renewal.member);
+    let entry = sameMember?.find((e) => sameRedisEntry(e.renewal, renewal));
+    if (!entry) {
+      entry = { renewal, handles: new Set() };
+      if (sameMember) sameMember.push(entry);
+      else this.entries.set(renewal.member, [entry]);
+    }
     entry.handles.add(handle);
     handle.watchdogEntry = entry;
     if (!this.timer) {
@@ -59,7 +67,13 @@ export class LockWatchdog {
     if (!entry) return;
     handle.watchdogEntry = undefined;
     entry.handles.delete(handle);
-    if (entry.handles.size === 0 && this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
+    if (entry.handles.size > 0) return;
+    const { member } = entry.renewal;
+    const sameMember = this.entries.get(member);
+    const at = sameMember ? sameMember.indexOf(entry) : -1;
+    if (at < 0) return;
+    if (sameMember!.length === 1) this.entries.delete(member);
+    else sameMember!.splice(at, 1);
   }
 
   stop(): void {
@@ -81,7 +95,7 @@ export class LockWatchdog {
 
   private batches(): WatchedEntry[][] {
     const groups = new Map<string, WatchedEntry[]>();
-    for (const entry of this.entries.values()) {
+    for (const entry of [...this.entries.values()].flat()) {
       const slot = this.groupBySlot ? calculateSlot(entry.renewal.keys[0]) : 0;
       const groupId = `${entry.renewal.target?.id ?? ''}:${entry.renewal.script.sha}:${slot}`;
       let group = groups.get(groupId);
@@ -118,6 +132,7 @@ export class LockWatchdog {
   }
 }
 
-function entryId(renewal: Renewal): string {
-  return `${renewal.script.sha}\n${renewal.keys.join('\n')}\n${renewal.member}`;
+/** Whether two renewals renew the same Redis entry (nested holds of one owner share theirs). */
+function sameRedisEntry(a: Renewal, b: Renewal): boolean {
+  return a.script === b.script && a.member === b.member && a.keys.length === b.keys.length && a.keys.every((key, i) => key === b.keys[i]);
 }
