@@ -224,6 +224,25 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
     expectIncreasing(tokens);
   });
 
+  it('a job whose last token is ahead of the clock and of a lost counter gets its last token + 1 (a clock set back after the counter was lost)', async () => {
+    const topic = 'fence.job-floor';
+    const keys = new RedisKeySpace(app.keyPrefix).topic(topic);
+    const id = await app.queue.schedule(topic, 'x', { id: 'order-9' });
+    const stale = (await claimByHand(redis, app.keyPrefix, topic, `${app.keyPrefix}:job-floor-claim`, 1, 200)).get(id)!;
+    // As if the server clock had gone back an hour since that claim, and the counter had been lost.
+    const ahead = BigInt(stale) + 3_600_000_000n;
+    const body = (await redis.hget(keys.jobs, id))!;
+    await redis.hset(keys.jobs, id, body.replace(`{"g":${stale},`, `{"g":${ahead},`));
+    await redis.del(fenceKeyOf(keys.jobs));
+    const got = deferred<string>();
+    const consumer = app.queue.consume(topic, (_payload, job) => got.resolve(job.fencingToken));
+    try {
+      expect(await got.promise).toBe((ahead + 1n).toString());
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it('a counter ahead of the server clock (more than one claim per µs, or a clock set back) still steps by one', async () => {
     const topic = 'fence.ahead';
     const fenceKey = fenceKeyOf(new RedisKeySpace(app.keyPrefix).topic(topic).jobs);
