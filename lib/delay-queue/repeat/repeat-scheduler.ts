@@ -63,6 +63,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
    * finds one gone from Redis without a removal (the server lost its data), it stores it again.
    */
   private readonly defined = new Map<string, Map<string, RepeatDefinition>>();
+  /**
+   * Definitions as last read, by shard and id, with the stored form they came from: the check reads
+   * every schedule every few seconds, and parsing each again (a cron calendar is costly to build)
+   * was most of an idle schedule's client CPU.
+   */
+  private readonly parsed = new Map<string, { readonly stored: string; readonly definition: RepeatDefinition }>();
   private timer?: NodeJS.Timeout;
   /** The check under way, if any. */
   private checking?: Promise<void>;
@@ -133,6 +139,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   async remove(topic: string, id: string): Promise<boolean> {
     this.defined.get(topic)?.delete(id);
     const shard = this.shards.forSchedule(topic, id);
+    this.parsed.delete(`${shard.jobs}\n${id}`);
     // Marked first, so other instances that upserted this schedule see a removal (and forget it),
     // never a data loss (and restore it).
     await this.connection.client.set(repeatKnownKey(shard), '1');
@@ -290,12 +297,22 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     const [nowMs, flat] = await readRepeatsScript.run<[number, string[]]>(this.connection.client, repeatScriptKeys(keys), [id, CHECK_BATCH]);
     const rows: ScheduleRow[] = [];
     for (let i = 0; i < flat.length; i += 5) {
-      const definition = readStoredForm(flat[i], flat[i + 1]);
+      const definition = this.parse(keys, flat[i], flat[i + 1]);
       if (!definition) continue;
       const lastRun = flat[i + 4] === '' ? undefined : Number(flat[i + 4]);
       rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: flat[i + 3] as ScheduleRow['state'], lastRun });
     }
     return [Number(nowMs), rows];
+  }
+
+  private parse(keys: TopicKeys, id: string, stored: string): RepeatDefinition | undefined {
+    const cacheKey = `${keys.jobs}\n${id}`;
+    const cached = this.parsed.get(cacheKey);
+    if (cached?.stored === stored) return cached.definition;
+    const definition = readStoredForm(id, stored);
+    if (definition) this.parsed.set(cacheKey, { stored, definition });
+    else this.parsed.delete(cacheKey);
+    return definition;
   }
 
   private info(topic: string, definition: RepeatDefinition, tick: number, lastRun?: number): RepeatInfo {
