@@ -108,7 +108,7 @@ describe.each(ENGINES.map((engine) => [engine.folder, engine] as const))('Lua sc
 });
 
 describe('Lua snippets', () => {
-  const snippetFolders = ['lock/scripts', 'delay-queue/scripts'];
+  const snippetFolders = ['core/redis', 'lock/scripts', 'delay-queue/scripts'];
 
   it('are LuaSnippets (or plain constants the Lua interpolates), in *lua-snippets.ts files', async () => {
     const files = (await Promise.all(snippetFolders.map((folder) => filesOf(folder, /lua-snippets\.ts$/)))).flat();
