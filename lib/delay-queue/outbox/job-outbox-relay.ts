@@ -138,21 +138,33 @@ export class JobOutboxRelay {
     }
     const elapsed = performance.now() - insertedAt;
     const writes = rows.map((row) => (row.kind === 'd' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
-    const task = this.relay(writes, 'after-commit').catch((error: unknown) => this.reportFailure('after-commit', writes.length, error, 1));
+    let written!: () => void;
+    const inRedis = new Promise<void>((resolve) => (written = resolve));
+    const task = this.relay(writes, 'after-commit', undefined, written)
+      .catch((error: unknown) => this.reportFailure('after-commit', writes.length, error, 1))
+      .finally(written);
     this.inFlight.add(task);
     void task.finally(() => this.inFlight.delete(task));
-    // The transaction's caller normally finds its jobs in Redis when it goes on; a write held up by
-    // an outage keeps going in the background (and the relay takes the rows over after minAge).
-    await settleWithin(task, AFTER_COMMIT_WAIT_MS);
+    // The transaction's caller normally finds its jobs in Redis when it goes on (the rows' DELETE
+    // follows in the background); a write held up by an outage keeps going in the background, and
+    // the relay takes the rows over after minAge.
+    await settleWithin(inRedis, AFTER_COMMIT_WAIT_MS);
   }
 
   /**
    * Writes rows and deletes those written. Rows Redis refused stay (released for the next look
    * when they were claimed); throws the first failure so that the caller backs off.
    */
-  private async relay(rows: readonly OutboxWrite[], source: 'after-commit' | 'relay', claimed?: ReadonlyMap<string, OutboxRow>): Promise<void> {
+  private async relay(
+    rows: readonly OutboxWrite[],
+    source: 'after-commit' | 'relay',
+    claimed?: ReadonlyMap<string, OutboxRow>,
+    /** Called once the Redis writes are answered, before the DELETE. */
+    written?: () => void,
+  ): Promise<void> {
     const started = performance.now();
     const outcomes = await this.writer.write(rows);
+    written?.();
     const done = outcomes.filter((o) => o.error === undefined).map((o) => o.row);
     const failed = outcomes.filter((o) => o.error !== undefined);
     if (done.length > 0) {
