@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { JobContext, OnDelayed, type Consumer } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { fenceKeyOf } from '../../lib/delay-queue/jobs/job-fence.js';
 import { readClaimToken } from '../../lib/delay-queue/jobs/job-codec.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
@@ -44,7 +43,7 @@ async function serverMicros(redis: Redis): Promise<bigint> {
 /** The claim script's KEYS for a topic, as a consumer sends them (without a previous record). */
 function claimKeys(keyPrefix: string, topic: string, record: string): string[] {
   const keys = new RedisKeySpace(keyPrefix).topic(topic);
-  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker, record, fenceKeyOf(keys.jobs)];
+  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker, record, keys.fence];
 }
 
 function topicKeyList(keyPrefix: string, topic: string): string[] {
@@ -152,7 +151,7 @@ describe('JobContext.fencingToken', () => {
     const ids = await app.queue.scheduleMany(topic, [1, 2, 3].map((n) => ({ payload: n })));
     const record = `${app.keyPrefix}:dq:{${topic}}:op:by-hand`;
     const first = await claimByHand(redis, app.keyPrefix, topic, record, 3, 30_000);
-    const counterAfterFirst = await redis.get(fenceKeyOf(new RedisKeySpace(app.keyPrefix).topic(topic).jobs));
+    const counterAfterFirst = await redis.get(new RedisKeySpace(app.keyPrefix).topic(topic).fence);
     const second = await claimByHand(redis, app.keyPrefix, topic, record, 3, 30_000);
     expect([...first.keys()].sort()).toEqual([...ids].sort());
     expect(second).toEqual(first);
@@ -160,7 +159,7 @@ describe('JobContext.fencingToken', () => {
     expectIncreasing(tokens);
     // The counter holds the last token given, and the second run did not move it.
     expect(counterAfterFirst).toBe(tokens[tokens.length - 1]);
-    expect(await redis.get(fenceKeyOf(new RedisKeySpace(app.keyPrefix).topic(topic).jobs))).toBe(counterAfterFirst);
+    expect(await redis.get(new RedisKeySpace(app.keyPrefix).topic(topic).fence)).toBe(counterAfterFirst);
     // A later claim of the topic is above all of them.
     const later = await app.queue.schedule(topic, 4);
     const next = await claimByHand(redis, app.keyPrefix, topic, `${record}:2`, 1, 30_000);
@@ -171,7 +170,7 @@ describe('JobContext.fencingToken', () => {
     const topic = 'fence.retention';
     await app.queue.schedule(topic, 1);
     await claimByHand(redis, app.keyPrefix, topic, `${app.keyPrefix}:retention-claim`, 1, 1_000);
-    const ttl = await redis.pttl(fenceKeyOf(new RedisKeySpace(app.keyPrefix).topic(topic).jobs));
+    const ttl = await redis.pttl(new RedisKeySpace(app.keyPrefix).topic(topic).fence);
     expect(ttl).toBeGreaterThan(60_000);
     expect(ttl).toBeLessThanOrEqual(3_600_000);
   });
@@ -207,7 +206,7 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
 
   it('a new delivery of the same job id is still above every earlier token after the counter was deleted, after FLUSHALL and after a restart without persistence', async () => {
     const topic = 'fence.lost';
-    const fenceKey = fenceKeyOf(new RedisKeySpace(app.keyPrefix).topic(topic).jobs);
+    const fenceKey = new RedisKeySpace(app.keyPrefix).topic(topic).fence;
     const tokens = [await deliver(topic, 'order-1'), await deliver(topic, 'order-1')];
     expect(await redis.get(fenceKey)).toBe(tokens[1]);
 
@@ -233,7 +232,7 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
     const ahead = BigInt(stale) + 3_600_000_000n;
     const body = (await redis.hget(keys.jobs, id))!;
     await redis.hset(keys.jobs, id, body.replace(`{"g":${stale},`, `{"g":${ahead},`));
-    await redis.del(fenceKeyOf(keys.jobs));
+    await redis.del(keys.fence);
     const got = deferred<string>();
     const consumer = app.queue.consume(topic, (_payload, job) => got.resolve(job.fencingToken));
     try {
@@ -245,7 +244,7 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
 
   it('a counter ahead of the server clock (more than one claim per µs, or a clock set back) still steps by one', async () => {
     const topic = 'fence.ahead';
-    const fenceKey = fenceKeyOf(new RedisKeySpace(app.keyPrefix).topic(topic).jobs);
+    const fenceKey = new RedisKeySpace(app.keyPrefix).topic(topic).fence;
     const ahead = (await serverMicros(redis)) + 3_600_000_000n; // an hour ahead of the clock
     await redis.set(fenceKey, ahead.toString(), 'PX', 3_600_000);
     expect(await deliver(topic, 'a')).toBe((ahead + 1n).toString());

@@ -11,7 +11,6 @@ import { readSemaphoreScript } from '../../lib/lock/scripts/read-semaphore.lua.j
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
-import { fenceKeyOf } from '../../lib/delay-queue/jobs/job-fence.js';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
@@ -429,7 +428,7 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, _id, { runs, tokens }) => {
       expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['claimed@1'], dead: [] });
       // The second run answered with the first run's fencing token: the topic's counter was stepped once, to it.
-      expect(await ctx.redis.get(fenceKeyOf(ctx.keys.topic(TOPIC).jobs))).toBe(tokens[0]);
+      expect(await ctx.redis.get(ctx.keys.topic(TOPIC).fence)).toBe(tokens[0]);
     },
   }),
   row({

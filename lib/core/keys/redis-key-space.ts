@@ -41,6 +41,7 @@ export class RedisKeySpace {
       active: `${base}:active`,
       dead: `${base}:dead`,
       marker: `${base}:marker`,
+      fence: `${base}:fence`,
     };
   }
 
@@ -125,4 +126,13 @@ export interface TopicKeys {
   readonly active: string;
   readonly dead: string;
   readonly marker: string;
+  /**
+   * The shard's fencing counter: the last claim token handed out on it (`JobContext.fencingToken`).
+   * One counter per topic shard, not per job: a claim batch reads and writes it once whatever the
+   * number of jobs it takes, Redis memory stays one key per shard whatever the number of job ids (a
+   * per-job counter would have to outlive its job to cover an id scheduled again), and the tokens of
+   * one shard are ordered by claim. The job's own last token (kept in its body) is a floor as well,
+   * so a job's tokens only grow even when the counter was lost and the server clock went back.
+   */
+  readonly fence: string;
 }

@@ -3,7 +3,6 @@ import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
-import { fenceKeyOf } from '../jobs/job-fence.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
 import type { ClaimedRow, HeldJob } from './held-job.js';
@@ -51,7 +50,7 @@ export class JobClaimer {
   private readonly fenceKey: string;
 
   constructor(private readonly context: JobClaimerContext) {
-    this.fenceKey = fenceKeyOf(context.keys.jobs);
+    this.fenceKey = context.keys.fence;
   }
 
   /** Claims up to `max` due jobs and records the acknowledgements `acks` in the same call. */

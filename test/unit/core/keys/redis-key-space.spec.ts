@@ -43,6 +43,7 @@ describe('RedisKeySpace: the key layout', () => {
       active: 'rl:dq:{order.expire}:active',
       dead: 'rl:dq:{order.expire}:dead',
       marker: 'rl:dq:{order.expire}:marker',
+      fence: 'rl:dq:{order.expire}:fence',
     });
   });
 
