@@ -94,7 +94,6 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
         config.delayQueue.outbox,
         new OutboxJobWriter(() => this.connection.client, shards),
         transactions,
-        config.delayQueue.outboxRelay,
         events,
         new Logger('DelayQueueOutbox'),
         (topic, rows) => this.emitScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId }))),

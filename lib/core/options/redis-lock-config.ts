@@ -30,9 +30,8 @@ export interface RedisLockConfig {
     readonly retention: Required<RetentionOptions>;
     /** Shard count per topic split into more than one shard. */
     readonly topics: ReadonlyMap<string, number>;
-    /** The transactional outbox, when configured. */
-    readonly outbox?: JobOutboxStore;
-    readonly outboxRelay: { readonly pollInterval: number; readonly batchSize: number; readonly minAge: number };
+    /** The transactional outbox and its relay settings, when a store is configured. */
+    readonly outbox?: OutboxConfig;
   };
   readonly transactions?: TransactionSynchronizer;
   readonly connectTimeout: number;
@@ -43,6 +42,14 @@ export interface RedisLockConfig {
 }
 
 export type RedisClient = Redis | Cluster;
+
+/** `delayQueue.outbox` and `delayQueue.outboxRelay` after validation. Internal. */
+export interface OutboxConfig {
+  readonly store: JobOutboxStore;
+  readonly pollInterval: number;
+  readonly batchSize: number;
+  readonly minAge: number;
+}
 
 /** Redlock options after validation. Internal. */
 export interface RedlockConfig {

@@ -5,8 +5,9 @@ import { DEFAULT_BACKOFF, resolveBackoff } from './retry-backoff.js';
 import { resolveSyncReplicas } from './resolve-sync-replicas.js';
 import { resolveTopicShards } from './resolve-topic-shards.js';
 import type { RedisLockConfig } from './redis-lock-config.js';
+import type { JobOutboxStore } from '../outbox/job-outbox-store.js';
 import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config.js';
-import type { RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
+import type { OutboxRelayOptions, RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 const EVICTION_POLICY_CHECKS = ['error', 'warn', 'off'] as const;
@@ -70,12 +71,7 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
         }),
       },
       topics: resolveTopicShards(dq.topics),
-      outbox: validateOutbox(dq.outbox),
-      outboxRelay: {
-        pollInterval: validate.duration('delayQueue.outboxRelay.pollInterval', dq.outboxRelay?.pollInterval, { min: 10, default: 1_000 }),
-        batchSize: validate.wholeNumber('delayQueue.outboxRelay.batchSize', dq.outboxRelay?.batchSize, { min: 1, max: 10_000, default: 500 }),
-        minAge: validate.duration('delayQueue.outboxRelay.minAge', dq.outboxRelay?.minAge, { min: 0, default: 2_000 }),
-      },
+      outbox: resolveOutbox(dq.outbox, dq.outboxRelay),
     },
     transactions: validateTransactions(o.transactions),
     connectTimeout: validate.duration('connectTimeout', o.connectTimeout, { min: 0, default: 10_000 }),
@@ -132,7 +128,12 @@ function validateTransactions(value: unknown): RedisLockConfig['transactions'] {
 
 const OUTBOX_METHODS = ['insert', 'claimBatch', 'release', 'delete', 'park'] as const;
 
-function validateOutbox(value: unknown): RedisLockConfig['delayQueue']['outbox'] {
+/** The outbox store and its relay's settings (validated even without a store), or undefined without a store. */
+function resolveOutbox(value: unknown, relay: OutboxRelayOptions | undefined): RedisLockConfig['delayQueue']['outbox'] {
+  const settings = relay ?? {};
+  const pollInterval = validate.duration('delayQueue.outboxRelay.pollInterval', settings.pollInterval, { min: 10, default: 1_000 });
+  const batchSize = validate.wholeNumber('delayQueue.outboxRelay.batchSize', settings.batchSize, { min: 1, max: 10_000, default: 500 });
+  const minAge = validate.duration('delayQueue.outboxRelay.minAge', settings.minAge, { min: 0, default: 2_000 });
   if (value === undefined || value === null) return undefined;
   const missing = OUTBOX_METHODS.filter((name) => typeof (value as Record<string, unknown>)[name] !== 'function');
   if (typeof value !== 'object' || missing.length > 0) {
@@ -143,5 +144,5 @@ function validateOutbox(value: unknown): RedisLockConfig['delayQueue']['outbox']
         "; use e.g. new PostgresJobOutbox({ ... }) from 'nestjs-redis-lock/outbox/postgres'",
     );
   }
-  return value as RedisLockConfig['delayQueue']['outbox'];
+  return { store: value as JobOutboxStore, pollInterval, batchSize, minAge };
 }

@@ -4,7 +4,7 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
 import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox/job-outbox-store.js';
-import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import type { OutboxConfig } from '../../core/options/redis-lock-config.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { settleWithin } from '../../core/time/settle-within.js';
 import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
@@ -60,16 +60,19 @@ export class JobOutboxRelay {
   private unlisten?: () => Promise<void>;
   private counts = { relayed: 0, relayedLeftBehind: 0, parked: 0, failureStreak: 0 };
 
+  private readonly store: JobOutboxStore;
+
   constructor(
-    private readonly store: JobOutboxStore,
+    private readonly settings: OutboxConfig,
     private readonly writer: OutboxJobWriter,
     private readonly transactions: TransactionSynchronizer,
-    private readonly settings: RedisLockConfig['delayQueue']['outboxRelay'],
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
     /** Reports jobs written (the queue's `job.scheduled` events). */
     private readonly written: (topic: string, rows: readonly OutboxWrite[]) => void,
-  ) {}
+  ) {
+    this.store = settings.store;
+  }
 
   get stats(): OutboxRelayStats {
     return { ...this.counts, inFlight: this.inFlight.size };
