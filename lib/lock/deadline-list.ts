@@ -95,6 +95,8 @@ export class DeadlineList {
       entry.done = true;
       this.live--;
     }
+    // Earliest first, as Node runs overdue timers, whatever order they were added in.
+    if (due.length > 1) due.sort((a, b) => a.at - b.at);
     this.compact();
     if (next !== Number.POSITIVE_INFINITY) this.arm(next);
     // After the list is consistent: a callback may add or cancel deadlines. One that throws does
