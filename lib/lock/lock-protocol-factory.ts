@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { UnsupportedInRedlockModeError } from '../core/errors/unsupported-in-redlock-mode.error.js';
-import type { RedisKeySpace } from '../core/keys/redis-key-space.js';
+import type { LockKeys, RedisKeySpace, SemaphoreKeys } from '../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../core/redis/redis-connection.js';
 import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
@@ -47,15 +47,33 @@ export function lockProtocolFactory(keySpace: RedisKeySpace, connection: RedisCo
  */
 const RECENT_LOCK_NAMES = 512;
 
-/** The exclusive protocols of one lock name (they hold nothing but its keys, so acquires share them). */
-interface ExclusiveProtocols {
+/** The protocols of one lock name (they hold nothing but its keys, so acquires share them). */
+interface NamedProtocols {
+  readonly keys: LockKeys;
   plain?: ReentrantLockProtocol;
   fair?: FairLockProtocol;
+  read?: ReadWriteLockProtocol;
+  write?: ReadWriteLockProtocol;
+}
+
+/** The semaphore protocols of one name, by permit count. */
+interface NamedSemaphores {
+  readonly keys: SemaphoreKeys;
+  readonly byPermits: Map<number, SemaphoreProtocol>;
+}
+
+/** Remembers `value` under `name`, dropping the name first seen longest ago once `recent` is full. */
+function remember<T>(recent: Map<string, T>, name: string, value: T): T {
+  if (recent.size >= RECENT_LOCK_NAMES) recent.delete(recent.keys().next().value!);
+  recent.set(name, value);
+  return value;
 }
 
 class SingleRedisProtocols implements LockProtocolFactory {
   /** Lock name -> its protocols, for the RECENT_LOCK_NAMES names first seen most recently (oldest dropped first). */
-  private readonly recent = new Map<string, ExclusiveProtocols>();
+  private readonly recent = new Map<string, NamedProtocols>();
+  /** The same for semaphore names. */
+  private readonly recentSemaphores = new Map<string, NamedSemaphores>();
 
   constructor(
     private readonly keySpace: RedisKeySpace,
@@ -67,28 +85,34 @@ class SingleRedisProtocols implements LockProtocolFactory {
   }
 
   exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol {
-    let known = this.recent.get(name);
-    if (!known) {
-      const keys = this.keySpace.lock(name); // validates the name
-      known = options.fair ? { fair: new FairLockProtocol(keys, this.connection.publishCommand) } : { plain: new ReentrantLockProtocol(keys) };
-      if (this.recent.size >= RECENT_LOCK_NAMES) this.recent.delete(this.recent.keys().next().value!);
-      this.recent.set(name, known);
-      return (known.fair ?? known.plain)!;
-    }
-    if (options.fair) return (known.fair ??= new FairLockProtocol(this.keySpace.lock(name), this.connection.publishCommand));
-    return (known.plain ??= new ReentrantLockProtocol(this.keySpace.lock(name)));
+    const known = this.named(name);
+    if (options.fair) return (known.fair ??= new FairLockProtocol(known.keys, this.connection.publishCommand));
+    return (known.plain ??= new ReentrantLockProtocol(known.keys));
   }
 
   readWrite(name: string): (mode: 'read' | 'write') => LockProtocol {
-    const keys = this.keySpace.lock(name);
-    return (mode) => new ReadWriteLockProtocol(keys, mode);
+    const known = this.named(name);
+    return (mode) => (mode === 'read' ? (known.read ??= new ReadWriteLockProtocol(known.keys, mode)) : (known.write ??= new ReadWriteLockProtocol(known.keys, mode)));
   }
 
   semaphore(name: string, permits: number): LockProtocol {
     if (!Number.isInteger(permits) || permits < 1) {
       throw new InvalidOptionsError('permits', `got ${String(permits)}; use a whole number >= 1`);
     }
-    return new SemaphoreProtocol(this.keySpace.semaphore(name), permits);
+    const known =
+      this.recentSemaphores.get(name) ??
+      remember(this.recentSemaphores, name, { keys: this.keySpace.semaphore(name), byPermits: new Map<number, SemaphoreProtocol>() });
+    let protocol = known.byPermits.get(permits);
+    if (!protocol) {
+      if (known.byPermits.size >= 8) known.byPermits.clear(); // one count per name is the rule; keep misuse bounded
+      known.byPermits.set(permits, (protocol = new SemaphoreProtocol(known.keys, permits)));
+    }
+    return protocol;
+  }
+
+  /** The protocols of lock `name`; its keys are built (and the name validated) when it is not among the recent ones. */
+  private named(name: string): NamedProtocols {
+    return this.recent.get(name) ?? remember(this.recent, name, { keys: this.keySpace.lock(name) });
   }
 
   isLocked(name: string): Promise<boolean> {
