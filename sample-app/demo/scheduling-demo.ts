@@ -26,6 +26,7 @@ export async function demoScheduledWork(redisUrl: string): Promise<void> {
   };
   const main = [join(import.meta.dirname, '..', 'src', 'main.js')];
   const instances: SampleInstance[] = [];
+  const began = Date.now();
   try {
     // Each has its own embedded database, unless DATABASE_URL names a shared one: then the first
     // creates the schema before the others start.
@@ -49,6 +50,7 @@ export async function demoScheduledWork(redisUrl: string): Promise<void> {
     if (ticksNotRunOnce(seen.ticks).length > 0) printDiagnostics(seen, instances);
   } finally {
     await Promise.all(instances.map((instance) => stopSampleInstance(instance)));
+    note(`three instances started, exercised and stopped in ${Math.round((Date.now() - began) / 1000)} s`);
   }
 }
 
