@@ -162,7 +162,7 @@ const report = [
   '',
   'plain: the job is scheduled after COMMIT, outside the transaction (one Redis round trip, not atomic with the data).',
   'after-commit: no outbox; the job is written to Redis from memory right after COMMIT (lost if the process dies in between).',
-  'outbox: one INSERT (with NOTIFY) in the transaction, then the write to Redis right after COMMIT (the row\'s DELETE follows in the background).',
+  'outbox: one INSERT (with NOTIFY) in the transaction, then, right after COMMIT, one UPDATE claiming the row and the write to Redis (the row\'s DELETE follows in the background).',
   '',
   '## (b) Latency from COMMIT to the handler starting (ms, job due at once)',
   '',

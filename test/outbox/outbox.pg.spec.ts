@@ -106,6 +106,22 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     expect(await instance.queue.get(t, id)).toBeNull();
   });
 
+  it('a job scheduled in a savepoint that was rolled back never runs, though the transaction commits', async () => {
+    const t = topic('savepoint');
+    const runs: RecordedRun[] = [];
+    consumeInto(t, runs);
+    const kept = await tx.run(async (client) => {
+      await client.query('SAVEPOINT before_job');
+      await instance.queue.schedule(t, 'rolled back with the savepoint', { id: 'dropped' });
+      await client.query('ROLLBACK TO SAVEPOINT before_job');
+      return instance.queue.schedule(t, 'kept', { id: 'kept' });
+    });
+    await waitFor(() => runs.length === 1 || undefined, 30_000, 'the kept job');
+    expect(await holdsWithin(() => runs.length === 1, 2_000)).toBe(true);
+    expect(runs.map((run) => run.id)).toEqual([kept]);
+    expect(await instance.queue.get(t, 'dropped')).toBeNull();
+  });
+
   it('keeps the due time: a delayed job committed later runs at its time from the schedule() call', async () => {
     const t = topic('delay');
     const runs: RecordedRun[] = [];

@@ -67,6 +67,13 @@ export interface JobOutboxStore {
    */
   claimBatch(limit: number, options: { minAgeMs: number; leaseMs: number }): Promise<OutboxRow[]>;
 
+  /**
+   * Claims the given rows, right after the COMMIT that made them visible, for `leaseMs`; resolves to
+   * the ids that exist (a row inserted in a savepoint that was rolled back does not, and its job must
+   * not be written). Optional: without it the committing process writes every row it inserted.
+   */
+  claimRows?(rowIds: readonly string[], options: { leaseMs: number }): Promise<string[]>;
+
   /** Ends the claim of rows whose write failed (Redis unreachable), so that the next look retries them. */
   release(rowIds: readonly string[]): Promise<void>;
 

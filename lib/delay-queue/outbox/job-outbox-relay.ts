@@ -56,6 +56,8 @@ export class JobOutboxRelay {
   private stopped = false;
   private wakeNow?: () => void;
   private wakeRequested = false;
+  /** Rows of the current look (reported when it fails). */
+  private lastClaimed = 0;
   private notifyTimer?: NodeJS.Timeout;
   private unlisten?: () => Promise<void>;
   private counts = { relayed: 0, relayedLeftBehind: 0, parked: 0, failureStreak: 0 };
@@ -128,7 +130,9 @@ export class JobOutboxRelay {
     this.stopped = true;
     clearTimeout(this.notifyTimer);
     this.wake();
-    await this.loop;
+    // A look held up by an unreachable Redis or database does not hold shutdown: its rows stay claimed
+    // until their lease ends, then any relay takes them.
+    if (this.loop) await settleWithin(this.loop, STOP_WAIT_MS);
     if (this.inFlight.size > 0) await settleWithin(Promise.all(this.inFlight), STOP_WAIT_MS);
     await this.unlisten?.().catch(() => undefined);
     await this.store.close?.().catch((error: unknown) => this.logger.warn(`Outbox store close failed: ${errorMessage(error)}`));
@@ -139,12 +143,10 @@ export class JobOutboxRelay {
       this.logger.warn(`Outbox: ${rows.length} row(s) committed after shutdown began; the relay of another instance (or of the next start) writes them.`);
       return;
     }
-    const elapsed = performance.now() - insertedAt;
-    const writes = rows.map((row) => (row.kind === 'd' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
     let written!: () => void;
     const inRedis = new Promise<void>((resolve) => (written = resolve));
-    const task = this.relay(writes, 'after-commit', undefined, written)
-      .catch((error: unknown) => this.reportFailure('after-commit', writes.length, error, 1))
+    const task = this.relayOwn(rows, insertedAt, written)
+      .catch((error: unknown) => this.reportFailure('after-commit', rows.length, error, 1))
       .finally(written);
     this.inFlight.add(task);
     void task.finally(() => this.inFlight.delete(task));
@@ -152,6 +154,23 @@ export class JobOutboxRelay {
     // follows in the background); a write held up by an outage keeps going in the background, and
     // the relay takes the rows over after minAge.
     await settleWithin(inRedis, AFTER_COMMIT_WAIT_MS);
+  }
+
+  /**
+   * Writes the rows this process committed. With a store that can claim them first, only rows that
+   * exist are written (a savepoint rolled back inside the committed transaction took its rows with
+   * it), and no other relay takes them meanwhile.
+   */
+  private async relayOwn(rows: readonly OutboxJob[], insertedAt: number, written: () => void): Promise<void> {
+    let claimed: Map<string, OutboxRow> | undefined;
+    if (this.store.claimRows) {
+      const existing = new Set(await this.store.claimRows(rows.map((row) => row.rowId), { leaseMs: CLAIM_LEASE_MS }));
+      rows = rows.filter((row) => existing.has(row.rowId));
+      claimed = new Map(rows.map((row) => [row.rowId, { ...row, attempts: 0 }]));
+    }
+    const elapsed = performance.now() - insertedAt;
+    const writes = rows.map((row) => (row.kind === 'd' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
+    if (writes.length > 0) await this.relay(writes, 'after-commit', claimed, written);
   }
 
   /**
@@ -206,7 +225,7 @@ export class JobOutboxRelay {
         this.counts.failureStreak = 0;
       } catch (error) {
         this.counts.failureStreak++;
-        this.reportFailure('relay', claimed, error, this.counts.failureStreak);
+        this.reportFailure('relay', this.lastClaimed, error, this.counts.failureStreak);
       }
       if (this.stopped) break;
       if (this.counts.failureStreak === 0 && claimed === this.settings.batchSize) continue; // more backlog
@@ -216,7 +235,9 @@ export class JobOutboxRelay {
 
   /** One look: claims a batch of rows left behind, parks the ones that cannot be relayed, writes the rest. */
   private async relayLeftBehind(): Promise<number> {
+    this.lastClaimed = 0;
     const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, leaseMs: CLAIM_LEASE_MS });
+    this.lastClaimed = rows.length;
     if (rows.length === 0) return 0;
     const valid: OutboxRow[] = [];
     for (const row of rows) {

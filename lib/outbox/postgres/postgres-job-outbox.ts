@@ -134,6 +134,12 @@ export class PostgresJobOutbox implements JobOutboxStore {
     }));
   }
 
+  async claimRows(rowIds: readonly string[], options: { leaseMs: number }): Promise<string[]> {
+    if (rowIds.length === 0) return [];
+    const rows = await this.relaySql.run(this.sql.claimRows, [[...rowIds], options.leaseMs]);
+    return rows.map((row) => String(row.id));
+  }
+
   async release(rowIds: readonly string[]): Promise<void> {
     if (rowIds.length > 0) await this.relaySql.run(this.sql.release, [[...rowIds]]);
   }
@@ -183,6 +189,8 @@ WHERE id IN (
   FOR UPDATE SKIP LOCKED)
 RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts,
   GREATEST(0, CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000))::bigint AS remaining_ms`,
+    claimRows: `UPDATE ${t} SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
+WHERE id = ANY($1::text[]) AND parked_at IS NULL RETURNING id`,
     release: `UPDATE ${t} SET claimed_until = NULL WHERE id = ANY($1::text[])`,
     delete: `DELETE FROM ${t} WHERE id = ANY($1::text[])`,
     park: `UPDATE ${t} SET parked_at = clock_timestamp(), claimed_until = NULL, last_error = $2 WHERE id = $1`,
