@@ -107,6 +107,11 @@ export class ClaimLoop {
     this.resume?.();
   }
 
+  /** Something may have been scheduled on this topic: if the loop waits for work, it claims again (a due time may be nearer). */
+  recheck(): void {
+    if (this.pausedFor === 'work') this.wake();
+  }
+
   /** A handler returned: if the loop waits for a slot, it claims once this turn's finished handlers are queued. */
   slotFreed(): void {
     if (this.pausedFor !== 'slot') return;

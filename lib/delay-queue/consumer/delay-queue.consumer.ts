@@ -108,7 +108,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       running,
       onSlotFreed: () => this.loop.slotFreed(),
       bug,
-      beforeRun: context.beforeRun,
+      beforeRun: context.beforeRun && ((jobId) => this.afterPreparing(context.beforeRun!(jobId))),
     });
     this.claimer = new JobClaimer({ topic, connection, keys, keyList, options, retention, events, clock });
     this.loop = new ClaimLoop({
@@ -140,6 +140,17 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     return this.loop.blockingConnectionsOpened;
   }
 
+  /**
+   * A claimed job's preparation may enqueue a job of this topic (a repeat tick enqueues the next
+   * tick): once it has, this consumer claims again to learn the new due time, so that the consumer
+   * which ran the tick knows of the next one besides the one the producer's marker woke (if that one
+   * stops or dies, the next tick is not left to the others' idle timeout).
+   */
+  private afterPreparing(preparing: Promise<void> | undefined): Promise<void> | undefined {
+    preparing?.then(() => this.loop.recheck(), () => undefined);
+    return preparing;
+  }
+
   close(options?: { timeout?: number }): Promise<void> {
     const timeout = options?.timeout ?? this.options.shutdownTimeout;
     return (this.closing ??= this.drain(timeout));
@@ -152,6 +163,9 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     // A claim stuck on an unreachable Redis must not hold shutdown forever; the loop ends on its own later.
     await settleWithin(this.loopDone, timeout);
     await this.loop.closeWaiter();
+    // The marker that told this consumer of the next due job may have reached it alone: the others
+    // would sleep up to maxIdleWait. Posting it again wakes one of them to take over the watch.
+    await settleWithin(this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined), SHUTDOWN_REDIS_GRACE_MS);
     const redisBudget = () => Math.max(SHUTDOWN_REDIS_GRACE_MS, deadline - performance.now());
     await settleWithin(this.settlement.handBack(this.runner.takeBuffered(), true), redisBudget());
     const running = this.runner.runningJobs();
