@@ -33,10 +33,12 @@ export class StockSnapshotJob implements OnApplicationBootstrap {
   /**
    * One tick. A tick redelivered after a crash may run again: the snapshot is written once per tick.
    *
-   * `maxIdleWait: 1_000`: the wake-up for the next tick reaches one idle consumer; when that instance
-   * stops or crashes before the tick is due, the others find the tick at their next idle check (by
-   * default up to 10 s later), and a tick more than 3 s late counts as missed (the catch-up rule then
-   * skips it). Looking every second keeps every tick, for two Redis commands per second per instance.
+   * `maxIdleWait: 1_000`: the next tick is watched by the instance that ran this one and by the one
+   * its wake-up reached (a stopping instance hands its watch on). When one instance was both and is
+   * SIGKILLed, the others find the tick at their next idle check (by default up to 10 s later), and a
+   * tick more than 3 s late counts as missed (the catch-up rule then skips it). With ticks a few
+   * seconds apart, as in the demo, looking every second keeps every tick, for two Redis commands per
+   * second per instance; with a period of minutes the default is fine.
    */
   @OnDelayed(STOCK_SNAPSHOT_TOPIC, { visibilityTimeout: 5_000, maxIdleWait: 1_000 })
   async snapshot(_payload: null, job: JobContext): Promise<void> {
