@@ -18,16 +18,18 @@ export function escapeKeyPart(name: unknown, what = 'lock key'): string {
   if (name.length === 0) {
     throw new InvalidLockKeyError(name, `a ${what} must not be empty`, what);
   }
-  // Length is checked in bytes, the unit Redis and memory budgets care about.
-  if (Buffer.byteLength(name, 'utf8') > MAX_KEY_PART_BYTES) {
+  // Length is checked in bytes, the unit Redis and memory budgets care about. A UTF-16 unit is at
+  // most 3 UTF-8 bytes, so short names (nearly all) skip the byte count.
+  if (name.length * 3 > MAX_KEY_PART_BYTES && Buffer.byteLength(name, 'utf8') > MAX_KEY_PART_BYTES) {
     throw new InvalidLockKeyError(name, `a ${what} may be at most ${MAX_KEY_PART_BYTES} UTF-8 bytes long`, what);
   }
   if (!name.isWellFormed()) {
     throw new InvalidLockKeyError(name, `a ${what} must be well-formed Unicode (it contains a lone surrogate)`, what);
   }
-  return name.replace(/[%{}]/g, (ch) => ESCAPES[ch]);
+  return NEEDS_ESCAPE.test(name) ? name.replace(/[%{}]/g, (ch) => ESCAPES[ch]) : name;
 }
 
+const NEEDS_ESCAPE = /[%{}]/;
 const ESCAPES: Record<string, string> = { '%': '%25', '{': '%7B', '}': '%7D' };
 
 /** Reverses `escapeKeyPart`: the name as the user gave it, from the text between a key's braces. */
