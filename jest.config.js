@@ -19,6 +19,7 @@ export default {
     '^nestjs-redis-lock/transaction/(nestjs-cls|typeorm-transactional)$': '<rootDir>/lib/transaction-adapters/$1.ts',
     '^nestjs-redis-lock/(metrics|health|dashboard)$': '<rootDir>/lib/observability/$1/index.ts',
     '^nestjs-redis-lock/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nestjs-redis-lock/outbox/postgres$': '<rootDir>/lib/outbox/postgres/index.ts',
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
     // Sources import each other as `./file.js` (ESM); the file on disk is `./file.ts`.
     '^(\\.{1,2}/.*)\\.js$': '$1',

@@ -32,6 +32,7 @@ const SELF = new Map([
   ['nestjs-redis-lock/health', 'lib/observability/health/index.ts'],
   ['nestjs-redis-lock/dashboard', 'lib/observability/dashboard/index.ts'],
   ['nestjs-redis-lock/testing', 'lib/testing/index.ts'],
+  ['nestjs-redis-lock/outbox/postgres', 'lib/outbox/postgres/index.ts'],
   ['nestjs-redis-lock/transaction/nestjs-cls', 'lib/transaction-adapters/nestjs-cls.ts'],
   ['nestjs-redis-lock/transaction/typeorm-transactional', 'lib/transaction-adapters/typeorm-transactional.ts'],
 ]);
