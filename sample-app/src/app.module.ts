@@ -5,6 +5,7 @@ import { RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
 import { SAMPLE_CONFIG, type SampleConfig } from './config/sample-config.js';
+import { Database } from './database/database.js';
 import { DatabaseModule } from './database/database.module.js';
 import { FulfilmentModule } from './fulfilment/fulfilment.module.js';
 import { HealthController } from './health/health.controller.js';
@@ -22,11 +23,16 @@ export class AppModule {
       module: AppModule,
       global: true,
       imports: [
-        RedisLockModule.forRoot({
-          redis: config.redisUrl,
-          keyPrefix: config.keyPrefix,
+        // Jobs scheduled in a database transaction go through the outbox: an order's `order.expire`
+        // commits with the order, and runs even if this process dies after COMMIT or Redis is down.
+        RedisLockModule.forRootAsync({
           isGlobal: true,
-          delayQueue: { concurrency: 4, shutdownTimeout: 5_000 },
+          inject: [Database],
+          useFactory: (db: Database) => ({
+            redis: config.redisUrl,
+            keyPrefix: config.keyPrefix,
+            delayQueue: { concurrency: 4, shutdownTimeout: 5_000, outbox: db.jobOutbox() },
+          }),
         }),
         // A registry per application, so tests and the demo can run several apps in one process.
         RedisLockMetricsModule.forRoot({ registry: new Registry(), topics: ['order.expire'] }),

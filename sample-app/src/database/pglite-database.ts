@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { runInTransaction } from 'nestjs-redis-lock';
+import { inPgliteTransaction, PostgresJobOutbox } from 'nestjs-redis-lock/outbox/postgres';
 import { Database, type QueryResult } from './database.js';
 
 /** Embedded PostgreSQL (WASM, in memory): the default, so the sample needs no database server. */
@@ -30,6 +31,11 @@ export class PgliteDatabase extends Database {
     if (this.current.getStore()) return work();
     // PGlite serialises transactions itself: one connection, one transaction at a time.
     return runInTransaction(() => this.db.transaction((tx) => this.current.run(tx, work)));
+  }
+
+  jobOutbox(): PostgresJobOutbox {
+    // One connection: the relay's statements queue behind a transaction in progress, which is fine.
+    return new PostgresJobOutbox({ transaction: inPgliteTransaction(() => this.current.getStore()), relay: this.db });
   }
 
   async ping(): Promise<void> {

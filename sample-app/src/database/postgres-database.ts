@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Pool, type PoolClient } from 'pg';
 import { runInTransaction } from 'nestjs-redis-lock';
+import { inPgTransaction, PostgresJobOutbox } from 'nestjs-redis-lock/outbox/postgres';
 import { Database, type QueryResult } from './database.js';
 
 /** A real PostgreSQL server, used when DATABASE_URL is set. */
@@ -36,6 +37,11 @@ export class PostgresDatabase extends Database {
         client.release();
       }
     });
+  }
+
+  jobOutbox(): PostgresJobOutbox {
+    // The relay takes its connections from the pool, outside any transaction (LISTEN holds one).
+    return new PostgresJobOutbox({ transaction: inPgTransaction(() => this.current.getStore()), relay: this.pool });
   }
 
   async ping(): Promise<void> {

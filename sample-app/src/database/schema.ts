@@ -1,4 +1,10 @@
-/** The sample's tables. `fence` columns store the fencing token of the last writer. */
+import { jobOutboxMigration } from 'nestjs-redis-lock/outbox/postgres';
+
+/**
+ * The sample's tables. `fence` columns store the fencing token of the last writer. The delay
+ * queue's outbox table is created here with the rest, from the package's migration SQL: the way a
+ * production app does it (in its migrations), rather than `applyMigrationAtStart`.
+ */
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS orders (
   id          TEXT PRIMARY KEY,
@@ -31,4 +37,4 @@ CREATE TABLE IF NOT EXISTS purchases (
   buyer       TEXT NOT NULL,
   fence       BIGINT NOT NULL
 );
-`;
+${jobOutboxMigration()}`;

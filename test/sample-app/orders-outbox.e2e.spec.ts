@@ -1,0 +1,82 @@
+import { jest } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import { DEFAULT_OUTBOX_TABLE } from '../../lib/outbox/postgres/index.js';
+import { Database } from '../../sample-app/src/database/database.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { httpJson } from '../support/http-json.js';
+import { sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { listenSampleApp } from './support/listen-sample-app.js';
+
+jest.setTimeout(180_000);
+afterEach(() => jest.restoreAllMocks());
+
+/**
+ * The sample's orders commit with their `order.expire` job through the transactional outbox: an
+ * order created while Redis is down (its private redis-server SIGKILLed, so nothing written to
+ * Redis before survives) is committed with its job's outbox row, and still expires once Redis is
+ * back. On the embedded database and on a PostgreSQL server.
+ */
+describe.each([
+  ['embedded PGlite', false],
+  ['PostgreSQL server', true],
+])('sample app: an order created while Redis is down still expires (%s, e2e)', (_label, realPostgres) => {
+  const unhandled = new UnhandledRejections();
+  let redis: LocalRedisServer;
+  let postgres: LocalPostgres | undefined;
+  let app: INestApplication;
+  let base: string;
+
+  beforeAll(async () => {
+    unhandled.start();
+    redis = await startLocalRedisServer();
+    if (realPostgres) postgres = await startLocalPostgres();
+    ({ app, base } = await listenSampleApp({
+      redisUrl: redis.url,
+      databaseUrl: postgres?.url,
+      orderExpiryMs: 1_500,
+      keyPrefix: uniquePrefix('sample-outbox'),
+    }));
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    await postgres?.stop();
+    await redis?.stop();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  const call = (method: string, path: string, body?: unknown) => httpJson(base, method, path, body);
+  const outboxJobIds = async () =>
+    (await app.get(Database).query<{ job_id: string }>(`SELECT job_id FROM ${DEFAULT_OUTBOX_TABLE}`)).rows.map((row) => row.job_id);
+
+  it('commits the order with its order.expire outbox row, and the job runs once Redis returns', async () => {
+    muteNestLogger('error', 'warn');
+    const restarted = redis.restart({ downtimeMs: 8_000 });
+    await sleep(500);
+
+    const startedAt = Date.now();
+    const created = await call('POST', '/orders', { item: 'lamp' });
+    expect(created.status).toBe(201);
+    expect(created.body.status).toBe('pending');
+    expect(Date.now() - startedAt).toBeLessThan(7_000); // the outage does not hold the request
+    // Redis is still down: the job waits in the outbox table, committed with the order.
+    expect(await outboxJobIds()).toContain(created.body.id);
+
+    await restarted;
+    const order = await waitFor(
+      async () => {
+        const current = (await call('GET', `/orders/${created.body.id}`)).body;
+        return current.status === 'pending' ? undefined : current;
+      },
+      60_000,
+      'the order to be expired by its job after the outage',
+    );
+    expect(order.status).toBe('expired');
+    expect(Date.parse(order.expiredAt)).toBeGreaterThanOrEqual(Date.parse(order.expiresAt));
+    await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted');
+  });
+});
