@@ -80,7 +80,7 @@ export {
   type TransactionSynchronization,
 } from './core/transaction/transaction-synchronizer.interface.js';
 export { AsyncLocalUnitOfWork, runInTransaction } from './core/transaction/async-local-unit-of-work.js';
-export { JobOutboxStore, type OutboxJob, type OutboxRow } from './core/outbox/job-outbox-store.js';
+export { JobOutboxStore, type OutboxJob, type OutboxRow, type OutboxRowKind } from './core/outbox/job-outbox-store.js';
 export { OutboxTransactionMissingError } from './core/outbox/outbox-transaction-missing.error.js';
 export type { OutboxRelayStats } from './delay-queue/outbox/job-outbox-relay.js';
 

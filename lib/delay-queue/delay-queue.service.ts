@@ -21,6 +21,7 @@ import { TransactionSynchronizer } from '../core/transaction/transaction-synchro
 import { AfterCommitWriter } from './after-commit-writer.js';
 import { JobOutboxRelay, type OutboxRelayStats } from './outbox/job-outbox-relay.js';
 import { OutboxJobWriter } from './outbox/outbox-job-writer.js';
+import { pendingRepeatInfo } from './outbox/pending-repeat-info.js';
 import { ConsumerRegistry } from './consumer-registry.js';
 import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './jobs/delay-queue.constants.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
@@ -92,7 +93,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     if (config.delayQueue.outbox) {
       this.outbox = new JobOutboxRelay(
         config.delayQueue.outbox,
-        new OutboxJobWriter(() => this.connection.client, shards),
+        new OutboxJobWriter(() => this.connection.client, shards, repeats),
         transactions,
         events,
         new Logger('DelayQueueOutbox'),
@@ -305,6 +306,12 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    * Missed ticks after downtime follow `catchUp` (default `'latest'`: one run for the most recent
    * missed tick). The schedule survives restarts: it lives in Redis until `removeRepeat`.
    *
+   * Inside a transaction with `delayQueue.outbox`, the schedule is written to the outbox in that
+   * transaction and upserted in Redis after COMMIT (never on ROLLBACK; see docs/outbox.md); Redis is
+   * not read, so the result is the definition with `nextRunAt` estimated from the calendar and the
+   * local clock (the stored schedule may keep an earlier tick, and has no `lastRunAt`). Without an
+   * outbox it is upserted at once, transaction or not.
+   *
    * @returns the stored schedule and the tick queued now
    * @throws InvalidOptionsError for a bad schedule or option (named in the message)
    *
@@ -315,12 +322,19 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
   async repeat<T>(topic: string, schedule: RepeatSchedule, options?: RepeatOptions<T>): Promise<RepeatInfo> {
     this.shardKeys(topic); // validates the topic before anything else
     this.assertOpen('repeat a job');
-    return this.repeats.upsert(topic, this.repeats.prepare(topic, schedule, options));
+    const definition = this.repeats.prepare(topic, schedule, options);
+    if (this.outbox && this.transactions.isActive()) {
+      await this.outbox.insertScheduleChange(topic, definition.id, definition);
+      return pendingRepeatInfo(topic, definition);
+    }
+    return this.repeats.upsert(topic, definition);
   }
 
   /**
    * Deletes the schedule `id` (default: the topic) and its waiting tick job; a tick already running
-   * finishes, and no further tick is enqueued.
+   * finishes, and no further tick is enqueued. Inside a transaction with `delayQueue.outbox`, the
+   * removal goes through the outbox like `repeat()` (applied after COMMIT, never on ROLLBACK) and
+   * resolves to `true` at once: whether the schedule existed is known only when it is applied.
    *
    * @returns whether the schedule existed
    */
@@ -328,6 +342,10 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     this.shardKeys(topic);
     const scheduleId = id ?? topic;
     this.assertId(topic, scheduleId);
+    if (this.outbox && this.transactions.isActive()) {
+      await this.outbox.insertScheduleChange(topic, scheduleId, undefined);
+      return true;
+    }
     return this.repeats.remove(topic, scheduleId);
   }
 

@@ -1,19 +1,29 @@
 /**
- * A job on its way to Redis through the transactional outbox, as the delay queue hands it to
- * `JobOutboxStore.insert`: checked and encoded already, with its id fixed, so that every relay of
- * the row writes the same job.
+ * What an outbox row carries. Jobs: `'d'` (delayed) and `'a'` (at a time). Repeat schedules
+ * (`repeat()` / `removeRepeat()` inside a transaction): `'r'` upserts the schedule `jobId` of
+ * `topic`, `body` being its stored definition (`when` is 0); `'x'` removes the schedule `jobId`
+ * (`body` empty, `when` 0). A store keeps the kind as an opaque string: rows written before schedule
+ * rows existed read as before.
+ */
+export type OutboxRowKind = 'd' | 'a' | 'r' | 'x';
+
+/**
+ * A job (or a repeat schedule change, see `OutboxRowKind`) on its way to Redis through the
+ * transactional outbox, as the delay queue hands it to `JobOutboxStore.insert`: checked and encoded
+ * already, with its id fixed, so that every relay of the row writes the same job.
  */
 export interface OutboxJob {
   /** The row's own id (unique per scheduled job, even when two transactions schedule the same job id). */
   readonly rowId: string;
   readonly topic: string;
-  /** The job id `schedule()` returned. */
+  /** The job id `schedule()` returned (the schedule's id for `'r'` and `'x'` rows). */
   readonly jobId: string;
   /**
    * `'d'`: `when` is a delay in ms, counted from the insert on the database's clock; `'a'`: `when`
-   * is an absolute due time in epoch ms (the job's `at`).
+   * is an absolute due time in epoch ms (the job's `at`); `'r'`, `'x'`: a repeat schedule change,
+   * `when` is 0 (applied as soon as it is relayed).
    */
-  readonly kind: 'd' | 'a';
+  readonly kind: OutboxRowKind;
   readonly when: number;
   readonly replace: boolean;
   /** The encoded job body (retry options, trace context, payload JSON); opaque to the store. */
@@ -28,9 +38,10 @@ export interface OutboxRow {
   /**
    * `'d'`: `when` is the delay left, `max(0, due_at - now())` computed by the database when the row
    * was claimed (an overdue job is due at once, never at its original delay after the relay);
-   * `'a'`: `when` is the absolute due time in epoch ms.
+   * `'a'`: `when` is the absolute due time in epoch ms; `'r'`, `'x'`: a repeat schedule change
+   * (`when` is 0).
    */
-  readonly kind: 'd' | 'a';
+  readonly kind: OutboxRowKind;
   readonly when: number;
   readonly replace: boolean;
   readonly body: string;

@@ -11,7 +11,8 @@ import type { TransactionSynchronizer } from '../../core/transaction/transaction
 import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
 import { decodeJob } from '../jobs/job-codec.js';
 import type { PreparedJob } from '../jobs/prepare-job.js';
-import type { OutboxJobWriter, OutboxWrite } from './outbox-job-writer.js';
+import { readStoredForm, storedForm, type RepeatDefinition } from '../repeat/repeat-definition.js';
+import { isJobRow, isScheduleRow, type OutboxJobWrite, type OutboxJobWriter, type OutboxWrite } from './outbox-job-writer.js';
 
 /** How long the end of a committed transaction waits for its own jobs' write before leaving it to run on. */
 const AFTER_COMMIT_WAIT_MS = 2_000;
@@ -61,6 +62,12 @@ export class JobOutboxRelay {
   private notifyTimer?: NodeJS.Timeout;
   private unlisten?: () => Promise<void>;
   private counts = { relayed: 0, relayedLeftBehind: 0, parked: 0, failureStreak: 0 };
+  /**
+   * The after-commit application of repeat schedule rows, one transaction after the other in the
+   * order their transactions completed (a transaction's hooks start in registration order), so that
+   * `repeat()` then `removeRepeat()` in one transaction, or in two consecutive ones, end as called.
+   */
+  private scheduleTurn: Promise<void> = Promise.resolve();
 
   private readonly store: JobOutboxStore;
 
@@ -71,7 +78,7 @@ export class JobOutboxRelay {
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
     /** Reports jobs written (the queue's `job.scheduled` events). */
-    private readonly written: (topic: string, rows: readonly OutboxWrite[]) => void,
+    private readonly written: (topic: string, rows: readonly OutboxJobWrite[]) => void,
   ) {
     this.store = settings.store;
   }
@@ -99,12 +106,40 @@ export class JobOutboxRelay {
       replace: job.replace,
       body: job.tail,
     }));
+    await this.insertRows(rows);
+  }
+
+  /**
+   * Inserts a repeat schedule's upsert (`definition`) or, with `undefined`, the removal of schedule
+   * `id`, into the outbox in the current transaction; after COMMIT it is applied to Redis from here
+   * at once (as `repeat()` / `removeRepeat()` do outside a transaction), on ROLLBACK it vanishes.
+   */
+  async insertScheduleChange(topic: string, id: string, definition: RepeatDefinition | undefined): Promise<void> {
+    await this.insertRows([
+      {
+        rowId: randomUUID(),
+        topic,
+        jobId: id,
+        kind: definition ? 'r' : 'x',
+        when: 0,
+        replace: false,
+        body: definition ? storedForm(definition) : '',
+      },
+    ]);
+  }
+
+  private async insertRows(rows: readonly OutboxJob[]): Promise<void> {
     // A delay counts from the call, as without a transaction: the store's due time starts at the insert.
     const insertedAt = performance.now();
     await this.store.insert(rows);
+    const ordered = rows.some(isScheduleRow);
     this.transactions.register({
       afterCompletion: async (status) => {
-        if (status === 'committed') await this.relayCommitted(rows, insertedAt);
+        if (status !== 'committed') return;
+        if (!ordered) return this.relayCommitted(rows, insertedAt);
+        const turn = this.scheduleTurn.then(() => this.relayCommitted(rows, insertedAt));
+        this.scheduleTurn = turn.catch(() => undefined);
+        await turn;
       },
     });
   }
@@ -200,7 +235,7 @@ export class JobOutboxRelay {
       void this.writer.dropRecords(done);
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;
-      for (const [topic, group] of groupByTopic(done)) this.written(topic, group);
+      for (const [topic, group] of groupByTopic(done.filter(isJobRow))) this.written(topic, group);
       this.events.emitIfWanted('outbox.relayed', () => ({ source, rows: done.length, durationMs: performance.now() - started }));
     }
     if (failed.length === 0) return;
@@ -324,8 +359,12 @@ function describeBadRow(row: OutboxRow): string | undefined {
   if (typeof row.jobId !== 'string' || row.jobId.length === 0 || Buffer.byteLength(row.jobId, 'utf8') > MAX_JOB_ID_BYTES) {
     return `its job id ${JSON.stringify(row.jobId)} is empty or too long`;
   }
-  if ((row.kind !== 'd' && row.kind !== 'a') || typeof row.when !== 'number' || !Number.isFinite(row.when) || row.when < 0) {
+  if (!['d', 'a', 'r', 'x'].includes(row.kind) || typeof row.when !== 'number' || !Number.isFinite(row.when) || row.when < 0) {
     return `its due time (kind ${JSON.stringify(row.kind)}, when ${JSON.stringify(row.when)}) cannot be read`;
+  }
+  if (row.kind === 'x') return undefined;
+  if (row.kind === 'r') {
+    return readStoredForm(row.jobId, row.body) ? undefined : 'its repeat schedule definition cannot be read (written by hand or by an incompatible version)';
   }
   try {
     decodeJob(`{"g":0,"a":0,"c":0${row.body}`);
@@ -340,8 +379,8 @@ function isRefusal(error: unknown): boolean {
   return error instanceof Error && error.name === 'ReplyError' && !/^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|OOM|MISCONF)/.test(error.message);
 }
 
-function groupByTopic(rows: readonly OutboxWrite[]): Map<string, OutboxWrite[]> {
-  const groups = new Map<string, OutboxWrite[]>();
+function groupByTopic<Row extends OutboxWrite>(rows: readonly Row[]): Map<string, Row[]> {
+  const groups = new Map<string, Row[]>();
   for (const row of rows) {
     let group = groups.get(row.topic);
     if (!group) groups.set(row.topic, (group = []));

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
-import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox/job-outbox-store.js';
+import type { JobOutboxStore, OutboxJob, OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
 import { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';
 import { jobOutboxMigration, outboxTable, type OutboxTable } from './outbox-table.js';
 import { relaySqlOf, type OutboxRelayConnection, type RelaySql } from './relay-connection.js';
@@ -113,7 +113,8 @@ export class PostgresJobOutbox implements JobOutboxStore {
       column((j) => j.topic),
       column((j) => j.jobId),
       column((j) => j.kind),
-      column((j) => (j.kind === 'd' ? String(j.when) : null)),
+      // Schedule changes ('r', 'x') are due at once: a delay of 0 ('a' is the only absolute kind).
+      column((j) => (j.kind === 'a' ? null : String(j.when))),
       column((j) => (j.kind === 'a' ? String(j.when) : null)),
       column((j) => j.replace),
       column((j) => j.body),
@@ -126,7 +127,7 @@ export class PostgresJobOutbox implements JobOutboxStore {
       rowId: String(row.id),
       topic: row.topic as string,
       jobId: row.job_id as string,
-      kind: row.kind as 'd' | 'a',
+      kind: row.kind as OutboxRowKind,
       when: Number(row.kind === 'a' ? row.at_ms : row.remaining_ms),
       replace: row.replace === true,
       body: String(row.body),
