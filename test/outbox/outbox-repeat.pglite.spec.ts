@@ -1,0 +1,156 @@
+import { jest } from '@jest/globals';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { runInTransaction } from '../../lib/index.js';
+import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+
+jest.setTimeout(180_000);
+
+const EVERY = 400;
+
+/** Tick job ids delivered more than once (each tick must run once). */
+const repeatedTicks = (runs: readonly RecordedRun[]) => {
+  const seen = new Set<string>();
+  return runs.filter((run) => (seen.has(run.id) ? true : (seen.add(run.id), false))).map((run) => run.id);
+};
+
+describe('repeat() and removeRepeat() inside a transaction, through the outbox (PGlite)', () => {
+  let db: PGlite;
+  let app: OutboxApp;
+  const current = new AsyncLocalStorage<Transaction>();
+  const runs: RecordedRun[] = [];
+  const topic = 'report.tick';
+  const inTx = <T>(work: (tx: Transaction) => Promise<T>) =>
+    runInTransaction(() => db.transaction((tx) => current.run(tx, () => work(tx))));
+  const newStore = () => new PostgresJobOutbox({ transaction: inPgliteTransaction(() => current.getStore()), relay: db });
+  const outboxCount = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
+  const runsOf = (id: string) => runs.filter((run) => run.id.startsWith(`repeat:${id}@`));
+
+  beforeAll(async () => {
+    db = new PGlite();
+    await db.exec('CREATE TABLE reports (ref text PRIMARY KEY)');
+    app = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix: uniquePrefix('pglite-outbox-repeat'),
+      outbox: new PostgresJobOutbox({ transaction: inPgliteTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
+      topics: [topic],
+      runs,
+      outboxRelay: { minAge: 200 },
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.close();
+  });
+
+  it('a committed repeat() stores the schedule after COMMIT and its ticks run; the result is the definition with an estimated next run', async () => {
+    const before = Date.now();
+    const info = await inTx(async (tx) => {
+      await tx.query('INSERT INTO reports (ref) VALUES ($1)', ['committed']);
+      const result = await app.queue.repeat(topic, { every: EVERY }, { id: 'committed', payload: { ref: 'committed' } });
+      // Nothing in Redis before COMMIT.
+      expect((await app.queue.listRepeats(topic)).map((s) => s.id)).not.toContain('committed');
+      return result;
+    });
+    expect(info).toMatchObject({ topic, id: 'committed', schedule: { every: EVERY }, catchUp: 'latest' });
+    expect(info.lastRunAt).toBeUndefined();
+    expect(info.nextRunAt.getTime()).toBeGreaterThan(before);
+    // The after-commit application is done when the transaction's caller goes on.
+    expect((await app.queue.listRepeats(topic)).map((s) => s.id)).toContain('committed');
+    await waitFor(() => runsOf('committed').length >= 3 || undefined, 60_000, 'three ticks of the committed schedule');
+    expect(runsOf('committed')[0].payload).toEqual({ ref: 'committed' });
+    expect(repeatedTicks(runsOf('committed'))).toEqual([]);
+    expect(await outboxCount()).toBe(0);
+  });
+
+  it('a rolled-back repeat() stores nothing and no tick runs', async () => {
+    await expect(
+      inTx(async (tx) => {
+        await tx.query('INSERT INTO reports (ref) VALUES ($1)', ['rolled-back']);
+        await app.queue.repeat(topic, { every: EVERY }, { id: 'rolled-back' });
+        throw new Error('rollback');
+      }),
+    ).rejects.toThrow('rollback');
+    const appeared = async () => runsOf('rolled-back').length > 0 || (await app.queue.listRepeats(topic)).some((s) => s.id === 'rolled-back');
+    expect(await holdsWithin(appeared, 4 * EVERY, { every: 50 })).toBe(false);
+    expect(await outboxCount()).toBe(0);
+  });
+
+  it('removeRepeat() in a committed transaction removes the schedule after COMMIT and its ticks stop; a rolled-back one keeps it', async () => {
+    await app.queue.repeat(topic, { every: EVERY }, { id: 'removed' });
+    await waitFor(() => runsOf('removed').length >= 1 || undefined, 60_000, 'a first tick');
+    await expect(
+      inTx(async () => {
+        await app.queue.removeRepeat(topic, 'removed');
+        throw new Error('rollback');
+      }),
+    ).rejects.toThrow('rollback');
+    expect((await app.queue.listRepeats(topic)).map((s) => s.id)).toContain('removed');
+
+    const answer = await inTx(async () => {
+      const removed = await app.queue.removeRepeat(topic, 'removed');
+      expect((await app.queue.listRepeats(topic)).map((s) => s.id)).toContain('removed'); // not before COMMIT
+      return removed;
+    });
+    expect(answer).toBe(true);
+    expect((await app.queue.listRepeats(topic)).map((s) => s.id)).not.toContain('removed');
+    // A tick claimed just before the removal may still finish; none after it.
+    await sleep(2 * EVERY);
+    const settled = runsOf('removed').length;
+    expect(await holdsWithin(() => runsOf('removed').length > settled, 4 * EVERY)).toBe(false);
+    expect(await outboxCount()).toBe(0);
+  });
+
+  it('repeat() then removeRepeat() in one transaction ends removed; removeRepeat() then repeat() ends stored', async () => {
+    await inTx(async () => {
+      await app.queue.repeat(topic, { every: EVERY }, { id: 'added-then-removed' });
+      await app.queue.removeRepeat(topic, 'added-then-removed');
+    });
+    await app.queue.repeat(topic, { every: EVERY }, { id: 'removed-then-added' });
+    await inTx(async () => {
+      await app.queue.removeRepeat(topic, 'removed-then-added');
+      await app.queue.repeat(topic, { every: 2 * EVERY }, { id: 'removed-then-added' });
+    });
+    const ids = (await app.queue.listRepeats(topic)).map((s) => s.id);
+    expect(ids).not.toContain('added-then-removed');
+    expect((await app.queue.listRepeats(topic)).find((s) => s.id === 'removed-then-added')?.schedule).toEqual({ every: 2 * EVERY });
+    await app.queue.removeRepeat(topic, 'removed-then-added');
+  });
+
+  it('a schedule row applied twice (after COMMIT, then by the relay after a failed DELETE) is one schedule whose ticks run once', async () => {
+    const store = newStore();
+    let deletes = 0;
+    const flaky = Object.assign(Object.create(store) as PostgresJobOutbox, {
+      delete: async (ids: readonly string[]) => {
+        if (deletes++ === 0) throw new Error('connection lost before DELETE');
+        return store.delete(ids);
+      },
+    });
+    const twiceRuns: RecordedRun[] = [];
+    const twiceTopic = 'report.twice';
+    const other = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix: uniquePrefix('pglite-outbox-repeat-twice'),
+      outbox: flaky,
+      topics: [twiceTopic],
+      runs: twiceRuns,
+      outboxRelay: { minAge: 0, pollInterval: 50 },
+    });
+    try {
+      await inTx(() => other.queue.repeat(twiceTopic, { every: EVERY }, { id: 'twice' }));
+      await waitFor(async () => (deletes >= 2 && (await outboxCount()) === 0 ? true : undefined), 30_000, 'the row to be applied again and deleted');
+      await waitFor(() => twiceRuns.length >= 4 || undefined, 60_000, 'four ticks');
+      expect((await other.queue.listRepeats(twiceTopic)).map((s) => s.id)).toEqual(['twice']);
+      expect(repeatedTicks(twiceRuns)).toEqual([]);
+      // Ticks a schedule period apart, not two interleaved series.
+      const ticks = twiceRuns.map((run) => Number(run.id.split('@')[1])).sort((a, b) => a - b);
+      for (let i = 1; i < ticks.length; i++) expect(ticks[i] - ticks[i - 1]).toBeGreaterThanOrEqual(EVERY);
+      expect(other.queue.outboxStats?.parked ?? 0).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
+});
