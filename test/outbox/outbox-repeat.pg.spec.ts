@@ -1,0 +1,95 @@
+import { jest } from '@jest/globals';
+import { Pool } from 'pg';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { spawnFixture } from '../support/child-process.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { PgTransactions, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+
+jest.setTimeout(180_000);
+
+const TABLE = 'repeat_outbox';
+const EVERY = 400;
+
+describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
+  const unhandled = new UnhandledRejections();
+  let postgres: LocalPostgres;
+  let pool: Pool;
+  let tx: PgTransactions;
+
+  beforeAll(async () => {
+    unhandled.start();
+    postgres = await startLocalPostgres();
+    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
+    tx = new PgTransactions(pool);
+    await pool.query(store().migration);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await postgres?.stop();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  const store = () => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE });
+  const rowsOf = async (topic: string) => (await pool.query(`SELECT job_id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
+  const scheduleIds = async (app: OutboxApp, topic: string) => (await app.queue.listRepeats(topic)).map((s) => s.id);
+  const crash = async (args: string[]) => {
+    const child = spawnFixture('outbox-repeat-crash-after-commit.ts', args);
+    const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
+    expect({ signal, output: child.output() }).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining('COMMITTED') });
+  };
+
+  it('commit stores the schedule and its ticks run; rollback stores nothing', async () => {
+    const topic = 'pg.repeat';
+    const runs: RecordedRun[] = [];
+    const app = await startOutboxApp({ redis: testRedisUrl(), keyPrefix: uniquePrefix('outbox-repeat-pg'), outbox: store(), topics: [topic], runs });
+    try {
+      await tx.run(() => app.queue.repeat(topic, { every: EVERY }, { id: 'kept' }));
+      await expect(
+        tx.run(async () => {
+          await app.queue.repeat(topic, { every: EVERY }, { id: 'dropped' });
+          throw new Error('rollback');
+        }),
+      ).rejects.toThrow('rollback');
+      expect(await scheduleIds(app, topic)).toEqual(['kept']);
+      await waitFor(() => runs.length >= 3 || undefined, 60_000, 'three ticks');
+      expect(runs.every((run) => run.id.startsWith('repeat:kept@'))).toBe(true);
+      expect(new Set(runs.map((run) => run.id)).size).toBe(runs.length);
+      expect(await rowsOf(topic)).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a process SIGKILLed after COMMIT, before applying repeat(): another instance\'s relay stores it; then the same for removeRepeat()', async () => {
+    const keyPrefix = uniquePrefix('outbox-repeat-crash');
+    const topic = 'crash.repeat';
+    const base = [postgres.url, testRedisUrl(), keyPrefix, TABLE, topic, 'nightly'];
+    await crash([...base, 'repeat', String(EVERY)]);
+    // Committed, and not in Redis: the row waits in the outbox.
+    expect(await rowsOf(topic)).toEqual([{ job_id: 'nightly', kind: 'r' }]);
+
+    const runs: RecordedRun[] = [];
+    const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
+    try {
+      await waitFor(async () => ((await scheduleIds(survivor, topic)).includes('nightly') ? true : undefined), 60_000, 'the relay to store the schedule');
+      await waitFor(() => runs.length >= 3 || undefined, 60_000, 'three ticks');
+      expect(runs[0]).toMatchObject({ payload: { from: 'crashed' } });
+      expect(new Set(runs.map((run) => run.id)).size).toBe(runs.length);
+      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the row to be deleted');
+
+      await crash([...base, 'remove', '0']);
+      await waitFor(async () => ((await scheduleIds(survivor, topic)).length === 0 ? true : undefined), 60_000, 'the relay to remove the schedule');
+      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the removal row to be deleted');
+      await sleep(2 * EVERY); // a tick claimed before the removal may still finish
+      const settled = runs.length;
+      expect(await holdsWithin(() => runs.length > settled, 4 * EVERY)).toBe(false);
+      expect(survivor.queue.outboxStats).toMatchObject({ parked: 0 });
+    } finally {
+      await survivor.close();
+    }
+  });
+});
