@@ -1,7 +1,11 @@
+import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
+import { Client } from 'pg';
 import { DEFAULT_OUTBOX_TABLE } from '../../lib/outbox/postgres/index.js';
+import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
 import { Database } from '../../sample-app/src/database/database.js';
+import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
@@ -13,6 +17,8 @@ import { listenSampleApp } from './support/listen-sample-app.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
+
+const MAIN = [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, '..', '..', 'sample-app', 'src', 'main.ts')];
 
 /**
  * The sample's orders commit with their `order.expire` job through the transactional outbox: an
@@ -74,9 +80,79 @@ describe.each([
       },
       60_000,
       'the order to be expired by its job after the outage',
+      { every: 100 },
     );
     expect(order.status).toBe('expired');
     expect(Date.parse(order.expiredAt)).toBeGreaterThanOrEqual(Date.parse(order.expiresAt));
-    await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted');
+    await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted', { every: 200 });
   });
+});
+
+/**
+ * The process that committed the order dies before its job reaches Redis (Redis is down, then the
+ * instance is SIGKILLed while its write waits): another instance on the same database relays the
+ * outbox row, and the order expires. Without the outbox the job lived only in the dead process.
+ * PostgreSQL only: an embedded PGlite database dies with its process.
+ */
+describe('sample app: an order whose instance is SIGKILLed right after COMMIT still expires (PostgreSQL server, e2e)', () => {
+  const unhandled = new UnhandledRejections();
+  let redis: LocalRedisServer;
+  let postgres: LocalPostgres;
+  let crashed: SampleInstance | undefined;
+  let survivor: INestApplication | undefined;
+  const keyPrefix = uniquePrefix('sample-outbox-crash');
+
+  beforeAll(async () => {
+    unhandled.start();
+    redis = await startLocalRedisServer();
+    postgres = await startLocalPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    if (crashed) await stopSampleInstance(crashed, 'SIGKILL');
+    await survivor?.close();
+    await postgres?.stop();
+    await redis?.stop();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  it("another instance relays the dead instance's outbox row: the order expires", async () => {
+    muteNestLogger('error', 'warn');
+    crashed = await startSampleInstance(
+      MAIN,
+      'crashed',
+      { REDIS_URL: redis.url, DATABASE_URL: postgres.url, ORDER_EXPIRY_MS: '1500', REDIS_KEY_PREFIX: keyPrefix },
+      150_000,
+    );
+    const restarted = redis.restart({ downtimeMs: 5_000 });
+    await sleep(500);
+    const created = await httpJson(crashed.base, 'POST', '/orders', { item: 'kettle' });
+    expect(created.status).toBe(201);
+    // COMMIT is done; the job's write to Redis waits for the outage. The process dies now.
+    expect(await stopSampleInstance(crashed, 'SIGKILL')).toMatchObject({ signal: 'SIGKILL' });
+
+    const client = new Client({ connectionString: postgres.url });
+    await client.connect();
+    const outboxJobIds = async () => (await client.query<{ job_id: string }>(`SELECT job_id FROM ${DEFAULT_OUTBOX_TABLE}`)).rows.map((row) => row.job_id);
+    try {
+      expect(await outboxJobIds()).toEqual([created.body.id]);
+      await restarted;
+      // The survivor takes the row over once the dead instance's claim lease (60 s) has lapsed.
+      const started = await listenSampleApp({ redisUrl: redis.url, databaseUrl: postgres.url, orderExpiryMs: 1_500, keyPrefix });
+      survivor = started.app;
+      const order = await waitFor(
+        async () => {
+          const current = (await httpJson(started.base, 'GET', `/orders/${created.body.id}`)).body;
+          return current.status === 'pending' ? undefined : current;
+        },
+        120_000,
+        "the order to be expired by the job the survivor relayed",
+        { every: 250 },
+      );
+      expect(order.status).toBe('expired');
+      await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted', { every: 200 });
+    } finally {
+      await client.end();
+    }
+  }, 300_000);
 });
