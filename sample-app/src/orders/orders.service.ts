@@ -26,6 +26,8 @@ export class OrdersService {
   /**
    * Creates an order and schedules its expiry, in one transaction: the job is enqueued only if
    * the order row commits, and its id is the order id, so a retried request cannot schedule twice.
+   * The job goes through the outbox (app.module.ts): its row commits with the order's, so it runs
+   * even if this process dies right after COMMIT or Redis is down then.
    */
   create(item: string): Promise<Order> {
     const id = randomUUID();
