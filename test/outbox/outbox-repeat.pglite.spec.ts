@@ -4,10 +4,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { runInTransaction } from '../../lib/index.js';
 import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
 
 jest.setTimeout(180_000);
+afterEach(() => jest.restoreAllMocks());
 
 const EVERY = 400;
 
@@ -120,7 +122,30 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
     await app.queue.removeRepeat(topic, 'removed-then-added');
   });
 
+  it('a schedule row left behind is applied by the relay; one whose definition cannot be read is parked', async () => {
+    muteNestLogger('error');
+    const stored = await inTx(async (tx) => {
+      await app.queue.repeat(topic, { every: EVERY }, { id: 'template' });
+      return (await tx.query<{ body: string }>(`SELECT body FROM redis_lock_job_outbox WHERE job_id = 'template'`)).rows[0].body;
+    });
+    await app.queue.removeRepeat(topic, 'template');
+    await db.transaction(async (tx) => {
+      await new PostgresJobOutbox({ transaction: inPgliteTransaction(() => tx), relay: db }).insert([
+        { rowId: 'left-r', topic, jobId: 'left-behind', kind: 'r', when: 0, replace: false, body: stored },
+        { rowId: 'bad-r', topic, jobId: 'unreadable', kind: 'r', when: 0, replace: false, body: 'not a definition' },
+      ]);
+    });
+    await waitFor(async () => ((await app.queue.listRepeats(topic)).some((s) => s.id === 'left-behind') ? true : undefined), 30_000, 'the left-behind row');
+    await waitFor(() => runsOf('left-behind').length >= 1 || undefined, 30_000, 'a tick of the relayed schedule');
+    const parked = (await db.query<{ id: string; last_error: string }>('SELECT id, last_error FROM redis_lock_job_outbox WHERE parked_at IS NOT NULL')).rows;
+    expect(parked).toEqual([{ id: 'bad-r', last_error: expect.stringContaining('repeat schedule definition cannot be read') }]);
+    expect((await app.queue.listRepeats(topic)).map((s) => s.id)).not.toContain('unreadable');
+    await db.query(`DELETE FROM redis_lock_job_outbox WHERE id = 'bad-r'`);
+    await app.queue.removeRepeat(topic, 'left-behind');
+  });
+
   it('a schedule row applied twice (after COMMIT, then by the relay after a failed DELETE) is one schedule whose ticks run once', async () => {
+    muteNestLogger('error');
     const store = newStore();
     let deletes = 0;
     const flaky = Object.assign(Object.create(store) as PostgresJobOutbox, {
