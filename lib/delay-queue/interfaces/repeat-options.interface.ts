@@ -45,4 +45,10 @@ export interface RepeatInfo {
   readonly nextRunAt: Date;
   /** The last tick a consumer claimed to run (absent before the first); its run may still be going, or have failed. */
   readonly lastRunAt?: Date;
+  /**
+   * Set by `repeat()` inside a transaction with the transactional outbox: the schedule waits in the
+   * outbox until COMMIT, and `nextRunAt` is an estimate from the local clock (`listRepeats()` after
+   * the commit reads what Redis stored).
+   */
+  readonly pending?: true;
 }

@@ -16,5 +16,6 @@ export function pendingRepeatInfo(topic: string, definition: RepeatDefinition): 
     schedule: definition.schedule,
     catchUp: definition.catchUp,
     nextRunAt: new Date(next ?? Date.now()),
+    pending: true,
   };
 }
