@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
-import type { OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
+import type { OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
 import { OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
 import { operationKey } from '../jobs/operation-record.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
@@ -9,15 +9,7 @@ import type { RepeatScheduler } from '../repeat/repeat-scheduler.js';
 import { scheduleJobsScript } from '../scripts/schedule-jobs.lua.js';
 
 /** One outbox row's job (or repeat schedule change) as it is written to Redis. */
-export interface OutboxWrite {
-  readonly rowId: string;
-  readonly topic: string;
-  readonly jobId: string;
-  readonly kind: OutboxRowKind;
-  readonly when: number;
-  readonly replace: boolean;
-  readonly body: string;
-}
+export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
 
 /** What became of one row's write. */
 export type OutboxWriteOutcome = { readonly row: OutboxWrite; readonly error?: unknown };
