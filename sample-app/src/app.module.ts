@@ -31,7 +31,12 @@ export class AppModule {
           useFactory: (db: Database) => ({
             redis: config.redisUrl,
             keyPrefix: config.keyPrefix,
-            delayQueue: { concurrency: 4, shutdownTimeout: 5_000, outbox: db.jobOutbox() },
+            delayQueue: {
+              concurrency: 4,
+              shutdownTimeout: 5_000,
+              outbox: db.jobOutbox(),
+              outboxRelay: { claimLease: config.outboxClaimLeaseMs },
+            },
           }),
         }),
         // A registry per application, so tests and the demo can run several apps in one process.

@@ -42,11 +42,14 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
     const keyPrefix = uniquePrefix('outbox-crash');
     const topic = 'order.expire';
     const ids = ['order-1', 'order-2', 'order-3'];
-    for (const id of ids) {
-      const child = spawnFixture('outbox-crash-after-commit.ts', [postgres.url, testRedisUrl(), keyPrefix, TABLE, topic, id]);
-      const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
-      expect({ signal, output: child.output() }).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining(`COMMITTED ${id}`) });
-    }
+    // Three producers at once, each killed right after its COMMIT.
+    await Promise.all(
+      ids.map(async (id) => {
+        const child = spawnFixture('outbox-crash-after-commit.ts', [postgres.url, testRedisUrl(), keyPrefix, TABLE, topic, id]);
+        const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
+        expect({ signal, output: child.output() }).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining(`COMMITTED ${id}`) });
+      }),
+    );
     // Committed, and not in Redis: the rows wait in the outbox.
     expect((await rowsOf(topic)).map((row) => row.job_id).sort()).toEqual(ids);
     const runs: RecordedRun[] = [];

@@ -121,7 +121,8 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
     crashed = await startSampleInstance(
       MAIN,
       'crashed',
-      { REDIS_URL: redis.url, DATABASE_URL: postgres.url, ORDER_EXPIRY_MS: '1500', REDIS_KEY_PREFIX: keyPrefix },
+      // Its claim of the order's outbox row lasts 5 s (the module's default is 60 s).
+      { REDIS_URL: redis.url, DATABASE_URL: postgres.url, ORDER_EXPIRY_MS: '1500', REDIS_KEY_PREFIX: keyPrefix, OUTBOX_CLAIM_LEASE_MS: '5000' },
       150_000,
     );
     const restarted = redis.restart({ downtimeMs: 5_000 });
@@ -137,7 +138,7 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
     try {
       expect(await outboxJobIds()).toEqual([created.body.id]);
       await restarted;
-      // The survivor takes the row over once the dead instance's claim lease (60 s) has lapsed.
+      // The survivor takes the row over once the dead instance's claim lease (5 s) has lapsed.
       const started = await listenSampleApp({ redisUrl: redis.url, databaseUrl: postgres.url, orderExpiryMs: 1_500, keyPrefix });
       survivor = started.app;
       const order = await waitFor(

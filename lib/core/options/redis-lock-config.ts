@@ -49,6 +49,7 @@ export interface OutboxConfig {
   readonly pollInterval: number;
   readonly batchSize: number;
   readonly minAge: number;
+  readonly claimLease: number;
 }
 
 /** Redlock options after validation. Internal. */

@@ -136,6 +136,14 @@ export interface OutboxRelayOptions {
    * record make a second write a no-op), only wasteful.
    */
   minAge?: number;
+  /**
+   * How long a relay's claim of rows lasts, in ms (at least 1000; default 60000): rows claimed by a
+   * process that died (right after COMMIT, or in the middle of a relay) are taken over by another
+   * instance this long after the claim. Keep it above the longest a write to Redis may hang while
+   * ioredis retries (about 20 s with the module's defaults): a shorter lease only lets a second relay
+   * write the same rows too, which their operation records make harmless.
+   */
+  claimLease?: number;
 }
 
 /** Per-topic settings (see `DelayQueueDefaults.topics`). */

@@ -134,6 +134,7 @@ function resolveOutbox(value: unknown, relay: OutboxRelayOptions | undefined): R
   const pollInterval = validate.duration('delayQueue.outboxRelay.pollInterval', settings.pollInterval, { min: 10, default: 1_000 });
   const batchSize = validate.wholeNumber('delayQueue.outboxRelay.batchSize', settings.batchSize, { min: 1, max: 10_000, default: 500 });
   const minAge = validate.duration('delayQueue.outboxRelay.minAge', settings.minAge, { min: 0, default: 2_000 });
+  const claimLease = validate.duration('delayQueue.outboxRelay.claimLease', settings.claimLease, { min: 1_000, default: 60_000 });
   if (value === undefined || value === null) return undefined;
   const missing = OUTBOX_METHODS.filter((name) => typeof (value as Record<string, unknown>)[name] !== 'function');
   if (typeof value !== 'object' || missing.length > 0) {
@@ -144,5 +145,5 @@ function resolveOutbox(value: unknown, relay: OutboxRelayOptions | undefined): R
         "; use e.g. new PostgresJobOutbox({ ... }) from 'nestjs-redis-lock/outbox/postgres'",
     );
   }
-  return { store: value as JobOutboxStore, pollInterval, batchSize, minAge };
+  return { store: value as JobOutboxStore, pollInterval, batchSize, minAge, claimLease };
 }

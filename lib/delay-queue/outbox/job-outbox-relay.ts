@@ -16,8 +16,6 @@ import { isJobRow, isScheduleRow, type OutboxJobWrite, type OutboxJobWriter, typ
 
 /** How long the end of a committed transaction waits for its own jobs' write before leaving it to run on. */
 const AFTER_COMMIT_WAIT_MS = 2_000;
-/** A claim lasts this long: longer than a write can hang while ioredis retries (about 20 s). */
-const CLAIM_LEASE_MS = 60_000;
 /** Backoff of the relay's looks after failures (Redis or the database unreachable). */
 const FAILURE_BACKOFF = { delay: 200, factor: 2, maxDelay: 5_000, jitter: 0.3 } as const;
 /** A row Redis refuses (an error reply, not a connection failure) this many times is parked. */
@@ -199,7 +197,7 @@ export class JobOutboxRelay {
   private async relayOwn(rows: readonly OutboxJob[], insertedAt: number, written: () => void): Promise<void> {
     let claimed: Map<string, OutboxRow> | undefined;
     if (this.store.claimRows) {
-      const existing = new Set(await this.store.claimRows(rows.map((row) => row.rowId), { leaseMs: CLAIM_LEASE_MS }));
+      const existing = new Set(await this.store.claimRows(rows.map((row) => row.rowId), { leaseMs: this.settings.claimLease }));
       rows = rows.filter((row) => existing.has(row.rowId));
       claimed = new Map(rows.map((row) => [row.rowId, { ...row, attempts: 0 }]));
     }
@@ -271,7 +269,7 @@ export class JobOutboxRelay {
   /** One look: claims a batch of rows left behind, parks the ones that cannot be relayed, writes the rest. */
   private async relayLeftBehind(): Promise<number> {
     this.lastClaimed = 0;
-    const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, leaseMs: CLAIM_LEASE_MS });
+    const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, leaseMs: this.settings.claimLease });
     this.lastClaimed = rows.length;
     if (rows.length === 0) return 0;
     const valid: OutboxRow[] = [];

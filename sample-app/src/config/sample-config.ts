@@ -14,6 +14,11 @@ export interface SampleConfig {
   readonly dashboardReadOnly?: boolean;
   /** Sampling of the dashboard's plots; default every 5 s over the last 10 minutes. */
   readonly dashboardHistory?: { readonly sampleMs?: number; readonly windowMs?: number };
+  /**
+   * How long this instance's claim of outbox rows lasts (`OUTBOX_CLAIM_LEASE_MS`): if it dies right
+   * after COMMIT, another instance relays its rows this long after. Default: the module's (60 s).
+   */
+  readonly outboxClaimLeaseMs?: number;
   /** This instance's name in the reports' records (`INSTANCE_ID`); default `<hostname>:<pid>`. */
   readonly instanceId?: string;
   /** The scheduled work of `reports/`; each setting has a default (see `REPORTS_DEFAULTS`). */
@@ -43,6 +48,7 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sampl
     keyPrefix: env.REDIS_KEY_PREFIX ?? 'sample',
     dashboardReadOnly: env.DASHBOARD_READ_ONLY === '1' || env.DASHBOARD_READ_ONLY === 'true',
     instanceId: env.INSTANCE_ID || undefined,
+    outboxClaimLeaseMs: optionalNumber(env.OUTBOX_CLAIM_LEASE_MS),
     reports: {
       snapshotEveryMs: optionalNumber(env.REPORTS_SNAPSHOT_EVERY_MS),
       leaderTtlMs: optionalNumber(env.REPORTS_LEADER_TTL_MS),

@@ -121,6 +121,10 @@ describe('resolveRedisLockConfig: refused options name the option', () => {
     ['syncReplicas with 0 replicas', { lock: { syncReplicas: { replicas: 0, timeout: 100 } } }, 'lock.syncReplicas.replicas'],
     ['a syncReplicas timeout of half the lease', { lock: { leaseTime: 1_000, syncReplicas: { replicas: 1, timeout: 500 } } }, 'lock.syncReplicas.timeout'],
     ['a syncReplicas timeout of 0 (WAIT would block forever)', { lock: { syncReplicas: { replicas: 1, timeout: 0 } } }, 'lock.syncReplicas.timeout'],
+    ['an outbox that is not a store', { delayQueue: { outbox: { insert: () => undefined } } }, 'delayQueue.outbox'],
+    ['an outbox relay claim lease below 1 s', { delayQueue: { outboxRelay: { claimLease: 999 } } }, 'delayQueue.outboxRelay.claimLease'],
+    ['an outbox relay poll interval below 10 ms', { delayQueue: { outboxRelay: { pollInterval: 5 } } }, 'delayQueue.outboxRelay.pollInterval'],
+    ['a negative outbox relay minAge', { delayQueue: { outboxRelay: { minAge: -1 } } }, 'delayQueue.outboxRelay.minAge'],
   ])('refuses %s', (_label, options, option) => {
     expect(refusedOption(options)).toBe(option);
   });
