@@ -2,6 +2,7 @@ import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.i
 import type { RepeatCatchUp, RepeatSchedule } from '../../delay-queue/interfaces/repeat-options.interface.js';
 import type { ListedJob, ListedJobs, ListedJobState } from '../../delay-queue/topic-inspector.js';
 import type { HeldLock, HeldLockKind, HeldLocks, LockHolder } from '../../lock/lock-inspector.js';
+import type { LeaderElectionStatus } from '../../scheduling/leader-elections.js';
 
 /*
  * The JSON the dashboard API answers. Times are epoch ms; `now` is the Redis server's clock at the
@@ -85,20 +86,8 @@ export interface DashboardOneInstanceLease {
   readonly running: boolean;
 }
 
-/** One `@LeaderElection` of this application. */
-export interface DashboardLeaderElection {
-  readonly key: string;
-  /** The elected provider's class. */
-  readonly provider: string;
-  readonly ttl: number;
-  /** Whether this instance leads. */
-  readonly leader: boolean;
-  /** The current term's fencing token, when this instance leads. */
-  readonly fencingToken?: string;
-  /** Since when this instance leads (epoch ms, this instance's clock). */
-  readonly since?: number;
-  /** Terms this instance has begun since it started. */
-  readonly terms: number;
+/** One `@LeaderElection` of this application: this instance's view, and its lock in Redis. */
+export interface DashboardLeaderElection extends LeaderElectionStatus {
   readonly redis: DashboardLeaseInRedis;
 }
 

@@ -92,16 +92,7 @@ export class DashboardScheduling {
         running: run.state === 'held',
       };
     });
-    const leaders: DashboardLeaderElection[] = elections.map((election) => ({
-      key: election.key,
-      provider: election.provider,
-      ttl: election.ttl,
-      leader: election.leader,
-      fencingToken: election.fencingToken,
-      since: election.since,
-      terms: election.terms,
-      redis: inRedis(election.key),
-    }));
+    const leaders: DashboardLeaderElection[] = elections.map((election) => ({ ...election, redis: inRedis(election.key) }));
     return {
       available: this.leases !== undefined || this.elections !== undefined,
       clientId: this.lockService.clientId,
