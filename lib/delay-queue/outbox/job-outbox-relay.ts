@@ -372,9 +372,22 @@ function describeBadRow(row: OutboxRow): string | undefined {
   return undefined;
 }
 
-/** A reply error (Redis answered and refused), as opposed to a connection that failed. */
+/** Reply errors that say "not now" rather than "never": the server is loading, busy, failing over or full. */
+const TRANSIENT_REPLY = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|OOM|MISCONF)/;
+/** How deep the cause chain of a failure is searched for the server's reply. */
+const MAX_CAUSE_DEPTH = 5;
+
+/**
+ * A reply error (Redis answered and refused the write), as opposed to a connection that failed: the
+ * server's `ReplyError` anywhere in the cause chain (the script runner wraps it in RedisCommandError),
+ * unless its code is a transient one.
+ */
 function isRefusal(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError' && !/^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|OOM|MISCONF)/.test(error.message);
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < MAX_CAUSE_DEPTH; depth++, current = current.cause) {
+    if (current.name === 'ReplyError') return !TRANSIENT_REPLY.test(current.message);
+  }
+  return false;
 }
 
 function groupByTopic<Row extends OutboxWrite>(rows: readonly Row[]): Map<string, Row[]> {
