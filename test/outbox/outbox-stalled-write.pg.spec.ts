@@ -1,0 +1,133 @@
+import { jest } from '@jest/globals';
+import { Pool } from 'pg';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { holdsWithin, waitFor } from '../support/timing.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { PgTransactions, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+
+jest.setTimeout(180_000);
+afterEach(() => jest.restoreAllMocks());
+
+const TABLE = 'stalled_outbox';
+/** Short, so that the other instance's relay takes the rows over within seconds. */
+const CLAIM_LEASE_MS = 2_000;
+
+/**
+ * Instances A and B share one PostgreSQL outbox. A reaches Redis through a loopback proxy whose link
+ * stalls (bytes held, not dropped) while A writes what it just committed; B relays the rows once A's
+ * claim lease has lapsed; then the link heals and A's held bytes reach Redis late.
+ */
+describe('an after-commit write held up by a stalled Redis link that heals (PostgreSQL, two instances)', () => {
+  const unhandled = new UnhandledRejections();
+  let postgres: LocalPostgres;
+  let pool: Pool;
+  let tx: PgTransactions;
+  let proxy: FaultProxy;
+
+  beforeAll(async () => {
+    unhandled.start();
+    postgres = await startLocalPostgres();
+    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
+    tx = new PgTransactions(pool);
+    await pool.query(store().migration);
+    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+    await pool?.end();
+    await postgres?.stop();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  const store = () => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE });
+  const rowsOf = async (topic: string) => (await pool.query(`SELECT id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
+
+  /** A behind the proxy (its relay never looks: only B takes rows over); B straight to Redis, consuming `topic`. */
+  async function startPair(keyPrefix: string, topic: string, runs: RecordedRun[]): Promise<{ a: OutboxApp; b: OutboxApp }> {
+    const a = await startOutboxApp({ redis: proxy.url, keyPrefix, outbox: store(), outboxRelay: { minAge: 3_600_000, claimLease: CLAIM_LEASE_MS } });
+    const b = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix,
+      outbox: store(),
+      topics: [topic],
+      runs,
+      outboxRelay: { minAge: 300, pollInterval: 100, claimLease: CLAIM_LEASE_MS },
+    });
+    // A's link is up and used before it stalls.
+    await a.queue.stats(topic);
+    return { a, b };
+  }
+
+  /** A's own after-commit outcome: its write answered (written, refused or expired). */
+  const afterCommitOutcomes = (app: OutboxApp) =>
+    app.seen.filter((e) => (e.name === 'outbox.relayed' || e.name === 'outbox.relay.failed') && (e.event as { source: string }).source === 'after-commit');
+
+  it('a job committed by A runs once: B relays it after A\'s claim lease, it runs and is acknowledged, then A\'s held write lands and changes nothing', async () => {
+    muteNestLogger('error', 'warn');
+    const keyPrefix = uniquePrefix('outbox-stall-job');
+    const topic = 'order.expire';
+    const runs: RecordedRun[] = [];
+    const { a, b } = await startPair(keyPrefix, topic, runs);
+    try {
+      proxy.blackhole();
+      const sent = proxy.observe(() => true);
+      await tx.run(() => a.queue.schedule(topic, { order: 1 }, { id: 'once' }));
+      // The fault fired: A sent its write into the stalled link, and it is still unanswered.
+      await waitFor(() => sent.count > 0 || undefined, 30_000, "A's write to be sent into the stall");
+      // B's relay takes the row over after A's claim lease; the job runs and is acknowledged; the row is deleted.
+      await waitFor(() => runs.length === 1 || undefined, 60_000, "B's relay to deliver the job");
+      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'B to delete the row');
+      await waitFor(async () => ((await b.queue.get(topic, 'once')) === null ? true : undefined), 30_000, 'the job to be acknowledged');
+      expect(b.seen.some((e) => e.name === 'outbox.relayed' && (e.event as { source: string }).source === 'relay')).toBe(true);
+      expect(afterCommitOutcomes(a)).toEqual([]);
+      expect(a.queue.outboxStats?.inFlight).toBe(1);
+      // The stall heals: A's held bytes reach Redis late.
+      proxy.heal();
+      sent.stop();
+      await waitFor(() => a.queue.outboxStats?.inFlight === 0 || undefined, 60_000, "A's late write to be answered");
+      expect(afterCommitOutcomes(a).length).toBeGreaterThan(0);
+      expect(await holdsWithin(() => runs.length > 1, 3_000)).toBe(false);
+      expect(runs.map((run) => run.id)).toEqual(['once']);
+      expect(await b.queue.get(topic, 'once')).toBeNull();
+    } finally {
+      proxy.heal();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('a schedule stays removed: A commits repeat(), B applies it after A\'s lease, a later removeRepeat() commits, then A\'s held application lands and changes nothing', async () => {
+    muteNestLogger('error', 'warn');
+    const keyPrefix = uniquePrefix('outbox-stall-repeat');
+    const topic = 'report.hourly';
+    const runs: RecordedRun[] = [];
+    const { a, b } = await startPair(keyPrefix, topic, runs);
+    try {
+      proxy.blackhole();
+      const sent = proxy.observe(() => true);
+      await tx.run(() => a.queue.repeat(topic, { every: 60_000 }, { id: 'hourly' }));
+      await waitFor(() => sent.count > 0 || undefined, 30_000, "A's schedule change to be sent into the stall");
+      // B's relay applies the 'r' row after A's claim lease and deletes it.
+      await waitFor(async () => ((await b.queue.listRepeats(topic)).some((s) => s.id === 'hourly') ? true : undefined), 60_000, "B's relay to store the schedule");
+      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'B to delete the row');
+      // A removal committed later, applied at once by B ('x' row).
+      await tx.run(() => b.queue.removeRepeat(topic, 'hourly'));
+      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, "the removal's row to be applied and deleted");
+      expect(await b.queue.listRepeats(topic)).toEqual([]);
+      expect(afterCommitOutcomes(a)).toEqual([]);
+      expect(a.queue.outboxStats?.inFlight).toBe(1);
+      proxy.heal();
+      sent.stop();
+      await waitFor(() => a.queue.outboxStats?.inFlight === 0 || undefined, 60_000, "A's late application to be answered");
+      expect(afterCommitOutcomes(a).length).toBeGreaterThan(0);
+      expect(await holdsWithin(async () => (await b.queue.listRepeats(topic)).length > 0, 3_000)).toBe(false);
+    } finally {
+      proxy.heal();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
