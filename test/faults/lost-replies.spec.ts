@@ -35,6 +35,7 @@ import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repea
 import { readRepeatsScript } from '../../lib/delay-queue/scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../../lib/delay-queue/scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../../lib/delay-queue/scripts/upsert-repeat.lua.js';
+import { repeatScriptKeys } from '../../lib/delay-queue/repeat/repeat-keys.js';
 import { RedisScript } from '../../lib/core/redis/redis-script.js';
 import {
   fence,
@@ -749,6 +750,61 @@ const repeatRows: LostReplyRow[] = [
   }),
 ];
 
+/** Where the upsert script's ARGV[5] ('1': a restore after data loss) is among its keys and args. */
+const RESTORE_FLAG_AT = repeatScriptKeys({ due: '', jobs: ':jobs', active: '', dead: '', marker: '' } as never).length + 4;
+
+/** Redis lost the row's data (a restart without persistence): every key of the row is deleted. */
+async function loseRowData(ctx: Omit<Ctx, 'lost'>): Promise<void> {
+  const keys = await ctx.redis.keys(`${ctx.keyPrefix}:*`);
+  if (keys.length > 0) await ctx.redis.del(...keys);
+}
+
+/** Issue 23 defect 1: restores after data loss, and removals that must outlive them. */
+const restoreRows: LostReplyRow[] = [
+  row({
+    name: 'repeat (restore after data loss): the restore an instance runs twice stores the schedule once and queues one tick job',
+    script: upsertRepeatScript,
+    where: (keysAndArgs) => keysAndArgs[RESTORE_FLAG_AT] === '1',
+    arrange: async (ctx) => {
+      await ctx.queue.repeat(TOPIC, { every: 60_000 }, { payload: { n: 2 } });
+      await loseRowData(ctx);
+    },
+    // The periodic check of the instance that upserted it (every 5 s) finds it missing and restores it.
+    act: async (ctx) => {
+      await ctx.lost;
+      const [info] = await waitFor(async () => {
+        const listed = await ctx.peerQueue.listRepeats(TOPIC);
+        return listed.length > 0 ? listed : false;
+      }, 10_000, 'the schedule to be restored');
+      return info;
+    },
+    check: async (ctx, _state, info) => {
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+      expect(await ctx.peerQueue.get(TOPIC, `repeat:${TOPIC}@${info.nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 2 } });
+    },
+  }),
+  row({
+    name: 'removeRepeat run twice records the removal: a restore by an instance that upserted the schedule stores nothing',
+    script: removeRepeatScript,
+    arrange: async (ctx) => {
+      await ctx.peerQueue.repeat(TOPIC, { every: 60_000 });
+      const keys = repeatScriptKeys(ctx.keys.topic(TOPIC));
+      return { keys, stored: (await ctx.redis.hget(keys[6], TOPIC))! };
+    },
+    act: (ctx) => ctx.queue.removeRepeat(TOPIC),
+    check: async (ctx, { keys, stored }, existed) => {
+      expect(existed).toBe(true);
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
+      // The restore the peer's check would send (its definition, a first tick ahead): refused.
+      const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
+      const [status] = await upsertRepeatScript.run<[number]>(ctx.redis, keys, [TOPIC, stored, Date.now() + 3_600_000, tail, '1']);
+      expect(status).toBe(-2);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+    },
+  }),
+];
+
 /** Dead letters made through the API: jobs with one attempt whose handler throws. */
 async function buryJobs(ctx: Omit<Ctx, 'lost'>, ids: string[]): Promise<void> {
   await ctx.peerQueue.scheduleMany(TOPIC, ids.map((id) => ({ payload: id, id, maxAttempts: 1 })));
@@ -812,6 +868,6 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   });
 
   describe('repeatable schedules', () => {
-    it.each(repeatRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
+    it.each([...repeatRows, ...restoreRows].map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
   });
 });

@@ -7,7 +7,8 @@ import type { RepeatCatchUp, RepeatOptions, RepeatSchedule } from '../interfaces
 import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
 import { prepareJob } from '../jobs/prepare-job.js';
 import { tickJobId } from '../jobs/tick-job-id.js';
-import { TickCalendar } from './tick-calendar.js';
+import { calendarOf, canBuildCalendar } from './calendar-cache.js';
+import type { TickCalendar } from './tick-calendar.js';
 
 /** Shortest `every` accepted, in ms. */
 export const MIN_REPEAT_EVERY_MS = 50;
@@ -30,6 +31,7 @@ export interface RepeatDefinition {
   /** The tick jobs' body tail (payload, maxAttempts, backoff; see job-codec.ts). */
   readonly tail: string;
   readonly fingerprint: string;
+  /** Its ticks: built on first use and shared by every definition with the same schedule (calendar-cache.ts). */
   readonly calendar: TickCalendar;
 }
 
@@ -68,14 +70,7 @@ export function prepareRepeat(
   const job = prepareJob(topic, o.payload ?? null, { maxAttempts: o.maxAttempts, backoff: o.backoff }, defaults, where);
   const stored: StoredDefinition = { s: normalized, k: catchUp, t: job.tail };
   const json = JSON.stringify(stored);
-  return {
-    id,
-    schedule: normalized,
-    catchUp,
-    tail: job.tail,
-    fingerprint: createHash('sha1').update(json).digest('hex'),
-    calendar: TickCalendar.of(normalized),
-  };
+  return definitionOf(id, normalized, catchUp, job.tail, createHash('sha1').update(json).digest('hex'));
 }
 
 /** The value stored for `definition` in the schedules hash. */
@@ -86,19 +81,41 @@ export function storedForm(definition: RepeatDefinition): string {
 
 /** Reads a stored schedule back; undefined for a value this version cannot read. */
 export function readStoredForm(id: string, value: string): RepeatDefinition | undefined {
+  let stored: Partial<StoredDefinition>;
   try {
-    const stored = JSON.parse(value.slice(40)) as StoredDefinition;
-    return {
-      id,
-      schedule: stored.s,
-      catchUp: stored.k,
-      tail: stored.t,
-      fingerprint: value.slice(0, 40),
-      calendar: TickCalendar.of(stored.s),
-    };
+    stored = JSON.parse(value.slice(40)) as Partial<StoredDefinition>;
   } catch {
     return undefined;
   }
+  const { s: schedule, k: catchUp, t: tail } = stored ?? {};
+  if (!/^[0-9a-f]{40}$/.test(value.slice(0, 40)) || typeof tail !== 'string' || !isCatchUp(catchUp) || !isSchedule(schedule)) return undefined;
+  if (!canBuildCalendar(schedule)) return undefined;
+  return definitionOf(id, schedule, catchUp, tail, value.slice(0, 40));
+}
+
+/** A definition whose calendar is looked up when first asked for (most reads never need it). */
+function definitionOf(id: string, schedule: RepeatSchedule, catchUp: RepeatCatchUp, tail: string, fingerprint: string): RepeatDefinition {
+  return {
+    id,
+    schedule,
+    catchUp,
+    tail,
+    fingerprint,
+    get calendar() {
+      return calendarOf(schedule);
+    },
+  };
+}
+
+function isCatchUp(value: unknown): value is RepeatCatchUp {
+  return value === 'none' || value === 'latest' || value === 'all';
+}
+
+function isSchedule(value: unknown): value is RepeatSchedule {
+  if (value === null || typeof value !== 'object') return false;
+  const s = value as { every?: unknown; cron?: unknown; timeZone?: unknown };
+  if (typeof s.every === 'number') return Number.isSafeInteger(s.every) && s.every >= MIN_REPEAT_EVERY_MS && s.cron === undefined && s.timeZone === undefined;
+  return typeof s.cron === 'string' && (s.timeZone === undefined || typeof s.timeZone === 'string');
 }
 
 function normalizeSchedule(schedule: unknown, validate: OptionValidator): RepeatSchedule {
@@ -130,7 +147,7 @@ function normalizeSchedule(schedule: unknown, validate: OptionValidator): Repeat
   const normalized: RepeatSchedule = s.timeZone === undefined ? { cron: s.cron } : { cron: s.cron, timeZone: s.timeZone };
   let next: number | null;
   try {
-    next = TickCalendar.of(normalized).after(Date.now());
+    next = calendarOf(normalized).after(Date.now());
   } catch (error) {
     return validate.refuse('schedule.cron', `${errorMessage(error)}; use a cron pattern such as '0 2 * * *'`);
   }

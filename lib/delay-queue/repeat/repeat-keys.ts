@@ -3,8 +3,8 @@ import { operationKey } from '../jobs/operation-record.js';
 
 /**
  * The script keys of the repeat scripts for one topic shard (see scripts/repeat-lua-snippets.ts):
- * the five topic keys, an operation record, the schedules hash, the next-tick and last-run zsets. All derive
- * from the shard's own keys, so they share its hash tag and cluster slot.
+ * the five topic keys, an operation record, the schedules hash, the next-tick, last-run and removal
+ * zsets. All derive from the shard's own keys, so they share its hash tag and cluster slot.
  */
 export function repeatScriptKeys(keys: TopicKeys, operationId = 'unused'): string[] {
   const base = keys.jobs.slice(0, -':jobs'.length);
@@ -18,14 +18,7 @@ export function repeatScriptKeys(keys: TopicKeys, operationId = 'unused'): strin
     `${base}:repeats`,
     `${base}:repeat-next`,
     `${base}:repeat-last`,
+    `${base}:repeat-removed`,
   ];
 }
 
-/**
- * The marker that this Redis has held schedules of the shard: set by every upsert and removal, read
- * only when a schedule an instance upserted is missing (present: it was removed; gone with the rest:
- * the server lost its data). Same hash tag as the shard's other keys.
- */
-export function repeatKnownKey(keys: TopicKeys): string {
-  return `${keys.jobs.slice(0, -':jobs'.length)}:repeat-known`;
-}

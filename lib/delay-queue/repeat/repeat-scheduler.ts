@@ -12,8 +12,9 @@ import { advanceRepeatScript } from '../scripts/advance-repeat.lua.js';
 import { readRepeatsScript } from '../scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
+import { WriteFenceExpiredError, type WriteFence } from '../outbox/write-fence.js';
 import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
-import { repeatKnownKey, repeatScriptKeys } from './repeat-keys.js';
+import { repeatScriptKeys } from './repeat-keys.js';
 import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
 
 /**
@@ -59,16 +60,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   /** `@OnDelayed` schedules whose registration failed (Redis unreachable at bootstrap): retried by the check. */
   private readonly pending = new Map<string, () => Promise<unknown>>();
   /**
-   * The schedules this instance upserted (`repeat()`, `@OnDelayed`), by topic then id: when the check
-   * finds one gone from Redis without a removal (the server lost its data), it stores it again.
+   * The schedules this instance upserted (`repeat()`, `@OnDelayed`, an outbox row it applied), by
+   * topic then id, in their stored form (a string: no parsed calendar): when the check finds one gone
+   * from Redis without a removal (the server lost its data), it stores it again. An entry leaves when
+   * the schedule is removed (here, or elsewhere and seen by the check), so they follow what is stored.
    */
-  private readonly defined = new Map<string, Map<string, RepeatDefinition>>();
-  /**
-   * Definitions as last read, by shard and id, with the stored form they came from: the check reads
-   * every schedule every few seconds, and parsing each again (a cron calendar is costly to build)
-   * was most of an idle schedule's client CPU.
-   */
-  private readonly parsed = new Map<string, { readonly stored: string; readonly definition: RepeatDefinition }>();
+  private readonly defined = new Map<string, Map<string, { readonly stored: string }>>();
   private timer?: NodeJS.Timeout;
   /** The check under way, if any. */
   private checking?: Promise<void>;
@@ -85,35 +82,52 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     return prepareRepeat(topic, schedule, options, this.config.delayQueue, where);
   }
 
-  /** Stores (or keeps, or replaces) a schedule and makes sure its next tick is queued. */
-  async upsert(topic: string, definition: RepeatDefinition): Promise<RepeatInfo> {
+  /**
+   * Stores (or keeps, or replaces) a schedule and makes sure its next tick is queued. With a `fence`
+   * (an outbox row's application) the script changes nothing if the row was applied already or the
+   * fence's deadline has passed (`WriteFenceExpiredError`).
+   */
+  async upsert(topic: string, definition: RepeatDefinition, fence?: WriteFence): Promise<RepeatInfo> {
     const keys = this.shards.forSchedule(topic, definition.id);
     this.watch(topic);
     this.remember(topic, definition);
-    const info = await this.store(keys, topic, definition);
-    // Marks the shard's schedules as known to this Redis (see restoreLost). Removals mark it too;
-    // this mark also covers a removal by an instance of an earlier version, which does not. Best
-    // effort: the upsert itself succeeded.
-    await this.connection.client.set(repeatKnownKey(keys), '1').catch(() => undefined);
-    return info;
+    const { info } = await this.store(keys, topic, definition, false, fence);
+    return info!;
   }
 
-  private async store(keys: TopicKeys, topic: string, definition: RepeatDefinition): Promise<RepeatInfo> {
+  /**
+   * Runs the upsert script until its first tick is ahead of the server's clock. A restore only
+   * creates: `info` is undefined when the schedule was removed, `kept` when another definition is
+   * stored (see upsert-repeat.lua.ts); `created` when this call stored it.
+   */
+  private async store(
+    keys: TopicKeys,
+    topic: string,
+    definition: RepeatDefinition,
+    restore: boolean,
+    fence?: WriteFence,
+  ): Promise<{ info?: RepeatInfo; kept?: boolean; created?: boolean }> {
     let [nowMs, rows] = await this.read(keys, definition.id);
     for (let attempt = 0; ; attempt++) {
       const current = rows[0];
-      if (current && current.definition.fingerprint === definition.fingerprint) {
+      // A fenced upsert always goes through the script, which records the row as applied.
+      if (current && current.definition.fingerprint === definition.fingerprint && !fence) {
         await this.reconcile(keys, current, nowMs);
-        return this.info(topic, current.definition, current.tick, current.lastRun);
+        return { info: this.info(topic, current.definition, current.tick, current.lastRun) };
       }
+      if (current && restore) return { kept: true };
       const firstTick = definition.calendar.after(nowMs);
       if (firstTick === null) throw new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
       const [status, tick, serverNow] = await upsertRepeatScript.run<[number, number, number]>(
         this.connection.client,
-        repeatScriptKeys(keys),
-        [definition.id, storedForm(definition), firstTick, definition.tail],
+        repeatScriptKeys(keys, fence?.recordId),
+        [definition.id, storedForm(definition), firstTick, definition.tail, restore ? '1' : '0', fence ? fence.deadline : ''],
       );
-      if (status !== -1) return this.info(topic, definition, Number(tick), current?.lastRun);
+      if (status === -3) throw new WriteFenceExpiredError();
+      if (status === 4) return { info: this.info(topic, definition, Number(tick), current?.lastRun) };
+      if (status === -2) return {};
+      if (status === 3) return { kept: true };
+      if (status !== -1) return { info: this.info(topic, definition, Number(tick), current?.lastRun), created: status !== 0 };
       if (attempt >= 5) throw new Error(`repeat(${JSON.stringify(topic)}): the server clock kept passing the first tick`);
       nowMs = Number(serverNow);
       [, rows] = await this.read(keys, definition.id);
@@ -135,17 +149,20 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     }
   }
 
-  /** Deletes a schedule and its waiting tick job. Resolves to whether it existed. */
-  async remove(topic: string, id: string): Promise<boolean> {
+  /**
+   * Deletes a schedule and its waiting tick job. Resolves to whether it existed. With a `fence` (an
+   * outbox row's application) its record is the call's record, kept after the call, and a removal
+   * past its deadline changes nothing (`WriteFenceExpiredError`).
+   */
+  async remove(topic: string, id: string, fence?: WriteFence): Promise<boolean> {
     this.defined.get(topic)?.delete(id);
     const shard = this.shards.forSchedule(topic, id);
-    this.parsed.delete(`${shard.jobs}\n${id}`);
-    // Marked first, so other instances that upserted this schedule see a removal (and forget it),
-    // never a data loss (and restore it).
-    await this.connection.client.set(repeatKnownKey(shard), '1');
-    const keys = repeatScriptKeys(shard, newOperationId());
-    const existed = await removeRepeatScript.run<number>(this.connection.client, keys, [id]);
-    await this.connection.client.del(keys[5]).catch(() => undefined);
+    // The script records the removal: the other instances that upserted the schedule forget it
+    // instead of restoring it, also when it was already lost with the data.
+    const keys = repeatScriptKeys(shard, fence?.recordId ?? newOperationId());
+    const existed = await removeRepeatScript.run<number>(this.connection.client, keys, fence ? [id, fence.deadline] : [id]);
+    if (existed === -3) throw new WriteFenceExpiredError();
+    if (!fence) await this.connection.client.del(keys[5]).catch(() => undefined);
     return existed === 1;
   }
 
@@ -208,7 +225,9 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
           const [nowMs, rows] = await this.read(keys, '');
           for (const row of rows) {
             seen.add(row.id);
-            await this.reconcile(keys, row, nowMs);
+            await this.reconcile(keys, row, nowMs).catch((error: unknown) =>
+              this.logger.debug(`Repeat check of schedule ${JSON.stringify(row.id)} of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`),
+            );
           }
         } catch (error) {
           this.logger.debug(`Repeat check of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`);
@@ -221,34 +240,35 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   /**
    * Stores again the schedules this instance upserted that the check did not find in Redis although
    * nobody removed them: the server lost its data (a restart without persistence, a failover that
-   * lost the last writes). A removal leaves the shard's "known" marker behind (`remove()` and every
-   * upsert set it); lost data takes it too. So a missing schedule with the marker present was
-   * removed (by this or another instance): it is forgotten here and never comes back; without the
-   * marker it was lost, and the upsert stores it as `repeat()` would, first tick after the server's
-   * now. Costs nothing while every schedule is there (one read of the schedule and an EXISTS per
-   * missing one otherwise).
+   * lost the last writes). Every removal is recorded per schedule beside the shard's schedules (kept
+   * REMOVED_SCHEDULE_KEPT_MS), also the removal of a schedule not stored, and lost data takes the
+   * records with it. So a missing schedule with a record was removed: it is forgotten here and never
+   * comes back; without one it was lost, and a restore (an upsert that only creates, and stores
+   * nothing over a removal recorded meanwhile, in the same script) stores it as `repeat()` would, first
+   * tick after the server's now. Each instance restores what it upserted, whichever checks first.
+   * Costs nothing while every schedule is there (one read and one script per missing one otherwise).
    */
   private async restoreLost(topic: string, seen: ReadonlySet<string>): Promise<void> {
     const definitions = this.defined.get(topic);
     if (!definitions) return;
-    for (const definition of [...definitions.values()]) {
-      if (seen.has(definition.id) || this.pending.has(`${topic}\n${definition.id}`)) continue;
+    for (const [id, entry] of [...definitions]) {
+      if (seen.has(id) || this.pending.has(`${topic}\n${id}`)) continue;
       try {
-        const keys = this.shards.forSchedule(topic, definition.id);
+        const definition = readStoredForm(id, entry.stored);
+        if (!definition) continue;
+        const keys = this.shards.forSchedule(topic, id);
         // The check reads at most CHECK_BATCH schedules per shard: look this one up by id.
-        const [, rows] = await this.read(keys, definition.id);
+        const [, rows] = await this.read(keys, id);
         if (rows.length > 0) continue;
-        if ((await this.connection.client.exists(repeatKnownKey(keys))) === 1) {
-          if (definitions.get(definition.id) === definition) definitions.delete(definition.id);
-          continue;
-        }
-        const info = await this.upsert(topic, definition);
+        const { info, kept, created } = await this.store(keys, topic, definition, true);
+        if (!info && !kept && definitions.get(id) === entry) definitions.delete(id);
+        if (!info || !created) continue;
         this.logger.warn(
-          `Repeat schedule ${JSON.stringify(definition.id)} of topic ${JSON.stringify(topic)} was gone from Redis without a removal ` +
+          `Repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} was gone from Redis without a removal ` +
             `(the server lost its data?); stored it again from this instance's definition, next tick ${info.nextRunAt.toISOString()}.`,
         );
       } catch (error) {
-        this.logger.debug(`Restoring repeat schedule ${JSON.stringify(definition.id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
+        this.logger.debug(`Restoring repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
       }
     }
   }
@@ -256,7 +276,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   private remember(topic: string, definition: RepeatDefinition): void {
     let definitions = this.defined.get(topic);
     if (!definitions) this.defined.set(topic, (definitions = new Map()));
-    definitions.set(definition.id, definition);
+    definitions.set(definition.id, { stored: storedForm(definition) });
   }
 
   private async advanceFrom(topic: string, scheduleId: string, tickMs: number): Promise<void> {
@@ -303,22 +323,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     const [nowMs, flat] = await readRepeatsScript.run<[number, string[]]>(this.connection.client, repeatScriptKeys(keys), [id, CHECK_BATCH]);
     const rows: ScheduleRow[] = [];
     for (let i = 0; i < flat.length; i += 5) {
-      const definition = this.parse(keys, flat[i], flat[i + 1]);
+      const definition = readStoredForm(flat[i], flat[i + 1]);
       if (!definition) continue;
       const lastRun = flat[i + 4] === '' ? undefined : Number(flat[i + 4]);
       rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: flat[i + 3] as ScheduleRow['state'], lastRun });
     }
     return [Number(nowMs), rows];
-  }
-
-  private parse(keys: TopicKeys, id: string, stored: string): RepeatDefinition | undefined {
-    const cacheKey = `${keys.jobs}\n${id}`;
-    const cached = this.parsed.get(cacheKey);
-    if (cached?.stored === stored) return cached.definition;
-    const definition = readStoredForm(id, stored);
-    if (definition) this.parsed.set(cacheKey, { stored, definition });
-    else this.parsed.delete(cacheKey);
-    return definition;
   }
 
   private info(topic: string, definition: RepeatDefinition, tick: number, lastRun?: number): RepeatInfo {

@@ -2,6 +2,13 @@ import type { LuaSnippet } from '../../core/redis/redis-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
+ * How long a removal is remembered beside the shard's schedules, in ms of server time: an instance
+ * that upserted a schedule and finds it missing within that time tells a removal (remembered) from
+ * a loss of the data (the record is lost with the rest). Every instance checks every 5 s.
+ */
+export const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
+
+/**
  * Lua: what the repeatable-schedule scripts share (a constant of this library; no user input). They
  * take the five topic keys of the schedule's shard, then:
  *
@@ -10,6 +17,8 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * KEYS[7] schedules  hash  schedule id -> <40-hex fingerprint><definition JSON> (see repeat-definition.ts)
  * KEYS[8] next ticks zset  schedule id -> the tick whose job was enqueued last (epoch ms)
  * KEYS[9] last runs  zset  schedule id -> the last tick a consumer claimed (epoch ms; for dashboards)
+ * KEYS[10] removals zset  schedule id -> when removeRepeat() removed it (server ms; kept
+ *         REMOVED_SCHEDULE_KEPT_MS, cleared by the next repeat() of the id)
  *
  * Invariant: a schedule's stored tick only grows while its definition stays the same, and a tick's
  * job is enqueued only by the step that moves the stored tick onto it. So each tick is enqueued once,
@@ -19,7 +28,13 @@ export const LUA_REPEAT = {
   name: 'repeat',
   requires: [LUA_TOPIC_PRELUDE],
   source: `
-local REPEATS, REPEAT_NEXT, REPEAT_LAST = KEYS[7], KEYS[8], KEYS[9]
+local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+
+-- Remembers that the schedule was removed (and forgets removals older than the retention).
+local function recordRemoval(id)
+  redis.call('zremrangebyscore', REPEAT_REMOVED, '-inf', '(' .. fmt(nowMs - ${REMOVED_SCHEDULE_KEPT_MS}))
+  redis.call('zadd', REPEAT_REMOVED, fmt(nowMs), id)
+end
 
 -- The same id as tickJobId() in jobs/tick-job-id.ts.
 local function tickJobId(scheduleId, tick)
