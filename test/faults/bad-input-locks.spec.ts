@@ -170,7 +170,7 @@ describe('bad input to locks', () => {
     });
     afterAll(() => server.stop());
 
-    it('wrong password: bootstrap fails with RedisConnectionError saying to check the password', async () => {
+    it('wrong password: bootstrap fails with RedisConnectionError naming WRONGPASS and saying to check the password', async () => {
       const error = await Test.createTestingModule({
         imports: [
           RedisLockModule.forRoot({
@@ -183,7 +183,10 @@ describe('bad input to locks', () => {
         .then((m) => m.init())
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RedisConnectionError);
-      expect((error as Error).message).toMatch(/password/i);
+      // The server's own answer, not only the generic advice (which would pass on any failure).
+      expect((error as Error).message).toMatch(/WRONGPASS/);
+      expect((error as Error).message).toMatch(/Authentication failed.*password/);
+      expect((error as Error).message).not.toMatch(/Connection is closed/);
       expect((error as Error).message).not.toContain('right-password');
       expect((error as Error).message).not.toContain('wrong-password');
     });
