@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { Pool } from 'pg';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
@@ -47,9 +48,17 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
   const store = () => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE });
   const rowsOf = async (topic: string) => (await pool.query(`SELECT id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 
-  /** A behind the proxy (its relay never looks: only B takes rows over); B straight to Redis, consuming `topic`. */
+  /**
+   * A behind the proxy (its relay never looks: only B takes rows over); B straight to Redis, consuming
+   * `topic`. A's client is the application's own ioredis client with its defaults (`{ client }`): no
+   * socket timeout, so a silent link stays open and its held bytes are delivered when it heals (a
+   * connection dropped for silence would lose them in this proxy; on a real network bytes already on
+   * their way still arrive before the reset).
+   */
   async function startPair(keyPrefix: string, topic: string, runs: RecordedRun[]): Promise<{ a: OutboxApp; b: OutboxApp }> {
-    const a = await startOutboxApp({ redis: proxy.url, keyPrefix, outbox: store(), outboxRelay: { minAge: 3_600_000, claimLease: CLAIM_LEASE_MS } });
+    const client = new Redis(proxy.url, { lazyConnect: true });
+    const started = await startOutboxApp({ redis: { client }, keyPrefix, outbox: store(), outboxRelay: { minAge: 3_600_000, claimLease: CLAIM_LEASE_MS } });
+    const a = { ...started, close: () => started.close().finally(() => client.disconnect()) };
     const b = await startOutboxApp({
       redis: testRedisUrl(),
       keyPrefix,

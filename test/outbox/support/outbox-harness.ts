@@ -9,6 +9,7 @@ import {
   type RedisLockEventMap,
   type RedisLockEventName,
 } from '../../../lib/index.js';
+import type { RedisConnectionOptions } from '../../../lib/core/options/redis-lock-module-options.interface.js';
 import type { JobOutboxStore } from '../../../lib/core/outbox/job-outbox-store.js';
 import { initRedisLockTestingModule } from '../../../lib/testing/index.js';
 
@@ -33,7 +34,7 @@ export interface OutboxApp {
 const RECORDED_EVENTS: RedisLockEventName[] = ['outbox.relayed', 'outbox.relay.failed', 'outbox.row.parked'];
 
 export async function startOutboxApp(options: {
-  redis: string;
+  redis: string | RedisConnectionOptions;
   keyPrefix: string;
   outbox: JobOutboxStore;
   topics?: string[];
