@@ -8,10 +8,11 @@ const fault = (from: number, to: number, kind: string, slot?: number): SwEvent[]
   at(from, 'driver', { op: 'fault', kind, slot, phase: 'start', n: from }),
   at(to, 'driver', { op: 'fault', kind, slot, phase: 'end', n: from }),
 ];
-const run = (ms: number, w: string, job: string, attempt = 1, topic = 'sw.jobs'): SwEvent[] => [
-  at(ms, w, { op: 'run', topic, job, attempt, token: String(ms) }),
-  at(ms + 10, w, { op: 'run-end', topic, job, attempt, token: String(ms) }),
-];
+/** A handler run claimed `claimedBefore` ms before it began (its token is the Redis TIME in µs at the claim). */
+const run = (ms: number, w: string, job: string, attempt = 1, topic = 'sw.jobs', claimedBefore = 2): SwEvent[] => {
+  const token = String((T0 + ms - claimedBefore) * 1000);
+  return [at(ms, w, { op: 'run', topic, job, attempt, token }), at(ms + 10, w, { op: 'run-end', topic, job, attempt, token })];
+};
 const committedJob = (ms: number, job: string, w = 'w0.1'): SwEvent[] => [at(ms, w, { op: 'tx-begin', job, intent: 'commit' }), at(ms + 5, w, { op: 'committed', job })];
 /** The fixed schedules ticking after everything: so that `schedule-not-restored` stays quiet. */
 const fixedTicks = (ms: number): SwEvent[] => ['s0', 's1', 's2'].flatMap((id) => run(ms, 'w1.1', `repeat:${id}@${T0 + ms}`, 1, 'sw.ticks'));
@@ -67,6 +68,16 @@ describe('scheduled-work checker', () => {
     expect(rules([...committedJob(0, 'a'), ...run(100, 'w1.1', 'a'), ...run(2_500, 'w2.1', 'a', 2)])).toEqual(['redelivered-without-cause']);
   });
 
+  it('outbox: a delivery whose handler began after its visibility had passed (paused or cut off before it began) excuses the next attempt', () => {
+    // Attempt 1 claimed at 100, its consumer stopped before the handler began; attempt 2 ran at 2 200; attempt 1's handler began at 2 500.
+    expect(
+      checkScheduledWork([...committedJob(0, 'a'), ...run(2_200, 'w2.1', 'a', 2), ...run(2_500, 'w1.1', 'a', 1, 'sw.jobs', 2_400), ...fixedTicks(100_000)], {
+        visibilityMs: 2_000,
+        presentAtEnd: present,
+      }),
+    ).toMatchObject({ violations: [], figures: { jobs: { redeliveries: 1, staleDeliveriesRun: 1 } } });
+  });
+
   it('outbox: Redis restarted empty excuses a job lost or written twice, not a rolled-back one that ran', () => {
     expect(
       rules([
@@ -119,5 +130,21 @@ describe('scheduled-work checker', () => {
         at(4_200, 'w2.1', { op: 'one-obs', token: '20', valid: true }),
       ]).sort(),
     ).toEqual(['one-instance-overlap', 'one-instance-token-went-back', 'two-leaders']);
+  });
+});
+
+describe('scheduled-work checker: early runs and leadership hooks', () => {
+  it('a job run before its delay, a tick before its time, a phantom leadership term, a lost hook without its term', () => {
+    expect(
+      rules([
+        at(0, 'w0.1', { op: 'tx-begin', job: 'a', intent: 'commit', delay: 500 }),
+        at(10, 'w0.1', { op: 'committed', job: 'a' }),
+        ...run(300, 'w1.1', 'a'),
+        ...run(1_000, 'w1.1', `repeat:s0@${T0 + 1_200}`, 1, 'sw.ticks'),
+        at(2_000, 'w1.1', { op: 'leader-acquired', token: '11', valid: true }),
+        at(2_001, 'w1.1', { op: 'leader-lost', token: '11', reason: 'LockLostError: its lease ended before it was extended' }),
+        at(3_000, 'w2.1', { op: 'leader-lost', token: '12', reason: 'LeadershipSteppedDownError' }),
+      ]).sort(),
+    ).toEqual(['leader-lost-without-term', 'phantom-leader-term', 'ran-early', 'ran-early']);
   });
 });

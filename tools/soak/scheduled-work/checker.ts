@@ -9,15 +9,21 @@
  *   before it SIGKILLed its process) never ran. Not a violation, counted as `lostToDataLoss`, when
  *   Redis was restarted empty within 15 s after the commit (jobs already in Redis are lost then; the
  *   documented limit).
- * - `job-ran-twice`: a job ran again with an attempt no greater than an earlier run's (the same
- *   delivery twice, or the job written to Redis a second time). Redis restarted empty between the
+ * - `job-ran-twice`: in the order of its deliveries (fencing tokens), a job ran again with an
+ *   attempt no greater than the earlier delivery's (the same delivery twice, or the job written to
+ *   Redis a second time). Redis restarted empty between the
  *   two runs excuses it (the row's operation record was lost with the data): counted, not a violation.
  * - `redelivered-without-cause`: a job ran again as a later attempt although the earlier run
  *   finished within its visibility timeout and nothing stopped its consumer from acknowledging it.
  *   "Outlived its visibility" is detected as: the earlier run has no `run-end`, or ended more than
- *   the visibility timeout after it began, or a fault that can keep a consumer from confirming in
- *   time (its process killed, paused or its link stalled, a lost reply on its link, a Redis
- *   restart) overlapped the run or the visibility timeout after it.
+ *   the visibility timeout after it began, or began more than the visibility timeout after its
+ *   delivery was claimed (its token is the Redis TIME at the claim: counted as `staleDeliveriesRun`),
+ *   or a fault that can keep a consumer from confirming in time (its process killed, paused or its
+ *   link stalled, a lost reply on its link, a Redis restart) overlapped the time from its claim to
+ *   the visibility timeout after its end.
+ * - `ran-early`: a job ran before its delay had passed since its transaction began (the row's due
+ *   time is the database's clock at INSERT + delay; every process runs on this machine's clock).
+ *   Ticks the same: a tick ran before its tick time.
  * Repeatable jobs
  * - `tick-ran-twice` / `tick-redelivered-without-cause`: the same rules per tick job
  *   (`repeat:<id>@<tick>`), with no excuse for data loss: a restored schedule starts after the
@@ -37,6 +43,10 @@
  *   signal live, overlap on the shared monotonic clock. A term of a paused process that sees itself
  *   still leading when it resumes is such an overlap.
  * - `one-instance-token-went-back` / `leader-token-went-back`: a later term has a smaller token.
+ * - `phantom-leader-term`: `onLeadershipAcquired` ran for a term whose lease was found ended (a
+ *   `LockLostError` in `onLeadershipLost`) within 100 ms: a fresh term has a whole ttl (1 s here)
+ *   ahead of it, so the hooks ran for a term that never really began.
+ * - `leader-lost-without-term`: `onLeadershipLost` ran for a term whose `onLeadershipAcquired` did not.
  */
 import { FIXED_SCHEDULES, JOB_TOPIC, TICK_TOPIC } from './constants.js';
 import type { SwEvent } from './history-file.js';
@@ -67,8 +77,10 @@ export interface SwFigures {
     redeliveries: number;
     lostToDataLoss: number;
     ranTwiceAfterDataLoss: number;
+    /** Runs whose handler began more than the visibility timeout after their delivery was claimed. */
+    staleDeliveriesRun: number;
   };
-  ticks: { runs: number; ticks: number; redeliveries: number; bySchedule: Record<string, number> };
+  ticks: { runs: number; ticks: number; redeliveries: number; staleDeliveriesRun: number; bySchedule: Record<string, number> };
   churn: { repeats: number; removals: number; removalsViaOutbox: number; killedAfterCommit: number; removalsRacingTicks: number; failed: number };
   oneInstance: { runs: number; observations: number };
   leader: { terms: number; observations: number; staleObservationsRefused: number; shortLeaseLostTerms: number };
@@ -100,6 +112,9 @@ const HITS_A_CONSUMER: Record<string, 'slot' | 'all'> = {
 
 /** A committed job not run is excused when Redis was restarted empty this soon after its COMMIT (it may have been in Redis then). */
 export const DATA_LOSS_WINDOW_US = 15_000_000;
+
+/** Clock reading slack of the early-run rule (ms): the Redis and database clocks are read in whole ms. */
+const EARLY_MARGIN_MS = 5;
 
 const slotOf = (w: string) => Number(/^w(\d+)\./.exec(w)?.[1] ?? -1);
 const bigger = (a: string, b: string) => BigInt(a) > BigInt(b);
@@ -145,33 +160,52 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     } else if (e.op === 'run-end') ends.set(runKey(e), e);
   }
 
-  /** Judges the runs of one job id; returns how many later attempts were excused. */
-  const judgeRuns = (id: string, list: readonly SwEvent[], tick: boolean): { redeliveries: number; afterDataLoss: number } => {
+  /**
+   * When the delivery a run belongs to was claimed, on the monotonic clock: its fencing token is
+   * max(counter + 1, the Redis TIME in µs at the claim), so token / 1000 is no earlier than the claim.
+   */
+  const claimedM = (run: SwEvent) => run.m - Math.max(0, run.t - Number(BigInt(run.token!) / 1000n)) * 1000;
+  /** The run began more than the visibility timeout after its delivery was claimed (its consumer was paused or cut off meanwhile). */
+  const startedStale = (run: SwEvent) => run.m - claimedM(run) > visibilityUs;
+
+  /**
+   * Judges the runs of one job id, in the order of their deliveries (fencing tokens grow with every
+   * delivery of a job): a later delivery must be a later attempt, and is excused only when the
+   * earlier delivery's consumer could not confirm it within its visibility timeout.
+   */
+  const judgeRuns = (id: string, list: readonly SwEvent[], tick: boolean): { redeliveries: number; afterDataLoss: number; stale: number } => {
+    const byDelivery = [...list].sort((a, b) => (BigInt(a.token!) < BigInt(b.token!) ? -1 : BigInt(a.token!) > BigInt(b.token!) ? 1 : a.m - b.m));
     let redeliveries = 0;
     let afterDataLoss = 0;
-    for (let i = 1; i < list.length; i++) {
-      const prev = list[i - 1];
-      const next = list[i];
+    const stale = list.filter(startedStale).length;
+    for (let i = 1; i < byDelivery.length; i++) {
+      const prev = byDelivery[i - 1];
+      const next = byDelivery[i];
       if (next.attempt! <= prev.attempt!) {
-        if (!tick && emptyRestartBetween(prev.m, next.m)) {
+        if (!tick && emptyRestartBetween(Math.min(prev.m, next.m), Math.max(prev.m, next.m))) {
           afterDataLoss++;
           continue;
         }
-        violate(tick ? 'tick-ran-twice' : 'job-ran-twice', `${id} ran as attempt ${prev.attempt} (${prev.w}) then again as attempt ${next.attempt} (${next.w})`, [prev, next]);
+        violate(
+          tick ? 'tick-ran-twice' : 'job-ran-twice',
+          `${id} ran as attempt ${prev.attempt} (${prev.w}, token ${prev.token}) and again as attempt ${next.attempt} (${next.w}, token ${next.token})`,
+          [prev, next],
+        );
         continue;
       }
       const end = ends.get(runKey(prev));
-      const outlived = end === undefined || end.m - prev.m > visibilityUs || hitBetween(slotOf(prev.w), prev.m, (end?.m ?? prev.m) + visibilityUs);
+      const outlived =
+        end === undefined || end.m - prev.m > visibilityUs || startedStale(prev) || hitBetween(slotOf(prev.w), claimedM(prev), (end?.m ?? prev.m) + visibilityUs);
       if (outlived) redeliveries++;
       else {
         violate(
           tick ? 'tick-redelivered-without-cause' : 'redelivered-without-cause',
-          `${id}: attempt ${prev.attempt} on ${prev.w} ended after ${Math.round((end.m - prev.m) / 1000)} ms with no fault on it, yet attempt ${next.attempt} ran on ${next.w}`,
+          `${id}: attempt ${prev.attempt} on ${prev.w} began ${Math.round((prev.m - claimedM(prev)) / 1000)} ms after its claim and ended ${Math.round((end.m - prev.m) / 1000)} ms later with no fault on it, yet attempt ${next.attempt} ran on ${next.w}`,
           [prev, end, next],
         );
       }
     }
-    return { redeliveries, afterDataLoss };
+    return { redeliveries, afterDataLoss, stale };
   };
 
   // ---- Outbox jobs ----
@@ -194,6 +228,7 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     redeliveries: 0,
     lostToDataLoss: 0,
     ranTwiceAfterDataLoss: 0,
+    staleDeliveriesRun: 0,
   };
   for (const [job, begin] of txBegin) {
     const result = outcome.get(job);
@@ -213,6 +248,9 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   for (const [job, list] of runs) {
     if (list[0].topic !== JOB_TOPIC) continue;
     jobs.runs += list.length;
+    const begin = txBegin.get(job);
+    const early = begin?.delay === undefined ? undefined : list.find((r) => r.t < begin.t + begin.delay! - EARLY_MARGIN_MS);
+    if (early) violate('ran-early', `${job} ran ${begin!.t + begin!.delay! - early.t} ms before its delay of ${begin!.delay} ms had passed since its transaction began`, [begin!, early]);
     if (!txBegin.has(job)) {
       violate('phantom-run', `${job} ran but no transaction scheduled it`, list.slice(0, 2));
       continue;
@@ -221,10 +259,11 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     const judged = judgeRuns(job, list, false);
     jobs.redeliveries += judged.redeliveries;
     jobs.ranTwiceAfterDataLoss += judged.afterDataLoss;
+    jobs.staleDeliveriesRun += judged.stale;
   }
 
   // ---- Repeatable jobs ----
-  const ticks: SwFigures['ticks'] = { runs: 0, ticks: 0, redeliveries: 0, bySchedule: {} };
+  const ticks: SwFigures['ticks'] = { runs: 0, ticks: 0, redeliveries: 0, staleDeliveriesRun: 0, bySchedule: {} };
   const tickRuns = new Map<string, Array<{ tickMs: number; e: SwEvent }>>();
   for (const [job, list] of runs) {
     if (list[0].topic !== TICK_TOPIC) continue;
@@ -234,13 +273,17 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       continue;
     }
     const [, scheduleId, tickMs] = match;
+    const early = list.find((r) => r.t < Number(tickMs) - EARLY_MARGIN_MS);
+    if (early) violate('ran-early', `${job} ran ${Number(tickMs) - early.t} ms before its tick time`, [early]);
     ticks.runs += list.length;
     ticks.ticks++;
     ticks.bySchedule[scheduleId] = (ticks.bySchedule[scheduleId] ?? 0) + 1;
     let byId = tickRuns.get(scheduleId);
     if (!byId) tickRuns.set(scheduleId, (byId = []));
     byId.push({ tickMs: Number(tickMs), e: list[0] });
-    ticks.redeliveries += judgeRuns(job, list, true).redeliveries;
+    const judged = judgeRuns(job, list, true);
+    ticks.redeliveries += judged.redeliveries;
+    ticks.staleDeliveriesRun += judged.stale;
   }
 
   const churnOps = new Map<string, SwEvent[]>();
@@ -356,7 +399,11 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     if (e.op === 'leader-acquired') acquiredAt.set(`${e.w}|${e.token}`, e);
     if (e.op === 'leader-lost') {
       const began = acquiredAt.get(`${e.w}|${e.token}`);
-      if (began && e.m - began.m < 100_000 && /LockLost/.test(e.reason ?? '')) shortLeaseLostTerms++;
+      if (!began) violate('leader-lost-without-term', `${e.w}: onLeadershipLost ran for token ${e.token}, whose onLeadershipAcquired did not`, [e]);
+      else if (e.m - began.m < 100_000 && /LockLost/.test(e.reason ?? '')) {
+        shortLeaseLostTerms++;
+        violate('phantom-leader-term', `${e.w}: became leader (token ${e.token}) and lost it ${((e.m - began.m) / 1000).toFixed(1)} ms later: ${e.reason}`, [began, e]);
+      }
     }
   }
 

@@ -259,6 +259,7 @@ class ScheduledWorkRun {
 
       monitor = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: this.redis.url, keyPrefix: this.prefix }), { logger: false });
       const present = new Set((await monitor.get(DelayQueueService).listRepeats(TICK_TOPIC)).map((r) => r.id));
+      this.log.record({ op: 'present-at-end', detail: [...present].sort().join(' ') });
       return this.summarize(present);
     } finally {
       this.stopping = true;
@@ -519,7 +520,7 @@ class ScheduledWorkRun {
         `history      ${f.events} events in ${this.dir}`,
         `faults       ${Object.entries(faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ')}`,
         `outbox jobs  ${Object.entries(f.jobs).map(([k, v]) => `${k} ${v}`).join(', ')}`,
-        `ticks        runs ${f.ticks.runs}, ticks ${f.ticks.ticks}, redeliveries ${f.ticks.redeliveries}; by schedule ${JSON.stringify(f.ticks.bySchedule)}`,
+        `ticks        runs ${f.ticks.runs}, ticks ${f.ticks.ticks}, redeliveries ${f.ticks.redeliveries}, staleDeliveriesRun ${f.ticks.staleDeliveriesRun}; by schedule ${JSON.stringify(f.ticks.bySchedule)}`,
         `schedules    ${Object.entries(f.churn).map(([k, v]) => `${k} ${v}`).join(', ')}; in Redis at the end ${[...present].sort().join(' ')}`,
         `one-instance runs ${f.oneInstance.runs}, observations ${f.oneInstance.observations}`,
         `leader       terms ${f.leader.terms}, observations ${f.leader.observations}, stale views refused ${f.leader.staleObservationsRefused}, terms lost within 100 ms ${f.leader.shortLeaseLostTerms}`,

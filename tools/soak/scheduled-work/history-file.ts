@@ -16,7 +16,7 @@ import { monotonicUs } from './constants.js';
 
 export type SwOp =
   // Outbox producer
-  | 'tx-begin' // before BEGIN: `job`, `intent` commit|rollback
+  | 'tx-begin' // before BEGIN: `job`, `intent` commit|rollback, `delay` (ms) of its job
   | 'committed' // COMMIT resolved (or, `killed: true`, seen committed by the hook that then SIGKILLs the process)
   | 'rolled-back' // ROLLBACK done: the job must never run
   | 'tx-failed' // the transaction failed otherwise: the job may or may not run
@@ -35,7 +35,8 @@ export type SwOp =
   | 'leader-obs'
   | 'leader-lost'
   // Driver
-  | 'fault'; // `kind`, `phase` start|end, `slot`, `detail`
+  | 'fault' // `kind`, `phase` start|end, `slot`, `detail`
+  | 'present-at-end'; // the schedule ids in Redis once the workers stopped (`detail`, space-separated)
 
 export interface SwEvent {
   readonly m: number;
@@ -59,6 +60,7 @@ export interface SwEvent {
   readonly slot?: number;
   readonly detail?: string;
   readonly every?: number;
+  readonly delay?: number;
 }
 
 export type SwRecord = Omit<SwEvent, 'm' | 't' | 'w'>;

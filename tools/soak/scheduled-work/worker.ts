@@ -207,7 +207,7 @@ async function main(): Promise<void> {
       const job = `${me}.o${n++}`;
       const intent = random() < 0.8 ? 'commit' : 'rollback';
       const delay = Math.floor(between(0, 800));
-      history.record({ op: 'tx-begin', job, intent });
+      history.record({ op: 'tx-begin', job, intent, delay });
       try {
         await transaction(async () => {
           await tx.current()!.query(`INSERT INTO ${ORDERS_TABLE} (id) VALUES ($1)`, [job]);
