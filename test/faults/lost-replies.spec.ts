@@ -1,6 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { readdirSync } from 'node:fs';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
-import { LockAcquireTimeoutError, type Consumer, type LockHandle, type LockService } from '../../lib/index.js';
+import { LockAcquireTimeoutError, runInTransaction, type Consumer, type LockHandle, type LockService, type RedisLockModuleOptions } from '../../lib/index.js';
+import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { writeOutboxJobScript } from '../../lib/delay-queue/scripts/write-outbox-job.lua.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
 import { cancelWaitingJobScript } from '../../lib/delay-queue/scripts/cancel-waiting-job.lua.js';
@@ -805,6 +809,81 @@ const restoreRows: LostReplyRow[] = [
   }),
 ];
 
+/**
+ * The transactional outbox (issue 23 defects 2, 3): the fenced writes after COMMIT. Both apps share
+ * one PGlite outbox whose relays never look (minAge one hour), so the write under test is the
+ * proxied app's own write right after COMMIT; run twice, the second run finds the row's record.
+ */
+const outboxDb = new PGlite();
+const outboxTx = new AsyncLocalStorage<Transaction>();
+const outboxReady = outboxDb.exec(new PostgresJobOutbox({ transaction: inPgliteTransaction(() => undefined), relay: outboxDb }).migration);
+const OUTBOX_OPTIONS: RedisLockModuleOptions = {
+  delayQueue: {
+    outbox: new PostgresJobOutbox({ transaction: inPgliteTransaction(() => outboxTx.getStore()), relay: outboxDb }),
+    outboxRelay: { minAge: 3_600_000 },
+  },
+};
+/** Runs `work` in a committed PGlite transaction; resolves after the after-commit write (up to 2 s). */
+async function inOutboxTransaction<T>(work: () => Promise<T>): Promise<T> {
+  await outboxReady;
+  return runInTransaction(() => outboxDb.transaction((tx) => outboxTx.run(tx, work)));
+}
+async function outboxRowCount(): Promise<number> {
+  return (await outboxDb.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
+}
+/** Where a fenced upsert's deadline (ARGV[6]) is among its keys and args. */
+const UPSERT_DEADLINE_AT = RESTORE_FLAG_AT + 1;
+
+const outboxRows: LostReplyRow[] = [
+  row({
+    name: 'outbox job write: the write after COMMIT run twice stores one job, which runs once; the row is deleted',
+    script: writeOutboxJobScript,
+    options: OUTBOX_OPTIONS,
+    act: async (ctx) => {
+      const id = await inOutboxTransaction(() => ctx.queue.schedule(TOPIC, { n: 1 }, { id: 'outboxed' }));
+      await ctx.lost;
+      await waitFor(async () => (await outboxRowCount()) === 0, 8_000, 'the row to be deleted');
+      return id;
+    },
+    check: async (ctx, _state, id) => {
+      expect(await runToEnd(ctx)).toEqual({ runs: [`${id}@1`], dead: [] });
+    },
+  }),
+  row({
+    name: 'outbox repeat (fenced upsert): the application after COMMIT run twice stores one schedule with one tick job; the row is deleted',
+    script: upsertRepeatScript,
+    where: (keysAndArgs) => (keysAndArgs[UPSERT_DEADLINE_AT] ?? '') !== '',
+    options: OUTBOX_OPTIONS,
+    act: async (ctx) => {
+      await inOutboxTransaction(() => ctx.queue.repeat(TOPIC, { every: 60_000 }, { id: 'outboxed', payload: { n: 3 } }));
+      await ctx.lost;
+      await waitFor(async () => (await outboxRowCount()) === 0, 8_000, 'the row to be deleted');
+    },
+    check: async (ctx) => {
+      const listed = await ctx.peerQueue.listRepeats(TOPIC);
+      expect(listed.map((info) => info.id)).toEqual(['outboxed']);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+      expect(await ctx.peerQueue.get(TOPIC, `repeat:outboxed@${listed[0].nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 3 } });
+    },
+  }),
+  row({
+    name: 'outbox removeRepeat (fenced): the removal after COMMIT run twice removes the schedule and its waiting tick; the row is deleted',
+    script: removeRepeatScript,
+    where: (keysAndArgs) => keysAndArgs.length === RESTORE_FLAG_AT - 4 + 2, // its keys and two args (id, deadline)
+    options: OUTBOX_OPTIONS,
+    arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 60_000 }, { id: 'outboxed' }),
+    act: async (ctx) => {
+      await inOutboxTransaction(() => ctx.queue.removeRepeat(TOPIC, 'outboxed'));
+      await ctx.lost;
+      await waitFor(async () => (await outboxRowCount()) === 0, 8_000, 'the row to be deleted');
+    },
+    check: async (ctx) => {
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+    },
+  }),
+];
+
 /** Dead letters made through the API: jobs with one attempt whose handler throws. */
 async function buryJobs(ctx: Omit<Ctx, 'lost'>, ids: string[]): Promise<void> {
   await ctx.peerQueue.scheduleMany(TOPIC, ids.map((id) => ({ payload: id, id, maxAttempts: 1 })));
@@ -847,13 +926,16 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
 
   beforeAll(async () => {
     harness = await LostReplyHarness.start([
-      ...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...READ_ONLY_SCRIPTS]),
+      ...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS]),
     ]);
   });
-  afterAll(() => harness.stop());
+  afterAll(async () => {
+    await harness.stop();
+    await outboxDb.close();
+  });
 
   it('has a row for every script of the library that changes state', async () => {
-    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
+    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
     const library = await scriptsOfLibrary();
     expect(library.length).toBeGreaterThanOrEqual(25);
     expect(library.filter((script) => !covered.has(script.sha)).map((script) => script.name)).toEqual([]);
@@ -869,5 +951,9 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
 
   describe('repeatable schedules', () => {
     it.each([...repeatRows, ...restoreRows].map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
+  });
+
+  describe('transactional outbox', () => {
+    it.each(outboxRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
   });
 });

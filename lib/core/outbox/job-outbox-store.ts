@@ -81,7 +81,9 @@ export interface JobOutboxStore {
   /**
    * Claims the given rows, right after the COMMIT that made them visible, for `leaseMs`; resolves to
    * the ids that exist (a row inserted in a savepoint that was rolled back does not, and its job must
-   * not be written). Optional: without it the committing process writes every row it inserted.
+   * not be written) and that no other relay holds under a live claim (its write may be in flight:
+   * the row is left to it). Optional: without it the committing process writes every row it
+   * inserted, with a deadline of `minAge` from the insert (after which any relay may claim them).
    */
   claimRows?(rowIds: readonly string[], options: { leaseMs: number }): Promise<string[]>;
 

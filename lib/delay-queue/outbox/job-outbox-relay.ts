@@ -8,7 +8,7 @@ import type { OutboxConfig } from '../../core/options/redis-lock-config.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { settleWithin } from '../../core/time/settle-within.js';
 import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
-import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
+import { MAX_JOB_ID_BYTES, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
 import { decodeJob } from '../jobs/job-codec.js';
 import type { PreparedJob } from '../jobs/prepare-job.js';
 import { readStoredForm, storedForm, type RepeatDefinition } from '../repeat/repeat-definition.js';
@@ -22,6 +22,8 @@ const FAILURE_BACKOFF = { delay: 200, factor: 2, maxDelay: 5_000, jitter: 0.3 } 
 const MAX_REFUSED_ATTEMPTS = 10;
 /** Longest time shutdown waits for writes started right after COMMIT. */
 const STOP_WAIT_MS = 5_000;
+/** The part of a write's window kept as a margin for clock rates and steps (1/10: 6 s of the default 60 s lease). */
+const DEADLINE_MARGIN_FRACTION = 0.1;
 
 /** Counters of one process's outbox traffic, for metrics. */
 export interface OutboxRelayStats {
@@ -44,6 +46,13 @@ export interface OutboxRelayStats {
  * rows older than `minAge` that nobody finished (the committing process crashed, or Redis was down)
  * and writes them, with backoff while Redis or the database fails. Every write goes through
  * `OutboxJobWriter`, whose per-row operation record makes a row written twice one job.
+ *
+ * Late writes: every write is made under a claim of its rows and carries a deadline on the Redis
+ * server's clock, `lowerBound(Redis clock when the claim was sent) + window - margin`, where the
+ * window is the claim lease (capped at half the records' lifetime). No other relay can claim the
+ * rows before the lease ends, and Redis refuses the write after its deadline (see write-fence.ts),
+ * so a write held by a stalled link cannot land after another relay wrote the row, ran its job and
+ * deleted it. The after-commit claim does not take rows another relay holds under a live claim.
  *
  * Due times: a delayed job's row keeps its due time on the database's clock (`due_at`); a relay
  * schedules it with the delay left, `max(0, due_at - now())` computed by the database, so a job
@@ -68,6 +77,9 @@ export class JobOutboxRelay {
   private scheduleTurn: Promise<void> = Promise.resolve();
 
   private readonly store: JobOutboxStore;
+  /** How long after its claim was sent a write may land, before the margin (ms). */
+  private readonly writeWindowMs: number;
+  private readonly deadlineMarginMs: number;
 
   constructor(
     private readonly settings: OutboxConfig,
@@ -79,6 +91,9 @@ export class JobOutboxRelay {
     private readonly written: (topic: string, rows: readonly OutboxJobWrite[]) => void,
   ) {
     this.store = settings.store;
+    // Records live OPERATION_RECORD_TTL_MS from the write: every deadline must end well inside that.
+    this.writeWindowMs = Math.min(settings.claimLease, OPERATION_RECORD_TTL_MS / 2);
+    this.deadlineMarginMs = Math.ceil(this.writeWindowMs * DEADLINE_MARGIN_FRACTION);
   }
 
   get stats(): OutboxRelayStats {
@@ -144,6 +159,8 @@ export class JobOutboxRelay {
 
   /** Starts the store (development migration), its listener and the relay loop. */
   async start(): Promise<void> {
+    // The first sample of the Redis clock, so that writes after COMMIT need no round trip for it.
+    void this.writer.clock.refresh().catch(() => undefined);
     await this.store.start?.();
     if (this.store.listen) {
       try {
@@ -195,15 +212,31 @@ export class JobOutboxRelay {
    * it), and no other relay takes them meanwhile.
    */
   private async relayOwn(rows: readonly OutboxJob[], insertedAt: number, written: () => void): Promise<void> {
+    await this.writer.clock.ready();
     let claimed: Map<string, OutboxRow> | undefined;
+    let deadline: number;
     if (this.store.claimRows) {
+      const claimSentAt = performance.now();
       const existing = new Set(await this.store.claimRows(rows.map((row) => row.rowId), { leaseMs: this.settings.claimLease }));
+      deadline = this.deadlineOf(claimSentAt, this.writeWindowMs);
       rows = rows.filter((row) => existing.has(row.rowId));
       claimed = new Map(rows.map((row) => [row.rowId, { ...row, attempts: 0 }]));
+    } else {
+      // Unclaimed: another relay may take the rows once they are minAge old (counted from the insert).
+      deadline = this.deadlineOf(insertedAt, Math.min(this.settings.minAge, this.writeWindowMs));
     }
     const elapsed = performance.now() - insertedAt;
     const writes = rows.map((row) => (row.kind === 'd' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
-    if (writes.length > 0) await this.relay(writes, 'after-commit', claimed, written);
+    if (writes.length > 0) await this.relay(writes, 'after-commit', deadline, claimed, written);
+  }
+
+  /**
+   * The deadline (ms of the Redis server's clock) of a write whose rows are safe from other relays
+   * for `windowMs` from local time `from`: a lower bound of the server's clock then, plus the window,
+   * minus the margin.
+   */
+  private deadlineOf(from: number, windowMs: number): number {
+    return this.writer.clock.lowerBoundAt(from) + windowMs - this.deadlineMarginMs;
   }
 
   /**
@@ -213,12 +246,14 @@ export class JobOutboxRelay {
   private async relay(
     rows: readonly OutboxWrite[],
     source: 'after-commit' | 'relay',
+    /** The write deadline of the claim the rows are held under (ms of the Redis server's clock). */
+    deadline: number,
     claimed?: ReadonlyMap<string, OutboxRow>,
     /** Called once the Redis writes are answered, before the DELETE. */
     written?: () => void,
   ): Promise<void> {
     const started = performance.now();
-    const outcomes = await this.writer.write(rows);
+    const outcomes = await this.writer.write(rows, deadline);
     written?.();
     const done = outcomes.filter((o) => o.error === undefined).map((o) => o.row);
     const failed = outcomes.filter((o) => o.error !== undefined);
@@ -230,7 +265,8 @@ export class JobOutboxRelay {
         if (claimed) await this.store.release(done.map((row) => row.rowId)).catch(() => undefined);
         throw error;
       }
-      void this.writer.dropRecords(done);
+      // A write of these rows by another relay may still be in flight: its deadline ends within the window.
+      void this.writer.keepRecords(done, this.writeWindowMs + this.deadlineMarginMs);
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;
       for (const [topic, group] of groupByTopic(done.filter(isJobRow))) this.written(topic, group);
@@ -269,7 +305,11 @@ export class JobOutboxRelay {
   /** One look: claims a batch of rows left behind, parks the ones that cannot be relayed, writes the rest. */
   private async relayLeftBehind(): Promise<number> {
     this.lastClaimed = 0;
+    // No claim while Redis cannot give the clock's first sample: nothing could be written anyway.
+    await this.writer.clock.ready();
+    const claimSentAt = performance.now();
     const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, leaseMs: this.settings.claimLease });
+    const deadline = this.deadlineOf(claimSentAt, this.writeWindowMs);
     this.lastClaimed = rows.length;
     if (rows.length === 0) return 0;
     const valid: OutboxRow[] = [];
@@ -278,7 +318,7 @@ export class JobOutboxRelay {
       if (problem) await this.park(row, problem);
       else valid.push(row);
     }
-    if (valid.length > 0) await this.relay(valid, 'relay', new Map(valid.map((row) => [row.rowId, row])));
+    if (valid.length > 0) await this.relay(valid, 'relay', deadline, new Map(valid.map((row) => [row.rowId, row])));
     return rows.length;
   }
 

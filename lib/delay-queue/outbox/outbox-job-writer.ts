@@ -1,12 +1,13 @@
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
-import { OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
 import { operationKey } from '../jobs/operation-record.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
 import { readStoredForm } from '../repeat/repeat-definition.js';
 import type { RepeatScheduler } from '../repeat/repeat-scheduler.js';
-import { scheduleJobsScript } from '../scripts/schedule-jobs.lua.js';
+import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
+import { RedisClock } from './redis-clock.js';
+import { WriteFenceExpiredError, type WriteFence } from './write-fence.js';
 
 /** One outbox row's job (or repeat schedule change) as it is written to Redis. */
 export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
@@ -28,38 +29,50 @@ export function isJobRow(row: OutboxWrite): row is OutboxJobWrite {
 }
 
 /**
- * Writes outbox rows to Redis through the schedule script, one call per row, each with the
- * operation record `op:outbox:<rowId>` in the job's shard. The record is what makes a row relayed
- * twice one job even after the job has run and been acknowledged (the de-duplication by job id
- * alone only covers a job still waiting, running or dead): a crash between the Redis write and the
- * row's DELETE leaves the row behind, and whichever relay writes it again finds the record and
- * changes nothing. Records are kept until the rows are deleted (`dropRecords`); one left behind
- * expires after OPERATION_RECORD_TTL_MS (10 minutes). The calls of a batch are sent together
- * (pipelined on the one connection).
+ * Writes outbox rows to Redis, one fenced script call per row (see write-fence.ts): the operation
+ * record `op:outbox:<rowId>` in the job's shard is checked and set by the same script as the
+ * change, and the write carries the deadline of the claim it is made under. The record is what
+ * makes a row relayed twice one job even after the job has run and been acknowledged (the
+ * de-duplication by job id alone only covers a job still waiting, running or dead): a crash between
+ * the Redis write and the row's DELETE leaves the row behind, and whichever relay writes it again
+ * finds the record and changes nothing. The deadline is what bounds how late a write can land: a
+ * write held by a stalled link past it is refused by Redis. Records live OPERATION_RECORD_TTL_MS
+ * (10 minutes) from the write, and once the row is deleted `keepRecords` shortens that to the
+ * deadline window (any write still in flight has a deadline inside it). The calls of a batch are
+ * sent together (pipelined on the one connection).
  *
  * Repeat schedule rows are applied by the `RepeatScheduler`, as `repeat()` / `removeRepeat()` do
  * outside a transaction (an upsert keyed by schedule id and definition fingerprint, a removal by id:
  * both change nothing the second time), one after the other in the rows' order, so that a
- * `repeat()` followed by `removeRepeat()` in one transaction ends removed. Their operation record is
- * set once the change is applied and checked before applying: a row relayed again after its DELETE
- * failed does not bring back a schedule that a later transaction removed meanwhile.
+ * `repeat()` followed by `removeRepeat()` in one transaction ends removed; their scripts check the
+ * same fence: a row applied again after its DELETE failed, or a late copy of its application, does
+ * not bring back a schedule that a later transaction removed meanwhile.
  */
 export class OutboxJobWriter {
+  /** The Redis server's clock as seen from here, for the deadlines of writes. */
+  readonly clock: RedisClock;
+
   constructor(
     private readonly client: () => RedisClient,
     private readonly shards: TopicShards,
     private readonly repeats: RepeatScheduler,
-  ) {}
+  ) {
+    this.clock = new RedisClock(client);
+  }
 
-  /** Writes every row; resolves to each row's outcome (an `error` per row that failed). Never rejects. */
-  async write(rows: readonly OutboxWrite[]): Promise<OutboxWriteOutcome[]> {
+  /**
+   * Writes every row under the claim whose write deadline is `deadline` (ms of the Redis server's
+   * clock); resolves to each row's outcome (an `error` per row that failed; `WriteFenceExpiredError`
+   * for a write that reached Redis too late). Never rejects.
+   */
+  async write(rows: readonly OutboxWrite[], deadline: number): Promise<OutboxWriteOutcome[]> {
     const scheduleRows = rows.filter(isScheduleRow);
-    const [jobs, schedules] = await Promise.all([this.writeJobs(rows.filter(isJobRow)), this.applySchedules(scheduleRows)]);
+    const [jobs, schedules] = await Promise.all([this.writeJobs(rows.filter(isJobRow), deadline), this.applySchedules(scheduleRows, deadline)]);
     return [...jobs, ...schedules];
   }
 
   /** Applies repeat schedule rows in order; a failed one stops the ones after it on the same schedule. */
-  private async applySchedules(rows: readonly OutboxWrite[]): Promise<OutboxWriteOutcome[]> {
+  private async applySchedules(rows: readonly OutboxWrite[], deadline: number): Promise<OutboxWriteOutcome[]> {
     const outcomes: OutboxWriteOutcome[] = [];
     const failed = new Map<string, unknown>();
     for (const row of rows) {
@@ -70,7 +83,7 @@ export class OutboxJobWriter {
         continue;
       }
       try {
-        await this.applySchedule(row);
+        await this.applySchedule(row, { recordId: recordIdOf(row), deadline });
         outcomes.push({ row });
       } catch (error) {
         failed.set(schedule, error);
@@ -80,35 +93,33 @@ export class OutboxJobWriter {
     return outcomes;
   }
 
-  private async applySchedule(row: OutboxWrite): Promise<void> {
-    const client = this.client();
-    const record = this.recordOf(row, this.keysOf(row));
-    if ((await client.exists(record)) === 1) return; // applied already by an earlier relay of this row
+  /** Applies one schedule row; the repeat scripts check its fence in the same step as the change. */
+  private async applySchedule(row: OutboxWrite, fence: WriteFence): Promise<void> {
     if (row.kind === 'x') {
-      await this.repeats.remove(row.topic, row.jobId);
+      await this.repeats.remove(row.topic, row.jobId, fence);
     } else {
       const definition = readStoredForm(row.jobId, row.body);
       if (!definition) throw new Error('its repeat definition cannot be read');
-      await this.repeats.upsert(row.topic, definition);
+      await this.repeats.upsert(row.topic, definition, fence);
     }
-    await client.set(record, '1', 'PX', OPERATION_RECORD_TTL_MS);
   }
 
-  private async writeJobs(rows: readonly OutboxWrite[]): Promise<OutboxWriteOutcome[]> {
+  private async writeJobs(rows: readonly OutboxWrite[], deadline: number): Promise<OutboxWriteOutcome[]> {
     if (rows.length === 0) return [];
     const client = this.client();
     return Promise.all(
       rows.map(async (row): Promise<OutboxWriteOutcome> => {
         try {
           const keys = this.keysOf(row);
-          await scheduleJobsScript.run(client, [...scriptKeys(keys), this.recordOf(row, keys)], [
+          const status = await writeOutboxJobScript.run<number>(client, [...scriptKeys(keys), this.recordOf(row, keys)], [
             row.jobId,
             row.kind,
             row.when,
             row.replace ? '1' : '0',
             row.body,
+            deadline,
           ]);
-          return { row };
+          return status === -1 ? { row, error: new WriteFenceExpiredError() } : { row };
         } catch (error) {
           return { row, error };
         }
@@ -116,10 +127,14 @@ export class OutboxJobWriter {
     );
   }
 
-  /** Deletes the records of rows that are gone from the outbox (best effort: they expire anyway). */
-  async dropRecords(rows: readonly OutboxWrite[]): Promise<void> {
+  /**
+   * Shortens the records of rows deleted from the outbox to `keepMs` (best effort: they expire
+   * anyway). Not deleted: a write of the row by another relay may still be in flight, and it must
+   * find the record until its deadline, which lies within `keepMs` of now.
+   */
+  async keepRecords(rows: readonly OutboxWrite[], keepMs: number): Promise<void> {
     const client = this.client();
-    await Promise.all(rows.map((row) => client.del(this.recordOf(row, this.keysOf(row))).catch(() => undefined)));
+    await Promise.all(rows.map((row) => client.pexpire(this.recordOf(row, this.keysOf(row)), keepMs).catch(() => undefined)));
   }
 
   private keysOf(row: OutboxWrite): TopicKeys {
@@ -127,8 +142,13 @@ export class OutboxJobWriter {
   }
 
   private recordOf(row: OutboxWrite, keys: TopicKeys): string {
-    return operationKey(keys.jobs, `outbox:${row.rowId}`);
+    return operationKey(keys.jobs, recordIdOf(row));
   }
+}
+
+/** The operation id of a row's record. */
+function recordIdOf(row: OutboxWrite): string {
+  return `outbox:${row.rowId}`;
 }
 
 function scriptKeys(keys: TopicKeys): string[] {

@@ -18,6 +18,7 @@ import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './schedule-jobs.lua.js';
 import { topicStatsScript } from './topic-stats.lua.js';
 import { upsertRepeatScript } from './upsert-repeat.lua.js';
+import { writeOutboxJobScript } from './write-outbox-job.lua.js';
 
 /** Every script of the delay-queue engine (one per `*.lua.ts` file of this folder), for preloading at bootstrap. */
 export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
@@ -40,4 +41,5 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   scheduleJobsScript,
   topicStatsScript,
   upsertRepeatScript,
+  writeOutboxJobScript,
 ];

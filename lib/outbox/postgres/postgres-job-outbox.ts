@@ -190,8 +190,9 @@ WHERE id IN (
   FOR UPDATE SKIP LOCKED)
 RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts,
   GREATEST(0, CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000))::bigint AS remaining_ms`,
+    // Not a row another relay holds under a live claim: its write may be in flight.
     claimRows: `UPDATE ${t} SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
-WHERE id = ANY($1::text[]) AND parked_at IS NULL RETURNING id`,
+WHERE id = ANY($1::text[]) AND parked_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) RETURNING id`,
     release: `UPDATE ${t} SET claimed_until = NULL WHERE id = ANY($1::text[])`,
     delete: `DELETE FROM ${t} WHERE id = ANY($1::text[])`,
     park: `UPDATE ${t} SET parked_at = clock_timestamp(), claimed_until = NULL, last_error = $2 WHERE id = $1`,
