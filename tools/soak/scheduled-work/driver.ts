@@ -141,7 +141,11 @@ class Worker {
     });
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      if (line === 'READY') this.ready = true;
+      if (line === 'READY') {
+        this.ready = true;
+        // Signals asked for while it booted (before its handlers were installed the default action would kill it).
+        for (const signal of this.deferred.splice(0)) this.signal(signal);
+      }
       else if (line === 'IDLE') this.idle = true;
       else if (line.startsWith('VIOLATION ')) onViolation(JSON.parse(line.slice(10)) as OtherViolation);
       else process.stdout.write(`[${this.name}] ${line}\n`);
@@ -167,6 +171,14 @@ class Worker {
   signal(signal: NodeJS.Signals): void {
     if (this.alive) this.child.kill(signal);
   }
+
+  /** SIGUSR2 (stop producing) or SIGTERM (shut down): sent once the worker is ready, at once if it is. */
+  request(signal: 'SIGUSR2' | 'SIGTERM'): void {
+    if (this.ready) this.signal(signal);
+    else this.deferred.push(signal);
+  }
+
+  private readonly deferred: NodeJS.Signals[] = [];
 }
 
 class ScheduledWorkRun {
@@ -185,6 +197,8 @@ class ScheduledWorkRun {
   private faultSequence = 0;
   private pauses = 0;
   private stopping = false;
+  /** Workers were told to stop producing (respawned ones are told too). */
+  private quiescing = false;
   private redis!: LocalRedisServer;
   private postgres!: LocalPostgres;
   private faultySeconds = 0;
@@ -241,7 +255,8 @@ class ScheduledWorkRun {
         proxy.disarmLostReplies();
         proxy.heal();
       }
-      for (const worker of this.workers) worker.signal('SIGUSR2');
+      this.quiescing = true;
+      for (const worker of this.workers) worker.request('SIGUSR2');
       await this.waitUntil(() => this.workers.every((w) => w.idle || !w.alive), 60_000, 'every worker to stop producing', false);
       const lastFaultT = Date.now();
       const settled = await this.waitUntil(
@@ -292,6 +307,7 @@ class ScheduledWorkRun {
       },
     );
     this.workers[slot] = worker;
+    if (this.quiescing) worker.request('SIGUSR2');
     void worker.exited.then(({ code, signal }) => {
       if (this.stopping) return;
       if (!worker.expectedExit) {
@@ -460,7 +476,7 @@ class ScheduledWorkRun {
   private async stopWorkers(): Promise<void> {
     await Promise.all(
       this.workers.map(async (worker) => {
-        worker.signal('SIGTERM');
+        worker.request('SIGTERM');
         const timer = setTimeout(() => {
           this.other.push({ kind: 'slow-shutdown', worker: worker.name, detail: 'still running 30 s after SIGTERM' });
           worker.signal('SIGKILL');

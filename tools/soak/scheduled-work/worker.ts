@@ -83,6 +83,22 @@ process.on('unhandledRejection', (reason) => {
 });
 
 let stopping = false;
+let killAfterCommit = false;
+// Installed before anything else: a signal that arrives while the application boots must not kill
+// the process with the default action (the driver signals respawned workers too).
+const wanted = { idle: false, exit: false };
+let onStopSignal: () => void = () => undefined;
+process.on('SIGUSR1', () => (killAfterCommit = true));
+process.on('SIGUSR2', () => {
+  stopping = true;
+  wanted.idle = true;
+  onStopSignal();
+});
+process.on('SIGTERM', () => {
+  stopping = true;
+  wanted.exit = true;
+  onStopSignal();
+});
 
 @Injectable()
 class OneInstanceWork {
@@ -150,8 +166,6 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error'] });
   const queue = app.get(DelayQueueService);
   const transactions = app.get<Synchronizer>(TransactionSynchronizer);
-  let killAfterCommit = false;
-  process.on('SIGUSR1', () => (killAfterCommit = true));
 
   for (const topic of [JOB_TOPIC, TICK_TOPIC]) {
     queue.consume(
@@ -273,12 +287,11 @@ async function main(): Promise<void> {
   }
 
   const work = Promise.all([fixed, cleanUp(), produce(), churn('direct'), churn('tx')]);
-  process.on('SIGUSR2', () => {
-    stopping = true;
-    void work.then(() => process.stdout.write('IDLE\n'));
-  });
-  process.once('SIGTERM', () => {
-    stopping = true;
+  let exiting = false;
+  onStopSignal = () => {
+    if (wanted.idle) void work.then(() => process.stdout.write('IDLE\n'));
+    if (!wanted.exit || exiting) return;
+    exiting = true;
     clearInterval(timer);
     void (async () => {
       await work;
@@ -290,8 +303,9 @@ async function main(): Promise<void> {
       process.stderr.write(`${me}: shutdown failed: ${(error as Error)?.stack ?? error}\n`);
       process.exit(1);
     });
-  });
+  };
   process.stdout.write('READY\n');
+  onStopSignal(); // a signal that came while the application booted
   await work;
 }
 
