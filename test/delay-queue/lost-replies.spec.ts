@@ -293,13 +293,15 @@ describe('Job scripts whose reply is lost (run twice)', () => {
 
   it('release at shutdown: re-sent hand-backs return each buffered job once, with its attempt given back', async () => {
     const { proxied, direct, keyPrefix } = await pair();
-    const ids = await direct.queue.scheduleMany('release', [1, 2, 3].map((n) => ({ payload: n })));
+    const ids = await direct.queue.scheduleMany('release', [0, 1, 2, 3].map((n) => ({ payload: n })));
     const started = deferred();
     const finish = deferred();
     const runs: string[] = [];
-    // Concurrency 1: one job runs, the others wait in the prefetch buffer and are handed back at close().
-    const consumer = proxied.queue.consume('release', async (_payload, job) => {
+    // Concurrency 1: job 0 returns at once, so the consumer claims one job ahead (prefetch); job 1 runs,
+    // job 2 waits in the prefetch buffer and is handed back at close().
+    const consumer = proxied.queue.consume('release', async (payload, job) => {
       runs.push(`${job.id}@${job.attempt}`);
+      if (payload === 0) return;
       started.resolve();
       await finish.promise;
     }, { concurrency: 1 });
@@ -312,7 +314,7 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     const peer = direct.queue.consume('release', (_payload, job) => void runs.push(`${job.id}@${job.attempt}`));
     await waitFor(async () => {
       const stats = await direct.queue.stats('release');
-      return runs.length >= 3 && stats.due + stats.active === 0;
+      return runs.length >= 4 && stats.due + stats.active === 0;
     }, 10_000, 'the handed-back jobs to run');
     await sleep(200);
     expect([...runs].sort()).toEqual(ids.map((id) => `${id}@1`).sort());

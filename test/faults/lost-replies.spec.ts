@@ -680,7 +680,7 @@ const jobRows: LostReplyRow[] = [
   row({
     name: 'hand-back at shutdown: a hand-back run twice returns each unstarted job once, with its attempt undone once',
     script: releaseJobsScript,
-    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, ['one', 'two', 'three'].map((id) => ({ payload: id, id }))),
+    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, ['zero', 'one', 'two', 'three'].map((id) => ({ payload: id, id }))),
     act: async (ctx) => {
       const runs: string[] = [];
       const started = deferred();
@@ -689,6 +689,8 @@ const jobRows: LostReplyRow[] = [
         TOPIC,
         async (_payload, job) => {
           runs.push(`${job.id}@${job.attempt}`);
+          // 'zero' returns at once, so the consumer claims one job ahead of its slot (prefetch).
+          if (job.id === 'zero') return;
           started.resolve();
           await finish.promise;
         },
@@ -704,9 +706,42 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, _ids, here) => {
       const there = await runToEnd(ctx);
       expect(there.dead).toEqual([]);
-      expect(here).toHaveLength(1);
+      expect(here).toEqual(['zero@1', 'one@1']);
       // Every job ran exactly once over both processes, each on its first attempt.
-      expect([...here, ...there.runs].sort()).toEqual(['one@1', 'three@1', 'two@1']);
+      expect([...here, ...there.runs].sort()).toEqual(['one@1', 'three@1', 'two@1', 'zero@1']);
+    },
+  }),
+  row({
+    name: 'hand-back of a prefetched job a busy consumer cannot start (issue 23, defect 6): run twice, each job runs once, on its first attempt',
+    script: releaseJobsScript,
+    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, ['zero', 'one', 'two', 'three'].map((id) => ({ payload: id, id }))),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const finish = deferred();
+      // 'zero' returns at once, so the consumer claims 'two' ahead of its slot; 'one' then holds the
+      // slot, and 'two' is handed back while the consumer runs.
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        async (_payload, job) => {
+          runs.push(`${job.id}@${job.attempt}`);
+          if (job.id !== 'zero') await finish.promise;
+        },
+        { concurrency: 1 },
+      );
+      await ctx.lost;
+      // The peer, idle, runs what the busy consumer handed back while 'one' still holds its slot.
+      const peer = recordingConsumer(ctx);
+      await waitFor(() => peer.runs.length >= 2, 8_000, "'two' and 'three' to run on the peer");
+      finish.resolve();
+      await waitFor(() => drained(ctx), 8_000, 'the topic to drain');
+      await Promise.all([consumer.close(), peer.consumer.close()]);
+      return { here: runs, there: peer.runs };
+    },
+    check: async (ctx, _ids, { here, there }) => {
+      expect(await deadIds(ctx)).toEqual([]);
+      expect(here).toEqual(['zero@1', 'one@1']);
+      // Every job ran exactly once over both processes, each on its first attempt.
+      expect([...here, ...there].sort()).toEqual(['one@1', 'three@1', 'two@1', 'zero@1']);
     },
   }),
 ];

@@ -41,6 +41,7 @@ export class ClaimLeaseKeeper {
       id: row.id,
       token: readClaimToken(row.body),
       dueMs: row.dueMs,
+      dueScore: row.dueScore,
       body: row.body,
       confirmedSentAt: row.sentAt,
       phase: 'buffered',

@@ -19,7 +19,7 @@ export interface ClaimLoopContext {
   readonly keys: TopicKeys;
   readonly maxIdleWait: number;
   readonly claimer: JobClaimer;
-  readonly runner: Pick<JobRunner<unknown>, 'room' | 'enqueue'>;
+  readonly runner: Pick<JobRunner<unknown>, 'room' | 'claimSent' | 'enqueue'>;
   readonly leases: ClaimLeaseKeeper;
   readonly settlement: JobSettlement;
   readonly failures: RedisFailureStreak;
@@ -31,9 +31,11 @@ export interface ClaimLoopContext {
 /**
  * Decides when to claim, and how much: as many due jobs as the runner has room for (one claim call,
  * which also carries pending acknowledgements), then waits for the next reason to claim: room, the
- * next due time, or a marker pushed by a producer. A backlog is thus drained in batches of up to
- * twice the concurrency per round trip. Due times are met by a local timer set from the Redis clock,
- * not by Redis's blocking timeout, which only fires on the server's 100 ms cron tick. The BZPOPMIN on
+ * next due time, or a marker pushed by a producer. A backlog of short jobs is thus drained in batches
+ * of up to twice the concurrency per round trip; with every slot busy on long handlers the runner has
+ * no room, and the loop leaves due jobs (and the markers announcing them) to other consumers. Due
+ * times are met by a local timer set from the Redis clock, not by Redis's blocking timeout, which
+ * only fires on the server's 100 ms cron tick. The BZPOPMIN on
  * the marker only brings news (an earlier job, a burst to share); it times out every `maxIdleWait`
  * as a safety net. A failed claim is retried after the failure streak's backoff; the loop never throws.
  */
@@ -43,6 +45,10 @@ export class ClaimLoop {
   private pausedFor?: PauseReason;
   /** A marker arrived while a claim was travelling: claim again instead of waiting. */
   private wakePending = false;
+  /** The next due time the last claim reported and no other consumer was told of (-1: none). */
+  private unsharedDue = -1;
+  /** The last due time handed to another consumer that way (not posted twice). */
+  private sharedDue = -1;
 
   constructor(private readonly context: ClaimLoopContext) {
     this.waiter = new MarkerWaiter(
@@ -82,8 +88,12 @@ export class ClaimLoop {
   private async claimOnce(): Promise<void> {
     const { claimer, runner, leases, settlement, failures } = this.context;
     const room = Math.min(MAX_CLAIM_BATCH, runner.room);
-    if (room <= 0) return this.pause('slot');
+    if (room <= 0) {
+      this.shareNextDue();
+      return this.pause('slot');
+    }
     this.wakePending = false;
+    runner.claimSent();
     const acks = settlement.takeAcks();
     let claim;
     try {
@@ -94,12 +104,27 @@ export class ClaimLoop {
     }
     settlement.acknowledged(acks);
     failures.recovered();
+    // With more due, the claim script has woken another consumer already.
+    this.unsharedDue = claim.moreDue || claim.nextDue === this.sharedDue ? -1 : claim.nextDue;
     const claimed = claim.rows.map((row) => leases.hold(row));
     if (!this.context.running()) return settlement.handBack(claimed, true);
     runner.enqueue(claimed);
     if (claim.rows.length >= room || claim.moreDue) return;
     if (this.wakePending) return;
     await this.pause('work', claim.nextWake);
+  }
+
+  /**
+   * This consumer has no room: if it alone knows when the next job falls due (the producer's marker
+   * or its last claim told it), it posts the marker again, so that a consumer parked on it claims
+   * and watches that due time instead. Otherwise the job would wait for a free slot here or for
+   * another consumer's idle timeout.
+   */
+  private shareNextDue(): void {
+    if (this.unsharedDue < 0) return;
+    this.sharedDue = this.unsharedDue;
+    this.unsharedDue = -1;
+    this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined);
   }
 
   /** Ends the current pause at once. */

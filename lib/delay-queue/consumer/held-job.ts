@@ -4,6 +4,10 @@ export interface HeldJob {
   /** The claim token the job carried when claimed; every outcome sent for this claim quotes it. */
   readonly token: string;
   readonly dueMs: number;
+  /** Its score in the due set when claimed (due time and FIFO slot): a hand-back puts it back there. */
+  readonly dueScore: number;
+  /** `performance.now()` when it entered the runner's prefetch buffer (see JobRunner). */
+  bufferedAt?: number;
   /** Created on first use: most handlers never look at their signal, and a controller per job shows up in bursts. */
   controller?: AbortController;
   /** The stored job as claimed; dropped once the handler starts. */
@@ -26,6 +30,8 @@ export interface ClaimedRow {
   readonly id: string;
   readonly body: string;
   readonly dueMs: number;
+  /** Its score in the due set: `dueMs * DUE_SCORE_SLOTS + FIFO slot`. */
+  readonly dueScore: number;
   /** When the claim was sent: the server's visibility deadline is at least `visibilityTimeout` after it. */
   readonly sentAt: number;
 }

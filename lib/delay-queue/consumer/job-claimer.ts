@@ -3,6 +3,7 @@ import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
+import { DUE_SCORE_SLOTS } from '../jobs/delay-queue.constants.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
 import type { ClaimedRow, HeldJob } from './held-job.js';
@@ -17,6 +18,8 @@ export interface ClaimResult {
   /** Server ms of the next due time or visibility deadline; -1 when the topic is empty. */
   readonly nextWake: number;
   readonly moreDue: boolean;
+  /** Server ms when the first job still waiting is due; -1 when none is. */
+  readonly nextDue: number;
 }
 
 export interface JobClaimerContext {
@@ -31,7 +34,7 @@ export interface JobClaimerContext {
   readonly clock: ServerClock;
 }
 
-type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[]];
+type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[], number];
 
 /**
  * Calls the claim script (claim-due-jobs.lua.ts) for one topic shard: takes due jobs, carries
@@ -65,15 +68,16 @@ export class JobClaimer {
     const sent = performance.now();
     const reply = await claimDueJobsScript.run<ClaimReply>(this.context.connection.client, keys, args);
     const received = performance.now();
-    const [nowUs, nextWake, more, , flat, recovered] = reply;
+    const [nowUs, nextWake, more, , flat, recovered, nextDue] = reply;
     this.lastClaimRecord = flat.length > 0 ? record : undefined;
     if (recovered.length > 0) this.reportRecovered(recovered);
     this.context.clock.sync(Number(nowUs), sent, received);
     const rows: ClaimedRow[] = [];
     for (let i = 0; i < flat.length; i += 3) {
-      rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Number(flat[i + 2]), sentAt: sent });
+      const dueScore = Number(flat[i + 2]);
+      rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS), dueScore, sentAt: sent });
     }
-    return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1 };
+    return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1, nextDue: Number(nextDue) };
   }
 
   /** Deletes the last claim's record (at shutdown; it would expire anyway). Never rejects. */

@@ -7,6 +7,13 @@ import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
 import { controllerOf, type HeldJob } from './held-job.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { ServerClock } from './server-clock.js';
+import { SlotTurnover } from './slot-turnover.js';
+
+/**
+ * A prefetched job that has not started this long after it was claimed is handed back to the queue
+ * (its attempt undone, at its own place), for a consumer that can run it now.
+ */
+export const PREFETCH_HOLD_MS = 250;
 
 export interface JobRunnerContext<T> {
   readonly topic: string;
@@ -25,16 +32,22 @@ export interface JobRunnerContext<T> {
   readonly bug: (where: string, error: unknown) => void;
   /**
    * Called for each job as soon as it is claimed (a repeat tick enqueues its next tick), so a job
-   * waiting in the prefetch buffer, or handed back at shutdown, does not hold up the next tick; the
+   * waiting in the prefetch buffer, or handed back, does not hold up the next tick; the
    * job's handler starts only once it has settled. Never rejects.
    */
   readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
 }
 
 /**
- * Runs claimed jobs' handlers, at most `concurrency` at once, with a prefetch buffer of up to
- * `concurrency` more claimed jobs so that handlers keep running while the next claim travels. A
- * handler gets the decoded payload and a frozen `JobContext`; its outcome goes to the settlement.
+ * Runs claimed jobs' handlers, at most `concurrency` at once, plus a prefetch buffer of claimed jobs
+ * waiting for a slot, so that handlers keep running while the next claim travels. A handler gets the
+ * decoded payload and a frozen `JobContext`; its outcome goes to the settlement.
+ *
+ * Invariant: a due job never waits in this buffer while another consumer could run it. The buffer
+ * only takes as many jobs as slots are about to free up (short handlers that finished lately, see
+ * SlotTurnover), so a consumer of long handlers claims no more than its
+ * free slots; and a buffered job not started PREFETCH_HOLD_MS after its claim (the handlers turned
+ * slow) is handed back to the queue at its own place, its attempt undone.
  */
 export class JobRunner<T> {
   /** Claimed ahead of a free slot, oldest first. */
@@ -43,16 +56,27 @@ export class JobRunner<T> {
   private readonly active = new Set<HeldJob>();
   /** `beforeRun` of claimed jobs whose handler has not started, still in progress. */
   private readonly preparing = new Map<HeldJob, Promise<void>>();
+  private readonly turnover: SlotTurnover;
+  /** Fires when the oldest buffered job has waited PREFETCH_HOLD_MS. */
+  private holdTimer?: NodeJS.Timeout;
 
-  constructor(private readonly context: JobRunnerContext<T>) {}
+  constructor(private readonly context: JobRunnerContext<T>) {
+    this.turnover = new SlotTurnover(context.options.concurrency);
+  }
 
   get activeCount(): number {
     return this.active.size;
   }
 
-  /** How many more jobs this runner can take now: free slots plus free places in the buffer. */
+  /** How many more jobs this runner can take now: free slots, plus as many as slots are about to free up, less what is buffered. */
   get room(): number {
-    return 2 * this.context.options.concurrency - this.active.size - this.buffer.length;
+    const { concurrency } = this.context.options;
+    return concurrency - this.active.size + this.turnover.recent() - this.buffer.length;
+  }
+
+  /** The claim loop sends a claim for `room` jobs now. */
+  claimSent(): void {
+    this.turnover.claimSent();
   }
 
   /** Buffers freshly claimed jobs and starts as many as there are free slots. */
@@ -61,12 +85,16 @@ export class JobRunner<T> {
       const preparing = this.context.beforeRun?.(job.id);
       if (preparing) this.preparing.set(job, preparing);
     }
+    const now = performance.now();
+    for (const job of jobs) job.bufferedAt = now;
     this.buffer.push(...jobs);
     this.startBuffered();
+    this.armHoldTimer();
   }
 
   /** Empties the buffer (at shutdown, to hand its jobs back). */
   takeBuffered(): HeldJob[] {
+    this.clearHoldTimer();
     const taken = this.buffer.splice(0);
     for (const job of taken) this.preparing.delete(job);
     return taken;
@@ -91,6 +119,41 @@ export class JobRunner<T> {
       this.active.add(job);
       job.done = this.execute(job, body).catch((error) => this.context.bug('job completion', error));
     }
+    if (this.buffer.length === 0) this.clearHoldTimer();
+  }
+
+  /** Watches the oldest buffered job's hold limit (the buffer is in claim order). */
+  private armHoldTimer(): void {
+    if (this.holdTimer || this.buffer.length === 0) return;
+    const delay = Math.max(0, this.buffer[0].bufferedAt! + PREFETCH_HOLD_MS - performance.now());
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = undefined;
+      // At shutdown the whole buffer is handed back by `takeBuffered`'s caller.
+      if (!this.context.running()) return;
+      this.handBackHeldTooLong();
+      this.armHoldTimer();
+    }, delay);
+    this.holdTimer.unref();
+  }
+
+  private clearHoldTimer(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+  }
+
+  /** Hands back the buffered jobs that waited PREFETCH_HOLD_MS for a slot. */
+  private handBackHeldTooLong(): void {
+    const now = performance.now();
+    let count = 0;
+    while (count < this.buffer.length && now - this.buffer[count].bufferedAt! >= PREFETCH_HOLD_MS) count++;
+    if (count === 0) return;
+    const handed: HeldJob[] = [];
+    for (const job of this.buffer.splice(0, count)) {
+      this.preparing.delete(job);
+      if (job.abandoned) this.context.leases.forget(job);
+      else handed.push(job);
+    }
+    if (handed.length > 0) this.context.settlement.handBackUnstarted(handed);
   }
 
   private async execute(job: HeldJob, body: string): Promise<void> {
@@ -99,6 +162,7 @@ export class JobRunner<T> {
     let failure: unknown;
     let succeeded = false;
     let startedAt = 0;
+    const began = performance.now();
     try {
       const preparing = this.preparing.get(job);
       if (preparing) {
@@ -138,6 +202,8 @@ export class JobRunner<T> {
       failure = error;
     }
     this.active.delete(job);
+    const finishedAt = performance.now();
+    this.turnover.finished(finishedAt - began, finishedAt);
     if (startedAt > 0 && decoded) {
       const runMs = performance.now() - startedAt;
       const base = { topic, id: job.id, attempt: decoded.attempts, runMs };

@@ -38,9 +38,10 @@ export interface JobSettlementContext {
 
 /**
  * Writes the outcome of each claim to Redis: acknowledgements (batched, preferably riding along with
- * the next claim), failures (retry with backoff or dead letter) and hand-backs at shutdown. A claim
- * stays held (its visibility renewed) until its outcome is written; whatever is never written comes
- * back when its visibility deadline passes (at-least-once delivery).
+ * the next claim), failures (retry with backoff or dead letter) and hand-backs (prefetched jobs a
+ * busy consumer cannot start soon, and whatever is left at shutdown). A claim stays held (its
+ * visibility renewed) until its outcome is written; whatever is never written comes back when its
+ * visibility deadline passes (at-least-once delivery).
  */
 export class JobSettlement {
   private readonly pendingAcks: HeldJob[] = [];
@@ -119,13 +120,33 @@ export class JobSettlement {
     );
   }
 
+  /**
+   * Returns prefetched jobs this consumer cannot start soon to the queue, while it runs (see
+   * JobRunner), with their attempt undone. Their claims stay held (renewed) until Redis has them
+   * back; the call is retried like an acknowledgement, and what it never hands back returns when
+   * its visibility passes.
+   */
+  handBackUnstarted(jobs: readonly HeldJob[]): void {
+    const { failures } = this.context;
+    this.track(
+      retryWithBackoff(() => releaseJobsScript.run(this.context.connection.client, this.context.keyList, releaseArgs(jobs, true)), {
+        failed: (error) => failures.failed(error),
+        giveUp: (tries) => tries >= SETTLE_TRIES || this.context.closed(),
+        delay: () => failures.retryDelay(),
+      }).then(() => {
+        for (const job of jobs) {
+          job.abandoned = true;
+          this.context.leases.forget(job);
+        }
+      }),
+    );
+  }
+
   /** Returns claims to the queue for another consumer (at shutdown). Never rejects. */
   async handBack(jobs: readonly HeldJob[], neverStarted: boolean): Promise<void> {
     if (jobs.length === 0) return;
-    const args: (string | number)[] = [neverStarted ? '1' : '0'];
-    for (const job of jobs) args.push(job.id, job.token, job.dueMs);
     try {
-      await releaseJobsScript.run(this.context.connection.client, this.context.keyList, args);
+      await releaseJobsScript.run(this.context.connection.client, this.context.keyList, releaseArgs(jobs, neverStarted));
     } catch (error) {
       this.context.logger.warn(
         `Could not hand ${jobs.length} job(s) of topic ${JSON.stringify(this.context.topic)} back at shutdown ` +
@@ -193,4 +214,11 @@ export class JobSettlement {
     this.inFlight.add(settled);
     void settled.finally(() => this.inFlight.delete(settled));
   }
+}
+
+/** The release script's arguments: each job goes back to the due-set score it was claimed from. */
+function releaseArgs(jobs: readonly HeldJob[], neverStarted: boolean): (string | number)[] {
+  const args: (string | number)[] = [neverStarted ? '1' : '0'];
+  for (const job of jobs) args.push(job.id, job.token, job.dueScore);
+  return args;
 }

@@ -23,13 +23,16 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
  * ARGV[6..] acknowledgements as pairs: id, claim token
  *
- * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueMs, ... },
- *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back }.
+ * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueScore, ... },
+ *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back,
+ *           nextDueMs (the due time of the first job still waiting; -1: none) }.
  * Every claim gives the job a new claim token, which is also its fencing token (`JobContext.fencingToken`):
  * issueFences (fence-lua-snippets.ts) makes it greater than the job's previous token and than every
  * token the shard's counter handed out, and at least the server clock in µs, so it still grows
  * after the counter or the whole database was lost (as long as the server clock does not go back).
  * The token is stored in the body, so a stale delivery's ack, failure or extension stays refused.
+ * dueScore is the job's score in the due set (due ms * SLOTS + FIFO slot): a hand-back (release-jobs)
+ * puts the job back at that very place.
  *
  * nextWakeMs is the earlier of the next due time and the next visibility deadline. When due jobs
  * remain after this claim, another consumer is woken (a chain, so a burst spreads over all consumers).
@@ -112,7 +115,7 @@ elseif maxClaims > 0 then
         -- Unreadable: park it with the dead letters instead of failing every claim of the topic.
         bury(id, body, 'null', deadMaxCount, deadMaxAge)
       elseif body then
-        taken[#taken + 1] = { id, tonumber(a), rest, math.floor(tonumber(rows[2 * k]) / SLOTS) }
+        taken[#taken + 1] = { id, tonumber(a), rest, tonumber(rows[2 * k]) }
         floors[#floors + 1] = tonumber(g) + 1
       end
     end
@@ -120,7 +123,7 @@ elseif maxClaims > 0 then
     local tokens = issueFences(FENCE, floors, visibility)
     local activeArgs, bodyArgs, recordArgs = {}, {}, {}
     for k, job in ipairs(taken) do
-      local id, token, dueMs = job[1], tokens[k], job[4]
+      local id, token, dueScore = job[1], tokens[k], job[4]
       local body = '{"g":' .. token .. ',"a":' .. fmt(job[2] + 1) .. job[3]
       bodyArgs[#bodyArgs + 1] = id
       bodyArgs[#bodyArgs + 1] = body
@@ -128,10 +131,10 @@ elseif maxClaims > 0 then
       activeArgs[#activeArgs + 1] = id
       claimed[#claimed + 1] = id
       claimed[#claimed + 1] = body
-      claimed[#claimed + 1] = dueMs
+      claimed[#claimed + 1] = dueScore
       recordArgs[#recordArgs + 1] = id
       recordArgs[#recordArgs + 1] = token
-      recordArgs[#recordArgs + 1] = fmt(dueMs)
+      recordArgs[#recordArgs + 1] = fmt(dueScore)
     end
     if #bodyArgs > 0 then
       redis.call('hset', JOBS, unpack(bodyArgs))
@@ -144,10 +147,11 @@ elseif maxClaims > 0 then
   end
 end
 
-local nextWake, more = -1, 0
+local nextWake, more, nextDue = -1, 0, -1
 local head = headScore()
 if head then
   nextWake = math.floor(head / SLOTS)
+  nextDue = nextWake
   if nextWake <= nowMs then
     more = 1
     wake(nextWake)
@@ -158,7 +162,7 @@ if firstDeadline[2] then
   local deadline = tonumber(firstDeadline[2])
   if nextWake < 0 or deadline < nextWake then nextWake = deadline end
 end
-return { nowUs, nextWake, more, acked, claimed, recovered }
+return { nowUs, nextWake, more, acked, claimed, recovered, nextDue }
 `,
   [LUA_TOPIC_PRELUDE, LUA_FENCE_SERIES],
 );

@@ -2,12 +2,15 @@ import { RedisScript } from '../../core/redis/redis-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
- * Hands claimed jobs back to the queue at their original due time (so they keep their place), for
- * another consumer to take at once: used at shutdown. A job whose handler never started gets its
- * attempt back.
+ * Hands claimed jobs back to the queue at the very score they were claimed from (due time and FIFO
+ * slot, so they keep their place ahead of jobs due later or scheduled after them), for another
+ * consumer to take at once: used at shutdown, and for prefetched jobs a busy consumer cannot start
+ * soon (JobRunner). A job whose handler never started gets its attempt back. Its claim token stays
+ * in the body, so its next claim's fence is above it. Safe to run twice: a job is handed back only
+ * while it is still claimed under the given token.
  *
  * KEYS  the five topic keys (see lua-snippets.ts)
- * ARGV[1] '1' to undo the attempt count, ARGV[2..] triples: id, claim token, due ms
+ * ARGV[1] '1' to undo the attempt count, ARGV[2..] triples: id, claim token, due score (as claimed)
  *
  * Returns how many were handed back.
  */
@@ -22,7 +25,7 @@ for i = 2, #ARGV, 3 do
   if body then
     redis.call('zrem', ACTIVE, id)
     if undo then redis.call('hset', JOBS, id, withAttempts(body, math.max(0, (attemptsOf(body) or 1) - 1))) end
-    redis.call('zadd', DUE, scoreFor(tonumber(ARGV[i + 2])), id)
+    redis.call('zadd', DUE, ARGV[i + 2], id)
     released = released + 1
   end
 end
