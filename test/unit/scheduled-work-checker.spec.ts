@@ -18,7 +18,7 @@ const committedJob = (ms: number, job: string, w = 'w0.1'): SwEvent[] => [at(ms,
 const fixedTicks = (ms: number): SwEvent[] => ['s0', 's1', 's2'].flatMap((id) => run(ms, 'w1.1', `repeat:${id}@${T0 + ms}`, 1, 'sw.ticks'));
 const present = new Set(['s0', 's1', 's2']);
 const rules = (events: SwEvent[], presentAtEnd: ReadonlySet<string> = present) =>
-  checkScheduledWork([...events, ...fixedTicks(100_000)], { visibilityMs: 2_000, presentAtEnd }).violations.map((v) => v.rule);
+  checkScheduledWork([...events, ...fixedTicks(100_000)], { visibilityMs: 2_000, leaseMs: 1_000, presentAtEnd }).violations.map((v) => v.rule);
 
 describe('scheduled-work checker', () => {
   it('finds nothing wrong in a history that keeps every rule', () => {
@@ -73,6 +73,7 @@ describe('scheduled-work checker', () => {
     expect(
       checkScheduledWork([...committedJob(0, 'a'), ...run(2_200, 'w2.1', 'a', 2), ...run(2_500, 'w1.1', 'a', 1, 'sw.jobs', 2_400), ...fixedTicks(100_000)], {
         visibilityMs: 2_000,
+        leaseMs: 1_000,
         presentAtEnd: present,
       }),
     ).toMatchObject({ violations: [], figures: { jobs: { redeliveries: 1, staleDeliveriesRun: 1 } } });
@@ -146,5 +147,18 @@ describe('scheduled-work checker: early runs and leadership hooks', () => {
         at(3_000, 'w2.1', { op: 'leader-lost', token: '12', reason: 'LeadershipSteppedDownError' }),
       ]).sort(),
     ).toEqual(['leader-lost-without-term', 'phantom-leader-term', 'ran-early', 'ran-early']);
+  });
+});
+
+describe('scheduled-work checker: Redis restarted empty', () => {
+  it('excuses a leader that saw itself leading after Redis forgot its lock, until one ttl after Redis was back; not later', () => {
+    const events = [
+      at(1_000, 'w0.1', { op: 'leader-acquired', token: '10', valid: true }),
+      ...fault(1_100, 1_300, 'redis-empty'),
+      at(1_400, 'w1.1', { op: 'leader-acquired', token: '11', valid: true }),
+      at(1_500, 'w0.1', { op: 'leader-obs', token: '10', valid: true }), // renewal not yet due
+    ];
+    expect(rules(events)).toEqual([]);
+    expect(rules([...events, at(2_400, 'w0.1', { op: 'leader-obs', token: '10', valid: true })])).toEqual(['two-leaders']);
   });
 });

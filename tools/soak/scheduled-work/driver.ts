@@ -490,7 +490,7 @@ class ScheduledWorkRun {
 
   private summarize(present: ReadonlySet<string>): boolean {
     this.reader.read();
-    const check = checkScheduledWork(this.reader.events, { visibilityMs: VISIBILITY_MS, presentAtEnd: present });
+    const check = checkScheduledWork(this.reader.events, { visibilityMs: VISIBILITY_MS, leaseMs: LEASE_MS, presentAtEnd: present });
     const o = this.options;
     const faultsByKind = Object.fromEntries(o.faults.map((kind) => [kind, this.faultKinds.get(kind) ?? 0]));
     for (const [kind, count] of Object.entries(faultsByKind)) {
@@ -538,8 +538,8 @@ class ScheduledWorkRun {
         `outbox jobs  ${Object.entries(f.jobs).map(([k, v]) => `${k} ${v}`).join(', ')}`,
         `ticks        runs ${f.ticks.runs}, ticks ${f.ticks.ticks}, redeliveries ${f.ticks.redeliveries}, staleDeliveriesRun ${f.ticks.staleDeliveriesRun}; by schedule ${JSON.stringify(f.ticks.bySchedule)}`,
         `schedules    ${Object.entries(f.churn).map(([k, v]) => `${k} ${v}`).join(', ')}; in Redis at the end ${[...present].sort().join(' ')}`,
-        `one-instance runs ${f.oneInstance.runs}, observations ${f.oneInstance.observations}`,
-        `leader       terms ${f.leader.terms}, observations ${f.leader.observations}, stale views refused ${f.leader.staleObservationsRefused}, terms lost within 100 ms ${f.leader.shortLeaseLostTerms}`,
+        `one-instance runs ${f.oneInstance.runs}, observations ${f.oneInstance.observations}, overlaps after Redis lost the lease ${f.oneInstance.overlapsAfterDataLoss}`,
+        `leader       terms ${f.leader.terms}, observations ${f.leader.observations}, stale views refused ${f.leader.staleObservationsRefused}, terms lost within 100 ms ${f.leader.shortLeaseLostTerms}, overlaps after Redis lost the lock ${f.leader.overlapsAfterDataLoss}`,
         `violations   ${violationCount}${violationCount > 0 ? ` (${Object.entries(byRule).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
         ...(check.violations.length > 0 ? [describeSwViolations(check.violations)] : []),
         ...this.other.slice(0, 20).map((v) => `violation: ${JSON.stringify(v).slice(0, 2_000)}`),
