@@ -4,6 +4,7 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
 import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox/job-outbox-store.js';
+import { OutboxStoreClosedError } from '../../core/outbox/outbox-store-closed.error.js';
 import type { OutboxConfig } from '../../core/options/redis-lock-config.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { settleWithin } from '../../core/time/settle-within.js';
@@ -69,6 +70,8 @@ export class JobOutboxRelay {
   private notifyTimer?: NodeJS.Timeout;
   private unlisten?: () => Promise<void>;
   private counts = { relayed: 0, relayedLeftBehind: 0, parked: 0, failureStreak: 0 };
+  /** The application closed the store's connection: the relay has stopped, and said so once. */
+  private storeClosed = false;
   /**
    * The after-commit application of repeat schedule rows, one transaction after the other in the
    * order their transactions completed (a transaction's hooks start in registration order), so that
@@ -293,6 +296,10 @@ export class JobOutboxRelay {
         claimed = await this.relayLeftBehind();
         this.counts.failureStreak = 0;
       } catch (error) {
+        if (error instanceof OutboxStoreClosedError) {
+          this.onStoreClosed(error);
+          return;
+        }
         this.counts.failureStreak++;
         this.reportFailure('relay', this.lastClaimed, error, this.counts.failureStreak);
       }
@@ -332,7 +339,24 @@ export class JobOutboxRelay {
     this.events.emitIfWanted('outbox.row.parked', () => ({ rowId: row.rowId, topic: String(row.topic), jobId: String(row.jobId), reason }));
   }
 
+  /**
+   * The application closed the store's connection (its own `pool.end()` in `onModuleDestroy` runs
+   * before this module's shutdown): nothing more can be relayed from here, and that is no failure.
+   */
+  private onStoreClosed(error: OutboxStoreClosedError): void {
+    if (this.storeClosed) return;
+    this.storeClosed = true;
+    this.logger.log(`${error.message} Rows still in the outbox are relayed by another instance, or at the next start.`);
+    void this.unlisten?.().catch(() => undefined);
+    this.unlisten = undefined;
+  }
+
   private reportFailure(source: 'after-commit' | 'relay', rows: number, error: unknown, attempt: number): void {
+    if (error instanceof OutboxStoreClosedError) {
+      this.onStoreClosed(error);
+      if (source === 'after-commit') this.logger.warn(`Outbox: ${rows} committed job(s) stay in the outbox table: ${error.message}`);
+      return;
+    }
     const retryInMs = source === 'relay' ? this.backoff(attempt) : this.settings.minAge;
     const message = errorMessage(error);
     this.events.emitIfWanted('outbox.relay.failed', () => ({ source, rows, attempt, retryInMs, error: message }));

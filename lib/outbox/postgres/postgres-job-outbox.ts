@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import type { JobOutboxStore, OutboxJob, OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
+import { OutboxStoreClosedError } from '../../core/outbox/outbox-store-closed.error.js';
 import { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';
 import { jobOutboxMigration, outboxTable, type OutboxTable } from './outbox-table.js';
 import { relaySqlOf, type OutboxRelayConnection, type RelaySql } from './relay-connection.js';
@@ -122,7 +123,7 @@ export class PostgresJobOutbox implements JobOutboxStore {
   }
 
   async claimBatch(limit: number, options: { minAgeMs: number; leaseMs: number }): Promise<OutboxRow[]> {
-    const rows = await this.relaySql.run(this.sql.claim, [limit, options.minAgeMs, options.leaseMs]);
+    const rows = await this.runRelay(this.sql.claim, [limit, options.minAgeMs, options.leaseMs]);
     return rows.map((row) => ({
       rowId: String(row.id),
       topic: row.topic as string,
@@ -137,25 +138,39 @@ export class PostgresJobOutbox implements JobOutboxStore {
 
   async claimRows(rowIds: readonly string[], options: { leaseMs: number }): Promise<string[]> {
     if (rowIds.length === 0) return [];
-    const rows = await this.relaySql.run(this.sql.claimRows, [[...rowIds], options.leaseMs]);
+    const rows = await this.runRelay(this.sql.claimRows, [[...rowIds], options.leaseMs]);
     return rows.map((row) => String(row.id));
   }
 
   async release(rowIds: readonly string[]): Promise<void> {
-    if (rowIds.length > 0) await this.relaySql.run(this.sql.release, [[...rowIds]]);
+    if (rowIds.length > 0) await this.runRelay(this.sql.release, [[...rowIds]]);
   }
 
   async delete(rowIds: readonly string[]): Promise<void> {
-    if (rowIds.length > 0) await this.relaySql.run(this.sql.delete, [[...rowIds]]);
+    if (rowIds.length > 0) await this.runRelay(this.sql.delete, [[...rowIds]]);
   }
 
   async park(rowId: string, reason: string): Promise<void> {
-    await this.relaySql.run(this.sql.park, [rowId, reason]);
+    await this.runRelay(this.sql.park, [rowId, reason]);
   }
 
   async countPending(): Promise<number> {
-    const [row] = await this.relaySql.run(this.sql.countPending, []);
+    const [row] = await this.runRelay(this.sql.countPending, []);
     return Number(row?.count ?? 0);
+  }
+
+  /**
+   * Runs a relay statement; once the application has closed the relay connection (e.g. `pool.end()`
+   * in its own `onModuleDestroy`), fails with OutboxStoreClosedError instead of the driver's error.
+   */
+  private async runRelay(sql: string, params: readonly unknown[]): Promise<Array<Record<string, unknown>>> {
+    if (this.relaySql.closed()) throw new OutboxStoreClosedError(this.relaySql.description);
+    try {
+      return await this.relaySql.run(sql, params);
+    } catch (error) {
+      if (this.relaySql.closed()) throw new OutboxStoreClosedError(this.relaySql.description);
+      throw error;
+    }
   }
 
   async listen(onInsert: () => void): Promise<() => Promise<void>> {

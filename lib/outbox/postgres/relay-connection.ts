@@ -10,7 +10,11 @@ export type OutboxRelayConnection = object;
 
 /** The relay's connection, reduced to what the store needs. Internal. */
 export interface RelaySql {
+  /** Names the connection in messages. */
+  readonly description: string;
   readonly run: SqlRunner;
+  /** Whether the application closed the connection (it cannot be used again), when that can be told. */
+  readonly closed: () => boolean;
   /** Runs several statements at once (the migration). */
   readonly exec: (sql: string) => Promise<void>;
   /** LISTEN on `channel`, when the connection can; resolves to the function that stops it. */
@@ -32,35 +36,47 @@ export function relaySqlOf(connection: OutboxRelayConnection): RelaySql | undefi
 
 function pgPool(pool: Loose): RelaySql {
   return {
+    description: 'pg Pool',
     run: (sql, params) => (pool.query as Fn)(sql, [...params]).then(rowsOf),
     exec: async (sql) => void (await (pool.query as Fn)(sql)),
+    closed: () => pool.ending === true || pool.ended === true,
     listen: async (channel, onNotify, onError) => {
-      // LISTEN needs a session of its own: a pooled connection kept out of the pool until stopped.
-      const client = await (pool.connect as Fn)();
+      // LISTEN needs a session of its own. Not one of the pool's clients: a client checked out until
+      // the relay stops would make the application's own pool.end() (in onModuleDestroy, which Nest
+      // runs before the relay's shutdown hook) wait for it forever. A client built like the pool's.
+      const PgClient = pool.Client as new (options: unknown) => Loose;
+      const client = new PgClient(pool.options);
       let ended = false;
-      const onNotification = (message: { channel: string }) => message.channel === channel && onNotify();
-      const onClientError = (error: unknown) => {
-        ended = true;
-        client.release(error);
-        onError(error);
-      };
-      client.on('notification', onNotification);
-      client.on('error', onClientError);
-      await client.query(`LISTEN ${channel}`);
-      return async () => {
-        if (ended) return;
+      const end = () => {
+        if (ended) return Promise.resolve();
         ended = true;
         client.off('notification', onNotification);
-        client.off('error', onClientError);
-        await client.query(`UNLISTEN ${channel}`).catch(() => undefined);
-        client.release();
+        return (client.end as Fn)().catch(() => undefined);
       };
+      const onNotification = (message: { channel: string }) => message.channel === channel && onNotify();
+      // An error after end() (the server closing the session) is expected and not reported.
+      client.on('error', (error: unknown) => {
+        if (ended) return;
+        void end();
+        onError(error);
+      });
+      client.on('notification', onNotification);
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${channel}`);
+      } catch (error) {
+        await end();
+        throw error;
+      }
+      return end;
     },
   };
 }
 
 function pgClient(client: Loose): RelaySql {
   return {
+    description: 'pg Client',
+    closed: () => false,
     run: (sql, params) => (client.query as Fn)(sql, [...params]).then(rowsOf),
     exec: async (sql) => void (await (client.query as Fn)(sql)),
     listen:
@@ -80,6 +96,8 @@ function pgClient(client: Loose): RelaySql {
 
 function pglite(db: Loose): RelaySql {
   return {
+    description: 'PGlite database',
+    closed: () => db.closed === true,
     run: (sql, params) => (db.query as Fn)(sql, [...params]).then(rowsOf),
     exec: async (sql) => void (await (db.exec as Fn)(sql)),
     listen: async (channel, onNotify) => {
@@ -92,6 +110,7 @@ function pglite(db: Loose): RelaySql {
 }
 
 function typeOrmDataSource(dataSource: Loose): RelaySql {
+  let initialized = false;
   const withRunner = async <T>(work: (runner: Loose) => Promise<T>): Promise<T> => {
     const runner = (dataSource.createQueryRunner as Fn)();
     try {
@@ -101,6 +120,12 @@ function typeOrmDataSource(dataSource: Loose): RelaySql {
     }
   };
   return {
+    description: 'TypeORM DataSource',
+    // Closed once destroyed after having been initialized (it may initialize after the relay starts).
+    closed: () => {
+      if (dataSource.isInitialized === true) initialized = true;
+      return initialized && dataSource.isInitialized === false;
+    },
     run: (sql, params) => withRunner((runner) => runner.query(sql, [...params]).then(rowsOf)),
     exec: (sql) => withRunner(async (runner) => void (await runner.query(sql))),
   };
