@@ -126,9 +126,9 @@ describe('scheduled-work checker', () => {
         at(1_000, 'w0.1', { op: 'leader-acquired', token: '10', valid: true }),
         at(1_200, 'w1.1', { op: 'leader-acquired', token: '11', valid: true }),
         at(3_000, 'w0.1', { op: 'leader-obs', token: '10', valid: true }), // a paused leader's loop after SIGCONT
-        at(4_000, 'w2.1', { op: 'one-obs', token: '20', valid: true }),
-        at(4_100, 'w0.1', { op: 'one-obs', token: '19', valid: true }),
-        at(4_200, 'w2.1', { op: 'one-obs', token: '20', valid: true }),
+        at(4_000, 'w2.1', { op: 'one-obs', n: 20, token: '20', valid: true }),
+        at(4_100, 'w0.1', { op: 'one-obs', n: 21, token: '19', valid: true }),
+        at(4_200, 'w2.1', { op: 'one-obs', n: 20, token: '20', valid: true }),
       ]).sort(),
     ).toEqual(['one-instance-overlap', 'one-instance-token-went-back', 'two-leaders']);
   });
@@ -160,5 +160,17 @@ describe('scheduled-work checker: Redis restarted empty', () => {
     ];
     expect(rules(events)).toEqual([]);
     expect(rules([...events, at(2_400, 'w0.1', { op: 'leader-obs', token: '10', valid: true })])).toEqual(['two-leaders']);
+  });
+});
+
+describe('scheduled-work checker: @OnOneInstance ticks', () => {
+  it('a tick run on two instances is a violation, unless a fault hit one of them within a ttl before', () => {
+    const events = [
+      at(1_000, 'w0.1', { op: 'one-obs', n: 5, token: '10', valid: true }),
+      at(1_030, 'w0.1', { op: 'one-obs', n: 5, token: '10', valid: true }),
+      at(1_100, 'w1.1', { op: 'one-obs', n: 5, token: '11', valid: true }),
+    ];
+    expect(rules(events)).toEqual(['one-instance-tick-twice']);
+    expect(rules([...events, ...fault(500, 900, 'stall', 0)])).toEqual([]);
   });
 });

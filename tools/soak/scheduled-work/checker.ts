@@ -45,6 +45,11 @@
  *   `overlapsAfterDataLoss`: Redis restarted empty after the earlier term began (it forgot the lock)
  *   and the earlier holder stopped seeing itself holding within one ttl after Redis was back (the
  *   documented limit: a lost lock is noticed at the next renewal).
+ * - `one-instance-tick-twice`: one tick of the instances' timers (the same number on every
+ *   instance: a multiple of the period of the wall clock) ran on two instances. Not a violation,
+ *   counted as `ticksTwiceAfterFault`: a pause, stall, kill or lost reply on one of them, or a Redis
+ *   restart, within one ttl before the later run (the documented "a lost lease can still cost a
+ *   double run").
  * - `one-instance-token-went-back` / `leader-token-went-back`: a later term has a smaller token.
  * - `phantom-leader-term`: `onLeadershipAcquired` ran for a term whose lease was found ended (a
  *   `LockLostError` in `onLeadershipLost`) within 100 ms: a fresh term has a whole ttl (1 s here)
@@ -87,7 +92,7 @@ export interface SwFigures {
   };
   ticks: { runs: number; ticks: number; redeliveries: number; staleDeliveriesRun: number; bySchedule: Record<string, number> };
   churn: { repeats: number; removals: number; removalsViaOutbox: number; killedAfterCommit: number; removalsRacingTicks: number; failed: number };
-  oneInstance: { runs: number; observations: number; overlapsAfterDataLoss: number };
+  oneInstance: { runs: number; observations: number; overlapsAfterDataLoss: number; ticksTwiceAfterFault: number };
   leader: { terms: number; observations: number; staleObservationsRefused: number; shortLeaseLostTerms: number; overlapsAfterDataLoss: number };
 }
 
@@ -403,6 +408,23 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   judgeTerms(one.terms, 'one-instance-overlap', 'one-instance-token-went-back', '@OnOneInstance');
   const leaders = terms('leader-obs', 'leader-acquired');
   judgeTerms(leaders.terms, 'two-leaders', 'leader-token-went-back', '@LeaderElection');
+  // Each tick of the @OnOneInstance timers on one instance.
+  let ticksTwiceAfterFault = 0;
+  const firstRunOfTick = new Map<number, SwEvent>();
+  for (const term of one.terms) {
+    const n = term.first.n!;
+    const earlier = firstRunOfTick.get(n);
+    if (!earlier) {
+      firstRunOfTick.set(n, term.first);
+      continue;
+    }
+    if (earlier.w === term.first.w && earlier.token === term.first.token) continue;
+    const from = term.first.m - options.leaseMs * 1000;
+    const excused = [slotOf(earlier.w), slotOf(term.first.w)].some((slot) => hitBetween(slot, from, term.first.m));
+    if (excused) ticksTwiceAfterFault++;
+    else violate('one-instance-tick-twice', `@OnOneInstance tick ${n} ran on ${earlier.w} (token ${earlier.token}) and on ${term.first.w} (token ${term.first.token})`, [earlier, term.first]);
+  }
+
   let shortLeaseLostTerms = 0;
   const acquiredAt = new Map<string, SwEvent>();
   for (const e of history) {
@@ -429,6 +451,7 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
         runs: one.terms.length,
         observations: one.terms.reduce((n, t) => n + t.observations, 0),
         overlapsAfterDataLoss: overlapsAfterDataLoss['one-instance-overlap'] ?? 0,
+        ticksTwiceAfterFault,
       },
       leader: {
         terms: history.filter((e) => e.op === 'leader-acquired').length,

@@ -538,7 +538,7 @@ class ScheduledWorkRun {
         `outbox jobs  ${Object.entries(f.jobs).map(([k, v]) => `${k} ${v}`).join(', ')}`,
         `ticks        runs ${f.ticks.runs}, ticks ${f.ticks.ticks}, redeliveries ${f.ticks.redeliveries}, staleDeliveriesRun ${f.ticks.staleDeliveriesRun}; by schedule ${JSON.stringify(f.ticks.bySchedule)}`,
         `schedules    ${Object.entries(f.churn).map(([k, v]) => `${k} ${v}`).join(', ')}; in Redis at the end ${[...present].sort().join(' ')}`,
-        `one-instance runs ${f.oneInstance.runs}, observations ${f.oneInstance.observations}, overlaps after Redis lost the lease ${f.oneInstance.overlapsAfterDataLoss}`,
+        `one-instance runs ${f.oneInstance.runs}, observations ${f.oneInstance.observations}, overlaps after Redis lost the lease ${f.oneInstance.overlapsAfterDataLoss}, ticks run twice after a fault ${f.oneInstance.ticksTwiceAfterFault}`,
         `leader       terms ${f.leader.terms}, observations ${f.leader.observations}, stale views refused ${f.leader.staleObservationsRefused}, terms lost within 100 ms ${f.leader.shortLeaseLostTerms}, overlaps after Redis lost the lock ${f.leader.overlapsAfterDataLoss}`,
         `violations   ${violationCount}${violationCount > 0 ? ` (${Object.entries(byRule).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
         ...(check.violations.length > 0 ? [describeSwViolations(check.violations)] : []),

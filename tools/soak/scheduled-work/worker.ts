@@ -257,12 +257,27 @@ async function main(): Promise<void> {
     }
   }
 
-  let n = 0;
+  // A timer like a cron's on every instance: it fires at each multiple of the period of the wall
+  // clock, this slot 15 ms after the others before it (skewed timers), and calls the method with the
+  // tick's number, the same on every instance. A late timer (a paused process) fires once, for the
+  // tick it fires in, like setInterval.
   const oneInstance = app.get(OneInstanceWork);
-  const timer = setInterval(() => {
-    if (stopping) return;
-    void oneInstance.tick(n++).catch((error: unknown) => process.stderr.write(`${me}: @OnOneInstance call: ${errorText(error)}\n`));
-  }, ONE_INSTANCE_PERIOD_MS);
+  const offset = (slot * 15) % ONE_INSTANCE_PERIOD_MS;
+  const tickNow = () => Math.floor((Date.now() - offset) / ONE_INSTANCE_PERIOD_MS);
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (target: number) => {
+    timer = setTimeout(
+      () => {
+        if (stopping) return;
+        // A timer may fire a little before the wall clock reaches its boundary: it is still that tick.
+        const tick = Math.max(target, tickNow());
+        void oneInstance.tick(tick).catch((error: unknown) => process.stderr.write(`${me}: @OnOneInstance call: ${errorText(error)}\n`));
+        arm(tick + 1);
+      },
+      Math.max(0, target * ONE_INSTANCE_PERIOD_MS + offset - Date.now()),
+    );
+  };
+  arm(tickNow() + 1);
 
   /**
    * Removes the schedules earlier incarnations of this slot left behind (a killed worker's churn
@@ -292,7 +307,7 @@ async function main(): Promise<void> {
     if (wanted.idle) void work.then(() => process.stdout.write('IDLE\n'));
     if (!wanted.exit || exiting) return;
     exiting = true;
-    clearInterval(timer);
+    clearTimeout(timer);
     void (async () => {
       await work;
       await app.close();
