@@ -109,6 +109,51 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     }
   });
 
+  it('the after-commit claim leaves a row another relay holds under a live claim: the job runs once when that relay\'s held write lands', async () => {
+    muteNestLogger('error', 'warn');
+    const keyPrefix = uniquePrefix('outbox-stall-claim');
+    const topic = 'order.claimed';
+    const runs: RecordedRun[] = [];
+    // A: direct to Redis, consumes; its after-commit claim waits until B's relay has claimed the row
+    // (a slow after-commit hook: a paused process, a slow connection to the database).
+    const real = store();
+    const claimedByB = async () => (await pool.query(`SELECT 1 FROM ${TABLE} WHERE topic = $1 AND claimed_until IS NOT NULL`, [topic])).rows.length > 0;
+    const late = Object.assign(Object.create(real) as PostgresJobOutbox, {
+      claimRows: async (ids: readonly string[], options: { leaseMs: number }) => {
+        await waitFor(claimedByB, 30_000, "B's relay to claim the row");
+        return real.claimRows(ids, options);
+      },
+    });
+    const a = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: late, topics: [topic], runs, outboxRelay: { minAge: 3_600_000, claimLease: CLAIM_LEASE_MS } });
+    // B: behind the stalled proxy (its own client, as in startPair), its relay takes rows over quickly.
+    const client = new Redis(proxy.url, { lazyConnect: true });
+    const b = await startOutboxApp({ redis: { client }, keyPrefix, outbox: store(), outboxRelay: { minAge: 300, pollInterval: 100, claimLease: CLAIM_LEASE_MS } });
+    try {
+      await b.queue.stats(topic);
+      proxy.blackhole();
+      const sent = proxy.observe(() => true);
+      await tx.run(() => a.queue.schedule(topic, { order: 2 }, { id: 'claimed-once' }));
+      // B claimed the row and sent its write into the stall; A's after-commit has settled meanwhile.
+      await waitFor(() => sent.count > 0 || undefined, 30_000, "B's write to be sent into the stall");
+      await waitFor(() => a.queue.outboxStats?.inFlight === 0 || undefined, 30_000, "A's after-commit write to settle");
+      // A either left the row to B, or wrote the job itself: then it has run and been acknowledged.
+      await waitFor(
+        async () => (runs.length > 0 ? (await a.queue.get(topic, 'claimed-once')) === null : (await rowsOf(topic)).length === 1),
+        30_000,
+        "A's outcome: the row left to B, or the job written by A run and acknowledged",
+      );
+      proxy.heal();
+      sent.stop();
+      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 60_000, 'the row to be relayed and deleted');
+      await waitFor(() => runs.length > 0 || undefined, 60_000, 'the job to run');
+      expect(await holdsWithin(() => runs.length > 1, 3_000)).toBe(false);
+      expect(runs.map((run) => run.id)).toEqual(['claimed-once']);
+    } finally {
+      proxy.heal();
+      await Promise.all([a.close(), b.close().finally(() => client.disconnect())]);
+    }
+  });
+
   it('a schedule stays removed: A commits repeat(), B applies it after A\'s lease, a later removeRepeat() commits, then A\'s held application lands and changes nothing', async () => {
     muteNestLogger('error', 'warn');
     const keyPrefix = uniquePrefix('outbox-stall-repeat');
