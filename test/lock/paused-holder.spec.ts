@@ -1,0 +1,72 @@
+import type { TestingModule } from '@nestjs/testing';
+import { LockService, type LockHandle } from '../../lib/index.js';
+import { spawnFixture } from '../support/child-process.js';
+import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { waitForLine } from '../support/wait-for-output.js';
+import { sleep } from '../support/timing.js';
+
+const LEASE_MS = 1_000;
+const WAIT = { waitTimeout: 30_000 };
+
+/** How another instance takes each kind of lock over from the paused holder. */
+const TAKE_OVER: Record<string, (locks: LockService) => Promise<LockHandle>> = {
+  lock: (locks) => locks.acquire('paused', WAIT),
+  'lock-lease': (locks) => locks.acquire('paused', WAIT),
+  fair: (locks) => locks.acquire('paused', { ...WAIT, fair: true }),
+  read: (locks) => locks.readWrite('paused').write(WAIT),
+  write: (locks) => locks.readWrite('paused').write(WAIT),
+  semaphore: (locks) => locks.semaphore('paused', 1).acquire(WAIT),
+  multi: (locks) => locks.acquire(['paused:a', 'paused:b'], WAIT),
+};
+
+/**
+ * A process paused (SIGSTOP) past its lease while another takes its lock: when it runs again, its
+ * first timer turn must already see the lock lost, although its timers that were due before the
+ * lease's end run first after the pause (issue 23, defect 5).
+ */
+describe('a holder paused past its lease sees the lock lost the moment it runs again', () => {
+  let app: TestingModule | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it.each(Object.keys(TAKE_OVER))('%s: held is false and the signal aborted on the first turn after SIGCONT', async (kind) => {
+    const keyPrefix = uniquePrefix(`paused-${kind}`);
+    const paused = spawnFixture('paused-holder.ts', [testRedisUrl(), keyPrefix, kind, String(LEASE_MS)]);
+    try {
+      const staleToken = (await waitForLine(paused, /^HELD /, 40_000)).split(' ')[1];
+      let resumed = false;
+      const report = waitForLine(paused, /^PAUSED /, 60_000).then((line) => {
+        if (!resumed) throw new Error(`the holder reported a pause before it was paused:\n${paused.output()}`);
+        return line;
+      });
+      report.catch(() => undefined); // awaited below
+      paused.kill('SIGSTOP');
+      const stoppedAt = performance.now();
+      app = await createLockApp({ keyPrefix, lock: { leaseTime: LEASE_MS } });
+      const next = await TAKE_OVER[kind](app.get(LockService));
+      // The holder reports the first turn that comes more than a lease after the one before.
+      await sleep(stoppedAt + 1.5 * LEASE_MS - performance.now());
+      resumed = true;
+      paused.kill('SIGCONT');
+      const seen = JSON.parse((await report).slice('PAUSED '.length));
+      expect({ kind, ...seen }).toEqual({
+        kind,
+        gapMs: expect.any(Number),
+        held: false,
+        signalAborted: true,
+        freshSignalAborted: true,
+        contextAborted: true,
+        throwsIfAborted: true,
+      });
+      expect(next.held).toBe(true);
+      expect(staleToken).not.toBe(next.fencingToken);
+      await next.release();
+    } finally {
+      paused.kill('SIGCONT');
+      paused.kill('SIGKILL');
+    }
+  });
+});
