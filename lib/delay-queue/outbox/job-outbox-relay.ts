@@ -82,7 +82,6 @@ export class JobOutboxRelay {
   private readonly store: JobOutboxStore;
   /** How long after its claim was sent a write may land, before the margin (ms). */
   private readonly writeWindowMs: number;
-  private readonly deadlineMarginMs: number;
 
   constructor(
     private readonly settings: OutboxConfig,
@@ -96,7 +95,6 @@ export class JobOutboxRelay {
     this.store = settings.store;
     // Records live OPERATION_RECORD_TTL_MS from the write: every deadline must end well inside that.
     this.writeWindowMs = Math.min(settings.claimLease, OPERATION_RECORD_TTL_MS / 2);
-    this.deadlineMarginMs = Math.ceil(this.writeWindowMs * DEADLINE_MARGIN_FRACTION);
   }
 
   get stats(): OutboxRelayStats {
@@ -236,10 +234,10 @@ export class JobOutboxRelay {
   /**
    * The deadline (ms of the Redis server's clock) of a write whose rows are safe from other relays
    * for `windowMs` from local time `from`: a lower bound of the server's clock then, plus the window,
-   * minus the margin.
+   * minus its margin.
    */
   private deadlineOf(from: number, windowMs: number): number {
-    return this.writer.clock.lowerBoundAt(from) + windowMs - this.deadlineMarginMs;
+    return this.writer.clock.lowerBoundAt(from) + windowMs - Math.ceil(windowMs * DEADLINE_MARGIN_FRACTION);
   }
 
   /**
@@ -269,7 +267,7 @@ export class JobOutboxRelay {
         throw error;
       }
       // A write of these rows by another relay may still be in flight: its deadline ends within the window.
-      void this.writer.keepRecords(done, this.writeWindowMs + this.deadlineMarginMs);
+      void this.writer.keepRecords(done, Math.ceil(this.writeWindowMs * (1 + DEADLINE_MARGIN_FRACTION)));
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;
       for (const [topic, group] of groupByTopic(done.filter(isJobRow))) this.written(topic, group);
