@@ -119,7 +119,6 @@ describe('repeat() after Redis lost its data', () => {
     expect(await ids(c)).toEqual(['a', 'b', 'c', 'd', 'r']);
 
     const lostAt = await loseEverything();
-    expect(await ids(a)).toEqual([]);
     // The first check restores some schedules while another instance removes `r`, which it did not
     // define: whichever lands first, `r` stays removed.
     await Promise.all([check(b), c.queue.removeRepeat(TOPIC, 'r')]);
@@ -157,7 +156,6 @@ describe('repeat() after Redis lost its data', () => {
     // schedules were made at run time by a process that is gone); it starts before any check.
     await retire(gone);
     const fresh = await instance(['a']);
-    expect(await ids(fresh)).toEqual(['a']);
     await check(fresh);
     await check(a);
     expect(await ids(fresh)).toEqual(['a', 'b', 'c']);
