@@ -174,3 +174,13 @@ describe('scheduled-work checker: @OnOneInstance ticks', () => {
     expect(rules([...events, ...fault(500, 900, 'stall', 0)])).toEqual([]);
   });
 });
+
+describe('scheduled-work checker: data loss and open faults', () => {
+  it('a job whose after-commit write landed just before Redis was restarted empty, before COMMIT returned, is lost to the data loss', () => {
+    expect(rules([at(0, 'w0.1', { op: 'tx-begin', job: 'a', intent: 'commit' }), ...fault(50, 300, 'redis-empty'), at(100, 'w0.1', { op: 'committed', job: 'a' })])).toEqual([]);
+  });
+
+  it('a fault begun and never ended does not hide the ticks after the last fault that ended', () => {
+    expect(rules([...fault(50_000, 51_000, 'redis-empty'), at(90_000, 'driver', { op: 'fault', kind: 'lost-reply', slot: 0, phase: 'start', n: 7 })])).toEqual([]);
+  });
+});

@@ -7,8 +7,8 @@
  * - `phantom-run`: a job ran that no transaction scheduled.
  * - `committed-not-run`: a job whose COMMIT resolved (or that the after-commit hook saw committed
  *   before it SIGKILLed its process) never ran. Not a violation, counted as `lostToDataLoss`, when
- *   Redis was restarted empty within 15 s after the commit (jobs already in Redis are lost then; the
- *   documented limit).
+ *   Redis was restarted empty between the start of its transaction and 15 s after its commit (jobs
+ *   already in Redis are lost then; the documented limit).
  * - `job-ran-twice`: in the order of its deliveries (fencing tokens), a job ran again with an
  *   attempt no greater than the earlier delivery's (the same delivery twice, or the job written to
  *   Redis a second time). Redis restarted empty between the
@@ -107,6 +107,8 @@ interface FaultWindow {
   readonly startM: number;
   readonly endM: number;
   readonly startT: number;
+  /** Begun and never ended in the history (an armed lost reply that never hit): it excuses, but does not move "after the last fault". */
+  readonly open?: boolean;
 }
 
 /** Fault kinds that can keep a consumer from confirming its delivery in time, and whom they hit. */
@@ -122,6 +124,15 @@ const HITS_A_CONSUMER: Record<string, 'slot' | 'all'> = {
 
 /** A committed job not run is excused when Redis was restarted empty this soon after its COMMIT (it may have been in Redis then). */
 export const DATA_LOSS_WINDOW_US = 15_000_000;
+
+/**
+ * Whether Redis restarted empty may have taken a committed job with it: a restart that began after
+ * its transaction began (the after-commit write can land before COMMIT returns) and at most
+ * DATA_LOSS_WINDOW_US after its COMMIT returned.
+ */
+export function lostWithRedisData(beginM: number, committedM: number, emptyRestarts: ReadonlyArray<{ startM: number; endM: number }>): boolean {
+  return emptyRestarts.some((f) => f.endM >= beginM && f.startM <= committedM + DATA_LOSS_WINDOW_US);
+}
 
 /** Clock reading slack of the early-run rule (ms): the Redis and database clocks are read in whole ms. */
 const EARLY_MARGIN_MS = 5;
@@ -152,7 +163,7 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   }
   // A fault still open at the end (the run stopped mid-fault) lasts to the end.
   const lastM = history.at(-1)?.m ?? 0;
-  for (const start of open.values()) faults.push({ kind: start.kind!, slot: start.slot, startM: start.m, endM: lastM, startT: start.t });
+  for (const start of open.values()) faults.push({ kind: start.kind!, slot: start.slot, startM: start.m, endM: lastM, startT: start.t, open: true });
   const emptyRestarts = faults.filter((f) => f.kind === 'redis-empty');
   const emptyRestartBetween = (fromM: number, toM: number) => emptyRestarts.some((f) => f.endM >= fromM && f.startM <= toM);
   const hitBetween = (slot: number, fromM: number, toM: number) =>
@@ -247,7 +258,7 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       jobs.committed++;
       if (result.killed) jobs.killedAfterCommit++;
       if (jobRuns.length === 0) {
-        if (emptyRestarts.some((f) => f.startM >= result.m && f.startM <= result.m + DATA_LOSS_WINDOW_US)) jobs.lostToDataLoss++;
+        if (lostWithRedisData(begin.m, result.m, emptyRestarts)) jobs.lostToDataLoss++;
         else violate('committed-not-run', `${job} committed${result.killed ? ' (its process SIGKILLed right after COMMIT)' : ''} and never ran`, [begin, result]);
       }
     } else if (result?.op === 'rolled-back') {
@@ -340,7 +351,7 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       violate('schedule-lost', `${id}: its last change, repeat()${last.via === 'tx' ? ' committed through the outbox' : ''}, completed, yet the schedule is missing at the end`, [last]);
     }
   }
-  const lastFaultEndT = faults.reduce((t, f) => Math.max(t, f.startT + (f.endM - f.startM) / 1000), 0);
+  const lastFaultEndT = faults.filter((f) => !f.open).reduce((t, f) => Math.max(t, f.startT + (f.endM - f.startM) / 1000), 0);
   for (const { id } of FIXED_SCHEDULES) {
     const after = (tickRuns.get(id) ?? []).filter((r) => r.tickMs > lastFaultEndT);
     if (!options.presentAtEnd.has(id) || after.length === 0) {

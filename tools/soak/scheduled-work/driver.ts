@@ -29,7 +29,8 @@
  *   pause              SIGSTOP of a worker for 1.5-3 s, past the 1 s lease of its leadership and
  *                      @OnOneInstance lease (the current leader or lease holder when there is one)
  *   stall              the worker's link to Redis stalls (nothing passes, nothing is dropped) for
- *                      1.5-4 s, past the leases and the outbox claim lease, then heals
+ *                      1.5-4 s, past the leases and the outbox claim lease, then heals (every other
+ *                      one on slot 0, whose worker passes the module an ioredis client of its own)
  *   redis-aof          Redis stopped (SIGTERM) and started again with its append-only file
  *   redis-empty        Redis killed (SIGKILL), its files deleted, started again empty
  *   lost-reply         the reply of one of a worker's next scripts is dropped after Redis ran it (the
@@ -51,7 +52,7 @@ import { jobOutboxMigration } from '../../../lib/outbox/postgres/index.js';
 import { startLocalPostgres, type LocalPostgres } from '../../../test/support/postgres.js';
 import { FaultProxy } from '../../fault-proxy.js';
 import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../local-redis-server.js';
-import { checkScheduledWork, DATA_LOSS_WINDOW_US, describeSwViolations } from './checker.js';
+import { checkScheduledWork, describeSwViolations, lostWithRedisData } from './checker.js';
 import { FIXED_SCHEDULES, JOB_TOPIC, LEASE_MS, ORDERS_TABLE, OUTBOX_TABLE, seededRandom, TICK_TOPIC, VISIBILITY_MS } from './constants.js';
 import { HistoryReader, HistoryWriter, type SwEvent } from './history-file.js';
 
@@ -196,6 +197,7 @@ class ScheduledWorkRun {
   private round: FaultKind[] = [];
   private faultSequence = 0;
   private pauses = 0;
+  private stalls = 0;
   private stopping = false;
   /** Workers were told to stop producing (respawned ones are told too). */
   private quiescing = false;
@@ -398,9 +400,11 @@ class ScheduledWorkRun {
         return;
       }
       case 'stall': {
+        // Every other stall hits slot 0, whose worker uses a client of its own (no socket timeout):
+        // its connections stay open through the stall and deliver the held commands when it heals.
         const candidates = this.proxies.map((p, slot) => ({ p, slot })).filter(({ p }) => p.pendingLostReplies === 0);
         if (candidates.length === 0) return;
-        const { p, slot } = candidates[Math.floor(this.random() * candidates.length)];
+        const { p, slot } = (this.stalls++ % 2 === 0 && candidates.find((c) => c.slot === 0)) || candidates[Math.floor(this.random() * candidates.length)];
         const done = this.fault(kind, slot, 'link to Redis stalled, then healed');
         p.blackhole();
         await sleep(between(1_500, 4_000));
@@ -429,8 +433,8 @@ class ScheduledWorkRun {
         const slot = Math.floor(this.random() * this.proxies.length);
         const proxy = this.proxies[slot];
         const isScript = (args: readonly string[]) => ['evalsha', 'eval'].includes(args[0]?.toLowerCase());
-        const done = this.fault(kind, slot, 'lost reply of a script');
-        const lost = proxy.loseReply(isScript, between(1, 4)).then(() => done());
+        // Recorded when it hits (an armed fault that never hits is no fault).
+        const lost = proxy.loseReply(isScript, between(1, 4)).then(() => this.fault(kind, slot, 'lost reply of a script')());
         await Promise.race([lost, sleep(5_000)]);
         return;
       }
@@ -451,15 +455,19 @@ class ScheduledWorkRun {
     this.reader.read();
     const ran = new Set<string>();
     const committed: SwEvent[] = [];
-    const emptyRestarts: number[] = [];
+    const begun = new Map<string, number>();
+    const starts = new Map<number, number>();
+    const emptyRestarts: Array<{ startM: number; endM: number }> = [];
     for (const e of this.reader.events) {
       if (e.op === 'run' && e.topic === JOB_TOPIC) ran.add(e.job!);
+      else if (e.op === 'tx-begin') begun.set(e.job!, e.m);
       else if (e.op === 'committed') committed.push(e);
-      else if (e.op === 'fault' && e.kind === 'redis-empty' && e.phase === 'start') emptyRestarts.push(e.m);
+      else if (e.op === 'fault' && e.kind === 'redis-empty') {
+        if (e.phase === 'start') starts.set(e.n!, e.m);
+        else emptyRestarts.push({ startM: starts.get(e.n!) ?? e.m, endM: e.m });
+      }
     }
-    return committed
-      .filter((c) => !ran.has(c.job!) && !emptyRestarts.some((m) => m >= c.m && m <= c.m + DATA_LOSS_WINDOW_US))
-      .map((c) => c.job!);
+    return committed.filter((c) => !ran.has(c.job!) && !lostWithRedisData(begun.get(c.job!) ?? c.m, c.m, emptyRestarts)).map((c) => c.job!);
   }
 
   private fixedTickedAfter(t: number): boolean {

@@ -2,7 +2,8 @@
  * One worker of the scheduled-work checker (started, killed, paused and restarted by driver.ts): an
  * application with the module, a transactional outbox on the shared PostgreSQL database, consumers
  * of the job and tick topics, an `@OnOneInstance` method called by a timer and a `@LeaderElection`
- * provider. It reaches Redis through its own fault proxy and records every effect in its own
+ * provider. It reaches Redis through its own fault proxy (slot 0 with an ioredis client of its own,
+ * the others with the module's connections) and records every effect in its own
  * history file (history-file.ts); it judges nothing itself.
  *
  * Concurrently, until told to stop:
@@ -30,6 +31,7 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Redis } from 'ioredis';
 import { Pool } from 'pg';
 import {
   DelayQueueService,
@@ -144,10 +146,16 @@ async function main(): Promise<void> {
   pool.on('error', () => undefined);
   const tx = new PgTransactions(pool);
 
+  // Slot 0 hands the module an ioredis client of its own (`{ client }`, ioredis defaults: no socket
+  // timeout), so a stalled link stays open and delivers its held commands when it heals; the other
+  // slots let the module build its connections (which drop a silent socket).
+  const ownClient = slot === 0 ? new Redis(env('SW_REDIS_URL'), { lazyConnect: true }) : undefined;
+  ownClient?.on('error', () => undefined);
+
   @Module({
     imports: [
       RedisLockModule.forRoot({
-        redis: env('SW_REDIS_URL'),
+        redis: ownClient ? { client: ownClient } : env('SW_REDIS_URL'),
         keyPrefix: env('SW_PREFIX'),
         connectTimeout: 0, // started while Redis may be restarting or its link stalled: connect when it can
         delayQueue: {
@@ -311,6 +319,7 @@ async function main(): Promise<void> {
     void (async () => {
       await work;
       await app.close();
+      ownClient?.disconnect();
       await pool.end();
       history.close();
       process.exit(0);
