@@ -51,7 +51,7 @@ export interface OutboxRelayStats {
  * Late writes: every write is made under a claim of its rows and carries a deadline on the Redis
  * server's clock, `lowerBound(Redis clock when the claim was sent) + window - margin`, where the
  * window is the claim lease (capped at half the records' lifetime). No other relay can claim the
- * rows before the lease ends, and Redis refuses the write after its deadline (see write-fence.ts),
+ * rows before the lease ends, and Redis refuses the write after its deadline (see jobs/write-fence.ts),
  * so a write held by a stalled link cannot land after another relay wrote the row, ran its job and
  * deleted it. The after-commit claim does not take rows another relay holds under a live claim.
  *

@@ -7,7 +7,7 @@ import { readStoredForm } from '../repeat/repeat-definition.js';
 import type { RepeatScheduler } from '../repeat/repeat-scheduler.js';
 import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
 import { RedisClock } from './redis-clock.js';
-import { WriteFenceExpiredError, type WriteFence } from './write-fence.js';
+import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
 
 /** One outbox row's job (or repeat schedule change) as it is written to Redis. */
 export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
@@ -29,7 +29,7 @@ export function isJobRow(row: OutboxWrite): row is OutboxJobWrite {
 }
 
 /**
- * Writes outbox rows to Redis, one fenced script call per row (see write-fence.ts): the operation
+ * Writes outbox rows to Redis, one fenced script call per row (see jobs/write-fence.ts): the operation
  * record `op:outbox:<rowId>` in the job's shard is checked and set by the same script as the
  * change, and the write carries the deadline of the claim it is made under. The record is what
  * makes a row relayed twice one job even after the job has run and been acknowledged (the

@@ -12,7 +12,7 @@ import { advanceRepeatScript } from '../scripts/advance-repeat.lua.js';
 import { readRepeatsScript } from '../scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
-import { WriteFenceExpiredError, type WriteFence } from '../outbox/write-fence.js';
+import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
 import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
 import { repeatScriptKeys } from './repeat-keys.js';
 import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';

@@ -8,7 +8,7 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  * running finishes, and its advance finds no schedule and enqueues nothing.
  *
  * KEYS  see repeat-lua-snippets.ts; KEYS[6] the call's operation record
- * ARGV[1] schedule id, ARGV[2] (optional, an outbox row's application, see outbox/write-fence.ts)
+ * ARGV[1] schedule id, ARGV[2] (optional, an outbox row's application, see jobs/write-fence.ts)
  *         the write's deadline on this server's clock; KEYS[6] is then the row's record
  *
  * Returns 1 if the schedule existed, 0 if not, -3 the deadline has passed (nothing changes, nothing

@@ -10,7 +10,7 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  *         the server time the caller read), ARGV[4] the tick jobs' body tail, ARGV[5] '1': a restore
  *         (an instance stores again a schedule it upserted that it found missing), which only creates:
  *         it stores nothing over another definition or after a recorded removal;
- *         ARGV[6] (optional, an outbox row's application, see outbox/write-fence.ts) the write's
+ *         ARGV[6] (optional, an outbox row's application, see jobs/write-fence.ts) the write's
  *         deadline on this server's clock
  *
  * Returns { status, tick, nowMs }: status 0 the same definition was stored already (nothing changes;

@@ -2,7 +2,7 @@ import type { LuaSnippet } from '../../core/redis/redis-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
- * Lua: the deadline of a fenced write (an outbox row's write, see outbox/write-fence.ts), in ms of
+ * Lua: the deadline of a fenced write (an outbox row's write, see jobs/write-fence.ts), in ms of
  * this server's clock. A write that reaches Redis after it changes nothing: another relay may
  * have claimed the row meanwhile, and only Redis' own clock can tell how late the bytes arrived.
  * An empty or missing deadline is no deadline (an unfenced call).

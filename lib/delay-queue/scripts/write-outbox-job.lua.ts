@@ -3,7 +3,7 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
 
 /**
- * Writes the job of one outbox row, fenced (see outbox/write-fence.ts): stores the job and queues it
+ * Writes the job of one outbox row, fenced (see jobs/write-fence.ts): stores the job and queues it
  * by due time as schedule-jobs.lua.ts does, unless the row was written already or the write is late.
  *
  * KEYS  the five topic keys; KEYS[6] the row's operation record (`op:outbox:<row id>`)
