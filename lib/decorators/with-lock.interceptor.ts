@@ -15,6 +15,7 @@ import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.err
 import { LockKindConflictError } from '../core/errors/lock-kind-conflict.error.js';
 import { LockNotReplicatedError } from '../core/errors/lock-not-replicated.error.js';
 import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
+import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { UnresolvedLockKeyError } from '../core/errors/unresolved-lock-key.error.js';
 import { LockSections, type LockSection } from '../lock/lock-sections.js';
 import { LockService } from '../lock/lock.service.js';
@@ -28,7 +29,9 @@ const claimed = new WeakSet<ExecutionContext>();
  * Takes the locks declared with `@WithRequestLock`, and turns lock failures into HTTP answers:
  * `LockAcquireTimeoutError` from anywhere in the handler (a `@WithLock` service method included)
  * becomes 409 Conflict, and so does `LockKindConflictError` (the name is held as the other kind of
- * lock); `LockServiceClosedError` (shutting down) becomes 503 Service Unavailable. Every other
+ * lock); `LockServiceClosedError` (shutting down) becomes 503 Service Unavailable, and so does
+ * `RedisConnectionError` (Redis unreachable: a `Retry-After` header comes with it, never 409, which
+ * would tell clients the resource is contended). Every other
  * error passes through untouched, and non-HTTP contexts (RPC, WebSocket, GraphQL) are not mapped.
  *
  * `RedisLockModule` registers it as a global interceptor (`APP_INTERCEPTOR`), so nothing has to be
@@ -55,7 +58,13 @@ export class WithLockInterceptor implements NestInterceptor {
     if (first) claimed.add(context);
     const stream = first ? this.lockedHandler(declaration, context, next) : next.handle();
     if (context.getType() !== 'http') return stream;
-    return stream.pipe(catchError((error: unknown) => throwError(() => this.toHttpException(error) ?? error)));
+    return stream.pipe(
+      catchError((error: unknown) => {
+        const answer = this.toHttpException(error);
+        if (answer?.getStatus() === 503 && error instanceof RedisConnectionError) setRetryAfter(context, RETRY_AFTER_SECONDS);
+        return throwError(() => answer ?? error);
+      }),
+    );
   }
 
   /**
@@ -76,6 +85,17 @@ export class WithLockInterceptor implements NestInterceptor {
           error: 'Service Unavailable',
           code: error.code,
           message: 'The lock could not be confirmed by Redis replicas (failover or replication lag). Retry later.',
+        },
+        { cause: error },
+      );
+    }
+    if (error instanceof RedisConnectionError) {
+      return new ServiceUnavailableException(
+        {
+          statusCode: 503,
+          error: 'Service Unavailable',
+          code: error.code,
+          message: 'The lock service cannot reach its Redis server right now. Retry later.',
         },
         { cause: error },
       );
@@ -159,6 +179,15 @@ export class WithLockInterceptor implements NestInterceptor {
       }),
     );
   }
+}
+
+/** What a 503 for an unreachable Redis asks clients to wait before retrying, in seconds. */
+const RETRY_AFTER_SECONDS = 1;
+
+/** Sets Retry-After on the response being answered (Express `res.header`, Fastify `reply.header`). */
+function setRetryAfter(context: ExecutionContext, seconds: number): void {
+  const response = context.switchToHttp().getResponse<{ header?: (name: string, value: string) => unknown; headersSent?: boolean }>();
+  if (response && typeof response.header === 'function' && !response.headersSent) response.header('Retry-After', String(seconds));
 }
 
 /** 409 Conflict with the error's stable `code`; the error itself is kept as `cause`. */

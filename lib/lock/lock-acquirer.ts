@@ -16,6 +16,15 @@ import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProt
 import { awaitReplicas } from './replica-sync.js';
 import { DeadlineList } from './deadline-list.js';
 import { errorMessage } from '../core/errors/error-message.js';
+import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
+import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
+
+/**
+ * A try still unanswered at its call's deadline after this long (ms), with not a byte from Redis on
+ * the connection since it was sent, says Redis is not answering: the wait ended for that, not for
+ * contention. A shorter one may just be a slow reply.
+ */
+const SILENT_TRY_MS = 200;
 
 /** The continuation of a try whose outcome is wanted as such. */
 const asIs = (outcome: AttemptOutcome): AttemptOutcome => outcome;
@@ -51,6 +60,7 @@ export class LockAcquirer {
   /** The hung-call deadline of every try in flight, on one timer (a try's deadline is its call's). */
   private readonly tryDeadlines = new DeadlineList(true);
   private closed = false;
+  private readonly stopWatching: () => void;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -59,6 +69,9 @@ export class LockAcquirer {
     private readonly logger: Logger,
   ) {
     this.wake = new WakeSubscriber(wakeConnection);
+    // Parked waiters wait for a message, not a reply: once Redis is unreachable past the bound
+    // they try again at once, and that try fails fast with RedisConnectionError.
+    this.stopWatching = connection.onUnreachable(() => this.wake.wakeAll());
   }
 
   /**
@@ -80,6 +93,7 @@ export class LockAcquirer {
   /** Stops every wait (they fail with `LockServiceClosedError`) and refuses new acquires. */
   close(): void {
     this.closed = true;
+    this.stopWatching();
     this.wake.close();
   }
 
@@ -164,6 +178,7 @@ export class LockAcquirer {
   private attemptBefore<T>(call: AcquireCall, waiting: boolean, next: (outcome: AttemptOutcome) => T | PromiseLike<T>): Promise<T> {
     const { protocol, owner, hold, options, deadline, reportedKey } = call;
     const mode: AttemptMode = { willWait: true, reentry: call.reentry, hold, waiting };
+    const sentAt = performance.now();
     const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
     // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
     return new Promise<T>((resolve, reject) => {
@@ -171,7 +186,7 @@ export class LockAcquirer {
       // Rounded up to the next whole ms, as the setTimeout this replaces was: never before the deadline.
       const timer = this.tryDeadlines.add(Math.ceil(deadline) + 1, () => {
         settled = true;
-        reject(new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
+        reject(this.unansweredTryError(protocol, sentAt, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
         attempt.then(
           // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
           (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, hold),
@@ -195,6 +210,25 @@ export class LockAcquirer {
         },
       );
     });
+  }
+
+  /**
+   * Why a try sent at `sentAt` is still unanswered when its call's wait ends, if the reason is
+   * Redis rather than contention: the connection is down, or nothing at all came back on it since
+   * the try was sent, `SILENT_TRY_MS` ago or more. Undefined otherwise (the lock was held at the last
+   * answer, or the reply is merely slow). Redlock tries go to the masters, not this connection.
+   */
+  private unansweredTryError(protocol: LockProtocol, sentAt: number, reportedKey: string | string[]): RedisConnectionError | undefined {
+    const reachability = this.connection.reachability;
+    if (!reachability || protocol instanceof RedlockLockProtocol) return undefined;
+    const action = `acquire lock ${formatKey(reportedKey)}`;
+    if (reachability.isDown) return reachability.failure(action);
+    const silentFor = performance.now() - sentAt;
+    if (silentFor < SILENT_TRY_MS || reachability.heardSince(sentAt)) return undefined;
+    return new RedisConnectionError(
+      `Redis did not answer while trying to ${action}: no reply for ${Math.round(silentFor)} ms when the wait ended ` +
+        '(so it is unknown whether the lock is held). Check that Redis is up and reachable, then retry.',
+    );
   }
 
   /** The owner id an enclosing section of *this* acquirer holds the lock under, if any. */
@@ -279,4 +313,8 @@ export class LockAcquirer {
       this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${errorMessage(error)}`);
     }
   }
+}
+
+function formatKey(key: string | readonly string[]): string {
+  return typeof key === 'string' ? JSON.stringify(key) : `[${key.map((k) => JSON.stringify(k)).join(', ')}]`;
 }

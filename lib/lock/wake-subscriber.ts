@@ -101,6 +101,14 @@ export class WakeSubscriber {
     return Math.max(0, state.heldUntil - performance.now());
   }
 
+  /**
+   * Wakes every parked waiter of every channel to try again now (the connection they try on became
+   * unreachable: their next try fails fast instead of waiting out the holder's lease).
+   */
+  wakeAll(): void {
+    for (const state of this.channels.values()) this.wakeEveryone(state);
+  }
+
   /** Stops every wait at once (shutdown) and closes nothing: the connection is closed by `RedisConnection`. */
   close(): void {
     this.closed = true;

@@ -35,6 +35,8 @@ export interface RedisLockConfig {
   };
   readonly transactions?: TransactionSynchronizer;
   readonly connectTimeout: number;
+  /** Bound on waiting for an unreachable Redis (ms), or false: see the module option. */
+  readonly unreachableTimeout: number | false;
   readonly evictionPolicyCheck: EvictionPolicyCheck;
   /** Set in Redlock mode only. */
   readonly redlock?: RedlockConfig;

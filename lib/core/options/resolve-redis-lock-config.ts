@@ -10,6 +10,8 @@ import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-
 import type { OutboxRelayOptions, RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+/** See `RedisLockModuleOptions.unreachableTimeout`. */
+const DEFAULT_UNREACHABLE_TIMEOUT = 2_000;
 const EVICTION_POLICY_CHECKS = ['error', 'warn', 'off'] as const;
 
 /**
@@ -75,6 +77,10 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
     },
     transactions: validateTransactions(o.transactions),
     connectTimeout: validate.duration('connectTimeout', o.connectTimeout, { min: 0, default: 10_000 }),
+    unreachableTimeout:
+      o.unreachableTimeout === false
+        ? false
+        : validate.duration('unreachableTimeout', o.unreachableTimeout, { min: 100, default: DEFAULT_UNREACHABLE_TIMEOUT }),
     evictionPolicyCheck: validate.oneOf('evictionPolicyCheck', o.evictionPolicyCheck, EVICTION_POLICY_CHECKS, { default: 'error' }),
     redlock,
     tracing: validate.flag('tracing', o.tracing, { default: true }),

@@ -1,4 +1,4 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import type { RedisConnectionOptions } from '../options/redis-lock-module-options.interface.js';
 import { lockReconnectStrategy, withLockReconnect } from './reconnect-strategy.js';
@@ -22,15 +22,41 @@ const CLUSTER_FAILOVER_DEFAULTS = {
 } as const;
 
 /**
+ * How long a connection the module built may stay silent with commands outstanding before it is
+ * dropped as unreachable (see `RedisReachability`): half of `unreachableTimeout`, the rest being
+ * left for the reconnect, plus the longest a command of the module legitimately keeps the
+ * connection silent (WAIT of `syncReplicas`).
+ */
+export function silenceTimeout(unreachableTimeout: number, longestBlockingCommand = 0): number {
+  return Math.max(50, Math.floor(unreachableTimeout / 2)) + longestBlockingCommand;
+}
+
+/**
+ * ioredis settings behind `unreachableTimeout` for a connection the module builds: a TCP connect
+ * that takes half the bound is given up (`connectTimeout`, ioredis' default being 10 s). A setting
+ * the options already name is kept.
+ */
+function unreachableDefaults(options: RedisOptions, unreachableTimeout: number | false): Pick<RedisOptions, 'connectTimeout'> {
+  if (unreachableTimeout === false || options.connectTimeout !== undefined) return {};
+  return { connectTimeout: Math.max(50, Math.floor(unreachableTimeout / 2)) };
+}
+
+/** What `createRedisClient` needs from the module configuration. */
+export interface ClientPolicy {
+  readonly unreachableTimeout: number | false;
+}
+
+/**
  * Builds the command client. Clients the module creates connect lazily so that a wrong address
  * surfaces as one clear bootstrap error (see `RedisConnection.onModuleInit`), not as a stream of
  * reconnect logs before the application has even started, and reconnect after a blip with
  * `lockReconnectStrategy` unless the options set a `retryStrategy`. (A cluster's node connections
  * do not reconnect on their own; ioredis refreshes the slot map instead, unchanged from 5 to 6.)
  */
-export function createRedisClient(options: RedisConnectionOptions): CreatedClient {
+export function createRedisClient(options: RedisConnectionOptions, policy: ClientPolicy = { unreachableTimeout: false }): CreatedClient {
+  const bounded = (given: RedisOptions) => unreachableDefaults(given, policy.unreachableTimeout);
   if (typeof options === 'string') {
-    return { client: new Redis(options, { lazyConnect: true, retryStrategy: lockReconnectStrategy }), owned: true };
+    return { client: new Redis(options, { lazyConnect: true, retryStrategy: lockReconnectStrategy, ...bounded({}) }), owned: true };
   }
   if ('client' in options) {
     return { client: options.client, owned: false };
@@ -38,7 +64,7 @@ export function createRedisClient(options: RedisConnectionOptions): CreatedClien
   if ('cluster' in options) {
     return { client: new Cluster(options.cluster, { lazyConnect: true, ...CLUSTER_FAILOVER_DEFAULTS, ...options.options }), owned: true };
   }
-  return { client: new Redis(withLockReconnect({ lazyConnect: true, ...options })), owned: true };
+  return { client: new Redis(withLockReconnect({ lazyConnect: true, ...bounded(options), ...options })), owned: true };
 }
 
 /** Where the client points, for error messages (never includes a password). */

@@ -3,7 +3,9 @@ import { Cluster } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error.js';
 import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../options/redis-lock-config.js';
 import { closeQuietly } from './close-quietly.js';
-import { createRedisClient, describeEndpoint } from './create-redis-client.js';
+import { createRedisClient, describeEndpoint, silenceTimeout } from './create-redis-client.js';
+import { RedisReachability } from './reachability.js';
+import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import { enforceEvictionPolicy } from './eviction-policy-check.js';
 import { reconnectOverrideFor } from './reconnect-strategy.js';
 import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
@@ -28,13 +30,46 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('RedisLockModule');
   private lastErrorLog = 0;
 
+  /**
+   * Whether the command connection reaches Redis and why not; with the module's bound on waiting
+   * for an unreachable Redis on connections it built (`unreachableTimeout`). None on a cluster.
+   */
+  readonly reachability: RedisReachability | undefined;
+
   constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
-    const { client, owned } = createRedisClient(config.redis);
+    const { client, owned } = createRedisClient(config.redis, { unreachableTimeout: config.unreachableTimeout });
     // Before anything uses it (a created client connects lazily, so there is nothing to close).
     assertSupportedClientOptions(client, redisOptionOrigin(config.redis));
     this.client = client;
     this.ownsClient = owned;
+    const userOptions = typeof config.redis === 'object' && !('client' in config.redis) ? (config.redis as Record<string, unknown>) : {};
+    if (client instanceof Cluster) {
+      this.reachability = undefined;
+    } else {
+      // The bound only where the user left ioredis' queueing and timeouts alone: their own choice wins.
+      const timeout = config.unreachableTimeout;
+      const bounded =
+        owned &&
+        timeout !== false &&
+        userOptions.maxRetriesPerRequest === undefined &&
+        userOptions.enableOfflineQueue === undefined &&
+        userOptions.socketTimeout === undefined;
+      this.reachability = RedisReachability.watch(
+        client,
+        describeEndpoint(client),
+        bounded ? { bound: timeout, silence: silenceTimeout(timeout, config.lock.syncReplicas?.timeout) } : undefined,
+      );
+    }
     if (owned) this.logErrorsOf(client, 'commands');
+  }
+
+  /**
+   * Calls `listener` each time the command connection becomes unreachable (lost for longer than
+   * `unreachableTimeout`): calls waiting for something else than a reply (a parked acquire) can then
+   * stop waiting. Returns the unsubscribe.
+   */
+  onUnreachable(listener: () => void): () => void {
+    return this.reachability?.onUnreachable(listener) ?? (() => undefined);
   }
 
   get isCluster(): boolean {
@@ -112,6 +147,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.reachability?.stop();
     const closing = [...this.dedicated].map((c) => closeQuietly(c));
     this.dedicated.clear();
     await Promise.all(closing);
@@ -127,12 +163,13 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       if (client.status === 'wait') await Promise.race([client.connect(), timeout]);
       await Promise.race([client.ping(), timeout]);
     } catch (error) {
+      // ioredis rejects a failed connect with "Connection is closed."; the error it reported just
+      // before (refused, unknown host, WRONGPASS / NOAUTH, no answer) is the cause worth naming.
+      const lastError = this.reachability?.lastConnectionError;
+      const cause = lastError ?? (error instanceof Error ? error : undefined);
       if (this.ownsClient && client.status !== 'end') client.disconnect();
-      const reason = errorMessage(error);
-      const advice = /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(reason)
-        ? 'Authentication failed: check the username and password in the `redis` option (or the URL).'
-        : 'Check that the server is running and that the `redis` option (URL, host/port, password, TLS) is right.';
-      throw new RedisConnectionError(`Cannot reach Redis at ${describeEndpoint(client)}: ${reason}. ${advice}`, error);
+      const reason = cause ? describeConnectionCause(cause) : errorMessage(error);
+      throw new RedisConnectionError(`Cannot reach Redis at ${describeEndpoint(client)}: ${reason}. ${connectionAdvice(cause ?? error)}`, cause ?? error);
     } finally {
       clearTimeout(timer);
     }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../options/redis-lock-config.js';
+import { RedisReachability } from './reachability.js';
 import { toRedisLockError } from './redis-errors.js';
 
 /**
@@ -42,9 +43,9 @@ export class RedisScript {
   run<T = unknown>(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
     // Plain promise chaining, no async wrapper: this sits on the hot path of every lock operation.
     return (client.evalsha(this.sha, keys.length, ...keys, ...args) as Promise<T>).catch((error: unknown) => {
-      if (!isNoScript(error)) throw toRedisLockError(error, `run ${this.name}`);
+      if (!isNoScript(error)) throw toRedisLockError(error, `run ${this.name}`, RedisReachability.of(client)?.cause);
       return (client.eval(this.source, keys.length, ...keys, ...args) as Promise<T>).catch((evalError: unknown) => {
-        throw toRedisLockError(evalError, `run ${this.name}`);
+        throw toRedisLockError(evalError, `run ${this.name}`, RedisReachability.of(client)?.cause);
       });
     });
   }
