@@ -1,6 +1,7 @@
 import { LockLostError } from '../core/errors/lock-lost.error.js';
 import { leaseLostAt } from '../core/time/lease-policy.js';
 import { DeadlineList, type Deadline } from './deadline-list.js';
+import { checkedOnRead } from './lease-checked-signal.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import type { WatchedEntry } from './lock-watchdog.js';
@@ -19,6 +20,12 @@ export interface HeldLockOperations {
  * from the moment the acquiring or renewing command was *sent*, so it can only err on the early side.
  * If `leaseLostAt` passes without a confirmed renewal the lock is treated as lost, even when Redis is
  * unreachable and cannot say so.
+ *
+ * That deadline is checked on every read (`held`, `lost`, `signal`, and the signal's own `aborted`,
+ * `reason` and `throwIfAborted()`), not only by its timer: after the event loop was paused (SIGSTOP,
+ * a long GC, a VM freeze) Node runs every overdue timer in the order they were due, so user timers
+ * due before the lease's end run before the one that marks it lost. Read at that moment, the
+ * handle already says lost and its signal is already aborted.
  */
 export class HeldLockHandle implements LockHandle {
   // Made on first read of `signal`: building an AbortSignal costs ~5 µs on Node 20 (more than all
@@ -53,15 +60,18 @@ export class HeldLockHandle implements LockHandle {
   }
 
   get signal(): AbortSignal {
+    this.checkLease();
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.lostError) this.controller.abort(this.lostError);
+      else checkedOnRead(this.controller.signal, () => this.checkLease());
     }
     return this.controller.signal;
   }
 
   /** True once the lease is known to be lost (`signal` is, or will be when read, aborted). */
   get lost(): boolean {
+    this.checkLease();
     return this.lostError !== undefined;
   }
 
@@ -85,15 +95,26 @@ export class HeldLockHandle implements LockHandle {
 
   /** The lease was confirmed by a command sent at `sentAt` (monotonic ms). */
   leaseConfirmed(sentAt: number, leaseTime = this.leaseTime): void {
+    // A renewal answered after the lease counted as lost does not bring it back: code may already
+    // have seen it lost and stopped, and another holder may have had the lock in between.
     if (this.lost) return;
     this.leaseTime = leaseTime;
     this.armExpiry(sentAt);
   }
 
+  /**
+   * Marks the hold lost now if its lease deadline has passed by the monotonic clock, whether or not
+   * the timer for it has run yet.
+   */
+  checkLease(): void {
+    const expiry = this.expiry;
+    if (expiry !== undefined && !expiry.done && performance.now() >= expiry.at) this.markLost(this.watchdog ? 'unconfirmed' : 'expired');
+  }
+
   /** Marks the hold as gone for good: stops timers and, if it was still held, aborts the signal. */
   markLost(reason: LockLostError['reason']): void {
     this.stopTimers();
-    if (this.lost || (this.released && !this.releasePending)) return;
+    if (this.lostError !== undefined || (this.released && !this.releasePending)) return;
     const error = new LockLostError(this.key, this.fencingToken, reason);
     this.lostError = error;
     this.controller?.abort(error);

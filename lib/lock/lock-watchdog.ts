@@ -83,6 +83,7 @@ export class LockWatchdog {
 
   /** Renews every watched lock now. Never rejects. */
   async renewAll(): Promise<void> {
+    this.dropOverdue();
     if (this.entries.size === 0) this.stop();
     if (this.renewing || this.entries.size === 0) return;
     this.renewing = true;
@@ -91,6 +92,16 @@ export class LockWatchdog {
     } finally {
       this.renewing = false;
     }
+  }
+
+  /**
+   * Marks lost (which unwatches them) the holds whose lease deadline has passed: after the event
+   * loop was paused past a lease this beat runs before the deadline's own timer, and renewing such
+   * a hold would keep in Redis, for another lease, a lock this process already counts as lost.
+   */
+  private dropOverdue(): void {
+    const handles = [...this.entries.values()].flatMap((entries) => entries.flatMap((entry) => [...entry.handles]));
+    for (const handle of handles) handle.checkLease();
   }
 
   private batches(): WatchedEntry[][] {

@@ -1,22 +1,39 @@
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
+import { checkedOnRead } from './lease-checked-signal.js';
 
 /**
- * All-or-nothing hold of several locks. Its signal aborts as soon as any one of them is lost;
- * release lets go of all of them (in reverse order of acquisition).
+ * All-or-nothing hold of several locks. Its signal aborts as soon as any one of them is lost (read
+ * after a pause, it checks its parts' leases first, as theirs do); release lets go of all of them
+ * (in reverse order of acquisition).
  */
 export class MultiLockHandle implements LockHandle {
   readonly key: string;
   readonly fencingToken: string;
-  readonly signal: AbortSignal;
+  // Made on first read of `signal`, as a single hold's is.
+  private controller?: AbortController;
+  /** Whether the signal was aborted (kept here: reading the signal's own `aborted` runs the check). */
+  private ended = false;
 
   constructor(readonly parts: readonly LockHandle[]) {
     this.key = parts.map((p) => p.key).join(',');
     this.fencingToken = parts.map((p) => p.fencingToken).join(',');
-    this.signal = AbortSignal.any(parts.map((p) => p.signal));
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      const onAbort = (event: Event) => this.end((event.target as AbortSignal).reason);
+      for (const part of this.parts) part.signal.addEventListener('abort', onAbort, { once: true });
+      checkedOnRead(this.controller.signal, () => this.checkParts());
+      this.checkParts();
+    }
+    return this.controller.signal;
   }
 
   get held(): boolean {
-    return this.parts.every((p) => p.held);
+    const held = this.parts.every((p) => p.held);
+    if (!held) this.checkParts();
+    return held;
   }
 
   async release(): Promise<void> {
@@ -31,5 +48,18 @@ export class MultiLockHandle implements LockHandle {
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
+  }
+
+  /** Aborts this signal, synchronously, with the reason of the first part found lost (reading a part's signal checks its lease). */
+  private checkParts(): void {
+    if (!this.controller || this.ended) return;
+    const lost = this.parts.find((p) => p.signal.aborted);
+    if (lost) this.end(lost.signal.reason);
+  }
+
+  private end(reason: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.controller!.abort(reason);
   }
 }

@@ -1,18 +1,26 @@
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
+import { checkedOnRead } from '../lock/lease-checked-signal.js';
 
 /**
  * The leader lock handed to the `LeadershipHooks`: the lock of one term, whose `signal` aborts when
  * the term ends for any reason (the lease lost, or this instance stepping down), and whose
  * `release()` steps down (another instance takes over at once).
+ *
+ * Like the lock's own, `held` and the signal's `aborted` check the lease when read: a leader that
+ * was paused past its lease sees the term over at its first turn, before the election notices.
  */
 export class LeadershipLock implements LockHandle {
   private readonly controller = new AbortController();
+  /** Whether the term ended (kept here: reading the signal's own `aborted` runs the check). */
+  private ended = false;
 
   constructor(
     private readonly inner: LockHandle,
     private readonly ttl: number,
     private readonly stepDown: () => Promise<void>,
-  ) {}
+  ) {
+    checkedOnRead(this.controller.signal, () => this.checkLease());
+  }
 
   get key(): string {
     return this.inner.key;
@@ -27,12 +35,13 @@ export class LeadershipLock implements LockHandle {
   }
 
   get held(): boolean {
-    return this.inner.held && !this.controller.signal.aborted;
+    this.checkLease();
+    return !this.ended && this.inner.held;
   }
 
   /** Steps down; resolves once the lock is released. Inside `onLeadershipLost`, releases at once. */
   release(): Promise<void> {
-    return this.controller.signal.aborted ? this.inner.release() : this.stepDown();
+    return this.ended ? this.inner.release() : this.stepDown();
   }
 
   /** Extends the lease (default: the election's `ttl`); the election renews it on its own anyway. */
@@ -45,7 +54,14 @@ export class LeadershipLock implements LockHandle {
   }
 
   /** Ends the term: aborts `signal` with `reason`. */
-  end(reason: Error): void {
-    if (!this.controller.signal.aborted) this.controller.abort(reason);
+  end(reason: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.controller.abort(reason);
+  }
+
+  /** Ends the term at once when the lock's lease is over (reading its signal checks the lease's deadline). */
+  private checkLease(): void {
+    if (!this.ended && this.inner.signal.aborted) this.end(this.inner.signal.reason);
   }
 }

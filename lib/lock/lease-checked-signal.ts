@@ -1,0 +1,57 @@
+const CHECK = Symbol('nestjs-redis-lock:lease-check');
+
+interface CheckedSignal extends AbortSignal {
+  [CHECK]?: () => void;
+}
+
+const base = AbortSignal.prototype;
+const abortedOf = Object.getOwnPropertyDescriptor(base, 'aborted')!.get!;
+const reasonOf = Object.getOwnPropertyDescriptor(base, 'reason')!.get!;
+
+/**
+ * The prototype of a lock's signal: an `AbortSignal` whose `aborted`, `reason` and `throwIfAborted()`
+ * first run the lock's lease check, so a read made the moment the event loop runs again after a
+ * pause (a user timer that was due before the lease's end runs before the library's own timer)
+ * already sees the lease lost. Everything else, listeners included, is the plain `AbortSignal`.
+ */
+const CHECKED_SIGNAL = Object.create(base, {
+  aborted: {
+    configurable: true,
+    enumerable: true,
+    get(this: CheckedSignal): boolean {
+      this[CHECK]?.();
+      return abortedOf.call(this) as boolean;
+    },
+  },
+  reason: {
+    configurable: true,
+    enumerable: true,
+    get(this: CheckedSignal): unknown {
+      this[CHECK]?.();
+      return reasonOf.call(this);
+    },
+  },
+  throwIfAborted: {
+    configurable: true,
+    writable: true,
+    value(this: CheckedSignal): void {
+      this[CHECK]?.();
+      base.throwIfAborted.call(this);
+    },
+  },
+}) as AbortSignal;
+
+/**
+ * Makes `signal` run `check` whenever it is read (`aborted`, `reason`, `throwIfAborted()`), before
+ * answering. `check` aborts the signal's controller, synchronously, when the lease it stands for is
+ * over by the monotonic clock; it must be cheap and must not read `signal` itself. Returns `signal`,
+ * still an `AbortSignal` (`instanceof`, `AbortSignal.any`, `fetch`, listeners all work as before;
+ * `AbortSignal.any` and Node's APIs read `aborted`, so they see the check too). A listener added
+ * with `addEventListener('abort')` fires when the check aborts, from inside that read.
+ */
+export function checkedOnRead(signal: AbortSignal, check: () => void): AbortSignal {
+  const checked = signal as CheckedSignal;
+  checked[CHECK] = check;
+  Object.setPrototypeOf(checked, CHECKED_SIGNAL);
+  return checked;
+}
