@@ -1,0 +1,103 @@
+import { Injectable } from '@nestjs/common';
+import type { TestingModule } from '@nestjs/testing';
+import { LeaderElection, OnOneInstance, OneInstanceLeases, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
+import { createRedisLockTestingModule } from '../../lib/testing/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';
+import { deferred, sleep } from '../support/timing.js';
+
+const SHUTDOWN_TIMEOUT = 1_000;
+/** Long leases: neither may lapse during the test, so the shutdown really has them to hand back. */
+const TTL = 60_000;
+
+/** What the leader's and the run's work waits on when Redis stops answering: it never comes. */
+const unreachable = new Promise<never>(() => undefined);
+
+@Injectable()
+@LeaderElection('down.leader', { ttl: TTL })
+class DownLeader implements LeadershipHooks {
+  readonly elected = deferred<LockHandle>();
+  onLeadershipAcquired(lock: LockHandle): void {
+    this.elected.resolve(lock);
+  }
+  /** Flushes the leader's work to Redis before stepping down: with Redis unreachable, it hangs. */
+  async onLeadershipLost(): Promise<void> {
+    await unreachable;
+  }
+}
+
+@Injectable()
+class DownRunner {
+  readonly started = deferred();
+  @OnOneInstance({ key: 'down.once', ttl: TTL })
+  async work(): Promise<'ran'> {
+    return 'ran';
+  }
+  /** A run writing to Redis when it stopped answering. */
+  @OnOneInstance({ key: 'down.once', ttl: TTL })
+  async stuck(): Promise<void> {
+    this.started.resolve();
+    await unreachable;
+  }
+}
+
+/**
+ * `app.close()` ends within `delayQueue.shutdownTimeout` plus a bounded second or so when Redis stops
+ * answering while a `@LeaderElection` leads and an `@OnOneInstance` lease is held: handing them back
+ * is not awaited past the shutdown budget (the leases' ttl frees them), nor are the leader's
+ * `onLeadershipLost` and a run in progress, both stuck on the unreachable Redis. Issue 23, defect 7:
+ * it took 17.5 s with `shutdownTimeout: 1000` (the release), and the hook's and the run's `ttl`.
+ */
+describe('shutdown with Redis unreachable, while leading and holding an @OnOneInstance lease', () => {
+  let server: LocalRedisServer;
+  beforeAll(async () => {
+    server = await startLocalRedisServer();
+  });
+  afterAll(() => server.stop());
+
+  async function leadingApp(): Promise<TestingModule> {
+    const app = await initOrCloseConnections(
+      await createRedisLockTestingModule({
+        redis: server.url,
+        redisLock: { keyPrefix: uniquePrefix('down'), delayQueue: { shutdownTimeout: SHUTDOWN_TIMEOUT } },
+        providers: [DownLeader, DownRunner],
+      }).compile(),
+    );
+    await app.get(DownLeader).elected.promise;
+    const runner = app.get(DownRunner);
+    expect(await runner.work()).toBe('ran');
+    expect(app.get(OneInstanceLeases).holds('down.once')).toBe(true);
+    void runner.stuck();
+    await runner.started.promise;
+    return app;
+  }
+
+  /** How long `app.close()` took; 20 s if it had not ended by then (it goes on in the background). */
+  async function closeMs(app: TestingModule): Promise<number> {
+    const startedAt = performance.now();
+    const closing = app.close();
+    closing.catch(() => undefined);
+    await Promise.race([closing, sleep(20_000)]);
+    return performance.now() - startedAt;
+  }
+
+  it('Redis paused (SIGSTOP: connections open, no reply): close() ends within shutdownTimeout + 2 s', async () => {
+    const app = await leadingApp();
+    server.process.kill('SIGSTOP');
+    try {
+      expect(await closeMs(app)).toBeLessThan(SHUTDOWN_TIMEOUT + 2_000);
+    } finally {
+      server.process.kill('SIGCONT');
+    }
+  });
+
+  it('Redis killed (connections refused): close() ends within shutdownTimeout + 2 s', async () => {
+    const app = await leadingApp();
+    server.process.kill('SIGKILL');
+    try {
+      expect(await closeMs(app)).toBeLessThan(SHUTDOWN_TIMEOUT + 2_000);
+    } finally {
+      await server.restart();
+    }
+  });
+});
