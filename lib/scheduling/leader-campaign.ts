@@ -28,6 +28,8 @@ interface Term {
  */
 export class LeaderCampaign {
   private readonly stopping = new AbortController();
+  /** Monotonic ms by which a shutdown's step-down must be over (set by `stop`). */
+  private stopBy = Number.POSITIVE_INFINITY;
   private term?: Term;
   private loop?: Promise<void>;
   /** Terms this instance has begun. */
@@ -60,8 +62,13 @@ export class LeaderCampaign {
     this.loop = this.campaign(first);
   }
 
-  /** Stops campaigning and steps down if leading; resolves once the lock is released. */
-  async stop(): Promise<void> {
+  /**
+   * Stops campaigning and steps down if leading; resolves once the lock is released, or at
+   * `deadline` (monotonic ms) at the latest: `onLeadershipLost` and the release are not awaited
+   * past it (with Redis unreachable the release cannot be confirmed; the lease's ttl frees the lock).
+   */
+  async stop(deadline = Number.POSITIVE_INFINITY): Promise<void> {
+    this.stopBy = deadline;
     this.stopping.abort();
     this.term?.stepDown();
     await this.loop;
@@ -71,7 +78,7 @@ export class LeaderCampaign {
     let handle = first;
     for (;;) {
       if (this.stopping.signal.aborted) {
-        await handle?.release().catch(() => undefined);
+        if (handle) await this.beforeStopDeadline(handle.release().catch(() => undefined));
         return;
       }
       if (handle) {
@@ -136,14 +143,33 @@ export class LeaderCampaign {
       error,
       heldMs: performance.now() - startedAt,
     }));
-    if (!(await settleWithin(this.invoke('onLeadershipLost', lock), ttl))) {
-      this.logger.warn(`${location}: onLeadershipLost() still runs after ${ttl} ms; releasing the lock anyway.`);
+    const hookWait = Math.min(ttl, this.timeLeft());
+    if (!(await settleWithin(this.invoke('onLeadershipLost', lock), hookWait))) {
+      this.logger.warn(`${location}: onLeadershipLost() still runs after ${Math.round(hookWait)} ms; releasing the lock anyway.`);
     }
     // A lost lease's release only cleans up in the background; a step-down wakes the other instances.
-    await handle.release().catch((releaseError: unknown) => {
+    const released = handle.release().catch((releaseError: unknown) => {
       this.logger.warn(`${location}: releasing the leader lock failed; it ends after its ttl: ${errorMessage(releaseError)}`);
     });
+    if (!(await this.beforeStopDeadline(released))) {
+      this.logger.warn(`${location}: the leader lock's release is not confirmed by the end of the shutdown; it ends after its ttl.`);
+    }
     over();
+  }
+
+  /** Ms left before `stop`'s deadline (Infinity while not stopping). */
+  private timeLeft(): number {
+    return Math.max(0, this.stopBy - performance.now());
+  }
+
+  /** Whether `promise` settled before `stop`'s deadline (awaited in full while not stopping). */
+  private async beforeStopDeadline(promise: Promise<unknown>): Promise<boolean> {
+    const left = this.timeLeft();
+    if (left === Number.POSITIVE_INFINITY) {
+      await promise;
+      return true;
+    }
+    return settleWithin(promise, left);
   }
 
   /** Calls a hook; never rejects (a hook's error is logged). */

@@ -1,7 +1,8 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { LockService } from '../lock/lock.service.js';
 import { LeaderCampaign } from './leader-campaign.js';
 import { leaderElectionOf } from './leader-election.decorator.js';
@@ -37,6 +38,7 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
     private readonly discovery: DiscoveryService,
     private readonly locks: LockService,
     private readonly events: RedisLockEvents,
+    @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -44,8 +46,10 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
     await Promise.all(this.campaigns.map((campaign) => campaign.start()));
   }
 
+  /** Steps down from every election, within `delayQueue.shutdownTimeout` (the module's shutdown budget) whether Redis answers or not. */
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all(this.campaigns.map((campaign) => campaign.stop()));
+    const deadline = performance.now() + this.config.delayQueue.shutdownTimeout;
+    await Promise.all(this.campaigns.map((campaign) => campaign.stop(deadline)));
   }
 
   /** Every election of this application and whether this instance leads it. */

@@ -1,7 +1,8 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { errorMessage } from '../core/errors/error-message.js';
 import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { settleWithin } from '../core/time/settle-within.js';
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
 import { LockService } from '../lock/lock.service.js';
@@ -61,6 +62,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
   constructor(
     private readonly locks: LockService,
     private readonly events: RedisLockEvents,
+    @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
   ) {}
 
   /**
@@ -123,10 +125,14 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
    * released no sooner than half the gap between two calls (at most `MAX_HANDOVER_GUARD_MS`) after
    * the last call, so the other instances' timers for that same tick, which fire a few ms later,
    * still find it held and do not run the tick again.
+   *
+   * All of it within `delayQueue.shutdownTimeout` (the module's shutdown budget), Redis up or down:
+   * what is not confirmed by then is left to the leases' ttl.
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
-    await Promise.all([...this.entries.values()].map((entry) => this.handBack(entry)));
+    const deadline = performance.now() + this.config.delayQueue.shutdownTimeout;
+    await Promise.all([...this.entries.values()].map((entry) => this.handBack(entry, deadline)));
   }
 
   private entryOf(declaration: LeaseDeclaration): LeaseEntry {
@@ -211,24 +217,28 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     return handle;
   }
 
-  private async handBack(entry: LeaseEntry): Promise<void> {
-    await entry.taking?.catch(() => undefined);
+  private async handBack(entry: LeaseEntry, deadline: number): Promise<void> {
+    const left = () => Math.max(0, deadline - performance.now());
+    if (entry.taking) await settleWithin(entry.taking.catch(() => undefined), left());
     const handle = entry.handle;
     if (!handle?.held) return;
     const { key, ttl } = entry.declaration;
-    if (!(await settleWithin(Promise.all(entry.runs), ttl))) {
-      this.logger.warn(`A run of "${key}" is still going after ${ttl} ms; handing the lease back anyway (its run lock stays held).`);
+    const runsWait = Math.min(ttl, left());
+    if (!(await settleWithin(Promise.all(entry.runs), runsWait))) {
+      this.logger.warn(`A run of "${key}" is still going after ${Math.round(runsWait)} ms; handing the lease back anyway (its run lock stays held).`);
     }
     const guard = Math.min(MAX_HANDOVER_GUARD_MS, (entry.shortestGap ?? Infinity) / 2);
+    // Not cut by the budget: at most MAX_HANDOVER_GUARD_MS, and it is what keeps a tick from running twice.
     const wait = (entry.lastCallAt ?? -Infinity) + guard - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     entry.handle = undefined;
     entry.keeper?.stop();
     const heldMs = entry.since === undefined ? 0 : Date.now() - entry.since;
-    try {
-      await handle.release();
-    } catch (error) {
-      this.logger.warn(`Handing back the lease of "${key}" failed; another instance takes over after its ttl: ${errorMessage(error)}`);
+    let failure: unknown;
+    const released = handle.release().catch((error: unknown) => (failure = error ?? new Error('release failed')));
+    if (!(await settleWithin(released, left())) || failure !== undefined) {
+      const why = failure === undefined ? 'not confirmed by the end of the shutdown' : `failed: ${errorMessage(failure)}`;
+      this.logger.warn(`Handing back the lease of "${key}" ${why}; another instance takes over after its ttl.`);
       return;
     }
     this.events.emitIfWanted('one-instance.lost', () => ({
