@@ -1,4 +1,4 @@
-import { LockService } from '../../lib/index.js';
+import { LockContext, LockService } from '../../lib/index.js';
 import { useLockApp } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
 
@@ -16,6 +16,29 @@ describe('multi-key locks', () => {
     await lock.release();
     expect(await locks.isLocked('acct:1')).toBe(false);
     expect(await locks.isLocked('acct:2')).toBe(false);
+  });
+
+  it('gives a fencing token per key, and a fencingToken that fits a bigint column (the greatest of them)', async () => {
+    const single = await locks.acquire('acct:9');
+    const tokenOf9 = single.fencingToken;
+    expect(single.fencingTokens).toEqual({ 'acct:9': tokenOf9 });
+    await single.release();
+
+    const lock = await locks.acquire(['acct:9', 'acct:8']);
+    const tokens = lock.fencingTokens;
+    expect(Object.keys(tokens).sort()).toEqual(['acct:8', 'acct:9']);
+    for (const token of Object.values(tokens)) expect(token).toMatch(/^\d+$/);
+    expect(BigInt(tokens['acct:9'])).toBeGreaterThan(BigInt(tokenOf9));
+    expect(lock.fencingToken).toMatch(/^\d+$/);
+    expect(BigInt(lock.fencingToken)).toBeLessThanOrEqual(2n ** 63n - 1n);
+    expect(BigInt(lock.fencingToken)).toBe([tokens['acct:8'], tokens['acct:9']].map(BigInt).reduce((a, b) => (a > b ? a : b)));
+    await lock.release();
+
+    await locks.using(['acct:7', 'acct:6'], (held) => {
+      const context = LockContext.current()!;
+      expect(context.fencingTokens).toEqual(held.fencingTokens);
+      expect(context.fencingToken).toBe(held.fencingToken);
+    });
   });
 
   it('is all or nothing: tryAcquire takes none when one key is busy', async () => {
