@@ -17,6 +17,7 @@ import { awaitReplicas } from './replica-sync.js';
 import { DeadlineList } from './deadline-list.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
+import { toRedisLockError } from '../core/redis/redis-errors.js';
 import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
 
 /**
@@ -145,7 +146,9 @@ export class LockAcquirer {
     let channel: WakeChannel | undefined;
     let acquired = false;
     try {
-      channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined, deadline - performance.now());
+      channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined, deadline - performance.now()).catch((error: unknown) => {
+        throw toRedisLockError(error, `wait for lock ${formatKey(reportedKey)}`, this.connection.reachability?.cause);
+      });
       let woken = false;
       if (queueBehind > 0) {
         const reason = await channel.wait(Math.min(queueBehind, deadline - performance.now()), options.signal);

@@ -55,6 +55,8 @@ export class WakeSubscriber {
   private connected?: Promise<void>;
   private readonly channels = new Map<string, ChannelState>();
   private closed = false;
+  /** Ends the wait of every `join` in progress (see `wakeAll`); replaced after each use. */
+  private interruptJoins = deferredSignal();
 
   constructor(private readonly connection: WakeConnectionSource) {}
 
@@ -82,7 +84,8 @@ export class WakeSubscriber {
       });
     }
     try {
-      await (Number.isFinite(maxWaitMs) ? settledWithin(state.subscribed, maxWaitMs) : state.subscribed);
+      const subscribed = Promise.race([state.subscribed, this.interruptJoins.promise]);
+      await (Number.isFinite(maxWaitMs) ? settledWithin(subscribed, maxWaitMs) : subscribed);
     } catch (error) {
       state.refs--;
       throw error;
@@ -107,6 +110,9 @@ export class WakeSubscriber {
    */
   wakeAll(): void {
     for (const state of this.channels.values()) this.wakeEveryone(state);
+    // Joins still waiting for their SUBSCRIBE go on too (with the subscription pending).
+    this.interruptJoins.resolve();
+    this.interruptJoins = deferredSignal();
   }
 
   /** Stops every wait at once (shutdown) and closes nothing: the connection is closed by `RedisConnection`. */
@@ -245,6 +251,13 @@ export class WakeSubscriber {
     this.subscriber = subscriber;
     return subscriber;
   }
+}
+
+/** A promise resolved on demand. */
+function deferredSignal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 /** Settles like `promise`, or resolves after `ms` if it has not settled by then. */

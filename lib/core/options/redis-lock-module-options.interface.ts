@@ -180,10 +180,10 @@ export interface RedisLockModuleOptions {
    * How long a call waits for a Redis it cannot reach, in ms, before failing with
    * `RedisConnectionError` naming the cause (refused, unknown host, authentication, no answer).
    * Default 2000. Applies to the connections the module builds from a URL or ioredis options:
-   * commands wait for a lost connection to come back at most this long after it was lost, then
-   * fail, and later calls fail at once until it is back; a connection that gets no byte back for
-   * half of it with commands outstanding (ioredis `socketTimeout`, also its `connectTimeout`) counts
-   * as lost. Outages shorter than this are ridden out (commands are sent, or re-sent, once the
+   * commands wait for a lost connection to come back at most this long after it was lost, and
+   * commands an open connection leaves unanswered this long (a hung server) fail too; later calls
+   * then fail at once until Redis answers again. ioredis' `connectTimeout` defaults to half of it.
+   * Outages shorter than this are ridden out (commands are sent, or re-sent, once the
    * connection is back). Your own `socketTimeout`, `connectTimeout`, `maxRetriesPerRequest` or
    * `enableOfflineQueue` in the `redis` options are kept; `false` leaves it all to ioredis (its
    * retry budget, `maxRetriesPerRequest`, then decides). A client passed in with `{ client }`

@@ -22,13 +22,12 @@ const CLUSTER_FAILOVER_DEFAULTS = {
 } as const;
 
 /**
- * How long a connection the module built may stay silent with commands outstanding before it is
- * dropped as unreachable (see `RedisReachability`): half of `unreachableTimeout`, the rest being
- * left for the reconnect, plus the longest a command of the module legitimately keeps the
- * connection silent (WAIT of `syncReplicas`).
+ * How long a connection the module built may leave commands unanswered on an open socket before
+ * it counts as unreachable (see `RedisReachability`): `unreachableTimeout`, plus the longest a
+ * command of the module legitimately keeps the connection silent (WAIT of `syncReplicas`).
  */
 export function silenceTimeout(unreachableTimeout: number, longestBlockingCommand = 0): number {
-  return Math.max(50, Math.floor(unreachableTimeout / 2)) + longestBlockingCommand;
+  return unreachableTimeout + longestBlockingCommand;
 }
 
 /**

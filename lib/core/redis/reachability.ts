@@ -11,7 +11,7 @@ interface QueuedCommand {
 interface ClientInternals {
   sendCommand(command: QueuedCommand, stream?: unknown): unknown;
   flushQueue(error: Error, options?: { offlineQueue?: boolean; commandQueue?: boolean }): void;
-  readonly commandQueue: { readonly length: number };
+  readonly commandQueue: { readonly length: number; toArray(): Array<{ command: QueuedCommand }> };
   prevCommandQueue?: { length: number; shift(): { command: QueuedCommand } | undefined } | null;
 }
 
@@ -31,21 +31,22 @@ const byClient = new WeakMap<object, RedisReachability>();
  * (ECONNREFUSED, ENOTFOUND, WRONGPASS, NOAUTH, a connection that stayed silent...), for messages.
  *
  * With `bound` (ms) it also bounds how long a command waits for an unreachable Redis:
- * - a connection with commands outstanding that receives no byte for `silence` ms is destroyed
- *   (a hung server or a black-holed network sends no close), and reconnects;
- * - a connection lost (closed, refused, or destroyed for silence) for `bound` ms rejects every
- *   command waiting on it (queued offline, or sent and awaiting the re-send that follows a
- *   reconnect) with `RedisConnectionError` naming the cause, and from then on rejects new commands
- *   at once, until it is ready again.
- * A shorter outage is ridden out as before: queued commands are sent, and unanswered ones re-sent
- * (the lost-reply guarantee), once it is back. A command rejected here is removed from the queues,
- * so it never runs later behind its caller's back. Time this process itself spent stalled does not
- * count (a late timer checks again after pending I/O is read).
+ * - commands left unanswered on an open socket for `silence` ms (a hung server, a black-holed
+ *   network: no close comes) are rejected where they stand, and new commands fail at once until
+ *   Redis sends something again or the connection drops;
+ * - a connection lost (closed, refused) for `bound` ms rejects every command waiting on it (queued
+ *   offline, or sent and awaiting the re-send that follows a reconnect) and removes them from the
+ *   queues, so they never run later behind their caller's back; new commands then fail at once
+ *   until it is ready again.
+ * Rejections are `RedisConnectionError` naming the cause. A shorter outage is ridden out as before:
+ * queued commands are sent, and unanswered ones re-sent (the lost-reply guarantee), once it is back.
+ * Time this process itself spent stalled does not count (a late timer checks again after pending
+ * I/O is read).
  */
 export class RedisReachability {
   private lastError?: Error;
-  /** The error this class destroyed a silent socket with, to recognise it when it comes back as the cause. */
-  private silenceError?: Error;
+  /** Monotonic ms since which the open socket has left commands unanswered past `silence`, if it has. */
+  private silentSince?: number;
   /** Monotonic ms of the last bytes Redis sent on this connection. */
   private lastReplyAt = -Infinity;
   /** Monotonic ms since which the connection has been unusable; undefined while it is ready. */
@@ -149,7 +150,7 @@ export class RedisReachability {
     internals.sendCommand = (command, stream) => {
       // Handshake and ready-check commands run in 'connect' and must pass for the connection to come back.
       const writing = client.status === 'connect' || client.status === 'ready';
-      if (this.unreachable && !writing) {
+      if (this.unreachable && (!writing || this.silentSince !== undefined)) {
         command.reject(this.failure());
         return command.promise;
       }
@@ -161,32 +162,54 @@ export class RedisReachability {
 
   private heard(): void {
     this.lastReplyAt = performance.now();
+    if (this.silentSince !== undefined) {
+      // The silent server answers again (SIGCONT, a healed network): usable again.
+      this.silentSince = undefined;
+      if (this.downSince === undefined) {
+        this.unreachable = false;
+        this.lastError = undefined;
+      }
+    }
     if (this.silenceTimer === undefined) return;
     clearTimeout(this.silenceTimer);
     this.silenceTimer = undefined;
     this.expectReply();
   }
 
-  /** Arms the silence timer while commands await their replies on the open socket. */
+  /**
+   * Arms the silence timer while commands await their replies on the open socket. When it runs
+   * out, those commands are rejected where they stand (kept in the client's queue, so the replies
+   * that may still come are matched to them and dropped) and new ones fail at once, until Redis
+   * sends something again or the connection drops. The socket is not cut: a command that is only
+   * slow finishes, and nothing is re-sent in a loop.
+   */
   private expectReply(): void {
-    if (this.silence === undefined || this.silenceTimer !== undefined) return;
-    if ((this.client as unknown as ClientInternals).commandQueue.length === 0) return;
+    if (this.silence === undefined || this.silenceTimer !== undefined || this.silentSince !== undefined) return;
+    const queue = (this.client as unknown as ClientInternals).commandQueue;
+    if (queue.length === 0) return;
+    const armedAt = performance.now();
     this.silenceTimer = this.after(this.silence, () => {
       this.silenceTimer = undefined;
-      const stream = this.client.stream;
-      if ((this.client as unknown as ClientInternals).commandQueue.length === 0 || !stream || stream.destroyed) return;
-      this.silenceError = new Error(`Redis did not answer for ${this.silence} ms`);
-      stream.destroy(this.silenceError);
+      const waiting = (this.client as unknown as ClientInternals).commandQueue;
+      if (waiting.length === 0 || this.client.status !== 'ready' || this.heardSince(armedAt)) return;
+      this.silentSince = armedAt;
+      this.lastError = new Error(`Redis did not answer for ${Math.round(performance.now() - armedAt)} ms`);
+      this.unreachable = true;
+      const error = this.failure();
+      for (const item of waiting.toArray()) item.command.reject(error);
+      (this.client as unknown as ClientInternals).flushQueue(error, { offlineQueue: true, commandQueue: false });
+      for (const listener of [...this.listeners]) listener();
     });
   }
 
   private lost(): void {
     clearTimeout(this.silenceTimer);
     this.silenceTimer = undefined;
+    const silentSince = this.silentSince;
+    this.silentSince = undefined;
     if (this.downSince === undefined) {
-      // A socket destroyed for silence has been unusable since its last byte, `silence` ago.
-      const silentFor = this.lastError !== undefined && this.lastError === this.silenceError ? (this.silence ?? 0) : 0;
-      this.downSince = performance.now() - silentFor;
+      // A socket that had gone silent has been unusable since then (and unreachable already).
+      this.downSince = silentSince ?? performance.now();
       if (this.bound !== undefined) {
         const left = Math.max(0, this.downSince + this.bound - performance.now());
         this.boundTimer = this.after(left, () => {

@@ -20,9 +20,10 @@ export const RECONNECT_JITTER = 0.25;
  * ioredis 6's default (50 ms doubling up to 5 s, plus 0-200 ms) can take 250 ms on the first
  * attempt and 5 s after a longer outage; ioredis 5's was `min(n * 50, 2000)`.
  *
- * With ioredis' `maxRetriesPerRequest` (20 by default), a command queued while Redis is down
- * fails after 16-20 s of failed attempts under this policy (10.5 s under ioredis 5's default,
- * 71-75 s under ioredis 6's).
+ * How long a command queued while Redis is down waits is not this policy's business: on the
+ * connections the module builds, `unreachableTimeout` (2 s) bounds it (see `RedisReachability`).
+ * Left to ioredis' `maxRetriesPerRequest` (20 by default) it would fail after 16-20 s of failed
+ * attempts under this policy (10.5 s under ioredis 5's default, 71-75 s under ioredis 6's).
  *
  * @param attempt ioredis' one-based count of attempts since the connection was last ready.
  * @param random source of randomness in [0, 1), for tests.
