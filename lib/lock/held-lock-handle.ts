@@ -59,6 +59,10 @@ export class HeldLockHandle implements LockHandle {
     return this.protocol.name;
   }
 
+  get fencingTokens(): Readonly<Record<string, string>> {
+    return { [this.key]: this.fencingToken };
+  }
+
   get signal(): AbortSignal {
     this.checkLease();
     if (!this.controller) {

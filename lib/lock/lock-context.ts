@@ -3,8 +3,13 @@ import { LockScope } from './lock-scope.js';
 /** What code running under a lock can know about it. */
 export interface LockContextSnapshot {
   readonly key: string;
-  /** Pass it to the database so a stale holder's write is rejected (`... WHERE fence < :token`). */
+  /**
+   * Pass it to the database so a stale holder's write is rejected (`... WHERE fence < :token`).
+   * Under a multi-key lock: the greatest of its keys' tokens (see `fencingTokens`).
+   */
   readonly fencingToken: string;
+  /** The token of each lock name held, by name: under `['acct:1', 'acct:2']`, fence each account with its own. */
+  readonly fencingTokens: Readonly<Record<string, string>>;
   /** Aborted with `LockLostError` when the lock is lost: stop the work. */
   readonly signal: AbortSignal;
 }
@@ -25,6 +30,6 @@ export class LockContext {
   static current(): LockContextSnapshot | undefined {
     const handle = LockScope.currentHandle();
     if (!handle) return undefined;
-    return { key: handle.key, fencingToken: handle.fencingToken, signal: handle.signal };
+    return { key: handle.key, fencingToken: handle.fencingToken, fencingTokens: handle.fencingTokens, signal: handle.signal };
   }
 }

@@ -14,9 +14,13 @@ export class MultiLockHandle implements LockHandle {
   /** Whether the signal was aborted (kept here: reading the signal's own `aborted` runs the check). */
   private ended = false;
 
+  /** Each key's token; `fencingToken` is the greatest of them, so it stays a decimal that fits a bigint column. */
+  readonly fencingTokens: Readonly<Record<string, string>>;
+
   constructor(readonly parts: readonly LockHandle[]) {
     this.key = parts.map((p) => p.key).join(',');
-    this.fencingToken = parts.map((p) => p.fencingToken).join(',');
+    this.fencingTokens = Object.freeze(Object.assign({}, ...parts.map((p) => p.fencingTokens)) as Record<string, string>);
+    this.fencingToken = parts.map((p) => p.fencingToken).reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a));
   }
 
   get signal(): AbortSignal {

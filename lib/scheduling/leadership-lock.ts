@@ -30,6 +30,10 @@ export class LeadershipLock implements LockHandle {
     return this.inner.fencingToken;
   }
 
+  get fencingTokens(): Readonly<Record<string, string>> {
+    return this.inner.fencingTokens;
+  }
+
   get signal(): AbortSignal {
     return this.controller.signal;
   }

@@ -11,6 +11,10 @@ export class FakeLockHandle implements LockHandle {
     readonly fencingToken = '1',
   ) {}
 
+  get fencingTokens(): Readonly<Record<string, string>> {
+    return { [this.key]: this.fencingToken };
+  }
+
   async release(): Promise<void> {
     this.releases++;
     this.held = false;
