@@ -156,9 +156,8 @@ async function main(): Promise<void> {
     try {
       if (kind !== 'read') {
         // A re-entered hold writes with the nested handle's token, which must be the section's.
-        const writerTokens = writer.fencingToken.split(',');
-        for (const [i, [key]] of parts.entries()) {
-          const token = writerTokens[i];
+        for (const [key] of parts) {
+          const token = tokenOf(writer, key);
           const written = await store.fenced({ w: me, op: 'write', hold, kind, key, token, value: values.get(key)! + 1 });
           if (!written.ok) return await refused(hold, kind, key, token, lock);
         }
@@ -172,10 +171,15 @@ async function main(): Promise<void> {
     }
   }
 
+  /** The fencing token of `key` in a hold (a multi-key hold has one per key, in `fencingTokens`). */
+  function tokenOf(lock: LockHandle, key: string): string {
+    const token = lock.fencingTokens?.[key];
+    if (token !== undefined) return token;
+    throw new Error(`${key}: no fencing token in ${JSON.stringify(lock.fencingTokens)} (fencingToken ${lock.fencingToken})`);
+  }
+
   function partsOf(keys: readonly string[], lock: LockHandle): Array<readonly [string, string]> {
-    const tokens = lock.fencingToken.split(',');
-    if (tokens.length !== keys.length) throw new Error(`${keys.join(',')}: ${tokens.length} tokens (${lock.fencingToken}) for ${keys.length} keys`);
-    return keys.map((key, i) => [key, tokens[i]] as const);
+    return keys.map((key) => [key, tokenOf(lock, key)] as const);
   }
 
   async function lockOperation(kind: LockKind): Promise<void> {
@@ -249,7 +253,8 @@ async function main(): Promise<void> {
     }
     if (!lock) return failed('none free');
     stats.acquired++;
-    token = lock.fencingToken;
+    // The history keeps a hold's tokens as its keys' tokens joined by ',' in key order.
+    token = kind === 'semaphore' ? lock.fencingToken : keys.map((key) => tokenOf(lock, key)).join(',');
     try {
       if (kind === 'semaphore') {
         // The permit's lease (Redis TIME at grant + lease) ends no earlier than sentAt + lease: both clocks are this machine's.
