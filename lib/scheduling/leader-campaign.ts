@@ -81,7 +81,14 @@ export class LeaderCampaign {
         if (handle) await this.beforeStopDeadline(handle.release().catch(() => undefined));
         return;
       }
-      if (handle) {
+      if (handle && !handle.held) {
+        // Granted, but answered after the lease it started was over by this instance's clock (a
+        // stalled link, a reconnection): no term ran under it, so none is reported. Handing it
+        // back (in the background, as for any lost hold) wakes the next try at once.
+        this.logger.debug(`${this.declaration.location}: a grant arrived after its lease ended; campaigning again`);
+        await handle.release().catch(() => undefined);
+        handle = null;
+      } else if (handle) {
         await this.lead(handle);
         handle = null;
       } else {

@@ -182,8 +182,10 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     if (await this.locks.isLocked(key)) return null;
     const handle = await this.locks.tryAcquire(key, { leaseTime: ttl, keyPattern: key });
     if (!handle) return null;
-    if (this.closing) {
-      await handle.release();
+    if (this.closing || !handle.held) {
+      // Not held: granted, but answered after its lease was over by this instance's clock (a
+      // stalled link): no lease to report or run on; handed back so the next call takes it afresh.
+      await handle.release().catch(() => undefined);
       return null;
     }
     const since = Date.now();
