@@ -732,10 +732,10 @@ const jobRows: LostReplyRow[] = [
       // The peer, idle, runs what the busy consumer handed back while 'one' still holds its slot.
       const peer = recordingConsumer(ctx);
       await waitFor(() => peer.runs.length >= 2, 8_000, "'two' and 'three' to run on the peer");
+      // 'one' is acknowledged through the connection the lost reply reset, whenever it is back: not waited for here.
       finish.resolve();
-      await waitFor(() => drained(ctx), 8_000, 'the topic to drain');
       await Promise.all([consumer.close(), peer.consumer.close()]);
-      return { here: runs, there: peer.runs };
+      return { here: runs, there: [...peer.runs] };
     },
     check: async (ctx, _ids, { here, there }) => {
       expect(await deadIds(ctx)).toEqual([]);
