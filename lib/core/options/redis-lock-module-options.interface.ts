@@ -179,7 +179,8 @@ export interface RedisLockModuleOptions {
   /**
    * How long a call waits for a Redis it cannot reach, in ms, before failing with
    * `RedisConnectionError` naming the cause (refused, unknown host, authentication, no answer).
-   * Default 2000. Applies to the connections the module builds from a URL or ioredis options:
+   * Default 2000. Applies to the connections the module builds from a URL or ioredis options (not
+   * a cluster, nor Sentinel, where a failover is ridden out instead):
    * commands wait for a lost connection to come back at most this long after it was lost, and
    * commands an open connection leaves unanswered this long (a hung server) fail too; later calls
    * then fail at once until Redis answers again. ioredis' `connectTimeout` defaults to half of it.

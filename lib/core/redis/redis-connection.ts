@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { Cluster } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error.js';
 import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../options/redis-lock-config.js';
 import { closeQuietly } from './close-quietly.js';
@@ -46,11 +46,14 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     if (client instanceof Cluster) {
       this.reachability = undefined;
     } else {
-      // The bound only where the user left ioredis' queueing and timeouts alone: their own choice wins.
+      // The bound only where the user left ioredis' queueing and timeouts alone: their own choice
+      // wins. Not behind Sentinel: a failover (down-after-milliseconds plus the election, seconds)
+      // is ridden out there, which is what Sentinel is deployed for.
       const timeout = config.unreachableTimeout;
       const bounded =
         owned &&
         timeout !== false &&
+        !(client as Redis).options.sentinels?.length &&
         userOptions.maxRetriesPerRequest === undefined &&
         userOptions.enableOfflineQueue === undefined &&
         userOptions.socketTimeout === undefined;
