@@ -44,10 +44,14 @@ export class LeaderCampaign {
     private readonly logger: Logger,
   ) {}
 
-  /** The current term, if this instance leads. */
+  /**
+   * The current term, if this instance leads now: a term whose lease is over by this instance's
+   * monotonic clock (the event loop was paused past it) is not reported, even before the election
+   * has noticed and ended it.
+   */
   get leadership(): { readonly fencingToken: string; readonly since: number } | undefined {
     const term = this.term;
-    return term && { fencingToken: term.lock.fencingToken, since: term.since };
+    return term && term.lock.held ? { fencingToken: term.lock.fencingToken, since: term.since } : undefined;
   }
 
   /** Makes the first try (so an instance that finds the lock free leads when bootstrap returns) and campaigns on in the background. */
@@ -55,7 +59,8 @@ export class LeaderCampaign {
     let first: LockHandle | null = null;
     try {
       const { key, ttl } = this.declaration;
-      first = await this.locks.tryAcquire(key, { leaseTime: ttl, keyPattern: key });
+      const askedAt = performance.now();
+      first = await this.termGrant(await this.locks.tryAcquire(key, { leaseTime: ttl, keyPattern: key }), askedAt);
     } catch (error) {
       this.logger.warn(`${this.declaration.location}: first campaign failed, retrying: ${errorMessage(error)}`);
     }
@@ -81,14 +86,7 @@ export class LeaderCampaign {
         if (handle) await this.beforeStopDeadline(handle.release().catch(() => undefined));
         return;
       }
-      if (handle && !handle.held) {
-        // Granted, but answered after the lease it started was over by this instance's clock (a
-        // stalled link, a reconnection): no term ran under it, so none is reported. Handing it
-        // back (in the background, as for any lost hold) wakes the next try at once.
-        this.logger.debug(`${this.declaration.location}: a grant arrived after its lease ended; campaigning again`);
-        await handle.release().catch(() => undefined);
-        handle = null;
-      } else if (handle) {
+      if (handle) {
         await this.lead(handle);
         handle = null;
       } else {
@@ -97,10 +95,36 @@ export class LeaderCampaign {
     }
   }
 
+  /**
+   * The grant of a call made at `askedAt` (monotonic ms) if it can begin a term, else null (handed
+   * back). A term always starts with at least two thirds of its lease left: a grant answered late (a
+   * try queued across a reconnection, a stalled link, a wait) may have only a sliver of its lease
+   * left by this instance's clock, and a term begun on it would end before its first renewal could
+   * land, firing the hooks for a term that never ran. Such a grant is extended first (a lease counted
+   * from now); one whose lease is already over, or that Redis no longer holds, begins no term.
+   */
+  private async termGrant(handle: LockHandle | null, askedAt: number): Promise<LockHandle | null> {
+    if (!handle) return null;
+    let usable = handle.held;
+    if (usable && performance.now() - askedAt > this.declaration.ttl / 3) {
+      usable = await handle.extend(this.declaration.ttl).then(
+        () => handle.held,
+        () => false,
+      );
+    }
+    if (usable) return handle;
+    this.logger.debug(`${this.declaration.location}: a grant arrived after its lease ended; campaigning again`);
+    // In the background, as for any lost hold: it only cleans up, and wakes the next try at once.
+    void handle.release().catch(() => undefined);
+    return null;
+  }
+
   private async waitForLock(): Promise<LockHandle | null> {
     const { key, ttl } = this.declaration;
     try {
-      return await this.locks.acquire(key, { waitTimeout: CAMPAIGN_WAIT_MS, leaseTime: ttl, signal: this.stopping.signal, keyPattern: key });
+      const askedAt = performance.now();
+      const handle = await this.locks.acquire(key, { waitTimeout: CAMPAIGN_WAIT_MS, leaseTime: ttl, signal: this.stopping.signal, keyPattern: key });
+      return await this.termGrant(handle, askedAt);
     } catch (error) {
       if (this.stopping.signal.aborted || error instanceof LockAcquireTimeoutError) return null;
       if (error instanceof LockServiceClosedError) {
@@ -131,6 +155,8 @@ export class LeaderCampaign {
     });
     const keeper = new LeaseKeeper(handle, ttl, (error) => this.logger.warn(`${location}: renewing the lease failed, will retry: ${errorMessage(error)}`));
     this.term = { lock, since: Date.now(), stepDown };
+    // A stop that came while the grant was being confirmed found no term to step down from.
+    if (this.stopping.signal.aborted) stepDown();
     this.terms++;
     this.events.emitIfWanted('leadership.acquired', () => ({ key, provider: this.provider, fencingToken: handle.fencingToken }));
     void this.invoke('onLeadershipAcquired', lock);
