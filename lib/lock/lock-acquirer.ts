@@ -18,6 +18,7 @@ import { DeadlineList } from './deadline-list.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
+import { RedisReachability } from '../core/redis/reachability.js';
 import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
 
 /**
@@ -135,7 +136,10 @@ export class LockAcquirer {
     // The first try's outcome is handled inside the deadline's promise (one promise, not three).
     return willWait
       ? this.attemptBefore(call, false, afterFirstTry)
-      : protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold }).then(afterFirstTry);
+      : protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold }).then(afterFirstTry, (error: unknown) => {
+          this.undoIfUnknown(call, error, sentAt);
+          throw error;
+        });
   }
 
   /** Waits for the lock after a refused first try (or, with `queueBehind`, behind this process's parked waiters first). */
@@ -193,7 +197,7 @@ export class LockAcquirer {
         attempt.then(
           // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
           (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, hold),
-          () => undefined,
+          (error: unknown) => this.undoIfUnknown(call, error, sentAt),
         );
       });
       attempt.then(
@@ -209,6 +213,7 @@ export class LockAcquirer {
         (error: unknown) => {
           if (settled) return;
           this.tryDeadlines.cancel(timer);
+          this.undoIfUnknown(call, error, sentAt);
           reject(error);
         },
       );
@@ -232,6 +237,18 @@ export class LockAcquirer {
       `Redis did not answer while trying to ${action}: no reply for ${Math.round(silentFor)} ms when the wait ended ` +
         '(so it is unknown whether the lock is held). Check that Redis is up and reachable, then retry.',
     );
+  }
+
+  /**
+   * A try that failed without an answer from Redis (it was left unanswered, or the connection
+   * dropped with it sent) may still run, or have run, in Redis: its hold, if granted, is undone
+   * there in the background (a re-entry's own hold only; see LockHoldRegistry.releaseUnknown), so
+   * the lock is not left held by nobody until its lease ends. An error Redis answered with is
+   * known to have taken nothing. Redlock tries go to its masters, which settle their own.
+   */
+  private undoIfUnknown(call: AcquireCall, error: unknown, sentAt: number): void {
+    if (!(error instanceof RedisConnectionError) || RedisReachability.neverSent(error) || call.protocol instanceof RedlockLockProtocol) return;
+    this.holds.releaseUnknown(call.protocol, call.owner, call.hold, sentAt + call.options.leaseTime);
   }
 
   /** The owner id an enclosing section of *this* acquirer holds the lock under, if any. */

@@ -17,6 +17,10 @@ import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { errorMessage } from '../core/errors/error-message.js';
 
+/** First and longest pause between two tries of `releaseUnknown` while Redis cannot be reached (ms). */
+const UNDO_FIRST_RETRY_MS = 100;
+const UNDO_MAX_RETRY_MS = 2_000;
+
 /**
  * The holds one `LockService` handed out: it issues their handles, keeps the watched ones alive,
  * and runs their release, extend and loss. A release inside an active transaction is deferred to
@@ -32,6 +36,9 @@ export class LockHoldRegistry implements HeldLockOperations {
   private readonly watchdog: LockWatchdog;
   private readonly keptHolds = new KeptHolds();
   private readonly defaults: RedisLockConfig['lock'];
+  private stopped = false;
+  /** Ends the retry waits of `releaseUnknown` (at stop). */
+  private readonly undoWaits = new Set<() => void>();
   /** The connection's publish command, read once: it follows from the client, which never changes. */
   private readonly publishCommand: string;
 
@@ -138,7 +145,11 @@ export class LockHoldRegistry implements HeldLockOperations {
       handles.flatMap((h) => (h instanceof MultiLockHandle ? h.parts : [h])).map((h) => {
         if (!(h instanceof HeldLockHandle)) return h.release();
         this.keptHolds.undone(h);
-        return this.releaseNow(h);
+        // Nobody else will release it: with Redis out of reach, it is retried until its lease ends.
+        return this.releaseNow(h).catch((error: unknown) => {
+          if (error instanceof RedisConnectionError) this.releaseUnknown(h.protocol, h.owner, h.hold, performance.now() + h.leaseTime);
+          throw error;
+        });
       }),
     );
   }
@@ -154,9 +165,64 @@ export class LockHoldRegistry implements HeldLockOperations {
     });
   }
 
+  /**
+   * Ends in Redis one hold (by its id) of a try whose outcome is unknown: Redis did not answer it
+   * (it may run it when it resumes) or the connection dropped with it sent. Sent on the same
+   * connection as that try, after it, so Redis runs the release after the try: a grant nobody
+   * received is undone, and a try that never ran or was refused makes it a no-op (the release is
+   * ownership- and hold-checked). A kind with a wait line is left too (`leave`). While Redis is
+   * unreachable it is retried each time the connection becomes reachable again, and with backoff,
+   * until it is done or `until` (monotonic ms: the lease's end, when Redis frees the hold anyway)
+   * passes, or the module stops. In the background, never failing.
+   */
+  releaseUnknown(protocol: LockProtocol, owner: string, hold: string, until: number): void {
+    this.undoUntil(protocol, owner, hold, until).catch(() => undefined);
+  }
+
   /** Stops renewing: the module is shutting down. */
   stop(): void {
+    this.stopped = true;
     this.watchdog.stop();
+    for (const wake of [...this.undoWaits]) wake();
+  }
+
+  private async undoUntil(protocol: LockProtocol, owner: string, hold: string, until: number): Promise<void> {
+    const client = this.connection.client;
+    let released = false;
+    for (let delay = UNDO_FIRST_RETRY_MS; ; delay = Math.min(delay * 2, UNDO_MAX_RETRY_MS)) {
+      if (this.stopped || client.status === 'end' || performance.now() >= until) {
+        this.logger.debug(`Gave up undoing an unanswered acquire of "${protocol.name}": its lease frees it.`);
+        return;
+      }
+      try {
+        if (!released) await protocol.release(client, owner, this.publishCommand, hold);
+        released = true;
+        if (protocol.leave) await protocol.leave(client, owner, this.publishCommand);
+        return;
+      } catch (error) {
+        if (!(error instanceof RedisConnectionError)) {
+          this.logger.debug(`Could not undo an unanswered acquire of "${protocol.name}": ${errorMessage(error)}`);
+          return;
+        }
+      }
+      await this.untilReachableOr(Math.min(delay, until - performance.now()));
+    }
+  }
+
+  /** Resolves when the connection is reachable again, after `ms`, or when the module stops. */
+  private untilReachableOr(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        stopListening?.();
+        this.undoWaits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      timer.unref();
+      const stopListening = this.connection.reachability?.onReachable(done);
+      this.undoWaits.add(done);
+    });
   }
 
   private releaseNow(handle: HeldLockHandle): Promise<void> {

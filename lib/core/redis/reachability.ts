@@ -25,6 +25,8 @@ const STALL_MS = 50;
 const HANDSHAKE_RECHECK_MS = 100;
 
 const byClient = new WeakMap<object, RedisReachability>();
+/** Errors of commands refused before they were sent (the connection was unreachable): Redis never saw them. */
+const unsent = new WeakSet<object>();
 
 /**
  * Whether one connection can reach Redis, and why not: the last connection error it reported
@@ -55,6 +57,7 @@ export class RedisReachability {
   private boundTimer?: NodeJS.Timeout;
   private silenceTimer?: NodeJS.Timeout;
   private readonly listeners = new Set<() => void>();
+  private readonly reachableListeners = new Set<() => void>();
 
   private constructor(
     private readonly client: Redis,
@@ -79,6 +82,11 @@ export class RedisReachability {
   /** The watcher of `client`, if it has one. */
   static of(client: RedisClient): RedisReachability | undefined {
     return byClient.get(client);
+  }
+
+  /** Whether `error` failed a command before it was sent: the command cannot run in Redis later. */
+  static neverSent(error: unknown): boolean {
+    return typeof error === 'object' && error !== null && unsent.has(error);
   }
 
   /** True once the connection has been unreachable for the bound: calls on it fail at once. */
@@ -111,6 +119,15 @@ export class RedisReachability {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Calls `listener` each time commands can be sent again after the connection was unusable (a
+   * silent server answers again, or a lost connection is ready again). Returns the unsubscribe.
+   */
+  onReachable(listener: () => void): () => void {
+    this.reachableListeners.add(listener);
+    return () => this.reachableListeners.delete(listener);
+  }
+
   /** The error a call fails with while the connection is unreachable; `action` says what it was doing. */
   failure(action?: string): RedisConnectionError {
     return connectionFailureError(this.endpoint, this.lastError, {
@@ -138,11 +155,13 @@ export class RedisReachability {
     // A client passed in may be connected already.
     if (client.status === 'ready' || client.status === 'connect') client.stream?.on('data', hear);
     client.on('ready', () => {
+      const wasDown = this.downSince !== undefined || this.unreachable;
       this.downSince = undefined;
       this.unreachable = false;
       this.lastError = undefined;
       clearTimeout(this.boundTimer);
       this.boundTimer = undefined;
+      if (wasDown) this.reachableAgain();
     });
     if (this.bound === undefined) return;
     const internals = client as unknown as ClientInternals;
@@ -151,7 +170,9 @@ export class RedisReachability {
       // Handshake and ready-check commands run in 'connect' and must pass for the connection to come back.
       const writing = client.status === 'connect' || client.status === 'ready';
       if (this.unreachable && (!writing || this.silentSince !== undefined)) {
-        command.reject(this.failure());
+        const error = this.failure();
+        unsent.add(error);
+        command.reject(error);
         return command.promise;
       }
       const sent = send.call(client, command, stream);
@@ -168,6 +189,7 @@ export class RedisReachability {
       if (this.downSince === undefined) {
         this.unreachable = false;
         this.lastError = undefined;
+        this.reachableAgain();
       }
     }
     if (this.silenceTimer === undefined) return;
@@ -199,6 +221,15 @@ export class RedisReachability {
       for (const item of waiting.toArray()) item.command.reject(error);
       (this.client as unknown as ClientInternals).flushQueue(error, { offlineQueue: true, commandQueue: false });
       for (const listener of [...this.listeners]) listener();
+    });
+  }
+
+  /** Tells the listeners, after this turn (the data or ready handler that saw it finishes first). */
+  private reachableAgain(): void {
+    if (this.reachableListeners.size === 0) return;
+    setImmediate(() => {
+      if (this.unreachable || this.downSince !== undefined) return;
+      for (const listener of [...this.reachableListeners]) listener();
     });
   }
 

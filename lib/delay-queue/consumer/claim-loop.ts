@@ -49,6 +49,7 @@ export class ClaimLoop {
   private unsharedDue = -1;
   /** The last due time handed to another consumer that way (not posted twice). */
   private sharedDue = -1;
+  private readonly stopWatching?: () => void;
 
   constructor(private readonly context: ClaimLoopContext) {
     this.waiter = new MarkerWaiter(
@@ -59,6 +60,10 @@ export class ClaimLoop {
       (outcome) => this.onMarker(outcome),
       (error) => context.failures.failed(error),
     );
+    // A claim that failed on an unreachable Redis is retried as soon as it answers again.
+    this.stopWatching = context.connection.reachability?.onReachable(() => {
+      if (this.pausedFor === 'retry') this.wake();
+    });
   }
 
   /** True while the loop waits for a free slot: it claims as soon as one frees up. */
@@ -81,6 +86,25 @@ export class ClaimLoop {
         wait: (ms) => this.pause('retry', -1, ms),
         stopped: () => !running(),
       });
+    }
+    if (this.context.claimer.outcomeUnknown) await this.handBackUnknownClaim();
+  }
+
+  /**
+   * The consumer stops after a claim whose outcome is unknown: the claim is re-sent once to read
+   * back what a late run took, which is handed back at once. When Redis still cannot be reached,
+   * those jobs are left to their visibility timeout.
+   */
+  private async handBackUnknownClaim(): Promise<void> {
+    const { claimer, leases, settlement } = this.context;
+    try {
+      const claim = await claimer.claim(0, []);
+      await settlement.handBack(
+        claim.rows.map((row) => leases.hold(row)),
+        true,
+      );
+    } catch (error) {
+      this.context.failures.failed(error);
     }
   }
 
@@ -149,6 +173,7 @@ export class ClaimLoop {
 
   /** Closes the blocking connection (at shutdown). */
   closeWaiter(): Promise<void> {
+    this.stopWatching?.();
     return this.waiter.close();
   }
 

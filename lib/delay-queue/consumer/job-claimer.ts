@@ -1,7 +1,9 @@
+import { RedisConnectionError } from '../../core/errors/redis-connection.error.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisReachability } from '../../core/redis/reachability.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { DUE_SCORE_SLOTS } from '../jobs/delay-queue.constants.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
@@ -41,7 +43,8 @@ type ClaimReply = [number, number, number, number, (string | number)[], (string 
  * acknowledgements, and recovers in-flight jobs whose visibility passed (reported as `job.recovered`
  * and, on their last attempt, `job.dead`). Each call names its own operation record, so a claim that
  * ioredis re-sends after a lost reply returns the same batch instead of claiming a second one; the
- * record of the last claim that took jobs is deleted by the next claim (or `discardLastRecord`).
+ * record of the last claim that took jobs is deleted by the next claim (or `discardLastRecord`). A
+ * claim that failed with its outcome unknown (RedisConnectionError) is re-sent as the next claim.
  */
 export class JobClaimer {
   /** Names this consumer's claim records: `<id>:<sequence>` is unique per claim call. */
@@ -49,6 +52,13 @@ export class JobClaimer {
   private claimSequence = 0;
   /** The record of the last claim that took jobs: its reply has arrived, so the next claim deletes it. */
   private lastClaimRecord?: string;
+  /**
+   * A claim that failed without an answer from Redis, which may still run it or have run it. Its
+   * record (kept for the visibility timeout) lists what such a run took, so the next claim re-sends
+   * it, and gets those jobs at once (on the same attempt, with the same tokens) instead of after
+   * their visibility timeout. Sent on the same connection, the re-sent claim runs after the late one.
+   */
+  private unknownClaim?: { readonly record: string; readonly max: number };
   /** The topic shard's fencing counter (job-fence.ts): every claim's tokens come from it. */
   private readonly fenceKey: string;
 
@@ -60,13 +70,25 @@ export class JobClaimer {
   async claim(max: number, acks: readonly HeldJob[]): Promise<ClaimResult> {
     const { visibilityTimeout, maxAttempts } = this.context.options;
     const { deadLetterMaxCount, deadLetterMaxAge } = this.context.retention;
-    const args: (string | number)[] = [max, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
+    // After a claim whose outcome is unknown, the next one is that claim again: same record, same
+    // count (`max` 0 only reads back what a late run took, claiming nothing new).
+    const unknown = this.unknownClaim;
+    const count = max === 0 ? 0 : (unknown?.max ?? max);
+    const args: (string | number)[] = [count, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
     for (const job of acks) args.push(job.id, job.token);
-    const record = operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
+    const record = unknown?.record ?? operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
     const keys = [...this.context.keyList, record, this.fenceKey];
     if (this.lastClaimRecord) keys.push(this.lastClaimRecord);
     const sent = performance.now();
-    const reply = await claimDueJobsScript.run<ClaimReply>(this.context.connection.client, keys, args);
+    let reply: ClaimReply;
+    try {
+      reply = await claimDueJobsScript.run<ClaimReply>(this.context.connection.client, keys, args);
+    } catch (error) {
+      // Redis may run it later (it did not answer) or have run it (the connection dropped with it sent).
+      if (error instanceof RedisConnectionError && !RedisReachability.neverSent(error)) this.unknownClaim = { record, max: count };
+      throw error;
+    }
+    this.unknownClaim = undefined;
     const received = performance.now();
     const [nowUs, nextWake, more, , flat, recovered, nextDue] = reply;
     this.lastClaimRecord = flat.length > 0 ? record : undefined;
@@ -78,6 +100,14 @@ export class JobClaimer {
       rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS), dueScore, sentAt: sent });
     }
     return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1, nextDue: Number(nextDue) };
+  }
+
+  /**
+   * Whether the last claim failed with its outcome unknown: its jobs, if it took any, are claimed
+   * under a record only the next claim (`claim`) reads back.
+   */
+  get outcomeUnknown(): boolean {
+    return this.unknownClaim !== undefined;
   }
 
   /** Deletes the last claim's record (at shutdown; it would expire anyway). Never rejects. */
