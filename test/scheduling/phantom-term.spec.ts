@@ -7,7 +7,12 @@ import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/t
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { closeSchedulingApps } from './support/scheduling-app.js';
 
-const TTL = 500;
+/**
+ * 1 s: a loaded CI machine's event-loop stalls (a few hundred ms) do not end a kept lease. The
+ * campaigner's own `unreachableTimeout` is raised past the stall below, so its try stays in flight
+ * and is granted when the link heals instead of failing at the 2 s bound.
+ */
+const TTL = 1_000;
 
 @Injectable()
 @LeaderElection('phantom.leader', { ttl: TTL })
@@ -40,7 +45,11 @@ describe('@LeaderElection: no phantom term when a campaign’s grant arrives aft
 
   const start = async (redis: string, keyPrefix: string) => {
     const app = await initOrCloseConnections(
-      await createRedisLockTestingModule({ redis, redisLock: { keyPrefix }, providers: [PhantomLeader] }).compile(),
+      await createRedisLockTestingModule({
+        redis,
+        redisLock: { keyPrefix, unreachableTimeout: 10 * TTL },
+        providers: [PhantomLeader],
+      }).compile(),
     );
     apps.push(app);
     return app;
