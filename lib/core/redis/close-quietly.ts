@@ -17,6 +17,9 @@ export async function closeQuietly(client: RedisClient): Promise<void> {
     // Already closing or closed: nothing to do.
   } finally {
     clearTimeout(timer);
-    client.disconnect();
+    // After a QUIT that was answered the connection has ended: disconnecting it again would leave
+    // ioredis' 2 s "still open" timer running on a socket that is already closed, holding the
+    // process open after the application's close().
+    if (client.status !== 'end') client.disconnect();
   }
 }
