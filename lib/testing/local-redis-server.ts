@@ -33,10 +33,18 @@ export interface LocalRedisServer extends AsyncDisposable {
   stop(): Promise<void>;
   /**
    * Kills the server (SIGKILL by default: a crash) and starts it again on the same port and
-   * directory, after `downtimeMs`. For tests of what your code does while Redis is down or after
-   * it lost its data.
+   * directory, after `downtimeMs` and once `until` (when given) has settled. For tests of what
+   * your code does while Redis is down or after it lost its data; `until` keeps it down for as
+   * long as the test needs, whatever the machine's load.
+   *
+   * @example
+   * let bringBack!: () => void;
+   * const restarted = server.restart({ until: new Promise<void>((resolve) => (bringBack = resolve)) });
+   * // ... calls that must fail while Redis is down ...
+   * bringBack();
+   * await restarted;
    */
-  restart(options?: { signal?: NodeJS.Signals; downtimeMs?: number }): Promise<void>;
+  restart(options?: { signal?: NodeJS.Signals; downtimeMs?: number; until?: Promise<unknown> }): Promise<void>;
 }
 
 /**
@@ -120,9 +128,10 @@ export async function startLocalRedisServer(options: LocalRedisServerOptions = {
         },
         stop,
         [Symbol.asyncDispose]: stop,
-        async restart({ signal = 'SIGKILL', downtimeMs = 0 } = {}) {
+        async restart({ signal = 'SIGKILL', downtimeMs = 0, until } = {}) {
           await terminate(child, signal);
           if (downtimeMs > 0) await new Promise((resolve) => setTimeout(resolve, downtimeMs));
+          if (until) await until.then(() => undefined, () => undefined);
           child = await launch(port, dir, args);
         },
       };

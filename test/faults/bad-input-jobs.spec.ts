@@ -11,7 +11,7 @@ import {
 } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
-import { sleep, waitFor } from '../support/timing.js';
+import { waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
@@ -402,13 +402,19 @@ describe('bad input to delayed jobs', () => {
       await downQueue.schedule('down', 0);
       await waitFor(() => ran.length === 1, 5_000, 'the first job');
 
-      const restarted = server.restart({ signal: 'SIGKILL', downtimeMs: 3_000 });
-      await sleep(300);
-      const single = await outcome(() => downQueue.schedule('down', 1));
-      const many = await outcome(() => downQueue.scheduleMany('down', Array.from({ length: 1200 }, (_, i) => ({ payload: 100 + i }))));
-      for (const error of [single, many]) {
-        expect(error).toBeInstanceOf(RedisConnectionError);
-        expect((error as Error).message).toMatch(/Redis did not answer while trying to run scheduleJobs.*check that Redis is up/);
+      // Down until both calls have failed, however long a loaded machine takes to fail them.
+      let bringBack!: () => void;
+      const restarted = server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
+      await waitFor(() => server.process.signalCode !== null, 10_000, 'redis-server to be killed');
+      try {
+        const single = await outcome(() => downQueue.schedule('down', 1));
+        const many = await outcome(() => downQueue.scheduleMany('down', Array.from({ length: 1200 }, (_, i) => ({ payload: 100 + i }))));
+        for (const error of [single, many]) {
+          expect(error).toBeInstanceOf(RedisConnectionError);
+          expect((error as Error).message).toMatch(/Redis did not answer while trying to run scheduleJobs.*check that Redis is up/);
+        }
+      } finally {
+        bringBack();
       }
       await restarted;
 

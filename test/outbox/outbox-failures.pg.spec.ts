@@ -5,7 +5,7 @@ import { startLocalRedisServer, type LocalRedisServer } from '../support/local-r
 import { spawnFixture } from '../support/child-process.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { checkExactlyOnce, PgTransactions, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
@@ -77,8 +77,10 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
       const runs: RecordedRun[] = [];
       const app = await startOutboxApp({ redis: redis.url, keyPrefix: uniquePrefix('outage'), outbox: store(), topics: [topic], runs, outboxRelay: { minAge: 500 } });
       try {
-        const restarted = redis.restart({ downtimeMs: 12_000 });
-        await sleep(500);
+        // Down until the transaction has committed both rows.
+        let bringBack!: () => void;
+        const restarted = redis.restart({ until: new Promise<void>((resolve) => (bringBack = resolve)) });
+        await waitFor(() => redis.process.signalCode !== null, 10_000, 'redis-server to be killed');
         const scheduledAt = Date.now();
         const ids = await tx.run(async () => [
           await app.queue.schedule(topic, 'now', { id: 'due-now' }),
@@ -87,6 +89,7 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
         const committedIn = Date.now() - scheduledAt;
         expect(committedIn).toBeLessThan(10_000); // the outage does not hold the transaction's caller
         expect((await rowsOf(topic)).length).toBe(2);
+        bringBack();
         await restarted;
         const back = Date.now();
         await waitFor(() => runs.some((run) => run.id === 'due-now') || undefined, 60_000, 'the overdue job after the outage');

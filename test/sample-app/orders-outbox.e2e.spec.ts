@@ -11,7 +11,7 @@ import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
-import { sleep, waitFor } from '../support/timing.js';
+import { waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { listenSampleApp } from './support/listen-sample-app.js';
 
@@ -61,8 +61,10 @@ describe.each([
 
   it('commits the order with its order.expire outbox row, and the job runs once Redis returns', async () => {
     muteNestLogger('error', 'warn');
-    const restarted = redis.restart({ downtimeMs: 8_000 });
-    await sleep(500);
+    // Down until the order is committed with its outbox row.
+    let bringBack!: () => void;
+    const restarted = redis.restart({ until: new Promise<void>((resolve) => (bringBack = resolve)) });
+    await waitFor(() => redis.process.signalCode !== null, 10_000, 'redis-server to be killed');
 
     const startedAt = Date.now();
     const created = await call('POST', '/orders', { item: 'lamp' });
@@ -72,6 +74,7 @@ describe.each([
     // Redis is still down: the job waits in the outbox table, committed with the order.
     expect(await outboxJobIds()).toContain(created.body.id);
 
+    bringBack();
     await restarted;
     const order = await waitFor(
       async () => {
@@ -125,8 +128,10 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
       { REDIS_URL: redis.url, DATABASE_URL: postgres.url, ORDER_EXPIRY_MS: '1500', REDIS_KEY_PREFIX: keyPrefix, OUTBOX_CLAIM_LEASE_MS: '5000' },
       150_000,
     );
-    const restarted = redis.restart({ downtimeMs: 5_000 });
-    await sleep(500);
+    // Down until the instance that committed the order has been killed.
+    let bringBack!: () => void;
+    const restarted = redis.restart({ until: new Promise<void>((resolve) => (bringBack = resolve)) });
+    await waitFor(() => redis.process.signalCode !== null, 10_000, 'redis-server to be killed');
     const created = await httpJson(crashed.base, 'POST', '/orders', { item: 'kettle' });
     expect(created.status).toBe(201);
     // COMMIT is done; the job's write to Redis waits for the outage. The process dies now.
@@ -137,6 +142,7 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
     const outboxJobIds = async () => (await client.query<{ job_id: string }>(`SELECT job_id FROM ${DEFAULT_OUTBOX_TABLE}`)).rows.map((row) => row.job_id);
     try {
       expect(await outboxJobIds()).toEqual([created.body.id]);
+      bringBack();
       await restarted;
       // The survivor takes the row over once the dead instance's claim lease (5 s) has lapsed.
       const started = await listenSampleApp({ redisUrl: redis.url, databaseUrl: postgres.url, orderExpiryMs: 1_500, keyPrefix });
