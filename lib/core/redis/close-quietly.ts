@@ -19,7 +19,11 @@ export async function closeQuietly(client: RedisClient): Promise<void> {
     clearTimeout(timer);
     // After a QUIT that was answered the connection has ended: disconnecting it again would leave
     // ioredis' 2 s "still open" timer running on a socket that is already closed, holding the
-    // process open after the application's close().
-    if (client.status !== 'end') client.disconnect();
+    // process open after the application's close(). (The status changed while QUIT ran: read anew.)
+    if (statusOf(client) !== 'end') client.disconnect();
   }
+}
+
+function statusOf(client: RedisClient): string {
+  return client.status;
 }
