@@ -5,10 +5,15 @@
  * `@nestjs-cls/transactional`) only on Node 24.9+; on an older Node this runs the suite on Node 24
  * fetched from the npm registry (tools/fetch-node.js, cached in .cache/), and says so.
  * `TEST_NODE=current` keeps the running Node instead. Arguments are passed to Jest.
+ *
+ * Before anything else it checks the programs the run's specs need (tools/prerequisites.js:
+ * redis-server, PostgreSQL, Chromium): one missing means one message listing each, and exit code 3,
+ * without type-checking or running a single spec.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { nodeBinary } from './fetch-node.js';
+import { EXIT_MISSING, formatMissing, missingPrerequisites, specFilesOfRun } from './prerequisites.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const [major, minor] = process.versions.node.split('.').map(Number);
@@ -17,6 +22,13 @@ const runsWholeSuite = major > 24 || (major === 24 && minor >= 9);
 function run(command, args) {
   const result = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+const jestArgs = process.argv.slice(2);
+const missing = missingPrerequisites(specFilesOfRun(jestArgs));
+if (missing.length > 0) {
+  console.error(formatMissing(missing));
+  process.exit(EXIT_MISSING);
 }
 
 run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--noEmit']);
@@ -29,4 +41,4 @@ if (!runsWholeSuite && process.env.TEST_NODE !== 'current') {
   );
   node = nodeBinary(24);
 }
-run(node, ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...process.argv.slice(2)]);
+run(node, ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...jestArgs]);

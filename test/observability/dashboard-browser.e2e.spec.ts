@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,22 +11,13 @@ import { AppModule } from '../../sample-app/src/app.module.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
 import { holdsWithin } from '../support/timing.js';
+import { chromiumPath } from '../support/chromium.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'dashboard');
 const DOCS_IMAGE = join(ROOT, 'docs', 'images', 'dashboard.png');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Generous: a loaded two-core machine runs the sample app, Redis and Chromium at once. */
 const UI_TIMEOUT = 30_000;
-
-function assertChromium(): void {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `Chromium was not found at ${CHROMIUM}; this test needs a real browser. Install it with ` +
-        '`sudo apt-get install chromium` (Debian/Ubuntu), or set CHROMIUM_PATH to a Chromium/Chrome binary.',
-    );
-  }
-}
 
 /**
  * The dashboard in a real headless Chromium, served by the sample orders service: orders schedule
@@ -41,7 +32,7 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
   const held: LockHandle[] = [];
 
   beforeAll(async () => {
-    assertChromium();
+    const executablePath = chromiumPath();
     mkdirSync(ARTIFACTS, { recursive: true });
     const moduleRef = await Test.createTestingModule({
       imports: [
@@ -58,7 +49,7 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     app = moduleRef.createNestApplication({ logger: ['error'] });
     await app.listen(0, '127.0.0.1');
     base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(UI_TIMEOUT);
   }, 120_000);
@@ -168,16 +159,17 @@ describe('dashboard in a browser: a page of another site (e2e)', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    assertChromium();
+    const executablePath = chromiumPath();
     t = await startDashboardApp({ readOnly: false, history: { sampleMs: 0 } }, { handlers: false, cors: { origin: true, credentials: true } });
     // Served from http://localhost:<port>: another site than the dashboard's http://127.0.0.1:<port>.
     evil = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>prize</title>'));
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
-    await new Promise((resolve) => evil?.close(resolve));
+    // A beforeAll that failed before listening leaves no server: `evil?.close(resolve)` would never resolve.
+    if (evil) await new Promise((resolve) => evil.close(resolve));
     await t?.close();
   });
 

@@ -1,8 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { findPostgresBin, postgresServerUser } from '../../tools/prerequisites.js';
 import { freePort } from './local-redis-server.js';
 
 /** A throwaway PostgreSQL server of the test file's own: temp data dir, free loopback port, trust auth. */
@@ -34,7 +35,7 @@ export const NO_POSTGRES_MESSAGE = [
 export async function startLocalPostgres(): Promise<LocalPostgres> {
   const bin = findPostgresBin();
   if (!bin) throw new Error(NO_POSTGRES_MESSAGE);
-  const owner = serverUser();
+  const owner = postgresServerUser();
   const dir = mkdtempSync(join(tmpdir(), 'nestjs-redis-lock-pg-'));
   if (owner) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, 'data');
@@ -154,37 +155,4 @@ async function terminate(child: ChildProcess): Promise<void> {
   await exited;
   clearTimeout(fast);
   clearTimeout(kill);
-}
-
-function findPostgresBin(): string | undefined {
-  const has = (dir: string) => existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'postgres'));
-  if (process.env.PG_BIN && has(process.env.PG_BIN)) return process.env.PG_BIN;
-  const root = '/usr/lib/postgresql';
-  if (existsSync(root)) {
-    const versions = readdirSync(root)
-      .filter((v) => /^\d+(\.\d+)?$/.test(v))
-      .sort((a, b) => Number(b) - Number(a));
-    for (const version of versions) {
-      if (has(join(root, version, 'bin'))) return join(root, version, 'bin');
-    }
-  }
-  const which = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' });
-  const fromPath = which.status === 0 ? which.stdout.trim().replace(/\/initdb$/, '') : '';
-  return fromPath && has(fromPath) ? fromPath : undefined;
-}
-
-/** The `postgres` system user when running as root (PostgreSQL refuses root), else the current user. */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
-  const entry = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .map((line) => line.split(':'))
-    .find((fields) => fields[0] === 'postgres');
-  if (!entry) {
-    throw new Error(
-      'Running as root, and there is no `postgres` system user to run PostgreSQL as (it refuses to run as root). ' +
-        'Installing the Debian package creates it: `apt-get install postgresql`; or run the tests as a non-root user.',
-    );
-  }
-  return { uid: Number(entry[2]), gid: Number(entry[3]) };
 }
