@@ -1,4 +1,9 @@
-// The public surface. Everything not exported here is internal and may change in any release.
+/**
+ * `nestjs-redis-lock`: the module, the lock and delayed-job services, their decorators, options,
+ * events and errors. Everything not exported here is internal and may change in any release.
+ *
+ * @module nestjs-redis-lock
+ */
 export { RedisLockModule } from './redis-lock.module.js';
 export type {
   BackoffOptions,

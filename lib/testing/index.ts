@@ -1,5 +1,10 @@
-// `nestjs-redis-lock/testing`: for your own tests. A separate entry point, so that @nestjs/testing
-// (an optional peer dependency) is loaded only by the tests that use it; the main entry never imports it.
+/**
+ * `nestjs-redis-lock/testing`: for your own tests (a Redis to test against, a testing module, key
+ * clean-up). A separate entry point, so that `@nestjs/testing` (an optional peer dependency) is loaded
+ * only by the tests that use it; the main entry never imports it.
+ *
+ * @module nestjs-redis-lock/testing
+ */
 export { startTestRedis, type StartTestRedisOptions, type TestRedis } from './start-test-redis.js';
 export {
   findFreePort,

@@ -1,3 +1,9 @@
+/**
+ * `nestjs-redis-lock/transaction/nestjs-cls`: locks released and jobs scheduled inside a
+ * `@nestjs-cls/transactional` transaction take effect after it commits or rolls back.
+ *
+ * @module nestjs-redis-lock/transaction/nestjs-cls
+ */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
 import { TransactionHost, type TransactionalAdapter } from '@nestjs-cls/transactional';

@@ -1,3 +1,9 @@
+/**
+ * `nestjs-redis-lock/transaction/typeorm-transactional`: locks released and jobs scheduled inside a
+ * `typeorm-transactional` transaction take effect after it commits or rolls back.
+ *
+ * @module nestjs-redis-lock/transaction/typeorm-transactional
+ */
 import { Logger } from '@nestjs/common';
 import { runOnTransactionComplete } from 'typeorm-transactional';
 // Not re-exported from the package root; the same functions its @Transactional uses to find the

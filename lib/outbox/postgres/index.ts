@@ -1,3 +1,10 @@
+/**
+ * `nestjs-redis-lock/outbox/postgres`: the transactional outbox on PostgreSQL. A job scheduled inside a
+ * database transaction is written to an outbox table in that transaction and relayed to Redis after it
+ * commits, even if the process dies right after COMMIT; nothing is enqueued on ROLLBACK.
+ *
+ * @module nestjs-redis-lock/outbox/postgres
+ */
 export { PostgresJobOutbox, type PostgresJobOutboxOptions } from './postgres-job-outbox.js';
 export {
   inClsTransaction,
