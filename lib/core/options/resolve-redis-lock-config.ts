@@ -2,6 +2,8 @@ import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import { OPTION_BOUNDS } from './option-bounds.js';
 import { describeValue, optionValidator as validate } from './option-validation.js';
 import { DEFAULT_BACKOFF, resolveBackoff } from './retry-backoff.js';
+import { refuseUnknownKeys } from './known-option-keys.js';
+import { MODULE_OPTION_KEYS } from './module-option-keys.js';
 import { resolveSyncReplicas } from './resolve-sync-replicas.js';
 import { resolveTopicShards } from './resolve-topic-shards.js';
 import type { RedisLockConfig } from './redis-lock-config.js';
@@ -21,6 +23,8 @@ const EVICTION_POLICY_CHECKS = ['error', 'warn', 'off'] as const;
 export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefined): RedisLockConfig {
   const o = options ?? {};
   if (typeof o !== 'object') throw new InvalidOptionsError('options', 'expected an object');
+  refuseMisplacedIsGlobal(o);
+  refuseUnknownKeysOfEveryLevel(o);
 
   const keyPrefix = o.keyPrefix ?? 'rl';
   if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.:-]{1,64}$/.test(keyPrefix)) {
@@ -85,6 +89,44 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
     redlock,
     tracing: validate.flag('tracing', o.tracing, { default: true }),
   };
+}
+
+/**
+ * Refuses keys no level of the options has (a misspelt key would fall back to its default in
+ * silence: two applications with `keyprefix` share the default prefix). The levels' own values are
+ * checked by their resolvers; a level that is not an object is left to them.
+ */
+function refuseUnknownKeysOfEveryLevel(o: RedisLockModuleOptions): void {
+  const refuse = validate.refuse;
+  const keys = MODULE_OPTION_KEYS;
+  refuseUnknownKeys(refuse, '', o, keys.root);
+  refuseUnknownKeys(refuse, 'lock', o.lock, keys.lock);
+  refuseUnknownKeys(refuse, 'lock.syncReplicas', o.lock?.syncReplicas, keys.syncReplicas);
+  refuseUnknownKeys(refuse, 'redlock', o.redlock, keys.redlock);
+  const dq = o.delayQueue;
+  refuseUnknownKeys(refuse, 'delayQueue', dq, keys.delayQueue);
+  refuseUnknownKeys(refuse, 'delayQueue.backoff', dq?.backoff, keys.backoff);
+  refuseUnknownKeys(refuse, 'delayQueue.retention', dq?.retention, keys.retention);
+  refuseUnknownKeys(refuse, 'delayQueue.outboxRelay', dq?.outboxRelay, keys.outboxRelay);
+  const topics: unknown = dq?.topics;
+  if (topics !== null && typeof topics === 'object') {
+    for (const [topic, settings] of Object.entries(topics)) {
+      refuseUnknownKeys(refuse, `delayQueue.topics[${JSON.stringify(topic)}]`, settings, keys.topic);
+    }
+  }
+}
+
+/**
+ * `isGlobal` is an option of `forRoot` itself (Nest takes it out before the options reach us), so
+ * here it can only come from a `forRootAsync` factory, where it does nothing.
+ */
+function refuseMisplacedIsGlobal(o: object): void {
+  if (!('isGlobal' in o)) return;
+  throw new InvalidOptionsError(
+    'isGlobal',
+    'returned by the forRootAsync factory, where it has no effect; put it beside the factory: ' +
+      'RedisLockModule.forRootAsync({ isGlobal: true, useFactory: ... })',
+  );
 }
 
 function validateRedis(redis: unknown): RedisLockModuleOptions['redis'] & object {

@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
+import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
 import { optionValidator as validate } from '../../core/options/option-validation.js';
 import { canonicalOrigin } from './dashboard-request-policy.js';
 import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
@@ -24,6 +25,22 @@ export interface ResolvedDashboardOptions {
   readonly discoveryIntervalMs: number;
 }
 
+/** The keys `RedisLockDashboardOptions` (and its `history`) accept; a misspelt one is refused, not ignored. */
+const DASHBOARD_OPTION_KEYS = keysOf<RedisLockDashboardOptions>()([
+  'path',
+  'readOnly',
+  'guards',
+  'canActivate',
+  'allowRemote',
+  'allowedOrigins',
+  'topics',
+  'refreshMs',
+  'history',
+  'maxLocks',
+  'discoveryIntervalMs',
+]);
+const HISTORY_OPTION_KEYS = keysOf<NonNullable<RedisLockDashboardOptions['history']>>()(['sampleMs', 'windowMs']);
+
 const PATH = /^[A-Za-z0-9_.~\-/]+$/;
 
 /** Checks the options once, in `forRoot`, so a mistake stops the application at bootstrap. */
@@ -31,6 +48,8 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
   if (options === null || typeof options !== 'object') {
     throw new InvalidOptionsError('RedisLockDashboardModule.forRoot', 'pass an options object, e.g. { path: "/_locks" }');
   }
+  refuseUnknownKeys(validate.refuse, 'dashboard', options, DASHBOARD_OPTION_KEYS);
+  refuseUnknownKeys(validate.refuse, 'dashboard.history', options.history, HISTORY_OPTION_KEYS);
   const rawPath = options.path ?? '/_locks';
   const path = typeof rawPath === 'string' ? rawPath.replace(/^\/+|\/+$/g, '') : '';
   if (typeof rawPath !== 'string' || path.length === 0 || !PATH.test(path) || path.split('/').some((s) => s === '' || s === '.' || s === '..')) {

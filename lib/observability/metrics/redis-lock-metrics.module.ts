@@ -2,6 +2,19 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
 import { RedisLockMetrics } from './redis-lock-metrics.js';
 import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
+import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
+import { refuseAsInvalidOption } from '../../core/options/option-validation.js';
+
+/** The keys `RedisLockMetricsOptions` accepts; a misspelt one is refused, not ignored. */
+const METRICS_OPTION_KEYS = keysOf<RedisLockMetricsOptions>()([
+  'registry',
+  'prefix',
+  'keyPattern',
+  'maxKeyPatterns',
+  'topics',
+  'statsTimeout',
+  'buckets',
+]);
 
 /**
  * Prometheus metrics for locks and delayed jobs, with `prom-client` (an optional peer dependency:
@@ -20,7 +33,9 @@ import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.inter
  */
 @Module({})
 export class RedisLockMetricsModule {
+  /** @throws InvalidOptionsError for an option key it does not know (`metrics.<key>`), with the key probably meant */
   static forRoot(options: RedisLockMetricsOptions = {}): DynamicModule {
+    refuseUnknownKeys(refuseAsInvalidOption, 'metrics', options, METRICS_OPTION_KEYS);
     return {
       module: RedisLockMetricsModule,
       providers: [{ provide: REDIS_LOCK_METRICS_OPTIONS, useValue: options }, RedisLockMetrics],
