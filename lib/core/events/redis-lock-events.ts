@@ -10,6 +10,7 @@ export interface LockAcquiredEvent {
   readonly key: string;
   /** The caller's `keyPattern` (`@WithLock`: its key template), if any: a low-cardinality name for the key. */
   readonly keyPattern?: string;
+  /** The hold's fencing token (see `LockHandle.fencingToken`). */
   readonly fencingToken: string;
   /** Time from the call to the lock being held (monotonic clock), including every wait. */
   readonly waitMs: number;
@@ -17,9 +18,11 @@ export interface LockAcquiredEvent {
 
 /** A hold ended by `release()` (`lock.released`); inside a transaction, when the transaction ended. */
 export interface LockReleasedEvent {
+  /** The name the caller gave, as in `LockAcquiredEvent`. */
   readonly key: string;
   /** As in `LockAcquiredEvent`; known only under the same condition as `holdMs`. */
   readonly keyPattern?: string;
+  /** The hold's fencing token (see `LockHandle.fencingToken`). */
   readonly fencingToken: string;
   /**
    * Time the lock was held. Measured only when someone listened to `lock.released` or `lock.lost`
@@ -30,10 +33,13 @@ export interface LockReleasedEvent {
 
 /** A held lock's lease was lost (`lock.lost`); its handle's signal has been aborted with `error`. */
 export interface LockLostEvent {
+  /** The name the caller gave, as in `LockAcquiredEvent`. */
   readonly key: string;
   /** As in `LockAcquiredEvent`; known only under the same condition as `holdMs`. */
   readonly keyPattern?: string;
+  /** The hold's fencing token (see `LockHandle.fencingToken`). Writes fenced with it are now refused. */
   readonly fencingToken: string;
+  /** The error the handle's `signal` was aborted with (its `reason` says why the lease was lost). */
   readonly error: LockLostError;
   /** Time from acquisition to the loss; `undefined` under the same condition as `LockReleasedEvent.holdMs`. */
   readonly holdMs: number | undefined;
@@ -46,7 +52,9 @@ export interface LockLostEvent {
 export interface LockTimeoutEvent {
   /** The key that could not be taken (for a multi-key lock: the first key of the sorted set that was not free). */
   readonly key: string;
+  /** As in `LockAcquiredEvent`. */
   readonly keyPattern?: string;
+  /** The `waitTimeout` the call gave (ms); 0 for `tryAcquire()`. */
   readonly waitTimeout: number;
   /** Time actually spent before giving up. */
   readonly waitMs: number;
@@ -54,10 +62,13 @@ export interface LockTimeoutEvent {
 
 /** A job was written to Redis (`job.scheduled`); inside a transaction, after the commit. */
 export interface JobScheduledEvent {
+  /** The topic of the job. */
   readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
   readonly id: string;
   /** `delay` (ms from the Redis clock) or `at` (epoch ms), as requested. */
   readonly delayMs?: number;
+  /** The due time as requested with `at` (epoch ms), when `at` was given. */
   readonly at?: number;
   /** True when scheduled with `replace: true`. An id that already existed without `replace` keeps the first job. */
   readonly replace: boolean;
@@ -65,7 +76,9 @@ export interface JobScheduledEvent {
 
 /** A handler began running a delivery (`job.started`). */
 export interface JobStartedEvent {
+  /** The topic of the job. */
   readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
   readonly id: string;
   /** 1 on the first delivery. */
   readonly attempt: number;
@@ -75,17 +88,25 @@ export interface JobStartedEvent {
 
 /** A handler resolved (`job.succeeded`); the acknowledgement is sent right after. */
 export interface JobSucceededEvent {
+  /** The topic of the job. */
   readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
   readonly id: string;
+  /** The attempt that succeeded: 1 on the first delivery. */
   readonly attempt: number;
+  /** The handler's run time (monotonic clock). */
   readonly runMs: number;
 }
 
 /** A handler threw or rejected (`job.failed`); `job.retried` or `job.dead` follows once Redis recorded it. */
 export interface JobFailedEvent {
+  /** The topic of the job. */
   readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
   readonly id: string;
+  /** The attempt that failed: 1 on the first delivery. */
   readonly attempt: number;
+  /** The handler's run time until it threw or rejected (monotonic clock). */
   readonly runMs: number;
   /** What the handler threw, untouched. */
   readonly error: unknown;
@@ -93,10 +114,13 @@ export interface JobFailedEvent {
 
 /** A failed job was put back with backoff (`job.retried`). */
 export interface JobRetriedEvent {
+  /** The topic of the job. */
   readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
   readonly id: string;
   /** The attempt that failed. */
   readonly attempt: number;
+  /** The job's `maxAttempts` (deliveries in all). */
   readonly maxAttempts: number;
   /** Backoff before the next delivery. */
   readonly delayMs: number;
@@ -106,10 +130,15 @@ export interface JobRetriedEvent {
 
 /** A failed job went to the dead-letter set after its last attempt (`job.dead`). */
 export interface JobDeadEvent {
+  /** The topic of the job. */
   readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
   readonly id: string;
+  /** The last attempt, which failed. */
   readonly attempt: number;
+  /** The job's `maxAttempts` (deliveries in all). */
   readonly maxAttempts: number;
+  /** The recorded failure message of the last attempt. */
   readonly error: string;
 }
 
@@ -120,11 +149,15 @@ export interface JobDeadEvent {
  * `job.dead` follows).
  */
 export interface JobRecoveredEvent {
+  /** The topic of the job. */
   readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
   readonly id: string;
   /** The attempt that was running when its consumer went silent. */
   readonly attempt: number;
+  /** The job's `maxAttempts` (deliveries in all). */
   readonly maxAttempts: number;
+  /** True when the job was put back in the queue; false when it was buried with the dead letters. */
   readonly requeued: boolean;
 }
 
@@ -135,6 +168,7 @@ export interface JobRecoveredEvent {
  * per failed attempt of one batch (one `schedule()`, or one `scheduleMany()` group).
  */
 export interface JobScheduleRetryingEvent {
+  /** The topic of the batch. */
   readonly topic: string;
   /** The ids of the jobs of the batch (fixed before the first attempt, so a retry cannot duplicate a job). */
   readonly ids: readonly string[];
@@ -153,7 +187,9 @@ export interface JobScheduleRetryingEvent {
  * not run unless scheduled again: alert on this event. Also logged as an error with the ids.
  */
 export interface JobScheduleLostEvent {
+  /** The topic of the batch. */
   readonly topic: string;
+  /** The ids of the jobs that were not written. */
   readonly ids: readonly string[];
   /** UTF-8 bytes of the jobs' payloads (JSON), summed. */
   readonly payloadBytes: number;
@@ -163,9 +199,9 @@ export interface JobScheduleLostEvent {
   readonly error: string;
 }
 
-/** Payloads of the events emitted by `RedisLockEvents` (event name -> listener arguments). */
 /** This instance became the leader of a `@LeaderElection` key (`leadership.acquired`). */
 export interface LeadershipAcquiredEvent {
+  /** The `@LeaderElection` key. */
   readonly key: string;
   /** The elected provider's class name. */
   readonly provider: string;
@@ -179,10 +215,17 @@ export interface LeadershipAcquiredEvent {
  * Redis unreachable until it ran out). The lock's `signal` has been aborted with `error`.
  */
 export interface LeadershipLostEvent {
+  /** The `@LeaderElection` key. */
   readonly key: string;
+  /** The elected provider's class name. */
   readonly provider: string;
+  /** The fencing token of the term that ended. */
   readonly fencingToken: string;
+  /**
+   * `'stepped-down'` (shutdown or `lock.release()`) or `'lease-lost'` (expired, taken over, or Redis unreachable until it ran out).
+   */
   readonly reason: 'stepped-down' | 'lease-lost';
+  /** The error the term's `signal` was aborted with. */
   readonly error: RedisLockError;
   /** How long the term lasted (monotonic clock). */
   readonly heldMs: number;
@@ -190,7 +233,9 @@ export interface LeadershipLostEvent {
 
 /** This instance took the lease of an `@OnOneInstance` method (`one-instance.acquired`): its calls run here now. */
 export interface OneInstanceAcquiredEvent {
+  /** The lease key of the `@OnOneInstance` method. */
   readonly key: string;
+  /** The lease's fencing token: grows with every new holder. */
   readonly fencingToken: string;
 }
 
@@ -199,9 +244,13 @@ export interface OneInstanceAcquiredEvent {
  * shutdown (`'handed-back'`), or lost (`'lease-lost'`).
  */
 export interface OneInstanceLostEvent {
+  /** The lease key of the `@OnOneInstance` method. */
   readonly key: string;
+  /** The fencing token of the lease that ended. */
   readonly fencingToken: string;
+  /** `'handed-back'` at shutdown, or `'lease-lost'`. */
   readonly reason: 'handed-back' | 'lease-lost';
+  /** How long this instance held the lease (monotonic clock). */
   readonly heldMs: number;
 }
 
@@ -212,9 +261,11 @@ export interface OneInstanceLostEvent {
  * shutting down emit nothing.
  */
 export interface OneInstanceSkippedEvent {
+  /** The lease key of the `@OnOneInstance` method. */
   readonly key: string;
   /** `ClassName.methodName` of the call that was skipped. */
   readonly method: string;
+  /** `'not-owner'`: another instance holds the lease; `'still-running'`: a run of the method is still going. */
   readonly reason: 'not-owner' | 'still-running';
 }
 
@@ -224,6 +275,9 @@ export interface OneInstanceSkippedEvent {
  * found rows left behind by a crash or a Redis outage (`'relay'`).
  */
 export interface OutboxRelayedEvent {
+  /**
+   * `'after-commit'`: written right after COMMIT by the process that committed; `'relay'`: by the relay, from rows left behind.
+   */
   readonly source: 'after-commit' | 'relay';
   /** Rows written to Redis and deleted from the outbox. */
   readonly rows: number;
@@ -236,12 +290,17 @@ export interface OutboxRelayedEvent {
  * the relay retries with backoff. Nothing is lost: alert when it lasts.
  */
 export interface OutboxRelayFailedEvent {
+  /**
+   * `'after-commit'`: written right after COMMIT by the process that committed; `'relay'`: by the relay, from rows left behind.
+   */
   readonly source: 'after-commit' | 'relay';
+  /** Rows that could not be written (they stay in the outbox). */
   readonly rows: number;
   /** Consecutive failed looks of the relay (1 for a failed write right after COMMIT). */
   readonly attempt: number;
   /** When the relay looks again (for `'after-commit'`: within the relay's next look). */
   readonly retryInMs: number;
+  /** The failure message. */
   readonly error: string;
 }
 
@@ -251,33 +310,65 @@ export interface OutboxRelayFailedEvent {
  * marked parked with the reason, and is not retried. Alert on it; fix and un-park by hand.
  */
 export interface OutboxRowParkedEvent {
+  /** The outbox row's id (its primary key). */
   readonly rowId: string;
+  /** The topic of the row's job. */
   readonly topic: string;
+  /** The id of the row's job. */
   readonly jobId: string;
+  /** Why the row can never be relayed (also stored on the row). */
   readonly reason: string;
 }
 
+/**
+ * Payloads of the events emitted by `RedisLockEvents` (event name -> listener arguments): each
+ * listener gets one payload object.
+ *
+ * @example
+ * events.on('job.dead', ({ topic, id, error }) => alerts.page(`${topic}/${id}: ${error}`));
+ */
 export interface RedisLockEventMap {
+  /** A lock was taken. */
   'lock.acquired': [event: LockAcquiredEvent];
+  /** A hold ended by `release()`. */
   'lock.released': [event: LockReleasedEvent];
+  /** A held lock's lease was lost. */
   'lock.lost': [event: LockLostEvent];
+  /** A lock was not free in time. */
   'lock.timeout': [event: LockTimeoutEvent];
+  /** A job was written to Redis. */
   'job.scheduled': [event: JobScheduledEvent];
+  /** A handler began running a delivery. */
   'job.started': [event: JobStartedEvent];
+  /** A handler resolved. */
   'job.succeeded': [event: JobSucceededEvent];
+  /** A handler threw or rejected. */
   'job.failed': [event: JobFailedEvent];
+  /** A failed job was put back with backoff. */
   'job.retried': [event: JobRetriedEvent];
+  /** A failed job went to the dead letters. */
   'job.dead': [event: JobDeadEvent];
+  /** A job whose consumer went silent was taken back. */
   'job.recovered': [event: JobRecoveredEvent];
+  /** Jobs of a committed transaction could not be written to Redis yet; retried. */
   'job.schedule.retrying': [event: JobScheduleRetryingEvent];
+  /** Jobs of a committed transaction were never written to Redis: alert. */
   'job.schedule.lost': [event: JobScheduleLostEvent];
+  /** Outbox rows were written to Redis. */
   'outbox.relayed': [event: OutboxRelayedEvent];
+  /** Outbox rows could not be written to Redis; retried. */
   'outbox.relay.failed': [event: OutboxRelayFailedEvent];
+  /** An outbox row that can never be relayed was parked. */
   'outbox.row.parked': [event: OutboxRowParkedEvent];
+  /** This instance became a leader. */
   'leadership.acquired': [event: LeadershipAcquiredEvent];
+  /** This instance stopped being a leader. */
   'leadership.lost': [event: LeadershipLostEvent];
+  /** This instance took an `@OnOneInstance` lease. */
   'one-instance.acquired': [event: OneInstanceAcquiredEvent];
+  /** This instance no longer holds an `@OnOneInstance` lease. */
   'one-instance.lost': [event: OneInstanceLostEvent];
+  /** A call of an `@OnOneInstance` method was skipped here. */
   'one-instance.skipped': [event: OneInstanceSkippedEvent];
 }
 
