@@ -17,18 +17,31 @@ import { errorMessage } from '../core/errors/error-message.js';
 import type { RepeatInfo } from './interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
-/** The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now. */
+/**
+ * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now.
+ *
+ * @inline
+ */
 export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead';
 
 /** Every `ListedJobState`, in the order a page shows them. */
 export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead'];
 
-/** A job as listed: its payload shortened to a preview. */
+/**
+ * A job as listed: its payload shortened to a preview.
+ *
+ * @inline
+ */
 export interface ListedJob {
+  /** The job id. */
   readonly id: string;
+  /** Where the job is now. */
   readonly state: ListedJobState;
+  /** Delivery attempts so far. */
   readonly attempts: number;
+  /** The job's `maxAttempts`, when known. */
   readonly maxAttempts?: number;
+  /** When the job was scheduled (epoch ms). */
   readonly createdAt: number;
   /** Due time of a waiting job. */
   readonly dueAt?: number;
@@ -36,6 +49,7 @@ export interface ListedJob {
   readonly visibleUntil?: number;
   /** When a dead job died. */
   readonly diedAt?: number;
+  /** The failure message of the last failed attempt, if any. */
   readonly lastError?: string;
   /** The payload as JSON text, shortened to a preview. */
   readonly payloadPreview: string;
@@ -43,14 +57,21 @@ export interface ListedJob {
   readonly payloadLength: number;
 }
 
-/** The first jobs of one topic in one state. */
+/**
+ * The first jobs of one topic in one state.
+ *
+ * @inline
+ */
 export interface ListedJobs {
+  /** The topic listed. */
   readonly topic: string;
+  /** The state listed. */
   readonly state: ListedJobState;
   /** The Redis server's clock at the read (epoch ms). */
   readonly now: number;
   /** Jobs in that state, of which `jobs` are the first `limit`. */
   readonly total: number;
+  /** The first `limit` jobs in that state. */
   readonly jobs: ListedJob[];
 }
 

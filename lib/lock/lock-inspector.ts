@@ -8,10 +8,20 @@ import { readSemaphoreScript } from './scripts/read-semaphore.lua.js';
 /** Scripts run at once while reading the locks found by a scan. */
 const READ_PARALLELISM = 32;
 
+/**
+ * The kind of a held lock.
+ *
+ * @inline
+ */
 export type HeldLockKind = 'mutex' | 'read-write' | 'semaphore';
 
-/** A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease. */
+/**
+ * A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease.
+ *
+ * @inline
+ */
 export interface LockHolder {
+  /** The owner id, `<clientId>:<contextId>` (for a semaphore: the permit's owner). */
   readonly owner: string;
   /** Reentry count (nested acquires by the same owner). */
   readonly count?: number;
@@ -21,13 +31,19 @@ export interface LockHolder {
   readonly leaseMs?: number;
 }
 
-/** A lock held at the time of the read. */
+/**
+ * A lock held at the time of the read.
+ *
+ * @inline
+ */
 export interface HeldLock {
+  /** Mutex, read/write lock or semaphore. */
   readonly kind: HeldLockKind;
   /** The lock's name as given to `LockService`, e.g. `order:42`. */
   readonly name: string;
   /** The Redis key of the owner hash (or semaphore zset). */
   readonly key: string;
+  /** Its holders (a semaphore: the permits taken). */
   readonly holders: LockHolder[];
   /** Current value of the fencing counter: the token of the current holder(s); for a semaphore, the last one handed out. */
   readonly fencingToken: string | null;
@@ -37,8 +53,13 @@ export interface HeldLock {
   readonly waiting: number;
 }
 
-/** What `LockInspector.heldLocks` found. */
+/**
+ * What `LockInspector.heldLocks` found.
+ *
+ * @inline
+ */
 export interface HeldLocks {
+  /** The locks found, at most `limit`. */
   readonly locks: HeldLock[];
   /** True when more locks exist than were listed (see `limit`), or the scan budget ran out. */
   readonly truncated: boolean;

@@ -15,6 +15,7 @@ export type OutboxRowKind = 'd' | 'a' | 'r' | 'x';
 export interface OutboxJob {
   /** The row's own id (unique per scheduled job, even when two transactions schedule the same job id). */
   readonly rowId: string;
+  /** The job's topic. */
   readonly topic: string;
   /** The job id `schedule()` returned (the schedule's id for `'r'` and `'x'` rows). */
   readonly jobId: string;
@@ -24,7 +25,9 @@ export interface OutboxJob {
    * `when` is 0 (applied as soon as it is relayed).
    */
   readonly kind: OutboxRowKind;
+  /** The delay in ms or the due time in epoch ms, as `kind` says; 0 for a schedule change. */
   readonly when: number;
+  /** True when scheduled with `replace: true` (an existing job of the same id is replaced, not kept). */
   readonly replace: boolean;
   /** The encoded job body (retry options, trace context, payload JSON); opaque to the store. */
   readonly body: string;
@@ -32,8 +35,11 @@ export interface OutboxJob {
 
 /** A row claimed by a relay: its job, with the time left until it is due measured on the database. */
 export interface OutboxRow {
+  /** The row's own id (see `OutboxJob.rowId`). */
   readonly rowId: string;
+  /** The job's topic. */
   readonly topic: string;
+  /** The job id (the schedule's id for `'r'` and `'x'` rows). */
   readonly jobId: string;
   /**
    * `'d'`: `when` is the delay left, `max(0, due_at - now())` computed by the database when the row
@@ -42,8 +48,11 @@ export interface OutboxRow {
    * (`when` is 0).
    */
   readonly kind: OutboxRowKind;
+  /** The delay left in ms or the due time in epoch ms, as `kind` says; 0 for a schedule change. */
   readonly when: number;
+  /** As in `OutboxJob.replace`. */
   readonly replace: boolean;
+  /** The encoded job body, as inserted. */
   readonly body: string;
   /** Relays that claimed the row before this one and did not finish it (crashed, or Redis failed). */
   readonly attempts: number;
