@@ -10,9 +10,11 @@ import type { LeadershipHooks } from './leadership-hooks.interface.js';
 
 /** One `@LeaderElection` of this application, as this instance sees it. */
 export interface LeaderElectionStatus {
+  /** The `@LeaderElection` key. */
   readonly key: string;
   /** The elected provider's class name. */
   readonly provider: string;
+  /** The leader lock's time to live, in ms. */
   readonly ttl: number;
   /** Whether this instance leads now. */
   readonly leader: boolean;

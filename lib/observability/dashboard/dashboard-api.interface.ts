@@ -11,10 +11,15 @@ import type { LeaderElectionStatus } from '../../scheduling/leader-elections.js'
 
 /** GET <path>/api/meta */
 export interface DashboardMeta {
+  /** True when retry, delete and cancel are refused for this request (the `readOnly` option). */
   readonly readOnly: boolean;
+  /** How often the page refreshes itself, in ms. */
   readonly refreshMs: number;
+  /** The module's Redis key prefix. */
   readonly keyPrefix: string;
+  /** How often queue depths are sampled for the plots, in ms (0: sampling off). */
   readonly sampleMs: number;
+  /** How far back the plots reach, in ms. */
   readonly windowMs: number;
   /** The header every POST must carry (any value), see `DASHBOARD_ACTION_HEADER`. */
   readonly actionHeader: string;
@@ -22,6 +27,7 @@ export interface DashboardMeta {
 
 /** One row of GET <path>/api/topics */
 export interface DashboardTopic extends DelayQueueStats {
+  /** The topic. */
   readonly topic: string;
   /** True when an `@OnDelayed` handler of this application consumes the topic. */
   readonly handler: boolean;
@@ -29,18 +35,22 @@ export interface DashboardTopic extends DelayQueueStats {
 
 /** GET <path>/api/topics */
 export interface DashboardTopics {
+  /** One row per topic whose counts were read. */
   readonly topics: DashboardTopic[];
   /** Topics whose counts could not be read (the message says why). */
-  readonly errors: Array<{ topic: string; message: string }>;
+  readonly errors: Array<{ /** The topic. */ topic: string; /** Why its counts could not be read. */ message: string }>;
 }
 
+/** The states a job list shows: `due` and `scheduled` split the waiting jobs at the Redis server's now. */
 export type DashboardJobState = ListedJobState;
 
 /** One repeatable schedule of a topic (`repeat()`, `@OnDelayed({ repeat })`). */
 export interface DashboardSchedule {
   /** The schedule's id within its topic. */
   readonly id: string;
+  /** When it runs (`every` or `cron`, as given to `repeat()`). */
   readonly schedule: RepeatSchedule;
+  /** What happens to ticks missed while nothing ran. */
   readonly catchUp: RepeatCatchUp;
   /** The tick whose job is queued now; in the past while that job waits or runs. */
   readonly nextRunAt: number;
@@ -50,6 +60,7 @@ export interface DashboardSchedule {
 
 /** GET <path>/api/topics/:topic/schedules */
 export interface DashboardSchedules {
+  /** The topic listed. */
   readonly topic: string;
   /** The Redis server's clock at the read (ticks are on that clock). */
   readonly now: number;
@@ -71,7 +82,9 @@ export interface DashboardLeaseInRedis {
 
 /** One `@OnOneInstance` lease of this application (methods sharing a key share a row). */
 export interface DashboardOneInstanceLease {
+  /** The lease key. */
   readonly key: string;
+  /** The lease's time to live, in ms. */
   readonly ttl: number;
   /** The methods that run under it, `Class.method()`. */
   readonly methods: string[];
@@ -81,6 +94,7 @@ export interface DashboardOneInstanceLease {
   readonly fencingToken?: string;
   /** Since when this instance holds it (epoch ms, this instance's clock). */
   readonly since?: number;
+  /** The lease's lock as Redis holds it now. */
   readonly redis: DashboardLeaseInRedis;
   /** Whether a run holds the run lock (`<key>:run`) now, on any instance. */
   readonly running: boolean;
@@ -88,6 +102,7 @@ export interface DashboardOneInstanceLease {
 
 /** One `@LeaderElection` of this application: this instance's view, and its lock in Redis. */
 export interface DashboardLeaderElection extends LeaderElectionStatus {
+  /** The election's lock as Redis holds it now. */
   readonly redis: DashboardLeaseInRedis;
 }
 
@@ -97,7 +112,9 @@ export interface DashboardScheduling {
   readonly available: boolean;
   /** This instance's lock client id: the first part of the owner ids it holds locks under. */
   readonly clientId: string;
+  /** The `@OnOneInstance` leases of this application. */
   readonly oneInstance: DashboardOneInstanceLease[];
+  /** The `@LeaderElection`s of this application. */
   readonly leaders: DashboardLeaderElection[];
 }
 
@@ -109,10 +126,13 @@ export type DashboardJobList = ListedJobs;
 
 /** GET <path>/api/topics/:topic/jobs/:id */
 export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' | 'payloadLength'> {
+  /** The job's topic. */
   readonly topic: string;
+  /** The whole payload, as scheduled. */
   readonly payload: unknown;
 }
 
+/** The kind of a listed lock: mutex, read/write lock or semaphore. */
 export type DashboardLockKind = HeldLockKind;
 
 /** A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease. */
@@ -126,24 +146,36 @@ export type DashboardLocks = HeldLocks;
 
 /** One sample of GET <path>/api/history */
 export interface DashboardSample {
+  /** When the sample was taken (epoch ms, this process's clock). */
   readonly t: number;
   /** Due (backlog) count per topic; topics that could not be read are missing. */
   readonly due: Record<string, number>;
+  /** Jobs waiting for a later time, all sampled topics together. */
   readonly scheduled: number;
+  /** Jobs running, all sampled topics together. */
   readonly active: number;
+  /** Dead letters, all sampled topics together. */
   readonly dead: number;
   /** Handler starts in this process since the previous sample, with their lateness (ms). */
   readonly started: number;
+  /** Median lateness of those starts (ms); null when none started. */
   readonly latenessP50: number | null;
+  /** 95th percentile of that lateness (ms); null when none started. */
   readonly latenessP95: number | null;
+  /** Greatest lateness (ms); null when none started. */
   readonly latenessMax: number | null;
+  /** Handlers that succeeded in this process since the previous sample. */
   readonly succeeded: number;
+  /** Handlers that failed in this process since the previous sample. */
   readonly failed: number;
 }
 
 /** GET <path>/api/history */
 export interface DashboardHistory {
+  /** The sampling interval, in ms. */
   readonly sampleMs: number;
+  /** How far back the samples reach, in ms. */
   readonly windowMs: number;
+  /** Oldest first. */
   readonly samples: DashboardSample[];
 }
