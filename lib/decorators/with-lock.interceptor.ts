@@ -28,8 +28,8 @@ const claimed = new WeakSet<ExecutionContext>();
 /**
  * Takes the locks declared with `@WithRequestLock`, and turns lock failures into HTTP answers:
  * `LockAcquireTimeoutError` from anywhere in the handler (a `@WithLock` service method included)
- * becomes 409 Conflict, and so does `LockKindConflictError` (the name is held as the other kind of
- * lock); `LockServiceClosedError` (shutting down) becomes 503 Service Unavailable, and so does
+ * becomes 409 Conflict with `Retry-After: 1`, and so does `LockKindConflictError` (the name is held
+ * as the other kind of lock); `LockServiceClosedError` (shutting down) becomes 503 Service Unavailable, and so does
  * `RedisConnectionError` (Redis unreachable: a `Retry-After` header comes with it, never 409, which
  * would tell clients the resource is contended). Every other
  * error passes through untouched, and non-HTTP contexts (RPC, WebSocket, GraphQL) are not mapped.
@@ -61,7 +61,10 @@ export class WithLockInterceptor implements NestInterceptor {
     return stream.pipe(
       catchError((error: unknown) => {
         const answer = this.toHttpException(error);
-        if (answer?.getStatus() === 503 && error instanceof RedisConnectionError) setRetryAfter(context, RETRY_AFTER_SECONDS);
+        if (answer) {
+          const seconds = this.retryAfterSeconds(error, answer);
+          if (seconds !== undefined) setRetryAfter(context, seconds);
+        }
         return throwError(() => answer ?? error);
       }),
     );
@@ -106,6 +109,20 @@ export class WithLockInterceptor implements NestInterceptor {
         { cause: error },
       );
     }
+    return undefined;
+  }
+
+  /**
+   * The `Retry-After` (whole seconds) sent with the answer `toHttpException` gave for `error`, or
+   * `undefined` for none. Default: 1 s with a 409 for a lock not free in time (a lock is usually
+   * held briefly, and the holder's lease, renewed by the watchdog, says nothing about when it will be
+   * released) and with a 503 for an unreachable Redis; none otherwise. Override to advise another wait.
+   */
+  protected retryAfterSeconds(error: unknown, answer: HttpException): number | undefined {
+    if (answer.getStatus() === 409 && (error instanceof LockAcquireTimeoutError || error instanceof LockKindConflictError)) {
+      return RETRY_AFTER_SECONDS;
+    }
+    if (answer.getStatus() === 503 && error instanceof RedisConnectionError) return RETRY_AFTER_SECONDS;
     return undefined;
   }
 
@@ -181,7 +198,7 @@ export class WithLockInterceptor implements NestInterceptor {
   }
 }
 
-/** What a 503 for an unreachable Redis asks clients to wait before retrying, in seconds. */
+/** What a 409 for a busy lock and a 503 for an unreachable Redis ask clients to wait before retrying, in seconds. */
 const RETRY_AFTER_SECONDS = 1;
 
 /** Sets Retry-After on the response being answered (Express `res.header`, Fastify `reply.header`). */
