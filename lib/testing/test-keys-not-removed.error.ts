@@ -14,6 +14,7 @@ export class TestKeysNotRemovedError extends RedisLockError {
   readonly code = 'TEST_KEYS_NOT_REMOVED';
 
   constructor(
+    /** The testing module's key prefix whose keys are left in Redis. */
     readonly keyPrefix: string,
     cause: unknown,
   ) {

@@ -9,8 +9,11 @@ export class ConsumerShutdownTimeoutError extends RedisLockError {
   readonly code = 'CONSUMER_SHUTDOWN_TIMEOUT';
 
   constructor(
+    /** The job's topic. */
     readonly topic: string,
+    /** The job's id. */
     readonly jobId: string,
+    /** The `delayQueue.shutdownTimeout` that ran out, in ms. */
     readonly shutdownTimeout: number,
   ) {
     super(

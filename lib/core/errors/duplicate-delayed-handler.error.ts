@@ -9,7 +9,9 @@ export class DuplicateDelayedHandlerError extends RedisLockError {
   readonly code = 'DUPLICATE_DELAYED_HANDLER';
 
   constructor(
+    /** The topic with two handlers. */
     readonly topic: string,
+    /** Where each handler was registered, e.g. `@OnDelayed on OrderHandlers.expire`. */
     readonly handlers: readonly string[],
   ) {
     super(

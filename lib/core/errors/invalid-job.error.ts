@@ -9,6 +9,7 @@ export class InvalidJobError extends RedisLockError {
   readonly code = 'INVALID_JOB';
 
   constructor(
+    /** The topic the job was scheduled on. */
     readonly topic: string,
     /** Where the problem is, e.g. `payload.user.createdAt`, `jobs[3].delay`, `id`. */
     readonly field: string,

@@ -5,6 +5,7 @@ export class InvalidLockKeyError extends RedisLockError {
   readonly code = 'INVALID_LOCK_KEY';
 
   constructor(
+    /** The name that was refused, as given. */
     readonly key: unknown,
     problem: string,
     what = 'lock key',

@@ -5,6 +5,7 @@ export class InvalidTopicError extends RedisLockError {
   readonly code = 'INVALID_TOPIC';
 
   constructor(
+    /** The name that was refused, as given. */
     readonly topic: unknown,
     problem: string,
     /** Where the name came from, e.g. `@OnDelayed on OrderHandlers.expire`, when not a direct call. */

@@ -9,8 +9,14 @@ export class JobVisibilityLostError extends RedisLockError {
   readonly code = 'JOB_VISIBILITY_LOST';
 
   constructor(
+    /** The job's topic. */
     readonly topic: string,
+    /** The job's id. */
     readonly jobId: string,
+    /**
+     * `'not-owner'`: the job was cancelled, replaced or claimed again; `'unconfirmed'`: Redis could not confirm the
+     * visibility deadline was extended before it passed.
+     */
     readonly reason: 'not-owner' | 'unconfirmed',
   ) {
     super(

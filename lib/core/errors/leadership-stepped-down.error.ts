@@ -9,7 +9,9 @@ export class LeadershipSteppedDownError extends RedisLockError {
   readonly code = 'LEADERSHIP_STEPPED_DOWN';
 
   constructor(
+    /** The `@LeaderElection` key. */
     readonly key: string,
+    /** The fencing token of the term that ended. */
     readonly fencingToken: string,
   ) {
     super(

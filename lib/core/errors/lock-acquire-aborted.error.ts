@@ -5,6 +5,7 @@ export class LockAcquireAbortedError extends RedisLockError {
   readonly code = 'LOCK_ACQUIRE_ABORTED';
 
   constructor(
+    /** The lock's name as given (the names, for a multi-key lock). */
     readonly key: string | readonly string[],
     reason: unknown,
   ) {

@@ -8,7 +8,9 @@ export class LockAcquireTimeoutError extends RedisLockError {
   readonly code = 'LOCK_ACQUIRE_TIMEOUT';
 
   constructor(
+    /** The lock's name as given (the names, for a multi-key lock). */
     readonly key: string | readonly string[],
+    /** The `waitTimeout` that ran out, in ms. */
     readonly waitTimeout: number,
   ) {
     super(

@@ -14,6 +14,7 @@ export class LockKindConflictError extends RedisLockError {
   readonly code = 'LOCK_KIND_CONFLICT';
 
   constructor(
+    /** The lock's name. */
     readonly key: string,
     /** The kind that was asked for; the other kind holds the name. */
     readonly requested: LockKind,

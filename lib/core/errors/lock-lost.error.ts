@@ -9,8 +9,14 @@ export class LockLostError extends RedisLockError {
   readonly code = 'LOCK_LOST';
 
   constructor(
+    /** The lock's name as given to `acquire` (names joined by `,` for a multi-key lock). */
     readonly key: string,
+    /** The fencing token of the hold that was lost. */
     readonly fencingToken: string,
+    /**
+     * `'expired'`: the lease ended before it was extended; `'not-owner'`: Redis no longer lists this owner;
+     * `'unconfirmed'`: Redis could not be reached to renew it before the lease ran out.
+     */
     readonly reason: 'expired' | 'not-owner' | 'unconfirmed',
   ) {
     super(

@@ -5,6 +5,7 @@ export class LockNotHeldError extends RedisLockError {
   readonly code = 'LOCK_NOT_HELD';
 
   constructor(
+    /** The lock's name as given. */
     readonly key: string,
     action: string,
   ) {

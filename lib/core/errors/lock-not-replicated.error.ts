@@ -12,11 +12,13 @@ export class LockNotReplicatedError extends RedisLockError {
   readonly code = 'LOCK_NOT_REPLICATED';
 
   constructor(
+    /** The lock's name as given (the names, for a multi-key lock). */
     readonly key: string | readonly string[],
     /** Replicas asked for. */
     readonly replicas: number,
     /** Replicas that confirmed in time. */
     readonly acknowledged: number,
+    /** The `syncReplicas.timeout` that ran out, in ms. */
     readonly timeout: number,
     options?: { cause?: unknown },
   ) {

@@ -8,7 +8,7 @@ import { RedisLockError } from './redis-lock.error.js';
 export class LockServiceUnavailableError extends RedisLockError {
   readonly code = 'LOCK_SERVICE_UNAVAILABLE';
 
-  constructor(readonly location: string) {
+  constructor(/** The decorated method, e.g. `@WithLock on OrdersService.pay()`. */ readonly location: string) {
     super(
       `${location} was called on an instance without a LockService. Let Nest create the instance ` +
         '(register the class as a provider or controller in a module that can see RedisLockModule), ' +

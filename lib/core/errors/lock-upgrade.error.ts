@@ -8,7 +8,7 @@ import { RedisLockError } from './redis-lock.error.js';
 export class LockUpgradeError extends RedisLockError {
   readonly code = 'LOCK_UPGRADE_REFUSED';
 
-  constructor(readonly key: string) {
+  constructor(/** The read/write lock's name. */ readonly key: string) {
     super(
       `Cannot take the write lock of ${JSON.stringify(key)} while holding its read lock (upgrade refused: ` +
         'two readers upgrading at once would deadlock). Release the read lock first, or take the write lock ' +

@@ -8,7 +8,7 @@ import { RedisLockError } from './redis-lock.error.js';
 export class UnsupportedInRedlockModeError extends RedisLockError {
   readonly code = 'UNSUPPORTED_IN_REDLOCK_MODE';
 
-  constructor(readonly feature: 'fair' | 'readWrite' | 'semaphore' | 'syncReplicas') {
+  constructor(/** What was asked for. */ readonly feature: 'fair' | 'readWrite' | 'semaphore' | 'syncReplicas') {
     super(
       `${describe(feature)} is not available in Redlock mode: only the exclusive lock (acquire, tryAcquire, using, ` +
         '@WithLock, multi-key) is taken on a quorum of masters. Use the exclusive lock, or a RedisLockModule without ' +
