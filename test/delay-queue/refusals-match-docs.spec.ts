@@ -1,0 +1,69 @@
+import { DelayQueueService, InvalidJobError, InvalidOptionsError } from '../../lib/index.js';
+import { useLockApp } from '../support/test-app.js';
+
+/** What docs/scheduling.md and the README promise about refused input, checked against the code. */
+describe('refusals agree with the docs', () => {
+  const lockApp = useLockApp();
+  const queue = () => lockApp.app().get(DelayQueueService);
+
+  async function refusal(call: () => Promise<unknown>): Promise<Error> {
+    try {
+      await call();
+    } catch (error) {
+      return error as Error;
+    }
+    throw new Error('the call was not refused');
+  }
+
+  describe('cron patterns: 5 fields, or 6 with seconds (docs/scheduling.md)', () => {
+    it('accepts 5 and 6 fields', async () => {
+      expect((await queue().repeat('cron.five', { cron: '0 2 * * *' })).id).toBe('cron.five');
+      expect((await queue().repeat('cron.six', { cron: '30 0 2 * * *' })).id).toBe('cron.six');
+      expect(await queue().removeRepeat('cron.five')).toBe(true);
+      expect(await queue().removeRepeat('cron.six')).toBe(true);
+    });
+
+    it.each([
+      ['seven fields', '0 0 2 * * * 2030'],
+      ['two fields', '* *'],
+      ['words', 'not a cron'],
+    ])('refuses %s, saying 5 fields or 6 with seconds, in one clean sentence', async (_label, cron) => {
+      const error = await refusal(() => queue().repeat('cron.bad', { cron }));
+      expect(error).toBeInstanceOf(InvalidOptionsError);
+      expect(error.message).toContain('schedule.cron');
+      expect(error.message).toMatch(/5 fields.*or 6 with seconds/);
+      expect(error.message).not.toMatch(/seven/);
+      expect(error.message).not.toMatch(/[.;][.;]|\.\s*;/);
+    });
+
+    it('a value croner refuses (minute 60) is reported without a doubled stop', async () => {
+      const error = await refusal(() => queue().repeat('cron.bad', { cron: '60 * * * *' }));
+      expect(error).toBeInstanceOf(InvalidOptionsError);
+      expect(error.message).toContain('schedule.cron');
+      expect(error.message).toMatch(/minute/);
+      expect(error.message).not.toMatch(/[.;][.;]|\.\s*;|CronPattern/);
+    });
+  });
+
+  describe('payloads: values JSON would change are refused (README)', () => {
+    it.each<[string, unknown, string]>([
+      ['an undefined property', { u: undefined }, 'payload.u'],
+      ['an undefined property beside data', { id: 1, note: undefined }, 'payload.note'],
+      ['a nested undefined property', { order: { id: 1, coupon: undefined } }, 'payload.order.coupon'],
+    ])('%s: InvalidJobError naming the path', async (_label, payload, field) => {
+      const error = await refusal(() => queue().schedule('payload.undefined', payload, { delay: 60_000 }));
+      expect(error).toBeInstanceOf(InvalidJobError);
+      expect((error as InvalidJobError).field).toBe(field);
+      expect(error.message).toMatch(/undefined/);
+      expect(error.message).toMatch(/leave the key out or use null/);
+      const batch = await refusal(() => queue().scheduleMany('payload.undefined', [{ payload, delay: 60_000 }]));
+      expect((batch as InvalidJobError).field).toBe(`jobs[0].${field}`);
+    });
+
+    it('a repeat payload with an undefined property is refused too', async () => {
+      const error = await refusal(() => queue().repeat('payload.undefined', { every: 60_000 }, { payload: { u: undefined } }));
+      expect(error).toBeInstanceOf(InvalidJobError);
+      expect(error.message).toContain('payload.u');
+    });
+  });
+});
