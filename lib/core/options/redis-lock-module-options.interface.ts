@@ -14,8 +14,16 @@ import type { TransactionSynchronizer } from '../transaction/transaction-synchro
 export type RedisConnectionOptions =
   | string
   | RedisOptions
-  | { cluster: ClusterNode[]; options?: ClusterOptions }
-  | { client: Redis | Cluster };
+  | {
+      /** The seed nodes of a Redis Cluster. */
+      cluster: ClusterNode[];
+      /** ioredis `Cluster` options. */
+      options?: ClusterOptions;
+    }
+  | {
+      /** An ioredis client or cluster you own: the module uses it and never closes it. */
+      client: Redis | Cluster;
+    };
 
 /** Defaults for every lock taken through `LockService` and `@WithLock`. */
 export interface LockDefaults {
@@ -83,9 +91,11 @@ export interface DelayQueueDefaults {
   visibilityTimeout?: number;
   /** Deliveries before a job goes to the dead-letter set. Default 5. */
   maxAttempts?: number;
+  /** Backoff between the attempts of a failed job (see `BackoffOptions`). */
   backoff?: BackoffOptions;
   /** How long shutdown waits for running handlers, in ms. Default 10000. */
   shutdownTimeout?: number;
+  /** What is kept after a job ends (see `RetentionOptions`). */
   retention?: RetentionOptions;
   /**
    * Settings of individual topics, by topic name. A hot topic can be split into `shards` (2-256):
@@ -167,7 +177,9 @@ export interface RedisLockModuleOptions {
   redlock?: RedlockOptions;
   /** Prefix of every key this module writes. Default `'rl'`. */
   keyPrefix?: string;
+  /** Defaults of every lock taken through `LockService` and `@WithLock`. */
   lock?: LockDefaults;
+  /** Defaults of delayed-job consumers and producers, and per-topic settings. */
   delayQueue?: DelayQueueDefaults;
   /** Transaction port; default: the built-in AsyncLocalStorage unit of work (`runInTransaction`). */
   transactions?: TransactionSynchronizer;

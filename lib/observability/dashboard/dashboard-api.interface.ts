@@ -38,7 +38,12 @@ export interface DashboardTopics {
   /** One row per topic whose counts were read. */
   readonly topics: DashboardTopic[];
   /** Topics whose counts could not be read (the message says why). */
-  readonly errors: Array<{ /** The topic. */ topic: string; /** Why its counts could not be read. */ message: string }>;
+  readonly errors: Array<{
+    /** The topic. */
+    topic: string;
+    /** Why its counts could not be read. */
+    message: string;
+  }>;
 }
 
 /** The states a job list shows: `due` and `scheduled` split the waiting jobs at the Redis server's now. */
