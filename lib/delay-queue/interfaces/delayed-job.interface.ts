@@ -6,9 +6,13 @@ export type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead';
 
 /** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
 export interface DelayedJob<T = unknown> {
+  /** The job id. */
   readonly id: string;
+  /** The job's topic. */
   readonly topic: string;
+  /** The payload, as scheduled (decoded from JSON). */
   readonly payload: T;
+  /** Where the job is now. */
   readonly state: DelayedJobState;
   /** Deliveries so far (a running job counts its current delivery). */
   readonly attempts: number;

@@ -5,7 +5,17 @@ import type { BackoffOptions } from '../../core/options/redis-lock-module-option
  * so every instance computes the same ticks), or at the times of a cron pattern (5 fields, or 6 with
  * seconds first) read in `timeZone` (an IANA name; default UTC).
  */
-export type RepeatSchedule = { readonly every: number } | { readonly cron: string; readonly timeZone?: string };
+export type RepeatSchedule =
+  | {
+      /** The interval in ms: ticks at whole multiples of it since the epoch. */
+      readonly every: number;
+    }
+  | {
+      /** A cron pattern: 5 fields, or 6 with seconds first. */
+      readonly cron: string;
+      /** The IANA time zone the pattern is read in, e.g. `'Europe/Paris'`. Default UTC. */
+      readonly timeZone?: string;
+    };
 
 /**
  * What happens to the ticks nobody enqueued while every instance was down (or the schedule's job was
@@ -37,9 +47,13 @@ export type OnDelayedRepeat = RepeatSchedule & RepeatOptions;
 
 /** A stored schedule, as returned by `DelayQueueService.repeats()` and `repeat()`. */
 export interface RepeatInfo {
+  /** The schedule's topic. */
   readonly topic: string;
+  /** The schedule's id within its topic. */
   readonly id: string;
+  /** When it runs. */
   readonly schedule: RepeatSchedule;
+  /** What happens to missed ticks. */
   readonly catchUp: RepeatCatchUp;
   /** The tick whose job is queued now (Redis server clock); in the past while that job waits or runs. */
   readonly nextRunAt: Date;
