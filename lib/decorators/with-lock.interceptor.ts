@@ -45,10 +45,15 @@ export class WithLockInterceptor implements NestInterceptor {
   @Inject(LockSections) private readonly sections!: LockSections;
 
   constructor(
+    /** The lock service the request locks are taken with. */
     protected readonly locks: LockService,
+    /** Reads the `@WithRequestLock` metadata of the handler and its class. */
     protected readonly reflector: Reflector,
   ) {}
 
+  /**
+   * Nest interceptor hook: takes the route's `@WithRequestLock` lock around the handler, and maps lock errors to HTTP answers (`toHttpException`).
+   */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const declaration = this.reflector.getAllAndOverride<RequestLockDeclaration | undefined>(WITH_REQUEST_LOCK_METADATA, [
       context.getHandler(),

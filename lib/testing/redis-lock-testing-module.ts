@@ -6,7 +6,9 @@ import { uniqueKeyPrefix } from './unique-key-prefix.js';
 
 /** Anything with the URL of a running Redis: a `TestRedis` from `startTestRedis()`, a `LocalRedisServer`. */
 export interface RunningTestRedis {
+  /** The `redis://` URL of the server. */
   readonly url: string;
+  /** Stops the server. */
   stop(): Promise<void>;
 }
 
@@ -30,7 +32,10 @@ export interface RedisLockTestingModuleMetadata extends ModuleMetadata {
    * modules the same prefix to make them contend like two instances of an app. `isGlobal`
    * defaults to true, so the modules under test inject `LockService` without importing it.
    */
-  redisLock?: Omit<RedisLockModuleOptions, 'redis'> & { isGlobal?: boolean };
+  redisLock?: Omit<RedisLockModuleOptions, 'redis'> & {
+    /** Whether `RedisLockModule` is global in the testing module. Default true. */
+    isGlobal?: boolean;
+  };
 }
 
 /**
@@ -51,7 +56,7 @@ export interface RedisLockTestingModuleMetadata extends ModuleMetadata {
  *   .overrideProvider(PaymentGateway)
  *   .useValue({ charge: async () => ({ ok: true }) })
  *   .compile();
- * await moduleRef.init(); // runs the module's bootstrap: @OnDelayed consumers start here
+ * await moduleRef.init(); // runs the module's bootstrap: \@OnDelayed consumers start here
  * await moduleRef.get(OrdersService).pay('order-1');
  * await closeRedisLockTestingModule(moduleRef, { removeKeys: true });
  * await redis.stop();

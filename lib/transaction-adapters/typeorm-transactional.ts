@@ -124,7 +124,7 @@ export class TypeOrmTransactionalSynchronizer implements TransactionSynchronizer
 
   /**
    * typeorm-transactional emits `end` once its wrapper settles, even when ROLLBACK failed and
-   * TypeORM broadcast nothing. It fires at the end of the innermost @Transactional that started a
+   * TypeORM broadcast nothing. It fires at the end of the innermost `@Transactional` that started a
    * transaction, which for a savepoint is too early: only act once the query runner is done.
    */
   private armFallback(queryRunner: QueryRunner): void {
