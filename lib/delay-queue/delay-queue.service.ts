@@ -396,6 +396,9 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     await this.outbox?.stop();
   }
 
+  /**
+   * Nest lifecycle hook: after the drain, stops the consumers and refuses further calls (`DelayQueueClosedError`).
+   */
   onApplicationShutdown(): void {
     this.closed = true;
     this.consumers.close();

@@ -161,6 +161,10 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     );
   }
 
+  /**
+   * Nest lifecycle hook: fails the acquires still waiting and refuses new ones (`LockServiceClosedError`), and
+   * stops renewing the leases of held locks.
+   */
   onApplicationShutdown(): void {
     this.acquirer.close();
     this.holds.stop();

@@ -43,6 +43,7 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
   ) {}
 
+  /** Nest lifecycle hook: finds the `@LeaderElection` providers and starts campaigning for each. */
   async onApplicationBootstrap(): Promise<void> {
     this.campaigns = this.explore();
     await Promise.all(this.campaigns.map((campaign) => campaign.start()));

@@ -18,7 +18,9 @@ export interface OneInstanceDeclaration extends LeaseDeclaration {
 
 /** An `@OnOneInstance` lease this instance holds now. */
 export interface OneInstanceLease {
+  /** The lease key. */
   readonly key: string;
+  /** The lease's fencing token. */
   readonly fencingToken: string;
   /** Since when this instance holds it (epoch ms, local clock). */
   readonly since: number;

@@ -2,7 +2,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** What a delayed-job handler learns about the delivery it is running: `(payload, job) => ...`. */
 export interface JobContext {
+  /** The job id. */
   readonly id: string;
+  /** The job's topic. */
   readonly topic: string;
   /** 1 on the first delivery; a retry or a redelivery after a crash counts up. */
   readonly attempt: number;

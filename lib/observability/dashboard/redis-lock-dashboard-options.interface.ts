@@ -65,7 +65,12 @@ export interface RedisLockDashboardOptions {
    * How often queue depths are sampled in memory for the plots, in ms (default 5000), and how far
    * back the plots reach (default 600000, ten minutes). `sampleMs: 0` turns the sampling off.
    */
-  history?: { sampleMs?: number; windowMs?: number };
+  history?: {
+    /** Sampling interval in ms. Default 5000; 0 turns the sampling off. */
+    sampleMs?: number;
+    /** How far back the plots reach, in ms. Default 600000. */
+    windowMs?: number;
+  };
   /** Most locks listed (and most keys of each kind found by one SCAN pass). Default 500. */
   maxLocks?: number;
   /** How long topics found by `SCAN` are remembered before the keyspace is scanned again, in ms. Default 30000. */

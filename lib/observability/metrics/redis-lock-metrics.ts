@@ -44,6 +44,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     this.topics = new Set(options.topics ?? []);
   }
 
+  /** Nest lifecycle hook: registers the metrics in the registry and starts listening to the module's events. */
   onModuleInit(): void {
     const prefix = this.options.prefix ?? 'redis_lock_';
     const buckets = this.options.buckets ?? DEFAULT_DURATION_BUCKETS;
@@ -222,6 +223,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     this.listen('one-instance.skipped', ({ key, reason }) => oneInstanceSkipped.inc({ key, reason }));
   }
 
+  /** Nest lifecycle hook: stops listening and removes the metrics from the registry. */
   onModuleDestroy(): void {
     for (const [event, listener] of this.listeners.splice(0)) this.events.off(event, listener as never);
     for (const name of this.names.splice(0)) this.registry.removeSingleMetric(name);
