@@ -2,6 +2,7 @@ import { LockScope } from './lock-scope.js';
 
 /** What code running under a lock can know about it. */
 export interface LockContextSnapshot {
+  /** The lock's name as given (names joined by `,` for a multi-key lock). */
   readonly key: string;
   /**
    * Pass it to the database so a stale holder's write is rejected (`... WHERE fence < :token`).

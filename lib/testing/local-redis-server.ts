@@ -24,6 +24,7 @@ const STOP_GRACE_MS = 5_000;
 export interface LocalRedisServer extends AsyncDisposable {
   /** `redis://127.0.0.1:<port>` */
   readonly url: string;
+  /** The loopback port it listens on. */
   readonly port: number;
   /** Its working directory (removed by `stop()`). */
   readonly dir: string;

@@ -23,6 +23,7 @@ export interface ConsumerOptions {
 
 /** A running consumer of one topic, as returned by `DelayQueueService.consume()`. */
 export interface Consumer {
+  /** The topic it consumes. */
   readonly topic: string;
   /** False once `close()` has begun. */
   readonly running: boolean;

@@ -23,4 +23,7 @@ export interface ScheduleOptions {
 }
 
 /** One job of `scheduleMany`. */
-export type ScheduledJob<T> = { payload: T } & ScheduleOptions;
+export type ScheduledJob<T> = {
+  /** The job's payload, stored as JSON. */
+  payload: T;
+} & ScheduleOptions;

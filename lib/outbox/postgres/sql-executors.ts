@@ -8,6 +8,7 @@ export type SqlRunner = (sql: string, params: readonly unknown[]) => Promise<Arr
 export interface OutboxTransactionExecutor {
   /** Names the executor in error messages. */
   readonly description: string;
+  /** A runner bound to the calling async context's transaction, or `undefined` when it has none. */
   current(): SqlRunner | undefined;
 }
 
