@@ -43,7 +43,7 @@ export class RedisLockDashboardModule {
   /**
    * Serves the dashboard page and its API under `options.path` (default `/_locks`).
    *
-   * @throws InvalidOptionsError at startup for an option it cannot use; the message names it
+   * @throws InvalidOptionsError for an option it cannot use; the message names it
    */
   static forRoot(options: RedisLockDashboardOptions = {}): DynamicModule {
     const resolved = resolveDashboardOptions(options);
