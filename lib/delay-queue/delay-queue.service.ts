@@ -60,9 +60,31 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  *
  * Due times use the Redis server clock, so producers and consumers on machines with skewed clocks agree.
  *
+ * Inject it anywhere once `RedisLockModule` is imported; Nest builds it (its constructor is internal).
+ *
  * @example
- * const id = await delayQueue.schedule('order.expire', { orderId }, { delay: 15 * 60_000, id: `expire:${orderId}` });
- * await delayQueue.cancel('order.expire', id); // paid in time
+ * import { Injectable } from '@nestjs/common';
+ * import { DelayQueueService, OnDelayed, type JobContext } from 'nestjs-redis-lock';
+ *
+ * \@Injectable()
+ * export class OrderExpiry {
+ *   constructor(private readonly delayQueue: DelayQueueService) {}
+ *
+ *   async placed(orderId: string): Promise<void> {
+ *     await this.delayQueue.schedule('order.expire', { orderId }, { delay: 15 * 60_000, id: `expire:${orderId}` });
+ *   }
+ *
+ *   async paid(orderId: string): Promise<void> {
+ *     await this.delayQueue.cancel('order.expire', `expire:${orderId}`);
+ *   }
+ *
+ *   \@OnDelayed('order.expire')
+ *   async expire(payload: { orderId: string }, job: JobContext): Promise<void> {
+ *     // runs once the delay has passed, on one instance; retried with backoff if it throws
+ *   }
+ * }
+ *
+ * @hideconstructor
  */
 @Injectable()
 export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {

@@ -27,10 +27,25 @@ import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
  * pub/sub, fenced by a per-key counter. Plain, fair, read/write, semaphore and multi-key locks all
  * share the same waiting, watchdog and transaction behaviour.
  *
+ * Inject it anywhere once `RedisLockModule` is imported; Nest builds it (its constructor is internal).
+ *
  * @example
- * await locks.using(`order:${id}`, async (lock) => {
- *   await payments.charge(order, { fence: lock.fencingToken });
- * });
+ * import { Injectable } from '@nestjs/common';
+ * import { LockService } from 'nestjs-redis-lock';
+ *
+ * \@Injectable()
+ * export class OrdersService {
+ *   constructor(private readonly locks: LockService, private readonly payments: PaymentsService) {}
+ *
+ *   async pay(id: string): Promise<void> {
+ *     // one holder at a time across every instance; released when the callback settles
+ *     await this.locks.using(`order:${id}`, async (lock) => {
+ *       await this.payments.charge(id, { fence: lock.fencingToken });
+ *     });
+ *   }
+ * }
+ *
+ * @hideconstructor
  */
 @Injectable()
 export class LockService implements OnApplicationBootstrap, OnApplicationShutdown {
