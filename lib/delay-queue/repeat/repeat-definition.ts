@@ -144,13 +144,25 @@ function normalizeSchedule(schedule: unknown, validate: OptionValidator): Repeat
       return validate.refuseValue('schedule.timeZone', s.timeZone, "use an IANA time zone such as 'Europe/Warsaw'");
     }
   }
+  const fields = s.cron.trim().split(/\s+/).filter(Boolean).length;
+  if (!s.cron.trim().startsWith('@') && fields !== 5 && fields !== 6) {
+    return validate.refuse('schedule.cron', `${JSON.stringify(s.cron)} has ${fields} field${fields === 1 ? '' : 's'}; ${CRON_FIELDS}`);
+  }
   const normalized: RepeatSchedule = s.timeZone === undefined ? { cron: s.cron } : { cron: s.cron, timeZone: s.timeZone };
   let next: number | null;
   try {
     next = calendarOf(normalized).after(Date.now());
   } catch (error) {
-    return validate.refuse('schedule.cron', `${errorMessage(error)}; use a cron pattern such as '0 2 * * *'`);
+    return validate.refuse('schedule.cron', `${JSON.stringify(s.cron)}: ${cronerProblem(error)}; ${CRON_FIELDS}`);
   }
   if (next === null) return validate.refuse('schedule.cron', `${JSON.stringify(s.cron)} has no future run`);
   return normalized;
+}
+
+/** What a cron pattern is made of (docs/scheduling.md), the remedy of every refused pattern. */
+const CRON_FIELDS = "use 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, e.g. '0 2 * * *'";
+
+/** croner's reason, without its class prefix and closing stop, to sit inside our sentence. */
+function cronerProblem(error: unknown): string {
+  return errorMessage(error).replace(/^CronPattern:\s*/, '').replace(/[.\s]+$/, '');
 }
