@@ -10,10 +10,14 @@ const HEX_ID = /\b(?=[0-9a-f]*\d)[0-9a-f]{12,}\b/gi;
 const DIGITS = /\d+/g;
 
 /**
- * The default classifier: UUIDs become `<uuid>`, hex ids of 12+ characters `<hex>`, every other run
- * of digits `<n>`. `order:42` -> `order:<n>`, `user:7f3c…-…:cart` -> `user:<uuid>:cart`.
- * Keys made of free text (emails, names) are *not* generalised: pass your own classifier then.
+ * The default classifier: the key's first segment (the text before the first `:`) followed by `:*`,
+ * so whatever follows the namespace (ids, names, emails: `account:a`, `user:alice@example.com:cart`)
+ * never becomes a label value. In what is kept, UUIDs become `<uuid>`, hex ids of 12+ characters
+ * `<hex>` and other runs of digits `<n>`: `order:42` -> `order:*`, `job-42` -> `job-<n>`. A key
+ * without `:` is kept whole (folded): use such keys for fixed names, or pass `keyPattern`.
  */
 export function defaultLockKeyPattern(key: string): string {
-  return key.replace(UUID, '<uuid>').replace(HEX_ID, '<hex>').replace(DIGITS, '<n>');
+  const colon = key.indexOf(':');
+  const namespace = (colon < 0 ? key : key.slice(0, colon)).replace(UUID, '<uuid>').replace(HEX_ID, '<hex>').replace(DIGITS, '<n>');
+  return colon < 0 ? namespace : `${namespace}:*`;
 }

@@ -8,8 +8,9 @@ export interface RedisLockMetricsOptions {
   /** Prepended to every metric name. Default `'redis_lock_'`. */
   prefix?: string;
   /**
-   * Maps a lock key to its `key_pattern` label. Default `defaultLockKeyPattern` (digits, UUIDs and
-   * long hex ids replaced). Must return few distinct values: it becomes a label.
+   * Maps a lock key to its `key_pattern` label (for locks taken without a template or `keyPattern`).
+   * Default `defaultLockKeyPattern`: the key's first segment, ids folded, then `:*` (`account:a` ->
+   * `account:*`). Must return few distinct values: it becomes a label.
    */
   keyPattern?: LockKeyClassifier;
   /**
