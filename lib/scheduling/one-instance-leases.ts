@@ -44,6 +44,8 @@ interface LeaseEntry {
   /** Monotonic time the last run on this instance started. */
   lastRunAt?: number;
   readonly runs: Set<Promise<unknown>>;
+  /** Calls between their lease check and the start of their run (or their decision not to run). */
+  readonly starting: Set<Promise<unknown>>;
 }
 
 /**
@@ -75,9 +77,28 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     if (this.closing) return undefined;
     const entry = this.entryOf(declaration);
     this.noteCall(entry);
+    // A call that came before shutdown began is seen through: the hand-back waits until it has
+    // started its run (then for the run) or decided not to, so it is neither dropped halfway nor
+    // left running on a lease already handed on.
+    const starting = this.start(entry, declaration, body);
+    const decided = starting.then(
+      () => undefined,
+      () => undefined,
+    );
+    entry.starting.add(decided);
+    void decided.then(() => entry.starting.delete(decided));
+    const started = await starting;
+    return started ? started.running : undefined;
+  }
+
+  /** Confirms or takes the lease, then takes the run lock and starts the run; `undefined` when the call does not run here. */
+  private async start<T>(
+    entry: LeaseEntry,
+    declaration: OneInstanceDeclaration,
+    body: () => T,
+  ): Promise<{ running: Promise<Awaited<T>> } | undefined> {
     const lease = await this.holdLease(entry);
-    if (this.closing) return undefined;
-    if (!lease) return this.skipped(declaration, 'not-owner');
+    if (!lease) return this.closing ? undefined : this.skipped(declaration, 'not-owner');
 
     const { key, ttl } = declaration;
     const run = await this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) });
@@ -106,7 +127,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     );
     entry.runs.add(settled);
     void settled.then(() => entry.runs.delete(settled));
-    return running;
+    return { running };
   }
 
   /** The leases this instance holds now (for dashboards and health checks). */
@@ -123,7 +144,8 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
 
   /**
    * Stops running calls and hands every lease back, so another instance takes over at its next
-   * call instead of after `ttl`. Runs in progress are awaited first (up to `ttl`); and a lease is
+   * call instead of after `ttl`. Calls that came before are seen through, and runs in progress are
+   * awaited first (up to `ttl`); and a lease is
    * released no sooner than half the gap between two calls (at most `MAX_HANDOVER_GUARD_MS`) after
    * the last call, so the other instances' timers for that same tick, which fire a few ms later,
    * still find it held and do not run the tick again.
@@ -140,7 +162,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
   private entryOf(declaration: LeaseDeclaration): LeaseEntry {
     let entry = this.entries.get(declaration.key);
     if (!entry) {
-      entry = { declaration, runs: new Set() };
+      entry = { declaration, runs: new Set(), starting: new Set() };
       this.entries.set(declaration.key, entry);
     } else if (entry.declaration.ttl !== declaration.ttl) {
       this.logger.warn(
@@ -227,6 +249,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     const handle = entry.handle;
     if (!handle?.held) return;
     const { key, ttl } = entry.declaration;
+    await settleWithin(Promise.all(entry.starting), left());
     const runsWait = Math.min(ttl, left());
     if (!(await settleWithin(Promise.all(entry.runs), runsWait))) {
       this.logger.warn(`A run of "${key}" is still going after ${Math.round(runsWait)} ms; handing the lease back anyway (its run lock stays held).`);
