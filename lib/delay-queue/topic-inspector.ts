@@ -17,21 +17,13 @@ import { errorMessage } from '../core/errors/error-message.js';
 import type { RepeatInfo } from './interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
-/**
- * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now.
- *
- * @inline
- */
+/** The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now. */
 export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead';
 
 /** Every `ListedJobState`, in the order a page shows them. */
 export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead'];
 
-/**
- * A job as listed: its payload shortened to a preview.
- *
- * @inline
- */
+/** A job as listed: its payload shortened to a preview. */
 export interface ListedJob {
   /** The job id. */
   readonly id: string;
@@ -57,11 +49,7 @@ export interface ListedJob {
   readonly payloadLength: number;
 }
 
-/**
- * The first jobs of one topic in one state.
- *
- * @inline
- */
+/** The first jobs of one topic in one state. */
 export interface ListedJobs {
   /** The topic listed. */
   readonly topic: string;

@@ -8,18 +8,10 @@ import { readSemaphoreScript } from './scripts/read-semaphore.lua.js';
 /** Scripts run at once while reading the locks found by a scan. */
 const READ_PARALLELISM = 32;
 
-/**
- * The kind of a held lock.
- *
- * @inline
- */
+/** The kind of a held lock. */
 export type HeldLockKind = 'mutex' | 'read-write' | 'semaphore';
 
-/**
- * A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease.
- *
- * @inline
- */
+/** A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease. */
 export interface LockHolder {
   /** The owner id, `<clientId>:<contextId>` (for a semaphore: the permit's owner). */
   readonly owner: string;
@@ -31,11 +23,7 @@ export interface LockHolder {
   readonly leaseMs?: number;
 }
 
-/**
- * A lock held at the time of the read.
- *
- * @inline
- */
+/** A lock held at the time of the read. */
 export interface HeldLock {
   /** Mutex, read/write lock or semaphore. */
   readonly kind: HeldLockKind;
@@ -53,11 +41,7 @@ export interface HeldLock {
   readonly waiting: number;
 }
 
-/**
- * What `LockInspector.heldLocks` found.
- *
- * @inline
- */
+/** What `LockInspector.heldLocks` found. */
 export interface HeldLocks {
   /** The locks found, at most `limit`. */
   readonly locks: HeldLock[];

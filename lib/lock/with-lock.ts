@@ -5,7 +5,11 @@ import { OptionValidator } from '../core/options/option-validation.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { SectionMode } from './lock-scope.js';
 
-/** Which lock a `@WithLock` / `@WithRequestLock` section takes. */
+/**
+ * Which lock a `@WithLock` / `@WithRequestLock` section takes.
+ *
+ * @useDeclaredType
+ */
 export type WithLockMode = SectionMode;
 
 /** What the caller sees when the lock could not be taken in time. */

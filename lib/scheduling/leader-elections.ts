@@ -30,6 +30,8 @@ export interface LeaderElectionStatus {
  * Runs the `@LeaderElection` campaigns of the application: finds the elected providers at bootstrap
  * (refusing a request-scoped or transient one, and two for one key), campaigns for each, and steps
  * down from all of them before the application shuts down.
+ *
+ * @hideconstructor
  */
 @Injectable()
 export class LeaderElections implements OnApplicationBootstrap, BeforeApplicationShutdown {

@@ -46,7 +46,11 @@ export interface DashboardTopics {
   }>;
 }
 
-/** The states a job list shows: `due` and `scheduled` split the waiting jobs at the Redis server's now. */
+/**
+ * The states a job list shows: `due` and `scheduled` split the waiting jobs at the Redis server's now.
+ *
+ * @useDeclaredType
+ */
 export type DashboardJobState = ListedJobState;
 
 /** One repeatable schedule of a topic (`repeat()`, `@OnDelayed({ repeat })`). */
@@ -123,10 +127,18 @@ export interface DashboardScheduling {
   readonly leaders: DashboardLeaderElection[];
 }
 
-/** A job as listed: payload shortened to a preview (see `DashboardJobDetail` for the whole job). */
+/**
+ * A job as listed: payload shortened to a preview (see `DashboardJobDetail` for the whole job).
+ *
+ * @useDeclaredType
+ */
 export type DashboardJob = ListedJob;
 
-/** GET <path>/api/topics/:topic/jobs?state=&limit= */
+/**
+ * GET <path>/api/topics/:topic/jobs?state=&limit=
+ *
+ * @useDeclaredType
+ */
 export type DashboardJobList = ListedJobs;
 
 /** GET <path>/api/topics/:topic/jobs/:id */
@@ -137,16 +149,32 @@ export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' 
   readonly payload: unknown;
 }
 
-/** The kind of a listed lock: mutex, read/write lock or semaphore. */
+/**
+ * The kind of a listed lock: mutex, read/write lock or semaphore.
+ *
+ * @useDeclaredType
+ */
 export type DashboardLockKind = HeldLockKind;
 
-/** A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease. */
+/**
+ * A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease.
+ *
+ * @useDeclaredType
+ */
 export type DashboardLockHolder = LockHolder;
 
-/** One row of GET <path>/api/locks */
+/**
+ * One row of GET <path>/api/locks
+ *
+ * @useDeclaredType
+ */
 export type DashboardLock = HeldLock;
 
-/** GET <path>/api/locks */
+/**
+ * GET <path>/api/locks
+ *
+ * @useDeclaredType
+ */
 export type DashboardLocks = HeldLocks;
 
 /** One sample of GET <path>/api/history */

@@ -26,6 +26,8 @@ export interface QueueHealthThresholds {
  *     () => this.redisLock.checkQueues('queues', { 'order.expire': { maxDue: 1_000, maxDead: 0 } }),
  *   ]);
  * }
+ *
+ * @hideconstructor
  */
 @Injectable()
 export class RedisLockHealthIndicator {
