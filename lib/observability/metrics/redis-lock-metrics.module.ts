@@ -33,7 +33,12 @@ const METRICS_OPTION_KEYS = keysOf<RedisLockMetricsOptions>()([
  */
 @Module({})
 export class RedisLockMetricsModule {
-  /** @throws InvalidOptionsError for an option key it does not know (`metrics.<key>`), with the key probably meant */
+  /**
+   * Provides `RedisLockMetrics`, which registers the metrics in `options.registry` (default: prom-client's
+   * global registry) at module init and updates them from the module's events.
+   *
+   * @throws InvalidOptionsError for an option key it does not know (`metrics.<key>`), with the key probably meant
+   */
   static forRoot(options: RedisLockMetricsOptions = {}): DynamicModule {
     refuseUnknownKeys(refuseAsInvalidOption, 'metrics', options, METRICS_OPTION_KEYS);
     return {
