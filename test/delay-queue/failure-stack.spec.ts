@@ -1,0 +1,83 @@
+import { jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import type { DelayQueueService, DelayedJob } from '../../lib/index.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+
+/** A named function, so its frame can be looked for in the stack kept with the job. */
+function chargeCardThatFails(): never {
+  throw new TypeError('card declined');
+}
+
+describe('a failed job keeps the stack of its error', () => {
+  let t: DelayTestApp;
+  let queue: DelayQueueService;
+  const unhandled = new UnhandledRejections();
+  const errors: unknown[][] = [];
+  const warnings: unknown[][] = [];
+
+  beforeAll(async () => {
+    unhandled.start();
+    jest.spyOn(Logger.prototype, 'error').mockImplementation((...args: unknown[]) => void errors.push(args));
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation((...args: unknown[]) => void warnings.push(args));
+    t = await createDelayApp({ delayQueue: { backoff: { delay: 10, factor: 1, jitter: 0 } } });
+    queue = t.queue;
+  });
+  afterAll(async () => {
+    await t.close();
+    unhandled.stop();
+    jest.restoreAllMocks();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  const deadLetter = (topic: string, id: string) =>
+    waitFor(async () => (await queue.deadLetters(topic)).find((job) => job.id === id), 10_000, `job ${id} to be dead-lettered`);
+
+  it('the dead letter (deadLetters() and get()) carries lastErrorStack beside lastError', async () => {
+    const consumer = queue.consume('stack.dead', () => chargeCardThatFails(), { maxAttempts: 2 });
+    try {
+      const id = await queue.schedule('stack.dead', { order: 1 });
+      const dead: DelayedJob = await deadLetter('stack.dead', id);
+      expect(dead.lastError).toBe('TypeError: card declined');
+      expect(dead.lastErrorStack).toMatch(/^TypeError: card declined\n\s+at chargeCardThatFails /);
+      expect((await queue.get('stack.dead', id))?.lastErrorStack).toBe(dead.lastErrorStack);
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('the failure log lines carry the stack: the retry warning and the dead-letter error', async () => {
+    const consumer = queue.consume('stack.log', () => chargeCardThatFails(), { maxAttempts: 2 });
+    try {
+      const id = await queue.schedule('stack.log', null);
+      await deadLetter('stack.log', id);
+      const logged = (lines: unknown[][]) => lines.map((args) => args.map(String).join('\n')).filter((line) => line.includes(JSON.stringify(id)));
+      await waitFor(() => logged(errors).length > 0, 5_000, 'the dead-letter error line');
+      expect(logged(warnings).join('\n')).toMatch(/retrying in .*card declined[\s\S]*at chargeCardThatFails /);
+      expect(logged(errors).join('\n')).toMatch(/dead letters[\s\S]*card declined[\s\S]*at chargeCardThatFails /);
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('a stack is kept to a bounded size; a thrown non-Error has none', async () => {
+    const huge = new Error('x'.repeat(50_000));
+    const consumer = queue.consume('stack.bounds', (payload: string) => {
+      if (payload === 'error') throw huge;
+      throw 'a plain string'; // eslint-disable-line no-throw-literal
+    }, { maxAttempts: 1 });
+    try {
+      const big = await queue.schedule('stack.bounds', 'error');
+      const plain = await queue.schedule('stack.bounds', 'string');
+      const bigDead = await deadLetter('stack.bounds', big);
+      const plainDead = await deadLetter('stack.bounds', plain);
+      expect(bigDead.lastErrorStack!.length).toBeLessThanOrEqual(8_001);
+      expect(bigDead.lastErrorStack!.startsWith('Error: xxx')).toBe(true);
+      expect(plainDead.lastError).toBe('a plain string');
+      expect(plainDead.lastErrorStack).toBeUndefined();
+    } finally {
+      await consumer.close();
+    }
+  });
+});
