@@ -69,6 +69,19 @@ const APPS = {
     moduleSystem: 'commonjs',
     checks: [...COMMON_CHECKS, 'metrics-absent.ts', 'without-open-telemetry.ts', 'typeorm-transactions.ts', 'nest11-cjs.flavor.ts'],
   },
+  'nest12-typeorm1': {
+    what: 'Nest 12 `nest new --type cjs` with typeorm 1.x (registry latest), ioredis 5, typeorm-transactional, @nestjs-cls TypeORM adapter, outbox on PostgreSQL',
+    moduleSystem: 'commonjs',
+    checks: [
+      ...COMMON_CHECKS,
+      'metrics-subpath.ts',
+      'without-open-telemetry.ts',
+      'typeorm-transactions.ts',
+      'postgres-server.ts',
+      'typeorm-outbox.ts',
+      'nest12-typeorm1.flavor.ts',
+    ],
+  },
 };
 
 class LaneFailure extends Error {}

@@ -25,8 +25,10 @@ export async function runCompat(flavor: AppFlavor, appModule: Type<unknown>): Pr
   const keyPrefix = `compat-${flavor.app}-${process.pid}`;
   checks.note(
     `${flavor.app} (${flavor.moduleSystem}) on Node ${process.version}: ` +
-      ['nestjs-redis-lock', '@nestjs/core', 'ioredis', 'typescript']
-        .map((name) => `${name} ${installedVersion(flavor.appRequire, name)}`)
+      ['nestjs-redis-lock', '@nestjs/core', 'ioredis', 'typescript', 'typeorm']
+        .map((name) => [name, installedVersion(flavor.appRequire, name)])
+        .filter(([name, version]) => name !== 'typeorm' || version !== 'not installed')
+        .map(([name, version]) => `${name} ${version}`)
         .join(', '),
   );
 
