@@ -29,6 +29,8 @@ import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
  *
  * Inject it anywhere once `RedisLockModule` is imported; Nest builds it (its constructor is internal).
  *
+ * @hideconstructor
+ *
  * @example
  * import { Injectable } from '@nestjs/common';
  * import { LockService } from 'nestjs-redis-lock';
@@ -44,8 +46,6 @@ import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
  *     });
  *   }
  * }
- *
- * @hideconstructor
  */
 @Injectable()
 export class LockService implements OnApplicationBootstrap, OnApplicationShutdown {

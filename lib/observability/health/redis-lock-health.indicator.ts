@@ -18,6 +18,8 @@ export interface QueueHealthThresholds {
  * backlog and dead-letter counts against thresholds. Results are `up`/`down` with the numbers
  * attached, so `/health` shows why a check failed.
  *
+ * @hideconstructor
+ *
  * @example
  * \@Get('health') \@HealthCheck()
  * check() {
@@ -26,8 +28,6 @@ export interface QueueHealthThresholds {
  *     () => this.redisLock.checkQueues('queues', { 'order.expire': { maxDue: 1_000, maxDead: 0 } }),
  *   ]);
  * }
- *
- * @hideconstructor
  */
 @Injectable()
 export class RedisLockHealthIndicator {
