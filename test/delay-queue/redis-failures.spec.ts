@@ -75,7 +75,10 @@ describe('Consumers survive Redis failures', () => {
       await waitFor(() => ran.length === 1, 10_000, 'the job to run');
       expect(ran).toEqual([id]);
       expect(performance.now() - scheduledAt).toBeLessThan(6_000); // maxIdleWait + hang grace, generously
-      expect(consumer.blockingConnectionsOpened).toBeGreaterThan(opened);
+      // Only the hang timer can have woken the loop (the frozen connection brings neither the marker nor
+      // a timeout). The replacement is opened when the loop next parks on the marker: with concurrency 1
+      // that is after the job's handler returned and one more claim, so it is waited for, not read at once.
+      await waitFor(() => consumer.blockingConnectionsOpened > opened, 5_000, 'a new blocking connection to replace the hung one');
       await consumer.close();
     } finally {
       await consumerApp.close();
