@@ -33,7 +33,8 @@ describe('prepareRepeat', () => {
     [{ every: 1_000, timeZone: 'UTC' }, /schedule\.timeZone/],
     [{}, /exactly one/],
     [{ cron: 'every day' }, /schedule\.cron/],
-    [{ cron: '0 0 0 1 1 * 2001' }, /no future run/],
+    [{ cron: '0 0 30 2 *' }, /no future run/],
+    [{ cron: '0 0 0 1 1 * 2001' }, /has 7 fields; use 5 fields .*or 6 with seconds first/],
     [{ cron: '* * * * *', timeZone: 'Nowhere/Town' }, /schedule\.timeZone/],
   ])('refuses the schedule %j with InvalidOptionsError naming the option', (schedule, message) => {
     expect(() => prepareRepeat('t', schedule as never, undefined, defaults)).toThrow(InvalidOptionsError);
