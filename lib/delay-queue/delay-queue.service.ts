@@ -227,6 +227,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
       maxAttempts: job.maxAttempts,
       createdAt: new Date(job.createdAt),
       lastError: job.lastError,
+      lastErrorStack: job.lastErrorStack,
     };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
@@ -282,6 +283,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
         createdAt: new Date(job.createdAt),
         diedAt: new Date(Number(flat[i + 2])),
         lastError: job.lastError,
+        lastErrorStack: job.lastErrorStack,
       });
     }
     if (perShard.length === 1) return result;

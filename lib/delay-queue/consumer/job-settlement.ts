@@ -4,13 +4,13 @@ import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
-import type { DecodedJob } from '../jobs/job-codec.js';
+import { encodeFailure, type DecodedJob } from '../jobs/job-codec.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
 import { failJobScript } from '../scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../scripts/release-jobs.lua.js';
 import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
-import { describeFailure } from './describe-failure.js';
+import { describeFailure, failureStack } from './describe-failure.js';
 import type { HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 
@@ -172,13 +172,16 @@ export class JobSettlement {
     const last = !decoded || attempt >= maxAttempts;
     const delay = last ? -1 : backoffDelay(decoded?.backoff ?? options.backoff, attempt);
     const message = describeFailure(failure);
+    const stack = failureStack(failure);
+    // The log lines end with the stack's frames (its first line repeats the message).
+    const frames = stack === undefined ? '' : stack.slice(stack.indexOf('\n') < 0 ? stack.length : stack.indexOf('\n'));
     await retryWithBackoff(
       async () => {
         const outcome = await failJobScript.run<number>(this.context.connection.client, this.context.keyList, [
           job.id,
           job.token,
           delay,
-          JSON.stringify(message),
+          encodeFailure(message, stack),
           retention.deadLetterMaxCount,
           retention.deadLetterMaxAge,
         ]);
@@ -191,11 +194,12 @@ export class JobSettlement {
           logger.error(
             `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts} ` +
               `and was moved to the dead letters (retryDead() requeues it): ${message}`,
+            stack,
           );
         } else if (outcome === 1) {
           logger.warn(
             `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts}, ` +
-              `retrying in ${delay} ms: ${message}`,
+              `retrying in ${delay} ms: ${message}${frames}`,
           );
         }
       },

@@ -26,8 +26,13 @@ export interface DelayedJob<T = unknown> {
   readonly visibleUntil?: Date;
   /** When a `dead` job got there. */
   readonly diedAt?: Date;
-  /** Message of the last failure, if any. */
+  /** Message of the last failure, if any (`Name: message` for an `Error`). */
   readonly lastError?: string;
+  /**
+   * Stack of the last failure when the handler threw an `Error` (its first line repeats `lastError`),
+   * cut at 8000 characters. Absent for anything else thrown, and for failures recorded by an older version.
+   */
+  readonly lastErrorStack?: string;
 }
 
 /** Counts of one topic, from one consistent snapshot. */

@@ -27,6 +27,9 @@ export const MAX_JOB_ID_BYTES = 1024;
 /** Longest failure message kept with a job. */
 export const MAX_ERROR_MESSAGE_LENGTH = 2000;
 
+/** Longest failure stack kept with a job (and logged), in characters: about 50 frames. */
+export const MAX_ERROR_STACK_LENGTH = 8000;
+
 /**
  * How long an operation record (see operation-record.ts) lives when its caller never got the reply
  * (it is deleted as soon as the reply arrives): a re-sent schedule, cancel or reschedule, or a

@@ -7,6 +7,9 @@ import { errorMessage } from '../../core/errors/error-message.js';
  *
  *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["t":"<traceparent>",]"e":<last error|null>,"p":<payload>}
  *
+ * `e` is null, the last failure's message as a JSON string, or `[message, stack]` (JSON strings
+ * only, so no bare `,"p":` can occur in it either).
+ *
  * `t`, present only when the job was scheduled inside a trace, is the W3C `traceparent` of the
  * scheduling span (hex digits and dashes only, so the scripts' search for `,"e":` cannot trip on it).
  * The field order is fixed and everything before `"p"` is written by this library, so the scripts
@@ -21,6 +24,8 @@ export interface DecodedJob<T = unknown> {
   readonly maxAttempts?: number;
   readonly backoff?: Required<BackoffOptions>;
   readonly lastError?: string;
+  /** Stack of the last failure, when it was an `Error`. */
+  readonly lastErrorStack?: string;
   /** W3C `traceparent` of the `schedule` span, when there was one. */
   readonly traceparent?: string;
   readonly payload: T;
@@ -55,9 +60,9 @@ export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
   const header = HEADER.exec(body);
   if (!header) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${body.slice(0, 120)}`);
   const errorStart = header[0].length;
-  // `e` is null or a JSON string, which cannot contain an unescaped quote, so the first separator after it is ours.
+  // `e` is null, a JSON string or an array of two, which hold no unescaped quote: the first separator after it is ours.
   const separator = body.indexOf(PAYLOAD_SEPARATOR, errorStart);
-  const lastError = JSON.parse(body.slice(errorStart, separator)) as string | null;
+  const { lastError, lastErrorStack } = readFailure(JSON.parse(body.slice(errorStart, separator)));
   const b = header[5] === 'null' ? undefined : (JSON.parse(header[5]) as number[]);
   return {
     token: header[1],
@@ -65,10 +70,24 @@ export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
     createdAt: Number(header[3]),
     maxAttempts: header[4] === 'null' ? undefined : Number(header[4]),
     backoff: b && { delay: b[0], factor: b[1], maxDelay: b[2], jitter: b[3] },
-    lastError: lastError ?? undefined,
+    lastError,
+    lastErrorStack,
     traceparent: header[6],
     payload: JSON.parse(body.slice(separator + PAYLOAD_SEPARATOR.length, -1)) as T,
   };
+}
+
+/** The stored form of a failure (`e`): its message, and its stack when there was one. */
+export function encodeFailure(message: string, stack: string | undefined): string {
+  return JSON.stringify(stack === undefined ? message : [message, stack]);
+}
+
+function readFailure(stored: unknown): { lastError?: string; lastErrorStack?: string } {
+  if (typeof stored === 'string') return { lastError: stored };
+  if (Array.isArray(stored) && typeof stored[0] === 'string') {
+    return { lastError: stored[0], lastErrorStack: typeof stored[1] === 'string' ? stored[1] : undefined };
+  }
+  return {};
 }
 
 /**

@@ -1,5 +1,5 @@
 import { InvalidJobError } from '../../../../lib/index.js';
-import { decodeJob, decodeJobLeniently, encodeBodyTail, encodePayload, readClaimToken } from '../../../../lib/delay-queue/jobs/job-codec.js';
+import { decodeJob, decodeJobLeniently, encodeBodyTail, encodeFailure, encodePayload, readClaimToken } from '../../../../lib/delay-queue/jobs/job-codec.js';
 
 /** A stored body as the schedule script writes it: the header Redis fills in, then the tail. */
 function storedBody(tail: string, { token = 7, attempts = 2, createdAt = 1_700_000_000_000 } = {}): string {
@@ -45,6 +45,14 @@ describe('job codec: round trip through the stored form', () => {
     expect(decodeJob(body)).toMatchObject({ lastError: 'boom ,"p": here', payload: { a: 1 } });
   });
 
+  it('reads a failure stored with its stack (message and stack may hold the payload separator)', () => {
+    const stack = 'Error: boom ,"p": here\n    at handler (file.js:1:1)';
+    const withStack = storedBody(encodeBodyTail('{"a":1}', undefined, undefined)).replace('"e":null', `"e":${encodeFailure('Error: boom ,"p": here', stack)}`);
+    expect(decodeJob(withStack)).toMatchObject({ lastError: 'Error: boom ,"p": here', lastErrorStack: stack, payload: { a: 1 } });
+    const without = storedBody(encodeBodyTail('2', undefined, undefined)).replace('"e":null', `"e":${encodeFailure('just text', undefined)}`);
+    expect(decodeJob(without)).toMatchObject({ lastError: 'just text', lastErrorStack: undefined, payload: 2 });
+  });
+
   it('reads the claim token without decoding the rest', () => {
     expect(readClaimToken(storedBody(encodeBodyTail('1', undefined, undefined), { token: 123_456 }))).toBe('123456');
     expect(readClaimToken('{"g":42,garbage')).toBe('42');
@@ -83,14 +91,15 @@ describe('encodePayload: only what JSON keeps unchanged', () => {
     throw new Error('accepted');
   }
 
-  it('encodes plain data, class instances as their own properties, and leaves out undefined properties', () => {
+  it('encodes plain data and class instances as their own properties; refuses undefined properties (JSON would drop them)', () => {
     class Order {
       constructor(readonly id: string) {}
       total(): number {
         return 1;
       }
     }
-    expect(encodePayload('t', { a: 1, b: 'x', c: true, d: null, e: [1, 'two'], f: undefined })).toBe('{"a":1,"b":"x","c":true,"d":null,"e":[1,"two"]}');
+    expect(encodePayload('t', { a: 1, b: 'x', c: true, d: null, e: [1, 'two'] })).toBe('{"a":1,"b":"x","c":true,"d":null,"e":[1,"two"]}');
+    expect(() => encodePayload('t', { a: 1, f: undefined })).toThrow(/`payload\.f` is undefined, which JSON drops.*leave the key out or use null/);
     expect(encodePayload('t', new Order('A-1'))).toBe('{"id":"A-1"}');
   });
 
