@@ -398,10 +398,6 @@ describe('delayed-job faults', () => {
   });
 
   describe('network black-holed between a consumer and Redis', () => {
-    // ioredis arms a 2 s "destroy the socket" timer when it disconnects a connection whose socket was
-    // already reset (its 'close' never comes again); let those run out so jest exits without a warning.
-    afterAll(() => sleep(2_100));
-
     async function blackholedWait(recover: (proxy: FaultProxy) => void) {
       const keyPrefix = uniquePrefix('jb');
       const proxy = await FaultProxy.start(redisTarget());
