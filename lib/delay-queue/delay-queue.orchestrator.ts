@@ -8,6 +8,7 @@ import type { OnDelayedRepeat } from './interfaces/repeat-options.interface.js';
 import type { RepeatDefinition } from './repeat/repeat-definition.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 import { settleWithin } from '../core/time/settle-within.js';
+import { DelayQueueAlreadyStartedError } from '../core/errors/delay-queue-already-started.error.js';
 
 /** Longest time bootstrap waits for the `repeat` schedules to be registered (Redis slow or down). */
 const REPEAT_REGISTRATION_WAIT_MS = 5_000;
@@ -23,6 +24,8 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
   private handlers: DiscoveredDelayedHandler[] = [];
   /** The `repeat` schedules of the handlers, checked in `onModuleInit`. */
   private schedules: Array<{ topic: string; definition: RepeatDefinition; source: string }> = [];
+  /** Set by the first `onApplicationBootstrap`. */
+  private started = false;
 
   constructor(
     private readonly explorer: DelayedHandlerExplorer,
@@ -62,6 +65,13 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
    * one, before its consumer could claim it.
    */
   async onApplicationBootstrap(): Promise<void> {
+    // A second run of the hooks (init() twice on one container) would start every consumer again;
+    // with none to start it is harmless, as it was.
+    if (this.started) {
+      if (this.handlers.length === 0) return;
+      throw new DelayQueueAlreadyStartedError(this.handledTopics());
+    }
+    this.started = true;
     const registering = Promise.all(this.schedules.map(({ topic, definition, source }) => this.repeats.register(topic, definition, source)));
     await settleWithin(registering, REPEAT_REGISTRATION_WAIT_MS);
     for (const handler of this.handlers) {
