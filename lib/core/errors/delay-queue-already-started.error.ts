@@ -10,7 +10,7 @@ import { RedisLockError } from './redis-lock.error.js';
 export class DelayQueueAlreadyStartedError extends RedisLockError {
   readonly code = 'DELAY_QUEUE_ALREADY_STARTED';
 
-  constructor(readonly topics: readonly string[]) {
+  constructor(/** The topics of the `@OnDelayed` consumers already started. */ readonly topics: readonly string[]) {
     super(
       `The delayed-job consumers of this application are already started (topics ${topics.map((t) => JSON.stringify(t)).join(', ')}): ` +
         'its bootstrap hooks ran a second time. Call init() once: on a testing module, either moduleRef.init() or ' +
