@@ -109,6 +109,7 @@ export { InvalidJobError } from './core/errors/invalid-job.error.js';
 export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
 export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';
 export { DelayQueueAlreadyStartedError } from './core/errors/delay-queue-already-started.error.js';
+export { RedisLockModuleNotVisibleError } from './core/errors/redis-lock-module-not-visible.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';

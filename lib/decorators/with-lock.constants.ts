@@ -1,9 +1,11 @@
 /**
  * Instance property through which Nest injects the `LockSections` that `@WithLock` methods run in.
- * Internal. Its description names `LockService`, which users know: a module that cannot see
- * `RedisLockModule` fails at bootstrap with Nest's error naming the class and this property.
+ * Internal. A class whose module cannot see `RedisLockModule` fails at bootstrap with Nest's error
+ * naming the class and this property, so its description says what to do.
  */
-export const LOCK_SECTIONS_PROPERTY = Symbol('nestjs-redis-lock:LockService sections');
+export const LOCK_SECTIONS_PROPERTY = Symbol(
+  '@WithLock needs RedisLockModule: register RedisLockModule.forRoot({ isGlobal: true, ... }) in the root module, or import RedisLockModule into this module',
+);
 
 /** Metadata on a handler or controller class: the `@WithRequestLock` declaration. */
 export const WITH_REQUEST_LOCK_METADATA = 'nestjs-redis-lock:with_request_lock';

@@ -1,5 +1,10 @@
-/** Instance property through which Nest injects the `OneInstanceLeases` that `@OnOneInstance` methods use. Internal. */
-export const ONE_INSTANCE_LEASES_PROPERTY = Symbol('nestjs-redis-lock:one-instance-leases');
+/**
+ * Instance property through which Nest injects the `OneInstanceLeases` that `@OnOneInstance` methods
+ * use. Internal. Its description is what Nest's error names when the class's module cannot see `RedisLockModule`.
+ */
+export const ONE_INSTANCE_LEASES_PROPERTY = Symbol(
+  '@OnOneInstance needs RedisLockModule: register RedisLockModule.forRoot({ isGlobal: true, ... }) in the root module, or import RedisLockModule into this module',
+);
 
 /** Metadata on an `@OnOneInstance` method (the wrapper function): its resolved declaration. */
 export const ON_ONE_INSTANCE_METADATA = 'nestjs-redis-lock:on_one_instance';

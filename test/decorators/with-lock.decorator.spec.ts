@@ -477,7 +477,7 @@ describe('@WithLock checks its declaration before the application starts', () =>
     const compiling = Test.createTestingModule({
       imports: [RedisLockModule.forRoot({ redis: { client }, keyPrefix: uniquePrefix(), connectTimeout: 0 }), PaymentsModule],
     }).compile();
-    await expect(compiling).rejects.toThrow(/Payments.*LockService/s);
+    await expect(compiling).rejects.toThrow(/Payments.*RedisLockModule.*isGlobal: true/s);
     client.disconnect();
   });
 });

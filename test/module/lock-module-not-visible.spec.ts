@@ -1,5 +1,6 @@
 import { Controller, Get, Injectable, Module, type DynamicModule, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
 import { OnOneInstance, RedisLockModule, WithLock } from '../../lib/index.js';
 import { RedisLockDashboardModule } from '../../lib/observability/dashboard/index.js';
 import { RedisLockHealthModule } from '../../lib/observability/health/index.js';
@@ -8,13 +9,17 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Compiles an app whose RedisLockModule is registered without isGlobal, beside `imports`; returns the error. */
 async function bootstrapError(...imports: Array<Type | DynamicModule>): Promise<Error> {
+  // A client of the test's own, never connected, so a failed compile leaves no socket open.
+  const client = new Redis(testRedisUrl(), { lazyConnect: true });
   try {
     const app = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix('vis') }), ...imports],
+      imports: [RedisLockModule.forRoot({ redis: { client }, keyPrefix: uniquePrefix('vis'), connectTimeout: 0 }), ...imports],
     }).compile();
     await app.close();
   } catch (error) {
     return error as Error;
+  } finally {
+    client.disconnect();
   }
   throw new Error('bootstrap did not fail');
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import { RedisLockEvents, type JobFailedEvent, type JobStartedEvent, type JobSucceededEvent } from '../../core/events/redis-lock-events.js';
 import type { DashboardHistory as DashboardHistoryReply, DashboardSample } from './dashboard-api.interface.js';
@@ -6,6 +6,7 @@ import { DashboardTopicRegistry } from './dashboard-topics.js';
 import { MAX_SAMPLED_TOPICS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 import { errorMessage } from '../../core/errors/error-message.js';
+import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 /** Lateness values kept per interval for the percentiles; beyond it, a uniform reservoir sample. */
 const LATENESS_RESERVOIR = 1_000;
@@ -41,10 +42,12 @@ export class DashboardHistory implements OnApplicationBootstrap, OnApplicationSh
 
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
-    private readonly events: RedisLockEvents,
-    private readonly queue: DelayQueueService,
+    // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
+    @Optional() private readonly events: RedisLockEvents,
+    @Optional() private readonly queue: DelayQueueService,
     private readonly topics: DashboardTopicRegistry,
   ) {
+    requireRedisLockModule('RedisLockDashboardModule', { RedisLockEvents: events, DelayQueueService: queue });
     this.capacity = options.sampleMs > 0 ? Math.ceil(options.windowMs / options.sampleMs) : 0;
   }
 

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import { assertJobAddress, TopicInspector, type CancelWaitingOutcome } from '../../delay-queue/topic-inspector.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
@@ -6,6 +6,7 @@ import type { DashboardJobDetail, DashboardJobList, DashboardJobState, Dashboard
 import { DashboardTopicRegistry } from './dashboard-topics.js';
 import { PAYLOAD_PREVIEW_LENGTH } from './redis-lock-dashboard.constants.js';
 import { errorMessage } from '../../core/errors/error-message.js';
+import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 /**
  * The dashboard's reads and actions on delayed jobs, in the shape its API answers. Counts, job
@@ -15,10 +16,13 @@ import { errorMessage } from '../../core/errors/error-message.js';
 @Injectable()
 export class DashboardQueue {
   constructor(
-    private readonly queue: DelayQueueService,
-    private readonly inspector: TopicInspector,
+    // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
+    @Optional() private readonly queue: DelayQueueService,
+    @Optional() private readonly inspector: TopicInspector,
     private readonly topics: DashboardTopicRegistry,
-  ) {}
+  ) {
+    requireRedisLockModule('RedisLockDashboardModule', { DelayQueueService: queue, TopicInspector: inspector });
+  }
 
   async listTopics(): Promise<DashboardTopics> {
     const names = await this.topics.list();

@@ -17,6 +17,7 @@ import type {
 } from './dashboard-api.interface.js';
 import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
+import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 /** An `@OnOneInstance` lease of this application and the methods that share it. */
 interface DeclaredLease {
@@ -38,15 +39,23 @@ export class DashboardScheduling {
 
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
-    private readonly topics: TopicInspector,
-    private readonly locks: LockInspector,
-    private readonly lockService: LockService,
-    private readonly connection: RedisConnection,
+    // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
+    @Optional() private readonly topics: TopicInspector,
+    @Optional() private readonly locks: LockInspector,
+    @Optional() private readonly lockService: LockService,
+    @Optional() private readonly connection: RedisConnection,
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     @Optional() private readonly leases?: OneInstanceLeases,
     @Optional() private readonly elections?: LeaderElections,
-  ) {}
+  ) {
+    requireRedisLockModule('RedisLockDashboardModule', {
+      TopicInspector: topics,
+      LockInspector: locks,
+      LockService: lockService,
+      RedisConnection: connection,
+    });
+  }
 
   /** The repeatable schedules of `topic`, soonest tick first, with the Redis server's clock. */
   async schedules(topic: string): Promise<DashboardSchedules> {

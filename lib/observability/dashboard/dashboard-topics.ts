@@ -1,8 +1,9 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { TopicInspector } from '../../delay-queue/topic-inspector.js';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
+import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 /** Most topics remembered from job events, and from one SCAN. */
 const MAX_DISCOVERED_TOPICS = 1_000;
@@ -26,9 +27,12 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
 
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
-    private readonly inspector: TopicInspector,
-    private readonly events: RedisLockEvents,
-  ) {}
+    // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
+    @Optional() private readonly inspector: TopicInspector,
+    @Optional() private readonly events: RedisLockEvents,
+  ) {
+    requireRedisLockModule('RedisLockDashboardModule', { TopicInspector: inspector, RedisLockEvents: events });
+  }
 
   onApplicationBootstrap(): void {
     if (!this.options.topics) {

@@ -6,6 +6,7 @@ import {
   Headers,
   HttpCode,
   Inject,
+  Optional,
   NotFoundException,
   ConflictException,
   Param,
@@ -43,6 +44,7 @@ import { DashboardQueue } from './dashboard-queue.js';
 import { DashboardScheduling } from './dashboard-scheduling.js';
 import { DASHBOARD_ACTION_HEADER, MAX_JOB_LIST_LIMIT, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
+import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 /**
  * The page and its JSON API. `forRoot` subclasses it with `@Controller(path)` and the user's guards,
@@ -54,10 +56,13 @@ export class DashboardController {
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly queue: DashboardQueue,
-    private readonly locks: LockInspector,
+    // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
+    @Optional() private readonly locks: LockInspector,
     private readonly history: DashboardHistory,
     private readonly scheduling: DashboardScheduling,
-  ) {}
+  ) {
+    requireRedisLockModule('RedisLockDashboardModule', { LockInspector: locks });
+  }
 
   @Get()
   @SetMetadata(DASHBOARD_NAVIGATION_ROUTE, true)

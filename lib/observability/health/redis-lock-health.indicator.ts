@@ -1,9 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
 import { errorMessage } from '../../core/errors/error-message.js';
+import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 /** Limits of one topic for `RedisLockHealthIndicator.checkQueues`; a limit left out is not checked. */
 export interface QueueHealthThresholds {
@@ -33,9 +34,12 @@ export interface QueueHealthThresholds {
 export class RedisLockHealthIndicator {
   constructor(
     private readonly indicators: HealthIndicatorService,
-    private readonly connection: RedisConnection,
-    private readonly queue: DelayQueueService,
-  ) {}
+    // Optional only so that a RedisLockModule this module cannot see is reported by name (below).
+    @Optional() private readonly connection: RedisConnection,
+    @Optional() private readonly queue: DelayQueueService,
+  ) {
+    requireRedisLockModule('RedisLockHealthModule', { RedisConnection: connection, DelayQueueService: queue });
+  }
 
   /** Up when Redis answers PING within `timeout` ms (default 1000); the round trip is reported as `latencyMs`. */
   async pingCheck<const Key extends string>(key: Key, options?: { timeout?: number }): Promise<HealthIndicatorResult<Key>> {

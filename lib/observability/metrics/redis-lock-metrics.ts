@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
@@ -7,6 +7,7 @@ import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js'
 import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
 import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
 import { errorMessage } from '../../core/errors/error-message.js';
+import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead'] as const;
 const OTHER_PATTERN = 'other';
@@ -35,9 +36,11 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     @Inject(REDIS_LOCK_METRICS_OPTIONS) private readonly options: RedisLockMetricsOptions,
-    private readonly events: RedisLockEvents,
-    private readonly queue: DelayQueueService,
+    // Optional only so that a RedisLockModule this module cannot see is reported by name (below).
+    @Optional() private readonly events: RedisLockEvents,
+    @Optional() private readonly queue: DelayQueueService,
   ) {
+    requireRedisLockModule('RedisLockMetricsModule', { RedisLockEvents: events, DelayQueueService: queue });
     this.registry = options.registry ?? defaultRegistry;
     this.classify = options.keyPattern ?? defaultLockKeyPattern;
     this.maxPatterns = options.maxKeyPatterns ?? 100;

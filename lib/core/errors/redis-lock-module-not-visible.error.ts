@@ -1,0 +1,32 @@
+import { RedisLockError } from './redis-lock.error.js';
+
+/**
+ * A module of this package that builds on `RedisLockModule` (metrics, health, dashboard) cannot see
+ * its providers: `RedisLockModule` is not in the application, or is registered without
+ * `isGlobal: true`, so modules other than the one importing it do not see its providers.
+ */
+export class RedisLockModuleNotVisibleError extends RedisLockError {
+  readonly code = 'REDIS_LOCK_MODULE_NOT_VISIBLE';
+
+  constructor(
+    /** The module that needs it, e.g. `RedisLockMetricsModule`. */
+    readonly user: string,
+    /** The providers of `RedisLockModule` it could not get, e.g. `RedisLockEvents`. */
+    readonly missing: readonly string[],
+  ) {
+    super(
+      `${user} needs RedisLockModule (its ${missing.join(', ')}), which it cannot see. Register ` +
+        'RedisLockModule.forRoot({ isGlobal: true, ... }) (or forRootAsync({ isGlobal: true, ... })) in the root module ' +
+        `of the application, before ${user}.`,
+    );
+  }
+}
+
+/**
+ * Throws `RedisLockModuleNotVisibleError` for `user` unless every dependency, injected with
+ * `@Optional()`, is there. Nest's own error would name a class and an argument index only.
+ */
+export function requireRedisLockModule(user: string, dependencies: Record<string, unknown>): void {
+  const missing = Object.keys(dependencies).filter((name) => dependencies[name] === undefined || dependencies[name] === null);
+  if (missing.length > 0) throw new RedisLockModuleNotVisibleError(user, missing);
+}
