@@ -5,7 +5,7 @@ export class InvalidOptionsError extends RedisLockError {
   readonly code = 'INVALID_OPTIONS';
 
   constructor(
-    /** The option (or decorator) the problem is in, e.g. `lock.ttl`, `@WithLock`. */
+    /** The option (or decorator) the problem is in, e.g. `lock.leaseTime`, `@WithLock`. */
     readonly option: string,
     problem: string,
   ) {
