@@ -135,13 +135,13 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
 
     const sentinels = sentinelProcs.map((s) => ({ host: '127.0.0.1', port: s.port }));
     const clientTo = (port: number) => {
-      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, disconnectTimeout: 100 });
       c.on('error', () => undefined);
       clients.add(c);
       return c;
     };
     const ask = async <T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> => {
-      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500, commandTimeout: 1000 });
+      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500, commandTimeout: 1000, disconnectTimeout: 100 });
       c.on('error', () => undefined);
       try {
         await c.connect();
