@@ -30,6 +30,8 @@ describe('resolveWithLockOptions', () => {
     [{ mode: 'read', fair: true }, 'fair', 'fair hand-off applies to exclusive locks'],
     [{ onLocked: 'ignore' }, 'onLocked', "use 'throw', 'skip' or a function"],
     [{ timeout: 5 }, 'timeout', 'unknown option'],
+    [{ waittimeout: 5 }, 'waittimeout', 'unknown option (did you mean `waitTimeout`?)'],
+    [{ leasTime: 500 }, 'leasTime', 'unknown option (did you mean `leaseTime`?)'],
   ])('refuses %j, naming the option and where the decorator sits', (options, option, problem) => {
     let error: unknown;
     try {
