@@ -62,6 +62,8 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  *
  * Inject it anywhere once `RedisLockModule` is imported; Nest builds it (its constructor is internal).
  *
+ * @hideconstructor
+ *
  * @example
  * import { Injectable } from '@nestjs/common';
  * import { DelayQueueService, OnDelayed, type JobContext } from 'nestjs-redis-lock';
@@ -83,8 +85,6 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  *     // runs once the delay has passed, on one instance; retried with backoff if it throws
  *   }
  * }
- *
- * @hideconstructor
  */
 @Injectable()
 export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
