@@ -56,6 +56,8 @@ interface LeaseEntry {
  * it runs the calls; every other instance resolves them `undefined` at once. A run holds a second
  * lock (`<key>:run`), so a handover can never overlap two runs: the new holder's calls are skipped
  * until the previous holder's run has finished (or its lock lapsed after `ttl`).
+ *
+ * @hideconstructor
  */
 @Injectable()
 export class OneInstanceLeases implements BeforeApplicationShutdown {
