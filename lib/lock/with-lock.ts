@@ -2,6 +2,7 @@ import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import type { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { OptionValidator } from '../core/options/option-validation.js';
+import { suggestOptionKey } from '../core/options/known-option-keys.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { SectionMode } from './lock-scope.js';
 
@@ -69,10 +70,11 @@ export function resolveWithLockOptions(
   const o = options ?? {};
   const invalid = (option: string, problem: string) => new InvalidOptionsError(option, `${problem} (in ${location})`);
   if (typeof o !== 'object' || o === null) throw invalid('options', 'expected an object');
-  const known = new Set(['waitTimeout', 'leaseTime', 'fair', 'mode', 'onLocked']);
-  const unknown = Object.keys(o).find((k) => !known.has(k));
+  const known = ['waitTimeout', 'leaseTime', 'fair', 'mode', 'onLocked'];
+  const unknown = Object.keys(o).find((k) => !known.includes(k));
   if (unknown !== undefined) {
-    throw invalid(unknown, `unknown option; use ${[...known].join(', ')}`);
+    const meant = suggestOptionKey(unknown, known);
+    throw invalid(unknown, `unknown option${meant === undefined ? '' : ` (did you mean \`${meant}\`?)`}; use ${known.join(', ')}`);
   }
   // The same ranges as the module's `lock` defaults and per-call acquire options.
   const validate = new OptionValidator((option, problem) => {
