@@ -25,6 +25,8 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
  * `LockService` and `DelayQueueService` and use the decorators without importing it again.
  * Options are checked at bootstrap; a mistake fails it with `InvalidOptionsError` naming the option.
  *
+ * @hideconstructor
+ *
  * @example
  * import { Module } from '@nestjs/common';
  * import { RedisLockModule } from 'nestjs-redis-lock';
