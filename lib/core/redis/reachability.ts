@@ -51,6 +51,8 @@ export class RedisReachability {
   private silentSince?: number;
   /** Monotonic ms of the last bytes Redis sent on this connection. */
   private lastReplyAt = -Infinity;
+  /** Monotonic ms at which a command was written while none was awaiting its reply. */
+  private waitingSince?: number;
   /** Monotonic ms since which the connection has been unusable; undefined while it is ready. */
   private downSince?: number;
   private unreachable = false;
@@ -102,6 +104,17 @@ export class RedisReachability {
   /** Whether Redis sent anything on this connection since `since` (monotonic ms). */
   heardSince(since: number): boolean {
     return this.lastReplyAt >= since;
+  }
+
+  /**
+   * Whether commands have been waiting on the open socket for at least `ms` with nothing heard from
+   * Redis since the oldest of them was sent (a paused or black-holed server).
+   */
+  hungFor(ms: number): boolean {
+    const queue = (this.client as unknown as ClientInternals).commandQueue;
+    if (queue.length === 0 || this.waitingSince === undefined) return false;
+    const since = Math.max(this.waitingSince, this.lastReplyAt);
+    return performance.now() - since >= ms;
   }
 
   /** Why the connection failed last, in words (the client's own error message), if it did. */
@@ -163,6 +176,7 @@ export class RedisReachability {
       this.boundTimer = undefined;
       if (wasDown) this.reachableAgain();
     });
+    this.noteWrites();
     if (this.bound === undefined) return;
     const internals = client as unknown as ClientInternals;
     const send = internals.sendCommand;
@@ -178,6 +192,17 @@ export class RedisReachability {
       const sent = send.call(client, command, stream);
       if (writing) this.expectReply();
       return sent;
+    };
+  }
+
+  /** Notes when commands start waiting on an idle socket (see `hungFor`). */
+  private noteWrites(): void {
+    const internals = this.client as unknown as ClientInternals;
+    const send = internals.sendCommand;
+    internals.sendCommand = (command, stream) => {
+      const writing = this.client.status === 'connect' || this.client.status === 'ready';
+      if (writing && internals.commandQueue.length === 0) this.waitingSince = performance.now();
+      return send.call(this.client, command, stream);
     };
   }
 

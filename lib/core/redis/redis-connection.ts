@@ -1,8 +1,8 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Cluster, type Redis } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error.js';
 import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../options/redis-lock-config.js';
-import { closeQuietly } from './close-quietly.js';
+import { closeConnection, QUIT_TIMEOUT_MS } from './close-quietly.js';
 import { createRedisClient, describeEndpoint, silenceTimeout } from './create-redis-client.js';
 import { RedisReachability } from './reachability.js';
 import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
@@ -10,6 +10,9 @@ import { enforceEvictionPolicy } from './eviction-policy-check.js';
 import { reconnectOverrideFor } from './reconnect-strategy.js';
 import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
 import { errorMessage } from '../errors/error-message.js';
+
+/** How long the command client's QUIT may still wait once the module's shutdown budget is spent. */
+const CLOSE_GRACE_MS = 250;
 
 /** How long the policy check waits for an answer when it runs after bootstrap (connectTimeout 0). */
 const EVICTION_CHECK_TIMEOUT_MS = 10_000;
@@ -23,12 +26,14 @@ const EVICTION_CHECK_TIMEOUT_MS = 10_000;
  * lock and queue services have stopped using them by then.
  */
 @Injectable()
-export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
+export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
   readonly client: RedisClient;
   private readonly ownsClient: boolean;
   private readonly dedicated = new Set<RedisClient>();
   private readonly logger = new Logger('RedisLockModule');
   private lastErrorLog = 0;
+  /** Monotonic ms at which the application's shutdown began, once it has. */
+  private shutdownStartedAt?: number;
 
   /**
    * Whether the command connection reaches Redis and why not; with the module's bound on waiting
@@ -146,15 +151,37 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   /** Closes one dedicated connection early (for example a blocking client found hung). */
   async release(copy: RedisClient): Promise<void> {
     this.dedicated.delete(copy);
-    await closeQuietly(copy);
+    await closeConnection(copy, { quit: false });
   }
 
+  /**
+   * Nest lifecycle hook: notes when the shutdown began (the module's budget counts from here).
+   * Nest runs every module's `onModuleDestroy` before any `beforeApplicationShutdown`, where the
+   * services start their drains and hand-backs.
+   */
+  onModuleDestroy(): void {
+    this.shutdownStartedAt ??= performance.now();
+  }
+
+  /**
+   * Closes every connection this class created, all at once, within `QUIT_TIMEOUT_MS` at most and
+   * within `CLOSE_GRACE_MS` once the module's shutdown budget (`delayQueue.shutdownTimeout`, from
+   * `onModuleDestroy`) is spent, whatever Redis does: the whole shutdown then takes that
+   * budget plus a fraction of a second. The dedicated connections (subscriber, blocking readers)
+   * carry no writes and are cut at once; the command client gets a QUIT, so that replies to
+   * commands already sent are read, unless none are awaited or Redis is known not to answer (see
+   * `closeQuietly`). A reply not read in time is lost, not the command: what was written is
+   * still sent before the socket closes.
+   */
   async onApplicationShutdown(): Promise<void> {
-    this.reachability?.stop();
-    const closing = [...this.dedicated].map((c) => closeQuietly(c));
+    const now = performance.now();
+    const budgetEnd = (this.shutdownStartedAt ?? now) + this.config.delayQueue.shutdownTimeout;
+    const deadline = Math.min(now + QUIT_TIMEOUT_MS, Math.max(now + CLOSE_GRACE_MS, budgetEnd));
+    const closing = [...this.dedicated].map((c) => closeConnection(c, { quit: false }));
     this.dedicated.clear();
+    if (this.ownsClient) closing.push(closeConnection(this.client, { deadline }));
+    this.reachability?.stop();
     await Promise.all(closing);
-    if (this.ownsClient) await closeQuietly(this.client);
   }
 
   private async verifyReachable(client: RedisClient, timeoutMs: number): Promise<void> {
