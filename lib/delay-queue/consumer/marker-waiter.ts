@@ -105,7 +105,9 @@ export class MarkerWaiter {
 
   /**
    * QUIT would queue behind the blocked BZPOPMIN, so the socket is cut instead; `release` then only
-   * forgets the connection (it is already ended).
+   * forgets the connection (it is already ended). Cut, not ended: a FIN alone closes the socket only
+   * once the server closes its side, which a paused or unreachable server never does (shutdown
+   * then waited the full second here). Nothing of ours is left unwritten on a blocking reader.
    */
   private async disconnect(conn: RedisClient): Promise<void> {
     if (conn.status !== 'end') {
@@ -118,6 +120,7 @@ export class MarkerWaiter {
         });
       });
       conn.disconnect();
+      (conn as { stream?: { destroy(): void } }).stream?.destroy();
       await ended;
     }
     await this.connection.release(conn);
