@@ -27,5 +27,9 @@ export default {
   globalSetup: '<rootDir>/test/support/jest-global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
+  // Two workers run two spec files at once. Safe: each spec isolates itself with its own key prefix
+  // on the shared Redis, and every spec that disturbs a server (kills, restarts, pauses, FLUSHALL,
+  // CONFIG SET) does it to a private server of its own. The timing-sensitive specs wait for events,
+  // never for a fixed time, so a second worker's load only makes them slower.
   maxWorkers: 2,
 };
