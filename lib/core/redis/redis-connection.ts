@@ -8,6 +8,7 @@ import { RedisReachability } from './reachability.js';
 import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import { enforceEvictionPolicy } from './eviction-policy-check.js';
 import { reconnectOverrideFor } from './reconnect-strategy.js';
+import { observeAutomaticResends } from './observe-automatic-resends.js';
 import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
 import { errorMessage } from '../errors/error-message.js';
 
@@ -68,7 +69,10 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
         bounded ? { bound: timeout, silence: silenceTimeout(timeout, config.lock.syncReplicas?.timeout) } : undefined,
       );
     }
-    if (owned) this.logErrorsOf(client, 'commands');
+    if (owned) {
+      this.logErrorsOf(client, 'commands');
+      if (!(client instanceof Cluster)) observeAutomaticResends(client);
+    }
   }
 
   /**
@@ -142,6 +146,7 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
       copy = options.shardedPubSub ? this.client.duplicate([], { shardedSubscribers: true }) : this.client.duplicate();
     } else {
       copy = this.client.duplicate(reconnectOverrideFor(this.client));
+      observeAutomaticResends(copy);
     }
     this.dedicated.add(copy);
     this.logErrorsOf(copy, purpose);
