@@ -12,6 +12,7 @@ import {
   type LockHandle,
 } from '../../lib/index.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
+import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
@@ -112,6 +113,26 @@ describe('app.close() during a Redis fault: never rejects, no unhandled rejectio
     if (fault === 'pause') server.process.kill('SIGCONT');
     if (fault === 'kill' || server.process.exitCode !== null || server.process.signalCode !== null) await server.restart();
   }
+
+  it('a call queued while the client waits to reconnect settles with a typed error when close() cuts the connection', async () => {
+    const app = await build();
+    const locks = app.get(LockService);
+    const handle = await locks.acquire('queued', { leaseTime: 30_000 });
+    const exited = new Promise((resolve) => server.process.once('exit', resolve));
+    server.process.kill('SIGKILL');
+    await exited;
+    try {
+      // Within the unreachable bound: the calls wait in the client's offline queue for the reconnect.
+      await waitFor(() => app.get(RedisConnection).client.status === 'reconnecting', 5_000, 'the client to wait for its reconnect');
+      const queued = [handle.extend(30_000), app.get(DelayQueueService).stats('stress.jobs')].map((call) =>
+        Promise.race([call.then(() => 'resolved', (error: unknown) => error), sleep(10_000).then(() => 'pending')]),
+      );
+      await expect(app.close()).resolves.toBeUndefined();
+      for (const outcome of await Promise.all(queued)) expect(outcome).toBeInstanceOf(RedisLockError);
+    } finally {
+      await server.restart();
+    }
+  }, 60_000);
 
   it('over many random interleavings of fault and close()', async () => {
     const seed = Number(process.env.CLOSE_STRESS_SEED ?? Math.floor(Math.random() * 2 ** 31));
