@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { RedisReachability } from './reachability.js';
 
@@ -35,7 +36,7 @@ export async function closeConnection(client: RedisClient, options: CloseOptions
   if (client.status === 'end') return;
   const deadline = options.deadline ?? performance.now() + QUIT_TIMEOUT_MS;
   if (client.status !== 'ready' || options.quit === false || !awaitsReplies(client) || !answering(client) || deadline <= performance.now()) {
-    client.disconnect();
+    cut(client);
     return;
   }
   let timer: NodeJS.Timeout | undefined;
@@ -50,8 +51,28 @@ export async function closeConnection(client: RedisClient, options: CloseOptions
     // After a QUIT that was answered the connection has ended: disconnecting it again would leave
     // ioredis' 2 s "still open" timer running on a socket that is already closed, holding the
     // process open after the application's close(). (The status changed while QUIT ran: read anew.)
-    if (statusOf(client) !== 'end') client.disconnect();
+    if (statusOf(client) !== 'end') cut(client);
   }
+}
+
+interface EndableClient {
+  setStatus(status: string): void;
+  flushQueue(error: Error): void;
+}
+
+/**
+ * Disconnects, and ends a client that was waiting to reconnect: it has no socket whose close would
+ * take it to 'end', so ioredis' disconnect() only cancels the reconnect and leaves it
+ * 'reconnecting' for good, with the commands of its offline queue, and every command sent later,
+ * waiting forever. Ended the way ioredis' own close handler ends a client: status 'end', queues
+ * failed with its "Connection is closed." (a call of ours turns that into RedisConnectionError).
+ */
+function cut(client: RedisClient): void {
+  client.disconnect();
+  if (client instanceof Cluster || statusOf(client) !== 'reconnecting') return;
+  const internals = client as unknown as EndableClient;
+  internals.setStatus('end');
+  internals.flushQueue(new Error('Connection is closed.'));
 }
 
 /**
