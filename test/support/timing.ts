@@ -70,6 +70,21 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
   }
 }
 
+/**
+ * What `promise` settled to (its value, or its rejection reason as a value) within `ms`, or
+ * `'pending'`. Unlike racing it against `sleep(ms)`, the timer is cleared once it settles, so no
+ * timer outlives the spec and keeps its Jest worker alive.
+ */
+export async function outcomeWithin<T>(promise: Promise<T>, ms: number): Promise<T | unknown | 'pending'> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), ms)));
+  try {
+    return await Promise.race([promise.then((value) => value, (error: unknown) => error), pending]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Resolves with the signal's abort reason once it aborts (at once if it already has). */
 export function abortReason(signal: AbortSignal): Promise<unknown> {
   return new Promise((resolve) => {
