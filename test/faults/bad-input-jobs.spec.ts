@@ -82,7 +82,6 @@ describe('bad input to delayed jobs', () => {
       ['a Symbol', Symbol('s'), 'payload', /symbol/],
       ['undefined', undefined, 'payload', /undefined.*use null/],
       ['undefined in an array', [1, undefined], 'payload[1]', /undefined.*use null/],
-      ['an undefined property (JSON would drop the key)', { a: undefined, b: 1 }, 'payload.a', /undefined.*leave the key out or use null/],
       ['a hole in a sparse array', [1, , 3], 'payload[1]', /undefined/], // eslint-disable-line no-sparse-arrays
       ['NaN', Number.NaN, 'payload', /NaN.*null/],
       ['Infinity', { ratio: Infinity }, 'payload.ratio', /Infinity/],
@@ -117,6 +116,7 @@ describe('bad input to delayed jobs', () => {
       ['an empty object', {}, {}],
       ['numbers needing 17 digits (Lua would round them; the payload never passes through cjson)', [2 ** 53 + 2, 0.1 + 0.2, 1e308], [2 ** 53 + 2, 0.1 + 0.2, 1e308]],
       ['unicode, a lone surrogate, newlines and braces', 'ünï 😀 \uD800 \r\n {tag}', 'ünï 😀 \uD800 \r\n {tag}'],
+      ['an object with an undefined property (left out, as JSON does: the handler reads undefined either way)', { a: undefined, b: 1 }, { b: 1 }],
       ['a class instance (its own enumerable fields; the prototype is not stored)', new (class Order { id = 7; })(), { id: 7 }],
       ['an object with a symbol-keyed property (not data: not stored, as JSON does)', { [Symbol('meta')]: 1, id: 8 }, { id: 8 }],
     ])('accepts %s and hands it back unchanged (or as documented)', async (_label, payload, expected) => {

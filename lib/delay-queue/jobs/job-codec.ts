@@ -105,8 +105,9 @@ export function decodeJobLeniently<T = unknown>(body: string): DecodedJob<T> {
 /**
  * Encodes a payload as JSON, refusing every value JSON would silently change or drop, so that the
  * handler receives exactly what was scheduled. Class instances are accepted as their own enumerable
- * properties (the prototype is not stored); an object property that is `undefined` is refused too
- * (JSON would drop the key): leave it out or use null.
+ * properties (the prototype is not stored). An object property that is `undefined` is left out, as
+ * JSON does: the handler reads `undefined` for it either way, so optional fields of a DTO need no
+ * cleaning (an `undefined` in an array would become `null`, and is refused).
  *
  * @throws InvalidJobError naming the offending path, e.g. `payload.order.createdAt`
  */
@@ -156,13 +157,7 @@ function assertJsonData(topic: string, value: unknown, path: string, ancestors: 
   } else {
     for (const key of Object.keys(object)) {
       const child = (object as Record<string, unknown>)[key];
-      if (child === undefined) {
-        throw new InvalidJobError(
-          topic,
-          `${path}${propertyPath(key)}`,
-          'is undefined, which JSON drops (the handler would get no such key); leave the key out or use null',
-        );
-      }
+      if (child === undefined) continue;
       assertJsonData(topic, child, `${path}${propertyPath(key)}`, ancestors, depth + 1);
     }
   }
