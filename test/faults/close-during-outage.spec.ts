@@ -90,7 +90,11 @@ describe('app.close() during a Redis fault: never rejects, no unhandled rejectio
     spinner = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
   });
   afterAll(async () => {
-    if (spinner?.pid !== undefined && spinner.exitCode === null) spinner.kill('SIGKILL');
+    if (spinner?.pid !== undefined && spinner.exitCode === null && spinner.signalCode === null) {
+      const exited = new Promise((resolve) => spinner!.once('exit', resolve));
+      spinner.kill('SIGKILL');
+      await exited;
+    }
     server.process.kill('SIGCONT');
     await server.stop();
     unhandled.stop();
