@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { LeaderElection, OnOneInstance, OneInstanceLeases, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
+import { DelayQueueService, LeaderElection, OnOneInstance, OneInstanceLeases, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
 import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';
@@ -84,6 +84,33 @@ describe('shutdown with Redis unreachable, while leading and holding an @OnOneIn
     clearTimeout(timer);
     return performance.now() - startedAt;
   }
+
+  it('Redis killed while a job handler outlives the shutdown budget: close() ends within shutdownTimeout + 2 s', async () => {
+    const app = await initOrCloseConnections(
+      await createRedisLockTestingModule({
+        redis: server.url,
+        redisLock: { keyPrefix: uniquePrefix('down'), delayQueue: { shutdownTimeout: SHUTDOWN_TIMEOUT } },
+      }).compile(),
+    );
+    app.useLogger(false);
+    const queue = app.get(DelayQueueService);
+    const started = deferred();
+    queue.consume('down.jobs', async () => {
+      started.resolve();
+      await unreachable;
+    });
+    await queue.schedule('down.jobs', 1);
+    await started.promise;
+    const exited = new Promise((resolve) => server.process.once('exit', resolve));
+    server.process.kill('SIGKILL');
+    await exited;
+    try {
+      // The handler never returns: it is aborted at the budget, and handing its job back needs Redis.
+      expect(await closeMs(app)).toBeLessThan(SHUTDOWN_TIMEOUT + 2_000);
+    } finally {
+      await server.restart();
+    }
+  });
 
   it('Redis paused (SIGSTOP: connections open, no reply): close() ends within shutdownTimeout + 2 s', async () => {
     const app = await leadingApp();
