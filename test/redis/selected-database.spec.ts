@@ -58,7 +58,7 @@ describe('a database index Redis refuses', () => {
     }
   });
 
-  it('a database in range boots and writes there', async () => {
+  it('a database in range boots', async () => {
     const app = await compileApp({ redis: `redis://127.0.0.1:${server.port}/3` });
     await app.init();
     await app.close();

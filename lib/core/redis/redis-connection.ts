@@ -11,6 +11,7 @@ import { reconnectOverrideFor } from './reconnect-strategy.js';
 import { observeAutomaticResends } from './observe-automatic-resends.js';
 import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
 import { errorMessage } from '../errors/error-message.js';
+import { SelectedDatabaseCheck } from './selected-database-check.js';
 
 /** How long the command client's QUIT may still wait once the module's shutdown budget is spent. */
 const CLOSE_GRACE_MS = 250;
@@ -42,6 +43,9 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
    */
   readonly reachability: RedisReachability | undefined;
 
+  /** Whether the command connection is on the configured database (none on a cluster: no SELECT there). */
+  private readonly selectedDatabase: SelectedDatabaseCheck | undefined;
+
   constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
     const { client, owned } = createRedisClient(config.redis, { unreachableTimeout: config.unreachableTimeout });
     // Before anything uses it (a created client connects lazily, so there is nothing to close).
@@ -51,7 +55,9 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
     const userOptions = typeof config.redis === 'object' && !('client' in config.redis) ? (config.redis as Record<string, unknown>) : {};
     if (client instanceof Cluster) {
       this.reachability = undefined;
+      this.selectedDatabase = undefined;
     } else {
+      this.selectedDatabase = new SelectedDatabaseCheck(client as Redis);
       // The bound only where the user left ioredis' queueing and timeouts alone: their own choice
       // wins. Not behind Sentinel: a failover (down-after-milliseconds plus the election, seconds)
       // is ridden out there, which is what Sentinel is deployed for.
@@ -99,6 +105,7 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
       return;
     }
     await this.verifyReachable(this.client, this.config.connectTimeout);
+    await this.verifySelectedDatabase(this.config.connectTimeout);
     await this.checkEvictionPolicy(this.config.connectTimeout, true);
   }
 
@@ -187,6 +194,15 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
     if (this.ownsClient) closing.push(closeConnection(this.client, { deadline }));
     this.reachability?.stop();
     await Promise.all(closing);
+  }
+
+  private async verifySelectedDatabase(timeoutMs: number): Promise<void> {
+    try {
+      await this.selectedDatabase?.verify(timeoutMs);
+    } catch (error) {
+      if (this.ownsClient && this.client.status !== 'end') this.client.disconnect();
+      throw error;
+    }
   }
 
   private async verifyReachable(client: RedisClient, timeoutMs: number): Promise<void> {
