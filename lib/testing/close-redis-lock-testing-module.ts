@@ -30,7 +30,10 @@ const REMOVAL_COMMAND_TIMEOUT_MS = 5_000;
 
 /**
  * Closes a testing module (or the app created from it) that has `RedisLockModule`: running
- * handlers drain, locks still held are released, the module's connections close. With
+ * handlers drain, the module's connections close. Locks still held are not released (their holder
+ * may still be running): the watchdog stops renewing them and each one's lease frees it (module
+ * `lock.leaseTime`, 30 s by default; give tests a shorter one). Release them in your code, or take
+ * them with `using()` / `@WithLock`, which release when the section ends. With
  * `removeKeys`, the keys under the module's prefix are deleted afterwards, on fresh connections,
  * so nothing written during shutdown is left behind; if Redis cannot be reached for that, it
  * rejects with `TestKeysNotRemovedError` (the module is closed all the same).
