@@ -93,9 +93,15 @@ describe('the README', () => {
   it('shows the testing example that test/testing/readme-example.spec.ts runs, verbatim but for the import path', () => {
     const spec = read('test/testing/readme-example.spec.ts');
     const example = spec.slice(spec.indexOf("import type { TestingModule } from '@nestjs/testing';")).trimEnd();
-    const shown = example.replace("from './fixtures/orders.js';", "from '../src/orders/orders.module.js';");
+    const shown = example.replace("from './fixtures/readme-app.js';", "from '../src/app.module.js';");
     expect(shown).not.toBe(example);
     expect(readme).toContain(`\`\`\`ts\n${shown}\n\`\`\``);
+  });
+
+  it('shows, as its complete module, the app that example tests (test/testing/fixtures/readme-app.ts)', () => {
+    const fixture = read('test/testing/fixtures/readme-app.ts');
+    const app = fixture.slice(fixture.indexOf("import { Controller, Injectable, Module"));
+    expect(readme).toContain(`\`\`\`ts\n${app}\`\`\``);
   });
 });
 
