@@ -115,6 +115,21 @@ describe('scheduled-work checker', () => {
     ).toEqual(['removed-schedule-present', 'removed-schedule-ticked', 'schedule-lost', 'tick-ran-twice']);
   });
 
+  it('repeat: a direct removal undone by a Redis data loss while an earlier transactional repeat() may be relayed again is counted (NG-r), not a violation; without the data loss it is one', () => {
+    const history = (withDataLoss: boolean): SwEvent[] => [
+      at(1_000, 'w0.1', { op: 'repeat-invoke', id: 'c0.1.tx', via: 'tx' }),
+      at(1_010, 'w0.1', { op: 'repeat-done', id: 'c0.1.tx', via: 'tx' }),
+      at(1_100, 'w0.2', { op: 'remove-invoke', id: 'c0.1.tx', via: 'direct' }),
+      at(1_110, 'w0.2', { op: 'remove-done', id: 'c0.1.tx', via: 'direct' }),
+      ...(withDataLoss ? fault(1_200, 1_300, 'redis-empty') : []),
+      ...run(1_500, 'w1.1', `repeat:c0.1.tx@${T0 + 1_500}`, 1, 'sw.ticks'),
+    ];
+    const undone = checkScheduledWork([...history(true), ...fixedTicks(100_000)], { visibilityMs: 2_000, leaseMs: 1_000, presentAtEnd: present });
+    expect(undone.violations.filter((v) => v.rule === 'removed-schedule-ticked')).toEqual([]);
+    expect(undone.figures.churn.removalsUndoneByDataLoss).toBe(1);
+    expect(rules(history(false))).toContain('removed-schedule-ticked');
+  });
+
   it('repeat: a fixed schedule missing at the end, or not ticking after the last fault, was not restored', () => {
     const events = [...fault(200_000, 201_000, 'redis-empty')];
     expect(rules(events, new Set(['s0', 's1']))).toEqual(['schedule-not-restored', 'schedule-not-restored', 'schedule-not-restored']);

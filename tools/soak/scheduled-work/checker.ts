@@ -29,7 +29,10 @@
  *   (`repeat:<id>@<tick>`), with no excuse for data loss: a restored schedule starts after the
  *   server's now, so no tick that ran runs again.
  * - `removed-schedule-ticked`: after `removeRepeat()` outside a transaction resolved, a tick of that
- *   schedule due after the removal ran, before the next `repeat()` of that id was called.
+ *   schedule due after the removal ran, before the next `repeat()` of that id was called. Not a
+ *   violation, counted as `removalsUndoneByDataLoss`: Redis restarted empty between the removal and
+ *   that tick, and an earlier `repeat()` of the id went through the outbox (NG-r: its row may be
+ *   relayed again, and the removal was only in Redis).
  * - `removed-schedule-present`: a schedule whose last change was a completed removal (direct or
  *   committed through the outbox) is in Redis at the end.
  * - `schedule-lost`: a schedule whose last change was a completed `repeat()` is missing at the end,
@@ -91,7 +94,7 @@ export interface SwFigures {
     staleDeliveriesRun: number;
   };
   ticks: { runs: number; ticks: number; redeliveries: number; staleDeliveriesRun: number; bySchedule: Record<string, number> };
-  churn: { repeats: number; removals: number; removalsViaOutbox: number; killedAfterCommit: number; removalsRacingTicks: number; failed: number };
+  churn: { repeats: number; removals: number; removalsViaOutbox: number; killedAfterCommit: number; removalsRacingTicks: number; removalsUndoneByDataLoss: number; failed: number };
   oneInstance: { runs: number; observations: number; overlapsAfterDataLoss: number; ticksTwiceAfterFault: number };
   leader: { terms: number; observations: number; staleObservationsRefused: number; shortLeaseLostTerms: number; overlapsAfterDataLoss: number };
 }
@@ -308,7 +311,7 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   }
 
   const churnOps = new Map<string, SwEvent[]>();
-  const churn: SwFigures['churn'] = { repeats: 0, removals: 0, removalsViaOutbox: 0, killedAfterCommit: 0, removalsRacingTicks: 0, failed: 0 };
+  const churn: SwFigures['churn'] = { repeats: 0, removals: 0, removalsViaOutbox: 0, killedAfterCommit: 0, removalsRacingTicks: 0, removalsUndoneByDataLoss: 0, failed: 0 };
   for (const e of history) {
     if (!['repeat-invoke', 'repeat-done', 'remove-invoke', 'remove-done', 'churn-failed'].includes(e.op)) continue;
     let list = churnOps.get(e.id!);
@@ -335,7 +338,16 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       if (idTicks.some(({ e }) => Math.abs(e.m - (invoke?.m ?? op.m)) <= 250_000 || (invoke && e.m >= invoke.m && e.m <= op.m))) churn.removalsRacingTicks++;
       if (op.via !== 'direct') continue;
       const late = idTicks.filter(({ tickMs, e }) => tickMs > op.t + 20 && e.m > op.m && (nextRepeat === undefined || tickMs < nextRepeat.t));
-      if (late.length > 0) {
+      // NG-r (docs/guarantees.md): a removal outside a transaction lives only in Redis; an earlier
+      // transactional repeat() of the id whose outbox row outlived its write (its instance killed
+      // before the row's DELETE) is relayed again after Redis lost its data, and nothing remembers
+      // the removal then.
+      const undoneByDataLoss =
+        late.length > 0 &&
+        ops.slice(0, i).some((o) => o.op === 'repeat-done' && o.via === 'tx') &&
+        emptyRestarts.some((f) => f.startM >= op.m && f.endM <= late[0].e.m);
+      if (undoneByDataLoss) churn.removalsUndoneByDataLoss++;
+      else if (late.length > 0) {
         violate(
           'removed-schedule-ticked',
           `${id}: removeRepeat() resolved at ${op.t}, then tick ${late[0].tickMs} ran (${late.length} tick(s) of the removed schedule)`,
