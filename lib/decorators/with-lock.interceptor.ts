@@ -25,6 +25,18 @@ import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
 /** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use). */
 const claimed = new WeakSet<ExecutionContext>();
 
+/** Execution contexts a subclass of WithLockInterceptor (the user's own answers) has intercepted. */
+const customised = new WeakSet<ExecutionContext>();
+
+/** Where Nest keeps the interceptors of `@UseInterceptors` (`INTERCEPTORS_METADATA` of @nestjs/common/constants). */
+const INTERCEPTORS_METADATA = '__interceptors__';
+
+/** Whether `entry` (a class or an instance listed in `@UseInterceptors`) is a subclass of WithLockInterceptor. */
+function isSubclassEntry(entry: unknown): boolean {
+  if (typeof entry === 'function') return entry.prototype instanceof WithLockInterceptor;
+  return entry instanceof WithLockInterceptor && Object.getPrototypeOf(entry) !== WithLockInterceptor.prototype;
+}
+
 /**
  * Takes the locks declared with `@WithRequestLock`, and turns lock failures into HTTP answers:
  * `LockAcquireTimeoutError` from anywhere in the handler (a `@WithLock` service method included)
@@ -36,8 +48,14 @@ const claimed = new WeakSet<ExecutionContext>();
  *
  * `RedisLockModule` registers it as a global interceptor (`APP_INTERCEPTOR`), so nothing has to be
  * added to controllers. Listing it again with `@UseInterceptors(WithLockInterceptor)` is harmless:
- * the request lock is still taken once. Subclass it and override `toHttpException` to answer
- * differently (e.g. 423 Locked, or a body in your API's error format).
+ * the request lock is still taken once.
+ *
+ * Subclass it and override `toHttpException` to answer differently (e.g. 423 Locked, or a body in
+ * your API's error format), then apply the subclass with `@UseInterceptors(MyInterceptor)` on a
+ * controller or handler, or register it as `{ provide: APP_INTERCEPTOR, useClass: MyInterceptor }`
+ * in your root module (the module that imports `RedisLockModule`). Wherever a subclass is in a
+ * request's chain, the module's own instance stands aside: the subclass takes the `@WithRequestLock`
+ * locks and answers every lock error, a `@WithLock` service method's included.
  */
 @Injectable()
 export class WithLockInterceptor implements NestInterceptor {
@@ -55,6 +73,8 @@ export class WithLockInterceptor implements NestInterceptor {
    * Nest interceptor hook: takes the route's `@WithRequestLock` lock around the handler, and maps lock errors to HTTP answers (`toHttpException`).
    */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (Object.getPrototypeOf(this) !== WithLockInterceptor.prototype) customised.add(context);
+    else if (this.subclassApplies(context)) return next.handle();
     const declaration = this.reflector.getAllAndOverride<RequestLockDeclaration | undefined>(WITH_REQUEST_LOCK_METADATA, [
       context.getHandler(),
       context.getClass(),
@@ -129,6 +149,17 @@ export class WithLockInterceptor implements NestInterceptor {
     }
     if (answer.getStatus() === 503 && error instanceof RedisConnectionError) return RETRY_AFTER_SECONDS;
     return undefined;
+  }
+
+  /**
+   * Whether a subclass answers for this request instead of this base-class instance: one ran before
+   * it (a global subclass registered first, in the root module), or the route lists one with
+   * `@UseInterceptors` (it runs after the global interceptors, so it must take the request lock itself).
+   */
+  private subclassApplies(context: ExecutionContext): boolean {
+    if (customised.has(context)) return true;
+    const listed = this.reflector.getAllAndMerge<unknown[]>(INTERCEPTORS_METADATA, [context.getHandler(), context.getClass()]);
+    return Array.isArray(listed) && listed.some(isSubclassEntry);
   }
 
   /** The value the key templates of a `@WithRequestLock` read from: the request, or the message data. */
