@@ -43,6 +43,22 @@ describe('refusals agree with the docs', () => {
       expect(error.message).toMatch(/minute/);
       expect(error.message).not.toMatch(/[.;][.;]|\.\s*;|CronPattern/);
     });
+
+    it.each([
+      ['a minute out of range', '61 * * * *', 'minute', '"61"', /0-59/],
+      ['a day of month out of range (croner says 31)', '0 0 32 * *', 'day-of-month', '"32"', /1-31/],
+      ['a day-of-week name croner does not know', '0 0 * * MON-XYZ', 'day-of-week', '"MON-XYZ"', /SUN-SAT/],
+      ['a month name croner does not know', '0 0 * JAN-XYZ *', 'month', '"JAN-XYZ"', /JAN-DEC/],
+      ['a seconds field of a 6-field pattern', '7x 0 0 * * *', 'second', '"7x"', /0-59/],
+    ])('%s: names the field and the text the user wrote, without the field-count hint', async (_label, cron, field, text, range) => {
+      const error = await refusal(() => queue().repeat('cron.bad', { cron }));
+      expect(error).toBeInstanceOf(InvalidOptionsError);
+      expect(error.message).toContain(JSON.stringify(cron));
+      expect(error.message).toContain(`${field} field ${text}`);
+      expect(error.message).toMatch(range);
+      expect(error.message).not.toMatch(/use 5 fields|1-XYZ|day: 31|configuration entry|CronPattern/);
+      expect(error.message).not.toMatch(/[.;][.;]|\.\s*;/);
+    });
   });
 
   describe('payloads (docs/delayed-jobs.md): an undefined property is left out, as JSON does; an undefined in an array is refused', () => {
