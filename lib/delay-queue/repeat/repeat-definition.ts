@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { describeValue, OptionValidator } from '../../core/options/option-validation.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
@@ -8,6 +7,7 @@ import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
 import { prepareJob } from '../jobs/prepare-job.js';
 import { tickJobId } from '../jobs/tick-job-id.js';
 import { calendarOf, canBuildCalendar } from './calendar-cache.js';
+import { cronProblem } from './cron-problem.js';
 import type { TickCalendar } from './tick-calendar.js';
 
 /** Shortest `every` accepted, in ms. */
@@ -153,16 +153,12 @@ function normalizeSchedule(schedule: unknown, validate: OptionValidator): Repeat
   try {
     next = calendarOf(normalized).after(Date.now());
   } catch (error) {
-    return validate.refuse('schedule.cron', `${JSON.stringify(s.cron)}: ${cronerProblem(error)}; ${CRON_FIELDS}`);
+    return validate.refuse('schedule.cron', `${JSON.stringify(s.cron)}: ${cronProblem(s.cron, error)}`);
   }
   if (next === null) return validate.refuse('schedule.cron', `${JSON.stringify(s.cron)} has no future run`);
   return normalized;
 }
 
-/** What a cron pattern is made of (docs/scheduling.md), the remedy of every refused pattern. */
+/** What a cron pattern is made of (docs/scheduling.md), the remedy of a pattern with a wrong number of fields. */
 const CRON_FIELDS = "use 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, e.g. '0 2 * * *'";
 
-/** croner's reason, without its class prefix and closing stop, to sit inside our sentence. */
-function cronerProblem(error: unknown): string {
-  return errorMessage(error).replace(/^CronPattern:\s*/, '').replace(/[.\s]+$/, '');
-}
