@@ -10,6 +10,21 @@ function chargeCardThatFails(): never {
   throw new TypeError('card declined');
 }
 
+/** Named functions, so that their frames can be looked for in the stack kept with the job. */
+function failWithHugeMessage(): never {
+  throw new Error('x'.repeat(20_000));
+}
+function connectToDatabase(): never {
+  throw new TypeError('database unreachable');
+}
+function saveOrder(): never {
+  try {
+    connectToDatabase();
+  } catch (cause) {
+    throw new Error('order not saved', { cause });
+  }
+}
+
 describe('a failed job keeps the stack of its error', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
@@ -76,6 +91,38 @@ describe('a failed job keeps the stack of its error', () => {
       expect(bigDead.lastErrorStack!.startsWith('Error: xxx')).toBe(true);
       expect(plainDead.lastError).toBe('a plain string');
       expect(plainDead.lastErrorStack).toBeUndefined();
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('a 20 KB message is cut, and the frames after it are kept', async () => {
+    const consumer = queue.consume('stack.long', () => failWithHugeMessage(), { maxAttempts: 1 });
+    try {
+      const dead = await deadLetter('stack.long', await queue.schedule('stack.long', null));
+      expect(dead.lastErrorStack!.length).toBeLessThanOrEqual(8_001);
+      expect(dead.lastErrorStack!.startsWith('Error: xxx')).toBe(true);
+      expect(dead.lastErrorStack).toMatch(/x…\n\s+at failWithHugeMessage /);
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('the causes follow, as Node prints them ([cause]: …), a cycle among them ending the chain', async () => {
+    const cyclic = new Error('first');
+    const second = new Error('second', { cause: cyclic });
+    (cyclic as { cause?: unknown }).cause = second;
+    const consumer = queue.consume('stack.cause', (payload: string) => {
+      if (payload === 'cycle') throw cyclic;
+      saveOrder();
+    }, { maxAttempts: 1 });
+    try {
+      const dead = await deadLetter('stack.cause', await queue.schedule('stack.cause', 'chain'));
+      expect(dead.lastError).toBe('Error: order not saved');
+      expect(dead.lastErrorStack).toMatch(/^Error: order not saved\n\s+at saveOrder [\s\S]*\n\[cause\]: TypeError: database unreachable\n\s+at connectToDatabase /);
+      const cycle = await deadLetter('stack.cause', await queue.schedule('stack.cause', 'cycle'));
+      expect(cycle.lastErrorStack!.match(/\[cause\]: /g)).toHaveLength(1);
+      expect(cycle.lastErrorStack).toMatch(/\[cause\]: Error: second/);
     } finally {
       await consumer.close();
     }
