@@ -30,7 +30,9 @@ export interface DelayedJob<T = unknown> {
   readonly lastError?: string;
   /**
    * Stack of the last failure when the handler threw an `Error` (its first line repeats `lastError`),
-   * cut at 8000 characters. Absent for anything else thrown, and for failures recorded by an older version.
+   * followed by its `cause` chain as Node prints it (`[cause]: <the cause's stack>`, at most 3 levels).
+   * At most about 8000 characters: a long message is cut (to 2000 characters), then the frames as whole
+   * lines, so the frames are kept. Absent for anything else thrown, and for failures recorded by an older version.
    */
   readonly lastErrorStack?: string;
 }

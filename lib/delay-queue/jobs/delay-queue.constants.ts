@@ -27,7 +27,7 @@ export const MAX_JOB_ID_BYTES = 1024;
 /** Longest failure message kept with a job. */
 export const MAX_ERROR_MESSAGE_LENGTH = 2000;
 
-/** Longest failure stack kept with a job (and logged), in characters: about 50 frames. */
+/** Longest failure stack kept with a job (and logged), causes included, in characters: about 50 frames. */
 export const MAX_ERROR_STACK_LENGTH = 8000;
 
 /**
