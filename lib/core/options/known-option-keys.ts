@@ -25,12 +25,9 @@ export function refuseUnknownKeys(refuse: RefuseOption, option: string, value: u
   for (const key of Object.keys(value)) {
     if (known.includes(key)) continue;
     const suggestion = suggestOptionKey(key, known);
-    const hint = suggestion === undefined ? '' : `did you mean \`${suggestion}\`? `;
-    const where = option === '' ? 'Options' : `The options of \`${option}\``;
-    refuse(
-      option === '' ? key : `${option}.${key}`,
-      `unknown option (it would be ignored); ${hint}${where} are: ${known.join(', ')}`,
-    );
+    const hint = suggestion === undefined ? '' : ` (did you mean \`${suggestion}\`?)`;
+    const level = option === '' ? 'the options' : `the options of \`${option}\``;
+    refuse(option === '' ? key : `${option}.${key}`, `unknown option${hint}, which would be ignored; ${level} are: ${known.join(', ')}`);
   }
 }
 

@@ -51,14 +51,14 @@ describe('refuseUnknownKeys', () => {
     expect(caught).toBeInstanceOf(InvalidOptionsError);
     expect((caught as InvalidOptionsError).option).toBe('delayQueue.concurency');
     expect((caught as Error).message).toBe(
-      'Invalid option `delayQueue.concurency`: unknown option (it would be ignored); did you mean `concurrency`? ' +
-        'The options of `delayQueue` are: concurrency, maxAttempts.',
+      'Invalid option `delayQueue.concurency`: unknown option (did you mean `concurrency`?), which would be ignored; ' +
+        'the options of `delayQueue` are: concurrency, maxAttempts.',
     );
   });
 
   it('names a top-level key without a dot', () => {
     expect(() => refuseUnknownKeys(refuseAsInvalidOption, '', { keyprefix: 'a' }, ['keyPrefix'])).toThrow(
-      'Invalid option `keyprefix`: unknown option (it would be ignored); did you mean `keyPrefix`? Options are: keyPrefix.',
+      'Invalid option `keyprefix`: unknown option (did you mean `keyPrefix`?), which would be ignored; the options are: keyPrefix.',
     );
   });
 
