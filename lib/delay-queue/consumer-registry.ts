@@ -8,7 +8,7 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-l
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
 import { DelayQueueConsumer } from './consumer/delay-queue.consumer.js';
-import { resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
+import { CONSUMER_OPTION_KEYS, ON_DELAYED_OPTION_KEYS, resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
 import { ShardedConsumer } from './consumer/sharded-consumer.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
@@ -63,7 +63,7 @@ export class ConsumerRegistry {
     }
     const existing = this.consumers.get(topic);
     if (existing) throw new DuplicateDelayedHandlerError(topic, [existing.source, source]);
-    const resolved = resolveConsumerOptions(options, this.config.delayQueue, source);
+    const resolved = resolveConsumerOptions(options, this.config.delayQueue, source, origin === 'on-delayed' ? ON_DELAYED_OPTION_KEYS : CONSUMER_OPTION_KEYS);
     const shardKeys = this.shards.all(topic);
     const shared = {
       connection: this.connection,

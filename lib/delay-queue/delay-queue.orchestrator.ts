@@ -1,7 +1,10 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
-import { resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
+import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { refuseUnknownKeys } from '../core/options/known-option-keys.js';
+import { ON_DELAYED_REPEAT_KEYS } from './repeat/repeat-option-keys.js';
+import { ON_DELAYED_OPTION_KEYS, resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
 import { ConsumerRegistry } from './consumer-registry.js';
 import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer.js';
 import type { OnDelayedRepeat } from './interfaces/repeat-options.interface.js';
@@ -39,7 +42,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     try {
       this.handlers = this.explorer.explore();
       // Options are checked here too, so a bad `concurrency` fails bootstrap with the method named.
-      for (const handler of this.handlers) resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source);
+      for (const handler of this.handlers) resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source, ON_DELAYED_OPTION_KEYS);
       this.schedules = this.handlers.flatMap((handler) => {
         const repeat = handler.options?.repeat;
         if (repeat === undefined) return [];
@@ -80,6 +83,10 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
   }
 
   private prepareRepeat(handler: DiscoveredDelayedHandler, repeat: OnDelayedRepeat): RepeatDefinition {
+    const refuse = (option: string, problem: string): never => {
+      throw new InvalidOptionsError(option, `${problem} (in ${handler.source})`);
+    };
+    refuseUnknownKeys(refuse, 'repeat', repeat, ON_DELAYED_REPEAT_KEYS);
     const { id, payload, catchUp, maxAttempts, backoff, ...schedule } = repeat ?? ({} as OnDelayedRepeat);
     return this.repeats.prepare(handler.topic, schedule, { id, payload, catchUp, maxAttempts, backoff }, `${handler.source}: repeat`);
   }

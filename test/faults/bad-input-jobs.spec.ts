@@ -344,7 +344,7 @@ describe('bad input to delayed jobs', () => {
 
   describe('consumer options', () => {
     it.each<[string, unknown, RegExp]>([
-      ['concurrency 0', { concurrency: 0 }, /`concurrency \(in consume\("bad.consumer"\)\)`: got 0; use a whole number from 1 to 10000/],
+      ['concurrency 0', { concurrency: 0 }, /`concurrency`: got 0; use a whole number from 1 to 10000 \(in consume\("bad.consumer"\)\)/],
       ['concurrency NaN', { concurrency: Number.NaN }, /`concurrency.*got NaN/],
       ['negative concurrency', { concurrency: -1 }, /`concurrency/],
       ['fractional concurrency', { concurrency: 1.5 }, /`concurrency/],

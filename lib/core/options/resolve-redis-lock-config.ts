@@ -104,6 +104,12 @@ function refuseUnknownKeysOfEveryLevel(o: RedisLockModuleOptions): void {
   refuseUnknownKeys(refuse, 'lock.syncReplicas', o.lock?.syncReplicas, keys.syncReplicas);
   refuseUnknownKeys(refuse, 'redlock', o.redlock, keys.redlock);
   const dq = o.delayQueue;
+  if (dq !== null && typeof dq === 'object' && 'maxIdleWait' in dq) {
+    refuse(
+      'delayQueue.maxIdleWait',
+      'is a per-consumer option with no module default; set it on the consumer: @OnDelayed(topic, { maxIdleWait }) or consume(topic, handler, { maxIdleWait })',
+    );
+  }
   refuseUnknownKeys(refuse, 'delayQueue', dq, keys.delayQueue);
   refuseUnknownKeys(refuse, 'delayQueue.backoff', dq?.backoff, keys.backoff);
   refuseUnknownKeys(refuse, 'delayQueue.retention', dq?.retention, keys.retention);

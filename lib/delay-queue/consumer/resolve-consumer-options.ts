@@ -5,7 +5,22 @@ import { OPTION_BOUNDS } from '../../core/options/option-bounds.js';
 import { OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
 import { DEFAULT_MAX_IDLE_WAIT_MS } from '../jobs/delay-queue.constants.js';
+import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
 import type { ConsumerOptions } from '../interfaces/consumer.interface.js';
+import type { OnDelayedMetadata } from '../interfaces/on-delayed-metadata.interface.js';
+
+/** The keys of `consume()`'s options. */
+export const CONSUMER_OPTION_KEYS = keysOf<ConsumerOptions>()([
+  'concurrency',
+  'visibilityTimeout',
+  'maxAttempts',
+  'backoff',
+  'shutdownTimeout',
+  'maxIdleWait',
+]);
+
+/** The keys of `@OnDelayed`'s options: the consumer's and `repeat`. */
+export const ON_DELAYED_OPTION_KEYS = keysOf<NonNullable<OnDelayedMetadata['options']>>()([...CONSUMER_OPTION_KEYS, 'repeat']);
 
 /** Consumer settings with every default filled in. */
 export interface ResolvedConsumerOptions {
@@ -19,20 +34,24 @@ export interface ResolvedConsumerOptions {
 
 /**
  * Validates consumer options over the module's `delayQueue` defaults. `where` names the source in
- * errors, e.g. `@OnDelayed('order.expire') on OrderHandlers.expire` or `consume('order.expire')`.
+ * errors, e.g. `@OnDelayed on OrderHandlers.expire` or `consume("order.expire")`; `known` are the
+ * keys its options may have (`ON_DELAYED_OPTION_KEYS` for `@OnDelayed`, whose `repeat` is checked
+ * where it is read).
  *
- * @throws InvalidOptionsError naming the option
+ * @throws InvalidOptionsError naming the option (its path) and, in the message, `where`
  */
 export function resolveConsumerOptions(
   options: ConsumerOptions | undefined,
   defaults: RedisLockConfig['delayQueue'],
   where: string,
+  known: readonly string[] = CONSUMER_OPTION_KEYS,
 ): ResolvedConsumerOptions {
   const o = options ?? {};
-  if (typeof o !== 'object' || o === null) throw new InvalidOptionsError(where, 'consumer options must be an object');
+  if (typeof o !== 'object' || o === null) throw new InvalidOptionsError('options', `consumer options must be an object (in ${where})`);
   const validate = new OptionValidator((option, problem) => {
-    throw new InvalidOptionsError(`${option} (in ${where})`, problem);
+    throw new InvalidOptionsError(option, `${problem} (in ${where})`);
   });
+  refuseUnknownKeys(validate.refuse, '', o, known);
   return {
     concurrency: validate.wholeNumber('concurrency', o.concurrency, { ...OPTION_BOUNDS.concurrency, default: defaults.concurrency }),
     visibilityTimeout: validate.duration('visibilityTimeout', o.visibilityTimeout, {
