@@ -88,6 +88,6 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     };
     refuseUnknownKeys(refuse, 'repeat', repeat, ON_DELAYED_REPEAT_KEYS);
     const { id, payload, catchUp, maxAttempts, backoff, ...schedule } = repeat ?? ({} as OnDelayedRepeat);
-    return this.repeats.prepare(handler.topic, schedule, { id, payload, catchUp, maxAttempts, backoff }, `${handler.source}: repeat`);
+    return this.repeats.prepare(handler.topic, schedule, { id, payload, catchUp, maxAttempts, backoff }, handler.source);
   }
 }

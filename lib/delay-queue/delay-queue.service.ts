@@ -30,7 +30,8 @@ import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
 import { decodeJobLeniently } from './jobs/job-codec.js';
 import { newOperationId, operationKey, runRecorded } from './jobs/operation-record.js';
-import { describeValue } from '../core/options/option-validation.js';
+import { describeValue, refuseAsInvalidOption } from '../core/options/option-validation.js';
+import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import { prepareJob, type PreparedJob } from './jobs/prepare-job.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
@@ -48,6 +49,12 @@ import { repeatScriptKeys } from './repeat/repeat-keys.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
+
+/** The keys of `reschedule()`'s `when`. */
+const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
+
+/** The keys of `deadLetters()`'s options. */
+const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['deadLetters']>[1]>>()(['limit']);
 
 /** Shortest time shutdown keeps trying to write committed jobs, even with `shutdownTimeout: 0`. */
 const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
@@ -206,6 +213,9 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     if (when === null || typeof when !== 'object') {
       throw new InvalidJobError(topic, 'when', 'must be an object: { delay } or { at }');
     }
+    refuseUnknownKeys((field, problem) => {
+      throw new InvalidJobError(topic, field, problem);
+    }, '', when, RESCHEDULE_KEYS);
     const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
     return (await this.runRecorded<number>(rescheduleJobScript, keys, [id, job.kind, job.when])) === 1;
   }
@@ -262,6 +272,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
   /** Dead letters, newest first (default 100, at most 10000). */
   async deadLetters<T = unknown>(topic: string, options?: { limit?: number }): Promise<Array<DelayedJob<T>>> {
     const shards = this.shardKeys(topic);
+    refuseUnknownKeys(refuseAsInvalidOption, 'deadLetters', options, DEAD_LETTERS_OPTION_KEYS);
     const limit = options?.limit ?? 100;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
       throw new InvalidOptionsError('deadLetters.limit', `got ${describeValue(limit)}; use a whole number from 1 to 10000`);

@@ -185,8 +185,14 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     this.holds.stop();
   }
 
+  /** A refused option rejects the returned promise, as `acquire()` does, rather than throwing. */
   private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
-    const resolved = this.acquireOptions.resolve(options);
+    let resolved: ResolvedAcquireOptions;
+    try {
+      resolved = this.acquireOptions.resolve(options);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
     const run = () => this.observer.observeAcquire(protocol.name, resolved, this.acquirer.acquire(protocol, resolved, wait, protocol.name));
     return this.observer.tracingEnabled ? this.observer.traceAcquire(protocol.name, resolved, run, this.observer.kindOf(protocol)) : run();
   }

@@ -1,6 +1,7 @@
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
-import { optionValidator as validate } from '../core/options/option-validation.js';
+import { optionValidator as validate, refuseAsInvalidOption } from '../core/options/option-validation.js';
 import type { RedisLockConfig } from '../core/options/redis-lock-config.js';
 import type { AcquireOptions, ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { resolveSyncReplicas } from '../core/options/resolve-sync-replicas.js';
@@ -8,13 +9,20 @@ import { resolveSyncReplicas } from '../core/options/resolve-sync-replicas.js';
 /** Longest `keyPattern` accepted: it becomes a metric label value. */
 const MAX_KEY_PATTERN_LENGTH = 200;
 
-/** Validates per-call options against the module defaults; a bad value throws `InvalidOptionsError`. */
+/** The keys of per-call acquire options. */
+export const ACQUIRE_OPTION_KEYS = keysOf<AcquireOptions>()(['waitTimeout', 'leaseTime', 'signal', 'fair', 'keyPattern', 'syncReplicas']);
+
+/** Validates per-call options against the module defaults; a bad value or an unknown key throws `InvalidOptionsError`. */
 export function resolveAcquireOptions(
   options: AcquireOptions | undefined,
   defaults: RedisLockConfig['lock'],
 ): ResolvedAcquireOptions {
   const o = options ?? {};
   if (typeof o !== 'object') throw new InvalidOptionsError('acquire options', 'expected an object');
+  // A for-in over a handful of keys: this runs on every acquire with a fresh options object.
+  for (const key in o) {
+    if (!ACQUIRE_OPTION_KEYS.includes(key as keyof AcquireOptions)) refuseUnknownKeys(refuseAsInvalidOption, '', o, ACQUIRE_OPTION_KEYS);
+  }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new InvalidOptionsError('signal', 'expected an AbortSignal');
   }

@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
+import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
 import { OPTION_BOUNDS } from '../../core/options/option-bounds.js';
 import { describeValue, OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
 import { MAX_DUE_MS, MAX_JOB_ID_BYTES } from './delay-queue.constants.js';
 import type { ScheduleOptions } from '../interfaces/schedule-options.interface.js';
 import { encodeBodyTail, encodePayload } from './job-codec.js';
+
+/** The keys of `schedule()`'s options (and of a `scheduleMany()` job besides `payload`). */
+export const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff']);
 
 /** A job checked and encoded, ready for the schedule script. */
 export interface PreparedJob {
@@ -40,6 +44,7 @@ export function prepareJob(
   }, 'is');
   const o = options ?? {};
   if (typeof o !== 'object') throw new InvalidJobError(topic, field || 'options', 'must be an object');
+  refuseUnknownKeys(validate.refuse, '', o, SCHEDULE_OPTION_KEYS);
   const payloadJson = encodePayload(topic, payload, at('payload'));
 
   let id: string;

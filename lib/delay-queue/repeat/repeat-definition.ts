@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
+import { refuseUnknownKeys } from '../../core/options/known-option-keys.js';
 import { describeValue, OptionValidator } from '../../core/options/option-validation.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RepeatCatchUp, RepeatOptions, RepeatSchedule } from '../interfaces/repeat-options.interface.js';
 import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
 import { prepareJob } from '../jobs/prepare-job.js';
 import { tickJobId } from '../jobs/tick-job-id.js';
+import { REPEAT_OPTION_KEYS, REPEAT_SCHEDULE_KEYS } from './repeat-option-keys.js';
 import { calendarOf, canBuildCalendar } from './calendar-cache.js';
 import { cronProblem } from './cron-problem.js';
 import type { TickCalendar } from './tick-calendar.js';
@@ -43,7 +45,9 @@ interface StoredDefinition {
 }
 
 /**
- * Validates a `repeat()` call completely before anything is sent. `where` names the caller in errors.
+ * Validates a `repeat()` call completely before anything is sent. Errors name the option's path
+ * (`repeat.catchUp`, `repeat.schedule.cron`); `location` (e.g. `@OnDelayed on Reports.daily`), when
+ * given, is added to their message.
  *
  * @throws InvalidOptionsError naming the option; InvalidJobError for a payload JSON cannot carry
  */
@@ -52,13 +56,15 @@ export function prepareRepeat(
   schedule: RepeatSchedule,
   options: RepeatOptions | undefined,
   defaults: RedisLockConfig['delayQueue'],
-  where = 'repeat',
+  location?: string,
 ): RepeatDefinition {
   const validate = new OptionValidator((option, problem) => {
-    throw new InvalidOptionsError(`${where}.${option}`, problem);
+    throw new InvalidOptionsError(`repeat.${option}`, location === undefined ? problem : `${problem} (in ${location})`);
   });
   const o = options ?? {};
   if (typeof o !== 'object' || o === null) validate.refuseValue('options', o, 'use an object');
+  refuseUnknownKeys(validate.refuse, 'schedule', schedule, REPEAT_SCHEDULE_KEYS);
+  refuseUnknownKeys(validate.refuse, '', o, REPEAT_OPTION_KEYS);
   const normalized = normalizeSchedule(schedule, validate);
   const id = o.id ?? topic;
   if (typeof id !== 'string' || id.length === 0) validate.refuseValue('id', id, 'use a non-empty string');
@@ -67,7 +73,7 @@ export function prepareRepeat(
     validate.refuseValue('id', id, `use at most ${MAX_JOB_ID_BYTES - LONGEST_TICK_ID_SUFFIX} UTF-8 bytes`);
   }
   const catchUp = validate.oneOf<RepeatCatchUp>('catchUp', o.catchUp, ['none', 'latest', 'all'], { default: DEFAULT_CATCH_UP });
-  const job = prepareJob(topic, o.payload ?? null, { maxAttempts: o.maxAttempts, backoff: o.backoff }, defaults, where);
+  const job = prepareJob(topic, o.payload ?? null, { maxAttempts: o.maxAttempts, backoff: o.backoff }, defaults, location === undefined ? 'repeat' : `${location}: repeat`);
   const stored: StoredDefinition = { s: normalized, k: catchUp, t: job.tail };
   const json = JSON.stringify(stored);
   return definitionOf(id, normalized, catchUp, job.tail, createHash('sha1').update(json).digest('hex'));

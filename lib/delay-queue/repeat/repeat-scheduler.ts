@@ -78,8 +78,8 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   ) {}
 
   /** Validates a schedule without writing anything (for `@OnDelayed` at init). */
-  prepare(topic: string, schedule: RepeatSchedule, options: RepeatOptions | undefined, where?: string): RepeatDefinition {
-    return prepareRepeat(topic, schedule, options, this.config.delayQueue, where);
+  prepare(topic: string, schedule: RepeatSchedule, options: RepeatOptions | undefined, location?: string): RepeatDefinition {
+    return prepareRepeat(topic, schedule, options, this.config.delayQueue, location);
   }
 
   /**
