@@ -8,6 +8,7 @@ import type { RedisLockModuleOptions } from './core/options/redis-lock-module-op
 export const {
   ConfigurableModuleClass: ConfigurableRedisLockModule,
   MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS,
+  ASYNC_OPTIONS_TYPE: REDIS_LOCK_MODULE_ASYNC_OPTIONS,
 } = new ConfigurableModuleBuilder<RedisLockModuleOptions>({ moduleName: 'RedisLock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createRedisLockOptions')

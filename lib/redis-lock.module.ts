@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { coreProviders } from './core/core.providers.js';
 import { RedisLockEvents } from './core/events/redis-lock-events.js';
@@ -13,6 +13,7 @@ import { LockSections } from './lock/lock-sections.js';
 import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
 import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition.js';
+import { checkForRootAsyncArgument, type RedisLockModuleAsyncOptions } from './redis-lock.module-async-options.js';
 import { LeaderElections } from './scheduling/leader-elections.js';
 import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
 import { schedulingProviders } from './scheduling/scheduling.providers.js';
@@ -28,7 +29,7 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
  * @hideconstructor
  *
  * @example
- * import { Module } from '@nestjs/common';
+ * import { type DynamicModule, Module } from '@nestjs/common';
  * import { RedisLockModule } from 'nestjs-redis-lock';
  *
  * \@Module({ imports: [RedisLockModule.forRoot({ redis: process.env.REDIS_URL, isGlobal: true })] })
@@ -72,4 +73,16 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
     LeaderElections,
   ],
 })
-export class RedisLockModule extends ConfigurableRedisLockModule {}
+export class RedisLockModule extends ConfigurableRedisLockModule {
+  /**
+   * The module with options built by `useFactory` (with `inject`, `imports`), `useClass` or
+   * `useExisting`; `isGlobal: true` makes it visible to every module.
+   *
+   * @throws InvalidOptionsError at the call, for an unknown key of `options` (with the key meant) or
+   *   none of `useFactory`, `useClass` and `useExisting`
+   */
+  static override forRootAsync(options: RedisLockModuleAsyncOptions): DynamicModule {
+    checkForRootAsyncArgument(options);
+    return super.forRootAsync(options);
+  }
+}

@@ -1,0 +1,37 @@
+import { InvalidOptionsError } from './core/errors/invalid-options.error.js';
+import { keysOf, refuseUnknownKeys } from './core/options/known-option-keys.js';
+import type { REDIS_LOCK_MODULE_ASYNC_OPTIONS } from './redis-lock.module-definition.js';
+
+/** The argument of `RedisLockModule.forRootAsync` (Nest's `ConfigurableModuleAsyncOptions` and `isGlobal`). */
+export type RedisLockModuleAsyncOptions = typeof REDIS_LOCK_MODULE_ASYNC_OPTIONS;
+
+const ASYNC_OPTION_KEYS = keysOf<RedisLockModuleAsyncOptions>()([
+  'imports',
+  'useFactory',
+  'inject',
+  'useClass',
+  'useExisting',
+  'provideInjectionTokensFrom',
+  'isGlobal',
+]);
+
+const WHERE = 'RedisLockModule.forRootAsync';
+
+/**
+ * Refuses a `forRootAsync` argument Nest would misread: an unknown key (a misspelt `isGlobal` leaves
+ * the module silently not global, a misspelt `useFactory` or `inject` fails later with an error that
+ * names neither), or none of `useFactory`, `useClass` and `useExisting`.
+ *
+ * @throws InvalidOptionsError naming the key
+ */
+export function checkForRootAsyncArgument(argument: unknown): void {
+  const refuse = (option: string, problem: string): never => {
+    throw new InvalidOptionsError(option, `${problem} (in ${WHERE})`);
+  };
+  if (argument === null || typeof argument !== 'object') return refuse('options', 'expected an object: { useFactory, inject?, imports?, isGlobal? }');
+  refuseUnknownKeys(refuse, '', argument, ASYNC_OPTION_KEYS);
+  const a = argument as RedisLockModuleAsyncOptions;
+  if (a.useFactory === undefined && a.useClass === undefined && a.useExisting === undefined) {
+    refuse('useFactory', 'missing; give one of useFactory, useClass or useExisting, which builds the module options');
+  }
+}

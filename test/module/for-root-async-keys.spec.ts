@@ -1,0 +1,58 @@
+import { Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { InvalidOptionsError, LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+
+const options = (): RedisLockModuleOptions => ({ redis: testRedisUrl(), keyPrefix: uniquePrefix() });
+
+/** What `RedisLockModule.forRootAsync(argument)` throws at the call. */
+function callError(argument: Record<string, unknown>): unknown {
+  try {
+    RedisLockModule.forRootAsync(argument as never);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}
+
+describe('RedisLockModule.forRootAsync refuses an argument it would misread, at the call', () => {
+  it.each([
+    [{ useFactory: options, isglobal: true }, 'isglobal', 'isGlobal'],
+    [{ useFactroy: options }, 'useFactroy', 'useFactory'],
+    [{ useFactory: options, inejct: [] }, 'inejct', 'inject'],
+    [{ useFactory: options, Imports: [] }, 'Imports', 'imports'],
+  ])('forRootAsync refuses a misspelt key of its argument (case %#)', (argument, key, meant) => {
+    const error = callError(argument);
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect((error as InvalidOptionsError).option).toBe(key);
+    expect((error as Error).message).toContain(`did you mean \`${meant}\`?`);
+    expect((error as Error).message).toContain('RedisLockModule.forRootAsync');
+  });
+
+  it('refuses an argument with none of useFactory, useClass and useExisting', () => {
+    const error = callError({ imports: [], isGlobal: true });
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect((error as Error).message).toMatch(/useFactory, useClass or useExisting/);
+  });
+
+  it('accepts every key of its argument, and isGlobal makes the module global', async () => {
+    @Injectable()
+    class NeedsLocks {
+      constructor(readonly locks: LockService) {}
+    }
+    @Module({ providers: [NeedsLocks] })
+    class FeatureModule {}
+    const app = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRootAsync({ isGlobal: true, imports: [], inject: [], provideInjectionTokensFrom: [], useFactory: options }),
+        FeatureModule,
+      ],
+    }).compile();
+    try {
+      await app.init();
+      expect(app.get(NeedsLocks).locks).toBeInstanceOf(LockService);
+    } finally {
+      await app.close();
+    }
+  });
+});
