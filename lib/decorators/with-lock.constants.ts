@@ -4,7 +4,8 @@
  * naming the class and this property, so its description says what to do.
  */
 export const LOCK_SECTIONS_PROPERTY = Symbol(
-  '@WithLock needs RedisLockModule: register RedisLockModule.forRoot({ isGlobal: true, ... }) in the root module, or import RedisLockModule into this module',
+  '@WithLock needs RedisLockModule: register RedisLockModule.forRoot({ isGlobal: true, ... }) (or forRootAsync) in the root module, ' +
+    'or import here a module of yours that imports RedisLockModule.forRoot(...) and exports RedisLockModule',
 );
 
 /** Metadata on a handler or controller class: the `@WithRequestLock` declaration. */

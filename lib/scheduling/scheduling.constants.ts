@@ -3,7 +3,8 @@
  * use. Internal. Its description is what Nest's error names when the class's module cannot see `RedisLockModule`.
  */
 export const ONE_INSTANCE_LEASES_PROPERTY = Symbol(
-  '@OnOneInstance needs RedisLockModule: register RedisLockModule.forRoot({ isGlobal: true, ... }) in the root module, or import RedisLockModule into this module',
+  '@OnOneInstance needs RedisLockModule: register RedisLockModule.forRoot({ isGlobal: true, ... }) (or forRootAsync) in the root module, ' +
+    'or import here a module of yours that imports RedisLockModule.forRoot(...) and exports RedisLockModule',
 );
 
 /** Metadata on an `@OnOneInstance` method (the wrapper function): its resolved declaration. */
