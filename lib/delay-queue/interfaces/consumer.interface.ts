@@ -1,6 +1,10 @@
 import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
 
-/** Per-consumer settings (of `consume()` and `@OnDelayed`); each defaults to the module's `delayQueue` option. */
+/**
+ * Per-consumer settings (of `consume()` and `@OnDelayed`). Each but `maxIdleWait` defaults to the
+ * module's `delayQueue` option of the same name; `maxIdleWait` is set per consumer only. An unknown
+ * key is refused with `InvalidOptionsError`.
+ */
 export interface ConsumerOptions {
   /** Handlers of this topic run at once in this process. */
   concurrency?: number;
@@ -16,7 +20,8 @@ export interface ConsumerOptions {
    * Longest time, in ms, the consumer blocks on Redis without news before it looks at the topic again.
    * It bounds how late a job can be after a failure nobody reported (a crashed consumer's jobs, a
    * connection that hangs without closing), and sets the idle cost: about two commands per consumer
-   * per period. Due times themselves are met by a timer, never by this period. Default 10000.
+   * per period. Due times themselves are met by a timer, never by this period. Default 10000 (there
+   * is no module-wide `delayQueue.maxIdleWait`).
    */
   maxIdleWait?: number;
 }
