@@ -2,7 +2,7 @@ import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import type { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { OptionValidator } from '../core/options/option-validation.js';
-import { suggestOptionKey } from '../core/options/known-option-keys.js';
+import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { SectionMode } from './lock-scope.js';
 
@@ -58,6 +58,8 @@ export interface ResolvedWithLockOptions {
   readonly location: string;
 }
 
+const WITH_LOCK_OPTION_KEYS = keysOf<WithLockOptions>()(['waitTimeout', 'leaseTime', 'fair', 'mode', 'onLocked']);
+
 /**
  * Validates decorator options when the decorator is applied; a bad value names the method.
  * `keyPattern` names the section's locks in metrics and traces (see `keyPatternOf`).
@@ -70,16 +72,11 @@ export function resolveWithLockOptions(
   const o = options ?? {};
   const invalid = (option: string, problem: string) => new InvalidOptionsError(option, `${problem} (in ${location})`);
   if (typeof o !== 'object' || o === null) throw invalid('options', 'expected an object');
-  const known = ['waitTimeout', 'leaseTime', 'fair', 'mode', 'onLocked'];
-  const unknown = Object.keys(o).find((k) => !known.includes(k));
-  if (unknown !== undefined) {
-    const meant = suggestOptionKey(unknown, known);
-    throw invalid(unknown, `unknown option${meant === undefined ? '' : ` (did you mean \`${meant}\`?)`}; use ${known.join(', ')}`);
-  }
   // The same ranges as the module's `lock` defaults and per-call acquire options.
   const validate = new OptionValidator((option, problem) => {
     throw invalid(option, problem);
   });
+  refuseUnknownKeys(validate.refuse, '', o, WITH_LOCK_OPTION_KEYS);
   const durationOf = (name: 'waitTimeout' | 'leaseTime') =>
     o[name] === undefined ? undefined : validate.duration(name, o[name], OPTION_BOUNDS[name]);
   const waitTimeout = durationOf('waitTimeout');

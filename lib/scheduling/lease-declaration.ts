@@ -1,6 +1,6 @@
 import { escapeKeyPart } from '../core/keys/escape-key-part.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { suggestOptionKey } from '../core/options/known-option-keys.js';
+import { refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import { MAX_TIMER_MS } from '../core/options/option-validation.js';
 import { DEFAULT_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from './scheduling.constants.js';
 
@@ -28,11 +28,9 @@ export function resolveLeaseDeclaration(
 ): LeaseDeclaration {
   const invalid = (option: string, problem: string) => new InvalidOptionsError(option, `${problem} (in ${location})`);
   if (typeof options !== 'object' || options === null) throw invalid('options', 'expected an object');
-  const unknown = Object.keys(options).find((name) => !known.includes(name));
-  if (unknown !== undefined) {
-    const meant = suggestOptionKey(unknown, known);
-    throw invalid(unknown, `unknown option${meant === undefined ? '' : ` (did you mean \`${meant}\`?)`}; use ${known.join(', ')}`);
-  }
+  refuseUnknownKeys((option, problem) => {
+    throw invalid(option, problem);
+  }, '', options, known);
   const key = options.key ?? defaultKey;
   for (const name of [key, ...(typeof key === 'string' ? derivedKeys(key) : [])]) {
     try {
