@@ -9,6 +9,7 @@ export const {
   ConfigurableModuleClass: ConfigurableRedisLockModule,
   MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS,
   ASYNC_OPTIONS_TYPE: REDIS_LOCK_MODULE_ASYNC_OPTIONS,
+  OPTIONS_TYPE: REDIS_LOCK_MODULE_FOR_ROOT_OPTIONS,
 } = new ConfigurableModuleBuilder<RedisLockModuleOptions>({ moduleName: 'RedisLock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createRedisLockOptions')

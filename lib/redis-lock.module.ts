@@ -12,8 +12,8 @@ import { LockInspector } from './lock/lock-inspector.js';
 import { LockSections } from './lock/lock-sections.js';
 import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
-import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition.js';
-import { checkForRootAsyncArgument, type RedisLockModuleAsyncOptions } from './redis-lock.module-async-options.js';
+import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS, type REDIS_LOCK_MODULE_FOR_ROOT_OPTIONS } from './redis-lock.module-definition.js';
+import { checkForRootArgument, checkForRootAsyncArgument, type RedisLockModuleAsyncOptions } from './redis-lock.module-arguments.js';
 import { LeaderElections } from './scheduling/leader-elections.js';
 import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
 import { schedulingProviders } from './scheduling/scheduling.providers.js';
@@ -74,6 +74,17 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
   ],
 })
 export class RedisLockModule extends ConfigurableRedisLockModule {
+  /**
+   * The module with `options`; `isGlobal: true` makes it visible to every module.
+   *
+   * @throws InvalidOptionsError at the call, for an unknown top-level key (with the key meant); the
+   *   rest of the options is checked at bootstrap
+   */
+  static override forRoot(options: typeof REDIS_LOCK_MODULE_FOR_ROOT_OPTIONS): DynamicModule {
+    checkForRootArgument(options);
+    return super.forRoot(options);
+  }
+
   /**
    * The module with options built by `useFactory` (with `inject`, `imports`), `useClass` or
    * `useExisting`; `isGlobal: true` makes it visible to every module.

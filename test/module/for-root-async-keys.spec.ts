@@ -35,6 +35,19 @@ describe('RedisLockModule.forRootAsync refuses an argument it would misread, at 
     expect((error as Error).message).toMatch(/useFactory, useClass or useExisting/);
   });
 
+  it('forRoot({ isglobal: true }) is refused at the call, suggesting isGlobal', () => {
+    let error: unknown;
+    try {
+      RedisLockModule.forRoot({ ...options(), isglobal: true } as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect((error as InvalidOptionsError).option).toBe('isglobal');
+    expect((error as Error).message).toContain('did you mean `isGlobal`?');
+    expect((error as Error).message).toContain('RedisLockModule.forRoot');
+  });
+
   it('accepts every key of its argument, and isGlobal makes the module global', async () => {
     @Injectable()
     class NeedsLocks {

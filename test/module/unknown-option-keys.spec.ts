@@ -8,9 +8,9 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 /** Bootstraps an app with `options` (unchecked, as a JavaScript or misconfigured app passes them) and returns what it failed with. */
 async function bootstrapError(options: Record<string, unknown>, how: 'forRoot' | 'forRootAsync' = 'forRoot'): Promise<unknown> {
   const all = { redis: testRedisUrl(), keyPrefix: uniquePrefix(), ...options } as RedisLockModuleOptions;
-  const module =
-    how === 'forRoot' ? RedisLockModule.forRoot(all) : RedisLockModule.forRootAsync({ useFactory: () => all });
   try {
+    // forRoot refuses an unknown top-level key at the call, forRootAsync's factory result at bootstrap.
+    const module = how === 'forRoot' ? RedisLockModule.forRoot(all) : RedisLockModule.forRootAsync({ useFactory: () => all });
     const app = await Test.createTestingModule({ imports: [module] }).compile();
     await app.init();
     await app.close();

@@ -1,5 +1,6 @@
 import { InvalidOptionsError } from './core/errors/invalid-options.error.js';
 import { keysOf, refuseUnknownKeys } from './core/options/known-option-keys.js';
+import { MODULE_OPTION_KEYS } from './core/options/module-option-keys.js';
 import type { REDIS_LOCK_MODULE_ASYNC_OPTIONS } from './redis-lock.module-definition.js';
 
 /** The argument of `RedisLockModule.forRootAsync` (Nest's `ConfigurableModuleAsyncOptions` and `isGlobal`). */
@@ -15,7 +16,6 @@ const ASYNC_OPTION_KEYS = keysOf<RedisLockModuleAsyncOptions>()([
   'isGlobal',
 ]);
 
-const WHERE = 'RedisLockModule.forRootAsync';
 
 /**
  * Refuses a `forRootAsync` argument Nest would misread: an unknown key (a misspelt `isGlobal` leaves
@@ -25,13 +25,30 @@ const WHERE = 'RedisLockModule.forRootAsync';
  * @throws InvalidOptionsError naming the key
  */
 export function checkForRootAsyncArgument(argument: unknown): void {
-  const refuse = (option: string, problem: string): never => {
-    throw new InvalidOptionsError(option, `${problem} (in ${WHERE})`);
-  };
+  const refuse = refuseIn('RedisLockModule.forRootAsync');
   if (argument === null || typeof argument !== 'object') return refuse('options', 'expected an object: { useFactory, inject?, imports?, isGlobal? }');
   refuseUnknownKeys(refuse, '', argument, ASYNC_OPTION_KEYS);
   const a = argument as RedisLockModuleAsyncOptions;
   if (a.useFactory === undefined && a.useClass === undefined && a.useExisting === undefined) {
     refuse('useFactory', 'missing; give one of useFactory, useClass or useExisting, which builds the module options');
   }
+}
+
+/** The keys of `forRoot`'s argument: the module options' own and `isGlobal`. */
+const FOR_ROOT_KEYS: readonly string[] = [...MODULE_OPTION_KEYS.root, 'isGlobal'];
+
+/**
+ * Refuses an unknown top-level key of `forRoot`'s argument at the call, where `isGlobal` can be
+ * suggested (the options' deeper levels and their values are checked at bootstrap).
+ *
+ * @throws InvalidOptionsError naming the key
+ */
+export function checkForRootArgument(argument: unknown): void {
+  refuseUnknownKeys(refuseIn('RedisLockModule.forRoot'), '', argument, FOR_ROOT_KEYS);
+}
+
+function refuseIn(where: string) {
+  return (option: string, problem: string): never => {
+    throw new InvalidOptionsError(option, `${problem} (in ${where})`);
+  };
 }
