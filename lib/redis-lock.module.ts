@@ -29,7 +29,7 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
  * @hideconstructor
  *
  * @example
- * import { type DynamicModule, Module } from '@nestjs/common';
+ * import { Module } from '@nestjs/common';
  * import { RedisLockModule } from 'nestjs-redis-lock';
  *
  * \@Module({ imports: [RedisLockModule.forRoot({ redis: process.env.REDIS_URL, isGlobal: true })] })
