@@ -7,7 +7,7 @@
  * TypeORM adapter (`inClsTransaction(txHost)`), each with its lock adapter (a lock released inside
  * the transaction is released after COMMIT).
  */
-import { Global, Injectable, Module, type Provider } from '@nestjs/common';
+import { Global, Injectable, Module, type INestApplicationContext, type Provider } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClsPluginTransactional, Transactional as ClsTransactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -69,6 +69,39 @@ async function checkOutcome(
   assertEqual(ran.length, 1, 'jobs run (the rolled-back order must schedule none)');
 }
 
+/** What `Orders.place` of either app gives back. */
+interface PlacingOrders {
+  place(ref: string, fail?: boolean): Promise<{ id: string; heldAfterRelease: boolean }>;
+}
+
+/**
+ * Places a committed order and a declined one through the app's `Orders`: the lock taken in the
+ * transaction is held until COMMIT, and the outcome is `checkOutcome`'s.
+ */
+async function placeOrders(
+  context: INestApplicationContext,
+  orders: PlacingOrders,
+  dataSource: DataSource,
+  ran: Array<{ id: string; ref: string }>,
+  lockPrefix: string,
+): Promise<void> {
+  const ranOnce = deferred();
+  context.get(DelayQueueService).consume<{ ref: string }>(TOPIC, (payload, job) => {
+    ran.push({ id: job.id, ref: payload.ref });
+    ranOnce.resolve();
+  });
+  const placed = await orders.place('ok-1');
+  assert(placed.heldAfterRelease, 'the lock was released inside the transaction, before COMMIT');
+  assert(!(await context.get(LockService).isLocked(`${lockPrefix}:ok-1`)), 'the lock is still held after COMMIT');
+  let declined = false;
+  await orders.place('declined-1', true).catch((error: unknown) => {
+    if (!(error instanceof PaymentDeclined)) throw error;
+    declined = true;
+  });
+  assert(declined, 'the failing order did not throw');
+  await checkOutcome(dataSource, ran, placed.id, () => within(WAIT_MS, "the committed order's job", ranOnce.promise));
+}
+
 export const typeormTransactionalOutboxCheck: ExtraCheck = {
   id: 'tt-outbox',
   name: 'outbox/postgres with typeorm-transactional: inTypeOrmTransaction, TypeORM DataSource relay, on PostgreSQL',
@@ -117,22 +150,7 @@ export const typeormTransactionalOutboxCheck: ExtraCheck = {
 
       const context = await NestFactory.createApplicationContext(TypeOrmOutboxModule, { logger: ['error', 'warn'], abortOnError: false });
       try {
-        const ranOnce = deferred();
-        context.get(DelayQueueService).consume<{ ref: string }>(TOPIC, (payload, job) => {
-          ran.push({ id: job.id, ref: payload.ref });
-          ranOnce.resolve();
-        });
-        const orders = context.get(Orders);
-        const placed = await orders.place('ok-1');
-        assert(placed.heldAfterRelease, 'the lock was released inside the transaction, before COMMIT');
-        assert(!(await context.get(LockService).isLocked('compat:tt-outbox:ok-1')), 'the lock is still held after COMMIT');
-        let declined = false;
-        await orders.place('declined-1', true).catch((error: unknown) => {
-          if (!(error instanceof PaymentDeclined)) throw error;
-          declined = true;
-        });
-        assert(declined, 'the failing order did not throw');
-        await checkOutcome(dataSource, ran, placed.id, () => within(WAIT_MS, 'the committed order\'s job', ranOnce.promise));
+        await placeOrders(context, context.get(Orders), dataSource, ran, 'compat:tt-outbox');
       } finally {
         await context.close();
         await dataSource.destroy();
@@ -203,22 +221,7 @@ export const clsTypeOrmOutboxCheck: ExtraCheck = {
 
       const context = await NestFactory.createApplicationContext(ClsOutboxModule, { logger: ['error', 'warn'], abortOnError: false });
       try {
-        const ranOnce = deferred();
-        context.get(DelayQueueService).consume<{ ref: string }>(TOPIC, (payload, job) => {
-          ran.push({ id: job.id, ref: payload.ref });
-          ranOnce.resolve();
-        });
-        const orders = context.get(Orders);
-        const placed = await orders.place('ok-1');
-        assert(placed.heldAfterRelease, 'the lock was released inside the transaction, before COMMIT');
-        assert(!(await context.get(LockService).isLocked('compat:cls-outbox:ok-1')), 'the lock is still held after COMMIT');
-        let declined = false;
-        await orders.place('declined-1', true).catch((error: unknown) => {
-          if (!(error instanceof PaymentDeclined)) throw error;
-          declined = true;
-        });
-        assert(declined, 'the failing order did not throw');
-        await checkOutcome(dataSource, ran, placed.id, () => within(WAIT_MS, 'the committed order\'s job', ranOnce.promise));
+        await placeOrders(context, context.get(Orders), dataSource, ran, 'compat:cls-outbox');
       } finally {
         await context.close();
         await dataSource.destroy();
