@@ -3,34 +3,46 @@ import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { MAX_CLAIM_BATCH } from '../jobs/delay-queue.constants.js';
 import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';
-import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
+import type { AckQueue } from './ack-queue.js';
+import type { HeldJob } from './held-job.js';
 import type { JobClaimer } from './job-claimer.js';
 import type { JobRunner } from './job-runner.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 import type { ServerClock } from './server-clock.js';
+import type { VisibilityKeeper } from './visibility-keeper.js';
 
 /** What the loop waits for: a free slot, new work (due time or marker), or the end of a retry delay. */
 type PauseReason = 'slot' | 'work' | 'retry';
 
+/** What a claim loop needs from its consumer. */
 export interface ClaimLoopContext {
   readonly topic: string;
   readonly connection: RedisConnection;
   readonly keys: TopicKeys;
   readonly maxIdleWait: number;
   readonly claimer: JobClaimer;
-  readonly runner: Pick<JobRunner<unknown>, 'room' | 'claimSent' | 'enqueue'>;
-  readonly leases: ClaimLeaseKeeper;
+  readonly runner: Pick<JobRunner<unknown>, 'room' | 'claimSent' | 'enqueue' | 'slotFreed'>;
+  readonly visibility: VisibilityKeeper;
+  /** Each claim carries its queued acknowledgements. */
+  readonly acks: AckQueue;
+  /** Hands back what a claim returns after the consumer stopped. */
   readonly settlement: JobSettlement;
   readonly failures: RedisFailureStreak;
   readonly clock: ServerClock;
   /** True while the consumer runs; the loop ends once it is false. */
   readonly running: () => boolean;
+  /**
+   * Called for each job as soon as it is claimed (a repeat tick enqueues its next tick), so a job
+   * waiting in the prefetch buffer, or handed back, does not hold up the next tick; the job's
+   * handler starts only once it has settled (`HeldJob.preparing`). Never rejects.
+   */
+  readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
 }
 
 /**
  * Decides when to claim, and how much: as many due jobs as the runner has room for (one claim call,
- * which also carries pending acknowledgements), then waits for the next reason to claim: room, the
+ * which also carries the ack queue), then waits for the next reason to claim: room, the
  * next due time, or a marker pushed by a producer. A backlog of short jobs is thus drained in batches
  * of up to twice the concurrency per round trip; with every slot busy on long handlers the runner has
  * no room, and the loop leaves due jobs (and the markers announcing them) to other consumers. Due
@@ -42,6 +54,7 @@ export interface ClaimLoopContext {
 export class ClaimLoop {
   private readonly waiter: MarkerWaiter;
   private resume?: () => void;
+  /** What the loop waits for now (see `setPause`). */
   private pausedFor?: PauseReason;
   /** A marker arrived while a claim was travelling: claim again instead of waiting. */
   private wakePending = false;
@@ -64,11 +77,6 @@ export class ClaimLoop {
     this.stopWatching = context.connection.reachability?.onReachable(() => {
       if (this.pausedFor === 'retry') this.wake();
     });
-  }
-
-  /** True while the loop waits for a free slot: it claims as soon as one frees up. */
-  get waitingForSlot(): boolean {
-    return this.pausedFor === 'slot';
   }
 
   /** Blocking connections opened so far (a hung or closed one is replaced). */
@@ -96,11 +104,11 @@ export class ClaimLoop {
    * those jobs are left to their visibility timeout.
    */
   private async handBackUnknownClaim(): Promise<void> {
-    const { claimer, leases, settlement } = this.context;
+    const { claimer, visibility, settlement } = this.context;
     try {
       const claim = await claimer.claim(0, []);
       await settlement.handBack(
-        claim.rows.map((row) => leases.hold(row)),
+        claim.rows.map((row) => visibility.hold(row)),
         true,
       );
     } catch (error) {
@@ -110,7 +118,7 @@ export class ClaimLoop {
 
   /** One turn of the loop: claims what there is room for, then waits for the next reason to claim. */
   private async claimOnce(): Promise<void> {
-    const { claimer, runner, leases, settlement, failures } = this.context;
+    const { claimer, runner, visibility, acks, settlement, failures } = this.context;
     const room = Math.min(MAX_CLAIM_BATCH, runner.room);
     if (room <= 0) {
       this.shareNextDue();
@@ -118,20 +126,13 @@ export class ClaimLoop {
     }
     this.wakePending = false;
     runner.claimSent();
-    const acks = settlement.takeAcks();
-    let claim;
-    try {
-      claim = await claimer.claim(room, acks);
-    } catch (error) {
-      settlement.returnAcks(acks);
-      throw error;
-    }
-    settlement.acknowledged(acks);
+    const claim = await acks.carry((carried) => claimer.claim(room, carried));
     failures.recovered();
     // With more due, the claim script has woken another consumer already.
     this.unsharedDue = claim.moreDue || claim.nextDue === this.sharedDue ? -1 : claim.nextDue;
-    const claimed = claim.rows.map((row) => leases.hold(row));
+    const claimed = claim.rows.map((row) => visibility.hold(row));
     if (!this.context.running()) return settlement.handBack(claimed, true);
+    this.prepare(claimed);
     runner.enqueue(claimed);
     if (claim.rows.length >= room || claim.moreDue) return;
     if (this.wakePending) return;
@@ -156,19 +157,24 @@ export class ClaimLoop {
     this.resume?.();
   }
 
-  /** Something may have been scheduled on this topic: if the loop waits for work, it claims again (a due time may be nearer). */
-  recheck(): void {
-    if (this.pausedFor === 'work') this.wake();
-  }
-
-  /** A handler returned: if the loop waits for a slot, it claims once this turn's finished handlers are queued. */
-  slotFreed(): void {
-    if (this.pausedFor !== 'slot') return;
-    // Coalesce: handlers finishing in the same turn are acknowledged and replaced by one claim.
-    const resume = this.resume;
-    setImmediate(() => {
-      if (this.resume === resume) this.wake();
-    });
+  /**
+   * Starts each claimed job's preparation (`beforeRun`). One may enqueue a job of this topic (a repeat
+   * tick enqueues the next tick): once it has, the loop claims again if it waits for work, to learn
+   * the new due time, so that the consumer which ran the tick knows of the next one besides the one
+   * the producer's marker woke (if that one stops or dies, the next tick is not left to the others'
+   * idle timeout).
+   */
+  private prepare(jobs: readonly HeldJob[]): void {
+    const { beforeRun } = this.context;
+    if (!beforeRun) return;
+    for (const job of jobs) {
+      const preparing = beforeRun(job.id);
+      if (!preparing) continue;
+      job.preparing = preparing;
+      preparing.then(() => {
+        if (this.pausedFor === 'work') this.wake();
+      }, () => undefined);
+    }
   }
 
   /** Closes the blocking connection (at shutdown). */
@@ -185,14 +191,21 @@ export class ClaimLoop {
         clearTimeout(timer);
         if (this.resume === done) {
           this.resume = undefined;
-          this.pausedFor = undefined;
+          this.setPause(undefined);
         }
         resolve();
       };
       if (!this.context.running()) return resolve();
       this.resume = done;
-      this.pausedFor = reason;
-      if (reason === 'retry') {
+      this.setPause(reason);
+      if (reason === 'slot') {
+        // Coalesce: handlers finishing in the same turn are acknowledged and replaced by one claim.
+        void this.context.runner.slotFreed().then(() =>
+          setImmediate(() => {
+            if (this.resume === done) done();
+          }),
+        );
+      } else if (reason === 'retry') {
         timer = setTimeout(done, sleepMs);
       } else if (reason === 'work') {
         const delay = nextWake >= 0 ? nextWake - this.context.clock.now() : Infinity;
@@ -202,6 +215,12 @@ export class ClaimLoop {
       }
       timer?.unref();
     });
+  }
+
+  /** While the loop waits for a free slot, the claim that follows carries the acknowledgements queued meanwhile. */
+  private setPause(reason: PauseReason | undefined): void {
+    this.pausedFor = reason;
+    this.context.acks.claimComesNext = reason === 'slot';
   }
 
   private onMarker(outcome: MarkerOutcome): void {

@@ -5,7 +5,7 @@ import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockTracing } from '../../core/tracing/redis-lock-tracing.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
-import { ClaimLeaseKeeper } from './claim-lease-keeper.js';
+import { AckQueue } from './ack-queue.js';
 import { ClaimLoop } from './claim-loop.js';
 import { describeFailure } from './describe-failure.js';
 import { abortJob } from './held-job.js';
@@ -14,6 +14,7 @@ import { JobRunner } from './job-runner.js';
 import { JobSettlement } from './job-settlement.js';
 import { RedisFailureStreak } from './redis-failure-streak.js';
 import { ServerClock } from './server-clock.js';
+import { VisibilityKeeper } from './visibility-keeper.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
@@ -42,10 +43,12 @@ export interface ConsumerContext {
 
 /**
  * Runs one topic (shard)'s jobs in this process, from start to shutdown. The work is done by its
- * parts (in ./consumer/): the claim loop claims due jobs, the job runner runs their handlers, the
- * claim lease keeper renews their visibility and aborts a handler whose claim is lost, the
- * settlement writes each outcome (ack, failure, hand-back). Every part reports Redis failures into
- * one failure streak, which logs and spaces retries; nothing here throws into the void.
+ * parts, built in dependency order, each handed the parts it calls: the visibility keeper extends
+ * the visibility deadline of claimed jobs and aborts a handler whose claim is lost; the ack queue
+ * owns the acknowledgements not recorded yet (the next claim carries them); the settlement writes
+ * failures and hand-backs; the job runner runs handlers; the claim loop claims due jobs. Every part
+ * reports Redis failures into one failure streak, which logs and spaces retries; nothing here
+ * throws into the void.
  *
  * Shutdown (`close`): stop claiming, hand back jobs claimed but never started, wait for running
  * handlers up to the timeout, abort and hand back the rest, flush outcomes; no step waits for an
@@ -54,7 +57,8 @@ export interface ConsumerContext {
  */
 export class DelayQueueConsumer<T = unknown> implements Consumer {
   private state: 'running' | 'draining' | 'closed' = 'running';
-  private readonly leases: ClaimLeaseKeeper;
+  private readonly visibility: VisibilityKeeper;
+  private readonly acks: AckQueue;
   private readonly settlement: JobSettlement;
   private readonly runner: JobRunner<T>;
   private readonly claimer: JobClaimer;
@@ -74,14 +78,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     const clock = new ServerClock();
     const running = () => this.state === 'running';
     const bug = (where: string, error: unknown) => this.bug(where, error);
-    this.leases = new ClaimLeaseKeeper({
-      topic,
-      connection,
-      keyList,
-      visibilityTimeout: options.visibilityTimeout,
-      failures,
-      onAbandoned: (job) => this.settlement.withdraw(job),
-    });
+    this.visibility = new VisibilityKeeper({ topic, connection, keyList, visibilityTimeout: options.visibilityTimeout, failures });
+    this.acks = new AckQueue({ connection, keyList, visibility: this.visibility, failures, bug });
     this.settlement = new JobSettlement({
       topic,
       connection,
@@ -90,9 +88,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       retention,
       logger,
       events,
-      leases: this.leases,
+      visibility: this.visibility,
       failures,
-      claimComesNext: () => this.loop.waitingForSlot,
       closed: () => this.state === 'closed',
       bug,
     });
@@ -103,12 +100,11 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       events,
       tracing,
       clock,
-      leases: this.leases,
+      visibility: this.visibility,
+      acks: this.acks,
       settlement: this.settlement,
       running,
-      onSlotFreed: () => this.loop.slotFreed(),
       bug,
-      beforeRun: context.beforeRun && ((jobId) => this.afterPreparing(context.beforeRun!(jobId))),
     });
     this.claimer = new JobClaimer({ topic, connection, keys, keyList, options, retention, events, clock });
     this.loop = new ClaimLoop({
@@ -118,11 +114,13 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       maxIdleWait: options.maxIdleWait,
       claimer: this.claimer,
       runner: this.runner,
-      leases: this.leases,
+      visibility: this.visibility,
+      acks: this.acks,
       settlement: this.settlement,
       failures,
       clock,
       running,
+      beforeRun: context.beforeRun,
     });
     this.loopDone = this.loop.run().catch((error) => this.bug('claim loop', error));
   }
@@ -138,17 +136,6 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   /** Blocking connections opened so far (a hung or closed one is replaced). For diagnostics. */
   get blockingConnectionsOpened(): number {
     return this.loop.blockingConnectionsOpened;
-  }
-
-  /**
-   * A claimed job's preparation may enqueue a job of this topic (a repeat tick enqueues the next
-   * tick): once it has, this consumer claims again to learn the new due time, so that the consumer
-   * which ran the tick knows of the next one besides the one the producer's marker woke (if that one
-   * stops or dies, the next tick is not left to the others' idle timeout).
-   */
-  private afterPreparing(preparing: Promise<void> | undefined): Promise<void> | undefined {
-    preparing?.then(() => this.loop.recheck(), () => undefined);
-    return preparing;
   }
 
   close(options?: { timeout?: number }): Promise<void> {
@@ -184,9 +171,9 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
         await settleWithin(this.settlement.handBack(stuck, false), redisBudget());
       }
     }
-    if (this.settlement.hasPendingAcks) await settleWithin(this.settlement.flushAcks(), redisBudget());
-    await settleWithin(this.settlement.settled(), redisBudget());
-    this.leases.stop();
+    if (this.acks.unrecorded > 0) await settleWithin(this.acks.flush(), redisBudget());
+    await settleWithin(Promise.all([this.acks.settled(), this.settlement.settled()]), redisBudget());
+    this.visibility.stop();
     this.claimer.discardLastRecord();
     this.state = 'closed';
     this.context.onClosed(this);

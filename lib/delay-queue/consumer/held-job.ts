@@ -8,6 +8,11 @@ export interface HeldJob {
   readonly dueScore: number;
   /** `performance.now()` when it entered the runner's prefetch buffer (see JobRunner). */
   bufferedAt?: number;
+  /**
+   * Work started for the job as it was claimed (a repeat tick enqueues its next tick); its handler
+   * starts only once this has settled. Never rejects. Dropped once awaited or the job leaves the buffer.
+   */
+  preparing?: Promise<void>;
   /** Created on first use: most handlers never look at their signal, and a controller per job shows up in bursts. */
   controller?: AbortController;
   /** The stored job as claimed; dropped once the handler starts. */

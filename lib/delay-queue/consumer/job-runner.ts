@@ -3,11 +3,12 @@ import type { RedisLockTracing } from '../../core/tracing/redis-lock-tracing.js'
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { runInJobContext, type DelayedJobHandler, type JobContext } from '../interfaces/job-context.interface.js';
 import { decodeJob, type DecodedJob } from '../jobs/job-codec.js';
-import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
+import type { AckQueue } from './ack-queue.js';
 import { controllerOf, type HeldJob } from './held-job.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { ServerClock } from './server-clock.js';
 import { SlotTurnover } from './slot-turnover.js';
+import type { VisibilityKeeper } from './visibility-keeper.js';
 
 /**
  * A prefetched job that has not started this long after it was claimed is handed back to the queue
@@ -15,6 +16,7 @@ import { SlotTurnover } from './slot-turnover.js';
  */
 export const PREFETCH_HOLD_MS = 250;
 
+/** What a job runner needs from its consumer. */
 export interface JobRunnerContext<T> {
   readonly topic: string;
   readonly handler: DelayedJobHandler<T>;
@@ -22,26 +24,22 @@ export interface JobRunnerContext<T> {
   readonly events?: RedisLockEvents;
   readonly tracing?: RedisLockTracing;
   readonly clock: ServerClock;
-  readonly leases: ClaimLeaseKeeper;
+  readonly visibility: VisibilityKeeper;
+  /** Where a succeeded job's acknowledgement goes. */
+  readonly acks: AckQueue;
+  /** Where a failed attempt and a hand-back go. */
   readonly settlement: JobSettlement;
   /** True while the consumer runs: buffered jobs start only then (at shutdown they are handed back). */
   readonly running: () => boolean;
-  /** Called after a handler has returned and its outcome is queued. */
-  readonly onSlotFreed: () => void;
   /** Logs an unexpected error of the consumer's own code. */
   readonly bug: (where: string, error: unknown) => void;
-  /**
-   * Called for each job as soon as it is claimed (a repeat tick enqueues its next tick), so a job
-   * waiting in the prefetch buffer, or handed back, does not hold up the next tick; the
-   * job's handler starts only once it has settled. Never rejects.
-   */
-  readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
 }
 
 /**
  * Runs claimed jobs' handlers, at most `concurrency` at once, plus a prefetch buffer of claimed jobs
  * waiting for a slot, so that handlers keep running while the next claim travels. A handler gets the
- * decoded payload and a frozen `JobContext`; its outcome goes to the settlement.
+ * decoded payload and a frozen `JobContext`, once the job's preparation (`HeldJob.preparing`) has
+ * settled; a success goes to the ack queue, a failure to the settlement.
  *
  * Invariant: a due job never waits in this buffer while another consumer could run it. The buffer
  * only takes as many jobs as slots are about to free up (short handlers that finished lately, see
@@ -54,11 +52,12 @@ export class JobRunner<T> {
   private readonly buffer: HeldJob[] = [];
   /** Jobs whose handler has not returned yet. */
   private readonly active = new Set<HeldJob>();
-  /** `beforeRun` of claimed jobs whose handler has not started, still in progress. */
-  private readonly preparing = new Map<HeldJob, Promise<void>>();
   private readonly turnover: SlotTurnover;
   /** Fires when the oldest buffered job has waited PREFETCH_HOLD_MS. */
   private holdTimer?: NodeJS.Timeout;
+  /** Resolves `slotFreed()`'s promise; set while someone waits for it. */
+  private freeSlot?: () => void;
+  private slotFreedPromise?: Promise<void>;
 
   constructor(private readonly context: JobRunnerContext<T>) {
     this.turnover = new SlotTurnover(context.options.concurrency);
@@ -79,12 +78,13 @@ export class JobRunner<T> {
     this.turnover.claimSent();
   }
 
+  /** Resolves once the next handler has returned and its outcome is queued. */
+  slotFreed(): Promise<void> {
+    return (this.slotFreedPromise ??= new Promise<void>((resolve) => (this.freeSlot = resolve)));
+  }
+
   /** Buffers freshly claimed jobs and starts as many as there are free slots. */
   enqueue(jobs: readonly HeldJob[]): void {
-    for (const job of jobs) {
-      const preparing = this.context.beforeRun?.(job.id);
-      if (preparing) this.preparing.set(job, preparing);
-    }
     const now = performance.now();
     for (const job of jobs) job.bufferedAt = now;
     this.buffer.push(...jobs);
@@ -96,7 +96,7 @@ export class JobRunner<T> {
   takeBuffered(): HeldJob[] {
     this.clearHoldTimer();
     const taken = this.buffer.splice(0);
-    for (const job of taken) this.preparing.delete(job);
+    for (const job of taken) job.preparing = undefined;
     return taken;
   }
 
@@ -109,8 +109,8 @@ export class JobRunner<T> {
     while (this.active.size < this.context.options.concurrency && this.buffer.length > 0) {
       const job = this.buffer.shift()!;
       if (job.abandoned) {
-        this.preparing.delete(job);
-        this.context.leases.forget(job);
+        job.preparing = undefined;
+        this.context.visibility.forget(job);
         continue;
       }
       const body = job.body!;
@@ -149,8 +149,8 @@ export class JobRunner<T> {
     if (count === 0) return;
     const handed: HeldJob[] = [];
     for (const job of this.buffer.splice(0, count)) {
-      this.preparing.delete(job);
-      if (job.abandoned) this.context.leases.forget(job);
+      job.preparing = undefined;
+      if (job.abandoned) this.context.visibility.forget(job);
       else handed.push(job);
     }
     if (handed.length > 0) this.context.settlement.handBackUnstarted(handed);
@@ -164,9 +164,9 @@ export class JobRunner<T> {
     let startedAt = 0;
     const began = performance.now();
     try {
-      const preparing = this.preparing.get(job);
+      const preparing = job.preparing;
       if (preparing) {
-        this.preparing.delete(job);
+        job.preparing = undefined;
         await preparing;
       }
       decoded = decodeJob<T>(body);
@@ -211,13 +211,15 @@ export class JobRunner<T> {
       else events!.emit('job.failed', { ...base, error: failure });
     }
     if (job.abandoned) {
-      this.context.leases.forget(job);
+      this.context.visibility.forget(job);
     } else {
       job.phase = 'settling';
-      if (succeeded) this.context.settlement.acknowledge(job);
+      if (succeeded) this.context.acks.add(job);
       else this.context.settlement.recordFailure(job, decoded, failure);
     }
     if (this.context.running()) this.startBuffered();
-    this.context.onSlotFreed();
+    const freeSlot = this.freeSlot;
+    this.freeSlot = this.slotFreedPromise = undefined;
+    freeSlot?.();
   }
 }

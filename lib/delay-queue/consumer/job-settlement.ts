@@ -6,17 +6,17 @@ import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { encodeFailure, type DecodedJob } from '../jobs/job-codec.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
-import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
 import { failJobScript } from '../scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../scripts/release-jobs.lua.js';
-import type { ClaimLeaseKeeper } from './claim-lease-keeper.js';
 import { describeFailure, failureStack } from './describe-failure.js';
 import type { HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
+import type { VisibilityKeeper } from './visibility-keeper.js';
 
-/** Tries of one acknowledgement flush or failure record before the visibility deadline is left to bring the job back. */
+/** Tries of one failure record or hand-back before the visibility deadline is left to bring the job back. */
 const SETTLE_TRIES = 5;
 
+/** What a settlement needs from its consumer. */
 export interface JobSettlementContext {
   readonly topic: string;
   readonly connection: RedisConnection;
@@ -26,10 +26,8 @@ export interface JobSettlementContext {
   readonly retention: RedisLockConfig['delayQueue']['retention'];
   readonly logger: Logger;
   readonly events?: RedisLockEvents;
-  readonly leases: ClaimLeaseKeeper;
+  readonly visibility: VisibilityKeeper;
   readonly failures: RedisFailureStreak;
-  /** True while the claim loop waits for a free slot: its next claim, coming at once, carries queued acknowledgements. */
-  readonly claimComesNext: () => boolean;
   /** True once the consumer has closed: failure records stop retrying. */
   readonly closed: () => boolean;
   /** Logs an unexpected error of the consumer's own code. */
@@ -37,94 +35,27 @@ export interface JobSettlementContext {
 }
 
 /**
- * Writes the outcome of each claim to Redis: acknowledgements (batched, preferably riding along with
- * the next claim), failures (retry with backoff or dead letter) and hand-backs (prefetched jobs a
- * busy consumer cannot start soon, and whatever is left at shutdown). A claim stays held (its
- * visibility renewed) until its outcome is written; whatever is never written comes back when its
- * visibility deadline passes (at-least-once delivery).
+ * Writes the outcomes of claims other than success to Redis (acknowledgements are the ack queue's):
+ * failures (retry with backoff or dead letter) and hand-backs (prefetched jobs a busy consumer
+ * cannot start soon, and whatever is left at shutdown). A claim stays held (its visibility deadline
+ * extended) until its outcome is written; whatever is never written comes back when its visibility
+ * deadline passes (at-least-once delivery).
  */
 export class JobSettlement {
-  private readonly pendingAcks: HeldJob[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
-  private ackFlushScheduled = false;
 
   constructor(private readonly context: JobSettlementContext) {}
-
-  get hasPendingAcks(): boolean {
-    return this.pendingAcks.length > 0;
-  }
-
-  /** Queues the acknowledgement of a job whose handler succeeded. */
-  acknowledge(job: HeldJob): void {
-    this.pendingAcks.push(job);
-    // The loop waits for this slot: its next claim carries the acknowledgement (one round trip, not two).
-    if (this.context.claimComesNext()) return;
-    if (this.ackFlushScheduled) return;
-    this.ackFlushScheduled = true;
-    // If the loop claims first, the acknowledgements ride along with the claim and this finds nothing.
-    setImmediate(() => {
-      this.ackFlushScheduled = false;
-      this.track(this.flushAcks());
-    });
-  }
-
-  /** Takes the queued acknowledgements for a claim to carry; give them back with `returnAcks` if it fails. */
-  takeAcks(): HeldJob[] {
-    return this.pendingAcks.splice(0);
-  }
-
-  /** Puts acknowledgements whose call failed back at the front of the queue. */
-  returnAcks(acks: readonly HeldJob[]): void {
-    this.pendingAcks.unshift(...acks);
-  }
-
-  /** Redis has recorded these acknowledgements. */
-  acknowledged(acks: readonly HeldJob[]): void {
-    for (const job of acks) this.context.leases.forget(job);
-  }
-
-  /** Drops a queued acknowledgement of a claim that is gone. */
-  withdraw(job: HeldJob): void {
-    const i = this.pendingAcks.indexOf(job);
-    if (i >= 0) this.pendingAcks.splice(i, 1);
-  }
 
   /** Records a failed attempt: a retry after the job's backoff, or the dead letters on the last attempt. */
   recordFailure<T>(job: HeldJob, decoded: DecodedJob<T> | undefined, failure: unknown): void {
     this.track(this.writeFailure(job, decoded, failure));
   }
 
-  /** Sends every queued acknowledgement now, retrying a few times; what stays unsent waits for the next claim. */
-  async flushAcks(): Promise<void> {
-    const { failures } = this.context;
-    await retryWithBackoff(
-      async () => {
-        const acks = this.takeAcks();
-        if (acks.length === 0) return;
-        const args: string[] = [];
-        for (const job of acks) args.push(job.id, job.token);
-        try {
-          await ackJobsScript.run(this.context.connection.client, this.context.keyList, args);
-        } catch (error) {
-          // Still held and renewed: the next claim carries them, or the retry.
-          this.returnAcks(acks);
-          throw error;
-        }
-        this.acknowledged(acks);
-      },
-      {
-        failed: (error) => failures.failed(error),
-        giveUp: (tries) => tries >= SETTLE_TRIES,
-        delay: () => failures.retryDelay(),
-      },
-    );
-  }
-
   /**
    * Returns prefetched jobs this consumer cannot start soon to the queue, while it runs (see
-   * JobRunner), with their attempt undone. Their claims stay held (renewed) until Redis has them
-   * back; the call is retried like an acknowledgement, and what it never hands back returns when
-   * its visibility passes.
+   * JobRunner), with their attempt undone. Their claims stay held (visibility extended) until Redis
+   * has them back; the call is retried a few times, and what it never hands back returns when its
+   * visibility deadline passes.
    */
   handBackUnstarted(jobs: readonly HeldJob[]): void {
     const { failures } = this.context;
@@ -136,7 +67,7 @@ export class JobSettlement {
       }).then(() => {
         for (const job of jobs) {
           job.abandoned = true;
-          this.context.leases.forget(job);
+          this.context.visibility.forget(job);
         }
       }),
     );
@@ -155,7 +86,7 @@ export class JobSettlement {
     }
     for (const job of jobs) {
       job.abandoned = true;
-      this.context.leases.forget(job);
+      this.context.visibility.forget(job);
     }
   }
 
@@ -210,7 +141,7 @@ export class JobSettlement {
         delay: () => failures.retryDelay(),
       },
     );
-    this.context.leases.forget(job);
+    this.context.visibility.forget(job);
   }
 
   private track(promise: Promise<unknown>): void {

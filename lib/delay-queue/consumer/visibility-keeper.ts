@@ -6,36 +6,36 @@ import { extendJobsScript } from '../scripts/extend-jobs.lua.js';
 import { abortJob, isWatched, type ClaimedRow, type HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 
-export interface ClaimLeaseKeeperContext {
+/** What a visibility keeper needs from its consumer. */
+export interface VisibilityKeeperContext {
   readonly topic: string;
   readonly connection: RedisConnection;
   /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
   readonly keyList: readonly string[];
   readonly visibilityTimeout: number;
   readonly failures: RedisFailureStreak;
-  /** Called when a claim is given up for good: no outcome may be sent for it any more. */
-  readonly onAbandoned: (job: HeldJob) => void;
 }
 
 /**
- * Keeps the visibility of every claim this consumer holds, by the lease policy (lease-policy.ts):
- * renews them all in one call every `leaseRenewalInterval`, and aborts a job's signal
- * (JobVisibilityLostError) as soon as its claim can no longer be counted on: Redis refused the
- * renewal (someone else owns the job now), or no renewal was confirmed in time. Invariant: a
- * handler's signal is aborted before another consumer can take its job over, i.e. at its
- * `leaseLostAt`, a safety margin before the last confirmed visibility ends; a timer set for the
- * earliest such moment enforces it between renewals.
+ * Keeps the visibility deadline of every job this consumer has claimed, by the lease policy
+ * (lease-policy.ts): extends them all in one call every `leaseRenewalInterval`, and aborts a job's
+ * signal (JobVisibilityLostError) as soon as its claim can no longer be counted on: Redis refused
+ * the extension (someone else owns the job now), or no extension was confirmed in time. Invariant:
+ * a handler's signal is aborted before another consumer can take its job over, i.e. at its
+ * `leaseLostAt`, a safety margin before the last confirmed visibility deadline; a timer set for the
+ * earliest such moment enforces it between extensions. A job marked abandoned here gets no outcome
+ * sent any more: the ack queue and the settlement skip it.
  */
-export class ClaimLeaseKeeper {
+export class VisibilityKeeper {
   private readonly held = new Map<string, HeldJob>();
-  private renewTimer?: NodeJS.Timeout;
+  private extendTimer?: NodeJS.Timeout;
   /** Fires when the earliest watched claim runs out of confirmed visibility (see `armLossTimer`). */
   private lossTimer?: NodeJS.Timeout;
-  private renewing = false;
+  private extending = false;
 
-  constructor(private readonly context: ClaimLeaseKeeperContext) {}
+  constructor(private readonly context: VisibilityKeeperContext) {}
 
-  /** Starts keeping the claim of a freshly claimed row; the job starts out buffered. */
+  /** Starts keeping the visibility of a freshly claimed row; the job starts out buffered. */
   hold(row: ClaimedRow): HeldJob {
     const job: HeldJob = {
       id: row.id,
@@ -48,22 +48,22 @@ export class ClaimLeaseKeeper {
       abandoned: false,
     };
     this.held.set(heldKey(job), job);
-    this.ensureRenewing();
+    this.ensureExtending();
     // A new claim never runs out before one already watched; only arm when nothing is.
     if (!this.lossTimer) this.armLossTimer();
     return job;
   }
 
-  /** Stops keeping the job's claim (settled, handed back or lost); stops all timers once none is left. */
+  /** Stops keeping the job's visibility (settled, handed back or lost); stops all timers once none is left. */
   forget(job: HeldJob): void {
     this.held.delete(heldKey(job));
     if (this.held.size === 0) this.stop();
   }
 
-  /** Stops renewing and watching (at the end of shutdown, or when nothing is held). */
+  /** Stops extending and watching (at the end of shutdown, or when nothing is held). */
   stop(): void {
-    clearInterval(this.renewTimer);
-    this.renewTimer = undefined;
+    clearInterval(this.extendTimer);
+    this.extendTimer = undefined;
     clearTimeout(this.lossTimer);
     this.lossTimer = undefined;
   }
@@ -74,15 +74,14 @@ export class ClaimLeaseKeeper {
     if (reason === 'not-owner' || job.phase === 'buffered') {
       // Someone else owns it now (or nobody: cancelled); never send an outcome for this claim.
       job.abandoned = true;
-      this.context.onAbandoned(job);
       if (job.phase === 'settling') this.forget(job);
     }
   }
 
-  private ensureRenewing(): void {
-    if (this.renewTimer) return;
-    this.renewTimer = setInterval(() => void this.renewAll(), leaseRenewalInterval(this.context.visibilityTimeout));
-    this.renewTimer.unref();
+  private ensureExtending(): void {
+    if (this.extendTimer) return;
+    this.extendTimer = setInterval(() => void this.extendAll(), leaseRenewalInterval(this.context.visibilityTimeout));
+    this.extendTimer.unref();
   }
 
   private armLossTimer(): void {
@@ -106,18 +105,18 @@ export class ClaimLeaseKeeper {
     this.lossTimer.unref();
   }
 
-  /** Renews every held claim in one call. Never rejects. */
-  private async renewAll(): Promise<void> {
+  /** Extends the visibility deadline of every held claim in one call. Never rejects. */
+  private async extendAll(): Promise<void> {
     // A claim whose visibility deadline itself passed unconfirmed is lost, whether the loss timer told it already or not.
     const now = performance.now();
     const { visibilityTimeout } = this.context;
     for (const job of this.held.values()) {
       if (!job.abandoned && now >= job.confirmedSentAt + visibilityTimeout) this.loseVisibility(job, 'unconfirmed');
     }
-    if (this.renewing) return;
+    if (this.extending) return;
     const jobs = [...this.held.values()].filter((job) => !job.abandoned);
     if (jobs.length === 0) return;
-    this.renewing = true;
+    this.extending = true;
     const args: (string | number)[] = [visibilityTimeout];
     for (const job of jobs) args.push(job.id, job.token);
     const sent = performance.now();
@@ -131,7 +130,7 @@ export class ClaimLeaseKeeper {
     } catch (error) {
       this.context.failures.failed(error);
     } finally {
-      this.renewing = false;
+      this.extending = false;
     }
   }
 }

@@ -1,0 +1,136 @@
+import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
+import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
+import type { HeldJob } from './held-job.js';
+import type { RedisFailureStreak } from './redis-failure-streak.js';
+import type { VisibilityKeeper } from './visibility-keeper.js';
+
+/** Tries of one acknowledgement flush before the visibility deadline is left to bring the jobs back. */
+const FLUSH_TRIES = 5;
+
+/** What an ack queue needs from its consumer. */
+export interface AckQueueContext {
+  readonly connection: RedisConnection;
+  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
+  readonly keyList: readonly string[];
+  readonly visibility: VisibilityKeeper;
+  readonly failures: RedisFailureStreak;
+  /** Logs an unexpected error of the consumer's own code. */
+  readonly bug: (where: string, error: unknown) => void;
+}
+
+/**
+ * The one owner of a consumer's acknowledgements that Redis has not recorded yet. A job whose
+ * handler succeeded is queued here; the next claim carries the queue (one round trip for the ack and
+ * the next jobs), or, when no claim is about to be sent, a flush of its own sends it on the next turn
+ * of the event loop.
+ *
+ * Invariants: an unrecorded acknowledgement is in exactly one place, the queue or one send in flight
+ * (a claim or a flush); a send that fails puts its acknowledgements back at the front of the queue,
+ * so they are sent again (the ack script checks each claim token, so a re-sent or late acknowledgement
+ * changes nothing twice); once Redis has recorded one, its job's visibility is no longer kept. An
+ * abandoned job (its claim lost or handed back) is dropped from the queue and never sent. Whatever
+ * is never sent returns to the queue when its visibility deadline passes (at-least-once delivery).
+ */
+export class AckQueue {
+  private readonly queued: HeldJob[] = [];
+  /** Acknowledgements taken by a send whose reply has not come back yet. */
+  private readonly sending = new Set<HeldJob>();
+  /** Flushes started in the background and not finished yet. */
+  private readonly flushes = new Set<Promise<void>>();
+  private flushScheduled = false;
+
+  /**
+   * True while the claim loop waits for a free slot: its claim, sent as soon as a handler returns,
+   * carries what is queued, so no flush of its own is scheduled. Set by the claim loop.
+   */
+  claimComesNext = false;
+
+  constructor(private readonly context: AckQueueContext) {}
+
+  /** Acknowledgements queued or in flight that Redis has not recorded yet. */
+  get unrecorded(): number {
+    return this.queued.length + this.sending.size;
+  }
+
+  /** Queues the acknowledgement of a job whose handler succeeded. */
+  add(job: HeldJob): void {
+    this.queued.push(job);
+    if (this.claimComesNext || this.flushScheduled) return;
+    this.flushScheduled = true;
+    // If the loop claims first, the acknowledgements ride along with the claim and this finds nothing.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.track(this.flush());
+    });
+  }
+
+  /**
+   * Runs `send` with the queued acknowledgements (possibly none), e.g. a claim that carries them.
+   * Once it resolves they are recorded; if it rejects they go back to the queue, and the error passes.
+   */
+  async carry<R>(send: (acks: readonly HeldJob[]) => Promise<R>): Promise<R> {
+    const acks = this.take();
+    let result: R;
+    try {
+      result = await send(acks);
+    } catch (error) {
+      this.putBack(acks);
+      throw error;
+    }
+    this.recorded(acks);
+    return result;
+  }
+
+  /** Sends every queued acknowledgement now, retrying a few times; what stays unsent waits for the next claim. */
+  async flush(): Promise<void> {
+    const { failures } = this.context;
+    await retryWithBackoff(
+      async () => {
+        if (!this.queued.some((job) => !job.abandoned)) return;
+        await this.carry(async (acks) => {
+          const args: string[] = [];
+          for (const job of acks) args.push(job.id, job.token);
+          await ackJobsScript.run(this.context.connection.client, this.context.keyList, args);
+        });
+      },
+      {
+        failed: (error) => failures.failed(error),
+        giveUp: (tries) => tries >= FLUSH_TRIES,
+        delay: () => failures.retryDelay(),
+      },
+    );
+  }
+
+  /** Settles once every background flush started so far has finished. Never rejects. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.flushes]);
+  }
+
+  /** Empties the queue into a send, leaving out abandoned jobs. */
+  private take(): HeldJob[] {
+    const acks = this.queued.splice(0).filter((job) => !job.abandoned);
+    for (const job of acks) this.sending.add(job);
+    return acks;
+  }
+
+  /** A send failed: its acknowledgements (still held, their visibility kept) go back to the front of the queue. */
+  private putBack(acks: readonly HeldJob[]): void {
+    for (const job of acks) this.sending.delete(job);
+    this.queued.unshift(...acks.filter((job) => !job.abandoned));
+  }
+
+  /** Redis has recorded these acknowledgements. */
+  private recorded(acks: readonly HeldJob[]): void {
+    for (const job of acks) {
+      this.sending.delete(job);
+      this.context.visibility.forget(job);
+    }
+  }
+
+  private track(flush: Promise<void>): void {
+    const settled = flush.catch((error) => this.context.bug('acknowledgement flush', error));
+    this.flushes.add(settled);
+    void settled.finally(() => this.flushes.delete(settled));
+  }
+}
