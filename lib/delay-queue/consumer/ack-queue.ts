@@ -86,14 +86,13 @@ export class AckQueue {
   async flush(): Promise<void> {
     const { failures } = this.context;
     await retryWithBackoff(
-      async () => {
-        if (!this.queued.some((job) => !job.abandoned)) return;
-        await this.carry(async (acks) => {
+      () =>
+        this.carry(async (acks) => {
+          if (acks.length === 0) return;
           const args: string[] = [];
           for (const job of acks) args.push(job.id, job.token);
           await ackJobsScript.run(this.context.connection.client, this.context.keyList, args);
-        });
-      },
+        }),
       {
         failed: (error) => failures.failed(error),
         giveUp: (tries) => tries >= FLUSH_TRIES,

@@ -22,7 +22,7 @@ export interface ClaimLoopContext {
   readonly keys: TopicKeys;
   readonly maxIdleWait: number;
   readonly claimer: JobClaimer;
-  readonly runner: Pick<JobRunner<unknown>, 'room' | 'claimSent' | 'enqueue' | 'slotFreed'>;
+  readonly runner: Pick<JobRunner<unknown>, 'room' | 'claimSent' | 'enqueue' | 'whenSlotFrees'>;
   readonly visibility: VisibilityKeeper;
   /** Each claim carries its queued acknowledgements. */
   readonly acks: AckQueue;
@@ -200,7 +200,7 @@ export class ClaimLoop {
       this.setPause(reason);
       if (reason === 'slot') {
         // Coalesce: handlers finishing in the same turn are acknowledged and replaced by one claim.
-        void this.context.runner.slotFreed().then(() =>
+        void this.context.runner.whenSlotFrees().then(() =>
           setImmediate(() => {
             if (this.resume === done) done();
           }),

@@ -55,9 +55,9 @@ export class JobRunner<T> {
   private readonly turnover: SlotTurnover;
   /** Fires when the oldest buffered job has waited PREFETCH_HOLD_MS. */
   private holdTimer?: NodeJS.Timeout;
-  /** Resolves `slotFreed()`'s promise; set while someone waits for it. */
+  /** Resolves `whenSlotFrees()`'s promise; set while someone waits for it. */
   private freeSlot?: () => void;
-  private slotFreedPromise?: Promise<void>;
+  private slotFrees?: Promise<void>;
 
   constructor(private readonly context: JobRunnerContext<T>) {
     this.turnover = new SlotTurnover(context.options.concurrency);
@@ -79,8 +79,8 @@ export class JobRunner<T> {
   }
 
   /** Resolves once the next handler has returned and its outcome is queued. */
-  slotFreed(): Promise<void> {
-    return (this.slotFreedPromise ??= new Promise<void>((resolve) => (this.freeSlot = resolve)));
+  whenSlotFrees(): Promise<void> {
+    return (this.slotFrees ??= new Promise<void>((resolve) => (this.freeSlot = resolve)));
   }
 
   /** Buffers freshly claimed jobs and starts as many as there are free slots. */
@@ -219,7 +219,7 @@ export class JobRunner<T> {
     }
     if (this.context.running()) this.startBuffered();
     const freeSlot = this.freeSlot;
-    this.freeSlot = this.slotFreedPromise = undefined;
+    this.freeSlot = this.slotFrees = undefined;
     freeSlot?.();
   }
 }
