@@ -11,7 +11,7 @@ import {
   type JobScheduleLostEvent,
   type JobScheduleRetryingEvent,
 } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { sleep, waitFor } from '../support/timing.js';

@@ -1,4 +1,4 @@
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { startFreezingProxy } from './support/freezing-proxy.js';

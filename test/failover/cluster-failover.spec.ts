@@ -10,7 +10,8 @@ import {
   type LockHandle,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { rawCluster, startRedisCluster, type LocalRedisCluster } from '../support/redis-cluster.js';
+import { startLocalRedisCluster, type LocalRedisCluster } from '../../tools/local-redis-cluster.js';
+import { rawCluster } from '../support/redis-cluster.js';
 import {
   heldLockOutcomes,
   stopAllLoads,
@@ -70,7 +71,7 @@ describe('Redis Cluster failover', () => {
 
   beforeAll(async () => {
     unhandled.start();
-    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1_000 });
+    cluster = await startLocalRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1_000 });
     raw = rawCluster([...cluster.nodes]);
     await refreshSlots();
   }, 90_000);

@@ -13,7 +13,7 @@ import {
 } from '../../lib/index.js';
 import { Test } from '@nestjs/testing';
 import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
-import { freePort } from '../support/local-redis-server.js';
+import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import {
@@ -81,7 +81,7 @@ describe('Redis Sentinel', () => {
   });
 
   it('names the sentinels, not localhost:6379, when it cannot reach Redis through them', async () => {
-    const dead = await freePort();
+    const dead = await findFreePort();
     const moduleRef = await Test.createTestingModule({
       imports: [RedisLockModule.forRoot({ redis: { sentinels: [{ host: '127.0.0.1', port: dead }], name: 'nomaster' }, connectTimeout: 1_000 })],
     }).compile();

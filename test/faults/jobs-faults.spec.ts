@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, JobVisibilityLostError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';

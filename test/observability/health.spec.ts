@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';

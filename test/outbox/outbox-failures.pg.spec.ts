@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import { Pool } from 'pg';
 import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { spawnFixture } from '../support/child-process.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';

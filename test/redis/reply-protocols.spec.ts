@@ -15,7 +15,7 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
 import { readEvictionPolicies } from '../../lib/core/redis/eviction-policy-check.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
