@@ -120,7 +120,8 @@ describe('wake-up only when someone may be waiting', () => {
           await lock.release();
         }),
       );
-      await sleep(30); // queue in this order
+      // In the queue before the next one comes: they queue in this order.
+      await waitFor(async () => (await redis.llen(keys.lock('fair-chain').queue)) === i + 1, 10_000, `waiter ${i} in the fair queue`);
     }
     const started = performance.now();
     await holder.release();
