@@ -16,6 +16,7 @@ import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
 import {
   heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, THROUGH_FAILOVER } from './support/failover-harness.js';
 import { useSentinelTopology } from './support/use-sentinel-topology.js';
@@ -70,7 +71,9 @@ describe('Redis Sentinel', () => {
     expect(await topology.clientTo(primary.port).exists(new RedisKeySpace(keyPrefix).lock('order:1').owners)).toBe(1);
 
     const waiter = locks.acquire('order:1', { waitTimeout: 5_000 });
-    await sleep(50);
+    // Refused, the waiter marks the lock as awaited and parks.
+    const owners = new RedisKeySpace(keyPrefix).lock('order:1').owners;
+    await waitFor(async () => (await topology.clientTo(primary.port).hexists(owners, WAITING_MARK)) === 1, 5_000, 'the waiter to park');
     await handle.release();
     await (await waiter).release();
 

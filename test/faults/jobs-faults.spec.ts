@@ -404,6 +404,7 @@ describe('delayed-job faults', () => {
       const consumerApp = await queueApp(proxy.url, keyPrefix);
       const producer = await queueApp(testRedisUrl(), keyPrefix);
       const handled: string[] = [];
+      const parked = proxy.observe((args) => args[0].toLowerCase() === 'bzpopmin');
       try {
         const consumer = consumerApp.get(DelayQueueService).consume(
           'bh',
@@ -413,7 +414,8 @@ describe('delayed-job faults', () => {
           // A short idle wait, so the hang detector gives up on the black-holed BZPOPMIN during the cut.
           { maxIdleWait: 1_000 },
         );
-        await sleep(300); // parked on BZPOPMIN
+        await waitFor(() => parked.count >= 1, 10_000, 'the consumer to park on BZPOPMIN');
+        parked.stop();
         proxy.blackhole();
         const ids = await producer.get(DelayQueueService).scheduleMany(
           'bh',
