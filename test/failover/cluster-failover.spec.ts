@@ -132,7 +132,7 @@ describe('Redis Cluster failover', () => {
     const loadVictim = new LockLoad([lockA, lockB], victimKeys, ledger, 3, options).start(2);
     const loadOther = new LockLoad([lockA, lockB], otherKeys, ledger, 3, options).start(1);
     const loadSync = new LockLoad([lockS1, lockS2], syncKeys, syncLedger, 3, options).start(1);
-    await sleep(300);
+    await waitFor(() => [loadVictim, loadOther, loadSync].every((load) => load.successes.length > 0), 10_000, 'every load to take a lock');
 
     // Everything the victim has so far is on its replica (WAIT on a write ordered after it).
     const marker = `{held:long}:marker:${keyPrefix}`;

@@ -193,7 +193,7 @@ describe('Redis Sentinel', () => {
 
     const ledger = new GrantLedger();
     const load = new LockLoad([lockA, lockB], ['load:0', 'load:1', 'load:2', 'load:3'], ledger).start(2);
-    await sleep(300);
+    await waitFor(() => load.successes.length > 0, 10_000, 'the load to take a lock');
 
     // Everything so far is on both replicas: a write after it, confirmed by WAIT, orders behind it.
     const before = await topology.primaryNode();
