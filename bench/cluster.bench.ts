@@ -41,7 +41,7 @@ import {
 } from './support/lock-contenders.js';
 import { runParallel, runSequential } from './support/lock-scenarios.js';
 import { summarize } from './support/stats.js';
-import { startLocalRedisServer } from '../tools/local-redis-server.js';
+import { startLocalRedisServer } from '../lib/testing/local-redis-server.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {

@@ -26,7 +26,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release as osRelease } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startLocalRedisServer } from '../tools/local-redis-server.js';
+import { startLocalRedisServer } from '../lib/testing/local-redis-server.js';
 import { bullmq, ours, type DelayContender } from './support/delay-contenders.js';
 import { commandCounts, distribution, markdown, sleep, type Distribution } from './support/delay-stats.js';
 import { describeVersions, stackVersions } from './support/stack-versions.js';

@@ -26,7 +26,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { DelayQueueService, runInTransaction } from '../lib/index.js';
 import { inPgTransaction, PostgresJobOutbox } from '../lib/outbox/postgres/index.js';
 import { initRedisLockTestingModule } from '../lib/testing/index.js';
-import { startLocalRedisServer } from '../tools/local-redis-server.js';
+import { startLocalRedisServer } from '../lib/testing/local-redis-server.js';
 import { startLocalPostgres } from '../test/support/postgres.js';
 import { PgTransactions } from '../test/outbox/support/outbox-harness.js';
 import { distribution, markdown, sleep, until, type Distribution } from './support/delay-stats.js';

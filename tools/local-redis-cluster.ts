@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { freePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from './local-redis-server.js';
+import { findFreePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../lib/testing/local-redis-server.js';
 
 /** One node's address, in the shape ioredis' `Cluster` takes as a startup node. */
 export interface ClusterNodeAddress {
@@ -150,9 +150,9 @@ export async function provideRedisCluster(options: LocalRedisClusterOptions = {}
 async function startClusterNode(args: string[]): Promise<LocalRedisServer> {
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort();
-    let busPort = await freePort();
-    while (busPort === port) busPort = await freePort();
+    const port = await findFreePort();
+    let busPort = await findFreePort();
+    while (busPort === port) busPort = await findFreePort();
     try {
       return await startLocalRedisServer({ port, args: [...args, '--cluster-port', String(busPort)] });
     } catch (error) {

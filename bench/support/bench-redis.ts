@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { startLocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer } from '../../lib/testing/local-redis-server.js';
 
 /** The Redis a bench run talks to, and how to let go of it. */
 export interface BenchRedis {

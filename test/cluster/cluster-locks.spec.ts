@@ -10,7 +10,7 @@ import {
   uniqueClusterPrefix,
   useSharedTestCluster,
 } from '../support/redis-cluster.js';
-import { sleep } from '../support/timing.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 /** Names whose lock keys land on different masters of the 3-master test cluster. */
 async function namesOnDistinctMasters(
@@ -115,7 +115,8 @@ describe('locks on a Redis Cluster', () => {
       waiters.push(
         service.using('fair', () => void order.push(i), { fair: true, waitTimeout: 15_000, leaseTime: 20_000 }),
       );
-      await sleep(50); // enqueue in a known order
+      // In the queue before the next one comes: they queue in this order.
+      await waitFor(async () => (await raw.llen(new RedisKeySpace(keyPrefix).lock('fair').queue)) === i + 1, 10_000, `waiter ${i} in the fair queue`);
     }
     const started = performance.now();
     await holder.release();
@@ -129,7 +130,7 @@ describe('locks on a Redis Cluster', () => {
     const r2 = await b.readWrite('rw').read({ leaseTime: 20_000 });
     const started = performance.now();
     const writer = a.readWrite('rw').write({ waitTimeout: 15_000, leaseTime: 20_000 });
-    await sleep(100);
+    await waitFor(async () => (await raw.zcard(new RedisKeySpace(keyPrefix).lock('rw').waitingWriters)) === 1, 10_000, 'the writer to wait');
     await Promise.all([r1.release(), r2.release()]);
     const w = await writer;
     expect(performance.now() - started).toBeLessThan(5_000);

@@ -11,7 +11,7 @@ import {
   type JobScheduleLostEvent,
   type JobScheduleRetryingEvent,
 } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
@@ -112,7 +112,7 @@ describe('Jobs scheduled inside a transaction, written after COMMIT', () => {
     let closing: Promise<void> | undefined;
     await outage(2_000, async () => {
       await runInTransaction(() => t.queue.schedule('commit.shutdown', { n: 1 }, { id: 'flushed-1', delay: 60_000 }));
-      await sleep(300);
+      await waitFor(() => retrying.length >= 1, 10_000, 'the after-commit write to fail and be retried');
       closing = t.close(); // shutdown begins while Redis is still down
     });
     await closing;

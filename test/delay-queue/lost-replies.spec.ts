@@ -278,10 +278,13 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     const runs: string[] = [];
     const marker = `${keyPrefix}:dq:{marker}:marker`;
     // Armed before the consumer parks: its first BZPOPMIN is the one whose reply (the pop) is lost.
-    const lost = proxy.loseReply((args) => args[0].toLowerCase() === 'bzpopmin' && args[1] === marker);
+    const onMarker = (args: readonly string[]) => args[0].toLowerCase() === 'bzpopmin' && args[1] === marker;
+    const lost = proxy.loseReply(onMarker);
+    const parked = proxy.observe(onMarker);
     // maxIdleWait 20 s: only the lost wake-up itself can bring the job in time.
     const consumer = proxied.queue.consume('marker', (_payload, job) => void runs.push(job.id), { maxIdleWait: 20_000 });
-    await sleep(300); // parked on the marker
+    await waitFor(() => parked.count >= 1, 10_000, 'the consumer to park on the marker');
+    parked.stop();
     const scheduledAt = performance.now();
     const id = await direct.queue.schedule('marker', 1);
     await lost;

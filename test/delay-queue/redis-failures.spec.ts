@@ -1,7 +1,8 @@
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { startFreezingProxy } from './support/freezing-proxy.js';
+import { blockedClients } from '../support/redis-probes.js';
 import { sleep, waitFor } from '../support/timing.js';
 
 describe('Consumers survive Redis failures', () => {
@@ -23,7 +24,7 @@ describe('Consumers survive Redis failures', () => {
         runs.push({ id: job.id, lateness: Date.now() - job.scheduledAt.getTime() });
       });
       const id = await t.queue.schedule('restart.persisted', 1, { delay: 2_000 });
-      await sleep(300);
+      await waitFor(async () => (await blockedClients(server.url)) >= 1, 10_000, 'the consumer to block until the job is due', { every: 50 });
       await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
       await waitFor(() => runs.length === 1, 8_000, 'the job to run after the restart');
       expect(runs[0].id).toBe(id);
@@ -37,7 +38,7 @@ describe('Consumers survive Redis failures', () => {
       const consumer = t.queue.consume('restart.idle', (_payload, job) => {
         runs.push({ lateness: Date.now() - job.scheduledAt.getTime() });
       });
-      await sleep(300); // the consumer is now blocked on an empty topic
+      await waitFor(async () => (await blockedClients(server.url)) >= 1, 10_000, 'the consumer to block on the empty topic', { every: 50 });
       await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
       await waitFor(async () => {
         try {

@@ -10,7 +10,8 @@ import {
   type LockHandle,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { rawCluster, startRedisCluster, type LocalRedisCluster } from '../support/redis-cluster.js';
+import { startLocalRedisCluster, type LocalRedisCluster } from '../../tools/local-redis-cluster.js';
+import { rawCluster } from '../support/redis-cluster.js';
 import {
   heldLockOutcomes,
   stopAllLoads,
@@ -70,7 +71,7 @@ describe('Redis Cluster failover', () => {
 
   beforeAll(async () => {
     unhandled.start();
-    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1_000 });
+    cluster = await startLocalRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1_000 });
     raw = rawCluster([...cluster.nodes]);
     await refreshSlots();
   }, 90_000);
@@ -131,7 +132,7 @@ describe('Redis Cluster failover', () => {
     const loadVictim = new LockLoad([lockA, lockB], victimKeys, ledger, 3, options).start(2);
     const loadOther = new LockLoad([lockA, lockB], otherKeys, ledger, 3, options).start(1);
     const loadSync = new LockLoad([lockS1, lockS2], syncKeys, syncLedger, 3, options).start(1);
-    await sleep(300);
+    await waitFor(() => [loadVictim, loadOther, loadSync].every((load) => load.successes.length > 0), 10_000, 'every load to take a lock');
 
     // Everything the victim has so far is on its replica (WAIT on a write ordered after it).
     const marker = `{held:long}:marker:${keyPrefix}`;

@@ -13,9 +13,10 @@ import {
 } from '../../lib/index.js';
 import { Test } from '@nestjs/testing';
 import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
-import { freePort } from '../support/local-redis-server.js';
+import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
 import {
   heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, THROUGH_FAILOVER } from './support/failover-harness.js';
 import { useSentinelTopology } from './support/use-sentinel-topology.js';
@@ -70,7 +71,9 @@ describe('Redis Sentinel', () => {
     expect(await topology.clientTo(primary.port).exists(new RedisKeySpace(keyPrefix).lock('order:1').owners)).toBe(1);
 
     const waiter = locks.acquire('order:1', { waitTimeout: 5_000 });
-    await sleep(50);
+    // Refused, the waiter marks the lock as awaited and parks.
+    const owners = new RedisKeySpace(keyPrefix).lock('order:1').owners;
+    await waitFor(async () => (await topology.clientTo(primary.port).hexists(owners, WAITING_MARK)) === 1, 5_000, 'the waiter to park');
     await handle.release();
     await (await waiter).release();
 
@@ -81,7 +84,7 @@ describe('Redis Sentinel', () => {
   });
 
   it('names the sentinels, not localhost:6379, when it cannot reach Redis through them', async () => {
-    const dead = await freePort();
+    const dead = await findFreePort();
     const moduleRef = await Test.createTestingModule({
       imports: [RedisLockModule.forRoot({ redis: { sentinels: [{ host: '127.0.0.1', port: dead }], name: 'nomaster' }, connectTimeout: 1_000 })],
     }).compile();
@@ -190,7 +193,7 @@ describe('Redis Sentinel', () => {
 
     const ledger = new GrantLedger();
     const load = new LockLoad([lockA, lockB], ['load:0', 'load:1', 'load:2', 'load:3'], ledger).start(2);
-    await sleep(300);
+    await waitFor(() => load.successes.length > 0, 10_000, 'the load to take a lock');
 
     // Everything so far is on both replicas: a write after it, confirmed by WAIT, orders behind it.
     const before = await topology.primaryNode();

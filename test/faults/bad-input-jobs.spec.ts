@@ -9,7 +9,7 @@ import {
   RedisConnectionError,
   type ScheduleOptions,
 } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';

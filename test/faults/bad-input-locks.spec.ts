@@ -12,7 +12,7 @@ import {
   WithLock,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 /** Every way a caller can hand the lock API something wrong: a typed error, a useful message, nothing written. */

@@ -13,7 +13,7 @@ import {
 } from '../../lib/index.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
 import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';

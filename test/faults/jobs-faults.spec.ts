@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, JobVisibilityLostError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
@@ -404,6 +404,7 @@ describe('delayed-job faults', () => {
       const consumerApp = await queueApp(proxy.url, keyPrefix);
       const producer = await queueApp(testRedisUrl(), keyPrefix);
       const handled: string[] = [];
+      const parked = proxy.observe((args) => args[0].toLowerCase() === 'bzpopmin');
       try {
         const consumer = consumerApp.get(DelayQueueService).consume(
           'bh',
@@ -413,7 +414,8 @@ describe('delayed-job faults', () => {
           // A short idle wait, so the hang detector gives up on the black-holed BZPOPMIN during the cut.
           { maxIdleWait: 1_000 },
         );
-        await sleep(300); // parked on BZPOPMIN
+        await waitFor(() => parked.count >= 1, 10_000, 'the consumer to park on BZPOPMIN');
+        parked.stop();
         proxy.blackhole();
         const ids = await producer.get(DelayQueueService).scheduleMany(
           'bh',

@@ -1,7 +1,7 @@
 import { Test, type TestingModule } from '@nestjs/testing';
 import { LockLostError, LockService, RedisLockModule } from '../../lib/index.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';

@@ -5,7 +5,9 @@ import { spawnFixture } from '../support/child-process.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitForLine } from '../support/wait-for-output.js';
 import { fencedWrite } from '../fixtures/fenced-store.js';
-import { sleep } from '../support/timing.js';
+import { waitFor } from '../support/timing.js';
+import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
 
 /** Lock holders in other processes that crash or freeze. */
 describe('lock faults: holder processes killed or paused', () => {
@@ -27,7 +29,8 @@ describe('lock faults: holder processes killed or paused', () => {
     const holder = spawnFixture('lock-holder.ts', [testRedisUrl(), keyPrefix, 'killed', '1000', 'hold']);
     await waitForLine(holder, /^HELD /);
     const waiting = locks.acquire('killed', { waitTimeout: 20_000 });
-    await sleep(300); // the waiter is parked on the holder's TTL
+    // The waiter was refused and parked on the holder's TTL: it marked the lock as awaited.
+    await waitFor(async () => (await redis.hexists(new RedisKeySpace(keyPrefix).lock('killed').owners, WAITING_MARK)) === 1, 10_000, 'the waiter to park');
     const killedAt = performance.now();
     holder.kill('SIGKILL');
     const lock = await waiting;

@@ -6,7 +6,7 @@ import { LockService, type LockHandle } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { errorMessage } from '../../lib/core/errors/error-message.js';
 import { createRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { holdsWithin, sleep } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { FenceHistory, seededRandom, type FenceGrant, type GrantKind } from './fence-history.js';

@@ -1,6 +1,6 @@
 import { LockLostError, LockNotHeldError, LockService } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
-import { sleep } from '../support/timing.js';
+import { abortReason, within } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('ownership', () => {
@@ -13,7 +13,8 @@ describe('ownership', () => {
 
   it('never lets a stale holder release or extend the next holder’s lock', async () => {
     const stale = await a.acquire('own', { leaseTime: 100 });
-    await sleep(250);
+    // Its lease runs out and nothing renews it (a fixed lease): the hold is lost.
+    await within(abortReason(stale.signal), 10_000, 'the stale hold to be lost');
     expect(stale.signal.aborted).toBe(true);
     expect(stale.signal.reason).toBeInstanceOf(LockLostError);
 

@@ -1,6 +1,6 @@
 import { LockLostError, LockService, LockUpgradeError } from '../../lib/index.js';
-import { useLockServicePair } from '../support/test-app.js';
-import { sleep } from '../support/timing.js';
+import { rawRedis, useLockServicePair } from '../support/test-app.js';
+import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('read/write lock', () => {
@@ -28,13 +28,14 @@ describe('read/write lock', () => {
     const firstReader = await a.readWrite('starve').read();
     const writer = b.readWrite('starve').write({ waitTimeout: 10_000 });
     // Once the writer waits, a new reader is held back, even though only readers hold the lock.
-    let lateReader = await a.readWrite('starve').tryRead();
-    for (let i = 0; lateReader && i < 50; i++) {
-      await lateReader.release();
-      await sleep(20);
-      lateReader = await a.readWrite('starve').tryRead();
+    const redis = rawRedis();
+    try {
+      const waitingWriters = new RedisKeySpace(keyPrefix).lock('starve').waitingWriters;
+      await waitFor(async () => (await redis.zcard(waitingWriters)) === 1, 10_000, 'the writer to wait');
+    } finally {
+      redis.disconnect();
     }
-    expect(lateReader).toBeNull();
+    expect(await a.readWrite('starve').tryRead()).toBeNull();
     await firstReader.release();
     const held = await writer;
     expect(held.held).toBe(true);

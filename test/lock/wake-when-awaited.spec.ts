@@ -42,8 +42,8 @@ describe('wake-up only when someone may be waiting', () => {
       await (await a.acquire('quiet-fair', { fair: true, leaseTime: 10_000 })).release();
       await (await b.acquire('quiet')).release(); // watchdog mode too
     }
-    // A message would have arrived long before a ping round trip on the listener's connection.
-    await sleep(50);
+    // A message published by a release reaches the listener before the reply to its next ping.
+    await listener.ping();
     expect(published('quiet')).toEqual([]);
     expect(published('quiet-fair')).toEqual([]);
     expect(await redis.exists(keys.lock('quiet').owners)).toBe(0);
@@ -67,7 +67,7 @@ describe('wake-up only when someone may be waiting', () => {
     expect(await b.tryAcquire('tried')).toBeNull();
     expect(await redis.hexists(keys.lock('tried').owners, WAITING_MARK)).toBe(0);
     await holder.release();
-    await sleep(50);
+    await listener.ping(); // after any message the release published
     expect(published('tried')).toEqual([]);
   });
 
@@ -120,7 +120,8 @@ describe('wake-up only when someone may be waiting', () => {
           await lock.release();
         }),
       );
-      await sleep(30); // queue in this order
+      // In the queue before the next one comes: they queue in this order.
+      await waitFor(async () => (await redis.llen(keys.lock('fair-chain').queue)) === i + 1, 10_000, `waiter ${i} in the fair queue`);
     }
     const started = performance.now();
     await holder.release();

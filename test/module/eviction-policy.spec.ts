@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockService, RedisEvictionPolicyError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin } from '../support/timing.js';
 

@@ -8,7 +8,7 @@ import {
   RedisLockModule,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { freePort } from '../support/local-redis-server.js';
+import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 
 async function bootstrap(imports: unknown[]) {
@@ -121,7 +121,7 @@ describe('RedisLockModule options', () => {
   });
 
   it('fails at bootstrap with RedisConnectionError when Redis is not there', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const error = await bootstrap([
       RedisLockModule.forRoot({
         redis: { host: '127.0.0.1', port, retryStrategy: () => null, maxRetriesPerRequest: 0 },

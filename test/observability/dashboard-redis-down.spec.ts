@@ -1,4 +1,4 @@
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { callDashboard, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { DashboardJobList, RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
 import { DelayQueueService } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { callDashboard as call, startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app.js';
 import { rawRedis } from '../support/test-app.js';
 

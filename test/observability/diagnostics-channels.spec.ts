@@ -16,7 +16,7 @@ import {
 } from '../../lib/index.js';
 import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';

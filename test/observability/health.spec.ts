@@ -3,9 +3,9 @@ import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { sleep } from '../support/timing.js';
+import { holdsWithin } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 
@@ -73,12 +73,8 @@ describe('RedisLockHealthIndicator', () => {
     expect(queues.queues.status).toBe('down');
 
     await back;
-    const deadline = performance.now() + 10_000;
     let again = await health.pingCheck('redis', { timeout: 300 });
-    while (again.redis.status !== 'up' && performance.now() < deadline) {
-      await sleep(100);
-      again = await health.pingCheck('redis', { timeout: 300 });
-    }
+    await holdsWithin(async () => (again = await health.pingCheck('redis', { timeout: 300 })).redis.status === 'up', 10_000, { every: 100 });
     expect(again.redis.status).toBe('up');
   });
 });

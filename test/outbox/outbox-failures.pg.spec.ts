@@ -1,14 +1,11 @@
 import { jest } from '@jest/globals';
-import { Pool } from 'pg';
-import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
-import { spawnFixture } from '../support/child-process.js';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
-import { checkExactlyOnce, PgTransactions, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { checkExactlyOnce, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { crashAfterCommit, startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -17,26 +14,19 @@ const TABLE = 'failures_outbox';
 
 describe('transactional outbox under failure (PostgreSQL)', () => {
   const unhandled = new UnhandledRejections();
-  let postgres: LocalPostgres;
-  let pool: Pool;
-  let tx: PgTransactions;
+  let pg: OutboxPostgres;
 
   beforeAll(async () => {
     unhandled.start();
-    postgres = await startLocalPostgres();
-    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
-    tx = new PgTransactions(pool);
-    await pool.query(new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE }).migration);
+    pg = await startOutboxPostgres(TABLE);
   });
   afterAll(async () => {
-    await pool?.end();
-    await postgres?.stop();
+    await pg?.stop();
     unhandled.stop();
     expect(unhandled.reasons).toEqual([]);
   });
 
-  const store = () => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE });
-  const rowsOf = async (topic: string) => (await pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
+  const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 
   it('a process SIGKILLed right after COMMIT, before its relay: another instance delivers the job once', async () => {
     const keyPrefix = uniquePrefix('outbox-crash');
@@ -45,15 +35,14 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
     // Three producers at once, each killed right after its COMMIT.
     await Promise.all(
       ids.map(async (id) => {
-        const child = spawnFixture('outbox-crash-after-commit.ts', [postgres.url, testRedisUrl(), keyPrefix, TABLE, topic, id]);
-        const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
-        expect({ signal, output: child.output() }).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining(`COMMITTED ${id}`) });
+        const crashed = await crashAfterCommit(pg, { redisUrl: testRedisUrl(), keyPrefix, topic }, { mode: 'schedule', id });
+        expect(crashed).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining(`COMMITTED schedule ${id}`) });
       }),
     );
     // Committed, and not in Redis: the rows wait in the outbox.
     expect((await rowsOf(topic)).map((row) => row.job_id).sort()).toEqual(ids);
     const runs: RecordedRun[] = [];
-    const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
+    const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: pg.store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
     try {
       await waitFor(() => runs.length >= ids.length || undefined, 60_000, 'the crashed instances\' jobs');
       expect(await holdsWithin(() => runs.length === ids.length, 1_500)).toBe(true);
@@ -75,14 +64,14 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
       muteNestLogger('error', 'warn');
       const topic = 'outage';
       const runs: RecordedRun[] = [];
-      const app = await startOutboxApp({ redis: redis.url, keyPrefix: uniquePrefix('outage'), outbox: store(), topics: [topic], runs, outboxRelay: { minAge: 500 } });
+      const app = await startOutboxApp({ redis: redis.url, keyPrefix: uniquePrefix('outage'), outbox: pg.store(), topics: [topic], runs, outboxRelay: { minAge: 500 } });
       try {
         // Down until the transaction has committed both rows.
         let bringBack!: () => void;
         const restarted = redis.restart({ until: new Promise<void>((resolve) => (bringBack = resolve)) });
         await waitFor(() => redis.process.signalCode !== null, 10_000, 'redis-server to be killed');
         const scheduledAt = Date.now();
-        const ids = await tx.run(async () => [
+        const ids = await pg.tx.run(async () => [
           await app.queue.schedule(topic, 'now', { id: 'due-now' }),
           await app.queue.schedule(topic, 'in 20 s', { id: 'due-later', delay: 20_000 }),
         ]);

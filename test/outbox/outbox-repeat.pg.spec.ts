@@ -1,12 +1,9 @@
 import { jest } from '@jest/globals';
-import { Pool } from 'pg';
-import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
-import { spawnFixture } from '../support/child-process.js';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
-import { PgTransactions, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { crashAfterCommit, startOutboxPostgres, type CrashedWrite, type OutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 
@@ -15,41 +12,33 @@ const EVERY = 400;
 
 describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
   const unhandled = new UnhandledRejections();
-  let postgres: LocalPostgres;
-  let pool: Pool;
-  let tx: PgTransactions;
+  let pg: OutboxPostgres;
 
   beforeAll(async () => {
     unhandled.start();
-    postgres = await startLocalPostgres();
-    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
-    tx = new PgTransactions(pool);
-    await pool.query(store().migration);
+    pg = await startOutboxPostgres(TABLE);
   });
   afterAll(async () => {
-    await pool?.end();
-    await postgres?.stop();
+    await pg?.stop();
     unhandled.stop();
     expect(unhandled.reasons).toEqual([]);
   });
 
-  const store = () => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE });
-  const rowsOf = async (topic: string) => (await pool.query(`SELECT job_id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
+  const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
   const scheduleIds = async (app: OutboxApp, topic: string) => (await app.queue.listRepeats(topic)).map((s) => s.id);
-  const crash = async (args: string[]) => {
-    const child = spawnFixture('outbox-repeat-crash-after-commit.ts', args);
-    const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
-    expect({ signal, output: child.output() }).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining('COMMITTED') });
+  const crash = async (target: { keyPrefix: string; topic: string }, write: CrashedWrite) => {
+    const crashed = await crashAfterCommit(pg, { redisUrl: testRedisUrl(), ...target }, write);
+    expect(crashed).toMatchObject({ signal: 'SIGKILL', output: expect.stringContaining(`COMMITTED ${write.mode} ${write.id}`) });
   };
 
   it('commit stores the schedule and its ticks run; rollback stores nothing', async () => {
     const topic = 'pg.repeat';
     const runs: RecordedRun[] = [];
-    const app = await startOutboxApp({ redis: testRedisUrl(), keyPrefix: uniquePrefix('outbox-repeat-pg'), outbox: store(), topics: [topic], runs });
+    const app = await startOutboxApp({ redis: testRedisUrl(), keyPrefix: uniquePrefix('outbox-repeat-pg'), outbox: pg.store(), topics: [topic], runs });
     try {
-      await tx.run(() => app.queue.repeat(topic, { every: EVERY }, { id: 'kept' }));
+      await pg.tx.run(() => app.queue.repeat(topic, { every: EVERY }, { id: 'kept' }));
       await expect(
-        tx.run(async () => {
+        pg.tx.run(async () => {
           await app.queue.repeat(topic, { every: EVERY }, { id: 'dropped' });
           throw new Error('rollback');
         }),
@@ -67,13 +56,12 @@ describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
   it('a process SIGKILLed after COMMIT, before applying repeat(): another instance\'s relay stores it; then the same for removeRepeat()', async () => {
     const keyPrefix = uniquePrefix('outbox-repeat-crash');
     const topic = 'crash.repeat';
-    const base = [postgres.url, testRedisUrl(), keyPrefix, TABLE, topic, 'nightly'];
-    await crash([...base, 'repeat', String(EVERY)]);
+    await crash({ keyPrefix, topic }, { mode: 'repeat', id: 'nightly', every: EVERY });
     // Committed, and not in Redis: the row waits in the outbox.
     expect(await rowsOf(topic)).toEqual([{ job_id: 'nightly', kind: 'r' }]);
 
     const runs: RecordedRun[] = [];
-    const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
+    const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: pg.store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
     try {
       await waitFor(async () => ((await scheduleIds(survivor, topic)).includes('nightly') ? true : undefined), 60_000, 'the relay to store the schedule');
       await waitFor(() => runs.length >= 3 || undefined, 60_000, 'three ticks');
@@ -81,7 +69,7 @@ describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
       expect(new Set(runs.map((run) => run.id)).size).toBe(runs.length);
       await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the row to be deleted');
 
-      await crash([...base, 'remove', '0']);
+      await crash({ keyPrefix, topic }, { mode: 'remove', id: 'nightly' });
       await waitFor(async () => ((await scheduleIds(survivor, topic)).length === 0 ? true : undefined), 60_000, 'the relay to remove the schedule');
       await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the removal row to be deleted');
       await sleep(2 * EVERY); // a tick claimed before the removal may still finish

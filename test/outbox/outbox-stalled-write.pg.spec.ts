@@ -1,14 +1,13 @@
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { Pool } from 'pg';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import type { PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
-import { PgTransactions, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -24,29 +23,22 @@ const CLAIM_LEASE_MS = 2_000;
  */
 describe('an after-commit write held up by a stalled Redis link that heals (PostgreSQL, two instances)', () => {
   const unhandled = new UnhandledRejections();
-  let postgres: LocalPostgres;
-  let pool: Pool;
-  let tx: PgTransactions;
+  let pg: OutboxPostgres;
   let proxy: FaultProxy;
 
   beforeAll(async () => {
     unhandled.start();
-    postgres = await startLocalPostgres();
-    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
-    tx = new PgTransactions(pool);
-    await pool.query(store().migration);
+    pg = await startOutboxPostgres(TABLE);
     proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
   });
   afterAll(async () => {
     await proxy?.stop();
-    await pool?.end();
-    await postgres?.stop();
+    await pg?.stop();
     unhandled.stop();
     expect(unhandled.reasons).toEqual([]);
   });
 
-  const store = () => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE });
-  const rowsOf = async (topic: string) => (await pool.query(`SELECT id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
+  const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 
   /**
    * A behind the proxy (its relay never looks: only B takes rows over); B straight to Redis, consuming
@@ -57,12 +49,12 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
    */
   async function startPair(keyPrefix: string, topic: string, runs: RecordedRun[]): Promise<{ a: OutboxApp; b: OutboxApp }> {
     const client = new Redis(proxy.url, { lazyConnect: true });
-    const started = await startOutboxApp({ redis: { client }, keyPrefix, outbox: store(), outboxRelay: { minAge: 3_600_000, claimLease: CLAIM_LEASE_MS } });
+    const started = await startOutboxApp({ redis: { client }, keyPrefix, outbox: pg.store(), outboxRelay: { minAge: 3_600_000, claimLease: CLAIM_LEASE_MS } });
     const a = { ...started, close: () => started.close().finally(() => client.disconnect()) };
     const b = await startOutboxApp({
       redis: testRedisUrl(),
       keyPrefix,
-      outbox: store(),
+      outbox: pg.store(),
       topics: [topic],
       runs,
       outboxRelay: { minAge: 300, pollInterval: 100, claimLease: CLAIM_LEASE_MS },
@@ -85,7 +77,7 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     try {
       proxy.blackhole();
       const sent = proxy.observe(() => true);
-      await tx.run(() => a.queue.schedule(topic, { order: 1 }, { id: 'once' }));
+      await pg.tx.run(() => a.queue.schedule(topic, { order: 1 }, { id: 'once' }));
       // The fault fired: A sent its write into the stalled link, and it is still unanswered.
       await waitFor(() => sent.count > 0 || undefined, 30_000, "A's write to be sent into the stall");
       // B's relay takes the row over after A's claim lease; the job runs and is acknowledged; the row is deleted.
@@ -116,8 +108,8 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     const runs: RecordedRun[] = [];
     // A: direct to Redis, consumes; its after-commit claim waits until B's relay has claimed the row
     // (a slow after-commit hook: a paused process, a slow connection to the database).
-    const real = store();
-    const claimedByB = async () => (await pool.query(`SELECT 1 FROM ${TABLE} WHERE topic = $1 AND claimed_until IS NOT NULL`, [topic])).rows.length > 0;
+    const real = pg.store();
+    const claimedByB = async () => (await pg.pool.query(`SELECT 1 FROM ${TABLE} WHERE topic = $1 AND claimed_until IS NOT NULL`, [topic])).rows.length > 0;
     const late = Object.assign(Object.create(real) as PostgresJobOutbox, {
       claimRows: async (ids: readonly string[], options: { leaseMs: number }) => {
         await waitFor(claimedByB, 30_000, "B's relay to claim the row");
@@ -127,12 +119,12 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     const a = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: late, topics: [topic], runs, outboxRelay: { minAge: 3_600_000, claimLease: CLAIM_LEASE_MS } });
     // B: behind the stalled proxy (its own client, as in startPair), its relay takes rows over quickly.
     const client = new Redis(proxy.url, { lazyConnect: true });
-    const b = await startOutboxApp({ redis: { client }, keyPrefix, outbox: store(), outboxRelay: { minAge: 300, pollInterval: 100, claimLease: CLAIM_LEASE_MS } });
+    const b = await startOutboxApp({ redis: { client }, keyPrefix, outbox: pg.store(), outboxRelay: { minAge: 300, pollInterval: 100, claimLease: CLAIM_LEASE_MS } });
     try {
       await b.queue.stats(topic);
       proxy.blackhole();
       const sent = proxy.observe(() => true);
-      await tx.run(() => a.queue.schedule(topic, { order: 2 }, { id: 'claimed-once' }));
+      await pg.tx.run(() => a.queue.schedule(topic, { order: 2 }, { id: 'claimed-once' }));
       // B claimed the row and sent its write into the stall; A's after-commit has settled meanwhile.
       await waitFor(() => sent.count > 0 || undefined, 30_000, "B's write to be sent into the stall");
       await waitFor(() => a.queue.outboxStats?.inFlight === 0 || undefined, 30_000, "A's after-commit write to settle");
@@ -163,13 +155,13 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     try {
       proxy.blackhole();
       const sent = proxy.observe(() => true);
-      await tx.run(() => a.queue.repeat(topic, { every: 60_000 }, { id: 'hourly' }));
+      await pg.tx.run(() => a.queue.repeat(topic, { every: 60_000 }, { id: 'hourly' }));
       await waitFor(() => sent.count > 0 || undefined, 30_000, "A's schedule change to be sent into the stall");
       // B's relay applies the 'r' row after A's claim lease and deletes it.
       await waitFor(async () => ((await b.queue.listRepeats(topic)).some((s) => s.id === 'hourly') ? true : undefined), 60_000, "B's relay to store the schedule");
       await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'B to delete the row');
       // A removal committed later, applied at once by B ('x' row).
-      await tx.run(() => b.queue.removeRepeat(topic, 'hourly'));
+      await pg.tx.run(() => b.queue.removeRepeat(topic, 'hourly'));
       await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, "the removal's row to be applied and deleted");
       expect(await b.queue.listRepeats(topic)).toEqual([]);
       expect(afterCommitOutcomes(a)).toEqual([]);

@@ -1,5 +1,4 @@
 import { jest } from '@jest/globals';
-import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { InvalidJobError, InvalidOptionsError, OutboxTransactionMissingError, runInTransaction } from '../../lib/index.js';
 import {
@@ -10,11 +9,11 @@ import {
   PostgresJobOutbox,
 } from '../../lib/outbox/postgres/index.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { checkExactlyOnce, PgTransactions, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { checkExactlyOnce, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(120_000);
 afterEach(() => jest.restoreAllMocks());
@@ -23,30 +22,24 @@ const TABLE = 'outbox_spec.job_outbox';
 
 describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
   const unhandled = new UnhandledRejections();
-  let postgres: LocalPostgres;
-  let pool: Pool;
-  let tx: PgTransactions;
+  let pg: OutboxPostgres;
   let keyPrefix: string;
   let instance: OutboxApp;
 
   const topic = (label: string) => `${label}.${Math.random().toString(36).slice(2, 8)}`;
-  const newStore = (overrides: Partial<ConstructorParameters<typeof PostgresJobOutbox>[0]> = {}) =>
-    new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: TABLE, ...overrides });
-  const outboxRows = async () => (await pool.query(`SELECT id, topic, job_id, parked_at, last_error FROM ${TABLE} ORDER BY created_at`)).rows;
+  const outboxRows = async () => (await pg.pool.query(`SELECT id, topic, job_id, parked_at, last_error FROM ${TABLE} ORDER BY created_at`)).rows;
   const rowsOf = async (t: string) => (await outboxRows()).filter((row) => row.topic === t);
 
   beforeAll(async () => {
     unhandled.start();
-    postgres = await startLocalPostgres();
-    pool = new Pool({ host: postgres.host, port: postgres.port, user: postgres.user, database: postgres.database, max: 8 });
-    tx = new PgTransactions(pool);
+    // The table is created by the first app's applyMigrationAtStart.
+    pg = await startOutboxPostgres(TABLE, { migrate: false });
     keyPrefix = uniquePrefix('outbox');
-    instance = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: newStore({ applyMigrationAtStart: true }), topics: [] });
+    instance = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: pg.store({ applyMigrationAtStart: true }), topics: [] });
   });
   afterAll(async () => {
     await instance?.close();
-    await pool?.end();
-    await postgres?.stop();
+    await pg?.stop();
     unhandled.stop();
     expect(unhandled.reasons).toEqual([]);
   });
@@ -55,11 +48,11 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     app.queue.consume(t, (payload, job) => void runs.push({ id: job.id, payload, at: Date.now() }), { concurrency: 4 });
 
   it('the migration applies cleanly twice, and the shipped SQL is the default table', async () => {
-    await pool.query(jobOutboxMigration(TABLE));
-    await pool.query(jobOutboxMigration(TABLE));
-    await pool.query(JOB_OUTBOX_MIGRATION);
-    await pool.query(JOB_OUTBOX_MIGRATION);
-    const { rows } = await pool.query(`SELECT to_regclass('redis_lock_job_outbox') AS t, to_regclass('${TABLE}') AS s`);
+    await pg.pool.query(jobOutboxMigration(TABLE));
+    await pg.pool.query(jobOutboxMigration(TABLE));
+    await pg.pool.query(JOB_OUTBOX_MIGRATION);
+    await pg.pool.query(JOB_OUTBOX_MIGRATION);
+    const { rows } = await pg.pool.query(`SELECT to_regclass('redis_lock_job_outbox') AS t, to_regclass('${TABLE}') AS s`);
     expect(rows[0]).toEqual({ t: 'redis_lock_job_outbox', s: TABLE });
   });
 
@@ -67,7 +60,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const t = topic('commit');
     const runs: RecordedRun[] = [];
     consumeInto(t, runs);
-    const id = await tx.run(async (client) => {
+    const id = await pg.tx.run(async (client) => {
       await client.query('SELECT 1');
       const jobId = await instance.queue.schedule(t, { order: 1 });
       // Inside the transaction the row exists for this transaction only; nothing is in Redis yet.
@@ -85,7 +78,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const t = topic('many');
     const runs: RecordedRun[] = [];
     consumeInto(t, runs);
-    const ids = await tx.run(() => instance.queue.scheduleMany(t, Array.from({ length: 50 }, (_, i) => ({ payload: i }))));
+    const ids = await pg.tx.run(() => instance.queue.scheduleMany(t, Array.from({ length: 50 }, (_, i) => ({ payload: i }))));
     await waitFor(() => runs.length >= 50 || undefined, 30_000, 'the 50 jobs to run');
     expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
   });
@@ -96,7 +89,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     consumeInto(t, runs);
     let id = '';
     await expect(
-      tx.run(async () => {
+      pg.tx.run(async () => {
         id = await instance.queue.schedule(t, { order: 2 });
         throw new Error('payment declined');
       }),
@@ -110,7 +103,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const t = topic('savepoint');
     const runs: RecordedRun[] = [];
     consumeInto(t, runs);
-    const kept = await tx.run(async (client) => {
+    const kept = await pg.tx.run(async (client) => {
       await client.query('SAVEPOINT before_job');
       await instance.queue.schedule(t, 'rolled back with the savepoint', { id: 'dropped' });
       await client.query('ROLLBACK TO SAVEPOINT before_job');
@@ -127,7 +120,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const runs: RecordedRun[] = [];
     consumeInto(t, runs);
     const start = Date.now();
-    await tx.run(async () => {
+    await pg.tx.run(async () => {
       await instance.queue.schedule(t, 'later', { delay: 2_000 });
       await sleep(1_000); // a long transaction: the delay counts from the call, not from COMMIT
     });
@@ -140,10 +133,10 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const runs: RecordedRun[] = [];
     // Rows committed by a process that died before relaying them: inserted without the delay queue.
     const ids = Array.from({ length: 200 }, (_, i) => `job-${i}`);
-    const client = await pool.connect();
+    const client = await pg.pool.connect();
     try {
       await client.query('BEGIN');
-      const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE });
+      const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE });
       await store.insert(
         ids.map((id, i) => ({ rowId: `${t}:${i}`, topic: t, jobId: id, kind: 'd', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })),
       );
@@ -153,7 +146,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     }
     const [a, b] = await Promise.all(
       [0, 1].map(() =>
-        startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: newStore(), runs, outboxRelay: { minAge: 0, batchSize: 7, pollInterval: 50 } }),
+        startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: pg.store(), runs, outboxRelay: { minAge: 0, batchSize: 7, pollInterval: 50 } }),
       ),
     );
     try {
@@ -172,7 +165,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const t = topic('relay-twice');
     const runs: RecordedRun[] = [];
     // A store whose first DELETE fails, after the job is in Redis (a crash or a lost connection there).
-    const store = newStore();
+    const store = pg.store();
     let deletes = 0;
     const flaky = Object.assign(Object.create(store) as PostgresJobOutbox, {
       delete: async (ids: readonly string[]) => {
@@ -183,10 +176,10 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const app = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: flaky, outboxRelay: { minAge: 0, pollInterval: 50 } });
     try {
       consumeInto(t, runs, app);
-      const client = await pool.connect();
+      const client = await pg.pool.connect();
       try {
         await client.query('BEGIN');
-        await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE }).insert([
+        await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE }).insert([
           { rowId: `${t}:0`, topic: t, jobId: 'once', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":1}' },
         ]);
         await client.query('COMMIT');
@@ -207,10 +200,10 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const t = topic('bad-row');
     const runs: RecordedRun[] = [];
     consumeInto(t, runs);
-    const client = await pool.connect();
+    const client = await pg.pool.connect();
     try {
       await client.query('BEGIN');
-      await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE }).insert([
+      await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE }).insert([
         { rowId: `${t}:bad`, topic: t, jobId: 'bad', kind: 'd', when: 0, replace: false, body: 'not a job body' },
         { rowId: `${t}:good`, topic: t, jobId: 'good', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":"ok"}' },
       ]);
@@ -235,7 +228,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const noTx = await startOutboxApp({
       redis: testRedisUrl(),
       keyPrefix,
-      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => undefined), relay: pool, table: TABLE }),
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => undefined), relay: pg.pool, table: TABLE }),
     });
     try {
       await expect(runInTransaction(() => noTx.queue.schedule(t, 1, { id: 'lost?' }))).rejects.toThrow(OutboxTransactionMissingError);
@@ -251,16 +244,16 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
   it('refuses a payload JSON cannot carry before inserting anything', async () => {
     const t = topic('bad-payload');
-    await expect(tx.run(() => instance.queue.schedule(t, { n: 10n }))).rejects.toThrow(InvalidJobError);
+    await expect(pg.tx.run(() => instance.queue.schedule(t, { n: 10n }))).rejects.toThrow(InvalidJobError);
     expect(await rowsOf(t)).toEqual([]);
   });
 
   it('refuses a table name that is not plain identifiers, and a module outbox that is not a store', async () => {
     for (const table of ['x; DROP TABLE orders', '"Quoted"', 'a.b.c', 'Upper', '', 42]) {
-      expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table: table as string })).toThrow(InvalidOptionsError);
+      expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(pg.tx.current), relay: pg.pool, table: table as string })).toThrow(InvalidOptionsError);
     }
-    expect(() => new PostgresJobOutbox({ transaction: undefined as never, relay: pool })).toThrow(/PostgresJobOutbox.transaction/);
-    expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: {} })).toThrow(/PostgresJobOutbox.relay/);
+    expect(() => new PostgresJobOutbox({ transaction: undefined as never, relay: pg.pool })).toThrow(/PostgresJobOutbox.transaction/);
+    expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(pg.tx.current), relay: {} })).toThrow(/PostgresJobOutbox.relay/);
     await expect(createLockApp({ delayQueue: { outbox: {} as never } })).rejects.toThrow(/delayQueue.outbox/);
   });
 
@@ -270,7 +263,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     let manager: import('typeorm').EntityManager | undefined;
 
     beforeAll(async () => {
-      dataSource = new DataSource({ type: 'postgres', host: postgres.host, port: postgres.port, username: postgres.user, database: postgres.database, poolSize: 4 });
+      dataSource = new DataSource({ type: 'postgres', host: pg.server.host, port: pg.server.port, username: pg.server.user, database: pg.server.database, poolSize: 4 });
       await dataSource.initialize();
       app = await startOutboxApp({
         redis: testRedisUrl(),

@@ -1,5 +1,5 @@
 import { spawnFixture } from '../support/child-process.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { waitForLine } from '../support/wait-for-output.js';

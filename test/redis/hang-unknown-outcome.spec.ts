@@ -10,7 +10,7 @@ import {
   type LockHandle,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';

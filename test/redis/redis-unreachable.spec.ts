@@ -9,7 +9,7 @@ import {
   type LockHandle,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { OrdersController, PaymentsService, Probe } from '../fixtures/with-lock-http.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';

@@ -15,12 +15,13 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
 import { readEvictionPolicies } from '../../lib/core/redis/eviction-policy-check.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
 
 /*
  * ioredis 6 speaks RESP3 by default; ioredis 5 (still in the peer range) speaks RESP2. A client
@@ -129,7 +130,8 @@ describe('Redis reply protocols', () => {
       // The waiter is woken by the release message, long before the 40 s lease would free the lock.
       const started = performance.now();
       const waiting = b.acquire('plain', { waitTimeout: 20_000 });
-      await sleep(100);
+      // Refused, the waiter marks the lock as awaited and parks.
+      await waitFor(async () => (await raw.hexists(new RedisKeySpace(keyPrefix).lock('plain').owners, WAITING_MARK)) === 1, 10_000, 'the waiter to park');
       await first.release();
       const second = await waiting;
       expect(performance.now() - started).toBeLessThan(10_000);

@@ -1,7 +1,7 @@
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { RedisConnectionError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 

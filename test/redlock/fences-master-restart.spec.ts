@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockService, type LockHandle } from '../../lib/index.js';
 import { errorMessage } from '../../lib/core/errors/error-message.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { holdsWithin, sleep } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { FenceHistory, seededRandom, type GrantKind } from '../lock/fence-history.js';

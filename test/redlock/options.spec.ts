@@ -9,7 +9,7 @@ import {
   UnsupportedInRedlockModeError,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { freePort } from '../../tools/local-redis-server.js';
+import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { createRedlockApp } from './redlock-test-app.js';
@@ -62,7 +62,7 @@ describe('Redlock: options and unsupported lock kinds', () => {
   });
 
   it('fails at bootstrap when fewer than a majority of masters answer', async () => {
-    const [dead1, dead2] = [await freePort(), await freePort()];
+    const [dead1, dead2] = [await findFreePort(), await findFreePort()];
     // The delayed-job connection is one the test owns: a failed bootstrap runs no shutdown hooks.
     const jobs = new Redis(masters.urls[0]);
     const error = await bootstrap({
@@ -76,7 +76,7 @@ describe('Redlock: options and unsupported lock kinds', () => {
   });
 
   it('starts with a minority of masters unreachable', async () => {
-    const dead = await freePort();
+    const dead = await findFreePort();
     const app = await createRedlockApp([masters.urls[0], masters.urls[1], `redis://127.0.0.1:${dead}`], { connectTimeout: 2_000 });
     try {
       const lock = await app.get(LockService).acquire('minority-down');

@@ -3,7 +3,7 @@ import { LockService, RedisLockModule, type RedisLockModuleOptions, type Redlock
 import type { Redis } from 'ioredis';
 import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { sleep } from '../support/timing.js';
+import { sleep, waitFor } from '../support/timing.js';
 
 /** A Nest testing module in Redlock mode over `urls`; closed with `app.close()`. */
 export async function createRedlockApp(
@@ -87,9 +87,5 @@ export async function mastersReconnected(apps: TestingModule[], timeoutMs = 30_0
       return pubSub ? [master.client, pubSub] : [master.client];
     }),
   );
-  const deadline = performance.now() + timeoutMs;
-  while (connections.some((c) => c.status !== 'ready')) {
-    if (performance.now() > deadline) throw new Error('Redlock masters did not reconnect in time');
-    await sleep(50);
-  }
+  await waitFor(() => connections.every((c) => c.status === 'ready'), timeoutMs, 'the Redlock masters to reconnect', { every: 50 });
 }

@@ -6,7 +6,7 @@ import { DEFAULT_OUTBOX_TABLE } from '../../lib/outbox/postgres/index.js';
 import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
 import { Database } from '../../sample-app/src/database/database.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../support/local-redis-server.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { uniquePrefix } from '../support/test-app.js';

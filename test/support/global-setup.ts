@@ -1,5 +1,5 @@
 import type { Config } from '@jest/types';
-import { formatClusterNodes, provideRedisCluster, type LocalRedisCluster } from './redis-cluster.js';
+import { formatClusterNodes, provideRedisCluster, type LocalRedisCluster } from '../../tools/local-redis-cluster.js';
 import { provideTestRedis, type TestRedis } from './redis-for-tests.js';
 
 declare global {

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../tools/local-redis-server.js';
+import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 
 export const NO_REDIS_SERVER_MESSAGE = [
   'The Redlock tests start their own independent Redis masters and need `redis-server` on PATH, which was not found.',

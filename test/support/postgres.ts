@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { findPostgresBin, postgresServerUser } from '../../tools/prerequisites.js';
-import { freePort } from './local-redis-server.js';
+import { findFreePort } from '../../lib/testing/local-redis-server.js';
 
 /** A throwaway PostgreSQL server of the test file's own: temp data dir, free loopback port, trust auth. */
 export interface LocalPostgres {
@@ -50,7 +50,7 @@ export async function startLocalPostgres(): Promise<LocalPostgres> {
     }
     let lastError: unknown;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const port = await freePort();
+      const port = await findFreePort();
       try {
         const child = await launch(bin, data, dir, port, owner);
         return handleFor(child, port, dir);

@@ -6,7 +6,8 @@
  *   global-setup started for the run (its nodes reach the workers in `REDIS_CLUSTER_NODES`), or,
  *   when the run was started without it, a private one for the suite.
  * - Suites that *disturb* a cluster (kill nodes, force failovers) must start their own with
- *   {@link startRedisCluster} so that they never break the shared one under other suites.
+ *   `startLocalRedisCluster` (tools/local-redis-cluster.ts) so that they never break the shared one
+ *   under other suites.
  *
  * Without `redis-server`/`redis-cli` on PATH (and no `REDIS_CLUSTER_NODES`) these helpers throw
  * `NO_REDIS_CLUSTER_MESSAGE`, which says how to install them: cluster tests fail, never skip.
@@ -15,33 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
-import {
-  formatClusterNodes,
-  parseClusterNodes,
-  provideRedisCluster,
-  startLocalRedisCluster,
-  type ClusterNodeAddress,
-  type LocalRedisCluster,
-  type LocalRedisClusterOptions,
-} from '../../tools/local-redis-cluster.js';
-
-export * from '../../tools/local-redis-cluster.js';
-
-/**
- * Starts a private cluster (default 3 masters + 1 replica each, `cluster-node-timeout` 2000 ms).
- * Call `stop()` in `afterAll`.
- *
- * @example
- * const cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 });
- * const [victim] = await cluster.masters();
- * await cluster.killNode(victim.port);          // a replica takes over within a few seconds
- * await cluster.waitUntilHealthy();
- * await cluster.restartNode(victim.port);       // rejoins as a replica of the new master
- * await cluster.stop();
- */
-export function startRedisCluster(options: LocalRedisClusterOptions = {}): Promise<LocalRedisCluster> {
-  return startLocalRedisCluster(options);
-}
+import { parseClusterNodes, provideRedisCluster, type ClusterNodeAddress, type LocalRedisCluster } from '../../tools/local-redis-cluster.js';
 
 /** The shared cluster's nodes from `REDIS_CLUSTER_NODES`, or undefined when none was provided. */
 export function sharedClusterNodes(): ClusterNodeAddress[] | undefined {
@@ -100,5 +75,3 @@ export async function createClusterLockApp(
 export function rawCluster(nodes: ClusterNodeAddress[]): Cluster {
   return new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
 }
-
-export { formatClusterNodes };

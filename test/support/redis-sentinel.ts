@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, startLocalRedisServer, type LocalRedisServer } from './local-redis-server.js';
+import { findFreePort, startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { waitFor } from './timing.js';
 
 export const NO_SENTINEL_MESSAGE = [
@@ -274,7 +274,7 @@ async function launchSentinel(
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     const dir = mkdtempSync(join(tmpdir(), 'nestjs-redis-lock-sentinel-'));
-    const port = await freePort();
+    const port = await findFreePort();
     const conf = join(dir, 'sentinel.conf');
     // Sentinel rewrites its config file (it records what it learns), so each one gets its own.
     writeFileSync(

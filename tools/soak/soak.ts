@@ -63,7 +63,7 @@ import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lu
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts.js';
 import { FaultProxy } from '../fault-proxy.js';
-import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../local-redis-server.js';
+import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { LOCK_KINDS, parseLogLine, type HistoryEvent, type LockKind } from './history.js';
 import { checkHistory, describeViolations, type CheckResult } from './history-checker.js';
 import {

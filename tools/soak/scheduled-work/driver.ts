@@ -51,7 +51,7 @@ import { DelayQueueService, RedisLockModule } from '../../../lib/index.js';
 import { jobOutboxMigration } from '../../../lib/outbox/postgres/index.js';
 import { startLocalPostgres, type LocalPostgres } from '../../../test/support/postgres.js';
 import { FaultProxy } from '../../fault-proxy.js';
-import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../local-redis-server.js';
+import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../../lib/testing/local-redis-server.js';
 import { checkScheduledWork, describeSwViolations, lostWithRedisData } from './checker.js';
 import { FIXED_SCHEDULES, JOB_TOPIC, LEASE_MS, ORDERS_TABLE, OUTBOX_TABLE, seededRandom, TICK_TOPIC, VISIBILITY_MS } from './constants.js';
 import { HistoryReader, HistoryWriter, type SwEvent } from './history-file.js';

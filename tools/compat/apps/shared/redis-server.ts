@@ -1,6 +1,6 @@
 /**
  * The Redis the checks run against: REDIS_URL when set, else a private `redis-server` on a free
- * loopback port (same idea as the repository's tools/local-redis-server.ts; an app must not import
+ * loopback port (same idea as the repository's lib/testing/local-redis-server.ts; an app must not import
  * repository files, so it has its own small copy).
  */
 import { spawn, type ChildProcess } from 'node:child_process';

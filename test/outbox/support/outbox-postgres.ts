@@ -1,0 +1,64 @@
+import { Pool } from 'pg';
+import { inPgTransaction, PostgresJobOutbox } from '../../../lib/outbox/postgres/index.js';
+import { spawnFixture } from '../../support/child-process.js';
+import { startLocalPostgres, type LocalPostgres } from '../../support/postgres.js';
+import { PgTransactions } from './outbox-harness.js';
+
+type StoreOptions = ConstructorParameters<typeof PostgresJobOutbox>[0];
+
+/**
+ * A spec file's PostgreSQL for the outbox: its own server, a `pg` pool on it, transactions on that
+ * pool, and `PostgresJobOutbox` stores on one table. Start it in `beforeAll`, stop it in `afterAll`
+ * after the apps that use its pool are closed.
+ */
+export interface OutboxPostgres {
+  readonly server: LocalPostgres;
+  readonly pool: Pool;
+  readonly tx: PgTransactions;
+  readonly table: string;
+  /** A store on `table` whose transaction is `tx`'s current one, relaying through `pool`. */
+  store(overrides?: Partial<StoreOptions>): PostgresJobOutbox;
+  /** Ends the pool, then stops the server and removes its data. */
+  stop(): Promise<void>;
+}
+
+/** Starts PostgreSQL, opens a pool of `max` clients, and creates `table` unless `migrate` is false. */
+export async function startOutboxPostgres(table: string, { migrate = true, max = 8 } = {}): Promise<OutboxPostgres> {
+  const server = await startLocalPostgres();
+  const pool = new Pool({ host: server.host, port: server.port, user: server.user, database: server.database, max });
+  const tx = new PgTransactions(pool);
+  const store = (overrides: Partial<StoreOptions> = {}) =>
+    new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table, ...overrides });
+  const stop = async () => {
+    await pool.end();
+    await server.stop();
+  };
+  try {
+    if (migrate) await pool.query(store().migration);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { server, pool, tx, table, store, stop };
+}
+
+/** What a crashed producer's transaction did through the outbox (test/fixtures/outbox-crash-after-commit.ts). */
+export type CrashedWrite = { mode: 'schedule' | 'remove'; id: string } | { mode: 'repeat'; id: string; every: number };
+
+/**
+ * Runs a producer on `postgres`'s outbox table that commits `write` and is SIGKILLed right after
+ * COMMIT, before its after-commit hook reached Redis. Resolves once it exited, with the signal that
+ * ended it and its output (which says `COMMITTED <mode> <id>` once COMMIT returned).
+ */
+export async function crashAfterCommit(
+  postgres: OutboxPostgres,
+  target: { redisUrl: string; keyPrefix: string; topic: string },
+  write: CrashedWrite,
+): Promise<{ signal: NodeJS.Signals | null; output: string }> {
+  const every = write.mode === 'repeat' ? [String(write.every)] : [];
+  const child = spawnFixture('outbox-crash-after-commit.ts', [
+    postgres.server.url, target.redisUrl, target.keyPrefix, postgres.table, target.topic, write.mode, write.id, ...every,
+  ]);
+  const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
+  return { signal, output: child.output() };
+}
