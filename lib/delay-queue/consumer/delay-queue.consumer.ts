@@ -18,6 +18,7 @@ import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
 import { settleWithin } from '../../core/time/settle-within.js';
+import { topicScriptKeys } from '../jobs/script-keys.js';
 
 /**
  * Once the shutdown timeout has run out, how long each remaining shutdown step (handing jobs back,
@@ -69,7 +70,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     private readonly context: ConsumerContext,
   ) {
     const { connection, keys, retention, logger, events, tracing } = context;
-    const keyList = [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+    const keyList = topicScriptKeys(keys);
     const failures = new RedisFailureStreak(topic, logger);
     const clock = new ServerClock();
     const running = () => this.state === 'running';
