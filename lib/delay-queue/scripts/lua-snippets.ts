@@ -3,7 +3,8 @@ import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.co
 
 /**
  * Lua: the opening every delayed-job script uses (a constant of this library; no user input). All of
- * them take the same five keys of one topic, which share a hash tag and so one cluster slot:
+ * them take the same five keys of one topic, which share a hash tag and so one cluster slot (every
+ * script's KEYS list is built in jobs/script-keys.ts):
  *
  * KEYS[1] due     zset  id -> dueMs * SLOTS + FIFO slot
  * KEYS[2] jobs    hash  id -> body (see job-codec.ts)
