@@ -22,7 +22,7 @@ export type ConsumerOrigin = 'consume' | 'on-delayed';
 
 /**
  * Builds this application's consumers, for `DelayQueueService.consume()` and for the `@OnDelayed`
- * orchestrator alike, and drains them when `DelayQueueService` shuts down. Invariants: at most one
+ * orchestrator alike, and drains them when the orchestrator shuts the delay queue down. Invariants: at most one
  * consumer per topic at a time (a closed consumer frees its topic), and none starts once the
  * draining of all consumers has begun.
  */

@@ -1,6 +1,10 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
+import { preloadScripts } from '../core/redis/preload-scripts.js';
+import { errorMessage } from '../core/errors/error-message.js';
+import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
+import { JobEnqueuer } from './job-enqueuer.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import { ON_DELAYED_REPEAT_KEYS } from './repeat/repeat-option-keys.js';
@@ -17,13 +21,14 @@ import { DelayQueueAlreadyStartedError } from '../core/errors/delay-queue-alread
 const REPEAT_REGISTRATION_WAIT_MS = 5_000;
 
 /**
- * Runs the `@OnDelayed` handlers: finds and checks them in `onModuleInit` (so a mistake fails
- * bootstrap before anything starts), and starts one consumer per topic in `onApplicationBootstrap`
- * through the `ConsumerRegistry`, which drains them first at shutdown (see
- * `DelayQueueService.beforeApplicationShutdown`).
+ * Starts and stops the delay queue. Finds and checks the `@OnDelayed` handlers in `onModuleInit` (so
+ * a mistake fails bootstrap before anything starts) and starts one consumer per topic in
+ * `onApplicationBootstrap` through the `ConsumerRegistry`, beside the outbox relay and the script
+ * preload; at shutdown drains the consumers, then flushes the jobs of committed transactions.
  */
 @Injectable()
-export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootstrap {
+export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger('DelayQueue');
   private handlers: DiscoveredDelayedHandler[] = [];
   /** The `repeat` schedules of the handlers, checked in `onModuleInit`. */
   private schedules: Array<{ topic: string; definition: RepeatDefinition; source: string }> = [];
@@ -36,6 +41,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly connection: RedisConnection,
     private readonly repeats: RepeatScheduler,
+    private readonly enqueuer: JobEnqueuer,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -62,12 +68,41 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
   }
 
   /**
+   * Starts the outbox relay, if any, and loads the delay-queue scripts into Redis's cache (an
+   * optimisation only: it neither delays bootstrap nor fails it), beside the handlers' start.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    void preloadScripts(this.connection.client, ALL_DELAY_QUEUE_SCRIPTS).catch((error: unknown) =>
+      this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
+    );
+    await Promise.all([this.enqueuer.start(), this.startHandlers()]);
+  }
+
+  /**
+   * Drains every consumer, then flushes the writes of committed transactions still pending, before
+   * the module's connections close (in `onApplicationShutdown`). Consumers drain first (the
+   * `@OnDelayed` ones, then those of `consume()`), so that jobs their handlers schedule in
+   * transactions while they finish are flushed too.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.consumerRegistry.drain('on-delayed');
+    await this.consumerRegistry.drain('all');
+    await this.enqueuer.flush();
+  }
+
+  /** After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`). */
+  onApplicationShutdown(): void {
+    this.consumerRegistry.close();
+    this.enqueuer.close();
+  }
+
+  /**
    * Registers the `repeat` schedules (upserts; a failure is logged and retried in the background, it
    * does not fail bootstrap, and bootstrap waits for them at most 5 s), then starts the consumers: an
    * instance restarting after downtime first replaces a stale queued tick by the catch-up rule's
    * one, before its consumer could claim it.
    */
-  async onApplicationBootstrap(): Promise<void> {
+  private async startHandlers(): Promise<void> {
     // A second run of the hooks (init() twice on one container) would start every consumer again;
     // with none to start it is harmless, as it was.
     if (this.started) {

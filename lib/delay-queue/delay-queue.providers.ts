@@ -6,14 +6,16 @@ import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
+import { JobEnqueuer } from './job-enqueuer.js';
+import { JobWriter } from './writer/job-writer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { TopicInspector } from './topic-inspector.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /**
- * The delay-queue engine: where each topic's jobs live (`TopicShards`), the service, the consumers
- * (`ConsumerRegistry`, which builds them for `consume()` and `@OnDelayed`), the `@OnDelayed`
- * discovery that starts one consumer per handled topic, and the read side.
+ * The delay-queue engine: where each topic's jobs live (`TopicShards`), the write path (`JobWriter`,
+ * `JobEnqueuer`), the service, the consumers (`ConsumerRegistry`, which builds them for `consume()`
+ * and `@OnDelayed`), the `@OnDelayed` discovery and the lifecycle (orchestrator), and the read side.
  */
 export const delayQueueProviders: Provider[] = [
   {
@@ -22,6 +24,8 @@ export const delayQueueProviders: Provider[] = [
     inject: [RedisKeySpace, REDIS_LOCK_CONFIG],
   },
   RepeatScheduler,
+  JobWriter,
+  JobEnqueuer,
   ConsumerRegistry,
   DelayQueueService,
   DelayedHandlerMetadataAccessor,

@@ -1,51 +1,29 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-  OnApplicationShutdown,
-} from '@nestjs/common';
-import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
+import { Inject, Injectable } from '@nestjs/common';
 import { InvalidJobError } from '../core/errors/invalid-job.error.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
-import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { preloadScripts } from '../core/redis/preload-scripts.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
-import { errorMessage } from '../core/errors/error-message.js';
-import type { RedisScript } from '../core/redis/redis-script.js';
-import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
-import { AfterCommitWriter } from './after-commit-writer.js';
-import { JobOutboxRelay, type OutboxRelayStats } from './outbox/job-outbox-relay.js';
-import { OutboxJobWriter } from './outbox/outbox-job-writer.js';
+import type { TopicKeys } from '../core/keys/redis-key-space.js';
+import { assertValidTopic } from '../core/keys/topic-name.js';
+import { describeValue, refuseAsInvalidOption } from '../core/options/option-validation.js';
+import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
+import type { OutboxRelayStats } from './outbox/job-outbox-relay.js';
 import { pendingRepeatInfo } from './outbox/pending-repeat-info.js';
 import { ConsumerRegistry } from './consumer-registry.js';
-import { DUE_SCORE_SLOTS, SCHEDULE_BATCH } from './jobs/delay-queue.constants.js';
+import { JobEnqueuer } from './job-enqueuer.js';
+import { TopicInspector } from './topic-inspector.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
-import { decodeJobLeniently } from './jobs/job-codec.js';
-import { newOperationId, operationKey, runRecorded } from './jobs/operation-record.js';
-import { describeValue, refuseAsInvalidOption } from '../core/options/option-validation.js';
-import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
-import { prepareJob, type PreparedJob } from './jobs/prepare-job.js';
+import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
+import { JobWriter } from './writer/job-writer.js';
+import { dueKindArg, prepareJob } from './jobs/prepare-job.js';
+import { TopicShards } from './jobs/topic-shards.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
-import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
-import { readJobScript } from './scripts/read-job.lua.js';
 import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua.js';
-import { scheduleJobsScript } from './scripts/schedule-jobs.lua.js';
-import { topicStatsScript } from './scripts/topic-stats.lua.js';
-import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
-import { assertValidTopic } from '../core/keys/topic-name.js';
-import { TopicShards } from './jobs/topic-shards.js';
-import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
-import { RepeatScheduler } from './repeat/repeat-scheduler.js';
-import { repeatScriptKeys } from './repeat/repeat-keys.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
@@ -55,9 +33,6 @@ const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay'
 
 /** The keys of `deadLetters()`'s options. */
 const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['deadLetters']>[1]>>()(['limit']);
-
-/** Shortest time shutdown keeps trying to write committed jobs, even with `shutdownTimeout: 0`. */
-const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
 
 /**
  * Delayed jobs on Redis: schedule a JSON payload on a topic to run after a delay or at a time, and
@@ -94,46 +69,21 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  * }
  */
 @Injectable()
-export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
-  private readonly logger = new Logger('DelayQueue');
-  private closed = false;
-  /** Jobs of committed transactions on their way to Redis (retried until written; see AfterCommitWriter). */
-  private readonly afterCommit: AfterCommitWriter;
-  /** With `delayQueue.outbox`: jobs scheduled in transactions go through the outbox instead. */
-  private readonly outbox?: JobOutboxRelay;
-
+export class DelayQueueService {
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
-    private readonly connection: RedisConnection,
-    @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
-    private readonly events: RedisLockEvents,
-    private readonly keySpace: RedisKeySpace,
+    private readonly enqueuer: JobEnqueuer,
+    private readonly writer: JobWriter,
+    private readonly reader: TopicInspector,
     private readonly shards: TopicShards,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
     private readonly consumers: ConsumerRegistry,
     private readonly repeats: RepeatScheduler,
-  ) {
-    this.afterCommit = new AfterCommitWriter(
-      (topic, jobs, writeId) => this.write(topic, jobs, writeId),
-      (topic, jobs) => this.emitScheduled(topic, jobs),
-      events,
-      this.logger,
-    );
-    if (config.delayQueue.outbox) {
-      this.outbox = new JobOutboxRelay(
-        config.delayQueue.outbox,
-        new OutboxJobWriter(() => this.connection.client, shards, repeats),
-        transactions,
-        events,
-        new Logger('DelayQueueOutbox'),
-        (topic, rows) => this.emitScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId }))),
-      );
-    }
-  }
+  ) {}
 
   /** Counters of the transactional outbox (`delayQueue.outbox`), or undefined without one. */
   get outboxStats(): OutboxRelayStats | undefined {
-    return this.outbox?.stats;
+    return this.enqueuer.outboxStats;
   }
 
   /**
@@ -141,7 +91,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    * unreachable; they are being retried). Exported as the `after_commit_writes_pending` metric.
    */
   get pendingScheduleWrites(): number {
-    return this.afterCommit.pendingJobs;
+    return this.enqueuer.pendingAfterCommit;
   }
 
   /**
@@ -160,10 +110,10 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    */
   async schedule<T>(topic: string, payload: T, options?: ScheduleOptions): Promise<string> {
     this.shardKeys(topic); // validates the topic before anything else
-    this.assertOpen('schedule a job');
+    this.enqueuer.assertOpen('schedule a job');
     return this.tracing.traceSchedule(topic, 1, async (traceparent) => {
       const job = prepareJob(topic, payload, options, this.config.delayQueue, '', traceparent);
-      await this.enqueue(topic, [job]);
+      await this.enqueuer.enqueue(topic, [job]);
       return job.id;
     });
   }
@@ -175,7 +125,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    */
   async scheduleMany<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
     this.shardKeys(topic); // validates the topic before anything else
-    this.assertOpen('schedule jobs');
+    this.enqueuer.assertOpen('schedule jobs');
     if (!Array.isArray(jobs)) throw new InvalidJobError(topic, 'jobs', `is ${describeValue(jobs)}; pass an array of { payload, ...options }`);
     return this.tracing.traceSchedule(topic, jobs.length, async (traceparent) => {
       const prepared = jobs.map((job, i) => {
@@ -185,7 +135,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
         const { payload, ...options } = job;
         return prepareJob(topic, payload, options, this.config.delayQueue, `jobs[${i}]`, traceparent);
       });
-      if (prepared.length > 0) await this.enqueue(topic, prepared);
+      if (prepared.length > 0) await this.enqueuer.enqueue(topic, prepared);
       return prepared.map((job) => job.id);
     });
   }
@@ -198,8 +148,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    */
   async cancel(topic: string, id: string): Promise<boolean> {
     this.assertId(topic, id);
-    const keys = this.jobKeys(topic, id);
-    return (await this.runRecorded<number>(cancelJobScript, keys, [id])) === 1;
+    return (await this.writer.runRecorded<number>(cancelJobScript, this.jobKeys(topic, id), [id])) === 1;
   }
 
   /**
@@ -217,35 +166,14 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
       throw new InvalidJobError(topic, field, problem);
     }, '', when, RESCHEDULE_KEYS);
     const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
-    return (await this.runRecorded<number>(rescheduleJobScript, keys, [id, job.kind, job.when])) === 1;
+    return (await this.writer.runRecorded<number>(rescheduleJobScript, keys, [id, dueKindArg(job.kind), job.when])) === 1;
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
   async get<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
     this.assertId(topic, id);
-    const keys = this.jobKeys(topic, id);
-    const [nowMs, body, dueScore, deadline, diedAt] = await readJobScript.run<
-      [number, string | null, string | null, string | null, string | null]
-    >(this.connection.client, keys, [id]);
-    if (body === null) return null;
-    const job = decodeJobLeniently<T>(body);
-    const base = {
-      id,
-      topic,
-      payload: job.payload,
-      attempts: job.attempts,
-      maxAttempts: job.maxAttempts,
-      createdAt: new Date(job.createdAt),
-      lastError: job.lastError,
-      lastErrorStack: job.lastErrorStack,
-    };
-    if (dueScore !== null) {
-      const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
-      return { ...base, state: dueMs <= Number(nowMs) ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
-    }
-    if (deadline !== null) return { ...base, state: 'active', visibleUntil: new Date(Number(deadline)) };
-    if (diedAt !== null) return { ...base, state: 'dead', diedAt: new Date(Number(diedAt)) };
-    return null;
+    this.jobKeys(topic, id);
+    return this.reader.job<T>(topic, id);
   }
 
   /**
@@ -253,52 +181,18 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    * (a sharded topic's shards are added up).
    */
   async stats(topic: string): Promise<DelayQueueStats> {
-    assertValidTopic(topic);
-    const perShard = await Promise.all(
-      // The five topic keys, the unused operation record and the schedules hash (see topic-stats.lua.ts).
-      this.shards.all(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, repeatScriptKeys(keys).slice(0, 7), [])),
-    );
-    const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 };
-    for (const [waiting, due, active, dead, schedules] of perShard) {
-      total.scheduled += waiting - due;
-      total.due += due;
-      total.active += active;
-      total.dead += dead;
-      total.schedules += schedules;
-    }
-    return total;
+    return this.reader.stats(topic);
   }
 
   /** Dead letters, newest first (default 100, at most 10000). */
   async deadLetters<T = unknown>(topic: string, options?: { limit?: number }): Promise<Array<DelayedJob<T>>> {
-    const shards = this.shardKeys(topic);
+    this.shardKeys(topic);
     refuseUnknownKeys(refuseAsInvalidOption, 'deadLetters', options, DEAD_LETTERS_OPTION_KEYS);
     const limit = options?.limit ?? 100;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
       throw new InvalidOptionsError('deadLetters.limit', `got ${describeValue(limit)}; use a whole number from 1 to 10000`);
     }
-    // Each shard's newest `limit`, merged: the newest `limit` overall are among them.
-    const perShard = await Promise.all(
-      shards.map((keys) => readDeadLettersScript.run<(string | number)[]>(this.connection.client, keys, [limit])),
-    );
-    const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
-    for (const flat of perShard) for (let i = 0; i < flat.length; i += 3) {
-      const job = decodeJobLeniently<T>(String(flat[i + 1]));
-      result.push({
-        id: String(flat[i]),
-        topic,
-        payload: job.payload,
-        state: 'dead',
-        attempts: job.attempts,
-        maxAttempts: job.maxAttempts,
-        createdAt: new Date(job.createdAt),
-        diedAt: new Date(Number(flat[i + 2])),
-        lastError: job.lastError,
-        lastErrorStack: job.lastErrorStack,
-      });
-    }
-    if (perShard.length === 1) return result;
-    return result.sort((x, y) => y.diedAt.getTime() - x.diedAt.getTime()).slice(0, limit);
+    return this.reader.deadLetters<T>(topic, limit);
   }
 
   /**
@@ -309,19 +203,19 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     const shards = this.shardKeys(topic);
     if (id !== undefined) {
       this.assertId(topic, id);
-      return this.runRecorded<number>(retryDeadJobsScript, this.jobKeys(topic, id), [id, 1]);
+      return this.writer.runRecorded<number>(retryDeadJobsScript, this.jobKeys(topic, id), [id, 1]);
     }
     const counts = await Promise.all(shards.map((keys) => this.retryAllDead(keys)));
     return counts.reduce((sum, n) => sum + n, 0);
   }
 
   /** Requeues every dead letter of one shard. */
-  private async retryAllDead(keys: string[]): Promise<number> {
+  private async retryAllDead(keys: TopicKeys): Promise<number> {
     // Bounded by what is dead now, so jobs that die again meanwhile are not chased forever.
-    let remaining = Number((await topicStatsScript.run<number[]>(this.connection.client, keys, []))[3]);
+    let remaining = await this.reader.deadCount(keys);
     let total = 0;
     while (remaining > 0) {
-      const moved = await this.runRecorded<number>(retryDeadJobsScript, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
+      const moved = await this.writer.runRecorded<number>(retryDeadJobsScript, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
       total += moved;
       if (moved === 0) break;
       remaining -= moved;
@@ -330,22 +224,10 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * Runs a job on `topic` at every tick of `schedule`, each tick exactly once across all instances:
-   * the tick's job (id `repeat:<id>@<tick ms>`) is enqueued once by a compare-and-set in Redis, and
-   * runs with the queue's at-least-once delivery (retries, dead letters, visibility). Tick times come
-   * from the Redis server clock. An upsert by `options.id` (default: the topic): calling it again
-   * with the same definition, as every instance does at start, changes nothing; another definition
-   * replaces the stored one (its waiting tick is dropped; the next tick follows the new schedule).
-   * Some consumer of the topic (`@OnDelayed` or `consume()`) must run somewhere for ticks to run.
-   *
-   * Missed ticks after downtime follow `catchUp` (default `'latest'`: one run for the most recent
-   * missed tick). The schedule survives restarts: it lives in Redis until `removeRepeat`.
-   *
-   * Inside a transaction with `delayQueue.outbox`, the schedule is written to the outbox in that
-   * transaction and upserted in Redis after COMMIT (never on ROLLBACK; see docs/outbox.md); Redis is
-   * not read, so the result is the definition with `nextRunAt` estimated from the calendar and the
-   * local clock (the stored schedule may keep an earlier tick, and has no `lastRunAt`). Without an
-   * outbox it is upserted at once, transaction or not.
+   * Runs a job on `topic` at every tick of `schedule`, each tick exactly once across all instances;
+   * an upsert by `options.id` (default: the topic). Some consumer of the topic must run somewhere.
+   * Inside a transaction with `delayQueue.outbox` it goes through the outbox and `nextRunAt` is an
+   * estimate. See docs/scheduling.md (Repeatable delayed jobs: `repeat()`) for ticks, `catchUp` and guarantees.
    *
    * @returns the stored schedule and the tick queued now
    * @throws InvalidOptionsError for a bad schedule or option (named in the message)
@@ -356,10 +238,10 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
    */
   async repeat<T>(topic: string, schedule: RepeatSchedule, options?: RepeatOptions<T>): Promise<RepeatInfo> {
     this.shardKeys(topic); // validates the topic before anything else
-    this.assertOpen('repeat a job');
+    this.enqueuer.assertOpen('repeat a job');
     const definition = this.repeats.prepare(topic, schedule, options);
-    if (this.outbox && this.transactions.isActive()) {
-      await this.outbox.insertScheduleChange(topic, definition.id, definition);
+    if (this.enqueuer.schedulesGoThroughOutbox) {
+      await this.enqueuer.changeScheduleInOutbox(topic, definition.id, definition);
       return pendingRepeatInfo(topic, definition);
     }
     return this.repeats.upsert(topic, definition);
@@ -377,8 +259,8 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     this.shardKeys(topic);
     const scheduleId = id ?? topic;
     this.assertId(topic, scheduleId);
-    if (this.outbox && this.transactions.isActive()) {
-      await this.outbox.insertScheduleChange(topic, scheduleId, undefined);
+    if (this.enqueuer.schedulesGoThroughOutbox) {
+      await this.enqueuer.changeScheduleInOutbox(topic, scheduleId, undefined);
       return true;
     }
     return this.repeats.remove(topic, scheduleId);
@@ -387,7 +269,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
   /** The repeatable schedules of `topic`, by next tick (at most 1000 per shard). */
   async listRepeats(topic: string): Promise<RepeatInfo[]> {
     this.shardKeys(topic);
-    return this.repeats.list(topic);
+    return this.reader.schedules(topic);
   }
 
   /**
@@ -407,121 +289,14 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
     return this.consumers.start(topic, handler, options, `consume(${JSON.stringify(topic)})`, 'consume');
   }
 
-  /**
-   * Loads the delay-queue scripts into Redis's cache up front. An optimisation only, so it neither
-   * delays bootstrap nor fails it (with Redis down it finishes, or fails quietly, in the background).
-   */
-  async onApplicationBootstrap(): Promise<void> {
-    await this.outbox?.start();
-    void preloadScripts(this.connection.client, ALL_DELAY_QUEUE_SCRIPTS).catch((error: unknown) =>
-      this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
-    );
-  }
-
-  /**
-   * Drains every consumer, then flushes the writes of committed transactions still pending, before
-   * the module's connections close (in `onApplicationShutdown`). Consumers drain first (the
-   * `@OnDelayed` ones, then those of `consume()`), so that jobs their handlers schedule in
-   * transactions while they finish are flushed too.
-   */
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.consumers.drain('on-delayed');
-    await this.consumers.drain('all');
-    await this.afterCommit.flush(Math.max(AFTER_COMMIT_FLUSH_MIN_MS, this.config.delayQueue.shutdownTimeout));
-    await this.outbox?.stop();
-  }
-
-  /**
-   * Nest lifecycle hook: after the drain, stops the consumers and refuses further calls (`DelayQueueClosedError`).
-   */
-  onApplicationShutdown(): void {
-    this.closed = true;
-    this.consumers.close();
-    this.afterCommit.close();
-  }
-
-  private async enqueue(topic: string, jobs: PreparedJob[]): Promise<void> {
-    if (!this.transactions.isActive()) {
-      // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
-      await this.write(topic, jobs, jobs.some((job) => job.replace) ? newOperationId() : undefined);
-      this.emitScheduled(topic, jobs);
-      return;
-    }
-    if (this.outbox) return this.outbox.insert(topic, jobs);
-    this.transactions.register({
-      afterCompletion: async (status) => {
-        if (status === 'committed') await this.afterCommit.write(topic, jobs);
-      },
-    });
-  }
-
-  /**
-   * Writes each job to its shard: one group per shard, so no script call spans two slots. With a
-   * `writeId`, each script call gets an operation record named after it, the same on every retry.
-   */
-  private async write(topic: string, jobs: readonly PreparedJob[], writeId?: string): Promise<void> {
-    const shards = this.shardKeys(topic);
-    if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId);
-    const groups = new Map<number, PreparedJob[]>();
-    for (const job of jobs) {
-      const index = this.shards.indexOf(topic, job.id);
-      let group = groups.get(index);
-      if (!group) groups.set(index, (group = []));
-      group.push(job);
-    }
-    await Promise.all([...groups].map(([index, group]) => this.writeToShard(shards[index], group, writeId)));
-  }
-
-  private async writeToShard(keys: string[], jobs: readonly PreparedJob[], writeId?: string): Promise<void> {
-    const batches: Promise<unknown>[] = [];
-    const records: string[] = [];
-    for (let start = 0; start < jobs.length; start += SCHEDULE_BATCH) {
-      const args: (string | number)[] = [];
-      for (const job of jobs.slice(start, start + SCHEDULE_BATCH)) {
-        args.push(job.id, job.kind, job.when, job.replace ? '1' : '0', job.tail);
-      }
-      let batchKeys = keys;
-      if (writeId !== undefined) {
-        const record = operationKey(keys[1], `write:${writeId}:${start}`);
-        records.push(record);
-        batchKeys = [...keys, record];
-      }
-      // Sent together: ioredis pipelines them on the one connection, in order.
-      batches.push(scheduleJobsScript.run(this.connection.client, batchKeys, args));
-    }
-    await Promise.all(batches);
-    if (records.length > 0) await this.dropRecords(records);
-  }
-
-  /**
-   * Runs a script with a fresh operation record (see operation-record.ts), so that a re-sent call
-   * answers as the first run did; the record is dropped once the reply is here (no re-send can follow).
-   */
-  private runRecorded<T>(script: RedisScript, keys: string[], args: (string | number)[]): Promise<T> {
-    return runRecorded<T>(this.connection.client, script, keys, args);
-  }
-
-  /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */
-  private async dropRecords(records: string[]): Promise<void> {
-    await this.connection.client.del(...records).catch(() => undefined);
-  }
-
-  private emitScheduled(topic: string, jobs: ReadonlyArray<Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace'>>): void {
-    if (!this.events.wants('job.scheduled')) return;
-    for (const job of jobs) {
-      const when = job.kind === 'd' ? { delayMs: job.when } : { at: job.when };
-      this.events.emit('job.scheduled', { topic, id: job.id, ...when, replace: job.replace });
-    }
-  }
-
-  /** The script keys of every shard of `topic` (one entry for a topic that is not sharded). Validates the name. */
-  private shardKeys(topic: string): string[][] {
+  /** The keys of every shard of `topic` (one entry for a topic that is not sharded). Validates the name. */
+  private shardKeys(topic: string): TopicKeys[] {
     assertValidTopic(topic);
-    return this.shards.all(topic).map(scriptKeys);
+    return this.shards.all(topic);
   }
 
-  /** The script keys of the shard that holds job `id`. */
-  private jobKeys(topic: string, id: string): string[] {
+  /** The keys of the shard that holds job `id`. */
+  private jobKeys(topic: string, id: string): TopicKeys {
     return this.shardKeys(topic)[this.shards.indexOf(topic, id)];
   }
 
@@ -530,12 +305,4 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
       throw new InvalidJobError(topic, 'id', `is ${describeValue(id)}; use the non-empty string schedule() returned`);
     }
   }
-
-  private assertOpen(action: string): void {
-    if (this.closed) throw new DelayQueueClosedError(action);
-  }
-}
-
-function scriptKeys(keys: TopicKeys): string[] {
-  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
 }

@@ -5,11 +5,16 @@ import { RedisConnection } from '../core/redis/redis-connection.js';
 import { scanKeys } from '../core/redis/scan-keys.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
-import { decodeJob } from './jobs/job-codec.js';
+import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
+import { decodeJob, decodeJobLeniently } from './jobs/job-codec.js';
+import { JobWriter } from './writer/job-writer.js';
+import { topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
 import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
 import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
-import { runRecorded } from './jobs/operation-record.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
+import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
+import { readJobScript } from './scripts/read-job.lua.js';
+import { topicStatsScript } from './scripts/topic-stats.lua.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
 import { shardTopicName } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
@@ -67,11 +72,12 @@ export interface ListedJobs {
 export type CancelWaitingOutcome = 'cancelled' | 'running' | 'not-waiting';
 
 /**
- * Read side of the delay queue, and the two careful actions an operator needs, for add-ons such as
- * the dashboard: which topics exist (handled here, or found in Redis), the jobs of a topic by state
- * with payload previews, deleting only a dead letter and cancelling only a waiting job. Counts, one
- * job, and retrying dead letters are `DelayQueueService`'s. A sharded topic is one topic here: lists
- * merge its shards, and an action on one job goes to the shard its id maps to.
+ * The read side of the delay queue: one job, a topic's counts, dead letters and repeatable
+ * schedules (what `DelayQueueService` answers with), and for add-ons such as the dashboard which
+ * topics exist (handled here, or found in Redis) and the jobs of a topic by state with payload
+ * previews; besides, the two careful actions an operator needs: deleting only a dead letter and
+ * cancelling only a waiting job. A sharded topic is one topic here: reads merge its shards, and an
+ * action on one job goes to the shard its id maps to.
  */
 @Injectable()
 export class TopicInspector {
@@ -81,7 +87,67 @@ export class TopicInspector {
     private readonly shards: TopicShards,
     private readonly orchestrator: DelayQueueOrchestrator,
     private readonly repeats: RepeatScheduler,
+    private readonly writer: JobWriter,
   ) {}
+
+  /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
+  async job<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
+    assertValidTopic(topic);
+    const keys = topicScriptKeys(this.shards.forJob(topic, id));
+    const [nowMs, body, dueScore, deadline, diedAt] = await readJobScript.run<
+      [number, string | null, string | null, string | null, string | null]
+    >(this.connection.client, keys, [id]);
+    if (body === null) return null;
+    const job = decodeJobLeniently<T>(body);
+    const { payload, attempts, maxAttempts, lastError, lastErrorStack } = job;
+    const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack };
+    if (dueScore !== null) {
+      const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
+      return { ...base, state: dueMs <= Number(nowMs) ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
+    }
+    if (deadline !== null) return { ...base, state: 'active', visibleUntil: new Date(Number(deadline)) };
+    if (diedAt !== null) return { ...base, state: 'dead', diedAt: new Date(Number(diedAt)) };
+    return null;
+  }
+
+  /** Counts of a topic's jobs by state and of its schedules, one snapshot per shard, added up. */
+  async stats(topic: string): Promise<DelayQueueStats> {
+    assertValidTopic(topic);
+    const perShard = await Promise.all(
+      this.shards.all(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, topicStatsScriptKeys(keys), [])),
+    );
+    const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 };
+    for (const [waiting, due, active, dead, schedules] of perShard) {
+      total.scheduled += waiting - due;
+      total.due += due;
+      total.active += active;
+      total.dead += dead;
+      total.schedules += schedules;
+    }
+    return total;
+  }
+
+  /** How many dead letters one shard holds now. */
+  async deadCount(shard: TopicKeys): Promise<number> {
+    return Number((await topicStatsScript.run<number[]>(this.connection.client, topicScriptKeys(shard), []))[3]);
+  }
+
+  /** The newest `limit` dead letters of `topic`, newest first. */
+  async deadLetters<T = unknown>(topic: string, limit: number): Promise<Array<DelayedJob<T>>> {
+    assertValidTopic(topic);
+    // Each shard's newest `limit`, merged: the newest `limit` overall are among them.
+    const perShard = await Promise.all(
+      this.shards.all(topic).map((keys) => readDeadLettersScript.run<(string | number)[]>(this.connection.client, topicScriptKeys(keys), [limit])),
+    );
+    const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
+    for (const flat of perShard) for (let i = 0; i < flat.length; i += 3) {
+      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack } = decodeJobLeniently<T>(String(flat[i + 1]));
+      const diedAt = new Date(Number(flat[i + 2]));
+      result.push({ id: String(flat[i]), topic, payload, state: 'dead', attempts, maxAttempts, createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack });
+    }
+    if (perShard.length === 1) return result;
+    return result.sort((x, y) => y.diedAt.getTime() - x.diedAt.getTime()).slice(0, limit);
+  }
 
   /** The repeatable schedules of `topic` with the tick each has queued (`nextRunAt`), soonest first. */
   schedules(topic: string): Promise<RepeatInfo[]> {
@@ -115,7 +181,7 @@ export class TopicInspector {
     const previewBytes = 3 * previewLength + 48;
     const perShard = await Promise.all(
       this.shards.all(topic).map((keys) =>
-        listJobsScript.run<Array<string | number | null>>(this.connection.client, scriptKeys(keys), [state, limit, previewBytes]),
+        listJobsScript.run<Array<string | number | null>>(this.connection.client, topicScriptKeys(keys), [state, limit, previewBytes]),
       ),
     );
     let now = 0;
@@ -142,12 +208,12 @@ export class TopicInspector {
 
   /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
   async deleteDead(topic: string, id: string): Promise<boolean> {
-    return (await runRecorded<number>(this.connection.client, deleteDeadJobScript, scriptKeys(this.keysOfJob(topic, id)), [id])) === 1;
+    return (await this.writer.runRecorded<number>(deleteDeadJobScript, this.keysOfJob(topic, id), [id])) === 1;
   }
 
   /** Cancels a job that is still waiting; a running job is left alone. */
   async cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
-    const result = await runRecorded<number>(this.connection.client, cancelWaitingJobScript, scriptKeys(this.keysOfJob(topic, id)), [id]);
+    const result = await this.writer.runRecorded<number>(cancelWaitingJobScript, this.keysOfJob(topic, id), [id]);
     return result === 1 ? 'cancelled' : result === -1 ? 'running' : 'not-waiting';
   }
 
@@ -178,10 +244,6 @@ export function assertJobAddress(topic: string, id: string): void {
   if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > 1024) {
     throw new InvalidJobError(topic, 'id', 'must be the non-empty id of a job (at most 1024 bytes)');
   }
-}
-
-function scriptKeys(keys: TopicKeys): string[] {
-  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
 }
 
 function isValidTopic(name: string): boolean {

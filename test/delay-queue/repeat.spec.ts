@@ -5,7 +5,7 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';
 import { TopicInspector } from '../../lib/delay-queue/topic-inspector.js';
 import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
-import { repeatScriptKeys } from '../../lib/delay-queue/repeat/repeat-keys.js';
+import { repeatScriptKeys } from '../../lib/delay-queue/jobs/script-keys.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';

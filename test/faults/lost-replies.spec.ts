@@ -39,7 +39,7 @@ import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repea
 import { readRepeatsScript } from '../../lib/delay-queue/scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../../lib/delay-queue/scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../../lib/delay-queue/scripts/upsert-repeat.lua.js';
-import { repeatScriptKeys } from '../../lib/delay-queue/repeat/repeat-keys.js';
+import { repeatScriptKeys } from '../../lib/delay-queue/jobs/script-keys.js';
 import { RedisScript } from '../../lib/core/redis/redis-script.js';
 import {
   fence,

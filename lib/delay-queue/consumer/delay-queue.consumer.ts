@@ -19,6 +19,7 @@ import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
 import { settleWithin } from '../../core/time/settle-within.js';
+import { topicScriptKeys } from '../jobs/script-keys.js';
 
 /**
  * Once the shutdown timeout has run out, how long each remaining shutdown step (handing jobs back,
@@ -73,7 +74,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     private readonly context: ConsumerContext,
   ) {
     const { connection, keys, retention, logger, events, tracing } = context;
-    const keyList = [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
+    const keyList = topicScriptKeys(keys);
     const failures = new RedisFailureStreak(topic, logger);
     const clock = new ServerClock();
     const running = () => this.state === 'running';
@@ -106,7 +107,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       running,
       bug,
     });
-    this.claimer = new JobClaimer({ topic, connection, keys, keyList, options, retention, events, clock });
+    this.claimer = new JobClaimer({ topic, connection, keys, options, retention, events, clock });
     this.loop = new ClaimLoop({
       topic,
       connection,

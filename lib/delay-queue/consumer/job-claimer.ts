@@ -10,6 +10,7 @@ import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
 import type { ClaimedRow, HeldJob } from './held-job.js';
 import type { ServerClock } from './server-clock.js';
+import { claimScriptKeys } from '../jobs/script-keys.js';
 
 /** The dead letter's error when a job's last attempt never came back (kept equal to the claim script's text). */
 const VISIBILITY_EXPIRED_ON_LAST_ATTEMPT =
@@ -28,8 +29,6 @@ export interface JobClaimerContext {
   readonly topic: string;
   readonly connection: RedisConnection;
   readonly keys: TopicKeys;
-  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
-  readonly keyList: readonly string[];
   readonly options: ResolvedConsumerOptions;
   readonly retention: RedisLockConfig['delayQueue']['retention'];
   readonly events?: RedisLockEvents;
@@ -59,12 +58,7 @@ export class JobClaimer {
    * their visibility timeout. Sent on the same connection, the re-sent claim runs after the late one.
    */
   private unknownClaim?: { readonly record: string; readonly max: number };
-  /** The topic shard's fencing counter (job-fence.ts): every claim's tokens come from it. */
-  private readonly fenceKey: string;
-
-  constructor(private readonly context: JobClaimerContext) {
-    this.fenceKey = context.keys.fence;
-  }
+  constructor(private readonly context: JobClaimerContext) {}
 
   /** Claims up to `max` due jobs and records the acknowledgements `acks` in the same call. */
   async claim(max: number, acks: readonly HeldJob[]): Promise<ClaimResult> {
@@ -77,8 +71,7 @@ export class JobClaimer {
     const args: (string | number)[] = [count, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
     for (const job of acks) args.push(job.id, job.token);
     const record = unknown?.record ?? operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
-    const keys = [...this.context.keyList, record, this.fenceKey];
-    if (this.lastClaimRecord) keys.push(this.lastClaimRecord);
+    const keys = claimScriptKeys(this.context.keys, record, this.lastClaimRecord);
     const sent = performance.now();
     let reply: ClaimReply;
     try {

@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import type { RedisScript } from '../../core/redis/redis-script.js';
 
 /**
  * Operation records make a script call safe to run twice. ioredis re-sends a command whose reply
@@ -20,16 +18,4 @@ export function newOperationId(): string {
 /** The record key of operation `id` on the topic (shard) whose jobs hash is `jobsKey`. */
 export function operationKey(jobsKey: string, id: string): string {
   return `${jobsKey.slice(0, -':jobs'.length)}:op:${id}`;
-}
-
-/**
- * Runs `script` with a fresh operation record after the topic keys (`keys[1]` is the jobs hash), so
- * a re-sent run answers as the first; deletes the record once the reply is in.
- */
-export async function runRecorded<T>(client: RedisClient, script: RedisScript, keys: string[], args: (string | number)[]): Promise<T> {
-  const record = operationKey(keys[1], newOperationId());
-  const reply = await script.run<T>(client, [...keys, record], args);
-  // A record that cannot be deleted now expires on its own.
-  await client.del(record).catch(() => undefined);
-  return reply;
 }

@@ -12,11 +12,23 @@ import { encodeBodyTail, encodePayload } from './job-codec.js';
 /** The keys of `schedule()`'s options (and of a `scheduleMany()` job besides `payload`). */
 export const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff']);
 
+/** How a job's `when` gives its due time: `delay`, ms after the script's TIME; `at`, an epoch ms. */
+export type DueKind = 'delay' | 'at';
+
+/** The code of a `DueKind` in the scripts' arguments (schedule-jobs, write-outbox-job, reschedule-job). */
+export function dueKindArg(kind: DueKind): 'd' | 'a' {
+  return kind === 'delay' ? 'd' : 'a';
+}
+
+/** The `DueKind` of a code as stored with an outbox row (the inverse of `dueKindArg`). */
+export function dueKindOf(code: 'd' | 'a'): DueKind {
+  return code === 'd' ? 'delay' : 'at';
+}
+
 /** A job checked and encoded, ready for the schedule script. */
 export interface PreparedJob {
   readonly id: string;
-  /** `d`: `when` is a delay from the script's TIME; `a`: `when` is an absolute epoch ms. */
-  readonly kind: 'd' | 'a';
+  readonly kind: DueKind;
   readonly when: number;
   /** The stored body after the header Redis fills in (see job-codec.ts). */
   readonly tail: string;
@@ -59,7 +71,7 @@ export function prepareJob(
     id = o.id;
   }
 
-  let kind: 'd' | 'a' = 'd';
+  let kind: DueKind = 'delay';
   let when = 0;
   if (o.delay !== undefined && o.at !== undefined) {
     throw new InvalidJobError(topic, at('delay'), 'and `at` are both set; give one of them');
@@ -79,7 +91,7 @@ export function prepareJob(
       validate.refuseValue('at', o.at, 'use a valid Date or epoch milliseconds >= 0');
     }
     if (time > MAX_DUE_MS) throw new InvalidJobError(topic, at('at'), 'is past the year 2100; use an earlier time');
-    kind = 'a';
+    kind = 'at';
     when = Math.ceil(time);
   }
 

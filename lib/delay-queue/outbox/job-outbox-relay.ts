@@ -11,7 +11,7 @@ import { settleWithin } from '../../core/time/settle-within.js';
 import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
 import { MAX_JOB_ID_BYTES, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
 import { decodeJob } from '../jobs/job-codec.js';
-import type { PreparedJob } from '../jobs/prepare-job.js';
+import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
 import { readStoredForm, storedForm, type RepeatDefinition } from '../repeat/repeat-definition.js';
 import { isJobRow, isScheduleRow, type OutboxJobWrite, type OutboxJobWriter, type OutboxWrite } from './outbox-job-writer.js';
 
@@ -115,7 +115,7 @@ export class JobOutboxRelay {
       rowId: randomUUID(),
       topic,
       jobId: job.id,
-      kind: job.kind,
+      kind: dueKindArg(job.kind),
       when: job.when,
       replace: job.replace,
       body: job.tail,

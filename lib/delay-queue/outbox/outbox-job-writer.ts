@@ -5,9 +5,10 @@ import { operationKey } from '../jobs/operation-record.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
 import { readStoredForm } from '../repeat/repeat-definition.js';
 import type { RepeatScheduler } from '../repeat/repeat-scheduler.js';
-import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
+import type { JobWriter } from '../writer/job-writer.js';
+import { dueKindOf } from '../jobs/prepare-job.js';
 import { RedisClock } from './redis-clock.js';
-import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
+import type { WriteFence } from '../jobs/write-fence.js';
 
 /** One outbox row's job (or repeat schedule change) as it is written to Redis. */
 export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
@@ -56,6 +57,7 @@ export class OutboxJobWriter {
     private readonly client: () => RedisClient,
     private readonly shards: TopicShards,
     private readonly repeats: RepeatScheduler,
+    private readonly jobs: JobWriter,
   ) {
     this.clock = new RedisClock(client);
   }
@@ -104,22 +106,13 @@ export class OutboxJobWriter {
     }
   }
 
-  private async writeJobs(rows: readonly OutboxWrite[], deadline: number): Promise<OutboxWriteOutcome[]> {
-    if (rows.length === 0) return [];
-    const client = this.client();
+  private async writeJobs(rows: readonly OutboxJobWrite[], deadline: number): Promise<OutboxWriteOutcome[]> {
     return Promise.all(
       rows.map(async (row): Promise<OutboxWriteOutcome> => {
         try {
-          const keys = this.keysOf(row);
-          const status = await writeOutboxJobScript.run<number>(client, [...scriptKeys(keys), this.recordOf(row, keys)], [
-            row.jobId,
-            row.kind,
-            row.when,
-            row.replace ? '1' : '0',
-            row.body,
-            deadline,
-          ]);
-          return status === -1 ? { row, error: new WriteFenceExpiredError() } : { row };
+          const job = { id: row.jobId, kind: dueKindOf(row.kind), when: row.when, replace: row.replace, tail: row.body };
+          await this.jobs.writeFenced(row.topic, job, { recordId: recordIdOf(row), deadline });
+          return { row };
         } catch (error) {
           return { row, error };
         }
@@ -149,8 +142,4 @@ export class OutboxJobWriter {
 /** The operation id of a row's record. */
 function recordIdOf(row: OutboxWrite): string {
   return `outbox:${row.rowId}`;
-}
-
-function scriptKeys(keys: TopicKeys): string[] {
-  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
 }

@@ -14,7 +14,7 @@ import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
 import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
 import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
-import { repeatScriptKeys } from './repeat-keys.js';
+import { repeatScriptKeys } from '../jobs/script-keys.js';
 import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
 
 /**

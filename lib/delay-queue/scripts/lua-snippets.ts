@@ -3,7 +3,8 @@ import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.co
 
 /**
  * Lua: the opening every delayed-job script uses (a constant of this library; no user input). All of
- * them take the same five keys of one topic, which share a hash tag and so one cluster slot:
+ * them take the same five keys of one topic, which share a hash tag and so one cluster slot (every
+ * script's KEYS list is built in jobs/script-keys.ts):
  *
  * KEYS[1] due     zset  id -> dueMs * SLOTS + FIFO slot
  * KEYS[2] jobs    hash  id -> body (see job-codec.ts)
@@ -107,6 +108,12 @@ local function trimDead(maxCount, maxAge)
     for _, id in ipairs(ids) do redis.call('hdel', JOBS, id) end
     redis.call('zremrangebyrank', DEAD, 0, #ids - 1)
   end
+end
+
+-- The ids a call works on: ARGV[1] alone when it is an id, else the first ARGV[2] members of zset.
+local function oneIdOrFirst(zset)
+  if ARGV[1] ~= '' then return { ARGV[1] } end
+  return redis.call('zrange', zset, 0, tonumber(ARGV[2]) - 1)
 end
 
 -- The reply a first run of this call recorded (a string), or nil: not run before, or no record asked for.

@@ -13,12 +13,7 @@ import { LUA_REPEAT } from './repeat-lua-snippets.js';
 export const readRepeatsScript = new RedisScript(
   'readRepeats',
   `
-local ids
-if ARGV[1] ~= '' then
-  ids = { ARGV[1] }
-else
-  ids = redis.call('zrange', REPEAT_NEXT, 0, tonumber(ARGV[2]) - 1)
-end
+local ids = oneIdOrFirst(REPEAT_NEXT)
 local rows = {}
 for _, id in ipairs(ids) do
   local stored = redis.call('hget', REPEATS, id)

@@ -1,5 +1,5 @@
 import type { LuaSnippet } from '../../core/redis/redis-script.js';
-import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_STORE_JOB } from './store-job-lua-snippet.js';
 
 /**
  * How long a removal is remembered beside the shard's schedules, in ms of server time: an instance
@@ -26,7 +26,7 @@ export const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
  */
 export const LUA_REPEAT = {
   name: 'repeat',
-  requires: [LUA_TOPIC_PRELUDE],
+  requires: [LUA_STORE_JOB],
   source: `
 local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 
@@ -53,9 +53,7 @@ end
 local function enqueueTick(jobId, tick, tail)
   if redis.call('hexists', JOBS, jobId) == 1 then return end
   local headBefore = headScore()
-  local score = scoreFor(tick)
-  redis.call('hset', JOBS, jobId, '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail)
-  redis.call('zadd', DUE, score, jobId)
+  local score = storeJob(jobId, tick, tail)
   if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
 end
 `,

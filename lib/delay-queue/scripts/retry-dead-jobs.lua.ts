@@ -16,12 +16,7 @@ export const retryDeadJobsScript = new RedisScript(
   `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
-local ids
-if ARGV[1] ~= '' then
-  ids = { ARGV[1] }
-else
-  ids = redis.call('zrange', DEAD, 0, tonumber(ARGV[2]) - 1)
-end
+local ids = oneIdOrFirst(DEAD)
 local moved = 0
 for _, id in ipairs(ids) do
   if redis.call('zrem', DEAD, id) == 1 then

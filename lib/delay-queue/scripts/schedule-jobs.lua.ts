@@ -1,5 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_STORE_JOB } from './store-job-lua-snippet.js';
 
 /**
  * Stores jobs and queues them by due time, in one step per batch.
@@ -24,23 +24,9 @@ local earliest = nil
 local result = {}
 for i = 1, #ARGV, 5 do
   local id, kind, when, replace, tail = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4]
-  local status = 1
-  if redis.call('hexists', JOBS, id) == 1 then
-    if replace == '1' then
-      status = 2
-      redis.call('zrem', DUE, id)
-      redis.call('zrem', ACTIVE, id)
-      redis.call('zrem', DEAD, id)
-    else
-      status = 0
-    end
-  end
+  local status = makeRoomFor(id, replace)
   if status ~= 0 then
-    local dueMs = when
-    if kind == 'd' then dueMs = nowMs + when end
-    local score = scoreFor(dueMs)
-    redis.call('hset', JOBS, id, '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail)
-    redis.call('zadd', DUE, score, id)
+    local score = storeJob(id, dueMsOf(kind, when), tail)
     if earliest == nil or score < earliest then earliest = score end
   end
   result[#result + 1] = status
@@ -51,5 +37,5 @@ end
 recordReply(cjson.encode(result))
 return result
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_STORE_JOB],
 );

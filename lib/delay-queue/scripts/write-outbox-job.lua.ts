@@ -1,5 +1,5 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_STORE_JOB } from './store-job-lua-snippet.js';
 import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
 
 /**
@@ -22,28 +22,14 @@ export const writeOutboxJobScript = new RedisScript(
 if redis.call('exists', OPERATION) == 1 then return 3 end
 local id, kind, when, replace, tail, deadline = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 if pastDeadline(deadline) then return -1 end
-local status = 1
-if redis.call('hexists', JOBS, id) == 1 then
-  if replace == '1' then
-    status = 2
-    redis.call('zrem', DUE, id)
-    redis.call('zrem', ACTIVE, id)
-    redis.call('zrem', DEAD, id)
-  else
-    status = 0
-  end
-end
+local status = makeRoomFor(id, replace)
 if status ~= 0 then
   local headBefore = headScore()
-  local dueMs = when
-  if kind == 'd' then dueMs = nowMs + when end
-  local score = scoreFor(dueMs)
-  redis.call('hset', JOBS, id, '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail)
-  redis.call('zadd', DUE, score, id)
+  local score = storeJob(id, dueMsOf(kind, when), tail)
   if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
 end
 recordReply('1')
 return status
 `,
-  [LUA_TOPIC_PRELUDE, LUA_WRITE_DEADLINE],
+  [LUA_STORE_JOB, LUA_WRITE_DEADLINE],
 );

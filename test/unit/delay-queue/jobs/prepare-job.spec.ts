@@ -21,15 +21,15 @@ describe('prepareJob: one job checked and encoded before anything is sent', () =
     const b = prepareJob('orders', { n: 1 }, {}, defaults);
     expect(a.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(b.id).not.toBe(a.id);
-    expect(a).toMatchObject({ kind: 'd', when: 0, replace: false });
+    expect(a).toMatchObject({ kind: 'delay', when: 0, replace: false });
   });
 
   it('keeps a given id, a delay (rounded up) or an absolute time', () => {
-    expect(prepareJob('orders', 1, { id: 'order-1', delay: 1_500.2 }, defaults)).toMatchObject({ id: 'order-1', kind: 'd', when: 1_501 });
+    expect(prepareJob('orders', 1, { id: 'order-1', delay: 1_500.2 }, defaults)).toMatchObject({ id: 'order-1', kind: 'delay', when: 1_501 });
     const at = new Date('2030-01-02T03:04:05.006Z');
-    expect(prepareJob('orders', 1, { at }, defaults)).toMatchObject({ kind: 'a', when: at.getTime() });
-    expect(prepareJob('orders', 1, { at: 1_700_000_000_000.5 }, defaults)).toMatchObject({ kind: 'a', when: 1_700_000_000_001 });
-    expect(prepareJob('orders', 1, { at: 0 }, defaults)).toMatchObject({ kind: 'a', when: 0 });
+    expect(prepareJob('orders', 1, { at }, defaults)).toMatchObject({ kind: 'at', when: at.getTime() });
+    expect(prepareJob('orders', 1, { at: 1_700_000_000_000.5 }, defaults)).toMatchObject({ kind: 'at', when: 1_700_000_000_001 });
+    expect(prepareJob('orders', 1, { at: 0 }, defaults)).toMatchObject({ kind: 'at', when: 0 });
   });
 
   it('accepts an id of exactly the byte limit, counted in UTF-8', () => {

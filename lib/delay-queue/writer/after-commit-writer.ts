@@ -1,10 +1,11 @@
 import type { Logger } from '@nestjs/common';
-import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
-import { newOperationId } from './jobs/operation-record.js';
-import { backoffDelay } from '../core/options/retry-backoff.js';
-import type { PreparedJob } from './jobs/prepare-job.js';
-import { retryWithBackoff } from '../core/time/retry-with-backoff.js';
-import { settleWithin } from '../core/time/settle-within.js';
+import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import { newOperationId } from '../jobs/operation-record.js';
+import { backoffDelay } from '../../core/options/retry-backoff.js';
+import type { PreparedJob } from '../jobs/prepare-job.js';
+import type { JobWriter } from './job-writer.js';
+import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
+import { settleWithin } from '../../core/time/settle-within.js';
 
 /** First retry delay after a failed write; doubles per attempt up to the cap, with jitter (50-100 %). */
 const FIRST_RETRY_MS = 200;
@@ -13,9 +14,6 @@ const MAX_RETRY_MS = 10_000;
 const MAX_RETRY_WHILE_FLUSHING_MS = 500;
 /** Ids named in one log line at most (the events carry them all). */
 const MAX_IDS_LOGGED = 20;
-
-/** Writes a batch; `writeId` names its operation records, so a write run twice stores the jobs once. */
-export type BatchWrite = (topic: string, jobs: readonly PreparedJob[], writeId: string) => Promise<void>;
 
 /** One committed batch whose write has not been confirmed yet. */
 interface PendingWrite {
@@ -40,8 +38,8 @@ interface PendingWrite {
  * jittered backoff for as long as the process runs. Graceful shutdown flushes what is pending until
  * a deadline; what still could not be written is reported loudly (error log with the ids, the
  * `job.schedule.lost` event). The job ids are fixed before the first attempt and every attempt of a
- * batch carries the same operation records, so an attempt that landed although it seemed to fail
- * (a lost reply) is never written twice.
+ * batch carries the same operation records (the batch's write id, see `JobWriter.write`), so an
+ * attempt that landed although it seemed to fail (a lost reply) is never written twice.
  */
 export class AfterCommitWriter {
   private readonly pending = new Set<PendingWrite>();
@@ -49,8 +47,7 @@ export class AfterCommitWriter {
   private closed = false;
 
   constructor(
-    private readonly writeBatch: BatchWrite,
-    private readonly written: (topic: string, jobs: readonly PreparedJob[]) => void,
+    private readonly writer: JobWriter,
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
   ) {}
@@ -73,8 +70,8 @@ export class AfterCommitWriter {
       return;
     }
     try {
-      await this.writeBatch(topic, jobs, entry.writeId);
-      this.written(topic, jobs);
+      await this.writer.write(topic, jobs, entry.writeId);
+      this.writer.reportScheduled(topic, jobs);
       return;
     } catch (error) {
       this.failed(entry, error);
@@ -114,7 +111,7 @@ export class AfterCommitWriter {
 
   /** Retries a batch whose first attempt failed until it is written or abandoned. */
   private async retry(entry: PendingWrite): Promise<void> {
-    const outcome = await retryWithBackoff(() => this.writeBatch(entry.topic, entry.jobs, entry.writeId), {
+    const outcome = await retryWithBackoff(() => this.writer.write(entry.topic, entry.jobs, entry.writeId), {
       failuresSoFar: entry.attempts,
       failed: (error) => {
         if (!entry.abandoned) this.failed(entry, error);
@@ -129,7 +126,7 @@ export class AfterCommitWriter {
       this.logger.warn(`${describeBatch(entry)} reported lost at shutdown were written after all (attempt ${entry.attempts + 1}).`);
       return;
     }
-    this.written(entry.topic, entry.jobs);
+    this.writer.reportScheduled(entry.topic, entry.jobs);
     this.logger.log(`${describeBatch(entry)} written after ${entry.attempts + 1} attempts.`);
   }
 

@@ -1,0 +1,120 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
+import { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
+import { AfterCommitWriter } from './writer/after-commit-writer.js';
+import { JobWriter } from './writer/job-writer.js';
+import { newOperationId } from './jobs/operation-record.js';
+import { dueKindOf, type PreparedJob } from './jobs/prepare-job.js';
+import { TopicShards } from './jobs/topic-shards.js';
+import { JobOutboxRelay, type OutboxRelayStats } from './outbox/job-outbox-relay.js';
+import { OutboxJobWriter } from './outbox/outbox-job-writer.js';
+import type { RepeatDefinition } from './repeat/repeat-definition.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
+
+/** Shortest time shutdown keeps trying to write committed jobs, even with `shutdownTimeout: 0`. */
+const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
+
+/**
+ * Where a scheduled job goes: outside a transaction to Redis at once; inside one, into the outbox
+ * in that transaction (with `delayQueue.outbox`), or to Redis once it has committed (the
+ * `AfterCommitWriter`, dropped on rollback). Every path writes through the one `JobWriter`. Started
+ * and stopped by the `DelayQueueOrchestrator`; once closed, it refuses new jobs.
+ */
+@Injectable()
+export class JobEnqueuer {
+  private readonly logger = new Logger('DelayQueue');
+  private closed = false;
+  /** Jobs of committed transactions on their way to Redis (retried until written). */
+  private readonly afterCommit: AfterCommitWriter;
+  /** With `delayQueue.outbox`: jobs scheduled in transactions go through the outbox instead. */
+  private readonly outbox?: JobOutboxRelay;
+
+  constructor(
+    @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+    connection: RedisConnection,
+    @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
+    events: RedisLockEvents,
+    shards: TopicShards,
+    repeats: RepeatScheduler,
+    private readonly writer: JobWriter,
+  ) {
+    this.afterCommit = new AfterCommitWriter(writer, events, this.logger);
+    if (config.delayQueue.outbox) {
+      this.outbox = new JobOutboxRelay(
+        config.delayQueue.outbox,
+        new OutboxJobWriter(() => connection.client, shards, repeats, writer),
+        transactions,
+        events,
+        new Logger('DelayQueueOutbox'),
+        (topic, rows) => writer.reportScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId, kind: dueKindOf(row.kind) }))),
+      );
+    }
+  }
+
+  /** Counters of the transactional outbox, or undefined without one. */
+  get outboxStats(): OutboxRelayStats | undefined {
+    return this.outbox?.stats;
+  }
+
+  /** Jobs of committed transactions not yet confirmed written to Redis. */
+  get pendingAfterCommit(): number {
+    return this.afterCommit.pendingJobs;
+  }
+
+  /** Whether a repeat schedule change made now goes through the outbox (inside a transaction, with one). */
+  get schedulesGoThroughOutbox(): boolean {
+    return this.outbox !== undefined && this.transactions.isActive();
+  }
+
+  /** @throws DelayQueueClosedError once the delay queue has shut down */
+  assertOpen(action: string): void {
+    if (this.closed) throw new DelayQueueClosedError(action);
+  }
+
+  /** Sends checked jobs on their way (see the class comment); resolves once they are written or handed over. */
+  async enqueue(topic: string, jobs: readonly PreparedJob[]): Promise<void> {
+    if (!this.transactions.isActive()) {
+      // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
+      await this.writer.write(topic, jobs, jobs.some((job) => job.replace) ? newOperationId() : undefined);
+      this.writer.reportScheduled(topic, jobs);
+      return;
+    }
+    if (this.outbox) return this.outbox.insert(topic, jobs);
+    this.transactions.register({
+      afterCompletion: async (status) => {
+        if (status === 'committed') await this.afterCommit.write(topic, jobs);
+      },
+    });
+  }
+
+  /**
+   * Puts a repeat schedule's upsert (`definition`) or removal (`undefined`) into the outbox in the
+   * current transaction; only when `schedulesGoThroughOutbox`.
+   */
+  async changeScheduleInOutbox(topic: string, id: string, definition: RepeatDefinition | undefined): Promise<void> {
+    await this.outbox!.insertScheduleChange(topic, id, definition);
+  }
+
+  /** Starts the outbox relay, if any. */
+  async start(): Promise<void> {
+    await this.outbox?.start();
+  }
+
+  /**
+   * Flushes the writes of committed transactions still pending (trying until
+   * `delayQueue.shutdownTimeout`, at least 1 s), then stops the outbox relay.
+   */
+  async flush(): Promise<void> {
+    await this.afterCommit.flush(Math.max(AFTER_COMMIT_FLUSH_MIN_MS, this.config.delayQueue.shutdownTimeout));
+    await this.outbox?.stop();
+  }
+
+  /** Refuses further jobs; what is still pending after the commit is reported lost. */
+  close(): void {
+    this.closed = true;
+    this.afterCommit.close();
+  }
+}

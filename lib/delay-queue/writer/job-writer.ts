@@ -1,0 +1,108 @@
+import { Injectable } from '@nestjs/common';
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
+import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisScript } from '../../core/redis/redis-script.js';
+import { scheduleJobsScript } from '../scripts/schedule-jobs.lua.js';
+import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
+import { SCHEDULE_BATCH } from '../jobs/delay-queue.constants.js';
+import { newOperationId } from '../jobs/operation-record.js';
+import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
+import { recordedScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
+import { TopicShards } from '../jobs/topic-shards.js';
+import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
+
+/** A job as it is written: what `prepareJob` checked and encoded, without the size it reports. */
+export type JobToWrite = Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace' | 'tail'>;
+
+/**
+ * The one way jobs and commands on jobs reach a topic's keys in Redis: every call goes to the shard
+ * that holds its job, and carries an operation record where a second run of it (a re-sent command,
+ * a retried write) must answer as the first and change nothing (see operation-record.ts). Used by
+ * `DelayQueueService`, the after-commit writer and the outbox relay alike.
+ */
+@Injectable()
+export class JobWriter {
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly shards: TopicShards,
+    private readonly events: RedisLockEvents,
+  ) {}
+
+  /**
+   * Writes each job to its shard: one group per shard, so no script call spans two slots, in script
+   * calls of at most SCHEDULE_BATCH jobs. With a `writeId`, each script call gets an operation record
+   * named after it, the same on every retry of the write.
+   */
+  async write(topic: string, jobs: readonly JobToWrite[], writeId?: string): Promise<void> {
+    const shards = this.shards.all(topic);
+    if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId);
+    const groups = new Map<number, JobToWrite[]>();
+    for (const job of jobs) {
+      const index = this.shards.indexOf(topic, job.id);
+      let group = groups.get(index);
+      if (!group) groups.set(index, (group = []));
+      group.push(job);
+    }
+    await Promise.all([...groups].map(([index, group]) => this.writeToShard(shards[index], group, writeId)));
+  }
+
+  /**
+   * Writes one job under a fence (see write-fence.ts): its record `fence.recordId` is checked and
+   * set by the same script as the write, which changes nothing once the Redis server's clock has
+   * passed `fence.deadline`. The record is kept (the outbox shortens it once the row is deleted).
+   *
+   * @throws WriteFenceExpiredError when the write reached Redis after its deadline
+   */
+  async writeFenced(topic: string, job: JobToWrite, fence: WriteFence): Promise<void> {
+    const keys = recordedScriptKeys(this.shards.forJob(topic, job.id), fence.recordId);
+    const args = [job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail, fence.deadline];
+    const status = await writeOutboxJobScript.run<number>(this.connection.client, keys, args);
+    if (status === -1) throw new WriteFenceExpiredError();
+  }
+
+  /**
+   * Runs `script` on a shard's keys with a fresh operation record as KEYS[6], so that a re-sent run
+   * answers as the first; the record is deleted once the reply is here (no re-send can follow).
+   */
+  async runRecorded<T>(script: RedisScript, keys: TopicKeys, args: (string | number)[]): Promise<T> {
+    const scriptKeys = recordedScriptKeys(keys, newOperationId());
+    const reply = await script.run<T>(this.connection.client, scriptKeys, args);
+    await this.dropRecords([scriptKeys[5]]);
+    return reply;
+  }
+
+  /** Reports jobs written: one `job.scheduled` event each. */
+  reportScheduled(topic: string, jobs: ReadonlyArray<Pick<JobToWrite, 'id' | 'kind' | 'when' | 'replace'>>): void {
+    if (!this.events.wants('job.scheduled')) return;
+    for (const job of jobs) {
+      const when = job.kind === 'delay' ? { delayMs: job.when } : { at: job.when };
+      this.events.emit('job.scheduled', { topic, id: job.id, ...when, replace: job.replace });
+    }
+  }
+
+  private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<void> {
+    const batches: Promise<unknown>[] = [];
+    const records: string[] = [];
+    for (let start = 0; start < jobs.length; start += SCHEDULE_BATCH) {
+      const args: (string | number)[] = [];
+      for (const job of jobs.slice(start, start + SCHEDULE_BATCH)) {
+        args.push(job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail);
+      }
+      let batchKeys = topicScriptKeys(keys);
+      if (writeId !== undefined) {
+        batchKeys = recordedScriptKeys(keys, `write:${writeId}:${start}`);
+        records.push(batchKeys[5]);
+      }
+      // Sent together: ioredis pipelines them on the one connection, in order.
+      batches.push(scheduleJobsScript.run(this.connection.client, batchKeys, args));
+    }
+    await Promise.all(batches);
+    if (records.length > 0) await this.dropRecords(records);
+  }
+
+  /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */
+  private async dropRecords(records: string[]): Promise<void> {
+    await this.connection.client.del(...records).catch(() => undefined);
+  }
+}
