@@ -55,9 +55,9 @@ export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';
 
 export { WithLock } from './decorators/with-lock.decorator.js';
 export { WithRequestLock, type RequestLockKeySource } from './decorators/with-request-lock.decorator.js';
-export { WithLockInterceptor } from './decorators/with-lock.interceptor.js';
-export type { LockKeySource } from './lock/key-template.js';
-export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } from './lock/with-lock.js';
+export { RequestLockInterceptor } from './decorators/request-lock.interceptor.js';
+export type { LockKeySource } from './decorators/key-template.js';
+export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } from './decorators/with-lock-options.js';
 
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
@@ -73,8 +73,8 @@ export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job
 export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
 export type { Consumer, ConsumerOptions } from './delay-queue/interfaces/consumer.interface.js';
 
-export { OnOneInstance, type OnOneInstanceOptions } from './scheduling/on-one-instance.decorator.js';
-export { LeaderElection, type LeaderElectionOptions } from './scheduling/leader-election.decorator.js';
+export { OnOneInstance, type OnOneInstanceOptions } from './decorators/on-one-instance.decorator.js';
+export { LeaderElection, type LeaderElectionOptions } from './decorators/leader-election.decorator.js';
 export type { LeadershipHooks } from './scheduling/leadership-hooks.interface.js';
 export { LeaderElections, type LeaderElectionStatus } from './scheduling/leader-elections.js';
 export { OneInstanceLeases, type OneInstanceLease } from './scheduling/one-instance-leases.js';

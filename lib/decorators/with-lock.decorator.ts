@@ -1,12 +1,8 @@
-import { Inject } from '@nestjs/common';
-import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants.js';
-import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { LockServiceUnavailableError } from '../core/errors/lock-service-unavailable.error.js';
-import { compileKeySource, parameterShape, type LockKeySource } from '../lock/key-template.js';
-import { LockSections } from '../lock/lock-sections.js';
-import { keyPatternOf, resolveWithLockOptions, type WithLockOptions } from '../lock/with-lock.js';
-import { copyMethodMetadata } from './copy-method-metadata.js';
-import { LOCK_SECTIONS_PROPERTY } from './with-lock.constants.js';
+import { compileKeySource, parameterShape, type LockKeySource } from './key-template.js';
+import { DecoratorLockRunner } from './decorator-lock-runner.js';
+import { LOCK_RUNNER_PROPERTY } from './decorators.constants.js';
+import { keyPatternOf, resolveWithLockOptions, type WithLockOptions } from './with-lock-options.js';
+import { wrapProviderMethod } from './wrap-provider-method.js';
 
 /**
  * Runs the method while holding a distributed lock, and releases it when the method's promise
@@ -46,52 +42,22 @@ import { LOCK_SECTIONS_PROPERTY } from './with-lock.constants.js';
  * }
  */
 export function WithLock(key: LockKeySource, options?: WithLockOptions): MethodDecorator {
-  return (target, propertyKey, descriptor) => {
-    const className = typeof target === 'function' ? target.name : target.constructor.name;
-    const location = `@WithLock on ${className}.${String(propertyKey)}()`;
-    if (typeof target === 'function') {
-      throw new InvalidOptionsError('@WithLock', `${location} is static; decorate an instance method of a provider or controller`);
-    }
-    const original = descriptor.value as unknown;
-    if (typeof original !== 'function') {
-      throw new InvalidOptionsError('@WithLock', `${location} is not a method (getters and fields cannot be locked)`);
-    }
-
-    const keyOf = compileKeySource<{ args: unknown[]; self: unknown }>(key, {
-      root: 'argument',
-      location,
-      shape: parameterShape(target, propertyKey, original),
-      rootOf: ({ args }, placeholder) => ({ value: args[placeholder.index!], name: `argument ${placeholder.index}` }),
-      callFn: (fn, { args, self }) => fn.apply(self, args),
-    });
-    const resolved = resolveWithLockOptions(options, location, keyPatternOf(key, `${className}.${String(propertyKey)}()`));
-    injectLockSections(target);
-
-    const wrapper = new Proxy(original as (...args: unknown[]) => unknown, {
-      apply(method, self: Record<symbol, unknown> | undefined, args: unknown[]) {
-        return (async () => {
-          const sections = self?.[LOCK_SECTIONS_PROPERTY] as LockSections | undefined;
-          if (typeof sections?.run !== 'function') throw new LockServiceUnavailableError(location);
-          const lockKey = keyOf({ args, self });
-          return sections.run(lockKey, resolved, args, () => Reflect.apply(method, self, args));
-        })();
-      },
-    });
-    copyMethodMetadata(original, wrapper);
-    descriptor.value = wrapper as never;
-    return descriptor;
-  };
-}
-
-/**
- * Asks Nest to inject the module's `LockSections` into every instance of the class, under a symbol,
- * so the wrapper runs in the lock service of the application that created the instance (several
- * applications can share one process, e.g. in tests). A module that cannot see `RedisLockModule`
- * fails at bootstrap with Nest's "can't resolve dependencies" error naming the class.
- */
-function injectLockSections(prototype: object): void {
-  const existing: Array<{ key: string | symbol }> =
-    Reflect.getMetadata(PROPERTY_DEPS_METADATA, prototype.constructor) ?? [];
-  if (existing.some((dependency) => dependency.key === LOCK_SECTIONS_PROPERTY)) return;
-  Inject(LockSections)(prototype, LOCK_SECTIONS_PROPERTY);
+  return wrapProviderMethod<DecoratorLockRunner>({
+    decorator: '@WithLock',
+    carriers: 'a provider or controller',
+    notAMethodHint: ' (getters and fields cannot be locked)',
+    service: DecoratorLockRunner,
+    property: LOCK_RUNNER_PROPERTY,
+    prepare: ({ target, propertyKey, original, className, location }) => {
+      const keyOf = compileKeySource<{ args: unknown[]; self: unknown }>(key, {
+        root: 'argument',
+        location,
+        shape: parameterShape(target, propertyKey, original),
+        rootOf: ({ args }, placeholder) => ({ value: args[placeholder.index!], name: `argument ${placeholder.index}` }),
+        callFn: (fn, { args, self }) => fn.apply(self, args),
+      });
+      const resolved = resolveWithLockOptions(options, location, keyPatternOf(key, `${className}.${String(propertyKey)}()`));
+      return { run: (runner, call, args, self) => runner.run(keyOf({ args, self }), resolved, args, call) };
+    },
+  });
 }

@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { compileKeySource } from '../lock/key-template.js';
-import { keyPatternOf, resolveWithLockOptions, type ResolvedWithLockOptions, type WithLockOptions } from '../lock/with-lock.js';
-import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants.js';
+import { compileKeySource } from './key-template.js';
+import { keyPatternOf, resolveWithLockOptions, type ResolvedWithLockOptions, type WithLockOptions } from './with-lock-options.js';
+import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
 
 /**
  * Where a route lock's key comes from: a template over the request (`'order:<params.id>'`,
@@ -22,7 +22,7 @@ export interface RequestLockDeclaration {
 
 /**
  * Locks a route (or every route of a controller) on a key taken from the request, before the
- * handler's pipes run. The lock is taken by `WithLockInterceptor`, which `RedisLockModule` installs
+ * handler's pipes run. The lock is taken by `RequestLockInterceptor`, which `RedisLockModule` installs
  * for the whole application, after guards, and released once the response stream completes, before
  * the response is sent.
  *

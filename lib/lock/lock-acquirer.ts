@@ -10,7 +10,7 @@ import type { WakeConnectionSource } from './protocols/lock-protocol.interface.j
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHoldRegistry } from './lock-hold-registry.js';
-import { LockScope } from './lock-scope.js';
+import { HeldLockFrames } from './held-lock-frames.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProtocol } from './protocols/lock-protocol.interface.js';
 import { awaitReplicas } from './replica-sync.js';
@@ -254,7 +254,7 @@ export class LockAcquirer {
   /** The owner id an enclosing section of *this* acquirer holds the lock under, if any. */
   private reentrantOwner(protocol: LockProtocol): string | undefined {
     if (protocol.reentrancyKey === undefined) return undefined;
-    const owner = LockScope.ownerOf(protocol.reentrancyKey);
+    const owner = HeldLockFrames.ownerOf(protocol.reentrancyKey);
     return owner?.startsWith(`${this.clientId}:`) ? owner : undefined;
   }
 
@@ -264,7 +264,7 @@ export class LockAcquirer {
    * section's token would otherwise write under a newer one, a lost update no fence could catch.
    */
   private sectionLost(protocol: LockProtocol): LockLostError {
-    const section = LockScope.currentHandle();
+    const section = HeldLockFrames.currentHandle();
     const parts = section instanceof MultiLockHandle ? section.parts : section ? [section] : [];
     const token = parts.find((part) => part.key === protocol.name)?.fencingToken ?? 'unknown';
     return new LockLostError(protocol.name, token, 'not-owner');

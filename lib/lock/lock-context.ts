@@ -1,4 +1,4 @@
-import { LockScope } from './lock-scope.js';
+import { HeldLockFrames } from './held-lock-frames.js';
 
 /** What code running under a lock can know about it. */
 export interface LockContextSnapshot {
@@ -17,7 +17,8 @@ export interface LockContextSnapshot {
 
 /**
  * The lock the current call runs under, from AsyncLocalStorage: available anywhere inside a
- * `@WithLock` method or a `locks.using()` callback, however deep.
+ * `@WithLock` method or a `locks.using()` callback, however deep. It only reads the innermost frame
+ * of the internal `HeldLockFrames` registry; taking the locks is `LockService`'s and the decorators' job.
  *
  * @example
  * \@WithLock('order:<0>')
@@ -29,7 +30,7 @@ export interface LockContextSnapshot {
 export class LockContext {
   /** The innermost lock section, or `undefined` outside any. */
   static current(): LockContextSnapshot | undefined {
-    const handle = LockScope.currentHandle();
+    const handle = HeldLockFrames.currentHandle();
     if (!handle) return undefined;
     return { key: handle.key, fencingToken: handle.fencingToken, fencingTokens: handle.fencingTokens, signal: handle.signal };
   }

@@ -27,8 +27,7 @@ const UNDO_MAX_RETRY_MS = 2_000;
  * the transaction's end (the watchdog keeps renewing meanwhile; the lease is the backstop), and the
  * same transaction may re-enter a hold whose release waits for it.
  *
- * One per module instance, injected into `LockService` and `LockSections` (which releases the
- * unused parts of a multi-key read/write section through it).
+ * One per module instance, injected into `LockService`.
  */
 @Injectable()
 export class LockHoldRegistry implements HeldLockOperations {

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { errorMessage } from '../core/errors/error-message.js';
 import { InvalidLockKeyError } from '../core/errors/invalid-lock-key.error.js';
+import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { preloadScripts } from '../core/redis/preload-scripts.js';
@@ -14,12 +15,12 @@ import { LockAcquirer } from './lock-acquirer.js';
 import { LockHoldRegistry } from './lock-hold-registry.js';
 import { LockObserver } from './lock-observer.js';
 import { lockProtocolFactory, type LockProtocolFactory } from './lock-protocol-factory.js';
-import { LockScope } from './lock-scope.js';
+import { HeldLockFrames, type SectionMode } from './held-lock-frames.js';
 import { acquireAllOrNothing, lockNamesOf } from './multi-key-acquire.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { RedlockMasters } from './redlock/redlock-masters.js';
-import { AcquireOptionsResolver, resolveAcquireOptions } from './resolve-acquire-options.js';
+import { AcquireOptionsResolver } from './resolve-acquire-options.js';
 import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
 
 /**
@@ -97,7 +98,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   /** Takes the lock if it is free right now; resolves `null` (never waits) if someone else holds it. */
   tryAcquire(key: string | string[], options?: AcquireOptions): Promise<LockHandle | null> {
     try {
-      const resolved = resolveAcquireOptions({ ...options, waitTimeout: 0 }, this.config.lock);
+      const resolved = this.acquireOptions.resolve(options, false);
       return this.observer.traceAcquire(key, resolved, () => this.acquireKeys(key, resolved, false));
     } catch (error) {
       return Promise.reject(error);
@@ -127,8 +128,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     return {
       read: (options) => this.acquireWith(side('read'), options, true) as Promise<LockHandle>,
       write: (options) => this.acquireWith(side('write'), options, true) as Promise<LockHandle>,
-      tryRead: (options) => this.acquireWith(side('read'), { ...options, waitTimeout: 0 }, false),
-      tryWrite: (options) => this.acquireWith(side('write'), { ...options, waitTimeout: 0 }, false),
+      tryRead: (options) => this.acquireWith(side('read'), options, false),
+      tryWrite: (options) => this.acquireWith(side('write'), options, false),
     };
   }
 
@@ -144,7 +145,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     const protocol = this.protocols.semaphore(key, permits);
     return {
       acquire: (options) => this.acquireWith(protocol, options, true) as Promise<LockHandle>,
-      tryAcquire: (options) => this.acquireWith(protocol, { ...options, waitTimeout: 0 }, false),
+      tryAcquire: (options) => this.acquireWith(protocol, options, false),
     };
   }
 
@@ -163,7 +164,57 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * `LockContext.current()` returns it. `using()` and `@WithLock` do this for you.
    */
   runInScope<T>(handle: LockHandle, fn: () => T): T {
-    return LockScope.run(handle, fn);
+    return HeldLockFrames.run(handle, fn);
+  }
+
+  /**
+   * Takes `key` for a decorator section (`@WithLock`, `@WithRequestLock`) on the side `mode` names:
+   * an exclusive lock as `tryAcquire` when `waitTimeout` is 0 and as `acquire` otherwise; a read or
+   * write side as `readWrite(name).read()` / `.write()`, several names all or nothing in the order of
+   * `lockNamesOf`, within one `waitTimeout`, as `acquire` takes several mutexes.
+   *
+   * @returns the handle, or `null` when an exclusive lock was not free (with `waitTimeout: 0`)
+   * @throws LockAcquireTimeoutError when not free in time (naming every key of a multi-key lock)
+   * @internal
+   */
+  async acquireForSection(key: string | string[], mode: SectionMode, options: AcquireOptions): Promise<LockHandle | null> {
+    if (mode === 'exclusive') return options.waitTimeout === 0 ? this.tryAcquire(key, options) : this.acquire(key, options);
+    const { fair: _fair, ...sideOptions } = options;
+    const side = (name: string, partOptions: Omit<AcquireOptions, 'fair'>) =>
+      mode === 'read' ? this.readWrite(name).read(partOptions) : this.readWrite(name).write(partOptions);
+    if (!Array.isArray(key)) return side(key, sideOptions);
+    const names = lockNamesOf(key);
+    try {
+      const parts = await acquireAllOrNothing(names, sideOptions.waitTimeout, {
+        acquireOne: (name, remaining) => side(name, { ...sideOptions, waitTimeout: remaining }),
+        releaseUnused: (held) => this.holds.releaseUnused(held),
+      });
+      if (!parts) return null;
+      return parts.length === 1 ? parts[0] : new MultiLockHandle(parts);
+    } catch (error) {
+      if (error instanceof LockAcquireTimeoutError) throw new LockAcquireTimeoutError(names, sideOptions.waitTimeout ?? error.waitTimeout);
+      throw error;
+    }
+  }
+
+  /**
+   * The hold under which an enclosing decorator section of this service still holds every one of
+   * `names` in a mode that covers `mode` (the same, or write for read), or `undefined`.
+   *
+   * @internal
+   */
+  sectionCovering(names: readonly string[], mode: SectionMode): LockHandle | undefined {
+    return HeldLockFrames.covering(this, names, mode);
+  }
+
+  /**
+   * `runInScope` for a decorator section: with `taken` (the key and mode the section acquired),
+   * nested sections of those keys run inside this hold (`sectionCovering`).
+   *
+   * @internal
+   */
+  runInSection<T>(handle: LockHandle, fn: () => T, taken?: { key: string | string[]; mode: SectionMode }): T {
+    return HeldLockFrames.run(handle, fn, taken && { service: this, names: lockNamesOf(taken.key), mode: taken.mode });
   }
 
   /**
@@ -189,7 +240,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
     let resolved: ResolvedAcquireOptions;
     try {
-      resolved = this.acquireOptions.resolve(options);
+      resolved = this.acquireOptions.resolve(options, wait);
     } catch (error) {
       return Promise.reject(error as Error);
     }

@@ -58,23 +58,24 @@ interface Resolution {
 
 /**
  * `resolveAcquireOptions` against one module's defaults, done once per options object rather than
- * on every acquire (issue 17): callers usually pass the same constant object, or none. A reused
- * object is resolved again when any of its fields changed since (it may be mutated between calls),
- * and one with `syncReplicas` is always resolved afresh (that option is an object of its own).
+ * on every acquire: callers usually pass the same constant object, or none. A reused object is
+ * resolved again when any of its fields changed since (it may be mutated between calls), and one
+ * with `syncReplicas` is always resolved afresh (that option is an object of its own). Tries that
+ * never wait (`wait` false: `waitTimeout` 0 whatever the options say) keep their own resolutions.
  */
 export class AcquireOptionsResolver {
-  private readonly resolutions = new WeakMap<object, Resolution>();
-  private none?: ResolvedAcquireOptions;
+  private readonly resolutions = { wait: new WeakMap<object, Resolution>(), try: new WeakMap<object, Resolution>() };
+  private readonly none: { wait?: ResolvedAcquireOptions; try?: ResolvedAcquireOptions } = {};
 
   constructor(private readonly defaults: RedisLockConfig['lock']) {}
 
-  resolve(options: AcquireOptions | undefined): ResolvedAcquireOptions {
-    if (options === undefined) return (this.none ??= resolveAcquireOptions(undefined, this.defaults));
-    if (typeof options !== 'object' || options === null || options.syncReplicas !== undefined) {
-      return resolveAcquireOptions(options, this.defaults);
-    }
+  resolve(options: AcquireOptions | undefined, wait = true): ResolvedAcquireOptions {
+    const mode = wait ? 'wait' : 'try';
+    const fresh = () => resolveAcquireOptions(wait ? options : { ...options, waitTimeout: 0 }, this.defaults);
+    if (options === undefined) return (this.none[mode] ??= fresh());
+    if (typeof options !== 'object' || options === null || options.syncReplicas !== undefined) return fresh();
     const { waitTimeout, leaseTime, signal, fair, keyPattern } = options;
-    const known = this.resolutions.get(options);
+    const known = this.resolutions[mode].get(options);
     if (
       known !== undefined &&
       known.waitTimeout === waitTimeout &&
@@ -85,8 +86,8 @@ export class AcquireOptionsResolver {
     ) {
       return known.resolved;
     }
-    const resolved = resolveAcquireOptions(options, this.defaults);
-    this.resolutions.set(options, { waitTimeout, leaseTime, signal, fair, keyPattern, resolved });
+    const resolved = fresh();
+    this.resolutions[mode].set(options, { waitTimeout, leaseTime, signal, fair, keyPattern, resolved });
     return resolved;
   }
 }

@@ -5,8 +5,9 @@ import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { LockService } from '../lock/lock.service.js';
 import { LeaderCampaign } from './leader-campaign.js';
-import { leaderElectionOf } from './leader-election.decorator.js';
+import type { LeaseDeclaration } from './lease-declaration.js';
 import type { LeadershipHooks } from './leadership-hooks.interface.js';
+import { LEADER_ELECTION_METADATA } from './scheduling.constants.js';
 
 /** One `@LeaderElection` of this application, as this instance sees it. */
 export interface LeaderElectionStatus {
@@ -99,4 +100,9 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
     }
     return found;
   }
+}
+
+/** The declaration `@LeaderElection` recorded on a class, if any. */
+function leaderElectionOf(type: Function | undefined): LeaseDeclaration | undefined {
+  return type ? (Reflect.getOwnMetadata(LEADER_ELECTION_METADATA, type) as LeaseDeclaration | undefined) : undefined;
 }

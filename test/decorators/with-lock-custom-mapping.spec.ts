@@ -3,11 +3,11 @@ import type { LockService } from '../../lib/index.js';
 import { startCustomMappingApp } from '../fixtures/with-lock-custom-mapping.js';
 
 /**
- * A subclass of WithLockInterceptor that answers 423 instead of 409 answers for every lock of the
+ * A subclass of RequestLockInterceptor that answers 423 instead of 409 answers for every lock of the
  * routes it applies to, @WithRequestLock and @WithLock alike, whether applied with @UseInterceptors
  * or registered as an APP_INTERCEPTOR of the root module: the module's own interceptor stands aside.
  */
-describe.each(['applied', 'global'] as const)('a WithLockInterceptor subclass answering 423 (%s)', (setup) => {
+describe.each(['applied', 'global'] as const)('a RequestLockInterceptor subclass answering 423 (%s)', (setup) => {
   let app: INestApplication;
   let baseUrl: string;
   let locks: LockService;

@@ -163,7 +163,7 @@ describe('locks in an HTTP application', () => {
       expect(await locks.isLocked('order:13')).toBe(false);
     });
 
-    it('is taken once when WithLockInterceptor is also listed with @UseInterceptors', async () => {
+    it('is taken once when RequestLockInterceptor is also listed with @UseInterceptors', async () => {
       let owners: Record<string, string> = {};
       probe.hook = async () => {
         owners = await redis.hgetall(ownersKey(keyPrefix, 'order:14'));

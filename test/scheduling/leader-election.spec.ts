@@ -3,7 +3,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { InvalidOptionsError, LockLostError, RedisLockEvents, type LockHandle } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { LeaderElection } from '../../lib/scheduling/leader-election.decorator.js';
+import { LeaderElection } from '../../lib/decorators/leader-election.decorator.js';
 import { LeaderElections } from '../../lib/scheduling/leader-elections.js';
 import { LeadershipSteppedDownError } from '../../lib/core/errors/leadership-stepped-down.error.js';
 import type { LeadershipHooks } from '../../lib/scheduling/leadership-hooks.interface.js';

@@ -10,7 +10,7 @@ import {
   type LockContextSnapshot,
 } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { OnOneInstance } from '../../lib/scheduling/on-one-instance.decorator.js';
+import { OnOneInstance } from '../../lib/decorators/on-one-instance.decorator.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
 import type { OneInstanceAcquiredEvent, OneInstanceLostEvent, OneInstanceSkippedEvent } from '../../lib/index.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';

@@ -17,16 +17,8 @@ import { LUA_READ_WRITE_ACQUIRE } from './read-write-lua-snippets.js';
 export const acquireReadLockScript = new RedisScript(
   'acquireReadLock',
   `
-local lease = tonumber(ARGV[2])
-local readField, member, mode, refused = openAcquire('r', ARGV[3], ARGV[4] == '1')
-if refused then return refused end
-if not mode then
-  if redis.call('zcard', KEYS[3]) > 0 then return {0, waitTime()} end
-  takeFree('read', readField, member, lease)
-  return {1, nextFence(KEYS[4], lease)}
-end
--- this very attempt ran before (its reply was lost): the hold is there
-if redis.call('zscore', KEYS[2], member) then return {1, currentFence(KEYS[4], lease)} end
+local readField, member, mode, lease, answer = openAcquire('r', ARGV[3], ARGV[4] == '1')
+if answer then return answer end
 local nested = redis.call('hexists', KEYS[1], readField) == 1
 local downgrade = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[1] .. ':w') == 1
 if nested or downgrade or (mode == 'read' and redis.call('zcard', KEYS[3]) == 0) then

@@ -17,16 +17,8 @@ import { LUA_READ_WRITE_ACQUIRE } from './read-write-lua-snippets.js';
 export const acquireWriteLockScript = new RedisScript(
   'acquireWriteLock',
   `
-local lease = tonumber(ARGV[2])
-local writeField, member, mode, refused = openAcquire('w', ARGV[5], ARGV[6] == '1')
-if refused then return refused end
-if not mode then
-  takeFree('write', writeField, member, lease)
-  redis.call('zrem', KEYS[3], ARGV[1])
-  return {1, nextFence(KEYS[4], lease)}
-end
--- this very attempt ran before (its reply was lost): the hold is there
-if redis.call('zscore', KEYS[2], member) then return {1, currentFence(KEYS[4], lease)} end
+local writeField, member, _, lease, answer = openAcquire('w', ARGV[5], ARGV[6] == '1')
+if answer then return answer end
 if redis.call('hexists', KEYS[1], writeField) == 1 then
   hold(writeField, member, lease)
   return {1, currentFence(KEYS[4], lease)}

@@ -1,5 +1,5 @@
 import type { LuaSnippet } from '../../core/redis/redis-script.js';
-import { LUA_NOW_MS } from './lua-snippets.js';
+import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
 
 /*
  * Read/write lock layout (one hash tag):
@@ -57,12 +57,16 @@ end
 };
 
 /**
- * Lua for the acquire scripts (KEYS[1] hash, KEYS[2] leases, KEYS[3] waiting writers, ARGV[1] owner):
- * - openAcquire(side, holdId, nested) is every acquire's opening: purges ended holds and writers,
- *   refuses a name an exclusive lock holds ({-2, 0}: one name is one kind of lock) and a nested
- *   acquire whose section holds neither side any more ({0, -3}); returns the owner's holder field of
- *   that side ('r' or 'w'), the hold's member, the mode (false when free) and the refusal, if any;
- * - takeFree(mode, holder, member, lease) takes the free lock in that mode with a first hold;
+ * Lua for the acquire scripts (KEYS[1] hash, KEYS[2] leases, KEYS[3] waiting writers, KEYS[4] fence,
+ * ARGV[1] owner, ARGV[2] lease ms):
+ * - openAcquire(side, holdId, nested) answers every case the read and the write side answer alike,
+ *   after purging ended holds and writers: a name an exclusive lock holds ({-2, 0}: one name is one
+ *   kind of lock), a nested acquire whose section holds neither side any more ({0, -3}), a free lock
+ *   (takeFree), and this very attempt run before (its reply lost: the hold is there, {1, token}).
+ *   Returns the owner's holder field of that side ('r' or 'w'), the hold's member, the mode, the
+ *   lease, and that answer (nil when the lock is held and the script decides);
+ * - takeFree(side, holder, member, lease) takes the free lock on that side with a first hold (a reader
+ *   waits instead while a writer waits: writer preference; a writer stops waiting);
  * - hold(holder, member, lease) records a new hold of the holder field, changing no other hold's
  *   lease or count;
  * - waitTime() is how long a refused caller may sleep at most (until the first lease or, on a free
@@ -70,7 +74,7 @@ end
  */
 export const LUA_READ_WRITE_ACQUIRE: LuaSnippet = {
   name: 'readWriteAcquire',
-  requires: [LUA_NOW_MS, LUA_HOLDER_OF, LUA_PURGE_EXPIRED],
+  requires: [LUA_NOW_MS, LUA_HOLDER_OF, LUA_PURGE_EXPIRED, LUA_FENCE],
   source: `
 local function hold(holder, member, lease)
   redis.call('hincrby', KEYS[1], holder, 1)
@@ -95,19 +99,26 @@ local function purgeAll()
   purgeExpired(KEYS[1], KEYS[2])
   redis.call('zremrangebyscore', KEYS[3], '-inf', now)
 end
+local function takeFree(side, holder, member, lease)
+  if side == 'r' and redis.call('zcard', KEYS[3]) > 0 then return {0, waitTime()} end
+  redis.call('del', KEYS[2])
+  redis.call('hset', KEYS[1], 'mode', side == 'r' and 'read' or 'write')
+  hold(holder, member, lease)
+  if side == 'w' then redis.call('zrem', KEYS[3], ARGV[1]) end
+  return {1, nextFence(KEYS[4], lease)}
+end
 local function openAcquire(side, holdId, nested)
   purgeAll()
+  local lease = tonumber(ARGV[2])
   local holder = ARGV[1] .. ':' .. side
   local member = holder .. '#' .. holdId
   local mode = redis.call('hget', KEYS[1], 'mode')
-  if not mode and redis.call('exists', KEYS[1]) == 1 then return holder, member, mode, {-2, 0} end
-  if nested and not sectionHolds(ARGV[1], member) then return holder, member, mode, {0, -3} end
-  return holder, member, mode, nil
-end
-local function takeFree(mode, holder, member, lease)
-  redis.call('del', KEYS[2])
-  redis.call('hset', KEYS[1], 'mode', mode)
-  hold(holder, member, lease)
+  if not mode and redis.call('exists', KEYS[1]) == 1 then return holder, member, mode, lease, {-2, 0} end
+  if nested and not sectionHolds(ARGV[1], member) then return holder, member, mode, lease, {0, -3} end
+  if not mode then return holder, member, mode, lease, takeFree(side, holder, member, lease) end
+  -- this very attempt ran before (its reply was lost): the hold is there
+  if redis.call('zscore', KEYS[2], member) then return holder, member, mode, lease, {1, currentFence(KEYS[4], lease)} end
+  return holder, member, mode, lease, nil
 end
 `,
 };

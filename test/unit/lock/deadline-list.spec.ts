@@ -66,6 +66,19 @@ describe('AcquireOptionsResolver', () => {
     expect(resolver.resolve(undefined)).toMatchObject({ leaseTime: 30_000, watchdog: true });
   });
 
+  it('resolves a try (tryAcquire, tryRead, tryWrite) from the same cache, never waiting', () => {
+    const resolver = new AcquireOptionsResolver(defaults);
+    const options = { leaseTime: 1_000, waitTimeout: 2_000 };
+    const waiting = resolver.resolve(options);
+    const trying = resolver.resolve(options, false);
+    expect(trying).toMatchObject({ leaseTime: 1_000, waitTimeout: 0 });
+    expect(waiting).toMatchObject({ leaseTime: 1_000, waitTimeout: 2_000 });
+    expect(resolver.resolve(options, false)).toBe(trying);
+    expect(resolver.resolve(options)).toBe(waiting);
+    expect(resolver.resolve(undefined, false)).toMatchObject({ leaseTime: 30_000, waitTimeout: 0 });
+    expect(resolver.resolve(undefined, false)).toBe(resolver.resolve(undefined, false));
+  });
+
   it('refuses a bad value every time, also in an object resolved before', () => {
     const resolver = new AcquireOptionsResolver(defaults);
     const options: { leaseTime?: number } = { leaseTime: 1_000 };

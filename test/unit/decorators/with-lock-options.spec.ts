@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '../../../lib/index.js';
-import { keyPatternOf, resolveWithLockOptions, type WithLockOptions } from '../../../lib/lock/with-lock.js';
+import { keyPatternOf, resolveWithLockOptions, type WithLockOptions } from '../../../lib/decorators/with-lock-options.js';
 
 const location = '@WithLock on Spec.method()';
 

@@ -3,8 +3,8 @@ import type { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeou
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { OptionValidator } from '../core/options/option-validation.js';
 import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
-import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
-import type { SectionMode } from './lock-scope.js';
+import type { AcquireOptions } from '../lock/interfaces/acquire-options.interface.js';
+import type { SectionMode } from '../lock/held-lock-frames.js';
 
 /**
  * Which lock a `@WithLock` / `@WithRequestLock` section takes.

@@ -1,5 +1,5 @@
 import { InvalidLockKeyTemplateError } from '../../../lib/index.js';
-import { compileKeySource } from '../../../lib/lock/key-template.js';
+import { compileKeySource } from '../../../lib/decorators/key-template.js';
 
 /** Renders `template` over method arguments, as @WithLock does. */
 function argumentKey(template: string | string[]): (...args: unknown[]) => string | string[] {

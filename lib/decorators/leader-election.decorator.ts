@@ -1,7 +1,6 @@
-import type { Type } from '@nestjs/common';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { resolveLeaseDeclaration, type LeaseDeclaration } from './lease-declaration.js';
-import { LEADER_ELECTION_METADATA } from './scheduling.constants.js';
+import { LEADER_ELECTION_METADATA } from '../scheduling/scheduling.constants.js';
+import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
 
 /** Options of `@LeaderElection`. */
 export interface LeaderElectionOptions {
@@ -45,9 +44,4 @@ export function LeaderElection(key: string, options?: LeaderElectionOptions): Cl
     }
     Reflect.defineMetadata(LEADER_ELECTION_METADATA, declaration, target);
   };
-}
-
-/** The declaration `@LeaderElection` recorded on a class, if any. Internal. */
-export function leaderElectionOf(type: Type | Function | undefined): LeaseDeclaration | undefined {
-  return type ? (Reflect.getOwnMetadata(LEADER_ELECTION_METADATA, type) as LeaseDeclaration | undefined) : undefined;
 }

@@ -44,8 +44,11 @@ export interface SectionKeys {
  *
  * Only decorator sections record `SectionKeys`: a nested section is covered by an enclosing
  * decorator section, never by a `using()` scope (inside which it takes a nested hold instead).
+ *
+ * It records holds and takes none: `DecoratorLockRunner` (decorators) and `LockService` take and
+ * release the locks, and `LockContext` is the public, read-only view of the innermost frame.
  */
-export class LockScope {
+export class HeldLockFrames {
   private static readonly storage = new AsyncLocalStorage<ScopeFrame>();
 
   /** Owner id under which the current chain holds `redisKey`, if an enclosing scope holds it. */

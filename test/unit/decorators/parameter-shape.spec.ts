@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { InvalidLockKeyTemplateError } from '../../../lib/index.js';
-import { compileKeySource, parameterShape, type ParameterShape } from '../../../lib/lock/key-template.js';
+import { compileKeySource, parameterShape, type ParameterShape } from '../../../lib/decorators/key-template.js';
 
 /** Records the method's design metadata (as any decorator does when the compiler emits it). */
 const Recorded: MethodDecorator = () => undefined;

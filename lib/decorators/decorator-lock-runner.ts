@@ -2,22 +2,17 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { errorMessage } from '../core/errors/error-message.js';
 import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { REDIS_LOCK_TRACING, type LockedSpan, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
-import type { AcquireOptions } from './interfaces/acquire-options.interface.js';
-import type { LockHandle } from './interfaces/lock-handle.interface.js';
-import { LockHoldRegistry } from './lock-hold-registry.js';
-import { LockScope } from './lock-scope.js';
-import { LockService } from './lock.service.js';
-import { acquireAllOrNothing, lockNamesOf } from './multi-key-acquire.js';
-import { MultiLockHandle } from './multi-lock-handle.js';
-import type { ResolvedWithLockOptions } from './with-lock.js';
+import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
+import { LockService } from '../lock/lock.service.js';
+import type { ResolvedWithLockOptions } from './with-lock-options.js';
 
 /** A lock section being entered: either a fresh hold, or one that an enclosing section already covers. */
 export interface LockSection {
   readonly handle: LockHandle;
   /** False when an enclosing section of the same service already holds these keys: nothing to release. */
   readonly owned: boolean;
-  /** The section's lock names, in the order of `handle`'s parts. */
-  readonly names: readonly string[];
+  /** The key the section names (one, or several). */
+  readonly key: string | string[];
   readonly options: ResolvedWithLockOptions;
 }
 
@@ -25,15 +20,16 @@ export interface LockSection {
  * Runs the locked sections of `@WithLock` methods and `@WithRequestLock` handlers over the module's
  * `LockService`: enter (take the lock, or run inside an enclosing section that holds it), run the
  * body inside the section, leave (release), and trace the hold. One per module instance; Nest
- * injects it into `WithLockInterceptor` and into every instance of a class with `@WithLock` methods.
+ * injects it into `RequestLockInterceptor` and into every instance of a class with `@WithLock` methods.
+ * It is the only piece that takes and releases locks for decorators; `HeldLockFrames` only records
+ * what the call chain holds, and `LockContext` is the public read of the innermost of those holds.
  */
 @Injectable()
-export class LockSections {
+export class DecoratorLockRunner {
   private readonly logger = new Logger('WithLock');
 
   constructor(
     private readonly locks: LockService,
-    private readonly holds: LockHoldRegistry,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
   ) {}
 
@@ -47,11 +43,11 @@ export class LockSections {
   async enter(key: string | string[], options: ResolvedWithLockOptions): Promise<LockSection | LockAcquireTimeoutError> {
     // An enclosing hold of several keys is reused in the order this section names them.
     const named = Array.isArray(key) ? [...new Set(key)] : [key];
-    const covering = LockScope.covering(this.locks, named, options.mode);
-    if (covering) return { handle: covering, owned: false, names: named, options };
+    const covering = this.locks.sectionCovering(named, options.mode);
+    if (covering) return { handle: covering, owned: false, key, options };
     try {
-      const handle = await this.take(key, options);
-      if (handle) return { handle, owned: true, names: lockNamesOf(key), options };
+      const handle = await this.locks.acquireForSection(key, options.mode, options.acquire);
+      if (handle) return { handle, owned: true, key, options };
     } catch (error) {
       if (error instanceof LockAcquireTimeoutError) return error;
       throw error;
@@ -61,8 +57,8 @@ export class LockSections {
 
   /** Runs `fn` as the body of `section`: `LockContext.current()`, nested acquires and nested sections see the lock. */
   runInside<T>(section: LockSection, fn: () => T): T {
-    const keys = section.owned ? { service: this.locks, names: section.names, mode: section.options.mode } : undefined;
-    return LockScope.run(section.handle, fn, keys);
+    const taken = section.owned ? { key: section.key, mode: section.options.mode } : undefined;
+    return this.locks.runInSection(section.handle, fn, taken);
   }
 
   /** Releases a section's hold if it took one. Never throws: a failed release is logged, the lease ends it. */
@@ -105,34 +101,6 @@ export class LockSections {
       return await this.tracing.traceLocked(section.handle, options.acquire.keyPattern, run, methodOf(options));
     } finally {
       await this.leave(section);
-    }
-  }
-
-  private async take(key: string | string[], options: ResolvedWithLockOptions): Promise<LockHandle | null> {
-    const { acquire, mode } = options;
-    const locks = this.locks;
-    if (mode === 'exclusive') {
-      return acquire.waitTimeout === 0 ? locks.tryAcquire(key, acquire) : locks.acquire(key, acquire);
-    }
-    const { fair: _fair, ...sideOptions } = acquire;
-    const side = (name: string, partOptions: Omit<AcquireOptions, 'fair'>) =>
-      mode === 'read' ? locks.readWrite(name).read(partOptions) : locks.readWrite(name).write(partOptions);
-    if (!Array.isArray(key)) return side(key, sideOptions);
-
-    // Several read/write locks: all or nothing, in the same order and way as LockService takes several mutexes.
-    const names = lockNamesOf(key);
-    try {
-      const parts = await acquireAllOrNothing(names, sideOptions.waitTimeout, {
-        acquireOne: (name, remaining) => side(name, { ...sideOptions, waitTimeout: remaining }),
-        releaseUnused: (held) => this.holds.releaseUnused(held),
-      });
-      if (!parts) return null;
-      return parts.length === 1 ? parts[0] : new MultiLockHandle(parts);
-    } catch (error) {
-      if (error instanceof LockAcquireTimeoutError) {
-        throw new LockAcquireTimeoutError(names, sideOptions.waitTimeout ?? error.waitTimeout);
-      }
-      throw error;
     }
   }
 }

@@ -17,24 +17,24 @@ import { LockNotReplicatedError } from '../core/errors/lock-not-replicated.error
 import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { UnresolvedLockKeyError } from '../core/errors/unresolved-lock-key.error.js';
-import { LockSections, type LockSection } from '../lock/lock-sections.js';
+import { DecoratorLockRunner, type LockSection } from './decorator-lock-runner.js';
 import { LockService } from '../lock/lock.service.js';
-import { WITH_REQUEST_LOCK_METADATA } from './with-lock.constants.js';
+import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
 import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
 
 /** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use). */
 const claimed = new WeakSet<ExecutionContext>();
 
-/** Execution contexts a subclass of WithLockInterceptor (the user's own answers) has intercepted. */
+/** Execution contexts a subclass of RequestLockInterceptor (the user's own answers) has intercepted. */
 const customised = new WeakSet<ExecutionContext>();
 
 /** Where Nest keeps the interceptors of `@UseInterceptors` (`INTERCEPTORS_METADATA` of @nestjs/common/constants). */
 const INTERCEPTORS_METADATA = '__interceptors__';
 
-/** Whether `entry` (a class or an instance listed in `@UseInterceptors`) is a subclass of WithLockInterceptor. */
+/** Whether `entry` (a class or an instance listed in `@UseInterceptors`) is a subclass of RequestLockInterceptor. */
 function isSubclassEntry(entry: unknown): boolean {
-  if (typeof entry === 'function') return entry.prototype instanceof WithLockInterceptor;
-  return entry instanceof WithLockInterceptor && Object.getPrototypeOf(entry) !== WithLockInterceptor.prototype;
+  if (typeof entry === 'function') return entry.prototype instanceof RequestLockInterceptor;
+  return entry instanceof RequestLockInterceptor && Object.getPrototypeOf(entry) !== RequestLockInterceptor.prototype;
 }
 
 /**
@@ -47,7 +47,7 @@ function isSubclassEntry(entry: unknown): boolean {
  * error passes through untouched, and non-HTTP contexts (RPC, WebSocket, GraphQL) are not mapped.
  *
  * `RedisLockModule` registers it as a global interceptor (`APP_INTERCEPTOR`), so nothing has to be
- * added to controllers. Listing it again with `@UseInterceptors(WithLockInterceptor)` is harmless:
+ * added to controllers. Listing it again with `@UseInterceptors(RequestLockInterceptor)` is harmless:
  * the request lock is still taken once.
  *
  * Subclass it and override `toHttpException` to answer differently (e.g. 423 Locked, or a body in
@@ -58,9 +58,9 @@ function isSubclassEntry(entry: unknown): boolean {
  * locks and answers every lock error, a `@WithLock` service method's included.
  */
 @Injectable()
-export class WithLockInterceptor implements NestInterceptor {
+export class RequestLockInterceptor implements NestInterceptor {
   /** Injected as a property so subclasses keep the constructor `(locks, reflector)`. */
-  @Inject(LockSections) private readonly sections!: LockSections;
+  @Inject(DecoratorLockRunner) private readonly runner!: DecoratorLockRunner;
 
   constructor(
     /** The lock service the request locks are taken with. */
@@ -73,7 +73,7 @@ export class WithLockInterceptor implements NestInterceptor {
    * Nest interceptor hook: takes the route's `@WithRequestLock` lock around the handler, and maps lock errors to HTTP answers (`toHttpException`).
    */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (Object.getPrototypeOf(this) !== WithLockInterceptor.prototype) customised.add(context);
+    if (Object.getPrototypeOf(this) !== RequestLockInterceptor.prototype) customised.add(context);
     else if (this.subclassApplies(context)) return next.handle();
     const declaration = this.reflector.getAllAndOverride<RequestLockDeclaration | undefined>(WITH_REQUEST_LOCK_METADATA, [
       context.getHandler(),
@@ -192,10 +192,10 @@ export class WithLockInterceptor implements NestInterceptor {
         }
         throw error;
       }
-      return from(this.sections.enter(key, options)).pipe(
+      return from(this.runner.enter(key, options)).pipe(
         mergeMap((section) => {
           if (section instanceof LockAcquireTimeoutError) {
-            return defer(async () => this.sections.unavailable(options, section, key, context.getArgs()));
+            return defer(async () => this.runner.unavailable(options, section, key, context.getArgs()));
           }
           return this.runHandler(section, next);
         }),
@@ -210,12 +210,12 @@ export class WithLockInterceptor implements NestInterceptor {
    */
   private runHandler(section: LockSection, next: CallHandler) {
     // A span over the handler while it holds the lock (not for a section an enclosing one already holds).
-    const span = this.sections.startHeldSpan(section);
+    const span = this.runner.startHeldSpan(section);
     let released: Promise<void> | undefined;
-    const release = () => (released ??= this.sections.leave(section));
+    const release = () => (released ??= this.runner.leave(section));
     const handler = new Observable<unknown>((subscriber) => {
       // Subscribing inside the section puts the handler's async context in it (LockContext, re-entry).
-      const subscribe = () => this.sections.runInside(section, () => next.handle().subscribe(subscriber));
+      const subscribe = () => this.runner.runInside(section, () => next.handle().subscribe(subscriber));
       return span ? span.run(subscribe) : subscribe();
     });
     return handler.pipe(
