@@ -1,12 +1,13 @@
-import { RedisLockError } from './redis-lock.error.js';
+import { InvalidOptionsError } from './invalid-options.error.js';
 
 /**
  * A module of this package that builds on `RedisLockModule` (metrics, health, dashboard) cannot see
  * its providers: `RedisLockModule` is not in the application, or is registered without
- * `isGlobal: true`, so modules other than the one importing it do not see its providers.
+ * `isGlobal: true`, so modules other than the one importing it do not see its providers. Caught as
+ * `InvalidOptionsError` (not exported on its own).
  */
-export class RedisLockModuleNotVisibleError extends RedisLockError {
-  readonly code = 'REDIS_LOCK_MODULE_NOT_VISIBLE';
+export class RedisLockModuleNotVisibleError extends InvalidOptionsError {
+  override readonly code = 'REDIS_LOCK_MODULE_NOT_VISIBLE';
 
   constructor(
     /** The module that needs it, e.g. `RedisLockMetricsModule`. */
@@ -15,6 +16,8 @@ export class RedisLockModuleNotVisibleError extends RedisLockError {
     readonly missing: readonly string[],
   ) {
     super(
+      'isGlobal',
+      `${user} cannot see RedisLockModule`,
       `${user} needs RedisLockModule (its ${missing.join(', ')}), which it cannot see. Register ` +
         'RedisLockModule.forRoot({ isGlobal: true, ... }) (or forRootAsync({ isGlobal: true, ... })) in the root module ' +
         `of the application, before ${user}.`,

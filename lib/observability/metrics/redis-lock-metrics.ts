@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } f
 import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
-import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../core/events/redis-lock-events.js';
+import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import type { RedisLockEventMap, RedisLockEventName } from '../../core/events/redis-lock-event-map.js';
 import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js';
 import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
 import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
@@ -12,7 +13,7 @@ import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-
 const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead'] as const;
 const OTHER_PATTERN = 'other';
 
-type Listener<K extends RedisLockEventName> = (...args: RedisLockEventMap[K]) => void;
+type Listener<K extends RedisLockEventName> = (event: RedisLockEventMap[K]) => void;
 
 /**
  * Prometheus metrics fed by `RedisLockEvents`, plus queue depths read from Redis on each scrape.
