@@ -8,13 +8,12 @@ import { InvalidOptionsError } from './invalid-options.error.js';
  */
 export class RedisLockModuleNotVisibleError extends InvalidOptionsError {
   override readonly code = 'REDIS_LOCK_MODULE_NOT_VISIBLE';
+  /** The providers of `RedisLockModule` it could not get, e.g. `RedisLockEvents`. */
+  readonly missing: readonly string[];
 
-  constructor(
-    /** The module that needs it, e.g. `RedisLockMetricsModule`. */
-    readonly user: string,
-    /** The providers of `RedisLockModule` it could not get, e.g. `RedisLockEvents`. */
-    readonly missing: readonly string[],
-  ) {
+  /** `dependencies`: what `user` injected with `@Optional()`, by provider name; the missing ones are `undefined`. */
+  constructor(/** The module that needs it, e.g. `RedisLockMetricsModule`. */ readonly user: string, dependencies: Record<string, unknown>) {
+    const missing = Object.keys(dependencies).filter((name) => dependencies[name] === undefined || dependencies[name] === null);
     super(
       'isGlobal',
       `${user} cannot see RedisLockModule`,
@@ -22,6 +21,7 @@ export class RedisLockModuleNotVisibleError extends InvalidOptionsError {
         'RedisLockModule.forRoot({ isGlobal: true, ... }) (or forRootAsync({ isGlobal: true, ... })) in the root module ' +
         `of the application, before ${user}.`,
     );
+    this.missing = missing;
   }
 }
 
@@ -30,6 +30,6 @@ export class RedisLockModuleNotVisibleError extends InvalidOptionsError {
  * `@Optional()`, is there. Nest's own error would name a class and an argument index only.
  */
 export function requireRedisLockModule(user: string, dependencies: Record<string, unknown>): void {
-  const missing = Object.keys(dependencies).filter((name) => dependencies[name] === undefined || dependencies[name] === null);
-  if (missing.length > 0) throw new RedisLockModuleNotVisibleError(user, missing);
+  const isMissing = (value: unknown) => value === undefined || value === null;
+  if (Object.values(dependencies).some(isMissing)) throw new RedisLockModuleNotVisibleError(user, dependencies);
 }
