@@ -11,7 +11,7 @@ import { LockInspector } from './lock/lock-inspector.js';
 export const REDIS_LOCK_INTERNALS = Symbol('nestjs-redis-lock:internals');
 
 /** What `REDIS_LOCK_INTERNALS` holds. For add-ons. */
-export interface RedisLockInternals {
+interface RedisLockInternals {
   readonly connection: RedisConnection;
   readonly lockInspector: LockInspector;
   readonly topicInspector: TopicInspector;

@@ -13,6 +13,11 @@ import type {
 } from '../core/transaction/transaction-synchronizer.interface.js';
 import { SynchronizationList } from '../core/transaction/synchronization-list.js';
 
+/**
+ * Any `@nestjs-cls/transactional` adapter.
+ *
+ * @inline
+ */
 type AnyTransactionalAdapter = TransactionalAdapter<any, any, any>;
 type AdapterOptions = ReturnType<AnyTransactionalAdapter['optionsFactory']>;
 

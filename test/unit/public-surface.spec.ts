@@ -1,8 +1,5 @@
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import ts from 'typescript';
-import { entryPointsOf } from '../../tools/api-docs/public-api.js';
+import { exportedNames } from '../../tools/api-docs/public-api.js';
 
 /**
  * The public surface stays small enough to hold in one's head: the names exported by each entry point
@@ -15,37 +12,11 @@ const ROOT = process.cwd();
 const MAIN_ENTRY_BUDGET = 80;
 const ALL_ENTRIES_BUDGET = 110;
 
-function sourceFilesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFilesUnder(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
-
 describe('the public surface', () => {
-  const exported = new Map<string, string[]>();
+  let exported: Map<string, string[]>;
 
   beforeAll(() => {
-    const program = ts.createProgram({
-      rootNames: sourceFilesUnder(join(ROOT, 'lib')),
-      options: {
-        noResolve: true,
-        types: [],
-        module: ts.ModuleKind.NodeNext,
-        moduleResolution: ts.ModuleResolutionKind.NodeNext,
-        target: ts.ScriptTarget.ES2022,
-        experimentalDecorators: true,
-        noEmit: true,
-      },
-    });
-    const checker = program.getTypeChecker();
-    for (const entry of entryPointsOf(ROOT)) {
-      const source = program.getSourceFile(entry.file);
-      const module = source && checker.getSymbolAtLocation(source);
-      if (!module) throw new Error(`entry point ${entry.subpath} is not a module: ${entry.file}`);
-      exported.set(entry.subpath, checker.getExportsOfModule(module).map((symbol) => symbol.name).sort());
-    }
+    exported = exportedNames(ROOT);
   }, 120_000);
 
   it(`exports at most ${MAIN_ENTRY_BUDGET} names from the main entry`, () => {

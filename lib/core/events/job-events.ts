@@ -1,4 +1,8 @@
-/** A job was written to Redis (`job.scheduled`); inside a transaction, after the commit. */
+/**
+ * A job was written to Redis (`job.scheduled`); inside a transaction, after the commit.
+ *
+ * @inline
+ */
 export interface JobScheduledEvent {
   /** The topic of the job. */
   readonly topic: string;
@@ -12,7 +16,11 @@ export interface JobScheduledEvent {
   readonly replace: boolean;
 }
 
-/** A handler began running a delivery (`job.started`). */
+/**
+ * A handler began running a delivery (`job.started`).
+ *
+ * @inline
+ */
 export interface JobStartedEvent {
   /** The topic of the job. */
   readonly topic: string;
@@ -24,7 +32,11 @@ export interface JobStartedEvent {
   readonly latenessMs: number;
 }
 
-/** A handler resolved (`job.succeeded`); the acknowledgement is sent right after. */
+/**
+ * A handler resolved (`job.succeeded`); the acknowledgement is sent right after.
+ *
+ * @inline
+ */
 export interface JobSucceededEvent {
   /** The topic of the job. */
   readonly topic: string;
@@ -36,7 +48,11 @@ export interface JobSucceededEvent {
   readonly runMs: number;
 }
 
-/** A handler threw or rejected (`job.failed`); `job.retried` or `job.dead` follows once Redis recorded it. */
+/**
+ * A handler threw or rejected (`job.failed`); `job.retried` or `job.dead` follows once Redis recorded it.
+ *
+ * @inline
+ */
 export interface JobFailedEvent {
   /** The topic of the job. */
   readonly topic: string;
@@ -50,7 +66,11 @@ export interface JobFailedEvent {
   readonly error: unknown;
 }
 
-/** A failed job was put back with backoff (`job.retried`). */
+/**
+ * A failed job was put back with backoff (`job.retried`).
+ *
+ * @inline
+ */
 export interface JobRetriedEvent {
   /** The topic of the job. */
   readonly topic: string;
@@ -66,7 +86,11 @@ export interface JobRetriedEvent {
   readonly error: string;
 }
 
-/** A failed job went to the dead-letter set after its last attempt (`job.dead`). */
+/**
+ * A failed job went to the dead-letter set after its last attempt (`job.dead`).
+ *
+ * @inline
+ */
 export interface JobDeadEvent {
   /** The topic of the job. */
   readonly topic: string;
@@ -85,6 +109,8 @@ export interface JobDeadEvent {
  * passed (`job.recovered`), by whichever live consumer of the topic claimed next: put back in the
  * queue (`requeued: true`), or buried with the dead letters when that was its last attempt (then
  * `job.dead` follows).
+ *
+ * @inline
  */
 export interface JobRecoveredEvent {
   /** The topic of the job. */
@@ -104,6 +130,8 @@ export interface JobRecoveredEvent {
  * (`job.schedule.retrying`): the write is retried with backoff (capped at 10 s, with jitter) for as
  * long as the process runs, and flushed at shutdown until `delayQueue.shutdownTimeout`. One event
  * per failed attempt of one batch (one `schedule()`, or one `scheduleMany()` group).
+ *
+ * @inline
  */
 export interface JobScheduleRetryingEvent {
   /** The topic of the batch. */
@@ -123,6 +151,8 @@ export interface JobScheduleRetryingEvent {
  * (`job.schedule.lost`): Redis stayed unreachable until the shutdown deadline, or the transaction
  * committed after the module had shut down. Their transaction's data is committed but the jobs will
  * not run unless scheduled again: alert on this event. Also logged as an error with the ids.
+ *
+ * @inline
  */
 export interface JobScheduleLostEvent {
   /** The topic of the batch. */
@@ -141,6 +171,8 @@ export interface JobScheduleLostEvent {
  * Jobs of committed transactions went from the transactional outbox to Redis (`outbox.relayed`):
  * right after COMMIT by the process that committed them (`'after-commit'`), or by a relay that
  * found rows left behind by a crash or a Redis outage (`'relay'`).
+ *
+ * @inline
  */
 export interface OutboxRelayedEvent {
   /**
@@ -156,6 +188,8 @@ export interface OutboxRelayedEvent {
 /**
  * Outbox rows could not be written to Redis (`outbox.relay.failed`); they stay in the outbox and
  * the relay retries with backoff. Nothing is lost: alert when it lasts.
+ *
+ * @inline
  */
 export interface OutboxRelayFailedEvent {
   /**
@@ -176,6 +210,8 @@ export interface OutboxRelayFailedEvent {
  * An outbox row that can never be relayed (undecodable, a topic or id this version refuses, or a
  * write Redis keeps refusing) was moved aside (`outbox.row.parked`): it stays in the outbox table,
  * marked parked with the reason, and is not retried. Alert on it; fix and un-park by hand.
+ *
+ * @inline
  */
 export interface OutboxRowParkedEvent {
   /** The outbox row's id (its primary key). */

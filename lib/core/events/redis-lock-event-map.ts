@@ -65,5 +65,9 @@ export interface RedisLockEventMap {
 /** Every event name of `RedisLockEventMap`. */
 export type RedisLockEventName = keyof RedisLockEventMap;
 
-/** The listener arguments of each event (its payload, alone): the type argument of `RedisLockEvents`' `EventEmitter`. */
+/**
+ * The listener arguments of each event (its payload, alone): the type argument of `RedisLockEvents`' `EventEmitter`.
+ *
+ * @inline
+ */
 export type RedisLockEventArgs = { [K in RedisLockEventName]: [event: RedisLockEventMap[K]] };

@@ -1,6 +1,10 @@
 import type { RedisLockError } from '../errors/redis-lock.error.js';
 
-/** This instance became the leader of a `@LeaderElection` key (`leadership.acquired`). */
+/**
+ * This instance became the leader of a `@LeaderElection` key (`leadership.acquired`).
+ *
+ * @inline
+ */
 export interface LeadershipAcquiredEvent {
   /** The `@LeaderElection` key. */
   readonly key: string;
@@ -14,6 +18,8 @@ export interface LeadershipAcquiredEvent {
  * This instance stopped being the leader (`leadership.lost`): it stepped down (`'stepped-down'`:
  * shutdown or `lock.release()`), or its lease was lost (`'lease-lost'`: expired, taken over, or
  * Redis unreachable until it ran out). The lock's `signal` has been aborted with `error`.
+ *
+ * @inline
  */
 export interface LeadershipLostEvent {
   /** The `@LeaderElection` key. */
@@ -32,7 +38,11 @@ export interface LeadershipLostEvent {
   readonly heldMs: number;
 }
 
-/** This instance took the lease of an `@OnOneInstance` method (`one-instance.acquired`): its calls run here now. */
+/**
+ * This instance took the lease of an `@OnOneInstance` method (`one-instance.acquired`): its calls run here now.
+ *
+ * @inline
+ */
 export interface OneInstanceAcquiredEvent {
   /** The lease key of the `@OnOneInstance` method. */
   readonly key: string;
@@ -43,6 +53,8 @@ export interface OneInstanceAcquiredEvent {
 /**
  * This instance no longer holds an `@OnOneInstance` lease (`one-instance.lost`): handed back at
  * shutdown (`'handed-back'`), or lost (`'lease-lost'`).
+ *
+ * @inline
  */
 export interface OneInstanceLostEvent {
   /** The lease key of the `@OnOneInstance` method. */
@@ -60,6 +72,8 @@ export interface OneInstanceLostEvent {
  * another instance holds the method's lease (`'not-owner'`), or a run of it is still going, on this
  * instance or on the previous holder (`'still-running'`). Calls skipped because the application is
  * shutting down emit nothing.
+ *
+ * @inline
  */
 export interface OneInstanceSkippedEvent {
   /** The lease key of the `@OnOneInstance` method. */
