@@ -5,79 +5,34 @@
  * @module nestjs-redis-lock
  */
 export { RedisLockModule } from './redis-lock.module.js';
-export type {
-  BackoffOptions,
-  DelayQueueDefaults,
-  DelayQueueTopicOptions,
-  OutboxRelayOptions,
-  EvictionPolicyCheck,
-  LockDefaults,
-  RedisConnectionOptions,
-  RedisLockModuleOptions,
-  RedlockClientOptions,
-  RedlockOptions,
-  RetentionOptions,
-  SyncReplicasOptions,
-} from './core/options/redis-lock-module-options.interface.js';
+export type { BackoffOptions, RedisLockModuleOptions } from './core/options/redis-lock-module-options.interface.js';
 
 export { LockService } from './lock/lock.service.js';
 export type { LockHandle } from './lock/interfaces/lock-handle.interface.js';
 export type { AcquireOptions } from './lock/interfaces/acquire-options.interface.js';
-export type { LockKindOptions, ReadWriteLock, Semaphore } from './lock/interfaces/lock-kinds.interface.js';
-export {
-  RedisLockEvents,
-  type RedisLockEventMap,
-  type RedisLockEventName,
-  type LockAcquiredEvent,
-  type LockReleasedEvent,
-  type LockLostEvent,
-  type LockTimeoutEvent,
-  type JobScheduledEvent,
-  type JobStartedEvent,
-  type JobSucceededEvent,
-  type JobFailedEvent,
-  type JobRetriedEvent,
-  type JobDeadEvent,
-  type JobRecoveredEvent,
-  type JobScheduleRetryingEvent,
-  type JobScheduleLostEvent,
-  type OutboxRelayedEvent,
-  type OutboxRelayFailedEvent,
-  type OutboxRowParkedEvent,
-  type LeadershipAcquiredEvent,
-  type LeadershipLostEvent,
-  type OneInstanceAcquiredEvent,
-  type OneInstanceLostEvent,
-  type OneInstanceSkippedEvent,
-} from './core/events/redis-lock-events.js';
-export { REDIS_LOCK_CHANNELS, redisLockChannel } from './core/events/redis-lock.channels.js';
-export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';
+export type { ReadWriteLock, Semaphore } from './lock/interfaces/lock-kinds.interface.js';
+export { RedisLockEvents } from './core/events/redis-lock-events.js';
+export type { RedisLockEventMap, RedisLockEventName } from './core/events/redis-lock-event-map.js';
+export { REDIS_LOCK_CHANNELS } from './core/events/redis-lock.channels.js';
+export { LockContext } from './lock/lock-context.js';
 
 export { WithLock } from './decorators/with-lock.decorator.js';
-export { WithRequestLock, type RequestLockKeySource } from './decorators/with-request-lock.decorator.js';
+export { WithRequestLock } from './decorators/with-request-lock.decorator.js';
 export { RequestLockInterceptor } from './decorators/request-lock.interceptor.js';
-export type { LockKeySource } from './decorators/key-template.js';
-export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } from './decorators/with-lock-options.js';
+export type { LockUnavailableContext, WithLockOptions } from './decorators/with-lock-options.js';
 
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
-export type { ScheduleOptions, ScheduledJob } from './delay-queue/interfaces/schedule-options.interface.js';
-export type {
-  OnDelayedRepeat,
-  RepeatCatchUp,
-  RepeatInfo,
-  RepeatOptions,
-  RepeatSchedule,
-} from './delay-queue/interfaces/repeat-options.interface.js';
-export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';
-export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
+export type { ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
+export type { RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
+export { JobContext } from './delay-queue/interfaces/job-context.interface.js';
+export type { DelayedJob, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
 export type { Consumer, ConsumerOptions } from './delay-queue/interfaces/consumer.interface.js';
 
-export { OnOneInstance, type OnOneInstanceOptions } from './decorators/on-one-instance.decorator.js';
-export { LeaderElection, type LeaderElectionOptions } from './decorators/leader-election.decorator.js';
+export { OnOneInstance } from './decorators/on-one-instance.decorator.js';
+export { LeaderElection } from './decorators/leader-election.decorator.js';
 export type { LeadershipHooks } from './scheduling/leadership-hooks.interface.js';
-export { LeaderElections, type LeaderElectionStatus } from './scheduling/leader-elections.js';
-export { OneInstanceLeases, type OneInstanceLease } from './scheduling/one-instance-leases.js';
+export { LeaderElections } from './scheduling/leader-elections.js';
 
 export {
   TransactionSynchronizer,
@@ -87,7 +42,6 @@ export {
 export { AsyncLocalUnitOfWork, runInTransaction } from './core/transaction/async-local-unit-of-work.js';
 export { JobOutboxStore, type OutboxJob, type OutboxRow, type OutboxRowKind } from './core/outbox/job-outbox-store.js';
 export { OutboxTransactionMissingError } from './core/outbox/outbox-transaction-missing.error.js';
-export type { OutboxRelayStats } from './delay-queue/outbox/job-outbox-relay.js';
 
 export { RedisLockError } from './core/errors/redis-lock.error.js';
 export { LockAcquireTimeoutError } from './core/errors/lock-acquire-timeout.error.js';
@@ -97,19 +51,13 @@ export { LockLostError } from './core/errors/lock-lost.error.js';
 export { LockNotHeldError } from './core/errors/lock-not-held.error.js';
 export { LockNotReplicatedError } from './core/errors/lock-not-replicated.error.js';
 export { LockUpgradeError } from './core/errors/lock-upgrade.error.js';
-export { LockKindConflictError, type LockKind } from './core/errors/lock-kind-conflict.error.js';
+export { LockKindConflictError } from './core/errors/lock-kind-conflict.error.js';
 export { LockServiceClosedError } from './core/errors/lock-service-closed.error.js';
 export { InvalidLockKeyError } from './core/errors/invalid-lock-key.error.js';
-export { InvalidLockKeyTemplateError } from './core/errors/invalid-lock-key-template.error.js';
 export { UnresolvedLockKeyError } from './core/errors/unresolved-lock-key.error.js';
-export { LockServiceUnavailableError } from './core/errors/lock-service-unavailable.error.js';
 export { InvalidOptionsError } from './core/errors/invalid-options.error.js';
-export { UnsupportedInRedlockModeError } from './core/errors/unsupported-in-redlock-mode.error.js';
 export { InvalidJobError } from './core/errors/invalid-job.error.js';
 export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
-export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';
-export { DelayQueueAlreadyStartedError } from './core/errors/delay-queue-already-started.error.js';
-export { RedisLockModuleNotVisibleError } from './core/errors/redis-lock-module-not-visible.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';

@@ -2,18 +2,16 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { coreProviders } from './core/core.providers.js';
 import { RedisLockEvents } from './core/events/redis-lock-events.js';
-import { RedisConnection } from './core/redis/redis-connection.js';
 import { TransactionSynchronizer } from './core/transaction/transaction-synchronizer.interface.js';
 import { DecoratorLockRunner } from './decorators/decorator-lock-runner.js';
 import { decoratorProviders } from './decorators/decorators.providers.js';
 import { delayQueueProviders } from './delay-queue/delay-queue.providers.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
-import { TopicInspector } from './delay-queue/topic-inspector.js';
-import { LockInspector } from './lock/lock-inspector.js';
 import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
 import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS, type REDIS_LOCK_MODULE_FOR_ROOT_OPTIONS } from './redis-lock.module-definition.js';
 import { checkForRootArgument, checkForRootAsyncArgument, type RedisLockModuleAsyncOptions } from './redis-lock.module-arguments.js';
+import { REDIS_LOCK_INTERNALS, redisLockInternalsProvider } from './redis-lock.module-internals.js';
 import { LeaderElections } from './scheduling/leader-elections.js';
 import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
 import { schedulingProviders } from './scheduling/scheduling.providers.js';
@@ -56,20 +54,20 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
     ...delayQueueProviders,
     ...schedulingProviders,
     ...decoratorProviders,
+    redisLockInternalsProvider,
   ],
-  // Besides the public services: DecoratorLockRunner and OneInstanceLeases (run the @WithLock and
-  // @OnOneInstance methods of importing modules' classes), RedisConnection (health indicator) and the inspectors (dashboard). They are not public API.
+  // Besides the public services: DecoratorLockRunner and OneInstanceLeases (@WithLock and
+  // @OnOneInstance inject them into the classes of importing modules), and REDIS_LOCK_INTERNALS (the
+  // add-ons' way to the connection and the inspectors). None of them is public API.
   exports: [
     LockService,
     DecoratorLockRunner,
     RedisLockEvents,
     TransactionSynchronizer,
     DelayQueueService,
-    RedisConnection,
-    LockInspector,
-    TopicInspector,
-    OneInstanceLeases,
     LeaderElections,
+    OneInstanceLeases,
+    REDIS_LOCK_INTERNALS,
   ],
 })
 export class RedisLockModule extends ConfigurableRedisLockModule {

@@ -7,16 +7,22 @@ import { RedisConnection } from '../core/redis/redis-connection.js';
 import { removeKeysUnderPrefix } from './remove-keys-under-prefix.js';
 import { TestKeysNotRemovedError } from './test-keys-not-removed.error.js';
 
-/** A compiled testing module or an app made from one: what `closeRedisLockTestingModule` closes. */
-export type RedisLockTestingApp = Pick<INestApplicationContext, 'get' | 'close'>;
+/**
+ * A compiled testing module or an app made from one: what `closeRedisLockTestingModule` closes.
+ *
+ * @inline
+ */
+type RedisLockTestingApp = Pick<INestApplicationContext, 'get' | 'close'>;
 
 /**
  * Options of {@link closeRedisLockTestingModule}.
  *
  * @example
  * await closeRedisLockTestingModule(moduleRef, { removeKeys: true });
+ *
+ * @inline
  */
-export interface CloseRedisLockTestingModuleOptions {
+interface CloseRedisLockTestingModuleOptions {
   /**
    * Also delete every key the module wrote under its key prefix (locks, fencing counters, jobs,
    * dead letters), once it is closed. Default false: a server you stop after the tests takes

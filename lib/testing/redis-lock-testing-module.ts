@@ -4,8 +4,12 @@ import type { RedisConnectionOptions, RedisLockModuleOptions } from '../core/opt
 import { RedisLockModule } from '../redis-lock.module.js';
 import { uniqueKeyPrefix } from './unique-key-prefix.js';
 
-/** Anything with the URL of a running Redis: a `TestRedis` from `startTestRedis()`, a `LocalRedisServer`. */
-export interface RunningTestRedis {
+/**
+ * Anything with the URL of a running Redis: a `TestRedis` from `startTestRedis()`, a `LocalRedisServer`.
+ *
+ * @inline
+ */
+interface RunningTestRedis {
   /** The `redis://` URL of the server. */
   readonly url: string;
   /** Stops the server. */
@@ -22,8 +26,10 @@ export interface RunningTestRedis {
  *   imports: [OrdersModule],
  *   redisLock: { lock: { leaseTime: 2_000 } },  // keyPrefix: a unique one unless you set it
  * };
+ *
+ * @inline
  */
-export interface RedisLockTestingModuleMetadata extends ModuleMetadata {
+interface RedisLockTestingModuleMetadata extends ModuleMetadata {
   /** The Redis: a `TestRedis` (`startTestRedis()`), a URL, or any `RedisLockModule` connection option. */
   redis: RunningTestRedis | RedisConnectionOptions;
   /**

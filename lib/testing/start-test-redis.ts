@@ -34,8 +34,10 @@ export interface TestRedis extends AsyncDisposable {
  * @example
  * await startTestRedis({ url: process.env.TEST_REDIS_URL });                 // your own variable
  * await startTestRedis({ redisServer: { args: ['--appendonly', 'yes'] } }); // private server's settings
+ *
+ * @inline
  */
-export interface StartTestRedisOptions {
+interface StartTestRedisOptions {
   /** A server to use instead of starting one. Default: `process.env.REDIS_URL`. */
   url?: string;
   /** How to start the private `redis-server` when there is no URL. */

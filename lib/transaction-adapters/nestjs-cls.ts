@@ -13,15 +13,11 @@ import type {
 } from '../core/transaction/transaction-synchronizer.interface.js';
 import { SynchronizationList } from '../core/transaction/synchronization-list.js';
 
-/** Options of `ClsTransactionSynchronizer`. */
-export interface ClsTransactionSynchronizerOptions {
-  /**
-   * The `connectionName` given to `ClsPluginTransactional`, when the application has several.
-   * Default: the unnamed (default) connection.
-   */
-  connectionName?: string;
-}
-
+/**
+ * Any `@nestjs-cls/transactional` adapter.
+ *
+ * @inline
+ */
 type AnyTransactionalAdapter = TransactionalAdapter<any, any, any>;
 type AdapterOptions = ReturnType<AnyTransactionalAdapter['optionsFactory']>;
 
@@ -64,7 +60,15 @@ export class ClsTransactionSynchronizer implements TransactionSynchronizer {
   private wrapped = false;
   private warnedUnwrapped = false;
 
-  constructor(private readonly options: ClsTransactionSynchronizerOptions = {}) {}
+  constructor(
+    private readonly options: {
+      /**
+       * The `connectionName` given to `ClsPluginTransactional`, when the application has several.
+       * Default: the unnamed (default) connection.
+       */
+      connectionName?: string;
+    } = {},
+  ) {}
 
   /**
    * Returns the adapter with transaction hooks added; pass the result to `ClsPluginTransactional`.

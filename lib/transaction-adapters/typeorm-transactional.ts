@@ -16,15 +16,6 @@ import type {
 } from '../core/transaction/transaction-synchronizer.interface.js';
 import { SynchronizationList } from '../core/transaction/synchronization-list.js';
 
-/** Options of `TypeOrmTransactionalSynchronizer`. */
-export interface TypeOrmTransactionalSynchronizerOptions {
-  /**
-   * The name the data source was added under (`addTransactionalDataSource({ name, dataSource })`),
-   * the same as `@Transactional({ connectionName })`. Default `'default'`.
-   */
-  connectionName?: string;
-}
-
 /**
  * Makes locks released (and jobs scheduled) inside a `typeorm-transactional` `@Transactional()`
  * method or `runInTransaction()` take effect only after that transaction commits or rolls back.
@@ -61,7 +52,15 @@ export class TypeOrmTransactionalSynchronizer implements TransactionSynchronizer
   private readonly pending = new WeakMap<QueryRunner, SynchronizationList>();
   private readonly subscriber: EntitySubscriberInterface;
 
-  constructor(options: TypeOrmTransactionalSynchronizerOptions = {}) {
+  constructor(
+    options: {
+      /**
+       * The name the data source was added under (`addTransactionalDataSource({ name, dataSource })`),
+       * the same as `@Transactional({ connectionName })`. Default `'default'`.
+       */
+      connectionName?: string;
+    } = {},
+  ) {
     this.connectionName = options.connectionName ?? 'default';
     this.subscriber = {
       beforeTransactionCommit: (event: TransactionCommitEvent) => this.beforeCommit(event.queryRunner),

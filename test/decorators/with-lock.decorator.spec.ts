@@ -2,16 +2,16 @@ import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
-  InvalidLockKeyTemplateError,
   InvalidOptionsError,
   LockAcquireTimeoutError,
   LockContext,
   LockService,
-  LockServiceUnavailableError,
   RedisLockModule,
   UnresolvedLockKeyError,
   WithLock,
 } from '../../lib/index.js';
+import { InvalidLockKeyTemplateError } from '../../lib/core/errors/invalid-lock-key-template.error.js';
+import { LockServiceUnavailableError } from '../../lib/core/errors/lock-service-unavailable.error.js';
 import { CUSTOM_METADATA, OrdersService, createWithLockApp, ownersKey } from '../fixtures/with-lock-app.js';
 import { deferred, sleep } from '../support/timing.js';
 import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';

@@ -3,14 +3,8 @@ import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
-import {
-  DelayQueueService,
-  RedisLockEvents,
-  RedisLockModule,
-  runInTransaction,
-  type JobScheduleLostEvent,
-  type JobScheduleRetryingEvent,
-} from '../../lib/index.js';
+import { DelayQueueService, RedisLockEvents, RedisLockModule, runInTransaction } from '../../lib/index.js';
+import type { JobScheduleLostEvent, JobScheduleRetryingEvent } from '../../lib/core/events/job-events.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';

@@ -1,12 +1,7 @@
 import { jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import {
-  DelayQueueClosedError,
-  DuplicateDelayedHandlerError,
-  InvalidOptionsError,
-  type DelayQueueService,
-  type JobContext,
-} from '../../lib/index.js';
+import { DelayQueueClosedError, InvalidOptionsError, type DelayQueueService, type JobContext } from '../../lib/index.js';
+import { DuplicateDelayedHandlerError } from '../../lib/core/errors/duplicate-delayed-handler.error.js';
 import { rawRedis } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { RedisLockEvents, type JobRecoveredEvent } from '../../lib/index.js';
+import { RedisLockEvents } from '../../lib/index.js';
+import type { JobRecoveredEvent } from '../../lib/core/events/job-events.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { createDelayApp } from './support/delay-test-app.js';

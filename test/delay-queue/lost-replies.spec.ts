@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { RedisLockEvents, runInTransaction, type JobDeadEvent, type JobRetriedEvent } from '../../lib/index.js';
+import { RedisLockEvents, runInTransaction } from '../../lib/index.js';
+import type { JobDeadEvent, JobRetriedEvent } from '../../lib/core/events/job-events.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';

@@ -1,11 +1,7 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import {
-  ConsumerShutdownTimeoutError,
-  DuplicateDelayedHandlerError,
-  InvalidOptionsError,
-  InvalidTopicError,
-} from '../../lib/index.js';
+import { ConsumerShutdownTimeoutError, InvalidOptionsError, InvalidTopicError } from '../../lib/index.js';
+import { DuplicateDelayedHandlerError } from '../../lib/core/errors/duplicate-delayed-handler.error.js';
 import {
   BadOptionsHandler,
   BadTopicHandler,

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
-import type { Consumer, JobContext, RepeatCatchUp } from '../../lib/index.js';
+import type { Consumer, JobContext } from '../../lib/index.js';
+import type { RepeatCatchUp } from '../../lib/delay-queue/interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
 import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';

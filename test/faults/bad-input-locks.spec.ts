@@ -3,7 +3,6 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
   InvalidLockKeyError,
-  InvalidLockKeyTemplateError,
   InvalidOptionsError,
   LockService,
   RedisCommandError,
@@ -12,6 +11,7 @@ import {
   WithLock,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
+import { InvalidLockKeyTemplateError } from '../../lib/core/errors/invalid-lock-key-template.error.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DelayQueueService, DuplicateDelayedHandlerError, OnDelayed, RedisLockError, RedisLockModule } from '../../lib/index.js';
+import { DelayQueueService, OnDelayed, RedisLockError, RedisLockModule } from '../../lib/index.js';
+import { DuplicateDelayedHandlerError } from '../../lib/core/errors/duplicate-delayed-handler.error.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 

@@ -1,4 +1,5 @@
-import type { DashboardJobList, RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
+import type { RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
+import type { DashboardJobList } from '../../lib/observability/dashboard/dashboard-api.interface.js';
 import { DelayQueueService } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { callDashboard as call, startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app.js';

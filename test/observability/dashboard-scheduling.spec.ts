@@ -1,13 +1,21 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
+import { RedisLockDashboardModule } from 'nestjs-redis-lock/dashboard';
+import type {
+  DashboardSchedules,
+  DashboardScheduling,
+  DashboardTopics,
+} from '../../lib/observability/dashboard/dashboard-api.interface.js';
 import {
-  RedisLockDashboardModule,
-  type DashboardSchedules,
-  type DashboardScheduling,
-  type DashboardTopics,
-} from 'nestjs-redis-lock/dashboard';
-import { DelayQueueService, LeaderElection, LockService, OnOneInstance, RedisLockModule, type Consumer, type LeadershipHooks } from '../../lib/index.js';
+  DelayQueueService,
+  LeaderElection,
+  LockService,
+  OnOneInstance,
+  RedisLockModule,
+  type Consumer,
+  type LeadershipHooks,
+} from '../../lib/index.js';
 import { callDashboard } from '../fixtures/dashboard-app.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor } from '../support/timing.js';

@@ -1,6 +1,18 @@
-import { RedisLockDashboardModule, type DashboardJobList, type DashboardLocks, type DashboardTopics } from 'nestjs-redis-lock/dashboard';
+import { RedisLockDashboardModule } from 'nestjs-redis-lock/dashboard';
+import type {
+  DashboardJobList,
+  DashboardLocks,
+  DashboardTopics,
+} from '../../lib/observability/dashboard/dashboard-api.interface.js';
 import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService } from '../../lib/index.js';
-import { callDashboard as call, DenyAllGuard, failedRuns, slowJobs, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
+import {
+  callDashboard as call,
+  DenyAllGuard,
+  failedRuns,
+  slowJobs,
+  startDashboardApp,
+  type DashboardTestApp,
+} from '../fixtures/dashboard-app.js';
 import { waitFor } from '../support/timing.js';
 import { rawRedis } from '../support/test-app.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';

@@ -9,11 +9,11 @@ import {
   LockService,
   REDIS_LOCK_CHANNELS,
   RedisLockEvents,
-  redisLockChannel,
   runInTransaction,
   type RedisLockEventMap,
   type RedisLockEventName,
 } from '../../lib/index.js';
+import { redisLockChannel } from '../../lib/core/events/redis-lock.channels.js';
 import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
@@ -26,7 +26,7 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 const ROOT = join(import.meta.dirname, '..', '..');
 const ALL_EVENTS = Object.keys(REDIS_LOCK_CHANNELS) as RedisLockEventName[];
 
-type Payload = RedisLockEventMap[RedisLockEventName][0];
+type Payload = RedisLockEventMap[RedisLockEventName];
 interface Seen {
   /** The event name (emitter) or the channel name (diagnostics_channel). */
   readonly name: string;
@@ -122,7 +122,7 @@ describe('diagnostics_channel: lock events', () => {
       expect(timedOut).toEqual({ key, keyPattern: undefined, waitTimeout: 100, waitMs: expect.any(Number) });
       expect(tried).toEqual({ key, keyPattern: undefined, waitTimeout: 0, waitMs: expect.any(Number) });
       expect(released).toEqual({ key, keyPattern: 'order:<id>', fencingToken: lock.fencingToken, holdMs: expect.any(Number) });
-      expect((released as RedisLockEventMap['lock.released'][0]).holdMs!).toBeGreaterThanOrEqual(25);
+      expect((released as RedisLockEventMap['lock.released']).holdMs!).toBeGreaterThanOrEqual(25);
     } finally {
       t.stop();
     }
@@ -221,7 +221,7 @@ describe('diagnostics_channel: lock events', () => {
     otherEvents.on('lock.acquired', (e) => void (e.key.startsWith(key) && otherOnly.push(e.key)));
     const onChannel: string[] = [];
     const subscriber = (message: unknown) => {
-      const { key: name } = message as RedisLockEventMap['lock.acquired'][0];
+      const { key: name } = message as RedisLockEventMap['lock.acquired'];
       if (name.startsWith(key)) onChannel.push(name);
     };
     subscribe(REDIS_LOCK_CHANNELS['lock.acquired'], subscriber);

@@ -15,7 +15,7 @@ import { sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 
-type Recorded = { [K in RedisLockEventName]: { name: K; event: RedisLockEventMap[K][0] } }[RedisLockEventName];
+type Recorded = { [K in RedisLockEventName]: { name: K; event: RedisLockEventMap[K] } }[RedisLockEventName];
 
 /** Records every event of `names` in order. */
 function record(events: RedisLockEvents, names: RedisLockEventName[]): Recorded[] {
@@ -57,8 +57,8 @@ describe('RedisLockEvents: lock life cycle', () => {
     await lock.release();
     expect(seen.map((s) => s.name)).toEqual(['lock.acquired', 'lock.released']);
     const [acquired, released] = seen.map((s) => s.event) as [
-      RedisLockEventMap['lock.acquired'][0],
-      RedisLockEventMap['lock.released'][0],
+      RedisLockEventMap['lock.acquired'],
+      RedisLockEventMap['lock.released'],
     ];
     expect(acquired).toEqual({ key: 'order:1', fencingToken: lock.fencingToken, waitMs: expect.any(Number) });
     expect(acquired.waitMs).toBeGreaterThanOrEqual(0);
@@ -76,13 +76,13 @@ describe('RedisLockEvents: lock life cycle', () => {
     await waiter.release();
 
     expect(seen.map((s) => s.name)).toEqual(['lock.timeout', 'lock.timeout', 'lock.released', 'lock.acquired', 'lock.released']);
-    const [timedOut, tried] = seen.map((s) => s.event) as Array<RedisLockEventMap['lock.timeout'][0]>;
+    const [timedOut, tried] = seen.map((s) => s.event) as Array<RedisLockEventMap['lock.timeout']>;
     expect(timedOut).toEqual({ key: 'order:2', waitTimeout: 100, waitMs: expect.any(Number) });
     expect(timedOut.waitMs).toBeGreaterThanOrEqual(95);
     expect(tried).toEqual({ key: 'order:2', waitTimeout: 0, waitMs: expect.any(Number) });
     // The holder was acquired before anyone listened: its hold time is unknown, not made up.
-    expect((seen[2].event as RedisLockEventMap['lock.released'][0]).holdMs).toBeUndefined();
-    const acquired = seen[3].event as RedisLockEventMap['lock.acquired'][0];
+    expect((seen[2].event as RedisLockEventMap['lock.released']).holdMs).toBeUndefined();
+    const acquired = seen[3].event as RedisLockEventMap['lock.acquired'];
     expect(acquired.fencingToken).toBe(waiter.fencingToken);
     expect(acquired.waitMs).toBeGreaterThanOrEqual(100);
   });
@@ -109,7 +109,7 @@ describe('RedisLockEvents: lock life cycle', () => {
       redis.disconnect();
     }
     await waitFor(() => seen.some((s) => s.name === 'lock.lost'), 5_000, 'lock.lost');
-    const lost = seen.find((s) => s.name === 'lock.lost')!.event as RedisLockEventMap['lock.lost'][0];
+    const lost = seen.find((s) => s.name === 'lock.lost')!.event as RedisLockEventMap['lock.lost'];
     expect(lost.key).toBe('order:3');
     expect(lost.fencingToken).toBe(lock.fencingToken);
     expect(lost.error).toBe(lock.signal.reason);
@@ -161,9 +161,9 @@ describe('RedisLockEvents: job life cycle', () => {
     }
     expect(seen.map((s) => s.name)).toEqual(['job.scheduled', 'job.started', 'job.succeeded']);
     const [scheduled, started, succeeded] = seen.map((s) => s.event) as [
-      RedisLockEventMap['job.scheduled'][0],
-      RedisLockEventMap['job.started'][0],
-      RedisLockEventMap['job.succeeded'][0],
+      RedisLockEventMap['job.scheduled'],
+      RedisLockEventMap['job.started'],
+      RedisLockEventMap['job.succeeded'],
     ];
     expect(scheduled).toEqual({ topic: 'ok', id: 'job-1', delayMs: 100, replace: false });
     expect(started).toEqual({ topic: 'ok', id: 'job-1', attempt: 1, latenessMs: expect.any(Number) });
@@ -195,7 +195,7 @@ describe('RedisLockEvents: job life cycle', () => {
       'job.dead',
     ]);
     const byName = <K extends RedisLockEventName>(name: K) =>
-      seen.filter((s) => s.name === name).map((s) => s.event) as Array<RedisLockEventMap[K][0]>;
+      seen.filter((s) => s.name === name).map((s) => s.event) as Array<RedisLockEventMap[K]>;
     expect(byName('job.scheduled')[0]).toEqual({ topic: 'bad', id: 'job-2', at: expect.any(Number), replace: false });
     expect(byName('job.started').map((e) => e.attempt)).toEqual([1, 2]);
     expect(byName('job.failed')[0]).toEqual({ topic: 'bad', id: 'job-2', attempt: 1, runMs: expect.any(Number), error: boom });
@@ -213,7 +213,7 @@ describe('RedisLockEvents: job life cycle', () => {
   it('reports scheduleMany job by job', async () => {
     const seen = record(events, ['job.scheduled']);
     await queue.scheduleMany('many', [{ payload: 1, id: 'a', delay: 60_000 }, { payload: 2, id: 'b', delay: 60_000 }]);
-    expect(seen.map((s) => (s.event as RedisLockEventMap['job.scheduled'][0]).id)).toEqual(['a', 'b']);
+    expect(seen.map((s) => (s.event as RedisLockEventMap['job.scheduled']).id)).toEqual(['a', 'b']);
     await queue.cancel('many', 'a');
     await queue.cancel('many', 'b');
   });

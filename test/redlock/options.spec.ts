@@ -6,9 +6,9 @@ import {
   LockService,
   RedisConnectionError,
   RedisLockModule,
-  UnsupportedInRedlockModeError,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
+import { UnsupportedInRedlockModeError } from '../../lib/core/errors/unsupported-in-redlock-mode.error.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { uniquePrefix } from '../support/test-app.js';

@@ -1,5 +1,6 @@
 import { Test, type TestingModule } from '@nestjs/testing';
-import { LockService, RedisLockModule, type RedisLockModuleOptions, type RedlockOptions } from '../../lib/index.js';
+import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
+import type { RedlockOptions } from '../../lib/core/options/redis-lock-module-options.interface.js';
 import type { Redis } from 'ioredis';
 import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters.js';
 import { uniquePrefix } from '../support/test-app.js';

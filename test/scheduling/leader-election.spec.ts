@@ -7,7 +7,7 @@ import { LeaderElection } from '../../lib/decorators/leader-election.decorator.j
 import { LeaderElections } from '../../lib/scheduling/leader-elections.js';
 import { LeadershipSteppedDownError } from '../../lib/core/errors/leadership-stepped-down.error.js';
 import type { LeadershipHooks } from '../../lib/scheduling/leadership-hooks.interface.js';
-import type { LeadershipAcquiredEvent, LeadershipLostEvent } from '../../lib/index.js';
+import type { LeadershipAcquiredEvent, LeadershipLostEvent } from '../../lib/core/events/scheduling-events.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { abortReason, waitFor } from '../support/timing.js';
 import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';

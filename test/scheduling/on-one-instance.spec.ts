@@ -1,18 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import {
-  InvalidOptionsError,
-  LockContext,
-  LockService,
-  LockServiceUnavailableError,
-  RedisLockEvents,
-  type LockContextSnapshot,
-} from '../../lib/index.js';
+import { InvalidOptionsError, LockContext, LockService, RedisLockEvents } from '../../lib/index.js';
+import { LockServiceUnavailableError } from '../../lib/core/errors/lock-service-unavailable.error.js';
+import type { LockContextSnapshot } from '../../lib/lock/lock-context.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { OnOneInstance } from '../../lib/decorators/on-one-instance.decorator.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
-import type { OneInstanceAcquiredEvent, OneInstanceLostEvent, OneInstanceSkippedEvent } from '../../lib/index.js';
+import type {
+  OneInstanceAcquiredEvent,
+  OneInstanceLostEvent,
+  OneInstanceSkippedEvent,
+} from '../../lib/core/events/scheduling-events.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor, type Deferred } from '../support/timing.js';
 import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { LockService, OneInstanceLeases } from '../../lib/index.js';
+import { LockService } from '../../lib/index.js';
+import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
 import { OnOneInstance } from '../../lib/decorators/on-one-instance.decorator.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';

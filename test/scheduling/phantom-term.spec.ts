@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { LeaderElection, RedisLockEvents, type LeadershipHooks, type LeadershipLostEvent, type LockHandle } from '../../lib/index.js';
+import { LeaderElection, RedisLockEvents, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
+import type { LeadershipLostEvent } from '../../lib/core/events/scheduling-events.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';

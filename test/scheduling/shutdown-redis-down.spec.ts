@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { DelayQueueService, LeaderElection, OnOneInstance, OneInstanceLeases, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
+import { DelayQueueService, LeaderElection, OnOneInstance, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
+import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';

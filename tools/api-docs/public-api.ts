@@ -47,11 +47,12 @@ export function entryPointsOf(root: string): EntryPoint[] {
   return entries;
 }
 
-/** Reads the public API of the given entry points (by default, those of package.json "exports"). */
-export function readPublicApi(root: string, entryPoints: EntryPoint[] = entryPointsOf(root)): ApiItem[] {
-  // Every source file of the package, and nothing else: external types (Nest, ioredis, Node) are not
-  // read (noResolve), as no member declared there is checked. A third of the time of resolving them.
-  const program = ts.createProgram({
+/**
+ * Every source file of the package, and nothing else: external types (Nest, ioredis, Node) are not
+ * read (noResolve), as no member declared there is checked. A third of the time of resolving them.
+ */
+function libraryProgram(root: string, entryPoints: EntryPoint[]): ts.Program {
+  return ts.createProgram({
     rootNames: [...new Set([...entryPoints.map((entry) => entry.file), ...sourceFilesUnder(join(root, 'lib'))])],
     options: {
       noResolve: true,
@@ -65,6 +66,25 @@ export function readPublicApi(root: string, entryPoints: EntryPoint[] = entryPoi
       noEmit: true,
     },
   });
+}
+
+/** The names each entry point exports (by package subpath), as the TypeScript checker sees them. */
+export function exportedNames(root: string, entryPoints: EntryPoint[] = entryPointsOf(root)): Map<string, string[]> {
+  const program = libraryProgram(root, entryPoints);
+  const checker = program.getTypeChecker();
+  const names = new Map<string, string[]>();
+  for (const entry of entryPoints) {
+    const source = program.getSourceFile(entry.file);
+    const module = source && checker.getSymbolAtLocation(source);
+    if (!module) throw new Error(`entry point ${entry.subpath} is not a module: ${entry.file}`);
+    names.set(entry.subpath, checker.getExportsOfModule(module).map((symbol) => symbol.name).sort());
+  }
+  return names;
+}
+
+/** Reads the public API of the given entry points (by default, those of package.json "exports"). */
+export function readPublicApi(root: string, entryPoints: EntryPoint[] = entryPointsOf(root)): ApiItem[] {
+  const program = libraryProgram(root, entryPoints);
   const checker = program.getTypeChecker();
   const items = new Map<ts.Node, ApiItem>();
 

@@ -1,12 +1,13 @@
-import { RedisLockError } from './redis-lock.error.js';
+import { InvalidOptionsError } from './invalid-options.error.js';
 
 /**
  * Two handlers were registered for one delayed-job topic in one application (two `@OnDelayed` methods,
  * or `consume()` on a topic that already has a consumer). Each job of a topic goes to one handler,
- * so the second would silently take half of the first one's jobs.
+ * so the second would silently take half of the first one's jobs. Caught as `InvalidOptionsError`
+ * (not exported on its own).
  */
-export class DuplicateDelayedHandlerError extends RedisLockError {
-  readonly code = 'DUPLICATE_DELAYED_HANDLER';
+export class DuplicateDelayedHandlerError extends InvalidOptionsError {
+  override readonly code = 'DUPLICATE_DELAYED_HANDLER';
 
   constructor(
     /** The topic with two handlers. */
@@ -15,6 +16,8 @@ export class DuplicateDelayedHandlerError extends RedisLockError {
     readonly handlers: readonly string[],
   ) {
     super(
+      handlers[handlers.length - 1] ?? `topic ${JSON.stringify(topic)}`,
+      'a second handler for the topic',
       `Topic ${JSON.stringify(topic)} has more than one delayed-job handler: ${handlers.join(', ')}. ` +
         'Keep one handler per topic (raise its `concurrency` for more parallelism), or give the jobs distinct topics.',
     );

@@ -1,13 +1,13 @@
-import { RedisLockError } from './redis-lock.error.js';
+import { InvalidOptionsError } from './invalid-options.error.js';
 
 /**
  * A `@WithLock` / `@WithRequestLock` key template that can never produce a key: bad syntax, an
  * argument index the method does not have, or a property path into a parameter declared as a
  * primitive. Thrown when the decorator is applied (class definition, before the application starts),
- * so a typo never reaches the first call.
+ * so a typo never reaches the first call. Caught as `InvalidOptionsError` (not exported on its own).
  */
-export class InvalidLockKeyTemplateError extends RedisLockError {
-  readonly code = 'INVALID_LOCK_KEY_TEMPLATE';
+export class InvalidLockKeyTemplateError extends InvalidOptionsError {
+  override readonly code = 'INVALID_LOCK_KEY_TEMPLATE';
 
   constructor(
     /** The template as written (or a description of the key source when it is not a string). */
@@ -16,6 +16,6 @@ export class InvalidLockKeyTemplateError extends RedisLockError {
     readonly location: string,
     problem: string,
   ) {
-    super(`Invalid lock key template ${JSON.stringify(template)} in ${location}: ${problem}.`);
+    super(location, problem, `Invalid lock key template ${JSON.stringify(template)} in ${location}: ${problem}.`);
   }
 }

@@ -1,7 +1,11 @@
 import { RedisLockError } from './redis-lock.error.js';
 
-/** The kinds of lock that share a name's Redis key: the exclusive lock (plain or fair) and the read/write lock. */
-export type LockKind = 'exclusive' | 'read/write';
+/**
+ * The kinds of lock that share a name's Redis key: the exclusive lock (plain or fair) and the read/write lock.
+ *
+ * @inline
+ */
+type LockKind = 'exclusive' | 'read/write';
 
 /**
  * A lock name was asked for as one kind of lock while the other kind holds it: an exclusive lock

@@ -1,5 +1,5 @@
 import { channel, type Channel } from 'node:diagnostics_channel';
-import type { RedisLockEventName } from './redis-lock-events.js';
+import type { RedisLockEventName } from './redis-lock-event-map.js';
 
 /**
  * The `node:diagnostics_channel` channel name of every `RedisLockEvents` event:
@@ -14,10 +14,10 @@ import type { RedisLockEventName } from './redis-lock-events.js';
  *
  * @example
  * import { subscribe } from 'node:diagnostics_channel';
- * import { REDIS_LOCK_CHANNELS, type LockLostEvent } from 'nestjs-redis-lock';
+ * import { REDIS_LOCK_CHANNELS, type RedisLockEventMap } from 'nestjs-redis-lock';
  *
  * subscribe(REDIS_LOCK_CHANNELS['lock.lost'], (message) => {
- *   const { key, fencingToken } = message as LockLostEvent;
+ *   const { key, fencingToken } = message as RedisLockEventMap['lock.lost'];
  *   console.error(`lost ${key}#${fencingToken}`);
  * });
  */
@@ -53,7 +53,8 @@ const channels = new Map<string | symbol, Channel>(
 
 /**
  * The `diagnostics_channel` `Channel` object of `event` (the same object as
- * `diagnostics_channel.channel(REDIS_LOCK_CHANNELS[event])`).
+ * `diagnostics_channel.channel(REDIS_LOCK_CHANNELS[event])`), created once. Users subscribe by
+ * `REDIS_LOCK_CHANNELS`; the emitter and the specs use this.
  *
  * @example
  * const acquired = redisLockChannel('lock.acquired');

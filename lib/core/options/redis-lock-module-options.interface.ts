@@ -10,6 +10,8 @@ import type { TransactionSynchronizer } from '../transaction/transaction-synchro
  * A connection built from a URL or from options reconnects after a drop in 25 ms, doubling up to 1 s,
  * plus up to 25 % jitter, unless the options set a `retryStrategy`; a client you pass in keeps its own.
  * See docs/redis-protocols.md.
+ *
+ * @inline
  */
 export type RedisConnectionOptions =
   | string
@@ -25,7 +27,11 @@ export type RedisConnectionOptions =
       client: Redis | Cluster;
     };
 
-/** Defaults for every lock taken through `LockService` and `@WithLock`. */
+/**
+ * Defaults for every lock taken through `LockService` and `@WithLock`.
+ *
+ * @inline
+ */
 export interface LockDefaults {
   /** Lease in ms. Without an explicit lease the watchdog renews it every lease/3. Default 30000. */
   leaseTime?: number;
@@ -55,6 +61,8 @@ export interface LockDefaults {
  *
  * @example
  * RedisLockModule.forRoot({ redis: { sentinels, name: 'mymaster' }, lock: { syncReplicas: { replicas: 1, timeout: 200 } } })
+ *
+ * @inline
  */
 export interface SyncReplicasOptions {
   /** How many replicas must confirm (`WAIT numreplicas`). A whole number >= 1. */
@@ -75,7 +83,11 @@ export interface BackoffOptions {
   jitter?: number;
 }
 
-/** What is kept after a job ends. */
+/**
+ * What is kept after a job ends.
+ *
+ * @inline
+ */
 export interface RetentionOptions {
   /** Dead letters kept per topic at most (oldest dropped first). Default 10000. */
   deadLetterMaxCount?: number;
@@ -83,7 +95,11 @@ export interface RetentionOptions {
   deadLetterMaxAge?: number;
 }
 
-/** Defaults for delayed-job consumers and producers. */
+/**
+ * Defaults for delayed-job consumers and producers.
+ *
+ * @inline
+ */
 export interface DelayQueueDefaults {
   /** Handlers run at once per consumer. Default 1. */
   concurrency?: number;
@@ -131,7 +147,11 @@ export interface DelayQueueDefaults {
   outboxRelay?: OutboxRelayOptions;
 }
 
-/** Settings of the outbox relay (see `DelayQueueDefaults.outbox`). */
+/**
+ * Settings of the outbox relay (see `DelayQueueDefaults.outbox`).
+ *
+ * @inline
+ */
 export interface OutboxRelayOptions {
   /**
    * Longest time between two looks for rows left behind, in ms. Default 1000. A store that can
@@ -156,7 +176,11 @@ export interface OutboxRelayOptions {
   claimLease?: number;
 }
 
-/** Per-topic settings (see `DelayQueueDefaults.topics`). */
+/**
+ * Per-topic settings (see `DelayQueueDefaults.topics`).
+ *
+ * @inline
+ */
 export interface DelayQueueTopicOptions {
   /** Shards the topic is split into. Default 1 (not split). */
   shards?: number;
@@ -224,7 +248,11 @@ export interface RedisLockModuleOptions {
   tracing?: boolean;
 }
 
-/** See `RedisLockModuleOptions.evictionPolicyCheck`. */
+/**
+ * See `RedisLockModuleOptions.evictionPolicyCheck`.
+ *
+ * @inline
+ */
 export type EvictionPolicyCheck = 'error' | 'warn' | 'off';
 
 /**
@@ -232,6 +260,8 @@ export type EvictionPolicyCheck = 'error' | 'warn' | 'off';
  * the module). A master built from a URL or options reconnects like the `redis` connection (25 ms
  * doubling up to 1 s, unless the options set a `retryStrategy`), so a reply re-sent after a blip still
  * lands within `requestTimeout`; give a client you pass in a similar strategy. See docs/redis-protocols.md.
+ *
+ * @inline
  */
 export type RedlockClientOptions = string | RedisOptions | Redis;
 
@@ -250,6 +280,8 @@ export type RedlockClientOptions = string | RedisOptions | Redis;
  * RedisLockModule.forRoot({
  *   redlock: { clients: ['redis://redis-a:6379', 'redis://redis-b:6379', 'redis://redis-c:6379'] },
  * })
+ *
+ * @inline
  */
 export interface RedlockOptions {
   /** The masters, at least one (three or five recommended). */

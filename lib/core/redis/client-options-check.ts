@@ -7,7 +7,7 @@ import type { RedisClient } from '../options/redis-lock-config.js';
  * in (`redis.client`, `redlock.clients[1]`), or options the module built it from (`redis`,
  * `redis.options` of a cluster, `redlock.clients[1]`), whose setting is then named in full.
  */
-export interface ClientOrigin {
+interface ClientOrigin {
   readonly option: string;
   readonly instance: boolean;
 }

@@ -11,7 +11,7 @@ export const QUIT_TIMEOUT_MS = 1_000;
  */
 const HUNG_AFTER_MS = 500;
 
-export interface CloseOptions {
+interface CloseOptions {
   /**
    * Send QUIT first, so that the replies of commands already sent are read before the socket
    * closes (default true). A connection that carries no writes (a subscriber, a blocking reader) has

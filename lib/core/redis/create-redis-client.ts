@@ -4,7 +4,7 @@ import type { RedisConnectionOptions } from '../options/redis-lock-module-option
 import { lockReconnectStrategy, withLockReconnect } from './reconnect-strategy.js';
 
 /** A client built from the options, and whether this module created it (and so must close it). */
-export interface CreatedClient {
+interface CreatedClient {
   readonly client: RedisClient;
   readonly owned: boolean;
 }
@@ -50,7 +50,7 @@ function unreachableDefaults(options: RedisOptions, unreachableTimeout: number |
 const DISCONNECT_DEFAULTS = { disconnectTimeout: 100 } as const;
 
 /** What `createRedisClient` needs from the module configuration. */
-export interface ClientPolicy {
+interface ClientPolicy {
   readonly unreachableTimeout: number | false;
 }
 

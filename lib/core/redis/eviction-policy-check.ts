@@ -6,10 +6,10 @@ import type { EvictionPolicyCheck } from '../options/redis-lock-module-options.i
 import { describeEndpoint } from './create-redis-client.js';
 
 /** The only policy under which Redis never drops a key on its own (besides expiry). */
-export const SAFE_EVICTION_POLICY = 'noeviction';
+const SAFE_EVICTION_POLICY = 'noeviction';
 
 /** What one server said about its eviction policy; `policy` is undefined when it could not be read. */
-export interface EvictionPolicyReading {
+interface EvictionPolicyReading {
   readonly endpoint: string;
   readonly policy: string | undefined;
 }
@@ -53,12 +53,12 @@ export async function readEvictionPolicies(client: RedisClient, timeoutMs: numbe
 }
 
 /** Readings whose policy may evict keys. */
-export function evictingReadings(readings: readonly EvictionPolicyReading[]): EvictionPolicyReading[] {
+function evictingReadings(readings: readonly EvictionPolicyReading[]): EvictionPolicyReading[] {
   return readings.filter((r) => r.policy !== undefined && r.policy !== SAFE_EVICTION_POLICY);
 }
 
 /** The warning for servers whose policy could not be read. */
-export function unknownPolicyWarning(readings: readonly EvictionPolicyReading[]): string | undefined {
+function unknownPolicyWarning(readings: readonly EvictionPolicyReading[]): string | undefined {
   const unknown = readings.filter((r) => r.policy === undefined);
   if (unknown.length === 0) return undefined;
   return (
@@ -68,7 +68,7 @@ export function unknownPolicyWarning(readings: readonly EvictionPolicyReading[])
 }
 
 /** The warning for a server that may evict keys when `evictionPolicyCheck` is 'warn'. */
-export function evictionPolicyWarning(reading: EvictionPolicyReading): string {
+function evictionPolicyWarning(reading: EvictionPolicyReading): string {
   return (
     `Redis at ${reading.endpoint} runs with maxmemory-policy "${reading.policy}" (evictionPolicyCheck: 'warn'): under memory ` +
     'pressure it may evict lock keys and fencing counters, so a lock could be granted twice and a fencing token repeat. ' +
@@ -89,7 +89,7 @@ async function readPolicy(node: Redis, timeoutMs: number): Promise<string | unde
  * `[name, value]` array (RESP2, and RESP3 with ioredis 6's `replyMapping: 'legacy'`) or an object
  * `{ [name]: value }` (RESP3 with `replyMapping: 'resp3'`, where CONFIG GET answers a map).
  */
-export function configValue(reply: unknown, name: string): string | undefined {
+function configValue(reply: unknown, name: string): string | undefined {
   if (Array.isArray(reply)) {
     for (let i = 0; i + 1 < reply.length; i += 2) {
       if (String(reply[i]) === name && typeof reply[i + 1] === 'string') return reply[i + 1] as string;

@@ -7,7 +7,7 @@ export const RECONNECT_FIRST_DELAY_MS = 25;
 export const RECONNECT_MAX_DELAY_MS = 1_000;
 
 /** Random share added on top of each delay, so many clients cut off together do not retry in step. */
-export const RECONNECT_JITTER = 0.25;
+const RECONNECT_JITTER = 0.25;
 
 /**
  * The reconnect policy of the connections this module creates, when the options do not set a

@@ -2,7 +2,7 @@ import { Cluster } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 
 /** Keys found by `scanKeys`, and whether the scan stopped before it had seen the whole keyspace. */
-export interface ScannedKeys {
+interface ScannedKeys {
   readonly keys: string[];
   readonly truncated: boolean;
 }

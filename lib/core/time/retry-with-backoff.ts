@@ -1,5 +1,5 @@
 /** How `retryWithBackoff` reports failures, waits between tries and decides to stop. */
-export interface RetryWithBackoffOptions {
+interface RetryWithBackoffOptions {
   /** Called with every failure of `attempt` and the number of failures so far (counting the first). */
   readonly failed: (error: unknown, failures: number) => void;
   /** How long to wait before the next try, after `failures` failures. Asked only when another try follows. */
@@ -17,7 +17,7 @@ export interface RetryWithBackoffOptions {
   readonly failuresSoFar?: number;
 }
 
-export type RetryOutcome<T> = { readonly succeeded: true; readonly value: T } | { readonly succeeded: false };
+type RetryOutcome<T> = { readonly succeeded: true; readonly value: T } | { readonly succeeded: false };
 
 /**
  * Runs `attempt` until it resolves, waiting `delay(failures)` between tries, until `giveUp` or

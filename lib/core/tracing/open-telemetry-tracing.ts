@@ -53,7 +53,7 @@ function loadOpenTelemetryApi(): typeof OpenTelemetryApi {
 }
 
 /** Spans through `@opentelemetry/api`; see `RedisLockTracing` for what each method wraps. */
-export class OpenTelemetryTracing implements RedisLockTracing {
+class OpenTelemetryTracing implements RedisLockTracing {
   readonly enabled = true;
   private readonly tracer: Tracer;
   /** What the API's global provider delegates to while no SDK has registered one (its no-op provider). */

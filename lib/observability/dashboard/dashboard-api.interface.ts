@@ -26,7 +26,7 @@ export interface DashboardMeta {
 }
 
 /** One row of GET <path>/api/topics */
-export interface DashboardTopic extends DelayQueueStats {
+interface DashboardTopic extends DelayQueueStats {
   /** The topic. */
   readonly topic: string;
   /** True when an `@OnDelayed` handler of this application consumes the topic. */
@@ -54,7 +54,7 @@ export interface DashboardTopics {
 export type DashboardJobState = ListedJobState;
 
 /** One repeatable schedule of a topic (`repeat()`, `@OnDelayed({ repeat })`). */
-export interface DashboardSchedule {
+interface DashboardSchedule {
   /** The schedule's id within its topic. */
   readonly id: string;
   /** When it runs (`every` or `cron`, as given to `repeat()`). */
@@ -132,7 +132,7 @@ export interface DashboardScheduling {
  *
  * @useDeclaredType
  */
-export type DashboardJob = ListedJob;
+type DashboardJob = ListedJob;
 
 /**
  * GET <path>/api/topics/:topic/jobs?state=&limit=
@@ -154,21 +154,21 @@ export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' 
  *
  * @useDeclaredType
  */
-export type DashboardLockKind = HeldLockKind;
+type DashboardLockKind = HeldLockKind;
 
 /**
  * A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease.
  *
  * @useDeclaredType
  */
-export type DashboardLockHolder = LockHolder;
+type DashboardLockHolder = LockHolder;
 
 /**
  * One row of GET <path>/api/locks
  *
  * @useDeclaredType
  */
-export type DashboardLock = HeldLock;
+type DashboardLock = HeldLock;
 
 /**
  * GET <path>/api/locks

@@ -46,7 +46,7 @@ export class DashboardErrorsInterceptor implements NestInterceptor {
   }
 }
 
-export function toHttpException(error: unknown): unknown {
+function toHttpException(error: unknown): unknown {
   if (error instanceof HttpException) return error;
   const body = (status: number, label: string) => ({
     statusCode: status,

@@ -1,7 +1,7 @@
 import { ForbiddenException } from '@nestjs/common';
 
 /** Stable `code` of each reason the dashboard answers 403, in the JSON body next to the message. */
-export type DashboardRefusal =
+type DashboardRefusal =
   /** Not a loopback client, and neither a guard nor `allowRemote: true` was configured. */
   | 'DASHBOARD_REMOTE_CLIENT'
   /** Sent by a page of another origin (`Origin`, `Sec-Fetch-Site`), not listed in `allowedOrigins`. */

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
-import { RedisLockEvents, type JobFailedEvent, type JobStartedEvent, type JobSucceededEvent } from '../../core/events/redis-lock-events.js';
+import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import type { RedisLockEventMap } from '../../core/events/redis-lock-event-map.js';
 import type { DashboardHistory as DashboardHistoryReply, DashboardSample } from './dashboard-api.interface.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
 import { MAX_SAMPLED_TOPICS, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
@@ -29,7 +30,7 @@ export class DashboardHistory implements OnApplicationBootstrap, OnApplicationSh
   private started = 0;
   private succeeded = 0;
   private failed = 0;
-  private readonly onStarted = ({ latenessMs }: JobStartedEvent) => {
+  private readonly onStarted = ({ latenessMs }: RedisLockEventMap['job.started']) => {
     this.started++;
     if (this.lateness.length < LATENESS_RESERVOIR) this.lateness.push(latenessMs);
     else {
@@ -37,8 +38,8 @@ export class DashboardHistory implements OnApplicationBootstrap, OnApplicationSh
       if (slot < LATENESS_RESERVOIR) this.lateness[slot] = latenessMs;
     }
   };
-  private readonly onSucceeded = (_: JobSucceededEvent) => void this.succeeded++;
-  private readonly onFailed = (_: JobFailedEvent) => void this.failed++;
+  private readonly onSucceeded = (_: RedisLockEventMap['job.succeeded']) => void this.succeeded++;
+  private readonly onFailed = (_: RedisLockEventMap['job.failed']) => void this.failed++;
 
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,

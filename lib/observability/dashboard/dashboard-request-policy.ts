@@ -56,7 +56,7 @@ export function remoteClientRefusal(facts: ClientFacts): string | undefined {
 }
 
 /** What the cross-site check looks at in one request. */
-export interface OriginFacts {
+interface OriginFacts {
   /** The `Origin` header, if any (browsers send it on every POST and on cross-origin reads). */
   readonly origin: string | undefined;
   /** The `Sec-Fetch-Site` header, if any: 'same-origin', 'same-site', 'cross-site' or 'none'. */

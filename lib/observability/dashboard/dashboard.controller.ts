@@ -52,7 +52,7 @@ import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-
  * application's global prefix, guards, interceptors and filters like any controller.
  */
 @UseInterceptors(DashboardErrorsInterceptor)
-export class DashboardController {
+class DashboardController {
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly queue: DashboardQueue,

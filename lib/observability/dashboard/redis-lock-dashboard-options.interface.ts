@@ -3,6 +3,8 @@ import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
 /**
  * Decides per request whether the dashboard may be used; the request is the platform's own object
  * (an Express `Request` by default). Return false to answer 403 Forbidden.
+ *
+ * @inline
  */
 export type DashboardAccessHook = (request: any, context: ExecutionContext) => boolean | Promise<boolean>;
 

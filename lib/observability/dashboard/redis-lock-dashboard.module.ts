@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { redisLockInternalsForAddOns } from '../../redis-lock.module-internals.js';
 import { createDashboardController } from './dashboard.controller.js';
 import { DashboardHistory } from './dashboard-history.js';
 import { DashboardQueue } from './dashboard-queue.js';
@@ -52,10 +53,11 @@ export class RedisLockDashboardModule {
       // DiscoveryModule: finds the application's @OnOneInstance methods for the scheduling panel.
       imports: [DiscoveryModule],
       controllers: [createDashboardController(resolved)],
-      // LockInspector, TopicInspector, DelayQueueService, LockService, RedisConnection and
-      // RedisLockEvents come from the global RedisLockModule; OneInstanceLeases and LeaderElections
-      // too when present (optional).
+      // DelayQueueService, LockService and RedisLockEvents come from the global RedisLockModule,
+      // OneInstanceLeases and LeaderElections too when present (optional); the inspectors and the
+      // connection through its REDIS_LOCK_INTERNALS.
       providers: [
+        ...redisLockInternalsForAddOns,
         { provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved },
         DashboardTopicRegistry,
         DashboardQueue,

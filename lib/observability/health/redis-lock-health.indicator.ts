@@ -6,8 +6,12 @@ import { RedisConnection } from '../../core/redis/redis-connection.js';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
-/** Limits of one topic for `RedisLockHealthIndicator.checkQueues`; a limit left out is not checked. */
-export interface QueueHealthThresholds {
+/**
+ * Limits of one topic for `RedisLockHealthIndicator.checkQueues`; a limit left out is not checked.
+ *
+ * @inline
+ */
+interface QueueHealthThresholds {
   /** Most due-but-unclaimed jobs (the backlog) before the topic counts as unhealthy. */
   maxDue?: number;
   /** Most dead letters before the topic counts as unhealthy. */

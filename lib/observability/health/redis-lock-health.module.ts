@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { redisLockInternalsForAddOns } from '../../redis-lock.module-internals.js';
 import { RedisLockHealthIndicator } from './redis-lock-health.indicator.js';
 
 /**
@@ -12,7 +13,7 @@ import { RedisLockHealthIndicator } from './redis-lock-health.indicator.js';
  */
 @Module({
   imports: [TerminusModule],
-  providers: [RedisLockHealthIndicator],
+  providers: [...redisLockInternalsForAddOns, RedisLockHealthIndicator],
   exports: [RedisLockHealthIndicator, TerminusModule],
 })
 export class RedisLockHealthModule {}

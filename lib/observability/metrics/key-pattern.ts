@@ -1,6 +1,8 @@
 /**
  * Turns a lock key into a metric label: the key's *shape*, never the key itself, so that one
  * label value stands for all `order:123`, `order:456`… and the series count stays bounded.
+ *
+ * @inline
  */
 export type LockKeyClassifier = (key: string) => string;
 

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } f
 import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
-import { RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../core/events/redis-lock-events.js';
+import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
+import type { RedisLockEventMap, RedisLockEventName } from '../../core/events/redis-lock-event-map.js';
 import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js';
 import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
 import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
@@ -12,7 +13,7 @@ import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-
 const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead'] as const;
 const OTHER_PATTERN = 'other';
 
-type Listener<K extends RedisLockEventName> = (...args: RedisLockEventMap[K]) => void;
+type Listener<K extends RedisLockEventName> = (event: RedisLockEventMap[K]) => void;
 
 /**
  * Prometheus metrics fed by `RedisLockEvents`, plus queue depths read from Redis on each scrape.
@@ -56,96 +57,59 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       this.names.push(prefix + name);
       return prefix + name;
     };
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Counter<L>({ name: named(name), help, labelNames, registers });
+    const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Histogram<L>({ name: named(name), help, labelNames, buckets, registers });
     const lockLabels = ['key_pattern'] as const;
 
-    const wait = new Histogram({
-      name: named('lock_wait_seconds'),
-      help: 'Time from an acquire call to the lock being held.',
-      labelNames: lockLabels,
-      buckets,
-      registers,
-    });
-    const hold = new Histogram({
-      name: named('lock_hold_seconds'),
-      help: 'Time a lock was held, until released or lost.',
-      labelNames: lockLabels,
-      buckets,
-      registers,
-    });
-    const acquisitions = new Counter({
-      name: named('lock_acquisitions_total'),
-      help: 'Locks taken.',
-      labelNames: lockLabels,
-      registers,
-    });
-    const timeouts = new Counter({
-      name: named('lock_timeouts_total'),
-      help: 'Acquires that gave up because the lock was not free in time (tryAcquire returning null included).',
-      labelNames: lockLabels,
-      registers,
-    });
-    const losses = new Counter({
-      name: named('lock_losses_total'),
-      help: 'Held locks whose lease was lost before release.',
-      labelNames: lockLabels,
-      registers,
-    });
-    const lateness = new Histogram({
-      name: named('job_lateness_seconds'),
-      help: 'Time from a job being due to its handler starting.',
-      labelNames: ['topic'],
-      buckets,
-      registers,
-    });
-    const runTime = new Histogram({
-      name: named('job_run_seconds'),
-      help: 'Handler run time, by outcome (succeeded or failed).',
-      labelNames: ['topic', 'outcome'],
-      buckets,
-      registers,
-    });
-    const outcomes = new Counter({
-      name: named('jobs_total'),
-      help: 'Job outcomes: scheduled, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
-      labelNames: ['topic', 'outcome'],
-      registers,
-    });
-    const afterCommitRetries = new Counter({
-      name: named('after_commit_write_retries_total'),
-      help: 'Failed writes of jobs scheduled in a committed transaction (each is retried until it lands); per batch attempt.',
-      labelNames: ['topic'],
-      registers,
-    });
-    const afterCommitLost = new Counter({
-      name: named('after_commit_writes_lost_total'),
-      help: 'Jobs scheduled in a committed transaction that were never written to Redis (unreachable until the shutdown deadline).',
-      labelNames: ['topic'],
-      registers,
-    });
-    const leadershipChanges = new Counter({
-      name: named('leadership_changes_total'),
-      help: 'Leadership terms of @LeaderElection keys begun (acquired) and ended (stepped-down, lease-lost) on this instance.',
-      labelNames: ['key', 'change'],
-      registers,
-    });
+    const wait = histogram('lock_wait_seconds', 'Time from an acquire call to the lock being held.', lockLabels);
+    const hold = histogram('lock_hold_seconds', 'Time a lock was held, until released or lost.', lockLabels);
+    const acquisitions = counter('lock_acquisitions_total', 'Locks taken.', lockLabels);
+    const timeouts = counter(
+      'lock_timeouts_total',
+      'Acquires that gave up because the lock was not free in time (tryAcquire returning null included).',
+      lockLabels,
+    );
+    const losses = counter('lock_losses_total', 'Held locks whose lease was lost before release.', lockLabels);
+    const lateness = histogram('job_lateness_seconds', 'Time from a job being due to its handler starting.', ['topic']);
+    const runTime = histogram('job_run_seconds', 'Handler run time, by outcome (succeeded or failed).', ['topic', 'outcome']);
+    const outcomes = counter(
+      'jobs_total',
+      'Job outcomes: scheduled, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
+      ['topic', 'outcome'],
+    );
+    const afterCommitRetries = counter(
+      'after_commit_write_retries_total',
+      'Failed writes of jobs scheduled in a committed transaction (each is retried until it lands); per batch attempt.',
+      ['topic'],
+    );
+    const afterCommitLost = counter(
+      'after_commit_writes_lost_total',
+      'Jobs scheduled in a committed transaction that were never written to Redis (unreachable until the shutdown deadline).',
+      ['topic'],
+    );
+    const leadershipChanges = counter(
+      'leadership_changes_total',
+      'Leadership terms of @LeaderElection keys begun (acquired) and ended (stepped-down, lease-lost) on this instance.',
+      ['key', 'change'],
+    );
     const leader = new Gauge({
       name: named('leader'),
       help: '1 while this instance is the leader of the @LeaderElection key, 0 after its term ended.',
       labelNames: ['key'],
       registers,
     });
-    const oneInstanceChanges = new Counter({
-      name: named('one_instance_lease_changes_total'),
-      help: '@OnOneInstance leases taken (acquired) and given up (handed-back, lease-lost) by this instance.',
-      labelNames: ['key', 'change'],
-      registers,
-    });
-    const oneInstanceSkipped = new Counter({
-      name: named('one_instance_skipped_total'),
-      help: '@OnOneInstance calls skipped on this instance: another instance holds the lease (not-owner), or a run is still going (still-running).',
-      labelNames: ['key', 'reason'],
-      registers,
-    });
+    const oneInstanceChanges = counter(
+      'one_instance_lease_changes_total',
+      '@OnOneInstance leases taken (acquired) and given up (handed-back, lease-lost) by this instance.',
+      ['key', 'change'],
+    );
+    const oneInstanceSkipped = counter(
+      'one_instance_skipped_total',
+      '@OnOneInstance calls skipped on this instance: another instance holds the lease (not-owner), or a run is still going (still-running).',
+      ['key', 'reason'],
+    );
     const self = this;
     new Gauge({
       name: named('after_commit_writes_pending'),

@@ -5,10 +5,10 @@ import {
   DelayQueueService,
   RedisLockEvents,
   runInTransaction,
-  type OutboxRelayOptions,
   type RedisLockEventMap,
   type RedisLockEventName,
 } from '../../../lib/index.js';
+import type { OutboxRelayOptions } from '../../../lib/core/options/redis-lock-module-options.interface.js';
 import type { RedisConnectionOptions } from '../../../lib/core/options/redis-lock-module-options.interface.js';
 import type { JobOutboxStore } from '../../../lib/core/outbox/job-outbox-store.js';
 import { initRedisLockTestingModule } from '../../../lib/testing/index.js';
@@ -55,7 +55,7 @@ export async function startOutboxApp(options: {
   const runs = options.runs ?? [];
   const seen: OutboxApp['seen'] = [];
   for (const name of RECORDED_EVENTS) {
-    events.on(name, ((event: RedisLockEventMap[typeof name][0]) => seen.push({ name, event })) as never);
+    events.on(name, ((event: RedisLockEventMap[typeof name]) => seen.push({ name, event })) as never);
   }
   for (const topic of options.topics ?? []) {
     queue.consume(topic, (payload, job) => void runs.push({ id: job.id, payload, at: Date.now() }), { concurrency: 4 });

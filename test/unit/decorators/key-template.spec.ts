@@ -1,4 +1,4 @@
-import { InvalidLockKeyTemplateError } from '../../../lib/index.js';
+import { InvalidLockKeyTemplateError } from '../../../lib/core/errors/invalid-lock-key-template.error.js';
 import { compileKeySource } from '../../../lib/decorators/key-template.js';
 
 /** Renders `template` over method arguments, as @WithLock does. */

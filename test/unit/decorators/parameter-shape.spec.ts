@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { InvalidLockKeyTemplateError } from '../../../lib/index.js';
+import { InvalidLockKeyTemplateError } from '../../../lib/core/errors/invalid-lock-key-template.error.js';
 import { compileKeySource, parameterShape, type ParameterShape } from '../../../lib/decorators/key-template.js';
 
 /** Records the method's design metadata (as any decorator does when the compiler emits it). */
