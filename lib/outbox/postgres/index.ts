@@ -16,6 +16,6 @@ export {
 } from './sql-executors.js';
 export type { OutboxRelayConnection } from './relay-connection.js';
 export { DEFAULT_OUTBOX_TABLE, JOB_OUTBOX_MIGRATION, jobOutboxMigration } from './outbox-table.js';
-export { JobOutboxStore, type OutboxJob, type OutboxRow } from '../../core/outbox/job-outbox-store.js';
-export { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';
-export { OutboxStoreClosedError } from '../../core/outbox/outbox-store-closed.error.js';
+export { JobOutboxStore, type OutboxJob, type OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
+export { OutboxTransactionMissingError } from '../../core/outbox-port/outbox-transaction-missing.error.js';
+export { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';

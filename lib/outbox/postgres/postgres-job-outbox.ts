@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
-import type { JobOutboxStore, OutboxJob, OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
-import { OutboxStoreClosedError } from '../../core/outbox/outbox-store-closed.error.js';
-import { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';
+import type { JobOutboxStore, OutboxJob, OutboxRow, OutboxRowKind } from '../../core/outbox-port/job-outbox-store.js';
+import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
+import { OutboxTransactionMissingError } from '../../core/outbox-port/outbox-transaction-missing.error.js';
 import { jobOutboxMigration, outboxTable, type OutboxTable } from './outbox-table.js';
 import { relaySqlOf, type OutboxRelayConnection, type RelaySql } from './relay-connection.js';
 import type { OutboxTransactionExecutor } from './sql-executors.js';

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
-import type { OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
+import type { OutboxRow, OutboxRowKind } from '../../core/outbox-port/job-outbox-store.js';
 import { operationKey } from '../jobs/operation-record.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
 import { readStoredForm } from '../repeat/repeat-definition.js';
