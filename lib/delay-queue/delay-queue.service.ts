@@ -19,7 +19,8 @@ import { errorMessage } from '../core/errors/error-message.js';
 import type { RedisScript } from '../core/redis/redis-script.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './after-commit-writer.js';
-import { JobOutboxRelay, type OutboxRelayStats } from './outbox-relay/job-outbox-relay.js';
+import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
+import type { OutboxRelayStats } from './outbox-relay/outbox-relay-stats.js';
 import { OutboxJobWriter } from './outbox-relay/outbox-job-writer.js';
 import { pendingRepeatInfo } from './outbox-relay/pending-repeat-info.js';
 import { ConsumerRegistry } from './consumer-registry.js';
@@ -126,7 +127,7 @@ export class DelayQueueService implements OnApplicationBootstrap, BeforeApplicat
         transactions,
         events,
         new Logger('DelayQueueOutbox'),
-        (topic, rows) => this.emitScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId }))),
+        (topic, rows) => this.emitScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId, kind: row.kind === 'delay' ? 'd' : 'a' }))),
       );
     }
   }

@@ -133,8 +133,8 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
     await app.queue.removeRepeat(topic, 'template');
     await db.transaction(async (tx) => {
       await new PostgresJobOutbox({ transaction: inPgliteTransaction(() => tx), relay: db }).insert([
-        { rowId: 'left-r', topic, jobId: 'left-behind', kind: 'r', when: 0, replace: false, body: stored },
-        { rowId: 'bad-r', topic, jobId: 'unreadable', kind: 'r', when: 0, replace: false, body: 'not a definition' },
+        { rowId: 'left-r', topic, jobId: 'left-behind', kind: 'repeat', when: 0, replace: false, body: stored },
+        { rowId: 'bad-r', topic, jobId: 'unreadable', kind: 'repeat', when: 0, replace: false, body: 'not a definition' },
       ]);
     });
     await waitFor(async () => ((await app.queue.listRepeats(topic)).some((s) => s.id === 'left-behind') ? true : undefined), 30_000, 'the left-behind row');

@@ -119,7 +119,7 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     const real = store();
     const claimedByB = async () => (await pool.query(`SELECT 1 FROM ${TABLE} WHERE topic = $1 AND claimed_until IS NOT NULL`, [topic])).rows.length > 0;
     const late = Object.assign(Object.create(real) as PostgresJobOutbox, {
-      claimRows: async (ids: readonly string[], options: { leaseMs: number }) => {
+      claimRows: async (ids: readonly string[], options: { claimMs: number }) => {
         await waitFor(claimedByB, 30_000, "B's relay to claim the row");
         return real.claimRows(ids, options);
       },

@@ -145,7 +145,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       await client.query('BEGIN');
       const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE });
       await store.insert(
-        ids.map((id, i) => ({ rowId: `${t}:${i}`, topic: t, jobId: id, kind: 'd', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })),
+        ids.map((id, i) => ({ rowId: `${t}:${i}`, topic: t, jobId: id, kind: 'delay', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })),
       );
       await client.query('COMMIT');
     } finally {
@@ -187,7 +187,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       try {
         await client.query('BEGIN');
         await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE }).insert([
-          { rowId: `${t}:0`, topic: t, jobId: 'once', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":1}' },
+          { rowId: `${t}:0`, topic: t, jobId: 'once', kind: 'delay', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":1}' },
         ]);
         await client.query('COMMIT');
       } finally {
@@ -211,8 +211,8 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     try {
       await client.query('BEGIN');
       await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pool, table: TABLE }).insert([
-        { rowId: `${t}:bad`, topic: t, jobId: 'bad', kind: 'd', when: 0, replace: false, body: 'not a job body' },
-        { rowId: `${t}:good`, topic: t, jobId: 'good', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":"ok"}' },
+        { rowId: `${t}:bad`, topic: t, jobId: 'bad', kind: 'delay', when: 0, replace: false, body: 'not a job body' },
+        { rowId: `${t}:good`, topic: t, jobId: 'good', kind: 'delay', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":"ok"}' },
       ]);
       await client.query('COMMIT');
     } finally {

@@ -44,8 +44,8 @@ export function outboxTable(option: string, value: unknown = DEFAULT_OUTBOX_TABL
  * the library never creates the table unless `applyMigrationAtStart` is set (development).
  *
  * Columns: `due_at` is the due time on the database's clock (`clock_timestamp()` at the insert plus
- * the delay), `at_ms` the absolute due time of a job scheduled with `at`; `claimed_until` is a
- * relay's claim lease, `attempts` counts claims, `parked_at`/`last_error` mark a row that cannot be
+ * the delay), `at_ms` the absolute due time of a job scheduled with `at`; `claimed_until` is the
+ * claim deadline of a relay's row claim, `attempts` counts claims, `parked_at`/`last_error` mark a row that cannot be
  * relayed (kept for inspection, never claimed again).
  */
 export function jobOutboxMigration(table: string = DEFAULT_OUTBOX_TABLE): string {
