@@ -6,7 +6,6 @@ import {
   inPgTransaction,
   inTypeOrmTransaction,
   jobOutboxMigration,
-  JOB_OUTBOX_MIGRATION,
   PostgresJobOutbox,
 } from '../../lib/outbox/postgres/index.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
@@ -57,8 +56,8 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
   it('the migration applies cleanly twice, and the shipped SQL is the default table', async () => {
     await pool.query(jobOutboxMigration(TABLE));
     await pool.query(jobOutboxMigration(TABLE));
-    await pool.query(JOB_OUTBOX_MIGRATION);
-    await pool.query(JOB_OUTBOX_MIGRATION);
+    await pool.query(jobOutboxMigration());
+    await pool.query(jobOutboxMigration());
     const { rows } = await pool.query(`SELECT to_regclass('redis_lock_job_outbox') AS t, to_regclass('${TABLE}') AS s`);
     expect(rows[0]).toEqual({ t: 'redis_lock_job_outbox', s: TABLE });
   });

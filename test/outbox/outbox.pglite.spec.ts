@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { runInTransaction } from '../../lib/index.js';
-import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { checkExactlyOnce, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
@@ -23,7 +23,7 @@ describe('transactional outbox on PGlite', () => {
     app = await startOutboxApp({
       redis: testRedisUrl(),
       keyPrefix: uniquePrefix('pglite-outbox'),
-      outbox: new PostgresJobOutbox({ transaction: inPgliteTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
       topics: ['order.expire'],
       runs,
       outboxRelay: { minAge: 200 },
@@ -58,7 +58,7 @@ describe('transactional outbox on PGlite', () => {
   it('rows left behind are relayed (LISTEN/NOTIFY wakes the relay), each job once', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => `left-${i}`);
     await db.transaction(async (tx) => {
-      const store = new PostgresJobOutbox({ transaction: inPgliteTransaction(() => tx), relay: db });
+      const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => tx), relay: db });
       await store.insert(ids.map((id, i) => ({ rowId: id, topic: 'order.expire', jobId: id, kind: 'delay', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })));
     });
     await waitFor(() => ids.every((id) => runs.some((run) => run.id === id)) || undefined, 60_000, 'the left-behind rows');
@@ -80,7 +80,7 @@ describe('transactional outbox on PGlite', () => {
 
     // Rows this release inserts keep the codes, so an instance of the previous release relays them too.
     const kinds = await db.transaction(async (tx) => {
-      await new PostgresJobOutbox({ transaction: inPgliteTransaction(() => tx), relay: db }).insert([
+      await new PostgresJobOutbox({ transaction: inPgTransaction(() => tx), relay: db }).insert([
         { rowId: 'new-delay', topic: 'order.expire', jobId: 'new-delay', kind: 'delay', when: 60_000, replace: false, body: body('n') },
         { rowId: 'new-at', topic: 'order.expire', jobId: 'new-at', kind: 'at', when: Date.now() + 60_000, replace: false, body: body('n') },
       ]);
