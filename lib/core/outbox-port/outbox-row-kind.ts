@@ -9,7 +9,7 @@ export type OutboxRowKind = 'delay' | 'at' | 'repeat' | 'removeRepeat';
 
 /**
  * The one-letter code of each kind, as stored in an outbox table's `kind` column and passed to the
- * Redis scripts. Rows already stored keep their codes, so the codes never change.
+ * Redis scripts. Fixed: stored rows are read with them.
  */
 const CODES: Readonly<Record<OutboxRowKind, string>> = { delay: 'd', at: 'a', repeat: 'r', removeRepeat: 'x' };
 const KINDS: ReadonlyMap<string, OutboxRowKind> = new Map(
@@ -26,8 +26,7 @@ export function outboxRowKindCode(kind: OutboxRowKind): string {
 
 /**
  * The kind a stored value names: a storage code, or the kind's word (a store that keeps the kind as
- * an opaque string holds codes for the rows it stored before kinds were words). Undefined when it
- * names none.
+ * an opaque string may hold either). Undefined when it names none.
  */
 export function outboxRowKindOf(stored: unknown): OutboxRowKind | undefined {
   return typeof stored === 'string' ? KINDS.get(stored) : undefined;

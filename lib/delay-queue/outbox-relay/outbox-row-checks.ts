@@ -8,8 +8,7 @@ import { readStoredForm } from '../repeat/repeat-definition.js';
 
 /**
  * A row as a store claimed it, read for writing: its kind as a word (a store that keeps the kind as
- * an opaque string returns the storage code for rows it stored before kinds were words), or the
- * reason it can never be written.
+ * an opaque string may return a storage code), or the reason it can never be written.
  */
 export function readClaimedRow(row: OutboxRow): { readonly row: OutboxRow } | { readonly problem: string } {
   try {

@@ -115,7 +115,7 @@ export class PostgresJobOutbox implements JobOutboxStore {
       column((j) => j.rowId),
       column((j) => j.topic),
       column((j) => j.jobId),
-      // The column keeps the kind's storage code, as every release wrote it.
+      // The column holds storage codes: every release reads them.
       column((j) => outboxRowKindCode(j.kind)),
       // Schedule changes are due at once: a delay of 0 ('at' is the only absolute kind).
       column((j) => (j.kind === 'at' ? null : String(j.when))),
@@ -131,7 +131,7 @@ export class PostgresJobOutbox implements JobOutboxStore {
       rowId: String(row.id),
       topic: row.topic as string,
       jobId: row.job_id as string,
-      // A kind no release wrote is passed on as stored: the relay parks the row, naming it.
+      // A value that names no kind is passed on as stored: the relay parks the row, naming it.
       kind: outboxRowKindOf(row.kind) ?? (row.kind as OutboxRowKind),
       when: Number(outboxRowKindOf(row.kind) === 'at' ? row.at_ms : row.remaining_ms),
       replace: row.replace === true,
