@@ -118,7 +118,7 @@ for (let start = 0; start < PLAN.backlog; start += 1000) {
       rowId: `backlog-${start + k}`,
       topic: 'bench.backlog',
       jobId: `backlog-${start + k}`,
-      kind: 'd' as const,
+      kind: 'delay' as const,
       when: 0,
       replace: false,
       body: ',"m":null,"b":null,"e":null,"p":1}',

@@ -40,8 +40,11 @@ export {
   type TransactionSynchronization,
 } from './core/transaction/transaction-synchronizer.interface.js';
 export { AsyncLocalUnitOfWork, runInTransaction } from './core/transaction/async-local-unit-of-work.js';
-export { JobOutboxStore, type OutboxJob, type OutboxRow, type OutboxRowKind } from './core/outbox/job-outbox-store.js';
-export { OutboxTransactionMissingError } from './core/outbox/outbox-transaction-missing.error.js';
+export { JobOutboxStore, type OutboxJob, type OutboxRow } from './core/outbox-port/job-outbox-store.js';
+export type { OutboxRowKind } from './core/outbox-port/outbox-row-kind.js';
+export { OutboxTransactionMissingError } from './core/outbox-port/outbox-transaction-missing.error.js';
+export { OutboxStoreClosedError } from './core/outbox-port/outbox-store-closed.error.js';
+export type { OutboxRelayStats } from './delay-queue/outbox-relay/outbox-relay-stats.js';
 
 export { RedisLockError } from './core/errors/redis-lock.error.js';
 export { LockAcquireTimeoutError } from './core/errors/lock-acquire-timeout.error.js';

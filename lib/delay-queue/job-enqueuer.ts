@@ -7,10 +7,11 @@ import { TransactionSynchronizer } from '../core/transaction/transaction-synchro
 import { AfterCommitWriter } from './writer/after-commit-writer.js';
 import { JobWriter } from './writer/job-writer.js';
 import { newOperationId } from './jobs/operation-record.js';
-import { dueKindOf, type PreparedJob } from './jobs/prepare-job.js';
+import type { PreparedJob } from './jobs/prepare-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
-import { JobOutboxRelay, type OutboxRelayStats } from './outbox/job-outbox-relay.js';
-import { OutboxJobWriter } from './outbox/outbox-job-writer.js';
+import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
+import type { OutboxRelayStats } from './outbox-relay/outbox-relay-stats.js';
+import { OutboxJobWriter } from './outbox-relay/outbox-job-writer.js';
 import type { RepeatDefinition } from './repeat/repeat-definition.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
@@ -49,7 +50,7 @@ export class JobEnqueuer {
         transactions,
         events,
         new Logger('DelayQueueOutbox'),
-        (topic, rows) => writer.reportScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId, kind: dueKindOf(row.kind) }))),
+        (topic, rows) => writer.reportScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId, kind: row.kind }))),
       );
     }
   }

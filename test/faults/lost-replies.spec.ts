@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
 import { LockAcquireTimeoutError, runInTransaction, type Consumer, type LockHandle, type LockService, type RedisLockModuleOptions } from '../../lib/index.js';
-import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { writeOutboxJobScript } from '../../lib/delay-queue/scripts/write-outbox-job.lua.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
@@ -851,10 +851,10 @@ const restoreRows: LostReplyRow[] = [
  */
 const outboxDb = new PGlite();
 const outboxTx = new AsyncLocalStorage<Transaction>();
-const outboxReady = outboxDb.exec(new PostgresJobOutbox({ transaction: inPgliteTransaction(() => undefined), relay: outboxDb }).migration);
+const outboxReady = outboxDb.exec(new PostgresJobOutbox({ transaction: inPgTransaction(() => undefined), relay: outboxDb }).migration);
 const OUTBOX_OPTIONS: RedisLockModuleOptions = {
   delayQueue: {
-    outbox: new PostgresJobOutbox({ transaction: inPgliteTransaction(() => outboxTx.getStore()), relay: outboxDb }),
+    outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => outboxTx.getStore()), relay: outboxDb }),
     outboxRelay: { minAge: 3_600_000 },
   },
 };

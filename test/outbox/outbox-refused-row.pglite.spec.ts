@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { runInTransaction } from '../../lib/index.js';
-import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
@@ -26,7 +26,7 @@ describe('an outbox row Redis always refuses (PGlite)', () => {
     app = await startOutboxApp({
       redis: testRedisUrl(),
       keyPrefix,
-      outbox: new PostgresJobOutbox({ transaction: inPgliteTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
       outboxRelay: { minAge: 200, pollInterval: 100 },
     });
   });

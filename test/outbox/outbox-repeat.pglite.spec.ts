@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { runInTransaction } from '../../lib/index.js';
-import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
@@ -27,7 +27,7 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
   const topic = 'report.tick';
   const inTx = <T>(work: (tx: Transaction) => Promise<T>) =>
     runInTransaction(() => db.transaction((tx) => current.run(tx, () => work(tx))));
-  const newStore = () => new PostgresJobOutbox({ transaction: inPgliteTransaction(() => current.getStore()), relay: db });
+  const newStore = () => new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db });
   const outboxCount = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
   const runsOf = (id: string) => runs.filter((run) => run.id.startsWith(`repeat:${id}@`));
 
@@ -37,7 +37,7 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
     app = await startOutboxApp({
       redis: testRedisUrl(),
       keyPrefix: uniquePrefix('pglite-outbox-repeat'),
-      outbox: new PostgresJobOutbox({ transaction: inPgliteTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
       topics: [topic],
       runs,
       outboxRelay: { minAge: 200 },
@@ -132,9 +132,9 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
     });
     await app.queue.removeRepeat(topic, 'template');
     await db.transaction(async (tx) => {
-      await new PostgresJobOutbox({ transaction: inPgliteTransaction(() => tx), relay: db }).insert([
-        { rowId: 'left-r', topic, jobId: 'left-behind', kind: 'r', when: 0, replace: false, body: stored },
-        { rowId: 'bad-r', topic, jobId: 'unreadable', kind: 'r', when: 0, replace: false, body: 'not a definition' },
+      await new PostgresJobOutbox({ transaction: inPgTransaction(() => tx), relay: db }).insert([
+        { rowId: 'left-r', topic, jobId: 'left-behind', kind: 'repeat', when: 0, replace: false, body: stored },
+        { rowId: 'bad-r', topic, jobId: 'unreadable', kind: 'repeat', when: 0, replace: false, body: 'not a definition' },
       ]);
     });
     await waitFor(async () => ((await app.queue.listRepeats(topic)).some((s) => s.id === 'left-behind') ? true : undefined), 30_000, 'the left-behind row');

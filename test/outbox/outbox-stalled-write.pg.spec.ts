@@ -19,7 +19,7 @@ const CLAIM_LEASE_MS = 2_000;
 /**
  * Instances A and B share one PostgreSQL outbox. A reaches Redis through a loopback proxy whose link
  * stalls (bytes held, not dropped) while A writes what it just committed; B relays the rows once A's
- * claim lease has lapsed; then the link heals and A's held bytes reach Redis late.
+ * row claim has passed its claim deadline; then the link heals and A's held bytes reach Redis late.
  */
 describe('an after-commit write held up by a stalled Redis link that heals (PostgreSQL, two instances)', () => {
   const unhandled = new UnhandledRejections();
@@ -68,7 +68,7 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
   const afterCommitOutcomes = (app: OutboxApp) =>
     app.seen.filter((e) => (e.name === 'outbox.relayed' || e.name === 'outbox.relay.failed') && (e.event as { source: string }).source === 'after-commit');
 
-  it('a job committed by A runs once: B relays it after A\'s claim lease, it runs and is acknowledged, then A\'s held write lands and changes nothing', async () => {
+  it('a job committed by A runs once: B relays it after A\'s row claim ends, it runs and is acknowledged, then A\'s held write lands and changes nothing', async () => {
     muteNestLogger('error', 'warn');
     const keyPrefix = uniquePrefix('outbox-stall-job');
     const topic = 'order.expire';
@@ -80,7 +80,7 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
       await pg.tx.run(() => a.queue.schedule(topic, { order: 1 }, { id: 'once' }));
       // The fault fired: A sent its write into the stalled link, and it is still unanswered.
       await waitFor(() => sent.count > 0 || undefined, 30_000, "A's write to be sent into the stall");
-      // B's relay takes the row over after A's claim lease; the job runs and is acknowledged; the row is deleted.
+      // B's relay takes the row over after A's row claim ends; the job runs and is acknowledged; the row is deleted.
       await waitFor(() => runs.length === 1 || undefined, 60_000, "B's relay to deliver the job");
       await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'B to delete the row');
       await waitFor(async () => ((await b.queue.get(topic, 'once')) === null ? true : undefined), 30_000, 'the job to be acknowledged');
@@ -111,7 +111,7 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     const real = pg.store();
     const claimedByB = async () => (await pg.pool.query(`SELECT 1 FROM ${TABLE} WHERE topic = $1 AND claimed_until IS NOT NULL`, [topic])).rows.length > 0;
     const late = Object.assign(Object.create(real) as PostgresJobOutbox, {
-      claimRows: async (ids: readonly string[], options: { leaseMs: number }) => {
+      claimRows: async (ids: readonly string[], options: { claimMs: number }) => {
         await waitFor(claimedByB, 30_000, "B's relay to claim the row");
         return real.claimRows(ids, options);
       },
@@ -146,7 +146,7 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     }
   });
 
-  it('a schedule stays removed: A commits repeat(), B applies it after A\'s lease, a later removeRepeat() commits, then A\'s held application lands and changes nothing', async () => {
+  it('a schedule stays removed: A commits repeat(), B applies it after A\'s row claim ends, a later removeRepeat() commits, then A\'s held application lands and changes nothing', async () => {
     muteNestLogger('error', 'warn');
     const keyPrefix = uniquePrefix('outbox-stall-repeat');
     const topic = 'report.hourly';
@@ -157,7 +157,7 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
       const sent = proxy.observe(() => true);
       await pg.tx.run(() => a.queue.repeat(topic, { every: 60_000 }, { id: 'hourly' }));
       await waitFor(() => sent.count > 0 || undefined, 30_000, "A's schedule change to be sent into the stall");
-      // B's relay applies the 'r' row after A's claim lease and deletes it.
+      // B's relay applies the 'repeat' row after A's row claim ends and deletes it.
       await waitFor(async () => ((await b.queue.listRepeats(topic)).some((s) => s.id === 'hourly') ? true : undefined), 60_000, "B's relay to store the schedule");
       await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'B to delete the row');
       // A removal committed later, applied at once by B ('x' row).

@@ -5,7 +5,6 @@ import {
   inPgTransaction,
   inTypeOrmTransaction,
   jobOutboxMigration,
-  JOB_OUTBOX_MIGRATION,
   PostgresJobOutbox,
 } from '../../lib/outbox/postgres/index.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
@@ -50,8 +49,8 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
   it('the migration applies cleanly twice, and the shipped SQL is the default table', async () => {
     await pg.pool.query(jobOutboxMigration(TABLE));
     await pg.pool.query(jobOutboxMigration(TABLE));
-    await pg.pool.query(JOB_OUTBOX_MIGRATION);
-    await pg.pool.query(JOB_OUTBOX_MIGRATION);
+    await pg.pool.query(jobOutboxMigration());
+    await pg.pool.query(jobOutboxMigration());
     const { rows } = await pg.pool.query(`SELECT to_regclass('redis_lock_job_outbox') AS t, to_regclass('${TABLE}') AS s`);
     expect(rows[0]).toEqual({ t: 'redis_lock_job_outbox', s: TABLE });
   });
@@ -138,7 +137,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       await client.query('BEGIN');
       const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE });
       await store.insert(
-        ids.map((id, i) => ({ rowId: `${t}:${i}`, topic: t, jobId: id, kind: 'd', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })),
+        ids.map((id, i) => ({ rowId: `${t}:${i}`, topic: t, jobId: id, kind: 'delay', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })),
       );
       await client.query('COMMIT');
     } finally {
@@ -180,7 +179,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       try {
         await client.query('BEGIN');
         await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE }).insert([
-          { rowId: `${t}:0`, topic: t, jobId: 'once', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":1}' },
+          { rowId: `${t}:0`, topic: t, jobId: 'once', kind: 'delay', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":1}' },
         ]);
         await client.query('COMMIT');
       } finally {
@@ -204,8 +203,8 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     try {
       await client.query('BEGIN');
       await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE }).insert([
-        { rowId: `${t}:bad`, topic: t, jobId: 'bad', kind: 'd', when: 0, replace: false, body: 'not a job body' },
-        { rowId: `${t}:good`, topic: t, jobId: 'good', kind: 'd', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":"ok"}' },
+        { rowId: `${t}:bad`, topic: t, jobId: 'bad', kind: 'delay', when: 0, replace: false, body: 'not a job body' },
+        { rowId: `${t}:good`, topic: t, jobId: 'good', kind: 'delay', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":"ok"}' },
       ]);
       await client.query('COMMIT');
     } finally {

@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { runInTransaction } from '../../lib/index.js';
-import { inPgliteTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { checkExactlyOnce, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
@@ -23,7 +23,7 @@ describe('transactional outbox on PGlite', () => {
     app = await startOutboxApp({
       redis: testRedisUrl(),
       keyPrefix: uniquePrefix('pglite-outbox'),
-      outbox: new PostgresJobOutbox({ transaction: inPgliteTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
       topics: ['order.expire'],
       runs,
       outboxRelay: { minAge: 200 },
@@ -58,10 +58,37 @@ describe('transactional outbox on PGlite', () => {
   it('rows left behind are relayed (LISTEN/NOTIFY wakes the relay), each job once', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => `left-${i}`);
     await db.transaction(async (tx) => {
-      const store = new PostgresJobOutbox({ transaction: inPgliteTransaction(() => tx), relay: db });
-      await store.insert(ids.map((id, i) => ({ rowId: id, topic: 'order.expire', jobId: id, kind: 'd', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })));
+      const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => tx), relay: db });
+      await store.insert(ids.map((id, i) => ({ rowId: id, topic: 'order.expire', jobId: id, kind: 'delay', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })));
     });
     await waitFor(() => ids.every((id) => runs.some((run) => run.id === id)) || undefined, 60_000, 'the left-behind rows');
     expect(checkExactlyOnce(runs.filter((run) => run.id.startsWith('left-')), ids)).toEqual({ duplicated: [], missing: [] });
+  });
+
+  it('relays rows as the previous release stored them (kind as a one-letter code), and stores the same codes', async () => {
+    const body = (p: string) => `,"m":null,"b":null,"e":null,"p":"${p}"}`;
+    // Written by hand as release 0.1.0's PostgresJobOutbox wrote them: 'd' a delay (due_at), 'a' an absolute time (at_ms).
+    await db.query(
+      `INSERT INTO redis_lock_job_outbox (id, topic, job_id, kind, due_at, at_ms, replace, body) VALUES
+         ('old-d', 'order.expire', 'old-delay', 'd', clock_timestamp(), NULL, false, $1),
+         ('old-a', 'order.expire', 'old-at', 'a', to_timestamp($3 / 1000.0), $3, false, $2)`,
+      [body('d'), body('a'), Date.now()],
+    );
+    await waitFor(() => ['old-delay', 'old-at'].every((id) => runs.some((run) => run.id === id)) || undefined, 60_000, 'the rows of the previous release');
+    expect(checkExactlyOnce(runs.filter((run) => run.id.startsWith('old-')), ['old-delay', 'old-at'])).toEqual({ duplicated: [], missing: [] });
+    expect(runs.find((run) => run.id === 'old-at')).toMatchObject({ payload: 'a' });
+
+    // Rows this release inserts keep the codes, so an instance of the previous release relays them too.
+    const kinds = await db.transaction(async (tx) => {
+      await new PostgresJobOutbox({ transaction: inPgTransaction(() => tx), relay: db }).insert([
+        { rowId: 'new-delay', topic: 'order.expire', jobId: 'new-delay', kind: 'delay', when: 60_000, replace: false, body: body('n') },
+        { rowId: 'new-at', topic: 'order.expire', jobId: 'new-at', kind: 'at', when: Date.now() + 60_000, replace: false, body: body('n') },
+      ]);
+      return (await tx.query<{ id: string; kind: string }>("SELECT id, kind FROM redis_lock_job_outbox WHERE id LIKE 'new-%' ORDER BY id")).rows;
+    });
+    expect(kinds).toEqual([
+      { id: 'new-at', kind: 'a' },
+      { id: 'new-delay', kind: 'd' },
+    ]);
   });
 });

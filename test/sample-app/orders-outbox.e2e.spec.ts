@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { Client } from 'pg';
-import { DEFAULT_OUTBOX_TABLE } from '../../lib/outbox/postgres/index.js';
+import { DEFAULT_OUTBOX_TABLE } from '../../lib/outbox/postgres/outbox-table.js';
 import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
 import { Database } from '../../sample-app/src/database/database.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';

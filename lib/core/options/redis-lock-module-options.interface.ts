@@ -1,5 +1,5 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
-import type { JobOutboxStore } from '../outbox/job-outbox-store.js';
+import type { JobOutboxStore } from '../outbox-port/job-outbox-store.js';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 
 /**

@@ -7,7 +7,7 @@ import { MODULE_OPTION_KEYS } from './module-option-keys.js';
 import { resolveSyncReplicas } from './resolve-sync-replicas.js';
 import { resolveTopicShards } from './resolve-topic-shards.js';
 import type { RedisLockConfig } from './redis-lock-config.js';
-import type { JobOutboxStore } from '../outbox/job-outbox-store.js';
+import type { JobOutboxStore } from '../outbox-port/job-outbox-store.js';
 import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config.js';
 import type { OutboxRelayOptions, RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 

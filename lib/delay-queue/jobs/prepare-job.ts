@@ -20,11 +20,6 @@ export function dueKindArg(kind: DueKind): 'd' | 'a' {
   return kind === 'delay' ? 'd' : 'a';
 }
 
-/** The `DueKind` of a code as stored with an outbox row (the inverse of `dueKindArg`). */
-export function dueKindOf(code: 'd' | 'a'): DueKind {
-  return code === 'd' ? 'delay' : 'at';
-}
-
 /** A job checked and encoded, ready for the schedule script. */
 export interface PreparedJob {
   readonly id: string;

@@ -29,13 +29,17 @@ export const REPEAT_CHECK_INTERVAL_MS = 5_000;
 /** Schedules read per shard by one check. */
 const CHECK_BATCH = 1000;
 
+type QueuedTickState = 'waiting' | 'active' | 'dead' | 'gone';
+/** The queued tick's state as read-repeats.lua.ts answers it (a one-letter code, '' for gone). */
+const TICK_STATES: Readonly<Record<string, QueuedTickState>> = { w: 'waiting', a: 'active', d: 'dead' };
+
 /** One schedule as read from a shard. */
 interface ScheduleRow {
   readonly id: string;
   readonly definition: RepeatDefinition;
   readonly tick: number;
   /** Where the queued tick's job is: waiting, active, dead, or gone (ran or was removed). */
-  readonly state: 'w' | 'a' | 'd' | '';
+  readonly state: QueuedTickState;
   /** The last tick a consumer claimed, if any. */
   readonly lastRun?: number;
 }
@@ -298,11 +302,11 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     // The tick after a queued one that is not yet past the threshold is not missed either: testing
     // that first spares the calendar (a cron's next tick is costly) for every healthy schedule.
     const stale =
-      row.state === 'w' &&
+      row.state === 'waiting' &&
       catchUp !== 'all' &&
       row.tick < nowMs - MISSED_TICK_AFTER_MS &&
       (calendar.after(row.tick) ?? Infinity) <= nowMs - MISSED_TICK_AFTER_MS;
-    if (!stale && (row.state === 'w' || row.state === 'a')) return;
+    if (!stale && (row.state === 'waiting' || row.state === 'active')) return;
     const next = calendar.nextToEnqueue(row.tick, nowMs, catchUp);
     if (next !== null) await this.advance(keys, row, next, stale);
   }
@@ -326,7 +330,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       const definition = readStoredForm(flat[i], flat[i + 1]);
       if (!definition) continue;
       const lastRun = flat[i + 4] === '' ? undefined : Number(flat[i + 4]);
-      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: flat[i + 3] as ScheduleRow['state'], lastRun });
+      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: TICK_STATES[flat[i + 3]] ?? 'gone', lastRun });
     }
     return [Number(nowMs), rows];
   }

@@ -3,19 +3,12 @@
  * database transaction is written to an outbox table in that transaction and relayed to Redis after it
  * commits, even if the process dies right after COMMIT; nothing is enqueued on ROLLBACK.
  *
+ * Set-up: a `PostgresJobOutbox` with the executor of your stack (`inPgTransaction` for `pg` and PGlite,
+ * `inTypeOrmTransaction`, `inClsTransaction`) and the table from `jobOutboxMigration()`.
+ * `OutboxTransactionExecutor` is for adapters: an executor of your own for another stack.
+ *
  * @module nestjs-redis-lock/outbox/postgres
  */
 export { PostgresJobOutbox, type PostgresJobOutboxOptions } from './postgres-job-outbox.js';
-export {
-  inClsTransaction,
-  inPgliteTransaction,
-  inPgTransaction,
-  inTypeOrmTransaction,
-  type OutboxTransactionExecutor,
-  type SqlRunner,
-} from './sql-executors.js';
-export type { OutboxRelayConnection } from './relay-connection.js';
-export { DEFAULT_OUTBOX_TABLE, JOB_OUTBOX_MIGRATION, jobOutboxMigration } from './outbox-table.js';
-export { JobOutboxStore, type OutboxJob, type OutboxRow } from '../../core/outbox/job-outbox-store.js';
-export { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';
-export { OutboxStoreClosedError } from '../../core/outbox/outbox-store-closed.error.js';
+export { inClsTransaction, inPgTransaction, inTypeOrmTransaction, type OutboxTransactionExecutor } from './sql-executors.js';
+export { jobOutboxMigration } from './outbox-table.js';

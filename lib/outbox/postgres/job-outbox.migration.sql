@@ -1,5 +1,5 @@
 -- The outbox table of nestjs-redis-lock's transactional outbox (default name). Idempotent.
--- Generated from jobOutboxMigration() in outbox-table.ts; test/outbox/outbox-table.spec.ts keeps them equal.
+-- The one text of the DDL: jobOutboxMigration(table) in outbox-table.ts returns it with your table's name.
 CREATE TABLE IF NOT EXISTS redis_lock_job_outbox (
   id            text        PRIMARY KEY,
   topic         text        NOT NULL,

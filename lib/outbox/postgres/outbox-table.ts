@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 
 /** The outbox table's name when none is given. */
@@ -39,36 +40,29 @@ export function outboxTable(option: string, value: unknown = DEFAULT_OUTBOX_TABL
   return { qualified: value, name, channel: `${parts.join('_').slice(0, 55)}_insert` };
 }
 
+/** The shipped migration (the default table's DDL), without its comment lines; read when first needed. */
+let shippedMigration: string | undefined;
+
 /**
  * The DDL of the outbox table (idempotent: safe to run again). Run it in a migration of your own:
  * the library never creates the table unless `applyMigrationAtStart` is set (development).
  *
  * Columns: `due_at` is the due time on the database's clock (`clock_timestamp()` at the insert plus
- * the delay), `at_ms` the absolute due time of a job scheduled with `at`; `claimed_until` is a
- * relay's claim lease, `attempts` counts claims, `parked_at`/`last_error` mark a row that cannot be
- * relayed (kept for inspection, never claimed again).
+ * the delay), `at_ms` the absolute due time of a job scheduled with `at`; `claimed_until` is the
+ * claim deadline of a relay's row claim, `attempts` counts claims, `parked_at`/`last_error` mark a
+ * row that cannot be relayed (kept for inspection, never claimed again).
+ *
+ * @param table `table` or `schema.table` (lower-case identifiers); default `redis_lock_job_outbox`
+ * @example
+ * import { jobOutboxMigration } from 'nestjs-redis-lock/outbox/postgres';
+ * await queryRunner.query(jobOutboxMigration());               // the default table
+ * await queryRunner.query(jobOutboxMigration('jobs.outbox'));  // a table of your naming
  */
 export function jobOutboxMigration(table: string = DEFAULT_OUTBOX_TABLE): string {
   const t = outboxTable('table', table);
   const schema = t.qualified.includes('.') ? `CREATE SCHEMA IF NOT EXISTS ${t.qualified.split('.')[0]};\n` : '';
-  return `${schema}CREATE TABLE IF NOT EXISTS ${t.qualified} (
-  id            text        PRIMARY KEY,
-  topic         text        NOT NULL,
-  job_id        text        NOT NULL,
-  kind          text        NOT NULL,
-  due_at        timestamptz NOT NULL,
-  at_ms         bigint,
-  replace       boolean     NOT NULL DEFAULT false,
-  body          text        NOT NULL,
-  created_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
-  claimed_until timestamptz,
-  attempts      integer     NOT NULL DEFAULT 0,
-  parked_at     timestamptz,
-  last_error    text
-);
-CREATE INDEX IF NOT EXISTS ${t.name}_pending_idx ON ${t.qualified} (created_at) WHERE parked_at IS NULL;
-`;
+  // job-outbox.migration.sql is the one text of the DDL: it names the default table and its index.
+  shippedMigration ??= readFileSync(new URL('./job-outbox.migration.sql', import.meta.url), 'utf8').replace(/^--.*\n/gm, '');
+  const named = new RegExp(`\\b${DEFAULT_OUTBOX_TABLE}(_pending_idx)?\\b`, 'g');
+  return schema + shippedMigration.replace(named, (_, index?: string) => (index ? `${t.name}_pending_idx` : t.qualified));
 }
-
-/** The migration of the default table (`redis_lock_job_outbox`), as shipped in job-outbox.migration.sql. */
-export const JOB_OUTBOX_MIGRATION = jobOutboxMigration();

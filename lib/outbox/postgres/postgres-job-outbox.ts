@@ -1,25 +1,27 @@
 import { Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
-import type { JobOutboxStore, OutboxJob, OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
-import { OutboxStoreClosedError } from '../../core/outbox/outbox-store-closed.error.js';
-import { OutboxTransactionMissingError } from '../../core/outbox/outbox-transaction-missing.error.js';
+import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
+import { outboxRowKindCode, outboxRowKindOf, type OutboxRowKind } from '../../core/outbox-port/outbox-row-kind.js';
+import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
+import { OutboxTransactionMissingError } from '../../core/outbox-port/outbox-transaction-missing.error.js';
 import { jobOutboxMigration, outboxTable, type OutboxTable } from './outbox-table.js';
-import { relaySqlOf, type OutboxRelayConnection, type RelaySql } from './relay-connection.js';
+import { relaySqlOf, type RelaySql } from './relay-connection.js';
 import type { OutboxTransactionExecutor } from './sql-executors.js';
 
 /** Options of `PostgresJobOutbox`. */
 export interface PostgresJobOutboxOptions {
   /**
-   * How to run SQL in the caller's current transaction: `inPgTransaction`, `inPgliteTransaction`,
+   * How to run SQL in the caller's current transaction: `inPgTransaction` (`pg`, PGlite),
    * `inTypeOrmTransaction`, `inClsTransaction`, or `{ description, current() }` of your own.
    */
   transaction: OutboxTransactionExecutor;
   /**
-   * The relay's own connection, used outside application transactions: a `pg` `Pool` (LISTEN/NOTIFY
-   * on a connection of its own), a `pg` `Client`, a PGlite database, or a TypeORM `DataSource` (polls).
+   * The relay's own connection, used outside application transactions: a `pg` `Pool` (recommended;
+   * LISTEN/NOTIFY on a connection of its own), a `pg` `Client`, a PGlite database, or a TypeORM
+   * `DataSource` (polls; each statement on a fresh query runner, never in a transaction of yours).
    */
-  relay: OutboxRelayConnection;
+  relay: object;
   /** The outbox table, `table` or `schema.table` (lower-case identifiers). Default `redis_lock_job_outbox`. */
   table?: string;
   /**
@@ -38,7 +40,7 @@ export interface PostgresJobOutboxOptions {
 /**
  * A `JobOutboxStore` on PostgreSQL (and PGlite): the outbox rows are inserted by the caller's own
  * transaction, through `options.transaction`, so they commit or roll back with the caller's data;
- * relays claim rows left behind with `FOR UPDATE SKIP LOCKED` and a claim lease, in single
+ * relays claim rows left behind with `FOR UPDATE SKIP LOCKED` and a claim deadline per row, in single
  * statements on `options.relay`. Due times are kept on the database's clock.
  *
  * @example
@@ -68,8 +70,8 @@ export class PostgresJobOutbox implements JobOutboxStore {
     if (!executor || typeof executor.current !== 'function') {
       throw new InvalidOptionsError(
         'PostgresJobOutbox.transaction',
-        'expected an executor that runs SQL in the current transaction: inPgTransaction(() => client), ' +
-          'inPgliteTransaction(() => tx), inTypeOrmTransaction(() => manager) or inClsTransaction(transactionHost)',
+        'expected an executor that runs SQL in the current transaction: inPgTransaction(() => client or PGlite tx), ' +
+          'inTypeOrmTransaction(() => manager) or inClsTransaction(transactionHost)',
       );
     }
     const relaySql = options.relay && typeof options.relay === 'object' ? relaySqlOf(options.relay) : undefined;
@@ -113,32 +115,34 @@ export class PostgresJobOutbox implements JobOutboxStore {
       column((j) => j.rowId),
       column((j) => j.topic),
       column((j) => j.jobId),
-      column((j) => j.kind),
-      // Schedule changes ('r', 'x') are due at once: a delay of 0 ('a' is the only absolute kind).
-      column((j) => (j.kind === 'a' ? null : String(j.when))),
-      column((j) => (j.kind === 'a' ? String(j.when) : null)),
+      // The column holds storage codes: every release reads them.
+      column((j) => outboxRowKindCode(j.kind)),
+      // Schedule changes are due at once: a delay of 0 ('at' is the only absolute kind).
+      column((j) => (j.kind === 'at' ? null : String(j.when))),
+      column((j) => (j.kind === 'at' ? String(j.when) : null)),
       column((j) => j.replace),
       column((j) => j.body),
     ]);
   }
 
-  async claimBatch(limit: number, options: { minAgeMs: number; leaseMs: number }): Promise<OutboxRow[]> {
-    const rows = await this.runRelay(this.sql.claim, [limit, options.minAgeMs, options.leaseMs]);
+  async claimBatch(limit: number, options: { minAgeMs: number; claimMs: number }): Promise<OutboxRow[]> {
+    const rows = await this.runRelay(this.sql.claim, [limit, options.minAgeMs, options.claimMs]);
     return rows.map((row) => ({
       rowId: String(row.id),
       topic: row.topic as string,
       jobId: row.job_id as string,
-      kind: row.kind as OutboxRowKind,
-      when: Number(row.kind === 'a' ? row.at_ms : row.remaining_ms),
+      // A value that names no kind is passed on as stored: the relay parks the row, naming it.
+      kind: outboxRowKindOf(row.kind) ?? (row.kind as OutboxRowKind),
+      when: Number(outboxRowKindOf(row.kind) === 'at' ? row.at_ms : row.remaining_ms),
       replace: row.replace === true,
       body: String(row.body),
       attempts: Number(row.attempts),
     }));
   }
 
-  async claimRows(rowIds: readonly string[], options: { leaseMs: number }): Promise<string[]> {
+  async claimRows(rowIds: readonly string[], options: { claimMs: number }): Promise<string[]> {
     if (rowIds.length === 0) return [];
-    const rows = await this.runRelay(this.sql.claimRows, [[...rowIds], options.leaseMs]);
+    const rows = await this.runRelay(this.sql.claimRows, [[...rowIds], options.claimMs]);
     return rows.map((row) => String(row.id));
   }
 
@@ -205,7 +209,7 @@ WHERE id IN (
   FOR UPDATE SKIP LOCKED)
 RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts,
   GREATEST(0, CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000))::bigint AS remaining_ms`,
-    // Not a row another relay holds under a live claim: its write may be in flight.
+    // Not a row another relay holds before its claim deadline: its write may be in flight.
     claimRows: `UPDATE ${t} SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
 WHERE id = ANY($1::text[]) AND parked_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) RETURNING id`,
     release: `UPDATE ${t} SET claimed_until = NULL WHERE id = ANY($1::text[])`,

@@ -1,13 +1,6 @@
 import type { SqlRunner } from './sql-executors.js';
 import { rowsOf } from './sql-executors.js';
 
-/**
- * What the relay runs its short statements on, outside any application transaction: a `pg` `Pool`
- * (recommended) or `Client`, a PGlite database, or a TypeORM `DataSource` (each statement on a
- * fresh query runner, so never inside a `typeorm-transactional` transaction of the caller).
- */
-export type OutboxRelayConnection = object;
-
 /** The relay's connection, reduced to what the store needs. Internal. */
 export interface RelaySql {
   /** Names the connection in messages. */
@@ -24,8 +17,12 @@ export interface RelaySql {
 type Fn = (...args: any[]) => any;
 type Loose = Record<string, any>;
 
-/** Recognises the connection by its shape (no import of the drivers: they are optional peers). */
-export function relaySqlOf(connection: OutboxRelayConnection): RelaySql | undefined {
+/**
+ * Recognises the relay's connection by its shape (no import of the drivers: they are optional
+ * peers): a `pg` `Pool` or `Client`, a PGlite database, or a TypeORM `DataSource` (each statement on
+ * a fresh query runner, so never inside a `typeorm-transactional` transaction of the caller).
+ */
+export function relaySqlOf(connection: object): RelaySql | undefined {
   const c = connection as Loose;
   if (typeof c.createQueryRunner === 'function') return typeOrmDataSource(c);
   if (typeof c.query !== 'function') return undefined;

@@ -1,18 +1,22 @@
-/** Runs one SQL statement with `$1…` parameters and resolves to its rows. */
-export type SqlRunner = (sql: string, params: readonly unknown[]) => Promise<Array<Record<string, unknown>>>;
-
 /**
- * How the outbox reaches the caller's current transaction. `current()` returns a runner bound to
- * that transaction, or `undefined` when the calling async context has none.
+ * How the outbox reaches the caller's current transaction (for adapters: the library's executors
+ * are `inPgTransaction`, `inTypeOrmTransaction` and `inClsTransaction`). `current()` returns a
+ * runner bound to that transaction, or `undefined` when the calling async context has none.
  */
 export interface OutboxTransactionExecutor {
   /** Names the executor in error messages. */
   readonly description: string;
-  /** A runner bound to the calling async context's transaction, or `undefined` when it has none. */
-  current(): SqlRunner | undefined;
+  /**
+   * A runner bound to the calling async context's transaction, or `undefined` when it has none. The
+   * runner runs one SQL statement with `$1…` parameters and resolves to its rows.
+   */
+  current(): ((sql: string, params: readonly unknown[]) => Promise<Array<Record<string, unknown>>>) | undefined;
 }
 
-/** What `pg`'s `Client`/`PoolClient`, PGlite and its transactions have in common. */
+/** Runs one SQL statement with `$1…` parameters and resolves to its rows. */
+export type SqlRunner = NonNullable<ReturnType<OutboxTransactionExecutor['current']>>;
+
+/** What `pg`'s `Client`/`PoolClient`, a PGlite database and its transactions have in common. */
 interface QueryableWithRows {
   query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
 }
@@ -30,8 +34,9 @@ interface TransactionHostLike {
 }
 
 /**
- * The transaction of a `pg` client: `currentClient` returns the `Client` / `PoolClient` that has run
- * `BEGIN` for the calling context (e.g. from your own AsyncLocalStorage), or nothing outside one.
+ * The transaction of a `pg` client or of PGlite: `currentClient` returns the `Client` / `PoolClient`
+ * that has run `BEGIN` for the calling context (e.g. from your own AsyncLocalStorage), or the `tx`
+ * that PGlite's `db.transaction(async (tx) => …)` passed to it; nothing outside a transaction.
  *
  * @example
  * const txClient = new AsyncLocalStorage<PoolClient>();
@@ -45,14 +50,6 @@ export function inPgTransaction(currentClient: () => QueryableWithRows | null | 
       return client ? (sql, params) => client.query(sql, [...params]).then((r) => r.rows as Array<Record<string, unknown>>) : undefined;
     },
   };
-}
-
-/**
- * The transaction of a PGlite database: `currentTransaction` returns the `tx` object that
- * `db.transaction(async (tx) => …)` passed to the calling context, or nothing outside one.
- */
-export function inPgliteTransaction(currentTransaction: () => QueryableWithRows | null | undefined): OutboxTransactionExecutor {
-  return { ...inPgTransaction(currentTransaction), description: 'inPgliteTransaction(currentTransaction)' };
 }
 
 /**

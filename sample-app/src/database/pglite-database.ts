@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { runInTransaction } from 'nestjs-redis-lock';
-import { inPgliteTransaction, PostgresJobOutbox } from 'nestjs-redis-lock/outbox/postgres';
+import { inPgTransaction, PostgresJobOutbox } from 'nestjs-redis-lock/outbox/postgres';
 import { Database, type QueryResult } from './database.js';
 
 /** Embedded PostgreSQL (WASM, in memory): the default, so the sample needs no database server. */
@@ -35,7 +35,7 @@ export class PgliteDatabase extends Database {
 
   jobOutbox(): PostgresJobOutbox {
     // One connection: the relay's statements queue behind a transaction in progress, which is fine.
-    return new PostgresJobOutbox({ transaction: inPgliteTransaction(() => this.current.getStore()), relay: this.db });
+    return new PostgresJobOutbox({ transaction: inPgTransaction(() => this.current.getStore()), relay: this.db });
   }
 
   async ping(): Promise<void> {

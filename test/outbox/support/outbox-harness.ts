@@ -10,7 +10,7 @@ import {
 } from '../../../lib/index.js';
 import type { OutboxRelayOptions } from '../../../lib/core/options/redis-lock-module-options.interface.js';
 import type { RedisConnectionOptions } from '../../../lib/core/options/redis-lock-module-options.interface.js';
-import type { JobOutboxStore } from '../../../lib/core/outbox/job-outbox-store.js';
+import type { JobOutboxStore } from '../../../lib/core/outbox-port/job-outbox-store.js';
 import { initRedisLockTestingModule } from '../../../lib/testing/index.js';
 
 /** One delivery of a job to a consumer. */

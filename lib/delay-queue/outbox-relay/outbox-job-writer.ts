@@ -1,12 +1,11 @@
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
-import type { OutboxRow, OutboxRowKind } from '../../core/outbox/job-outbox-store.js';
+import type { OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
 import { operationKey } from '../jobs/operation-record.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
 import { readStoredForm } from '../repeat/repeat-definition.js';
 import type { RepeatScheduler } from '../repeat/repeat-scheduler.js';
 import type { JobWriter } from '../writer/job-writer.js';
-import { dueKindOf } from '../jobs/prepare-job.js';
 import { RedisClock } from './redis-clock.js';
 import type { WriteFence } from '../jobs/write-fence.js';
 
@@ -17,16 +16,16 @@ export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
 export type OutboxWriteOutcome = { readonly row: OutboxWrite; readonly error?: unknown };
 
 /** A row that carries a job (not a repeat schedule change). */
-export type OutboxJobWrite = OutboxWrite & { readonly kind: 'd' | 'a' };
+export type OutboxJobWrite = OutboxWrite & { readonly kind: 'delay' | 'at' };
 
-/** Whether a row changes a repeat schedule (`'r'` upsert, `'x'` removal) rather than carrying a job. */
+/** Whether a row changes a repeat schedule (`'repeat'` upsert, `'removeRepeat'`) rather than carrying a job. */
 export function isScheduleRow(row: Pick<OutboxWrite, 'kind'>): boolean {
-  return row.kind === 'r' || row.kind === 'x';
+  return row.kind === 'repeat' || row.kind === 'removeRepeat';
 }
 
-/** Whether a row carries a job (`'d'`, `'a'`). */
+/** Whether a row carries a job (`'delay'`, `'at'`). */
 export function isJobRow(row: OutboxWrite): row is OutboxJobWrite {
-  return row.kind === 'd' || row.kind === 'a';
+  return row.kind === 'delay' || row.kind === 'at';
 }
 
 /**
@@ -97,7 +96,7 @@ export class OutboxJobWriter {
 
   /** Applies one schedule row; the repeat scripts check its fence in the same step as the change. */
   private async applySchedule(row: OutboxWrite, fence: WriteFence): Promise<void> {
-    if (row.kind === 'x') {
+    if (row.kind === 'removeRepeat') {
       await this.repeats.remove(row.topic, row.jobId, fence);
     } else {
       const definition = readStoredForm(row.jobId, row.body);
@@ -110,7 +109,7 @@ export class OutboxJobWriter {
     return Promise.all(
       rows.map(async (row): Promise<OutboxWriteOutcome> => {
         try {
-          const job = { id: row.jobId, kind: dueKindOf(row.kind), when: row.when, replace: row.replace, tail: row.body };
+          const job = { id: row.jobId, kind: row.kind, when: row.when, replace: row.replace, tail: row.body };
           await this.jobs.writeFenced(row.topic, job, { recordId: recordIdOf(row), deadline });
           return { row };
         } catch (error) {

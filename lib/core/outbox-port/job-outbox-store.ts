@@ -1,11 +1,4 @@
-/**
- * What an outbox row carries. Jobs: `'d'` (delayed) and `'a'` (at a time). Repeat schedules
- * (`repeat()` / `removeRepeat()` inside a transaction): `'r'` upserts the schedule `jobId` of
- * `topic`, `body` being its stored definition (`when` is 0); `'x'` removes the schedule `jobId`
- * (`body` empty, `when` 0). A store keeps the kind as an opaque string: rows written before schedule
- * rows existed read as before.
- */
-export type OutboxRowKind = 'd' | 'a' | 'r' | 'x';
+import type { OutboxRowKind } from './outbox-row-kind.js';
 
 /**
  * A job (or a repeat schedule change, see `OutboxRowKind`) on its way to Redis through the
@@ -17,15 +10,16 @@ export interface OutboxJob {
   readonly rowId: string;
   /** The job's topic. */
   readonly topic: string;
-  /** The job id `schedule()` returned (the schedule's id for `'r'` and `'x'` rows). */
+  /** The job id `schedule()` returned (the schedule's id for a repeat schedule change). */
   readonly jobId: string;
-  /**
-   * `'d'`: `when` is a delay in ms, counted from the insert on the database's clock; `'a'`: `when`
-   * is an absolute due time in epoch ms (the job's `at`); `'r'`, `'x'`: a repeat schedule change,
-   * `when` is 0 (applied as soon as it is relayed).
-   */
+  /** What the row carries, and so what `when` is. */
   readonly kind: OutboxRowKind;
-  /** The delay in ms or the due time in epoch ms, as `kind` says; 0 for a schedule change. */
+  /**
+   * `'delay'`: a delay in ms, counted from the insert on the database's clock (in a claimed
+   * `OutboxRow`: the delay left, `max(0, due_at - now())` computed by the database at the claim, so
+   * an overdue job is due at once, never at its original delay after the relay); `'at'`: the
+   * absolute due time in epoch ms (the job's `at`); 0 for a repeat schedule change.
+   */
   readonly when: number;
   /** True when scheduled with `replace: true` (an existing job of the same id is replaced, not kept). */
   readonly replace: boolean;
@@ -33,27 +27,8 @@ export interface OutboxJob {
   readonly body: string;
 }
 
-/** A row claimed by a relay: its job, with the time left until it is due measured on the database. */
-export interface OutboxRow {
-  /** The row's own id (see `OutboxJob.rowId`). */
-  readonly rowId: string;
-  /** The job's topic. */
-  readonly topic: string;
-  /** The job id (the schedule's id for `'r'` and `'x'` rows). */
-  readonly jobId: string;
-  /**
-   * `'d'`: `when` is the delay left, `max(0, due_at - now())` computed by the database when the row
-   * was claimed (an overdue job is due at once, never at its original delay after the relay);
-   * `'a'`: `when` is the absolute due time in epoch ms; `'r'`, `'x'`: a repeat schedule change
-   * (`when` is 0).
-   */
-  readonly kind: OutboxRowKind;
-  /** The delay left in ms or the due time in epoch ms, as `kind` says; 0 for a schedule change. */
-  readonly when: number;
-  /** As in `OutboxJob.replace`. */
-  readonly replace: boolean;
-  /** The encoded job body, as inserted. */
-  readonly body: string;
+/** A row claimed by a relay: its job as inserted (`when` measured at the claim, see `OutboxJob.when`). */
+export interface OutboxRow extends OutboxJob {
   /** Relays that claimed the row before this one and did not finish it (crashed, or Redis failed). */
   readonly attempts: number;
 }
@@ -67,8 +42,8 @@ export interface OutboxRow {
  * The contract: `insert` runs in the caller's current transaction, so a row exists if and only if
  * that transaction commits. Everything else runs outside any application transaction, on the
  * store's own connection, and may run in several processes at once: `claimBatch` must not hand the
- * same row to two relays while its claim lasts (`FOR UPDATE SKIP LOCKED` and a claim lease), and a
- * row whose claim lapsed (its relay crashed) must be claimable again.
+ * same row to two relays while its row claim lasts (`FOR UPDATE SKIP LOCKED` and a claim deadline
+ * per row), and a row whose claim deadline passed (its relay crashed) must be claimable again.
  */
 export interface JobOutboxStore {
   /**
@@ -82,21 +57,21 @@ export interface JobOutboxStore {
 
   /**
    * Claims up to `limit` rows inserted at least `minAgeMs` ago (rows younger than that are normally
-   * being relayed by the process that committed them), oldest first, for `leaseMs`: no other relay
-   * gets them until the lease ends or they are deleted or parked.
+   * being relayed by the process that committed them), oldest first, for `claimMs`: no other relay
+   * gets them until their claim deadline (now + `claimMs`) passes or they are deleted or parked.
    */
-  claimBatch(limit: number, options: { minAgeMs: number; leaseMs: number }): Promise<OutboxRow[]>;
+  claimBatch(limit: number, options: { minAgeMs: number; claimMs: number }): Promise<OutboxRow[]>;
 
   /**
-   * Claims the given rows, right after the COMMIT that made them visible, for `leaseMs`; resolves to
+   * Claims the given rows, right after the COMMIT that made them visible, for `claimMs`; resolves to
    * the ids that exist (a row inserted in a savepoint that was rolled back does not, and its job must
-   * not be written) and that no other relay holds under a live claim (its write may be in flight:
+   * not be written) and that no other relay holds before its claim deadline (its write may be in flight:
    * the row is left to it). Optional: without it the committing process writes every row it
    * inserted, with a deadline of `minAge` from the insert (after which any relay may claim them).
    */
-  claimRows?(rowIds: readonly string[], options: { leaseMs: number }): Promise<string[]>;
+  claimRows?(rowIds: readonly string[], options: { claimMs: number }): Promise<string[]>;
 
-  /** Ends the claim of rows whose write failed (Redis unreachable), so that the next look retries them. */
+  /** Ends the row claim of rows whose write failed (Redis unreachable), so that the next look retries them. */
   release(rowIds: readonly string[]): Promise<void>;
 
   /** Deletes rows whose jobs are in Redis. Unknown ids are ignored. */

@@ -1,19 +1,20 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
-import { assertValidTopic } from '../../core/keys/topic-name.js';
-import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox/job-outbox-store.js';
-import { OutboxStoreClosedError } from '../../core/outbox/outbox-store-closed.error.js';
+import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
+import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
 import type { OutboxConfig } from '../../core/options/redis-lock-config.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { settleWithin } from '../../core/time/settle-within.js';
 import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
-import { MAX_JOB_ID_BYTES, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
-import { decodeJob } from '../jobs/job-codec.js';
-import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
-import { readStoredForm, storedForm, type RepeatDefinition } from '../repeat/repeat-definition.js';
+import type { PreparedJob } from '../jobs/prepare-job.js';
+import type { RepeatDefinition } from '../repeat/repeat-definition.js';
 import { isJobRow, isScheduleRow, type OutboxJobWrite, type OutboxJobWriter, type OutboxWrite } from './outbox-job-writer.js';
+import type { OutboxRelayStats } from './outbox-relay-stats.js';
+import { isRefusal, readClaimedRow } from './outbox-row-checks.js';
+import { groupByTopic, jobRowsOf, scheduleChangeRowOf } from './outbox-rows.js';
+import { RelayWakeup } from './relay-wakeup.js';
+import { RowClaimDeadlines } from './row-claim-deadlines.js';
 
 /** How long the end of a committed transaction waits for its own jobs' write before leaving it to run on. */
 const AFTER_COMMIT_WAIT_MS = 2_000;
@@ -23,22 +24,6 @@ const FAILURE_BACKOFF = { delay: 200, factor: 2, maxDelay: 5_000, jitter: 0.3 } 
 const MAX_REFUSED_ATTEMPTS = 10;
 /** Longest time shutdown waits for writes started right after COMMIT. */
 const STOP_WAIT_MS = 5_000;
-/** The part of a write's window kept as a margin for clock rates and steps (1/10: 6 s of the default 60 s lease). */
-const DEADLINE_MARGIN_FRACTION = 0.1;
-
-/** Counters of one process's outbox traffic, for metrics. */
-export interface OutboxRelayStats {
-  /** Rows written to Redis and deleted, since start (after-commit and relay). */
-  readonly relayed: number;
-  /** Of those, rows found left behind by the relay (another process crashed, or Redis was down). */
-  readonly relayedLeftBehind: number;
-  /** Rows parked as impossible to relay. */
-  readonly parked: number;
-  /** Rows of this process's committed transactions whose write is still going. */
-  readonly inFlight: number;
-  /** Consecutive failed looks of the relay (0 when healthy). */
-  readonly failureStreak: number;
-}
 
 /**
  * The transactional outbox, delay-queue side. Inside a transaction, `insert` puts the jobs into the
@@ -48,12 +33,9 @@ export interface OutboxRelayStats {
  * and writes them, with backoff while Redis or the database fails. Every write goes through
  * `OutboxJobWriter`, whose per-row operation record makes a row written twice one job.
  *
- * Late writes: every write is made under a claim of its rows and carries a deadline on the Redis
- * server's clock, `lowerBound(Redis clock when the claim was sent) + window - margin`, where the
- * window is the claim lease (capped at half the records' lifetime). No other relay can claim the
- * rows before the lease ends, and Redis refuses the write after its deadline (see jobs/write-fence.ts),
- * so a write held by a stalled link cannot land after another relay wrote the row, ran its job and
- * deleted it. The after-commit claim does not take rows another relay holds under a live claim.
+ * Late writes: every write is made under a row claim and refused by Redis past its deadline (see
+ * `RowClaimDeadlines`). The after-commit claim does not take rows another relay holds before their
+ * claim deadline.
  *
  * Due times: a delayed job's row keeps its due time on the database's clock (`due_at`); a relay
  * schedules it with the delay left, `max(0, due_at - now())` computed by the database, so a job
@@ -63,11 +45,9 @@ export class JobOutboxRelay {
   private readonly inFlight = new Set<Promise<void>>();
   private loop?: Promise<void>;
   private stopped = false;
-  private wakeNow?: () => void;
-  private wakeRequested = false;
   /** Rows of the current look (reported when it fails). */
   private lastClaimed = 0;
-  private notifyTimer?: NodeJS.Timeout;
+  private readonly wakeup = new RelayWakeup();
   private unlisten?: () => Promise<void>;
   private counts = { relayed: 0, relayedLeftBehind: 0, parked: 0, failureStreak: 0 };
   /** The application closed the store's connection: the relay has stopped, and said so once. */
@@ -80,8 +60,7 @@ export class JobOutboxRelay {
   private scheduleTurn: Promise<void> = Promise.resolve();
 
   private readonly store: JobOutboxStore;
-  /** How long after its claim was sent a write may land, before the margin (ms). */
-  private readonly writeWindowMs: number;
+  private readonly deadlines: RowClaimDeadlines;
 
   constructor(
     private readonly settings: OutboxConfig,
@@ -93,8 +72,7 @@ export class JobOutboxRelay {
     private readonly written: (topic: string, rows: readonly OutboxJobWrite[]) => void,
   ) {
     this.store = settings.store;
-    // Records live OPERATION_RECORD_TTL_MS from the write: every deadline must end well inside that.
-    this.writeWindowMs = Math.min(settings.claimLease, OPERATION_RECORD_TTL_MS / 2);
+    this.deadlines = new RowClaimDeadlines(writer.clock, settings.claimLease);
   }
 
   get stats(): OutboxRelayStats {
@@ -111,16 +89,7 @@ export class JobOutboxRelay {
    * Redis from here at once, on ROLLBACK they vanish with the transaction.
    */
   async insert(topic: string, jobs: readonly PreparedJob[]): Promise<void> {
-    const rows: OutboxJob[] = jobs.map((job) => ({
-      rowId: randomUUID(),
-      topic,
-      jobId: job.id,
-      kind: dueKindArg(job.kind),
-      when: job.when,
-      replace: job.replace,
-      body: job.tail,
-    }));
-    await this.insertRows(rows);
+    await this.insertRows(jobRowsOf(topic, jobs));
   }
 
   /**
@@ -129,17 +98,7 @@ export class JobOutboxRelay {
    * at once (as `repeat()` / `removeRepeat()` do outside a transaction), on ROLLBACK it vanishes.
    */
   async insertScheduleChange(topic: string, id: string, definition: RepeatDefinition | undefined): Promise<void> {
-    await this.insertRows([
-      {
-        rowId: randomUUID(),
-        topic,
-        jobId: id,
-        kind: definition ? 'r' : 'x',
-        when: 0,
-        replace: false,
-        body: definition ? storedForm(definition) : '',
-      },
-    ]);
+    await this.insertRows([scheduleChangeRowOf(topic, id, definition)]);
   }
 
   private async insertRows(rows: readonly OutboxJob[]): Promise<void> {
@@ -179,10 +138,9 @@ export class JobOutboxRelay {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.notifyTimer);
-    this.wake();
+    this.wakeup.close();
     // A look held up by an unreachable Redis or database does not hold shutdown: its rows stay claimed
-    // until their lease ends, then any relay takes them.
+    // until their claim deadline, then any relay takes them.
     if (this.loop) await settleWithin(this.loop, STOP_WAIT_MS);
     if (this.inFlight.size > 0) await settleWithin(Promise.all(this.inFlight), STOP_WAIT_MS);
     await this.unlisten?.().catch(() => undefined);
@@ -218,26 +176,17 @@ export class JobOutboxRelay {
     let deadline: number;
     if (this.store.claimRows) {
       const claimSentAt = performance.now();
-      const existing = new Set(await this.store.claimRows(rows.map((row) => row.rowId), { leaseMs: this.settings.claimLease }));
-      deadline = this.deadlineOf(claimSentAt, this.writeWindowMs);
+      const existing = new Set(await this.store.claimRows(rows.map((row) => row.rowId), { claimMs: this.settings.claimLease }));
+      deadline = this.deadlines.deadlineOf(claimSentAt);
       rows = rows.filter((row) => existing.has(row.rowId));
       claimed = new Map(rows.map((row) => [row.rowId, { ...row, attempts: 0 }]));
     } else {
       // Unclaimed: another relay may take the rows once they are minAge old (counted from the insert).
-      deadline = this.deadlineOf(insertedAt, Math.min(this.settings.minAge, this.writeWindowMs));
+      deadline = this.deadlines.deadlineOf(insertedAt, Math.min(this.settings.minAge, this.deadlines.windowMs));
     }
     const elapsed = performance.now() - insertedAt;
-    const writes = rows.map((row) => (row.kind === 'd' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
+    const writes = rows.map((row) => (row.kind === 'delay' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
     if (writes.length > 0) await this.relay(writes, 'after-commit', deadline, claimed, written);
-  }
-
-  /**
-   * The deadline (ms of the Redis server's clock) of a write whose rows are safe from other relays
-   * for `windowMs` from local time `from`: a lower bound of the server's clock then, plus the window,
-   * minus its margin.
-   */
-  private deadlineOf(from: number, windowMs: number): number {
-    return this.writer.clock.lowerBoundAt(from) + windowMs - Math.ceil(windowMs * DEADLINE_MARGIN_FRACTION);
   }
 
   /**
@@ -247,7 +196,7 @@ export class JobOutboxRelay {
   private async relay(
     rows: readonly OutboxWrite[],
     source: 'after-commit' | 'relay',
-    /** The write deadline of the claim the rows are held under (ms of the Redis server's clock). */
+    /** The write deadline of the row claim the rows are held under (ms of the Redis server's clock). */
     deadline: number,
     claimed?: ReadonlyMap<string, OutboxRow>,
     /** Called once the Redis writes are answered, before the DELETE. */
@@ -267,7 +216,7 @@ export class JobOutboxRelay {
         throw error;
       }
       // A write of these rows by another relay may still be in flight: its deadline ends within the window.
-      void this.writer.keepRecords(done, Math.ceil(this.writeWindowMs * (1 + DEADLINE_MARGIN_FRACTION)));
+      void this.writer.keepRecords(done, this.deadlines.recordKeepMs);
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;
       for (const [topic, group] of groupByTopic(done.filter(isJobRow))) this.written(topic, group);
@@ -303,7 +252,7 @@ export class JobOutboxRelay {
       }
       if (this.stopped) break;
       if (this.counts.failureStreak === 0 && claimed === this.settings.batchSize) continue; // more backlog
-      await this.sleep(this.counts.failureStreak > 0 ? this.backoff(this.counts.failureStreak) : this.settings.pollInterval);
+      await this.wakeup.sleep(this.counts.failureStreak > 0 ? this.backoff(this.counts.failureStreak) : this.settings.pollInterval);
     }
   }
 
@@ -313,15 +262,15 @@ export class JobOutboxRelay {
     // No claim while Redis cannot give the clock's first sample: nothing could be written anyway.
     await this.writer.clock.ready();
     const claimSentAt = performance.now();
-    const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, leaseMs: this.settings.claimLease });
-    const deadline = this.deadlineOf(claimSentAt, this.writeWindowMs);
+    const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, claimMs: this.settings.claimLease });
+    const deadline = this.deadlines.deadlineOf(claimSentAt);
     this.lastClaimed = rows.length;
     if (rows.length === 0) return 0;
     const valid: OutboxRow[] = [];
-    for (const row of rows) {
-      const problem = describeBadRow(row);
-      if (problem) await this.park(row, problem);
-      else valid.push(row);
+    for (const claimed of rows) {
+      const read = readClaimedRow(claimed);
+      if ('problem' in read) await this.park(claimed, read.problem);
+      else valid.push(read.row);
     }
     if (valid.length > 0) await this.relay(valid, 'relay', deadline, new Map(valid.map((row) => [row.rowId, row])));
     return rows.length;
@@ -366,7 +315,7 @@ export class JobOutboxRelay {
           : `Outbox relay: look failed (attempt ${attempt}): ${message}. Retrying in ${retryInMs} ms; committed jobs stay in the outbox meanwhile.`,
       );
     }
-    if (source === 'after-commit') this.wakeAfter(this.settings.minAge);
+    if (source === 'after-commit') this.wakeup.wakeAfter(this.settings.minAge);
   }
 
   private backoff(failures: number): number {
@@ -375,89 +324,6 @@ export class JobOutboxRelay {
 
   /** Rows committed elsewhere are relayed by their own process; look after minAge in case it did not. */
   private onInsertNotified(): void {
-    this.wakeAfter(this.settings.minAge + 50);
+    this.wakeup.wakeAfter(this.settings.minAge + 50);
   }
-
-  private wakeAfter(ms: number): void {
-    if (this.notifyTimer || this.stopped) return;
-    this.notifyTimer = setTimeout(() => {
-      this.notifyTimer = undefined;
-      this.wake();
-    }, ms);
-    this.notifyTimer.unref();
-  }
-
-  /** Waits `ms`, or less when woken (rows committed elsewhere, a failed after-commit write, shutdown). */
-  private sleep(ms: number): Promise<void> {
-    if (this.wakeRequested || this.stopped) {
-      this.wakeRequested = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wakeNow?.(), ms);
-      this.wakeNow = () => {
-        clearTimeout(timer);
-        this.wakeNow = undefined;
-        resolve();
-      };
-    });
-  }
-
-  private wake(): void {
-    if (this.wakeNow) this.wakeNow();
-    else this.wakeRequested = true;
-  }
-}
-
-/** Why a claimed row cannot be written, or undefined when it can. */
-function describeBadRow(row: OutboxRow): string | undefined {
-  try {
-    assertValidTopic(row.topic);
-  } catch (error) {
-    return `its topic cannot be used: ${errorMessage(error)}`;
-  }
-  if (typeof row.jobId !== 'string' || row.jobId.length === 0 || Buffer.byteLength(row.jobId, 'utf8') > MAX_JOB_ID_BYTES) {
-    return `its job id ${JSON.stringify(row.jobId)} is empty or too long`;
-  }
-  if (!['d', 'a', 'r', 'x'].includes(row.kind) || typeof row.when !== 'number' || !Number.isFinite(row.when) || row.when < 0) {
-    return `its due time (kind ${JSON.stringify(row.kind)}, when ${JSON.stringify(row.when)}) cannot be read`;
-  }
-  if (row.kind === 'x') return undefined;
-  if (row.kind === 'r') {
-    return readStoredForm(row.jobId, row.body) ? undefined : 'its repeat schedule definition cannot be read (written by hand or by an incompatible version)';
-  }
-  try {
-    decodeJob(`{"g":0,"a":0,"c":0${row.body}`);
-  } catch {
-    return 'its job body cannot be decoded (written by hand or by an incompatible version)';
-  }
-  return undefined;
-}
-
-/** Reply errors that say "not now" rather than "never": the server is loading, busy, failing over or full. */
-const TRANSIENT_REPLY = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|OOM|MISCONF)/;
-/** How deep the cause chain of a failure is searched for the server's reply. */
-const MAX_CAUSE_DEPTH = 5;
-
-/**
- * A reply error (Redis answered and refused the write), as opposed to a connection that failed: the
- * server's `ReplyError` anywhere in the cause chain (the script runner wraps it in RedisCommandError),
- * unless its code is a transient one.
- */
-function isRefusal(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; current instanceof Error && depth < MAX_CAUSE_DEPTH; depth++, current = current.cause) {
-    if (current.name === 'ReplyError') return !TRANSIENT_REPLY.test(current.message);
-  }
-  return false;
-}
-
-function groupByTopic<Row extends OutboxWrite>(rows: readonly Row[]): Map<string, Row[]> {
-  const groups = new Map<string, Row[]>();
-  for (const row of rows) {
-    let group = groups.get(row.topic);
-    if (!group) groups.set(row.topic, (group = []));
-    group.push(row);
-  }
-  return groups;
 }
