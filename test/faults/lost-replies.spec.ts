@@ -849,22 +849,36 @@ const restoreRows: LostReplyRow[] = [
  * one PGlite outbox whose relays never look (minAge one hour), so the write under test is the
  * proxied app's own write right after COMMIT; run twice, the second run finds the row's record.
  */
-const outboxDb = new PGlite();
+/**
+ * Created by the outbox rows' `beforeAll`, not when this file loads: PGlite's start runs
+ * WebAssembly on this process's event loop for seconds, which would stall the lock rows' clients
+ * and fault proxy (replies read late, leases renewed late) if it ran beside them.
+ */
+let outboxDb: PGlite | undefined;
 const outboxTx = new AsyncLocalStorage<Transaction>();
-const outboxReady = outboxDb.exec(new PostgresJobOutbox({ transaction: inPgTransaction(() => undefined), relay: outboxDb }).migration);
-const OUTBOX_OPTIONS: RedisLockModuleOptions = {
-  delayQueue: {
-    outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => outboxTx.getStore()), relay: outboxDb }),
-    outboxRelay: { minAge: 3_600_000 },
-  },
-};
+async function startOutboxDb(): Promise<void> {
+  outboxDb = new PGlite();
+  await outboxDb.exec(new PostgresJobOutbox({ transaction: inPgTransaction(() => undefined), relay: outboxDb }).migration);
+}
+function openOutboxDb(): PGlite {
+  if (!outboxDb) throw new Error('the outbox rows start their PGlite database in beforeAll');
+  return outboxDb;
+}
+/** The outbox rows' module options, built when a row runs (after `startOutboxDb`). */
+function outboxOptions(): RedisLockModuleOptions {
+  return {
+    delayQueue: {
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => outboxTx.getStore()), relay: openOutboxDb() }),
+      outboxRelay: { minAge: 3_600_000 },
+    },
+  };
+}
 /** Runs `work` in a committed PGlite transaction; resolves after the after-commit write (up to 2 s). */
 async function inOutboxTransaction<T>(work: () => Promise<T>): Promise<T> {
-  await outboxReady;
-  return runInTransaction(() => outboxDb.transaction((tx) => outboxTx.run(tx, work)));
+  return runInTransaction(() => openOutboxDb().transaction((tx) => outboxTx.run(tx, work)));
 }
 async function outboxRowCount(): Promise<number> {
-  return (await outboxDb.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
+  return (await openOutboxDb().query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
 }
 /** Where a fenced upsert's deadline (ARGV[6]) is among its keys and args. */
 const UPSERT_DEADLINE_AT = RESTORE_FLAG_AT + 1;
@@ -873,7 +887,9 @@ const outboxRows: LostReplyRow[] = [
   row({
     name: 'outbox job write: the write after COMMIT run twice stores one job, which runs once; the row is deleted',
     script: writeOutboxJobScript,
-    options: OUTBOX_OPTIONS,
+    get options() {
+      return outboxOptions();
+    },
     act: async (ctx) => {
       const id = await inOutboxTransaction(() => ctx.queue.schedule(TOPIC, { n: 1 }, { id: 'outboxed' }));
       await ctx.lost;
@@ -888,7 +904,9 @@ const outboxRows: LostReplyRow[] = [
     name: 'outbox repeat (fenced upsert): the application after COMMIT run twice stores one schedule with one tick job; the row is deleted',
     script: upsertRepeatScript,
     where: (keysAndArgs) => (keysAndArgs[UPSERT_DEADLINE_AT] ?? '') !== '',
-    options: OUTBOX_OPTIONS,
+    get options() {
+      return outboxOptions();
+    },
     act: async (ctx) => {
       await inOutboxTransaction(() => ctx.queue.repeat(TOPIC, { every: 60_000 }, { id: 'outboxed', payload: { n: 3 } }));
       await ctx.lost;
@@ -905,7 +923,9 @@ const outboxRows: LostReplyRow[] = [
     name: 'outbox removeRepeat (fenced): the removal after COMMIT run twice removes the schedule and its waiting tick; the row is deleted',
     script: removeRepeatScript,
     where: (keysAndArgs) => keysAndArgs.length === RESTORE_FLAG_AT - 4 + 2, // its keys and two args (id, deadline)
-    options: OUTBOX_OPTIONS,
+    get options() {
+      return outboxOptions();
+    },
     arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 60_000 }, { id: 'outboxed' }),
     act: async (ctx) => {
       await inOutboxTransaction(() => ctx.queue.removeRepeat(TOPIC, 'outboxed'));
@@ -966,7 +986,7 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   });
   afterAll(async () => {
     await harness.stop();
-    await outboxDb.close();
+    await outboxDb?.close();
   });
 
   it('has a row for every script of the library that changes state', async () => {
@@ -989,6 +1009,7 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   });
 
   describe('transactional outbox', () => {
+    beforeAll(startOutboxDb, 60_000);
     it.each(outboxRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
   });
 });
