@@ -5,7 +5,7 @@ import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
 import { wrapProviderMethod } from './wrap-provider-method.js';
 
 /** Options of `@OnOneInstance`. */
-export interface OnOneInstanceOptions {
+interface OnOneInstanceOptions {
   /**
    * The lease's lock name. Default `ClassName.methodName`. Set it when the class or method may be
    * renamed (a deploy where old and new instances run side by side must agree on the key, or both

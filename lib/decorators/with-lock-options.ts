@@ -11,7 +11,7 @@ import type { SectionMode } from '../lock/held-lock-frames.js';
  *
  * @useDeclaredType
  */
-export type WithLockMode = SectionMode;
+type WithLockMode = SectionMode;
 
 /** What the caller sees when the lock could not be taken in time. */
 export interface LockUnavailableContext {
@@ -29,7 +29,7 @@ export interface LockUnavailableContext {
  * - `'skip'`: do not run the method, resolve `undefined`;
  * - a function: do not run the method, resolve what the function returns (or reject with what it throws).
  */
-export type OnLocked = 'throw' | 'skip' | ((context: LockUnavailableContext) => unknown);
+type OnLocked = 'throw' | 'skip' | ((context: LockUnavailableContext) => unknown);
 
 /** Options of `@WithLock` and `@WithRequestLock`. Unset values fall back to the module's `lock` defaults. */
 export interface WithLockOptions {

@@ -8,7 +8,7 @@ import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
  * `'tenant:<headers.x-tenant-id>'`, `'cart:<user.id>'`), an array of templates, or a function of the
  * request and the execution context. For RPC and WebSocket handlers the root is the message data.
  */
-export type RequestLockKeySource =
+type RequestLockKeySource =
   | string
   | readonly string[]
   | ((request: any, context: ExecutionContext) => string | readonly string[]);

@@ -4,7 +4,7 @@ import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { LockServiceUnavailableError } from '../core/errors/lock-service-unavailable.error.js';
 
 /** The method a wrapping decorator is applied to, as its `prepare` sees it when the class is defined. */
-export interface DecoratedMethod {
+interface DecoratedMethod {
   /** The class's prototype. */
   readonly target: object;
   readonly propertyKey: string | symbol;
@@ -16,10 +16,10 @@ export interface DecoratedMethod {
 }
 
 /** How one call of a wrapped method runs: through `service`, with `call()` running the method as written. */
-export type WrappedCall<S> = (service: S, call: () => unknown, args: unknown[], self: unknown) => unknown;
+type WrappedCall<S> = (service: S, call: () => unknown, args: unknown[], self: unknown) => unknown;
 
 /** What a method decorator that wraps a provider method says about itself. */
-export interface MethodWrapping<S> {
+interface MethodWrapping<S> {
   /** The decorator as messages name it: `'@WithLock'`. */
   readonly decorator: string;
   /** What may carry it, in the refusal of a static method: `'a provider'`. */

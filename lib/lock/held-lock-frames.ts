@@ -22,7 +22,7 @@ interface ScopeFrame {
 }
 
 /** What a decorator section took, recorded so nested sections of the same keys run inside it. */
-export interface SectionKeys {
+interface SectionKeys {
   /** The lock service the section's locks belong to: sections of another service never cover each other. */
   readonly service: object;
   /** The section's lock names, in the order of the handle's parts (canonical order for several). */
