@@ -5,6 +5,8 @@ import { escapeTemplateValue } from '../core/keys/escape-template-value.js';
 /**
  * Where a lock key comes from: a template (`'order:<0>'`, `'<1.id>'`), an array of templates (a
  * multi-key lock), or a function of the same inputs returning a key or an array of keys.
+ *
+ * @inline
  */
 export type LockKeySource<TArgs extends unknown[] = any[]> =
   | string

@@ -4,7 +4,11 @@ import { ONE_INSTANCE_LEASES_PROPERTY } from './decorators.constants.js';
 import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
 import { wrapProviderMethod } from './wrap-provider-method.js';
 
-/** Options of `@OnOneInstance`. */
+/**
+ * Options of `@OnOneInstance`.
+ *
+ * @inline
+ */
 interface OnOneInstanceOptions {
   /**
    * The lease's lock name. Default `ClassName.methodName`. Set it when the class or method may be

@@ -28,6 +28,8 @@ export interface LockUnavailableContext {
  * - `'throw'` (default): reject with `LockAcquireTimeoutError` (HTTP: 409 Conflict);
  * - `'skip'`: do not run the method, resolve `undefined`;
  * - a function: do not run the method, resolve what the function returns (or reject with what it throws).
+ *
+ * @inline
  */
 type OnLocked = 'throw' | 'skip' | ((context: LockUnavailableContext) => unknown);
 

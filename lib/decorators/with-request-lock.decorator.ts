@@ -7,6 +7,8 @@ import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
  * Where a route lock's key comes from: a template over the request (`'order:<params.id>'`,
  * `'tenant:<headers.x-tenant-id>'`, `'cart:<user.id>'`), an array of templates, or a function of the
  * request and the execution context. For RPC and WebSocket handlers the root is the message data.
+ *
+ * @inline
  */
 type RequestLockKeySource =
   | string

@@ -3,7 +3,11 @@ import { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 
-/** Which side of a lock a `@WithLock` / `@WithRequestLock` section holds its keys on. */
+/**
+ * Which side of a lock a `@WithLock` / `@WithRequestLock` section holds its keys on.
+ *
+ * @inline
+ */
 export type SectionMode = 'exclusive' | 'read' | 'write';
 
 /** A key held by an enclosing decorator section: what nested sections of the same key may run inside. */

@@ -1,6 +1,8 @@
 /**
  * Where a job is: waiting for its time (`scheduled`), waiting and already due (`due`), claimed by a
  * consumer (`active`), or in the dead-letter set after its last attempt failed (`dead`).
+ *
+ * @inline
  */
 type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead';
 
