@@ -1,5 +1,5 @@
 import { ON_ONE_INSTANCE_METADATA } from '../scheduling/scheduling.constants.js';
-import { OneInstanceLeases, runLockKey, type OneInstanceDeclaration } from '../scheduling/one-instance-leases.js';
+import { runLockKey, type OneInstanceDeclaration, type OneInstanceLeases } from '../scheduling/one-instance-leases.js';
 import { ONE_INSTANCE_LEASES_PROPERTY } from './decorators.constants.js';
 import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
 import { wrapProviderMethod } from './wrap-provider-method.js';
@@ -59,7 +59,7 @@ export function OnOneInstance(options?: OnOneInstanceOptions): MethodDecorator {
   return wrapProviderMethod<OneInstanceLeases>({
     decorator: '@OnOneInstance',
     carriers: 'a provider',
-    service: OneInstanceLeases,
+    service: (services) => services.oneInstanceLeases,
     property: ONE_INSTANCE_LEASES_PROPERTY,
     prepare: ({ propertyKey, className, location }) => {
       const method = `${className}.${String(propertyKey)}`;

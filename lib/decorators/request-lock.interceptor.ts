@@ -17,7 +17,9 @@ import { LockNotReplicatedError } from '../core/errors/lock-not-replicated.error
 import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { UnresolvedLockKeyError } from '../core/errors/unresolved-lock-key.error.js';
-import { DecoratorLockRunner, type LockSection } from './decorator-lock-runner.js';
+import { REDIS_LOCK_INTERNALS } from '../core/redis-lock-internals.token.js';
+import type { DecoratorLockRunner, LockSection } from './decorator-lock-runner.js';
+import type { DecoratorServices } from './wrap-provider-method.js';
 import { LockService } from '../lock/lock.service.js';
 import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
 import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
@@ -60,7 +62,11 @@ function isSubclassEntry(entry: unknown): boolean {
 @Injectable()
 export class RequestLockInterceptor implements NestInterceptor {
   /** Injected as a property so subclasses keep the constructor `(locks, reflector)`. */
-  @Inject(DecoratorLockRunner) private readonly runner!: DecoratorLockRunner;
+  @Inject(REDIS_LOCK_INTERNALS) private readonly internals!: DecoratorServices;
+
+  private get runner(): DecoratorLockRunner {
+    return this.internals.lockRunner;
+  }
 
   constructor(
     /** The lock service the request locks are taken with. */

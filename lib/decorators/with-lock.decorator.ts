@@ -1,5 +1,5 @@
 import { compileKeySource, parameterShape, type LockKeySource } from './key-template.js';
-import { DecoratorLockRunner } from './decorator-lock-runner.js';
+import type { DecoratorLockRunner } from './decorator-lock-runner.js';
 import { LOCK_RUNNER_PROPERTY } from './decorators.constants.js';
 import { keyPatternOf, resolveWithLockOptions, type WithLockOptions } from './with-lock-options.js';
 import { wrapProviderMethod } from './wrap-provider-method.js';
@@ -46,7 +46,7 @@ export function WithLock(key: LockKeySource, options?: WithLockOptions): MethodD
     decorator: '@WithLock',
     carriers: 'a provider or controller',
     notAMethodHint: ' (getters and fields cannot be locked)',
-    service: DecoratorLockRunner,
+    service: (services) => services.lockRunner,
     property: LOCK_RUNNER_PROPERTY,
     prepare: ({ target, propertyKey, original, className, location }) => {
       const keyOf = compileKeySource<{ args: unknown[]; self: unknown }>(key, {
