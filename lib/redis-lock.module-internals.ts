@@ -1,17 +1,14 @@
 import type { FactoryProvider } from '@nestjs/common';
 import { RedisConnection } from './core/redis/redis-connection.js';
+import { REDIS_LOCK_INTERNALS } from './core/redis-lock-internals.token.js';
+import { DecoratorLockRunner } from './decorators/decorator-lock-runner.js';
+import type { DecoratorServices } from './decorators/wrap-provider-method.js';
 import { TopicInspector } from './delay-queue/topic-inspector.js';
 import { LockInspector } from './lock/lock-inspector.js';
+import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
 
-/**
- * For this package's add-ons (health, dashboard), not public API: the internal pieces of a
- * `RedisLockModule` they read, under one injection token that no entry point exports. The module
- * exports this token instead of the pieces, so an application sees only its public services.
- */
-export const REDIS_LOCK_INTERNALS = Symbol('nestjs-redis-lock:internals');
-
-/** What `REDIS_LOCK_INTERNALS` holds. For add-ons. */
-interface RedisLockInternals {
+/** What `REDIS_LOCK_INTERNALS` holds: the decorators' services, and what the add-ons read. */
+interface RedisLockInternals extends DecoratorServices {
   readonly connection: RedisConnection;
   readonly lockInspector: LockInspector;
   readonly topicInspector: TopicInspector;
@@ -20,12 +17,14 @@ interface RedisLockInternals {
 /** The provider of `REDIS_LOCK_INTERNALS` in `RedisLockModule`. */
 export const redisLockInternalsProvider: FactoryProvider<RedisLockInternals> = {
   provide: REDIS_LOCK_INTERNALS,
-  useFactory: (connection: RedisConnection, lockInspector: LockInspector, topicInspector: TopicInspector) => ({
-    connection,
-    lockInspector,
-    topicInspector,
-  }),
-  inject: [RedisConnection, LockInspector, TopicInspector],
+  useFactory: (
+    connection: RedisConnection,
+    lockInspector: LockInspector,
+    topicInspector: TopicInspector,
+    lockRunner: DecoratorLockRunner,
+    oneInstanceLeases: OneInstanceLeases,
+  ) => ({ connection, lockInspector, topicInspector, lockRunner, oneInstanceLeases }),
+  inject: [RedisConnection, LockInspector, TopicInspector, DecoratorLockRunner, OneInstanceLeases],
 };
 
 /**

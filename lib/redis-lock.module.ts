@@ -1,9 +1,9 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { coreProviders } from './core/core.providers.js';
+import { REDIS_LOCK_INTERNALS } from './core/redis-lock-internals.token.js';
 import { RedisLockEvents } from './core/events/redis-lock-events.js';
 import { TransactionSynchronizer } from './core/transaction/transaction-synchronizer.interface.js';
-import { DecoratorLockRunner } from './decorators/decorator-lock-runner.js';
 import { decoratorProviders } from './decorators/decorators.providers.js';
 import { delayQueueProviders } from './delay-queue/delay-queue.providers.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
@@ -11,9 +11,8 @@ import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
 import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS, type REDIS_LOCK_MODULE_FOR_ROOT_OPTIONS } from './redis-lock.module-definition.js';
 import { checkForRootArgument, checkForRootAsyncArgument, type RedisLockModuleAsyncOptions } from './redis-lock.module-arguments.js';
-import { REDIS_LOCK_INTERNALS, redisLockInternalsProvider } from './redis-lock.module-internals.js';
+import { redisLockInternalsProvider } from './redis-lock.module-internals.js';
 import { LeaderElections } from './scheduling/leader-elections.js';
-import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
 import { schedulingProviders } from './scheduling/scheduling.providers.js';
 
 /**
@@ -56,17 +55,14 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
     ...decoratorProviders,
     redisLockInternalsProvider,
   ],
-  // Besides the public services: DecoratorLockRunner and OneInstanceLeases (@WithLock and
-  // @OnOneInstance inject them into the classes of importing modules), and REDIS_LOCK_INTERNALS (the
-  // add-ons' way to the connection and the inspectors). None of them is public API.
+  // The public services, and REDIS_LOCK_INTERNALS (not public API): what @WithLock and @OnOneInstance
+  // inject into the classes of importing modules, and the add-ons' way to the connection and the inspectors.
   exports: [
     LockService,
-    DecoratorLockRunner,
     RedisLockEvents,
     TransactionSynchronizer,
     DelayQueueService,
     LeaderElections,
-    OneInstanceLeases,
     REDIS_LOCK_INTERNALS,
   ],
 })

@@ -20,7 +20,8 @@ export interface LockSection {
  * Runs the locked sections of `@WithLock` methods and `@WithRequestLock` handlers over the module's
  * `LockService`: enter (take the lock, or run inside an enclosing section that holds it), run the
  * body inside the section, leave (release), and trace the hold. One per module instance; Nest
- * injects it into `RequestLockInterceptor` and into every instance of a class with `@WithLock` methods.
+ * injects it into `RequestLockInterceptor`, and through `REDIS_LOCK_INTERNALS` into every instance of
+ * a class with `@WithLock` methods.
  * It is the only piece that takes and releases locks for decorators; `HeldLockFrames` only records
  * what the call chain holds, and `LockContext` is the public read of the innermost of those holds.
  */

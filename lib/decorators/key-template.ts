@@ -5,6 +5,8 @@ import { escapeTemplateValue } from '../core/keys/escape-template-value.js';
 /**
  * Where a lock key comes from: a template (`'order:<0>'`, `'<1.id>'`), an array of templates (a
  * multi-key lock), or a function of the same inputs returning a key or an array of keys.
+ *
+ * @inline
  */
 export type LockKeySource<TArgs extends unknown[] = any[]> =
   | string
@@ -16,10 +18,10 @@ export type LockKeySource<TArgs extends unknown[] = any[]> =
  * `<1.id>`, used by `@WithLock`), `property` a property of one root object (`<params.id>`, used by
  * `@WithRequestLock`).
  */
-export type PlaceholderRoot = 'argument' | 'property';
+type PlaceholderRoot = 'argument' | 'property';
 
 /** One `<...>` of a template. */
-export interface KeyPlaceholder {
+interface KeyPlaceholder {
   /** As written, with the angle brackets: `<1.id>`. */
   readonly text: string;
   /** Argument index for `argument` roots. */
@@ -59,7 +61,7 @@ const PRIMITIVE_TYPES = new Map<unknown, string>([
  * Syntax: `<0>` argument 0, `<1.id>` property `id` of argument 1, `<1.items.0.sku>` deeper;
  * `\<` and `\>` are literal angle brackets.
  */
-export class KeyTemplate {
+class KeyTemplate {
   private constructor(
     readonly source: string,
     private readonly parts: ReadonlyArray<string | KeyPlaceholder>,

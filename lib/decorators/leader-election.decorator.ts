@@ -2,8 +2,12 @@ import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { LEADER_ELECTION_METADATA } from '../scheduling/scheduling.constants.js';
 import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
 
-/** Options of `@LeaderElection`. */
-export interface LeaderElectionOptions {
+/**
+ * Options of `@LeaderElection`.
+ *
+ * @inline
+ */
+interface LeaderElectionOptions {
   /**
    * Lease of the leader in ms (at least 100): renewed every third of it; a leader that died is
    * replaced within this long. Default 30 000.

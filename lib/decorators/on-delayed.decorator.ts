@@ -1,7 +1,7 @@
 import { ON_DELAYED_METADATA } from '../delay-queue/jobs/delay-queue.constants.js';
 import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interface.js';
 import type { OnDelayedMetadata } from '../delay-queue/interfaces/on-delayed-metadata.interface.js';
-import type { OnDelayedRepeat } from '../delay-queue/interfaces/repeat-options.interface.js';
+import type { RepeatOptions, RepeatSchedule } from '../delay-queue/interfaces/repeat-options.interface.js';
 
 /**
  * Options of `@OnDelayed`: the consumer settings of its topic in this process, and optionally
@@ -10,7 +10,7 @@ import type { OnDelayedRepeat } from '../delay-queue/interfaces/repeat-options.i
  */
 export type OnDelayedOptions = ConsumerOptions & {
   /** `{ every: ms }` or `{ cron, timeZone? }`, with the options of `repeat()` (`id`, `payload`, `catchUp`, ...). */
-  repeat?: OnDelayedRepeat;
+  repeat?: RepeatSchedule & RepeatOptions;
 };
 
 

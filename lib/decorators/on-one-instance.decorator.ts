@@ -1,11 +1,15 @@
 import { ON_ONE_INSTANCE_METADATA } from '../scheduling/scheduling.constants.js';
-import { OneInstanceLeases, runLockKey, type OneInstanceDeclaration } from '../scheduling/one-instance-leases.js';
+import { runLockKey, type OneInstanceDeclaration, type OneInstanceLeases } from '../scheduling/one-instance-leases.js';
 import { ONE_INSTANCE_LEASES_PROPERTY } from './decorators.constants.js';
 import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
 import { wrapProviderMethod } from './wrap-provider-method.js';
 
-/** Options of `@OnOneInstance`. */
-export interface OnOneInstanceOptions {
+/**
+ * Options of `@OnOneInstance`.
+ *
+ * @inline
+ */
+interface OnOneInstanceOptions {
   /**
    * The lease's lock name. Default `ClassName.methodName`. Set it when the class or method may be
    * renamed (a deploy where old and new instances run side by side must agree on the key, or both
@@ -25,20 +29,9 @@ export interface OnOneInstanceOptions {
  * Runs the method's calls on one instance of the application only: meant for `@nestjs/schedule`'s
  * `@Cron()` / `@Interval()`, whose timers fire on every instance.
  *
- * The instance that holds the method's lease runs each call; on the others the call resolves
- * `undefined` at once, without running. The lease is taken by the first call that finds it free,
- * renewed while the application lives, handed back on shutdown (another instance takes over at its
- * next call) and taken over `ttl` after its holder died. A run holds its own lock, so a handover
- * never overlaps two runs, and `LockContext.current()` inside gives the run's fencing token and
- * lost-lease `signal`.
- *
- * Unlike `@WithLock(key, { waitTimeout: 0, onLocked: 'skip' })`, which lets whichever instance
- * comes first take a short lock (so a job that ends before the other instances' timers fire runs
- * once per instance), the lease stays with one instance across calls: each tick runs once however
- * the timers are skewed.
- *
- * The method always returns a Promise. Errors it throws pass through untouched. Each skipped call
- * emits `one-instance.skipped` (reason `'not-owner'` or `'still-running'`).
+ * The instance that holds the method's lease (kept across calls, taken over `ttl` after its holder
+ * died) runs each call; on the others the call resolves `undefined` at once. See docs/scheduling.md
+ * (`@OnOneInstance`).
  *
  * @example
  * \@Injectable()
@@ -55,7 +48,7 @@ export function OnOneInstance(options?: OnOneInstanceOptions): MethodDecorator {
   return wrapProviderMethod<OneInstanceLeases>({
     decorator: '@OnOneInstance',
     carriers: 'a provider',
-    service: OneInstanceLeases,
+    service: (services) => services.oneInstanceLeases,
     property: ONE_INSTANCE_LEASES_PROPERTY,
     prepare: ({ propertyKey, className, location }) => {
       const method = `${className}.${String(propertyKey)}`;

@@ -17,7 +17,9 @@ import { LockNotReplicatedError } from '../core/errors/lock-not-replicated.error
 import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { UnresolvedLockKeyError } from '../core/errors/unresolved-lock-key.error.js';
-import { DecoratorLockRunner, type LockSection } from './decorator-lock-runner.js';
+import { REDIS_LOCK_INTERNALS } from '../core/redis-lock-internals.token.js';
+import type { DecoratorLockRunner, LockSection } from './decorator-lock-runner.js';
+import type { DecoratorServices } from './wrap-provider-method.js';
 import { LockService } from '../lock/lock.service.js';
 import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
 import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
@@ -38,29 +40,19 @@ function isSubclassEntry(entry: unknown): boolean {
 }
 
 /**
- * Takes the locks declared with `@WithRequestLock`, and turns lock failures into HTTP answers:
- * `LockAcquireTimeoutError` from anywhere in the handler (a `@WithLock` service method included)
- * becomes 409 Conflict with `Retry-After: 1`, and so does `LockKindConflictError` (the name is held
- * as the other kind of lock); `LockServiceClosedError` (shutting down) becomes 503 Service Unavailable, and so does
- * `RedisConnectionError` (Redis unreachable: a `Retry-After` header comes with it, never 409, which
- * would tell clients the resource is contended). Every other
- * error passes through untouched, and non-HTTP contexts (RPC, WebSocket, GraphQL) are not mapped.
- *
- * `RedisLockModule` registers it as a global interceptor (`APP_INTERCEPTOR`), so nothing has to be
- * added to controllers. Listing it again with `@UseInterceptors(RequestLockInterceptor)` is harmless:
- * the request lock is still taken once.
- *
- * Subclass it and override `toHttpException` to answer differently (e.g. 423 Locked, or a body in
- * your API's error format), then apply the subclass with `@UseInterceptors(MyInterceptor)` on a
- * controller or handler, or register it as `{ provide: APP_INTERCEPTOR, useClass: MyInterceptor }`
- * in your root module (the module that imports `RedisLockModule`). Wherever a subclass is in a
- * request's chain, the module's own instance stands aside: the subclass takes the `@WithRequestLock`
- * locks and answers every lock error, a `@WithLock` service method's included.
+ * Takes the locks declared with `@WithRequestLock` and turns lock failures in HTTP contexts into
+ * answers (409 Conflict for a lock not free in time, 503 when Redis is unreachable); `RedisLockModule`
+ * installs it globally. Subclass it and override `toHttpException` to answer differently, applied with
+ * `@UseInterceptors` or as an `APP_INTERCEPTOR`. See docs/with-lock-and-transactions.md (HTTP: 409 Conflict).
  */
 @Injectable()
 export class RequestLockInterceptor implements NestInterceptor {
   /** Injected as a property so subclasses keep the constructor `(locks, reflector)`. */
-  @Inject(DecoratorLockRunner) private readonly runner!: DecoratorLockRunner;
+  @Inject(REDIS_LOCK_INTERNALS) private readonly internals!: DecoratorServices;
+
+  private get runner(): DecoratorLockRunner {
+    return this.internals.lockRunner;
+  }
 
   constructor(
     /** The lock service the request locks are taken with. */

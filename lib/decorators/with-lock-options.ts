@@ -11,7 +11,7 @@ import type { SectionMode } from '../lock/held-lock-frames.js';
  *
  * @useDeclaredType
  */
-export type WithLockMode = SectionMode;
+type WithLockMode = SectionMode;
 
 /** What the caller sees when the lock could not be taken in time. */
 export interface LockUnavailableContext {
@@ -28,8 +28,10 @@ export interface LockUnavailableContext {
  * - `'throw'` (default): reject with `LockAcquireTimeoutError` (HTTP: 409 Conflict);
  * - `'skip'`: do not run the method, resolve `undefined`;
  * - a function: do not run the method, resolve what the function returns (or reject with what it throws).
+ *
+ * @inline
  */
-export type OnLocked = 'throw' | 'skip' | ((context: LockUnavailableContext) => unknown);
+type OnLocked = 'throw' | 'skip' | ((context: LockUnavailableContext) => unknown);
 
 /** Options of `@WithLock` and `@WithRequestLock`. Unset values fall back to the module's `lock` defaults. */
 export interface WithLockOptions {

@@ -7,8 +7,10 @@ import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
  * Where a route lock's key comes from: a template over the request (`'order:<params.id>'`,
  * `'tenant:<headers.x-tenant-id>'`, `'cart:<user.id>'`), an array of templates, or a function of the
  * request and the execution context. For RPC and WebSocket handlers the root is the message data.
+ *
+ * @inline
  */
-export type RequestLockKeySource =
+type RequestLockKeySource =
   | string
   | readonly string[]
   | ((request: any, context: ExecutionContext) => string | readonly string[]);
@@ -21,17 +23,10 @@ export interface RequestLockDeclaration {
 }
 
 /**
- * Locks a route (or every route of a controller) on a key taken from the request, before the
- * handler's pipes run. The lock is taken by `RequestLockInterceptor`, which `RedisLockModule` installs
- * for the whole application, after guards, and released once the response stream completes, before
- * the response is sent.
- *
- * Use it when the key is in the raw request (path parameter, header, authenticated user); use
- * `@WithLock` on the handler or on a service method when the key is a transformed argument. When
- * both declare the same key, it is held once.
- *
- * A missing value answers 400 Bad Request; a lock still held after `waitTimeout` answers 409 Conflict
- * (or whatever `onLocked` returns).
+ * Locks a route (or every route of a controller) on a key taken from the raw request, after guards
+ * and before the handler's pipes, until the response stream completes. A missing value answers 400,
+ * a lock not free within `waitTimeout` 409 Conflict (or what `onLocked` returns). See
+ * docs/with-lock-and-transactions.md (`@WithRequestLock`: lock a route on a value from the request).
  *
  * @example
  * \@Controller('orders')

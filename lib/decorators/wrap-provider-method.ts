@@ -2,9 +2,20 @@ import { Inject } from '@nestjs/common';
 import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { LockServiceUnavailableError } from '../core/errors/lock-service-unavailable.error.js';
+import { REDIS_LOCK_INTERNALS } from '../core/redis-lock-internals.token.js';
+import type { OneInstanceLeases } from '../scheduling/one-instance-leases.js';
+import type { DecoratorLockRunner } from './decorator-lock-runner.js';
+
+/** The services the wrapping decorators' calls run through, as `REDIS_LOCK_INTERNALS` holds them. */
+export interface DecoratorServices {
+  /** What `@WithLock` methods run in. */
+  readonly lockRunner: DecoratorLockRunner;
+  /** What `@OnOneInstance` methods run under. */
+  readonly oneInstanceLeases: OneInstanceLeases;
+}
 
 /** The method a wrapping decorator is applied to, as its `prepare` sees it when the class is defined. */
-export interface DecoratedMethod {
+interface DecoratedMethod {
   /** The class's prototype. */
   readonly target: object;
   readonly propertyKey: string | symbol;
@@ -16,10 +27,10 @@ export interface DecoratedMethod {
 }
 
 /** How one call of a wrapped method runs: through `service`, with `call()` running the method as written. */
-export type WrappedCall<S> = (service: S, call: () => unknown, args: unknown[], self: unknown) => unknown;
+type WrappedCall<S> = (service: S, call: () => unknown, args: unknown[], self: unknown) => unknown;
 
 /** What a method decorator that wraps a provider method says about itself. */
-export interface MethodWrapping<S> {
+interface MethodWrapping<S> {
   /** The decorator as messages name it: `'@WithLock'`. */
   readonly decorator: string;
   /** What may carry it, in the refusal of a static method: `'a provider'`. */
@@ -27,12 +38,13 @@ export interface MethodWrapping<S> {
   /** Added to the refusal of a getter or a field, after "is not a method". */
   readonly notAMethodHint?: string;
   /**
-   * The application's provider that calls run through, injected into every instance of the class under
-   * `property`, so a call runs in the application that created the instance (several can share a process).
+   * The application's service that calls run through, picked from `REDIS_LOCK_INTERNALS`, which is
+   * injected into every instance of the class under `property`, so a call runs in the application that
+   * created the instance (several can share a process).
    */
-  readonly service: abstract new (...args: never[]) => S;
+  readonly service: (services: DecoratorServices) => S;
   /**
-   * The instance property it is injected under. Its description is what Nest's bootstrap error names when
+   * The instance property `REDIS_LOCK_INTERNALS` is injected under. Its description is what Nest's bootstrap error names when
    * the class's module cannot see `RedisLockModule`, so it says what to do.
    */
   readonly property: symbol;
@@ -64,14 +76,14 @@ export function wrapProviderMethod<S>(wrapping: MethodWrapping<S>): MethodDecora
     }
     const method = original as (...args: unknown[]) => unknown;
     const { run, metadata } = wrapping.prepare({ target, propertyKey, original: method, className, location });
-    injectOnce(target, service, property);
+    injectOnce(target, property);
 
     const wrapper = new Proxy(method, {
       apply(called, self: Record<symbol, unknown> | undefined, args: unknown[]) {
         return (async () => {
-          const injected = self?.[property] as S | undefined;
-          if (typeof injected !== 'object' || injected === null) throw new LockServiceUnavailableError(location);
-          return run(injected, () => Reflect.apply(called, self, args), args, self);
+          const services = self?.[property] as DecoratorServices | undefined;
+          if (typeof services !== 'object' || services === null) throw new LockServiceUnavailableError(location);
+          return run(service(services), () => Reflect.apply(called, self, args), args, self);
         })();
       },
     });
@@ -82,11 +94,11 @@ export function wrapProviderMethod<S>(wrapping: MethodWrapping<S>): MethodDecora
   };
 }
 
-/** Has Nest inject `service` under `property` into every instance of the prototype's class (once per class). */
-function injectOnce(prototype: object, service: abstract new (...args: never[]) => unknown, property: symbol): void {
+/** Has Nest inject `REDIS_LOCK_INTERNALS` under `property` into every instance of the prototype's class (once per class). */
+function injectOnce(prototype: object, property: symbol): void {
   const existing: Array<{ key: string | symbol }> = Reflect.getMetadata(PROPERTY_DEPS_METADATA, prototype.constructor) ?? [];
   if (existing.some((dependency) => dependency.key === property)) return;
-  Inject(service)(prototype, property);
+  Inject(REDIS_LOCK_INTERNALS)(prototype, property);
 }
 
 /** Copies every reflect-metadata entry of `from` onto `to`, so decorators applied before the wrapper stay visible. */

@@ -18,7 +18,7 @@ import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 type Closable = { close(options?: { timeout?: number }): Promise<void> };
 
 /** Who started a consumer: `consume()`, or the orchestrator for an `@OnDelayed` method. */
-export type ConsumerOrigin = 'consume' | 'on-delayed';
+type ConsumerOrigin = 'consume' | 'on-delayed';
 
 /**
  * Builds this application's consumers, for `DelayQueueService.consume()` and for the `@OnDelayed`

@@ -17,7 +17,7 @@ const COMPACT_AFTER = 1024;
  * Callbacks due at monotonic deadlines, on one Node timer for all of them (armed for the earliest),
  * instead of one `setTimeout` per deadline: the lock keeps two deadlines per hold (the hung-call
  * deadline of each try, the lease end of each handle), and a Node timer costs about half a
- * microsecond to set and clear, more than the rest of that bookkeeping (issue 17).
+ * microsecond to set and clear, more than the rest of that bookkeeping.
  *
  * Entries are kept in the order they were added; most are cancelled in about that order (replies
  * on one connection arrive in the order their commands were sent, short holds end in order), so

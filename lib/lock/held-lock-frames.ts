@@ -3,7 +3,11 @@ import { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 
-/** Which side of a lock a `@WithLock` / `@WithRequestLock` section holds its keys on. */
+/**
+ * Which side of a lock a `@WithLock` / `@WithRequestLock` section holds its keys on.
+ *
+ * @inline
+ */
 export type SectionMode = 'exclusive' | 'read' | 'write';
 
 /** A key held by an enclosing decorator section: what nested sections of the same key may run inside. */
@@ -22,7 +26,7 @@ interface ScopeFrame {
 }
 
 /** What a decorator section took, recorded so nested sections of the same keys run inside it. */
-export interface SectionKeys {
+interface SectionKeys {
   /** The lock service the section's locks belong to: sections of another service never cover each other. */
   readonly service: object;
   /** The section's lock names, in the order of the handle's parts (canonical order for several). */

@@ -190,7 +190,7 @@ export class LockAcquirer {
     // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
     return new Promise<T>((resolve, reject) => {
       let settled = false;
-      // Rounded up to the next whole ms, as the setTimeout this replaces was: never before the deadline.
+      // Rounded up to the next whole ms: the try never times out before its deadline.
       const timer = this.tryDeadlines.add(Math.ceil(deadline) + 1, () => {
         settled = true;
         reject(this.unansweredTryError(protocol, sentAt, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout));

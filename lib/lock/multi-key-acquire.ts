@@ -1,7 +1,7 @@
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 
 /** How a multi-key acquire takes one of its keys. */
-export interface MultiKeyAcquireSteps<K> {
+interface MultiKeyAcquireSteps<K> {
   /**
    * Takes the lock of `key` within `remainingWait` ms (what is left of the whole acquire's wait;
    * `undefined` when the caller set none); resolves `null` when it was not free in time.

@@ -47,7 +47,7 @@ export async function awaitReplicas(
  * The connection that runs commands on `key`: a plain client is one connection; on a cluster it is
  * the master of the key's slot per ioredis's slot map (`cluster.slots[slot][0]` is its `host:port`).
  */
-export function connectionOf(client: RedisClient, key: string): Redis {
+function connectionOf(client: RedisClient, key: string): Redis {
   if (!(client instanceof Cluster)) return client;
   const nodeKey = client.slots[calculateSlot(key)]?.[0];
   const node = nodeKey === undefined ? undefined : client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);

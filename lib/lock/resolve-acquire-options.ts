@@ -10,7 +10,7 @@ import { resolveSyncReplicas } from '../core/options/resolve-sync-replicas.js';
 const MAX_KEY_PATTERN_LENGTH = 200;
 
 /** The keys of per-call acquire options. */
-export const ACQUIRE_OPTION_KEYS = keysOf<AcquireOptions>()(['waitTimeout', 'leaseTime', 'signal', 'fair', 'keyPattern', 'syncReplicas']);
+const ACQUIRE_OPTION_KEYS = keysOf<AcquireOptions>()(['waitTimeout', 'leaseTime', 'signal', 'fair', 'keyPattern', 'syncReplicas']);
 
 /** Validates per-call options against the module defaults; a bad value or an unknown key throws `InvalidOptionsError`. */
 export function resolveAcquireOptions(

@@ -9,7 +9,11 @@ import type { LeaseDeclaration } from './lease-declaration.js';
 import type { LeadershipHooks } from './leadership-hooks.interface.js';
 import { LEADER_ELECTION_METADATA } from './scheduling.constants.js';
 
-/** One `@LeaderElection` of this application, as this instance sees it. */
+/**
+ * One `@LeaderElection` of this application, as this instance sees it.
+ *
+ * @inline
+ */
 export interface LeaderElectionStatus {
   /** The `@LeaderElection` key. */
   readonly key: string;

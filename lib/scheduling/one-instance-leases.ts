@@ -17,7 +17,7 @@ export interface OneInstanceDeclaration extends LeaseDeclaration {
 }
 
 /** An `@OnOneInstance` lease this instance holds now. */
-export interface OneInstanceLease {
+interface OneInstanceLease {
   /** The lease key. */
   readonly key: string;
   /** The lease's fencing token. */

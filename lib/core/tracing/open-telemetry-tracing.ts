@@ -69,7 +69,7 @@ class OpenTelemetryTracing implements RedisLockTracing {
    * False while no tracer provider is registered (the API installed, no SDK): every span would then
    * be a non-recording one carrying its parent's context, so the lock spans, which run on every
    * acquire, are skipped: nothing is recorded or propagated differently, and an acquire saves the
-   * span, its context and three closures (issue 17). Checked per call: a provider registered later
+   * span, its context and three closures. Checked per call: a provider registered later
    * is picked up at once.
    */
   get recording(): boolean {

@@ -9,7 +9,7 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 const FLUSH_TRIES = 5;
 
 /** What an ack queue needs from its consumer. */
-export interface AckQueueContext {
+interface AckQueueContext {
   readonly connection: RedisConnection;
   /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
   readonly keyList: readonly string[];

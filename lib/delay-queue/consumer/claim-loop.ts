@@ -16,7 +16,7 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 type PauseReason = 'slot' | 'work' | 'retry';
 
 /** What a claim loop needs from its consumer. */
-export interface ClaimLoopContext {
+interface ClaimLoopContext {
   readonly topic: string;
   readonly connection: RedisConnection;
   readonly keys: TopicKeys;

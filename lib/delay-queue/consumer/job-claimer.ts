@@ -16,7 +16,7 @@ import { claimScriptKeys } from '../jobs/script-keys.js';
 const VISIBILITY_EXPIRED_ON_LAST_ATTEMPT =
   'Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)';
 
-export interface ClaimResult {
+interface ClaimResult {
   readonly rows: ClaimedRow[];
   /** Server ms of the next due time or visibility deadline; -1 when the topic is empty. */
   readonly nextWake: number;
@@ -25,7 +25,7 @@ export interface ClaimResult {
   readonly nextDue: number;
 }
 
-export interface JobClaimerContext {
+interface JobClaimerContext {
   readonly topic: string;
   readonly connection: RedisConnection;
   readonly keys: TopicKeys;

@@ -14,10 +14,10 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
  * A prefetched job that has not started this long after it was claimed is handed back to the queue
  * (its attempt undone, at its own place), for a consumer that can run it now.
  */
-export const PREFETCH_HOLD_MS = 250;
+const PREFETCH_HOLD_MS = 250;
 
 /** What a job runner needs from its consumer. */
-export interface JobRunnerContext<T> {
+interface JobRunnerContext<T> {
   readonly topic: string;
   readonly handler: DelayedJobHandler<T>;
   readonly options: ResolvedConsumerOptions;

@@ -17,7 +17,7 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 const SETTLE_TRIES = 5;
 
 /** What a settlement needs from its consumer. */
-export interface JobSettlementContext {
+interface JobSettlementContext {
   readonly topic: string;
   readonly connection: RedisConnection;
   /** The claim scripts' KEYS (due, jobs, active, dead, marker). */

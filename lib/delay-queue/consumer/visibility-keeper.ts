@@ -7,7 +7,7 @@ import { abortJob, isWatched, type ClaimedRow, type HeldJob } from './held-job.j
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 
 /** What a visibility keeper needs from its consumer. */
-export interface VisibilityKeeperContext {
+interface VisibilityKeeperContext {
   readonly topic: string;
   readonly connection: RedisConnection;
   /** The claim scripts' KEYS (due, jobs, active, dead, marker). */

@@ -1,8 +1,10 @@
 /**
  * Where a job is: waiting for its time (`scheduled`), waiting and already due (`due`), claimed by a
  * consumer (`active`), or in the dead-letter set after its last attempt failed (`dead`).
+ *
+ * @inline
  */
-export type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead';
+type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead';
 
 /** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
 export interface DelayedJob<T = unknown> {

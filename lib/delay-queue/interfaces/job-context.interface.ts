@@ -66,5 +66,9 @@ export function runInJobContext<R>(context: JobContext, handler: () => R): R {
   return running.run(context, handler);
 }
 
-/** A delayed-job handler: resolve to acknowledge, throw (or reject) to retry with backoff. */
+/**
+ * A delayed-job handler: resolve to acknowledge, throw (or reject) to retry with backoff.
+ *
+ * @inline
+ */
 export type DelayedJobHandler<T = unknown> = (payload: T, job: JobContext) => Promise<void> | void;

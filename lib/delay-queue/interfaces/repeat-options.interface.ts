@@ -22,6 +22,8 @@ export type RepeatSchedule =
  * cancelled): `'none'` skips them and resumes at the next future tick; `'latest'` (the default) runs
  * the most recent missed tick once, then resumes; `'all'` runs each missed tick, oldest first, at most
  * the last 1000.
+ *
+ * @inline
  */
 export type RepeatCatchUp = 'none' | 'latest' | 'all';
 

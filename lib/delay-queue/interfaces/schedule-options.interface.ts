@@ -22,7 +22,11 @@ export interface ScheduleOptions {
   backoff?: BackoffOptions;
 }
 
-/** One job of `scheduleMany`. */
+/**
+ * One job of `scheduleMany`.
+ *
+ * @inline
+ */
 export type ScheduledJob<T> = {
   /** The job's payload, stored as JSON. */
   payload: T;

@@ -10,10 +10,10 @@ import type { ScheduleOptions } from '../interfaces/schedule-options.interface.j
 import { encodeBodyTail, encodePayload } from './job-codec.js';
 
 /** The keys of `schedule()`'s options (and of a `scheduleMany()` job besides `payload`). */
-export const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff']);
+const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff']);
 
 /** How a job's `when` gives its due time: `delay`, ms after the script's TIME; `at`, an epoch ms. */
-export type DueKind = 'delay' | 'at';
+type DueKind = 'delay' | 'at';
 
 /** The code of a `DueKind` in the scripts' arguments (schedule-jobs, write-outbox-job, reschedule-job). */
 export function dueKindArg(kind: DueKind): 'd' | 'a' {

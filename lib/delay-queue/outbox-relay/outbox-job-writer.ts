@@ -13,7 +13,7 @@ import type { WriteFence } from '../jobs/write-fence.js';
 export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
 
 /** What became of one row's write. */
-export type OutboxWriteOutcome = { readonly row: OutboxWrite; readonly error?: unknown };
+type OutboxWriteOutcome = { readonly row: OutboxWrite; readonly error?: unknown };
 
 /** A row that carries a job (not a repeat schedule change). */
 export type OutboxJobWrite = OutboxWrite & { readonly kind: 'delay' | 'at' };

@@ -13,13 +13,13 @@ import { cronProblem } from './cron-problem.js';
 import type { TickCalendar } from './tick-calendar.js';
 
 /** Shortest `every` accepted, in ms. */
-export const MIN_REPEAT_EVERY_MS = 50;
+const MIN_REPEAT_EVERY_MS = 50;
 
 /** Latest tick a schedule may have (far inside the due-score range). */
 const LONGEST_TICK_ID_SUFFIX = tickJobId('', Date.UTC(2100, 0, 1)).length;
 
 /** The catch-up rule when none is given. */
-export const DEFAULT_CATCH_UP: RepeatCatchUp = 'latest';
+const DEFAULT_CATCH_UP: RepeatCatchUp = 'latest';
 
 /**
  * A schedule checked and encoded. Its stored form (one field of the shard's schedules hash) is

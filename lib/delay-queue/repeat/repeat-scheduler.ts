@@ -24,7 +24,7 @@ import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
  * by the next tick within this time. Normal ticks never wait for it (the consumer that claims a tick
  * enqueues the next one).
  */
-export const REPEAT_CHECK_INTERVAL_MS = 5_000;
+const REPEAT_CHECK_INTERVAL_MS = 5_000;
 
 /** Schedules read per shard by one check. */
 const CHECK_BATCH = 1000;

@@ -6,7 +6,7 @@ import { LUA_STORE_JOB } from './store-job-lua-snippet.js';
  * that upserted a schedule and finds it missing within that time tells a removal (remembered) from
  * a loss of the data (the record is lost with the rest). Every instance checks every 5 s.
  */
-export const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
+const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
 
 /**
  * Lua: what the repeatable-schedule scripts share (a constant of this library; no user input). They

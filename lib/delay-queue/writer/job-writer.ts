@@ -13,7 +13,7 @@ import { TopicShards } from '../jobs/topic-shards.js';
 import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
 
 /** A job as it is written: what `prepareJob` checked and encoded, without the size it reports. */
-export type JobToWrite = Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace' | 'tail'>;
+type JobToWrite = Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace' | 'tail'>;
 
 /**
  * The one way jobs and commands on jobs reach a topic's keys in Redis: every call goes to the shard

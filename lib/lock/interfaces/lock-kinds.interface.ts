@@ -1,8 +1,12 @@
 import type { AcquireOptions } from './acquire-options.interface.js';
 import type { LockHandle } from './lock-handle.interface.js';
 
-/** Options of the read/write lock and semaphore (`fair` does not apply to them). */
-export type LockKindOptions = Omit<AcquireOptions, 'fair'>;
+/**
+ * Options of the read/write lock and semaphore (`fair` does not apply to them).
+ *
+ * @inline
+ */
+type LockKindOptions = Omit<AcquireOptions, 'fair'>;
 
 /** Both sides of one read/write lock, from `LockService.readWrite(key)`. */
 export interface ReadWriteLock {

@@ -11,7 +11,7 @@ import type { AttemptMode, AttemptOutcome, Renewal } from './lock-protocol.inter
 import { OwnerHashLockProtocol } from './owner-hash-lock.protocol.js';
 
 /** How long a waiting writer blocks new readers without showing it is still waiting. */
-export const WRITER_LIVENESS_MS = 5_000;
+const WRITER_LIVENESS_MS = 5_000;
 
 /**
  * One side (read or write) of a read/write lock. Many readers or one writer; a waiting writer

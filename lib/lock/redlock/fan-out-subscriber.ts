@@ -23,7 +23,7 @@ const REMEMBERED_RELEASES = 4_096;
  *   those it missed while down; a reconnect is passed on as `ready`, which makes WakeSubscriber let
  *   every waiter try again (releases may have been missed).
  */
-export class FanOutSubscriber extends EventEmitter {
+class FanOutSubscriber extends EventEmitter {
   /** WakeSubscriber connects a client in 'wait' itself; the masters' connections are handled here. */
   readonly status = 'ready';
   private readonly channels = new Set<string>();

@@ -5,7 +5,7 @@ export interface FenceVote {
 }
 
 /** The token of a won vote, and which granting masters must be raised to it before it is handed out. */
-export interface FencingPlan {
+interface FencingPlan {
   readonly token: bigint;
   /** Granting masters whose counter is already at the token. */
   readonly atToken: number;

@@ -1,5 +1,5 @@
 /** One master's answer to a fanned-out call. */
-export type MasterReply<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
+type MasterReply<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
 
 /** The answers so far, by master index; `undefined` for a master that has not answered (yet). */
 export type RepliesSoFar<T> = ReadonlyArray<MasterReply<T> | undefined>;

@@ -15,7 +15,7 @@ import { releaseRedlockScript } from './scripts/release-redlock.lua.js';
 import { errorMessage } from '../../core/errors/error-message.js';
 
 /** One try on all masters; `collided` when some masters granted but not a majority (a split vote). */
-export type QuorumAttemptOutcome = AttemptOutcome & { readonly collided: boolean };
+type QuorumAttemptOutcome = AttemptOutcome & { readonly collided: boolean };
 
 /** The ids one hold (one try of an acquire) is recorded under on every master. */
 export interface TryIds {
