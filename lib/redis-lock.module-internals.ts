@@ -8,7 +8,7 @@ import { LockInspector } from './lock/lock-inspector.js';
 import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
 
 /** What `REDIS_LOCK_INTERNALS` holds: the decorators' services, and what the add-ons read. */
-interface RedisLockInternals extends DecoratorServices {
+export interface RedisLockInternals extends DecoratorServices {
   readonly connection: RedisConnection;
   readonly lockInspector: LockInspector;
   readonly topicInspector: TopicInspector;
@@ -26,23 +26,3 @@ export const redisLockInternalsProvider: FactoryProvider<RedisLockInternals> = {
   ) => ({ connection, lockInspector, topicInspector, lockRunner, oneInstanceLeases }),
   inject: [RedisConnection, LockInspector, TopicInspector, DecoratorLockRunner, OneInstanceLeases],
 };
-
-/**
- * For an add-on module's `providers`: `RedisConnection`, `LockInspector` and `TopicInspector` as
- * providers of the add-on itself, taken from a `RedisLockModule` it can see, so its classes inject
- * them by class. Each is `undefined` when no `RedisLockModule` is visible: inject them `@Optional()`
- * and report that with `requireRedisLockModule`.
- */
-export const redisLockInternalsForAddOns: FactoryProvider[] = [
-  fromInternals(RedisConnection, (internals) => internals.connection),
-  fromInternals(LockInspector, (internals) => internals.lockInspector),
-  fromInternals(TopicInspector, (internals) => internals.topicInspector),
-];
-
-function fromInternals(token: Function, pick: (internals: RedisLockInternals) => unknown): FactoryProvider {
-  return {
-    provide: token,
-    useFactory: (internals?: RedisLockInternals) => (internals ? pick(internals) : undefined),
-    inject: [{ token: REDIS_LOCK_INTERNALS, optional: true }],
-  };
-}

@@ -1,4 +1,6 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
+import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import { assertJobAddress, TopicInspector, type CancelWaitingOutcome } from '../../delay-queue/topic-inspector.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
@@ -18,11 +20,14 @@ export class DashboardQueue {
   constructor(
     // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
     @Optional() private readonly queue: DelayQueueService,
-    @Optional() private readonly inspector: TopicInspector,
+    @Optional() @Inject(REDIS_LOCK_INTERNALS) internals: RedisLockInternals | undefined,
     private readonly topics: DashboardTopicRegistry,
   ) {
-    requireRedisLockModule('RedisLockDashboardModule', { DelayQueueService: queue, TopicInspector: inspector });
+    requireRedisLockModule('RedisLockDashboardModule', { DelayQueueService: queue, TopicInspector: internals?.topicInspector });
+    this.inspector = internals!.topicInspector;
   }
+
+  private readonly inspector: TopicInspector;
 
   async listTopics(): Promise<DashboardTopics> {
     const names = await this.topics.list();

@@ -1,4 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
+import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { TopicInspector } from '../../delay-queue/topic-inspector.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
@@ -40,22 +42,29 @@ export class DashboardScheduling {
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
-    @Optional() private readonly topics: TopicInspector,
-    @Optional() private readonly locks: LockInspector,
+    @Optional() @Inject(REDIS_LOCK_INTERNALS) internals: RedisLockInternals | undefined,
     @Optional() private readonly lockService: LockService,
-    @Optional() private readonly connection: RedisConnection,
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
-    @Optional() private readonly leases?: OneInstanceLeases,
     @Optional() private readonly elections?: LeaderElections,
   ) {
     requireRedisLockModule('RedisLockDashboardModule', {
-      TopicInspector: topics,
-      LockInspector: locks,
+      TopicInspector: internals?.topicInspector,
+      LockInspector: internals?.lockInspector,
       LockService: lockService,
-      RedisConnection: connection,
+      RedisConnection: internals?.connection,
     });
+    this.topics = internals!.topicInspector;
+    this.locks = internals!.lockInspector;
+    this.connection = internals!.connection;
+    this.leases = internals!.oneInstanceLeases;
   }
+
+  private readonly topics: TopicInspector;
+  private readonly locks: LockInspector;
+  private readonly connection: RedisConnection;
+  /** This instance's `@OnOneInstance` leases (the scheduling providers are part of RedisLockModule). */
+  private readonly leases: OneInstanceLeases;
 
   /** The repeatable schedules of `topic`, soonest tick first, with the Redis server's clock. */
   async schedules(topic: string): Promise<DashboardSchedules> {

@@ -1,4 +1,6 @@
 import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
+import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { TopicInspector } from '../../delay-queue/topic-inspector.js';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
@@ -28,11 +30,14 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
   constructor(
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
-    @Optional() private readonly inspector: TopicInspector,
+    @Optional() @Inject(REDIS_LOCK_INTERNALS) internals: RedisLockInternals | undefined,
     @Optional() private readonly events: RedisLockEvents,
   ) {
-    requireRedisLockModule('RedisLockDashboardModule', { TopicInspector: inspector, RedisLockEvents: events });
+    requireRedisLockModule('RedisLockDashboardModule', { TopicInspector: internals?.topicInspector, RedisLockEvents: events });
+    this.inspector = internals!.topicInspector;
   }
+
+  private readonly inspector: TopicInspector;
 
   onApplicationBootstrap(): void {
     if (!this.options.topics) {

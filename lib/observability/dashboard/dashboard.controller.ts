@@ -45,6 +45,8 @@ import { DashboardScheduling } from './dashboard-scheduling.js';
 import { DASHBOARD_ACTION_HEADER, MAX_JOB_LIST_LIMIT, REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
+import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
+import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 
 /**
  * The page and its JSON API. `forRoot` subclasses it with `@Controller(path)` and the user's guards,
@@ -57,12 +59,15 @@ class DashboardController {
     @Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly queue: DashboardQueue,
     // Optional only so that a RedisLockModule the dashboard cannot see is reported by name (below).
-    @Optional() private readonly locks: LockInspector,
+    @Optional() @Inject(REDIS_LOCK_INTERNALS) internals: RedisLockInternals | undefined,
     private readonly history: DashboardHistory,
     private readonly scheduling: DashboardScheduling,
   ) {
-    requireRedisLockModule('RedisLockDashboardModule', { LockInspector: locks });
+    requireRedisLockModule('RedisLockDashboardModule', { LockInspector: internals?.lockInspector });
+    this.locks = internals!.lockInspector;
   }
+
+  private readonly locks: LockInspector;
 
   @Get()
   @SetMetadata(DASHBOARD_NAVIGATION_ROUTE, true)

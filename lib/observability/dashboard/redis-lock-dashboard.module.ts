@@ -1,6 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { redisLockInternalsForAddOns } from '../../redis-lock.module-internals.js';
 import { createDashboardController } from './dashboard.controller.js';
 import { DashboardHistory } from './dashboard-history.js';
 import { DashboardQueue } from './dashboard-queue.js';
@@ -53,11 +52,11 @@ export class RedisLockDashboardModule {
       // DiscoveryModule: finds the application's @OnOneInstance methods for the scheduling panel.
       imports: [DiscoveryModule],
       controllers: [createDashboardController(resolved)],
-      // DelayQueueService, LockService and RedisLockEvents come from the global RedisLockModule,
-      // OneInstanceLeases and LeaderElections too when present (optional); the inspectors and the
-      // connection through its REDIS_LOCK_INTERNALS.
+      // DelayQueueService, LockService, RedisLockEvents and LeaderElections come from the global
+      // RedisLockModule; the inspectors, the connection and the @OnOneInstance leases through its
+      // REDIS_LOCK_INTERNALS (injected as is: re-providing those objects here would run their
+      // lifecycle hooks once more).
       providers: [
-        ...redisLockInternalsForAddOns,
         { provide: REDIS_LOCK_DASHBOARD_OPTIONS, useValue: resolved },
         DashboardTopicRegistry,
         DashboardQueue,

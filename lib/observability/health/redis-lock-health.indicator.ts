@@ -1,4 +1,6 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
+import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
@@ -39,11 +41,14 @@ export class RedisLockHealthIndicator {
   constructor(
     private readonly indicators: HealthIndicatorService,
     // Optional only so that a RedisLockModule this module cannot see is reported by name (below).
-    @Optional() private readonly connection: RedisConnection,
+    @Optional() @Inject(REDIS_LOCK_INTERNALS) internals: RedisLockInternals | undefined,
     @Optional() private readonly queue: DelayQueueService,
   ) {
-    requireRedisLockModule('RedisLockHealthModule', { RedisConnection: connection, DelayQueueService: queue });
+    requireRedisLockModule('RedisLockHealthModule', { RedisConnection: internals?.connection, DelayQueueService: queue });
+    this.connection = internals!.connection;
   }
+
+  private readonly connection: RedisConnection;
 
   /** Up when Redis answers PING within `timeout` ms (default 1000); the round trip is reported as `latencyMs`. */
   async pingCheck<const Key extends string>(key: Key, options?: { timeout?: number }): Promise<HealthIndicatorResult<Key>> {

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { redisLockInternalsForAddOns } from '../../redis-lock.module-internals.js';
 import { RedisLockHealthIndicator } from './redis-lock-health.indicator.js';
 
 /**
@@ -13,7 +12,7 @@ import { RedisLockHealthIndicator } from './redis-lock-health.indicator.js';
  */
 @Module({
   imports: [TerminusModule],
-  providers: [...redisLockInternalsForAddOns, RedisLockHealthIndicator],
+  providers: [RedisLockHealthIndicator],
   exports: [RedisLockHealthIndicator, TerminusModule],
 })
 export class RedisLockHealthModule {}
