@@ -127,6 +127,27 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     expect(runs[0].at - start).toBeGreaterThanOrEqual(1_900);
   });
 
+  it('claims rows left behind oldest first, so the changes of one schedule are applied in the order they were made', async () => {
+    // The relay applies a schedule's changes in the order claimBatch returns them.
+    const t = topic('claim-order');
+    const ids = Array.from({ length: 40 }, (_, i) => `${t}:${String(i).padStart(2, '0')}`);
+    const client = await pg.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE });
+      // One statement per row, as repeat() and removeRepeat() insert theirs.
+      for (const [i, rowId] of ids.entries()) {
+        await store.insert([{ rowId, topic: t, jobId: i % 2 === 0 ? 'nightly' : 'gone', kind: i % 2 === 0 ? 'repeat' : 'removeRepeat', when: 0, replace: false, body: '' }]);
+      }
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const claimed = await pg.store().claimBatch(ids.length, { minAgeMs: 0, claimMs: 60_000 });
+    await pg.pool.query(`DELETE FROM ${TABLE} WHERE topic = $1`, [t]);
+    expect(claimed.map((row) => row.rowId)).toEqual(ids);
+  });
+
   it('rows left behind are relayed by two instances at once: each job runs exactly once, overdue ones at once', async () => {
     const t = topic('left-behind');
     const runs: RecordedRun[] = [];
