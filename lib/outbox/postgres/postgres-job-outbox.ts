@@ -198,7 +198,10 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bi
     insert,
     // NOTIFY inside the transaction is delivered at COMMIT only; one statement, one round trip.
     insertAndNotify: `WITH inserted AS (${insert} RETURNING 1) SELECT pg_notify('${table.channel}', '') FROM (SELECT count(*) FROM inserted) AS n`,
-    claim: `UPDATE ${t} SET claimed_until = clock_timestamp() + $3 * interval '1 millisecond', attempts = attempts + 1
+    // Oldest first, as the port says (UPDATE ... RETURNING keeps no order): the relay applies a
+    // schedule's changes in the order claimed.
+    claim: `WITH claimed AS (
+UPDATE ${t} SET claimed_until = clock_timestamp() + $3 * interval '1 millisecond', attempts = attempts + 1
 WHERE id IN (
   SELECT id FROM ${t}
   WHERE parked_at IS NULL
@@ -207,8 +210,9 @@ WHERE id IN (
   ORDER BY created_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED)
-RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts,
-  GREATEST(0, CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000))::bigint AS remaining_ms`,
+RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts, created_at,
+  GREATEST(0, CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000))::bigint AS remaining_ms)
+SELECT * FROM claimed ORDER BY created_at, id`,
     // Not a row another relay holds before its claim deadline: its write may be in flight.
     claimRows: `UPDATE ${t} SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
 WHERE id = ANY($1::text[]) AND parked_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) RETURNING id`,
