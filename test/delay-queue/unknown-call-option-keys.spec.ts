@@ -23,6 +23,14 @@ describe('Unknown call option keys of DelayQueueService are refused, with did yo
     expect(await queue().get('calls.schedule', 'j1')).toBeNull();
   });
 
+  it('schedule(t, p, { backoff: { dealy } }) is refused at the nested key, and nothing is scheduled', async () => {
+    const error = await refusal(() => queue().schedule('calls.backoff', 1, { id: 'b1', backoff: { dealy: 10 } } as never));
+    expect(error).toBeInstanceOf(InvalidJobError);
+    expect((error as InvalidJobError).field).toBe('backoff.dealy');
+    expect(error.message).toContain('did you mean `delay`?');
+    expect(await queue().get('calls.backoff', 'b1')).toBeNull();
+  });
+
   it('scheduleMany items name the item', async () => {
     const error = await refusal(() => queue().scheduleMany('calls.many', [{ payload: 1 }, { payload: 2, maxAtempts: 3 } as never]));
     expect(error).toBeInstanceOf(InvalidJobError);

@@ -1,3 +1,5 @@
+import { refuseUnknownKeys } from './known-option-keys.js';
+import { MODULE_OPTION_KEYS } from './module-option-keys.js';
 import type { OptionValidator } from './option-validation.js';
 import type { BackoffOptions } from './redis-lock-module-options.interface.js';
 
@@ -7,7 +9,7 @@ export const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>> = { delay: 1_00
 /**
  * A `BackoffOptions` (module, consumer or job level) merged over `base`, every field checked;
  * `option` is the path refusals name (`delayQueue.backoff`, `backoff`), each field under it.
- * Absent means `base`; anything else that is not an object is refused.
+ * Absent means `base`; anything else that is not an object, or a key it does not know, is refused.
  */
 export function resolveBackoff(
   validate: OptionValidator,
@@ -17,6 +19,7 @@ export function resolveBackoff(
 ): Required<BackoffOptions> {
   if (value === undefined) return { ...base };
   if (value === null || typeof value !== 'object') return validate.refuse(option, 'must be an object');
+  refuseUnknownKeys(validate.refuse, option, value, MODULE_OPTION_KEYS.backoff);
   const given = value as BackoffOptions;
   return {
     delay: validate.duration(`${option}.delay`, given.delay, { min: 0, default: base.delay }),

@@ -148,7 +148,7 @@ export class AfterCommitWriter {
     if ((entry.attempts & (entry.attempts - 1)) === 0) {
       this.logger.error(
         `Could not write ${describeBatch(entry)} scheduled in a committed transaction (attempt ${entry.attempts}): ` +
-          `${entry.lastError}. Retrying in ${entry.retryInMs} ms, with backoff, until it is written; ` +
+          `${entry.lastError.replace(/\.$/, '')}. Retrying in ${entry.retryInMs} ms, with backoff, until it is written; ` +
           'a shutdown keeps trying until delayQueue.shutdownTimeout.',
       );
     }
