@@ -148,6 +148,40 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     expect(claimed.map((row) => row.rowId)).toEqual(ids);
   });
 
+  it('hands out a schedule change only once the older changes of that schedule are done, so two relays cannot reorder them', async () => {
+    const t = topic('schedule-order');
+    const insert = async (rowId: string, jobId: string, kind: 'repeat' | 'removeRepeat') => {
+      const client = await pg.pool.connect();
+      try {
+        await client.query('BEGIN');
+        await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE }).insert([
+          { rowId, topic: t, jobId, kind, when: 0, replace: false, body: '' },
+        ]);
+        await client.query('COMMIT');
+      } finally {
+        client.release();
+      }
+    };
+    // Two committed transactions: repeat() of 'gone', then its removeRepeat(); and another schedule's change.
+    await insert(`${t}:1`, 'gone', 'repeat');
+    await insert(`${t}:2`, 'gone', 'removeRepeat');
+    await insert(`${t}:3`, 'other', 'repeat');
+    const store = pg.store();
+    const claim = { minAgeMs: 0, claimMs: 60_000 };
+    try {
+      // Relay 1 takes the oldest row; relay 2, at the same time, must not get the removal of that schedule.
+      expect((await store.claimBatch(1, claim)).map((row) => row.rowId)).toEqual([`${t}:1`]);
+      expect((await store.claimBatch(10, claim)).map((row) => row.rowId)).toEqual([`${t}:3`]);
+      // Nor may a process relaying its own commit take it.
+      expect(await store.claimRows!([`${t}:2`], { claimMs: 60_000 })).toEqual([]);
+      // Once relay 1 is done with the older row, the removal is handed out.
+      await store.delete([`${t}:1`]);
+      expect((await store.claimBatch(10, claim)).map((row) => row.rowId)).toEqual([`${t}:2`]);
+    } finally {
+      await pg.pool.query(`DELETE FROM ${TABLE} WHERE topic = $1`, [t]);
+    }
+  });
+
   it('rows left behind are relayed by two instances at once: each job runs exactly once, overdue ones at once', async () => {
     const t = topic('left-behind');
     const runs: RecordedRun[] = [];
