@@ -127,8 +127,8 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     expect(runs[0].at - start).toBeGreaterThanOrEqual(1_900);
   });
 
-  it('claims rows left behind oldest first, so the changes of one schedule are applied in the order they were made', async () => {
-    // The relay applies a schedule's changes in the order claimBatch returns them.
+  it('claims rows left behind oldest first', async () => {
+    // The port's order, which the relay applies a batch's rows in.
     const t = topic('claim-order');
     const ids = Array.from({ length: 40 }, (_, i) => `${t}:${String(i).padStart(2, '0')}`);
     const client = await pg.pool.connect();
@@ -137,7 +137,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE });
       // One statement per row, as repeat() and removeRepeat() insert theirs.
       for (const [i, rowId] of ids.entries()) {
-        await store.insert([{ rowId, topic: t, jobId: i % 2 === 0 ? 'nightly' : 'gone', kind: i % 2 === 0 ? 'repeat' : 'removeRepeat', when: 0, replace: false, body: '' }]);
+        await store.insert([{ rowId, topic: t, jobId: `s${i}`, kind: i % 2 === 0 ? 'repeat' : 'removeRepeat', when: 0, replace: false, body: '' }]);
       }
       await client.query('COMMIT');
     } finally {

@@ -188,6 +188,19 @@ export class PostgresJobOutbox implements JobOutboxStore {
 /** Every statement, built once from the validated table name (never from other input). */
 function statements(table: OutboxTable) {
   const t = table.qualified;
+  /**
+   * A row that changes a repeat schedule ('r' upsert, 'x' removal) is handed out only when no older
+   * change of the same schedule is still pending (not parked, and not among `handedTogether`, rows
+   * the caller applies in order itself): the changes of one schedule are applied one after the
+   * other in the order they were made, however many relays run.
+   */
+  const noOlderScheduleChange = (row: string, handedTogether?: string) => `(${row}.kind NOT IN ('r', 'x') OR NOT EXISTS (
+    SELECT 1 FROM ${t} AS older
+    WHERE older.topic = ${row}.topic AND older.job_id = ${row}.job_id AND older.kind IN ('r', 'x')
+      AND older.parked_at IS NULL AND (older.created_at, older.id) < (${row}.created_at, ${row}.id)${
+        handedTogether ? `
+      AND older.id <> ALL(${handedTogether})` : ''
+      }))`;
   const insert = `INSERT INTO ${t} (id, topic, job_id, kind, due_at, at_ms, replace, body)
 SELECT id, topic, job_id, kind,
        CASE WHEN kind = 'a' THEN to_timestamp(at_ms / 1000.0) ELSE clock_timestamp() + delay_ms * interval '1 millisecond' END,
@@ -203,11 +216,12 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bi
     claim: `WITH claimed AS (
 UPDATE ${t} SET claimed_until = clock_timestamp() + $3 * interval '1 millisecond', attempts = attempts + 1
 WHERE id IN (
-  SELECT id FROM ${t}
+  SELECT id FROM ${t} AS candidate
   WHERE parked_at IS NULL
     AND created_at <= clock_timestamp() - $2 * interval '1 millisecond'
     AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
-  ORDER BY created_at
+    AND ${noOlderScheduleChange('candidate')}
+  ORDER BY created_at, id
   LIMIT $1
   FOR UPDATE SKIP LOCKED)
 RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts, created_at,
@@ -215,7 +229,8 @@ RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempt
 SELECT * FROM claimed ORDER BY created_at, id`,
     // Not a row another relay holds before its claim deadline: its write may be in flight.
     claimRows: `UPDATE ${t} SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
-WHERE id = ANY($1::text[]) AND parked_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) RETURNING id`,
+WHERE id = ANY($1::text[]) AND parked_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+  AND ${noOlderScheduleChange(t, '$1::text[]')} RETURNING id`,
     release: `UPDATE ${t} SET claimed_until = NULL WHERE id = ANY($1::text[])`,
     delete: `DELETE FROM ${t} WHERE id = ANY($1::text[])`,
     park: `UPDATE ${t} SET parked_at = clock_timestamp(), claimed_until = NULL, last_error = $2 WHERE id = $1`,
