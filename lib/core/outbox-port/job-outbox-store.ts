@@ -43,7 +43,10 @@ export interface OutboxRow extends OutboxJob {
  * that transaction commits. Everything else runs outside any application transaction, on the
  * store's own connection, and may run in several processes at once: `claimBatch` must not hand the
  * same row to two relays while its row claim lasts (`FOR UPDATE SKIP LOCKED` and a claim deadline
- * per row), and a row whose claim deadline passed (its relay crashed) must be claimable again.
+ * per row), and a row whose claim deadline passed (its relay crashed) must be claimable again. A
+ * repeat schedule's change (`'repeat'`, `'removeRepeat'`) is handed out only when no older change of
+ * that schedule is pending, except together with it in one call (then oldest first): the relays
+ * apply one schedule's changes in the order they were made.
  */
 export interface JobOutboxStore {
   /**
