@@ -29,6 +29,10 @@ describe('Unknown call option keys of DelayQueueService are refused, with did yo
     expect((error as InvalidJobError).field).toBe('backoff.dealy');
     expect(error.message).toContain('did you mean `delay`?');
     expect(await queue().get('calls.backoff', 'b1')).toBeNull();
+    const array = await refusal(() => queue().schedule('calls.backoff', 1, { id: 'b1', backoff: [] } as never));
+    expect(array).toBeInstanceOf(InvalidJobError);
+    expect((array as InvalidJobError).field).toBe('backoff');
+    expect(await queue().get('calls.backoff', 'b1')).toBeNull();
   });
 
   it('scheduleMany items name the item', async () => {

@@ -18,7 +18,7 @@ export function resolveBackoff(
   base: Required<BackoffOptions>,
 ): Required<BackoffOptions> {
   if (value === undefined) return { ...base };
-  if (value === null || typeof value !== 'object') return validate.refuse(option, 'must be an object');
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return validate.refuse(option, 'must be an object');
   refuseUnknownKeys(validate.refuse, option, value, MODULE_OPTION_KEYS.backoff);
   const given = value as BackoffOptions;
   return {
