@@ -153,17 +153,19 @@ describe('Job scripts whose reply is lost (run twice)', () => {
   });
 
   it('extend: a re-sent visibility extension keeps the handler running and the job delivered once', async () => {
-    const { proxied, direct, keyPrefix } = await pair({ delayQueue: { visibilityTimeout: 600 } });
+    // 1.5 s: the reconnect that re-sends the extension (several round trips) fits within the
+    // deadline left on a loaded machine; a 600 ms timeout lapsed there in one CI run.
+    const { proxied, direct, keyPrefix } = await pair({ delayQueue: { visibilityTimeout: 1_500 } });
     const id = await direct.queue.schedule('extend', 1, { id: 'ext-1' });
     const lost = proxy.loseReply(callOf(extendJobsScript, keyPrefix, 'extend', id));
     const runs: Array<{ attempt: number; aborted: boolean }> = [];
     const consumer = proxied.queue.consume('extend', async (_payload, job) => {
       await lost;
-      await sleep(700); // longer than the visibility timeout: only further extensions keep the claim
+      await sleep(1_600); // longer than the visibility timeout: only further extensions keep the claim
       runs.push({ attempt: job.attempt, aborted: job.signal.aborted });
     });
     await waitFor(async () => (await direct.queue.get('extend', id)) === null, 10_000, 'the job to finish');
-    await sleep(700);
+    await sleep(1_600); // a redelivery would come after the visibility timeout
     expect(runs).toEqual([{ attempt: 1, aborted: false }]);
     await consumer.close();
   });
