@@ -226,12 +226,14 @@ const lockRows: LostReplyRow[] = [
   row({
     name: 'watchdog renewal: a renewal run twice keeps the hold alive past several leases, and one release frees it',
     script: renewLocksScript,
-    options: { lock: { leaseTime: 600 } },
+    // 1.5 s (renewed every 500 ms): a renewal, including the re-sent one, survives the event-loop
+    // stalls of a loaded machine; a lease that ran out during one would rightly be lost.
+    options: { lock: { leaseTime: 1_500 } },
     arrange: (ctx) => ctx.locks.acquire('watched'),
     act: async (ctx, handle) => {
       await ctx.lost;
       // Three leases more: only renewals that keep working keep it.
-      await sleep(1_800);
+      await sleep(4_600);
       return { held: handle.held, aborted: handle.signal.aborted, other: await got(ctx.peerLocks.tryAcquire('watched')) };
     },
     check: async (ctx, handle, during) => {
