@@ -1,19 +1,11 @@
 import { DelayQueueService, InvalidJobError, InvalidOptionsError } from '../../lib/index.js';
+import { refusal } from '../support/refusal.js';
 import { useLockApp } from '../support/test-app.js';
 
 /** What docs/scheduling.md and the README promise about refused input, checked against the code. */
 describe('refusals agree with the docs', () => {
   const lockApp = useLockApp();
   const queue = () => lockApp.app().get(DelayQueueService);
-
-  async function refusal(call: () => Promise<unknown>): Promise<Error> {
-    try {
-      await call();
-    } catch (error) {
-      return error as Error;
-    }
-    throw new Error('the call was not refused');
-  }
 
   describe('cron patterns: 5 fields, or 6 with seconds (docs/scheduling.md)', () => {
     it('accepts 5 and 6 fields', async () => {

@@ -1,19 +1,11 @@
 import { DelayQueueService, InvalidJobError, InvalidOptionsError } from '../../lib/index.js';
+import { refusal } from '../support/refusal.js';
 import { useLockApp } from '../support/test-app.js';
 
 /** Unknown keys in the options of a delayed-job call are refused before anything is written. */
 describe('Unknown call option keys of DelayQueueService are refused, with did you mean', () => {
   const lockApp = useLockApp();
   const queue = () => lockApp.app().get(DelayQueueService);
-
-  async function refusal(call: () => Promise<unknown>): Promise<Error> {
-    try {
-      await call();
-    } catch (error) {
-      return error as Error;
-    }
-    throw new Error('the call was not refused');
-  }
 
   it('schedule(t, p, { dealy }) is refused, and nothing is scheduled', async () => {
     const error = await refusal(() => queue().schedule('calls.schedule', 1, { dealy: 60_000, id: 'j1' } as never));
