@@ -11,8 +11,10 @@ import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
  * Several schedules on one topic, defined by several instances, when Redis loses all its data (its
  * own redis-server, restarted without persistence): every schedule an instance defined comes back,
  * whichever instance checks first and in whatever order, also across a rolling restart of the
- * instances; a schedule removed (before the loss, or racing the restore) stays removed. Every
- * delivery is recorded here and judged per schedule: each tick runs once.
+ * instances; a schedule removed (before the loss, also just before it, or racing the restore) stays
+ * removed, and a repeat() after a removal wins over it. Every delivery is recorded here and judged
+ * per schedule: each tick runs once. Tests that order the checks themselves let an instance restore
+ * at the second check that finds a schedule missing (`quick`); the others run on the periodic check.
  */
 
 const EVERY = 250;
@@ -50,9 +52,13 @@ describe('repeat() after Redis lost its data', () => {
     deliveries = [];
   });
 
-  /** An instance that repeat()s `ids` on the topic (as its code would, at start) and consumes the topic. */
-  async function instance(ids: readonly string[]): Promise<DelayTestApp> {
+  /**
+   * An instance that repeat()s `ids` on the topic (as its code would, at start) and consumes the
+   * topic; `quick`: it restores a missing schedule at its second check, however soon.
+   */
+  async function instance(ids: readonly string[], quick = true): Promise<DelayTestApp> {
     const app = await createDelayApp({ redis: server!.url, keyPrefix });
+    if (quick) app.app.get(RepeatScheduler).restoreAfterMissingMs = 0;
     apps.push(app);
     for (const id of ids) await app.queue.repeat(TOPIC, { every: EVERY }, { id });
     consumers.set(
@@ -119,8 +125,9 @@ describe('repeat() after Redis lost its data', () => {
     expect(await ids(c)).toEqual(['a', 'b', 'c', 'd', 'r']);
 
     const lostAt = await loseEverything();
-    // The first check restores some schedules while another instance removes `r`, which it did not
-    // define: whichever lands first, `r` stays removed.
+    // Each instance's first check finds its schedules missing; b's second check restores some while
+    // another instance removes `r`, which it did not define: whichever lands first, `r` stays removed.
+    for (const app of [a, b, c]) await check(app);
     await Promise.all([check(b), c.queue.removeRepeat(TOPIC, 'r')]);
     const removedAt = await serverNow();
     await check(c);
@@ -134,14 +141,56 @@ describe('repeat() after Redis lost its data', () => {
   }, 120_000);
 
   it('one instance restores all of its schedules, not only the first it checks', async () => {
-    const a = await instance(['a', 'b', 'c']);
+    const a = await instance(['a', 'b', 'c'], false);
     await waitFor(() => ['a', 'b', 'c'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
     const lostAt = await loseEverything();
-    // The periodic check (every 5 s), not a call of the test.
+    // The periodic check (every 5 s; it restores a schedule missing for over one interval), not a call of the test.
     await waitFor(async () => (await ids(a).catch(() => [])).length === 3 || false, 30_000, 'a, b and c stored again');
     await check(a);
     expect(await ids(a)).toEqual(['a', 'b', 'c']);
     await expectEachTickOnce(['a', 'b', 'c'], [], lostAt);
+  }, 120_000);
+
+  it('a removal made just before the loss stays removed, though the instance that defined the schedule had not checked since (periodic checks only)', async () => {
+    const a = await instance(['x', 'k'], false);
+    const b = await instance([], false);
+    await waitFor(() => ['x', 'k'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
+    expect(await b.queue.removeRepeat(TOPIC, 'x')).toBe(true);
+    const removedAt = await serverNow();
+    // Redis loses its data before a's next check: the removal's record goes with it. b, which made
+    // the removal, records it again at its next check; a restores only what was not removed.
+    const lostAt = await loseEverything();
+    await waitFor(async () => (await ids(a).catch((): string[] => [])).includes('k') || false, 40_000, 'k stored again by the periodic check');
+    for (const app of [a, b, a]) await check(app);
+    expect(await ids(a)).toEqual(['k']);
+    await expectEachTickOnce(['k'], ['x'], lostAt, removedAt);
+  }, 120_000);
+
+  it('a restore by an instance that had not seen a removal is undone by the instance that removed it; a repeat() after the removal wins over it', async () => {
+    const stale = await instance(['x', 'y']);
+    const remover = await instance([]);
+    await waitFor(() => ['x', 'y'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
+    expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
+    expect(await remover.queue.removeRepeat(TOPIC, 'y')).toBe(true);
+    // Another instance defines y again after its removal.
+    const later = await instance(['y']);
+    const removedAt = await serverNow();
+
+    await loseEverything();
+    // The stale instance restores both before the remover checks (a remover that was slow).
+    for (const app of [stale, later, stale, later]) await check(app);
+    expect(await ids(stale)).toEqual(['x', 'y']);
+    // The remover's check records its removals again: x, known only from before its removal, goes;
+    // y, defined after the removal, stays.
+    await check(remover);
+    expect(await ids(remover)).toEqual(['y']);
+    for (const app of [stale, later, remover, stale]) await check(app);
+    expect(await ids(stale)).toEqual(['y']);
+    await waitFor(() => ticksOf('y').filter((tick) => tick > removedAt).length >= 3, 30_000, 'ticks of y after the loss');
+    // x's restored schedule may have ticked before the remover's check; none after it.
+    const undoneAt = await serverNow();
+    await waitFor(() => ticksOf('y').filter((tick) => tick > undoneAt).length >= 3, 30_000, 'three more ticks of y');
+    expect(ticksOf('x').filter((tick) => tick > undoneAt)).toEqual([]);
   }, 120_000);
 
   it('after a rolling restart that follows the loss, the instances that defined a schedule restore it; a removal before the loss stays removed', async () => {
@@ -156,8 +205,7 @@ describe('repeat() after Redis lost its data', () => {
     // schedules were made at run time by a process that is gone); it starts before any check.
     await retire(gone);
     const fresh = await instance(['a']);
-    await check(fresh);
-    await check(a);
+    for (const app of [fresh, a, fresh, a]) await check(app);
     expect(await ids(fresh)).toEqual(['a', 'b', 'c']);
     // And the first instance restarts too: its successor defines the same schedules at start.
     const successor = await instance(['a', 'b', 'c']);

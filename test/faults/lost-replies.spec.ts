@@ -38,6 +38,7 @@ import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.
 import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
 import { readRepeatsScript } from '../../lib/delay-queue/scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../../lib/delay-queue/scripts/remove-repeat.lua.js';
+import { reassertRemovalsScript } from '../../lib/delay-queue/scripts/reassert-removals.lua.js';
 import { upsertRepeatScript } from '../../lib/delay-queue/scripts/upsert-repeat.lua.js';
 import { repeatScriptKeys } from '../../lib/delay-queue/jobs/script-keys.js';
 import { RedisScript } from '../../lib/core/redis/redis-script.js';
@@ -806,17 +807,18 @@ const restoreRows: LostReplyRow[] = [
     name: 'repeat (restore after data loss): the restore an instance runs twice stores the schedule once and queues one tick job',
     script: upsertRepeatScript,
     where: (keysAndArgs) => keysAndArgs[RESTORE_FLAG_AT] === '1',
+    // The restore comes from the periodic check (every 5 s), once the schedule has been missing for over one interval.
+    faultWaitMs: 25_000,
     arrange: async (ctx) => {
       await ctx.queue.repeat(TOPIC, { every: 60_000 }, { payload: { n: 2 } });
       await loseRowData(ctx);
     },
-    // The periodic check of the instance that upserted it (every 5 s) finds it missing and restores it.
     act: async (ctx) => {
       await ctx.lost;
       const [info] = await waitFor(async () => {
         const listed = await ctx.peerQueue.listRepeats(TOPIC);
         return listed.length > 0 ? listed : false;
-      }, 10_000, 'the schedule to be restored');
+      }, 30_000, 'the schedule to be restored');
       return info;
     },
     check: async (ctx, _state, info) => {
@@ -845,6 +847,36 @@ const restoreRows: LostReplyRow[] = [
     },
   }),
 ];
+
+restoreRows.push(
+  row({
+    name: 'removals re-recorded after data loss, run twice: the removal is recorded once more; a restore by an instance that upserted the schedule before it stores nothing',
+    script: reassertRemovalsScript,
+    arrange: async (ctx) => {
+      await ctx.peerQueue.repeat(TOPIC, { every: 60_000 });
+      const keys = repeatScriptKeys(ctx.keys.topic(TOPIC));
+      const stored = (await ctx.redis.hget(keys[6], TOPIC))!;
+      const definedAt = Number(await ctx.redis.zscore(keys[10], TOPIC));
+      // This instance removes it, then Redis loses its data (the removal's record with it).
+      expect(await ctx.queue.removeRepeat(TOPIC)).toBe(true);
+      await loseRowData(ctx);
+      return { keys, stored, definedAt };
+    },
+    // Its periodic check (every 5 s) records the removal again, before the peer's restore is due.
+    act: async (ctx, { keys }) => {
+      await ctx.lost;
+      await waitFor(async () => (await ctx.redis.zscore(keys[9], TOPIC)) !== null, 8_000, 'the removal recorded again');
+    },
+    check: async (ctx, { keys, stored, definedAt }) => {
+      // The restore the peer's check would send (its definition, known from before the removal): refused.
+      const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
+      const [status] = await upsertRepeatScript.run<[number]>(ctx.redis, keys, [TOPIC, stored, Date.now() + 3_600_000, tail, '1', '', definedAt]);
+      expect(status).toBe(-2);
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+    },
+  }),
+);
 
 /**
  * The transactional outbox (issue 23 defects 2, 3): the fenced writes after COMMIT. Both apps share
@@ -983,7 +1015,7 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
 
   beforeAll(async () => {
     harness = await LostReplyHarness.start([
-      ...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS]),
+      ...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(restoreRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS]),
     ]);
   });
   afterAll(async () => {
@@ -992,7 +1024,7 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   });
 
   it('has a row for every script of the library that changes state', async () => {
-    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
+    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(restoreRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
     const library = await scriptsOfLibrary();
     expect(library.length).toBeGreaterThanOrEqual(25);
     expect(library.filter((script) => !covered.has(script.sha)).map((script) => script.name)).toEqual([]);
@@ -1007,7 +1039,7 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   });
 
   describe('repeatable schedules', () => {
-    it.each([...repeatRows, ...restoreRows].map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
+    it.each([...repeatRows, ...restoreRows].map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 60_000);
   });
 
   describe('transactional outbox', () => {

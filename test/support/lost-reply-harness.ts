@@ -49,6 +49,8 @@ export interface LostReplyRow<S = unknown, R = unknown> {
   readonly where?: (keysAndArgs: readonly string[]) => boolean;
   /** Which matching call loses its reply, counted from when the fault is armed (default 1). */
   readonly nth?: number;
+  /** How long the row waits for its fault to fire (default FAULT_WAIT_MS): longer for a call a periodic task makes. */
+  readonly faultWaitMs?: number;
   /** Module options of both the proxied and the peer app (the key prefix and connection are the harness's). */
   readonly options?: RedisLockModuleOptions;
   arrange?(ctx: Omit<LostReplyContext, 'lost'>): Promise<S>;
@@ -123,7 +125,7 @@ export class LostReplyHarness {
       // Bounded, so a row whose operation never makes the call fails with this message instead of hanging.
       const lost = within(
         this.proxy.loseReplyDetailed(ours, nth),
-        FAULT_WAIT_MS,
+        spec.faultWaitMs ?? FAULT_WAIT_MS,
         `the lost reply of ${name} (call ${nth} on ${keyPrefix}) never happened`,
       );
       lost.catch(() => undefined); // awaited below (and maybe by the row): not an unhandled rejection meanwhile

@@ -1,21 +1,16 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
-import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from '../interfaces/repeat-options.interface.js';
-import { newOperationId } from '../jobs/operation-record.js';
 import { parseTickJobId } from '../jobs/tick-job-id.js';
 import { TopicShards } from '../jobs/topic-shards.js';
-import { advanceRepeatScript } from '../scripts/advance-repeat.lua.js';
-import { readRepeatsScript } from '../scripts/read-repeats.lua.js';
-import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
-import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
-import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
+import type { WriteFence } from '../jobs/write-fence.js';
 import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
-import { repeatScriptKeys } from '../jobs/script-keys.js';
 import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
+import { RecentRemovals } from './recent-removals.js';
+import { ScheduleStore, type ScheduleRow } from './schedule-store.js';
 
 /**
  * How often each instance looks over the schedules of the topics it called `repeat()` for or has run
@@ -26,23 +21,12 @@ import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
  */
 const REPEAT_CHECK_INTERVAL_MS = 5_000;
 
-/** Schedules read per shard by one check. */
-const CHECK_BATCH = 1000;
-
-type QueuedTickState = 'waiting' | 'active' | 'dead' | 'gone';
-/** The queued tick's state as read-repeats.lua.ts answers it (a one-letter code, '' for gone). */
-const TICK_STATES: Readonly<Record<string, QueuedTickState>> = { w: 'waiting', a: 'active', d: 'dead' };
-
-/** One schedule as read from a shard. */
-interface ScheduleRow {
-  readonly id: string;
-  readonly definition: RepeatDefinition;
-  readonly tick: number;
-  /** Where the queued tick's job is: waiting, active, dead, or gone (ran or was removed). */
-  readonly state: QueuedTickState;
-  /** The last tick a consumer claimed, if any. */
-  readonly lastRun?: number;
-}
+/**
+ * How long a schedule this instance upserted must have been missing from Redis (without a removal
+ * record) before the check restores it, in ms: longer than a check interval, so the instance that
+ * removed it just before Redis lost its data has re-recorded the removal by then (RecentRemovals).
+ */
+const RESTORE_AFTER_MISSING_MS = REPEAT_CHECK_INTERVAL_MS + 1_000;
 
 /**
  * Repeatable delayed jobs: the schedules live in Redis, next to the topic's jobs (one hash of
@@ -68,8 +52,16 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
    * topic then id, in their stored form (a string: no parsed calendar): when the check finds one gone
    * from Redis without a removal (the server lost its data), it stores it again. An entry leaves when
    * the schedule is removed (here, or elsewhere and seen by the check), so they follow what is stored.
+   * `seenAt`: the latest server ms from which this instance knows its definition was current (it
+   * stored it then, or saw that definition time stored with it).
    */
-  private readonly defined = new Map<string, Map<string, { readonly stored: string }>>();
+  private readonly defined = new Map<string, Map<string, { readonly stored: string; seenAt: number }>>();
+  /** Since when (this instance's monotonic ms) each missing schedule of `defined` has been seen missing, by `topic\nid`. */
+  private readonly missingSince = new Map<string, number>();
+  /** RESTORE_AFTER_MISSING_MS; tests that order the checks themselves set it to 0 (restore at the second check). */
+  restoreAfterMissingMs = RESTORE_AFTER_MISSING_MS;
+  private readonly schedules: ScheduleStore;
+  private readonly removals: RecentRemovals;
   private timer?: NodeJS.Timeout;
   /** The check under way, if any. */
   private checking?: Promise<void>;
@@ -77,9 +69,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
-    private readonly connection: RedisConnection,
+    connection: RedisConnection,
     private readonly shards: TopicShards,
-  ) {}
+  ) {
+    this.schedules = new ScheduleStore(connection);
+    this.removals = new RecentRemovals(connection, shards);
+  }
 
   /** Validates a schedule without writing anything (for `@OnDelayed` at init). */
   prepare(topic: string, schedule: RepeatSchedule, options: RepeatOptions | undefined, location?: string): RepeatDefinition {
@@ -94,48 +89,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   async upsert(topic: string, definition: RepeatDefinition, fence?: WriteFence): Promise<RepeatInfo> {
     const keys = this.shards.forSchedule(topic, definition.id);
     this.watch(topic);
-    this.remember(topic, definition);
-    const { info } = await this.store(keys, topic, definition, false, fence);
+    this.removals.drop(topic, definition.id);
+    const entry = this.remember(topic, definition);
+    const { info, unchanged, nowMs } = await this.schedules.store(keys, topic, definition, undefined, fence);
+    entry.seenAt = Math.max(entry.seenAt, nowMs);
+    if (unchanged) await this.reconcile(keys, unchanged, nowMs);
     return info!;
-  }
-
-  /**
-   * Runs the upsert script until its first tick is ahead of the server's clock. A restore only
-   * creates: `info` is undefined when the schedule was removed, `kept` when another definition is
-   * stored (see upsert-repeat.lua.ts); `created` when this call stored it.
-   */
-  private async store(
-    keys: TopicKeys,
-    topic: string,
-    definition: RepeatDefinition,
-    restore: boolean,
-    fence?: WriteFence,
-  ): Promise<{ info?: RepeatInfo; kept?: boolean; created?: boolean }> {
-    let [nowMs, rows] = await this.read(keys, definition.id);
-    for (let attempt = 0; ; attempt++) {
-      const current = rows[0];
-      // A fenced upsert always goes through the script, which records the row as applied.
-      if (current && current.definition.fingerprint === definition.fingerprint && !fence) {
-        await this.reconcile(keys, current, nowMs);
-        return { info: this.info(topic, current.definition, current.tick, current.lastRun) };
-      }
-      if (current && restore) return { kept: true };
-      const firstTick = definition.calendar.after(nowMs);
-      if (firstTick === null) throw new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
-      const [status, tick, serverNow] = await upsertRepeatScript.run<[number, number, number]>(
-        this.connection.client,
-        repeatScriptKeys(keys, fence?.recordId),
-        [definition.id, storedForm(definition), firstTick, definition.tail, restore ? '1' : '0', fence ? fence.deadline : ''],
-      );
-      if (status === -3) throw new WriteFenceExpiredError();
-      if (status === 4) return { info: this.info(topic, definition, Number(tick), current?.lastRun) };
-      if (status === -2) return {};
-      if (status === 3) return { kept: true };
-      if (status !== -1) return { info: this.info(topic, definition, Number(tick), current?.lastRun), created: status !== 0 };
-      if (attempt >= 5) throw new Error(`repeat(${JSON.stringify(topic)}): the server clock kept passing the first tick`);
-      nowMs = Number(serverNow);
-      [, rows] = await this.read(keys, definition.id);
-    }
   }
 
   /** Registers an `@OnDelayed` schedule at bootstrap; a failure is logged and retried by the periodic check. */
@@ -156,25 +115,25 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   /**
    * Deletes a schedule and its waiting tick job. Resolves to whether it existed. With a `fence` (an
    * outbox row's application) its record is the call's record, kept after the call, and a removal
-   * past its deadline changes nothing (`WriteFenceExpiredError`).
+   * past its deadline changes nothing (`WriteFenceExpiredError`). The removal is remembered here for
+   * a while (RecentRemovals), so a loss of Redis's data right after it does not undo it.
    */
   async remove(topic: string, id: string, fence?: WriteFence): Promise<boolean> {
     this.defined.get(topic)?.delete(id);
-    const shard = this.shards.forSchedule(topic, id);
+    this.missingSince.delete(`${topic}\n${id}`);
     // The script records the removal: the other instances that upserted the schedule forget it
     // instead of restoring it, also when it was already lost with the data.
-    const keys = repeatScriptKeys(shard, fence?.recordId ?? newOperationId());
-    const existed = await removeRepeatScript.run<number>(this.connection.client, keys, fence ? [id, fence.deadline] : [id]);
-    if (existed === -3) throw new WriteFenceExpiredError();
-    if (!fence) await this.connection.client.del(keys[5]).catch(() => undefined);
-    return existed === 1;
+    const { existed, removedAt } = await this.schedules.remove(this.shards.forSchedule(topic, id), id, fence);
+    this.removals.add(topic, id, removedAt);
+    this.startChecks();
+    return existed;
   }
 
   /** Every schedule of `topic` (at most 1000 per shard), by next tick. */
   async list(topic: string): Promise<RepeatInfo[]> {
-    const perShard = await Promise.all(this.shards.all(topic).map((keys) => this.read(keys, '')));
+    const perShard = await Promise.all(this.shards.all(topic).map((keys) => this.schedules.read(keys, '')));
     return perShard
-      .flatMap(([, rows]) => rows.map((row) => this.info(topic, row.definition, row.tick, row.lastRun)))
+      .flatMap(([, rows]) => rows.map((row) => this.schedules.info(topic, row.definition, row.tick, row.lastRun)))
       .sort((x, y) => x.nextRunAt.getTime() - y.nextRunAt.getTime());
   }
 
@@ -196,6 +155,11 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   /** Includes `topic` in the periodic check of this instance. */
   watch(topic: string): void {
     this.watched.add(topic);
+    this.startChecks();
+  }
+
+  /** Starts the periodic check (also for an instance that only removes schedules: it re-records its removals). */
+  private startChecks(): void {
     if (this.timer || this.stopped) return;
     this.timer = setInterval(() => {
       if (!this.checking) void this.checkAll();
@@ -222,13 +186,18 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
 
   private async check(): Promise<void> {
     for (const retry of [...this.pending.values()]) await retry().catch(() => undefined);
+    // Before any restore of this pass: a removal made here just before a loss of data is recorded again.
+    await this.removals.reassert().catch((error: unknown) => this.logger.debug(`Re-recording recent schedule removals skipped: ${errorMessage(error)}`));
     for (const topic of this.watched) {
       const seen = new Set<string>();
       for (const keys of this.shards.all(topic)) {
         try {
-          const [nowMs, rows] = await this.read(keys, '');
+          const [nowMs, rows] = await this.schedules.read(keys, '');
+          const definitions = this.defined.get(topic);
           for (const row of rows) {
             seen.add(row.id);
+            const entry = definitions?.get(row.id);
+            if (entry?.stored.startsWith(row.definition.fingerprint)) await this.agreeOnDefinitionTime(keys, row, entry);
             await this.reconcile(keys, row, nowMs).catch((error: unknown) =>
               this.logger.debug(`Repeat check of schedule ${JSON.stringify(row.id)} of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`),
             );
@@ -247,24 +216,36 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
    * lost the last writes). Every removal is recorded per schedule beside the shard's schedules (kept
    * REMOVED_SCHEDULE_KEPT_MS), also the removal of a schedule not stored, and lost data takes the
    * records with it. So a missing schedule with a record was removed: it is forgotten here and never
-   * comes back; without one it was lost, and a restore (an upsert that only creates, and stores
-   * nothing over a removal recorded meanwhile, in the same script) stores it as `repeat()` would, first
-   * tick after the server's now. Each instance restores what it upserted, whichever checks first.
-   * Costs nothing while every schedule is there (one read and one script per missing one otherwise).
+   * comes back; without one it was lost, and once it has been missing for RESTORE_AFTER_MISSING_MS
+   * a restore (an upsert that only creates, and stores nothing over a removal recorded at or after
+   * this instance last saw the schedule, in the same script) stores it as `repeat()` would, first tick
+   * after the server's now. Each instance restores what it upserted, whichever checks first. Costs
+   * nothing while every schedule is there (one read and one script per missing one otherwise).
    */
   private async restoreLost(topic: string, seen: ReadonlySet<string>): Promise<void> {
     const definitions = this.defined.get(topic);
     if (!definitions) return;
     for (const [id, entry] of [...definitions]) {
-      if (seen.has(id) || this.pending.has(`${topic}\n${id}`)) continue;
+      const missingKey = `${topic}\n${id}`;
+      if (seen.has(id) || this.pending.has(missingKey)) {
+        this.missingSince.delete(missingKey);
+        continue;
+      }
       try {
         const definition = readStoredForm(id, entry.stored);
         if (!definition) continue;
         const keys = this.shards.forSchedule(topic, id);
-        // The check reads at most CHECK_BATCH schedules per shard: look this one up by id.
-        const [, rows] = await this.read(keys, id);
-        if (rows.length > 0) continue;
-        const { info, kept, created } = await this.store(keys, topic, definition, true);
+        // The check reads at most 1000 schedules per shard (ScheduleStore.read): look this one up by id.
+        const [, rows] = await this.schedules.read(keys, id);
+        if (rows.length > 0) {
+          this.missingSince.delete(missingKey);
+          continue;
+        }
+        const since = this.missingSince.get(missingKey);
+        if (since === undefined) this.missingSince.set(missingKey, performance.now());
+        if (since === undefined || performance.now() - since < this.restoreAfterMissingMs) continue;
+        const { info, kept, created } = await this.schedules.store(keys, topic, definition, { seenAt: entry.seenAt });
+        this.missingSince.delete(missingKey);
         if (!info && !kept && definitions.get(id) === entry) definitions.delete(id);
         if (!info || !created) continue;
         this.logger.warn(
@@ -277,18 +258,29 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     }
   }
 
-  private remember(topic: string, definition: RepeatDefinition): void {
+  /**
+   * This instance and Redis hold the same definition: each learns the later time from which it is
+   * known current (a restore by an instance that had not seen a later repeat() stores an older one).
+   */
+  private async agreeOnDefinitionTime(keys: TopicKeys, row: ScheduleRow, entry: { seenAt: number }): Promise<void> {
+    if (row.definedAt !== undefined && row.definedAt >= entry.seenAt) entry.seenAt = row.definedAt;
+    else if (entry.seenAt > 0) await this.schedules.confirmDefinition(keys, row.id, entry.seenAt);
+  }
+
+  private remember(topic: string, definition: RepeatDefinition): { seenAt: number } {
     let definitions = this.defined.get(topic);
     if (!definitions) this.defined.set(topic, (definitions = new Map()));
-    definitions.set(definition.id, { stored: storedForm(definition) });
+    const entry = { stored: storedForm(definition), seenAt: 0 };
+    definitions.set(definition.id, entry);
+    return entry;
   }
 
   private async advanceFrom(topic: string, scheduleId: string, tickMs: number): Promise<void> {
     const keys = this.shards.forSchedule(topic, scheduleId);
-    const [nowMs, [row]] = await this.read(keys, scheduleId);
+    const [nowMs, [row]] = await this.schedules.read(keys, scheduleId);
     if (!row || row.tick !== tickMs) return; // advanced already, changed or removed
     const next = row.definition.calendar.nextToEnqueue(tickMs, nowMs, row.definition.catchUp);
-    if (next !== null) await this.advance(keys, row, next, false, true);
+    if (next !== null) await this.schedules.advance(keys, row, next, false, true);
   }
 
   /**
@@ -308,35 +300,6 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       (calendar.after(row.tick) ?? Infinity) <= nowMs - MISSED_TICK_AFTER_MS;
     if (!stale && (row.state === 'waiting' || row.state === 'active')) return;
     const next = calendar.nextToEnqueue(row.tick, nowMs, catchUp);
-    if (next !== null) await this.advance(keys, row, next, stale);
-  }
-
-  private async advance(keys: TopicKeys, row: ScheduleRow, next: number, dropStale: boolean, claimed = false): Promise<void> {
-    await advanceRepeatScript.run(this.connection.client, repeatScriptKeys(keys), [
-      row.id,
-      row.definition.fingerprint,
-      row.tick,
-      next,
-      row.definition.tail,
-      dropStale ? '1' : '0',
-      claimed ? '1' : '0',
-    ]);
-  }
-
-  private async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[]]> {
-    const [nowMs, flat] = await readRepeatsScript.run<[number, string[]]>(this.connection.client, repeatScriptKeys(keys), [id, CHECK_BATCH]);
-    const rows: ScheduleRow[] = [];
-    for (let i = 0; i < flat.length; i += 5) {
-      const definition = readStoredForm(flat[i], flat[i + 1]);
-      if (!definition) continue;
-      const lastRun = flat[i + 4] === '' ? undefined : Number(flat[i + 4]);
-      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: TICK_STATES[flat[i + 3]] ?? 'gone', lastRun });
-    }
-    return [Number(nowMs), rows];
-  }
-
-  private info(topic: string, definition: RepeatDefinition, tick: number, lastRun?: number): RepeatInfo {
-    const info = { topic, id: definition.id, schedule: definition.schedule, catchUp: definition.catchUp, nextRunAt: new Date(tick) };
-    return lastRun === undefined ? info : { ...info, lastRunAt: new Date(lastRun) };
+    if (next !== null) await this.schedules.advance(keys, row, next, stale);
   }
 }

@@ -11,6 +11,7 @@ import { listJobsScript } from './list-jobs.lua.js';
 import { readDeadLettersScript } from './read-dead-letters.lua.js';
 import { readJobScript } from './read-job.lua.js';
 import { readRepeatsScript } from './read-repeats.lua.js';
+import { reassertRemovalsScript } from './reassert-removals.lua.js';
 import { removeRepeatScript } from './remove-repeat.lua.js';
 import { releaseJobsScript } from './release-jobs.lua.js';
 import { rescheduleJobScript } from './reschedule-job.lua.js';
@@ -34,6 +35,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   readDeadLettersScript,
   readJobScript,
   readRepeatsScript,
+  reassertRemovalsScript,
   removeRepeatScript,
   releaseJobsScript,
   rescheduleJobScript,

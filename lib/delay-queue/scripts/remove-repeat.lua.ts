@@ -11,24 +11,25 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  * ARGV[1] schedule id, ARGV[2] (optional, an outbox row's application, see jobs/write-fence.ts)
  *         the write's deadline on this server's clock; KEYS[6] is then the row's record
  *
- * Returns 1 if the schedule existed, 0 if not, -3 the deadline has passed (nothing changes, nothing
- * recorded); a second run of the same call answers as the first.
+ * Returns { status, removedAt }: status 1 if the schedule existed, 0 if not, -3 the deadline has
+ * passed (nothing changes, nothing recorded); removedAt the server ms of the removal. A second run of
+ * the same call answers as the first (its record holds both).
  */
 export const removeRepeatScript = new RedisScript(
   'removeRepeat',
   `
 local prior = recordedReply()
-if prior then return tonumber(prior) end
-if pastDeadline(ARGV[2]) then return -3 end
+if prior then
+  local status, removedAt = string.match(prior, '^(%-?%d+):(%d+)$')
+  if status then return { tonumber(status), tonumber(removedAt) } end
+  return { tonumber(prior), nowMs }
+end
+if pastDeadline(ARGV[2]) then return { -3, nowMs } end
 local id = ARGV[1]
-local tick = redis.call('zscore', REPEAT_NEXT, id)
-local existed = redis.call('hdel', REPEATS, id)
-redis.call('zrem', REPEAT_NEXT, id)
-redis.call('zrem', REPEAT_LAST, id)
-recordRemoval(id)
-if tick then dropWaitingTick(tickJobId(id, tonumber(tick))) end
-recordReply(existed)
-return existed
+local existed = deleteSchedule(id)
+recordRemoval(id, nowMs)
+recordReply(existed .. ':' .. fmt(nowMs))
+return { existed, nowMs }
 `,
   [LUA_REPEAT, LUA_WRITE_DEADLINE],
 );

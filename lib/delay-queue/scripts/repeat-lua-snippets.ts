@@ -19,6 +19,10 @@ const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
  * KEYS[9] last runs  zset  schedule id -> the last tick a consumer claimed (epoch ms; for dashboards)
  * KEYS[10] removals zset  schedule id -> when removeRepeat() removed it (server ms; kept
  *         REMOVED_SCHEDULE_KEPT_MS, cleared by the next repeat() of the id)
+ * KEYS[11] definition times zset  schedule id -> the server ms from which its stored definition is
+ *         known to be current: when repeat() (or an outbox row's application) stored it, or, for a
+ *         restore, when the restoring instance last saw it stored. A removal later than that time
+ *         (re-recorded by the instance that made it after Redis lost its data) undoes the restore.
  *
  * Invariant: a schedule's stored tick only grows while its definition stays the same, and a tick's
  * job is enqueued only by the step that moves the stored tick onto it. So each tick is enqueued once,
@@ -28,12 +32,12 @@ export const LUA_REPEAT = {
   name: 'repeat',
   requires: [LUA_STORE_JOB],
   source: `
-local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED, REPEAT_DEFINED = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 
--- Remembers that the schedule was removed (and forgets removals older than the retention).
-local function recordRemoval(id)
+-- Remembers that the schedule was removed at removedAt (and forgets removals older than the retention).
+local function recordRemoval(id, removedAt)
   redis.call('zremrangebyscore', REPEAT_REMOVED, '-inf', '(' .. fmt(nowMs - ${REMOVED_SCHEDULE_KEPT_MS}))
-  redis.call('zadd', REPEAT_REMOVED, fmt(nowMs), id)
+  redis.call('zadd', REPEAT_REMOVED, fmt(removedAt), id)
 end
 
 -- The same id as tickJobId() in jobs/tick-job-id.ts.
@@ -47,6 +51,18 @@ local function dropWaitingTick(jobId)
     redis.call('zrem', DUE, jobId)
     redis.call('hdel', JOBS, jobId)
   end
+end
+
+-- Deletes a schedule and its tick job if it still waits (one already claimed finishes, and its
+-- advance finds no schedule). Returns 1 if the schedule was stored, else 0.
+local function deleteSchedule(id)
+  local tick = redis.call('zscore', REPEAT_NEXT, id)
+  local existed = redis.call('hdel', REPEATS, id)
+  redis.call('zrem', REPEAT_NEXT, id)
+  redis.call('zrem', REPEAT_LAST, id)
+  redis.call('zrem', REPEAT_DEFINED, id)
+  if tick then dropWaitingTick(tickJobId(id, tonumber(tick))) end
+  return existed
 end
 
 -- Stores a tick's job due at its tick (now if the tick is past), as schedule() stores a job.
