@@ -1,3 +1,4 @@
+import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { errorMessage } from '../core/errors/error-message.js';
 import { InvalidLockKeyError } from '../core/errors/invalid-lock-key.error.js';
@@ -126,10 +127,10 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   readWrite(key: string): ReadWriteLock {
     const side = this.protocols.readWrite(key);
     return {
-      read: (options) => this.acquireWith(side('read'), options, true) as Promise<LockHandle>,
-      write: (options) => this.acquireWith(side('write'), options, true) as Promise<LockHandle>,
-      tryRead: (options) => this.acquireWith(side('read'), options, false),
-      tryWrite: (options) => this.acquireWith(side('write'), options, false),
+      read: (options) => this.acquireWith(side('read'), options, true, 'read/write locks') as Promise<LockHandle>,
+      write: (options) => this.acquireWith(side('write'), options, true, 'read/write locks') as Promise<LockHandle>,
+      tryRead: (options) => this.acquireWith(side('read'), options, false, 'read/write locks'),
+      tryWrite: (options) => this.acquireWith(side('write'), options, false, 'read/write locks'),
     };
   }
 
@@ -144,8 +145,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   semaphore(key: string, permits: number): Semaphore {
     const protocol = this.protocols.semaphore(key, permits);
     return {
-      acquire: (options) => this.acquireWith(protocol, options, true) as Promise<LockHandle>,
-      tryAcquire: (options) => this.acquireWith(protocol, options, false),
+      acquire: (options) => this.acquireWith(protocol, options, true, 'semaphores') as Promise<LockHandle>,
+      tryAcquire: (options) => this.acquireWith(protocol, options, false, 'semaphores'),
     };
   }
 
@@ -236,10 +237,16 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     this.holds.stop();
   }
 
-  /** A refused option rejects the returned promise, as `acquire()` does, rather than throwing. */
-  private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean) {
+  /**
+   * A refused option rejects the returned promise, as `acquire()` does, rather than throwing.
+   * `notFair`: the lock kind (plural) that has no FIFO mode, which refuses a `fair` option.
+   */
+  private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean, notFair?: string) {
     let resolved: ResolvedAcquireOptions;
     try {
+      if (notFair !== undefined && options?.fair !== undefined) {
+        throw new InvalidOptionsError('fair', `${notFair} have no fair (FIFO) mode; leave \`fair\` out, or use a fair exclusive lock (\`acquire(key, { fair: true })\`)`);
+      }
       resolved = this.acquireOptions.resolve(options, wait);
     } catch (error) {
       return Promise.reject(error as Error);

@@ -94,6 +94,18 @@ describe('bad input to locks', () => {
     expect(await keysWritten()).toBe(0);
   });
 
+  it.each([
+    ['readWrite().read', () => locks.readWrite('rw').read({ fair: true } as never)],
+    ['readWrite().tryWrite', () => locks.readWrite('rw').tryWrite({ fair: false } as never)],
+    ['semaphore().acquire', () => locks.semaphore('sem', 2).acquire({ fair: true } as never)],
+    ['semaphore().tryAcquire', () => locks.semaphore('sem', 2).tryAcquire({ fair: true } as never)],
+  ])('%s with `fair` (no FIFO mode there) → InvalidOptionsError naming it, nothing written', async (_label, call) => {
+    const error = await call().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect((error as Error).message).toMatch(/`fair`.*no fair \(FIFO\) mode/);
+    expect(await keysWritten()).toBe(0);
+  });
+
   it.each([0, -3, 2.5, Number.NaN, Infinity])('semaphore permits %p → InvalidOptionsError', (permits) => {
     expect(() => locks.semaphore('s', permits)).toThrow(InvalidOptionsError);
   });
