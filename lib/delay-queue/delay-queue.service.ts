@@ -252,6 +252,8 @@ export class DelayQueueService {
    * finishes, and no further tick is enqueued. Inside a transaction with `delayQueue.outbox`, the
    * removal goes through the outbox like `repeat()` (applied after COMMIT, never on ROLLBACK) and
    * resolves to `true` at once: whether the schedule existed is known only when it is applied.
+   * Outside a transaction it supersedes the schedule's changes still pending in the outbox, which
+   * are deleted first.
    *
    * @returns whether the schedule existed
    */
@@ -263,6 +265,7 @@ export class DelayQueueService {
       await this.enqueuer.changeScheduleInOutbox(topic, scheduleId, undefined);
       return true;
     }
+    await this.enqueuer.discardPendingScheduleChanges(topic, scheduleId);
     return this.repeats.remove(topic, scheduleId);
   }
 

@@ -1,3 +1,4 @@
+import { errorMessage } from '../core/errors/error-message.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
@@ -97,6 +98,21 @@ export class JobEnqueuer {
    */
   async changeScheduleInOutbox(topic: string, id: string, definition: RepeatDefinition | undefined): Promise<void> {
     await this.outbox!.insertScheduleChange(topic, id, definition);
+  }
+
+  /**
+   * Before a removal outside a transaction: deletes the schedule's changes still pending in the
+   * outbox, if any, which it supersedes (one left behind by a killed process would otherwise be
+   * relayed again after Redis lost its data, and bring the schedule back). A database that does not
+   * answer is logged and does not stop the removal.
+   */
+  async discardPendingScheduleChanges(topic: string, id: string): Promise<void> {
+    await this.outbox?.discardScheduleChanges(topic, id).catch((error: unknown) =>
+      this.logger.warn(
+        `removeRepeat(${JSON.stringify(topic)}, ${JSON.stringify(id)}): could not delete its pending outbox changes (${errorMessage(error)}); ` +
+          'removing it from Redis anyway (a change left behind may bring it back if Redis later loses its data).',
+      ),
+    );
   }
 
   /** Starts the outbox relay, if any. */

@@ -180,4 +180,33 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
       await other.close();
     }
   });
+  it('a removeRepeat() outside a transaction deletes the changes of that schedule left in the outbox, so Redis losing its data cannot bring it back', async () => {
+    const store = newStore();
+    // A process killed after applying its row, before the row's DELETE: the row stays, claimed.
+    const killedBeforeDelete = Object.assign(Object.create(store) as PostgresJobOutbox, { delete: async () => undefined });
+    const leftTopic = 'report.left';
+    const other = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix: uniquePrefix('pglite-outbox-repeat-left'),
+      outbox: killedBeforeDelete,
+      topics: [leftTopic],
+      runs: [],
+      outboxRelay: { minAge: 0, pollInterval: 50 },
+    });
+    const rowsOf = async (id: string) =>
+      (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox WHERE topic = $1 AND job_id = $2', [leftTopic, id])).rows[0].n;
+    try {
+      await inTx(() => other.queue.repeat(leftTopic, { every: 60_000 }, { id: 'left' }));
+      await waitFor(async () => (await other.queue.listRepeats(leftTopic)).length === 1 || undefined, 30_000, 'the schedule applied');
+      expect(await rowsOf('left')).toBe(1);
+
+      expect(await other.queue.removeRepeat(leftTopic, 'left')).toBe(true);
+      // The removal supersedes the row: without deleting it, its claim would run out, and after a
+      // loss of Redis's data (the removal's record with it) the relay would store the schedule again.
+      expect(await rowsOf('left')).toBe(0);
+      expect(await other.queue.listRepeats(leftTopic)).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  });
 });

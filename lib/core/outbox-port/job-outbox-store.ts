@@ -83,6 +83,15 @@ export interface JobOutboxStore {
   /** Moves a row that can never be relayed aside (kept for inspection, never claimed again), with the reason. */
   park(rowId: string, reason: string): Promise<void>;
 
+  /**
+   * Deletes the pending changes of repeat schedule `jobId` of `topic` (its `'repeat'` and
+   * `'removeRepeat'` rows that are not parked), outside any transaction: a `removeRepeat()` made
+   * outside a transaction supersedes them. Without it such a row left behind (its process killed
+   * between its write and its DELETE) is relayed again after Redis lost its data, and the schedule
+   * comes back. Optional.
+   */
+  discardScheduleChanges?(topic: string, jobId: string): Promise<void>;
+
   /** Rows waiting to be relayed (parked rows not counted). Optional; used for metrics. */
   countPending?(): Promise<number>;
 

@@ -84,6 +84,11 @@ export class JobOutboxRelay {
     return this.store.countPending?.();
   }
 
+  /** Deletes the pending outbox changes of a schedule a removal outside a transaction supersedes (see JobOutboxStore). */
+  async discardScheduleChanges(topic: string, id: string): Promise<void> {
+    await this.store.discardScheduleChanges?.(topic, id);
+  }
+
   /**
    * Inserts the jobs into the outbox in the current transaction; after COMMIT they are written to
    * Redis from here at once, on ROLLBACK they vanish with the transaction.

@@ -158,6 +158,10 @@ export class PostgresJobOutbox implements JobOutboxStore {
     await this.runRelay(this.sql.park, [rowId, reason]);
   }
 
+  async discardScheduleChanges(topic: string, jobId: string): Promise<void> {
+    await this.runRelay(this.sql.discardScheduleChanges, [topic, jobId]);
+  }
+
   async countPending(): Promise<number> {
     const [row] = await this.runRelay(this.sql.countPending, []);
     return Number(row?.count ?? 0);
@@ -235,5 +239,6 @@ WHERE id = ANY($1::text[]) AND parked_at IS NULL AND (claimed_until IS NULL OR c
     delete: `DELETE FROM ${t} WHERE id = ANY($1::text[])`,
     park: `UPDATE ${t} SET parked_at = clock_timestamp(), claimed_until = NULL, last_error = $2 WHERE id = $1`,
     countPending: `SELECT count(*) AS count FROM ${t} WHERE parked_at IS NULL`,
+    discardScheduleChanges: `DELETE FROM ${t} WHERE topic = $1 AND job_id = $2 AND kind IN ('r', 'x') AND parked_at IS NULL`,
   };
 }
