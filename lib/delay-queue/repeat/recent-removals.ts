@@ -7,7 +7,8 @@ import { reassertRemovalsScript } from '../scripts/reassert-removals.lua.js';
  * How long an instance remembers a schedule removal it made, in ms. Every other instance that
  * upserted the schedule sees the removal's record at its next check (every 5 s) and forgets the
  * schedule; until then a loss of Redis's data would take the record with it and let that instance
- * restore the schedule. Twelve checks: an instance paused or cut off for most of a minute still sees it.
+ * restore the schedule. Twelve checks: an instance paused or cut off for most of a minute still
+ * finds the removal recorded.
  */
 export const REMOVAL_REMEMBERED_MS = 60_000;
 
@@ -18,7 +19,7 @@ const REASSERT_BATCH = 200;
 const SUPERSEDED = 3;
 
 interface Removal {
-  /** When Redis removed it (server ms). */
+  /** When Redis removed it (server µs). */
   readonly removedAt: number;
   /** When this instance forgets it (ms of its monotonic clock). */
   readonly forgetAt: number;

@@ -52,7 +52,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
    * topic then id, in their stored form (a string: no parsed calendar): when the check finds one gone
    * from Redis without a removal (the server lost its data), it stores it again. An entry leaves when
    * the schedule is removed (here, or elsewhere and seen by the check), so they follow what is stored.
-   * `seenAt`: the latest server ms from which this instance knows its definition was current (it
+   * `seenAt`: the latest server µs from which this instance knows its definition was current (it
    * stored it then, or saw that definition time stored with it).
    */
   private readonly defined = new Map<string, Map<string, { readonly stored: string; seenAt: number }>>();
@@ -66,6 +66,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   /** The check under way, if any. */
   private checking?: Promise<void>;
   private stopped = false;
+  private periodic = true;
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
@@ -89,10 +90,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   async upsert(topic: string, definition: RepeatDefinition, fence?: WriteFence): Promise<RepeatInfo> {
     const keys = this.shards.forSchedule(topic, definition.id);
     this.watch(topic);
-    this.removals.drop(topic, definition.id);
     const entry = this.remember(topic, definition);
-    const { info, unchanged, nowMs } = await this.schedules.store(keys, topic, definition, undefined, fence);
-    entry.seenAt = Math.max(entry.seenAt, nowMs);
+    const { info, unchanged, nowMs, definedAt } = await this.schedules.store(keys, topic, definition, undefined, fence);
+    if (definedAt !== undefined) {
+      entry.seenAt = Math.max(entry.seenAt, definedAt);
+      this.removals.drop(topic, definition.id); // stored after any removal made here
+    }
     if (unchanged) await this.reconcile(keys, unchanged, nowMs);
     return info!;
   }
@@ -124,7 +127,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     // The script records the removal: the other instances that upserted the schedule forget it
     // instead of restoring it, also when it was already lost with the data.
     const { existed, removedAt } = await this.schedules.remove(this.shards.forSchedule(topic, id), id, fence);
-    this.removals.add(topic, id, removedAt);
+    if (removedAt !== undefined) this.removals.add(topic, id, removedAt);
     this.startChecks();
     return existed;
   }
@@ -158,9 +161,16 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     this.startChecks();
   }
 
+  /** Stops the periodic check for good; `checkAll()` still runs (tests that order the checks of several instances). */
+  stopPeriodicChecks(): void {
+    this.periodic = false;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
   /** Starts the periodic check (also for an instance that only removes schedules: it re-records its removals). */
   private startChecks(): void {
-    if (this.timer || this.stopped) return;
+    if (this.timer || this.stopped || !this.periodic) return;
     this.timer = setInterval(() => {
       if (!this.checking) void this.checkAll();
     }, REPEAT_CHECK_INTERVAL_MS);
@@ -241,6 +251,13 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
           this.missingSince.delete(missingKey);
           continue;
         }
+        // Removed since this instance last knew its definition current: forget it at once.
+        const removedAt = await this.schedules.removedAt(keys, id);
+        if (removedAt !== undefined && removedAt >= entry.seenAt) {
+          this.missingSince.delete(missingKey);
+          if (definitions.get(id) === entry) definitions.delete(id);
+          continue;
+        }
         const since = this.missingSince.get(missingKey);
         if (since === undefined) this.missingSince.set(missingKey, performance.now());
         if (since === undefined || performance.now() - since < this.restoreAfterMissingMs) continue;
@@ -270,7 +287,10 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   private remember(topic: string, definition: RepeatDefinition): { seenAt: number } {
     let definitions = this.defined.get(topic);
     if (!definitions) this.defined.set(topic, (definitions = new Map()));
-    const entry = { stored: storedForm(definition), seenAt: 0 };
+    const stored = storedForm(definition);
+    const prior = definitions.get(definition.id);
+    // The same definition keeps what is known of it; another one is not stored yet.
+    const entry = { stored, seenAt: prior?.stored === stored ? prior.seenAt : 0 };
     definitions.set(definition.id, entry);
     return entry;
   }

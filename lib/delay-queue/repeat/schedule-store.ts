@@ -27,7 +27,7 @@ export interface ScheduleRow {
   readonly state: QueuedTickState;
   /** The last tick a consumer claimed, if any. */
   readonly lastRun?: number;
-  /** From when its definition is known current (server ms; see repeat-lua-snippets.ts), if recorded. */
+  /** From when its definition is known current (server µs; see repeat-lua-snippets.ts), if recorded. */
   readonly definedAt?: number;
 }
 
@@ -38,8 +38,10 @@ export interface StoreOutcome {
   readonly created?: boolean;
   /** The same definition was stored already: nothing was written (its tick may need a reconcile). */
   readonly unchanged?: ScheduleRow;
-  /** The server ms of the last read or write, when the schedule was (or is) stored as answered. */
+  /** The server ms of the last read or write. */
   readonly nowMs: number;
+  /** From when the stored definition is known current (server µs), when this definition is stored. */
+  readonly definedAt?: number;
 }
 
 /**
@@ -50,9 +52,9 @@ export interface StoreOutcome {
 export class ScheduleStore {
   constructor(private readonly connection: RedisConnection) {}
 
-  /** The server's now and the shard's schedules: `id` alone, or the first READ_BATCH by next tick. */
-  async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[]]> {
-    const [nowMs, flat] = await readRepeatsScript.run<[number, string[]]>(this.connection.client, repeatScriptKeys(keys), [id, READ_BATCH]);
+  /** The server's now (ms, and µs) and the shard's schedules: `id` alone, or the first READ_BATCH by next tick. */
+  async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[], number]> {
+    const [nowMs, flat, nowUs] = await readRepeatsScript.run<[number, string[], number]>(this.connection.client, repeatScriptKeys(keys), [id, READ_BATCH]);
     const rows: ScheduleRow[] = [];
     for (let i = 0; i < flat.length; i += 6) {
       const definition = readStoredForm(flat[i], flat[i + 1]);
@@ -61,7 +63,15 @@ export class ScheduleStore {
       const definedAt = flat[i + 5] === '' ? undefined : Number(flat[i + 5]);
       rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: TICK_STATES[flat[i + 3]] ?? 'gone', lastRun, definedAt });
     }
-    return [Number(nowMs), rows];
+    return [Number(nowMs), rows, Number(nowUs)];
+  }
+
+  /** When schedule `id` was last removed (server µs), if a removal is recorded. */
+  async removedAt(keys: TopicKeys, id: string): Promise<number | undefined> {
+    const score = await this.connection.client.zscore(repeatScriptKeys(keys)[9], id);
+    if (score === null) return undefined;
+    const value = Number(score);
+    return value < 1e14 ? value * 1000 : value; // a record of an older version holds ms
   }
 
   /**
@@ -71,19 +81,20 @@ export class ScheduleStore {
    * upsert-repeat.lua.ts); `created` when this call stored it.
    */
   async store(keys: TopicKeys, topic: string, definition: RepeatDefinition, restore: { seenAt: number } | undefined, fence?: WriteFence): Promise<StoreOutcome> {
-    let [nowMs, rows] = await this.read(keys, definition.id);
+    let [nowMs, rows, nowUs] = await this.read(keys, definition.id);
     for (let attempt = 0; ; attempt++) {
       const current = rows[0];
       // A fenced upsert always goes through the script, which records the row as applied.
       if (current && current.definition.fingerprint === definition.fingerprint && !fence) {
         // A repeat() finding its definition stored: that definition is current from now on.
-        if (!restore) await this.confirmDefinition(keys, definition.id, nowMs);
-        return { info: this.info(topic, current.definition, current.tick, current.lastRun), unchanged: current, nowMs };
+        if (!restore) await this.confirmDefinition(keys, definition.id, nowUs);
+        const definedAt = restore ? current.definedAt : Math.max(nowUs, current.definedAt ?? 0);
+        return { info: this.info(topic, current.definition, current.tick, current.lastRun), unchanged: current, nowMs, definedAt };
       }
       if (current && restore) return { kept: true, nowMs };
       const firstTick = definition.calendar.after(nowMs);
       if (firstTick === null) throw new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
-      const [status, tick, serverNow] = await upsertRepeatScript.run<[number, number, number]>(
+      const [status, tick, serverNow, definedAt] = await upsertRepeatScript.run<[number, number, number, number]>(
         this.connection.client,
         repeatScriptKeys(keys, fence?.recordId),
         [definition.id, storedForm(definition), firstTick, definition.tail, restore ? '1' : '0', fence ? fence.deadline : '', ...(restore ? [restore.seenAt] : [])],
@@ -93,28 +104,31 @@ export class ScheduleStore {
       if (status === 4) return { info: this.info(topic, definition, Number(tick), current?.lastRun), nowMs };
       if (status === -2) return { nowMs };
       if (status === 3) return { kept: true, nowMs };
-      if (status !== -1) return { info: this.info(topic, definition, Number(tick), current?.lastRun), created: status !== 0, nowMs };
+      if (status !== -1) return { info: this.info(topic, definition, Number(tick), current?.lastRun), created: status !== 0, nowMs, definedAt: Number(definedAt) };
       if (attempt >= 5) throw new Error(`repeat(${JSON.stringify(topic)}): the server clock kept passing the first tick`);
       [, rows] = await this.read(keys, definition.id);
     }
   }
 
-  /** Raises the time from which a stored definition is known current to `at` (server ms), never lowers it. */
+  /**
+   * Raises the time from which a stored definition is known current to `at` (server µs), never lowers
+   * it, and only while the schedule has one (a removal meanwhile deleted it: nothing is added).
+   */
   async confirmDefinition(keys: TopicKeys, id: string, at: number): Promise<void> {
-    await this.connection.client.zadd(repeatScriptKeys(keys)[10], 'GT', at, id);
+    await this.connection.client.zadd(repeatScriptKeys(keys)[10], 'XX', 'GT', at, id);
   }
 
   /**
    * Deletes a schedule and its waiting tick job, recording the removal; answers whether it existed and
-   * when Redis removed it (server ms). With a `fence` its record is the call's record, kept after the
+   * when Redis removed it (server µs; undefined when a replay of an older version's call does not tell). With a `fence` its record is the call's record, kept after the
    * call, and a removal past its deadline changes nothing (`WriteFenceExpiredError`).
    */
-  async remove(keys: TopicKeys, id: string, fence?: WriteFence): Promise<{ existed: boolean; removedAt: number }> {
+  async remove(keys: TopicKeys, id: string, fence?: WriteFence): Promise<{ existed: boolean; removedAt?: number }> {
     const scriptKeys = repeatScriptKeys(keys, fence?.recordId ?? newOperationId());
     const [existed, removedAt] = await removeRepeatScript.run<[number, number]>(this.connection.client, scriptKeys, fence ? [id, fence.deadline] : [id]);
     if (existed === -3) throw new WriteFenceExpiredError();
     if (!fence) await this.connection.client.del(scriptKeys[5]).catch(() => undefined);
-    return { existed: existed === 1, removedAt: Number(removedAt) };
+    return { existed: existed === 1, removedAt: Number(removedAt) >= 0 ? Number(removedAt) : undefined };
   }
 
   /** Moves a schedule's queued tick from `row.tick` to `next` (a compare-and-set; see advance-repeat.lua.ts). */

@@ -8,7 +8,7 @@ import { LUA_REPEAT } from './repeat-lua-snippets.js';
  * ARGV[1] a schedule id, or '' for every schedule of the shard (at most ARGV[2] of them, by next tick)
  *
  * Returns { nowMs, { id, stored form, tick, job state ('w' waiting | 'a' active | 'd' dead | '' gone),
- *           last claimed tick or '', definition time (KEYS[11]) or '', ... } }.
+ *           last claimed tick or '', definition time (KEYS[11], µs) or '', ... }, nowUs }.
  */
 export const readRepeatsScript = new RedisScript(
   'readRepeats',
@@ -32,7 +32,7 @@ for _, id in ipairs(ids) do
     rows[#rows + 1] = redis.call('zscore', REPEAT_DEFINED, id) or ''
   end
 end
-return { nowMs, rows }
+return { nowMs, rows, nowUs }
 `,
   [LUA_REPEAT],
 );

@@ -12,8 +12,9 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  *         the write's deadline on this server's clock; KEYS[6] is then the row's record
  *
  * Returns { status, removedAt }: status 1 if the schedule existed, 0 if not, -3 the deadline has
- * passed (nothing changes, nothing recorded); removedAt the server ms of the removal. A second run of
- * the same call answers as the first (its record holds both).
+ * passed (nothing changes, nothing recorded); removedAt the server µs of the removal (-1: unknown, a
+ * record an older version wrote). A second run of the same call answers as the first (its record
+ * holds both).
  */
 export const removeRepeatScript = new RedisScript(
   'removeRepeat',
@@ -22,14 +23,14 @@ local prior = recordedReply()
 if prior then
   local status, removedAt = string.match(prior, '^(%-?%d+):(%d+)$')
   if status then return { tonumber(status), tonumber(removedAt) } end
-  return { tonumber(prior), nowMs }
+  return { tonumber(prior), -1 }
 end
-if pastDeadline(ARGV[2]) then return { -3, nowMs } end
+if pastDeadline(ARGV[2]) then return { -3, -1 } end
 local id = ARGV[1]
 local existed = deleteSchedule(id)
-recordRemoval(id, nowMs)
-recordReply(existed .. ':' .. fmt(nowMs))
-return { existed, nowMs }
+recordRemoval(id, nowUs)
+recordReply(existed .. ':' .. fmt(nowUs))
+return { existed, nowUs }
 `,
   [LUA_REPEAT, LUA_WRITE_DEADLINE],
 );

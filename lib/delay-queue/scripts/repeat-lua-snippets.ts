@@ -17,12 +17,14 @@ const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
  * KEYS[7] schedules  hash  schedule id -> <40-hex fingerprint><definition JSON> (see repeat-definition.ts)
  * KEYS[8] next ticks zset  schedule id -> the tick whose job was enqueued last (epoch ms)
  * KEYS[9] last runs  zset  schedule id -> the last tick a consumer claimed (epoch ms; for dashboards)
- * KEYS[10] removals zset  schedule id -> when removeRepeat() removed it (server ms; kept
- *         REMOVED_SCHEDULE_KEPT_MS, cleared by the next repeat() of the id)
- * KEYS[11] definition times zset  schedule id -> the server ms from which its stored definition is
+ * KEYS[10] removals zset  schedule id -> when removeRepeat() removed it (server µs; a record an older
+ *         version wrote holds ms, read as µs by asUs; kept REMOVED_SCHEDULE_KEPT_MS, cleared by the
+ *         next repeat() of the id)
+ * KEYS[11] definition times zset  schedule id -> the server µs from which its stored definition is
  *         known to be current: when repeat() (or an outbox row's application) stored it, or, for a
- *         restore, when the restoring instance last saw it stored. A removal later than that time
+ *         restore, when the restoring instance last knew it current. A removal at or after that time
  *         (re-recorded by the instance that made it after Redis lost its data) undoes the restore.
+ *         Microseconds: a removal and a repeat() in the same millisecond stay ordered.
  *
  * Invariant: a schedule's stored tick only grows while its definition stays the same, and a tick's
  * job is enqueued only by the step that moves the stored tick onto it. So each tick is enqueued once,
@@ -34,10 +36,19 @@ export const LUA_REPEAT = {
   source: `
 local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED, REPEAT_DEFINED = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 
--- Remembers that the schedule was removed at removedAt (and forgets removals older than the retention).
+-- A removal record's time in µs (an older version recorded ms: no µs time is that small).
+local function asUs(score)
+  score = tonumber(score)
+  if score < 1e14 then return score * 1000 end
+  return score
+end
+
+-- Remembers that the schedule was removed at removedAt (µs; a later record is kept), and forgets
+-- removals older than the retention.
 local function recordRemoval(id, removedAt)
-  redis.call('zremrangebyscore', REPEAT_REMOVED, '-inf', '(' .. fmt(nowMs - ${REMOVED_SCHEDULE_KEPT_MS}))
-  redis.call('zadd', REPEAT_REMOVED, fmt(removedAt), id)
+  redis.call('zremrangebyscore', REPEAT_REMOVED, '-inf', '(' .. fmt(nowUs - ${REMOVED_SCHEDULE_KEPT_MS} * 1000))
+  local recorded = redis.call('zscore', REPEAT_REMOVED, id)
+  if not recorded or asUs(recorded) < removedAt then redis.call('zadd', REPEAT_REMOVED, fmt(removedAt), id) end
 end
 
 -- The same id as tickJobId() in jobs/tick-job-id.ts.

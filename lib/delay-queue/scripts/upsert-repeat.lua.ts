@@ -11,15 +11,17 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  *         (an instance stores again a schedule it upserted that it found missing), which only creates:
  *         it stores nothing over another definition or after a recorded removal;
  *         ARGV[6] (optional, an outbox row's application, see jobs/write-fence.ts) the write's
- *         deadline on this server's clock; ARGV[7] (a restore) the server ms at which the restoring
- *         instance last saw its definition stored
+ *         deadline on this server's clock; ARGV[7] (a restore) the server µs from which the
+ *         restoring instance knew its definition current
  *
- * Returns { status, tick, nowMs }: status 0 the same definition was stored already (nothing changes;
+ * Returns { status, tick, nowMs, definedAt }: status 0 the same definition was stored already (nothing changes;
  * tick is the one queued), 1 created, 2 replaced another definition (its waiting tick job is dropped;
  * one already running finishes), -1 the first tick is no longer in the future (read the time again);
  * a restore only: 3 another definition is stored (kept), -2 the schedule was removed at or after
  * ARGV[7] (nothing stored; any removal without ARGV[7]). A store clears the schedule's removal
- * record and sets its definition time (KEYS[11]): now, or ARGV[7] for a restore. A changed definition
+ * record and sets its definition time (KEYS[11]): now, or ARGV[7] for a restore; finding the same
+ * definition raises it to that time. definedAt: the definition time stored after the call (0 when
+ * nothing is stored by this definition). A changed definition
  * starts at a tick after the server's now, so no tick that may have run is enqueued again. Run
  * twice, the second run finds the same definition and changes nothing (a restore run again after a
  * removal finds the removal). With a deadline: 4 the row was applied already (its record KEYS[6]
@@ -32,25 +34,29 @@ export const upsertRepeatScript = new RedisScript(
 local id, stored, firstTick, tail, restore = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5] == '1'
 local fenced = ARGV[6] ~= nil and ARGV[6] ~= ''
 local seenAt = tonumber(ARGV[7] or '')
-local definedAt = nowMs
-if restore then definedAt = seenAt or nowMs end
+local definedAt = nowUs
+if restore then definedAt = seenAt or nowUs end
 if fenced then
-  if redis.call('exists', OPERATION) == 1 then return { 4, tonumber(redis.call('zscore', REPEAT_NEXT, id) or 0), nowMs } end
-  if pastDeadline(ARGV[6]) then return { -3, 0, nowMs } end
+  if redis.call('exists', OPERATION) == 1 then return { 4, tonumber(redis.call('zscore', REPEAT_NEXT, id) or 0), nowMs, 0 } end
+  if pastDeadline(ARGV[6]) then return { -3, 0, nowMs, 0 } end
 end
 local old = redis.call('hget', REPEATS, id)
 local oldTick = redis.call('zscore', REPEAT_NEXT, id)
 if old and oldTick and string.sub(old, 1, 40) == string.sub(stored, 1, 40) then
-  if definedAt > tonumber(redis.call('zscore', REPEAT_DEFINED, id) or '0') then redis.call('zadd', REPEAT_DEFINED, fmt(definedAt), id) end
+  local stored = tonumber(redis.call('zscore', REPEAT_DEFINED, id) or '0')
+  if definedAt > stored then
+    redis.call('zadd', REPEAT_DEFINED, fmt(definedAt), id)
+    stored = definedAt
+  end
   if fenced then recordReply('1') end
-  return { 0, tonumber(oldTick), nowMs }
+  return { 0, tonumber(oldTick), nowMs, stored }
 end
 if restore then
-  if old and oldTick then return { 3, tonumber(oldTick), nowMs } end
+  if old and oldTick then return { 3, tonumber(oldTick), nowMs, 0 } end
   local removedAt = redis.call('zscore', REPEAT_REMOVED, id)
-  if removedAt and (seenAt == nil or tonumber(removedAt) >= seenAt) then return { -2, 0, nowMs } end
+  if removedAt and (seenAt == nil or asUs(removedAt) >= seenAt) then return { -2, 0, nowMs, 0 } end
 end
-if firstTick <= nowMs then return { -1, 0, nowMs } end
+if firstTick <= nowMs then return { -1, 0, nowMs, 0 } end
 redis.call('zrem', REPEAT_REMOVED, id)
 if oldTick then dropWaitingTick(tickJobId(id, tonumber(oldTick))) end
 redis.call('hset', REPEATS, id, stored)
@@ -58,7 +64,7 @@ redis.call('zadd', REPEAT_NEXT, fmt(firstTick), id)
 redis.call('zadd', REPEAT_DEFINED, fmt(definedAt), id)
 enqueueTick(tickJobId(id, firstTick), firstTick, tail)
 if fenced then recordReply('1') end
-return { old and 2 or 1, firstTick, nowMs }
+return { old and 2 or 1, firstTick, nowMs, definedAt }
 `,
   [LUA_REPEAT, LUA_WRITE_DEADLINE],
 );
