@@ -130,6 +130,24 @@ describe('scheduled-work checker', () => {
     expect(rules(history(false))).toContain('removed-schedule-ticked');
   });
 
+  it('repeat: a removal undone because Redis lost its data while the remover was down (NG-rl) is counted, not a violation; with the remover up, or Redis losing nothing, it is one', () => {
+    const history = (remover: 'killed' | 'up', dataLoss = true): SwEvent[] => [
+      at(1_000, 'w0.1', { op: 'repeat-invoke', id: 'c0.1.tx', via: 'tx' }),
+      at(1_010, 'w0.1', { op: 'repeat-done', id: 'c0.1.tx', via: 'tx' }),
+      at(1_100, 'w0.1', { op: 'remove-invoke', id: 'c0.1.tx', via: 'tx' }),
+      at(1_110, 'w0.1', { op: 'remove-done', id: 'c0.1.tx', via: 'tx' }),
+      ...(remover === 'killed' ? fault(1_500, 1_600, 'kill', 0) : fault(1_500, 1_600, 'kill', 1)),
+      ...(dataLoss ? fault(3_000, 3_500, 'redis-empty') : []),
+      ...run(12_000, 'w1.1', `repeat:c0.1.tx@${T0 + 12_000}`, 1, 'sw.ticks'),
+    ];
+    const presentAtEnd = new Set([...present, 'c0.1.tx']);
+    const undone = checkScheduledWork([...history('killed'), ...fixedTicks(100_000)], { visibilityMs: 2_000, leaseMs: 1_000, presentAtEnd });
+    expect(undone.violations.map((v) => v.rule)).toEqual([]);
+    expect(undone.figures.churn.removalsUndoneByDataLoss).toBe(1);
+    expect(rules(history('up'), presentAtEnd)).toEqual(['removed-schedule-present']);
+    expect(rules(history('killed', false), presentAtEnd)).toEqual(['removed-schedule-present']);
+  });
+
   it('repeat: a fixed schedule missing at the end, or not ticking after the last fault, was not restored', () => {
     const events = [...fault(200_000, 201_000, 'redis-empty')];
     expect(rules(events, new Set(['s0', 's1']))).toEqual(['schedule-not-restored', 'schedule-not-restored', 'schedule-not-restored']);

@@ -32,9 +32,12 @@
  *   schedule due after the removal ran, before the next `repeat()` of that id was called. Not a
  *   violation, counted as `removalsUndoneByDataLoss`: Redis restarted empty between the removal and
  *   that tick, and an earlier `repeat()` of the id went through the outbox (NG-r: its row may be
- *   relayed again, and the removal was only in Redis).
+ *   relayed again, and the removal was only in Redis); or Redis restarted empty within a minute of
+ *   the removal and the remover's process was killed, paused or cut off between the removal and
+ *   REMOVER_WINDOW_US after that restart (NG-rl: it could not record its removal again in time).
  * - `removed-schedule-present`: a schedule whose last change was a completed removal (direct or
- *   committed through the outbox) is in Redis at the end.
+ *   committed through the outbox) is in Redis at the end. Excused (counted the same way) on NG-rl's
+ *   condition.
  * - `schedule-lost`: a schedule whose last change was a completed `repeat()` is missing at the end,
  *   though Redis was not restarted empty after it.
  * - `schedule-not-restored`: a fixed schedule (upserted by every worker) is missing at the end, or
@@ -140,6 +143,15 @@ export function lostWithRedisData(beginM: number, committedM: number, emptyResta
 /** Clock reading slack of the early-run rule (ms): the Redis and database clocks are read in whole ms. */
 const EARLY_MARGIN_MS = 5;
 
+/** Faults that stop a remover's process from recording its removal again (NG-rl). */
+const REMOVER_FAULTS = new Set(['kill', 'kill-after-commit', 'pause', 'stall']);
+/**
+ * How long after Redis restarted empty a remover must be able to record its removal again (µs): a
+ * missing schedule is restored from 6 s after an instance first finds it missing, which is at most
+ * one 5 s check after the restart.
+ */
+const REMOVER_WINDOW_US = 11_000_000;
+
 const slotOf = (w: string) => Number(/^w(\d+)\./.exec(w)?.[1] ?? -1);
 const bigger = (a: string, b: string) => BigInt(a) > BigInt(b);
 
@@ -168,6 +180,20 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   const lastM = history.at(-1)?.m ?? 0;
   for (const start of open.values()) faults.push({ kind: start.kind!, slot: start.slot, startM: start.m, endM: lastM, startT: start.t, open: true });
   const emptyRestarts = faults.filter((f) => f.kind === 'redis-empty');
+  /**
+   * NG-rl: Redis lost its data within a minute of a removal made by `remover`, and that process was
+   * killed, paused or cut off from the removal until REMOVER_WINDOW_US after the restart (a removal
+   * the remover could not record again before another instance restored the schedule).
+   */
+  const removerLostRemoval = (remover: string, removedM: number) => {
+    const slot = slotOf(remover);
+    return emptyRestarts.some(
+      (r) =>
+        r.startM >= removedM &&
+        r.startM <= removedM + 60_000_000 &&
+        faults.some((f) => REMOVER_FAULTS.has(f.kind) && f.slot === slot && f.endM >= removedM && f.startM <= r.endM + REMOVER_WINDOW_US),
+    );
+  };
   const emptyRestartBetween = (fromM: number, toM: number) => emptyRestarts.some((f) => f.endM >= fromM && f.startM <= toM);
   const hitBetween = (slot: number, fromM: number, toM: number) =>
     faults.some((f) => HITS_A_CONSUMER[f.kind] !== undefined && (HITS_A_CONSUMER[f.kind] === 'all' || f.slot === slot) && f.endM >= fromM && f.startM <= toM);
@@ -344,8 +370,8 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       // the removal then.
       const undoneByDataLoss =
         late.length > 0 &&
-        ops.slice(0, i).some((o) => o.op === 'repeat-done' && o.via === 'tx') &&
-        emptyRestarts.some((f) => f.startM >= op.m && f.endM <= late[0].e.m);
+        ((ops.slice(0, i).some((o) => o.op === 'repeat-done' && o.via === 'tx') && emptyRestarts.some((f) => f.startM >= op.m && f.endM <= late[0].e.m)) ||
+          removerLostRemoval(op.w!, op.m));
       if (undoneByDataLoss) churn.removalsUndoneByDataLoss++;
       else if (late.length > 0) {
         violate(
@@ -356,7 +382,8 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       }
     }
     const last = ops.at(-1)!;
-    if (last.op === 'remove-done' && options.presentAtEnd.has(id)) {
+    if (last.op === 'remove-done' && options.presentAtEnd.has(id) && !last.killed && removerLostRemoval(last.w!, last.m)) churn.removalsUndoneByDataLoss++;
+    else if (last.op === 'remove-done' && options.presentAtEnd.has(id)) {
       violate('removed-schedule-present', `${id}: its last change, a removal${last.via === 'tx' ? ' committed through the outbox' : ''}, completed, yet the schedule is in Redis at the end`, [last]);
     }
     if (last.op === 'repeat-done' && !options.presentAtEnd.has(id) && !emptyRestarts.some((f) => f.endM >= last.m)) {
