@@ -265,8 +265,7 @@ export class DelayQueueService {
       await this.enqueuer.changeScheduleInOutbox(topic, scheduleId, undefined);
       return true;
     }
-    await this.enqueuer.discardPendingScheduleChanges(topic, scheduleId);
-    return this.repeats.remove(topic, scheduleId);
+    return this.enqueuer.removeSupersedingOutbox(topic, scheduleId, () => this.repeats.remove(topic, scheduleId));
   }
 
   /** The repeatable schedules of `topic`, by next tick (at most 1000 per shard). */

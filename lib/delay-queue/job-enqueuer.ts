@@ -25,6 +25,12 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  * `AfterCommitWriter`, dropped on rollback). Every path writes through the one `JobWriter`. Started
  * and stopped by the `DelayQueueOrchestrator`; once closed, it refuses new jobs.
  */
+/**
+ * How long a removal outside a transaction waits for the outbox database to claim the schedule's
+ * pending changes before it goes on without (see JobEnqueuer.removeSupersedingOutbox), in ms.
+ */
+const OUTBOX_CLAIM_WAIT_MS = 2_000;
+
 @Injectable()
 export class JobEnqueuer {
   private readonly logger = new Logger('DelayQueue');
@@ -101,18 +107,37 @@ export class JobEnqueuer {
   }
 
   /**
-   * Before a removal outside a transaction: deletes the schedule's changes still pending in the
-   * outbox, if any, which it supersedes (one left behind by a killed process would otherwise be
-   * relayed again after Redis lost its data, and bring the schedule back). A database that does not
-   * answer is logged and does not stop the removal.
+   * Runs `remove`, a schedule removal outside a transaction, so that it supersedes the schedule's
+   * changes still pending in the outbox (one left behind by a killed process would otherwise be
+   * relayed again after Redis lost its data, and bring the schedule back): they are claimed first,
+   * so no relay applies one meanwhile, deleted once the removal resolved, released when it
+   * rejected. A database that has not answered the claim within OUTBOX_CLAIM_WAIT_MS is logged and
+   * the removal goes on; rows its claim takes later are deleted or released the same way.
    */
-  async discardPendingScheduleChanges(topic: string, id: string): Promise<void> {
-    await this.outbox?.discardScheduleChanges(topic, id).catch((error: unknown) =>
-      this.logger.warn(
-        `removeRepeat(${JSON.stringify(topic)}, ${JSON.stringify(id)}): could not delete its pending outbox changes (${errorMessage(error)}); ` +
-          'removing it from Redis anyway (a change left behind may bring it back if Redis later loses its data).',
-      ),
-    );
+  async removeSupersedingOutbox(topic: string, id: string, remove: () => Promise<boolean>): Promise<boolean> {
+    if (!this.outbox) return remove();
+    const outbox = this.outbox;
+    const what = `removeRepeat(${JSON.stringify(topic)}, ${JSON.stringify(id)})`;
+    const claim = outbox.claimScheduleChanges(topic, id);
+    let settle: (removed: boolean) => void = () => undefined;
+    const removed = new Promise<boolean>((resolve) => (settle = resolve));
+    // Whenever the claim answers, its rows follow the removal's outcome.
+    claim
+      .then(async (rowIds) => ((await removed) ? outbox.deleteClaimed(rowIds) : outbox.releaseClaimed(rowIds)))
+      .catch((error: unknown) =>
+        this.logger.warn(`${what}: its pending outbox changes were not superseded (${errorMessage(error)}); a change left behind may bring the schedule back if Redis later loses its data.`),
+      );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([claim.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, OUTBOX_CLAIM_WAIT_MS)))]);
+    clearTimeout(timer);
+    try {
+      const existed = await remove();
+      settle(true);
+      return existed;
+    } catch (error) {
+      settle(false);
+      throw error;
+    }
   }
 
   /** Starts the outbox relay, if any. */

@@ -183,7 +183,10 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
   it('a removeRepeat() outside a transaction deletes the changes of that schedule left in the outbox, so Redis losing its data cannot bring it back', async () => {
     const store = newStore();
     // A process killed after applying its row, before the row's DELETE: the row stays, claimed.
-    const killedBeforeDelete = Object.assign(Object.create(store) as PostgresJobOutbox, { delete: async () => undefined });
+    let deletes = 0;
+    const killedBeforeDelete = Object.assign(Object.create(store) as PostgresJobOutbox, {
+      delete: async (ids: readonly string[]) => (deletes++ === 0 ? undefined : store.delete(ids)),
+    });
     const leftTopic = 'report.left';
     const other = await startOutboxApp({
       redis: testRedisUrl(),

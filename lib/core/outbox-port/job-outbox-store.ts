@@ -84,13 +84,15 @@ export interface JobOutboxStore {
   park(rowId: string, reason: string): Promise<void>;
 
   /**
-   * Deletes the pending changes of repeat schedule `jobId` of `topic` (its `'repeat'` and
-   * `'removeRepeat'` rows that are not parked), outside any transaction: a `removeRepeat()` made
-   * outside a transaction supersedes them. Without it such a row left behind (its process killed
-   * between its write and its DELETE) is relayed again after Redis lost its data, and the schedule
-   * comes back. Optional.
+   * Claims the pending changes of repeat schedule `jobId` of `topic` (its `'repeat'` and
+   * `'removeRepeat'` rows that are not parked, also those another relay holds: a write of theirs that
+   * failed is then not retried) for `claimMs`, outside any transaction; resolves to their ids. A `removeRepeat()` made
+   * outside a transaction supersedes them: it claims them so no relay applies one meanwhile, then
+   * deletes them once the removal is done (or releases them when it failed). Without it such a row
+   * left behind (its process killed between its write and its DELETE) is relayed again after Redis
+   * lost its data, and the schedule comes back. Optional.
    */
-  discardScheduleChanges?(topic: string, jobId: string): Promise<void>;
+  claimScheduleChanges?(topic: string, jobId: string, options: { claimMs: number }): Promise<string[]>;
 
   /** Rows waiting to be relayed (parked rows not counted). Optional; used for metrics. */
   countPending?(): Promise<number>;

@@ -84,9 +84,22 @@ export class JobOutboxRelay {
     return this.store.countPending?.();
   }
 
-  /** Deletes the pending outbox changes of a schedule a removal outside a transaction supersedes (see JobOutboxStore). */
-  async discardScheduleChanges(topic: string, id: string): Promise<void> {
-    await this.store.discardScheduleChanges?.(topic, id);
+  /**
+   * Claims the pending outbox changes of a schedule that a removal outside a transaction supersedes
+   * (see JobOutboxStore.claimScheduleChanges); none without that store method.
+   */
+  async claimScheduleChanges(topic: string, id: string): Promise<string[]> {
+    return (await this.store.claimScheduleChanges?.(topic, id, { claimMs: this.settings.claimLease })) ?? [];
+  }
+
+  /** Deletes superseded rows claimed by `claimScheduleChanges` (the removal is done). */
+  async deleteClaimed(rowIds: readonly string[]): Promise<void> {
+    if (rowIds.length > 0) await this.store.delete(rowIds);
+  }
+
+  /** Gives back rows claimed by `claimScheduleChanges` (the removal failed): the next look relays them. */
+  async releaseClaimed(rowIds: readonly string[]): Promise<void> {
+    if (rowIds.length > 0) await this.store.release(rowIds);
   }
 
   /**

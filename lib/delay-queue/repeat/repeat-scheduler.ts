@@ -122,11 +122,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
    * a while (RecentRemovals), so a loss of Redis's data right after it does not undo it.
    */
   async remove(topic: string, id: string, fence?: WriteFence): Promise<boolean> {
-    this.defined.get(topic)?.delete(id);
-    this.missingSince.delete(`${topic}\n${id}`);
     // The script records the removal: the other instances that upserted the schedule forget it
     // instead of restoring it, also when it was already lost with the data.
     const { existed, removedAt } = await this.schedules.remove(this.shards.forSchedule(topic, id), id, fence);
+    // Forgotten here once removed (a removal that failed leaves the definition to restore).
+    this.defined.get(topic)?.delete(id);
+    this.missingSince.delete(`${topic}\n${id}`);
     if (removedAt !== undefined) this.removals.add(topic, id, removedAt);
     this.startChecks();
     return existed;
@@ -208,6 +209,9 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
             seen.add(row.id);
             const entry = definitions?.get(row.id);
             if (entry?.stored.startsWith(row.definition.fingerprint)) await this.agreeOnDefinitionTime(keys, row, entry);
+            // Redefined elsewhere since this instance knew its definition current: not its to restore.
+            // (seenAt 0: its own repeat() of a new definition may be under way.)
+            else if (entry && entry.seenAt > 0 && row.definedAt !== undefined && row.definedAt > entry.seenAt) definitions!.delete(row.id);
             await this.reconcile(keys, row, nowMs).catch((error: unknown) =>
               this.logger.debug(`Repeat check of schedule ${JSON.stringify(row.id)} of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`),
             );

@@ -91,7 +91,8 @@ export class ScheduleStore {
         const definedAt = restore ? current.definedAt : Math.max(nowUs, current.definedAt ?? 0);
         return { info: this.info(topic, current.definition, current.tick, current.lastRun), unchanged: current, nowMs, definedAt };
       }
-      if (current && restore) return { kept: true, nowMs };
+      // Another definition stored: a restore keeps it unless it is known current only from before.
+      if (current && restore && (current.definedAt ?? Infinity) >= restore.seenAt) return { kept: true, nowMs };
       const firstTick = definition.calendar.after(nowMs);
       if (firstTick === null) throw new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
       const [status, tick, serverNow, definedAt] = await upsertRepeatScript.run<[number, number, number, number]>(
@@ -101,7 +102,7 @@ export class ScheduleStore {
       );
       nowMs = Number(serverNow);
       if (status === -3) throw new WriteFenceExpiredError();
-      if (status === 4) return { info: this.info(topic, definition, Number(tick), current?.lastRun), nowMs };
+      if (status === 4) return { info: this.info(topic, definition, Number(tick), current?.lastRun), nowMs, definedAt: Number(definedAt) || undefined };
       if (status === -2) return { nowMs };
       if (status === 3) return { kept: true, nowMs };
       if (status !== -1) return { info: this.info(topic, definition, Number(tick), current?.lastRun), created: status !== 0, nowMs, definedAt: Number(definedAt) };

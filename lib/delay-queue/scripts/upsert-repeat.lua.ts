@@ -17,7 +17,8 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  * Returns { status, tick, nowMs, definedAt }: status 0 the same definition was stored already (nothing changes;
  * tick is the one queued), 1 created, 2 replaced another definition (its waiting tick job is dropped;
  * one already running finishes), -1 the first tick is no longer in the future (read the time again);
- * a restore only: 3 another definition is stored (kept), -2 the schedule was removed at or after
+ * a restore only: 3 another definition known current at or after ARGV[7] is stored (kept; one known
+ * only from before is replaced, status 2), -2 the schedule was removed at or after
  * ARGV[7] (nothing stored; any removal without ARGV[7]). A store clears the schedule's removal
  * record and sets its definition time (KEYS[11]): now, or ARGV[7] for a restore; finding the same
  * definition raises it to that time. definedAt: the definition time stored after the call (0 when
@@ -25,7 +26,7 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  * starts at a tick after the server's now, so no tick that may have run is enqueued again. Run
  * twice, the second run finds the same definition and changes nothing (a restore run again after a
  * removal finds the removal). With a deadline: 4 the row was applied already (its record KEYS[6]
- * exists; nothing changes), -3 the deadline has passed (nothing changes); otherwise the row's record
+ * exists; nothing changes; definedAt is the stored one), -3 the deadline has passed (nothing changes); otherwise the row's record
  * is set with the change (also when the same definition was stored already).
  */
 export const upsertRepeatScript = new RedisScript(
@@ -37,7 +38,9 @@ local seenAt = tonumber(ARGV[7] or '')
 local definedAt = nowUs
 if restore then definedAt = seenAt or nowUs end
 if fenced then
-  if redis.call('exists', OPERATION) == 1 then return { 4, tonumber(redis.call('zscore', REPEAT_NEXT, id) or 0), nowMs, 0 } end
+  if redis.call('exists', OPERATION) == 1 then
+    return { 4, tonumber(redis.call('zscore', REPEAT_NEXT, id) or 0), nowMs, tonumber(redis.call('zscore', REPEAT_DEFINED, id) or 0) }
+  end
   if pastDeadline(ARGV[6]) then return { -3, 0, nowMs, 0 } end
 end
 local old = redis.call('hget', REPEATS, id)
@@ -52,7 +55,9 @@ if old and oldTick and string.sub(old, 1, 40) == string.sub(stored, 1, 40) then
   return { 0, tonumber(oldTick), nowMs, stored }
 end
 if restore then
-  if old and oldTick then return { 3, tonumber(oldTick), nowMs, 0 } end
+  -- Another definition stored: kept, unless it is known current only from before this one was.
+  local otherDefinedAt = tonumber(redis.call('zscore', REPEAT_DEFINED, id) or '0')
+  if old and oldTick and (seenAt == nil or otherDefinedAt >= seenAt) then return { 3, tonumber(oldTick), nowMs, 0 } end
   local removedAt = redis.call('zscore', REPEAT_REMOVED, id)
   if removedAt and (seenAt == nil or asUs(removedAt) >= seenAt) then return { -2, 0, nowMs, 0 } end
 end

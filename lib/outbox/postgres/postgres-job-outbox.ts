@@ -158,8 +158,9 @@ export class PostgresJobOutbox implements JobOutboxStore {
     await this.runRelay(this.sql.park, [rowId, reason]);
   }
 
-  async discardScheduleChanges(topic: string, jobId: string): Promise<void> {
-    await this.runRelay(this.sql.discardScheduleChanges, [topic, jobId]);
+  async claimScheduleChanges(topic: string, jobId: string, options: { claimMs: number }): Promise<string[]> {
+    const rows = await this.runRelay(this.sql.claimScheduleChanges, [topic, jobId, options.claimMs]);
+    return rows.map((row) => String(row.id));
   }
 
   async countPending(): Promise<number> {
@@ -239,6 +240,7 @@ WHERE id = ANY($1::text[]) AND parked_at IS NULL AND (claimed_until IS NULL OR c
     delete: `DELETE FROM ${t} WHERE id = ANY($1::text[])`,
     park: `UPDATE ${t} SET parked_at = clock_timestamp(), claimed_until = NULL, last_error = $2 WHERE id = $1`,
     countPending: `SELECT count(*) AS count FROM ${t} WHERE parked_at IS NULL`,
-    discardScheduleChanges: `DELETE FROM ${t} WHERE topic = $1 AND job_id = $2 AND kind IN ('r', 'x') AND parked_at IS NULL`,
+    claimScheduleChanges: `UPDATE ${t} SET claimed_until = clock_timestamp() + $3 * interval '1 millisecond'
+WHERE topic = $1 AND job_id = $2 AND kind IN ('r', 'x') AND parked_at IS NULL RETURNING id`,
   };
 }
