@@ -239,12 +239,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
 
   /**
    * A refused option rejects the returned promise, as `acquire()` does, rather than throwing.
-   * `notFair`: the lock kind (plural) that has no FIFO mode, which refuses a `fair` option.
+   * `notFair`: the lock kind (plural) that has no FIFO mode, which refuses `fair: true` (as
+   * `@WithLock` does outside the exclusive mode).
    */
   private acquireWith(protocol: LockProtocol, options: AcquireOptions | undefined, wait: boolean, notFair?: string) {
     let resolved: ResolvedAcquireOptions;
     try {
-      if (notFair !== undefined && options?.fair !== undefined) {
+      if (notFair !== undefined && options?.fair === true) {
         throw new InvalidOptionsError('fair', `${notFair} have no fair (FIFO) mode; leave \`fair\` out, or use a fair exclusive lock (\`acquire(key, { fair: true })\`)`);
       }
       resolved = this.acquireOptions.resolve(options, wait);

@@ -96,7 +96,7 @@ describe('bad input to locks', () => {
 
   it.each([
     ['readWrite().read', () => locks.readWrite('rw').read({ fair: true } as never)],
-    ['readWrite().tryWrite', () => locks.readWrite('rw').tryWrite({ fair: false } as never)],
+    ['readWrite().tryWrite', () => locks.readWrite('rw').tryWrite({ fair: true } as never)],
     ['semaphore().acquire', () => locks.semaphore('sem', 2).acquire({ fair: true } as never)],
     ['semaphore().tryAcquire', () => locks.semaphore('sem', 2).tryAcquire({ fair: true } as never)],
   ])('%s with `fair` (no FIFO mode there) → InvalidOptionsError naming it, nothing written', async (_label, call) => {
