@@ -265,4 +265,86 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     const stored = await ids(remover);
     expect((await zsetMembers(':repeat-defined')).filter((id) => !stored.includes(id))).toEqual([]);
   }, 90_000);
+
+  /** Waits until each of `instances` reaches Redis again, so that every check of the order the test sets runs. */
+  async function reachAgain(instances: readonly DelayTestApp[]): Promise<void> {
+    for (const app of new Set(instances)) {
+      await waitFor(async () => (await ids(app)) && true, 30_000, 'the instances to reach Redis again', { retryErrors: true });
+    }
+  }
+
+  it.each(['the older instance first', 'the newer instance first'] as const)(
+    'a later repeat() with another definition on another instance, read by the older instance, wins after a loss (%s checks)',
+    async (first) => {
+      const older = await instance();
+      const newer = await instance();
+      await older.queue.repeat(TOPIC, { every: 60_000 }, { id: 'x', payload: { v: 1 } });
+      await check(older);
+      await newer.queue.repeat(TOPIC, { every: 30_000 }, { id: 'x', payload: { v: 2 } }); // the last change
+      await check(older); // reads the newer definition stored: its own is no longer current
+      await check(newer);
+
+      await loseEverything();
+      const sequence = first === 'the older instance first' ? [older, older, newer, newer, older, newer] : [newer, newer, older, older, newer, older];
+      await reachAgain(sequence);
+      for (const app of sequence) await check(app);
+      expect((await newer.queue.listRepeats(TOPIC)).map((s) => ({ id: s.id, schedule: s.schedule }))).toEqual([{ id: 'x', schedule: { every: 30_000 } }]);
+    },
+    60_000,
+  );
+
+  it.each(['the older instance first', 'the newer instance first'] as const)(
+    'a later repeat() with another definition on another instance, not yet read by the older instance, wins after a loss (%s checks)',
+    async (first) => {
+      const older = await instance();
+      const newer = await instance();
+      await older.queue.repeat(TOPIC, { every: 60_000 }, { id: 'x', payload: { v: 1 } });
+      await check(older);
+      await newer.queue.repeat(TOPIC, { every: 30_000 }, { id: 'x', payload: { v: 2 } }); // the last change
+
+      await loseEverything();
+      // The older instance may restore its definition first; the newer one's later definition replaces it.
+      const sequence = first === 'the older instance first' ? [older, older, newer, newer, older, newer] : [newer, newer, older, older, newer, older];
+      await reachAgain(sequence);
+      for (const app of sequence) await check(app);
+      expect((await newer.queue.listRepeats(TOPIC)).map((s) => ({ id: s.id, schedule: s.schedule }))).toEqual([{ id: 'x', schedule: { every: 30_000 } }]);
+    },
+    60_000,
+  );
+
+  it('a cron schedule with a time zone: a removal just before the loss stays removed, a re-create after its removal wins', async () => {
+    const definer = await instance(true);
+    const remover = await instance();
+    const schedule = { cron: '*/2 * * * * *', timeZone: 'America/St_Johns' };
+    await definer.queue.repeat(TOPIC, schedule, { id: 'gone' });
+    await definer.queue.repeat(TOPIC, schedule, { id: 'back' });
+    await check(definer);
+    expect(await remover.queue.removeRepeat(TOPIC, 'gone')).toBe(true);
+    expect(await remover.queue.removeRepeat(TOPIC, 'back')).toBe(true);
+    await remover.queue.repeat(TOPIC, schedule, { id: 'back' }); // the last change of 'back'
+
+    await loseEverything();
+    const sequence = [definer, definer, remover, definer, remover, definer];
+    await reachAgain(sequence);
+    for (const app of sequence) await check(app);
+    expect(await ids(definer)).toEqual(['back']);
+  }, 60_000);
+
+  it('an instance that saw a removal does not restore the schedule after a loss, also when the remover was replaced by a new process', async () => {
+    const definer = await instance();
+    const remover = await instance();
+    await definer.queue.repeat(TOPIC, { every: 60_000 }, { id: 'x' });
+    await check(definer);
+    expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
+    await check(definer); // finds it missing with its removal recorded
+    await remover.close();
+    apps = apps.filter((app) => app !== remover);
+
+    await loseEverything();
+    const newRemover = await instance(); // knows nothing of the removal
+    const sequence = [definer, definer, newRemover, definer];
+    await reachAgain(sequence);
+    for (const app of sequence) await check(app);
+    expect(await ids(definer)).toEqual([]);
+  }, 60_000);
 });

@@ -209,9 +209,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
             seen.add(row.id);
             const entry = definitions?.get(row.id);
             if (entry?.stored.startsWith(row.definition.fingerprint)) await this.agreeOnDefinitionTime(keys, row, entry);
-            // Redefined elsewhere since this instance knew its definition current: not its to restore.
-            // (seenAt 0: its own repeat() of a new definition may be under way.)
-            else if (entry && entry.seenAt > 0 && row.definedAt !== undefined && row.definedAt > entry.seenAt) definitions!.delete(row.id);
+            else if (entry && entry.seenAt > 0 && row.definedAt !== undefined) await this.settleDefinitions(topic, keys, row, entry);
             await this.reconcile(keys, row, nowMs).catch((error: unknown) =>
               this.logger.debug(`Repeat check of schedule ${JSON.stringify(row.id)} of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`),
             );
@@ -277,6 +275,21 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
         this.logger.debug(`Restoring repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
       }
     }
+  }
+
+  /**
+   * Redis holds another definition than this instance (seenAt > 0: not its own repeat() under way).
+   * Redefined elsewhere after this instance knew its own current: forgotten here. Stored from a
+   * definition known current only from before this instance's (a restore by an instance that had
+   * not seen the later repeat()): this instance's replaces it, as a restore.
+   */
+  private async settleDefinitions(topic: string, keys: TopicKeys, row: ScheduleRow, entry: { readonly stored: string; seenAt: number }): Promise<void> {
+    if (row.definedAt! > entry.seenAt) {
+      if (this.defined.get(topic)?.get(row.id) === entry) this.defined.get(topic)!.delete(row.id);
+      return;
+    }
+    const definition = readStoredForm(row.id, entry.stored);
+    if (row.definedAt! < entry.seenAt && definition) await this.schedules.store(keys, topic, definition, { seenAt: entry.seenAt });
   }
 
   /**
