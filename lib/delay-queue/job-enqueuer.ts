@@ -1,4 +1,5 @@
 import { errorMessage } from '../core/errors/error-message.js';
+import { settleWithin } from '../core/time/settle-within.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
@@ -127,9 +128,7 @@ export class JobEnqueuer {
       .catch((error: unknown) =>
         this.logger.warn(`${what}: its pending outbox changes were not superseded (${errorMessage(error)}); a change left behind may bring the schedule back if Redis later loses its data.`),
       );
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([claim.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, OUTBOX_CLAIM_WAIT_MS)))]);
-    clearTimeout(timer);
+    await settleWithin(claim.catch(() => undefined), OUTBOX_CLAIM_WAIT_MS);
     try {
       const existed = await remove();
       settle(true);
