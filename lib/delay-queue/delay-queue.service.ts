@@ -22,6 +22,7 @@ import { dueKindArg, prepareJob } from './jobs/prepare-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
+import { pauseTopicScript } from './scripts/pause-topic.lua.js';
 import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua.js';
 
@@ -182,6 +183,34 @@ export class DelayQueueService {
    */
   async stats(topic: string): Promise<DelayQueueStats> {
     return this.reader.stats(topic);
+  }
+
+  /**
+   * Pauses a topic on every instance: consumers claim no job of it until `resume(topic)`; running
+   * jobs finish, jobs keep being scheduled, and a crashed consumer's jobs still return to the queue.
+   * Kept in Redis, so instances started later obey it too (it is lost with Redis's data).
+   *
+   * @returns whether the topic was running (false: it was paused already)
+   */
+  async pause(topic: string): Promise<boolean> {
+    return this.setPaused(topic, true);
+  }
+
+  /**
+   * Resumes a paused topic: its consumers are woken at once and claim what is due.
+   *
+   * @returns whether the topic was paused
+   */
+  async resume(topic: string): Promise<boolean> {
+    return this.setPaused(topic, false);
+  }
+
+  private async setPaused(topic: string, paused: boolean): Promise<boolean> {
+    const shards = this.shardKeys(topic);
+    const changed = await Promise.all(
+      shards.map((keys) => this.writer.runRecorded<number>(pauseTopicScript, keys, [paused ? '1' : '0'])),
+    );
+    return changed.some((n) => n === 1);
   }
 
   /** Dead letters, newest first (default 100, at most 10000). */

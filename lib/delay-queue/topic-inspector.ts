@@ -116,13 +116,16 @@ export class TopicInspector {
     const perShard = await Promise.all(
       this.shards.all(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, topicStatsScriptKeys(keys), [])),
     );
-    const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 };
-    for (const [waiting, due, active, dead, schedules] of perShard) {
+    const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 };
+    for (const [waiting, due, active, dead, schedules, paused, grouped, busyGroups] of perShard) {
       total.scheduled += waiting - due;
       total.due += due;
       total.active += active;
       total.dead += dead;
       total.schedules += schedules;
+      total.paused ||= paused === 1;
+      total.grouped += grouped;
+      total.busyGroups += busyGroups;
     }
     return total;
   }

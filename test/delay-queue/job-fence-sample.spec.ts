@@ -47,6 +47,7 @@ describe('sample app: order.fulfil fences its write with the job’s fencing tok
       maxAttempts: 3,
       scheduledAt: new Date(),
       createdAt: new Date(),
+      claimedAt: new Date(),
       fencingToken,
       signal: new AbortController().signal,
     };

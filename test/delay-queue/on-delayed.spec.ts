@@ -90,7 +90,7 @@ describe('@OnDelayed', () => {
       expect(slowHandlerControl.started).toBe(4); // nothing claimed after shutdown began
 
       const observer = await createDelayApp({ keyPrefix });
-      expect(await observer.queue.stats('slow.work')).toEqual({ scheduled: 0, due: 2, active: 0, dead: 0, schedules: 0 });
+      expect(await observer.queue.stats('slow.work')).toEqual({ scheduled: 0, due: 2, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       await observer.close();
     });
 
@@ -112,7 +112,7 @@ describe('@OnDelayed', () => {
 
       // Handed back at once (not after the 30 s visibility timeout), attempt kept.
       const observer = await createDelayApp({ keyPrefix });
-      expect(await observer.queue.stats('slow.work')).toEqual({ scheduled: 0, due: 2, active: 0, dead: 0, schedules: 0 });
+      expect(await observer.queue.stats('slow.work')).toEqual({ scheduled: 0, due: 2, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       expect((await observer.queue.get('slow.work', 'stuck-1'))?.attempts).toBe(1);
       const attempts: number[] = [];
       observer.queue.consume('slow.work', (_p, job) => {

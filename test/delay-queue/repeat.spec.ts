@@ -119,7 +119,7 @@ describe('DelayQueueService.repeat', () => {
     await sleep(4 * EVERY);
     expect(ticks.length).toBeLessThanOrEqual(count + 1); // a tick already claimed when it was removed may finish
     expect(await t.queue.listRepeats('removed')).toEqual([]);
-    expect(await t.queue.stats('removed')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+    expect(await t.queue.stats('removed')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
   });
 
   it('refuses bad schedules and options before writing anything, naming the option', async () => {

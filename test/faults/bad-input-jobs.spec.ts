@@ -153,7 +153,7 @@ describe('bad input to delayed jobs', () => {
         const roundTripMs = Math.round(performance.now() - startedAt);
         process.stdout.write(`\n[bad-input-jobs] 10 MB payload: scheduled, delivered and acknowledged in ${roundTripMs} ms\n`);
         expect(received).toEqual([{ length: payload.blob.length, tail: payload.blob.slice(-6) }]);
-        expect(await queue.stats('big.payload')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+        expect(await queue.stats('big.payload')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       } finally {
         await consumer.close();
         await wipe();
@@ -424,7 +424,7 @@ describe('bad input to delayed jobs', () => {
         10_000,
         'Redis to answer again',
       );
-      expect(await downQueue.stats('down')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await downQueue.stats('down')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       await downQueue.schedule('down', 2);
       await waitFor(() => ran.length === 2, 15_000, 'a job scheduled after the restart to run');
       expect(ran).toEqual([0, 2]);
@@ -440,7 +440,7 @@ describe('bad input to delayed jobs', () => {
         expect(error).toBeInstanceOf(RedisCommandError);
         expect((error as Error).message).toMatch(/out of memory.*maxmemory/);
         await admin.config('SET', 'maxmemory', '0');
-        expect(await downQueue.stats('oom')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+        expect(await downQueue.stats('oom')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       } finally {
         await admin.config('SET', 'maxmemory', '0');
         admin.disconnect();

@@ -275,7 +275,7 @@ describe('delayed-job faults', () => {
 
       await waitFor(() => ledger.lost().length === 0, 45_000, `every job to be handled (lost so far: ${ledger.lost().length})`);
       await waitFor(
-        async () => JSON.stringify(await queue.stats(topic)) === JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 }),
+        async () => JSON.stringify(await queue.stats(topic)) === JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
         15_000,
         'the queue to be empty',
       );
@@ -430,7 +430,7 @@ describe('delayed-job faults', () => {
         await waitFor(async () => (await producer.get(DelayQueueService).stats('bh')).active === 0, 10_000, 'acknowledgements');
         await sleep(200);
         expect([...handled].sort()).toEqual([...ids].sort()); // each exactly once
-        expect(await producer.get(DelayQueueService).stats('bh')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+        expect(await producer.get(DelayQueueService).stats('bh')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
         // The consumer replaced its hung connection but did not storm the server with reconnects.
         expect(proxy.accepted).toBeLessThan(20);
         await consumer.close();
@@ -502,7 +502,7 @@ describe('delayed-job faults', () => {
         proxy.resetAll();
         proxy.heal();
         await waitFor(
-          async () => JSON.stringify(await healthyApp.get(DelayQueueService).stats('mid')) === JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 }),
+          async () => JSON.stringify(await healthyApp.get(DelayQueueService).stats('mid')) === JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
           10_000,
           'the job to be acknowledged once',
         );

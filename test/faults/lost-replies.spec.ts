@@ -8,6 +8,8 @@ import { writeOutboxJobScript } from '../../lib/delay-queue/scripts/write-outbox
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
 import { cancelWaitingJobScript } from '../../lib/delay-queue/scripts/cancel-waiting-job.lua.js';
+import { pauseTopicScript } from '../../lib/delay-queue/scripts/pause-topic.lua.js';
+import { setGroupLimitScript } from '../../lib/delay-queue/scripts/set-group-limit.lua.js';
 import { deleteDeadJobScript } from '../../lib/delay-queue/scripts/delete-dead-job.lua.js';
 import { listJobsScript } from '../../lib/delay-queue/scripts/list-jobs.lua.js';
 import { readLockScript } from '../../lib/lock/scripts/read-lock.lua.js';
@@ -597,7 +599,86 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, existed) => {
       expect(existed).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    },
+  }),
+  row({
+    name: 'pause/resume: a pause run twice still answers that it paused the topic, and a resume run twice that it resumed it',
+    script: pauseTopicScript,
+    nth: 1,
+    act: async (ctx) => {
+      const paused = await ctx.queue.pause(TOPIC);
+      const pausedStats = await ctx.peerQueue.stats(TOPIC);
+      return { paused, pausedStats };
+    },
+    check: async (ctx, _state, { paused, pausedStats }) => {
+      expect(paused).toBe(true);
+      expect(pausedStats.paused).toBe(true);
+      expect(await ctx.queue.resume(TOPIC)).toBe(true);
+      expect((await ctx.peerQueue.stats(TOPIC)).paused).toBe(false);
+    },
+  }),
+  row({
+    name: 'group limit: setting groupConcurrency run twice leaves the limit set once, and two jobs of a group run at once',
+    script: setGroupLimitScript,
+    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [{ payload: 1, group: 'g' }, { payload: 2, group: 'g' }, { payload: 3, group: 'g' }]),
+    act: async (ctx) => {
+      const release = deferred();
+      let running = 0;
+      let most = 0;
+      const consumer = ctx.queue.consume(TOPIC, async () => {
+        most = Math.max(most, ++running);
+        await release.promise;
+        running--;
+      }, { concurrency: 4, groupConcurrency: 2 });
+      await ctx.lost;
+      await waitFor(() => most === 2, 8_000, 'two jobs of the group to run at once');
+      release.resolve();
+      await waitFor(() => drained(ctx), 8_000, 'the group to drain');
+      await consumer.close();
+      return most;
+    },
+    check: async (ctx, _state, most) => {
+      expect(most).toBe(2);
+      expect(await ctx.redis.get(ctx.keys.topic(TOPIC).groupLimit)).toBe('2');
+      expect(await ctx.peerQueue.stats(TOPIC)).toMatchObject({ grouped: 0, busyGroups: 0 });
+    },
+  }),
+  row({
+    name: 'group ack: finishing a job of a group run twice frees its group once: the next job runs, alone, and the group ends idle',
+    script: [ackJobsScript, claimDueJobsScript],
+    where: (keysAndArgs) => keysAndArgs.includes('g-first'),
+    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [{ payload: 1, group: 'g', id: 'g-first' }, { payload: 2, group: 'g', id: 'g-second' }]),
+    act: async (ctx) => {
+      const recording = recordingConsumer(ctx, 'proxied');
+      await ctx.lost;
+      await waitFor(() => drained(ctx), 8_000, 'the group to drain');
+      await recording.consumer.close();
+      return recording.runs;
+    },
+    check: async (ctx, _state, runs) => {
+      expect(runs).toEqual(['g-first@1', 'g-second@1']);
+      expect(await ctx.peerQueue.stats(TOPIC)).toMatchObject({ grouped: 0, busyGroups: 0, active: 0 });
+      expect(await ctx.redis.exists(ctx.keys.topic(TOPIC).groupsOut, ctx.keys.topic(TOPIC).groupsReady)).toBe(0);
+    },
+  }),
+  row({
+    name: 'rate-limited claim: a claim run twice counts its jobs against the limit once',
+    script: claimDueJobsScript,
+    where: (keysAndArgs) => keysAndArgs.includes('r-1'),
+    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [1, 2, 3].map((n) => ({ payload: n, id: `r-${n}` }))),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void runs.push(job.id), { concurrency: 4, rateLimit: { max: 2, duration: 60_000 } });
+      await ctx.lost;
+      await waitFor(() => runs.length === 2, 8_000, 'the two jobs the limit lets through');
+      await consumer.close();
+      return runs;
+    },
+    check: async (ctx, _state, runs) => {
+      expect(runs.sort()).toEqual(['r-1', 'r-2']);
+      expect(await ctx.redis.zcard(ctx.keys.topic(TOPIC).rateLog)).toBe(2);
+      expect(await ctx.peerQueue.stats(TOPIC)).toMatchObject({ due: 1, active: 0 });
     },
   }),
   row({
@@ -608,7 +689,7 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, outcome) => {
       expect(outcome).toBe('cancelled');
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
   row({
@@ -625,7 +706,7 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, deleted) => {
       expect(deleted).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
   row({
@@ -757,7 +838,7 @@ const repeatRows: LostReplyRow[] = [
     act: (ctx) => ctx.queue.repeat(TOPIC, { every: 60_000 }, { payload: { n: 1 } }),
     check: async (ctx, _state, info) => {
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
       expect(await ctx.peerQueue.get(TOPIC, `repeat:${TOPIC}@${info.nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 1 } });
     },
   }),
@@ -787,7 +868,7 @@ const repeatRows: LostReplyRow[] = [
     check: async (ctx, _state, existed) => {
       expect(existed).toBe(true);
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
 ];
@@ -823,7 +904,7 @@ const restoreRows: LostReplyRow[] = [
     },
     check: async (ctx, _state, info) => {
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
       expect(await ctx.peerQueue.get(TOPIC, `repeat:${TOPIC}@${info.nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 2 } });
     },
   }),
@@ -843,7 +924,7 @@ const restoreRows: LostReplyRow[] = [
       const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
       const [status] = await upsertRepeatScript.run<[number]>(ctx.redis, keys, [TOPIC, stored, Date.now() + 3_600_000, tail, '1']);
       expect(status).toBe(-2);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
 ];
@@ -873,7 +954,7 @@ restoreRows.push(
       const [status] = await upsertRepeatScript.run<[number]>(ctx.redis, keys, [TOPIC, stored, Date.now() + 3_600_000, tail, '1', '', definedAt]);
       expect(status).toBe(-2);
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
 );
@@ -949,7 +1030,7 @@ const outboxRows: LostReplyRow[] = [
     check: async (ctx) => {
       const listed = await ctx.peerQueue.listRepeats(TOPIC);
       expect(listed.map((info) => info.id)).toEqual(['outboxed']);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
       expect(await ctx.peerQueue.get(TOPIC, `repeat:outboxed@${listed[0].nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 3 } });
     },
   }),
@@ -968,7 +1049,7 @@ const outboxRows: LostReplyRow[] = [
     },
     check: async (ctx) => {
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
 ];

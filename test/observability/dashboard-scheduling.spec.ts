@@ -104,7 +104,7 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
     expect(body.schedules[0].nextRunAt).toBeLessThanOrEqual(body.schedules[1].nextRunAt);
 
     const topics = (await api<DashboardTopics>(second, '/topics')).body;
-    expect(topics.topics.find((t) => t.topic === 'dash.repeat')).toMatchObject({ scheduled: 2, schedules: 2 });
+    expect(topics.topics.find((t) => t.topic === 'dash.repeat')).toMatchObject({ scheduled: 2, schedules: 2, paused: false, grouped: 0, busyGroups: 0 });
 
     expect((await api(second, '/topics/dash.none/schedules')).body).toMatchObject({ topic: 'dash.none', schedules: [] });
     expect((await api(second, `/topics/${encodeURIComponent('bad{topic}')}/schedules`)).status).toBe(400);

@@ -221,7 +221,7 @@ describe('Redis reply protocols', () => {
       const stored = await queue.get('ok', id);
       expect(stored).toMatchObject({ id, state: 'scheduled', attempts: 0, payload: { n: 1 } });
       expect(stored!.scheduledAt).toBeInstanceOf(Date);
-      expect(await queue.stats('ok')).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await queue.stats('ok')).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       expect(await queue.reschedule('ok', id, { delay: 100 })).toBe(true);
 
       const handled = deferred<{ payload: unknown; job: JobContext }>();
@@ -230,7 +230,7 @@ describe('Redis reply protocols', () => {
       expect(payload).toEqual({ n: 1 });
       expect(job).toMatchObject({ id, attempt: 1 });
       await waitFor(async () => (await queue.get('ok', id)) === null, 10_000, 'the acknowledgement');
-      expect(await queue.stats('ok')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await queue.stats('ok')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
 
       const cancelled = await queue.schedule('ok', { n: 2 }, { delay: 60_000 });
       expect(await queue.cancel('ok', cancelled)).toBe(true);
@@ -248,7 +248,7 @@ describe('Redis reply protocols', () => {
       await waitFor(async () => (await queue.stats('fails')).dead === 1, 15_000, 'the job to die');
       await failing.close();
       expect(attempts).toEqual([1, 2]);
-      expect(await queue.stats('fails')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 1, schedules: 0 });
+      expect(await queue.stats('fails')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 1, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       const [dead] = await queue.deadLetters('fails');
       expect(dead).toMatchObject({ id, state: 'dead', attempts: 2, payload: { n: 3 } });
       expect(dead.diedAt).toBeInstanceOf(Date);
@@ -260,7 +260,7 @@ describe('Redis reply protocols', () => {
       const fixed = queue.consume('fails', (_payload, job) => again.resolve(job));
       expect((await again.promise).attempt).toBe(1);
       await waitFor(async () => (await queue.stats('fails')).active === 0, 10_000, 'the acknowledgement');
-      expect(await queue.stats('fails')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await queue.stats('fails')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       await fixed.close();
     });
 

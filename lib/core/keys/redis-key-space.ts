@@ -42,6 +42,11 @@ export class RedisKeySpace {
       dead: `${base}:dead`,
       marker: `${base}:marker`,
       fence: `${base}:fence`,
+      paused: `${base}:paused`,
+      rateLog: `${base}:rate`,
+      groupsReady: `${base}:groups-ready`,
+      groupsOut: `${base}:groups-out`,
+      groupLimit: `${base}:group-limit`,
     };
   }
 
@@ -135,4 +140,14 @@ export interface TopicKeys {
    * so a job's tokens only grow even when the counter was lost and the server clock went back.
    */
   readonly fence: string;
+  /** Present while the topic is paused (`DelayQueueService.pause`): claims take nothing, running jobs finish. */
+  readonly paused: string;
+  /** zset of the shard's recent claims (member -> server µs) counted by a consumer's `rateLimit` (a sliding log). */
+  readonly rateLog: string;
+  /** zset group -> due score of its next job: the groups that may start a job now (see the groups snippet). */
+  readonly groupsReady: string;
+  /** hash group -> its jobs out of the group's queue (running, or waiting for a retry). */
+  readonly groupsOut: string;
+  /** The topic's `groupConcurrency` (jobs of one group at a time), written by its consumers; absent: 1. */
+  readonly groupLimit: string;
 }

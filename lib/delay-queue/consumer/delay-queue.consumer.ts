@@ -16,6 +16,8 @@ import { RedisFailureStreak } from './redis-failure-streak.js';
 import { ServerClock } from './server-clock.js';
 import { VisibilityKeeper } from './visibility-keeper.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
+import { errorMessage } from '../../core/errors/error-message.js';
+import { setGroupLimitScript } from '../scripts/set-group-limit.lua.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
 import { settleWithin } from '../../core/time/settle-within.js';
@@ -107,7 +109,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       running,
       bug,
     });
-    this.claimer = new JobClaimer({ topic, connection, keys, options, retention, events, clock });
+    this.claimer = new JobClaimer({ topic, connection, keys, options, retention, events, clock, rateMax: options.rateLimit?.max ?? 0 });
+    if (options.groupConcurrency !== undefined) this.setGroupLimit(options.groupConcurrency);
     this.loop = new ClaimLoop({
       topic,
       connection,
@@ -124,6 +127,14 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       beforeRun: context.beforeRun,
     });
     this.loopDone = this.loop.run().catch((error) => this.bug('claim loop', error));
+  }
+
+  /** Records the topic's `groupConcurrency` in Redis (every consumer of the topic reads it there). */
+  private setGroupLimit(limit: number): void {
+    const { connection, keys, logger } = this.context;
+    setGroupLimitScript.run(connection.client, topicScriptKeys(keys), [limit]).catch((error: unknown) => {
+      logger.warn(`Could not set groupConcurrency ${limit} for topic ${JSON.stringify(this.topic)} (${errorMessage(error)}); its groups keep the limit stored before`);
+    });
   }
 
   get running(): boolean {

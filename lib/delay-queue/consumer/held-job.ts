@@ -4,6 +4,8 @@ export interface HeldJob {
   /** The claim token the job carried when claimed; every outcome sent for this claim quotes it. */
   readonly token: string;
   readonly dueMs: number;
+  /** When the claim took it (Redis server clock, ms). */
+  readonly claimedAtMs: number;
   /** Its score in the due set when claimed (due time and FIFO slot): a hand-back puts it back there. */
   readonly dueScore: number;
   /** `performance.now()` when it entered the runner's prefetch buffer (see JobRunner). */
@@ -37,6 +39,8 @@ export interface ClaimedRow {
   readonly dueMs: number;
   /** Its score in the due set: `dueMs * DUE_SCORE_SLOTS + FIFO slot`. */
   readonly dueScore: number;
+  /** When the claim took it (Redis server clock, ms). */
+  readonly claimedAtMs: number;
   /** When the claim was sent: the server's visibility deadline is at least `visibilityTimeout` after it. */
   readonly sentAt: number;
 }

@@ -33,6 +33,8 @@ interface JobClaimerContext {
   readonly retention: RedisLockConfig['delayQueue']['retention'];
   readonly events?: RedisLockEvents;
   readonly clock: ServerClock;
+  /** This shard's part of the consumer's `rateLimit.max` (0: no limit). */
+  readonly rateMax: number;
 }
 
 type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[], number];
@@ -68,7 +70,8 @@ export class JobClaimer {
     // count (`max` 0 only reads back what a late run took, claiming nothing new).
     const unknown = this.unknownClaim;
     const count = max === 0 ? 0 : (unknown?.max ?? max);
-    const args: (string | number)[] = [count, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge];
+    const rateWindow = this.context.options.rateLimit?.duration ?? 0;
+    const args: (string | number)[] = [count, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge, this.context.rateMax, rateWindow];
     for (const job of acks) args.push(job.id, job.token);
     const record = unknown?.record ?? operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
     const keys = claimScriptKeys(this.context.keys, record, this.lastClaimRecord);
@@ -90,7 +93,8 @@ export class JobClaimer {
     const rows: ClaimedRow[] = [];
     for (let i = 0; i < flat.length; i += 3) {
       const dueScore = Number(flat[i + 2]);
-      rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS), dueScore, sentAt: sent });
+      const claimedAtMs = Math.floor(Number(nowUs) / 1000);
+      rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS), dueScore, claimedAtMs, sentAt: sent });
     }
     return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1, nextDue: Number(nextDue) };
   }

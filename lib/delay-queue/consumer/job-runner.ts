@@ -183,7 +183,9 @@ export class JobRunner<T> {
         attempt: decoded.attempts,
         maxAttempts: decoded.maxAttempts ?? options.maxAttempts,
         scheduledAt: new Date(job.dueMs),
+        claimedAt: new Date(job.claimedAtMs),
         createdAt: new Date(decoded.createdAt),
+        group: decoded.group,
         fencingToken: job.token,
         get signal() {
           return controllerOf(job).signal;

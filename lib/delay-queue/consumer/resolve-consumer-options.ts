@@ -17,7 +17,12 @@ export const CONSUMER_OPTION_KEYS = keysOf<ConsumerOptions>()([
   'backoff',
   'shutdownTimeout',
   'maxIdleWait',
+  'rateLimit',
+  'groupConcurrency',
 ]);
+
+/** The keys of `rateLimit`. */
+const RATE_LIMIT_KEYS = keysOf<NonNullable<ConsumerOptions['rateLimit']>>()(['max', 'duration']);
 
 /** The keys of `@OnDelayed`'s options: the consumer's and `repeat`. */
 export const ON_DELAYED_OPTION_KEYS = keysOf<NonNullable<OnDelayedMetadata['options']>>()([...CONSUMER_OPTION_KEYS, 'repeat']);
@@ -30,6 +35,10 @@ export interface ResolvedConsumerOptions {
   readonly backoff: Required<BackoffOptions>;
   readonly shutdownTimeout: number;
   readonly maxIdleWait: number;
+  /** Absent: no limit. */
+  readonly rateLimit?: { readonly max: number; readonly duration: number };
+  /** Absent: the consumer leaves the topic's setting as it is (1 unless another consumer set it). */
+  readonly groupConcurrency?: number;
 }
 
 /**
@@ -65,5 +74,22 @@ export function resolveConsumerOptions(
       default: defaults.shutdownTimeout,
     }),
     maxIdleWait: validate.duration('maxIdleWait', o.maxIdleWait, { min: 100, default: DEFAULT_MAX_IDLE_WAIT_MS }),
+    rateLimit: o.rateLimit === undefined ? undefined : resolveRateLimit(validate, o.rateLimit),
+    groupConcurrency:
+      o.groupConcurrency === undefined ? undefined : validate.wholeNumber('groupConcurrency', o.groupConcurrency, { min: 1, max: 10_000 }),
+  };
+}
+
+function resolveRateLimit(validate: OptionValidator, rateLimit: unknown): { max: number; duration: number } {
+  if (typeof rateLimit !== 'object' || rateLimit === null || Array.isArray(rateLimit)) {
+    return validate.refuseValue('rateLimit', rateLimit, 'use { max, duration }, e.g. { max: 100, duration: 1000 }');
+  }
+  const r = rateLimit as { max?: unknown; duration?: unknown };
+  refuseUnknownKeys(validate.refuse, 'rateLimit', r, RATE_LIMIT_KEYS);
+  if (r.max === undefined) validate.refuse('rateLimit.max', 'is missing; give the most handler starts per duration, e.g. 100');
+  if (r.duration === undefined) validate.refuse('rateLimit.duration', 'is missing; give the window in ms, e.g. 1000');
+  return {
+    max: validate.wholeNumber('rateLimit.max', r.max, { min: 1, max: 1_000_000 }),
+    duration: validate.duration('rateLimit.duration', r.duration, { min: 1 }),
   };
 }

@@ -1,5 +1,6 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
+import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { DelayQueueConsumer, type ConsumerContext } from './delay-queue.consumer.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
@@ -30,12 +31,21 @@ export class ShardedConsumer<T = unknown> implements Consumer {
   ) {
     const base = Math.floor(options.concurrency / shards.length);
     const extra = options.concurrency % shards.length;
+    const rate = options.rateLimit;
+    if (rate && rate.max < shards.length) {
+      throw new InvalidOptionsError(
+        'rateLimit.max',
+        `got ${rate.max}; topic ${JSON.stringify(topic)} has ${shards.length} shards, which share the limit evenly, so use at least ${shards.length}`,
+      );
+    }
+    const rateShare = (i: number) =>
+      rate && { ...rate, max: Math.floor(rate.max / shards.length) + (i < rate.max % shards.length ? 1 : 0) };
     this.parts = shards.map(
       (keys, i) =>
         new DelayQueueConsumer<T>(
           topic,
           handler,
-          { ...options, concurrency: Math.max(1, base + (i < extra ? 1 : 0)) },
+          { ...options, concurrency: Math.max(1, base + (i < extra ? 1 : 0)), rateLimit: rateShare(i) },
           // The parts report to this consumer; the service hears once, when every part has closed.
           { ...context, keys, onClosed: () => undefined },
         ),

@@ -41,6 +41,7 @@ export class VisibilityKeeper {
       id: row.id,
       token: readClaimToken(row.body),
       dueMs: row.dueMs,
+      claimedAtMs: row.claimedAtMs,
       dueScore: row.dueScore,
       body: row.body,
       confirmedSentAt: row.sentAt,

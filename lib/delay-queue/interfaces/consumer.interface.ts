@@ -24,6 +24,18 @@ export interface ConsumerOptions {
    * is no module-wide `delayQueue.maxIdleWait`).
    */
   maxIdleWait?: number;
+  /**
+   * At most `max` handler starts per `duration` ms for the topic, summed over all instances (each
+   * counted when its job is claimed, on the Redis server clock; `JobContext.claimedAt`); jobs over
+   * the limit wait, they are not failed. A sharded topic splits `max` evenly over its shards.
+   * See docs/delayed-jobs.md#rate-limit.
+   */
+  rateLimit?: { max: number; duration: number };
+  /**
+   * Jobs of one group (`schedule(…, { group })`) that may run at once, across all instances. Default 1.
+   * Kept in Redis for the topic: the consumer that started last sets it.
+   */
+  groupConcurrency?: number;
 }
 
 /** A running consumer of one topic, as returned by `DelayQueueService.consume()`. */

@@ -51,4 +51,10 @@ export interface DelayQueueStats {
   readonly dead: number;
   /** Repeatable schedules of the topic (`repeat()`, `@OnDelayed({ repeat })`); their queued ticks count as jobs above. */
   readonly schedules: number;
+  /** The topic is paused (`DelayQueueService.pause`): consumers claim nothing until `resume`. */
+  readonly paused: boolean;
+  /** Jobs of a group waiting for their group's turn (not counted in `scheduled` or `due`). */
+  readonly grouped: number;
+  /** Groups with a job running or waiting for its retry. */
+  readonly busyGroups: number;
 }

@@ -14,6 +14,10 @@ export interface JobContext {
   readonly scheduledAt: Date;
   /** When the job was first scheduled (Redis server clock). */
   readonly createdAt: Date;
+  /** When this delivery was claimed (Redis server clock): the start a `rateLimit` counts. */
+  readonly claimedAt: Date;
+  /** The job's group (`schedule(…, { group })`), when it has one. */
+  readonly group?: string;
   /**
    * This delivery's fencing token: a decimal string (fits a signed 64-bit column) greater than the
    * token of every earlier delivery of this job (first run, retry, redelivery after a consumer lost

@@ -20,6 +20,12 @@ export interface ScheduleOptions {
   maxAttempts?: number;
   /** Backoff between deliveries after a failure, merged over the module defaults. */
   backoff?: BackoffOptions;
+  /**
+   * The job's group, e.g. `'order:42'`: the jobs of one group start one at a time across all
+   * instances (or `groupConcurrency` at a time), in due order, while other groups run in parallel.
+   * See docs/delayed-jobs.md#groups. At most 256 bytes; no quotes, backslashes or control characters.
+   */
+  group?: string;
 }
 
 /**

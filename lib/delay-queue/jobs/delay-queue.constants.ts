@@ -24,6 +24,9 @@ export const DEFAULT_MAX_IDLE_WAIT_MS = 10_000;
 /** Longest job id, in UTF-8 bytes. */
 export const MAX_JOB_ID_BYTES = 1024;
 
+/** Longest group name (`schedule(…, { group })`), in UTF-8 bytes. */
+export const MAX_GROUP_BYTES = 256;
+
 /** Longest failure message kept with a job. */
 export const MAX_ERROR_MESSAGE_LENGTH = 2000;
 

@@ -5,7 +5,10 @@ import { errorMessage } from '../../core/errors/error-message.js';
 /**
  * The stored form of a job (one field of the topic's `jobs` hash):
  *
- *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["t":"<traceparent>",]"e":<last error|null>,"p":<payload>}
+ *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["q":"<group>",]["t":"<traceparent>",]"e":<last error|null>,"p":<payload>}
+ *
+ * `q`, present only for a job of a group, is the group's name as given (no `"`, `\` or control
+ * characters: see prepare-job.ts), so the scripts read it without unescaping.
  *
  * `e` is null, the last failure's message as a JSON string, or `[message, stack]` (JSON strings
  * only, so no bare `,"p":` can occur in it either).
@@ -28,10 +31,12 @@ export interface DecodedJob<T = unknown> {
   readonly lastErrorStack?: string;
   /** W3C `traceparent` of the `schedule` span, when there was one. */
   readonly traceparent?: string;
+  /** The job's group, when it has one. */
+  readonly group?: string;
   readonly payload: T;
 }
 
-const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"t":"([0-9a-f-]{55})",)?"e":/;
+const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"q":"([^"\\]*)",)?(?:"t":"([0-9a-f-]{55})",)?"e":/;
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const PAYLOAD_SEPARATOR = ',"p":';
 const CLAIM_TOKEN = /^\{"g":(\d+),/;
@@ -42,10 +47,12 @@ export function encodeBodyTail(
   maxAttempts: number | undefined,
   backoff: Required<BackoffOptions> | undefined,
   traceparent?: string,
+  group?: string,
 ): string {
   const b = backoff ? JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]) : 'null';
+  const q = group === undefined ? '' : `"q":"${group}",`;
   const t = traceparent !== undefined && TRACEPARENT.test(traceparent) ? `"t":"${traceparent}",` : '';
-  return `,"m":${maxAttempts ?? 'null'},"b":${b},${t}"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
+  return `,"m":${maxAttempts ?? 'null'},"b":${b},${q}${t}"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
 }
 
 /**
@@ -72,7 +79,8 @@ export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
     backoff: b && { delay: b[0], factor: b[1], maxDelay: b[2], jitter: b[3] },
     lastError,
     lastErrorStack,
-    traceparent: header[6],
+    group: header[6],
+    traceparent: header[7],
     payload: JSON.parse(body.slice(separator + PAYLOAD_SEPARATOR.length, -1)) as T,
   };
 }

@@ -5,12 +5,12 @@ import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.
 import { OPTION_BOUNDS } from '../../core/options/option-bounds.js';
 import { describeValue, OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
-import { MAX_DUE_MS, MAX_JOB_ID_BYTES } from './delay-queue.constants.js';
+import { MAX_DUE_MS, MAX_GROUP_BYTES, MAX_JOB_ID_BYTES } from './delay-queue.constants.js';
 import type { ScheduleOptions } from '../interfaces/schedule-options.interface.js';
 import { encodeBodyTail, encodePayload } from './job-codec.js';
 
 /** The keys of `schedule()`'s options (and of a `scheduleMany()` job besides `payload`). */
-const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff']);
+const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff', 'group']);
 
 /** How a job's `when` gives its due time: `delay`, ms after the script's TIME; `at`, an epoch ms. */
 type DueKind = 'delay' | 'at';
@@ -28,6 +28,8 @@ export interface PreparedJob {
   /** The stored body after the header Redis fills in (see job-codec.ts). */
   readonly tail: string;
   readonly replace: boolean;
+  /** The job's group (jobs of one group start one at a time, in due order), when it has one. */
+  readonly group?: string;
   /** UTF-8 bytes of the payload's JSON (reported when a committed job could not be written). */
   readonly payloadBytes: number;
 }
@@ -95,12 +97,29 @@ export function prepareJob(
     o.maxAttempts === undefined ? undefined : validate.wholeNumber('maxAttempts', o.maxAttempts, OPTION_BOUNDS.maxAttempts);
   const backoff = o.backoff === undefined ? undefined : resolveBackoff(validate, 'backoff', o.backoff, defaults.backoff);
   if (o.replace !== undefined) validate.flag('replace', o.replace);
+  const group = o.group === undefined ? undefined : checkGroup(topic, at('group'), o.group);
   return {
     id,
     kind,
     when,
-    tail: encodeBodyTail(payloadJson, maxAttempts, backoff, traceparent),
+    tail: encodeBodyTail(payloadJson, maxAttempts, backoff, traceparent, group),
     replace: o.replace === true,
+    group,
     payloadBytes: Buffer.byteLength(payloadJson, 'utf8'),
   };
+}
+
+/** A group name: stored verbatim in the job's header and in a key name, so it holds no quote, backslash or control character. */
+function checkGroup(topic: string, path: string, group: unknown): string {
+  if (typeof group !== 'string' || group.length === 0) {
+    throw new InvalidJobError(topic, path, `is ${describeValue(group)}; use a non-empty string such as 'order:42'`);
+  }
+  if (Buffer.byteLength(group, 'utf8') > MAX_GROUP_BYTES) {
+    throw new InvalidJobError(topic, path, `is longer than ${MAX_GROUP_BYTES} UTF-8 bytes; use a shorter group name (or a hash of it)`);
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/["\\\u0000-\u001f\u007f]/.test(group) || !group.isWellFormed()) {
+    throw new InvalidJobError(topic, path, `is ${JSON.stringify(group)}; a group name cannot hold quotes, backslashes, control characters or lone surrogates`);
+  }
+  return group;
 }

@@ -28,11 +28,11 @@ export function recordedScriptKeys(keys: TopicKeys, operationId: string): string
 
 /**
  * The claim's KEYS (see scripts/claim-due-jobs.lua.ts): the topic keys, the claim's record
- * (KEYS[6]), the shard's fencing counter (KEYS[7]) and, when given, the record of the previous
- * claim to delete (KEYS[8]).
+ * (KEYS[6]), the shard's fencing counter (KEYS[7]), pause flag (KEYS[8]) and rate log (KEYS[9])
+ * and, when given, the record of the previous claim to delete (KEYS[10]).
  */
 export function claimScriptKeys(keys: TopicKeys, record: string, previousRecord?: string): string[] {
-  const list = [...topicScriptKeys(keys), record, keys.fence];
+  const list = [...topicScriptKeys(keys), record, keys.fence, keys.paused, keys.rateLog];
   if (previousRecord) list.push(previousRecord);
   return list;
 }
@@ -47,9 +47,9 @@ export function repeatScriptKeys(keys: TopicKeys, operationId = UNUSED_RECORD): 
   return [...recordedScriptKeys(keys, operationId), `${base}:repeats`, `${base}:repeat-next`, `${base}:repeat-last`, `${base}:repeat-removed`, `${base}:repeat-defined`];
 }
 
-/** The counts' KEYS (see scripts/topic-stats.lua.ts): the topic keys, KEYS[6] unused, the schedules hash. */
+/** The counts' KEYS (see scripts/topic-stats.lua.ts): the topic keys, KEYS[6] unused, the schedules hash, the pause flag. */
 export function topicStatsScriptKeys(keys: TopicKeys): string[] {
-  return [...recordedScriptKeys(keys, UNUSED_RECORD), `${repeatBase(keys)}:repeats`];
+  return [...recordedScriptKeys(keys, UNUSED_RECORD), `${repeatBase(keys)}:repeats`, keys.paused];
 }
 
 /** The operation id of KEYS[6] for the scripts that take the slot but write no record. */

@@ -16,7 +16,9 @@ export const ackJobsScript = new RedisScript(
 local acked = 0
 for i = 1, #ARGV, 2 do
   local id = ARGV[i]
-  if ownedBody(id, ARGV[i + 1]) then
+  local body = ownedBody(id, ARGV[i + 1])
+  if body then
+    groupJobFinished(body)
     redis.call('zrem', ACTIVE, id)
     redis.call('hdel', JOBS, id)
     acked = acked + 1

@@ -8,6 +8,7 @@ import { deleteDeadJobScript } from './delete-dead-job.lua.js';
 import { extendJobsScript } from './extend-jobs.lua.js';
 import { failJobScript } from './fail-job.lua.js';
 import { listJobsScript } from './list-jobs.lua.js';
+import { pauseTopicScript } from './pause-topic.lua.js';
 import { readDeadLettersScript } from './read-dead-letters.lua.js';
 import { readJobScript } from './read-job.lua.js';
 import { readRepeatsScript } from './read-repeats.lua.js';
@@ -17,6 +18,7 @@ import { releaseJobsScript } from './release-jobs.lua.js';
 import { rescheduleJobScript } from './reschedule-job.lua.js';
 import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './schedule-jobs.lua.js';
+import { setGroupLimitScript } from './set-group-limit.lua.js';
 import { topicStatsScript } from './topic-stats.lua.js';
 import { upsertRepeatScript } from './upsert-repeat.lua.js';
 import { writeOutboxJobScript } from './write-outbox-job.lua.js';
@@ -32,6 +34,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   extendJobsScript,
   failJobScript,
   listJobsScript,
+  pauseTopicScript,
   readDeadLettersScript,
   readJobScript,
   readRepeatsScript,
@@ -41,6 +44,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   rescheduleJobScript,
   retryDeadJobsScript,
   scheduleJobsScript,
+  setGroupLimitScript,
   topicStatsScript,
   upsertRepeatScript,
   writeOutboxJobScript,

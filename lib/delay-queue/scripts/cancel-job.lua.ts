@@ -16,10 +16,13 @@ export const cancelJobScript = new RedisScript(
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local id = ARGV[1]
+local body = redis.call('hget', JOBS, id)
 local existed = redis.call('hdel', JOBS, id)
-redis.call('zrem', DUE, id)
-redis.call('zrem', ACTIVE, id)
-redis.call('zrem', DEAD, id)
+local out = redis.call('zrem', DUE, id) + redis.call('zrem', ACTIVE, id)
+if body then
+  if out > 0 then groupJobFinished(body)
+  elseif redis.call('zrem', DEAD, id) == 0 then removeFromGroup(id, body) end
+end
 recordReply(existed)
 return existed
 `,

@@ -18,11 +18,16 @@ export const cancelWaitingJobScript = new RedisScript(
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local outcome = 0
+local body = redis.call('hget', JOBS, ARGV[1])
 if redis.call('zrem', DUE, ARGV[1]) == 1 then
+  groupJobFinished(body) -- a job of a group waiting for its retry held its group's turn
   redis.call('hdel', JOBS, ARGV[1])
   outcome = 1
 elseif redis.call('zscore', ACTIVE, ARGV[1]) then
   outcome = -1
+elseif body and removeFromGroup(ARGV[1], body) then
+  redis.call('hdel', JOBS, ARGV[1])
+  outcome = 1
 end
 recordReply(outcome)
 return outcome

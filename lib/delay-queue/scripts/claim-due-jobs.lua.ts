@@ -16,12 +16,20 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * when repeated.
  *
  * KEYS  the five topic keys, KEYS[6] the claim's record (see lua-snippets.ts), KEYS[7] the topic
- *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts), KEYS[8] the record of this
- *       consumer's previous claim, whose reply has arrived: deleted. KEYS[6..8] are optional (a claim
- *       without KEYS[7] gives tokens above the job's last one and the clock, without the counter)
+ *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts), KEYS[8] the shard's pause
+ *       flag (present: claim nothing), KEYS[9] the shard's rate log (zset claim -> server µs),
+ *       KEYS[10] the record of this consumer's previous claim, whose reply has arrived: deleted
+ *       (optional)
  * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
- * ARGV[6..] acknowledgements as pairs: id, claim token
+ * ARGV[6] rate limit: claims allowed per window on this shard (0 or absent: no limit), ARGV[7] the window, ms,
+ * ARGV[8..] acknowledgements as pairs: id, claim token
+ *
+ * Jobs of a group are taken from the ready groups (group-lua-snippet.ts) merged with DUE in score
+ * order, one per group per turn. While the pause flag is present nothing is claimed (acknowledgements
+ * and recovery go on) and no consumer is woken for due jobs. With a rate limit, the claims of the
+ * last window (ARGV[7] ms on the server clock, a sliding log) never exceed ARGV[6]; jobs over it
+ * wait, and nextWakeMs says when the window lets the next one through.
  *
  * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueScore, ... },
  *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back,
@@ -40,20 +48,26 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 export const claimDueJobsScript = new RedisScript(
   'claimDueJobs',
   `
-local FENCE = KEYS[7]
+local FENCE, PAUSED, RATE, PREVIOUS = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local maxClaims, visibility = tonumber(ARGV[1]), tonumber(ARGV[2])
 local defaultMaxAttempts, deadMaxCount, deadMaxAge = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local rateMax, rateWindowUs = tonumber(ARGV[6]) or 0, (tonumber(ARGV[7]) or 0) * 1000
+if not RATE then rateMax = 0 end
+local ACKS_FROM = 8
 
 -- Batched reads and writes: this runs for every burst of finished jobs.
 local acked = 0
-if #ARGV > 5 then
+if #ARGV >= ACKS_FROM then
   local ids = {}
-  for i = 6, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+  for i = ACKS_FROM, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
   local bodies = redis.call('hmget', JOBS, unpack(ids))
   local done = {}
   for k, id in ipairs(ids) do
     local body = bodies[k]
-    if body and tokenOf(body) == ARGV[5 + 2 * k] and redis.call('zscore', ACTIVE, id) then done[#done + 1] = id end
+    if body and tokenOf(body) == ARGV[ACKS_FROM - 1 + 2 * k] and redis.call('zscore', ACTIVE, id) then
+      done[#done + 1] = id
+      groupJobFinished(body)
+    end
   end
   if #done > 0 then
     redis.call('zrem', ACTIVE, unpack(done))
@@ -84,7 +98,14 @@ for _, id in ipairs(expired) do
 end
 trimDeadByAge(deadMaxAge)
 
-if KEYS[8] then redis.call('del', KEYS[8]) end
+if PREVIOUS then redis.call('del', PREVIOUS) end
+local paused = PAUSED ~= nil and redis.call('exists', PAUSED) == 1
+-- With a rate limit: how many claims the last window still allows (the log forgets older ones).
+local allowed = maxClaims
+if rateMax > 0 and maxClaims > 0 and not paused then
+  redis.call('zremrangebyscore', RATE, '-inf', fmt(nowUs - rateWindowUs))
+  allowed = math.max(0, math.min(maxClaims, rateMax - redis.call('zcard', RATE)))
+end
 local claimed = {}
 local prior = OPERATION and redis.call('lrange', OPERATION, 0, -1) or {}
 if #prior > 0 then
@@ -97,13 +118,26 @@ if #prior > 0 then
       claimed[#claimed + 1] = tonumber(prior[i + 2])
     end
   end
-elseif maxClaims > 0 then
-  local rows = redis.call('zrangebyscore', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLOTS), 'withscores', 'limit', 0, maxClaims)
-  local count = #rows / 2
-  if count > 0 then
-    redis.call('zremrangebyrank', DUE, 0, count - 1)
-    local ids = {}
-    for i = 1, #rows, 2 do ids[#ids + 1] = rows[i] end
+elseif allowed > 0 and not paused then
+  -- The first 'allowed' of DUE and of the ready groups' turns, merged in score order.
+  local limit = fmt((nowMs + 1) * SLOTS)
+  local rows = redis.call('zrangebyscore', DUE, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed)
+  local turns = redis.call('zrangebyscore', GROUPS_READY, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed)
+  local ids, scores, fromDue = {}, {}, 0
+  local r, t = 1, 1
+  while #ids < allowed and (rows[r] or turns[t]) do
+    if rows[r] and (not turns[t] or tonumber(rows[r + 1]) <= tonumber(turns[t + 1])) then
+      ids[#ids + 1], scores[#scores + 1] = rows[r], tonumber(rows[r + 1])
+      fromDue = fromDue + 1
+      r = r + 2
+    else
+      local id, score = takeFromGroup(turns[t])
+      if id then ids[#ids + 1], scores[#scores + 1] = id, score end
+      t = t + 2
+    end
+  end
+  if fromDue > 0 then redis.call('zremrangebyrank', DUE, 0, fromDue - 1) end
+  if #ids > 0 then
     local bodies = redis.call('hmget', JOBS, unpack(ids))
     local deadline = nowMs + visibility
     local taken, floors = {}, {}
@@ -115,7 +149,7 @@ elseif maxClaims > 0 then
         -- Unreadable: park it with the dead letters instead of failing every claim of the topic.
         bury(id, body, 'null', deadMaxCount, deadMaxAge)
       elseif body then
-        taken[#taken + 1] = { id, tonumber(a), rest, tonumber(rows[2 * k]) }
+        taken[#taken + 1] = { id, tonumber(a), rest, scores[k] }
         floors[#floors + 1] = tonumber(g) + 1
       end
     end
@@ -143,14 +177,32 @@ elseif maxClaims > 0 then
         redis.call('rpush', OPERATION, unpack(recordArgs))
         redis.call('pexpire', OPERATION, visibility)
       end
+      if rateMax > 0 then
+        local logArgs = {}
+        for k = 1, #taken do
+          logArgs[#logArgs + 1] = fmt(nowUs)
+          logArgs[#logArgs + 1] = taken[k][1] .. '@' .. tokens[k]
+        end
+        redis.call('zadd', RATE, unpack(logArgs))
+        redis.call('pexpire', RATE, math.ceil(rateWindowUs / 1000) + 1000)
+      end
     end
   end
 end
 
+-- When the rate limit holds due jobs back: the server ms its window lets the next claim through.
+local rateFreeMs = -1
+if rateMax > 0 and not paused and redis.call('zcard', RATE) >= rateMax then
+  local oldest = redis.call('zrange', RATE, 0, 0, 'withscores')
+  if oldest[2] then rateFreeMs = math.floor((tonumber(oldest[2]) + rateWindowUs) / 1000) + 1 end
+end
+
 local nextWake, more, nextDue = -1, 0, -1
-local head = headScore()
+local head = nil
+if not paused then head = headScore() end
 if head then
   nextWake = math.floor(head / SLOTS)
+  if rateFreeMs > nextWake then nextWake = rateFreeMs end
   nextDue = nextWake
   if nextWake <= nowMs then
     more = 1

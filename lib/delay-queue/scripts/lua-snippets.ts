@@ -1,98 +1,15 @@
 import type { LuaSnippet } from '../../core/redis/redis-script.js';
-import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
+import { LUA_GROUPS } from './group-lua-snippet.js';
 
 /**
- * Lua: the opening every delayed-job script uses (a constant of this library; no user input). All of
- * them take the same five keys of one topic, which share a hash tag and so one cluster slot (every
- * script's KEYS list is built in jobs/script-keys.ts):
- *
- * KEYS[1] due     zset  id -> dueMs * SLOTS + FIFO slot
- * KEYS[2] jobs    hash  id -> body (see job-codec.ts)
- * KEYS[3] active  zset  id -> visibility deadline ms
- * KEYS[4] dead    zset  id -> time of death ms
- * KEYS[5] marker  zset  'wake' -> ms; BZPOPMIN target of blocked consumers
- * KEYS[6] (optional, some scripts) the call's operation record (see operation-record.ts): what a
- *         first run did, so that a second run of the same call (a re-sent command) answers the same
- *         and changes nothing
- *
- * Times come from the server's TIME, never from a client clock. Numbers are turned into strings with
- * fmt(): Lua's own tostring keeps 14 digits only, and scores have 16.
+ * Lua: the opening every delayed-job script uses (a constant of this library; no user input): the
+ * topic's keys, clock and job helpers (topic-base-lua-snippet.ts), job groups
+ * (group-lua-snippet.ts), then what moves jobs to the dead letters and answers replays.
  */
 export const LUA_TOPIC_PRELUDE: LuaSnippet = {
   name: 'topicPrelude',
+  requires: [LUA_GROUPS],
   source: `
-local SLOTS = ${DUE_SCORE_SLOTS}
-local DUE, JOBS, ACTIVE, DEAD, MARKER, OPERATION = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local OPERATION_TTL_MS = ${OPERATION_RECORD_TTL_MS}
-local function fmt(n) return string.format('%.0f', n) end
-local clock = redis.call('TIME')
-local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local nowUs = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-
--- The next free score for a job due at dueMs: after every job already waiting for that millisecond
--- (FIFO); a full millisecond spills into the next one, so a job is never due earlier than asked.
-local cachedMs, cachedScore = -1, 0
-local function scoreFor(dueMs)
-  local ms = dueMs
-  while true do
-    local base = ms * SLOTS
-    local top = base - 1
-    if ms == cachedMs then
-      top = cachedScore
-    else
-      local last = redis.call('zrevrangebyscore', DUE, fmt(base + SLOTS - 1), fmt(base), 'withscores', 'limit', 0, 1)
-      if last[2] then top = tonumber(last[2]) end
-    end
-    if top < base + SLOTS - 1 then
-      cachedMs, cachedScore = ms, top + 1
-      return top + 1
-    end
-    ms = ms + 1
-  end
-end
-
-local function headScore()
-  local head = redis.call('zrange', DUE, 0, 0, 'withscores')
-  if head[2] then return tonumber(head[2]) end
-  return nil
-end
-
--- Wakes one consumer blocked on the marker (BZPOPMIN serves exactly one).
-local function wake(ms)
-  redis.call('zadd', MARKER, ms, 'wake')
-end
-
-local function tokenOf(body)
-  return string.match(body, '^{"g":(%d+),')
-end
-
--- nil for a body this version cannot read (written by hand, or by an incompatible version).
-local function attemptsOf(body)
-  return tonumber(string.match(body, '^{"g":%d+,"a":(%d+),'))
-end
-
-local function withAttempts(body, attempts)
-  local g, rest = string.match(body, '^{"g":(%d+),"a":%d+(.*)$')
-  return '{"g":' .. g .. ',"a":' .. fmt(attempts) .. rest
-end
-
--- The body if the job is claimed (in ACTIVE) under this exact claim token, else nil.
-local function ownedBody(id, token)
-  if not redis.call('zscore', ACTIVE, id) then return nil end
-  local body = redis.call('hget', JOBS, id)
-  if not body or tokenOf(body) ~= token then return nil end
-  return body
-end
-
--- Replaces the "e" field (null or a JSON string, which holds no bare quote: the next ,"p": is ours).
-local function withError(body, errorJson)
-  local e = string.find(body, ',"e":', 1, true)
-  if not e then return body end
-  local p = string.find(body, ',"p":', e, true)
-  if not p then return body end
-  return string.sub(body, 1, e - 1) .. ',"e":' .. errorJson .. string.sub(body, p)
-end
-
 -- Bounded work per call: what is left is trimmed by the next call.
 local function trimDeadByAge(maxAge)
   local old = redis.call('zrangebyscore', DEAD, '-inf', '(' .. fmt(nowMs - maxAge), 'limit', 0, 100)
@@ -126,7 +43,9 @@ local function recordReply(reply)
   if OPERATION then redis.call('set', OPERATION, reply, 'px', OPERATION_TTL_MS) end
 end
 
+-- A job that was out (claimed, or waiting for a retry) goes dead: its group may start the next one.
 local function bury(id, body, errorJson, maxCount, maxAge)
+  groupJobFinished(body)
   if maxCount <= 0 then
     redis.call('hdel', JOBS, id)
     return

@@ -17,14 +17,25 @@ export const rescheduleJobScript = new RedisScript(
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local id, kind, when = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local dueMs = when
+if kind == 'd' then dueMs = nowMs + when end
+local body = redis.call('hget', JOBS, id)
+local group = body and groupQueueScore(id, body) and groupOf(body)
+if group then
+  -- Waiting in its group's queue: it moves there (and the group's turn with it).
+  removeFromGroup(id, body)
+  local headBefore = headScore()
+  local turn = addToGroup(group, id, groupScoreFor(group, dueMs))
+  if turn and (headBefore == nil or turn < headBefore) then wake(math.floor(turn / SLOTS)) end
+  recordReply(1)
+  return 1
+end
 if not redis.call('zscore', DUE, id) then
   recordReply(0)
   return 0
 end
 redis.call('zrem', DUE, id)
 local headBefore = headScore()
-local dueMs = when
-if kind == 'd' then dueMs = nowMs + when end
 local score = scoreFor(dueMs)
 redis.call('zadd', DUE, score, id)
 if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end

@@ -23,7 +23,12 @@ for _, id in ipairs(ids) do
     local body = redis.call('hget', JOBS, id)
     if body and attemptsOf(body) then
       redis.call('hset', JOBS, id, withAttempts(body, 0))
-      redis.call('zadd', DUE, scoreFor(nowMs), id)
+      local group = groupOf(body)
+      if group then
+        addToGroup(group, id, groupScoreFor(group, nowMs)) -- behind the jobs its group has waiting
+      else
+        redis.call('zadd', DUE, scoreFor(nowMs), id)
+      end
       moved = moved + 1
     elseif body then
       redis.call('zadd', DEAD, nowMs, id) -- unreadable by this version: stays a dead letter

@@ -12,11 +12,16 @@ export const LUA_STORE_JOB: LuaSnippet = {
 -- Makes room for a job with this id: 0 when one exists and is kept, 2 when one existed and was
 -- taken out of every state to be replaced (replace == '1'), 1 when there was none.
 local function makeRoomFor(id, replace)
-  if redis.call('hexists', JOBS, id) == 0 then return 1 end
+  local body = redis.call('hget', JOBS, id)
+  if not body then return 1 end
   if replace ~= '1' then return 0 end
-  redis.call('zrem', DUE, id)
-  redis.call('zrem', ACTIVE, id)
-  redis.call('zrem', DEAD, id)
+  local wasDue = redis.call('zrem', DUE, id)
+  local wasActive = redis.call('zrem', ACTIVE, id)
+  if wasDue + wasActive > 0 then
+    groupJobFinished(body)
+  elseif redis.call('zrem', DEAD, id) == 0 then
+    removeFromGroup(id, body)
+  end
   return 2
 end
 
@@ -26,10 +31,15 @@ local function dueMsOf(kind, when)
   return when
 end
 
--- Stores a fresh body (no attempt yet, created now) and queues it at dueMs; returns its due score.
+-- Stores a fresh body (no attempt yet, created now) and queues it at dueMs: in DUE, or in its
+-- group's queue. Returns the score a consumer must wake for: its due score, its group's turn, or
+-- math.huge when its group is busy.
 local function storeJob(id, dueMs, tail)
+  local body = '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail
+  redis.call('hset', JOBS, id, body)
+  local group = groupOf(body)
+  if group then return addToGroup(group, id, groupScoreFor(group, dueMs)) or math.huge end
   local score = scoreFor(dueMs)
-  redis.call('hset', JOBS, id, '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail)
   redis.call('zadd', DUE, score, id)
   return score
 end

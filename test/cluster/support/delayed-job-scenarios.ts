@@ -85,7 +85,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       expect(await queue.cancel(TOPIC, 'o-4')).toBe(true);
       expect(await queue.cancel(TOPIC, 'o-4')).toBe(false);
       expect(await queue.get(TOPIC, 'o-4')).toBeNull();
-      expect(await queue.stats(TOPIC)).toEqual({ scheduled: 30, due: 0, active: 0, dead: 0, schedules: 0 });
+      expect(await queue.stats(TOPIC)).toEqual({ scheduled: 30, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
 
       // Every shard got some of the 31 jobs, and each shard's keys share one slot.
       const perShard = await Promise.all(shardKeys(TOPIC).map((k) => target.raw().zcard(k.due)));
@@ -105,7 +105,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         await waitFor(() => seen.size === 90, 15_000, 'all 90 jobs to run');
         await sleep(100);
         expect([...seen.values()].every((count) => count === 1)).toBe(true);
-        expect(await queue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0 });
+        expect(await queue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
       } finally {
         await consumer.close();
       }
