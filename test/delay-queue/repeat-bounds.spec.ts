@@ -1,6 +1,10 @@
 import { Injectable } from '@nestjs/common';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Redis } from 'ioredis';
-import { InvalidOptionsError, OnDelayed, type Consumer, type DelayQueueService, type JobContext } from '../../lib/index.js';
+import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
+import { startOutboxApp, type RecordedRun } from '../outbox/support/outbox-harness.js';
+import { runInTransaction, InvalidOptionsError, OnDelayed, type Consumer, type DelayQueueService, type JobContext } from '../../lib/index.js';
 import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
@@ -194,6 +198,35 @@ describe('repeat() with limit, startDate and endDate', () => {
     await check(second);
     expect(await second.queue.stats('bounded.decorated')).toMatchObject({ scheduled: 0, due: 0, active: 0, schedules: 1 });
     expect(new Set(onDelayedRuns).size).toBe(2);
+  }, 60_000);
+
+  it('carries the bounds through the transactional outbox: a committed repeat() with a limit runs exactly `limit` times', async () => {
+    const db = new PGlite();
+    const current = new AsyncLocalStorage<Transaction>();
+    const delivered: RecordedRun[] = [];
+    const outboxed = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix: uniquePrefix('bounds-outbox'),
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
+      topics: ['bounded.outbox'],
+      runs: delivered,
+    });
+    try {
+      const pending = await runInTransaction(() =>
+        db.transaction((tx) => current.run(tx, () => outboxed.queue.repeat('bounded.outbox', { every: 100 }, { limit: 3, endDate: Date.UTC(2099, 0, 1) }))),
+      );
+      expect(pending).toMatchObject({ pending: true, runs: 0, limit: 3, endDate: new Date(Date.UTC(2099, 0, 1)) });
+      await waitFor(async () => {
+        const [info] = await outboxed.queue.listRepeats('bounded.outbox');
+        const stats = await outboxed.queue.stats('bounded.outbox');
+        return info?.finished === true && delivered.length >= 3 && stats.scheduled + stats.active === 0;
+      }, 20_000, 'three runs of the outboxed schedule');
+      expect(await outboxed.queue.listRepeats('bounded.outbox')).toMatchObject([{ runs: 3, limit: 3, finished: true }]);
+      expect(new Set(delivered.map((run) => run.id)).size).toBe(3);
+    } finally {
+      await outboxed.close();
+      await db.close();
+    }
   }, 60_000);
 
   describe('after Redis lost its data (a redis-server of its own, restarted without persistence)', () => {
