@@ -7,7 +7,7 @@ import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { refuseUnknownKeys } from '../core/options/known-option-keys.js';
-import { ON_DELAYED_REPEAT_KEYS } from './repeat/repeat-option-keys.js';
+import { ON_DELAYED_REPEAT_KEYS, splitOnDelayedRepeat } from './repeat/repeat-option-keys.js';
 import { ON_DELAYED_OPTION_KEYS, resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
 import { ConsumerRegistry } from './consumer-registry.js';
 import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer.js';
@@ -122,7 +122,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
       throw new InvalidOptionsError(option, `${problem} (in ${handler.source})`);
     };
     refuseUnknownKeys(refuse, 'repeat', repeat, ON_DELAYED_REPEAT_KEYS);
-    const { id, payload, catchUp, maxAttempts, backoff, ...schedule } = repeat ?? ({} as OnDelayedRepeat);
-    return this.repeats.prepare(handler.topic, schedule, { id, payload, catchUp, maxAttempts, backoff }, handler.source);
+    const { schedule, options } = splitOnDelayedRepeat(repeat);
+    return this.repeats.prepare(handler.topic, schedule, options, handler.source);
   }
 }

@@ -256,7 +256,8 @@ export class DelayQueueService {
    * Runs a job on `topic` at every tick of `schedule`, each tick exactly once across all instances;
    * an upsert by `options.id` (default: the topic). Some consumer of the topic must run somewhere.
    * Inside a transaction with `delayQueue.outbox` it goes through the outbox and `nextRunAt` is an
-   * estimate. See docs/scheduling.md (Repeatable delayed jobs: `repeat()`) for ticks, `catchUp` and guarantees.
+   * estimate. `limit`, `startDate` and `endDate` bound its runs (docs/scheduling.md, Bounded repeats).
+   * See docs/scheduling.md (Repeatable delayed jobs: `repeat()`) for ticks, `catchUp` and guarantees.
    *
    * @returns the stored schedule and the tick queued now
    * @throws InvalidOptionsError for a bad schedule or option (named in the message)
@@ -264,6 +265,7 @@ export class DelayQueueService {
    * @example
    * await delayQueue.repeat('report.daily', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' });
    * await delayQueue.repeat('cache.refresh', { every: 30_000 }, { id: 'eu', payload: { region: 'eu' } });
+   * await delayQueue.repeat('trial.nudge', { every: 86_400_000 }, { id: userId, limit: 3 });
    */
   async repeat<T>(topic: string, schedule: RepeatSchedule, options?: RepeatOptions<T>): Promise<RepeatInfo> {
     this.shardKeys(topic); // validates the topic before anything else

@@ -873,6 +873,58 @@ const repeatRows: LostReplyRow[] = [
   }),
 ];
 
+/** Where the advance script's ARGV[4] (the tick to queue; '' for a bounded schedule's finish) is among its keys and args. */
+const NEXT_TICK_AT = repeatScriptKeys({ due: '', jobs: ':jobs', active: '', dead: '', marker: '' } as never).length + 3;
+
+/** A bounded schedule of `limit` ticks every 300 ms, run by a consumer on the proxied connection until it is finished and idle. */
+async function runBounded(ctx: Ctx, limit: number): Promise<string[]> {
+  const recording = recordingConsumer(ctx, 'proxied');
+  await ctx.lost;
+  await waitFor(async () => {
+    const [info] = await ctx.peerQueue.listRepeats(TOPIC);
+    return info?.finished === true && recording.runs.length >= limit && (await drained(ctx));
+  }, 15_000, `the ${limit} runs of the bounded schedule`);
+  await recording.consumer.close();
+  return recording.runs;
+}
+
+/** Bounded repeats: the limit is counted once per tick queued, whatever call is run twice. */
+repeatRows.push(
+  row({
+    name: 'repeat with limit and endDate (upsert): run twice, one schedule with runs 0 and one tick job; the bounds are echoed',
+    script: upsertRepeatScript,
+    act: (ctx) => ctx.queue.repeat(TOPIC, { every: 60_000 }, { limit: 3, endDate: Date.UTC(2099, 0, 1) }),
+    check: async (ctx, _state, info) => {
+      expect(info).toMatchObject({ runs: 0, limit: 3, endDate: new Date(Date.UTC(2099, 0, 1)) });
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+    },
+  }),
+  row({
+    name: 'repeat with a limit (advance): the advance a consumer sends for a claimed tick, run twice, counts one run; exactly `limit` ticks run, each once',
+    script: advanceRepeatScript,
+    arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 300 }, { limit: 3 }),
+    act: (ctx) => runBounded(ctx, 3),
+    check: async (ctx, info, runs) => {
+      const first = info.nextRunAt.getTime();
+      expect(runs).toEqual([0, 1, 2].map((i) => `repeat:jobs@${first + i * 300}@1`));
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toMatchObject([{ runs: 3, limit: 3, finished: true }]);
+    },
+  }),
+  row({
+    name: 'repeat with a limit (finish): the last claim’s advance, which queues nothing, run twice, records the last run once; no tick after the limit',
+    script: advanceRepeatScript,
+    where: (keysAndArgs) => keysAndArgs[NEXT_TICK_AT] === '',
+    arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 300 }, { limit: 2 }),
+    act: (ctx) => runBounded(ctx, 2),
+    check: async (ctx, info, runs) => {
+      const first = info.nextRunAt.getTime();
+      expect(runs).toEqual([0, 1].map((i) => `repeat:jobs@${first + i * 300}@1`));
+      expect(await ctx.peerQueue.listRepeats(TOPIC)).toMatchObject([{ runs: 2, finished: true, lastRunAt: new Date(first + 300) }]);
+    },
+  }),
+);
+
 /** Where the upsert script's ARGV[5] ('1': a restore after data loss) is among its keys and args. */
 const RESTORE_FLAG_AT = repeatScriptKeys({ due: '', jobs: ':jobs', active: '', dead: '', marker: '' } as never).length + 4;
 

@@ -42,6 +42,16 @@ export interface RepeatOptions<T = unknown> {
   maxAttempts?: number;
   /** Backoff between deliveries of one tick's job after a failure. Default: the consumer's. */
   backoff?: BackoffOptions;
+  /**
+   * At most this many runs (ticks queued) in all, counted in Redis across every instance; then the
+   * schedule is finished and kept (see `RepeatInfo.finished`). Calling `repeat()` again with another
+   * limit keeps the count. A positive whole number. See docs/scheduling.md (Bounded repeats).
+   */
+  limit?: number;
+  /** No tick before this time (a `Date` or epoch ms; ticks are compared on the Redis server clock). */
+  startDate?: Date | number;
+  /** No tick after this time, and none queued once the Redis server clock has passed it. After `startDate`. */
+  endDate?: Date | number;
 }
 
 /** The `repeat` option of `@OnDelayed`: a schedule and its options. */
@@ -62,9 +72,26 @@ export interface RepeatInfo {
   /** The last tick a consumer claimed to run (absent before the first); its run may still be going, or have failed. */
   readonly lastRunAt?: Date;
   /**
+   * The schedule's runs so far: its ticks queued, less the queued one while it waits undelivered (a
+   * tick whose job was cancelled counts). Counted in Redis: a loss of Redis's data starts it over.
+   */
+  readonly runs: number;
+  /** The `limit` option, when given. */
+  readonly limit?: number;
+  /** The `startDate` option, when given. */
+  readonly startDate?: Date;
+  /** The `endDate` option, when given. */
+  readonly endDate?: Date;
+  /**
+   * Set when no further tick will be queued: `limit` runs are used up, or no tick is left before
+   * `endDate`. The schedule is kept (and counted by `stats().schedules`) until `removeRepeat()`;
+   * `nextRunAt` is then its last tick.
+   */
+  readonly finished?: true;
+  /**
    * Set by `repeat()` inside a transaction with the transactional outbox: the schedule waits in the
    * outbox until COMMIT, and `nextRunAt` is an estimate from the local clock (`listRepeats()` after
-   * the commit reads what Redis stored).
+   * the commit reads what Redis stored). `runs` is then 0 (unknown until applied).
    */
   readonly pending?: true;
 }

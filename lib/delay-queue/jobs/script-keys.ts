@@ -40,11 +40,19 @@ export function claimScriptKeys(keys: TopicKeys, record: string, previousRecord?
 /**
  * The repeat scripts' KEYS (see scripts/repeat-lua-snippets.ts): the topic keys, an operation record
  * (`operationId`, unused by the scripts that write none), the schedules hash, the next-tick,
- * last-run, removal and definition-time zsets.
+ * last-run, removal and definition-time zsets, and the runs hash.
  */
 export function repeatScriptKeys(keys: TopicKeys, operationId = UNUSED_RECORD): string[] {
   const base = repeatBase(keys);
-  return [...recordedScriptKeys(keys, operationId), `${base}:repeats`, `${base}:repeat-next`, `${base}:repeat-last`, `${base}:repeat-removed`, `${base}:repeat-defined`];
+  return [
+    ...recordedScriptKeys(keys, operationId),
+    `${base}:repeats`,
+    `${base}:repeat-next`,
+    `${base}:repeat-last`,
+    `${base}:repeat-removed`,
+    `${base}:repeat-defined`,
+    `${base}:repeat-runs`,
+  ];
 }
 
 /** The counts' KEYS (see scripts/topic-stats.lua.ts): the topic keys, KEYS[6] unused, the schedules hash, the pause flag. */

@@ -9,6 +9,7 @@ import { prepareJob } from '../jobs/prepare-job.js';
 import { tickJobId } from '../jobs/tick-job-id.js';
 import { REPEAT_OPTION_KEYS, REPEAT_SCHEDULE_KEYS } from './repeat-option-keys.js';
 import { calendarOf, canBuildCalendar } from './calendar-cache.js';
+import { prepareBounds, readBounds, type RepeatBounds } from './repeat-bounds.js';
 import { cronProblem } from './cron-problem.js';
 import type { TickCalendar } from './tick-calendar.js';
 
@@ -32,16 +33,27 @@ export interface RepeatDefinition {
   readonly catchUp: RepeatCatchUp;
   /** The tick jobs' body tail (payload, maxAttempts, backoff; see job-codec.ts). */
   readonly tail: string;
+  /** Its limit and dates (repeat-bounds.ts); empty for an unbounded schedule. */
+  readonly bounds: RepeatBounds;
   readonly fingerprint: string;
   /** Its ticks: built on first use and shared by every definition with the same schedule (calendar-cache.ts). */
   readonly calendar: TickCalendar;
 }
 
-/** The stored JSON (short keys: one per schedule, read on every advance). */
+/**
+ * The stored JSON (short keys: one per schedule, read on every advance). The bounds are present only
+ * when given, so an unbounded schedule keeps the stored form (and fingerprint) it had before them.
+ */
 interface StoredDefinition {
   readonly s: RepeatSchedule;
   readonly k: RepeatCatchUp;
   readonly t: string;
+  /** limit */
+  readonly l?: number;
+  /** startDate (epoch ms) */
+  readonly a?: number;
+  /** endDate (epoch ms) */
+  readonly e?: number;
 }
 
 /**
@@ -73,16 +85,20 @@ export function prepareRepeat(
     validate.refuseValue('id', id, `use at most ${MAX_JOB_ID_BYTES - LONGEST_TICK_ID_SUFFIX} UTF-8 bytes`);
   }
   const catchUp = validate.oneOf<RepeatCatchUp>('catchUp', o.catchUp, ['none', 'latest', 'all'], { default: DEFAULT_CATCH_UP });
+  const bounds = prepareBounds(o, validate);
   const job = prepareJob(topic, o.payload ?? null, { maxAttempts: o.maxAttempts, backoff: o.backoff }, defaults, location === undefined ? 'repeat' : `${location}: repeat`);
-  const stored: StoredDefinition = { s: normalized, k: catchUp, t: job.tail };
-  const json = JSON.stringify(stored);
-  return definitionOf(id, normalized, catchUp, job.tail, createHash('sha1').update(json).digest('hex'));
+  const json = JSON.stringify(storedJson(normalized, catchUp, job.tail, bounds));
+  return definitionOf(id, normalized, catchUp, job.tail, bounds, createHash('sha1').update(json).digest('hex'));
 }
 
 /** The value stored for `definition` in the schedules hash. */
 export function storedForm(definition: RepeatDefinition): string {
-  const stored: StoredDefinition = { s: definition.schedule, k: definition.catchUp, t: definition.tail };
-  return definition.fingerprint + JSON.stringify(stored);
+  return definition.fingerprint + JSON.stringify(storedJson(definition.schedule, definition.catchUp, definition.tail, definition.bounds));
+}
+
+function storedJson(schedule: RepeatSchedule, catchUp: RepeatCatchUp, tail: string, bounds: RepeatBounds): StoredDefinition {
+  const stored: StoredDefinition = { s: schedule, k: catchUp, t: tail };
+  return { ...stored, l: bounds.limit, a: bounds.startDate, e: bounds.endDate };
 }
 
 /** Reads a stored schedule back; undefined for a value this version cannot read. */
@@ -95,17 +111,19 @@ export function readStoredForm(id: string, value: string): RepeatDefinition | un
   }
   const { s: schedule, k: catchUp, t: tail } = stored ?? {};
   if (!/^[0-9a-f]{40}$/.test(value.slice(0, 40)) || typeof tail !== 'string' || !isCatchUp(catchUp) || !isSchedule(schedule)) return undefined;
-  if (!canBuildCalendar(schedule)) return undefined;
-  return definitionOf(id, schedule, catchUp, tail, value.slice(0, 40));
+  const bounds = readBounds(stored ?? {});
+  if (!bounds || !canBuildCalendar(schedule)) return undefined;
+  return definitionOf(id, schedule, catchUp, tail, bounds, value.slice(0, 40));
 }
 
 /** A definition whose calendar is looked up when first asked for (most reads never need it). */
-function definitionOf(id: string, schedule: RepeatSchedule, catchUp: RepeatCatchUp, tail: string, fingerprint: string): RepeatDefinition {
+function definitionOf(id: string, schedule: RepeatSchedule, catchUp: RepeatCatchUp, tail: string, bounds: RepeatBounds, fingerprint: string): RepeatDefinition {
   return {
     id,
     schedule,
     catchUp,
     tail,
+    bounds,
     fingerprint,
     get calendar() {
       return calendarOf(schedule);

@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
+import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
@@ -7,6 +8,7 @@ import type { RepeatInfo, RepeatOptions, RepeatSchedule } from '../interfaces/re
 import { parseTickJobId } from '../jobs/tick-job-id.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import type { WriteFence } from '../jobs/write-fence.js';
+import { nextTickWithin } from './repeat-bounds.js';
 import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
 import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
 import { RecentRemovals } from './recent-removals.js';
@@ -109,6 +111,8 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     try {
       await attempt();
     } catch (error) {
+      // A definition Redis refuses (its bounds leave no tick after the server's now) stays refused.
+      if (error instanceof InvalidOptionsError) return this.logger.error(`${source}: its repeat schedule is not registered: ${error.message}`);
       this.logger.warn(`${source}: could not register its repeat schedule yet (${errorMessage(error)}); retrying every ${REPEAT_CHECK_INTERVAL_MS} ms.`);
       this.pending.set(`${topic}\n${definition.id}`, attempt);
       this.watch(topic);
@@ -137,7 +141,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   async list(topic: string): Promise<RepeatInfo[]> {
     const perShard = await Promise.all(this.shards.all(topic).map((keys) => this.schedules.read(keys, '')));
     return perShard
-      .flatMap(([, rows]) => rows.map((row) => this.schedules.info(topic, row.definition, row.tick, row.lastRun)))
+      .flatMap(([nowMs, rows]) => rows.map((row) => this.schedules.info(topic, row.definition, row.tick, row, nowMs)))
       .sort((x, y) => x.nextRunAt.getTime() - y.nextRunAt.getTime());
   }
 
@@ -263,14 +267,13 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
         const since = this.missingSince.get(missingKey);
         if (since === undefined) this.missingSince.set(missingKey, performance.now());
         if (since === undefined || performance.now() - since < this.restoreAfterMissingMs) continue;
-        const { info, kept, created } = await this.schedules.store(keys, topic, definition, { seenAt: entry.seenAt });
+        const { info, kept, created, runsLost } = await this.schedules.store(keys, topic, definition, { seenAt: entry.seenAt });
         this.missingSince.delete(missingKey);
         if (!info && !kept && definitions.get(id) === entry) definitions.delete(id);
+        const lost = `Repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} was gone from Redis without a removal (the server lost its data?)`;
+        if (runsLost) this.logger.warn(`${lost}; not stored again, as its limit's runs were lost with the data: repeat() starts it again from 0 runs.`);
         if (!info || !created) continue;
-        this.logger.warn(
-          `Repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} was gone from Redis without a removal ` +
-            `(the server lost its data?); stored it again from this instance's definition, next tick ${info.nextRunAt.toISOString()}.`,
-        );
+        this.logger.warn(`${lost}; stored it again from this instance's definition, next tick ${info.nextRunAt.toISOString()}.`);
       } catch (error) {
         this.logger.debug(`Restoring repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
       }
@@ -316,8 +319,9 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     const keys = this.shards.forSchedule(topic, scheduleId);
     const [nowMs, [row]] = await this.schedules.read(keys, scheduleId);
     if (!row || row.tick !== tickMs) return; // advanced already, changed or removed
-    const next = row.definition.calendar.nextToEnqueue(tickMs, nowMs, row.definition.catchUp);
-    if (next !== null) await this.schedules.advance(keys, row, next, false, true);
+    const { calendar, catchUp, bounds } = row.definition;
+    // No next tick (a bounded schedule finished): the claim is still recorded as its last run.
+    await this.schedules.advance(keys, row, nextTickWithin(calendar, catchUp, bounds, tickMs, nowMs, row.queued), false, true);
   }
 
   /**
@@ -336,7 +340,6 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       row.tick < nowMs - MISSED_TICK_AFTER_MS &&
       (calendar.after(row.tick) ?? Infinity) <= nowMs - MISSED_TICK_AFTER_MS;
     if (!stale && (row.state === 'waiting' || row.state === 'active')) return;
-    const next = calendar.nextToEnqueue(row.tick, nowMs, catchUp);
-    if (next !== null) await this.schedules.advance(keys, row, next, stale);
+    await this.schedules.advance(keys, row, nextTickWithin(calendar, catchUp, row.definition.bounds, row.tick, nowMs, row.queued), stale);
   }
 }

@@ -9,6 +9,7 @@ import { advanceRepeatScript } from '../scripts/advance-repeat.lua.js';
 import { readRepeatsScript } from '../scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
+import { boundsArgs, firstTickWithin, isBounded, isFinished } from './repeat-bounds.js';
 import { readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
 
 /** Schedules read per shard by one call without an id. */
@@ -18,15 +19,23 @@ type QueuedTickState = 'waiting' | 'active' | 'dead' | 'gone';
 /** The queued tick's state as read-repeats.lua.ts answers it (a one-letter code, '' for gone). */
 const TICK_STATES: Readonly<Record<string, QueuedTickState>> = { w: 'waiting', a: 'active', d: 'dead' };
 
+/** A schedule's history as Redis counts it (see repeat-lua-snippets.ts). */
+export interface ScheduleProgress {
+  /** The last tick a consumer claimed, if any. */
+  readonly lastRun?: number;
+  /** Its runs so far (RepeatInfo.runs). */
+  readonly runs: number;
+  /** Its ticks queued so far, the count its limit bounds. */
+  readonly queued: number;
+}
+
 /** One schedule as read from a shard. */
-export interface ScheduleRow {
+export interface ScheduleRow extends ScheduleProgress {
   readonly id: string;
   readonly definition: RepeatDefinition;
   readonly tick: number;
   /** Where the queued tick's job is: waiting, active, dead, or gone (ran or was removed). */
   readonly state: QueuedTickState;
-  /** The last tick a consumer claimed, if any. */
-  readonly lastRun?: number;
   /** From when its definition is known current (server µs; see repeat-lua-snippets.ts), if recorded. */
   readonly definedAt?: number;
 }
@@ -42,6 +51,8 @@ export interface StoreOutcome {
   readonly nowMs: number;
   /** From when the stored definition is known current (server µs), when this definition is stored. */
   readonly definedAt?: number;
+  /** A restore of a definition with a limit found nothing stored: its runs were lost, so it is not restored. */
+  readonly runsLost?: true;
 }
 
 /**
@@ -56,12 +67,13 @@ export class ScheduleStore {
   async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[], number]> {
     const [nowMs, flat, nowUs] = await readRepeatsScript.run<[number, string[], number]>(this.connection.client, repeatScriptKeys(keys), [id, READ_BATCH]);
     const rows: ScheduleRow[] = [];
-    for (let i = 0; i < flat.length; i += 6) {
+    for (let i = 0; i < flat.length; i += 8) {
       const definition = readStoredForm(flat[i], flat[i + 1]);
       if (!definition) continue;
       const lastRun = flat[i + 4] === '' ? undefined : Number(flat[i + 4]);
       const definedAt = flat[i + 5] === '' ? undefined : Number(flat[i + 5]);
-      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: TICK_STATES[flat[i + 3]] ?? 'gone', lastRun, definedAt });
+      const [runs, queued] = [Number(flat[i + 6]), Number(flat[i + 7])];
+      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: TICK_STATES[flat[i + 3]] ?? 'gone', lastRun, definedAt, runs, queued });
     }
     return [Number(nowMs), rows, Number(nowUs)];
   }
@@ -78,7 +90,9 @@ export class ScheduleStore {
    * Runs the upsert script until its first tick is ahead of the server's clock. A restore (`seenAt`:
    * when the restoring instance last knew its definition current) only creates: `info` is undefined
    * when the schedule was removed, `kept` when another definition is stored (see
-   * upsert-repeat.lua.ts); `created` when this call stored it.
+   * upsert-repeat.lua.ts); `created` when this call stored it. A definition whose bounds leave no
+   * tick is stored finished over a stored schedule (its runs count kept), refused for a new one
+   * (`InvalidOptionsError`; a restore stores nothing).
    */
   async store(keys: TopicKeys, topic: string, definition: RepeatDefinition, restore: { seenAt: number } | undefined, fence?: WriteFence): Promise<StoreOutcome> {
     let [nowMs, rows, nowUs] = await this.read(keys, definition.id);
@@ -89,23 +103,32 @@ export class ScheduleStore {
         // A repeat() finding its definition stored: that definition is current from now on.
         if (!restore) await this.confirmDefinition(keys, definition.id, nowUs);
         const definedAt = restore ? current.definedAt : Math.max(nowUs, current.definedAt ?? 0);
-        return { info: this.info(topic, current.definition, current.tick, current.lastRun), unchanged: current, nowMs, definedAt };
+        return { info: this.info(topic, current.definition, current.tick, current, nowMs), unchanged: current, nowMs, definedAt };
       }
       // Another definition stored: a restore keeps it unless it is known current only from before.
       if (current && restore && (current.definedAt ?? Infinity) >= restore.seenAt) return { kept: true, nowMs };
-      const firstTick = definition.calendar.after(nowMs);
-      if (firstTick === null) throw new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
-      const [status, tick, serverNow, definedAt] = await upsertRepeatScript.run<[number, number, number, number]>(
+      const firstTick = firstTickWithin(definition.calendar, definition.bounds, nowMs);
+      if (firstTick === null && !current) {
+        if (restore) return { nowMs };
+        throw noTickLeft(definition, nowMs);
+      }
+      const [status, tick, serverNow, definedAt, runs, queued] = await upsertRepeatScript.run<[number, number, number, number, number, number]>(
         this.connection.client,
         repeatScriptKeys(keys, fence?.recordId),
-        [definition.id, storedForm(definition), firstTick, definition.tail, restore ? '1' : '0', fence ? fence.deadline : '', ...(restore ? [restore.seenAt] : [])],
+        [definition.id, storedForm(definition), firstTick ?? '', definition.tail, restore ? '1' : '0', fence ? fence.deadline : '', restore ? restore.seenAt : '', ...boundsArgs(definition.bounds)],
       );
       nowMs = Number(serverNow);
+      const progress = { lastRun: current?.lastRun, runs: Number(runs), queued: Number(queued) };
       if (status === -3) throw new WriteFenceExpiredError();
-      if (status === 4) return { info: this.info(topic, definition, Number(tick), current?.lastRun), nowMs, definedAt: Number(definedAt) || undefined };
+      if (status === 4) return { info: this.info(topic, definition, Number(tick), progress, nowMs), nowMs, definedAt: Number(definedAt) || undefined };
       if (status === -2) return { nowMs };
+      if (status === -4) return { nowMs, runsLost: true };
+      if (status === -5) {
+        if (restore) return { nowMs };
+        throw noTickLeft(definition, nowMs);
+      }
       if (status === 3) return { kept: true, nowMs };
-      if (status !== -1) return { info: this.info(topic, definition, Number(tick), current?.lastRun), created: status !== 0, nowMs, definedAt: Number(definedAt) };
+      if (status !== -1) return { info: this.info(topic, definition, Number(tick), progress, nowMs), created: status !== 0, nowMs, definedAt: Number(definedAt) };
       if (attempt >= 5) throw new Error(`repeat(${JSON.stringify(topic)}): the server clock kept passing the first tick`);
       [, rows] = await this.read(keys, definition.id);
     }
@@ -132,21 +155,51 @@ export class ScheduleStore {
     return { existed: existed === 1, removedAt: Number(removedAt) >= 0 ? Number(removedAt) : undefined };
   }
 
-  /** Moves a schedule's queued tick from `row.tick` to `next` (a compare-and-set; see advance-repeat.lua.ts). */
-  async advance(keys: TopicKeys, row: ScheduleRow, next: number, dropStale: boolean, claimed = false): Promise<void> {
+  /**
+   * Moves a schedule's queued tick from `row.tick` to `next` (a compare-and-set; see
+   * advance-repeat.lua.ts). `next` null (no tick within the bounds): only a claim is recorded.
+   */
+  async advance(keys: TopicKeys, row: ScheduleRow, next: number | null, dropStale: boolean, claimed = false): Promise<void> {
+    if (next === null && !claimed) return;
+    const { definition } = row;
+    const bounds = isBounded(definition.bounds) ? boundsArgs(definition.bounds) : [];
     await advanceRepeatScript.run(this.connection.client, repeatScriptKeys(keys), [
       row.id,
-      row.definition.fingerprint,
+      definition.fingerprint,
       row.tick,
-      next,
-      row.definition.tail,
+      next ?? '',
+      definition.tail,
       dropStale ? '1' : '0',
       claimed ? '1' : '0',
+      ...bounds,
     ]);
   }
 
-  info(topic: string, definition: RepeatDefinition, tick: number, lastRun?: number): RepeatInfo {
-    const info = { topic, id: definition.id, schedule: definition.schedule, catchUp: definition.catchUp, nextRunAt: new Date(tick) };
-    return lastRun === undefined ? info : { ...info, lastRunAt: new Date(lastRun) };
+  /** A schedule as `repeat()` and `listRepeats()` answer it, at server time `nowMs`. */
+  info(topic: string, definition: RepeatDefinition, tick: number, progress: ScheduleProgress, nowMs: number): RepeatInfo {
+    const { limit, startDate, endDate } = definition.bounds;
+    return {
+      topic,
+      id: definition.id,
+      schedule: definition.schedule,
+      catchUp: definition.catchUp,
+      nextRunAt: new Date(tick),
+      ...(progress.lastRun === undefined ? {} : { lastRunAt: new Date(progress.lastRun) }),
+      runs: progress.runs,
+      ...(limit === undefined ? {} : { limit }),
+      ...(startDate === undefined ? {} : { startDate: new Date(startDate) }),
+      ...(endDate === undefined ? {} : { endDate: new Date(endDate) }),
+      ...(isFinished(() => definition.calendar, definition.bounds, tick, nowMs, progress.queued) ? { finished: true as const } : {}),
+    };
   }
+}
+
+/** The error of a new schedule whose bounds leave it no tick after the server's now. */
+function noTickLeft(definition: RepeatDefinition, nowMs: number): InvalidOptionsError {
+  const { endDate } = definition.bounds;
+  if (endDate === undefined) return new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
+  return new InvalidOptionsError(
+    'repeat.endDate',
+    `no tick of the schedule falls between the Redis server's now (${new Date(nowMs).toISOString()}) and endDate ${new Date(endDate).toISOString()}; give a later endDate`,
+  );
 }

@@ -8,7 +8,8 @@ import { LUA_REPEAT } from './repeat-lua-snippets.js';
  * ARGV[1] a schedule id, or '' for every schedule of the shard (at most ARGV[2] of them, by next tick)
  *
  * Returns { nowMs, { id, stored form, tick, job state ('w' waiting | 'a' active | 'd' dead | '' gone),
- *           last claimed tick or '', definition time (KEYS[11], µs) or '', ... }, nowUs }.
+ *           last claimed tick or '', definition time (KEYS[11], µs) or '', runs so far, ticks
+ *           queued (KEYS[12]; see repeat-lua-snippets.ts), ... }, nowUs }.
  */
 export const readRepeatsScript = new RedisScript(
   'readRepeats',
@@ -30,6 +31,8 @@ for _, id in ipairs(ids) do
     rows[#rows + 1] = state
     rows[#rows + 1] = redis.call('zscore', REPEAT_LAST, id) or ''
     rows[#rows + 1] = redis.call('zscore', REPEAT_DEFINED, id) or ''
+    rows[#rows + 1] = runsOf(id, tick)
+    rows[#rows + 1] = queuedOf(id)
   end
 end
 return { nowMs, rows, nowUs }

@@ -25,16 +25,20 @@ const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
  *         restore, when the restoring instance last knew it current. A removal at or after that time
  *         (re-recorded by the instance that made it after Redis lost its data) undoes the restore.
  *         Microseconds: a removal and a repeat() in the same millisecond stay ordered.
+ * KEYS[12] runs  hash  schedule id -> its ticks queued so far (kept when repeat() changes the
+ *         definition, less a waiting tick it drops undelivered; deleted with the schedule)
  *
  * Invariant: a schedule's stored tick only grows while its definition stays the same, and a tick's
  * job is enqueued only by the step that moves the stored tick onto it. So each tick is enqueued once,
- * however many instances, re-sent commands or restarts try.
+ * however many instances, re-sent commands or restarts try. The runs count grows in that same step,
+ * and a bounded schedule's step queues nothing once it reaches the limit or the server clock passed
+ * the endDate (withinBounds): at most `limit` ticks are queued, in all.
  */
 export const LUA_REPEAT = {
   name: 'repeat',
   requires: [LUA_STORE_JOB],
   source: `
-local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED, REPEAT_DEFINED = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED, REPEAT_DEFINED, REPEAT_RUNS = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 
 -- A removal record's time in µs (an older version recorded ms: no µs time is that small).
 local function asUs(score)
@@ -56,6 +60,36 @@ local function tickJobId(scheduleId, tick)
   return 'repeat:' .. scheduleId .. '@' .. fmt(tick)
 end
 
+-- Whether a tick's job waits and was never delivered (a claim counts an attempt in its body).
+local function waitsUndelivered(jobId)
+  if not redis.call('zscore', DUE, jobId) then return false end
+  local body = redis.call('hget', JOBS, jobId)
+  return body ~= false and attemptsOf(body) == 0
+end
+
+-- The ticks a schedule has queued so far (0 for one stored before they were counted).
+local function queuedOf(id)
+  return tonumber(redis.call('hget', REPEAT_RUNS, id) or '0')
+end
+
+-- Its runs so far: the ticks queued, less the queued tick while it waits undelivered.
+local function runsOf(id, tick)
+  local runs = queuedOf(id)
+  if tick and waitsUndelivered(tickJobId(id, tonumber(tick))) then runs = runs - 1 end
+  return math.max(runs, 0)
+end
+
+-- Whether a bounded schedule may queue a tick after queued ticks so far: below the limit, not
+-- before startDate, not after endDate, and the server clock not past endDate. Bounds are the
+-- callers' ARGV, numbers or '' (none), read from the definition whose fingerprint they checked.
+local function withinBounds(tick, queued, limit, startDate, endDate)
+  limit, startDate, endDate = tonumber(limit), tonumber(startDate), tonumber(endDate)
+  if limit and queued >= limit then return false end
+  if startDate and tick < startDate then return false end
+  if endDate and (nowMs > endDate or tick > endDate) then return false end
+  return true
+end
+
 -- Removes a tick's job if it still waits; a job already claimed (or dead) is left to its fate.
 local function dropWaitingTick(jobId)
   if redis.call('zscore', DUE, jobId) then
@@ -72,6 +106,7 @@ local function deleteSchedule(id)
   redis.call('zrem', REPEAT_NEXT, id)
   redis.call('zrem', REPEAT_LAST, id)
   redis.call('zrem', REPEAT_DEFINED, id)
+  redis.call('hdel', REPEAT_RUNS, id)
   if tick then dropWaitingTick(tickJobId(id, tonumber(tick))) end
   return existed
 end
