@@ -42,6 +42,8 @@ export class RedisKeySpace {
       dead: `${base}:dead`,
       marker: `${base}:marker`,
       fence: `${base}:fence`,
+      cancelled: `${base}:cancelled`,
+      cancelChannel: `${base}:cancel`,
     };
   }
 
@@ -135,4 +137,12 @@ export interface TopicKeys {
    * so a job's tokens only grow even when the counter was lost and the server clock went back.
    */
   readonly fence: string;
+  /**
+   * Tombstones of jobs cancelled while they ran: zset `<claim token>:<id>` -> the job's visibility
+   * deadline when it was cancelled. A consumer that missed the cancel notice learns of it at its next
+   * visibility extension, which comes before that deadline; expired tombstones are trimmed.
+   */
+  readonly cancelled: string;
+  /** Pub/sub channel (SPUBLISH on a cluster) where a cancel of a running job is announced: `<claim token>:<id>`. */
+  readonly cancelChannel: string;
 }
