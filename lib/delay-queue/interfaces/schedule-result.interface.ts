@@ -19,5 +19,6 @@ export type ScheduleStatus = 'created' | 'existing' | 'replaced' | 'deferred';
 export interface ScheduleResult {
   /** The job id (given in `options.id`, or generated). */
   readonly id: string;
+  /** What scheduling did with the job: created, found existing, replaced, or deferred past a transaction. */
   readonly status: ScheduleStatus;
 }
