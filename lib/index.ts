@@ -24,6 +24,7 @@ export type { LockUnavailableContext, WithLockOptions } from './decorators/with-
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
 export type { ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
+export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/schedule-result.interface.js';
 export type { RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
 export { JobContext } from './delay-queue/interfaces/job-context.interface.js';
 export type { DelayedJob, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
@@ -62,6 +63,7 @@ export { InvalidOptionsError } from './core/errors/invalid-options.error.js';
 export { InvalidJobError } from './core/errors/invalid-job.error.js';
 export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
+export { JobCancelledError } from './core/errors/job-cancelled.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
 export { RedisConnectionError } from './core/errors/redis-connection.error.js';

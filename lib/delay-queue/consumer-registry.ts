@@ -7,6 +7,7 @@ import { assertValidTopic } from '../core/keys/topic-name.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
+import { CancelListener } from './consumer/cancel-listener.js';
 import { DelayQueueConsumer } from './consumer/delay-queue.consumer.js';
 import { CONSUMER_OPTION_KEYS, ON_DELAYED_OPTION_KEYS, resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
 import { ShardedConsumer } from './consumer/sharded-consumer.js';
@@ -42,6 +43,7 @@ export class ConsumerRegistry {
     private readonly shards: TopicShards,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
     private readonly repeats: RepeatScheduler,
+    private readonly cancels: CancelListener,
   ) {}
 
   /**
@@ -76,6 +78,7 @@ export class ConsumerRegistry {
       },
       // A claimed repeat tick enqueues the next one before its handler runs.
       beforeRun: (jobId: string) => this.repeats.afterClaim(topic, jobId),
+      cancels: this.cancels,
     };
     // A sharded topic gets one claim loop per shard (see ShardedConsumer), under one Consumer.
     const consumer =
@@ -99,5 +102,6 @@ export class ConsumerRegistry {
   /** No consumer may start any more (the module's connections are closing). */
   close(): void {
     this.closed = true;
+    this.cancels.close();
   }
 }

@@ -2,6 +2,7 @@ import type { Provider } from '@nestjs/common';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { ConsumerRegistry } from './consumer-registry.js';
+import { CancelListener } from './consumer/cancel-listener.js';
 import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
@@ -26,6 +27,7 @@ export const delayQueueProviders: Provider[] = [
   RepeatScheduler,
   JobWriter,
   JobEnqueuer,
+  CancelListener,
   ConsumerRegistry,
   DelayQueueService,
   DelayedHandlerMetadataAccessor,

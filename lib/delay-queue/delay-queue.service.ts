@@ -16,10 +16,12 @@ import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
+import type { ScheduleResult } from './interfaces/schedule-result.interface.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
-import { JobWriter } from './writer/job-writer.js';
-import { dueKindArg, prepareJob } from './jobs/prepare-job.js';
+import { JobWriter, type WriteOutcome } from './writer/job-writer.js';
+import { dueKindArg, prepareJob, type PreparedJob } from './jobs/prepare-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
+import { cancelScriptKeys } from './jobs/script-keys.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
 import { pauseTopicScript } from './scripts/pause-topic.lua.js';
@@ -110,13 +112,20 @@ export class DelayQueueService {
    * @throws InvalidTopicError for a topic name that is not allowed
    */
   async schedule<T>(topic: string, payload: T, options?: ScheduleOptions): Promise<string> {
-    this.shardKeys(topic); // validates the topic before anything else
-    this.enqueuer.assertOpen('schedule a job');
-    return this.tracing.traceSchedule(topic, 1, async (traceparent) => {
-      const job = prepareJob(topic, payload, options, this.config.delayQueue, '', traceparent);
-      await this.enqueuer.enqueue(topic, [job]);
-      return job.id;
-    });
+    return (await this.scheduleOne(topic, payload, options, false)).id;
+  }
+
+  /**
+   * Like `schedule()`, and tells what it did: `'created'`, `'existing'` (a job with this id was
+   * waiting, running or dead and was kept), `'replaced'` (with `replace: true`), or `'deferred'`
+   * inside a transaction, where the job is written after the commit and the outcome is not known
+   * yet. A call re-sent after a lost reply answers as the first. See docs/delayed-jobs.md.
+   *
+   * @example
+   * const { status } = await delayQueue.scheduleWithResult('invoice.send', invoice, { id: `invoice:${invoice.id}` });
+   */
+  async scheduleWithResult<T>(topic: string, payload: T, options?: ScheduleOptions): Promise<ScheduleResult> {
+    return this.scheduleOne(topic, payload, options, true);
   }
 
   /**
@@ -125,6 +134,25 @@ export class DelayQueueService {
    * after its commit). Jobs due in the same millisecond run in array order.
    */
   async scheduleMany<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
+    return (await this.scheduleBatch(topic, jobs, false)).map((job) => job.id);
+  }
+
+  /** `scheduleMany()` telling what it did with each job, in order, as `scheduleWithResult()` does. */
+  async scheduleManyWithResult<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<ScheduleResult[]> {
+    return this.scheduleBatch(topic, jobs, true);
+  }
+
+  /** `exact`: the caller gets the outcome, so it must be the first run's (see JobEnqueuer.enqueue). */
+  private async scheduleOne<T>(topic: string, payload: T, options: ScheduleOptions | undefined, exact: boolean): Promise<ScheduleResult> {
+    this.shardKeys(topic); // validates the topic before anything else
+    this.enqueuer.assertOpen('schedule a job');
+    return this.tracing.traceSchedule(topic, 1, async (traceparent) => {
+      const job = prepareJob(topic, payload, options, this.config.delayQueue, '', traceparent);
+      return withOutcomes([job], await this.enqueuer.enqueue(topic, [job], exact))[0];
+    });
+  }
+
+  private async scheduleBatch<T>(topic: string, jobs: Array<ScheduledJob<T>>, exact: boolean): Promise<ScheduleResult[]> {
     this.shardKeys(topic); // validates the topic before anything else
     this.enqueuer.assertOpen('schedule jobs');
     if (!Array.isArray(jobs)) throw new InvalidJobError(topic, 'jobs', `is ${describeValue(jobs)}; pass an array of { payload, ...options }`);
@@ -136,20 +164,23 @@ export class DelayQueueService {
         const { payload, ...options } = job;
         return prepareJob(topic, payload, options, this.config.delayQueue, `jobs[${i}]`, traceparent);
       });
-      if (prepared.length > 0) await this.enqueuer.enqueue(topic, prepared);
-      return prepared.map((job) => job.id);
+      if (prepared.length === 0) return [];
+      return withOutcomes(prepared, await this.enqueuer.enqueue(topic, prepared, exact));
     });
   }
 
   /**
-   * Deletes a job wherever it is: waiting, running or dead. A handler running it is not interrupted
-   * at once, but its `job.signal` aborts at its next visibility extension and its result is ignored.
+   * Deletes a job wherever it is: waiting, running or dead. A running job's handler, on whichever
+   * instance, has its `job.signal` aborted with `JobCancelledError` (within a pub/sub round trip, or
+   * at its next visibility extension if the notice is lost); the job is not retried nor dead-lettered,
+   * whatever the handler does next. See docs/delayed-jobs.md (Cancelling a running job).
    *
    * @returns whether the job existed
    */
   async cancel(topic: string, id: string): Promise<boolean> {
     this.assertId(topic, id);
-    return (await this.writer.runRecorded<number>(cancelJobScript, this.jobKeys(topic, id), [id])) === 1;
+    const args = [id, this.writer.publishCommand];
+    return (await this.writer.runRecorded<number>(cancelJobScript, this.jobKeys(topic, id), args, cancelScriptKeys)) === 1;
   }
 
   /**
@@ -338,4 +369,9 @@ export class DelayQueueService {
       throw new InvalidJobError(topic, 'id', `is ${describeValue(id)}; use the non-empty string schedule() returned`);
     }
   }
+}
+
+/** Each job's id with what the write did with it, in order; all `'deferred'` when handed to a transaction. */
+function withOutcomes(jobs: readonly PreparedJob[], outcomes: readonly WriteOutcome[] | 'deferred'): ScheduleResult[] {
+  return jobs.map((job, i) => ({ id: job.id, status: outcomes === 'deferred' ? 'deferred' : outcomes[i] }));
 }

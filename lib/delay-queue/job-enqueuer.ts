@@ -7,7 +7,7 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-l
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './writer/after-commit-writer.js';
-import { JobWriter } from './writer/job-writer.js';
+import { JobWriter, type WriteOutcome } from './writer/job-writer.js';
 import { newOperationId } from './jobs/operation-record.js';
 import type { PreparedJob } from './jobs/prepare-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
@@ -83,20 +83,30 @@ export class JobEnqueuer {
     if (this.closed) throw new DelayQueueClosedError(action);
   }
 
-  /** Sends checked jobs on their way (see the class comment); resolves once they are written or handed over. */
-  async enqueue(topic: string, jobs: readonly PreparedJob[]): Promise<void> {
+  /**
+   * Sends checked jobs on their way (see the class comment); resolves once they are written, to what
+   * was done with each (in order), or handed over, to `'deferred'` (inside a transaction: known only
+   * after the commit). `exactOutcome`: the caller is given the outcome, so the write carries an
+   * operation record even without a replace, and a re-sent call answers as the first.
+   */
+  async enqueue(topic: string, jobs: readonly PreparedJob[], exactOutcome = false): Promise<readonly WriteOutcome[] | 'deferred'> {
     if (!this.transactions.isActive()) {
       // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
-      await this.writer.write(topic, jobs, jobs.some((job) => job.replace) ? newOperationId() : undefined);
+      const recorded = exactOutcome || jobs.some((job) => job.replace);
+      const outcomes = await this.writer.write(topic, jobs, recorded ? newOperationId() : undefined);
       this.writer.reportScheduled(topic, jobs);
-      return;
+      return outcomes;
     }
-    if (this.outbox) return this.outbox.insert(topic, jobs);
+    if (this.outbox) {
+      await this.outbox.insert(topic, jobs);
+      return 'deferred';
+    }
     this.transactions.register({
       afterCompletion: async (status) => {
         if (status === 'committed') await this.afterCommit.write(topic, jobs);
       },
     });
+    return 'deferred';
   }
 
   /**

@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { JobVisibilityLostError, type DelayQueueService } from '../../lib/index.js';
+import { JobCancelledError, type DelayQueueService } from '../../lib/index.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
@@ -7,8 +7,8 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /**
  * A claimed job stays invisible to other consumers while its handler runs (its visibility is
- * extended), and the handler's `job.signal` aborts with JobVisibilityLostError once the claim is
- * gone. Jobs of a consumer that died come back when their visibility runs out: crash-recovery.spec.ts.
+ * extended), and the handler's `job.signal` aborts once the claim is gone (JobCancelledError when it
+ * was cancelled: cancel-running.spec.ts). Jobs of a consumer that died come back when their visibility runs out: crash-recovery.spec.ts.
  */
 describe('Job visibility', () => {
   let t: DelayTestApp;
@@ -64,8 +64,8 @@ describe('Job visibility', () => {
     expect(signal.aborted).toBe(false);
     expect(await queue.cancel('abort', id)).toBe(true);
     const reason = await finished.promise;
-    expect(reason).toBeInstanceOf(JobVisibilityLostError);
-    expect((reason as JobVisibilityLostError).jobId).toBe(id);
+    expect(reason).toBeInstanceOf(JobCancelledError);
+    expect((reason as JobCancelledError).jobId).toBe(id);
     await consumer.close();
     expect(await queue.get('abort', id)).toBeNull();
   });

@@ -682,6 +682,47 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
+    name: 'cancel of a running job: a cancel run twice still answers true; the handler on another instance aborts with JobCancelledError, runs once and is not retried',
+    script: cancelJobScript,
+    options: { delayQueue: { maxAttempts: 2, backoff: { delay: 0, jitter: 0 } } },
+    arrange: async (ctx) => {
+      const runs: string[] = [];
+      const reasons: unknown[] = [];
+      const started = deferred();
+      const consumer = ctx.peerQueue.consume(TOPIC, async (_payload, job) => {
+        runs.push(`${job.id}@${job.attempt}`);
+        started.resolve();
+        await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
+        reasons.push(job.signal.reason);
+        throw new Error('fails after its abort');
+      });
+      const id = await ctx.peerQueue.schedule(TOPIC, 1, { id: 'cancelled-running' });
+      await started.promise;
+      return { id, runs, reasons, consumer };
+    },
+    act: (ctx, { id }) => ctx.queue.cancel(TOPIC, id),
+    check: async (ctx, { id, runs, reasons, consumer }, existed) => {
+      await waitFor(() => reasons.length > 0, 8_000, 'the abort of the running handler');
+      await consumer.close();
+      expect({ existed, runs, reasons: reasons.map((reason) => (reason as Error).name) }).toEqual({
+        existed: true,
+        runs: [`${id}@1`],
+        reasons: ['JobCancelledError'],
+      });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    },
+  }),
+  row({
+    name: 'scheduleWithResult: a schedule run twice answers created, as its first run did, and stores one job',
+    script: scheduleJobsScript,
+    act: (ctx) => ctx.queue.scheduleWithResult(TOPIC, { n: 1 }, { id: 'fresh', delay: 60_000 }),
+    check: async (ctx, _state, result) => {
+      expect(result).toEqual({ id: 'fresh', status: 'created' });
+      expect((await ctx.peerQueue.get(TOPIC, 'fresh'))?.payload).toEqual({ n: 1 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    },
+  }),
+  row({
     name: 'cancel waiting (dashboard): a cancel run twice still answers cancelled and the job is gone',
     script: cancelWaitingJobScript,
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'cancelled-waiting', delay: 60_000 }),
@@ -897,7 +938,7 @@ repeatRows.push(
     check: async (ctx, _state, info) => {
       expect(info).toMatchObject({ runs: 0, limit: 3, endDate: new Date(Date.UTC(2099, 0, 1)) });
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
   row({

@@ -1,9 +1,10 @@
 import { RedisLockError } from './redis-lock.error.js';
 
 /**
- * Set as `job.signal.reason` when a running job stops belonging to its handler: it was cancelled or
- * replaced, or its visibility deadline passed (Redis unreachable, or the process stalled) so that
- * another consumer may run it again. The handler should stop; its result will not be acknowledged.
+ * Set as `job.signal.reason` when a running job stops belonging to its handler: it was replaced, or
+ * its visibility deadline passed (Redis unreachable, or the process stalled) so that another consumer
+ * may run it again. The handler should stop; its result will not be acknowledged. A cancelled job
+ * aborts with `JobCancelledError` instead.
  */
 export class JobVisibilityLostError extends RedisLockError {
   readonly code = 'JOB_VISIBILITY_LOST';

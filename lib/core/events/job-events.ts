@@ -49,6 +49,24 @@ export interface JobSucceededEvent {
 }
 
 /**
+ * A handler whose job was cancelled while it ran (`DelayQueueService.cancel()`, from any instance)
+ * returned or threw (`job.cancelled`). Reported instead of `job.succeeded` / `job.failed`: the job
+ * is gone, not retried and not dead-lettered, whatever the handler did after its signal aborted.
+ *
+ * @inline
+ */
+export interface JobCancelledEvent {
+  /** The topic of the job. */
+  readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
+  readonly id: string;
+  /** The attempt that was running. */
+  readonly attempt: number;
+  /** The handler's run time until it returned or threw (monotonic clock). */
+  readonly runMs: number;
+}
+
+/**
  * A handler threw or rejected (`job.failed`); `job.retried` or `job.dead` follows once Redis recorded it.
  *
  * @inline

@@ -1,4 +1,4 @@
-import type { JobDeadEvent, JobFailedEvent, JobRecoveredEvent, JobRetriedEvent, JobScheduledEvent, JobScheduleLostEvent,
+import type { JobCancelledEvent, JobDeadEvent, JobFailedEvent, JobRecoveredEvent, JobRetriedEvent, JobScheduledEvent, JobScheduleLostEvent,
   JobScheduleRetryingEvent, JobStartedEvent, JobSucceededEvent, OutboxRelayedEvent, OutboxRelayFailedEvent,
   OutboxRowParkedEvent } from './job-events.js';
 import type { LockAcquiredEvent, LockLostEvent, LockReleasedEvent, LockTimeoutEvent } from './lock-events.js';
@@ -34,6 +34,8 @@ export interface RedisLockEventMap {
   'job.succeeded': JobSucceededEvent;
   /** A handler threw or rejected. */
   'job.failed': JobFailedEvent;
+  /** A handler's job was cancelled while it ran (instead of succeeded or failed). */
+  'job.cancelled': JobCancelledEvent;
   /** A failed job was put back with backoff. */
   'job.retried': JobRetriedEvent;
   /** A failed job went to the dead letters. */

@@ -47,6 +47,8 @@ export class RedisKeySpace {
       groupsReady: `${base}:groups-ready`,
       groupsOut: `${base}:groups-out`,
       groupLimit: `${base}:group-limit`,
+      cancelled: `${base}:cancelled`,
+      cancelChannel: `${base}:cancel`,
     };
   }
 
@@ -150,4 +152,12 @@ export interface TopicKeys {
   readonly groupsOut: string;
   /** The topic's `groupConcurrency` (jobs of one group at a time), written by its consumers; absent: 1. */
   readonly groupLimit: string;
+  /**
+   * Tombstones of jobs cancelled while they ran: zset `<claim token>:<id>` -> the job's visibility
+   * deadline when it was cancelled. A consumer that missed the cancel notice learns of it at its next
+   * visibility extension, which comes before that deadline; expired tombstones are trimmed.
+   */
+  readonly cancelled: string;
+  /** Pub/sub channel (SPUBLISH on a cluster) where a cancel of a running job is announced: `<claim token>:<id>`. */
+  readonly cancelChannel: string;
 }

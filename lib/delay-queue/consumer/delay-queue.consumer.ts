@@ -21,7 +21,8 @@ import { setGroupLimitScript } from '../scripts/set-group-limit.lua.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
 import { settleWithin } from '../../core/time/settle-within.js';
-import { topicScriptKeys } from '../jobs/script-keys.js';
+import { extendScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
+import type { CancelListener } from './cancel-listener.js';
 
 /**
  * Once the shutdown timeout has run out, how long each remaining shutdown step (handing jobs back,
@@ -42,6 +43,8 @@ export interface ConsumerContext {
   readonly onClosed: (consumer: Consumer) => void;
   /** Called for each job as it is claimed; its handler waits for it (see `RepeatScheduler.afterClaim`). */
   readonly beforeRun?: (jobId: string) => Promise<void> | undefined;
+  /** Where the cancel notices of running jobs come from (absent: only the visibility extension finds cancels). */
+  readonly cancels?: CancelListener;
 }
 
 /**
@@ -68,6 +71,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   private readonly loop: ClaimLoop;
   private readonly loopDone: Promise<void>;
   private closing?: Promise<void>;
+  private readonly stopListening: () => void;
 
   constructor(
     readonly topic: string,
@@ -81,7 +85,19 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     const clock = new ServerClock();
     const running = () => this.state === 'running';
     const bug = (where: string, error: unknown) => this.bug(where, error);
-    this.visibility = new VisibilityKeeper({ topic, connection, keyList, visibilityTimeout: options.visibilityTimeout, failures });
+    this.visibility = new VisibilityKeeper({
+      topic,
+      connection,
+      keyList: extendScriptKeys(keys),
+      visibilityTimeout: options.visibilityTimeout,
+      failures,
+    });
+    const visibility = this.visibility;
+    this.stopListening =
+      context.cancels?.listen(keys.cancelChannel, {
+        cancelled: (token, id) => visibility.cancelled(token, id),
+        missed: () => visibility.checkNow(),
+      }) ?? (() => undefined);
     this.acks = new AckQueue({ connection, keyList, visibility: this.visibility, failures, bug });
     this.settlement = new JobSettlement({
       topic,
@@ -186,6 +202,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     if (this.acks.unrecorded > 0) await settleWithin(this.acks.flush(), redisBudget());
     await settleWithin(Promise.all([this.acks.settled(), this.settlement.settled()]), redisBudget());
     this.visibility.stop();
+    this.stopListening();
     this.claimer.discardLastRecord();
     this.state = 'closed';
     this.context.onClosed(this);

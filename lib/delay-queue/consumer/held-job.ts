@@ -28,6 +28,8 @@ export interface HeldJob {
   phase: 'buffered' | 'running' | 'settling';
   /** The claim is gone (visibility lost, or handed back at shutdown): nothing more is sent for it. */
   abandoned: boolean;
+  /** The job was cancelled while held (its signal's reason is JobCancelledError): reported as cancelled. */
+  cancelled?: boolean;
   /** Settles once the handler has returned and its outcome is queued or recorded. Never rejects. */
   done?: Promise<void>;
 }

@@ -170,7 +170,7 @@ export class JobRunner<T> {
         await preparing;
       }
       decoded = decodeJob<T>(body);
-      if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed'))) {
+      if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed') || events.wants('job.cancelled'))) {
         startedAt = performance.now();
         if (events.wants('job.started')) {
           const latenessMs = Math.max(0, this.context.clock.now() - job.dueMs);
@@ -209,7 +209,9 @@ export class JobRunner<T> {
     if (startedAt > 0 && decoded) {
       const runMs = performance.now() - startedAt;
       const base = { topic, id: job.id, attempt: decoded.attempts, runMs };
-      if (succeeded) events!.emit('job.succeeded', base);
+      // A job cancelled while it ran is gone whatever its handler did: reported as cancelled only.
+      if (job.cancelled) events!.emit('job.cancelled', base);
+      else if (succeeded) events!.emit('job.succeeded', base);
       else events!.emit('job.failed', { ...base, error: failure });
     }
     if (job.abandoned) {

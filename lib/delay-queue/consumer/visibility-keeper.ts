@@ -1,3 +1,4 @@
+import { JobCancelledError } from '../../core/errors/job-cancelled.error.js';
 import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { leaseLostAt, leaseRenewalInterval } from '../../core/time/lease-policy.js';
@@ -10,7 +11,7 @@ import type { RedisFailureStreak } from './redis-failure-streak.js';
 interface VisibilityKeeperContext {
   readonly topic: string;
   readonly connection: RedisConnection;
-  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
+  /** The extension's KEYS (see extendScriptKeys). */
   readonly keyList: readonly string[];
   readonly visibilityTimeout: number;
   readonly failures: RedisFailureStreak;
@@ -23,8 +24,9 @@ interface VisibilityKeeperContext {
  * the extension (someone else owns the job now), or no extension was confirmed in time. Invariant:
  * a handler's signal is aborted before another consumer can take its job over, i.e. at its
  * `leaseLostAt`, a safety margin before the last confirmed visibility deadline; a timer set for the
- * earliest such moment enforces it between extensions. A job marked abandoned here gets no outcome
- * sent any more: the ack queue and the settlement skip it.
+ * earliest such moment enforces it between extensions. A job cancelled while held (a notice on the
+ * cancel channel, or an extension that finds its tombstone) is aborted with JobCancelledError. A job
+ * marked abandoned here gets no outcome sent any more: the ack queue and the settlement skip it.
  */
 export class VisibilityKeeper {
   private readonly held = new Map<string, HeldJob>();
@@ -79,6 +81,26 @@ export class VisibilityKeeper {
     }
   }
 
+  /** A cancel notice: the job claimed under `token` was cancelled; a claim not held here is ignored. */
+  cancelled(token: string, id: string): void {
+    const job = this.held.get(heldKey({ token, id }));
+    if (job && !job.abandoned) this.cancel(job);
+  }
+
+  /** Extends (and so checks) every held claim now, e.g. after cancel notices may have been missed. */
+  checkNow(): void {
+    if (this.held.size > 0) void this.extendAll();
+  }
+
+  /** The job was cancelled: the handler's signal aborts with JobCancelledError and no outcome is sent. */
+  private cancel(job: HeldJob): void {
+    job.cancelled = true;
+    abortJob(job, new JobCancelledError(this.context.topic, job.id));
+    job.abandoned = true;
+    // A running handler's job is forgotten once it returns (JobRunner); a buffered one never starts.
+    if (job.phase === 'settling') this.forget(job);
+  }
+
   private ensureExtending(): void {
     if (this.extendTimer) return;
     this.extendTimer = setInterval(() => void this.extendAll(), leaseRenewalInterval(this.context.visibilityTimeout));
@@ -125,6 +147,7 @@ export class VisibilityKeeper {
       const flags = await extendJobsScript.run<number[]>(this.context.connection.client, this.context.keyList, args);
       jobs.forEach((job, i) => {
         if (flags[i] === 1) job.confirmedSentAt = sent;
+        else if (flags[i] === 2) this.cancel(job);
         else this.loseVisibility(job, 'not-owner');
       });
       if (this.held.size > 0) this.armLossTimer();

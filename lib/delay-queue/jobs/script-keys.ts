@@ -10,7 +10,7 @@ import { operationKey } from './operation-record.js';
 
 /**
  * The five topic keys every script opens with (see scripts/lua-snippets.ts): due, jobs, active,
- * dead, marker. The whole list of the scripts that take nothing else (ack, extend, fail, release,
+ * dead, marker. The whole list of the scripts that take nothing else (ack, fail, release,
  * list, read one job, read dead letters, count jobs without schedules).
  */
 export function topicScriptKeys(keys: TopicKeys): string[] {
@@ -24,6 +24,23 @@ export function topicScriptKeys(keys: TopicKeys): string[] {
  */
 export function recordedScriptKeys(keys: TopicKeys, operationId: string): string[] {
   return [...topicScriptKeys(keys), operationKey(keys.jobs, operationId)];
+}
+
+/**
+ * The cancel's KEYS (see scripts/cancel-job.lua.ts): the topic keys, the call's operation record
+ * (KEYS[6]), the shard's cancel tombstones (KEYS[7]) and its cancel channel (KEYS[8], a key so that
+ * a cluster routes the SPUBLISH by its hash tag).
+ */
+export function cancelScriptKeys(keys: TopicKeys, operationId: string): string[] {
+  return [...recordedScriptKeys(keys, operationId), keys.cancelled, keys.cancelChannel];
+}
+
+/**
+ * The visibility extension's KEYS (see scripts/extend-jobs.lua.ts): the topic keys, KEYS[6] unused,
+ * the shard's cancel tombstones (KEYS[7]).
+ */
+export function extendScriptKeys(keys: TopicKeys): string[] {
+  return [...recordedScriptKeys(keys, UNUSED_RECORD), keys.cancelled];
 }
 
 /**

@@ -2,17 +2,21 @@ import { RedisScript } from '../../core/redis/redis-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
- * Pushes back the visibility deadline of jobs still running, like a lock lease renewal.
+ * Pushes back the visibility deadline of jobs still running, like a lock lease renewal. A claim no
+ * longer held is looked up in the cancel tombstones (see cancel-job), so that a consumer that
+ * missed the cancel notice still learns that its job was cancelled; claims still held cost nothing more.
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
+ * KEYS  the five topic keys, KEYS[6] unused, KEYS[7] the shard's cancel tombstones (see script-keys.ts)
  * ARGV[1] visibility timeout ms, ARGV[2..] pairs: id, claim token
  *
- * Returns one flag per job: 1 extended, 0 no longer claimed under that token (cancelled, replaced,
- * or expired and possibly re-delivered elsewhere).
+ * Returns one flag per job: 1 extended, 2 cancelled while it ran, 0 no longer claimed under that
+ * token for another reason (replaced, or expired and possibly re-delivered elsewhere). Running it
+ * twice extends twice, from the later TIME: the same claims, a deadline no earlier.
  */
 export const extendJobsScript = new RedisScript(
   'extendJobs',
   `
+local TOMBSTONES = KEYS[7]
 local deadline = nowMs + tonumber(ARGV[1])
 local result = {}
 for i = 2, #ARGV, 2 do
@@ -20,6 +24,8 @@ for i = 2, #ARGV, 2 do
   if ownedBody(id, ARGV[i + 1]) then
     redis.call('zadd', ACTIVE, 'xx', deadline, id)
     result[#result + 1] = 1
+  elseif redis.call('zscore', TOMBSTONES, ARGV[i + 1] .. ':' .. id) then
+    result[#result + 1] = 2
   else
     result[#result + 1] = 0
   end

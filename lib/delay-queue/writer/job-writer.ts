@@ -12,6 +12,12 @@ import { recordedScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
 
+/** What a schedule script did with one job: stored it, kept the one with its id, or replaced that one. */
+export type WriteOutcome = 'created' | 'existing' | 'replaced';
+
+/** The schedule script's status codes (see schedule-jobs.lua.ts), in words. */
+const WRITE_OUTCOMES: Readonly<Record<number, WriteOutcome>> = { 1: 'created', 0: 'existing', 2: 'replaced' };
+
 /** A job as it is written: what `prepareJob` checked and encoded, without the size it reports. */
 type JobToWrite = Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace' | 'tail'>;
 
@@ -32,19 +38,29 @@ export class JobWriter {
   /**
    * Writes each job to its shard: one group per shard, so no script call spans two slots, in script
    * calls of at most SCHEDULE_BATCH jobs. With a `writeId`, each script call gets an operation record
-   * named after it, the same on every retry of the write.
+   * named after it, the same on every retry of the write. Resolves to what the script did with each
+   * job, in the order of `jobs` (see `WriteOutcome`); only a write with a `writeId` answers the same
+   * when its call ran twice.
    */
-  async write(topic: string, jobs: readonly JobToWrite[], writeId?: string): Promise<void> {
+  async write(topic: string, jobs: readonly JobToWrite[], writeId?: string): Promise<WriteOutcome[]> {
     const shards = this.shards.all(topic);
     if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId);
-    const groups = new Map<number, JobToWrite[]>();
-    for (const job of jobs) {
+    const groups = new Map<number, { jobs: JobToWrite[]; positions: number[] }>();
+    jobs.forEach((job, position) => {
       const index = this.shards.indexOf(topic, job.id);
       let group = groups.get(index);
-      if (!group) groups.set(index, (group = []));
-      group.push(job);
-    }
-    await Promise.all([...groups].map(([index, group]) => this.writeToShard(shards[index], group, writeId)));
+      if (!group) groups.set(index, (group = { jobs: [], positions: [] }));
+      group.jobs.push(job);
+      group.positions.push(position);
+    });
+    const outcomes = new Array<WriteOutcome>(jobs.length);
+    await Promise.all(
+      [...groups].map(async ([index, group]) => {
+        const written = await this.writeToShard(shards[index], group.jobs, writeId);
+        group.positions.forEach((position, i) => (outcomes[position] = written[i]));
+      }),
+    );
+    return outcomes;
   }
 
   /**
@@ -64,12 +80,23 @@ export class JobWriter {
   /**
    * Runs `script` on a shard's keys with a fresh operation record as KEYS[6], so that a re-sent run
    * answers as the first; the record is deleted once the reply is here (no re-send can follow).
+   * `keyList` builds the script's KEYS (default: the topic keys and the record).
    */
-  async runRecorded<T>(script: RedisScript, keys: TopicKeys, args: (string | number)[]): Promise<T> {
-    const scriptKeys = recordedScriptKeys(keys, newOperationId());
+  async runRecorded<T>(
+    script: RedisScript,
+    keys: TopicKeys,
+    args: (string | number)[],
+    keyList: (keys: TopicKeys, operationId: string) => string[] = recordedScriptKeys,
+  ): Promise<T> {
+    const scriptKeys = keyList(keys, newOperationId());
     const reply = await script.run<T>(this.connection.client, scriptKeys, args);
     await this.dropRecords([scriptKeys[5]]);
     return reply;
+  }
+
+  /** `publish`, or `spublish` on a cluster: how a script announces on a topic's channel. */
+  get publishCommand(): 'publish' | 'spublish' {
+    return this.connection.publishCommand;
   }
 
   /** Reports jobs written: one `job.scheduled` event each. */
@@ -81,8 +108,8 @@ export class JobWriter {
     }
   }
 
-  private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<void> {
-    const batches: Promise<unknown>[] = [];
+  private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<WriteOutcome[]> {
+    const batches: Promise<number[]>[] = [];
     const records: string[] = [];
     for (let start = 0; start < jobs.length; start += SCHEDULE_BATCH) {
       const args: (string | number)[] = [];
@@ -95,10 +122,11 @@ export class JobWriter {
         records.push(batchKeys[5]);
       }
       // Sent together: ioredis pipelines them on the one connection, in order.
-      batches.push(scheduleJobsScript.run(this.connection.client, batchKeys, args));
+      batches.push(scheduleJobsScript.run<number[]>(this.connection.client, batchKeys, args));
     }
-    await Promise.all(batches);
+    const statuses = (await Promise.all(batches)).flat();
     if (records.length > 0) await this.dropRecords(records);
+    return statuses.map((status) => WRITE_OUTCOMES[status]);
   }
 
   /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */

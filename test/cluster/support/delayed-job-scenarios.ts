@@ -3,11 +3,11 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
-import { DelayQueueService, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib/index.js';
+import { DelayQueueService, JobCancelledError, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib/index.js';
 import { RedisKeySpace, type TopicKeys } from '../../../lib/core/keys/redis-key-space.js';
 import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { TopicShards } from '../../../lib/delay-queue/jobs/topic-shards.js';
-import { sleep, waitFor } from '../../support/timing.js';
+import { sleep, waitFor, within } from '../../support/timing.js';
 import { muteNestLogger } from '../../support/mute-nest-logger.js';
 
 /** Where the scenarios run: a connection option and a raw client to look at keys. */
@@ -40,7 +40,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     let queue: DelayQueueService;
     let shardMap: TopicShards;
 
-    const topics = { [TOPIC]: { shards }, [HANDLED_TOPIC]: { shards }, fair: { shards }, crash: { shards }, dead: { shards } };
+    const topics = { [TOPIC]: { shards }, [HANDLED_TOPIC]: { shards }, fair: { shards }, crash: { shards }, dead: { shards }, cancel: { shards } };
     const newApp = async (extra: Partial<RedisLockModuleOptions> = {}, providers: unknown[] = []) => {
       const app = await Test.createTestingModule({
         imports: [
@@ -57,11 +57,18 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       return app;
     };
     const shardKeys = (topic: string): TopicKeys[] => shardMap.all(topic);
+    /** Subscribers of a cancel channel: SHARDNUMSUB on the master of its slot on a cluster, NUMSUB elsewhere. */
+    const cancelListeners = async (channel: string): Promise<number> => {
+      const raw = target.raw();
+      if (!(raw instanceof Cluster)) return Number(((await raw.pubsub('NUMSUB', channel)) as [string, number])[1]);
+      const counts = await Promise.all(raw.nodes('master').map((node) => node.call('PUBSUB', 'SHARDNUMSUB', channel) as Promise<[string, number]>));
+      return counts.reduce((sum, [, n]) => sum + Number(n), 0);
+    };
 
     beforeAll(async () => {
       muteNestLogger('error', 'warn');
       keyPrefix = `dqc-${Math.random().toString(16).slice(2, 10)}`;
-      shardMap = new TopicShards(new RedisKeySpace(keyPrefix), new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead'].map((topic) => [topic, shards] as const) : []));
+      shardMap = new TopicShards(new RedisKeySpace(keyPrefix), new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel'].map((topic) => [topic, shards] as const) : []));
       queue = (await newApp()).get(DelayQueueService);
     });
     afterAll(async () => {
@@ -158,6 +165,29 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         expect(runs.every((r) => r.attempt === 2)).toBe(true);
       } finally {
         await consumer.close();
+      }
+    });
+
+    it('aborts a job running on another instance as soon as it is cancelled (sharded pub/sub on a cluster)', async () => {
+      const runner = (await newApp()).get(DelayQueueService);
+      let consumer: { close(): Promise<void> } | undefined;
+      const started = new Promise<JobContext>((resolve) => {
+        // No extension within the test (every 20 s): an abort within seconds came from the cancel notice.
+        consumer = runner.consume('cancel', async (_p, job) => {
+          resolve(job);
+          await new Promise((done) => job.signal.addEventListener('abort', done, { once: true }));
+        }, { visibilityTimeout: 60_000 });
+      });
+      try {
+        for (const k of shardKeys('cancel')) await waitFor(async () => (await cancelListeners(k.cancelChannel)) === 1, 10_000, `the subscription of ${k.cancelChannel}`);
+        const id = await queue.schedule('cancel', 1);
+        const job = await started;
+        const aborted = new Promise((resolve) => job.signal.addEventListener('abort', () => resolve(job.signal.reason), { once: true }));
+        expect(await queue.cancel('cancel', id)).toBe(true);
+        expect(await within(aborted, 5_000, 'the abort on the other instance')).toBeInstanceOf(JobCancelledError);
+        expect(await queue.get('cancel', id)).toBeNull();
+      } finally {
+        await consumer?.close();
       }
     });
 

@@ -44,6 +44,8 @@ describe('RedisKeySpace: the key layout', () => {
       dead: 'rl:dq:{order.expire}:dead',
       marker: 'rl:dq:{order.expire}:marker',
       fence: 'rl:dq:{order.expire}:fence',
+      cancelled: 'rl:dq:{order.expire}:cancelled',
+      cancelChannel: 'rl:dq:{order.expire}:cancel',
     });
   });
 

@@ -1,0 +1,26 @@
+import { RedisLockError } from './redis-lock.error.js';
+
+/**
+ * Set as `job.signal.reason` when `DelayQueueService.cancel(topic, id)` deleted the job its handler is
+ * running, from whichever instance. The job is gone: whatever the handler does next (returns or
+ * throws), it is not retried, not dead-lettered, and its result is not kept. Stop the work.
+ * See docs/delayed-jobs.md (Cancelling a running job).
+ *
+ * @example
+ * if (job.signal.reason instanceof JobCancelledError) return; // cancelled on purpose, not a failure
+ */
+export class JobCancelledError extends RedisLockError {
+  readonly code = 'JOB_CANCELLED';
+
+  constructor(
+    /** The job's topic. */
+    readonly topic: string,
+    /** The job's id. */
+    readonly jobId: string,
+  ) {
+    super(
+      `Job ${JSON.stringify(jobId)} of topic ${JSON.stringify(topic)} was cancelled while it ran: stop the work. ` +
+        'It will not be retried and its outcome is not recorded.',
+    );
+  }
+}
