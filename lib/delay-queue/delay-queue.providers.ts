@@ -8,6 +8,7 @@ import { DelayQueueService } from './delay-queue.service.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import { JobEnqueuer } from './job-enqueuer.js';
+import { JobCommands } from './job-commands.js';
 import { JobWriter } from './writer/job-writer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { TopicInspector } from './topic-inspector.js';
@@ -27,6 +28,7 @@ export const delayQueueProviders: Provider[] = [
   RepeatScheduler,
   JobWriter,
   JobEnqueuer,
+  JobCommands,
   CancelListener,
   ConsumerRegistry,
   DelayQueueService,

@@ -21,15 +21,8 @@ import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/rep
 import { JobWriter, type WriteOutcome } from './writer/job-writer.js';
 import { dueKindArg, prepareJob, type PreparedJob } from './jobs/prepare-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
-import { cancelScriptKeys } from './jobs/script-keys.js';
+import { JobCommands } from './job-commands.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
-import { cancelJobScript } from './scripts/cancel-job.lua.js';
-import { pauseTopicScript } from './scripts/pause-topic.lua.js';
-import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
-import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua.js';
-
-/** Dead letters requeued per script call by `retryDead(topic)`. */
-const RETRY_DEAD_BATCH = 1000;
 
 /** The keys of `reschedule()`'s `when`. */
 const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
@@ -82,6 +75,7 @@ export class DelayQueueService {
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
     private readonly consumers: ConsumerRegistry,
     private readonly repeats: RepeatScheduler,
+    private readonly commands: JobCommands,
   ) {}
 
   /** Counters of the transactional outbox (`delayQueue.outbox`), or undefined without one. */
@@ -179,8 +173,8 @@ export class DelayQueueService {
    */
   async cancel(topic: string, id: string): Promise<boolean> {
     this.assertId(topic, id);
-    const args = [id, this.writer.publishCommand];
-    return (await this.writer.runRecorded<number>(cancelJobScript, this.jobKeys(topic, id), args, cancelScriptKeys)) === 1;
+    this.shardKeys(topic);
+    return this.commands.cancel(topic, id);
   }
 
   /**
@@ -190,7 +184,7 @@ export class DelayQueueService {
    */
   async reschedule(topic: string, id: string, when: { delay?: number; at?: Date | number }): Promise<boolean> {
     this.assertId(topic, id);
-    const keys = this.jobKeys(topic, id);
+    this.shardKeys(topic);
     if (when === null || typeof when !== 'object') {
       throw new InvalidJobError(topic, 'when', 'must be an object: { delay } or { at }');
     }
@@ -198,13 +192,13 @@ export class DelayQueueService {
       throw new InvalidJobError(topic, field, problem);
     }, '', when, RESCHEDULE_KEYS);
     const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
-    return (await this.writer.runRecorded<number>(rescheduleJobScript, keys, [id, dueKindArg(job.kind), job.when])) === 1;
+    return this.commands.reschedule(topic, id, dueKindArg(job.kind), job.when);
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
   async get<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
     this.assertId(topic, id);
-    this.jobKeys(topic, id);
+    this.shardKeys(topic);
     return this.reader.job<T>(topic, id);
   }
 
@@ -224,7 +218,8 @@ export class DelayQueueService {
    * @returns whether the topic was running (false: it was paused already)
    */
   async pause(topic: string): Promise<boolean> {
-    return this.setPaused(topic, true);
+    this.shardKeys(topic);
+    return this.commands.setPaused(topic, true);
   }
 
   /**
@@ -233,15 +228,8 @@ export class DelayQueueService {
    * @returns whether the topic was paused
    */
   async resume(topic: string): Promise<boolean> {
-    return this.setPaused(topic, false);
-  }
-
-  private async setPaused(topic: string, paused: boolean): Promise<boolean> {
-    const shards = this.shardKeys(topic);
-    const changed = await Promise.all(
-      shards.map((keys) => this.writer.runRecorded<number>(pauseTopicScript, keys, [paused ? '1' : '0'])),
-    );
-    return changed.some((n) => n === 1);
+    this.shardKeys(topic);
+    return this.commands.setPaused(topic, false);
   }
 
   /** Dead letters, newest first (default 100, at most 10000). */
@@ -260,27 +248,9 @@ export class DelayQueueService {
    * the topic's. Resolves to how many were requeued.
    */
   async retryDead(topic: string, id?: string): Promise<number> {
-    const shards = this.shardKeys(topic);
-    if (id !== undefined) {
-      this.assertId(topic, id);
-      return this.writer.runRecorded<number>(retryDeadJobsScript, this.jobKeys(topic, id), [id, 1]);
-    }
-    const counts = await Promise.all(shards.map((keys) => this.retryAllDead(keys)));
-    return counts.reduce((sum, n) => sum + n, 0);
-  }
-
-  /** Requeues every dead letter of one shard. */
-  private async retryAllDead(keys: TopicKeys): Promise<number> {
-    // Bounded by what is dead now, so jobs that die again meanwhile are not chased forever.
-    let remaining = await this.reader.deadCount(keys);
-    let total = 0;
-    while (remaining > 0) {
-      const moved = await this.writer.runRecorded<number>(retryDeadJobsScript, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
-      total += moved;
-      if (moved === 0) break;
-      remaining -= moved;
-    }
-    return total;
+    this.shardKeys(topic);
+    if (id !== undefined) this.assertId(topic, id);
+    return this.commands.retryDead(topic, id);
   }
 
   /**
@@ -357,11 +327,6 @@ export class DelayQueueService {
   private shardKeys(topic: string): TopicKeys[] {
     assertValidTopic(topic);
     return this.shards.all(topic);
-  }
-
-  /** The keys of the shard that holds job `id`. */
-  private jobKeys(topic: string, id: string): TopicKeys {
-    return this.shardKeys(topic)[this.shards.indexOf(topic, id)];
   }
 
   private assertId(topic: string, id: unknown): void {

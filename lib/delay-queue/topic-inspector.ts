@@ -93,10 +93,15 @@ export class TopicInspector {
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
   async job<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
     assertValidTopic(topic);
-    const keys = topicScriptKeys(this.shards.forJob(topic, id));
-    const [nowMs, body, dueScore, deadline, diedAt] = await readJobScript.run<
-      [number, string | null, string | null, string | null, string | null]
-    >(this.connection.client, keys, [id]);
+    // A job of a group lives on its group's shard: on a sharded topic, look in the others too.
+    type JobRead = [number, string | null, string | null, string | null, string | null];
+    let read: JobRead | undefined;
+    for (const shard of this.shards.searchOrder(topic, id)) {
+      const found: JobRead = await readJobScript.run<JobRead>(this.connection.client, topicScriptKeys(shard), [id]);
+      read = found;
+      if (found[1] !== null) break;
+    }
+    const [nowMs, body, dueScore, deadline, diedAt] = read!;
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
     const { payload, attempts, maxAttempts, lastError, lastErrorStack } = job;
@@ -211,19 +216,28 @@ export class TopicInspector {
 
   /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
   async deleteDead(topic: string, id: string): Promise<boolean> {
-    return (await this.writer.runRecorded<number>(deleteDeadJobScript, this.keysOfJob(topic, id), [id])) === 1;
+    for (const keys of this.shardsOfJob(topic, id)) {
+      if ((await this.writer.runRecorded<number>(deleteDeadJobScript, keys, [id])) === 1) return true;
+    }
+    return false;
   }
 
   /** Cancels a job that is still waiting; a running job is left alone. */
   async cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
-    const result = await this.writer.runRecorded<number>(cancelWaitingJobScript, this.keysOfJob(topic, id), [id]);
-    return result === 1 ? 'cancelled' : result === -1 ? 'running' : 'not-waiting';
+    for (const keys of this.shardsOfJob(topic, id)) {
+      const result = await this.writer.runRecorded<number>(cancelWaitingJobScript, keys, [id]);
+      if (result !== 0) return result === 1 ? 'cancelled' : 'running';
+    }
+    return 'not-waiting';
   }
 
-  /** The keys of the shard holding job `id` of `topic`, after checking both names. */
-  private keysOfJob(topic: string, id: string): TopicKeys {
+  /**
+   * The shards that may hold job `id` of `topic`, its own first (a job of a group lives on its
+   * group's shard), after checking both names.
+   */
+  private shardsOfJob(topic: string, id: string): TopicKeys[] {
     assertJobAddress(topic, id);
-    return this.shards.forJob(topic, id);
+    return this.shards.searchOrder(topic, id);
   }
 
   /** `hot#2` is shard 2 of `hot` when `hot` is configured with that many shards: reported as `hot`. */

@@ -205,6 +205,35 @@ describe('DelayQueueService: groups', () => {
     expect(seen).toEqual(['dies', 'holder', 'next', 'dies']);
   });
 
+  it('keeps each group on one shard of a sharded topic; get, cancel and reschedule find its jobs by id', async () => {
+    const queues = await instances(2, { delayQueue: { topics: { 'g.sharded': { shards: 3 } } } });
+    const log = new GroupLog();
+    const hold = deferred();
+    const handler = async ({ group, seq }: { group: string; seq: number }) => {
+      log.start(group, seq);
+      if (group === 'held') await hold.promise;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      log.end(group);
+    };
+    for (const q of queues) q.consume('g.sharded', handler, { concurrency: 6 });
+    const groups = Array.from({ length: 6 }, (_, g) => `tenant:${g}`);
+    await queues[0].scheduleMany('g.sharded', groups.flatMap((group) => Array.from({ length: 8 }, (_, seq) => ({ payload: { group, seq }, group }))));
+    await queues[1].schedule('g.sharded', { group: 'held', seq: 0 }, { group: 'held', id: 'held-0' });
+    await waitFor(() => log.order('held').length === 1, 10_000, 'the held group to start');
+    // Ids whose own shard is not their group's: found all the same.
+    const ids = Array.from({ length: 6 }, (_, i) => `held-${i + 1}`);
+    await queues[1].scheduleMany('g.sharded', ids.map((id, i) => ({ payload: { group: 'held', seq: i + 1 }, group: 'held', id })));
+    for (const id of ids) expect(await queues[0].get('g.sharded', id)).toMatchObject({ id, state: 'due' });
+    expect(await queues[0].cancel('g.sharded', 'held-6')).toBe(true);
+    expect(await queues[0].reschedule('g.sharded', 'held-5', { delay: 200 })).toBe(true);
+    hold.resolve();
+    await waitFor(() => log.starts.length === 6 * 8 + 6, 20_000, 'every job to run');
+    expect(log.overlaps).toEqual([]);
+    for (const group of groups) expect(log.order(group)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(log.order('held')).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(await queues[0].get('g.sharded', 'held-6')).toBeNull();
+  });
+
   it('gives the handler its group', async () => {
     const [queue] = await instances(1);
     const contexts: JobContext[] = [];

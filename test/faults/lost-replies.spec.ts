@@ -665,11 +665,12 @@ const jobRows: LostReplyRow[] = [
   row({
     name: 'rate-limited claim: a claim run twice counts its jobs against the limit once',
     script: claimDueJobsScript,
-    where: (keysAndArgs) => keysAndArgs.includes('r-1'),
+    // The consumer's claims carry its rate window (ARGV[7]).
+    where: (keysAndArgs) => keysAndArgs.includes('59999'),
     arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [1, 2, 3].map((n) => ({ payload: n, id: `r-${n}` }))),
     act: async (ctx) => {
       const runs: string[] = [];
-      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void runs.push(job.id), { concurrency: 4, rateLimit: { max: 2, duration: 60_000 } });
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void runs.push(job.id), { concurrency: 4, rateLimit: { max: 2, duration: 59_999 } });
       await ctx.lost;
       await waitFor(() => runs.length === 2, 8_000, 'the two jobs the limit lets through');
       await consumer.close();

@@ -55,6 +55,13 @@ export function encodeBodyTail(
   return `,"m":${maxAttempts ?? 'null'},"b":${b},${q}${t}"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
 }
 
+const TAIL_GROUP = /^,"m":(?:\d+|null),"b":(?:\[[^\]]*\]|null),"q":"([^"\\]*)",/;
+
+/** The group recorded in a body tail (`encodeBodyTail`), or undefined. */
+export function groupOfTail(tail: string): string | undefined {
+  return TAIL_GROUP.exec(tail)?.[1];
+}
+
 /**
  * The claim token of a stored job, read without decoding the rest (a body the consumer cannot
  * decode still gets its failure recorded under its claim); '' when the body has none.

@@ -28,15 +28,28 @@ export class TopicShards {
   }
 
   /**
-   * The shard index that holds job `id`: the same on every producer and consumer. A repeatable
+   * The shard index that holds job `id`: the same on every producer and consumer. A job of a group
+   * goes to its group's shard, so that one script sees every job of the group. A repeatable
    * schedule's tick jobs (`repeat:<scheduleId>@<tick>`, see tick-job-id.ts) go where the schedule
    * itself lives (`forSchedule`), so the script that advances a schedule and enqueues its next tick
    * touches one cluster slot.
    */
-  indexOf(topic: string, id: string): number {
+  indexOf(topic: string, id: string, group?: string): number {
     const n = this.count(topic);
     if (n === 1) return 0;
-    return fnv1a(parseTickJobId(id)?.scheduleId ?? id) % n;
+    return fnv1a(group ?? parseTickJobId(id)?.scheduleId ?? id) % n;
+  }
+
+  /**
+   * The shards to look in for job `id`, its own first. A job of a group lives on its group's shard
+   * (one script sees the whole group), which a caller naming only the id cannot know: on a sharded
+   * topic the others follow, to be tried when the job is not on its own.
+   */
+  searchOrder(topic: string, id: string): TopicKeys[] {
+    const all = this.all(topic);
+    if (all.length === 1) return all;
+    const home = this.indexOf(topic, id);
+    return [all[home], ...all.filter((_, i) => i !== home)];
   }
 
   /** The keys of the shard that holds repeatable schedule `scheduleId` and its tick jobs. */
@@ -45,9 +58,9 @@ export class TopicShards {
     return this.all(topic)[n === 1 ? 0 : fnv1a(scheduleId) % n];
   }
 
-  /** The keys of the shard that holds job `id`. */
-  forJob(topic: string, id: string): TopicKeys {
-    return this.all(topic)[this.indexOf(topic, id)];
+  /** The keys of the shard that holds job `id` (of `group`, when it has one). */
+  forJob(topic: string, id: string, group?: string): TopicKeys {
+    return this.all(topic)[this.indexOf(topic, id, group)];
   }
 
   /**

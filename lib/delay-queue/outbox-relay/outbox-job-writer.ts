@@ -8,6 +8,7 @@ import type { RepeatScheduler } from '../repeat/repeat-scheduler.js';
 import type { JobWriter } from '../writer/job-writer.js';
 import { RedisClock } from './redis-clock.js';
 import type { WriteFence } from '../jobs/write-fence.js';
+import { groupOfTail } from '../jobs/job-codec.js';
 
 /** One outbox row's job (or repeat schedule change) as it is written to Redis. */
 export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
@@ -130,7 +131,7 @@ export class OutboxJobWriter {
   }
 
   private keysOf(row: OutboxWrite): TopicKeys {
-    return isScheduleRow(row) ? this.shards.forSchedule(row.topic, row.jobId) : this.shards.forJob(row.topic, row.jobId);
+    return isScheduleRow(row) ? this.shards.forSchedule(row.topic, row.jobId) : this.shards.forJob(row.topic, row.jobId, groupOfTail(row.body));
   }
 
   private recordOf(row: OutboxWrite, keys: TopicKeys): string {

@@ -8,6 +8,7 @@ import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
 import { SCHEDULE_BATCH } from '../jobs/delay-queue.constants.js';
 import { newOperationId } from '../jobs/operation-record.js';
 import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
+import { groupOfTail } from '../jobs/job-codec.js';
 import { recordedScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
@@ -47,7 +48,7 @@ export class JobWriter {
     if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId);
     const groups = new Map<number, { jobs: JobToWrite[]; positions: number[] }>();
     jobs.forEach((job, position) => {
-      const index = this.shards.indexOf(topic, job.id);
+      const index = this.shards.indexOf(topic, job.id, groupOfTail(job.tail));
       let group = groups.get(index);
       if (!group) groups.set(index, (group = { jobs: [], positions: [] }));
       group.jobs.push(job);
@@ -71,7 +72,7 @@ export class JobWriter {
    * @throws WriteFenceExpiredError when the write reached Redis after its deadline
    */
   async writeFenced(topic: string, job: JobToWrite, fence: WriteFence): Promise<void> {
-    const keys = recordedScriptKeys(this.shards.forJob(topic, job.id), fence.recordId);
+    const keys = recordedScriptKeys(this.shards.forJob(topic, job.id, groupOfTail(job.tail)), fence.recordId);
     const args = [job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail, fence.deadline];
     const status = await writeOutboxJobScript.run<number>(this.connection.client, keys, args);
     if (status === -1) throw new WriteFenceExpiredError();
