@@ -10,7 +10,7 @@ import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.inter
 import { errorMessage } from '../../core/errors/error-message.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
-const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead'] as const;
+const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead', 'grouped'] as const;
 const OTHER_PATTERN = 'other';
 
 type Listener<K extends RedisLockEventName> = (event: RedisLockEventMap[K]) => void;
@@ -121,7 +121,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     new Gauge({
       name: named('queue_jobs'),
-      help: 'Jobs per topic and state (due, scheduled, active, dead), read from Redis on each scrape.',
+      help: 'Jobs per topic and state (due, scheduled, active, dead, grouped: waiting for their group\'s turn), read from Redis on each scrape.',
       labelNames: ['topic', 'state'],
       registers,
       async collect() {
@@ -139,6 +139,28 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
         const stats = await self.readQueueStats();
         this.reset();
         for (const [topic, counts] of stats) this.set({ topic }, counts.schedules);
+      },
+    });
+    new Gauge({
+      name: named('queue_paused'),
+      help: '1 while the topic is paused (DelayQueueService.pause), else 0; read with queue_jobs.',
+      labelNames: ['topic'],
+      registers,
+      async collect() {
+        const stats = await self.readQueueStats();
+        this.reset();
+        for (const [topic, counts] of stats) this.set({ topic }, counts.paused ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: named('queue_busy_groups'),
+      help: 'Groups of the topic with a job running or waiting for its retry; read with queue_jobs.',
+      labelNames: ['topic'],
+      registers,
+      async collect() {
+        const stats = await self.readQueueStats();
+        this.reset();
+        for (const [topic, counts] of stats) this.set({ topic }, counts.busyGroups);
       },
     });
 
