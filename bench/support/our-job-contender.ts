@@ -1,16 +1,13 @@
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DelayQueueService, RedisLockModule, type Consumer, type ConsumerOptions, type ScheduleOptions } from '../../lib/index.js';
+import { DelayQueueService, RedisLockModule, type Consumer, type ConsumerOptions } from '../../lib/index.js';
 import type { BenchJob, JobContender } from './job-contender.js';
 
 /**
  * This library in the job benches: groups through `schedule`/`scheduleMany` with `{ group }`, a rate
  * limit through `consume(topic, handler, { rateLimit: { max, duration } })`.
- *
- * The only file that names the `group` and `rateLimit` options. The two casts below let it
- * type-check while the options are not in `ScheduleOptions`/`ConsumerOptions` yet; once they are,
- * the casts change nothing.
+
  */
 const TOPIC = 'bench';
 /** scheduleMany writes 500 jobs per atomic batch; 1,000 per call keeps the call count low. */
@@ -30,7 +27,7 @@ export const ourJobContender: JobContender = {
     return {
       async enqueue(jobs) {
         for (let i = 0; i < jobs.length; i += CHUNK) {
-          const chunk = jobs.slice(i, i + CHUNK).map((job) => ({ payload: job, ...(grouped ? ({ group: `g${job.g}` } as ScheduleOptions) : {}) }));
+          const chunk = jobs.slice(i, i + CHUNK).map((job) => ({ payload: job, ...(grouped ? { group: `g${job.g}` } : {}) }));
           await queue.scheduleMany(TOPIC, chunk);
         }
       },
@@ -42,7 +39,7 @@ export const ourJobContender: JobContender = {
     let consumer: Consumer | undefined;
     return {
       start() {
-        const options = { concurrency: plan.concurrency, ...(plan.rateLimit ? { rateLimit: plan.rateLimit } : {}) } as ConsumerOptions;
+        const options: ConsumerOptions = { concurrency: plan.concurrency, ...(plan.rateLimit ? { rateLimit: plan.rateLimit } : {}) };
         consumer = queue.consume<BenchJob>(TOPIC, (job) => handler(job), options);
       },
       counters: () => ({}),
