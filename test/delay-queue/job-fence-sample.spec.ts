@@ -49,6 +49,7 @@ describe('sample app: order.fulfil fences its write with the job’s fencing tok
       createdAt: new Date(),
       fencingToken,
       signal: new AbortController().signal,
+      progress: () => Promise.resolve(),
     };
     return runInJobContext(context, () => app.get(FulfilmentService).fulfil(payload, context));
   }

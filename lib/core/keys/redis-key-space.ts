@@ -42,6 +42,8 @@ export class RedisKeySpace {
       dead: `${base}:dead`,
       marker: `${base}:marker`,
       fence: `${base}:fence`,
+      completed: `${base}:completed`,
+      results: `${base}:results`,
     };
   }
 
@@ -135,4 +137,11 @@ export interface TopicKeys {
    * so a job's tokens only grow even when the counter was lost and the server clock went back.
    */
   readonly fence: string;
+  /**
+   * zset id -> finishedAt ms (Redis clock) of the completed jobs a consumer with `keepCompleted`
+   * keeps; their bodies stay in `jobs` (so a kept id de-duplicates a schedule) until trimmed.
+   */
+  readonly completed: string;
+  /** hash id -> the handler's return value as JSON, for kept completed jobs that returned one. */
+  readonly results: string;
 }

@@ -10,6 +10,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { describeFailure } from './describe-failure.js';
 import { abortJob } from './held-job.js';
 import { JobClaimer } from './job-claimer.js';
+import { JobProgress } from './job-progress.js';
 import { JobRunner } from './job-runner.js';
 import { JobSettlement } from './job-settlement.js';
 import { RedisFailureStreak } from './redis-failure-streak.js';
@@ -80,7 +81,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     const running = () => this.state === 'running';
     const bug = (where: string, error: unknown) => this.bug(where, error);
     this.visibility = new VisibilityKeeper({ topic, connection, keyList, visibilityTimeout: options.visibilityTimeout, failures });
-    this.acks = new AckQueue({ connection, keyList, visibility: this.visibility, failures, bug });
+    const warn = (message: string) => logger.warn(message);
+    this.acks = new AckQueue({ topic, connection, keys, keepCompleted: options.keepCompleted, warn, visibility: this.visibility, failures, bug });
     this.settlement = new JobSettlement({
       topic,
       connection,
@@ -104,6 +106,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       visibility: this.visibility,
       acks: this.acks,
       settlement: this.settlement,
+      progress: new JobProgress({ topic, connection, keyList, visibility: this.visibility }),
       running,
       bug,
     });

@@ -26,6 +26,8 @@ export interface HeldJob {
   phase: 'buffered' | 'running' | 'settling';
   /** The claim is gone (visibility lost, or handed back at shutdown): nothing more is sent for it. */
   abandoned: boolean;
+  /** The handler's return value as JSON, set only for a consumer that keeps completed jobs (see AckQueue). */
+  resultJson?: string;
   /** Settles once the handler has returned and its outcome is queued or recorded. Never rejects. */
   done?: Promise<void>;
 }

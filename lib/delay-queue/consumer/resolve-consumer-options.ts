@@ -6,7 +6,7 @@ import { OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
 import { DEFAULT_MAX_IDLE_WAIT_MS } from '../jobs/delay-queue.constants.js';
 import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
-import type { ConsumerOptions } from '../interfaces/consumer.interface.js';
+import type { ConsumerOptions, KeepCompletedOptions } from '../interfaces/consumer.interface.js';
 import type { OnDelayedMetadata } from '../interfaces/on-delayed-metadata.interface.js';
 
 /** The keys of `consume()`'s options. */
@@ -17,7 +17,10 @@ export const CONSUMER_OPTION_KEYS = keysOf<ConsumerOptions>()([
   'backoff',
   'shutdownTimeout',
   'maxIdleWait',
+  'keepCompleted',
 ]);
+
+const KEEP_COMPLETED_KEYS = keysOf<KeepCompletedOptions>()(['count', 'age']);
 
 /** The keys of `@OnDelayed`'s options: the consumer's and `repeat`. */
 export const ON_DELAYED_OPTION_KEYS = keysOf<NonNullable<OnDelayedMetadata['options']>>()([...CONSUMER_OPTION_KEYS, 'repeat']);
@@ -30,6 +33,8 @@ export interface ResolvedConsumerOptions {
   readonly backoff: Required<BackoffOptions>;
   readonly shutdownTimeout: number;
   readonly maxIdleWait: number;
+  /** Absent: completed jobs are deleted. Each bound 0 when not given (no bound). */
+  readonly keepCompleted?: { readonly count: number; readonly age: number };
 }
 
 /**
@@ -65,5 +70,28 @@ export function resolveConsumerOptions(
       default: defaults.shutdownTimeout,
     }),
     maxIdleWait: validate.duration('maxIdleWait', o.maxIdleWait, { min: 100, default: DEFAULT_MAX_IDLE_WAIT_MS }),
+    keepCompleted: resolveKeepCompleted(validate, o.keepCompleted),
+  };
+}
+
+function resolveKeepCompleted(validate: OptionValidator, keep: unknown): ResolvedConsumerOptions['keepCompleted'] {
+  if (keep === undefined) return undefined;
+  if (typeof keep !== 'object' || keep === null || Array.isArray(keep)) {
+    return validate.refuseValue('keepCompleted', keep, 'use an object { count?, age? } with at least one of them');
+  }
+  refuseUnknownKeys(validate.refuse, 'keepCompleted', keep, KEEP_COMPLETED_KEYS);
+  const { count, age } = keep as KeepCompletedOptions;
+  if (count === undefined && age === undefined) {
+    return validate.refuse('keepCompleted', 'has neither `count` nor `age`; give at least one bound, or leave keepCompleted out to delete completed jobs');
+  }
+  return {
+    count: validate.wholeNumber('keepCompleted.count', count, { min: 1, max: Number.MAX_SAFE_INTEGER, default: 0 }),
+    // Not a timer: longer than setTimeout's limit is fine (30 days of history, say).
+    age: validate.wholeNumber('keepCompleted.age', age, {
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+      use: 'use a whole number of milliseconds from 1',
+      default: 0,
+    }),
   };
 }

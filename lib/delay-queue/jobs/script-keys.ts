@@ -10,8 +10,8 @@ import { operationKey } from './operation-record.js';
 
 /**
  * The five topic keys every script opens with (see scripts/lua-snippets.ts): due, jobs, active,
- * dead, marker. The whole list of the scripts that take nothing else (ack, extend, fail, release,
- * list, read one job, read dead letters, count jobs without schedules).
+ * dead, marker. The whole list of the scripts that take nothing else (ack without kept completed
+ * jobs, extend, fail, release, set progress, read dead letters, count jobs without schedules).
  */
 export function topicScriptKeys(keys: TopicKeys): string[] {
   return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
@@ -28,13 +28,30 @@ export function recordedScriptKeys(keys: TopicKeys, operationId: string): string
 
 /**
  * The claim's KEYS (see scripts/claim-due-jobs.lua.ts): the topic keys, the claim's record
- * (KEYS[6]), the shard's fencing counter (KEYS[7]) and, when given, the record of the previous
- * claim to delete (KEYS[8]).
+ * (KEYS[6]), the shard's fencing counter (KEYS[7]); for a consumer that keeps completed jobs the
+ * completed zset and the results hash (KEYS[8], KEYS[9]); last, when given, the record of the
+ * previous claim to delete.
  */
-export function claimScriptKeys(keys: TopicKeys, record: string, previousRecord?: string): string[] {
+export function claimScriptKeys(keys: TopicKeys, record: string, previousRecord?: string, keepsCompleted = false): string[] {
   const list = [...topicScriptKeys(keys), record, keys.fence];
+  if (keepsCompleted) list.push(keys.completed, keys.results);
   if (previousRecord) list.push(previousRecord);
   return list;
+}
+
+/**
+ * The acknowledgement's KEYS (see scripts/ack-jobs.lua.ts): the topic keys, and for a consumer that
+ * keeps completed jobs the completed zset and the results hash (KEYS[6], KEYS[7]).
+ */
+export function ackScriptKeys(keys: TopicKeys, keepsCompleted: boolean): string[] {
+  const list = topicScriptKeys(keys);
+  if (keepsCompleted) list.push(keys.completed, keys.results);
+  return list;
+}
+
+/** The reads of completed jobs' KEYS (read-job, list-jobs): the topic keys, the completed zset, the results hash. */
+export function completedReadScriptKeys(keys: TopicKeys): string[] {
+  return [...topicScriptKeys(keys), keys.completed, keys.results];
 }
 
 /**
@@ -47,9 +64,12 @@ export function repeatScriptKeys(keys: TopicKeys, operationId = UNUSED_RECORD): 
   return [...recordedScriptKeys(keys, operationId), `${base}:repeats`, `${base}:repeat-next`, `${base}:repeat-last`, `${base}:repeat-removed`, `${base}:repeat-defined`];
 }
 
-/** The counts' KEYS (see scripts/topic-stats.lua.ts): the topic keys, KEYS[6] unused, the schedules hash. */
+/**
+ * The counts' KEYS (see scripts/topic-stats.lua.ts): the topic keys, KEYS[6] unused, the schedules
+ * hash, the completed zset.
+ */
 export function topicStatsScriptKeys(keys: TopicKeys): string[] {
-  return [...recordedScriptKeys(keys, UNUSED_RECORD), `${repeatBase(keys)}:repeats`];
+  return [...recordedScriptKeys(keys, UNUSED_RECORD), `${repeatBase(keys)}:repeats`, keys.completed];
 }
 
 /** The operation id of KEYS[6] for the scripts that take the slot but write no record. */

@@ -17,6 +17,7 @@ import { releaseJobsScript } from './release-jobs.lua.js';
 import { rescheduleJobScript } from './reschedule-job.lua.js';
 import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './schedule-jobs.lua.js';
+import { setProgressScript } from './set-progress.lua.js';
 import { topicStatsScript } from './topic-stats.lua.js';
 import { upsertRepeatScript } from './upsert-repeat.lua.js';
 import { writeOutboxJobScript } from './write-outbox-job.lua.js';
@@ -41,6 +42,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   rescheduleJobScript,
   retryDeadJobsScript,
   scheduleJobsScript,
+  setProgressScript,
   topicStatsScript,
   upsertRepeatScript,
   writeOutboxJobScript,

@@ -1,9 +1,9 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
 import { LUA_FENCE_SERIES } from '../../core/redis/fence-lua-snippets.js';
-import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
 
 /**
- * The consumer's one round trip: acknowledges finished jobs, returns expired in-flight jobs to the
+ * The consumer's one round trip: acknowledges finished jobs (completeJob), returns expired in-flight jobs to the
  * queue (their consumer crashed or stalled; no separate scheduler process needed), then claims up
  * to N due jobs into ACTIVE with a visibility deadline, in due order.
  *
@@ -16,12 +16,19 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * when repeated.
  *
  * KEYS  the five topic keys, KEYS[6] the claim's record (see lua-snippets.ts), KEYS[7] the topic
- *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts), KEYS[8] the record of this
- *       consumer's previous claim, whose reply has arrived: deleted. KEYS[6..8] are optional (a claim
- *       without KEYS[7] gives tokens above the job's last one and the clock, without the counter)
+ *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts); for a consumer that keeps
+ *       completed jobs, KEYS[8] the completed zset and KEYS[9] the results hash
+ *       (complete-job-lua-snippet.ts); last (KEYS[8], or KEYS[10] after the completed keys) the
+ *       record of this consumer's previous claim, whose reply has arrived: deleted. KEYS[6..] are
+ *       optional (a claim without KEYS[7] gives tokens above the job's last one and the clock,
+ *       without the counter)
  * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
- * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
- * ARGV[6..] acknowledgements as pairs: id, claim token
+ * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms, then the acknowledgements:
+ *   without the completed keys, ARGV[6..] pairs: id, claim token (a topic that keeps no completed
+ *   job pays nothing for the feature);
+ *   with them, ARGV[6] most completed jobs kept (0: no bound), ARGV[7] ms kept (0: no bound),
+ *   ARGV[8..] triples: id, claim token, result JSON ('' for none). Kept completed jobs are trimmed
+ *   by age on every claim of such a consumer, acknowledgements or not.
  *
  * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueScore, ... },
  *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back,
@@ -43,24 +50,22 @@ export const claimDueJobsScript = new RedisScript(
 local FENCE = KEYS[7]
 local maxClaims, visibility = tonumber(ARGV[1]), tonumber(ARGV[2])
 local defaultMaxAttempts, deadMaxCount, deadMaxAge = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- #KEYS is 7 or 8 (previous record) without kept completed jobs, 9 or 10 with them.
+local keep, firstAck, stride, PREVIOUS = nil, 6, 2, KEYS[8]
+if #KEYS >= 9 then keep, firstAck, stride, PREVIOUS = keepOf(KEYS[8], KEYS[9], ARGV[6], ARGV[7]), 8, 3, KEYS[10] end
 
 -- Batched reads and writes: this runs for every burst of finished jobs.
 local acked = 0
-if #ARGV > 5 then
+if #ARGV >= firstAck then
   local ids = {}
-  for i = 6, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+  for i = firstAck, #ARGV, stride do ids[#ids + 1] = ARGV[i] end
   local bodies = redis.call('hmget', JOBS, unpack(ids))
-  local done = {}
   for k, id in ipairs(ids) do
-    local body = bodies[k]
-    if body and tokenOf(body) == ARGV[5 + 2 * k] and redis.call('zscore', ACTIVE, id) then done[#done + 1] = id end
+    local body, at = bodies[k], firstAck + stride * (k - 1)
+    if body and tokenOf(body) == ARGV[at + 1] and redis.call('zscore', ACTIVE, id) then completeJob(id, body, keep and ARGV[at + 2], keep) end
   end
-  if #done > 0 then
-    redis.call('zrem', ACTIVE, unpack(done))
-    redis.call('hdel', JOBS, unpack(done))
-  end
-  acked = #done
 end
+acked = finishCompletions(keep)
 
 local expired = redis.call('zrangebyscore', ACTIVE, '-inf', fmt(nowMs), 'limit', 0, 100)
 local recovered = {}
@@ -84,7 +89,7 @@ for _, id in ipairs(expired) do
 end
 trimDeadByAge(deadMaxAge)
 
-if KEYS[8] then redis.call('del', KEYS[8]) end
+if PREVIOUS then redis.call('del', PREVIOUS) end
 local claimed = {}
 local prior = OPERATION and redis.call('lrange', OPERATION, 0, -1) or {}
 if #prior > 0 then
@@ -164,5 +169,5 @@ if firstDeadline[2] then
 end
 return { nowUs, nextWake, more, acked, claimed, recovered, nextDue }
 `,
-  [LUA_TOPIC_PRELUDE, LUA_FENCE_SERIES],
+  [LUA_COMPLETE_JOB, LUA_FENCE_SERIES],
 );
