@@ -44,6 +44,8 @@ describe('RedisKeySpace: the key layout', () => {
       dead: 'rl:dq:{order.expire}:dead',
       marker: 'rl:dq:{order.expire}:marker',
       fence: 'rl:dq:{order.expire}:fence',
+      completed: 'rl:dq:{order.expire}:completed',
+      results: 'rl:dq:{order.expire}:results',
     });
   });
 
