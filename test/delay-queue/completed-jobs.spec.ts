@@ -146,7 +146,7 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
     await runToEnd('again', 'other', 'y');
     expect(await queue.get('again', 'x')).toMatchObject({ state: 'scheduled', payload: 'new', attempts: 0 });
     expect(await queue.get('again', 'y')).toMatchObject({ state: 'completed', result: 'other' });
-    expect(await redis.zrange(keyOf('again', 'completed'), 0, -1)).toEqual(['y']);
+    expect(await redis.zrange(keyOf('again', 'completed'), '0', '-1')).toEqual(['y']);
     await consumer.close();
   });
 

@@ -480,7 +480,7 @@ const jobRows: LostReplyRow[] = [
       await consumer.close();
       const keys = ctx.keys.topic(TOPIC);
       expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['kept@1', 'next@1'], dead: [] });
-      expect(await ctx.redis.zrange(keys.completed, 0, -1)).toEqual(['kept', 'next']);
+      expect(await ctx.redis.zrange(keys.completed, '0', '-1')).toEqual(['kept', 'next']);
       expect(await ctx.peerQueue.get(TOPIC, 'kept')).toMatchObject({ state: 'completed', attempts: 1, result: { doubled: 2 } });
     },
   }),
