@@ -14,7 +14,7 @@ export interface DiscoveredDelayedHandler {
   readonly options?: ConsumerOptions & { readonly repeat?: OnDelayedRepeat };
   /** `ClassName.method`, for messages. */
   readonly source: string;
-  readonly invoke: (payload: unknown, job: JobContext) => Promise<void> | void;
+  readonly invoke: (payload: unknown, job: JobContext) => unknown;
 }
 
 /**
@@ -55,7 +55,7 @@ export class DelayedHandlerExplorer {
         }
         for (const { topic, options } of handlers) {
           assertValidTopic(topic, source);
-          const method = instance[methodName] as (payload: unknown, job: JobContext) => Promise<void> | void;
+          const method = instance[methodName] as (payload: unknown, job: JobContext) => unknown;
           found.push({ topic, options, source, invoke: (payload, job) => method.call(instance, payload, job) });
         }
       }

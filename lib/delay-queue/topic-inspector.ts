@@ -8,7 +8,7 @@ import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import { decodeJob, decodeJobLeniently } from './jobs/job-codec.js';
 import { JobWriter } from './writer/job-writer.js';
-import { topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
+import { completedReadScriptKeys, topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
 import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
 import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
@@ -22,11 +22,14 @@ import { errorMessage } from '../core/errors/error-message.js';
 import type { RepeatInfo } from './interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
-/** The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now. */
-export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead';
+/**
+ * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
+ * 'completed' lists the jobs kept by a consumer with `keepCompleted`.
+ */
+export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead' | 'completed';
 
 /** Every `ListedJobState`, in the order a page shows them. */
-export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead'];
+export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed'];
 
 /** A job as listed: its payload shortened to a preview. */
 export interface ListedJob {
@@ -46,8 +49,12 @@ export interface ListedJob {
   readonly visibleUntil?: number;
   /** When a dead job died. */
   readonly diedAt?: number;
+  /** When a kept completed job finished. */
+  readonly finishedAt?: number;
   /** The failure message of the last failed attempt, if any. */
   readonly lastError?: string;
+  /** The last progress its handler recorded (`JobContext.progress`), if any. */
+  readonly progress?: unknown;
   /** The payload as JSON text, shortened to a preview. */
   readonly payloadPreview: string;
   /** Length of the whole payload's JSON text. */
@@ -94,24 +101,28 @@ export class TopicInspector {
   async job<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
     assertValidTopic(topic);
     // A job of a group lives on its group's shard: on a sharded topic, look in the others too.
-    type JobRead = [number, string | null, string | null, string | null, string | null];
+    type JobRead = [number, string | null, string | null, string | null, string | null, string | null, string | null];
     let read: JobRead | undefined;
     for (const shard of this.shards.searchOrder(topic, id)) {
-      const found: JobRead = await readJobScript.run<JobRead>(this.connection.client, topicScriptKeys(shard), [id]);
+      const found: JobRead = await readJobScript.run<JobRead>(this.connection.client, completedReadScriptKeys(shard), [id]);
       read = found;
       if (found[1] !== null) break;
     }
-    const [nowMs, body, dueScore, deadline, diedAt] = read!;
+    const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result] = read!;
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
-    const { payload, attempts, maxAttempts, lastError, lastErrorStack } = job;
-    const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack };
+    const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress } = job;
+    const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack, progress };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
       return { ...base, state: dueMs <= Number(nowMs) ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
     }
     if (deadline !== null) return { ...base, state: 'active', visibleUntil: new Date(Number(deadline)) };
     if (diedAt !== null) return { ...base, state: 'dead', diedAt: new Date(Number(diedAt)) };
+    if (finishedAt !== null) {
+      const kept = { ...base, state: 'completed' as const, finishedAt: new Date(Number(finishedAt)) };
+      return result === null ? kept : { ...kept, result: JSON.parse(result) as unknown };
+    }
     return null;
   }
 
@@ -122,17 +133,20 @@ export class TopicInspector {
       this.shards.all(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, topicStatsScriptKeys(keys), [])),
     );
     const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 };
-    for (const [waiting, due, active, dead, schedules, paused, grouped, busyGroups] of perShard) {
+    let completed = 0;
+    for (const [waiting, due, active, dead, schedules, kept, paused, grouped, busyGroups] of perShard) {
       total.scheduled += waiting - due;
       total.due += due;
       total.active += active;
       total.dead += dead;
       total.schedules += schedules;
+      completed += kept;
       total.paused ||= paused === 1;
       total.grouped += grouped;
       total.busyGroups += busyGroups;
     }
-    return total;
+    // Only topics that keep completed jobs show the count (most keep none).
+    return completed > 0 ? { ...total, completed } : total;
   }
 
   /** How many dead letters one shard holds now. */
@@ -149,9 +163,10 @@ export class TopicInspector {
     );
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
     for (const flat of perShard) for (let i = 0; i < flat.length; i += 3) {
-      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack } = decodeJobLeniently<T>(String(flat[i + 1]));
+      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(String(flat[i + 1]));
       const diedAt = new Date(Number(flat[i + 2]));
-      result.push({ id: String(flat[i]), topic, payload, state: 'dead', attempts, maxAttempts, createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack });
+      const job = { id: String(flat[i]), topic, payload, state: 'dead' as const, attempts, maxAttempts, createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack };
+      result.push(progress === undefined ? job : { ...job, progress });
     }
     if (perShard.length === 1) return result;
     return result.sort((x, y) => y.diedAt.getTime() - x.diedAt.getTime()).slice(0, limit);
@@ -189,7 +204,7 @@ export class TopicInspector {
     const previewBytes = 3 * previewLength + 48;
     const perShard = await Promise.all(
       this.shards.all(topic).map((keys) =>
-        listJobsScript.run<Array<string | number | null>>(this.connection.client, topicScriptKeys(keys), [state, limit, previewBytes]),
+        listJobsScript.run<Array<string | number | null>>(this.connection.client, completedReadScriptKeys(keys), [state, limit, previewBytes]),
       ),
     );
     let now = 0;
@@ -278,6 +293,7 @@ const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => number>
   scheduled: (a, b) => a.dueAt! - b.dueAt!,
   active: (a, b) => a.visibleUntil! - b.visibleUntil!,
   dead: (a, b) => b.diedAt! - a.diedAt!,
+  completed: (a, b) => b.finishedAt! - a.finishedAt!,
 };
 
 /**
@@ -291,7 +307,7 @@ function toListedJob(
   bytes: number,
   previewLength: number,
 ): ListedJob {
-  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string };
+  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
   try {
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
     job = decodeJob(`${row.header},"p":null}`); // the header alone, with a stand-in payload
@@ -303,7 +319,9 @@ function toListedJob(
       ? { dueAt: Math.floor(Number(row.score) / DUE_SCORE_SLOTS) }
       : row.state === 'active'
         ? { visibleUntil: Number(row.score) }
-        : { diedAt: Number(row.score) };
+        : row.state === 'dead'
+          ? { diedAt: Number(row.score) }
+          : { finishedAt: Number(row.score) };
   return {
     id: row.id,
     state: row.state,
@@ -312,6 +330,7 @@ function toListedJob(
     createdAt: job.createdAt,
     ...times,
     lastError: job.lastError,
+    ...(job.progress === undefined ? {} : { progress: job.progress }),
     payloadPreview: previewOf(head, bytes, previewLength),
     payloadLength: bytes,
   };

@@ -50,6 +50,7 @@ describe('sample app: order.fulfil fences its write with the job’s fencing tok
       claimedAt: new Date(),
       fencingToken,
       signal: new AbortController().signal,
+      progress: () => Promise.resolve(),
     };
     return runInJobContext(context, () => app.get(FulfilmentService).fulfil(payload, context));
   }

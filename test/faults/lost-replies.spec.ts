@@ -21,6 +21,7 @@ import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lu
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
+import { setProgressScript } from '../../lib/delay-queue/scripts/set-progress.lua.js';
 import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua.js';
 import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
 import { leaveFairQueueScript } from '../../lib/lock/scripts/leave-fair-queue.lua.js';
@@ -458,6 +459,53 @@ const jobRows: LostReplyRow[] = [
       await waitFor(async () => runs.includes('next@1') && (await drained(ctx)), 8_000, 'the next job');
       await consumer.close();
       expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['acked@1', 'next@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'job ack with keepCompleted: an acknowledgement run twice keeps one completed record, with its result, and the consumer goes on',
+    script: [ackJobsScript, claimDueJobsScript],
+    where: (keysAndArgs) => keysAndArgs.includes('kept'),
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'kept' }),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const consumer = ctx.queue.consume(TOPIC, (payload: number, job) => {
+        runs.push(`${job.id}@${job.attempt}`);
+        return { doubled: payload * 2 };
+      }, { keepCompleted: { count: 10 } });
+      await ctx.lost;
+      await waitFor(async () => (await ctx.peerQueue.get(TOPIC, 'kept'))?.state === 'completed', 8_000, 'the acknowledgement');
+      return { consumer, runs };
+    },
+    check: async (ctx, _id, { consumer, runs }) => {
+      await ctx.peerQueue.schedule(TOPIC, 2, { id: 'next' });
+      await waitFor(async () => (await ctx.peerQueue.get(TOPIC, 'next'))?.state === 'completed', 8_000, 'the next job');
+      await consumer.close();
+      const keys = ctx.keys.topic(TOPIC);
+      expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['kept@1', 'next@1'], dead: [] });
+      expect(await ctx.redis.zrange(keys.completed, '0', '-1')).toEqual(['kept', 'next']);
+      expect(await ctx.peerQueue.get(TOPIC, 'kept')).toMatchObject({ state: 'completed', attempts: 1, result: { doubled: 2 } });
+    },
+  }),
+  row({
+    name: 'job progress: a progress record run twice leaves that progress once; the job completes once',
+    script: setProgressScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'progressing' }),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const seen: unknown[] = [];
+      const consumer = ctx.queue.consume(TOPIC, async (_payload, job) => {
+        runs.push(`${job.id}@${job.attempt}`);
+        await job.progress({ done: 1, of: 2 });
+        seen.push((await ctx.peerQueue.get(TOPIC, job.id))?.progress);
+      }, { keepCompleted: { count: 10 } });
+      await ctx.lost;
+      await waitFor(async () => (await ctx.peerQueue.get(TOPIC, 'progressing'))?.state === 'completed', 8_000, 'the job to complete');
+      await consumer.close();
+      return { runs, seen };
+    },
+    check: async (ctx, _id, { runs, seen }) => {
+      expect({ runs, seen, dead: await deadIds(ctx) }).toEqual({ runs: ['progressing@1'], seen: [{ done: 1, of: 2 }], dead: [] });
+      expect(await ctx.peerQueue.get(TOPIC, 'progressing')).toMatchObject({ state: 'completed', progress: { done: 1, of: 2 } });
     },
   }),
   row({

@@ -49,6 +49,8 @@ export class RedisKeySpace {
       groupLimit: `${base}:group-limit`,
       cancelled: `${base}:cancelled`,
       cancelChannel: `${base}:cancel`,
+      completed: `${base}:completed`,
+      results: `${base}:results`,
     };
   }
 
@@ -160,4 +162,11 @@ export interface TopicKeys {
   readonly cancelled: string;
   /** Pub/sub channel (SPUBLISH on a cluster) where a cancel of a running job is announced: `<claim token>:<id>`. */
   readonly cancelChannel: string;
+  /**
+   * zset id -> finishedAt ms (Redis clock) of the completed jobs a consumer with `keepCompleted`
+   * keeps; their bodies stay in `jobs` (so a kept id de-duplicates a schedule) until trimmed.
+   */
+  readonly completed: string;
+  /** hash id -> the handler's return value as JSON, for kept completed jobs that returned one. */
+  readonly results: string;
 }

@@ -1,8 +1,13 @@
+import { errorMessage } from '../../core/errors/error-message.js';
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
+import { encodeResult } from '../jobs/job-codec.js';
+import { ackScriptKeys } from '../jobs/script-keys.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
 import type { HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
+import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import type { VisibilityKeeper } from './visibility-keeper.js';
 
 /** Tries of one acknowledgement flush before the visibility deadline is left to bring the jobs back. */
@@ -10,9 +15,14 @@ const FLUSH_TRIES = 5;
 
 /** What an ack queue needs from its consumer. */
 interface AckQueueContext {
+  readonly topic: string;
   readonly connection: RedisConnection;
-  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
-  readonly keyList: readonly string[];
+  /** The topic shard's keys. */
+  readonly keys: TopicKeys;
+  /** The consumer's `keepCompleted`: absent, completed jobs are deleted and results ignored. */
+  readonly keepCompleted: ResolvedConsumerOptions['keepCompleted'];
+  /** Logs a warning (a result that cannot be kept). */
+  readonly warn: (message: string) => void;
   readonly visibility: VisibilityKeeper;
   readonly failures: RedisFailureStreak;
   /** Logs an unexpected error of the consumer's own code. */
@@ -46,15 +56,25 @@ export class AckQueue {
    */
   claimComesNext = false;
 
-  constructor(private readonly context: AckQueueContext) {}
+  /** The ack script's KEYS: with the completed keys only for a consumer that keeps completed jobs. */
+  private readonly keyList: readonly string[];
+
+  constructor(private readonly context: AckQueueContext) {
+    this.keyList = ackScriptKeys(context.keys, context.keepCompleted !== undefined);
+  }
 
   /** Acknowledgements queued or in flight that Redis has not recorded yet. */
   get unrecorded(): number {
     return this.queued.length + this.sending.size;
   }
 
-  /** Queues the acknowledgement of a job whose handler succeeded. */
-  add(job: HeldJob): void {
+  /**
+   * Queues the acknowledgement of a job whose handler succeeded with `result`, which is kept only
+   * when the consumer keeps completed jobs. A result that is not JSON data is left out with a
+   * warning; the job still completes (its work is done: failing it would run it again).
+   */
+  add(job: HeldJob, result?: unknown): void {
+    if (this.context.keepCompleted) job.resultJson = this.encode(job, result);
     this.queued.push(job);
     if (this.claimComesNext || this.flushScheduled) return;
     this.flushScheduled = true;
@@ -89,9 +109,9 @@ export class AckQueue {
       () =>
         this.carry(async (acks) => {
           if (acks.length === 0) return;
-          const args: string[] = [];
-          for (const job of acks) args.push(job.id, job.token);
-          await ackJobsScript.run(this.context.connection.client, this.context.keyList, args);
+          const args: (string | number)[] = [];
+          pushAckArguments(args, acks, this.context.keepCompleted);
+          await ackJobsScript.run(this.context.connection.client, this.keyList, args);
         }),
       {
         failed: (error) => failures.failed(error),
@@ -127,9 +147,38 @@ export class AckQueue {
     }
   }
 
+  private encode(job: HeldJob, result: unknown): string | undefined {
+    try {
+      return encodeResult(this.context.topic, result);
+    } catch (error) {
+      this.context.warn(
+        `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(this.context.topic)} completed, but its result is not kept: ${errorMessage(error)}`,
+      );
+      return undefined;
+    }
+  }
+
   private track(flush: Promise<void>): void {
     const settled = flush.catch((error) => this.context.bug('acknowledgement flush', error));
     this.flushes.add(settled);
     void settled.finally(() => this.flushes.delete(settled));
   }
+}
+
+/**
+ * Appends acknowledgements to a script's ARGV (ack-jobs, or the claim after its fixed arguments):
+ * pairs id, claim token; for a consumer that keeps completed jobs, its two bounds (0: none) and
+ * triples id, claim token, result JSON ('' for none).
+ */
+export function pushAckArguments(
+  args: (string | number)[],
+  acks: readonly HeldJob[],
+  keep: ResolvedConsumerOptions['keepCompleted'],
+): void {
+  if (!keep) {
+    for (const job of acks) args.push(job.id, job.token);
+    return;
+  }
+  args.push(keep.count, keep.age);
+  for (const job of acks) args.push(job.id, job.token, job.resultJson ?? '');
 }

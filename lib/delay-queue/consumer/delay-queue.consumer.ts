@@ -10,6 +10,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { describeFailure } from './describe-failure.js';
 import { abortJob } from './held-job.js';
 import { JobClaimer } from './job-claimer.js';
+import { JobProgress } from './job-progress.js';
 import { JobRunner } from './job-runner.js';
 import { JobSettlement } from './job-settlement.js';
 import { RedisFailureStreak } from './redis-failure-streak.js';
@@ -98,7 +99,8 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
         cancelled: (token, id) => visibility.cancelled(token, id),
         missed: () => visibility.checkNow(),
       }) ?? (() => undefined);
-    this.acks = new AckQueue({ connection, keyList, visibility: this.visibility, failures, bug });
+    const warn = (message: string) => logger.warn(message);
+    this.acks = new AckQueue({ topic, connection, keys, keepCompleted: options.keepCompleted, warn, visibility: this.visibility, failures, bug });
     this.settlement = new JobSettlement({
       topic,
       connection,
@@ -122,6 +124,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       visibility: this.visibility,
       acks: this.acks,
       settlement: this.settlement,
+      progress: new JobProgress({ topic, connection, keyList, visibility: this.visibility }),
       running,
       bug,
     });

@@ -30,6 +30,8 @@ export interface HeldJob {
   abandoned: boolean;
   /** The job was cancelled while held (its signal's reason is JobCancelledError): reported as cancelled. */
   cancelled?: boolean;
+  /** The handler's return value as JSON, set only for a consumer that keeps completed jobs (see AckQueue). */
+  resultJson?: string;
   /** Settles once the handler has returned and its outcome is queued or recorded. Never rejects. */
   done?: Promise<void>;
 }

@@ -8,6 +8,7 @@ import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { DUE_SCORE_SLOTS } from '../jobs/delay-queue.constants.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
+import { pushAckArguments } from './ack-queue.js';
 import type { ClaimedRow, HeldJob } from './held-job.js';
 import type { ServerClock } from './server-clock.js';
 import { claimScriptKeys } from '../jobs/script-keys.js';
@@ -72,9 +73,9 @@ export class JobClaimer {
     const count = max === 0 ? 0 : (unknown?.max ?? max);
     const rateWindow = this.context.options.rateLimit?.duration ?? 0;
     const args: (string | number)[] = [count, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge, this.context.rateMax, rateWindow];
-    for (const job of acks) args.push(job.id, job.token);
+    pushAckArguments(args, acks, this.context.options.keepCompleted);
     const record = unknown?.record ?? operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
-    const keys = claimScriptKeys(this.context.keys, record, this.lastClaimRecord);
+    const keys = claimScriptKeys(this.context.keys, record, this.lastClaimRecord, this.context.options.keepCompleted !== undefined);
     const sent = performance.now();
     let reply: ClaimReply;
     try {

@@ -5,6 +5,7 @@ import { runInJobContext, type DelayedJobHandler, type JobContext } from '../int
 import { decodeJob, type DecodedJob } from '../jobs/job-codec.js';
 import type { AckQueue } from './ack-queue.js';
 import { controllerOf, type HeldJob } from './held-job.js';
+import type { JobProgress } from './job-progress.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { ServerClock } from './server-clock.js';
 import { SlotTurnover } from './slot-turnover.js';
@@ -29,6 +30,8 @@ interface JobRunnerContext<T> {
   readonly acks: AckQueue;
   /** Where a failed attempt and a hand-back go. */
   readonly settlement: JobSettlement;
+  /** Writes `JobContext.progress()`. */
+  readonly progress: JobProgress;
   /** True while the consumer runs: buffered jobs start only then (at shutdown they are handed back). */
   readonly running: () => boolean;
   /** Logs an unexpected error of the consumer's own code. */
@@ -160,6 +163,7 @@ export class JobRunner<T> {
     const { topic, handler, options, events, tracing } = this.context;
     let decoded: DecodedJob<T> | undefined;
     let failure: unknown;
+    let result: unknown;
     let succeeded = false;
     let startedAt = 0;
     const began = performance.now();
@@ -190,14 +194,15 @@ export class JobRunner<T> {
         get signal() {
           return controllerOf(job).signal;
         },
+        progress: (value: unknown) => this.context.progress.record(job, value),
       });
       if (tracing?.enabled) {
         const payload = decoded.payload;
         const info = { topic, id: job.id, attempt: decoded.attempts, traceparent: decoded.traceparent };
-        await tracing.traceHandler(info, async () => runInJobContext(context, () => handler(payload, context)));
+        result = await tracing.traceHandler(info, async () => runInJobContext(context, () => handler(payload, context)));
       } else {
         const payload = decoded.payload;
-        await runInJobContext(context, () => handler(payload, context));
+        result = await runInJobContext(context, () => handler(payload, context));
       }
       succeeded = true;
     } catch (error) {
@@ -218,7 +223,7 @@ export class JobRunner<T> {
       this.context.visibility.forget(job);
     } else {
       job.phase = 'settling';
-      if (succeeded) this.context.acks.add(job);
+      if (succeeded) this.context.acks.add(job, result);
       else this.context.settlement.recordFailure(job, decoded, failure);
     }
     if (this.context.running()) this.startBuffered();

@@ -6,7 +6,7 @@ import { OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
 import { DEFAULT_MAX_IDLE_WAIT_MS } from '../jobs/delay-queue.constants.js';
 import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
-import type { ConsumerOptions } from '../interfaces/consumer.interface.js';
+import type { ConsumerOptions, KeepCompletedOptions } from '../interfaces/consumer.interface.js';
 import type { OnDelayedMetadata } from '../interfaces/on-delayed-metadata.interface.js';
 
 /** The keys of `consume()`'s options. */
@@ -19,10 +19,13 @@ export const CONSUMER_OPTION_KEYS = keysOf<ConsumerOptions>()([
   'maxIdleWait',
   'rateLimit',
   'groupConcurrency',
+  'keepCompleted',
 ]);
 
 /** The keys of `rateLimit`. */
 const RATE_LIMIT_KEYS = keysOf<NonNullable<ConsumerOptions['rateLimit']>>()(['max', 'duration']);
+
+const KEEP_COMPLETED_KEYS = keysOf<KeepCompletedOptions>()(['count', 'age']);
 
 /** The keys of `@OnDelayed`'s options: the consumer's and `repeat`. */
 export const ON_DELAYED_OPTION_KEYS = keysOf<NonNullable<OnDelayedMetadata['options']>>()([...CONSUMER_OPTION_KEYS, 'repeat']);
@@ -39,6 +42,8 @@ export interface ResolvedConsumerOptions {
   readonly rateLimit?: { readonly max: number; readonly duration: number };
   /** Absent: the consumer leaves the topic's setting as it is (1 unless another consumer set it). */
   readonly groupConcurrency?: number;
+  /** Absent: completed jobs are deleted. Each bound 0 when not given (no bound). */
+  readonly keepCompleted?: { readonly count: number; readonly age: number };
 }
 
 /**
@@ -77,6 +82,29 @@ export function resolveConsumerOptions(
     rateLimit: o.rateLimit === undefined ? undefined : resolveRateLimit(validate, o.rateLimit),
     groupConcurrency:
       o.groupConcurrency === undefined ? undefined : validate.wholeNumber('groupConcurrency', o.groupConcurrency, { min: 1, max: 10_000 }),
+    keepCompleted: resolveKeepCompleted(validate, o.keepCompleted),
+  };
+}
+
+function resolveKeepCompleted(validate: OptionValidator, keep: unknown): ResolvedConsumerOptions['keepCompleted'] {
+  if (keep === undefined) return undefined;
+  if (typeof keep !== 'object' || keep === null || Array.isArray(keep)) {
+    return validate.refuseValue('keepCompleted', keep, 'use an object { count?, age? } with at least one of them');
+  }
+  refuseUnknownKeys(validate.refuse, 'keepCompleted', keep, KEEP_COMPLETED_KEYS);
+  const { count, age } = keep as KeepCompletedOptions;
+  if (count === undefined && age === undefined) {
+    return validate.refuse('keepCompleted', 'has neither `count` nor `age`; give at least one bound, or leave keepCompleted out to delete completed jobs');
+  }
+  return {
+    count: validate.wholeNumber('keepCompleted.count', count, { min: 1, max: Number.MAX_SAFE_INTEGER, default: 0 }),
+    // Not a timer: longer than setTimeout's limit is fine (30 days of history, say).
+    age: validate.wholeNumber('keepCompleted.age', age, {
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+      use: 'use a whole number of milliseconds from 1',
+      default: 0,
+    }),
   };
 }
 

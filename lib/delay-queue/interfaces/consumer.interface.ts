@@ -1,8 +1,8 @@
 import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
 
 /**
- * Per-consumer settings (of `consume()` and `@OnDelayed`). Each but `maxIdleWait` defaults to the
- * module's `delayQueue` option of the same name; `maxIdleWait` is set per consumer only. An unknown
+ * Per-consumer settings (of `consume()` and `@OnDelayed`). Each but `maxIdleWait` and `keepCompleted`
+ * defaults to the module's `delayQueue` option of the same name; those two are set per consumer only. An unknown
  * key is refused with `InvalidOptionsError`.
  */
 export interface ConsumerOptions {
@@ -36,6 +36,21 @@ export interface ConsumerOptions {
    * Kept in Redis for the topic: the consumer that started last sets it.
    */
   groupConcurrency?: number;
+  /**
+   * Keep completed jobs, with what their handler returned, instead of deleting them: `get()` then
+   * answers `state: 'completed'` with `result` and `finishedAt`, and their id still de-duplicates a
+   * `schedule()`. `count`: most kept per topic shard; `age`: ms kept; give at least one (oldest go
+   * first). Per consumer only (set the same on every instance). Default: completed jobs are deleted.
+   */
+  keepCompleted?: KeepCompletedOptions;
+}
+
+/** How many completed jobs a topic keeps (`ConsumerOptions.keepCompleted`): at least one bound. */
+export interface KeepCompletedOptions {
+  /** Most completed jobs kept per topic shard, the newest; a whole number from 1. */
+  count?: number;
+  /** How long a completed job is kept, in ms after it finished (Redis clock). */
+  age?: number;
 }
 
 /** A running consumer of one topic, as returned by `DelayQueueService.consume()`. */

@@ -1,10 +1,11 @@
 /**
  * Where a job is: waiting for its time (`scheduled`), waiting and already due (`due`), claimed by a
- * consumer (`active`), or in the dead-letter set after its last attempt failed (`dead`).
+ * consumer (`active`), in the dead-letter set after its last attempt failed (`dead`), or done and
+ * kept because its consumer has `keepCompleted` (`completed`).
  *
  * @inline
  */
-type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead';
+type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead' | 'completed';
 
 /** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
 export interface DelayedJob<T = unknown> {
@@ -28,6 +29,15 @@ export interface DelayedJob<T = unknown> {
   readonly visibleUntil?: Date;
   /** When a `dead` job got there. */
   readonly diedAt?: Date;
+  /** When a `completed` job's acknowledgement reached Redis (Redis server clock). */
+  readonly finishedAt?: Date;
+  /**
+   * What the handler of a `completed` job returned (decoded from JSON); absent when it returned
+   * nothing (`undefined`) or a value that is not JSON data (a warning was logged).
+   */
+  readonly result?: unknown;
+  /** The last value a handler passed to `JobContext.progress()`, in any state (kept through retries). */
+  readonly progress?: unknown;
   /** Message of the last failure, if any (`Name: message` for an `Error`). */
   readonly lastError?: string;
   /**
@@ -57,4 +67,6 @@ export interface DelayQueueStats {
   readonly grouped: number;
   /** Groups with a job running or waiting for its retry. */
   readonly busyGroups: number;
+  /** Completed jobs kept (`keepCompleted`); absent when the topic keeps none. */
+  readonly completed?: number;
 }

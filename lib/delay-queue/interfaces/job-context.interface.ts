@@ -42,6 +42,21 @@ export interface JobContext {
    * reason `JobVisibilityLostError`) or when shutdown gave up waiting (`ConsumerShutdownTimeoutError`).
    */
   readonly signal: AbortSignal;
+  /**
+   * Records how far the job got (JSON data, at most 8 KB: a percentage, a few counters), readable
+   * with `DelayQueueService.get()` and on the dashboard while the job runs and after (a retry keeps
+   * it until the next call). Written only while this delivery still holds the job (claim token
+   * checked in Redis): otherwise nothing is written, `signal` is aborted and the promise rejects with
+   * `JobVisibilityLostError` (or the signal's reason). Rejects with `InvalidJobError` for a value that
+   * is not JSON data. See docs/delayed-jobs.md#results-progress-and-history.
+   *
+   * @example
+   * for (const [i, row] of rows.entries()) {
+   *   await importRow(row);
+   *   if (i % 100 === 0) await job.progress({ done: i, of: rows.length });
+   * }
+   */
+  progress(value: unknown): Promise<void>;
 }
 
 const running = new AsyncLocalStorage<JobContext>();
@@ -71,8 +86,9 @@ export function runInJobContext<R>(context: JobContext, handler: () => R): R {
 }
 
 /**
- * A delayed-job handler: resolve to acknowledge, throw (or reject) to retry with backoff.
+ * A delayed-job handler: resolve to acknowledge, throw (or reject) to retry with backoff. What it
+ * resolves to is kept as the job's `result` when its consumer has `keepCompleted`, else ignored.
  *
  * @inline
  */
-export type DelayedJobHandler<T = unknown> = (payload: T, job: JobContext) => Promise<void> | void;
+export type DelayedJobHandler<T = unknown, R = unknown> = (payload: T, job: JobContext) => Promise<R> | R;

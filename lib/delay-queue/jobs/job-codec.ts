@@ -5,13 +5,16 @@ import { errorMessage } from '../../core/errors/error-message.js';
 /**
  * The stored form of a job (one field of the topic's `jobs` hash):
  *
- *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["q":"<group>",]["t":"<traceparent>",]"e":<last error|null>,"p":<payload>}
+ *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["q":"<group>",]["t":"<traceparent>",]["o":"<progress JSON>",]"e":<last error|null>,"p":<payload>}
  *
  * `q`, present only for a job of a group, is the group's name as given (no `"`, `\` or control
  * characters: see prepare-job.ts), so the scripts read it without unescaping.
  *
  * `e` is null, the last failure's message as a JSON string, or `[message, stack]` (JSON strings
  * only, so no bare `,"p":` can occur in it either).
+ *
+ * `o`, present once a handler called `JobContext.progress()`, is the progress's JSON text as a JSON
+ * string (set-progress.lua.ts): a string holds no bare quote, so no `,"e":` or `,"p":` can occur in it.
  *
  * `t`, present only when the job was scheduled inside a trace, is the W3C `traceparent` of the
  * scheduling span (hex digits and dashes only, so the scripts' search for `,"e":` cannot trip on it).
@@ -33,10 +36,15 @@ export interface DecodedJob<T = unknown> {
   readonly traceparent?: string;
   /** The job's group, when it has one. */
   readonly group?: string;
+  /** The last progress a handler recorded (`JobContext.progress`), when there was one. */
+  readonly progress?: unknown;
   readonly payload: T;
 }
 
-const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"q":"([^"\\]*)",)?(?:"t":"([0-9a-f-]{55})",)?"e":/;
+const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"q":"([^"\\]*)",)?(?:"t":"([0-9a-f-]{55})",)?(?:"o":("(?:[^"\\]|\\.)*"),)?"e":/;
+
+/** Largest progress, as UTF-8 bytes of its JSON: progress is a figure or a few counters, read on every job list. */
+export const MAX_PROGRESS_BYTES = 8_192;
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const PAYLOAD_SEPARATOR = ',"p":';
 const CLAIM_TOKEN = /^\{"g":(\d+),/;
@@ -88,6 +96,7 @@ export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
     lastErrorStack,
     group: header[6],
     traceparent: header[7],
+    progress: header[8] === undefined ? undefined : (JSON.parse(JSON.parse(header[8]) as string) as unknown),
     payload: JSON.parse(body.slice(separator + PAYLOAD_SEPARATOR.length, -1)) as T,
   };
 }
@@ -133,6 +142,30 @@ export function encodePayload(topic: string, payload: unknown, field = 'payload'
   } catch (error) {
     throw new InvalidJobError(topic, field, `cannot be encoded as JSON (${errorMessage(error)})`);
   }
+}
+
+/**
+ * Encodes a progress value (`JobContext.progress`) as JSON, with the payload's checks and at most
+ * MAX_PROGRESS_BYTES.
+ *
+ * @throws InvalidJobError naming the offending path, e.g. `progress.done`
+ */
+export function encodeProgress(topic: string, value: unknown): string {
+  const json = encodePayload(topic, value, 'progress');
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_PROGRESS_BYTES) {
+    throw new InvalidJobError(topic, 'progress', `is ${bytes} bytes as JSON, over ${MAX_PROGRESS_BYTES}; record a figure or a few counters, and keep larger data elsewhere`);
+  }
+  return json;
+}
+
+/**
+ * Encodes a handler's return value for a kept completed job: undefined when it returned nothing.
+ *
+ * @throws InvalidJobError naming the offending path, e.g. `result.createdAt`
+ */
+export function encodeResult(topic: string, value: unknown): string | undefined {
+  return value === undefined ? undefined : encodePayload(topic, value, 'result');
 }
 
 const MAX_DEPTH = 512;

@@ -10,8 +10,8 @@ import { operationKey } from './operation-record.js';
 
 /**
  * The five topic keys every script opens with (see scripts/lua-snippets.ts): due, jobs, active,
- * dead, marker. The whole list of the scripts that take nothing else (ack, fail, release,
- * list, read one job, read dead letters, count jobs without schedules).
+ * dead, marker. The whole list of the scripts that take nothing else (ack without kept completed
+ * jobs, fail, release, set progress, read dead letters, count jobs without schedules).
  */
 export function topicScriptKeys(keys: TopicKeys): string[] {
   return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
@@ -45,13 +45,30 @@ export function extendScriptKeys(keys: TopicKeys): string[] {
 
 /**
  * The claim's KEYS (see scripts/claim-due-jobs.lua.ts): the topic keys, the claim's record
- * (KEYS[6]), the shard's fencing counter (KEYS[7]), pause flag (KEYS[8]) and rate log (KEYS[9])
- * and, when given, the record of the previous claim to delete (KEYS[10]).
+ * (KEYS[6]), the shard's fencing counter (KEYS[7]), pause flag (KEYS[8]) and rate log (KEYS[9]);
+ * for a consumer that keeps completed jobs the completed zset and the results hash (KEYS[10],
+ * KEYS[11]); last, when given, the record of the previous claim to delete.
  */
-export function claimScriptKeys(keys: TopicKeys, record: string, previousRecord?: string): string[] {
+export function claimScriptKeys(keys: TopicKeys, record: string, previousRecord?: string, keepsCompleted = false): string[] {
   const list = [...topicScriptKeys(keys), record, keys.fence, keys.paused, keys.rateLog];
+  if (keepsCompleted) list.push(keys.completed, keys.results);
   if (previousRecord) list.push(previousRecord);
   return list;
+}
+
+/**
+ * The acknowledgement's KEYS (see scripts/ack-jobs.lua.ts): the topic keys, and for a consumer that
+ * keeps completed jobs the completed zset and the results hash (KEYS[6], KEYS[7]).
+ */
+export function ackScriptKeys(keys: TopicKeys, keepsCompleted: boolean): string[] {
+  const list = topicScriptKeys(keys);
+  if (keepsCompleted) list.push(keys.completed, keys.results);
+  return list;
+}
+
+/** The reads of completed jobs' KEYS (read-job, list-jobs): the topic keys, the completed zset, the results hash. */
+export function completedReadScriptKeys(keys: TopicKeys): string[] {
+  return [...topicScriptKeys(keys), keys.completed, keys.results];
 }
 
 /**
@@ -72,9 +89,12 @@ export function repeatScriptKeys(keys: TopicKeys, operationId = UNUSED_RECORD): 
   ];
 }
 
-/** The counts' KEYS (see scripts/topic-stats.lua.ts): the topic keys, KEYS[6] unused, the schedules hash, the pause flag. */
+/**
+ * The counts' KEYS (see scripts/topic-stats.lua.ts): the topic keys, KEYS[6] unused, the schedules
+ * hash, the completed zset, the pause flag.
+ */
 export function topicStatsScriptKeys(keys: TopicKeys): string[] {
-  return [...recordedScriptKeys(keys, UNUSED_RECORD), `${repeatBase(keys)}:repeats`, keys.paused];
+  return [...recordedScriptKeys(keys, UNUSED_RECORD), `${repeatBase(keys)}:repeats`, keys.completed, keys.paused];
 }
 
 /** The operation id of KEYS[6] for the scripts that take the slot but write no record. */

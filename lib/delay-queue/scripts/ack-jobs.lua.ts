@@ -1,30 +1,29 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
 
 /**
- * Acknowledges finished jobs: each is deleted if it is still claimed under the given token (a job
- * cancelled, replaced or re-delivered meanwhile is left alone). Completed jobs are not kept.
+ * Acknowledges finished jobs: each is acknowledged (completeJob, complete-job-lua-snippet.ts) if it
+ * is still claimed under the given token (a job cancelled, replaced or re-delivered meanwhile is left
+ * alone). A second run of the same call finds the jobs out of ACTIVE and changes nothing.
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
- * ARGV  pairs: id, claim token
+ * KEYS  the five topic keys (see lua-snippets.ts); for a consumer that keeps completed jobs, also
+ *       KEYS[6] the completed zset and KEYS[7] the results hash
+ * ARGV  without KEYS[6]: pairs id, claim token. With KEYS[6]: ARGV[1] most kept (0: no bound),
+ *       ARGV[2] ms kept (0: no bound), then triples id, claim token, result JSON ('' for none)
  *
  * Returns how many were acknowledged.
  */
 export const ackJobsScript = new RedisScript(
   'ackJobs',
   `
-local acked = 0
-for i = 1, #ARGV, 2 do
+local keep, first, stride = nil, 1, 2
+if KEYS[6] then keep, first, stride = keepOf(KEYS[6], KEYS[7], ARGV[1], ARGV[2]), 3, 3 end
+for i = first, #ARGV, stride do
   local id = ARGV[i]
   local body = ownedBody(id, ARGV[i + 1])
-  if body then
-    groupJobFinished(body)
-    redis.call('zrem', ACTIVE, id)
-    redis.call('hdel', JOBS, id)
-    acked = acked + 1
-  end
+  if body then completeJob(id, body, keep and ARGV[i + 2], keep) end
 end
-return acked
+return finishCompletions(keep)
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_COMPLETE_JOB],
 );

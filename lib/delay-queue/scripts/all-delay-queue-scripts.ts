@@ -19,6 +19,7 @@ import { rescheduleJobScript } from './reschedule-job.lua.js';
 import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './schedule-jobs.lua.js';
 import { setGroupLimitScript } from './set-group-limit.lua.js';
+import { setProgressScript } from './set-progress.lua.js';
 import { topicStatsScript } from './topic-stats.lua.js';
 import { upsertRepeatScript } from './upsert-repeat.lua.js';
 import { writeOutboxJobScript } from './write-outbox-job.lua.js';
@@ -45,6 +46,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   retryDeadJobsScript,
   scheduleJobsScript,
   setGroupLimitScript,
+  setProgressScript,
   topicStatsScript,
   upsertRepeatScript,
   writeOutboxJobScript,

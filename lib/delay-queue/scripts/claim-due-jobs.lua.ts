@@ -1,9 +1,9 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
 import { LUA_FENCE_SERIES } from '../../core/redis/fence-lua-snippets.js';
-import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
 
 /**
- * The consumer's one round trip: acknowledges finished jobs, returns expired in-flight jobs to the
+ * The consumer's one round trip: acknowledges finished jobs (completeJob), returns expired in-flight jobs to the
  * queue (their consumer crashed or stalled; no separate scheduler process needed), then claims up
  * to N due jobs into ACTIVE with a visibility deadline, in due order.
  *
@@ -17,13 +17,21 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  *
  * KEYS  the five topic keys, KEYS[6] the claim's record (see lua-snippets.ts), KEYS[7] the topic
  *       shard's fencing counter (`<topic keys>:fence`, see job-fence.ts), KEYS[8] the shard's pause
- *       flag (present: claim nothing), KEYS[9] the shard's rate log (zset claim -> server µs),
- *       KEYS[10] the record of this consumer's previous claim, whose reply has arrived: deleted
- *       (optional)
+ *       flag (present: claim nothing), KEYS[9] the shard's rate log (zset claim -> server µs); for a
+ *       consumer that keeps completed jobs, KEYS[10] the completed zset and KEYS[11] the results hash
+ *       (complete-job-lua-snippet.ts); last (KEYS[10], or KEYS[12] after the completed keys) the
+ *       record of this consumer's previous claim, whose reply has arrived: deleted. KEYS[6..] are
+ *       optional (a claim without KEYS[7] gives tokens above the job's last one and the clock,
+ *       without the counter; without KEYS[8] and KEYS[9], no pause and no rate limit)
  * ARGV[1] max jobs to claim, ARGV[2] visibility timeout ms, ARGV[3] default max attempts,
  * ARGV[4] dead-letter max count, ARGV[5] dead-letter max age ms,
- * ARGV[6] rate limit: claims allowed per window on this shard (0 or absent: no limit), ARGV[7] the window, ms,
- * ARGV[8..] acknowledgements as pairs: id, claim token
+ * ARGV[6] rate limit: claims allowed per window on this shard (0 or absent: no limit), ARGV[7] the
+ * window, ms, then the acknowledgements:
+ *   without the completed keys, ARGV[8..] pairs: id, claim token (a topic that keeps no completed
+ *   job pays nothing for the feature);
+ *   with them, ARGV[8] most completed jobs kept (0: no bound), ARGV[9] ms kept (0: no bound),
+ *   ARGV[10..] triples: id, claim token, result JSON ('' for none). Kept completed jobs are trimmed
+ *   by age on every claim of such a consumer, acknowledgements or not.
  *
  * Jobs of a group are taken from the ready groups (group-lua-snippet.ts) merged with DUE in score
  * order, one per group per turn. While the pause flag is present nothing is claimed (acknowledgements
@@ -48,33 +56,27 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 export const claimDueJobsScript = new RedisScript(
   'claimDueJobs',
   `
-local FENCE, PAUSED, RATE, PREVIOUS = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local FENCE, PAUSED, RATE = KEYS[7], KEYS[8], KEYS[9]
 local maxClaims, visibility = tonumber(ARGV[1]), tonumber(ARGV[2])
 local defaultMaxAttempts, deadMaxCount, deadMaxAge = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local rateMax, rateWindowUs = tonumber(ARGV[6]) or 0, (tonumber(ARGV[7]) or 0) * 1000
 if not RATE then rateMax = 0 end
-local ACKS_FROM = 8
+-- #KEYS is 9 or 10 (previous record) without kept completed jobs, 11 or 12 with them.
+local keep, firstAck, stride, PREVIOUS = nil, 8, 2, KEYS[10]
+if #KEYS >= 11 then keep, firstAck, stride, PREVIOUS = keepOf(KEYS[10], KEYS[11], ARGV[8], ARGV[9]), 10, 3, KEYS[12] end
 
 -- Batched reads and writes: this runs for every burst of finished jobs.
 local acked = 0
-if #ARGV >= ACKS_FROM then
+if #ARGV >= firstAck then
   local ids = {}
-  for i = ACKS_FROM, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+  for i = firstAck, #ARGV, stride do ids[#ids + 1] = ARGV[i] end
   local bodies = redis.call('hmget', JOBS, unpack(ids))
-  local done = {}
   for k, id in ipairs(ids) do
-    local body = bodies[k]
-    if body and tokenOf(body) == ARGV[ACKS_FROM - 1 + 2 * k] and redis.call('zscore', ACTIVE, id) then
-      done[#done + 1] = id
-      groupJobFinished(body)
-    end
+    local body, at = bodies[k], firstAck + stride * (k - 1)
+    if body and tokenOf(body) == ARGV[at + 1] and redis.call('zscore', ACTIVE, id) then completeJob(id, body, keep and ARGV[at + 2], keep) end
   end
-  if #done > 0 then
-    redis.call('zrem', ACTIVE, unpack(done))
-    redis.call('hdel', JOBS, unpack(done))
-  end
-  acked = #done
 end
+acked = finishCompletions(keep)
 
 local expired = redis.call('zrangebyscore', ACTIVE, '-inf', fmt(nowMs), 'limit', 0, 100)
 local recovered = {}
@@ -216,5 +218,5 @@ if firstDeadline[2] then
 end
 return { nowUs, nextWake, more, acked, claimed, recovered, nextDue }
 `,
-  [LUA_TOPIC_PRELUDE, LUA_FENCE_SERIES],
+  [LUA_COMPLETE_JOB, LUA_FENCE_SERIES],
 );

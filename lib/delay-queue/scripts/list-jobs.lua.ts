@@ -1,19 +1,22 @@
 import { RedisScript } from '../../core/redis/redis-script.js';
+import { MAX_PROGRESS_BYTES } from '../jobs/job-codec.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
- * Longest job header (attempts, times, last error: everything before the payload) a job list reads;
- * the consumer keeps last errors to 2000 characters, at most 12 kB as escaped JSON. A longer header
- * was not written by this library and is listed as unreadable.
+ * Longest job header (attempts, times, progress, last error: everything before the payload) a job
+ * list reads; the consumer keeps last errors to 2000 characters, at most 12 kB as escaped JSON, and
+ * progress to MAX_PROGRESS_BYTES (job-codec.ts), at most twice that as a JSON string. A longer
+ * header was not written by this library and is listed as unreadable.
  */
-const MAX_LISTED_HEADER_BYTES = 16_384;
+const MAX_LISTED_HEADER_BYTES = 16_384 + 2 * MAX_PROGRESS_BYTES + 16;
 
 /**
  * Lists the jobs of one topic in one state, from one snapshot (see TopicInspector).
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
+ * KEYS  the five topic keys (see lua-snippets.ts); KEYS[6] the completed zset, needed for 'completed'
  * ARGV[1] state: 'due' (due now, oldest first), 'scheduled' (due later, soonest first),
- *         'active' (earliest visibility deadline first) or 'dead' (newest first)
+ *         'active' (earliest visibility deadline first), 'dead' (newest first) or 'completed'
+ *         (kept completed jobs, newest first; an id scheduled again meanwhile is left out)
  * ARGV[2] how many at most
  * ARGV[3] bytes of each payload to return (its preview)
  *
@@ -42,6 +45,9 @@ elseif state == 'active' then
 elseif state == 'dead' then
   rows = redis.call('zrevrange', DEAD, 0, limit - 1, 'withscores')
   total = redis.call('zcard', DEAD)
+elseif state == 'completed' and KEYS[6] then
+  rows = redis.call('zrevrange', KEYS[6], 0, limit - 1, 'withscores')
+  total = redis.call('zcard', KEYS[6])
 else
   return redis.error_reply('ERR unknown job state ' .. state)
 end
@@ -49,6 +55,9 @@ local MAX_HEADER = ${MAX_LISTED_HEADER_BYTES}
 local result = { nowMs, total }
 for i = 1, #rows, 2 do
   local body = redis.call('hget', JOBS, rows[i])
+  if body and state == 'completed' and (redis.call('zscore', DUE, rows[i]) or redis.call('zscore', ACTIVE, rows[i]) or redis.call('zscore', DEAD, rows[i])) then
+    body = nil
+  end
   if body then
     -- The error field before the payload is null or a JSON string (no bare quote): the first ,"p": is the separator.
     local separator = string.find(body, ',"p":', 1, true)

@@ -147,6 +147,8 @@ export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' 
   readonly topic: string;
   /** The whole payload, as scheduled. */
   readonly payload: unknown;
+  /** What the handler of a kept completed job returned, if anything. */
+  readonly result?: unknown;
 }
 
 /**

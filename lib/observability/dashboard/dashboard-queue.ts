@@ -62,7 +62,10 @@ export class DashboardQueue {
       dueAt: job.scheduledAt?.getTime(),
       visibleUntil: job.visibleUntil?.getTime(),
       diedAt: job.diedAt?.getTime(),
+      finishedAt: job.finishedAt?.getTime(),
       lastError: job.lastError,
+      progress: job.progress,
+      result: job.result,
       payload: job.payload,
     };
   }

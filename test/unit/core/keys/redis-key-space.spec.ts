@@ -46,6 +46,8 @@ describe('RedisKeySpace: the key layout', () => {
       fence: 'rl:dq:{order.expire}:fence',
       cancelled: 'rl:dq:{order.expire}:cancelled',
       cancelChannel: 'rl:dq:{order.expire}:cancel',
+      completed: 'rl:dq:{order.expire}:completed',
+      results: 'rl:dq:{order.expire}:results',
     });
   });
 

@@ -1,0 +1,88 @@
+import type { LuaSnippet } from '../../core/redis/redis-script.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+
+/** Most ids one trim step removes from the completed set (per bound, per call): the rest goes on the next call. */
+const TRIM_STEP = 100;
+
+/**
+ * Lua: the acknowledgement of a job whose handler succeeded, shared by ack-jobs and the ack part of
+ * claim-due-jobs. The caller has checked the claim (in ACTIVE under the acknowledged claim token).
+ *
+ * Without kept completed jobs (`keep` nil) the job is deleted: one ZREM ACTIVE and one HDEL JOBS for
+ * the whole batch, whatever its size. With `keep` = { completed = zset key, results = hash key,
+ * count = most kept per shard (0: no bound), age = ms kept (0: no bound) }:
+ *
+ *   completed zset  id -> finishedAt ms (Redis clock: when the acknowledgement reached Redis)
+ *   jobs hash       the body stays as it was (payload, attempts, progress): a kept id is a job that
+ *                   exists, so a schedule() with its id keeps it (de-duplication) like any other
+ *   results hash    id -> the handler's return value as JSON; no field when it returned nothing or
+ *                   a value that is not JSON data
+ *
+ * A second acknowledgement of the same claim finds it out of ACTIVE and is never passed here, so a
+ * replayed ack keeps one record. Kept jobs are trimmed oldest first, in steps of at most TRIM_STEP
+ * per bound per call. An id of the completed set whose job was scheduled again meanwhile (replace,
+ * or cancel then schedule) is in DUE, ACTIVE, DEAD or its group's queue: trimming its old record
+ * keeps that new body. A job of a group frees its group's turn here (groupJobFinished).
+ */
+export const LUA_COMPLETE_JOB: LuaSnippet = {
+  name: 'completeJob',
+  requires: [LUA_TOPIC_PRELUDE],
+  source: `
+local completedIds = {}
+
+-- Acknowledges one job (recorded with the rest of the batch by finishCompletions).
+local function completeJob(id, body, resultJson, keep)
+  completedIds[#completedIds + 1] = id
+  groupJobFinished(body)
+  if keep then
+    redis.call('zadd', keep.completed, nowMs, id)
+    if resultJson ~= nil and resultJson ~= '' then
+      redis.call('hset', keep.results, id, resultJson)
+    else
+      redis.call('hdel', keep.results, id)
+    end
+  end
+end
+
+local function dropCompleted(keep, ids)
+  for _, id in ipairs(ids) do
+    if not (redis.call('zscore', DUE, id) or redis.call('zscore', ACTIVE, id) or redis.call('zscore', DEAD, id)) then
+      local body = redis.call('hget', JOBS, id)
+      -- A job of a group scheduled again under this id waits in its group's queue: keep its body.
+      if body and not groupQueueScore(id, body) then redis.call('hdel', JOBS, id) end
+    end
+  end
+  redis.call('hdel', keep.results, unpack(ids))
+  redis.call('zrem', keep.completed, unpack(ids))
+end
+
+-- Bounded work per call: what is left is trimmed by the next call.
+local function trimCompleted(keep)
+  if keep.age > 0 then
+    local old = redis.call('zrangebyscore', keep.completed, '-inf', '(' .. fmt(nowMs - keep.age), 'limit', 0, ${TRIM_STEP})
+    if #old > 0 then dropCompleted(keep, old) end
+  end
+  if keep.count > 0 then
+    local excess = redis.call('zcard', keep.completed) - keep.count
+    if excess > 0 then dropCompleted(keep, redis.call('zrange', keep.completed, 0, math.min(excess, ${TRIM_STEP}) - 1)) end
+  end
+end
+
+-- Writes the batch completeJob gathered; returns how many jobs it acknowledged.
+local function finishCompletions(keep)
+  local count = #completedIds
+  if count > 0 then
+    redis.call('zrem', ACTIVE, unpack(completedIds))
+    if not keep then redis.call('hdel', JOBS, unpack(completedIds)) end
+    completedIds = {}
+  end
+  if keep then trimCompleted(keep) end
+  return count
+end
+
+-- The keep table of a consumer that keeps completed jobs: keys and bounds as the script received them.
+local function keepOf(completedKey, resultsKey, count, age)
+  return { completed = completedKey, results = resultsKey, count = tonumber(count), age = tonumber(age) }
+end
+`,
+};
