@@ -126,6 +126,18 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     expect(all).toMatchObject({ status: 200, body: { retried: 1 } });
   });
 
+  it('pauses and resumes a topic from the API, and shows it paused with its groups in the topic list', async () => {
+    await queue.pause('dash.pause');
+    await queue.resume('dash.pause');
+    await queue.scheduleMany('dash.pause', [1, 2].map((n) => ({ payload: n, group: 'g', delay: 3_600_000 })));
+    expect(await api('POST', '/topics/dash.pause/pause', ACTION)).toMatchObject({ status: 200, body: { changed: true } });
+    expect(await api('POST', '/topics/dash.pause/pause', ACTION)).toMatchObject({ status: 200, body: { changed: false } });
+    expect(await topic('dash.pause')).toMatchObject({ paused: true, grouped: 2, busyGroups: 0 });
+    expect((await queue.stats('dash.pause')).paused).toBe(true);
+    expect(await api('POST', '/topics/dash.pause/resume', ACTION)).toMatchObject({ status: 200, body: { changed: true } });
+    expect(await topic('dash.pause')).toMatchObject({ paused: false });
+  });
+
   it('cancels a waiting job but not a running one', async () => {
     await queue.schedule('dash.cancel', { n: 1 }, { id: 'a/b c', delay: 3_600_000 });
     const cancelled = await api('POST', `/topics/dash.cancel/jobs/${encodeURIComponent('a/b c')}/cancel`, ACTION);
@@ -274,6 +286,8 @@ describe('RedisLockDashboardModule: protection', () => {
       expect(response.body.message).toMatch(/read-only/);
     }
     expect((await call(t.base, 'POST', '/_locks/api/topics/ro.topic/retry-dead', ACTION)).status).toBe(403);
+    for (const action of ['pause', 'resume']) expect((await call(t.base, 'POST', `/_locks/api/topics/ro.topic/${action}`, ACTION)).status).toBe(403);
+    expect((await queue.stats('ro.topic')).paused).toBe(false);
     expect((await queue.get('ro.topic', 'keep'))?.state).toBe('scheduled');
     // Reading still works.
     expect((await call(t.base, 'GET', '/_locks/api/topics/ro.topic/jobs?state=scheduled')).body.total).toBe(1);

@@ -30,7 +30,12 @@ export interface ConsumerOptions {
    * the limit wait, they are not failed. A sharded topic splits `max` evenly over its shards.
    * See docs/delayed-jobs.md#rate-limit.
    */
-  rateLimit?: { max: number; duration: number };
+  rateLimit?: {
+    /** Most handler starts in any window of `duration` ms (a whole number from 1). */
+    max: number;
+    /** The window, in ms. */
+    duration: number;
+  };
   /**
    * Jobs of one group (`schedule(…, { group })`) that may run at once, across all instances. Default 1.
    * Kept in Redis for the topic: the consumer that started last sets it.

@@ -76,6 +76,12 @@ export class DashboardQueue {
     return (await this.queue.retryDead(topic, id)) === 1;
   }
 
+  /** Pauses or resumes the topic on every instance; resolves whether its state changed. */
+  setPaused(topic: string, paused: boolean): Promise<boolean> {
+    assertValidTopic(topic);
+    return paused ? this.queue.pause(topic) : this.queue.resume(topic);
+  }
+
   /** Requeues every dead letter of the topic; resolves to how many. */
   retryAllDead(topic: string): Promise<number> {
     assertValidTopic(topic);

@@ -179,6 +179,28 @@ class DashboardController {
     return { retried: await this.queue.retryAllDead(topic) };
   }
 
+  @Post('api/topics/:topic/pause')
+  @HttpCode(200)
+  async pause(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+  ): Promise<{ changed: boolean }> {
+    await this.assertMayWrite(request, actionHeader, 'pause a topic');
+    return { changed: await this.queue.setPaused(topic, true) };
+  }
+
+  @Post('api/topics/:topic/resume')
+  @HttpCode(200)
+  async resume(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+  ): Promise<{ changed: boolean }> {
+    await this.assertMayWrite(request, actionHeader, 'resume a topic');
+    return { changed: await this.queue.setPaused(topic, false) };
+  }
+
   @Get('api/locks')
   @Header('Cache-Control', 'no-store')
   heldLocks(): Promise<DashboardLockList> {

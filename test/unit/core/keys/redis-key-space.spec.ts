@@ -48,7 +48,20 @@ describe('RedisKeySpace: the key layout', () => {
       cancelChannel: 'rl:dq:{order.expire}:cancel',
       completed: 'rl:dq:{order.expire}:completed',
       results: 'rl:dq:{order.expire}:results',
+      paused: 'rl:dq:{order.expire}:paused',
+      rateLog: 'rl:dq:{order.expire}:rate',
+      groupsReady: 'rl:dq:{order.expire}:groups-ready',
+      groupsOut: 'rl:dq:{order.expire}:groups-out',
+      groupLimit: 'rl:dq:{order.expire}:group-limit',
     });
+  });
+
+  it('names the group and pause keys as the scripts derive them from the jobs key (group-lua-snippet.ts)', () => {
+    for (const topic of ['order.expire', 'a}b{c', 'hot#2']) {
+      const k = keys.topic(topic);
+      const shard = k.jobs.slice(0, -':jobs'.length);
+      expect([k.groupsReady, k.groupsOut, k.groupLimit, k.paused]).toEqual([':groups-ready', ':groups-out', ':group-limit', ':paused'].map((s) => shard + s));
+    }
   });
 
   it('keeps a lock, a semaphore and a topic of the same name apart', () => {
