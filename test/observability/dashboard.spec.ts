@@ -66,7 +66,7 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     expect(names).toEqual(expect.arrayContaining(['dash.fail', 'dash.slow', 'dash.later', 'dash.elsewhere']));
     expect(names).toEqual([...names].sort());
     expect(topics.topics.find((x) => x.topic === 'dash.fail')).toMatchObject({ handler: true, dead: 0 });
-    expect(topics.topics.find((x) => x.topic === 'dash.later')).toEqual({ topic: 'dash.later', scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, handler: false });
+    expect(topics.topics.find((x) => x.topic === 'dash.later')).toEqual({ topic: 'dash.later', scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0, handler: false });
     expect(topics.topics.find((x) => x.topic === 'dash.elsewhere')).toMatchObject({ due: 1 });
   });
 
