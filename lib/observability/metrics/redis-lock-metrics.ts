@@ -10,7 +10,7 @@ import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.inter
 import { errorMessage } from '../../core/errors/error-message.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
-const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead', 'grouped'] as const;
+const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead', 'grouped', 'completed'] as const;
 const OTHER_PATTERN = 'other';
 
 type Listener<K extends RedisLockEventName> = (event: RedisLockEventMap[K]) => void;
@@ -121,13 +121,13 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     new Gauge({
       name: named('queue_jobs'),
-      help: 'Jobs per topic and state (due, scheduled, active, dead, grouped: waiting for their group\'s turn), read from Redis on each scrape.',
+      help: 'Jobs per topic and state (due, scheduled, active, dead, grouped: waiting for their group\'s turn, completed: kept by keepCompleted), read from Redis on each scrape.',
       labelNames: ['topic', 'state'],
       registers,
       async collect() {
         const stats = await self.readQueueStats();
         this.reset();
-        for (const [topic, counts] of stats) for (const state of QUEUE_STATES) this.set({ topic, state }, counts[state]);
+        for (const [topic, counts] of stats) for (const state of QUEUE_STATES) this.set({ topic, state }, counts[state] ?? 0);
       },
     });
     new Gauge({

@@ -40,7 +40,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     let queue: DelayQueueService;
     let shardMap: TopicShards;
 
-    const topics = { [TOPIC]: { shards }, [HANDLED_TOPIC]: { shards }, fair: { shards }, crash: { shards }, dead: { shards }, cancel: { shards } };
+    const topics = { [TOPIC]: { shards }, [HANDLED_TOPIC]: { shards }, fair: { shards }, crash: { shards }, dead: { shards }, cancel: { shards }, grouped: { shards } };
     const newApp = async (extra: Partial<RedisLockModuleOptions> = {}, providers: unknown[] = []) => {
       const app = await Test.createTestingModule({
         imports: [
@@ -68,7 +68,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     beforeAll(async () => {
       muteNestLogger('error', 'warn');
       keyPrefix = `dqc-${Math.random().toString(16).slice(2, 10)}`;
-      shardMap = new TopicShards(new RedisKeySpace(keyPrefix), new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel'].map((topic) => [topic, shards] as const) : []));
+      shardMap = new TopicShards(new RedisKeySpace(keyPrefix), new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped'].map((topic) => [topic, shards] as const) : []));
       queue = (await newApp()).get(DelayQueueService);
     });
     afterAll(async () => {
@@ -102,6 +102,39 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         expect(new Set([k.due, k.jobs, k.active, k.dead, k.marker].map((key) => calculateSlot(key))).size).toBe(1);
       }
       for (const id of [...ids, single]) await queue.cancel(TOPIC, id);
+    });
+
+    it('runs the jobs of each group one at a time and in order, with the group keys in its shard\'s slot; pause and a rate limit hold', async () => {
+      const starts: Array<{ group: string; seq: number; claimedAt: number }> = [];
+      const running = new Map<string, number>();
+      let overlaps = 0;
+      const consumer = queue.consume<{ group: string; seq: number }>('grouped', async ({ group, seq }, job) => {
+        running.set(group, (running.get(group) ?? 0) + 1);
+        if (running.get(group)! > 1) overlaps++;
+        starts.push({ group, seq, claimedAt: job.claimedAt.getTime() });
+        await sleep(1);
+        running.set(group, running.get(group)! - 1);
+      }, { concurrency: 6, rateLimit: { max: 60, duration: 200 } });
+      try {
+        expect(await queue.pause('grouped')).toBe(true);
+        const groups = Array.from({ length: 6 }, (_, g) => `g${g}`);
+        await queue.scheduleMany('grouped', groups.flatMap((group) => Array.from({ length: 6 }, (_, seq) => ({ payload: { group, seq }, group }))));
+        expect(await queue.stats('grouped')).toMatchObject({ paused: true, grouped: 36, due: 0 });
+        expect(await queue.resume('grouped')).toBe(true);
+        await waitFor(() => starts.length === 36, 15_000, 'all 36 jobs of the six groups');
+        expect(overlaps).toBe(0);
+        for (const group of groups) expect(starts.filter((s) => s.group === group).map((s) => s.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+        const claims = starts.map((s) => s.claimedAt).sort((a, b) => a - b);
+        for (let i = 60; i < claims.length; i++) expect(claims[i] - claims[i - 60]).toBeGreaterThanOrEqual(200);
+        for (const k of shardKeys('grouped')) {
+          const slot = calculateSlot(k.jobs);
+          for (const key of [k.groupsReady, k.groupsOut, k.groupLimit, k.paused, k.rateLog, `${k.jobs.slice(0, -':jobs'.length)}:group:g0`]) expect(calculateSlot(key)).toBe(slot);
+        }
+        await waitFor(async () => (await queue.stats('grouped')).active === 0, 5_000, 'the last acknowledgement');
+        expect(await queue.stats('grouped')).toMatchObject({ grouped: 0, busyGroups: 0, paused: false });
+      } finally {
+        await consumer.close();
+      }
     });
 
     it('runs every due job exactly once, draining every shard', async () => {
