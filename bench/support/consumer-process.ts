@@ -28,10 +28,10 @@ async function main(): Promise<void> {
   const contender = contenders.find((c) => c.key === spec.contender);
   if (!contender) throw new Error(`unknown ${spec.bench} contender ${spec.contender}`);
   const records: RunRecord[] = [];
-  const handler = async (job: BenchJob) => {
+  const handler = async (job: BenchJob, admittedMs = -1) => {
     const start = monotonicMicros();
     await new Promise((resolve) => setTimeout(resolve, spec.workMs));
-    records.push([job.g, job.s, start, monotonicMicros()]);
+    records.push([job.g, job.s, start, monotonicMicros(), admittedMs]);
   };
   const consumer: BenchConsumer = await contender.openConsumer(spec.url, spec.namespace, spec.plan, handler);
   let cpuAtGo: NodeJS.CpuUsage | undefined;

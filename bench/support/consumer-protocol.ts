@@ -3,7 +3,8 @@ import type { ConsumerPlan } from './job-contender.js';
 /** What the bench process and its consumer processes (consumer-process.ts) say to each other. */
 
 /** [group, sequence in group, start µs, end µs] of one handler run. */
-export type RunRecord = [g: number, s: number, startUs: number, endUs: number];
+/** admittedMs: when the contender's limiter admitted the start, on its own clock (epoch ms; -1 when it does not say). */
+export type RunRecord = [g: number, s: number, startUs: number, endUs: number, admittedMs: number];
 
 export interface ConsumerSpec {
   readonly bench: 'groups' | 'rate-limit';

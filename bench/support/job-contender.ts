@@ -40,7 +40,8 @@ export interface JobContender {
   /** In the bench process. `grouped`: every job carries its group `g${job.g}`. */
   openProducer(url: string, namespace: string, grouped: boolean): Promise<BenchProducer>;
   /** In a worker process: connected and ready, not consuming until `start()`. */
-  openConsumer(url: string, namespace: string, plan: ConsumerPlan, handler: (job: BenchJob) => Promise<void>): Promise<BenchConsumer>;
+  /** `admittedMs`: when the contender's own limiter counted this start (epoch ms), where it says. */
+  openConsumer(url: string, namespace: string, plan: ConsumerPlan, handler: (job: BenchJob, admittedMs?: number) => Promise<void>): Promise<BenchConsumer>;
 }
 
 /** BENCH_ONLY=a,b (contender keys), or every contender. */

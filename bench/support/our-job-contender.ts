@@ -40,7 +40,7 @@ export const ourJobContender: JobContender = {
     return {
       start() {
         const options: ConsumerOptions = { concurrency: plan.concurrency, ...(plan.rateLimit ? { rateLimit: plan.rateLimit } : {}) };
-        consumer = queue.consume<BenchJob>(TOPIC, (job) => handler(job), options);
+        consumer = queue.consume<BenchJob>(TOPIC, (job, context) => handler(job, context.claimedAt.getTime()), options);
       },
       counters: () => ({}),
       async close() {

@@ -33,7 +33,7 @@ export const bullmqLimiter: JobContender = {
   },
   async openConsumer(url, namespace, plan, handler) {
     if (!plan.rateLimit) throw new Error('bullmqLimiter: the plan has no rate limit');
-    const worker = new Worker<BenchJob>(namespace, (job: Job<BenchJob>) => handler(job.data), {
+    const worker = new Worker<BenchJob>(namespace, (job: Job<BenchJob>) => handler(job.data, job.processedOn), {
       connection: connection(url),
       concurrency: plan.concurrency,
       limiter: { max: plan.rateLimit.max, duration: plan.rateLimit.duration },
