@@ -10,6 +10,7 @@ import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js
 import { cancelWaitingJobScript } from '../../lib/delay-queue/scripts/cancel-waiting-job.lua.js';
 import { pauseTopicScript } from '../../lib/delay-queue/scripts/pause-topic.lua.js';
 import { setGroupLimitScript } from '../../lib/delay-queue/scripts/set-group-limit.lua.js';
+import { releaseGroupTurnScript } from '../../lib/delay-queue/scripts/release-group-turn.lua.js';
 import { deleteDeadJobScript } from '../../lib/delay-queue/scripts/delete-dead-job.lua.js';
 import { listJobsScript } from '../../lib/delay-queue/scripts/list-jobs.lua.js';
 import { readLockScript } from '../../lib/lock/scripts/read-lock.lua.js';
@@ -708,6 +709,32 @@ const jobRows: LostReplyRow[] = [
       expect(runs).toEqual(['g-first@1', 'g-second@1']);
       expect(await ctx.peerQueue.stats(TOPIC)).toMatchObject({ grouped: 0, busyGroups: 0, active: 0 });
       expect(await ctx.redis.exists(ctx.keys.topic(TOPIC).groupsOut, ctx.keys.topic(TOPIC).groupsReady)).toBe(0);
+    },
+  }),
+  row({
+    name: 'group turn release: a cancelled running job of a group reports its handler returned twice: the group starts its next job once, and ends idle',
+    script: releaseGroupTurnScript,
+    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [{ payload: 'A', group: 'g', id: 'g-a' }, { payload: 'B', group: 'g', id: 'g-b' }]),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const aStarted = deferred();
+      const consumer = ctx.queue.consume<string>(TOPIC, async (payload, job) => {
+        runs.push(payload);
+        if (payload !== 'A') return;
+        aStarted.resolve();
+        await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
+      }, { concurrency: 2 });
+      await aStarted.promise;
+      await ctx.peerQueue.cancel(TOPIC, 'g-a');
+      await ctx.lost;
+      await waitFor(async () => runs.includes('B') && (await drained(ctx)), 8_000, 'the next job of the group');
+      await consumer.close();
+      return runs;
+    },
+    check: async (ctx, _state, runs) => {
+      expect(runs).toEqual(['A', 'B']);
+      expect(await ctx.peerQueue.stats(TOPIC)).toMatchObject({ grouped: 0, busyGroups: 0, active: 0 });
+      expect(await ctx.redis.exists(`${ctx.keys.topic(TOPIC).jobs.slice(0, -':jobs'.length)}:groups-held`)).toBe(0);
     },
   }),
   row({

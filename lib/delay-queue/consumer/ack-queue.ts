@@ -27,6 +27,8 @@ interface AckQueueContext {
   readonly failures: RedisFailureStreak;
   /** Logs an unexpected error of the consumer's own code. */
   readonly bug: (where: string, error: unknown) => void;
+  /** A job given up (cancelled, replaced) after its handler succeeded: its acknowledgement is dropped. */
+  readonly dropped: (job: HeldJob) => void;
 }
 
 /**
@@ -128,7 +130,10 @@ export class AckQueue {
 
   /** Empties the queue into a send, leaving out abandoned jobs. */
   private take(): HeldJob[] {
-    const acks = this.queued.splice(0).filter((job) => !job.abandoned);
+    const acks = this.queued.splice(0).filter((job) => {
+      if (job.abandoned) this.context.dropped(job);
+      return !job.abandoned;
+    });
     for (const job of acks) this.sending.add(job);
     return acks;
   }
@@ -136,7 +141,12 @@ export class AckQueue {
   /** A send failed: its acknowledgements (still held, their visibility kept) go back to the front of the queue. */
   private putBack(acks: readonly HeldJob[]): void {
     for (const job of acks) this.sending.delete(job);
-    this.queued.unshift(...acks.filter((job) => !job.abandoned));
+    this.queued.unshift(
+      ...acks.filter((job) => {
+        if (job.abandoned) this.context.dropped(job);
+        return !job.abandoned;
+      }),
+    );
   }
 
   /** Redis has recorded these acknowledgements. */

@@ -100,7 +100,9 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
         missed: () => visibility.checkNow(),
       }) ?? (() => undefined);
     const warn = (message: string) => logger.warn(message);
-    this.acks = new AckQueue({ topic, connection, keys, keepCompleted: options.keepCompleted, warn, visibility: this.visibility, failures, bug });
+    this.acks = new AckQueue({ topic, connection, keys, keepCompleted: options.keepCompleted, warn, visibility: this.visibility, failures, bug,
+      dropped: (job) => this.settlement.releaseHeldTurn(job),
+    });
     this.settlement = new JobSettlement({
       topic,
       connection,
@@ -124,7 +126,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       visibility: this.visibility,
       acks: this.acks,
       settlement: this.settlement,
-      progress: new JobProgress({ topic, connection, keyList, visibility: this.visibility }),
+      progress: new JobProgress({ topic, connection, keyList: extendScriptKeys(keys), visibility: this.visibility }),
       running,
       bug,
     });

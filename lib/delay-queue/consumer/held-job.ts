@@ -6,6 +6,8 @@ export interface HeldJob {
   readonly dueMs: number;
   /** When the claim took it (Redis server clock, ms). */
   readonly claimedAtMs: number;
+  /** The job's group, once its body is read (the handler starts). */
+  group?: string;
   /** Its score in the due set when claimed (due time and FIFO slot): a hand-back puts it back there. */
   readonly dueScore: number;
   /** `performance.now()` when it entered the runner's prefetch buffer (see JobRunner). */

@@ -9,7 +9,7 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 interface JobProgressContext {
   readonly topic: string;
   readonly connection: RedisConnection;
-  /** The topic shard's five script keys (due, jobs, active, dead, marker). */
+  /** The set-progress script's keys: the topic shard's five, unused, the cancel tombstones (as extend's). */
   readonly keyList: readonly string[];
   readonly visibility: VisibilityKeeper;
 }
@@ -33,7 +33,8 @@ export class JobProgress {
     if (!isWatched(job)) throw lossReason(job, topic);
     const recorded = await setProgressScript.run<number>(connection.client, keyList, [job.id, job.token, JSON.stringify(json)]);
     if (recorded === 1) return;
-    visibility.loseVisibility(job, 'not-owner');
+    if (recorded === 2) visibility.cancelled(job.token, job.id);
+    else visibility.loseVisibility(job, 'not-owner');
     throw lossReason(job, topic);
   }
 }

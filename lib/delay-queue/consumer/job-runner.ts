@@ -70,10 +70,15 @@ export class JobRunner<T> {
     return this.active.size;
   }
 
-  /** How many more jobs this runner can take now: free slots, plus as many as slots are about to free up, less what is buffered. */
+  /**
+   * How many more jobs this runner can take now: free slots, plus as many as slots are about to free
+   * up, less what is buffered. With a `rateLimit`, free slots only: a claim is the start the limit
+   * counts, so a claimed job must start at once, not wait in the buffer.
+   */
   get room(): number {
-    const { concurrency } = this.context.options;
-    return concurrency - this.active.size + this.turnover.recent() - this.buffer.length;
+    const { concurrency, rateLimit } = this.context.options;
+    const prefetch = rateLimit ? 0 : this.turnover.recent();
+    return concurrency - this.active.size + prefetch - this.buffer.length;
   }
 
   /** The claim loop sends a claim for `room` jobs now. */
@@ -174,6 +179,7 @@ export class JobRunner<T> {
         await preparing;
       }
       decoded = decodeJob<T>(body);
+      job.group = decoded.group;
       if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed') || events.wants('job.cancelled'))) {
         startedAt = performance.now();
         if (events.wants('job.started')) {
@@ -221,6 +227,7 @@ export class JobRunner<T> {
     }
     if (job.abandoned) {
       this.context.visibility.forget(job);
+      this.context.settlement.releaseHeldTurn(job);
     } else {
       job.phase = 'settling';
       if (succeeded) this.context.acks.add(job, result);

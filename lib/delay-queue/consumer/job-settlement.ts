@@ -12,6 +12,8 @@ import { describeFailure, failureStack } from './describe-failure.js';
 import type { HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 import type { VisibilityKeeper } from './visibility-keeper.js';
+import { releaseGroupTurnScript } from '../scripts/release-group-turn.lua.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 
 /** Tries of one failure record or hand-back before the visibility deadline is left to bring the job back. */
 const SETTLE_TRIES = 5;
@@ -142,6 +144,21 @@ export class JobSettlement {
       },
     );
     this.context.visibility.forget(job);
+  }
+
+  /**
+   * A delivery of a job of a group that this consumer gave up (cancelled or replaced while it ran)
+   * has no handler running any more: the turn its group kept for it is released (one try; if it
+   * fails, the turn is released when the claim's deadline passes).
+   */
+  releaseHeldTurn(job: HeldJob): void {
+    if (job.group === undefined) return;
+    const { connection, keyList, logger, topic } = this.context;
+    this.track(
+      releaseGroupTurnScript.run(connection.client, [...keyList], [job.token, job.group]).catch((error: unknown) => {
+        logger.debug?.(`Group ${JSON.stringify(job.group)} of topic ${JSON.stringify(topic)} keeps its turn until the claim's deadline: ${errorMessage(error)}`);
+      }),
+    );
   }
 
   private track(promise: Promise<unknown>): void {

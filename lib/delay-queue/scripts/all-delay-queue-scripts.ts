@@ -14,6 +14,7 @@ import { readJobScript } from './read-job.lua.js';
 import { readRepeatsScript } from './read-repeats.lua.js';
 import { reassertRemovalsScript } from './reassert-removals.lua.js';
 import { removeRepeatScript } from './remove-repeat.lua.js';
+import { releaseGroupTurnScript } from './release-group-turn.lua.js';
 import { releaseJobsScript } from './release-jobs.lua.js';
 import { rescheduleJobScript } from './reschedule-job.lua.js';
 import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
@@ -41,6 +42,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   readRepeatsScript,
   reassertRemovalsScript,
   removeRepeatScript,
+  releaseGroupTurnScript,
   releaseJobsScript,
   rescheduleJobScript,
   retryDeadJobsScript,

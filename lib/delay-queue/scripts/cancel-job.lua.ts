@@ -36,7 +36,10 @@ redis.call('zrem', DEAD, id)
 local wasDue = redis.call('zrem', DUE, id)
 local deadline = redis.call('zscore', ACTIVE, id)
 if body then
-  if wasDue == 1 or deadline then groupJobFinished(body) else removeFromGroup(id, body) end
+  if wasDue == 1 then groupJobFinished(body)
+  elseif deadline then holdGroupTurn(body, tonumber(deadline))
+  else removeFromGroup(id, body) end
+  forgetCompleted(id)
 end
 if deadline then
   redis.call('zrem', ACTIVE, id)

@@ -99,6 +99,7 @@ for _, id in ipairs(expired) do
   end
 end
 trimDeadByAge(deadMaxAge)
+releaseExpiredTurns()
 
 if PREVIOUS then redis.call('del', PREVIOUS) end
 local paused = PAUSED ~= nil and redis.call('exists', PAUSED) == 1

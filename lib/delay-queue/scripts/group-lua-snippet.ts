@@ -15,6 +15,12 @@ import { LUA_TOPIC_BASE } from './topic-base-lua-snippet.js';
  * by every script that moves a job of a group: a group is on it exactly when it has a waiting job
  * and fewer than `<shard>:group-limit` (absent: 1) out.
  *
+ * A running job of a group that leaves for good while its handler may still run (cancelled, or
+ * replaced) keeps its group's turn: `<shard>:groups-held` (zset `<claim token>:<group>` -> the
+ * claim's visibility deadline) holds it until that delivery reports that its handler returned
+ * (release-group-turn) or the deadline passes (the claim's recovery step), so no other job of the
+ * group starts while it may still run.
+ *
  * Fairness: a ready group's score is its first job's due score, except after one of its jobs
  * finished: then not before the finish time, so it goes behind the groups that were already
  * waiting (round robin), and a group with 10,000 jobs does not starve one with 1.
@@ -29,6 +35,7 @@ export const LUA_GROUPS: LuaSnippet = {
   requires: [LUA_TOPIC_BASE],
   source: `
 local GROUPS_OUT = SHARD .. ':groups-out'
+local GROUPS_HELD = SHARD .. ':groups-held'
 local GROUP_LIMIT = SHARD .. ':group-limit'
 local function groupKey(group) return SHARD .. ':group:' .. group end
 
@@ -97,15 +104,41 @@ local function addToGroup(group, id, score)
   return refreshGroup(group, nil)
 end
 
--- A job of a group left for good or went dead (acknowledged, buried, cancelled or replaced while
--- out): its group may start the next one.
-local function groupJobFinished(body)
-  local group = groupOf(body)
-  if not group then return end
+-- One of the group's jobs out is done: the group may start its next one (behind the groups
+-- already waiting).
+local function releaseTurn(group)
   if redis.call('hincrby', GROUPS_OUT, group, -1) <= 0 then redis.call('hdel', GROUPS_OUT, group) end
   local turn = refreshGroup(group, nowMs * SLOTS)
   -- A consumer may be asleep until a later time: the group's next job is due now.
   if turn then wake(math.floor(turn / SLOTS)) end
+end
+
+-- A job of a group left for good or went dead with no handler of it running (acknowledged, buried,
+-- or cancelled while waiting for its retry).
+local function groupJobFinished(body)
+  local group = groupOf(body)
+  if group then releaseTurn(group) end
+end
+
+-- A running job of a group left for good (cancelled, replaced): its turn is held until its
+-- delivery reports back or its claim's deadline passes (see the header).
+local function holdGroupTurn(body, deadline)
+  local group = groupOf(body)
+  local token = tokenOf(body)
+  if group and token then redis.call('zadd', GROUPS_HELD, deadline, token .. ':' .. group) end
+end
+
+-- Releases a held turn, once: true when it was held.
+local function releaseHeldTurn(member)
+  if redis.call('zrem', GROUPS_HELD, member) == 0 then return false end
+  releaseTurn(string.sub(member, string.find(member, ':', 1, true) + 1))
+  return true
+end
+
+-- The claim's recovery: held turns whose delivery's deadline passed (bounded work per call).
+local function releaseExpiredTurns()
+  local expired = redis.call('zrangebyscore', GROUPS_HELD, '-inf', fmt(nowMs), 'limit', 0, 100)
+  for _, member in ipairs(expired) do releaseHeldTurn(member) end
 end
 
 -- Takes a waiting job out of its group's queue wherever it stands (cancel, replace). Returns

@@ -43,6 +43,13 @@ local function recordReply(reply)
   if OPERATION then redis.call('set', OPERATION, reply, 'px', OPERATION_TTL_MS) end
 end
 
+-- A job taken out by cancel or replace: the record of a kept completed job of that id (see
+-- complete-job-lua-snippet.ts; the shard's completed zset and results hash) goes with it.
+local function forgetCompleted(id)
+  redis.call('zrem', SHARD .. ':completed', id)
+  redis.call('hdel', SHARD .. ':results', id)
+end
+
 -- A job that was out (claimed, or waiting for a retry) goes dead: its group may start the next one.
 local function bury(id, body, errorJson, maxCount, maxAge)
   groupJobFinished(body)

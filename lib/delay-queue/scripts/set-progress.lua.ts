@@ -9,18 +9,23 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * `,"e":` and `,"p":` still find the library's own separators; it stays through retries until the
  * next progress() call, and with a kept completed job.
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
+ * KEYS  the five topic keys, KEYS[6] unused, KEYS[7] the shard's cancel tombstones (see
+ *       cancel-job.lua.ts; the same keys as extend-jobs)
  * ARGV[1] id, ARGV[2] claim token, ARGV[3] the progress as a JSON string (the JSON text, quoted)
  *
- * Returns 1 recorded, 0 the job is not claimed under that token. A second run of the same call
- * writes the same value again.
+ * Returns 1 recorded, 2 the job was cancelled while this delivery ran (its tombstone: the caller
+ * learns it as a cancel even when the cancel notice was lost), 0 the job is not claimed under that
+ * token for another reason. A second run of the same call writes the same value again.
  */
 export const setProgressScript = new RedisScript(
   'setProgress',
   `
 local id = ARGV[1]
 local body = ownedBody(id, ARGV[2])
-if not body then return 0 end
+if not body then
+  if KEYS[7] and redis.call('zscore', KEYS[7], ARGV[2] .. ':' .. id) then return 2 end
+  return 0
+end
 local e = string.find(body, ',"e":', 1, true)
 if not e then return 0 end
 local head = string.sub(body, 1, e - 1)

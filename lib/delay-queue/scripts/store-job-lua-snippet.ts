@@ -15,13 +15,16 @@ local function makeRoomFor(id, replace)
   local body = redis.call('hget', JOBS, id)
   if not body then return 1 end
   if replace ~= '1' then return 0 end
-  local wasDue = redis.call('zrem', DUE, id)
-  local wasActive = redis.call('zrem', ACTIVE, id)
-  if wasDue + wasActive > 0 then
+  local deadline = redis.call('zscore', ACTIVE, id)
+  if redis.call('zrem', DUE, id) == 1 then
     groupJobFinished(body)
+  elseif deadline then
+    redis.call('zrem', ACTIVE, id)
+    holdGroupTurn(body, tonumber(deadline)) -- its run may still go on: see group-lua-snippet.ts
   elseif redis.call('zrem', DEAD, id) == 0 then
     removeFromGroup(id, body)
   end
+  forgetCompleted(id)
   return 2
 end
 

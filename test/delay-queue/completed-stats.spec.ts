@@ -1,0 +1,89 @@
+import type { Redis } from 'ioredis';
+import type { DelayQueueService } from '../../lib/index.js';
+import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { deferred, waitFor } from '../support/timing.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+
+/**
+ * stats() of a topic that keeps completed jobs and uses groups. Docs: `grouped`:
+ * jobs waiting for their group's turn; `completed` when the topic keeps completed jobs;
+ * "`cancel(topic, id)` deletes the kept job, after which the id is free".
+ */
+describe('stats() with kept completed jobs and groups', () => {
+  const unhandled = new UnhandledRejections();
+  const apps: DelayTestApp[] = [];
+  let redis: Redis;
+
+  async function instance(): Promise<DelayQueueService> {
+    const app = await createDelayApp({ keyPrefix: uniquePrefix('rvc') });
+    apps.push(app);
+    return app.queue;
+  }
+
+  beforeAll(() => {
+    muteNestLogger('error');
+    unhandled.start();
+    redis = rawRedis();
+  });
+  afterAll(async () => {
+    await Promise.all(apps.map((t) => t.close()));
+    redis.disconnect();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  it('cancel() of a kept completed job takes its record away: stats() counts it neither as completed nor instead of a job waiting for its group', async () => {
+    const queue = await instance();
+    const hold = deferred();
+    const seen: string[] = [];
+    queue.consume<string>(
+      'rv.kept',
+      async (payload) => {
+        seen.push(payload);
+        if (payload === 'blocker') await hold.promise;
+        return { done: payload };
+      },
+      { keepCompleted: { count: 100 } },
+    );
+    await queue.schedule('rv.kept', 'k', { id: 'k' });
+    await waitFor(async () => (await queue.get('rv.kept', 'k'))?.state === 'completed', 5_000, 'k to be kept');
+    expect(await queue.cancel('rv.kept', 'k')).toBe(true);
+    expect(await queue.get('rv.kept', 'k')).toBeNull();
+
+    // Two jobs of group g waiting behind a running one.
+    await queue.schedule('rv.kept', 'blocker', { group: 'g' });
+    await waitFor(() => seen.includes('blocker'), 5_000, 'the blocker to start');
+    await queue.scheduleMany('rv.kept', [{ payload: 'w1', group: 'g' }, { payload: 'w2', group: 'g' }]);
+    const stats = await queue.stats('rv.kept');
+    hold.resolve();
+    expect({ completed: stats.completed ?? 0, grouped: stats.grouped, active: stats.active }).toEqual({ completed: 0, grouped: 2, active: 1 });
+  });
+
+  it('replace: true of a kept completed job takes its record away: the new job is counted once', async () => {
+    const queue = await instance();
+    const hold = deferred();
+    const seen: string[] = [];
+    queue.consume<string>(
+      'rv.kept2',
+      async (payload) => {
+        seen.push(payload);
+        if (payload === 'blocker') await hold.promise;
+        return payload;
+      },
+      { keepCompleted: { count: 100 } },
+    );
+    await queue.schedule('rv.kept2', 'k', { id: 'k', group: 'g' });
+    await waitFor(async () => (await queue.get('rv.kept2', 'k'))?.state === 'completed', 5_000, 'k to be kept');
+    await queue.schedule('rv.kept2', 'blocker', { group: 'g' });
+    await waitFor(() => seen.includes('blocker'), 5_000, 'the blocker to start');
+    // k again, in the same group: it waits for the blocker.
+    await queue.schedule('rv.kept2', 'k-again', { id: 'k', group: 'g', replace: true });
+    await queue.schedule('rv.kept2', 'w', { group: 'g' });
+    expect(await queue.get('rv.kept2', 'k')).toMatchObject({ state: 'due', payload: 'k-again' });
+    const stats = await queue.stats('rv.kept2');
+    hold.resolve();
+    expect({ completed: stats.completed ?? 0, grouped: stats.grouped }).toEqual({ completed: 0, grouped: 2 });
+  });
+});
