@@ -6,8 +6,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { findFreePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from 'nestjs-redis-lock/testing';
+import { api, sleep } from './demo-http.js';
 import { check, checks, note, step } from './demo-report.js';
-import { demoScheduledWork } from './scheduling-demo.js';
+import { findPostgresBin, startDemoPostgres, type DemoPostgres } from './demo-postgres.js';
+import { demoSoldOutFulfilment } from './sold-out-demo.js';
+import { demoThreeInstances } from './scheduling-demo.js';
 
 const ORDER_EXPIRY_MS = 3_000;
 const CONCURRENT_PAYS = 50;
@@ -21,23 +24,13 @@ const STARTUP_TIMEOUT_MS = 180_000;
 async function main(): Promise<number> {
   let redis: LocalRedisServer | undefined;
   let app: ChildProcess | undefined;
+  let postgres: DemoPostgres | undefined;
   try {
     step('Starting Redis');
-    let redisUrl = process.env.REDIS_URL;
-    if (redisUrl) {
-      note(`using REDIS_URL=${redisUrl}`);
-    } else {
-      if (!hasRedisServerBinary()) {
-        console.error(
-          'No REDIS_URL and no redis-server on PATH. Install it (`sudo apt-get install redis-server`, ' +
-            '`brew install redis`) or set REDIS_URL=redis://host:port, then run `npm run demo` again.',
-        );
-        return 2;
-      }
-      redis = await startLocalRedisServer();
-      redisUrl = redis.url;
-      note(`started a private redis-server at ${redisUrl}`);
-    }
+    redis = process.env.REDIS_URL ? undefined : await startPrivateRedis();
+    const redisUrl = process.env.REDIS_URL ?? redis?.url;
+    if (!redisUrl) return 2;
+    note(redis ? `started a private redis-server at ${redisUrl}` : `using REDIS_URL=${redisUrl}`);
 
     step('Starting the orders service (sample-app)');
     const port = await findFreePort();
@@ -94,37 +87,7 @@ async function main(): Promise<number> {
     note(`responses: ${bought} × 200, ${soldOut} × 409 sold out`);
     check('stock never went negative', item.stock === 0 && bought === STOCK && item.sold === STOCK, `${item.sold} sold, ${item.stock} left`);
 
-    step('Fulfilling an order of a sold-out item, then retrying it from the dashboard');
-    await api('PUT', `${base}/items/gift-card`, { stock: 0 });
-    const giftOrder = (await api('POST', `${base}/orders`, { item: 'gift-card' })).body;
-    await api('POST', `${base}/orders/${giftOrder.id}/pay`);
-    const jobId = `fulfil:${giftOrder.id}`;
-    note(`paid order ${giftOrder.id}; its order.fulfil job finds gift-card sold out and retries with backoff…`);
-    const dashboard = `${base}/dashboard/api`;
-    const deadJob = await poll(async () => {
-      const dead = (await api('GET', `${dashboard}/topics/order.fulfil/jobs?state=dead`)).body;
-      return dead.jobs?.find((j: { id: string }) => j.id === jobId);
-    }, 15_000);
-    check(
-      'the failing job reached the dead letters after its attempts',
-      deadJob !== undefined && deadJob.attempts === 3,
-      deadJob ? `${deadJob.attempts} attempts, last error "${deadJob.lastError}"` : 'not dead within 15 s',
-    );
-    await api('PUT', `${base}/items/gift-card`, { stock: 3 });
-    const retry = await api('POST', `${dashboard}/topics/order.fulfil/jobs/${encodeURIComponent(jobId)}/retry`, undefined, {
-      'x-redis-lock-dashboard': '1',
-    });
-    note(`restocked gift-card; POST …/dashboard/api/topics/order.fulfil/jobs/${jobId}/retry → ${retry.status}`);
-    const giftCard = await poll(async () => {
-      const current = (await api('GET', `${base}/items/gift-card`)).body;
-      return current.sold === 1 ? current : undefined;
-    }, 15_000);
-    const deadAfter = (await api('GET', `${dashboard}/topics`)).body.topics.find((t: { topic: string }) => t.topic === 'order.fulfil');
-    check(
-      'the retried job reserved the item and left the dead letters',
-      retry.status === 200 && giftCard?.sold === 1 && deadAfter?.dead === 0,
-      `sold ${giftCard?.sold ?? 0}, ${giftCard?.stock ?? '?'} left, ${deadAfter?.dead ?? '?'} dead`,
-    );
+    await demoSoldOutFulfilment(base);
 
     if (redis) {
       step('Creating an order while Redis is down');
@@ -159,11 +122,21 @@ async function main(): Promise<number> {
     app = undefined;
     note('service drained and stopped');
 
-    await demoScheduledWork(redisUrl);
+    // The three instances share one database: DATABASE_URL, else a private PostgreSQL if this machine has one.
+    let sharedDatabase = process.env.DATABASE_URL;
+    const postgresBin = sharedDatabase ? undefined : findPostgresBin();
+    if (postgresBin) {
+      step('Starting PostgreSQL for the three instances');
+      postgres = await startDemoPostgres(postgresBin);
+      sharedDatabase = postgres.url;
+      note(`started a private PostgreSQL server at ${postgres.url} (from ${postgresBin})`);
+    }
+    await demoThreeInstances(redisUrl, sharedDatabase);
   } catch (error) {
     check('the demo ran to the end', false, error instanceof Error ? error.message : String(error));
   } finally {
     if (app) await stopProcess(app);
+    await postgres?.stop();
     await redis?.stop();
   }
 
@@ -174,31 +147,16 @@ async function main(): Promise<number> {
   return failed.length === 0 ? 0 : 1;
 }
 
-interface ApiResponse {
-  status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-}
-
-async function api(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
-  const response = await fetch(url, {
-    method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-/** Calls `probe` every 100 ms until it returns a value, or gives up after `timeoutMs`. */
-async function poll<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await sleep(100);
+/** A redis-server of the demo's own, or undefined (after saying why) when there is none on PATH. */
+async function startPrivateRedis(): Promise<LocalRedisServer | undefined> {
+  if (!hasRedisServerBinary()) {
+    console.error(
+      'No REDIS_URL and no redis-server on PATH. Install it (`sudo apt-get install redis-server`, ' +
+        '`brew install redis`) or set REDIS_URL=redis://host:port, then run `npm run demo` again.',
+    );
+    return undefined;
   }
-  return undefined;
+  return startLocalRedisServer();
 }
 
 function captureLog(child: ChildProcess): () => string {
@@ -230,8 +188,6 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   await exited;
   clearTimeout(timer);
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 main().then(
   (code) => process.exit(code),

@@ -1,11 +1,14 @@
 /**
- * The demo's last part: three instances of the service on one Redis run the reports' scheduled work
- * (sample-app/src/reports). The repeatable stock snapshot must run each tick once across the three;
+ * The demo's last part: three instances of the service on one Redis. On one shared database, they
+ * first fulfil orders paid across them (fulfilment-demo.ts: an order's steps run in its job group).
+ * Then they run the reports' scheduled work (sample-app/src/reports): the repeatable stock snapshot
+ * must run each tick once across the three;
  * the `reports.leader` election must have one leader at a time, replaced within its lease when the
  * leader is SIGKILLed and at once when it is stopped with SIGTERM.
  */
 import { join } from 'node:path';
 import { check, note, step } from './demo-report.js';
+import { demoFulfilmentAcrossInstances } from './fulfilment-demo.js';
 import { startSampleInstance, stopSampleInstance, type SampleInstance } from './sample-instances.js';
 import { leadershipViolations, ticksNotRunOnce } from './scheduling-claims.js';
 import { runSchedulingScenario, type SchedulingObservation } from './scheduling-scenario.js';
@@ -13,36 +16,49 @@ import { runSchedulingScenario, type SchedulingObservation } from './scheduling-
 const SNAPSHOT_EVERY_MS = 1_000;
 const LEADER_TTL_MS = 3_000;
 const NAMES = ['instance-1', 'instance-2', 'instance-3'];
+/** How long each fulfilment step's work takes on the three instances. */
+const FULFILMENT_STEP_MS = 300;
 
-export async function demoScheduledWork(redisUrl: string): Promise<void> {
-  step(`Scheduled work on three instances: a snapshot every ${SNAPSHOT_EVERY_MS} ms, a leader with a ${LEADER_TTL_MS} ms lease`);
-  const env = {
+/**
+ * `databaseUrl`: the database the three share, if any; without one each has its own embedded
+ * database, and the orders part is skipped (an order's steps need the order's row on every instance).
+ */
+export async function demoThreeInstances(redisUrl: string, databaseUrl: string | undefined): Promise<void> {
+  step(`Starting three instances of the service on one Redis${databaseUrl ? ' and one PostgreSQL database' : ''}`);
+  const env: Record<string, string> = {
     REDIS_URL: redisUrl,
+    FULFILMENT_STEP_MS: String(FULFILMENT_STEP_MS),
     // A key space of this run's own, so the records hold only this run's ticks and terms.
     REDIS_KEY_PREFIX: `demo-scheduling-${Date.now().toString(36)}`,
     REPORTS_SNAPSHOT_EVERY_MS: String(SNAPSHOT_EVERY_MS),
     REPORTS_LEADER_TTL_MS: String(LEADER_TTL_MS),
     REPORTS_SWEEP_EVERY_MS: '500',
   };
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
   const main = [join(import.meta.dirname, '..', 'src', 'main.js')];
   const instances: SampleInstance[] = [];
   const began = Date.now();
   try {
-    // Each has its own embedded database, unless DATABASE_URL names a shared one: then the first
-    // creates the schema before the others start.
+    // Each has its own embedded database, unless they share one: then the first creates the
+    // schema before the others start.
     const startAll = async (names: string[]) => {
       const started = await Promise.allSettled(names.map((name) => startSampleInstance(main, name, env)));
       for (const result of started) if (result.status === 'fulfilled') instances.push(result.value);
       const failed = started.find((result) => result.status === 'rejected');
       if (failed) throw failed.reason;
     };
-    if (process.env.DATABASE_URL) {
+    if (databaseUrl) {
       await startAll(NAMES.slice(0, 1));
       await startAll(NAMES.slice(1));
     } else {
       await startAll(NAMES);
     }
-    for (const instance of instances) note(`${instance.name} at ${instance.base} (GET /reports/runs, GET /reports/leader)`);
+    for (const instance of instances) note(`${instance.name} at ${instance.base} (GET /orders/:id/fulfilment, GET /reports/runs, GET /reports/leader)`);
+
+    if (databaseUrl) await demoFulfilmentAcrossInstances(instances, FULFILMENT_STEP_MS);
+    else note('skipping the orders across instances: no shared database (set DATABASE_URL, or install PostgreSQL for the demo to start one)');
+
+    step(`Scheduled work on the three instances: a snapshot every ${SNAPSHOT_EVERY_MS} ms, a leader with a ${LEADER_TTL_MS} ms lease`);
 
     const seen = await runSchedulingScenario(instances, { snapshotEveryMs: SNAPSHOT_EVERY_MS, leaderTtlMs: LEADER_TTL_MS, ticksPerPhase: 4, note });
     printTables(seen);
@@ -55,13 +71,15 @@ export async function demoScheduledWork(redisUrl: string): Promise<void> {
 }
 
 function reportClaims(seen: SchedulingObservation): void {
-  const perInstance = NAMES.map((name) => `${name} ${seen.runs.filter((run) => run.instance === name).length}`).join(', ');
+  // Runs of the ticks in the window (the instances ran earlier ticks too, before the scenario began).
+  const inWindow = seen.ticks.flatMap((tick) => tick.instances);
+  const perInstance = NAMES.map((name) => `${name} ${inWindow.filter((instance) => instance === name).length}`).join(', ');
   const notOnce = ticksNotRunOnce(seen.ticks);
   check(
     'every tick of the repeatable job ran exactly once across the three instances',
     notOnce.length === 0 && seen.ticks.length >= 10,
     notOnce.length === 0
-      ? `${seen.ticks.length} ticks, ${seen.runs.length} runs (${perInstance})`
+      ? `${seen.ticks.length} ticks, ${inWindow.length} runs (${perInstance})`
       : `${notOnce.length} of ${seen.ticks.length} ticks did not: ${notOnce.map((t) => `${clock(t.tick)} ran ${t.runs}×`).join(', ')}`,
   );
   const violations = leadershipViolations(seen.terms, seen.sweeps, new Set([seen.killed.from]));

@@ -1,7 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { runInJobContext, type JobContext } from '../../lib/delay-queue/interfaces/job-context.interface.js';
 import { Database } from '../../sample-app/src/database/database.js';
-import { FulfilmentService, type OrderFulfilment } from '../../sample-app/src/fulfilment/fulfilment.service.js';
+import type { OrderFulfilment } from '../../sample-app/src/fulfilment/fulfilment-steps.js';
+import { FulfilmentService } from '../../sample-app/src/fulfilment/fulfilment.service.js';
 import { httpJson } from '../support/http-json.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
@@ -11,11 +12,11 @@ interface FulfilmentRow {
   outcome: string;
   attempt: number;
   fence: string;
-  fulfilled_at: Date;
+  finished_at: Date;
 }
 
 /*
- * The sample app's `order.fulfil` job writes the order's `fulfilments` row fenced with its
+ * The sample app's `order.fulfil` reserve step writes the order's `fulfilment_steps` row fenced with its
  * delivery's token (JobContext.current()): the real job writes it, a stale delivery (lower token)
  * changes nothing, a later one (higher token) takes the row over.
  */
@@ -34,14 +35,14 @@ describe('sample app: order.fulfil fences its write with the job’s fencing tok
   });
 
   async function fulfilment(orderId: string): Promise<FulfilmentRow | undefined> {
-    const { rows } = await db.query<FulfilmentRow>(`SELECT outcome, attempt, fence::text AS fence, fulfilled_at FROM fulfilments WHERE order_id = $1`, [orderId]);
+    const { rows } = await db.query<FulfilmentRow>(`SELECT outcome, attempt, fence::text AS fence, finished_at FROM fulfilment_steps WHERE order_id = $1 AND step = 'reserve'`, [orderId]);
     return rows[0];
   }
 
   /** Runs the handler as a delivery with the given token would (what a stalled or later consumer does). */
   function deliver(payload: OrderFulfilment, attempt: number, fencingToken: string): Promise<void> {
     const context: JobContext = {
-      id: `fulfil:${payload.orderId}`,
+      id: `fulfil:${payload.orderId}:${payload.step}`,
       topic: 'order.fulfil',
       attempt,
       maxAttempts: 3,
@@ -65,7 +66,7 @@ describe('sample app: order.fulfil fences its write with the job’s fencing tok
     expect(BigInt(written.fence)).toBeGreaterThan(0n);
     expect((await call('GET', '/items/fence-widget')).body).toEqual({ sku: 'fence-widget', stock: 1, sold: 1 });
 
-    const payload = { orderId: order.id, item: 'fence-widget' };
+    const payload = { orderId: order.id, item: 'fence-widget', step: 'reserve' } as const;
     await deliver(payload, 2, (BigInt(written.fence) - 1n).toString());
     expect(await fulfilment(order.id)).toEqual(written);
 

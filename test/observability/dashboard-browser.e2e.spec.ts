@@ -109,14 +109,14 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     // A few paid orders of untracked items: their fulfilment runs at once (plots get lateness and throughput).
     for (const order of orders.slice(1)) await call('POST', `/orders/${order.id}/pay`);
 
-    // Paying for a sold-out item: its fulfilment fails three times and lands in the dead letters.
+    // Paying for a sold-out item: its reserve step fails three times and lands in the dead letters.
     await call('PUT', '/items/gift-card', { stock: 0 });
     const gift = (await call('POST', '/orders', { item: 'gift-card' })).body;
     expect((await call('POST', `/orders/${gift.id}/pay`)).status).toBe(200);
     await waitForText(count('order.fulfil', 'dead'), (t) => t === '1', 'one dead order.fulfil job');
     await page.locator('tr[data-topic="order.fulfil"] [data-testid="topic-link"]').click();
     await page.locator('[data-state="dead"]').click();
-    const deadRow = page.locator(`tr[data-job-id="fulfil:${gift.id}"]`);
+    const deadRow = page.locator(`tr[data-job-id="fulfil:${gift.id}:reserve"]`);
     await waitForText(deadRow, (t) => t.includes('sold out') && t.includes('3/3'), 'the dead job with its error');
     // The service's scheduled work: its repeatable job with the next tick, and its leader election won by this (only) instance.
     const snapshot = page.locator('tr[data-schedule="reports.stock-snapshot/reports.stock-snapshot"]');

@@ -1,3 +1,5 @@
+import { hostname } from 'node:os';
+
 /** Settings of the sample app, from the environment. */
 export interface SampleConfig {
   /** HTTP port; 0 picks a free one. */
@@ -19,8 +21,13 @@ export interface SampleConfig {
    * after COMMIT, another instance relays its rows this long after. Default: the module's (60 s).
    */
   readonly outboxClaimLeaseMs?: number;
-  /** This instance's name in the reports' records (`INSTANCE_ID`); default `<hostname>:<pid>`. */
+  /** This instance's name in the reports' and fulfilment steps' records (`INSTANCE_ID`); default `<hostname>:<pid>`. */
   readonly instanceId?: string;
+  /**
+   * How long each fulfilment step's work takes, in ms (`FULFILMENT_STEP_MS`; default 100): it stands
+   * for the calls to the warehouse, the carrier and the mail service.
+   */
+  readonly fulfilmentStepMs?: number;
   /** The scheduled work of `reports/`; each setting has a default (see `REPORTS_DEFAULTS`). */
   readonly reports?: ReportsSettings;
 }
@@ -48,6 +55,7 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sampl
     keyPrefix: env.REDIS_KEY_PREFIX ?? 'sample',
     dashboardReadOnly: env.DASHBOARD_READ_ONLY === '1' || env.DASHBOARD_READ_ONLY === 'true',
     instanceId: env.INSTANCE_ID || undefined,
+    fulfilmentStepMs: optionalNumber(env.FULFILMENT_STEP_MS),
     outboxClaimLeaseMs: optionalNumber(env.OUTBOX_CLAIM_LEASE_MS),
     reports: {
       snapshotEveryMs: optionalNumber(env.REPORTS_SNAPSHOT_EVERY_MS),
@@ -55,6 +63,11 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sampl
       sweepEveryMs: optionalNumber(env.REPORTS_SWEEP_EVERY_MS),
     },
   };
+}
+
+/** This instance's name in the records: `instanceId`, or `<hostname>:<pid>`. */
+export function instanceIdOf(config: SampleConfig): string {
+  return config.instanceId ?? `${hostname()}:${process.pid}`;
 }
 
 function optionalNumber(value: string | undefined): number | undefined {

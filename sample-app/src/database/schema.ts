@@ -20,12 +20,16 @@ CREATE TABLE IF NOT EXISTS payments (
   order_id    TEXT NOT NULL REFERENCES orders(id),
   paid_at     TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-CREATE TABLE IF NOT EXISTS fulfilments (
-  order_id    TEXT PRIMARY KEY REFERENCES orders(id),
-  outcome     TEXT NOT NULL CHECK (outcome IN ('reserved', 'not-stocked')),
+CREATE TABLE IF NOT EXISTS fulfilment_steps (
+  order_id    TEXT NOT NULL REFERENCES orders(id),
+  step        TEXT NOT NULL CHECK (step IN ('reserve', 'ship', 'notify')),
+  outcome     TEXT NOT NULL CHECK (outcome IN ('reserved', 'not-stocked', 'shipped', 'notified')),
+  instance    TEXT NOT NULL,
   attempt     INTEGER NOT NULL,
-  fulfilled_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-  fence       BIGINT NOT NULL DEFAULT 0
+  started_at  TIMESTAMPTZ NOT NULL,
+  finished_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+  fence       BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (order_id, step)
 );
 CREATE TABLE IF NOT EXISTS items (
   sku         TEXT PRIMARY KEY,

@@ -3,7 +3,7 @@ import { ConflictException, Inject, Injectable, Logger, NotFoundException } from
 import { DelayQueueService, LockContext, OnDelayed, WithLock, type JobContext } from 'nestjs-redis-lock';
 import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config.js';
 import { Database } from '../database/database.js';
-import { FULFIL_JOB_OPTIONS, type OrderFulfilment } from '../fulfilment/fulfilment.service.js';
+import { FULFIL_TOPIC, fulfilmentJobs } from '../fulfilment/fulfilment-steps.js';
 import type { Order } from './order.js';
 import { OrdersRepository } from './orders.repository.js';
 
@@ -46,7 +46,8 @@ export class OrdersService {
 
   /**
    * Pays an order: the transaction is outside, the lock inside, so the lock is let go after COMMIT.
-   * Paying schedules the order's fulfilment (`order.fulfil`, see FulfilmentService).
+   * Paying schedules the order's fulfilment: one `order.fulfil` job per step (reserve, ship, notify)
+   * in the order's group `order:<id>`, so they run one at a time and in order (see FulfilmentService).
    */
   pay(id: string): Promise<Order> {
     return this.db.transaction(() => this.payUnderLock(id));
@@ -60,8 +61,9 @@ export class OrdersService {
     if (!(await this.orders.markPaid(id, fencingToken))) {
       throw new ConflictException(`Order ${id} changed while it was being paid`);
     }
-    // Enqueued only if the payment commits; the id makes a replayed request schedule it once.
-    await this.jobs.schedule<OrderFulfilment>('order.fulfil', { orderId: id, item: order.item }, { id: `fulfil:${id}`, ...FULFIL_JOB_OPTIONS });
+    // Enqueued only if the payment commits (through the outbox, group included); the ids
+    // `fulfil:<id>:<step>` make a replayed request schedule them once.
+    await this.jobs.scheduleMany(FULFIL_TOPIC, fulfilmentJobs(id, order.item));
     return (await this.orders.find(id))!;
   }
 

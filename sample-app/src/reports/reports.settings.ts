@@ -1,5 +1,4 @@
-import { hostname } from 'node:os';
-import type { SampleConfig } from '../config/sample-config.js';
+import { instanceIdOf, type SampleConfig } from '../config/sample-config.js';
 
 /** The repeatable job's topic; its schedule's id is the topic too (one schedule). */
 export const STOCK_SNAPSHOT_TOPIC = 'reports.stock-snapshot';
@@ -24,7 +23,7 @@ export const REPORTS_SETTINGS = Symbol('REPORTS_SETTINGS');
 
 export function resolveReportsSettings(config: SampleConfig): ResolvedReportsSettings {
   return {
-    instanceId: config.instanceId ?? `${hostname()}:${process.pid}`,
+    instanceId: instanceIdOf(config),
     snapshotEveryMs: config.reports?.snapshotEveryMs ?? REPORTS_DEFAULTS.snapshotEveryMs,
     leaderTtlMs: config.reports?.leaderTtlMs ?? REPORTS_DEFAULTS.leaderTtlMs,
     sweepEveryMs: config.reports?.sweepEveryMs ?? REPORTS_DEFAULTS.sweepEveryMs,
