@@ -1,10 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { DelayQueueService } from '../../lib/index.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useDelayInstances } from './support/delay-instances.js';
 import { deferred, waitFor } from '../support/timing.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /**
  * stats() of a topic that keeps completed jobs and uses groups. Docs: `grouped`:
@@ -12,27 +8,11 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
  * "`cancel(topic, id)` deletes the kept job, after which the id is free".
  */
 describe('stats() with kept completed jobs and groups', () => {
-  const unhandled = new UnhandledRejections();
-  const apps: DelayTestApp[] = [];
-  let redis: Redis;
+  const instances = useDelayInstances('rvc');
 
   async function instance(): Promise<DelayQueueService> {
-    const app = await createDelayApp({ keyPrefix: uniquePrefix('rvc') });
-    apps.push(app);
-    return app.queue;
+    return (await instances.start(1))[0].queue;
   }
-
-  beforeAll(() => {
-    muteNestLogger('error');
-    unhandled.start();
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await Promise.all(apps.map((t) => t.close()));
-    redis.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
 
   it('cancel() of a kept completed job takes its record away: stats() counts it neither as completed nor instead of a job waiting for its group', async () => {
     const queue = await instance();

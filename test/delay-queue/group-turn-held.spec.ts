@@ -1,10 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { DelayQueueService, JobContext } from '../../lib/index.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { useDelayInstances, type DelayInstances } from './support/delay-instances.js';
 import { deferred, waitFor } from '../support/timing.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /**
  * Groups: "The jobs of one group start one at a time across all instances …
@@ -30,27 +27,11 @@ class Running {
 }
 
 describe("A running job of a group that is cancelled or replaced keeps its group's turn", () => {
-  const unhandled = new UnhandledRejections();
-  const apps: DelayTestApp[] = [];
-  let redis: Redis;
+  const instances = useDelayInstances('rvg');
 
-  async function instance(options: Parameters<typeof createDelayApp>[0] = {}): Promise<DelayQueueService> {
-    const app = await createDelayApp({ keyPrefix: uniquePrefix('rvg'), ...options });
-    apps.push(app);
-    return app.queue;
+  async function instance(options: Parameters<DelayInstances['start']>[1] = {}): Promise<DelayQueueService> {
+    return (await instances.start(1, options))[0].queue;
   }
-
-  beforeAll(() => {
-    muteNestLogger('error');
-    unhandled.start();
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await Promise.all(apps.map((t) => t.close()));
-    redis.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
 
   it('replace: true of a running job: the next job of its group waits until the old delivery has returned', async () => {
     // A well-behaved handler: it stops as soon as its signal aborts.
@@ -125,10 +106,10 @@ describe("A running job of a group that is cancelled or replaced keeps its group
     await waitFor(() => claimed.has('A'), 5_000, 'A to start');
     await queue.cancel('rv.stuck', 'A');
     const held = `${keyPrefix}:dq:{rv.stuck}:groups-held`;
-    const [member, deadline] = await redis.zrange(held, '0', '0', 'WITHSCORES');
+    const [member, deadline] = await instances.redis().zrange(held, '0', '0', 'WITHSCORES');
     expect(member).toMatch(/^\d+:g$/);
     await waitFor(() => claimed.has('B'), 10_000, 'B once the held turn expired');
     expect(claimed.get('B')!).toBeGreaterThanOrEqual(Number(deadline));
-    expect(await redis.exists(held)).toBe(0);
+    expect(await instances.redis().exists(held)).toBe(0);
   });
 });

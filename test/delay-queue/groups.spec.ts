@@ -1,10 +1,6 @@
-import type { Redis } from 'ioredis';
 import { InvalidJobError, InvalidOptionsError, type DelayQueueService, type JobContext } from '../../lib/index.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useDelayInstances, type DelayInstances } from './support/delay-instances.js';
 import { deferred, waitFor } from '../support/timing.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /** What handlers saw, per group: starts and ends in the order they happened, checked for overlap and order. */
 class GroupLog {
@@ -36,31 +32,14 @@ class GroupLog {
 }
 
 describe('DelayQueueService: groups', () => {
-  const unhandled = new UnhandledRejections();
-  const apps: DelayTestApp[] = [];
-  let redis: Redis;
+  const instances = useDelayInstances('grp');
 
-  async function instances(n: number, options: Parameters<typeof createDelayApp>[0] = {}): Promise<DelayQueueService[]> {
-    const keyPrefix = uniquePrefix('grp');
-    const started = await Promise.all(Array.from({ length: n }, () => createDelayApp({ keyPrefix, ...options })));
-    apps.push(...started);
-    return started.map((t) => t.queue);
+  async function start(n: number, options: Parameters<DelayInstances['start']>[1] = {}): Promise<DelayQueueService[]> {
+    return (await instances.start(n, options)).map((t) => t.queue);
   }
 
-  beforeAll(() => {
-    muteNestLogger('error');
-    unhandled.start();
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await Promise.all(apps.map((t) => t.close()));
-    redis.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
-
   it('runs the jobs of one group one at a time and in order across three instances, groups in parallel', async () => {
-    const queues = await instances(3);
+    const queues = await start(3);
     const log = new GroupLog();
     const handler = async ({ group, seq }: { group: string; seq: number }) => {
       log.start(group, seq);
@@ -83,7 +62,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('starts jobs of a group in due order, equal due times in schedule order', async () => {
-    const [queue] = await instances(1);
+    const [queue] = await start(1);
     const at = Date.now() + 400;
     await queue.schedule('g.due', 'late', { group: 'a', at: at + 200 });
     await queue.schedule('g.due', 'first', { group: 'a', at });
@@ -99,7 +78,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('holds the next job of a group while the one before waits for its retry; a dead letter frees the group', async () => {
-    const [queue] = await instances(1, { delayQueue: { backoff: { delay: 300, jitter: 0 }, retention: { deadLetterMaxCount: 10 } } });
+    const [queue] = await start(1, { delayQueue: { backoff: { delay: 300, jitter: 0 }, retention: { deadLetterMaxCount: 10 } } });
     const seen: string[] = [];
     queue.consume<string>('g.retry', (payload, job) => {
       seen.push(`${payload}#${job.attempt}`);
@@ -121,7 +100,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('serves groups fairly: one job of a new group does not wait behind a group with a long backlog', async () => {
-    const [queue] = await instances(1);
+    const [queue] = await start(1);
     await queue.scheduleMany('g.fair', Array.from({ length: 200 }, (_, seq) => ({ payload: `big:${seq}`, group: 'big' })));
     const seen: string[] = [];
     const firstRan = deferred();
@@ -137,7 +116,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('runs up to groupConcurrency jobs of a group at once, never more', async () => {
-    const [queue] = await instances(1);
+    const [queue] = await start(1);
     const log = new GroupLog(2);
     const release = deferred();
     queue.consume<{ group: string; seq: number }>('g.two', async ({ group, seq }) => {
@@ -156,7 +135,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('shows, moves, cancels and replaces a job waiting for its group, keeping the group going', async () => {
-    const [queue] = await instances(1);
+    const [queue] = await start(1);
     const hold = deferred();
     const seen: string[] = [];
     queue.consume<string>('g.ops', async (payload) => {
@@ -186,7 +165,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('retries a dead job of a group behind the jobs its group has waiting', async () => {
-    const [queue] = await instances(1, { delayQueue: { retention: { deadLetterMaxCount: 10 } } });
+    const [queue] = await start(1, { delayQueue: { retention: { deadLetterMaxCount: 10 } } });
     const fail = { on: true };
     const seen: string[] = [];
     const hold = deferred();
@@ -208,7 +187,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('keeps each group on one shard of a sharded topic; get, cancel and reschedule find its jobs by id', async () => {
-    const queues = await instances(2, { delayQueue: { topics: { 'g.sharded': { shards: 3 } } } });
+    const queues = await start(2, { delayQueue: { topics: { 'g.sharded': { shards: 3 } } } });
     const log = new GroupLog();
     const hold = deferred();
     const handler = async ({ group, seq }: { group: string; seq: number }) => {
@@ -237,7 +216,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('gives the handler its group', async () => {
-    const [queue] = await instances(1);
+    const [queue] = await start(1);
     const contexts: JobContext[] = [];
     queue.consume('g.ctx', (_payload, job) => {
       contexts.push(job);
@@ -249,7 +228,7 @@ describe('DelayQueueService: groups', () => {
   });
 
   it('refuses a group name it cannot store, and a bad groupConcurrency', async () => {
-    const [queue] = await instances(1);
+    const [queue] = await start(1);
     for (const group of ['', 'has"quote', 'back\\slash', 'line\nbreak', 'x'.repeat(257), 42]) {
       await expect(queue.schedule('g.bad', 1, { group: group as string })).rejects.toThrow(InvalidJobError);
     }

@@ -1,11 +1,9 @@
-import type { Redis } from 'ioredis';
 import { InvalidOptionsError, type DelayQueueService } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { uniquePrefix } from '../support/test-app.js';
+import type { DelayTestApp } from './support/delay-test-app.js';
+import { useDelayInstances, type DelayInstances } from './support/delay-instances.js';
 import { deferred, waitFor } from '../support/timing.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
 
 /** The most starts any window of `duration` ms holds, from the claim times (Redis server clock) handlers saw. */
 function busiestWindow(claims: number[], duration: number): number {
@@ -19,14 +17,10 @@ function busiestWindow(claims: number[], duration: number): number {
 }
 
 describe('DelayQueueService: pause/resume and rate limits', () => {
-  const unhandled = new UnhandledRejections();
-  const apps: DelayTestApp[] = [];
-  let redis: Redis;
+  const apps = useDelayInstances('pr');
 
-  async function instances(n: number, keyPrefix = uniquePrefix('pr'), options: Parameters<typeof createDelayApp>[0] = {}): Promise<DelayTestApp[]> {
-    const started = await Promise.all(Array.from({ length: n }, () => createDelayApp({ ...options, keyPrefix })));
-    apps.push(...started);
-    return started;
+  function instances(n: number, keyPrefix = uniquePrefix('pr'), options: Parameters<DelayInstances['start']>[1] = {}): Promise<DelayTestApp[]> {
+    return apps.start(n, { ...options, keyPrefix });
   }
 
   /** Resolves once a consumer of `topic` has taken the wake-up marker twice: it claimed (and found nothing) after the first. */
@@ -34,22 +28,10 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
     const marker = new RedisKeySpace(keyPrefix).topic(topic).marker;
     for (let i = 0; i < 2; i++) {
       await queue.schedule(topic, `probe-${i}`, { delay: 60_000 + i });
-      await redis.zadd(marker, 0, 'wake');
-      await waitFor(async () => (await redis.exists(marker)) === 0, 5_000, 'a consumer to take the wake-up');
+      await apps.redis().zadd(marker, 0, 'wake');
+      await waitFor(async () => (await apps.redis().exists(marker)) === 0, 5_000, 'a consumer to take the wake-up');
     }
   }
-
-  beforeAll(() => {
-    muteNestLogger('error');
-    unhandled.start();
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await Promise.all(apps.map((t) => t.close()));
-    redis.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
 
   describe('pause and resume', () => {
     it('stops every instance from claiming, lets running jobs finish, and resumes at once', async () => {
