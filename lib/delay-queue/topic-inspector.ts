@@ -112,7 +112,7 @@ export class TopicInspector {
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
     const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress } = job;
-    const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack, progress };
+    const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack, progress, group: job.group };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
       return { ...base, state: dueMs <= Number(nowMs) ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };

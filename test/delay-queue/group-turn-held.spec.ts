@@ -107,7 +107,7 @@ describe("A running job of a group that is cancelled or replaced keeps its group
     await queue.cancel('rv.stuck', 'A');
     const held = `${keyPrefix}:dq:{rv.stuck}:groups-held`;
     const [member, deadline] = await instances.redis().zrange(held, '0', '0', 'WITHSCORES');
-    expect(member).toMatch(/^\d+:g$/);
+    expect(member).toMatch(/^\d+$/);
     await waitFor(() => claimed.has('B'), 10_000, 'B once the held turn expired');
     expect(claimed.get('B')!).toBeGreaterThanOrEqual(Number(deadline));
     expect(await instances.redis().exists(held)).toBe(0);

@@ -131,7 +131,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       bug,
     });
     this.claimer = new JobClaimer({ topic, connection, keys, options, retention, events, clock, rateMax: options.rateLimit?.max ?? 0 });
-    if (options.groupConcurrency !== undefined) this.setGroupLimit(options.groupConcurrency);
+    this.setGroupLimit(options.groupConcurrency ?? 1);
     this.loop = new ClaimLoop({
       topic,
       connection,

@@ -8,6 +8,8 @@ export interface HeldJob {
   readonly claimedAtMs: number;
   /** The job's group, once its body is read (the handler starts). */
   group?: string;
+  /** A given-up delivery of a job of a group has reported that nothing of it runs any more (release-group-turn). */
+  turnReported?: boolean;
   /** Its score in the due set when claimed (due time and FIFO slot): a hand-back puts it back there. */
   readonly dueScore: number;
   /** `performance.now()` when it entered the runner's prefetch buffer (see JobRunner). */

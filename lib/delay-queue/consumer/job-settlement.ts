@@ -152,10 +152,11 @@ export class JobSettlement {
    * fails, the turn is released when the claim's deadline passes).
    */
   releaseHeldTurn(job: HeldJob): void {
-    if (job.group === undefined) return;
+    if (job.group === undefined || job.turnReported) return;
+    job.turnReported = true;
     const { connection, keyList, logger, topic } = this.context;
     this.track(
-      releaseGroupTurnScript.run(connection.client, [...keyList], [job.token, job.group]).catch((error: unknown) => {
+      releaseGroupTurnScript.run(connection.client, [...keyList], [job.token]).catch((error: unknown) => {
         logger.debug?.(`Group ${JSON.stringify(job.group)} of topic ${JSON.stringify(topic)} keeps its turn until the claim's deadline: ${errorMessage(error)}`);
       }),
     );

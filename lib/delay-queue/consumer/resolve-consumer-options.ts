@@ -40,7 +40,7 @@ export interface ResolvedConsumerOptions {
   readonly maxIdleWait: number;
   /** Absent: no limit. */
   readonly rateLimit?: { readonly max: number; readonly duration: number };
-  /** Absent: the consumer leaves the topic's setting as it is (1 unless another consumer set it). */
+  /** Absent: 1 (the consumer sets the topic's setting back to the default). */
   readonly groupConcurrency?: number;
   /** Absent: completed jobs are deleted. Each bound 0 when not given (no bound). */
   readonly keepCompleted?: { readonly count: number; readonly age: number };

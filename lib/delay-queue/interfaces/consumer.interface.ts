@@ -38,7 +38,7 @@ export interface ConsumerOptions {
   };
   /**
    * Jobs of one group (`schedule(…, { group })`) that may run at once, across all instances. Default 1.
-   * Kept in Redis for the topic: the consumer that started last sets it.
+   * Kept in Redis for the topic: the consumer that started last sets it (without the option, to 1).
    */
   groupConcurrency?: number;
   /**

@@ -47,6 +47,11 @@ export interface DelayedJob<T = unknown> {
    * lines, so the frames are kept. Absent for anything else thrown, and for failures recorded by an older version.
    */
   readonly lastErrorStack?: string;
+  /**
+   * The job's group, when it has one. A job waiting for its group's turn reads `scheduled` or `due` by
+   * its own due time; `stats()` counts it in `grouped`.
+   */
+  readonly group?: string;
 }
 
 /** Counts of one topic, from one consistent snapshot. */

@@ -111,8 +111,8 @@ export function prepareJob(
 
 /** A group name: stored verbatim in the job's header and in a key name, so it holds no quote, backslash or control character. */
 function checkGroup(topic: string, path: string, group: unknown): string {
-  if (typeof group !== 'string' || group.length === 0) {
-    throw new InvalidJobError(topic, path, `is ${describeValue(group)}; use a non-empty string such as 'order:42'`);
+  if (typeof group !== 'string' || group.trim().length === 0) {
+    throw new InvalidJobError(topic, path, `is ${describeValue(group)}; use a string with more than blanks, such as 'order:42'`);
   }
   if (Buffer.byteLength(group, 'utf8') > MAX_GROUP_BYTES) {
     throw new InvalidJobError(topic, path, `is longer than ${MAX_GROUP_BYTES} UTF-8 bytes; use a shorter group name (or a hash of it)`);

@@ -21,7 +21,11 @@ if KEYS[6] then keep, first, stride = keepOf(KEYS[6], KEYS[7], ARGV[1], ARGV[2])
 for i = first, #ARGV, stride do
   local id = ARGV[i]
   local body = ownedBody(id, ARGV[i + 1])
-  if body then completeJob(id, body, keep and ARGV[i + 2], keep) end
+  if body then
+    completeJob(id, body, keep and ARGV[i + 2], keep)
+  else
+    releaseHeldTurn(ARGV[i + 1]) -- cancelled or replaced while it ran: its handler has returned
+  end
 end
 return finishCompletions(keep)
 `,

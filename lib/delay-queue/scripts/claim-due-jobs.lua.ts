@@ -73,7 +73,11 @@ if #ARGV >= firstAck then
   local bodies = redis.call('hmget', JOBS, unpack(ids))
   for k, id in ipairs(ids) do
     local body, at = bodies[k], firstAck + stride * (k - 1)
-    if body and tokenOf(body) == ARGV[at + 1] and redis.call('zscore', ACTIVE, id) then completeJob(id, body, keep and ARGV[at + 2], keep) end
+    if body and tokenOf(body) == ARGV[at + 1] and redis.call('zscore', ACTIVE, id) then
+      completeJob(id, body, keep and ARGV[at + 2], keep)
+    else
+      releaseHeldTurn(ARGV[at + 1]) -- cancelled or replaced while it ran: its handler has returned
+    end
   end
 end
 acked = finishCompletions(keep)

@@ -18,6 +18,7 @@ export const failJobScript = new RedisScript(
 local id, retryDelay, errorJson = ARGV[1], tonumber(ARGV[3]), ARGV[4]
 local body = ownedBody(id, ARGV[2])
 if not body then
+  releaseHeldTurn(ARGV[2]) -- cancelled or replaced while it ran: its handler has returned
   local stored = redis.call('hget', JOBS, id)
   if stored and tokenOf(stored) == ARGV[2] then
     if redis.call('zscore', DEAD, id) then return 2 end

@@ -16,10 +16,11 @@ import { LUA_TOPIC_BASE } from './topic-base-lua-snippet.js';
  * and fewer than `<shard>:group-limit` (absent: 1) out.
  *
  * A running job of a group that leaves for good while its handler may still run (cancelled, or
- * replaced) keeps its group's turn: `<shard>:groups-held` (zset `<claim token>:<group>` -> the
- * claim's visibility deadline) holds it until that delivery reports that its handler returned
- * (release-group-turn) or the deadline passes (the claim's recovery step), so no other job of the
- * group starts while it may still run.
+ * replaced) keeps its group's turn: `<shard>:groups-held` (zset claim token -> the claim's
+ * visibility deadline) and `<shard>:groups-held-names` (hash claim token -> group) hold it until
+ * that delivery reports back (release-group-turn, or any acknowledgement, failure or hand-back it
+ * sends under that token, which finds the job gone) or the deadline passes (the claim's recovery
+ * step), so no other job of the group starts while it may still run.
  *
  * Fairness: a ready group's score is its first job's due score, except after one of its jobs
  * finished: then not before the finish time, so it goes behind the groups that were already
@@ -36,6 +37,7 @@ export const LUA_GROUPS: LuaSnippet = {
   source: `
 local GROUPS_OUT = SHARD .. ':groups-out'
 local GROUPS_HELD = SHARD .. ':groups-held'
+local GROUPS_HELD_NAMES = SHARD .. ':groups-held-names'
 local GROUP_LIMIT = SHARD .. ':group-limit'
 local function groupKey(group) return SHARD .. ':group:' .. group end
 
@@ -125,20 +127,25 @@ end
 local function holdGroupTurn(body, deadline)
   local group = groupOf(body)
   local token = tokenOf(body)
-  if group and token then redis.call('zadd', GROUPS_HELD, deadline, token .. ':' .. group) end
+  if group and token then
+    redis.call('zadd', GROUPS_HELD, deadline, token)
+    redis.call('hset', GROUPS_HELD_NAMES, token, group)
+  end
 end
 
--- Releases a held turn, once: true when it was held.
-local function releaseHeldTurn(member)
-  if redis.call('zrem', GROUPS_HELD, member) == 0 then return false end
-  releaseTurn(string.sub(member, string.find(member, ':', 1, true) + 1))
+-- Releases the turn held for the delivery with this claim token, once: true when it was held.
+local function releaseHeldTurn(token)
+  if redis.call('zrem', GROUPS_HELD, token) == 0 then return false end
+  local group = redis.call('hget', GROUPS_HELD_NAMES, token)
+  redis.call('hdel', GROUPS_HELD_NAMES, token)
+  if group then releaseTurn(group) end
   return true
 end
 
 -- The claim's recovery: held turns whose delivery's deadline passed (bounded work per call).
 local function releaseExpiredTurns()
   local expired = redis.call('zrangebyscore', GROUPS_HELD, '-inf', fmt(nowMs), 'limit', 0, 100)
-  for _, member in ipairs(expired) do releaseHeldTurn(member) end
+  for _, token in ipairs(expired) do releaseHeldTurn(token) end
 end
 
 -- Takes a waiting job out of its group's queue wherever it stands (cancel, replace). Returns

@@ -9,7 +9,7 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * itself) finds nothing to release.
  *
  * KEYS  the five topic keys (see lua-snippets.ts)
- * ARGV[1] the delivery's claim token, ARGV[2] the job's group
+ * ARGV[1] the delivery's claim token
  *
  * Returns 1 when a held turn was released, 0 when there was none (never held, released already, or
  * its deadline passed). A second run finds nothing left and changes nothing.
@@ -17,7 +17,7 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 export const releaseGroupTurnScript = new RedisScript(
   'releaseGroupTurn',
   `
-return releaseHeldTurn(ARGV[1] .. ':' .. ARGV[2]) and 1 or 0
+return releaseHeldTurn(ARGV[1]) and 1 or 0
 `,
   [LUA_TOPIC_PRELUDE],
 );

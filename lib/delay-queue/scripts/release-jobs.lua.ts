@@ -27,6 +27,8 @@ for i = 2, #ARGV, 3 do
     if undo then redis.call('hset', JOBS, id, withAttempts(body, math.max(0, (attemptsOf(body) or 1) - 1))) end
     redis.call('zadd', DUE, ARGV[i + 2], id)
     released = released + 1
+  else
+    releaseHeldTurn(ARGV[i + 1]) -- cancelled or replaced before or while it ran: nothing of it runs here
   end
 end
 if released > 0 then wake(nowMs) end
