@@ -56,7 +56,7 @@ describe('rate limit across instances (randomized, checked)', () => {
       KEY_PREFIX: keyPrefix,
       TOPIC,
       CONCURRENCY: '4',
-      VISIBILITY: '2000',
+      VISIBILITY: '4000', // a consumer stalled by a loaded machine keeps its jobs: only the kill costs an attempt
       RATE_MAX: String(max),
       RATE_DURATION: String(duration),
     }));
