@@ -38,7 +38,7 @@ interface JobClaimerContext {
   readonly rateMax: number;
 }
 
-type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[], number];
+type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[], number, number];
 
 /**
  * Calls the claim script (claim-due-jobs.lua.ts) for one topic shard: takes due jobs, carries
@@ -87,14 +87,14 @@ export class JobClaimer {
     }
     this.unknownClaim = undefined;
     const received = performance.now();
-    const [nowUs, nextWake, more, , flat, recovered, nextDue] = reply;
+    const [nowUs, nextWake, more, , flat, recovered, nextDue, claimedUs] = reply;
+    const claimedAtMs = Math.floor(Number(claimedUs) / 1000);
     this.lastClaimRecord = flat.length > 0 ? record : undefined;
     if (recovered.length > 0) this.reportRecovered(recovered);
     this.context.clock.sync(Number(nowUs), sent, received);
     const rows: ClaimedRow[] = [];
     for (let i = 0; i < flat.length; i += 3) {
       const dueScore = Number(flat[i + 2]);
-      const claimedAtMs = Math.floor(Number(nowUs) / 1000);
       rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS), dueScore, claimedAtMs, sentAt: sent });
     }
     return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1, nextDue: Number(nextDue) };

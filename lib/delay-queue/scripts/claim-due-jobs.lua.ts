@@ -41,7 +41,9 @@ import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
  *
  * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueScore, ... },
  *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back,
- *           nextDueMs (the due time of the first job still waiting; -1: none) }.
+ *           nextDueMs (the due time of the first job still waiting; -1: none), claimedUs (when the
+ *           returned jobs were claimed: now, or for a second run the first run's time, which the
+ *           claim's record keeps after its id/token/score triples: the start a rate limit counted) }.
  * Every claim gives the job a new claim token, which is also its fencing token (`JobContext.fencingToken`):
  * issueFences (fence-lua-snippets.ts) makes it greater than the job's previous token and than every
  * token the shard's counter handed out, and at least the server clock in µs, so it still grows
@@ -114,9 +116,12 @@ if rateMax > 0 and maxClaims > 0 and not paused then
   allowed = math.max(0, math.min(maxClaims, rateMax - redis.call('zcard', RATE)))
 end
 local claimed = {}
+-- When the claimed jobs were taken: now, or for a second run, the first run's time (in its record).
+local claimedUs = nowUs
 local prior = OPERATION and redis.call('lrange', OPERATION, 0, -1) or {}
 if #prior > 0 then
-  for i = 1, #prior, 3 do
+  claimedUs = tonumber(prior[#prior])
+  for i = 1, #prior - 1, 3 do
     local id, token = prior[i], prior[i + 1]
     local body = ownedBody(id, token)
     if body then
@@ -181,6 +186,7 @@ elseif allowed > 0 and not paused then
       redis.call('hset', JOBS, unpack(bodyArgs))
       redis.call('zadd', ACTIVE, unpack(activeArgs))
       if OPERATION then
+        recordArgs[#recordArgs + 1] = fmt(nowUs)
         redis.call('rpush', OPERATION, unpack(recordArgs))
         redis.call('pexpire', OPERATION, visibility)
       end
@@ -221,7 +227,7 @@ if firstDeadline[2] then
   local deadline = tonumber(firstDeadline[2])
   if nextWake < 0 or deadline < nextWake then nextWake = deadline end
 end
-return { nowUs, nextWake, more, acked, claimed, recovered, nextDue }
+return { nowUs, nextWake, more, acked, claimed, recovered, nextDue, claimedUs }
 `,
   [LUA_COMPLETE_JOB, LUA_FENCE_SERIES],
 );

@@ -1,0 +1,126 @@
+import { Test, type TestingModule } from '@nestjs/testing';
+import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
+import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { checkRateLimit } from '../../tools/soak/groups/rate-limit-checker.js';
+import { WorkerFleet } from '../../tools/soak/groups/worker-fleet.js';
+import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
+import { seededRandom } from '../../tools/soak/soak-constants.js';
+import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+
+/**
+ * The randomized run of the rate limit across instances (the rules: tools/soak/groups/rate-limit-checker.ts):
+ * three consumer processes with the same random `rateLimit: { max, duration }`, jobs scheduled in
+ * random bursts (due at once or within 300 ms, equal due times too), one consumer SIGKILLed while a
+ * handler runs and respawned (its jobs come back after the visibility timeout: new claims, counted).
+ * Every delivery's `JobContext.claimedAt` (Redis clock) is recorded; no window of `duration` ms may
+ * hold more than `max` of them, every job is handled, none failed. RATE_CHECKER_SEED=<n> replays a
+ * seed (the same limit, bursts and kill point; the interleaving still varies with timing).
+ *
+ * RATE_CHECKER_LOST_REPLIES=1 also drops the replies of claims (each consumer reaches Redis through a
+ * fault proxy; the claim is re-sent and answers again). Off by default: the limit holds (windows of
+ * the claims' fencing tokens, issued at the server's TIME, stay within `max`), but the re-sent
+ * claim's `JobContext.claimedAt` is the time of the re-sent run, not of the claim the limit counted,
+ * so windows of `claimedAt` exceed `max`.
+ */
+const SEED = Number(process.env.RATE_CHECKER_SEED ?? 20_261_128);
+const LOSE_CLAIM_REPLIES = process.env.RATE_CHECKER_LOST_REPLIES === '1';
+const TOPIC = 'rated';
+
+describe('rate limit across instances (randomized, checked)', () => {
+  let fleet: WorkerFleet | undefined;
+  let producer: TestingModule | undefined;
+  const proxies: FaultProxy[] = [];
+  afterAll(async () => {
+    fleet?.killAll();
+    await producer?.close();
+    for (const proxy of proxies) await proxy.stop();
+  });
+
+  it('never lets more than max claims into a window of duration ms across 3 instances, and fails no job over the limit', async () => {
+    const random = seededRandom(SEED);
+    const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+    const max = between(2, 5);
+    const duration = between(200, 500);
+    // About 6 s of work at the limit.
+    const total = Math.round((max * 6_000) / duration);
+    const keyPrefix = uniquePrefix('rl');
+    const log = (line: string) => process.stdout.write(`[rate-limit-checker seed ${SEED}] ${line}\n`);
+    log(`rateLimit { max: ${max}, duration: ${duration} }, ${total} jobs (replay: RATE_CHECKER_SEED=${SEED})`);
+
+    const redis = new URL(testRedisUrl());
+    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ host: redis.hostname, port: Number(redis.port) }));
+    const workers = new WorkerFleet(3, (slot) => ({
+      REDIS_URL: proxies[slot].url,
+      KEY_PREFIX: keyPrefix,
+      TOPIC,
+      CONCURRENCY: '4',
+      VISIBILITY: '4000', // a consumer stalled by a loaded machine keeps its jobs: only the kill costs an attempt
+      RATE_MAX: String(max),
+      RATE_DURATION: String(duration),
+    }));
+    fleet = workers;
+    producer = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix })] }).compile();
+    producer.useLogger(false);
+    await producer.init();
+    const queue = producer.get(DelayQueueService);
+    await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
+    let lostReplies = 0;
+    const loseClaimReplies = (proxy: FaultProxy): void =>
+      void proxy.loseReply(FaultProxy.script(claimDueJobsScript), between(1, 3)).then(() => {
+        if (++lostReplies < 30) loseClaimReplies(proxy);
+      });
+    if (LOSE_CLAIM_REPLIES) proxies.forEach(loseClaimReplies);
+
+    const scheduled = new Map<string, number>();
+    const killAfter = between(Math.floor(total / 4), Math.floor(total / 2));
+    let killed = false;
+    for (let burst = 0; scheduled.size < total; burst++) {
+      const size = Math.min(total - scheduled.size, between(1, Math.max(2, Math.floor(total / 3))));
+      const delays = [0, between(0, 300), between(0, 300)];
+      const jobs = Array.from({ length: size }, (_, i) => ({
+        id: `b${burst}.${i}`,
+        delay: delays[Math.floor(random() * delays.length)],
+        payload: { workMs: between(20, 250) },
+      }));
+      const scheduledM = monotonicUs();
+      await queue.scheduleMany(TOPIC, jobs);
+      for (const job of jobs) scheduled.set(job.id, scheduledM);
+      if (!killed && scheduled.size >= killAfter) {
+        // Mid-job, so that the kill cuts a delivery and its job is claimed again.
+        const victim = await waitFor(() => workers.live.find((w) => workers.busy(w)), 10_000, 'a consumer running a handler');
+        workers.kill(victim);
+        killed = true;
+      }
+      await sleep(between(0, 1_500)); // pacing between bursts, not a timing assumption
+    }
+
+    const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
+    const quiet = async () => {
+      const stats = await queue.stats(TOPIC);
+      return [...scheduled.keys()].every((id) => handled().has(id)) && stats.due + stats.active + stats.scheduled === 0 && workers.running === 0;
+    };
+    const settled = await holdsWithin(quiet, 60_000, { every: 100 });
+    for (const proxy of proxies) proxy.disarmLostReplies();
+    const dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
+    await workers.stop();
+
+    const starts = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m }));
+    const { violations, figures } = checkRateLimit({ max, duration, claims: starts, scheduled, handled: handled(), dead, killsM: [...workers.killedAt.values()] });
+    log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies}${settled ? '' : ' (not every job handled within 60 s)'}`);
+    if (violations.length > 0 || workers.problems.length > 0) {
+      throw new Error(
+        `rate-limit checker, seed ${SEED} (replay: RATE_CHECKER_SEED=${SEED}), rateLimit { max: ${max}, duration: ${duration} }: ` +
+          `${violations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
+          [...violations.slice(0, 20).map((v) => `${v.rule}: ${v.message}\n  ${v.claims.map((c) => JSON.stringify(c)).join('\n  ')}`), ...workers.problems.slice(0, 5)].join('\n'),
+      );
+    }
+    // Not vacuous: the limit was reached (it held jobs back), several instances claimed, a kill cut a delivery.
+    expect(settled).toBe(true);
+    expect(figures.fullestWindow).toBe(max);
+    expect(figures.processes).toBeGreaterThanOrEqual(2);
+    expect(workers.killedAt.size).toBe(1);
+    expect(workers.deliveries().filter((d) => d.killedM !== undefined).length).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+});
