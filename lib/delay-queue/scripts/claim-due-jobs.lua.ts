@@ -105,10 +105,20 @@ for _, id in ipairs(expired) do
   end
 end
 trimDeadByAge(deadMaxAge)
-releaseExpiredTurns()
+-- One read tells whether the shard uses pause, groups or held turns at all: a plain topic pays it alone.
+local extras = {}
+if PAUSED then extras[#extras + 1] = PAUSED end
+extras[#extras + 1] = GROUPS_READY
+extras[#extras + 1] = GROUPS_HELD
+local plain = redis.call('exists', unpack(extras)) == 0
+if plain then
+  groupsMayBeReady = false -- until a group's turn is added (refreshGroup sets it again)
+else
+  releaseExpiredTurns()
+end
 
 if PREVIOUS then redis.call('del', PREVIOUS) end
-local paused = PAUSED ~= nil and redis.call('exists', PAUSED) == 1
+local paused = not plain and PAUSED ~= nil and redis.call('exists', PAUSED) == 1
 -- With a rate limit: how many claims the last window still allows (the log forgets older ones).
 local allowed = maxClaims
 if rateMax > 0 and maxClaims > 0 and not paused then
@@ -134,7 +144,7 @@ elseif allowed > 0 and not paused then
   -- The first 'allowed' of DUE and of the ready groups' turns, merged in score order.
   local limit = fmt((nowMs + 1) * SLOTS)
   local rows = redis.call('zrangebyscore', DUE, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed)
-  local turns = redis.call('zrangebyscore', GROUPS_READY, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed)
+  local turns = plain and {} or redis.call('zrangebyscore', GROUPS_READY, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed)
   local ids, scores, fromDue = {}, {}, 0
   local r, t = 1, 1
   while #ids < allowed and (rows[r] or turns[t]) do

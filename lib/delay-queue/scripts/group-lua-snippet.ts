@@ -85,6 +85,7 @@ local function refreshGroup(group, notBefore)
       if current and current >= score then return current end
     end
     redis.call('zadd', GROUPS_READY, score, group)
+    groupsMayBeReady = true
     return score
   end
   redis.call('zrem', GROUPS_READY, group)
@@ -101,6 +102,7 @@ local function addToGroup(group, id, score)
   if current and head[2] and current == tonumber(head[2]) and score < current then
     -- The group's turn stood at its first job, and this one is due earlier.
     redis.call('zadd', GROUPS_READY, score, group)
+    groupsMayBeReady = true
     return score
   end
   return refreshGroup(group, nil)

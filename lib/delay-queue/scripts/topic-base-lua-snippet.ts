@@ -56,9 +56,13 @@ local function scoreFor(dueMs)
 end
 
 -- The score of the first job that may start: the head of DUE or the turn of the first ready group.
+-- False once a script has seen that the shard has no ready group (a topic without groups): headScore
+-- then reads DUE alone. Only a script that adds no group turn afterwards may set it.
+local groupsMayBeReady = true
+
 local function headScore()
   local head = redis.call('zrange', DUE, 0, 0, 'withscores')
-  local group = redis.call('zrange', GROUPS_READY, 0, 0, 'withscores')
+  local group = groupsMayBeReady and redis.call('zrange', GROUPS_READY, 0, 0, 'withscores') or {}
   local score = head[2] and tonumber(head[2])
   if group[2] and (not score or tonumber(group[2]) < score) then score = tonumber(group[2]) end
   return score
