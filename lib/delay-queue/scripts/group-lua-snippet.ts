@@ -41,11 +41,13 @@ local GROUPS_HELD_NAMES = SHARD .. ':groups-held-names'
 local GROUP_LIMIT = SHARD .. ':group-limit'
 local function groupKey(group) return SHARD .. ':group:' .. group end
 
--- The group of a stored body, or nil (read in the header, before "e", which only this library writes).
+-- The group of a stored body, or nil: the "q" field follows "b" (null or a flat array) in the header,
+-- which only this library writes. Anchored matches, no copy of the body: this runs for every job
+-- stored and acknowledged, with or without groups.
 local function groupOf(body)
-  local e = string.find(body, ',"e":', 1, true)
-  if not e then return nil end
-  return string.match(string.sub(body, 1, e), ',"q":"([^"]*)",')
+  local b = string.find(body, ',"b":', 1, true)
+  if not b then return nil end
+  return string.match(body, '^,"b":null,"q":"([^"]*)",', b) or string.match(body, '^,"b":%b[],"q":"([^"]*)",', b)
 end
 
 -- The next free score at dueMs in a group's queue: after the group's jobs due in that millisecond
