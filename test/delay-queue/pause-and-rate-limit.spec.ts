@@ -98,13 +98,14 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
       }
       await insts[0].queue.scheduleMany('r.topic', Array.from({ length: 30 }, (_, i) => ({ payload: i })));
       await waitFor(() => claims.length === 30, 20_000, 'every job to run');
-      expect(busiestWindow(claims, 400)).toBeLessThanOrEqual(5);
+      // Never over the limit, and the limit is used: the fullest window holds exactly max (a bound on
+      // the Redis clock, not on how fast a loaded machine delivers).
+      expect(busiestWindow(claims, 400)).toBe(5);
       // Over the limit means waiting, not failing: every job ran on its first attempt.
       expect(attempts.every((n) => n === 1)).toBe(true);
-      // And the limit is used: 30 jobs at 5 per 400 ms need at least 5 full windows after the first.
+      // 30 jobs at 5 per 400 ms need at least 5 full windows after the first.
       const span = Math.max(...claims) - Math.min(...claims);
       expect(span).toBeGreaterThanOrEqual(5 * 400);
-      expect(span).toBeLessThan(5 * 400 + 2_000);
     });
 
     it('splits max over the shards of a sharded topic and refuses fewer than one per shard', async () => {
