@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { JobCancelledError, RedisLockEvents, type Consumer, type JobContext, type RedisLockEventMap } from '../../lib/index.js';
 import { RedisKeySpace, type TopicKeys } from '../../lib/core/keys/redis-key-space.js';
 import { CancelListener } from '../../lib/delay-queue/consumer/cancel-listener.js';
@@ -130,6 +130,42 @@ describe('Cancelling a running job from any instance', () => {
     await consumer.close();
     expect(outcomes).toEqual(['job.cancelled a']);
     expect(await c.queue.stats(topic)).toMatchObject({ scheduled: 0, due: 0, active: 0, dead: 0 });
+  });
+
+  it('aborts a job cancelled before its instance had subscribed to the cancel channel, as soon as the SUBSCRIBE is confirmed', async () => {
+    const topic = 'cancelled-before-subscribed';
+    const topicKeys = keys.topic(topic);
+    // The fresh instance's SUBSCRIBE to this topic's channel is held back (a slow link) until released.
+    const released = deferred();
+    const subscribe = Redis.prototype.subscribe as (...args: unknown[]) => Promise<unknown>;
+    const spy = jest.spyOn(Redis.prototype, 'subscribe').mockImplementation(function (this: Redis, ...args: unknown[]) {
+      if (args[0] !== topicKeys.cancelChannel) return subscribe.apply(this, args);
+      return released.promise.then(() => subscribe.apply(this, args));
+    } as never);
+    const d = await createDelayApp({ keyPrefix: keys.prefix, delayQueue: { maxAttempts: 1 } });
+    try {
+      const outcomes: string[] = [];
+      recordOutcomes(d, 'd', topic, outcomes);
+      const started = deferred<{ instance: string; job: JobContext }>();
+      const consumer = d.queue.consume(topic, abortAwaitingHandler('d', started.resolve, 'returns'), NO_EXTENSION_SOON);
+      const id = await c.queue.schedule(topic, 'x');
+      const { job } = await started.promise;
+      const aborted = new Promise((resolve) => job.signal.addEventListener('abort', () => resolve(job.signal.reason), { once: true }));
+      // Published while nobody listens: the notice is lost.
+      expect(await c.queue.cancel(topic, id)).toBe(true);
+      expect(job.signal.aborted).toBe(false);
+      released.resolve();
+      await listeners(topicKeys, 1);
+      // The first extension would come 20 s after the claim: an abort within seconds came from the check after the SUBSCRIBE.
+      expect(await within(aborted, 5_000, 'the abort once the subscription is confirmed')).toBeInstanceOf(JobCancelledError);
+      await waitFor(() => outcomes.length > 0, 5_000, 'the outcome event of the handler');
+      await consumer.close();
+      expect(outcomes).toEqual(['job.cancelled d']);
+    } finally {
+      spy.mockRestore();
+      released.resolve();
+      await d.close();
+    }
   });
 
   it('keeps a tombstone only until the cancelled claim would have expired', async () => {

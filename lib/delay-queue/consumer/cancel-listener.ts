@@ -19,9 +19,11 @@ type ShardedSubscriber = RedisClient & {
  * Hears the cancel notices of running jobs (see scripts/cancel-job.lua.ts) for every consumer of
  * this application: one subscriber connection, opened when the first consumer starts, channels
  * reference-counted (one per topic shard consumed here), SSUBSCRIBE on a cluster so a notice stays
- * on its slot's shard. A notice is a fast path only: one published while the connection is down is
- * lost, so each reconnect tells the consumers to check at once, and the visibility extension finds
- * every cancel anyway through its tombstone. Nothing here throws into the void.
+ * on its slot's shard. A notice is a fast path only: one published while the channel is not
+ * subscribed (before its first SUBSCRIBE is confirmed, or while the connection is down) is lost, so
+ * each confirmed SUBSCRIBE tells the channel's consumers to check the jobs they hold at once, and
+ * the visibility extension finds every cancel anyway through its tombstone. Nothing here throws
+ * into the void.
  */
 @Injectable()
 export class CancelListener {
@@ -63,7 +65,11 @@ export class CancelListener {
     if (subscriber) void this.connection.release(subscriber).catch(() => undefined);
   }
 
-  /** Subscribes `channel`; a failure is left for the next reconnect (see `ensureSubscriber`). */
+  /**
+   * Subscribes `channel` and, once Redis confirmed it, has its consumers check the jobs they hold:
+   * a cancel published before that was not heard. A failure is left for the next reconnect (see
+   * `ensureSubscriber`).
+   */
   private async subscribe(channel: string): Promise<void> {
     const subscriber = this.ensureSubscriber();
     try {
@@ -73,7 +79,10 @@ export class CancelListener {
       await this.connected;
       if (this.connection.isCluster) await (subscriber as ShardedSubscriber).ssubscribe(channel);
       else await subscriber.subscribe(channel);
-      if (this.channels.has(channel)) this.confirmed.add(channel);
+      const handlers = this.channels.get(channel);
+      if (!handlers || this.closed) return;
+      this.confirmed.add(channel);
+      for (const handler of handlers) handler.missed();
     } catch {
       this.connected = undefined;
     }
@@ -103,9 +112,10 @@ export class CancelListener {
     let readyBefore = false;
     subscriber.on('ready', () => {
       if (this.closed || this.subscriber !== subscriber) return;
-      // ioredis re-subscribes the confirmed channels itself; a failed SUBSCRIBE is tried again here.
-      for (const channel of this.channels.keys()) if (!this.confirmed.has(channel)) void this.subscribe(channel);
-      if (readyBefore) for (const handlers of this.channels.values()) for (const handler of handlers) handler.missed();
+      // After a reconnect every channel is subscribed again here (a repeated SUBSCRIBE is harmless
+      // beside ioredis' own), so its consumers check once it is confirmed; on the first connect only
+      // a channel whose SUBSCRIBE failed is tried again.
+      for (const channel of this.channels.keys()) if (readyBefore || !this.confirmed.has(channel)) void this.subscribe(channel);
       readyBefore = true;
     });
     this.subscriber = subscriber;

@@ -34,6 +34,8 @@ export class VisibilityKeeper {
   /** Fires when the earliest watched claim runs out of confirmed visibility (see `armLossTimer`). */
   private lossTimer?: NodeJS.Timeout;
   private extending = false;
+  /** A check asked for while an extension was in flight: that one may have read before the cause. */
+  private checkAgain = false;
 
   constructor(private readonly context: VisibilityKeeperContext) {}
 
@@ -89,7 +91,8 @@ export class VisibilityKeeper {
 
   /** Extends (and so checks) every held claim now, e.g. after cancel notices may have been missed. */
   checkNow(): void {
-    if (this.held.size > 0) void this.extendAll();
+    if (this.extending) this.checkAgain = true;
+    else if (this.held.size > 0) void this.extendAll();
   }
 
   /** The job was cancelled: the handler's signal aborts with JobCancelledError and no outcome is sent. */
@@ -155,6 +158,10 @@ export class VisibilityKeeper {
       this.context.failures.failed(error);
     } finally {
       this.extending = false;
+    }
+    if (this.checkAgain) {
+      this.checkAgain = false;
+      this.checkNow();
     }
   }
 }
