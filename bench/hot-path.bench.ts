@@ -66,6 +66,9 @@ async function main(): Promise<void> {
     await createRawContender(redis.url, 'hot:raw'),
     await createRedlockContender(redis.url, 'hot:redlock'),
     await createSemaphoreContender(redis.url, 'hot:sem'),
+    // The peers on the transport this library builds for itself (ioredis' auto-pipelining).
+    await createRawContender(redis.url, 'hot:raw-ap', 'pipelined'),
+    await createSemaphoreContender(redis.url, 'hot:sem-ap', 'pipelined'),
   ];
   if (EXTRA) {
     const [untraced] = await createOurContenders(redis.url, 'hot-untraced', { tracing: false });
@@ -112,8 +115,9 @@ async function main(): Promise<void> {
    * The median over rounds of this contender's figure ÷ raw's in the same round: the two ran seconds
    * apart, under the same background load, so this ratio moves far less than either figure does.
    */
-  const vsRaw = (values: readonly number[], base: readonly number[] | undefined) =>
-    base ? `${median(values.map((v, i) => v / base[i])).toFixed(2)}×` : '';
+  const ratio = (values: readonly number[], base: readonly number[] | undefined) => (base ? median(values.map((v, i) => v / base[i])) : Number.NaN);
+  const vsRaw = (values: readonly number[], base: readonly number[] | undefined) => (base ? `${ratio(values, base).toFixed(2)}×` : '');
+  const semRounds = rounds.get('redis-semaphore');
   const summary = contenders.map((c) => {
     const r = rounds.get(c.name)!;
     const times = commandTime.get(c.name) ?? r.map(() => Number.NaN);
@@ -128,8 +132,29 @@ async function main(): Promise<void> {
       commands: median(r.map((x) => x.commands)),
       ops: median(r.map((x) => x.opsPerSec)),
       opsVsRaw: vsRaw(r.map((x) => x.opsPerSec), rawRounds?.map((x) => x.opsPerSec)),
+      clientVsSem: vsRaw(r.map((x) => x.clientMicros), semRounds?.map((x) => x.clientMicros)),
+      redisVsSem: vsRaw(r.map((x) => x.redisMicros), semRounds?.map((x) => x.redisMicros)),
+      opsVsSem: vsRaw(r.map((x) => x.opsPerSec), semRounds?.map((x) => x.opsPerSec)),
     };
   });
+  /** Issue 27's targets, each a median of per-round ratios (contenders of one round ran seconds apart). */
+  const ours = rounds.get('ours');
+  const watched = rounds.get('ours (watchdog)');
+  const targetRows: string[][] = [];
+  const target = (what: string, value: number, goal: string, met: boolean) =>
+    targetRows.push([what, Number.isNaN(value) ? 'n/a' : `${value.toFixed(2)}×`, goal, Number.isNaN(value) ? '' : met ? 'met' : 'not met']);
+  if (ours && semRounds) {
+    const cycles = ratio(ours.map((x) => x.opsPerSec), semRounds.map((x) => x.opsPerSec));
+    const client = ratio(ours.map((x) => x.clientMicros), semRounds.map((x) => x.clientMicros));
+    const server = ratio(ours.map((x) => x.redisMicros), semRounds.map((x) => x.redisMicros));
+    target('ours vs redis-semaphore: cycles/s', cycles, '≥ 1.00×', cycles >= 1);
+    target('ours vs redis-semaphore: client CPU per cycle', client, '≤ 1.10×', client <= 1.1);
+    target('ours vs redis-semaphore: Redis CPU per cycle', server, '≤ 1.20×', server <= 1.2);
+  }
+  if (ours && watched) {
+    const cycles = ratio(watched.map((x) => x.opsPerSec), ours.map((x) => x.opsPerSec));
+    target('ours (watchdog) vs ours (fixed lease): cycles/s', cycles, '≥ 0.90×', cycles >= 0.9);
+  }
   const table = markdownTable(
     [
       'contender',
@@ -142,6 +167,9 @@ async function main(): Promise<void> {
       'Redis commands/cycle',
       'cycles/s (noisy)',
       'vs raw',
+      'client CPU vs redis-semaphore',
+      'Redis CPU vs redis-semaphore',
+      'cycles/s vs redis-semaphore',
     ],
     summary.map((s) => [
       s.name,
@@ -154,9 +182,13 @@ async function main(): Promise<void> {
       s.commands.toFixed(2),
       Math.round(s.ops).toLocaleString('en-US'),
       s.opsVsRaw,
+      s.clientVsSem,
+      s.redisVsSem,
+      s.opsVsSem,
     ]),
-    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
   );
+  const targets = markdownTable(['target (issue 27)', 'measured', 'goal', ''], targetRows, ['l', 'r', 'l', 'l']);
   const versions = describeVersions(stackVersions(['ioredis', 'redis-semaphore', '@sesamecare-oss/redlock']));
   const markdown = [
     '# Lock hot path: CPU per uncontended cycle',
@@ -168,6 +200,11 @@ async function main(): Promise<void> {
       'alone (INFO commandstats, each command once: a script with what it ran); cycles/s is wall clock, noisy on a shared machine.',
     '',
     table,
+    '',
+    targets,
+    '',
+    '"(auto-pipelined)": the same peer on a client with ioredis\' `enableAutoPipelining`, which this library turns on for the ' +
+      'connections it builds (commands of one event-loop turn leave as one write); the peers\' own rows use the client their docs show.',
     '',
     `Redis ${redisVersion}; ${versions}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} → ` +
       `${loadAtEnd.map((l) => l.toFixed(2)).join(' ')}`,

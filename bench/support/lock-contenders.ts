@@ -26,11 +26,24 @@ function parseProtocol(value: string | undefined): 2 | 3 | undefined {
 
 const protocolOption = () => (BENCH_PROTOCOL === undefined ? {} : { protocol: BENCH_PROTOCOL });
 
+/**
+ * How a peer's connection is built: `default` as its docs show (`new Redis(url)`), `pipelined` with
+ * ioredis' `enableAutoPipelining`, the setting this library turns on for the connections it builds,
+ * so a reader can tell what the library's transport gives from what its protocol costs.
+ */
+export type PeerClient = 'default' | 'pipelined';
+
 /** One command connection to the target (a Cluster client routes each command to its key's master). */
-function connect(target: BenchTarget): Redis | Cluster {
+function connect(target: BenchTarget, peerClient: PeerClient = 'default'): Redis | Cluster {
+  const pipelining = peerClient === 'pipelined' ? { enableAutoPipelining: true } : {};
   return typeof target === 'string'
-    ? new Redis(target, protocolOption())
-    : new Cluster([...target.cluster], { redisOptions: protocolOption() });
+    ? new Redis(target, { ...protocolOption(), ...pipelining })
+    : new Cluster([...target.cluster], { redisOptions: protocolOption(), ...pipelining });
+}
+
+/** The contender's name with its client setting, when not the default. */
+function named(name: string, peerClient: PeerClient): string {
+  return peerClient === 'pipelined' ? `${name} (auto-pipelined)` : name;
 }
 
 /** The module's `redis` option for the target, with the forced protocol if any. */
@@ -126,8 +139,8 @@ return 0
  * script to release. It has no waiting strategy of its own; when the key is held it retries every
  * `RAW_RETRY_MS` ms.
  */
-export async function createRawContender(target: BenchTarget, keyPrefix: string): Promise<LockContender> {
-  const client = connect(target);
+export async function createRawContender(target: BenchTarget, keyPrefix: string, peerClient: PeerClient = 'default'): Promise<LockContender> {
+  const client = connect(target, peerClient);
   // Defined as a command: ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT (each master of a
   // cluster caches scripts on its own), so the release is still one round trip once warm.
   client.defineCommand('rawRelease', { numberOfKeys: 1, lua: RAW_RELEASE_SCRIPT });
@@ -136,7 +149,7 @@ export async function createRawContender(target: BenchTarget, keyPrefix: string)
   const tokenPrefix = randomBytes(6).toString('hex');
   let sequence = 0;
   return {
-    name: 'raw',
+    name: named('raw', peerClient),
     settings: `SET NX PX ${LEASE_MS} + EVALSHA compare-and-delete; when held: retry loop, sleep ${RAW_RETRY_MS} ms`,
     async acquire(key) {
       const redisKey = `${keyPrefix}:${key}`;
@@ -178,10 +191,10 @@ export async function createRedlockContender(target: BenchTarget, keyPrefix: str
 }
 
 /** `redis-semaphore` 5 `Mutex` on one ioredis client, one `Mutex` object per acquire as its docs show. */
-export async function createSemaphoreContender(target: BenchTarget, keyPrefix: string): Promise<LockContender> {
-  const client = connect(target) as Redis;
+export async function createSemaphoreContender(target: BenchTarget, keyPrefix: string, peerClient: PeerClient = 'default'): Promise<LockContender> {
+  const client = connect(target, peerClient) as Redis;
   return {
-    name: 'redis-semaphore',
+    name: named('redis-semaphore', peerClient),
     settings:
       `new Mutex(client, key, { lockTimeout: ${SEMAPHORE_OPTIONS.lockTimeout}, acquireTimeout: ${SEMAPHORE_OPTIONS.acquireTimeout}, ` +
       `retryInterval: ${SEMAPHORE_OPTIONS.retryInterval} }) (its defaults; auto-refresh on)`,
@@ -203,7 +216,8 @@ export async function createSemaphoreContender(target: BenchTarget, keyPrefix: s
  * protocol costs the client and what the library's JavaScript adds can be told apart.
  */
 export async function createBareScriptsContender(target: string, keyPrefix: string): Promise<LockContender> {
-  const client = connect(target) as Redis;
+  // Auto-pipelined like the module's own connection: the same transport, without the library.
+  const client = connect(target, 'pipelined') as Redis;
   const keySpace = new RedisKeySpace(keyPrefix);
   const keysOf = new Map<string, ReturnType<RedisKeySpace['lock']>>();
   const clientId = randomBytes(6).toString('hex');

@@ -9,6 +9,7 @@ import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import { enforceEvictionPolicy } from './eviction-policy-check.js';
 import { reconnectOverrideFor } from './reconnect-strategy.js';
 import { observeAutomaticResends } from './observe-automatic-resends.js';
+import { coalesceWritesPerTick } from './coalesce-writes.js';
 import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
 import { errorMessage } from '../errors/error-message.js';
 import { SelectedDatabaseCheck } from './selected-database-check.js';
@@ -77,7 +78,10 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
     }
     if (owned) {
       this.logErrorsOf(client, 'commands');
-      if (!(client instanceof Cluster)) observeAutomaticResends(client);
+      if (!(client instanceof Cluster)) {
+        observeAutomaticResends(client);
+        coalesceWritesPerTick(client);
+      }
     }
   }
 

@@ -8,7 +8,7 @@ import { controllerOf, type HeldJob } from './held-job.js';
 import type { JobProgress } from './job-progress.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { ServerClock } from './server-clock.js';
-import { SlotTurnover } from './slot-turnover.js';
+import { PREFETCH_DEPTH, SlotTurnover } from './slot-turnover.js';
 import type { VisibilityKeeper } from './visibility-keeper.js';
 
 /**
@@ -45,8 +45,8 @@ interface JobRunnerContext<T> {
  * settled; a success goes to the ack queue, a failure to the settlement.
  *
  * Invariant: a due job never waits in this buffer while another consumer could run it. The buffer
- * only takes as many jobs as slots are about to free up (short handlers that finished lately, see
- * SlotTurnover), so a consumer of long handlers claims no more than its
+ * only takes as many jobs as slots are about to free up (short handlers that finished lately, up to
+ * PREFETCH_DEPTH times the concurrency, see SlotTurnover), so a consumer of long handlers claims no more than its
  * free slots; and a buffered job not started PREFETCH_HOLD_MS after its claim (the handlers turned
  * slow) is handed back to the queue at its own place, its attempt undone.
  */
@@ -63,7 +63,7 @@ export class JobRunner<T> {
   private slotFrees?: Promise<void>;
 
   constructor(private readonly context: JobRunnerContext<T>) {
-    this.turnover = new SlotTurnover(context.options.concurrency);
+    this.turnover = new SlotTurnover(context.options.concurrency * PREFETCH_DEPTH);
   }
 
   get activeCount(): number {

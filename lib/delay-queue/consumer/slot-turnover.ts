@@ -5,6 +5,13 @@
 export const PREFETCH_WINDOW_MS = 100;
 
 /**
+ * A consumer claims ahead of its free slots at most this many times its concurrency: with handlers
+ * that finish within microseconds, a claim round trip is what limits throughput, and each one may
+ * then bring the jobs that many short handlers will have finished by the time the next one lands.
+ */
+export const PREFETCH_DEPTH = 4;
+
+/**
  * How often a consumer's handler slots free up quickly, as the finish times of its last `concurrency`
  * short handlers (ran less than PREFETCH_WINDOW_MS; a ring, oldest to newest). The consumer claims
  * ahead of its free slots (prefetch) only as many jobs as short handlers finished lately: within the

@@ -18,6 +18,9 @@ export const MAX_CLAIM_BATCH = 1000;
 /** Jobs written by one schedule script at most; `scheduleMany` sends larger batches in several calls. */
 export const SCHEDULE_BATCH = 500;
 
+/** Schedule script calls of one `scheduleMany` on the connection at once (see JobWriter). */
+export const SCHEDULE_WINDOW = 2;
+
 /** Default of `ConsumerOptions.maxIdleWait`. */
 export const DEFAULT_MAX_IDLE_WAIT_MS = 10_000;
 

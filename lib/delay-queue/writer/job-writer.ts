@@ -5,7 +5,7 @@ import { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
 import { scheduleJobsScript } from '../scripts/schedule-jobs.lua.js';
 import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
-import { SCHEDULE_BATCH } from '../jobs/delay-queue.constants.js';
+import { SCHEDULE_BATCH, SCHEDULE_WINDOW } from '../jobs/delay-queue.constants.js';
 import { newOperationId } from '../jobs/operation-record.js';
 import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
 import { groupOfTail } from '../jobs/job-codec.js';
@@ -110,24 +110,39 @@ export class JobWriter {
   }
 
   private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<WriteOutcome[]> {
-    const batches: Promise<number[]>[] = [];
+    const batchCount = Math.ceil(jobs.length / SCHEDULE_BATCH);
+    const statuses = new Array<number[]>(batchCount);
     const records: string[] = [];
-    for (let start = 0; start < jobs.length; start += SCHEDULE_BATCH) {
-      const args: (string | number)[] = [];
-      for (const job of jobs.slice(start, start + SCHEDULE_BATCH)) {
-        args.push(job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail);
+    let next = 0;
+    let failed = false;
+    // At most SCHEDULE_WINDOW batches on the connection at once, sent in order: Redis always has the
+    // next one queued, and a command sent meanwhile on the same connection (a consumer's claim of
+    // the first jobs, a lock) waits behind that many batches, not behind the whole call.
+    const sendBatches = async () => {
+      while (!failed && next < batchCount) {
+        const batch = next++;
+        const start = batch * SCHEDULE_BATCH;
+        const args: (string | number)[] = [];
+        for (const job of jobs.slice(start, start + SCHEDULE_BATCH)) {
+          args.push(job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail);
+        }
+        let batchKeys = topicScriptKeys(keys);
+        if (writeId !== undefined) {
+          batchKeys = recordedScriptKeys(keys, `write:${writeId}:${start}`);
+          records.push(batchKeys[5]);
+        }
+        try {
+          statuses[batch] = await scheduleJobsScript.run<number[]>(this.connection.client, batchKeys, args);
+        } catch (error) {
+          failed = true;
+          throw error;
+        }
       }
-      let batchKeys = topicScriptKeys(keys);
-      if (writeId !== undefined) {
-        batchKeys = recordedScriptKeys(keys, `write:${writeId}:${start}`);
-        records.push(batchKeys[5]);
-      }
-      // Sent together: ioredis pipelines them on the one connection, in order.
-      batches.push(scheduleJobsScript.run<number[]>(this.connection.client, batchKeys, args));
-    }
-    const statuses = (await Promise.all(batches)).flat();
+    };
+    await Promise.all(Array.from({ length: Math.min(SCHEDULE_WINDOW, batchCount) }, sendBatches));
+    // Only once every batch answered: a failed write is retried with the same records.
     if (records.length > 0) await this.dropRecords(records);
-    return statuses.map((status) => WRITE_OUTCOMES[status]);
+    return statuses.flat().map((status) => WRITE_OUTCOMES[status]);
   }
 
   /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */
