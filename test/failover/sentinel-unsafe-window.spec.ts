@@ -39,6 +39,12 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
     const primary = await topology.primaryNode();
     const replicas = topology.nodes.filter((n) => n.port !== primary.port && !n.killed);
     expect(replicas).toHaveLength(2);
+    // The sentinels' view lags: wait until the primary itself has both replica links online.
+    await waitFor(
+      async () => ((await topology.clientTo(primary.port).info('replication')).match(/^slave\d+:.*state=online/gm) ?? []).length === 2,
+      30_000,
+      'both replicas online on the primary',
+    );
     for (const r of replicas) topology.pause(r.port);
     let unsafeHandle: LockHandle | undefined;
     let refused: unknown;
@@ -117,6 +123,12 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
     const primary = await topology.primaryNode();
     const replicas = topology.nodes.filter((n) => n.port !== primary.port && !n.killed);
     expect(replicas).toHaveLength(2);
+    // The sentinels' view lags: wait until the primary itself has both replica links online.
+    await waitFor(
+      async () => ((await topology.clientTo(primary.port).info('replication')).match(/^slave\d+:.*state=online/gm) ?? []).length === 2,
+      30_000,
+      'both replicas online on the primary',
+    );
     for (const r of replicas) topology.pause(r.port);
     let pending: Promise<unknown>;
     let killed: { port: number; killedAt: number };

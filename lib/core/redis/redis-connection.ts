@@ -78,7 +78,11 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
     }
     if (owned) {
       this.logErrorsOf(client, 'commands');
-      if (!(client instanceof Cluster)) {
+      if (client instanceof Cluster) {
+        // Each master's command connection, including those the cluster opens later.
+        client.on('+node', (node: Redis) => coalesceWritesPerTick(node));
+        for (const node of client.nodes()) coalesceWritesPerTick(node);
+      } else {
         observeAutomaticResends(client);
         coalesceWritesPerTick(client);
       }
