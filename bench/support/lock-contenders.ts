@@ -5,6 +5,7 @@ import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import { LockService, RedisLockModule, type AcquireOptions } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { coalesceWritesPerTick } from '../../lib/core/redis/coalesce-writes.js';
 import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
 import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
 import { sleep } from './stats.js';
@@ -216,8 +217,9 @@ export async function createSemaphoreContender(target: BenchTarget, keyPrefix: s
  * protocol costs the client and what the library's JavaScript adds can be told apart.
  */
 export async function createBareScriptsContender(target: string, keyPrefix: string): Promise<LockContender> {
-  // Auto-pipelined like the module's own connection: the same transport, without the library.
-  const client = connect(target, 'pipelined') as Redis;
+  // Writes coalesced per event-loop turn like the module's own connection: the same transport, without the library.
+  const client = connect(target) as Redis;
+  coalesceWritesPerTick(client);
   const keySpace = new RedisKeySpace(keyPrefix);
   const keysOf = new Map<string, ReturnType<RedisKeySpace['lock']>>();
   const clientId = randomBytes(6).toString('hex');
