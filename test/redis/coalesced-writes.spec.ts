@@ -1,0 +1,80 @@
+import type { TestingModule } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import { LockService } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { createLockApp } from '../support/test-app.js';
+import { within } from '../support/timing.js';
+
+interface CountedSocket {
+  _write: (...args: unknown[]) => unknown;
+  _writev?: (...args: unknown[]) => unknown;
+  destroy(): void;
+}
+
+/**
+ * The module's command connection sends the commands of one event-loop turn as one socket write
+ * (lib/core/redis/coalesce-writes.ts): counted here at the socket (`_write` / `_writev` calls), on
+ * a real Redis, with the replies checked, across a reconnect too.
+ */
+describe('one socket write per event-loop turn on the module connection', () => {
+  let app: TestingModule;
+  let client: Redis;
+
+  beforeAll(async () => {
+    app = await createLockApp();
+    client = app.get(RedisConnection).client as Redis;
+    await client.ping();
+  });
+  afterAll(() => app?.close());
+
+  /** Counts the socket writes of the client's current connection until the returned stop() is called. */
+  function countWrites(): () => number {
+    const socket = (client as unknown as { stream: CountedSocket }).stream;
+    const write = socket._write;
+    const writev = socket._writev;
+    let writes = 0;
+    socket._write = function (this: unknown, ...args: unknown[]) {
+      writes++;
+      return write.apply(this, args);
+    };
+    if (writev) {
+      socket._writev = function (this: unknown, ...args: unknown[]) {
+        writes++;
+        return writev.apply(this, args);
+      };
+    }
+    return () => {
+      socket._write = write;
+      if (writev) socket._writev = writev;
+      return writes;
+    };
+  }
+
+  it('sends 100 commands issued in one turn with one write, and answers each its own reply', async () => {
+    const keys = Array.from({ length: 100 }, (_, i) => `coalesced:${i}`);
+    await client.mset(...keys.flatMap((key, i) => [key, `v${i}`]));
+    const stop = countWrites();
+    const replies = await Promise.all(keys.map((key) => client.get(key)));
+    expect(stop()).toBe(1);
+    expect(replies).toEqual(keys.map((_, i) => `v${i}`));
+  });
+
+  it('sends the commands of separate turns with separate writes (nothing waits for a later turn)', async () => {
+    const stop = countWrites();
+    for (let i = 0; i < 5; i++) expect(await client.echo(`turn ${i}`)).toBe(`turn ${i}`);
+    expect(stop()).toBe(5);
+  });
+
+  it('keeps coalescing after a reconnect, and the locks work across it', async () => {
+    const locks = app.get(LockService);
+    const reconnected = new Promise((resolve) => client.once('ready', resolve));
+    (client as unknown as { stream: CountedSocket }).stream.destroy();
+    await within(reconnected, 10_000, 'the reconnect');
+    const stop = countWrites();
+    const handles = await Promise.all(Array.from({ length: 20 }, (_, i) => locks.acquire(`coalesced-lock:${i}`, { leaseTime: 10_000 })));
+    expect(stop()).toBe(1);
+    expect(handles.every((handle) => handle.held)).toBe(true);
+    await Promise.all(handles.map((handle) => handle.release()));
+    expect(await Promise.all(handles.map((handle) => locks.isLocked(handle.key)))).toEqual(handles.map(() => false));
+  });
+});
