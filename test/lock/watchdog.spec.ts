@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import { LockLostError, LockService, RedisLockEvents } from '../../lib/index.js';
 import { rawRedis, uniquePrefix, useLockApp } from '../support/test-app.js';
-import { waitFor } from '../support/timing.js';
+import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('watchdog', () => {
@@ -53,5 +53,21 @@ describe('watchdog', () => {
     }
     expect(held.every((h) => h.held)).toBe(true);
     await Promise.all(held.map((h) => h.release()));
+  });
+});
+
+describe('watchdog renewal', () => {
+  // Its own app with a 2 s lease (renewed every 667 ms): a CI run on a loaded 2-core machine stalled
+  // this process long enough to cost a 1 s lease its renewal, and a lease that ran out is rightly lost.
+  const lockApp = useLockApp({ keyPrefix: uniquePrefix('wdr'), lock: { leaseTime: 2_000 } });
+
+  it('keeps a lock without explicit lease alive past three leases', async () => {
+    const locks = lockApp.locks();
+    const lock = await locks.acquire('alive');
+    await sleep(6_500);
+    expect(lock.held).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await locks.isLocked('alive')).toBe(true);
+    await lock.release();
   });
 });

@@ -79,7 +79,7 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
     if (owned) {
       this.logErrorsOf(client, 'commands');
       if (client instanceof Cluster) {
-        // Each master's command connection, including those the cluster opens later.
+        // Each node's command connection, including those the cluster opens later.
         client.on('+node', (node: Redis) => coalesceWritesPerTick(node));
         for (const node of client.nodes()) coalesceWritesPerTick(node);
       } else {
