@@ -16,8 +16,8 @@ const coalescing = new WeakSet<object>();
  * Sends the commands `client` writes within one turn of the event loop (its microtasks included)
  * as one write: the socket is corked at the turn's first command and uncorked on the next tick.
  * Redis then reads a turn's commands in as few reads as their size allows and answers them with one
- * write, instead of a read and a write per command, which is most of its CPU per lock cycle when many callers share
- * the connection (docs/benchmarks.md). Unlike ioredis' `enableAutoPipelining`, a turn's batch does
+ * write, instead of a read and a write per command, which is most of its CPU per lock cycle when
+ * many callers share the connection (docs/benchmarks.md). Unlike ioredis' `enableAutoPipelining`, a turn's batch does
  * not wait for the previous batch's replies, so the client and Redis keep working at once.
  * Commands, their order, replies, errors and re-sends are unchanged: only the socket's writes are
  * grouped, and nothing is held past the current tick. Idempotent per client.

@@ -46,8 +46,8 @@ interface JobRunnerContext<T> {
  *
  * Invariant: a due job never waits in this buffer while another consumer could run it. The buffer
  * only takes as many jobs as slots are about to free up (short handlers that finished lately, up to
- * PREFETCH_DEPTH times the concurrency, see SlotTurnover), so a consumer of long handlers claims no more than its
- * free slots; and a buffered job not started PREFETCH_HOLD_MS after its claim (the handlers turned
+ * PREFETCH_DEPTH times the concurrency, see SlotTurnover), so a consumer of long handlers claims no
+ * more than its free slots; and a buffered job not started PREFETCH_HOLD_MS after its claim (the handlers turned
  * slow) is handed back to the queue at its own place, its attempt undone.
  */
 export class JobRunner<T> {

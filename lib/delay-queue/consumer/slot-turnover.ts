@@ -12,8 +12,9 @@ export const PREFETCH_WINDOW_MS = 100;
 export const PREFETCH_DEPTH = 4;
 
 /**
- * How often a consumer's handler slots free up quickly, as the finish times of its last `concurrency`
- * short handlers (ran less than PREFETCH_WINDOW_MS; a ring, oldest to newest). The consumer claims
+ * How often a consumer's handler slots free up quickly, as the finish times of its last `capacity`
+ * short handlers (ran less than PREFETCH_WINDOW_MS; a ring, oldest to newest; the runner gives it
+ * PREFETCH_DEPTH times its concurrency). The consumer claims
  * ahead of its free slots (prefetch) only as many jobs as short handlers finished lately: within the
  * last PREFETCH_WINDOW_MS, or since its last claim was sent (a claim that replaces finished handlers
  * counts them even if the event loop was slow to send it). About as many slots will free up as
