@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 interface CorkableStream {
   readonly writable?: boolean;
@@ -10,7 +10,8 @@ interface SendingClient {
   sendCommand(command: unknown, stream?: unknown): unknown;
 }
 
-const coalescing = new WeakSet<object>();
+/** Each coalescing client's "write what this turn has corked now". */
+const writeNowOf = new WeakMap<object, () => void>();
 
 /**
  * Sends the commands `client` writes within one turn of the event loop (its microtasks included)
@@ -23,8 +24,7 @@ const coalescing = new WeakSet<object>();
  * grouped, and nothing is held past the current tick. Idempotent per client.
  */
 export function coalesceWritesPerTick(client: Redis): void {
-  if (coalescing.has(client)) return;
-  coalescing.add(client);
+  if (writeNowOf.has(client)) return;
   const internals = client as unknown as SendingClient;
   const send = internals.sendCommand;
   let corked: CorkableStream | undefined;
@@ -33,6 +33,7 @@ export function coalesceWritesPerTick(client: Redis): void {
     corked = undefined;
     stream?.uncork();
   };
+  writeNowOf.set(client, uncork);
   internals.sendCommand = (command, stream) => {
     const socket = (stream as CorkableStream | undefined) ?? internals.stream;
     if (corked === undefined && socket?.writable) {
@@ -42,4 +43,16 @@ export function coalesceWritesPerTick(client: Redis): void {
     }
     return send.call(client, command, stream);
   };
+}
+
+/**
+ * Writes the commands `client` has corked in this turn now instead of on the next tick, for a
+ * caller whose command should travel while it does long synchronous work in the same turn (the
+ * next tick comes only once the turn's microtasks are done). Later commands of the turn cork again.
+ * On a Cluster, each master connection's; nothing for a client that does not coalesce.
+ */
+export function writeCorkedNow(client: Redis | Cluster): void {
+  const writeNow = writeNowOf.get(client);
+  if (writeNow) return writeNow();
+  if ('nodes' in client && typeof client.nodes === 'function') for (const node of client.nodes()) writeNowOf.get(node)?.();
 }

@@ -52,11 +52,21 @@ export class AckQueue {
   private readonly flushes = new Set<Promise<void>>();
   private flushScheduled = false;
 
+  private claimNext = false;
+
   /**
-   * True while the claim loop waits for a free slot: its claim, sent as soon as a handler returns,
-   * carries what is queued, so no flush of its own is scheduled. Set by the claim loop.
+   * True while the claim loop waits for a free slot or has a claim sent ahead in flight: the claim it
+   * sends next carries what is queued, so no flush of its own is scheduled. Set by the claim loop;
+   * once false again, what was queued meanwhile is flushed on the next turn (or rides on a claim sent
+   * first, and the flush finds nothing).
    */
-  claimComesNext = false;
+  get claimComesNext(): boolean {
+    return this.claimNext;
+  }
+  set claimComesNext(value: boolean) {
+    this.claimNext = value;
+    if (!value && this.queued.length > 0) this.scheduleFlush();
+  }
 
   /** The ack script's KEYS: with the completed keys only for a consumer that keeps completed jobs. */
   private readonly keyList: readonly string[];
@@ -78,9 +88,13 @@ export class AckQueue {
   add(job: HeldJob, result?: unknown): void {
     if (this.context.keepCompleted) job.resultJson = this.encode(job, result);
     this.queued.push(job);
-    if (this.claimComesNext || this.flushScheduled) return;
+    if (!this.claimNext) this.scheduleFlush();
+  }
+
+  /** Flushes on the next turn; if the loop claims first, the acknowledgements ride along and this finds nothing. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
     this.flushScheduled = true;
-    // If the loop claims first, the acknowledgements ride along with the claim and this finds nothing.
     setImmediate(() => {
       this.flushScheduled = false;
       this.track(this.flush());

@@ -1,5 +1,6 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import { writeCorkedNow } from '../../core/redis/coalesce-writes.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { MAX_CLAIM_BATCH } from '../jobs/delay-queue.constants.js';
 import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';
@@ -15,6 +16,14 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 /** What the loop waits for: a free slot, new work (due time or marker), or the end of a retry delay. */
 type PauseReason = 'slot' | 'work' | 'retry';
 
+type ClaimResult = Awaited<ReturnType<JobClaimer['claim']>>;
+
+/** A claim sent ahead, before the jobs of the previous one run (see `ClaimLoop.claimAhead`). */
+interface ClaimAhead {
+  readonly room: number;
+  readonly reply: Promise<ClaimResult>;
+}
+
 /** What a claim loop needs from its consumer. */
 interface ClaimLoopContext {
   readonly topic: string;
@@ -23,6 +32,8 @@ interface ClaimLoopContext {
   readonly maxIdleWait: number;
   readonly claimer: JobClaimer;
   readonly runner: Pick<JobRunner<unknown>, 'room' | 'claimSent' | 'enqueue' | 'whenSlotFrees'>;
+  /** Whether a claim may be sent ahead of running the jobs just claimed (not with a rate limit). */
+  readonly claimsAhead: boolean;
   readonly visibility: VisibilityKeeper;
   /** Each claim carries its queued acknowledgements. */
   readonly acks: AckQueue;
@@ -63,6 +74,8 @@ export class ClaimLoop {
   /** The last due time handed to another consumer that way (not posted twice). */
   private sharedDue = -1;
   private readonly stopWatching?: () => void;
+  /** The claim sent ahead, whose reply the next turn of the loop takes instead of claiming. */
+  private ahead?: ClaimAhead;
 
   constructor(private readonly context: ClaimLoopContext) {
     this.waiter = new MarkerWaiter(
@@ -95,7 +108,25 @@ export class ClaimLoop {
         stopped: () => !running(),
       });
     }
+    await this.handBackClaimAhead();
     if (this.context.claimer.outcomeUnknown) await this.handBackUnknownClaim();
+  }
+
+  /** The consumer stopped with a claim sent ahead: its jobs, once its reply is in, are handed back at once. */
+  private async handBackClaimAhead(): Promise<void> {
+    const ahead = this.ahead;
+    if (!ahead) return;
+    this.ahead = undefined;
+    const { visibility, settlement, failures } = this.context;
+    try {
+      const claim = await ahead.reply;
+      await settlement.handBack(
+        claim.rows.map((row) => visibility.hold(row)),
+        true,
+      );
+    } catch (error) {
+      failures.failed(error);
+    }
   }
 
   /**
@@ -118,25 +149,66 @@ export class ClaimLoop {
 
   /** One turn of the loop: claims what there is room for, then waits for the next reason to claim. */
   private async claimOnce(): Promise<void> {
-    const { claimer, runner, visibility, acks, settlement, failures } = this.context;
-    const room = Math.min(MAX_CLAIM_BATCH, runner.room);
-    if (room <= 0) {
-      this.shareNextDue();
-      return this.pause('slot');
+    const { runner, visibility, settlement, failures } = this.context;
+    let room: number;
+    let claim: ClaimResult;
+    const ahead = this.ahead;
+    if (ahead) {
+      this.ahead = undefined;
+      room = ahead.room;
+      claim = await ahead.reply;
+    } else {
+      room = Math.min(MAX_CLAIM_BATCH, runner.room);
+      if (room <= 0) {
+        this.shareNextDue();
+        return this.pause('slot');
+      }
+      this.wakePending = false;
+      claim = await this.send(room);
     }
-    this.wakePending = false;
-    runner.claimSent();
-    const claim = await acks.carry((carried) => claimer.claim(room, carried));
     failures.recovered();
     // With more due, the claim script has woken another consumer already.
     this.unsharedDue = claim.moreDue || claim.nextDue === this.sharedDue ? -1 : claim.nextDue;
     const claimed = claim.rows.map((row) => visibility.hold(row));
     if (!this.context.running()) return settlement.handBack(claimed, true);
+    const backlog = claim.rows.length >= room || claim.moreDue;
+    if (backlog) this.claimAhead();
     this.prepare(claimed);
     runner.enqueue(claimed);
-    if (claim.rows.length >= room || claim.moreDue) return;
+    if (backlog) return;
     if (this.wakePending) return;
     await this.pause('work', claim.nextWake);
+  }
+
+  /** Sends a claim for `room` jobs, carrying the queued acknowledgements. */
+  private send(room: number): Promise<ClaimResult> {
+    const { claimer, runner, acks } = this.context;
+    runner.claimSent();
+    return acks.carry((carried) => claimer.claim(room, carried));
+  }
+
+  /**
+   * With a backlog of due jobs and short handlers, the next claim leaves before the jobs just claimed
+   * run: it travels, and Redis runs it, while this process runs those handlers, instead of each side
+   * waiting for the other. It asks for the room the runner has besides those jobs, which short handlers have turned over lately (SlotTurnover), so the jobs held ahead of a slot stay
+   * within twice the runner's room, and the buffer's hold limit hands back any that wait too long.
+   * Never with a rate limit (a claim is a counted start: its jobs must start at once). The claim goes
+   * on the wire now: the handlers run in this turn, before its writes would otherwise leave. Only one
+   * claim is ever in flight (each is sent once the previous reply is in), so claim records and re-sends
+   * work as for any claim; the queued acknowledgements ride on the claim after it.
+   */
+  private claimAhead(): void {
+    const { runner, connection, acks, claimsAhead } = this.context;
+    if (!claimsAhead) return;
+    const room = Math.min(MAX_CLAIM_BATCH, runner.room);
+    if (room <= 0) return;
+    this.wakePending = false;
+    const reply = this.send(room);
+    // Awaited by the loop's next turn (or at stop); marked handled so a failure meanwhile is not "unhandled".
+    reply.catch(() => undefined);
+    this.ahead = { room, reply };
+    acks.claimComesNext = true;
+    writeCorkedNow(connection.client);
   }
 
   /**
@@ -217,10 +289,13 @@ export class ClaimLoop {
     });
   }
 
-  /** While the loop waits for a free slot, the claim that follows carries the acknowledgements queued meanwhile. */
+  /**
+   * While the loop waits for a free slot, or a claim sent ahead is in flight, the claim that follows
+   * carries the acknowledgements queued meanwhile.
+   */
   private setPause(reason: PauseReason | undefined): void {
     this.pausedFor = reason;
-    this.context.acks.claimComesNext = reason === 'slot';
+    this.context.acks.claimComesNext = reason === 'slot' || this.ahead !== undefined;
   }
 
   private onMarker(outcome: MarkerOutcome): void {

@@ -139,6 +139,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       maxIdleWait: options.maxIdleWait,
       claimer: this.claimer,
       runner: this.runner,
+      claimsAhead: !options.rateLimit,
       visibility: this.visibility,
       acks: this.acks,
       settlement: this.settlement,

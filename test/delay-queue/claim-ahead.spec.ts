@@ -1,0 +1,150 @@
+import type { Redis } from 'ioredis';
+import type { Consumer, JobContext } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
+import { waitFor } from '../support/timing.js';
+import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+
+interface WireSocket {
+  _write: (...args: unknown[]) => unknown;
+  _writev?: (...args: unknown[]) => unknown;
+}
+
+/**
+ * With a backlog of due jobs and short handlers, a consumer sends its next claim before the jobs of
+ * the last one run (ClaimLoop.claimAhead), so Redis runs the claim while this process runs the
+ * handlers. Watched on a real Redis at the module connection: each claim call, whether its bytes
+ * have reached the socket, and its reply; every handler start records whether a claim was then on
+ * the wire without its reply yet. Without claiming ahead that never happens with synchronous
+ * handlers (the next claim waits for a free slot, after the batch ran).
+ */
+describe('delay queue: the next claim travels while the last one’s jobs run (issue 27)', () => {
+  let app: DelayTestApp;
+  let client: Redis;
+  const consumers: Consumer[] = [];
+  const unhandled = new UnhandledRejections();
+  let restore: (() => void) | undefined;
+
+  beforeEach(async () => {
+    unhandled.start();
+    app = await createDelayApp();
+    client = app.app.get(RedisConnection).client as Redis;
+    await client.ping();
+  });
+  afterEach(async () => {
+    restore?.();
+    restore = undefined;
+    await Promise.all(consumers.splice(0).map((consumer) => consumer.close({ timeout: 2_000 })));
+    await app.close();
+    unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  /** Claims called on the module connection, with whether their bytes went out and their reply came. */
+  function watchClaims(): { outstandingOnWire: () => boolean; claims: () => number } {
+    const socket = (client as unknown as { stream: WireSocket }).stream;
+    let writes = 0;
+    const write = socket._write;
+    const writev = socket._writev;
+    socket._write = function (this: unknown, ...args: unknown[]) {
+      writes++;
+      return write.apply(this, args);
+    };
+    if (writev) {
+      socket._writev = function (this: unknown, ...args: unknown[]) {
+        writes++;
+        return writev.apply(this, args);
+      };
+    }
+    const evalsha = client.evalsha;
+    const pending = new Set<{ writesAtCall: number }>();
+    let calls = 0;
+    client.evalsha = function (this: Redis, ...args: unknown[]) {
+      const reply = (evalsha as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      if (args[0] !== claimDueJobsScript.sha) return reply;
+      calls++;
+      const claim = { writesAtCall: writes };
+      pending.add(claim);
+      const settled = () => void pending.delete(claim);
+      reply.then(settled, settled);
+      return reply;
+    } as typeof client.evalsha;
+    restore = () => {
+      socket._write = write;
+      if (writev) socket._writev = writev;
+      client.evalsha = evalsha;
+    };
+    return {
+      outstandingOnWire: () => [...pending].some((claim) => writes > claim.writesAtCall),
+      claims: () => calls,
+    };
+  }
+
+  it('a backlog of short handlers: most jobs start while the next claim is on the wire; each job runs once', async () => {
+    const jobs = 400;
+    const topic = 'ahead.backlog';
+    await app.queue.scheduleMany(topic, Array.from({ length: jobs }, (_, i) => ({ payload: i })));
+    const watch = watchClaims();
+    const runs = new Map<number, number>();
+    let startedWithClaimOnWire = 0;
+    consumers.push(
+      app.queue.consume<number>(topic, (i) => {
+        runs.set(i, (runs.get(i) ?? 0) + 1);
+        if (watch.outstandingOnWire()) startedWithClaimOnWire++;
+      }, { concurrency: 4 }),
+    );
+    await waitFor(() => runs.size === jobs || undefined, 30_000, `all ${jobs} jobs to run`);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+    // Claims grow with the consumer's turnover (4, 8, … up to 20 per claim): well over half the
+    // jobs come in batches claimed while a batch before them was running.
+    expect(startedWithClaimOnWire).toBeGreaterThan(jobs / 2);
+    expect(watch.claims()).toBeLessThan(jobs / 4);
+  });
+
+  it('with a rate limit no claim is sent ahead: a claimed job starts at once', async () => {
+    const jobs = 120;
+    const topic = 'ahead.rate';
+    await app.queue.scheduleMany(topic, Array.from({ length: jobs }, (_, i) => ({ payload: i })));
+    const watch = watchClaims();
+    let started = 0;
+    let startedWithClaimOnWire = 0;
+    consumers.push(
+      app.queue.consume<number>(topic, () => {
+        started++;
+        if (watch.outstandingOnWire()) startedWithClaimOnWire++;
+      }, { concurrency: 4, rateLimit: { max: 10_000, duration: 1_000 } }),
+    );
+    await waitFor(() => started === jobs || undefined, 30_000, `all ${jobs} jobs to run`);
+    expect(startedWithClaimOnWire).toBe(0);
+  });
+
+  it('stopping with a claim ahead in flight hands its jobs back: another consumer runs every job once, on its first attempt', async () => {
+    const jobs = 300;
+    const topic = 'ahead.stop';
+    await app.queue.scheduleMany(topic, Array.from({ length: jobs }, (_, i) => ({ payload: i })));
+    const watch = watchClaims();
+    const attempts = new Map<number, number[]>();
+    let closing: Promise<void> | undefined;
+    const first = app.queue.consume<number>(topic, (i, job: JobContext) => {
+      attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
+      // Stop in the middle of a batch, while the claim sent ahead of it is on the wire.
+      if (!closing && attempts.size >= 100 && watch.outstandingOnWire()) closing = first.close({ timeout: 5_000 });
+    }, { concurrency: 4 });
+    consumers.push(first);
+    await waitFor(() => closing !== undefined || undefined, 30_000, 'the first consumer to stop with a claim ahead in flight');
+    await closing;
+    const ranFirst = attempts.size;
+    expect(ranFirst).toBeLessThan(jobs);
+    consumers.push(
+      app.queue.consume<number>(topic, (i, job: JobContext) => {
+        attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
+      }, { concurrency: 4 }),
+    );
+    // Jobs left to their visibility timeout (30 s) would not come back within this wait.
+    await waitFor(() => attempts.size === jobs || undefined, 20_000, `all ${jobs} jobs to run`);
+    const runs = [...attempts.values()];
+    expect(runs.filter((list) => list.length !== 1)).toEqual([]);
+    expect(runs.filter((list) => list[0] !== 1)).toEqual([]);
+  });
+});
