@@ -25,7 +25,9 @@ let shared: RedisLockTracing | undefined;
  * The process's tracing: OpenTelemetry when `@opentelemetry/api` can be loaded (an optional peer
  * dependency), else `NO_TRACING`. Spans go to whatever tracer provider the application registers;
  * with the API installed but no SDK the lock spans are not started at all (they would be the API's
- * non-recording spans), the delayed-job spans are the API's non-recording spans.
+ * non-recording spans), the delayed-job spans are the API's non-recording spans, which carry the
+ * scheduling trace's context into the handler, and are skipped too while no context manager is
+ * registered either (nothing could see them).
  */
 export function openTelemetryTracing(): RedisLockTracing {
   shared ??= tracingFrom(loadOpenTelemetryApi);
@@ -58,11 +60,25 @@ class OpenTelemetryTracing implements RedisLockTracing {
   private readonly tracer: Tracer;
   /** What the API's global provider delegates to while no SDK has registered one (its no-op provider). */
   private readonly noProvider: unknown;
+  /** A context only this class makes, to tell whether `context.with` makes anything active (see `propagating`). */
+  private readonly probe: OpenTelemetryApi.Context;
+  private readonly probeIsActive: () => boolean;
 
   constructor(private readonly api: typeof OpenTelemetryApi) {
     // A ProxyTracer: it follows the provider the application registers, even after this line.
     this.tracer = api.trace.getTracer(TRACER_NAME);
     this.noProvider = new api.ProxyTracerProvider().getDelegate();
+    this.probe = api.ROOT_CONTEXT.setValue(api.createContextKey('nestjs-redis-lock probe'), true);
+    this.probeIsActive = () => api.context.active() === this.probe;
+  }
+
+  /**
+   * False while no context manager is registered: `context.with` then runs its function in the root
+   * context, so no code can see a context made active (nor the trace context a handler's span
+   * would carry). Checked per call, like `recording`.
+   */
+  private get propagating(): boolean {
+    return this.api.context.with(this.probe, this.probeIsActive);
   }
 
   /**
@@ -165,6 +181,9 @@ class OpenTelemetryTracing implements RedisLockTracing {
   }
 
   traceHandler<T>(info: HandlerTraceInfo, run: () => Promise<T>): Promise<T> {
+    // With neither a tracer provider nor a context manager the span would be a non-recording one
+    // that no code can see: the handler runs as it would inside it, without its span and context.
+    if (!this.recording && !this.propagating) return run();
     const { api } = this;
     const attributes: Attributes = {
       'messaging.system': MESSAGING_SYSTEM,

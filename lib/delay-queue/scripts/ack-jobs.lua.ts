@@ -18,13 +18,13 @@ export const ackJobsScript = new RedisScript(
   `
 local keep, first, stride = nil, 1, 2
 if KEYS[6] then keep, first, stride = keepOf(KEYS[6], KEYS[7], ARGV[1], ARGV[2]), 3, 3 end
-for i = first, #ARGV, stride do
-  local id = ARGV[i]
-  local body = ownedBody(id, ARGV[i + 1])
-  if body then
-    completeJob(id, body, keep and ARGV[i + 2], keep)
+local ids, bodies = ownedBodies(first, stride)
+for k, id in ipairs(ids) do
+  local at = first + stride * (k - 1)
+  if bodies[k] then
+    completeJob(id, bodies[k], keep and ARGV[at + 2], keep)
   else
-    releaseHeldTurn(ARGV[i + 1]) -- cancelled or replaced while it ran: its handler has returned
+    releaseHeldTurn(ARGV[at + 1]) -- cancelled or replaced while it ran: its handler has returned
   end
 end
 return finishCompletions(keep)

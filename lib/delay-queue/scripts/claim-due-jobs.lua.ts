@@ -70,13 +70,11 @@ if #KEYS >= 11 then keep, firstAck, stride, PREVIOUS = keepOf(KEYS[10], KEYS[11]
 -- Batched reads and writes: this runs for every burst of finished jobs.
 local acked = 0
 if #ARGV >= firstAck then
-  local ids = {}
-  for i = firstAck, #ARGV, stride do ids[#ids + 1] = ARGV[i] end
-  local bodies = redis.call('hmget', JOBS, unpack(ids))
+  local ids, bodies = ownedBodies(firstAck, stride)
   for k, id in ipairs(ids) do
-    local body, at = bodies[k], firstAck + stride * (k - 1)
-    if body and tokenOf(body) == ARGV[at + 1] and redis.call('zscore', ACTIVE, id) then
-      completeJob(id, body, keep and ARGV[at + 2], keep)
+    local at = firstAck + stride * (k - 1)
+    if bodies[k] then
+      completeJob(id, bodies[k], keep and ARGV[at + 2], keep)
     else
       releaseHeldTurn(ARGV[at + 1]) -- cancelled or replaced while it ran: its handler has returned
     end

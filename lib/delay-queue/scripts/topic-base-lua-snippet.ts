@@ -95,6 +95,21 @@ local function ownedBody(id, token)
   return body
 end
 
+-- ownedBody for a batch: the pairs id, claim token at ARGV[first], ARGV[first + stride], ... (two
+-- reads for the whole batch); per pair its id and its body, or false when not claimed under it.
+local function ownedBodies(first, stride)
+  local ids = {}
+  for i = first, #ARGV, stride do ids[#ids + 1] = ARGV[i] end
+  if #ids == 0 then return ids, ids end
+  local bodies = redis.call('hmget', JOBS, unpack(ids))
+  local active = redis.call('zmscore', ACTIVE, unpack(ids))
+  for k = 1, #ids do
+    local body = bodies[k]
+    if not (body and active[k] and tokenOf(body) == ARGV[first + stride * (k - 1) + 1]) then bodies[k] = false end
+  end
+  return ids, bodies
+end
+
 -- Replaces the "e" field (null or a JSON string, which holds no bare quote: the next ,"p": is ours).
 local function withError(body, errorJson)
   local e = string.find(body, ',"e":', 1, true)
