@@ -19,7 +19,7 @@ export interface HeldJob {
    * starts only once this has settled. Never rejects. Dropped once awaited or the job leaves the buffer.
    */
   preparing?: Promise<void>;
-  /** Created on first use: most handlers never look at their signal, and a controller per job shows up in bursts. */
+  /** Created on first use: when the handler starts (its `JobContext.signal`), or to abort a job that has not started. */
   controller?: AbortController;
   /** The stored job as claimed; dropped once the handler starts. */
   body?: string;
