@@ -93,6 +93,42 @@ describe("A running job of a group that is cancelled or replaced keeps its group
     expect(running.overlaps).toEqual([]);
   });
 
+  it('cancel() of a claimed job still waiting in a consumer\'s buffer: the next job of its group starts at once, not at the claim\'s deadline', async () => {
+    const [a, b] = await instances.start(2);
+    const release = deferred();
+    const started: string[] = [];
+    // Short jobs first, so that `a` claims ahead of its two slots (prefetch); then L1 and L2, which
+    // run until released, and G1 one millisecond later: claimed into `a`'s buffer, not started.
+    const at = Date.now() + 500;
+    const short = Array.from({ length: 10 }, (_, i) => ({ payload: `S${i}`, at }));
+    a.queue.consume<string>('rv.buffered', async (payload) => {
+      started.push(`${payload}@a`);
+      if (payload.startsWith('L')) await release.promise;
+    }, { concurrency: 2 });
+    await a.queue.scheduleMany('rv.buffered', [
+      ...short,
+      { payload: 'L1', at },
+      { payload: 'L2', at },
+      { payload: 'G1', group: 'g', id: 'G1', at: at + 1 },
+      { payload: 'G2', group: 'g', id: 'G2', at: at + 1 },
+    ]);
+    await waitFor(
+      async () => (started.includes('L1@a') && started.includes('L2@a') && (await a.queue.stats('rv.buffered')).active === 3) || undefined,
+      10_000,
+      'L1 and L2 to run and G1 to wait in the buffer',
+    );
+    expect(await a.queue.cancel('rv.buffered', 'G1')).toBe(true);
+    const cancelledAt = performance.now();
+    b.queue.consume<string>('rv.buffered', (payload) => void started.push(`${payload}@b`));
+    // Before the fix: G1's held turn kept G2 waiting for G1's claim deadline (visibilityTimeout,
+    // 30 s); and the wake-up of its release, taken by `a` (no free slot), was not passed on to `b`
+    // (parked until its maxIdleWait, 10 s).
+    await waitFor(() => started.includes('G2@b') || undefined, 8_000, 'G2 to start on the idle instance');
+    expect(performance.now() - cancelledAt).toBeLessThan(8_000);
+    expect(started.filter((s) => s.startsWith('G1'))).toEqual([]);
+    release.resolve();
+  });
+
   it('releases a held turn when the cancelled delivery never reports back, at its claim\'s deadline and not before', async () => {
     const keyPrefix = uniquePrefix('rvg');
     const queue = await instance({ keyPrefix, delayQueue: { visibilityTimeout: 900, shutdownTimeout: 200 } });

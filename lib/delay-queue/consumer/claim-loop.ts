@@ -73,6 +73,8 @@ export class ClaimLoop {
   private unsharedDue = -1;
   /** The last due time handed to another consumer that way (not posted twice). */
   private sharedDue = -1;
+  /** A marker woke this loop and no claim has been sent since: if it finds no room, the marker is passed on. */
+  private markerInHand = false;
   private readonly stopWatching?: () => void;
   /** The claim sent ahead, whose reply the next turn of the loop takes instead of claiming. */
   private ahead?: ClaimAhead;
@@ -164,6 +166,7 @@ export class ClaimLoop {
         return this.pause('slot');
       }
       this.wakePending = false;
+      this.markerInHand = false;
       claim = await this.send(room);
     }
     failures.recovered();
@@ -213,14 +216,21 @@ export class ClaimLoop {
 
   /**
    * This consumer has no room: if it alone knows when the next job falls due (the producer's marker
-   * or its last claim told it), it posts the marker again, so that a consumer parked on it claims
-   * and watches that due time instead. Otherwise the job would wait for a free slot here or for
-   * another consumer's idle timeout.
+   * or its last claim told it), or a marker woke it for work it cannot take, it posts the marker
+   * again, so that a consumer parked on it claims and watches that due time instead. Otherwise the
+   * job would wait for a free slot here or for another consumer's idle timeout.
    */
   private shareNextDue(): void {
-    if (this.unsharedDue < 0) return;
-    this.sharedDue = this.unsharedDue;
+    const markerInHand = this.markerInHand;
+    this.markerInHand = false;
+    if (this.unsharedDue < 0 && !markerInHand) return;
+    if (this.unsharedDue >= 0) this.sharedDue = this.unsharedDue;
     this.unsharedDue = -1;
+    this.passMarker();
+  }
+
+  /** Posts the marker again, for a consumer parked on it. */
+  private passMarker(): void {
     this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined);
   }
 
@@ -299,11 +309,15 @@ export class ClaimLoop {
   }
 
   private onMarker(outcome: MarkerOutcome): void {
-    if (this.pausedFor === 'work') return this.wake();
+    if (this.pausedFor === 'work') {
+      // Whoever posted it may count on this wake-up alone: if this loop finds no room, it passes it on.
+      if (outcome === 'popped') this.markerInHand = true;
+      return this.wake();
+    }
     if (outcome !== 'popped') return;
     if (this.pausedFor === 'slot') {
       // We cannot take more work: hand the wake-up to another consumer instead of swallowing it.
-      this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined);
+      this.passMarker();
     } else {
       this.wakePending = true;
     }

@@ -2,7 +2,7 @@ import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockTracing } from '../../core/tracing/redis-lock-tracing.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { runInJobContext, type DelayedJobHandler, type JobContext } from '../interfaces/job-context.interface.js';
-import { decodeJob, type DecodedJob } from '../jobs/job-codec.js';
+import { decodeJob, readGroup, type DecodedJob } from '../jobs/job-codec.js';
 import type { AckQueue } from './ack-queue.js';
 import { controllerOf, type HeldJob } from './held-job.js';
 import type { JobProgress } from './job-progress.js';
@@ -117,8 +117,7 @@ export class JobRunner<T> {
     while (this.active.size < this.context.options.concurrency && this.buffer.length > 0) {
       const job = this.buffer.shift()!;
       if (job.abandoned) {
-        job.preparing = undefined;
-        this.context.visibility.forget(job);
+        this.dropAbandoned(job);
         continue;
       }
       const body = job.body!;
@@ -128,6 +127,18 @@ export class JobRunner<T> {
       job.done = this.execute(job, body).catch((error) => this.context.bug('job completion', error));
     }
     if (this.buffer.length === 0) this.clearHoldTimer();
+  }
+
+  /**
+   * A buffered job given up before it started (cancelled, replaced, or its visibility lost) leaves
+   * the buffer without running: a turn its group holds for it (cancel and replace hold it for a
+   * claimed job, see group-lua-snippet.ts) is released now, not at the claim's deadline.
+   */
+  private dropAbandoned(job: HeldJob): void {
+    job.preparing = undefined;
+    this.context.visibility.forget(job);
+    if (job.body !== undefined) job.group ??= readGroup(job.body);
+    this.context.settlement.releaseHeldTurn(job);
   }
 
   /** Watches the oldest buffered job's hold limit (the buffer is in claim order). */
@@ -158,7 +169,7 @@ export class JobRunner<T> {
     const handed: HeldJob[] = [];
     for (const job of this.buffer.splice(0, count)) {
       job.preparing = undefined;
-      if (job.abandoned) this.context.visibility.forget(job);
+      if (job.abandoned) this.dropAbandoned(job);
       else handed.push(job);
     }
     if (handed.length > 0) this.context.settlement.handBackUnstarted(handed);

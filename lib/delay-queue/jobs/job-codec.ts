@@ -114,6 +114,11 @@ function readFailure(stored: unknown): { lastError?: string; lastErrorStack?: st
   return {};
 }
 
+/** The group named in a stored body's header, without decoding the payload; undefined for none (or a body this version cannot read). */
+export function readGroup(body: string): string | undefined {
+  return HEADER.exec(body)?.[6];
+}
+
 /**
  * Like `decodeJob`, but a body that cannot be read comes back with its raw text as the payload and
  * the reason as `lastError`, so listing a topic never fails because of one foreign entry.
