@@ -122,15 +122,17 @@ describe('repeat() across a restart of Redis', () => {
    * closes the consumers goes back to the queue without running.
    */
   async function settled(from: number, to: number, what: string): Promise<Delivery[]> {
-    await waitFor(
-      () => {
-        const run = new Set(deliveries.map((delivery) => delivery.tick));
-        for (let tick = from; tick <= to; tick += EVERY) if (!run.has(tick)) return false;
-        return true;
-      },
-      60_000,
-      what,
-    );
+    const missing = () => {
+      const run = new Set(deliveries.map((delivery) => delivery.tick));
+      const absent: number[] = [];
+      for (let tick = from; tick <= to; tick += EVERY) if (!run.has(tick)) absent.push(tick);
+      return absent;
+    };
+    await waitFor(() => missing().length === 0, 60_000, what).catch((error: unknown) => {
+      // Which ticks, and what ran around them (tick, attempt, instance), to tell a late wake-up from a skipped tick.
+      const around = deliveries.filter((d) => d.tick >= from - 4 * EVERY).map((d) => `${d.tick - from}#${d.attempt}@${d.instance}`);
+      throw new Error(`${(error as Error).message}; missing ticks (ms after ${from}): ${missing().map((t) => t - from).join(', ')}; ran: ${around.join(' ')}`);
+    });
     return deliveries.filter((delivery) => delivery.tick <= to);
   }
 
