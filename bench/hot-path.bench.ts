@@ -205,7 +205,7 @@ async function main(): Promise<void> {
     '',
     '"(auto-pipelined)": the same peer on a client with ioredis\' `enableAutoPipelining` (a turn\'s commands leave as one write, one batch ' +
       'in flight at a time); the peers\' own rows use the client their docs show. This library coalesces the writes of its own connection ' +
-      'per event-loop turn without that one-batch limit (lib/core/redis/coalesce-writes.ts); "ours\' scripts alone" runs on the same transport.',
+      'in one write per 16 commands of a turn, without that one-batch limit (lib/core/redis/coalesce-writes.ts); "ours\' scripts alone" runs on the same transport.',
     '',
     `Redis ${redisVersion}; ${versions}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} → ` +
       `${loadAtEnd.map((l) => l.toFixed(2)).join(' ')}`,
