@@ -401,10 +401,9 @@ const lockRows: LostReplyRow[] = [
 // ---- jobs ------------------------------------------------------------------------------------
 
 /** Nothing of the topic is waiting or running (what is dead is counted separately). */
-/** No job of the topic left: waiting, due, running, or queued in its group behind a running one. */
 async function drained(ctx: Omit<Ctx, 'lost'>): Promise<boolean> {
   const stats = await ctx.peerQueue.stats(TOPIC);
-  return stats.scheduled + stats.due + stats.active + stats.grouped === 0;
+  return stats.scheduled + stats.due + stats.active === 0;
 }
 
 async function deadIds(ctx: Omit<Ctx, 'lost'>): Promise<string[]> {

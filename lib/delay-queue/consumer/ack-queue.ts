@@ -75,6 +75,11 @@ export class AckQueue {
     this.keyList = ackScriptKeys(context.keys, context.keepCompleted !== undefined);
   }
 
+  /** Acknowledgements queued, not yet taken by a send. */
+  get waiting(): number {
+    return this.queued.length;
+  }
+
   /** Acknowledgements queued or in flight that Redis has not recorded yet. */
   get unrecorded(): number {
     return this.queued.length + this.sending.size;

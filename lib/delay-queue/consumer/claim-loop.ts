@@ -151,7 +151,7 @@ export class ClaimLoop {
 
   /** One turn of the loop: claims what there is room for, then waits for the next reason to claim. */
   private async claimOnce(): Promise<void> {
-    const { runner, visibility, settlement, failures } = this.context;
+    const { runner, visibility, settlement, failures, acks } = this.context;
     let room: number;
     let claim: ClaimResult;
     const ahead = this.ahead;
@@ -180,6 +180,9 @@ export class ClaimLoop {
     runner.enqueue(claimed);
     if (backlog) return;
     if (this.wakePending) return;
+    // Acknowledgements held back while the claim sent ahead travelled ride on a claim now, as they
+    // would have on the one after it: a group's next job is claimed in the script that frees its turn.
+    if (ahead && acks.waiting > 0 && runner.room > 0) return;
     await this.pause('work', claim.nextWake);
   }
 
