@@ -10,8 +10,9 @@
  *     that started before their due time.
  * (b) burst: 10,000 jobs due now, one consumer with concurrency 16; jobs/s from the start of the
  *     enqueue to the last handler (the target), and from the first handler to the last (consumption alone).
- *     Three rounds, the contenders' order alternating, so that a change in background load hits both
- *     alike: each figure is the median of the rounds, the ratio the median of the per-round ratios.
+ *     Four rounds, the contenders' order alternating (each goes first as often), so that a change in
+ *     background load hits both alike: each figure is the median of the rounds, the ratio the median
+ *     of the per-round ratios.
  * (c) idle cost: 10 consumers of an empty topic; Redis commands per second over a window: every
  *     command the server ran (INFO commandstats, which counts commands run inside scripts too; the
  *     bench's own INFO/CONFIG left out) and client round trips (MONITOR, script-internal commands left out).
@@ -37,7 +38,7 @@ import { totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
   lateness: { jobs: QUICK ? 300 : 3000, spreadMs: 3000, leadMs: 500, concurrency: 16 },
-  burst: { jobs: QUICK ? 1000 : 10_000, concurrency: 16, rounds: QUICK ? 1 : 3 },
+  burst: { jobs: QUICK ? 1000 : 10_000, concurrency: 16, rounds: QUICK ? 2 : 4 },
   idle: { consumers: 10, settleMs: QUICK ? 1000 : 3000, windowMs: QUICK ? 5000 : 30_000 },
 };
 const TARGETS = { latenessP99Ms: 10, burstRatio: 3 };
