@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { Consumer, JobContext } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
+import { deferred } from '../support/timing.js';
 import { waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
@@ -117,6 +119,35 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
     );
     await waitFor(() => started === jobs || undefined, 30_000, `all ${jobs} jobs to run`);
     expect(startedWithClaimOnWire).toBe(0);
+  });
+
+  it('the acknowledgement of a group\'s job rides on the claim that takes the group\'s next job: the group never looks drained with a job left', async () => {
+    const topic = 'ahead.group';
+    await app.queue.scheduleMany(topic, ['g1', 'g2'].map((payload) => ({ payload, group: 'g' })));
+    const evalsha = client.evalsha;
+    let ackScripts = 0;
+    client.evalsha = function (this: Redis, ...args: unknown[]) {
+      if (args[0] === ackJobsScript.sha) ackScripts++;
+      return (evalsha as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    } as typeof client.evalsha;
+    restore = () => (client.evalsha = evalsha);
+    const release = deferred();
+    const started: Array<{ payload: string; ackScriptsBefore: number }> = [];
+    consumers.push(
+      app.queue.consume<string>(topic, async (payload) => {
+        started.push({ payload, ackScriptsBefore: ackScripts });
+        if (payload === 'g1') await release.promise;
+      }, { concurrency: 4 }),
+    );
+    await waitFor(() => started.length === 1 || undefined, 10_000, 'g1 to run');
+    release.resolve();
+    await waitFor(() => started.length === 2 || undefined, 10_000, 'g2 to run');
+    // g2 could only be claimed once g1's acknowledgement freed the group's turn: that acknowledgement
+    // rode on the claim that took g2 (no acknowledgement script of its own before g2 started).
+    expect(started).toEqual([
+      { payload: 'g1', ackScriptsBefore: 0 },
+      { payload: 'g2', ackScriptsBefore: 0 },
+    ]);
   });
 
   it('stopping with a claim ahead in flight hands its jobs back: another consumer runs every job once, on its first attempt', async () => {

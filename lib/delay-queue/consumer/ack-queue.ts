@@ -93,8 +93,17 @@ export class AckQueue {
   add(job: HeldJob, result?: unknown): void {
     if (this.context.keepCompleted) job.resultJson = this.encode(job, result);
     this.queued.push(job);
-    if (!this.claimNext) this.scheduleFlush();
+    if (this.claimNext) return;
+    if (job.group !== undefined && this.claimForGroup?.()) return;
+    this.scheduleFlush();
   }
+
+  /**
+   * Set by the claim loop, asked when a job of a group is acknowledged: true when the loop claims now
+   * (it was waiting for work), carrying the queue, so that the group's next job is claimed by the
+   * script that frees its turn instead of after a flush of its own.
+   */
+  claimForGroup?: () => boolean;
 
   /** Flushes on the next turn; if the loop claims first, the acknowledgements ride along and this finds nothing. */
   private scheduleFlush(): void {

@@ -88,6 +88,11 @@ export class ClaimLoop {
       (outcome) => this.onMarker(outcome),
       (error) => context.failures.failed(error),
     );
+    context.acks.claimForGroup = () => {
+      if (this.pausedFor !== 'work') return false;
+      this.wake();
+      return true;
+    };
     // A claim that failed on an unreachable Redis is retried as soon as it answers again.
     this.stopWatching = context.connection.reachability?.onReachable(() => {
       if (this.pausedFor === 'retry') this.wake();
