@@ -5,13 +5,9 @@ import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { deferred } from '../support/timing.js';
 import { waitFor } from '../support/timing.js';
+import { watchSocketWrites } from '../support/socket-writes.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
-
-interface WireSocket {
-  _write: (...args: unknown[]) => unknown;
-  _writev?: (...args: unknown[]) => unknown;
-}
 
 /**
  * With a backlog of due jobs and short handlers, a consumer sends its next claim before the jobs of
@@ -45,20 +41,7 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
 
   /** Claims called on the module connection, with whether their bytes went out and their reply came. */
   function watchClaims(): { outstandingOnWire: () => boolean; claims: () => number } {
-    const socket = (client as unknown as { stream: WireSocket }).stream;
-    let writes = 0;
-    const write = socket._write;
-    const writev = socket._writev;
-    socket._write = function (this: unknown, ...args: unknown[]) {
-      writes++;
-      return write.apply(this, args);
-    };
-    if (writev) {
-      socket._writev = function (this: unknown, ...args: unknown[]) {
-        writes++;
-        return writev.apply(this, args);
-      };
-    }
+    const wire = watchSocketWrites(client);
     const evalsha = client.evalsha;
     const pending = new Set<{ writesAtCall: number }>();
     let calls = 0;
@@ -66,19 +49,18 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
       const reply = (evalsha as (...a: unknown[]) => Promise<unknown>).apply(this, args);
       if (args[0] !== claimDueJobsScript.sha) return reply;
       calls++;
-      const claim = { writesAtCall: writes };
+      const claim = { writesAtCall: wire.count() };
       pending.add(claim);
       const settled = () => void pending.delete(claim);
       reply.then(settled, settled);
       return reply;
     } as typeof client.evalsha;
     restore = () => {
-      socket._write = write;
-      if (writev) socket._writev = writev;
+      wire.stop();
       client.evalsha = evalsha;
     };
     return {
-      outstandingOnWire: () => [...pending].some((claim) => writes > claim.writesAtCall),
+      outstandingOnWire: () => [...pending].some((claim) => wire.count() > claim.writesAtCall),
       claims: () => calls,
     };
   }

@@ -5,10 +5,9 @@ import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { COMMANDS_PER_WRITE } from '../../lib/core/redis/coalesce-writes.js';
 import { createLockApp } from '../support/test-app.js';
 import { within } from '../support/timing.js';
+import { watchSocketWrites } from '../support/socket-writes.js';
 
-interface CountedSocket {
-  _write: (...args: unknown[]) => unknown;
-  _writev?: (...args: unknown[]) => unknown;
+interface DestroyableSocket {
   destroy(): void;
 }
 
@@ -29,27 +28,7 @@ describe('few socket writes per event-loop turn on the module connection', () =>
   afterAll(() => app?.close());
 
   /** Counts the socket writes of the client's current connection until the returned stop() is called. */
-  function countWrites(): () => number {
-    const socket = (client as unknown as { stream: CountedSocket }).stream;
-    const write = socket._write;
-    const writev = socket._writev;
-    let writes = 0;
-    socket._write = function (this: unknown, ...args: unknown[]) {
-      writes++;
-      return write.apply(this, args);
-    };
-    if (writev) {
-      socket._writev = function (this: unknown, ...args: unknown[]) {
-        writes++;
-        return writev.apply(this, args);
-      };
-    }
-    return () => {
-      socket._write = write;
-      if (writev) socket._writev = writev;
-      return writes;
-    };
-  }
+  const countWrites = (): (() => number) => watchSocketWrites(client).stop;
 
   it('sends 100 commands issued in one turn with one write per COMMANDS_PER_WRITE, and answers each its own reply', async () => {
     const keys = Array.from({ length: 100 }, (_, i) => `coalesced:${i}`);
@@ -76,7 +55,7 @@ describe('few socket writes per event-loop turn on the module connection', () =>
   it('keeps coalescing after a reconnect, and the locks work across it', async () => {
     const locks = app.get(LockService);
     const reconnected = new Promise((resolve) => client.once('ready', resolve));
-    (client as unknown as { stream: CountedSocket }).stream.destroy();
+    (client as unknown as { stream: DestroyableSocket }).stream.destroy();
     await within(reconnected, 10_000, 'the reconnect');
     const stop = countWrites();
     const handles = await Promise.all(Array.from({ length: 20 }, (_, i) => locks.acquire(`coalesced-lock:${i}`, { leaseTime: 10_000 })));
