@@ -1,7 +1,7 @@
 import { LockLostError } from '../core/errors/lock-lost.error.js';
 import { leaseLostAt } from '../core/time/lease-policy.js';
 import { DeadlineList, type Deadline } from './deadline-list.js';
-import { checkedOnRead } from './lease-checked-signal.js';
+import { checkedOnRead } from '../core/time/lease-checked-signal.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import type { WatchedEntry } from './lock-watchdog.js';

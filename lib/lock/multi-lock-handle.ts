@@ -1,5 +1,5 @@
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
-import { checkedOnRead } from './lease-checked-signal.js';
+import { checkedOnRead } from '../core/time/lease-checked-signal.js';
 
 /**
  * All-or-nothing hold of several locks. Its signal aborts as soon as any one of them is lost (read

@@ -1,5 +1,5 @@
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
-import { checkedOnRead } from '../lock/lease-checked-signal.js';
+import { checkedOnRead } from '../core/time/lease-checked-signal.js';
 
 /**
  * The leader lock handed to the `LeadershipHooks`: the lock of one term, whose `signal` aborts when

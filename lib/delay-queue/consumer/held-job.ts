@@ -1,3 +1,5 @@
+import { abortedUnchecked } from '../../core/time/lease-checked-signal.js';
+
 /** A job this consumer has claimed and not yet settled with Redis. */
 export interface HeldJob {
   readonly id: string;
@@ -61,10 +63,13 @@ export function controllerOf(job: HeldJob): AbortController {
 /** Aborts the job's signal with `reason`, unless it is aborted already (the first reason stays). */
 export function abortJob(job: HeldJob, reason: Error): void {
   const controller = controllerOf(job);
-  if (!controller.signal.aborted) controller.abort(reason);
+  if (!abortedUnchecked(controller.signal)) controller.abort(reason);
 }
 
-/** True while Redis may still hold the claim for us: not abandoned and its signal not aborted. */
+/**
+ * True while Redis may still hold the claim for us: not abandoned and its signal not aborted. Reads
+ * the signal without its deadline check (see VisibilityKeeper.checkOnRead), which calls this.
+ */
 export function isWatched(job: HeldJob): boolean {
-  return !job.abandoned && !job.controller?.signal.aborted;
+  return !job.abandoned && !(job.controller !== undefined && abortedUnchecked(job.controller.signal));
 }

@@ -30,6 +30,7 @@ export class JobProgress {
   async record(job: HeldJob, value: unknown): Promise<void> {
     const { topic, connection, keyList, visibility } = this.context;
     const json = encodeProgress(topic, value);
+    visibility.checkDeadline(job);
     if (!isWatched(job)) throw lossReason(job, topic);
     const recorded = await setProgressScript.run<number>(connection.client, keyList, [job.id, job.token, JSON.stringify(json)]);
     if (recorded === 1) return;

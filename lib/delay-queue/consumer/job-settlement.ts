@@ -9,14 +9,11 @@ import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { failJobScript } from '../scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../scripts/release-jobs.lua.js';
 import { describeFailure, failureStack } from './describe-failure.js';
-import type { HeldJob } from './held-job.js';
+import { isWatched, type HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 import type { VisibilityKeeper } from './visibility-keeper.js';
 import { releaseGroupTurnScript } from '../scripts/release-group-turn.lua.js';
 import { errorMessage } from '../../core/errors/error-message.js';
-
-/** Tries of one failure record or hand-back before the visibility deadline is left to bring the job back. */
-const SETTLE_TRIES = 5;
 
 /** What a settlement needs from its consumer. */
 interface JobSettlementContext {
@@ -56,16 +53,14 @@ export class JobSettlement {
   /**
    * Returns prefetched jobs this consumer cannot start soon to the queue, while it runs (see
    * JobRunner), with their attempt undone. Their claims stay held (visibility extended) until Redis
-   * has them back; the call is retried a few times, and what it never hands back returns when its
-   * visibility deadline passes.
+   * has them back, the call retried meanwhile (see retryWhileHeld); a claim lost before that returns
+   * when its visibility deadline passes.
    */
   handBackUnstarted(jobs: readonly HeldJob[]): void {
-    const { failures } = this.context;
     this.track(
-      retryWithBackoff(() => releaseJobsScript.run(this.context.connection.client, this.context.keyList, releaseArgs(jobs, true)), {
-        failed: (error) => failures.failed(error),
-        giveUp: (tries) => tries >= SETTLE_TRIES || this.context.closed(),
-        delay: () => failures.retryDelay(),
+      this.retryWhileHeld(jobs, () => {
+        const held = jobs.filter(isWatched);
+        return held.length === 0 ? Promise.resolve() : releaseJobsScript.run(this.context.connection.client, this.context.keyList, releaseArgs(held, true));
       }).then(() => {
         for (const job of jobs) {
           job.abandoned = true;
@@ -73,6 +68,23 @@ export class JobSettlement {
         }
       }),
     );
+  }
+
+  /**
+   * Runs `write` (an outcome of `jobs`' claims) until it succeeds, retrying with backoff, for as long
+   * as any of the claims can still be counted on: while Redis is unreachable the claims stay held
+   * (their visibility extended once it answers again), so an outage shorter than the visibility
+   * timeout ends with the outcome written, not with a claim held by nobody. Stops when the consumer
+   * has closed or no claim is watched any more (lost, cancelled: Redis brings the job back at its
+   * deadline, or it is gone). Never rejects.
+   */
+  private async retryWhileHeld(jobs: readonly HeldJob[], write: () => Promise<unknown>): Promise<void> {
+    const { failures } = this.context;
+    await retryWithBackoff(write, {
+      failed: (error) => failures.failed(error),
+      giveUp: () => this.context.closed() || !jobs.some(isWatched),
+      delay: () => failures.retryDelay(),
+    });
   }
 
   /** Returns claims to the queue for another consumer (at shutdown). Never rejects. */
@@ -98,7 +110,7 @@ export class JobSettlement {
   }
 
   private async writeFailure<T>(job: HeldJob, decoded: DecodedJob<T> | undefined, failure: unknown): Promise<void> {
-    const { topic, options, retention, events, logger, failures } = this.context;
+    const { topic, options, retention, events, logger } = this.context;
     const attempt = decoded?.attempts ?? 1;
     const maxAttempts = decoded?.maxAttempts ?? options.maxAttempts;
     // A body this version cannot read will not get better with retries.
@@ -108,41 +120,33 @@ export class JobSettlement {
     const stack = failureStack(failure);
     // The log lines end with the stack's frames (its first line repeats the message).
     const frames = stack === undefined ? '' : stack.slice(stack.indexOf('\n') < 0 ? stack.length : stack.indexOf('\n'));
-    await retryWithBackoff(
-      async () => {
-        const outcome = await failJobScript.run<number>(this.context.connection.client, this.context.keyList, [
-          job.id,
-          job.token,
-          delay,
-          encodeFailure(message, stack),
-          retention.deadLetterMaxCount,
-          retention.deadLetterMaxAge,
-        ]);
-        if (outcome === 2 && events?.wants('job.dead')) {
-          events.emit('job.dead', { topic, id: job.id, attempt, maxAttempts, error: message });
-        } else if (outcome === 1 && events?.wants('job.retried')) {
-          events.emit('job.retried', { topic, id: job.id, attempt, maxAttempts, delayMs: delay, error: message });
-        }
-        if (outcome === 2) {
-          logger.error(
-            `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts} ` +
-              `and was moved to the dead letters (retryDead() requeues it): ${message}`,
-            stack,
-          );
-        } else if (outcome === 1) {
-          logger.warn(
-            `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts}, ` +
-              `retrying in ${delay} ms: ${message}${frames}`,
-          );
-        }
-      },
-      {
-        failed: (error) => failures.failed(error),
-        // The visibility deadline brings the job back anyway.
-        giveUp: (tries) => tries >= SETTLE_TRIES || this.context.closed(),
-        delay: () => failures.retryDelay(),
-      },
-    );
+    await this.retryWhileHeld([job], async () => {
+      const outcome = await failJobScript.run<number>(this.context.connection.client, this.context.keyList, [
+        job.id,
+        job.token,
+        delay,
+        encodeFailure(message, stack),
+        retention.deadLetterMaxCount,
+        retention.deadLetterMaxAge,
+      ]);
+      if (outcome === 2 && events?.wants('job.dead')) {
+        events.emit('job.dead', { topic, id: job.id, attempt, maxAttempts, error: message });
+      } else if (outcome === 1 && events?.wants('job.retried')) {
+        events.emit('job.retried', { topic, id: job.id, attempt, maxAttempts, delayMs: delay, error: message });
+      }
+      if (outcome === 2) {
+        logger.error(
+          `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts} ` +
+            `and was moved to the dead letters (retryDead() requeues it): ${message}`,
+          stack,
+        );
+      } else if (outcome === 1) {
+        logger.warn(
+          `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts}, ` +
+            `retrying in ${delay} ms: ${message}${frames}`,
+        );
+      }
+    });
     this.context.visibility.forget(job);
   }
 

@@ -26,7 +26,10 @@ interface VisibilityKeeperContext {
  * `leaseLostAt`, a safety margin before the last confirmed visibility deadline; a timer set for the
  * earliest such moment enforces it between extensions. A job cancelled while held (a notice on the
  * cancel channel, or an extension that finds its tombstone) is aborted with JobCancelledError. A job
- * marked abandoned here gets no outcome sent any more: the ack queue and the settlement skip it.
+ * marked abandoned here gets no outcome sent any more: the ack queue and the settlement skip it;
+ * while its handler still runs, a given-up job of a group is still extended, which keeps its group's
+ * turn held (see keepsGroupTurn). The same deadline is also checked whenever the handler reads its
+ * signal (`checkDeadline`), so a handler that runs again after a pause sees the loss at its first read.
  */
 export class VisibilityKeeper {
   private readonly held = new Map<string, HeldJob>();
@@ -71,6 +74,17 @@ export class VisibilityKeeper {
     this.extendTimer = undefined;
     clearTimeout(this.lossTimer);
     this.lossTimer = undefined;
+  }
+
+  /**
+   * The deadline check a handler's reads run (`JobContext.signal`, see `checkedOnRead`): a claim whose
+   * visibility can no longer be counted on by the monotonic clock is lost now, even when the process
+   * was paused and the loss timer has not fired yet. Reads the signal unchecked only.
+   */
+  checkDeadline(job: HeldJob): void {
+    if (isWatched(job) && performance.now() >= leaseLostAt(job.confirmedSentAt, this.context.visibilityTimeout)) {
+      this.loseVisibility(job, 'unconfirmed');
+    }
   }
 
   /** Marks the claim lost: aborts the handler's signal and, unless a live handler may still settle it, abandons it. */
@@ -140,7 +154,7 @@ export class VisibilityKeeper {
       if (!job.abandoned && now >= job.confirmedSentAt + visibilityTimeout) this.loseVisibility(job, 'unconfirmed');
     }
     if (this.extending) return;
-    const jobs = [...this.held.values()].filter((job) => !job.abandoned);
+    const jobs = [...this.held.values()].filter((job) => !job.abandoned || keepsGroupTurn(job));
     if (jobs.length === 0) return;
     this.extending = true;
     const args: (string | number)[] = [visibilityTimeout];
@@ -149,6 +163,8 @@ export class VisibilityKeeper {
     try {
       const flags = await extendJobsScript.run<number[]>(this.context.connection.client, this.context.keyList, args);
       jobs.forEach((job, i) => {
+        // A given-up delivery is only sent to keep its group's turn held: nothing to learn from its flag.
+        if (job.abandoned) return;
         if (flags[i] === 1) job.confirmedSentAt = sent;
         else if (flags[i] === 2) this.cancel(job);
         else this.loseVisibility(job, 'not-owner');
@@ -164,6 +180,15 @@ export class VisibilityKeeper {
       this.checkNow();
     }
   }
+}
+
+/**
+ * A given-up delivery (cancelled or replaced) of a job of a group whose handler still runs: its
+ * extensions keep the turn its group holds for it (extend-jobs), so no other job of the group starts
+ * while it runs on a live, connected instance. Its turn is released once the handler returns.
+ */
+function keepsGroupTurn(job: HeldJob): boolean {
+  return job.phase === 'running' && job.group !== undefined && !job.turnReported;
 }
 
 function heldKey(job: { id: string; token: string }): string {

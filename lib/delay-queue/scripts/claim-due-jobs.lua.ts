@@ -52,7 +52,8 @@ import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
  * dueScore is the job's score in the due set (due ms * SLOTS + FIFO slot): a hand-back (release-jobs)
  * puts the job back at that very place.
  *
- * nextWakeMs is the earlier of the next due time and the next visibility deadline. When due jobs
+ * nextWakeMs is the earliest of the next due time, the next visibility deadline and the next held
+ * group turn's deadline. When due jobs
  * remain after this claim, another consumer is woken (a chain, so a burst spreads over all consumers).
  */
 export const claimDueJobsScript = new RedisScript(
@@ -234,6 +235,12 @@ local firstDeadline = redis.call('zrange', ACTIVE, 0, 0, 'withscores')
 if firstDeadline[2] then
   local deadline = tonumber(firstDeadline[2])
   if nextWake < 0 or deadline < nextWake then nextWake = deadline end
+end
+-- A held turn whose delivery stops reporting back frees its group at its deadline: wake for it.
+if not plain then
+  local firstHeld = redis.call('zrange', GROUPS_HELD, 0, 0, 'withscores')
+  local deadline = tonumber(firstHeld[2])
+  if deadline and (nextWake < 0 or deadline < nextWake) then nextWake = deadline end
 end
 return { nowUs, nextWake, more, acked, claimed, recovered, nextDue, claimedUs }
 `,

@@ -9,6 +9,10 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * KEYS  the five topic keys, KEYS[6] unused, KEYS[7] the shard's cancel tombstones (see script-keys.ts)
  * ARGV[1] visibility timeout ms, ARGV[2..] pairs: id, claim token
  *
+ * A claim no longer held whose group's turn is held for it (cancelled or replaced while it ran, see
+ * group-lua-snippet.ts) gets that turn's deadline pushed back instead: its consumer extends it while
+ * the given-up handler still runs, so the group's next job waits for that handler to return.
+ *
  * Returns one flag per job: 1 extended, 2 cancelled while it ran, 0 no longer claimed under that
  * token for another reason (replaced, or expired and possibly re-delivered elsewhere). Running it
  * twice extends twice, from the later TIME: the same claims, a deadline no earlier.
@@ -21,13 +25,17 @@ local deadline = nowMs + tonumber(ARGV[1])
 local result = {}
 for i = 2, #ARGV, 2 do
   local id = ARGV[i]
-  if ownedBody(id, ARGV[i + 1]) then
+  local token = ARGV[i + 1]
+  if ownedBody(id, token) then
     redis.call('zadd', ACTIVE, 'xx', deadline, id)
     result[#result + 1] = 1
-  elseif redis.call('zscore', TOMBSTONES, ARGV[i + 1] .. ':' .. id) then
-    result[#result + 1] = 2
   else
-    result[#result + 1] = 0
+    extendHeldTurn(token, deadline)
+    if redis.call('zscore', TOMBSTONES, token .. ':' .. id) then
+      result[#result + 1] = 2
+    else
+      result[#result + 1] = 0
+    end
   end
 end
 return result

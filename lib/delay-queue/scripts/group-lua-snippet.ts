@@ -20,7 +20,8 @@ import { LUA_TOPIC_BASE } from './topic-base-lua-snippet.js';
  * visibility deadline) and `<shard>:groups-held-names` (hash claim token -> group) hold it until
  * that delivery reports back (release-group-turn, or any acknowledgement, failure or hand-back it
  * sends under that token, which finds the job gone) or the deadline passes (the claim's recovery
- * step), so no other job of the group starts while it may still run.
+ * step), so no other job of the group starts while it may still run. Its consumer pushes the
+ * deadline back with every visibility extension while the handler runs (extend-jobs).
  *
  * Fairness: a ready group's score is its first job's due score, except after one of its jobs
  * finished: then not before the finish time, so it goes behind the groups that were already
@@ -135,6 +136,11 @@ local function holdGroupTurn(body, deadline)
     redis.call('zadd', GROUPS_HELD, deadline, token)
     redis.call('hset', GROUPS_HELD_NAMES, token, group)
   end
+end
+
+-- The delivery with this claim token still runs (its consumer extends it): its held turn, if any, lasts.
+local function extendHeldTurn(token, deadline)
+  redis.call('zadd', GROUPS_HELD, 'xx', deadline, token)
 end
 
 -- Releases the turn held for the delivery with this claim token, once: true when it was held.

@@ -9,8 +9,8 @@ const abortedOf = Object.getOwnPropertyDescriptor(base, 'aborted')!.get!;
 const reasonOf = Object.getOwnPropertyDescriptor(base, 'reason')!.get!;
 
 /**
- * The prototype of a lock's signal: an `AbortSignal` whose `aborted`, `reason` and `throwIfAborted()`
- * first run the lock's lease check, so a read made the moment the event loop runs again after a
+ * The prototype of a lease's signal (a lock's, a claimed job's): an `AbortSignal` whose `aborted`, `reason` and `throwIfAborted()`
+ * first run the lease check, so a read made the moment the event loop runs again after a
  * pause (a user timer that was due before the lease's end runs before the library's own timer)
  * already sees the lease lost. Everything else, listeners included, is the plain `AbortSignal`.
  */
@@ -40,6 +40,14 @@ const CHECKED_SIGNAL = Object.create(base, {
     },
   },
 }) as AbortSignal;
+
+/**
+ * `signal.aborted` without running a check set by `checkedOnRead`: for the check itself and the
+ * code it calls, which must not read the signal through its own check.
+ */
+export function abortedUnchecked(signal: AbortSignal): boolean {
+  return abortedOf.call(signal) as boolean;
+}
 
 /**
  * Makes `signal` run `check` whenever it is read (`aborted`, `reason`, `throwIfAborted()`), before
