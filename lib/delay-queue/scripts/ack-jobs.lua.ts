@@ -11,7 +11,8 @@ import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
  * ARGV  without KEYS[6]: pairs id, claim token. With KEYS[6]: ARGV[1] most kept (0: no bound),
  *       ARGV[2] ms kept (0: no bound), then triples id, claim token, result JSON ('' for none)
  *
- * Returns how many were acknowledged.
+ * Returns how many were acknowledged. Kept completed jobs over a bound beyond this call's trim step
+ * (see complete-job-lua-snippet.ts) are left to the consumer's next claims.
  */
 export const ackJobsScript = new RedisScript(
   'ackJobs',
@@ -27,7 +28,8 @@ for k, id in ipairs(ids) do
     releaseHeldTurn(ARGV[at + 1]) -- cancelled or replaced while it ran: its handler has returned
   end
 end
-return finishCompletions(keep)
+local acked = finishCompletions(keep)
+return acked
 `,
   [LUA_COMPLETE_JOB],
 );

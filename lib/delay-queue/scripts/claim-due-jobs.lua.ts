@@ -31,13 +31,15 @@ import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
  *   job pays nothing for the feature);
  *   with them, ARGV[8] most completed jobs kept (0: no bound), ARGV[9] ms kept (0: no bound),
  *   ARGV[10..] triples: id, claim token, result JSON ('' for none). Kept completed jobs are trimmed
- *   by age on every claim of such a consumer, acknowledgements or not.
+ *   by age on every claim of such a consumer, acknowledgements or not; while some over a bound are
+ *   left (a backlog beyond one call's step), nextWakeMs is now.
  *
  * Jobs of a group are taken from the ready groups (group-lua-snippet.ts) merged with DUE in score
  * order, one per group per turn. While the pause flag is present nothing is claimed (acknowledgements
  * and recovery go on) and no consumer is woken for due jobs. With a rate limit, the claims of the
  * last window (ARGV[7] ms on the server clock, a sliding log) never exceed ARGV[6]; jobs over it
- * wait, and nextWakeMs says when the window lets the next one through.
+ * wait, and nextWakeMs says when the window lets the next one through. The log is the shard's, shared
+ * by consumers of other windows and maxima: each counts every claim within its own window.
  *
  * Returns { nowUs (server time in µs), nextWakeMs (-1: nothing pending), moreDue (0|1), acked, { id, body, dueScore, ... },
  *           { id, attempts, maxAttempts, 1 (requeued) | 0 (buried: that was its last attempt), ... } for the expired jobs taken back,
@@ -62,14 +64,15 @@ export const claimDueJobsScript = new RedisScript(
 local FENCE, PAUSED, RATE = KEYS[7], KEYS[8], KEYS[9]
 local maxClaims, visibility = tonumber(ARGV[1]), tonumber(ARGV[2])
 local defaultMaxAttempts, deadMaxCount, deadMaxAge = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local rateMax, rateWindowUs = tonumber(ARGV[6]) or 0, (tonumber(ARGV[7]) or 0) * 1000
+local rateMax, rateWindowMs = tonumber(ARGV[6]) or 0, tonumber(ARGV[7]) or 0
+local rateWindowUs = rateWindowMs * 1000
 if not RATE then rateMax = 0 end
 -- #KEYS is 9 or 10 (previous record) without kept completed jobs, 11 or 12 with them.
 local keep, firstAck, stride, PREVIOUS = nil, 8, 2, KEYS[10]
 if #KEYS >= 11 then keep, firstAck, stride, PREVIOUS = keepOf(KEYS[10], KEYS[11], ARGV[8], ARGV[9]), 10, 3, KEYS[12] end
 
 -- Batched reads and writes: this runs for every burst of finished jobs.
-local acked = 0
+local acked, trimLeft = 0, false
 if #ARGV >= firstAck then
   local ids, bodies = ownedBodies(firstAck, stride)
   for k, id in ipairs(ids) do
@@ -81,7 +84,7 @@ if #ARGV >= firstAck then
     end
   end
 end
-acked = finishCompletions(keep)
+acked, trimLeft = finishCompletions(keep)
 
 local expired = redis.call('zrangebyscore', ACTIVE, '-inf', fmt(nowMs), 'limit', 0, 100)
 local recovered = {}
@@ -118,11 +121,30 @@ end
 
 if PREVIOUS then redis.call('del', PREVIOUS) end
 local paused = not plain and PAUSED ~= nil and redis.call('exists', PAUSED) == 1
--- With a rate limit: how many claims the last window still allows (the log forgets older ones).
+-- The rate log is shared by the shard's consumers whatever their windows. A claim is a member
+-- '<id>@<token>' scored with its server µs (> 0). Each window in use is a member '~w:<ms>' scored
+-- -(its expiry, ms): the last claim call with that window plus the window; it is never counted, and
+-- no trim of claims (scores from 0) touches it. A claim is forgotten only once older than the widest
+-- live window, so every consumer counts all claims of its own window, and a consumer's own claims
+-- stay in the log for its whole window.
+if rateMax > 0 then
+  redis.call('zremrangebyscore', RATE, '(' .. fmt(-nowMs), '(0')
+  redis.call('zadd', RATE, fmt(-(nowMs + rateWindowMs)), '~w:' .. fmt(rateWindowMs))
+  local widestMs = rateWindowMs
+  for _, window in ipairs(redis.call('zrangebyscore', RATE, '-inf', '(0')) do
+    local ms = tonumber(string.sub(window, 4))
+    if ms and ms > widestMs then widestMs = ms end
+  end
+  redis.call('zremrangebyscore', RATE, 0, fmt(nowUs - widestMs * 1000))
+  -- The key outlives every live window (a longer TTL set by a wider one stays).
+  local ttl = rateWindowMs + 1000
+  if redis.call('pttl', RATE) < ttl then redis.call('pexpire', RATE, ttl) end
+end
+-- With a rate limit: how many claims this consumer's window still allows.
 local allowed = maxClaims
+local sinceUs = '(' .. fmt(nowUs - rateWindowUs)
 if rateMax > 0 and maxClaims > 0 and not paused then
-  redis.call('zremrangebyscore', RATE, '-inf', fmt(nowUs - rateWindowUs))
-  allowed = math.max(0, math.min(maxClaims, rateMax - redis.call('zcard', RATE)))
+  allowed = math.max(0, math.min(maxClaims, rateMax - redis.call('zcount', RATE, sinceUs, '+inf')))
 end
 local claimed = {}
 -- When the claimed jobs were taken: now, or for a second run, the first run's time (in its record).
@@ -206,17 +228,20 @@ elseif allowed > 0 and not paused then
           logArgs[#logArgs + 1] = taken[k][1] .. '@' .. tokens[k]
         end
         redis.call('zadd', RATE, unpack(logArgs))
-        redis.call('pexpire', RATE, math.ceil(rateWindowUs / 1000) + 1000)
       end
     end
   end
 end
 
--- When the rate limit holds due jobs back: the server ms its window lets the next claim through.
+-- When the rate limit holds due jobs back: the server ms this consumer's window lets the next claim
+-- through, when the (count - max + 1)-th oldest of its claims leaves it.
 local rateFreeMs = -1
-if rateMax > 0 and not paused and redis.call('zcard', RATE) >= rateMax then
-  local oldest = redis.call('zrange', RATE, 0, 0, 'withscores')
-  if oldest[2] then rateFreeMs = math.floor((tonumber(oldest[2]) + rateWindowUs) / 1000) + 1 end
+if rateMax > 0 and not paused then
+  local count = redis.call('zcount', RATE, sinceUs, '+inf')
+  if count >= rateMax then
+    local freeing = redis.call('zrangebyscore', RATE, sinceUs, '+inf', 'withscores', 'limit', count - rateMax, 1)
+    if freeing[2] then rateFreeMs = math.floor((tonumber(freeing[2]) + rateWindowUs) / 1000) + 1 end
+  end
 end
 
 local nextWake, more, nextDue = -1, 0, -1
@@ -242,6 +267,9 @@ if not plain then
   local deadline = tonumber(firstHeld[2])
   if deadline and (nextWake < 0 or deadline < nextWake) then nextWake = deadline end
 end
+-- Kept completed jobs over a bound remain (see finishCompletions): the consumer claims again at once
+-- to go on trimming, so a burst leaves no work for a later call of an idle consumer.
+if trimLeft and (nextWake < 0 or nextWake > nowMs) then nextWake = nowMs end
 return { nowUs, nextWake, more, acked, claimed, recovered, nextDue, claimedUs }
 `,
   [LUA_COMPLETE_JOB, LUA_FENCE_SERIES],

@@ -1,7 +1,11 @@
 import type { LuaSnippet } from '../../core/redis/redis-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
-/** Most ids one trim step removes from the completed set (per bound, per call): the rest goes on the next call. */
+/**
+ * Ids one call trims from the completed set per bound beyond those it added itself: what is over a
+ * bound without this call's doing (instances keeping more, jobs aged out while nothing ran) goes in
+ * steps of this many, so no call's work grows with that backlog.
+ */
 const TRIM_STEP = 100;
 
 /**
@@ -19,10 +23,12 @@ const TRIM_STEP = 100;
  *                   a value that is not JSON data
  *
  * A second acknowledgement of the same claim finds it out of ACTIVE and is never passed here, so a
- * replayed ack keeps one record. Kept jobs are trimmed oldest first, in steps of at most TRIM_STEP
- * per bound per call. An id of the completed set whose job was scheduled again meanwhile (replace,
- * or cancel then schedule) is in DUE, ACTIVE, DEAD or its group's queue: trimming its old record
- * keeps that new body. A job of a group frees its group's turn here (groupJobFinished).
+ * replayed ack keeps one record. Kept jobs are trimmed oldest first, per bound per call at most as
+ * many as the call acknowledged plus TRIM_STEP: a set within a consumer's `count` before its call is
+ * within it after, whatever the batch, and a backlog over a bound (aged out, or kept by an instance
+ * with a larger count) shrinks by TRIM_STEP per call. An id of the completed set whose job was
+ * scheduled again meanwhile (replace, or cancel then schedule) is in DUE, ACTIVE, DEAD or its group's
+ * queue: trimming its old record keeps that new body. A job of a group frees its group's turn here (groupJobFinished).
  */
 export const LUA_COMPLETE_JOB: LuaSnippet = {
   name: 'completeJob',
@@ -56,28 +62,35 @@ local function dropCompleted(keep, ids)
   redis.call('zrem', keep.completed, unpack(ids))
 end
 
--- Bounded work per call: what is left is trimmed by the next call.
-local function trimCompleted(keep)
+-- Trims up to 'added' (the ids this call recorded) + TRIM_STEP per bound, oldest first: a set within
+-- its count before the call is within it after, whatever the batch. Returns true when either bound
+-- still has ids over it (a backlog the next call goes on with).
+local function trimCompleted(keep, added)
+  local most, left = added + ${TRIM_STEP}, false
   if keep.age > 0 then
-    local old = redis.call('zrangebyscore', keep.completed, '-inf', '(' .. fmt(nowMs - keep.age), 'limit', 0, ${TRIM_STEP})
+    local old = redis.call('zrangebyscore', keep.completed, '-inf', '(' .. fmt(nowMs - keep.age), 'limit', 0, most)
     if #old > 0 then dropCompleted(keep, old) end
+    left = #old == most
   end
   if keep.count > 0 then
     local excess = redis.call('zcard', keep.completed) - keep.count
-    if excess > 0 then dropCompleted(keep, redis.call('zrange', keep.completed, 0, math.min(excess, ${TRIM_STEP}) - 1)) end
+    if excess > 0 then dropCompleted(keep, redis.call('zrange', keep.completed, 0, math.min(excess, most) - 1)) end
+    left = left or excess > most
   end
+  return left
 end
 
--- Writes the batch completeJob gathered; returns how many jobs it acknowledged.
+-- Writes the batch completeJob gathered and trims the kept set; returns how many jobs it
+-- acknowledged, and whether kept jobs over a bound are left for the next call.
 local function finishCompletions(keep)
-  local count = #completedIds
+  local count, left = #completedIds, false
   if count > 0 then
     redis.call('zrem', ACTIVE, unpack(completedIds))
     if not keep then redis.call('hdel', JOBS, unpack(completedIds)) end
     completedIds = {}
   end
-  if keep then trimCompleted(keep) end
-  return count
+  if keep then left = trimCompleted(keep, count) end
+  return count, left
 end
 
 -- The keep table of a consumer that keeps completed jobs: keys and bounds as the script received them.
