@@ -139,7 +139,7 @@ describe('foreignHostRefusal', () => {
     expect(foreignHostRefusal(host, allowed)).toBeUndefined();
   });
 
-  it.each(['', 'rebind.attacker.test', 'localhost.', 'localhost.attacker.test', '127.0.0.1.nip.io', '127.1', '0.0.0.0', '[::]', '[::2]:3000', 'ops.internal', 'tunnel.example:8443', 'localhost:3000@evil', 'localhost:99999999'])(
+  it.each(['', 'rebind.attacker.test', 'localhost.', 'localhost.attacker.test', '127.0.0.1.nip.io', '127.1', '0.0.0.0', '[::]', '[::2]:3000', 'ops.internal', 'tunnel.example:8443', 'localhost:3000@evil', 'localhost:99999999', 'localhost, evil.test', '2130706433', '0x7f000001'])(
     'refuses Host %j',
     (host) => {
       expect(foreignHostRefusal(host, allowed)).toMatch(/not to localhost/);
