@@ -111,7 +111,7 @@ describe('RedisLockDashboardModule: bytes from Redis per refresh', () => {
   // A private Redis: INFO's byte counter counts every client, and other suites share the run's Redis.
   beforeAll(async () => {
     server = await startLocalRedisServer();
-    t = await startDashboardApp({ history: { sampleMs: 0 } }, { handlers: false, redisUrl: server.url });
+    t = await startDashboardApp({ history: { sampleMs: 0 } }, { handlers: false, redisUrl: server.url, maxPayloadBytes: 4 * 1024 * 1024 });
   }, 60_000);
   afterAll(async () => {
     await t?.close();

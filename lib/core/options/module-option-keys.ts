@@ -39,6 +39,7 @@ export const MODULE_OPTION_KEYS = {
     'backoff',
     'shutdownTimeout',
     'retention',
+    'maxPayloadBytes',
     'topics',
     'outbox',
     'outboxRelay',

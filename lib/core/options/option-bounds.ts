@@ -11,3 +11,9 @@ export const OPTION_BOUNDS = {
   maxAttempts: { min: 1, max: 1_000_000 },
   shutdownTimeout: { min: 0 },
 } as const;
+
+/** Default `delayQueue.maxPayloadBytes`: 512 KiB of JSON. */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 524_288;
+
+/** Highest `delayQueue.maxPayloadBytes`: Redis's largest string value (`proto-max-bulk-len`'s default, 512 MiB). */
+export const MAX_PAYLOAD_BYTES_LIMIT = 536_870_912;

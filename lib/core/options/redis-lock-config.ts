@@ -28,6 +28,8 @@ export interface RedisLockConfig {
     readonly backoff: Required<BackoffOptions>;
     readonly shutdownTimeout: number;
     readonly retention: Required<RetentionOptions>;
+    /** Largest payload, as UTF-8 bytes of its JSON. */
+    readonly maxPayloadBytes: number;
     /** Shard count per topic split into more than one shard. */
     readonly topics: ReadonlyMap<string, number>;
     /** The transactional outbox and its relay settings, when a store is configured. */

@@ -114,6 +114,15 @@ export interface DelayQueueDefaults {
   /** What is kept after a job ends (see `RetentionOptions`). */
   retention?: RetentionOptions;
   /**
+   * Largest payload a job may have, as UTF-8 bytes of its JSON: 1024 to 536870912 (Redis's own
+   * limit of a value). **Default 524288 (512 KiB).** `schedule`, `scheduleMany` and `repeat` refuse
+   * a larger payload with `InvalidJobError` naming its size, before anything is written (a job
+   * scheduled inside a transaction, outbox row included, is checked at the call). Every job body is
+   * read whole by claims, `get` and the dashboard, and held in Redis's memory: keep large data
+   * elsewhere (object storage, your database) and pass a reference; raise the limit only if you must.
+   */
+  maxPayloadBytes?: number;
+  /**
    * Settings of individual topics, by topic name. A hot topic can be split into `shards` (2-256):
    * each shard has its own hash tag (`topic#0`, `topic#1`, …), so on a Redis Cluster the shards
    * spread over the masters and a burst is scheduled and claimed on several masters at once.

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
-import { OPTION_BOUNDS } from './option-bounds.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_PAYLOAD_BYTES_LIMIT, OPTION_BOUNDS } from './option-bounds.js';
 import { describeValue, optionValidator as validate } from './option-validation.js';
 import { DEFAULT_BACKOFF, resolveBackoff } from './retry-backoff.js';
 import { refuseUnknownKeys } from './known-option-keys.js';
@@ -76,6 +76,12 @@ export function resolveRedisLockConfig(options: RedisLockModuleOptions | undefin
           default: 7 * 86_400_000,
         }),
       },
+      maxPayloadBytes: validate.wholeNumber('delayQueue.maxPayloadBytes', dq.maxPayloadBytes, {
+        min: 1_024,
+        max: MAX_PAYLOAD_BYTES_LIMIT,
+        default: DEFAULT_MAX_PAYLOAD_BYTES,
+        use: `use a whole number of bytes from 1024 to ${MAX_PAYLOAD_BYTES_LIMIT} (Redis's largest value)`,
+      }),
       topics: resolveTopicShards(dq.topics),
       outbox: resolveOutbox(dq.outbox, dq.outboxRelay),
     },

@@ -55,6 +55,15 @@ export function prepareJob(
   if (typeof o !== 'object') throw new InvalidJobError(topic, field || 'options', 'must be an object');
   refuseUnknownKeys(validate.refuse, '', o, SCHEDULE_OPTION_KEYS);
   const payloadJson = encodePayload(topic, payload, at('payload'));
+  const payloadBytes = Buffer.byteLength(payloadJson, 'utf8');
+  if (payloadBytes > defaults.maxPayloadBytes) {
+    throw new InvalidJobError(
+      topic,
+      at('payload'),
+      `is ${payloadBytes} bytes as JSON (UTF-8), over the limit of ${defaults.maxPayloadBytes} (delayQueue.maxPayloadBytes); ` +
+        'keep large data elsewhere and pass a reference to it, or raise the limit',
+    );
+  }
 
   let id: string;
   if (o.id === undefined) {
@@ -105,7 +114,7 @@ export function prepareJob(
     tail: encodeBodyTail(payloadJson, maxAttempts, backoff, traceparent, group),
     replace: o.replace === true,
     group,
-    payloadBytes: Buffer.byteLength(payloadJson, 'utf8'),
+    payloadBytes,
   };
 }
 

@@ -4,6 +4,8 @@ import { ForbiddenException } from '@nestjs/common';
 type DashboardRefusal =
   /** Not a loopback client, and neither a guard nor `allowRemote: true` was configured. */
   | 'DASHBOARD_REMOTE_CLIENT'
+  /** Loopback-only, and `Host` is neither a loopback name nor the host of an `allowedOrigins` entry (DNS rebinding). */
+  | 'DASHBOARD_FOREIGN_HOST'
   /** Sent by a page of another origin (`Origin`, `Sec-Fetch-Site`), not listed in `allowedOrigins`. */
   | 'DASHBOARD_CROSS_ORIGIN'
   /** A retry, delete or cancel while the dashboard is read-only (the default). */

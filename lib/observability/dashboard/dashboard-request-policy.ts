@@ -6,8 +6,40 @@ import { isIPv4 } from 'node:net';
  * Express or Fastify requests.
  */
 
-/** Headers a reverse proxy adds to say for whom it forwards a request. */
-export const FORWARDING_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip'] as const;
+/**
+ * Headers by which a proxy, load balancer or CDN says it forwarded a request (any `X-Forwarded-*`
+ * too). A client that sends one of its own choosing gains nothing: such a request is only ever
+ * refused (see `remoteClientRefusal`).
+ */
+const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
+  'forwarded',
+  'via',
+  'x-real-ip',
+  'x-client-ip',
+  'x-cluster-client-ip',
+  'x-original-forwarded-for',
+  'x-proxyuser-ip',
+  'x-envoy-external-address',
+  'x-azure-clientip',
+  'x-azure-socketip',
+  'x-appengine-user-ip',
+  'cf-connecting-ip',
+  'cf-connecting-ipv6',
+  'true-client-ip',
+  'fastly-client-ip',
+  'akamai-client-ip',
+  'cdn-loop',
+]);
+
+/** The first header of `headers` (lower-case names, as Node gives them) that says a proxy forwarded the request, if any. */
+export function forwardingHeaderOf(headers: Record<string, unknown>): string | undefined {
+  for (const name of Object.keys(headers)) {
+    if (headers[name] === undefined) continue;
+    const lower = name.toLowerCase();
+    if (FORWARDING_HEADERS.has(lower) || lower.startsWith('x-forwarded-')) return lower;
+  }
+  return undefined;
+}
 
 /** What the loopback check looks at in one request. */
 export interface ClientFacts {
@@ -20,8 +52,8 @@ export interface ClientFacts {
    * proxy that sent the request (Express `trust proxy`, Fastify `trustProxy`).
    */
   readonly ips: readonly string[] | undefined;
-  /** True when the request carries `X-Forwarded-For`, `Forwarded` or `X-Real-IP`. */
-  readonly forwarded: boolean;
+  /** The first forwarding header the request carries (`forwardingHeaderOf`), if any. */
+  readonly forwardedBy: string | undefined;
 }
 
 /** True for 127.0.0.0/8, `::1` and their IPv4-mapped IPv6 forms. */
@@ -34,25 +66,51 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 }
 
 /**
- * Why a client is not a loopback client, or undefined when it is. The client is the platform's
- * `ip` when the application trusts the proxy in front of it; a request that carries forwarding
- * headers through a proxy the application does not trust is refused, because behind a proxy on
- * the same host every client's TCP peer is the loopback address.
+ * Why a client is not a loopback client, or undefined when it is. The TCP peer must be loopback in
+ * every case. Behind a proxy the application trusts (the platform filled `ips` from
+ * `X-Forwarded-For`), the client is the platform's `ip`, the one that proxy reports. Otherwise any
+ * sign of forwarding refuses the request: behind a proxy on the same host every client's TCP peer
+ * is the loopback address, and a proxy that names its client in another header than
+ * `X-Forwarded-For` (or in none) cannot be told from the client itself.
  */
 export function remoteClientRefusal(facts: ClientFacts): string | undefined {
+  const peer = facts.socketAddress ?? facts.ip;
+  if (!isLoopbackAddress(peer)) return `it came from ${peer ?? 'an unknown address'}`;
   const throughTrustedProxy = Array.isArray(facts.ips) && facts.ips.length > 0;
   if (throughTrustedProxy) {
     return isLoopbackAddress(facts.ip) ? undefined : `it came from ${facts.ip ?? 'an unknown address'} (as reported by a trusted proxy)`;
   }
-  const peer = facts.socketAddress ?? facts.ip;
-  if (!isLoopbackAddress(peer)) return `it came from ${peer ?? 'an unknown address'}`;
-  if (facts.forwarded) {
+  if (facts.forwardedBy !== undefined) {
     return (
-      'it was forwarded by a proxy for another client (X-Forwarded-For, Forwarded or X-Real-IP) and the ' +
-      "application does not trust that proxy (Express: app.set('trust proxy', 'loopback'); Fastify: trustProxy)"
+      `it carries ${facts.forwardedBy}, so a proxy forwarded it, and no proxy the application trusts said for which ` +
+      "client in X-Forwarded-For (Express: app.set('trust proxy', 'loopback'); Fastify: trustProxy; the proxy must " +
+      'then set X-Forwarded-For)'
     );
   }
   return undefined;
+}
+
+/**
+ * Why a `Host` header is not one a loopback-only dashboard answers, or undefined when it is:
+ * `localhost`, a 127.0.0.0/8 address or `[::1]`, with any port, or the host (and port) of an
+ * origin in `allowedOrigins`. A page that rebinds its own name to 127.0.0.1 (DNS rebinding) makes
+ * the operator's browser send its name here, so the TCP peer alone does not show that the
+ * request is the operator's. A request without `Host` (HTTP/1.0) comes from no browser and passes.
+ */
+export function foreignHostRefusal(host: string | undefined, allowedOrigins: ReadonlySet<string>): string | undefined {
+  if (host === undefined) return undefined;
+  const wanted = host.toLowerCase();
+  const match = /^(?:\[([0-9a-f:.]+)\]|([a-z0-9.-]+))(?::(\d{1,5}))?$/.exec(wanted);
+  if (match) {
+    const name = match[1] ?? match[2];
+    const loopbackName = name === 'localhost' || (match[1] !== undefined ? isLoopbackAddress(name) : isIPv4(name) && name.startsWith('127.'));
+    if (loopbackName) return undefined;
+  }
+  for (const entry of allowedOrigins) {
+    const origin = new URL(entry);
+    if (isOwnHost(origin, wanted)) return undefined;
+  }
+  return `it was addressed to ${JSON.stringify(host)}, not to localhost, 127.0.0.0/8 or [::1]`;
 }
 
 /** What the cross-site check looks at in one request. */

@@ -265,7 +265,7 @@ function parseLimit(limit: string | undefined): number {
 export function createDashboardController(options: ResolvedDashboardOptions): Type<DashboardController> {
   class RedisLockDashboardController extends DashboardController {}
   const guards: Array<Type<CanActivate> | CanActivate> = [];
-  if (!options.allowRemote) guards.push(new DashboardLoopbackGuard());
+  if (!options.allowRemote) guards.push(new DashboardLoopbackGuard(options.allowedOrigins));
   guards.push(new DashboardOriginGuard(options.allowedOrigins), ...options.guards);
   if (options.canActivate) guards.push(new DashboardAccessGuard(options.canActivate));
   UseGuards(...guards)(RedisLockDashboardController);

@@ -37,12 +37,20 @@ export interface RedisLockDashboardOptions {
   /**
    * Serve clients whose address is not loopback. **Default: false when neither `guards` nor
    * `canActivate` is given, true when one is** (you then decide who may use it). While false, a
-   * request is refused with 403 (`code: 'DASHBOARD_REMOTE_CLIENT'`) unless its client address is
-   * 127.0.0.0/8 or ::1. The client address is the TCP peer, or the platform's `request.ip` when the
-   * application trusts its proxy (Express `app.set('trust proxy', ...)`, Fastify `trustProxy`); a
-   * request carrying `X-Forwarded-For`, `Forwarded` or `X-Real-IP` through a proxy the application
-   * does not trust is refused, since behind a reverse proxy on the same host every client looks local.
+   * request is served only when all of these hold, else refused with 403:
+   *
+   * - its TCP peer is 127.0.0.0/8 or ::1 (`code: 'DASHBOARD_REMOTE_CLIENT'`);
+   * - it carries no sign of a proxy (`Via`, `Forwarded`, any `X-Forwarded-*`, `X-Real-IP`, CDN
+   *   client headers such as `CF-Connecting-IP`, `True-Client-IP`, `Fastly-Client-IP`), unless the
+   *   application trusts the proxy (Express `app.set('trust proxy', 'loopback')`, Fastify
+   *   `trustProxy`) and the proxy named a loopback client in `X-Forwarded-For`
+   *   (`DASHBOARD_REMOTE_CLIENT`): behind a proxy on the same host every client's peer is loopback;
+   * - its `Host` is `localhost`, a 127.0.0.0/8 address or `[::1]` (any port), or the host of an
+   *   `allowedOrigins` entry (`code: 'DASHBOARD_FOREIGN_HOST'`): a web page can rebind its own name
+   *   to 127.0.0.1 and reach a dashboard on the operator's machine (DNS rebinding).
+   *
    * Set true only when something in front of the application already restricts who reaches it.
+   * See docs/observability.md, "Security".
    */
   allowRemote?: boolean;
   /**
@@ -53,7 +61,8 @@ export interface RedisLockDashboardOptions {
    * 'same-origin' or 'none'. This holds whatever the application's CORS setting, so
    * `app.enableCors({ origin: true, credentials: true })` does not open the dashboard to other
    * sites. A proxy that rewrites `Host` makes the dashboard's own page look foreign: list the public
-   * origin here. Default none.
+   * origin here. While the dashboard serves loopback clients only, an origin listed here is also a
+   * `Host` it answers (e.g. `'http://ops.internal:8080'` for a tunnel reached by that name). Default none.
    */
   allowedOrigins?: string[];
   /**

@@ -15,14 +15,24 @@ export interface RedisLockMetricsOptions {
   keyPattern?: LockKeyClassifier;
   /**
    * Most distinct `key_pattern` values kept; later new patterns are counted under `'other'` (and a
-   * warning is logged once), so a classifier that leaks raw keys cannot flood Prometheus. Default 100.
+   * warning is logged once), so a classifier that leaks raw keys cannot flood Prometheus. Default 100
+   * (1-10000).
    */
   maxKeyPatterns?: number;
   /**
-   * Topics whose queue depth (`<prefix>queue_jobs`) is read on every scrape, in addition to every
-   * topic this process has scheduled or consumed since start.
+   * Topics whose queue depth (`<prefix>queue_jobs`) is read on every scrape, in addition to the
+   * topics this process has scheduled, consumed or seen an event of since start (up to `maxTopics`
+   * in all; these count first). At most `maxTopics` entries.
    */
   topics?: string[];
+  /**
+   * Most distinct `topic` label values (1-10000): the configured `topics`, then topics in the order
+   * this process first sees them. Later new topics are counted under `topic="other"` (a warning is
+   * logged once) and their queue depths are not read, so topics named from tenant or user input
+   * cannot flood Prometheus, and a scrape runs at most this many `stats` reads against Redis.
+   * Default 100.
+   */
+  maxTopics?: number;
   /** Longest time a scrape waits for the queue depths, in ms. Default 2000. */
   statsTimeout?: number;
   /** Histogram buckets in seconds for lock wait/hold and job lateness/run time. Default: 1 ms to 60 s. */

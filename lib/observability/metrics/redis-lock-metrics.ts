@@ -5,13 +5,15 @@ import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.i
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockEventMap, RedisLockEventName } from '../../core/events/redis-lock-event-map.js';
 import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js';
-import { DEFAULT_DURATION_BUCKETS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
+import { DEFAULT_DURATION_BUCKETS, DEFAULT_MAX_TOPICS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
 import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead', 'grouped', 'completed'] as const;
 const OTHER_PATTERN = 'other';
+/** The `topic` label of every topic past `maxTopics`. */
+const OTHER_TOPIC = 'other';
 
 type Listener<K extends RedisLockEventName> = (event: RedisLockEventMap[K]) => void;
 
@@ -28,7 +30,10 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   private readonly classify: LockKeyClassifier;
   private readonly patterns = new Map<string, string>();
   private readonly maxPatterns: number;
+  /** The topics that keep their own label and whose depths are read on a scrape: at most `maxTopics`. */
   private readonly topics: Set<string>;
+  private readonly maxTopics: number;
+  private warnedTopicOverflow = false;
   private readonly listeners: Array<[RedisLockEventName, Listener<any>]> = [];
   private readonly names: string[] = [];
   /** The queue stats read for the scrape in progress, shared by its gauges. */
@@ -45,6 +50,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     this.registry = options.registry ?? defaultRegistry;
     this.classify = options.keyPattern ?? defaultLockKeyPattern;
     this.maxPatterns = options.maxKeyPatterns ?? 100;
+    this.maxTopics = options.maxTopics ?? DEFAULT_MAX_TOPICS;
     this.topics = new Set(options.topics ?? []);
   }
 
@@ -178,27 +184,21 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       if (holdMs !== undefined) hold.observe({ key_pattern: pattern }, holdMs / 1000);
     });
     this.listen('lock.timeout', ({ key, keyPattern }) => timeouts.inc({ key_pattern: this.patternOf(key, keyPattern) }));
-    this.listen('job.scheduled', ({ topic }) => {
-      this.topics.add(topic);
-      outcomes.inc({ topic, outcome: 'scheduled' });
+    this.listen('job.scheduled', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'scheduled' }));
+    this.listen('job.started', (event) => lateness.observe({ topic: this.topicOf(event.topic) }, event.latenessMs / 1000));
+    this.listen('job.succeeded', (event) => {
+      runTime.observe({ topic: this.topicOf(event.topic), outcome: 'succeeded' }, event.runMs / 1000);
+      outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'succeeded' });
     });
-    this.listen('job.started', ({ topic, latenessMs }) => {
-      this.topics.add(topic);
-      lateness.observe({ topic }, latenessMs / 1000);
+    this.listen('job.failed', (event) => {
+      runTime.observe({ topic: this.topicOf(event.topic), outcome: 'failed' }, event.runMs / 1000);
+      outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'failed' });
     });
-    this.listen('job.succeeded', ({ topic, runMs }) => {
-      runTime.observe({ topic, outcome: 'succeeded' }, runMs / 1000);
-      outcomes.inc({ topic, outcome: 'succeeded' });
-    });
-    this.listen('job.failed', ({ topic, runMs }) => {
-      runTime.observe({ topic, outcome: 'failed' }, runMs / 1000);
-      outcomes.inc({ topic, outcome: 'failed' });
-    });
-    this.listen('job.retried', ({ topic }) => outcomes.inc({ topic, outcome: 'retried' }));
-    this.listen('job.dead', ({ topic }) => outcomes.inc({ topic, outcome: 'dead' }));
-    this.listen('job.recovered', ({ topic }) => outcomes.inc({ topic, outcome: 'recovered' }));
-    this.listen('job.schedule.retrying', ({ topic }) => afterCommitRetries.inc({ topic }));
-    this.listen('job.schedule.lost', ({ topic, ids }) => afterCommitLost.inc({ topic }, ids.length));
+    this.listen('job.retried', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'retried' }));
+    this.listen('job.dead', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'dead' }));
+    this.listen('job.recovered', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'recovered' }));
+    this.listen('job.schedule.retrying', (event) => afterCommitRetries.inc({ topic: this.topicOf(event.topic) }));
+    this.listen('job.schedule.lost', (event) => afterCommitLost.inc({ topic: this.topicOf(event.topic) }, event.ids.length));
     this.listen('leadership.acquired', ({ key }) => {
       leadershipChanges.inc({ key, change: 'acquired' });
       leader.set({ key }, 1);
@@ -244,13 +244,36 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     return pattern;
   }
 
+  /**
+   * The `topic` label of `topic`: its name for the first `maxTopics` topics seen (configured ones
+   * first), `other` after that, with one warning. Topics are often named from tenant or user
+   * input; a label per topic would grow the series and each scrape's Redis work without bound.
+   */
+  private topicOf(topic: string): string {
+    if (this.topics.has(topic)) return topic;
+    if (this.topics.size < this.maxTopics) {
+      this.topics.add(topic);
+      return topic;
+    }
+    if (!this.warnedTopicOverflow) {
+      this.warnedTopicOverflow = true;
+      this.logger.warn(
+        `More than ${this.maxTopics} distinct topics; new ones are counted under topic="${OTHER_TOPIC}" and their queue depths ` +
+          'are not read. Raise RedisLockMetricsModule.forRoot({ maxTopics }) if you have that many fixed topics, or list the ' +
+          'ones to watch in ({ topics }).',
+      );
+    }
+    return OTHER_TOPIC;
+  }
+
   private listen<K extends RedisLockEventName>(event: K, listener: Listener<K>): void {
     this.events.on(event, listener as never);
     this.listeners.push([event, listener]);
   }
 
   /**
-   * One `stats` call per topic, in parallel and bounded by `statsTimeout`, shared by the gauges of
+   * One `stats` call per kept topic (at most `maxTopics`, so a scrape's Redis work is bounded
+   * however many topics exist), in parallel and bounded by `statsTimeout`, shared by the gauges of
    * one scrape (prom-client collects them at once): a scrape while Redis is down answers without
    * them (stale numbers would look healthy) instead of hanging. Topics that failed are left out.
    */

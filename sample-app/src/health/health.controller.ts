@@ -1,4 +1,4 @@
-import { Controller, Get, HttpStatus, Inject, Res, type OnApplicationShutdown } from '@nestjs/common';
+import { Controller, Get, HttpStatus, Inject, Logger, Res, type OnApplicationShutdown } from '@nestjs/common';
 import type { Response } from 'express';
 import { Redis } from 'ioredis';
 import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample-config.js';
@@ -7,14 +7,18 @@ import { Database } from '../database/database.js';
 interface Check {
   status: 'up' | 'down';
   latencyMs?: number;
-  error?: string;
+  error?: 'unreachable';
   kind?: string;
 }
 
-/** GET /health: 200 when Redis and the database answer, 503 otherwise, with the details. */
+/**
+ * GET /health: 200 when Redis and the database answer, 503 otherwise. A public endpoint: a check
+ * that fails answers 'unreachable' only, and its cause (which names the server's address) is logged.
+ */
 @Controller('health')
 export class HealthController implements OnApplicationShutdown {
   private readonly redis: Redis;
+  private readonly logger = new Logger('HealthController');
 
   constructor(
     private readonly db: Database,
@@ -27,8 +31,8 @@ export class HealthController implements OnApplicationShutdown {
   @Get()
   async health(@Res({ passthrough: true }) res: Response) {
     const [redis, database] = await Promise.all([
-      this.check(() => this.redis.ping()),
-      this.check(() => this.db.ping()),
+      this.check('redis', () => this.redis.ping()),
+      this.check('database', () => this.db.ping()),
     ]);
     database.kind = this.db.kind;
     const ok = redis.status === 'up' && database.status === 'up';
@@ -40,13 +44,14 @@ export class HealthController implements OnApplicationShutdown {
     this.redis.disconnect();
   }
 
-  private async check(probe: () => Promise<unknown>): Promise<Check> {
+  private async check(name: string, probe: () => Promise<unknown>): Promise<Check> {
     const started = performance.now();
     try {
       await probe();
       return { status: 'up', latencyMs: Math.round((performance.now() - started) * 10) / 10 };
     } catch (error) {
-      return { status: 'down', error: (error as Error).message };
+      this.logger.warn(`${name} is down: ${(error as Error).message}`);
+      return { status: 'down', error: 'unreachable' };
     }
   }
 }

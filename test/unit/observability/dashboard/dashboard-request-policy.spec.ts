@@ -1,6 +1,8 @@
 import {
   canonicalOrigin,
   crossOriginRefusal,
+  foreignHostRefusal,
+  forwardingHeaderOf,
   isLoopbackAddress,
   remoteClientRefusal,
   type ClientFacts,
@@ -30,7 +32,7 @@ describe('remoteClientRefusal', () => {
     socketAddress,
     ip: socketAddress,
     ips: [],
-    forwarded: false,
+    forwardedBy: undefined,
     ...extra,
   });
 
@@ -46,21 +48,25 @@ describe('remoteClientRefusal', () => {
   });
 
   it('refuses a loopback peer forwarding for someone when the application does not trust it', () => {
-    expect(remoteClientRefusal(direct('127.0.0.1', { forwarded: true }))).toMatch(/trust proxy/);
+    expect(remoteClientRefusal(direct('127.0.0.1', { forwardedBy: 'x-forwarded-for' }))).toMatch(/trust proxy/);
   });
 
   it('judges the client a trusted proxy reports, not the proxy', () => {
     // Express with trust proxy: ips lists the forwarded chain, ip is the client.
-    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '203.0.113.7', ips: ['203.0.113.7'], forwarded: true })).toMatch(
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '203.0.113.7', ips: ['203.0.113.7'], forwardedBy: 'x-forwarded-for' })).toMatch(
       /203\.0\.113\.7.*trusted proxy/,
     );
-    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1'], forwarded: true })).toBeUndefined();
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1'], forwardedBy: 'x-forwarded-for' })).toBeUndefined();
     // Fastify with trustProxy: ips starts with the socket's address.
-    expect(remoteClientRefusal({ socketAddress: '10.0.0.2', ip: '127.0.0.1', ips: ['10.0.0.2', '127.0.0.1'], forwarded: true })).toBeUndefined();
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1', '127.0.0.1'], forwardedBy: 'x-forwarded-for' })).toBeUndefined();
+  });
+
+  it('refuses a proxy on another host whatever client it reports: `trust proxy: true` would believe any client', () => {
+    expect(remoteClientRefusal({ socketAddress: '10.0.0.2', ip: '127.0.0.1', ips: ['10.0.0.2', '127.0.0.1'], forwardedBy: 'x-forwarded-for' })).toMatch(/10\.0\.0\.2/);
   });
 
   it('refuses a remote peer whatever forwarding header it sends when its proxy is not trusted', () => {
-    expect(remoteClientRefusal({ socketAddress: '203.0.113.7', ip: '203.0.113.7', ips: [], forwarded: true })).toMatch(/203\.0\.113\.7/);
+    expect(remoteClientRefusal({ socketAddress: '203.0.113.7', ip: '203.0.113.7', ips: [], forwardedBy: 'x-forwarded-for' })).toMatch(/203\.0\.113\.7/);
   });
 });
 
@@ -117,4 +123,39 @@ describe('canonicalOrigin', () => {
       expect(canonicalOrigin(entry)).toBeUndefined();
     },
   );
+});
+
+describe('foreignHostRefusal', () => {
+  const allowed = new Set(['http://ops.internal:8080', 'https://tunnel.example']);
+
+  it.each(['localhost', 'localhost:3000', 'LocalHost:1', '127.0.0.1', '127.0.0.1:3000', '127.9.8.7:80', '[::1]', '[::1]:3000', undefined])(
+    'serves Host %s',
+    (host) => {
+      expect(foreignHostRefusal(host, allowed)).toBeUndefined();
+    },
+  );
+
+  it.each(['ops.internal:8080', 'tunnel.example', 'tunnel.example:443'])('serves %s, the host of an allowedOrigins entry', (host) => {
+    expect(foreignHostRefusal(host, allowed)).toBeUndefined();
+  });
+
+  it.each(['', 'rebind.attacker.test', 'localhost.', 'localhost.attacker.test', '127.0.0.1.nip.io', '127.1', '0.0.0.0', '[::]', '[::2]:3000', 'ops.internal', 'tunnel.example:8443', 'localhost:3000@evil', 'localhost:99999999', 'localhost, evil.test', '2130706433', '0x7f000001'])(
+    'refuses Host %j',
+    (host) => {
+      expect(foreignHostRefusal(host, allowed)).toMatch(/not to localhost/);
+    },
+  );
+});
+
+describe('forwardingHeaderOf', () => {
+  it.each(['via', 'forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip', 'cf-connecting-ip', 'true-client-ip', 'fastly-client-ip', 'cdn-loop'])(
+    'counts %s as a sign of forwarding',
+    (name) => {
+      expect(forwardingHeaderOf({ host: 'localhost', [name]: 'x' })).toBe(name);
+    },
+  );
+
+  it('finds none in a browser\'s own headers', () => {
+    expect(forwardingHeaderOf({ host: 'localhost', origin: 'http://localhost', 'sec-fetch-site': 'same-origin', cookie: 'a=b' })).toBeUndefined();
+  });
 });
