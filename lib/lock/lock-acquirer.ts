@@ -28,6 +28,15 @@ import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
  */
 const SILENT_TRY_MS = 200;
 
+/**
+ * A try's deadline that fires this much later than due says this process itself was stalled (a
+ * busy or paused event loop, as RedisReachability judges its timers): the try's reply may be
+ * waiting unread, since timers run before the I/O of the turn.
+ */
+const STALLED_MS = 50;
+/** Longest wait before a stalled try's deadline is checked again (pending I/O is read meanwhile). */
+const STALL_RECHECK_MS = 100;
+
 /** The continuation of a try whose outcome is wanted as such. */
 const asIs = (outcome: AttemptOutcome): AttemptOutcome => outcome;
 
@@ -190,8 +199,21 @@ export class LockAcquirer {
     // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
     return new Promise<T>((resolve, reject) => {
       let settled = false;
-      // Rounded up to the next whole ms: the try never times out before its deadline.
-      const timer = this.tryDeadlines.add(Math.ceil(deadline) + 1, () => {
+      // Rounded up to the next whole ms: the try never times out before its deadline. Lateness is
+      // counted from when the timer could first fire (a try sent after its call's deadline: at once).
+      let due = Math.max(Math.ceil(deadline) + 1, sentAt);
+      // The verdict at the deadline is only given by a timer that fired on time: one that fired late
+      // (this process was stalled past the deadline) is checked again after a short wait during which
+      // pending I/O is read, so a reply that arrived during the stall settles the try as answered
+      // (granted or refused) instead of failing it as unanswered or timed out. The try never times
+      // out before its deadline; after a stall, a little after it.
+      const expire = () => {
+        const late = performance.now() - due;
+        if (late > STALLED_MS) {
+          due = performance.now() + Math.min(late, STALL_RECHECK_MS);
+          timer = this.tryDeadlines.add(due, expire);
+          return;
+        }
         settled = true;
         reject(this.unansweredTryError(protocol, sentAt, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
         attempt.then(
@@ -199,7 +221,8 @@ export class LockAcquirer {
           (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, hold),
           (error: unknown) => this.undoIfUnknown(call, error, sentAt),
         );
-      });
+      };
+      let timer = this.tryDeadlines.add(due, expire);
       attempt.then(
         (outcome) => {
           if (settled) return;

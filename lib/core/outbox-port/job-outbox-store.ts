@@ -16,9 +16,11 @@ export interface OutboxJob {
   readonly kind: OutboxRowKind;
   /**
    * `'delay'`: a delay in ms, counted from the insert on the database's clock (in a claimed
-   * `OutboxRow`: the delay left, `max(0, due_at - now())` computed by the database at the claim, so
-   * an overdue job is due at once, never at its original delay after the relay); `'at'`: the
-   * absolute due time in epoch ms (the job's `at`); 0 for a repeat schedule change.
+   * `OutboxRow`: the delay left, `due_at - now()` computed by the database at the claim, negative
+   * when the row is overdue: the job is written as due that long ago, so it runs at once and keeps
+   * its place by due time among its group's jobs, never at its delay after the relay; a store that
+   * returns 0 instead loses that order); `'at'`: the absolute due time in epoch ms (the job's `at`);
+   * 0 for a repeat schedule change.
    */
   readonly when: number;
   /** True when scheduled with `replace: true` (an existing job of the same id is replaced, not kept). */

@@ -38,8 +38,11 @@ const STOP_WAIT_MS = 5_000;
  * claim deadline.
  *
  * Due times: a delayed job's row keeps its due time on the database's clock (`due_at`); a relay
- * schedules it with the delay left, `max(0, due_at - now())` computed by the database, so a job
- * relayed late runs at once, never at its original delay after the relay.
+ * writes it with the delay left, `due_at - now()` computed by the database at the claim and
+ * negative once overdue, and Redis adds that to its own TIME: the job is due at its committed time
+ * (mapped onto the Redis clock by a duration, never by comparing the two clocks), so one relayed late
+ * runs at once and keeps its place, by due time, among the jobs of its group that have not started.
+ * The after-commit write does the same with the delay minus the monotonic time since the insert.
  */
 export class JobOutboxRelay {
   private readonly inFlight = new Set<Promise<void>>();
@@ -202,8 +205,10 @@ export class JobOutboxRelay {
       // Unclaimed: another relay may take the rows once they are minAge old (counted from the insert).
       deadline = this.deadlines.deadlineOf(insertedAt, Math.min(this.settings.minAge, this.deadlines.windowMs));
     }
+    // What is left of each delay, negative once it has passed (a long transaction, a slow commit): the
+    // job keeps its due time, counted from the insert, and with it its place among its group's jobs.
     const elapsed = performance.now() - insertedAt;
-    const writes = rows.map((row) => (row.kind === 'delay' ? { ...row, when: Math.max(0, Math.ceil(row.when - elapsed)) } : row));
+    const writes = rows.map((row) => (row.kind === 'delay' ? { ...row, when: Math.ceil(row.when - elapsed) } : row));
     if (writes.length > 0) await this.relay(writes, 'after-commit', deadline, claimed, written);
   }
 

@@ -20,7 +20,8 @@ export function readClaimedRow(row: OutboxRow): { readonly row: OutboxRow } | { 
     return { problem: `its job id ${JSON.stringify(row.jobId)} is empty or too long` };
   }
   const kind = outboxRowKindOf(row.kind);
-  if (!kind || typeof row.when !== 'number' || !Number.isFinite(row.when) || row.when < 0) {
+  // A delay is what is left of it at the claim: negative once the row is overdue (it keeps its due time).
+  if (!kind || typeof row.when !== 'number' || !Number.isFinite(row.when) || (row.when < 0 && kind !== 'delay')) {
     return { problem: `its due time (kind ${JSON.stringify(row.kind)}, when ${JSON.stringify(row.when)}) cannot be read` };
   }
   const read = { row: kind === row.kind ? row : { ...row, kind } };

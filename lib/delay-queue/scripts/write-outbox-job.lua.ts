@@ -7,8 +7,9 @@ import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
  * by due time as schedule-jobs.lua.ts does, unless the row was written already or the write is late.
  *
  * KEYS  the five topic keys; KEYS[6] the row's operation record (`op:outbox:<row id>`)
- * ARGV  id, kind ('d' delay from TIME | 'a' absolute ms), when, replace ('1'|'0'), body tail (see
- *       job-codec.ts), deadline (ms of this server's clock)
+ * ARGV  id, kind ('d' delay from TIME, negative for a row relayed after its due time: the job keeps
+ *       that past due time and its place by it | 'a' absolute ms), when, replace ('1'|'0'), body tail
+ *       (see job-codec.ts), deadline (ms of this server's clock)
  *
  * Returns 1 stored, 0 an existing job with that id was kept, 2 replaced it, 3 the row was written
  * already (its record exists: an earlier relay of the row, or a first run of this call), -1 the

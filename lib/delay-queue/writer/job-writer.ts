@@ -104,7 +104,8 @@ export class JobWriter {
   reportScheduled(topic: string, jobs: ReadonlyArray<Pick<JobToWrite, 'id' | 'kind' | 'when' | 'replace'>>): void {
     if (!this.events.wants('job.scheduled')) return;
     for (const job of jobs) {
-      const when = job.kind === 'delay' ? { delayMs: job.when } : { at: job.when };
+      // An outbox row relayed after its due time is written with a negative delay (it keeps its due time): reported as 0.
+      const when = job.kind === 'delay' ? { delayMs: Math.max(0, job.when) } : { at: job.when };
       this.events.emit('job.scheduled', { topic, id: job.id, ...when, replace: job.replace });
     }
   }

@@ -133,7 +133,7 @@ export class PostgresJobOutbox implements JobOutboxStore {
       jobId: row.job_id as string,
       // A value that names no kind is passed on as stored: the relay parks the row, naming it.
       kind: outboxRowKindOf(row.kind) ?? (row.kind as OutboxRowKind),
-      when: Number(outboxRowKindOf(row.kind) === 'at' ? row.at_ms : row.remaining_ms),
+      when: whenOf(outboxRowKindOf(row.kind), row),
       replace: row.replace === true,
       body: String(row.body),
       attempts: Number(row.attempts),
@@ -190,6 +190,16 @@ export class PostgresJobOutbox implements JobOutboxStore {
   }
 }
 
+/**
+ * A claimed row's `when` (see OutboxJob.when): the absolute ms of an `'at'` job, 0 for a schedule
+ * change (due at its insert, which it is past by the claim), else the signed delay left.
+ */
+function whenOf(kind: OutboxRowKind | undefined, row: Record<string, unknown>): number {
+  if (kind === 'at') return Number(row.at_ms);
+  if (kind === 'repeat' || kind === 'removeRepeat') return 0;
+  return Number(row.remaining_ms);
+}
+
 /** Every statement, built once from the validated table name (never from other input). */
 function statements(table: OutboxTable) {
   const t = table.qualified;
@@ -217,7 +227,9 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bi
     // NOTIFY inside the transaction is delivered at COMMIT only; one statement, one round trip.
     insertAndNotify: `WITH inserted AS (${insert} RETURNING 1) SELECT pg_notify('${table.channel}', '') FROM (SELECT count(*) FROM inserted) AS n`,
     // Oldest first, as the port says (UPDATE ... RETURNING keeps no order): the relay applies a
-    // schedule's changes in the order claimed.
+    // schedule's changes in the order claimed. remaining_ms is signed: negative for a row claimed
+    // after its due time, so the job keeps its committed due time in Redis (its group's order) instead
+    // of becoming due at the relay. CEIL: never earlier than due_at.
     claim: `WITH claimed AS (
 UPDATE ${t} SET claimed_until = clock_timestamp() + $3 * interval '1 millisecond', attempts = attempts + 1
 WHERE id IN (
@@ -230,7 +242,7 @@ WHERE id IN (
   LIMIT $1
   FOR UPDATE SKIP LOCKED)
 RETURNING id, topic, job_id, kind, at_ms, replace, body, attempts - 1 AS attempts, created_at,
-  GREATEST(0, CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000))::bigint AS remaining_ms)
+  CEIL(EXTRACT(EPOCH FROM (due_at - clock_timestamp())) * 1000)::bigint AS remaining_ms)
 SELECT * FROM claimed ORDER BY created_at, id`,
     // Not a row another relay holds before its claim deadline: its write may be in flight.
     claimRows: `UPDATE ${t} SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
