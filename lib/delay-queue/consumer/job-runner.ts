@@ -4,8 +4,8 @@ import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { runInJobContext, type DelayedJobHandler, type JobContext } from '../interfaces/job-context.interface.js';
 import { decodeJob, readGroup, type DecodedJob } from '../jobs/job-codec.js';
 import type { AckQueue } from './ack-queue.js';
-import { checkedOnRead } from '../../core/time/lease-checked-signal.js';
-import { controllerOf, type HeldJob } from './held-job.js';
+import { DeliveryContext } from './delivery-context.js';
+import type { HeldJob } from './held-job.js';
 import type { JobProgress } from './job-progress.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { ServerClock } from './server-clock.js';
@@ -62,6 +62,10 @@ export class JobRunner<T> {
   /** Resolves `whenSlotFrees()`'s promise; set while someone waits for it. */
   private freeSlot?: () => void;
   private slotFrees?: Promise<void>;
+
+  /** What a delivery's context calls (see DeliveryContext): made once, not per job. */
+  private readonly checkDeadline = (job: HeldJob) => this.context.visibility.checkDeadline(job);
+  private readonly recordProgress = (job: HeldJob, value: unknown) => this.context.progress.record(job, value);
 
   constructor(private readonly context: JobRunnerContext<T>) {
     this.turnover = new SlotTurnover(context.options.concurrency * PREFETCH_DEPTH);
@@ -199,22 +203,8 @@ export class JobRunner<T> {
           events.emit('job.started', { topic, id: job.id, attempt: decoded.attempts, latenessMs });
         }
       }
-      const context: JobContext = Object.freeze({
-        id: job.id,
-        topic,
-        attempt: decoded.attempts,
-        maxAttempts: decoded.maxAttempts ?? options.maxAttempts,
-        scheduledAt: new Date(job.dueMs),
-        claimedAt: new Date(job.claimedAtMs),
-        createdAt: new Date(decoded.createdAt),
-        group: decoded.group,
-        fencingToken: job.token,
-        // A data property, not a getter: an accessor in the literal puts every context in dictionary
-        // mode (about 1.3 KB and 1 µs more per job than this, controller included). Its reads check
-        // the visibility deadline, so a handler that runs again after a pause sees the loss at once.
-        signal: checkedOnRead(controllerOf(job).signal, () => this.context.visibility.checkDeadline(job)),
-        progress: (value: unknown) => this.context.progress.record(job, value),
-      });
+      const facts = { topic, attempt: decoded.attempts, maxAttempts: decoded.maxAttempts ?? options.maxAttempts, createdAt: decoded.createdAt, group: decoded.group };
+      const context: JobContext = Object.freeze(new DeliveryContext(job, facts, this.checkDeadline, this.recordProgress));
       if (tracing?.enabled) {
         const payload = decoded.payload;
         const info = { topic, id: job.id, attempt: decoded.attempts, traceparent: decoded.traceparent };
