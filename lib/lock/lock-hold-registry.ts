@@ -5,6 +5,7 @@ import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
+import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { resolveAcquireOptions } from './resolve-acquire-options.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
@@ -127,6 +128,22 @@ export class LockHoldRegistry implements HeldLockOperations {
       throw new LockNotHeldError(handle.key, 'extend');
     }
     handle.leaseConfirmed(sentAt, lease);
+  }
+
+  /**
+   * Ends a hold `delayMs` from now rather than at once, for a handover that must keep the lock held
+   * a moment longer without keeping its caller waiting (see OneInstanceLeases.handBack): the lease in
+   * Redis is set to `delayMs` (a renewal: a hold Redis no longer lists rejects with
+   * LockNotHeldError, one it cannot reach with RedisConnectionError), and the handle counts as
+   * released here, so the lease running out in Redis is no loss. Shorter than the shortest lease:
+   * released at once.
+   */
+  async releaseAfter(handle: LockHandle, delayMs: number): Promise<void> {
+    if (!(handle instanceof HeldLockHandle) || delayMs < OPTION_BOUNDS.leaseTime.min) return handle.release();
+    await this.extendHeld(handle, Math.ceil(delayMs));
+    this.forget(handle);
+    handle.markReleased();
+    this.observer.released(handle);
   }
 
   onLost(handle: HeldLockHandle, error: LockLostError): void {

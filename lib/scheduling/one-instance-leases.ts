@@ -5,6 +5,7 @@ import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { settleWithin } from '../core/time/settle-within.js';
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
+import { LockHoldRegistry } from '../lock/lock-hold-registry.js';
 import { LockService } from '../lock/lock.service.js';
 import type { LeaseDeclaration } from './lease-declaration.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -67,6 +68,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
 
   constructor(
     private readonly locks: LockService,
+    private readonly registry: LockHoldRegistry,
     private readonly events: RedisLockEvents,
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
   ) {}
@@ -147,10 +149,11 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
   /**
    * Stops running calls and hands every lease back, so another instance takes over at its next
    * call instead of after `ttl`. Calls that came before are seen through, and runs in progress are
-   * awaited first (up to `ttl`); and a lease is
-   * released no sooner than half the gap between two calls (at most `MAX_HANDOVER_GUARD_MS`) after
-   * the last call, so the other instances' timers for that same tick, which fire a few ms later,
-   * still find it held and do not run the tick again.
+   * awaited first (up to `ttl`); and a lease
+   * ends no sooner than half the gap between two calls (at most `MAX_HANDOVER_GUARD_MS`) after the
+   * last call, so the other instances' timers for that same tick, which fire a few ms later, still
+   * find it held and do not run the tick again: its lease in Redis is set to lapse then
+   * (`LockHoldRegistry.releaseAfter`), so shutdown does not wait for that moment.
    *
    * All of it within `delayQueue.shutdownTimeout` (the module's shutdown budget), Redis up or down:
    * what is not confirmed by then is left to the leases' ttl.
@@ -257,14 +260,14 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
       this.logger.warn(`A run of "${key}" is still going after ${Math.round(runsWait)} ms; handing the lease back anyway (its run lock stays held).`);
     }
     const guard = Math.min(MAX_HANDOVER_GUARD_MS, (entry.shortestGap ?? Infinity) / 2);
-    // Not cut by the budget: at most MAX_HANDOVER_GUARD_MS, and it is what keeps a tick from running twice.
-    const wait = (entry.lastCallAt ?? -Infinity) + guard - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    // The lease stays held in Redis until the guard's end (what keeps a tick from running twice),
+    // set to lapse then rather than waited for and released: shutdown does not wait for it.
+    const guardLeft = Math.max(0, (entry.lastCallAt ?? -Infinity) + guard - performance.now());
     entry.handle = undefined;
     entry.keeper?.stop();
     const heldMs = entry.since === undefined ? 0 : Date.now() - entry.since;
     let failure: unknown;
-    const released = handle.release().catch((error: unknown) => (failure = error ?? new Error('release failed')));
+    const released = this.registry.releaseAfter(handle, guardLeft).catch((error: unknown) => (failure = error ?? new Error('release failed')));
     if (!(await settleWithin(released, left())) || failure !== undefined) {
       const why = failure === undefined ? 'not confirmed by the end of the shutdown' : `failed: ${errorMessage(failure)}`;
       this.logger.warn(`Handing back the lease of "${key}" ${why}; another instance takes over after its ttl.`);

@@ -83,9 +83,14 @@ describe('@OnOneInstance', () => {
     expect(await reports(1).failing(error)).toBeUndefined();
   });
 
-  it('hands the lease back on shutdown: the next instance runs at its next call', async () => {
+  it('hands the lease back on shutdown: the next instance runs at its next call once the handover guard has passed', async () => {
     await reports(0).daily(1);
     await apps[0].close();
+    // The lease lapses at the guard's end (1 s after the last call: no gap between calls seen yet);
+    // a call before then counts as the same tick. Shutdown did not wait for it.
+    const owners = new RedisKeySpace(keyPrefix).lock('Reports.daily').owners;
+    expect(await redis.pttl(owners)).toBeGreaterThan(0);
+    await waitFor(async () => (await redis.exists(owners)) === 0 || undefined, 5_000, 'the lease to lapse at the guard\'s end');
     expect(await reports(1).daily(2)).toBe('ran 2');
     expect(apps[1].get(OneInstanceLeases).holds('Reports.daily')).toBe(true);
   });
