@@ -24,6 +24,12 @@ import { ScheduleStore, type ScheduleRow } from './schedule-store.js';
 const REPEAT_CHECK_INTERVAL_MS = 5_000;
 
 /**
+ * How long after a claimed tick's time the periodic check queues the next tick itself when the
+ * claimer has not (it queues it as it claims, within a round trip when its link is well).
+ */
+const ADVANCE_TAKEOVER_MS = 1_000;
+
+/**
  * How long a schedule this instance upserted must have been missing from Redis (without a removal
  * record) before the check restores it, in ms: longer than a check interval, so the instance that
  * removed it just before Redis lost its data has re-recorded the removal by then (RecentRemovals).
@@ -328,7 +334,10 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
    * Advances a schedule whose queued tick will not be claimed in time: its job is gone (cancelled,
    * dead-letter deleted) or dead, or it still waits although a later tick is already missed (see
    * MISSED_TICK_AFTER_MS) and the catch-up rule is not 'all' (downtime: the stale job is replaced by
-   * the rule's tick).
+   * the rule's tick); or its tick was claimed, the next tick is due, and the claimer has not queued
+   * it ADVANCE_TAKEOVER_MS after the claimed tick (its link stalled or it died between the claim and
+   * the advance): the advance is a compare-and-set on the stored tick, so the claimer's own, if it
+   * comes later, changes nothing.
    */
   private async reconcile(keys: TopicKeys, row: ScheduleRow, nowMs: number): Promise<void> {
     const { calendar, catchUp } = row.definition;
@@ -339,7 +348,8 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       catchUp !== 'all' &&
       row.tick < nowMs - MISSED_TICK_AFTER_MS &&
       (calendar.after(row.tick) ?? Infinity) <= nowMs - MISSED_TICK_AFTER_MS;
-    if (!stale && (row.state === 'waiting' || row.state === 'active')) return;
-    await this.schedules.advance(keys, row, nextTickWithin(calendar, catchUp, row.definition.bounds, row.tick, nowMs, row.queued), stale);
+    const unadvanced = row.state === 'active' && row.tick < nowMs - ADVANCE_TAKEOVER_MS && (calendar.after(row.tick) ?? Infinity) <= nowMs;
+    if (!stale && !unadvanced && (row.state === 'waiting' || row.state === 'active')) return;
+    await this.schedules.advance(keys, row, nextTickWithin(calendar, catchUp, row.definition.bounds, row.tick, nowMs, row.queued), stale, unadvanced);
   }
 }
