@@ -30,6 +30,8 @@ export interface CommandObserver {
  *   either direction until `heal()` (held bytes are then delivered, as TCP would after a partition
  *   heals in time) — or `resetAll()` kills them as a partition that outlasts TCP would;
  * - `resetAll()`: every open connection is reset (RST) at once;
+ * - `cut()`: an outage of this link: every open connection is reset and each new one is reset as
+ *   soon as it is accepted (the client sees its connection refused or dropped), until `restore()`;
  * - `loseReply(match, nth)`: the reply to the nth command that `match` accepts is dropped after
  *   Redis executed the command, and that connection is reset. A client that re-sends unanswered
  *   commands after reconnecting (ioredis' `autoResendUnfulfilledCommands`, on by default) then runs
@@ -41,6 +43,7 @@ export class FaultProxy {
   private readonly links = new Set<Link>();
   private latencyMs = 0;
   private blackholed = false;
+  private isCut = false;
   private readonly lostReplies: LostReplyFault[] = [];
   private readonly observers = new Set<{ match: (args: readonly string[]) => boolean; count: number }>();
   /** Connections accepted since start, for assertions ("the client reconnected"). */
@@ -87,6 +90,17 @@ export class FaultProxy {
 
   resetAll(): void {
     for (const link of [...this.links]) link.reset();
+  }
+
+  /** Starts an outage (see the class comment): no connection gets through until `restore()`. */
+  cut(): void {
+    this.isCut = true;
+    this.resetAll();
+  }
+
+  /** Ends an outage started by `cut()`: new connections go through again. */
+  restore(): void {
+    this.isCut = false;
   }
 
   /**
@@ -159,6 +173,11 @@ export class FaultProxy {
 
   private accept(client: Socket, host: string, port: number): void {
     this.accepted++;
+    if (this.isCut) {
+      client.on('error', () => {});
+      client.resetAndDestroy();
+      return;
+    }
     const upstream = createConnection({ host, port });
     const link = new Link(client, upstream, {
       latency: () => this.latencyMs,

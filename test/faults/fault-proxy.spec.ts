@@ -124,3 +124,27 @@ describe('FaultProxy latency', () => {
     }
   });
 });
+
+/** An outage of one link: connections are reset and refused until restore(). */
+describe('FaultProxy.cut', () => {
+  it('resets the open connections and every new one until restore(), then lets the client reconnect', async () => {
+    const port = Number(new URL(testRedisUrl()).port);
+    const proxy = await FaultProxy.start({ port });
+    const client = new Redis(proxy.url, { maxRetriesPerRequest: null, retryStrategy: () => 50 });
+    try {
+      await client.ping();
+      const accepted = proxy.accepted;
+      proxy.cut();
+      const answered = client.echo('after-the-outage');
+      // The client keeps trying: each try is accepted and dropped at once, none gets through.
+      await waitFor(() => proxy.accepted >= accepted + 2, 5_000, 'the client to try to reconnect');
+      expect(proxy.openConnections).toBe(0);
+      proxy.restore();
+      expect(await answered).toBe('after-the-outage');
+      expect(proxy.openConnections).toBe(1);
+    } finally {
+      client.disconnect();
+      await proxy.stop();
+    }
+  });
+});

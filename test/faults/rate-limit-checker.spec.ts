@@ -2,7 +2,7 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { checkRateLimit } from '../../tools/soak/groups/rate-limit-checker.js';
+import { checkRateLimit, checkRateLimitPerInstance, type RateLimitConfig } from '../../tools/soak/groups/rate-limit-checker.js';
 import { WorkerFleet } from '../../tools/soak/groups/worker-fleet.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
 import { seededRandom } from '../../tools/soak/soak-constants.js';
@@ -20,8 +20,18 @@ import { holdsWithin, sleep, waitFor } from '../support/timing.js';
  *
  * Replies of claims are also dropped (each consumer reaches Redis through a fault proxy; the claim is
  * re-sent and answers again, with the first run's claim time): RATE_CHECKER_LOST_REPLIES=0 turns that off.
+ *
+ * The second run has the three instances CONFIGURED DIFFERENTLY (docs/delayed-jobs.md: each applies
+ * its own `rateLimit` against the same log of claims): a long window (max 2-4 per 1-2 s), a short one
+ * (max 1-2 per 20-60 ms) and a middle one (max 2-5 per 150-500 ms), each with its own random
+ * `concurrency` (1-4), the same bursts and lost claim replies, no kill. Each claim is judged against
+ * its own instance's limit, counting the claims of every instance before it (`rate-own-limit-exceeded`
+ * in tools/soak/groups/rate-limit-checker.ts). RATE_CHECKER_MIXED_SEED=<n> replays a seed;
+ * RATE_CHECKER_MIXED_JOBS=<n> schedules n jobs instead of 60-90 (the soak: a longer run).
  */
 const SEED = Number(process.env.RATE_CHECKER_SEED ?? 20_261_128);
+const MIXED_SEED = Number(process.env.RATE_CHECKER_MIXED_SEED ?? 20_261_202);
+const MIXED_JOBS = process.env.RATE_CHECKER_MIXED_JOBS === undefined ? undefined : Number(process.env.RATE_CHECKER_MIXED_JOBS);
 const LOSE_CLAIM_REPLIES = process.env.RATE_CHECKER_LOST_REPLIES !== '0';
 const TOPIC = 'rated';
 
@@ -33,6 +43,14 @@ describe('rate limit across instances (randomized, checked)', () => {
     fleet?.killAll();
     await producer?.close();
     for (const proxy of proxies) await proxy.stop();
+  });
+  afterEach(async () => {
+    // The second test starts its own fleet and proxies.
+    fleet?.killAll();
+    fleet = undefined;
+    await producer?.close();
+    producer = undefined;
+    for (const proxy of proxies.splice(0)) await proxy.stop();
   });
 
   it('never lets more than max claims into a window of duration ms across 3 instances, and fails no job over the limit', async () => {
@@ -120,4 +138,91 @@ describe('rate limit across instances (randomized, checked)', () => {
     expect(workers.killedAt.size).toBe(1);
     expect(workers.deliveries().filter((d) => d.killedM !== undefined).length).toBeGreaterThanOrEqual(1);
   }, 120_000);
+
+  it('instances configured differently: each claim keeps its own instance’s limit against the claims of all instances, and no job over it fails', async () => {
+    const random = seededRandom(MIXED_SEED);
+    const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+    const limits: RateLimitConfig[] = [
+      { max: between(2, 4), duration: between(1_000, 2_000) },
+      { max: between(1, 2), duration: between(20, 60) },
+      { max: between(2, 5), duration: between(150, 500) },
+    ];
+    const concurrency = limits.map(() => between(1, 4));
+    const drawn = between(60, 90);
+    const total = MIXED_JOBS ?? drawn;
+    const keyPrefix = uniquePrefix('rlm');
+    const log = (line: string) => process.stdout.write(`[rate-limit-checker mixed seed ${MIXED_SEED}] ${line}\n`);
+    log(`rateLimit per instance ${JSON.stringify(limits)}, concurrency ${concurrency.join('/')}, ${total} jobs (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED})`);
+
+    const redis = new URL(testRedisUrl());
+    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ host: redis.hostname, port: Number(redis.port) }));
+    const workers = new WorkerFleet(3, (slot) => ({
+      REDIS_URL: proxies[slot].url,
+      KEY_PREFIX: keyPrefix,
+      TOPIC,
+      CONCURRENCY: String(concurrency[slot]),
+      VISIBILITY: '4000',
+      RATE_MAX: String(limits[slot].max),
+      RATE_DURATION: String(limits[slot].duration),
+    }));
+    fleet = workers;
+    producer = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix })] }).compile();
+    producer.useLogger(false);
+    await producer.init();
+    const queue = producer.get(DelayQueueService);
+    await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
+    let lostReplies = 0;
+    const loseClaimReplies = (proxy: FaultProxy): void =>
+      void proxy.loseReply(FaultProxy.script(claimDueJobsScript), between(1, 3)).then(() => {
+        if (++lostReplies < 30) loseClaimReplies(proxy);
+      });
+    if (LOSE_CLAIM_REPLIES) proxies.forEach(loseClaimReplies);
+
+    const scheduled = new Map<string, number>();
+    for (let burst = 0; scheduled.size < total; burst++) {
+      const size = Math.min(total - scheduled.size, between(1, Math.max(2, Math.floor(total / 3))));
+      const delays = [0, between(0, 300), between(0, 300)];
+      const jobs = Array.from({ length: size }, (_, i) => ({
+        id: `m${burst}.${i}`,
+        delay: delays[Math.floor(random() * delays.length)],
+        payload: { workMs: between(20, 250) },
+      }));
+      const scheduledM = monotonicUs();
+      await queue.scheduleMany(TOPIC, jobs);
+      for (const job of jobs) scheduled.set(job.id, scheduledM);
+      await sleep(between(0, 1_500)); // pacing between bursts, not a timing assumption
+    }
+
+    const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
+    const quiet = async () => {
+      const stats = await queue.stats(TOPIC);
+      return [...scheduled.keys()].every((id) => handled().has(id)) && stats.due + stats.active + stats.scheduled === 0 && workers.running === 0;
+    };
+    const settled = await holdsWithin(quiet, 60_000 + total * 100, { every: 100 });
+    for (const proxy of proxies) proxy.disarmLostReplies();
+    const dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
+    await workers.stop();
+
+    const claims = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m, token: s.token }));
+    const { violations, figures } = checkRateLimitPerInstance({
+      claims,
+      limitOf: (pid) => limits[workers.slotOf(pid)],
+      scheduled,
+      handled: handled(),
+      dead,
+      killsM: [],
+    });
+    log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies}${settled ? '' : ' (not every job handled within 60 s)'}`);
+    if (violations.length > 0 || workers.problems.length > 0) {
+      throw new Error(
+        `rate-limit checker (instances configured differently), seed ${MIXED_SEED} (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED}), rateLimit per instance ${JSON.stringify(limits)}: ` +
+          `${violations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
+          [...violations.slice(0, 10).map((v) => `${v.rule}: ${v.message}\n  ${v.claims.slice(0, 12).map((c) => JSON.stringify(c)).join('\n  ')}`), ...workers.problems.slice(0, 5)].join('\n'),
+      );
+    }
+    // Not vacuous: a limit held jobs back, and at least two instances claimed.
+    expect(settled).toBe(true);
+    expect(figures.limitReachedBy).toBeGreaterThanOrEqual(1);
+    expect(figures.processes).toBeGreaterThanOrEqual(2);
+  }, 120_000 + (MIXED_JOBS ?? 0) * 500);
 });

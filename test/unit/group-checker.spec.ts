@@ -1,5 +1,5 @@
 import { checkGroupHistory, type GroupDelivery, type ScheduledGroupJob } from '../../tools/soak/groups/group-checker.js';
-import { checkRateLimit, type RateClaim } from '../../tools/soak/groups/rate-limit-checker.js';
+import { checkRateLimit, checkRateLimitPerInstance, type RateClaim } from '../../tools/soak/groups/rate-limit-checker.js';
 
 /** Hand-made histories: times in ms here (µs in the history), tokens growing with the start. */
 const job = (id: string, seq: number, options: { group?: string; at?: number; failsAlways?: boolean } = {}): ScheduledGroupJob => ({
@@ -171,5 +171,112 @@ describe('rate-limit checker', () => {
     const retried = [claim('a', 0), claim('a', 300, { attempt: 2, startM: 300_000 })];
     expect(check(retried).violations.map((v) => v.rule)).toEqual(['rate-retried-without-cause']);
     expect(check(retried, { killsM: [100_000] }).violations).toEqual([]);
+  });
+});
+
+describe('group checker: the consumer-faults rules', () => {
+  /** A handler that reads its signal between steps: live until `liveUntil`, then (if given) reads the abort at `abortAt`. */
+  const polled = (id: string, from: number, to: number, reads: { liveUntil?: number; abortAt?: number }, extra: Partial<GroupDelivery> = {}): GroupDelivery =>
+    ran(id, from, to, {
+      lastLiveM: reads.liveUntil === undefined ? undefined : reads.liveUntil * 1000,
+      abortSeenM: reads.abortAt === undefined ? undefined : reads.abortAt * 1000,
+      outcome: reads.abortAt === undefined ? 'ok' : 'lost',
+      ...extra,
+    });
+  const check = (scheduled: ScheduledGroupJob[], deliveries: GroupDelivery[], options: Partial<Parameters<typeof checkGroupHistory>[0]> = {}) =>
+    checkGroupHistory({ scheduled, deliveries, dead: new Set(), groupConcurrency: 1, emptyRestarts: [], ...options });
+
+  it('acted-after-takeover: a stopped delivery must read its abort at its first read after it resumed', () => {
+    // Stopped 100..3_100; its redelivery ran 2_100..2_200, then b 2_210..2_300.
+    const redelivery = ran('a', 2_100, 2_200, { attempt: 2, token: '9000000' });
+    const next = ran('b', 2_210, 2_300, { token: '9000001' });
+    const good = polled('a', 0, 3_100, { liveUntil: 90, abortAt: 3_100 });
+    const result = check(three.slice(0, 2), [good, redelivery, next]);
+    expect(result.violations).toEqual([]);
+    expect(result.figures.abortsRead).toBe(1);
+    // It read its signal live after resuming (3_100 > 2_100): overlapping its redelivery and b.
+    const stale = polled('a', 0, 3_160, { liveUntil: 3_120, abortAt: 3_160 });
+    expect(check(three.slice(0, 2), [stale, redelivery, next]).violations.map((v) => v.rule)).toEqual(['group-overlap', 'group-order', 'acted-after-takeover']);
+    // It never read the abort and finished normally after its redelivery started.
+    const finished = polled('a', 0, 3_150, { liveUntil: 3_150 });
+    expect(check([three[0]], [finished, redelivery]).violations.map((v) => v.rule)).toEqual(['acted-after-takeover']);
+    // A buffered job that started (live) in the resumed process after its redelivery had started.
+    const lateStart = polled('a', 3_100, 3_110, { liveUntil: 3_100, abortAt: 3_110 }, { token: '1' });
+    expect(check([three[0]], [lateStart, redelivery]).violations.map((v) => v.rule)).toEqual(['acted-after-takeover']);
+  });
+
+  it('attempt-without-run: an attempt spent by a claim that never started, unless a consumer was killed or stopped', () => {
+    const scheduled = [job('a', 0)];
+    const skipped = [ran('a', 3_000, 3_010, { attempt: 2 })];
+    expect(check(scheduled, skipped, { consumerFaults: [] }).violations.map((v) => v.rule)).toEqual(['attempt-without-run']);
+    expect(check(scheduled, skipped, { consumerFaults: [{ startM: 500_000, endM: 2_000_000 }] }).violations).toEqual([]);
+    // A fault before the job was scheduled excuses nothing; a failed first run is a run.
+    expect(check([job('a', 0, { at: 10_000 })], [ran('a', 12_000, 12_010, { attempt: 2 })], { consumerFaults: [{ startM: 0, endM: 5_000_000 }] }).violations.map((v) => v.rule)).toEqual([
+      'attempt-without-run',
+    ]);
+    expect(check(scheduled, [ran('a', 0, 5, { outcome: 'failed' }), ran('a', 100, 110, { attempt: 2 })], { consumerFaults: [] }).violations).toEqual([]);
+  });
+
+  it('dead-visibility-timeout: a job buried for a visibility timeout with no consumer fault', () => {
+    const reason = 'Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)';
+    const options = { dead: new Set(['a']), deadReasons: new Map([['a', reason]]), deadSeenM: new Map([['a', 30_000_000]]) };
+    expect(check([job('a', 0)], [], { ...options, consumerFaults: [] }).violations.map((v) => v.rule)).toEqual(['dead-visibility-timeout', 'dead-unexpectedly']);
+    expect(check([job('a', 0)], [], { ...options, consumerFaults: [{ startM: 1_000_000, endM: 2_000_000 }] }).violations.map((v) => v.rule)).toEqual([
+      'dead-unexpectedly',
+    ]);
+    // A fault after it was seen dead excuses nothing.
+    expect(check([job('a', 0)], [], { ...options, consumerFaults: [{ startM: 31_000_000, endM: 32_000_000 }] }).violations.map((v) => v.rule)).toEqual([
+      'dead-visibility-timeout',
+      'dead-unexpectedly',
+    ]);
+  });
+
+  it('started-while-paused and claimed-while-paused', () => {
+    const pause = { resolvedM: 1_000_000, resolvedWallMs: 50_000, resumeSentM: 3_000_000, resumeSentWallMs: 52_000 };
+    const scheduled = [job('a', 0, { group: 'x' }), job('b', 0, { group: 'y' }), job('c', 0, { group: 'z' })];
+    const buffered = ran('a', 1_200, 1_300, { group: 'x', claimedAtMs: 49_990 });
+    const afterResume = [ran('b', 3_050, 3_060, { group: 'y', claimedAtMs: 52_010 }), ran('c', 3_100, 3_110, { group: 'z', claimedAtMs: 52_000 })];
+    const result = check(scheduled, [buffered, ...afterResume], { pauses: [pause] });
+    expect(result.violations).toEqual([]);
+    expect([result.figures.startedAfterPause, result.figures.latestStartAfterPauseMs]).toEqual([1, 200]);
+    const late = ran('b', 1_500, 1_510, { group: 'y', claimedAtMs: 49_999 });
+    const claimedWhilePaused = ran('c', 2_000, 2_010, { group: 'z', claimedAtMs: 51_000 });
+    expect(check(scheduled, [buffered, late, claimedWhilePaused], { pauses: [pause] }).violations.map((v) => v.rule)).toEqual([
+      'started-while-paused',
+      'started-while-paused',
+      'claimed-while-paused',
+    ]);
+  });
+});
+
+describe('rate-limit checker: instances configured differently', () => {
+  // Process 1: at most 3 per 1000 ms; process 2: at most 1 per 20 ms. Tokens in claim order.
+  const limits = new Map([
+    [1, { max: 3, duration: 1_000 }],
+    [2, { max: 1, duration: 20 }],
+  ]);
+  let token = 0;
+  const claim = (pid: number, claimedAtMs: number): RateClaim => ({ job: `j${++token}`, attempt: 1, claimedAtMs, pid, startM: claimedAtMs * 1000, token: String(token) });
+  const check = (claims: RateClaim[]) =>
+    checkRateLimitPerInstance({
+      claims,
+      limitOf: (pid) => limits.get(pid)!,
+      scheduled: new Map(claims.map((c) => [c.job, 0])),
+      handled: new Set(claims.map((c) => c.job)),
+      dead: new Set(),
+      killsM: [],
+    });
+
+  it('judges each claim against its own instance’s limit, counting every instance’s claims before it', () => {
+    // The short window lets process 2 claim every 20 ms; process 1 claims only while the last second holds fewer than 3.
+    const ok = check([claim(2, 0), claim(2, 20), claim(1, 30), claim(2, 50), claim(1, 1_100), claim(2, 1_120)]);
+    expect(ok.violations).toEqual([]);
+    expect(ok.figures.limitReachedBy).toBe(2);
+    // Process 1 claiming with 3 claims of any instance within its second already: over its own limit.
+    const over = check([claim(2, 0), claim(2, 20), claim(2, 40), claim(1, 50)]);
+    expect(over.violations.map((v) => v.rule)).toEqual(['rate-own-limit-exceeded']);
+    // Two claims exactly duration apart (floored ms) may be in one window or not: not counted.
+    expect(check([claim(2, 0), claim(2, 20)]).violations).toEqual([]);
+    expect(check([claim(2, 0), claim(2, 19)]).violations.map((v) => v.rule)).toEqual(['rate-own-limit-exceeded']);
   });
 });

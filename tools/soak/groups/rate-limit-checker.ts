@@ -14,6 +14,20 @@
  * - `rate-retried-without-cause`: a delivery with attempt > 1 though no consumer was killed between
  *   its job's scheduling and the delivery's start (the handlers never fail: only a kill costs an
  *   attempt, the claim the killed consumer held).
+ *
+ * Instances configured differently (`checkRateLimitPerInstance`): docs/delayed-jobs.md, "Rate limit
+ * across instances": each consumer passes its own `rateLimit`, and instances configured differently
+ * each apply their own against the same log of claims. So a claim by instance i (limit max_i per
+ * duration_i) is taken only while the log, which holds every instance's claims, has fewer than max_i
+ * claims within duration_i before it. The rule, on claim order (fencing tokens grow with every claim
+ * on the topic, including the jobs of one claim call) and the floored ms times:
+ * - `rate-own-limit-exceeded`: for a claim c of instance i, the claims x of ANY instance with
+ *   token(x) <= token(c) and claimedAt(x) > claimedAt(c) - duration_i number more than max_i.
+ *   Each such x is within duration_i µs before c (floor(u_x) >= floor(u_c) - duration_i + 1 >
+ *   u_c - duration_i), so it was in c's window when c was claimed; claims exactly duration_i ms
+ *   apart in floored ms are not counted (they may be just outside). This implies the per-instance
+ *   window on its own claims: [t, t + duration_i) holds at most max_i claims of instance i.
+ * `rate-job-not-handled`, `rate-job-dead` and `rate-retried-without-cause` as above.
  */
 
 /** One handler start: the delivery's claim. */
@@ -24,6 +38,8 @@ export interface RateClaim {
   readonly pid: number;
   /** CLOCK_MONOTONIC µs of the handler's start. */
   readonly startM: number;
+  /** The delivery's fencing token: claims in claim order (needed by `checkRateLimitPerInstance`). */
+  readonly token?: string;
 }
 
 export interface RateCheckInput {
@@ -63,6 +79,13 @@ export function checkRateLimit(input: RateCheckInput): { violations: RateViolati
       });
     }
   }
+  violations.push(...checkJobs(input, claims));
+  return { violations, figures: { claims: claims.length, fullestWindow, processes: new Set(claims.map((c) => c.pid)).size } };
+}
+
+/** `rate-job-not-handled`, `rate-job-dead`, `rate-retried-without-cause`. */
+function checkJobs(input: Omit<RateCheckInput, 'max' | 'duration'>, claims: readonly RateClaim[]): RateViolation[] {
+  const violations: RateViolation[] = [];
   for (const [job, scheduledM] of input.scheduled) {
     const mine = claims.filter((c) => c.job === job);
     if (!input.handled.has(job)) violations.push({ rule: 'rate-job-not-handled', message: `job ${job} was never handled`, claims: mine });
@@ -73,5 +96,52 @@ export function checkRateLimit(input: RateCheckInput): { violations: RateViolati
       }
     }
   }
-  return { violations, figures: { claims: claims.length, fullestWindow, processes: new Set(claims.map((c) => c.pid)).size } };
+  return violations;
+}
+
+/** One instance's `rateLimit`. */
+export interface RateLimitConfig {
+  readonly max: number;
+  readonly duration: number;
+}
+
+export interface PerInstanceRateCheckInput extends Omit<RateCheckInput, 'max' | 'duration'> {
+  /** The limit of the instance each claim's process belongs to. */
+  readonly limitOf: (pid: number) => RateLimitConfig;
+}
+
+/** See `rate-own-limit-exceeded` above. Figures: per process, the fullest window its own limit saw at one of its claims. */
+export function checkRateLimitPerInstance(input: PerInstanceRateCheckInput): {
+  violations: RateViolation[];
+  figures: { claims: number; processes: number; limitReachedBy: number; fullestAtClaim: Record<string, string> };
+} {
+  const violations: RateViolation[] = [];
+  const claims = [...input.claims].sort((a, b) => {
+    if (a.token === undefined || b.token === undefined) throw new Error('checkRateLimitPerInstance needs every claim’s token');
+    return BigInt(a.token) < BigInt(b.token) ? -1 : BigInt(a.token) > BigInt(b.token) ? 1 : 0;
+  });
+  const fullest = new Map<number, number>();
+  for (const [index, c] of claims.entries()) {
+    const { max, duration } = input.limitOf(c.pid);
+    const inWindow = claims.slice(0, index + 1).filter((x) => x.claimedAtMs > c.claimedAtMs - duration);
+    fullest.set(c.pid, Math.max(fullest.get(c.pid) ?? 0, inWindow.length));
+    if (inWindow.length > max) {
+      violations.push({
+        rule: 'rate-own-limit-exceeded',
+        message: `a claim by process ${c.pid} (rateLimit { max: ${max}, duration: ${duration} }) at ${c.claimedAtMs} made ${inWindow.length} claims of all instances within its ${duration} ms`,
+        claims: inWindow,
+      });
+    }
+  }
+  violations.push(...checkJobs(input, claims));
+  const pids = [...fullest.keys()];
+  return {
+    violations,
+    figures: {
+      claims: claims.length,
+      processes: pids.length,
+      limitReachedBy: pids.filter((pid) => fullest.get(pid)! >= input.limitOf(pid).max).length,
+      fullestAtClaim: Object.fromEntries(pids.map((pid) => [String(pid), `${fullest.get(pid)}/${input.limitOf(pid).max} per ${input.limitOf(pid).duration} ms`])),
+    },
+  };
 }

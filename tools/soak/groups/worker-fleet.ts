@@ -2,8 +2,9 @@
  * The consumer processes of the group and rate-limit checkers (worker.ts), one per slot: started,
  * SIGKILLed and respawned on the spot, stopped gracefully at the end. It gathers their history
  * lines into deliveries (group-checker.ts) and remembers, per process, when it was sent SIGKILL: a
- * delivery with no end in a killed process was cut by the kill. A worker that exits without being
- * killed, or reports an unhandled rejection, is recorded in `problems`.
+ * delivery with no end in a killed process was cut by the kill. It also SIGSTOPs and SIGCONTs a
+ * worker (`freeze`), recording the window. A worker that exits without being killed, or reports an
+ * unhandled rejection, is recorded in `problems`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ import type { GroupDelivery } from './group-checker.js';
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const WORKER = join(import.meta.dirname, 'worker.ts');
 
-interface StartLine {
+export interface StartLine {
   readonly job: string;
   readonly token: string;
   readonly group?: string;
@@ -25,14 +26,16 @@ interface StartLine {
   readonly pid: number;
 }
 
-interface EndLine {
+export interface EndLine {
   readonly job: string;
   readonly token: string;
   readonly m: number;
   readonly outcome: 'ok' | 'failed' | 'lost';
+  readonly lastLiveM?: number;
+  readonly abortSeenM?: number;
 }
 
-class WorkerProcess {
+export class WorkerProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   ready = false;
@@ -64,6 +67,9 @@ class WorkerProcess {
   get alive(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
+
+  /** The slot it was spawned in (its environment). */
+  slot = -1;
 }
 
 export class WorkerFleet {
@@ -72,7 +78,17 @@ export class WorkerFleet {
   /** pid -> monotonic µs at which SIGKILL was sent. */
   readonly killedAt = new Map<number, number>();
   readonly problems: string[] = [];
+  /** SIGSTOP-SIGCONT windows (monotonic µs, from the SIGSTOP to the SIGCONT), with the process. */
+  readonly frozen: Array<{ pid: number; startM: number; endM: number }> = [];
+  /** Jobs of a worker's burst topic (BURST_TOPIC) whose handler ran. */
+  readonly burstRuns = new Set<string>();
+  /** Called with every handler start, as its line arrives. */
+  onStart?: (start: StartLine, worker: WorkerProcess) => void;
+  /** Called with every handler end, as its line arrives. */
+  onEnd?: (end: EndLine, worker: WorkerProcess) => void;
   private readonly workers: WorkerProcess[] = [];
+  /** pid -> slot, of every process spawned. */
+  private readonly slots = new Map<number, number>();
   private stopping = false;
 
   constructor(
@@ -89,6 +105,27 @@ export class WorkerFleet {
 
   get allReady(): boolean {
     return this.workers.every((w) => w.ready);
+  }
+
+  /** The slot a process (alive or not) was spawned in. */
+  slotOf(pid: number): number {
+    const slot = this.slots.get(pid);
+    if (slot === undefined) throw new Error(`no worker process ${pid}`);
+    return slot;
+  }
+
+  /** The worker now in `slot`. */
+  inSlot(slot: number): WorkerProcess {
+    return this.workers[slot];
+  }
+
+  /** SIGSTOPs `worker` for `ms` (a fixed time on purpose: the fault), then SIGCONTs it; resolves after the SIGCONT. */
+  async freeze(worker: WorkerProcess, ms: number): Promise<void> {
+    const startM = monotonicUs();
+    worker.child.kill('SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    worker.child.kill('SIGCONT');
+    this.frozen.push({ pid: worker.pid, startM, endM: monotonicUs() });
   }
 
   /** Whether `worker` has a handler running (a start without its end). */
@@ -137,12 +174,27 @@ export class WorkerFleet {
     return this.starts.map((s) => {
       const end = this.ends.get(`${s.job}@${s.token}`);
       const killedM = end ? undefined : this.killedAt.get(s.pid);
-      return { job: s.job, group: s.group, attempt: s.attempt, token: s.token, pid: s.pid, startM: s.m, endM: end?.m, outcome: end?.outcome, killedM };
+      return {
+        job: s.job,
+        group: s.group,
+        attempt: s.attempt,
+        token: s.token,
+        pid: s.pid,
+        claimedAtMs: s.claimedAt,
+        startM: s.m,
+        endM: end?.m,
+        outcome: end?.outcome,
+        killedM,
+        lastLiveM: end?.lastLiveM,
+        abortSeenM: end?.abortSeenM,
+      };
     });
   }
 
   private spawn(slot: number): void {
     const worker = new WorkerProcess(this.envOf(slot), (line, from) => this.onLine(line, from));
+    worker.slot = slot;
+    this.slots.set(worker.pid, slot);
     this.workers[slot] = worker;
     void worker.exited.then(({ code, signal }) => {
       if (this.stopping) return;
@@ -152,12 +204,18 @@ export class WorkerFleet {
   }
 
   private onLine(line: string, worker: WorkerProcess): void {
-    if (line.startsWith('ready ')) worker.setReady();
+    if (line.startsWith('B ')) this.burstRuns.add(line.slice(2));
+    else if (line.startsWith('ready ')) worker.setReady();
     else if (line.startsWith('unhandled ')) this.problems.push(`worker ${worker.pid}: ${line}`);
     else if (line.startsWith('H ')) {
       const event = JSON.parse(line.slice(2)) as (StartLine & { e: 'start' }) | (EndLine & { e: 'end' });
-      if (event.e === 'start') this.starts.push(event);
-      else this.ends.set(`${event.job}@${event.token}`, event);
+      if (event.e === 'start') {
+        this.starts.push(event);
+        this.onStart?.(event, worker);
+      } else {
+        this.ends.set(`${event.job}@${event.token}`, event);
+        this.onEnd?.(event, worker);
+      }
     }
   }
 }
