@@ -53,9 +53,10 @@ export function abortedUnchecked(signal: AbortSignal): boolean {
  * Makes `signal` run `check` whenever it is read (`aborted`, `reason`, `throwIfAborted()`), before
  * answering. `check` aborts the signal's controller, synchronously, when the lease it stands for is
  * over by the monotonic clock; it must be cheap and must not read `signal` itself. Returns `signal`,
- * still an `AbortSignal` (`instanceof`, `AbortSignal.any`, `fetch`, listeners all work as before;
- * `AbortSignal.any` and Node's APIs read `aborted`, so they see the check too). A listener added
- * with `addEventListener('abort')` fires when the check aborts, from inside that read.
+ * still an `AbortSignal` (`instanceof`, `AbortSignal.any`, `fetch`, listeners all work as before).
+ * `AbortSignal.any` and Node's APIs read `aborted` once, when they are given the signal: later they
+ * follow its abort event only, which fires when the check or the owner's own timer aborts it. A
+ * listener added with `addEventListener('abort')` fires when the check aborts, from inside that read.
  */
 export function checkedOnRead(signal: AbortSignal, check: () => void): AbortSignal {
   const checked = signal as CheckedSignal;
