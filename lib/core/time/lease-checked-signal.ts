@@ -49,6 +49,11 @@ export function abortedUnchecked(signal: AbortSignal): boolean {
   return abortedOf.call(signal) as boolean;
 }
 
+/** `signal.reason` without running a check set by `checkedOnRead` (see `abortedUnchecked`). */
+export function reasonUnchecked(signal: AbortSignal): unknown {
+  return reasonOf.call(signal);
+}
+
 /**
  * Makes `signal` run `check` whenever it is read (`aborted`, `reason`, `throwIfAborted()`), before
  * answering. `check` aborts the signal's controller, synchronously, when the lease it stands for is

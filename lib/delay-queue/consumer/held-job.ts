@@ -1,4 +1,5 @@
-import { abortedUnchecked } from '../../core/time/lease-checked-signal.js';
+import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
+import { abortedUnchecked, reasonUnchecked } from '../../core/time/lease-checked-signal.js';
 
 /** A job this consumer has claimed and not yet settled with Redis. */
 export interface HeldJob {
@@ -72,4 +73,12 @@ export function abortJob(job: HeldJob, reason: Error): void {
  */
 export function isWatched(job: HeldJob): boolean {
   return !job.abandoned && !(job.controller !== undefined && abortedUnchecked(job.controller.signal));
+}
+
+/**
+ * Whether this delivery was told its claim is gone for lost visibility (its signal aborted with
+ * JobVisibilityLostError): a handler that heeds the signal may have stopped early.
+ */
+export function visibilityLost(job: HeldJob): boolean {
+  return job.controller !== undefined && reasonUnchecked(job.controller.signal) instanceof JobVisibilityLostError;
 }

@@ -5,7 +5,7 @@ import { runInJobContext, type DelayedJobHandler, type JobContext } from '../int
 import { decodeJob, readGroup, type DecodedJob } from '../jobs/job-codec.js';
 import type { AckQueue } from './ack-queue.js';
 import { DeliveryContext } from './delivery-context.js';
-import type { HeldJob } from './held-job.js';
+import { visibilityLost, type HeldJob } from './held-job.js';
 import type { JobProgress } from './job-progress.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { ServerClock } from './server-clock.js';
@@ -121,6 +121,8 @@ export class JobRunner<T> {
   private startBuffered(): void {
     while (this.active.size < this.context.options.concurrency && this.buffer.length > 0) {
       const job = this.buffer.shift()!;
+      // A claim that can no longer be counted on (this process was paused past its deadline) never starts.
+      this.context.visibility.checkDeadline(job);
       if (job.abandoned) {
         this.dropAbandoned(job);
         continue;
@@ -233,7 +235,10 @@ export class JobRunner<T> {
       this.context.settlement.releaseHeldTurn(job);
     } else {
       job.phase = 'settling';
-      if (succeeded) this.context.acks.add(job, result);
+      // A return after the signal said the claim was lost is no proof the work was done (a handler
+      // that heeds its signal returns early): the job goes back to the queue to run again.
+      if (succeeded && visibilityLost(job)) this.context.settlement.handBackAfterLoss(job);
+      else if (succeeded) this.context.acks.add(job, result);
       else this.context.settlement.recordFailure(job, decoded, failure);
     }
     if (this.context.running()) this.startBuffered();

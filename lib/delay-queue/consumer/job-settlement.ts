@@ -87,14 +87,25 @@ export class JobSettlement {
     });
   }
 
-  /** Returns claims to the queue for another consumer (at shutdown). Never rejects. */
-  async handBack(jobs: readonly HeldJob[], neverStarted: boolean): Promise<void> {
+  /**
+   * A delivery told its visibility was lost whose handler then returned normally: it may have
+   * stopped early, so the job is not acknowledged. While Redis still holds the claim under its token
+   * (the loss was counted by the local deadline, an extension may have kept it), the job goes back to
+   * the queue at its own place, its attempt kept, to run again (at least once); otherwise another
+   * delivery has it already, or it returns when its visibility passes. One try.
+   */
+  handBackAfterLoss(job: HeldJob): void {
+    this.track(this.handBack([job], false, 'after its visibility was lost'));
+  }
+
+  /** Returns claims to the queue for another consumer (at shutdown, unless `occasion` says otherwise). Never rejects. */
+  async handBack(jobs: readonly HeldJob[], neverStarted: boolean, occasion = 'at shutdown'): Promise<void> {
     if (jobs.length === 0) return;
     try {
       await releaseJobsScript.run(this.context.connection.client, this.context.keyList, releaseArgs(jobs, neverStarted));
     } catch (error) {
       this.context.logger.warn(
-        `Could not hand ${jobs.length} job(s) of topic ${JSON.stringify(this.context.topic)} back at shutdown ` +
+        `Could not hand ${jobs.length} job(s) of topic ${JSON.stringify(this.context.topic)} back ${occasion} ` +
           `(they return when their visibility timeout passes): ${describeFailure(error)}`,
       );
     }
