@@ -184,6 +184,15 @@ export class TopicInspector {
   }
 
   /**
+   * The topics this application names in its own code and configuration, known from bootstrap on
+   * (before any job): its `@OnDelayed` handlers' topics, then the topics split into shards in
+   * `delayQueue.topics`.
+   */
+  applicationTopics(): string[] {
+    return [...new Set([...this.handledTopics(), ...this.shards.sharded()])];
+  }
+
+  /**
    * Topics with at least one job (in any state) in Redis, found by SCAN on every master: at most
    * `limit` jobs hashes are looked at. The shards of a sharded topic are reported as the topic.
    */

@@ -1,3 +1,5 @@
+import { jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { DelayQueueService, InvalidJobError, InvalidOptionsError } from '../../lib/index.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
@@ -28,7 +30,7 @@ describe('payload size limit', () => {
     const app = await createLockApp({ keyPrefix, delayQueue });
     app.useLogger(false);
     apps.push(app);
-    return { queue: app.get(DelayQueueService), keys: async () => (await redis.keys(`${keyPrefix}:*`)).sort() };
+    return { queue: app.get(DelayQueueService), keyPrefix, keys: async () => (await redis.keys(`${keyPrefix}:*`)).sort() };
   };
 
   it('refuses a payload over 512 KiB by default, naming its size and the option, and writes nothing', async () => {
@@ -74,6 +76,33 @@ describe('payload size limit', () => {
       expect(received).toEqual([payload.blob.slice(-6)]);
     } finally {
       await consumer.close();
+    }
+  });
+
+  it('does not keep a handler result over maxPayloadBytes: the job completes, is kept without it, and a warning names the size', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const { queue, keyPrefix } = await start({ maxPayloadBytes: 64 * KIB });
+      // A 14-byte payload whose handler returns a result as large as it asks for (the review's repro, scaled down with the limit).
+      const consumer = queue.consume<{ n: number }>('pl.result', ({ n }) => payloadOf(n), { keepCompleted: { count: 100 } });
+      try {
+        await queue.schedule('pl.result', { n: 64 * KIB }, { id: 'at-limit' });
+        await queue.schedule('pl.result', { n: KIB * KIB }, { id: 'huge' });
+        await waitFor(async () => (await queue.get('pl.result', 'huge'))?.state === 'completed', 20_000, 'the huge job to complete');
+        await waitFor(async () => (await queue.get('pl.result', 'at-limit'))?.state === 'completed', 20_000, 'the job at the limit to complete');
+        const huge = await queue.get('pl.result', 'huge');
+        expect(huge).toMatchObject({ state: 'completed', attempts: 1, payload: { n: KIB * KIB } });
+        expect({ resultKept: huge !== null && 'result' in huge }).toEqual({ resultKept: false });
+        expect((await queue.get('pl.result', 'at-limit'))?.result).toEqual(payloadOf(64 * KIB));
+        expect(await redis.memory('USAGE', `${keyPrefix}:dq:{pl.result}:results`)).toBeLessThan(128 * KIB);
+        expect(warn.mock.calls.map(([message]) => String(message)).join('\n')).toMatch(
+          /Job "huge" of topic "pl.result" completed, but its result is not kept: .*result.*1048576 bytes.*65536.*delayQueue\.maxPayloadBytes/,
+        );
+      } finally {
+        await consumer.close();
+      }
+    } finally {
+      warn.mockRestore();
     }
   });
 

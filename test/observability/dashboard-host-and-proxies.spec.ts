@@ -1,6 +1,8 @@
+import { jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import { request as httpRequest } from 'node:http';
-import type { RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
-import { DelayQueueService } from '../../lib/index.js';
+import { RedisLockDashboardModule, type RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
+import { DelayQueueService, InvalidOptionsError } from '../../lib/index.js';
 import { startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app.js';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
@@ -75,9 +77,66 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     }
   });
 
-  it('leaves Host to the guards once remote clients are served (allowRemote or a guard)', async () => {
-    const t = await start({ canActivate: () => true });
-    expect((await send(t.base, 'GET', '/_locks/api/topics', { host: 'dashboard.example.com' })).status).toBe(200);
+  it('with allowRemote: true, serves only the listed hosts: a DNS-rebinding page can neither read a payload nor cancel a job', async () => {
+    // The review's repro: allowRemote: true had no Host check, and the Origin check compared Origin with the attacker's own Host.
+    for (const listing of [{ allowedOrigins: ['https://ops.example.com'] }, { allowedHosts: ['ops.example.com'] }] as RedisLockDashboardOptions[]) {
+      const t = await start({ readOnly: false, allowRemote: true, ...listing });
+      const queue = t.app.get(DelayQueueService);
+      await queue.schedule('rebind.t', { resetToken: 'secret-123' }, { id: 'victim', delay: 3_600_000 });
+      const port = new URL(t.base).port;
+      const rebound = { host: `rebind.attacker.test:${port}`, origin: `http://rebind.attacker.test:${port}`, 'sec-fetch-site': 'same-origin' };
+      for (const path of ['/_locks', '/_locks/api/topics/rebind.t/jobs/victim', '/_locks/api/locks']) {
+        const read = await send(t.base, 'GET', path, rebound);
+        expect({ listing, path, status: read.status, code: read.body?.code }).toEqual({ listing, path, status: 403, code: 'DASHBOARD_FOREIGN_HOST' });
+        expect(read.body.message).toMatch(/rebind\.attacker\.test.*allowedHosts/);
+        expect(JSON.stringify(read.body)).not.toContain('secret-123');
+      }
+      const cancel = await send(t.base, 'POST', '/_locks/api/topics/rebind.t/jobs/victim/cancel', { ...rebound, ...ACTION });
+      expect(cancel.status).toBe(403);
+      expect((await queue.get('rebind.t', 'victim'))?.state).toBe('scheduled');
+      // The listed name (any port for allowedHosts) and loopback names are served.
+      const listed = listing.allowedHosts ? ['ops.example.com', 'OPS.example.com:8443'] : ['ops.example.com', 'ops.example.com:443'];
+      for (const host of [...listed, `localhost:${port}`, `127.0.0.1:${port}`]) {
+        expect({ host, status: (await send(t.base, 'GET', '/_locks/api/topics', { host })).status }).toEqual({ host, status: 200 });
+      }
+    }
+  });
+
+  it('allowedHosts: a leading dot serves the name and its subdomains; a guard with allowedHosts has the Host check too', async () => {
+    const t = await start({ canActivate: () => true, allowedHosts: ['.ops.example.com', '[2001:db8::1]'] });
+    for (const host of ['ops.example.com', 'eu.ops.example.com:8080', '[2001:db8::1]:3000', 'localhost']) {
+      expect({ host, status: (await send(t.base, 'GET', '/_locks/api/topics', { host })).status }).toEqual({ host, status: 200 });
+    }
+    for (const host of ['evilops.example.com', 'ops.example.com.attacker.test', 'example.com', '[2001:db8::2]']) {
+      const refused = await send(t.base, 'GET', '/_locks/api/topics', { host });
+      expect({ host, status: refused.status, code: refused.body?.code }).toEqual({ host, status: 403, code: 'DASHBOARD_FOREIGN_HOST' });
+    }
+  });
+
+  it('refuses allowRemote: true without guards nor a host list at forRoot, naming allowedHosts', () => {
+    expect(() => RedisLockDashboardModule.forRoot({ allowRemote: true })).toThrow(InvalidOptionsError);
+    expect(() => RedisLockDashboardModule.forRoot({ allowRemote: true, readOnly: false })).toThrow(/allowRemote.*allowedHosts/s);
+    expect(() => RedisLockDashboardModule.forRoot({ allowRemote: true, allowedHosts: true })).not.toThrow();
+    for (const entry of ['https://ops.example.com', 'ops.example.com:8080', 'ops.example.com.', '*.example.com', 'ops example', '', 'a/b', '[nothex]', '.']) {
+      expect(() => RedisLockDashboardModule.forRoot({ allowedHosts: [entry] })).toThrow(/allowedHosts/);
+    }
+    expect(() => RedisLockDashboardModule.forRoot({ allowedHosts: 'ops.example.com' as never })).toThrow(/allowedHosts/);
+  });
+
+  it('with only guards, leaves Host to them and says so once at bootstrap; allowedHosts: true keeps quiet', async () => {
+    const warnings: string[] = [];
+    const spy = jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+    try {
+      const t = await start({ canActivate: () => true });
+      expect((await send(t.base, 'GET', '/_locks/api/topics', { host: 'dashboard.example.com' })).status).toBe(200);
+      expect(warnings.filter((w) => /any Host/.test(w))).toEqual([expect.stringMatching(/DNS rebinding.*credential.*allowedHosts/s)]);
+      warnings.length = 0;
+      const quiet = await start({ canActivate: () => true, allowedHosts: true });
+      expect((await send(quiet.base, 'GET', '/_locks/api/topics', { host: 'dashboard.example.com' })).status).toBe(200);
+      expect(warnings.filter((w) => /any Host/.test(w))).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('refuses every sign of forwarding through a proxy the application does not trust', async () => {

@@ -61,7 +61,7 @@ describe('RedisLockDashboardModule: safe by default', () => {
     const remote = { 'x-forwarded-for': '203.0.113.7' };
     const hooked = await start({ canActivate: () => true }, { trustProxy: 'loopback' });
     expect((await call(hooked.base, 'GET', '/_locks/api/topics', remote)).status).toBe(200);
-    const open = await start({ allowRemote: true }, { trustProxy: 'loopback' });
+    const open = await start({ allowRemote: true, allowedHosts: ['ops.example.com'] }, { trustProxy: 'loopback' });
     expect((await call(open.base, 'GET', '/_locks/api/topics', remote)).status).toBe(200);
     const both = await start({ canActivate: () => true, allowRemote: false }, { trustProxy: 'loopback' });
     expect((await call(both.base, 'GET', '/_locks/api/topics', remote)).status).toBe(403);

@@ -87,11 +87,13 @@ export class AckQueue {
 
   /**
    * Queues the acknowledgement of a job whose handler succeeded with `result`, which is kept only
-   * when the consumer keeps completed jobs. A result that is not JSON data is left out with a
-   * warning; the job still completes (its work is done: failing it would run it again).
+   * when the consumer keeps completed jobs. A result that is not JSON data, or is larger than
+   * `delayQueue.maxPayloadBytes`, is left out with a warning; the job still completes (its work is
+   * done: failing it would run it again).
    */
   add(job: HeldJob, result?: unknown): void {
-    if (this.context.keepCompleted) job.resultJson = this.encode(job, result);
+    const keep = this.context.keepCompleted;
+    if (keep) job.resultJson = this.encode(job, result, keep.maxResultBytes);
     this.queued.push(job);
     if (this.claimNext) return;
     if (job.group !== undefined && this.claimForGroup?.()) return;
@@ -185,9 +187,10 @@ export class AckQueue {
     }
   }
 
-  private encode(job: HeldJob, result: unknown): string | undefined {
+  /** The result's JSON to keep, or undefined (with a warning) for one that is not JSON data or is over `maxBytes`: the job is kept without it. */
+  private encode(job: HeldJob, result: unknown, maxBytes: number): string | undefined {
     try {
-      return encodeResult(this.context.topic, result);
+      return encodeResult(this.context.topic, result, maxBytes);
     } catch (error) {
       this.context.warn(
         `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(this.context.topic)} completed, but its result is not kept: ${errorMessage(error)}`,

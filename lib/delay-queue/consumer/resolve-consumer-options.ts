@@ -42,8 +42,11 @@ export interface ResolvedConsumerOptions {
   readonly rateLimit?: { readonly max: number; readonly duration: number };
   /** Absent: 1 (the consumer sets the topic's setting back to the default). */
   readonly groupConcurrency?: number;
-  /** Absent: completed jobs are deleted. Each bound 0 when not given (no bound). */
-  readonly keepCompleted?: { readonly count: number; readonly age: number };
+  /**
+   * Absent: completed jobs are deleted. `count` and `age` 0 when not given (no bound);
+   * `maxResultBytes`, the largest result kept, is `delayQueue.maxPayloadBytes`.
+   */
+  readonly keepCompleted?: { readonly count: number; readonly age: number; readonly maxResultBytes: number };
 }
 
 /**
@@ -82,11 +85,11 @@ export function resolveConsumerOptions(
     rateLimit: o.rateLimit === undefined ? undefined : resolveRateLimit(validate, o.rateLimit),
     groupConcurrency:
       o.groupConcurrency === undefined ? undefined : validate.wholeNumber('groupConcurrency', o.groupConcurrency, { min: 1, max: 10_000 }),
-    keepCompleted: resolveKeepCompleted(validate, o.keepCompleted),
+    keepCompleted: resolveKeepCompleted(validate, o.keepCompleted, defaults.maxPayloadBytes),
   };
 }
 
-function resolveKeepCompleted(validate: OptionValidator, keep: unknown): ResolvedConsumerOptions['keepCompleted'] {
+function resolveKeepCompleted(validate: OptionValidator, keep: unknown, maxResultBytes: number): ResolvedConsumerOptions['keepCompleted'] {
   if (keep === undefined) return undefined;
   if (typeof keep !== 'object' || keep === null || Array.isArray(keep)) {
     return validate.refuseValue('keepCompleted', keep, 'use an object { count?, age? } with at least one of them');
@@ -105,6 +108,7 @@ function resolveKeepCompleted(validate: OptionValidator, keep: unknown): Resolve
       use: 'use a whole number of milliseconds from 1',
       default: 0,
     }),
+    maxResultBytes,
   };
 }
 

@@ -166,11 +166,23 @@ export function encodeProgress(topic: string, value: unknown): string {
 
 /**
  * Encodes a handler's return value for a kept completed job: undefined when it returned nothing.
+ * A result is held in Redis and served whole like a payload, so it has the payload's bound.
  *
- * @throws InvalidJobError naming the offending path, e.g. `result.createdAt`
+ * @param maxBytes the largest result, as UTF-8 bytes of its JSON (`delayQueue.maxPayloadBytes`)
+ * @throws InvalidJobError naming the offending path, e.g. `result.createdAt`, or the result's size over `maxBytes`
  */
-export function encodeResult(topic: string, value: unknown): string | undefined {
-  return value === undefined ? undefined : encodePayload(topic, value, 'result');
+export function encodeResult(topic: string, value: unknown, maxBytes: number): string | undefined {
+  if (value === undefined) return undefined;
+  const json = encodePayload(topic, value, 'result');
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > maxBytes) {
+    throw new InvalidJobError(
+      topic,
+      'result',
+      `is ${bytes} bytes as JSON (UTF-8), over the limit of ${maxBytes} (delayQueue.maxPayloadBytes); return a reference to data kept elsewhere`,
+    );
+  }
+  return json;
 }
 
 const MAX_DEPTH = 512;

@@ -14,6 +14,11 @@ export class TopicShards {
     private readonly counts: TopicShardCounts,
   ) {}
 
+  /** The topics split into more than one shard (`delayQueue.topics`), in the order configured. */
+  sharded(): string[] {
+    return [...this.counts.keys()];
+  }
+
   /** How many shards `topic` has (1 when not configured). */
   count(topic: string): number {
     return this.counts.get(topic) ?? 1;

@@ -1,4 +1,4 @@
-import { isIPv4 } from 'node:net';
+import { isIP, isIPv4 } from 'node:net';
 
 /*
  * The dashboard's request checks as pure functions of what a request carries, so they can be read
@@ -48,10 +48,16 @@ export interface ClientFacts {
   /** The platform's client address (`request.ip`), which follows `X-Forwarded-For` only through proxies the application trusts. */
   readonly ip: string | undefined;
   /**
-   * The platform's forwarded chain (`request.ips`): non-empty only when the application trusts the
-   * proxy that sent the request (Express `trust proxy`, Fastify `trustProxy`).
+   * The platform's forwarded chain (`request.ips`), filled only when the application trusts the
+   * proxy that sent the request (Express `trust proxy`, Fastify `trustProxy`). Express leaves the
+   * socket's address out (`[]` when nothing was forwarded); Fastify puts it first (`[socket]` when
+   * nothing was forwarded): see `ipsStartWithSocket`.
    */
   readonly ips: readonly string[] | undefined;
+  /** True when `ips` starts with the socket's own address (Fastify's `request.ips`), false for Express's. */
+  readonly ipsStartWithSocket: boolean;
+  /** True when the request carries `X-Forwarded-For`. */
+  readonly forwardedFor: boolean;
   /** The first forwarding header the request carries (`forwardingHeaderOf`), if any. */
   readonly forwardedBy: string | undefined;
 }
@@ -67,8 +73,9 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 
 /**
  * Why a client is not a loopback client, or undefined when it is. The TCP peer must be loopback in
- * every case. Behind a proxy the application trusts (the platform filled `ips` from
- * `X-Forwarded-For`), the client is the platform's `ip`, the one that proxy reports. Otherwise any
+ * every case. Behind a proxy the application trusts that named the client in `X-Forwarded-For`
+ * (the platform took an address from it into `ips`), the client is the platform's `ip`, the one
+ * that proxy reports. Otherwise any
  * sign of forwarding refuses the request: behind a proxy on the same host every client's TCP peer
  * is the loopback address, and a proxy that names its client in another header than
  * `X-Forwarded-For` (or in none) cannot be told from the client itself.
@@ -76,7 +83,11 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 export function remoteClientRefusal(facts: ClientFacts): string | undefined {
   const peer = facts.socketAddress ?? facts.ip;
   if (!isLoopbackAddress(peer)) return `it came from ${peer ?? 'an unknown address'}`;
-  const throughTrustedProxy = Array.isArray(facts.ips) && facts.ips.length > 0;
+  // Through a trusted proxy only when it said for whom (X-Forwarded-For) and the platform took at
+  // least one address from it: Fastify's `ips` always holds the socket's address, so its length
+  // alone would make every request look forwarded and every other sign of forwarding ignored.
+  const reported = (facts.ips?.length ?? 0) - (facts.ipsStartWithSocket ? 1 : 0);
+  const throughTrustedProxy = facts.forwardedFor && reported > 0;
   if (throughTrustedProxy) {
     return isLoopbackAddress(facts.ip) ? undefined : `it came from ${facts.ip ?? 'an unknown address'} (as reported by a trusted proxy)`;
   }
@@ -91,26 +102,57 @@ export function remoteClientRefusal(facts: ClientFacts): string | undefined {
 }
 
 /**
- * Why a `Host` header is not one a loopback-only dashboard answers, or undefined when it is:
- * `localhost`, a 127.0.0.0/8 address or `[::1]`, with any port, or the host (and port) of an
- * origin in `allowedOrigins`. A page that rebinds its own name to 127.0.0.1 (DNS rebinding) makes
- * the operator's browser send its name here, so the TCP peer alone does not show that the
- * request is the operator's. A request without `Host` (HTTP/1.0) comes from no browser and passes.
+ * The `Host`s a dashboard answers besides loopback names (`localhost`, 127.0.0.0/8, `[::1]`, any
+ * port, always answered: no other site's page can make a browser send them).
  */
-export function foreignHostRefusal(host: string | undefined, allowedOrigins: ReadonlySet<string>): string | undefined {
+export interface HostAllowList {
+  /** `allowedHosts` entries without a leading dot, lower-case (`ops.example.com`, `[2001:db8::1]`): that name, any port. */
+  readonly names: ReadonlySet<string>;
+  /** `allowedHosts` entries with a leading dot, lower-case (`.example.com`): `example.com` and every name under it, any port. */
+  readonly suffixes: readonly string[];
+  /** Canonical `allowedOrigins` entries: the origin's host with its port (the scheme's default port written or not). */
+  readonly origins: ReadonlySet<string>;
+}
+
+const HOST_HEADER = /^(?:(\[[0-9a-f:.]+\])|([a-z0-9.-]+))(?::(\d{1,5}))?$/;
+/** An `allowedHosts` entry: a DNS name (optionally with a leading dot) or a bracketed IPv6 address, no port. */
+const HOST_ENTRY = /^(?:\.?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])$/;
+
+/**
+ * The canonical (lower-case) form of an `allowedHosts` entry, or undefined when it is not a host
+ * name as a `Host` header carries it without its port: `'ops.example.com'`, `'.example.com'` (the
+ * name and its subdomains), `'10.0.0.5'`, `'[2001:db8::1]'`.
+ */
+export function canonicalHostEntry(entry: unknown): string | undefined {
+  if (typeof entry !== 'string') return undefined;
+  const lower = entry.toLowerCase();
+  if (!HOST_ENTRY.test(lower)) return undefined;
+  if (lower.startsWith('[') && !isIP(lower.slice(1, -1))) return undefined;
+  return lower;
+}
+
+/**
+ * Why a `Host` header is not one the dashboard answers, or undefined when it is: `localhost`, a
+ * 127.0.0.0/8 address or `[::1]`, with any port, or a host of `allowed` (see `HostAllowList`). A
+ * page that rebinds its own name to the dashboard's address (DNS rebinding) makes the operator's
+ * browser send its name here, so neither the TCP peer nor an `Origin` equal to `Host` shows that
+ * the request is the operator's. A request without `Host` (HTTP/1.0) comes from no browser and passes.
+ */
+export function foreignHostRefusal(host: string | undefined, allowed: HostAllowList): string | undefined {
   if (host === undefined) return undefined;
   const wanted = host.toLowerCase();
-  const match = /^(?:\[([0-9a-f:.]+)\]|([a-z0-9.-]+))(?::(\d{1,5}))?$/.exec(wanted);
+  const match = HOST_HEADER.exec(wanted);
   if (match) {
     const name = match[1] ?? match[2];
-    const loopbackName = name === 'localhost' || (match[1] !== undefined ? isLoopbackAddress(name) : isIPv4(name) && name.startsWith('127.'));
+    const loopbackName = name === 'localhost' || (match[1] !== undefined ? isLoopbackAddress(name.slice(1, -1)) : isIPv4(name) && name.startsWith('127.'));
     if (loopbackName) return undefined;
+    if (allowed.names.has(name)) return undefined;
+    if (allowed.suffixes.some((suffix) => name.endsWith(suffix) || name === suffix.slice(1))) return undefined;
   }
-  for (const entry of allowedOrigins) {
-    const origin = new URL(entry);
-    if (isOwnHost(origin, wanted)) return undefined;
+  for (const entry of allowed.origins) {
+    if (isOwnHost(new URL(entry), wanted)) return undefined;
   }
-  return `it was addressed to ${JSON.stringify(host)}, not to localhost, 127.0.0.0/8 or [::1]`;
+  return `it was addressed to ${JSON.stringify(host)}, not to localhost, 127.0.0.0/8, [::1] nor a host listed in allowedHosts or allowedOrigins`;
 }
 
 /** What the cross-site check looks at in one request. */

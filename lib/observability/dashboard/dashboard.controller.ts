@@ -36,6 +36,7 @@ import type {
 import { DashboardAccessGuard } from './dashboard-access.guard.js';
 import { DashboardErrorsInterceptor } from './dashboard-errors.interceptor.js';
 import { dashboardForbidden } from './dashboard-forbidden.js';
+import { DashboardHostGuard } from './dashboard-host.guard.js';
 import { DashboardLoopbackGuard } from './dashboard-loopback.guard.js';
 import { DASHBOARD_NAVIGATION_ROUTE, DashboardOriginGuard } from './dashboard-origin.guard.js';
 import { DashboardHistory } from './dashboard-history.js';
@@ -260,12 +261,14 @@ function parseLimit(limit: string | undefined): number {
 
 /**
  * A controller class mounted at `options.path`, behind, in this order: the loopback check (unless
- * `allowRemote`), the cross-origin check of API routes, `options.guards` and `options.canActivate`.
+ * `allowRemote`), the `Host` check (unless `options.hosts` is undefined), the cross-origin check of
+ * API routes, `options.guards` and `options.canActivate`.
  */
 export function createDashboardController(options: ResolvedDashboardOptions): Type<DashboardController> {
   class RedisLockDashboardController extends DashboardController {}
   const guards: Array<Type<CanActivate> | CanActivate> = [];
-  if (!options.allowRemote) guards.push(new DashboardLoopbackGuard(options.allowedOrigins));
+  if (!options.allowRemote) guards.push(new DashboardLoopbackGuard());
+  if (options.hosts) guards.push(new DashboardHostGuard(options.hosts, !options.allowRemote));
   guards.push(new DashboardOriginGuard(options.allowedOrigins), ...options.guards);
   if (options.canActivate) guards.push(new DashboardAccessGuard(options.canActivate));
   UseGuards(...guards)(RedisLockDashboardController);

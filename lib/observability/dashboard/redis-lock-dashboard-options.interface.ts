@@ -45,14 +45,33 @@ export interface RedisLockDashboardOptions {
    *   application trusts the proxy (Express `app.set('trust proxy', 'loopback')`, Fastify
    *   `trustProxy`) and the proxy named a loopback client in `X-Forwarded-For`
    *   (`DASHBOARD_REMOTE_CLIENT`): behind a proxy on the same host every client's peer is loopback;
-   * - its `Host` is `localhost`, a 127.0.0.0/8 address or `[::1]` (any port), or the host of an
-   *   `allowedOrigins` entry (`code: 'DASHBOARD_FOREIGN_HOST'`): a web page can rebind its own name
-   *   to 127.0.0.1 and reach a dashboard on the operator's machine (DNS rebinding).
+   * - its `Host` is `localhost`, a 127.0.0.0/8 address or `[::1]` (any port), or one listed in
+   *   `allowedHosts` or `allowedOrigins` (`code: 'DASHBOARD_FOREIGN_HOST'`): a web page can rebind
+   *   its own name to 127.0.0.1 and reach a dashboard on the operator's machine (DNS rebinding).
    *
-   * Set true only when something in front of the application already restricts who reaches it.
+   * While true, the `Host` check stays whenever `allowedHosts` or `allowedOrigins` lists a name. So
+   * `allowRemote: true` without `guards` nor `canActivate` needs the names the dashboard is reached
+   * by (`allowedHosts: ['ops.example.com']`), or `forRoot` fails with `InvalidOptionsError`: set it
+   * only when something in front of the application already restricts who reaches it, and prefer a
+   * guard that checks a credential. With guards and no list, any `Host` is answered (a warning is
+   * logged at bootstrap): the guards must check a credential, not the client's address.
    * See docs/observability.md, "Security".
    */
   allowRemote?: boolean;
+  /**
+   * The names the dashboard is reached by, besides `localhost`, 127.0.0.0/8 and `[::1]` (always
+   * answered): a request whose `Host` is another name is refused with 403 (`code:
+   * 'DASHBOARD_FOREIGN_HOST'`), which stops a page that rebinds its own name to the dashboard's
+   * address (DNS rebinding). Host names without port (any port matches): `'ops.example.com'`,
+   * `'10.0.0.5'`, `'[2001:db8::1]'`, or `'.example.com'` for `example.com` and every name under it.
+   * The hosts of `allowedOrigins` entries are answered too.
+   *
+   * Needed with `allowRemote: true` when no guard is given; with guards, recommended (without it
+   * any `Host` is answered and a warning is logged at bootstrap). `true` answers any `Host` and
+   * silences that warning: only when your guards check a credential, or a proxy in front refuses
+   * unknown names. Anything else fails at `forRoot` with `InvalidOptionsError`. Default none.
+   */
+  allowedHosts?: string[] | true;
   /**
    * Origins (`'https://ops.example.com'`) whose pages may call the API, besides the dashboard's
    * own. Every API request (reads and actions) sent by a browser for a page of another origin is
@@ -61,8 +80,8 @@ export interface RedisLockDashboardOptions {
    * 'same-origin' or 'none'. This holds whatever the application's CORS setting, so
    * `app.enableCors({ origin: true, credentials: true })` does not open the dashboard to other
    * sites. A proxy that rewrites `Host` makes the dashboard's own page look foreign: list the public
-   * origin here. While the dashboard serves loopback clients only, an origin listed here is also a
-   * `Host` it answers (e.g. `'http://ops.internal:8080'` for a tunnel reached by that name). Default none.
+   * origin here. An origin listed here is also a `Host` the dashboard answers (see `allowedHosts`),
+   * e.g. `'http://ops.internal:8080'` for a tunnel reached by that name. Default none.
    */
   allowedOrigins?: string[];
   /**

@@ -1,4 +1,4 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Inject, Logger, Module, type DynamicModule, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { createDashboardController } from './dashboard.controller.js';
 import { DashboardHistory } from './dashboard-history.js';
@@ -7,7 +7,7 @@ import { DashboardScheduling } from './dashboard-scheduling.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
 import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
-import { resolveDashboardOptions } from './resolve-dashboard-options.js';
+import { resolveDashboardOptions, type ResolvedDashboardOptions } from './resolve-dashboard-options.js';
 
 /**
  * A small web dashboard for locks and delayed jobs: one self-contained page (no build step, no
@@ -31,6 +31,7 @@ import { resolveDashboardOptions } from './resolve-dashboard-options.js';
  *     RedisLockDashboardModule.forRoot({
  *       path: '/admin/locks',
  *       guards: [AdminGuard],
+ *       allowedHosts: ['ops.example.com'],
  *       readOnly: (req) => !req.user?.roles?.includes('ops'),
  *     }),
  *   ],
@@ -39,7 +40,21 @@ import { resolveDashboardOptions } from './resolve-dashboard-options.js';
  * // then open http://localhost:3000/admin/locks
  */
 @Module({})
-export class RedisLockDashboardModule {
+export class RedisLockDashboardModule implements OnModuleInit {
+  constructor(@Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions) {}
+
+  /** Nest lifecycle hook: warns, once per registration, when guards serve remote clients at any `Host`. */
+  onModuleInit(): void {
+    if (!this.options.warnAnyHost) return;
+    new Logger('RedisLockDashboard').warn(
+      `The dashboard at /${this.options.path} serves remote clients its guards admit, at any Host: a page that rebinds its own ` +
+        'name to this server (DNS rebinding) reaches it from the browser of whoever opens that page, with nothing but your guards ' +
+        'in its way. Make sure they check a credential (a session cookie, a token), not the client\'s address, and list the names ' +
+        'the dashboard is reached by in RedisLockDashboardModule.forRoot({ allowedHosts: ["ops.example.com"] }) ' +
+        '(allowedHosts: true answers any Host without this warning).',
+    );
+  }
+
   /**
    * Serves the dashboard page and its API under `options.path` (default `/_locks`).
    *

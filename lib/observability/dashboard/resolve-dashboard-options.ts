@@ -3,7 +3,7 @@ import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js'
 import { assertValidTopic } from '../../core/keys/topic-name.js';
 import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
 import { optionValidator as validate } from '../../core/options/option-validation.js';
-import { canonicalOrigin } from './dashboard-request-policy.js';
+import { canonicalHostEntry, canonicalOrigin, type HostAllowList } from './dashboard-request-policy.js';
 import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
 
 /** The dashboard options after validation, with every default filled in. Internal. */
@@ -17,6 +17,14 @@ export interface ResolvedDashboardOptions {
   readonly allowRemote: boolean;
   /** Canonical origins (`scheme://host[:port]`) allowed besides the dashboard's own. */
   readonly allowedOrigins: ReadonlySet<string>;
+  /**
+   * The `Host`s answered besides loopback names, or undefined when any `Host` is answered: only when
+   * `allowedHosts: true`, or remote clients are served through guards and no host is listed
+   * (`warnAnyHost`). Loopback-only always checks `Host`; so does `allowRemote` with no guard.
+   */
+  readonly hosts?: HostAllowList;
+  /** True when guards serve remote clients at any `Host` because none was listed: warned once at bootstrap. */
+  readonly warnAnyHost: boolean;
   readonly topics?: readonly string[];
   readonly refreshMs: number;
   readonly sampleMs: number;
@@ -33,6 +41,7 @@ const DASHBOARD_OPTION_KEYS = keysOf<RedisLockDashboardOptions>()([
   'canActivate',
   'allowRemote',
   'allowedOrigins',
+  'allowedHosts',
   'topics',
   'refreshMs',
   'history',
@@ -91,6 +100,10 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
       allowedOrigins.add(origin);
     }
   }
+  const { hosts, warnAnyHost } = resolveHosts(options.allowedHosts, allowedOrigins, {
+    allowRemote,
+    guarded: guards.length > 0 || options.canActivate !== undefined,
+  });
   let topics: string[] | undefined;
   if (options.topics !== undefined) {
     if (!Array.isArray(options.topics)) throw new InvalidOptionsError('dashboard.topics', 'pass an array of topic names');
@@ -104,6 +117,8 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
     canActivate: options.canActivate,
     allowRemote,
     allowedOrigins,
+    hosts,
+    warnAnyHost,
     topics,
     refreshMs: milliseconds('dashboard.refreshMs', options.refreshMs, { min: 500, max: 3_600_000, default: 3_000 }),
     sampleMs: milliseconds('dashboard.history.sampleMs', options.history?.sampleMs, { min: 250, max: 3_600_000, default: 5_000, orZero: true }),
@@ -119,6 +134,49 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
       default: 30_000,
     }),
   };
+}
+
+/**
+ * The `Host` check: the names of `allowedHosts` and the hosts of `allowedOrigins`, beside loopback
+ * names. Remote clients with no guard and no listed name would leave a DNS-rebinding page nothing
+ * in its way: refused here, so the mistake stops the application at bootstrap.
+ */
+function resolveHosts(
+  entries: unknown,
+  allowedOrigins: ReadonlySet<string>,
+  { allowRemote, guarded }: { allowRemote: boolean; guarded: boolean },
+): { hosts?: HostAllowList; warnAnyHost: boolean } {
+  if (entries === true) return { hosts: undefined, warnAnyHost: false };
+  const names = new Set<string>();
+  const suffixes: string[] = [];
+  if (entries !== undefined) {
+    if (!Array.isArray(entries)) {
+      throw new InvalidOptionsError('dashboard.allowedHosts', 'pass an array of host names, e.g. ["ops.example.com"], or true to answer any Host');
+    }
+    for (const entry of entries) {
+      const host = canonicalHostEntry(entry);
+      if (host === undefined) {
+        throw new InvalidOptionsError(
+          'dashboard.allowedHosts',
+          `got ${JSON.stringify(entry)}; use a host name as the Host header carries it, without scheme nor port (any port matches): ` +
+            '"ops.example.com", "10.0.0.5", "[2001:db8::1]", or ".example.com" for that name and every name under it',
+        );
+      }
+      if (host.startsWith('.')) suffixes.push(host);
+      else names.add(host);
+    }
+  }
+  const listed = names.size > 0 || suffixes.length > 0 || allowedOrigins.size > 0;
+  if (allowRemote && !listed) {
+    if (guarded) return { hosts: undefined, warnAnyHost: true };
+    throw new InvalidOptionsError(
+      'dashboard.allowRemote',
+      'is true with no guard and no host name, so any page that rebinds its own name to this server (DNS rebinding) could use ' +
+        'the dashboard from the browser of whoever opens it. List the names it is reached by in allowedHosts: ["ops.example.com"] ' +
+        '(or allowedHosts: true if a proxy in front refuses unknown names), and prefer a guard that checks a credential (guards or canActivate)',
+    );
+  }
+  return { hosts: { names, suffixes, origins: allowedOrigins }, warnAnyHost: false };
 }
 
 /** A whole number of ms in `min..max`; with `orZero`, 0 is accepted too and turns the feature off. */

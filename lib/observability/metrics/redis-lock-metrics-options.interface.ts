@@ -21,16 +21,20 @@ export interface RedisLockMetricsOptions {
   maxKeyPatterns?: number;
   /**
    * Topics whose queue depth (`<prefix>queue_jobs`) is read on every scrape, in addition to the
-   * topics this process has scheduled, consumed or seen an event of since start (up to `maxTopics`
-   * in all; these count first). At most `maxTopics` entries.
+   * application's own topics (its `@OnDelayed` handlers' and those split into shards in
+   * `delayQueue.topics`) and the topics this process has scheduled, consumed or seen an event of
+   * since start (up to `maxTopics` in all; these count first). At most `maxTopics` entries.
    */
   topics?: string[];
   /**
-   * Most distinct `topic` label values (1-10000): the configured `topics`, then topics in the order
-   * this process first sees them. Later new topics are counted under `topic="other"` (a warning is
-   * logged once) and their queue depths are not read, so topics named from tenant or user input
-   * cannot flood Prometheus, and a scrape runs at most this many `stats` reads against Redis.
-   * Default 100.
+   * Most distinct `topic` label values (1-10000), kept in this order: the configured `topics`, the
+   * application's own topics (`@OnDelayed` handlers, sharded topics of `delayQueue.topics`), kept at
+   * start before any job is seen, then topics in the order this process first sees them. A topic
+   * first seen once the set is full gets no label of its own: it is counted under
+   * `topic="<other>"` (a warning is logged once; no topic can be named `<other>`) and its queue
+   * depths are not read, so topics named from tenant or user input cannot flood Prometheus nor push
+   * the application's own topics out, and a scrape runs at most this many `stats` reads against
+   * Redis. Default 100.
    */
   maxTopics?: number;
   /** Longest time a scrape waits for the queue depths, in ms. Default 2000. */

@@ -8,12 +8,17 @@ import { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js'
 import { DEFAULT_DURATION_BUCKETS, DEFAULT_MAX_TOPICS, REDIS_LOCK_METRICS_OPTIONS } from './redis-lock-metrics.constants.js';
 import type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
 import { errorMessage } from '../../core/errors/error-message.js';
+import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
+import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 const QUEUE_STATES = ['due', 'scheduled', 'active', 'dead', 'grouped', 'completed'] as const;
 const OTHER_PATTERN = 'other';
-/** The `topic` label of every topic past `maxTopics`. */
-const OTHER_TOPIC = 'other';
+/**
+ * The `topic` label of every topic past `maxTopics`: `<` and `>` are not allowed in topic names
+ * (topic-name.ts), so no topic, not even one named `other`, can pass for the overflow.
+ */
+const OTHER_TOPIC = '<other>';
 
 type Listener<K extends RedisLockEventName> = (event: RedisLockEventMap[K]) => void;
 
@@ -45,6 +50,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     // Optional only so that a RedisLockModule this module cannot see is reported by name (below).
     @Optional() private readonly events: RedisLockEvents,
     @Optional() private readonly queue: DelayQueueService,
+    @Optional() @Inject(REDIS_LOCK_INTERNALS) private readonly internals?: RedisLockInternals,
   ) {
     requireRedisLockModule('RedisLockMetricsModule', { RedisLockEvents: events, DelayQueueService: queue });
     this.registry = options.registry ?? defaultRegistry;
@@ -56,6 +62,9 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
 
   /** Nest lifecycle hook: registers the metrics in the registry and starts listening to the module's events. */
   onModuleInit(): void {
+    // The application's own topics are kept before any event can bring a tenant's: the global
+    // RedisLockModule, initialised before this module, has found its @OnDelayed handlers by now.
+    for (const topic of this.internals?.topicInspector.applicationTopics() ?? []) this.topicOf(topic);
     const prefix = this.options.prefix ?? 'redis_lock_';
     const buckets = this.options.buckets ?? DEFAULT_DURATION_BUCKETS;
     const registers = [this.registry];
@@ -245,9 +254,11 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * The `topic` label of `topic`: its name for the first `maxTopics` topics seen (configured ones
-   * first), `other` after that, with one warning. Topics are often named from tenant or user
-   * input; a label per topic would grow the series and each scrape's Redis work without bound.
+   * The `topic` label of `topic`: its name for the first `maxTopics` topics kept, `<other>` after
+   * that, with one warning. Kept first, at module init: the configured `topics`, then the
+   * application's `@OnDelayed` handler topics and sharded topics; then topics in the order this
+   * process first sees them. Topics are often named from tenant or user input; a label per topic
+   * would grow the series and each scrape's Redis work without bound.
    */
   private topicOf(topic: string): string {
     if (this.topics.has(topic)) return topic;

@@ -1,4 +1,7 @@
+import { ForbiddenException, type ExecutionContext } from '@nestjs/common';
+import { DashboardLoopbackGuard } from '../../../../lib/observability/dashboard/dashboard-loopback.guard.js';
 import {
+  canonicalHostEntry,
   canonicalOrigin,
   crossOriginRefusal,
   foreignHostRefusal,
@@ -6,6 +9,7 @@ import {
   isLoopbackAddress,
   remoteClientRefusal,
   type ClientFacts,
+  type HostAllowList,
 } from '../../../../lib/observability/dashboard/dashboard-request-policy.js';
 
 /*
@@ -32,6 +36,8 @@ describe('remoteClientRefusal', () => {
     socketAddress,
     ip: socketAddress,
     ips: [],
+    ipsStartWithSocket: false,
+    forwardedFor: false,
     forwardedBy: undefined,
     ...extra,
   });
@@ -48,25 +54,37 @@ describe('remoteClientRefusal', () => {
   });
 
   it('refuses a loopback peer forwarding for someone when the application does not trust it', () => {
-    expect(remoteClientRefusal(direct('127.0.0.1', { forwardedBy: 'x-forwarded-for' }))).toMatch(/trust proxy/);
+    expect(remoteClientRefusal(direct('127.0.0.1', { forwardedFor: true, forwardedBy: 'x-forwarded-for' }))).toMatch(/trust proxy/);
   });
 
+  const express = { ipsStartWithSocket: false, forwardedFor: true, forwardedBy: 'x-forwarded-for' };
+  const fastify = { ipsStartWithSocket: true, forwardedFor: true, forwardedBy: 'x-forwarded-for' };
+
   it('judges the client a trusted proxy reports, not the proxy', () => {
-    // Express with trust proxy: ips lists the forwarded chain, ip is the client.
-    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '203.0.113.7', ips: ['203.0.113.7'], forwardedBy: 'x-forwarded-for' })).toMatch(
-      /203\.0\.113\.7.*trusted proxy/,
-    );
-    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1'], forwardedBy: 'x-forwarded-for' })).toBeUndefined();
+    // Express with trust proxy: ips lists the forwarded chain (the socket's address left out), ip is the client.
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '203.0.113.7', ips: ['203.0.113.7'], ...express })).toMatch(/203\.0\.113\.7.*trusted proxy/);
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1'], ...express })).toBeUndefined();
     // Fastify with trustProxy: ips starts with the socket's address.
-    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1', '127.0.0.1'], forwardedBy: 'x-forwarded-for' })).toBeUndefined();
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '203.0.113.7', ips: ['127.0.0.1', '203.0.113.7'], ...fastify })).toMatch(/203\.0\.113\.7.*trusted proxy/);
+    expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1', '127.0.0.1'], ...fastify })).toBeUndefined();
   });
 
   it('refuses a proxy on another host whatever client it reports: `trust proxy: true` would believe any client', () => {
-    expect(remoteClientRefusal({ socketAddress: '10.0.0.2', ip: '127.0.0.1', ips: ['10.0.0.2', '127.0.0.1'], forwardedBy: 'x-forwarded-for' })).toMatch(/10\.0\.0\.2/);
+    expect(remoteClientRefusal({ socketAddress: '10.0.0.2', ip: '127.0.0.1', ips: ['10.0.0.2', '127.0.0.1'], ...fastify })).toMatch(/10\.0\.0\.2/);
+  });
+
+  it('behind a trusted proxy that did not send X-Forwarded-For, refuses every other sign of forwarding (Fastify: ips holds the socket alone)', () => {
+    for (const sign of ['via', 'x-real-ip', 'cf-connecting-ip', 'forwarded', 'x-forwarded-proto']) {
+      // Fastify with trustProxy and no X-Forwarded-For: ips is [socket], ip the socket.
+      const facts = { socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1'], ipsStartWithSocket: true, forwardedFor: false, forwardedBy: sign };
+      expect({ sign, refusal: remoteClientRefusal(facts) }).toEqual({ sign, refusal: expect.stringMatching(/trust proxy/) });
+      // Express with trust proxy and no X-Forwarded-For: ips is [].
+      expect(remoteClientRefusal({ ...facts, ips: [], ipsStartWithSocket: false })).toMatch(/trust proxy/);
+    }
   });
 
   it('refuses a remote peer whatever forwarding header it sends when its proxy is not trusted', () => {
-    expect(remoteClientRefusal({ socketAddress: '203.0.113.7', ip: '203.0.113.7', ips: [], forwardedBy: 'x-forwarded-for' })).toMatch(/203\.0\.113\.7/);
+    expect(remoteClientRefusal({ socketAddress: '203.0.113.7', ip: '203.0.113.7', ips: [], ...express })).toMatch(/203\.0\.113\.7/);
   });
 });
 
@@ -126,7 +144,7 @@ describe('canonicalOrigin', () => {
 });
 
 describe('foreignHostRefusal', () => {
-  const allowed = new Set(['http://ops.internal:8080', 'https://tunnel.example']);
+  const allowed: HostAllowList = { names: new Set(), suffixes: [], origins: new Set(['http://ops.internal:8080', 'https://tunnel.example']) };
 
   it.each(['localhost', 'localhost:3000', 'LocalHost:1', '127.0.0.1', '127.0.0.1:3000', '127.9.8.7:80', '[::1]', '[::1]:3000', undefined])(
     'serves Host %s',
@@ -157,5 +175,72 @@ describe('forwardingHeaderOf', () => {
 
   it('finds none in a browser\'s own headers', () => {
     expect(forwardingHeaderOf({ host: 'localhost', origin: 'http://localhost', 'sec-fetch-site': 'same-origin', cookie: 'a=b' })).toBeUndefined();
+  });
+});
+
+describe('foreignHostRefusal with allowedHosts', () => {
+  const allowed: HostAllowList = { names: new Set(['ops.example.com', '[2001:db8::1]']), suffixes: ['.corp.example'], origins: new Set() };
+
+  it.each(['ops.example.com', 'OPS.example.com:8443', '[2001:db8::1]:80', 'corp.example', 'eu.corp.example:3000', 'localhost:1'])('serves %s', (host) => {
+    expect(foreignHostRefusal(host, allowed)).toBeUndefined();
+  });
+
+  it.each(['rebind.attacker.test', 'ops.example.com.attacker.test', 'xops.example.com', 'evilcorp.example', 'corp.example.attacker.test', '[2001:db8::2]'])(
+    'refuses %s',
+    (host) => {
+      expect(foreignHostRefusal(host, allowed)).toMatch(/allowedHosts/);
+    },
+  );
+});
+
+describe('canonicalHostEntry', () => {
+  it.each([
+    ['ops.example.com', 'ops.example.com'],
+    ['OPS.Example.com', 'ops.example.com'],
+    ['.example.com', '.example.com'],
+    ['10.0.0.5', '10.0.0.5'],
+    ['[2001:DB8::1]', '[2001:db8::1]'],
+  ])('accepts %s as %s', (entry, canonical) => {
+    expect(canonicalHostEntry(entry)).toBe(canonical);
+  });
+
+  it.each(['https://ops.example.com', 'ops.example.com:8080', 'ops.example.com.', '*.example.com', '.', '', 'a b', '[zz::1]', '2001:db8::1', 'ops_x.example', 7])('refuses %p', (entry) => {
+    expect(canonicalHostEntry(entry)).toBeUndefined();
+  });
+});
+
+/**
+ * Fastify is not a dependency of this project, so its request is built here as `FastifyRequest`
+ * has it with `trustProxy` (fastify/lib/request.js): `ips` is proxy-addr's `all()`, which starts
+ * with the socket's address, and `ip` its last entry; Node's request is `raw`.
+ */
+describe('DashboardLoopbackGuard on a Fastify request (trustProxy)', () => {
+  const fastifyRequest = (headers: Record<string, string>, forwardedFor: string[] = []) => {
+    const socket = { remoteAddress: '127.0.0.1' };
+    const ips = ['127.0.0.1', ...[...forwardedFor].reverse()];
+    const raw = { socket, headers };
+    return { raw, headers, socket, ip: ips[ips.length - 1], ips };
+  };
+  const decide = (request: object): { status: number; code?: string } => {
+    const context = { switchToHttp: () => ({ getRequest: () => request }) } as unknown as ExecutionContext;
+    try {
+      new DashboardLoopbackGuard().canActivate(context);
+      return { status: 200 };
+    } catch (error) {
+      return { status: (error as ForbiddenException).getStatus(), code: ((error as ForbiddenException).getResponse() as { code: string }).code };
+    }
+  };
+
+  it('refuses every sign of forwarding but a loopback X-Forwarded-For, as on Express', () => {
+    const signs: Array<Record<string, string>> = [{ via: '1.1 nginx' }, { 'x-real-ip': '203.0.113.9' }, { 'cf-connecting-ip': '203.0.113.9' }, { forwarded: 'for=203.0.113.9' }, { 'x-forwarded-proto': 'https' }];
+    for (const sign of signs) {
+      expect({ sign, ...decide(fastifyRequest({ host: '127.0.0.1:3000', ...sign })) }).toEqual({ sign, status: 403, code: 'DASHBOARD_REMOTE_CLIENT' });
+    }
+    expect(decide(fastifyRequest({ host: '127.0.0.1:3000', 'x-forwarded-for': '203.0.113.9' }, ['203.0.113.9']))).toEqual({
+      status: 403,
+      code: 'DASHBOARD_REMOTE_CLIENT',
+    });
+    expect(decide(fastifyRequest({ host: '127.0.0.1:3000', via: '1.1 nginx', 'x-forwarded-for': '127.0.0.1' }, ['127.0.0.1']))).toEqual({ status: 200 });
+    expect(decide(fastifyRequest({ host: '127.0.0.1:3000' }))).toEqual({ status: 200 });
   });
 });
