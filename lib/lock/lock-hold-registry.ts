@@ -85,11 +85,16 @@ export class LockHoldRegistry implements HeldLockOperations {
     return kept ? this.reenterKept(transaction, kept, acquireAs) : acquireAs(undefined);
   }
 
-  releaseHeld(handle: HeldLockHandle): Promise<void> {
+  /**
+   * Ends `handle`'s hold; resolves whether it was live (see `LockHandle.release`). Inside an active
+   * transaction the release waits for the transaction's end and the call resolves `true` at once:
+   * the hold was live when it was asked for.
+   */
+  releaseHeld(handle: HeldLockHandle): Promise<boolean> {
     if (handle.lost) {
       this.forget(handle);
       this.releaseLost(handle);
-      return Promise.resolve();
+      return Promise.resolve(false);
     }
     if (this.transactions.isActive()) {
       // The lock must outlive COMMIT, or a second worker could act on data the first has not
@@ -98,12 +103,12 @@ export class LockHoldRegistry implements HeldLockOperations {
       const transaction = handle.protocol.reentrancyKey === undefined ? undefined : this.transactions.currentTransaction?.();
       if (transaction) this.keptHolds.keep(transaction, handle);
       this.transactions.register({
-        afterCompletion: () => {
+        afterCompletion: async () => {
           if (transaction) this.keptHolds.forget(transaction, handle);
-          return this.releaseNow(handle);
+          await this.releaseNow(handle);
         },
       });
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return this.releaseNow(handle);
   }
@@ -224,11 +229,12 @@ export class LockHoldRegistry implements HeldLockOperations {
     });
   }
 
-  private releaseNow(handle: HeldLockHandle): Promise<void> {
+  /** Ends the hold in Redis now; resolves whether Redis still listed it. */
+  private releaseNow(handle: HeldLockHandle): Promise<boolean> {
     this.forget(handle);
     if (handle.lost) {
       this.releaseLost(handle);
-      return Promise.resolve();
+      return Promise.resolve(false);
     }
     handle.markReleased();
     // Chained, not async: a release is half of every lock cycle.
@@ -236,7 +242,9 @@ export class LockHoldRegistry implements HeldLockOperations {
       this.observer.released(handle);
       if (result === -1) {
         this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
+        return false;
       }
+      return true;
     });
   }
 

@@ -35,8 +35,8 @@ describe('bad input to locks', () => {
 
   describe.each<[string, unknown, RegExp]>([
     ['an empty key', '', /must not be empty/],
-    ['a 1025-byte key', 'k'.repeat(1025), /at most 1024 UTF-8 bytes/],
-    ['a 1024-byte key of 4-byte characters', '😀'.repeat(257), /at most 1024 UTF-8 bytes/],
+    ['a 1025-character key', 'k'.repeat(1025), /at most 1024 characters/],
+    ['a 1025-character key of 4-byte characters', '😀'.repeat(1025), /at most 1024 characters/],
     ['a number', 42, /must be a string/],
     ['undefined', undefined, /must be a string/],
     ['null', null, /must be a string/],
