@@ -149,6 +149,11 @@ export class JobEnqueuer {
     }
   }
 
+  /** Checks that the outbox's database answers, if there is an outbox (see `JobOutboxRelay.prepare`). */
+  async prepare(): Promise<void> {
+    await this.outbox?.prepare();
+  }
+
   /** Starts the outbox relay, if any. */
   async start(): Promise<void> {
     await this.outbox?.start();

@@ -3,6 +3,8 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
 import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
+import { OutboxUnavailableError } from '../../core/outbox-port/outbox-unavailable.error.js';
+import { RedisLockError } from '../../core/errors/redis-lock.error.js';
 import type { OutboxConfig } from '../../core/options/redis-lock-config.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { settleWithin } from '../../core/time/settle-within.js';
@@ -135,11 +137,25 @@ export class JobOutboxRelay {
     });
   }
 
-  /** Starts the store (development migration), its listener and the relay loop. */
+  /**
+   * Starts the store: it checks that its database answers (and may apply a development migration).
+   * Run in the module's `onModuleInit`, so an outbox that is not ready fails bootstrap before any
+   * `onApplicationBootstrap` hook (leader elections, consumers, this relay's loop) takes a lease,
+   * leadership or job. A failure that is not a `RedisLockError` is wrapped in `OutboxUnavailableError`.
+   */
+  async prepare(): Promise<void> {
+    try {
+      await this.store.start?.();
+    } catch (error) {
+      if (error instanceof RedisLockError) throw error;
+      throw new OutboxUnavailableError(this.store.constructor?.name || 'the job outbox store', undefined, 'its own', error);
+    }
+  }
+
+  /** Starts the store's listener and the relay loop (after `prepare`). */
   async start(): Promise<void> {
     // The first sample of the Redis clock, so that writes after COMMIT need no round trip for it.
     void this.writer.clock.refresh().catch(() => undefined);
-    await this.store.start?.();
     if (this.store.listen) {
       try {
         this.unlisten = await this.store.listen(() => this.onInsertNotified());
