@@ -94,7 +94,7 @@ export class JobEnqueuer {
       // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
       const recorded = exactOutcome || jobs.some((job) => job.replace);
       const outcomes = await this.writer.write(topic, jobs, recorded ? newOperationId() : undefined);
-      this.writer.reportScheduled(topic, jobs);
+      this.writer.reportScheduled(topic, jobs, outcomes);
       return outcomes;
     }
     if (this.outbox) {

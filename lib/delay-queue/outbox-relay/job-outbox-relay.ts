@@ -11,6 +11,7 @@ import { settleWithin } from '../../core/time/settle-within.js';
 import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
 import type { PreparedJob } from '../jobs/prepare-job.js';
 import type { RepeatDefinition } from '../repeat/repeat-definition.js';
+import type { WriteOutcome } from '../writer/job-writer.js';
 import { isJobRow, isScheduleRow, type OutboxJobWrite, type OutboxJobWriter, type OutboxWrite } from './outbox-job-writer.js';
 import type { OutboxRelayStats } from './outbox-relay-stats.js';
 import { isRefusal, readClaimedRow } from './outbox-row-checks.js';
@@ -70,8 +71,8 @@ export class JobOutboxRelay {
     private readonly transactions: TransactionSynchronizer,
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
-    /** Reports jobs written (the queue's `job.scheduled` events). */
-    private readonly written: (topic: string, rows: readonly OutboxJobWrite[]) => void,
+    /** Reports jobs written, with what each write did (the queue's `job.scheduled` events). */
+    private readonly written: (topic: string, rows: ReadonlyArray<OutboxJobWrite & { readonly status?: WriteOutcome }>) => void,
   ) {
     this.store = settings.store;
     this.deadlines = new RowClaimDeadlines(writer.clock, settings.claimLease);
@@ -253,7 +254,8 @@ export class JobOutboxRelay {
       void this.writer.keepRecords(done, this.deadlines.recordKeepMs);
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;
-      for (const [topic, group] of groupByTopic(done.filter(isJobRow))) this.written(topic, group);
+      const jobRows = outcomes.filter((o) => o.error === undefined && isJobRow(o.row)).map((o) => ({ ...(o.row as OutboxJobWrite), status: o.status }));
+      for (const [topic, group] of groupByTopic(jobRows)) this.written(topic, group);
       this.events.emitIfWanted('outbox.relayed', () => ({ source, rows: done.length, durationMs: performance.now() - started }));
     }
     if (failed.length === 0) return;

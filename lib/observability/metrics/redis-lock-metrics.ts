@@ -76,7 +76,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     const runTime = histogram('job_run_seconds', 'Handler run time, by outcome (succeeded or failed).', ['topic', 'outcome']);
     const outcomes = counter(
       'jobs_total',
-      'Job outcomes: scheduled, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
+      'Job outcomes: scheduled (a job created), duplicate (scheduled with the id of an existing job, which was kept), replaced, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
       ['topic', 'outcome'],
     );
     const afterCommitRetries = counter(
@@ -178,9 +178,11 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       if (holdMs !== undefined) hold.observe({ key_pattern: pattern }, holdMs / 1000);
     });
     this.listen('lock.timeout', ({ key, keyPattern }) => timeouts.inc({ key_pattern: this.patternOf(key, keyPattern) }));
-    this.listen('job.scheduled', ({ topic }) => {
+    this.listen('job.scheduled', ({ topic, status }) => {
       this.topics.add(topic);
-      outcomes.inc({ topic, outcome: 'scheduled' });
+      // 'scheduled' counts jobs created (or whose outcome is not known); an id that already had a job
+      // scheduled nothing new and counts as 'duplicate', a replace as 'replaced'.
+      outcomes.inc({ topic, outcome: status === 'existing' ? 'duplicate' : status === 'replaced' ? 'replaced' : 'scheduled' });
     });
     this.listen('job.started', ({ topic, latenessMs }) => {
       this.topics.add(topic);
