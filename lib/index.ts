@@ -45,6 +45,7 @@ export { JobOutboxStore, type OutboxJob, type OutboxRow } from './core/outbox-po
 export type { OutboxRowKind } from './core/outbox-port/outbox-row-kind.js';
 export { OutboxTransactionMissingError } from './core/outbox-port/outbox-transaction-missing.error.js';
 export { OutboxStoreClosedError } from './core/outbox-port/outbox-store-closed.error.js';
+export { OutboxUnavailableError } from './core/outbox-port/outbox-unavailable.error.js';
 export type { OutboxRelayStats } from './delay-queue/outbox-relay/outbox-relay-stats.js';
 
 export { RedisLockError } from './core/errors/redis-lock.error.js';

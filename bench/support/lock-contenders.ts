@@ -60,7 +60,7 @@ function moduleRedisOption(target: BenchTarget) {
 }
 
 /** Lets go of one acquired lock. */
-export type ReleaseLock = () => Promise<void>;
+export type ReleaseLock = () => Promise<unknown>;
 
 /**
  * One lock implementation under test, reduced to what the scenarios need: take a lock (waiting

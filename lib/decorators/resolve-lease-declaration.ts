@@ -1,7 +1,7 @@
 import { escapeKeyPart } from '../core/keys/escape-key-part.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { refuseUnknownKeys } from '../core/options/known-option-keys.js';
-import { MAX_TIMER_MS } from '../core/options/option-validation.js';
+import { MAX_LEASE_MS } from '../core/options/option-bounds.js';
 import type { LeaseDeclaration } from '../scheduling/lease-declaration.js';
 
 /** Lease of `@OnOneInstance` and `@LeaderElection` when `ttl` is not given (the module's default lock lease). */
@@ -36,8 +36,8 @@ export function resolveLeaseDeclaration(
     }
   }
   const ttl = options.ttl ?? DEFAULT_LEASE_TTL_MS;
-  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < MIN_LEASE_TTL_MS || ttl > MAX_TIMER_MS) {
-    throw invalid('ttl', `got ${String(ttl)}; use a number of milliseconds from ${MIN_LEASE_TTL_MS} to ${MAX_TIMER_MS}`);
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < MIN_LEASE_TTL_MS || ttl > MAX_LEASE_MS) {
+    throw invalid('ttl', `got ${String(ttl)}; use a number of milliseconds from ${MIN_LEASE_TTL_MS} to ${MAX_LEASE_MS}`);
   }
   return { key: key as string, ttl: Math.floor(ttl), location };
 }

@@ -10,17 +10,25 @@ import { wrapProviderMethod } from './wrap-provider-method.js';
  * the method's promise settles (inside a transaction: when it ends); `onLocked` decides what a lock not
  * free within `waitTimeout` does. See docs/with-lock-and-transactions.md (`@WithLock`: lock a method).
  *
+ * A scheduled method (`@Cron`, `@Interval`) that must run on one instance per tick takes
+ * `@OnOneInstance`, not `@WithLock(…, { waitTimeout: 0, onLocked: 'skip' })`: the lock only keeps two
+ * runs from overlapping, and an instance whose timer fires a few ms after another's finished runs the
+ * same tick again (docs/scheduling.md). `onLocked: 'skip'` is right for work that must not overlap
+ * itself but may run again at once: a re-entrant sync, a cache refresh.
+ *
  * @example
  * \@Injectable()
  * export class PaymentsService {
+ *   constructor(private readonly orders: OrdersRepository) {}
+ *
  *   \@WithLock('order:<0>', { waitTimeout: 2_000 })
  *   async capture(orderId: string) {
  *     const { fencingToken } = LockContext.current()!;
  *     await this.orders.markCaptured(orderId, fencingToken);
  *   }
  *
- *   \@WithLock('report:daily', { waitTimeout: 0, onLocked: 'skip' })   // one instance runs it, the others skip
- *   async buildDailyReport() {}
+ *   \@WithLock('catalog:refresh', { waitTimeout: 0, onLocked: 'skip' })   // never two refreshes at once; a call during one is dropped
+ *   async refreshCatalog() {}
  * }
  */
 export function WithLock(key: LockKeySource, options?: WithLockOptions): MethodDecorator {

@@ -44,6 +44,12 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     private readonly enqueuer: JobEnqueuer,
   ) {}
 
+  /**
+   * Checks the handlers, then that the outbox's database answers: every `onModuleInit` hook of the
+   * application ends before the first `onApplicationBootstrap` hook starts, so an outbox that is not
+   * ready (`OutboxUnavailableError`) fails bootstrap before a leader election, a consumer or the
+   * relay takes anything.
+   */
   async onModuleInit(): Promise<void> {
     try {
       this.handlers = this.explorer.explore();
@@ -54,6 +60,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
         if (repeat === undefined) return [];
         return [{ topic: handler.topic, definition: this.prepareRepeat(handler, repeat), source: handler.source }];
       });
+      await this.enqueuer.prepare();
     } catch (error) {
       // Nest runs no shutdown hook after a failed init: close our connections ourselves, or they
       // would keep the process alive after the bootstrap error.

@@ -94,7 +94,7 @@ export class JobEnqueuer {
       // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
       const recorded = exactOutcome || jobs.some((job) => job.replace);
       const outcomes = await this.writer.write(topic, jobs, recorded ? newOperationId() : undefined);
-      this.writer.reportScheduled(topic, jobs);
+      this.writer.reportScheduled(topic, jobs, outcomes);
       return outcomes;
     }
     if (this.outbox) {
@@ -147,6 +147,11 @@ export class JobEnqueuer {
       settle(false);
       throw error;
     }
+  }
+
+  /** Checks that the outbox's database answers, if there is an outbox (see `JobOutboxRelay.prepare`). */
+  async prepare(): Promise<void> {
+    await this.outbox?.prepare();
   }
 
   /** Starts the outbox relay, if any. */

@@ -1,3 +1,5 @@
+import { timerDelay } from '../core/time/timer-delay.js';
+
 /** One callback waiting in a `DeadlineList`; `cancel` it once it is no longer needed. */
 export interface Deadline {
   /** Monotonic ms (performance.now()) at which the callback runs. */
@@ -74,7 +76,9 @@ export class DeadlineList {
   private arm(at: number): void {
     clearTimeout(this.timer);
     this.armedAt = at;
-    this.timer = setTimeout(() => this.fireDue(), Math.max(0, Math.floor(at - performance.now())));
+    // A deadline past setTimeout's bound (a lease of weeks) arms the timer for the bound: it fires
+    // early, finds nothing due and re-arms for what is left.
+    this.timer = setTimeout(() => this.fireDue(), timerDelay(Math.floor(at - performance.now())));
     if (!this.keepsAlive || this.live === 0) this.timer.unref();
   }
 

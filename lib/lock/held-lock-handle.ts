@@ -8,7 +8,8 @@ import type { WatchedEntry } from './lock-watchdog.js';
 
 /** What a handle needs from the service that issued it. */
 export interface HeldLockOperations {
-  releaseHeld(handle: HeldLockHandle): Promise<void>;
+  /** Whether the release ended a live hold (see `LockHandle.release`). */
+  releaseHeld(handle: HeldLockHandle): Promise<boolean>;
   extendHeld(handle: HeldLockHandle, leaseTime: number): Promise<void>;
   onLost(handle: HeldLockHandle, error: LockLostError): void;
 }
@@ -83,8 +84,8 @@ export class HeldLockHandle implements LockHandle {
     return !this.released && !this.lost;
   }
 
-  release(): Promise<void> {
-    if (this.released) return Promise.resolve();
+  release(): Promise<boolean> {
+    if (this.released) return Promise.resolve(false);
     this.released = true;
     return this.operations.releaseHeld(this);
   }
@@ -93,8 +94,8 @@ export class HeldLockHandle implements LockHandle {
     return this.operations.extendHeld(this, leaseTime ?? this.leaseTime);
   }
 
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 
   /** The lease was confirmed by a command sent at `sentAt` (monotonic ms). */

@@ -86,11 +86,16 @@ export class LockHoldRegistry implements HeldLockOperations {
     return kept ? this.reenterKept(transaction, kept, acquireAs) : acquireAs(undefined);
   }
 
-  releaseHeld(handle: HeldLockHandle): Promise<void> {
+  /**
+   * Ends `handle`'s hold; resolves whether it was live (see `LockHandle.release`). Inside an active
+   * transaction the release waits for the transaction's end and the call resolves `true` at once:
+   * the hold was live when it was asked for.
+   */
+  releaseHeld(handle: HeldLockHandle): Promise<boolean> {
     if (handle.lost) {
       this.forget(handle);
       this.releaseLost(handle);
-      return Promise.resolve();
+      return Promise.resolve(false);
     }
     if (this.transactions.isActive()) {
       // The lock must outlive COMMIT, or a second worker could act on data the first has not
@@ -99,12 +104,12 @@ export class LockHoldRegistry implements HeldLockOperations {
       const transaction = handle.protocol.reentrancyKey === undefined ? undefined : this.transactions.currentTransaction?.();
       if (transaction) this.keptHolds.keep(transaction, handle);
       this.transactions.register({
-        afterCompletion: () => {
+        afterCompletion: async () => {
           if (transaction) this.keptHolds.forget(transaction, handle);
-          return this.releaseNow(handle);
+          await this.releaseNow(handle);
         },
       });
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return this.releaseNow(handle);
   }
@@ -136,14 +141,15 @@ export class LockHoldRegistry implements HeldLockOperations {
    * Redis is set to `delayMs` (a renewal: a hold Redis no longer lists rejects with
    * LockNotHeldError, one it cannot reach with RedisConnectionError), and the handle counts as
    * released here, so the lease running out in Redis is no loss. Shorter than the shortest lease:
-   * released at once.
+   * released at once. Resolves as `release()` does: whether it ended a live hold.
    */
-  async releaseAfter(handle: LockHandle, delayMs: number): Promise<void> {
+  async releaseAfter(handle: LockHandle, delayMs: number): Promise<boolean> {
     if (!(handle instanceof HeldLockHandle) || delayMs < OPTION_BOUNDS.leaseTime.min) return handle.release();
     await this.extendHeld(handle, Math.ceil(delayMs));
     this.forget(handle);
     handle.markReleased();
     this.observer.released(handle);
+    return true;
   }
 
   onLost(handle: HeldLockHandle, error: LockLostError): void {
@@ -241,11 +247,12 @@ export class LockHoldRegistry implements HeldLockOperations {
     });
   }
 
-  private releaseNow(handle: HeldLockHandle): Promise<void> {
+  /** Ends the hold in Redis now; resolves whether Redis still listed it. */
+  private releaseNow(handle: HeldLockHandle): Promise<boolean> {
     this.forget(handle);
     if (handle.lost) {
       this.releaseLost(handle);
-      return Promise.resolve();
+      return Promise.resolve(false);
     }
     handle.markReleased();
     // Chained, not async: a release is half of every lock cycle.
@@ -253,7 +260,9 @@ export class LockHoldRegistry implements HeldLockOperations {
       this.observer.released(handle);
       if (result === -1) {
         this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
+        return false;
       }
+      return true;
     });
   }
 

@@ -40,18 +40,20 @@ export class MultiLockHandle implements LockHandle {
     return held;
   }
 
-  async release(): Promise<void> {
+  /** True only if every part ended a live hold (see `LockHandle.release`). */
+  async release(): Promise<boolean> {
     const results = await Promise.allSettled([...this.parts].reverse().map((p) => p.release()));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
+    return results.every((r) => r.status === 'fulfilled' && r.value);
   }
 
   async extend(leaseTime?: number): Promise<void> {
     await Promise.all(this.parts.map((p) => p.extend(leaseTime)));
   }
 
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 
   /** Aborts this signal, synchronously, with the reason of the first part found lost (reading a part's signal checks its lease). */

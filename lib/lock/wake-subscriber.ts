@@ -1,5 +1,6 @@
 import type { RedisClient } from '../core/options/redis-lock-config.js';
 import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
+import { timerDelay } from '../core/time/timer-delay.js';
 
 /** Why a parked waiter resumed. */
 export type WakeReason = 'woken' | 'timeout' | 'aborted';
@@ -168,7 +169,7 @@ export class WakeSubscriber {
       const waiter: ParkedWaiter = { id, resume: finish };
       const onAbort = () => finish('aborted');
       // Whole milliseconds: Node keeps one timer list per distinct duration.
-      const timer = setTimeout(() => finish('timeout'), Math.max(0, Math.ceil(timeoutMs)));
+      const timer = setTimeout(() => finish('timeout'), timerDelay(Math.ceil(timeoutMs)));
       signal?.addEventListener('abort', onAbort, { once: true });
       if (front) state.parked.unshift(waiter);
       else state.parked.push(waiter);
@@ -264,7 +265,7 @@ function deferredSignal(): { promise: Promise<void>; resolve: () => void } {
 function settledWithin(promise: Promise<unknown>, ms: number): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
   const elapsed = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, Math.max(0, Math.ceil(ms)));
+    timer = setTimeout(resolve, timerDelay(Math.ceil(ms)));
   });
   return Promise.race([promise, elapsed]).finally(() => clearTimeout(timer));
 }

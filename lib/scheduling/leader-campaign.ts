@@ -141,8 +141,8 @@ export class LeaderCampaign {
   private async lead(handle: LockHandle): Promise<void> {
     const { key, ttl, location } = this.declaration;
     const startedAt = performance.now();
-    let over!: () => void;
-    const termOver = new Promise<void>((resolve) => (over = resolve));
+    let over!: (releasedLive: boolean) => void;
+    const termOver = new Promise<boolean>((resolve) => (over = resolve));
     let stepDown!: () => void;
     const steppedDown = new Promise<'stepped-down'>((resolve) => (stepDown = () => resolve('stepped-down')));
     const leaseLost = new Promise<'lease-lost'>((resolve) => {
@@ -181,13 +181,17 @@ export class LeaderCampaign {
       this.logger.warn(`${location}: onLeadershipLost() still runs after ${Math.round(hookWait)} ms; releasing the lock anyway.`);
     }
     // A lost lease's release only cleans up in the background; a step-down wakes the other instances.
-    const released = handle.release().catch((releaseError: unknown) => {
-      this.logger.warn(`${location}: releasing the leader lock failed; it ends after its ttl: ${errorMessage(releaseError)}`);
-    });
+    let releasedLive = false;
+    const released = handle.release().then(
+      (live) => (releasedLive = live),
+      (releaseError: unknown) => {
+        this.logger.warn(`${location}: releasing the leader lock failed; it ends after its ttl: ${errorMessage(releaseError)}`);
+      },
+    );
     if (!(await this.beforeStopDeadline(released))) {
       this.logger.warn(`${location}: the leader lock's release is not confirmed by the end of the shutdown; it ends after its ttl.`);
     }
-    over();
+    over(releasedLive);
   }
 
   /** Ms left before `stop`'s deadline (Infinity while not stopping). */

@@ -25,8 +25,8 @@ export interface LeaderElectionStatus {
   readonly leader: boolean;
   /** The current term's fencing token, when this instance leads. */
   readonly fencingToken?: string;
-  /** Since when this instance leads (epoch ms, local clock). */
-  readonly since?: number;
+  /** Since when this instance leads (this instance's clock). */
+  readonly since?: Date;
   /** Terms this instance has begun since it started (a counter for leadership changes). */
   readonly terms: number;
 }
@@ -67,7 +67,8 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
     return this.campaigns.map((campaign) => {
       const { key, ttl } = campaign.declaration;
       const leadership = campaign.leadership;
-      return { key, ttl, provider: campaign.provider, leader: leadership !== undefined, ...leadership, terms: campaign.terms };
+      const current = leadership && { fencingToken: leadership.fencingToken, since: new Date(leadership.since) };
+      return { key, ttl, provider: campaign.provider, leader: leadership !== undefined, ...current, terms: campaign.terms };
     });
   }
 

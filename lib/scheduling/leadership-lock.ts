@@ -17,7 +17,8 @@ export class LeadershipLock implements LockHandle {
   constructor(
     private readonly inner: LockHandle,
     private readonly ttl: number,
-    private readonly stepDown: () => Promise<void>,
+    /** Ends the term; resolves whether the release of its lock ended a live hold. */
+    private readonly stepDown: () => Promise<boolean>,
   ) {
     checkedOnRead(this.controller.signal, () => this.checkLease());
   }
@@ -43,8 +44,11 @@ export class LeadershipLock implements LockHandle {
     return !this.ended && this.inner.held;
   }
 
-  /** Steps down; resolves once the lock is released. Inside `onLeadershipLost`, releases at once. */
-  release(): Promise<void> {
+  /**
+   * Steps down; resolves once the lock is released, with whether that ended a live hold (see
+   * `LockHandle.release`). Inside `onLeadershipLost`, releases at once.
+   */
+  release(): Promise<boolean> {
     return this.ended ? this.inner.release() : this.stepDown();
   }
 
@@ -53,8 +57,8 @@ export class LeadershipLock implements LockHandle {
     return this.inner.extend(leaseTime ?? this.ttl);
   }
 
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 
   /** Ends the term: aborts `signal` with `reason`. */

@@ -21,18 +21,18 @@ describe.each(['applied', 'global'] as const)('a RequestLockInterceptor subclass
     const holder = await locks.acquire(key);
     try {
       const response = await fetch(`${baseUrl}/${setup}/${path}`, { method: 'POST' });
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
     } finally {
       await holder.release();
     }
   };
 
   it('answers 423 for a @WithRequestLock lock not free in time', async () => {
-    expect(await statusWhileHeld('order:1', 'request/1')).toEqual({ status: 423, body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' } });
+    expect(await statusWhileHeld('order:1', 'request/1')).toEqual({ status: 423, retryAfter: '1', body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' } });
   });
 
   it('answers 423 for a @WithLock lock not free in time', async () => {
-    expect(await statusWhileHeld('order:2', 'method/2')).toEqual({ status: 423, body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' } });
+    expect(await statusWhileHeld('order:2', 'method/2')).toEqual({ status: 423, retryAfter: '1', body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' } });
   });
 
   it('runs both routes under their locks when free', async () => {

@@ -165,7 +165,7 @@ describe('RedisLockEvents: job life cycle', () => {
       RedisLockEventMap['job.started'],
       RedisLockEventMap['job.succeeded'],
     ];
-    expect(scheduled).toEqual({ topic: 'ok', id: 'job-1', delayMs: 100, replace: false });
+    expect(scheduled).toEqual({ topic: 'ok', id: 'job-1', delayMs: 100, replace: false, status: 'created' });
     expect(started).toEqual({ topic: 'ok', id: 'job-1', attempt: 1, latenessMs: expect.any(Number) });
     expect(started.latenessMs).toBeGreaterThanOrEqual(0);
     expect(started.latenessMs).toBeLessThan(2_000);
@@ -196,7 +196,7 @@ describe('RedisLockEvents: job life cycle', () => {
     ]);
     const byName = <K extends RedisLockEventName>(name: K) =>
       seen.filter((s) => s.name === name).map((s) => s.event) as Array<RedisLockEventMap[K]>;
-    expect(byName('job.scheduled')[0]).toEqual({ topic: 'bad', id: 'job-2', at: expect.any(Number), replace: false });
+    expect(byName('job.scheduled')[0]).toEqual({ topic: 'bad', id: 'job-2', at: expect.any(Number), replace: false, status: 'created' });
     expect(byName('job.started').map((e) => e.attempt)).toEqual([1, 2]);
     expect(byName('job.failed')[0]).toEqual({ topic: 'bad', id: 'job-2', attempt: 1, runMs: expect.any(Number), error: boom });
     expect(byName('job.retried')[0]).toEqual({

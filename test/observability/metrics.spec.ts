@@ -136,6 +136,19 @@ describe('RedisLockMetricsModule', () => {
     expect(await depth('due', 'idle.topic')).toBe(0);
   });
 
+  it('counts created jobs as "scheduled", a duplicate id as "duplicate" and a replace as "replaced"', async () => {
+    const topic = 'metrics.duplicates';
+    const count = (outcome: string) => value(registry, 'redis_lock_jobs_total', { topic, outcome });
+    expect((await queue.scheduleWithResult(topic, { n: 1 }, { id: 'once', delay: 60_000 })).status).toBe('created');
+    expect((await queue.scheduleWithResult(topic, { n: 2 }, { id: 'once', delay: 60_000 })).status).toBe('existing');
+    expect(await queue.schedule(topic, { n: 3 }, { id: 'once', delay: 60_000 })).toBe('once');
+    await queue.scheduleMany(topic, [{ payload: { n: 4 }, id: 'once', delay: 60_000 }, { payload: { n: 5 }, id: 'other', delay: 60_000 }]);
+    expect((await queue.scheduleWithResult(topic, { n: 6 }, { id: 'once', delay: 60_000, replace: true })).status).toBe('replaced');
+    expect(await count('scheduled')).toBe(2);
+    expect(await count('duplicate')).toBe(3);
+    expect(await count('replaced')).toBe(1);
+  });
+
   it('unregisters its metrics when the application closes, so another app can register them again', async () => {
     const shared = new Registry();
     const open = async () => {

@@ -67,6 +67,15 @@ describe('@LeaderElection', () => {
     expect(elections(0).status()[0]).toMatchObject({ leader: true, fencingToken: lock.fencingToken, terms: 1 });
   });
 
+  it("reports since when this instance leads as a Date, like every other time of the API", async () => {
+    const before = Date.now();
+    await start(1);
+    const { since } = elections(0).status()[0];
+    expect(since).toBeInstanceOf(Date);
+    expect(since!.getTime()).toBeGreaterThanOrEqual(before);
+    expect(since!.getTime()).toBeLessThanOrEqual(Date.now());
+  });
+
   it('renews the lease: the leader stays leader past its ttl', async () => {
     keyPrefix = uniquePrefix('leader-renew');
     @Injectable()

@@ -171,7 +171,7 @@ describe('@OnOneInstance', () => {
     };
     expect(() => define({ key: '' })).toThrow(InvalidOptionsError);
     expect(() => define({ key: '' })).toThrow(/key.*must not be empty.*@OnOneInstance on Jobs\.run\(\)/);
-    expect(() => define({ key: 'x'.repeat(1021) })).toThrow(/at most 1024 UTF-8 bytes/);
+    expect(() => define({ key: 'x'.repeat(1021) })).toThrow(/at most 1024 characters/);
     expect(() => define({ ttl: 50 })).toThrow(/`ttl`: got 50; use a number of milliseconds from 100/);
     expect(() => define({ leaseTime: 1_000 })).toThrow(/`leaseTime`: unknown option, which would be ignored; the options are: key, ttl/);
     expect(() => define({ TTL: 1_000 })).toThrow(/`TTL`: unknown option \(did you mean `ttl`\?\), which would be ignored; the options are: key, ttl/);

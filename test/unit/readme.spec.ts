@@ -180,6 +180,18 @@ describe('the options tables', () => {
 });
 
 describe('the package', () => {
+  it('declares pg, which the PostgreSQL outbox runs on, as an optional peer, and docs/outbox.md says to install it', () => {
+    const pkg = JSON.parse(read('package.json')) as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    expect(pkg.peerDependencies.pg).toMatch(/^\^8\./);
+    expect(pkg.peerDependenciesMeta.pg).toEqual({ optional: true });
+    const outbox = read('docs/outbox.md');
+    expect(outbox).not.toMatch(/install nothing more/i);
+    expect(outbox).toContain('npm install pg');
+  });
+
   it('ships the LICENSE file', () => {
     const pkg = JSON.parse(read('package.json')) as { files: string[]; license: string; repository: { url: string } };
     expect(pkg.files).toEqual(expect.arrayContaining(['LICENSE', 'README.md']));

@@ -14,6 +14,12 @@ export interface JobScheduledEvent {
   readonly at?: number;
   /** True when scheduled with `replace: true`. An id that already existed without `replace` keeps the first job. */
   readonly replace: boolean;
+  /**
+   * What the write did: `'created'` a new job, `'existing'` kept the job that already had this id
+   * (a duplicate: nothing new was scheduled), `'replaced'` replaced it. Absent when not known (a
+   * batch written after a commit by the retry loop).
+   */
+  readonly status?: 'created' | 'existing' | 'replaced';
 }
 
 /**

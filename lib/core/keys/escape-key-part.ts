@@ -1,7 +1,12 @@
 import { InvalidLockKeyError } from '../errors/invalid-lock-key.error.js';
 
-/** Longest user-supplied name accepted inside a key, in UTF-8 bytes (before escaping). */
-export const MAX_KEY_PART_BYTES = 1024;
+/**
+ * Longest user-supplied name accepted inside a key (a lock or semaphore key, a topic name), in
+ * characters (Unicode code points, what a user counts), before escaping. Its Redis key is longer in
+ * bytes: up to 4 UTF-8 bytes a character, 3 characters for each escaped `%`, `{` or `}`, plus the
+ * prefix and suffixes: at most about 12 KiB, far inside Redis' 512 MB bound on a key.
+ */
+export const MAX_KEY_PART_CHARS = 1024;
 
 /**
  * Makes a user-supplied name safe to place inside a Redis hash tag `{...}`.
@@ -18,15 +23,22 @@ export function escapeKeyPart(name: unknown, what = 'lock key'): string {
   if (name.length === 0) {
     throw new InvalidLockKeyError(name, `a ${what} must not be empty`, what);
   }
-  // Length is checked in bytes, the unit Redis and memory budgets care about. A UTF-16 unit is at
-  // most 3 UTF-8 bytes, so short names (nearly all) skip the byte count.
-  if (name.length * 3 > MAX_KEY_PART_BYTES && Buffer.byteLength(name, 'utf8') > MAX_KEY_PART_BYTES) {
-    throw new InvalidLockKeyError(name, `a ${what} may be at most ${MAX_KEY_PART_BYTES} UTF-8 bytes long`, what);
+  // Length is counted in characters (code points), as the user counts them. A name has at least as
+  // many UTF-16 units as code points, so short names (nearly all) skip the count.
+  if (name.length > MAX_KEY_PART_CHARS && codePointCount(name) > MAX_KEY_PART_CHARS) {
+    throw new InvalidLockKeyError(name, `a ${what} may be at most ${MAX_KEY_PART_CHARS} characters long`, what);
   }
   if (!name.isWellFormed()) {
     throw new InvalidLockKeyError(name, `a ${what} must be well-formed Unicode (it contains a lone surrogate)`, what);
   }
   return NEEDS_ESCAPE.test(name) ? name.replace(/[%{}]/g, (ch) => ESCAPES[ch]) : name;
+}
+
+/** Characters of `text`, a surrogate pair counting as one (a lone surrogate counts as one as well). */
+function codePointCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
 }
 
 const NEEDS_ESCAPE = /[%{}]/;

@@ -1,7 +1,8 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 
-/** setTimeout's upper bound: a longer delay fires at once, so no duration option may exceed it. */
-export const MAX_TIMER_MS = 2_147_483_647;
+import { MAX_TIMER_MS } from '../time/timer-delay.js';
+
+export { MAX_TIMER_MS };
 
 /**
  * Throws the error its resolver reports with. `option` is the path of the refused value
@@ -37,11 +38,12 @@ export class OptionValidator {
     return this.refuse(option, `${this.verb} ${describeValue(value)}; ${use}`);
   }
 
-  /** Milliseconds from `min` to the timer limit, rounded down. */
-  duration(option: string, value: unknown, rule: { readonly min: number } & Defaulted<number>): number {
+  /** Milliseconds from `min` to `max` (default: the timer limit), rounded down. */
+  duration(option: string, value: unknown, rule: { readonly min: number; readonly max?: number } & Defaulted<number>): number {
     if (value === undefined && rule.default !== undefined) return rule.default;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < rule.min || value > MAX_TIMER_MS) {
-      return this.refuseValue(option, value, `use a number of milliseconds from ${rule.min} to ${MAX_TIMER_MS}`);
+    const max = rule.max ?? MAX_TIMER_MS;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < rule.min || value > max) {
+      return this.refuseValue(option, value, `use a number of milliseconds from ${rule.min} to ${max}`);
     }
     return Math.floor(value);
   }

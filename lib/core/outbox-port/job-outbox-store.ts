@@ -105,7 +105,11 @@ export interface JobOutboxStore {
    */
   listen?(onInsert: () => void): Promise<() => Promise<void>>;
 
-  /** Called once at bootstrap, before the first claim (e.g. to apply a development migration). */
+  /**
+   * Called once at bootstrap, in the module's `onModuleInit`, before any lease, leadership or job is
+   * taken: checks that the database answers (and may apply a development migration). A rejection
+   * fails bootstrap; one that is not a `RedisLockError` is wrapped in `OutboxUnavailableError`.
+   */
   start?(): Promise<void>;
 
   /** Called once at shutdown, after the last relay; releases the store's own connections. */

@@ -1,3 +1,5 @@
+import { MAX_TIMER_MS } from './timer-delay.js';
+
 /**
  * The one rule for leases kept in Redis (a lock's lease, a claimed job's visibility): when to renew
  * them, and when this process must stop counting on one.
@@ -15,10 +17,12 @@ const MIN_LOSS_MARGIN_MS = 10;
 
 /**
  * How often a lease is renewed: every third of it, so a renewal can fail (or be answered late) twice
- * before the lease runs out. Whole milliseconds, at least 1.
+ * before the lease runs out. Whole milliseconds, at least 1, and at most setTimeout's bound (a lease
+ * of more than about 74 days is renewed more often than every third of it, which only keeps it
+ * safer; an interval past the bound would fire every millisecond).
  */
 export function leaseRenewalInterval(lease: number): number {
-  return Math.max(1, Math.floor(lease / 3));
+  return Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(lease / 3)));
 }
 
 /**

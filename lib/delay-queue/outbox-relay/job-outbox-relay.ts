@@ -3,12 +3,15 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
 import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
+import { OutboxUnavailableError } from '../../core/outbox-port/outbox-unavailable.error.js';
+import { RedisLockError } from '../../core/errors/redis-lock.error.js';
 import type { OutboxConfig } from '../../core/options/redis-lock-config.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { settleWithin } from '../../core/time/settle-within.js';
 import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
 import type { PreparedJob } from '../jobs/prepare-job.js';
 import type { RepeatDefinition } from '../repeat/repeat-definition.js';
+import type { WriteOutcome } from '../writer/job-writer.js';
 import { isJobRow, isScheduleRow, type OutboxJobWrite, type OutboxJobWriter, type OutboxWrite } from './outbox-job-writer.js';
 import type { OutboxRelayStats } from './outbox-relay-stats.js';
 import { isRefusal, readClaimedRow } from './outbox-row-checks.js';
@@ -71,8 +74,8 @@ export class JobOutboxRelay {
     private readonly transactions: TransactionSynchronizer,
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
-    /** Reports jobs written (the queue's `job.scheduled` events). */
-    private readonly written: (topic: string, rows: readonly OutboxJobWrite[]) => void,
+    /** Reports jobs written, with what each write did (the queue's `job.scheduled` events). */
+    private readonly written: (topic: string, rows: ReadonlyArray<OutboxJobWrite & { readonly status?: WriteOutcome }>) => void,
   ) {
     this.store = settings.store;
     this.deadlines = new RowClaimDeadlines(writer.clock, settings.claimLease);
@@ -138,11 +141,25 @@ export class JobOutboxRelay {
     });
   }
 
-  /** Starts the store (development migration), its listener and the relay loop. */
+  /**
+   * Starts the store: it checks that its database answers (and may apply a development migration).
+   * Run in the module's `onModuleInit`, so an outbox that is not ready fails bootstrap before any
+   * `onApplicationBootstrap` hook (leader elections, consumers, this relay's loop) takes a lease,
+   * leadership or job. A failure that is not a `RedisLockError` is wrapped in `OutboxUnavailableError`.
+   */
+  async prepare(): Promise<void> {
+    try {
+      await this.store.start?.();
+    } catch (error) {
+      if (error instanceof RedisLockError) throw error;
+      throw new OutboxUnavailableError(this.store.constructor?.name || 'the job outbox store', undefined, 'its own', error);
+    }
+  }
+
+  /** Starts the store's listener and the relay loop (after `prepare`). */
   async start(): Promise<void> {
     // The first sample of the Redis clock, so that writes after COMMIT need no round trip for it.
     void this.writer.clock.refresh().catch(() => undefined);
-    await this.store.start?.();
     if (this.store.listen) {
       try {
         this.unlisten = await this.store.listen(() => this.onInsertNotified());
@@ -242,7 +259,8 @@ export class JobOutboxRelay {
       void this.writer.keepRecords(done, this.deadlines.recordKeepMs);
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;
-      for (const [topic, group] of groupByTopic(done.filter(isJobRow))) this.written(topic, group);
+      const jobRows = outcomes.filter((o) => o.error === undefined && isJobRow(o.row)).map((o) => ({ ...(o.row as OutboxJobWrite), status: o.status }));
+      for (const [topic, group] of groupByTopic(jobRows)) this.written(topic, group);
       this.events.emitIfWanted('outbox.relayed', () => ({ source, rows: done.length, durationMs: performance.now() - started }));
     }
     if (failed.length === 0) return;

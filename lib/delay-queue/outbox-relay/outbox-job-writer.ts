@@ -5,7 +5,7 @@ import { operationKey } from '../jobs/operation-record.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
 import { readStoredForm } from '../repeat/repeat-definition.js';
 import type { RepeatScheduler } from '../repeat/repeat-scheduler.js';
-import type { JobWriter } from '../writer/job-writer.js';
+import type { JobWriter, WriteOutcome } from '../writer/job-writer.js';
 import { RedisClock } from './redis-clock.js';
 import type { WriteFence } from '../jobs/write-fence.js';
 import { groupOfTail } from '../jobs/job-codec.js';
@@ -14,7 +14,8 @@ import { groupOfTail } from '../jobs/job-codec.js';
 export type OutboxWrite = Omit<OutboxRow, 'attempts'>;
 
 /** What became of one row's write. */
-type OutboxWriteOutcome = { readonly row: OutboxWrite; readonly error?: unknown };
+/** A row's write: its `error`, or for a job row what the write did (`status`). */
+type OutboxWriteOutcome = { readonly row: OutboxWrite; readonly error?: unknown; readonly status?: WriteOutcome };
 
 /** A row that carries a job (not a repeat schedule change). */
 export type OutboxJobWrite = OutboxWrite & { readonly kind: 'delay' | 'at' };
@@ -111,8 +112,8 @@ export class OutboxJobWriter {
       rows.map(async (row): Promise<OutboxWriteOutcome> => {
         try {
           const job = { id: row.jobId, kind: row.kind, when: row.when, replace: row.replace, tail: row.body };
-          await this.jobs.writeFenced(row.topic, job, { recordId: recordIdOf(row), deadline });
-          return { row };
+          const status = await this.jobs.writeFenced(row.topic, job, { recordId: recordIdOf(row), deadline });
+          return { row, status };
         } catch (error) {
           return { row, error };
         }

@@ -70,8 +70,8 @@ export class AfterCommitWriter {
       return;
     }
     try {
-      await this.writer.write(topic, jobs, entry.writeId);
-      this.writer.reportScheduled(topic, jobs);
+      const outcomes = await this.writer.write(topic, jobs, entry.writeId);
+      this.writer.reportScheduled(topic, jobs, outcomes);
       return;
     } catch (error) {
       this.failed(entry, error);

@@ -71,11 +71,13 @@ export class JobWriter {
    *
    * @throws WriteFenceExpiredError when the write reached Redis after its deadline
    */
-  async writeFenced(topic: string, job: JobToWrite, fence: WriteFence): Promise<void> {
+  async writeFenced(topic: string, job: JobToWrite, fence: WriteFence): Promise<WriteOutcome> {
     const keys = recordedScriptKeys(this.shards.forJob(topic, job.id, groupOfTail(job.tail)), fence.recordId);
     const args = [job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail, fence.deadline];
     const status = await writeOutboxJobScript.run<number>(this.connection.client, keys, args);
     if (status === -1) throw new WriteFenceExpiredError();
+    // 3: the row was written before (relayed twice): no new job, as for an id that exists.
+    return status === 3 ? 'existing' : WRITE_OUTCOMES[status];
   }
 
   /**
@@ -100,14 +102,22 @@ export class JobWriter {
     return this.connection.publishCommand;
   }
 
-  /** Reports jobs written: one `job.scheduled` event each. */
-  reportScheduled(topic: string, jobs: ReadonlyArray<Pick<JobToWrite, 'id' | 'kind' | 'when' | 'replace'>>): void {
+  /**
+   * Reports jobs written: one `job.scheduled` event each, with what the write did (`outcomes[i]` for
+   * `jobs[i]`, or the job's own `status`) when that is known.
+   */
+  reportScheduled(
+    topic: string,
+    jobs: ReadonlyArray<Pick<JobToWrite, 'id' | 'kind' | 'when' | 'replace'> & { readonly status?: WriteOutcome }>,
+    outcomes?: readonly WriteOutcome[],
+  ): void {
     if (!this.events.wants('job.scheduled')) return;
-    for (const job of jobs) {
+    jobs.forEach((job, i) => {
       // An outbox row relayed after its due time is written with a negative delay (it keeps its due time): reported as 0.
       const when = job.kind === 'delay' ? { delayMs: Math.max(0, job.when) } : { at: job.when };
-      this.events.emit('job.scheduled', { topic, id: job.id, ...when, replace: job.replace });
-    }
+      const status = outcomes?.[i] ?? job.status;
+      this.events.emit('job.scheduled', { topic, id: job.id, ...when, replace: job.replace, ...(status === undefined ? {} : { status }) });
+    });
   }
 
   private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<WriteOutcome[]> {

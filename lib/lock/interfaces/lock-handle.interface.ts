@@ -30,8 +30,18 @@ export interface LockHandle extends AsyncDisposable {
   readonly signal: AbortSignal;
   /** True until released or lost (the lease's deadline is checked on each read). */
   readonly held: boolean;
-  /** Releases this hold (one level of re-entry). Idempotent; does not throw if the lock was already lost. */
-  release(): Promise<void>;
+  /**
+   * Releases this hold (one level of re-entry). Idempotent; does not throw if the lock was already lost.
+   *
+   * Resolves `true` when this call ended a live hold: Redis still listed it (or, inside a
+   * transaction, it was live when the call was made and is released when the transaction ends).
+   * Resolves `false` when there was nothing left to release: released before, its lease already
+   * over (counted lost here, or gone from Redis), or taken over. A multi-key lock resolves `true`
+   * only if every one of its keys was released live. One case reads `false` although the hold was
+   * released: the reply of the release was lost and ioredis re-sent it, so the second run found the
+   * hold already gone.
+   */
+  release(): Promise<boolean>;
   /** Sets a new lease (default: the lease it was taken with). Throws `LockNotHeldError` if no longer held. */
   extend(leaseTime?: number): Promise<void>;
 }

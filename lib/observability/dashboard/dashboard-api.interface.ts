@@ -110,7 +110,9 @@ export interface DashboardOneInstanceLease {
 }
 
 /** One `@LeaderElection` of this application: this instance's view, and its lock in Redis. */
-export interface DashboardLeaderElection extends LeaderElectionStatus {
+export interface DashboardLeaderElection extends Omit<LeaderElectionStatus, 'since'> {
+  /** Since when this instance leads (epoch ms, this instance's clock), as for a lease's `since`. */
+  readonly since?: number;
   /** The election's lock as Redis holds it now. */
   readonly redis: DashboardLeaseInRedis;
 }

@@ -110,7 +110,11 @@ export class DashboardScheduling {
         running: run.state === 'held',
       };
     });
-    const leaders: DashboardLeaderElection[] = elections.map((election) => ({ ...election, redis: inRedis(election.key) }));
+    const leaders: DashboardLeaderElection[] = elections.map(({ since, ...election }) => ({
+      ...election,
+      ...(since === undefined ? {} : { since: since.getTime() }),
+      redis: inRedis(election.key),
+    }));
     return {
       available: this.leases !== undefined || this.elections !== undefined,
       clientId: this.lockService.clientId,

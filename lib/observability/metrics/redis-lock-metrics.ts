@@ -91,7 +91,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     const runTime = histogram('job_run_seconds', 'Handler run time, by outcome (succeeded or failed).', ['topic', 'outcome']);
     const outcomes = counter(
       'jobs_total',
-      'Job outcomes: scheduled, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
+      'Job outcomes: scheduled (a job created), duplicate (scheduled with the id of an existing job, which was kept), replaced, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
       ['topic', 'outcome'],
     );
     const afterCommitRetries = counter(
@@ -193,7 +193,11 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       if (holdMs !== undefined) hold.observe({ key_pattern: pattern }, holdMs / 1000);
     });
     this.listen('lock.timeout', ({ key, keyPattern }) => timeouts.inc({ key_pattern: this.patternOf(key, keyPattern) }));
-    this.listen('job.scheduled', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'scheduled' }));
+    this.listen('job.scheduled', ({ topic, status }) => {
+      // 'scheduled' counts jobs created (or whose outcome is not known); an id that already had a job
+      // scheduled nothing new and counts as 'duplicate', a replace as 'replaced'.
+      outcomes.inc({ topic: this.topicOf(topic), outcome: status === 'existing' ? 'duplicate' : status === 'replaced' ? 'replaced' : 'scheduled' });
+    });
     this.listen('job.started', (event) => lateness.observe({ topic: this.topicOf(event.topic) }, event.latenessMs / 1000));
     this.listen('job.succeeded', (event) => {
       runTime.observe({ topic: this.topicOf(event.topic), outcome: 'succeeded' }, event.runMs / 1000);

@@ -5,6 +5,7 @@ import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox-por
 import { outboxRowKindCode, outboxRowKindOf, type OutboxRowKind } from '../../core/outbox-port/outbox-row-kind.js';
 import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
 import { OutboxTransactionMissingError } from '../../core/outbox-port/outbox-transaction-missing.error.js';
+import { OutboxUnavailableError } from '../../core/outbox-port/outbox-unavailable.error.js';
 import { jobOutboxMigration, outboxTable, type OutboxTable } from './outbox-table.js';
 import { relaySqlOf, type RelaySql } from './relay-connection.js';
 import type { OutboxTransactionExecutor } from './sql-executors.js';
@@ -99,7 +100,25 @@ export class PostgresJobOutbox implements JobOutboxStore {
     return jobOutboxMigration(this.table.qualified);
   }
 
+  /**
+   * Checks at bootstrap that the database answers on the relay connection (one `SELECT 1`, at most
+   * `READY_TIMEOUT_MS`), then applies the development migration if asked. An unreachable database
+   * fails bootstrap with `OutboxUnavailableError` (the driver's error as its cause), before the module
+   * takes any lease, leadership or job. A TypeORM DataSource not initialized yet is not checked.
+   */
   async start(): Promise<void> {
+    if (this.relaySql.canRun()) {
+      try {
+        await answerWithin(this.relaySql.run('SELECT 1', []), READY_TIMEOUT_MS);
+      } catch (error) {
+        throw new OutboxUnavailableError(
+          `PostgresJobOutbox, table ${this.table.qualified}`,
+          this.relaySql.address(),
+          this.relaySql.description,
+          error,
+        );
+      }
+    }
     if (this.applyMigration) {
       this.logger.warn(`applyMigrationAtStart: creating ${this.table.qualified} if missing (development only; run the migration yourself in production).`);
       await this.relaySql.exec(this.migration);
@@ -198,6 +217,26 @@ function whenOf(kind: OutboxRowKind | undefined, row: Record<string, unknown>): 
   if (kind === 'at') return Number(row.at_ms);
   if (kind === 'repeat' || kind === 'removeRepeat') return 0;
   return Number(row.remaining_ms);
+}
+
+/**
+ * Longest wait at bootstrap for the database's first answer (ms): pg waits for a connection without
+ * a bound by default (`connectionTimeoutMillis` 0), and a host that drops packets must not hold the
+ * application's start forever.
+ */
+const READY_TIMEOUT_MS = 10_000;
+
+/** Settles like `promise`, or rejects with "no answer within `ms` ms" if it has not settled by then. */
+async function answerWithin<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Every statement, built once from the validated table name (never from other input). */

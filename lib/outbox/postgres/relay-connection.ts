@@ -10,6 +10,13 @@ export interface RelaySql {
   readonly closed: () => boolean;
   /** Runs several statements at once (the migration). */
   readonly exec: (sql: string) => Promise<void>;
+  /**
+   * Where the database is looked for (`host:port`, a socket directory), when the connection says;
+   * undefined for an in-process database.
+   */
+  readonly address: () => string | undefined;
+  /** Whether a statement can be run now (a TypeORM DataSource may be initialized after bootstrap). */
+  readonly canRun: () => boolean;
   /** LISTEN on `channel`, when the connection can; resolves to the function that stops it. */
   readonly listen?: (channel: string, onNotify: () => void, onError: (error: unknown) => void) => Promise<() => Promise<void>>;
 }
@@ -34,6 +41,8 @@ export function relaySqlOf(connection: object): RelaySql | undefined {
 function pgPool(pool: Loose): RelaySql {
   return {
     description: 'pg Pool',
+    address: () => pgAddress(pool.options as Loose | undefined),
+    canRun: () => true,
     run: (sql, params) => (pool.query as Fn)(sql, [...params]).then(rowsOf),
     exec: async (sql) => void (await (pool.query as Fn)(sql)),
     closed: () => pool.ending === true || pool.ended === true,
@@ -73,6 +82,9 @@ function pgPool(pool: Loose): RelaySql {
 function pgClient(client: Loose): RelaySql {
   return {
     description: 'pg Client',
+    // pg's Client resolves host and port (options, connection string, PGHOST/PGPORT) when built.
+    address: () => pgAddress({ host: client.host, port: client.port }),
+    canRun: () => true,
     closed: () => false,
     run: (sql, params) => (client.query as Fn)(sql, [...params]).then(rowsOf),
     exec: async (sql) => void (await (client.query as Fn)(sql)),
@@ -94,6 +106,8 @@ function pgClient(client: Loose): RelaySql {
 function pglite(db: Loose): RelaySql {
   return {
     description: 'PGlite database',
+    address: () => undefined,
+    canRun: () => true,
     closed: () => db.closed === true,
     run: (sql, params) => (db.query as Fn)(sql, [...params]).then(rowsOf),
     exec: async (sql) => void (await (db.exec as Fn)(sql)),
@@ -118,6 +132,8 @@ function typeOrmDataSource(dataSource: Loose): RelaySql {
   };
   return {
     description: 'TypeORM DataSource',
+    address: () => pgAddress(dataSource.options as Loose | undefined),
+    canRun: () => dataSource.isInitialized === true,
     // Closed once destroyed after having been initialized (it may initialize after the relay starts).
     closed: () => {
       if (dataSource.isInitialized === true) initialized = true;
@@ -126,4 +142,28 @@ function typeOrmDataSource(dataSource: Loose): RelaySql {
     run: (sql, params) => withRunner((runner) => runner.query(sql, [...params]).then(rowsOf)),
     exec: (sql) => withRunner(async (runner) => void (await runner.query(sql))),
   };
+}
+
+/**
+ * `host:port` of `pg`-style connection options (`host`, `port`, or a `connectionString`/`url`), with
+ * pg's defaults (PGHOST, PGPORT, localhost, 5432); a socket directory (a host starting with `/`) as
+ * `<dir>/.s.PGSQL.<port>`. Never includes a user or password.
+ */
+export function pgAddress(options: Loose | undefined): string | undefined {
+  const o = options ?? {};
+  let host = typeof o.host === 'string' && o.host !== '' ? o.host : undefined;
+  let port = o.port !== undefined && o.port !== null && o.port !== '' ? String(o.port) : undefined;
+  const url = typeof o.connectionString === 'string' ? o.connectionString : typeof o.url === 'string' ? o.url : undefined;
+  if (url !== undefined && (host === undefined || port === undefined)) {
+    try {
+      const parsed = new URL(url);
+      host ??= parsed.hostname.replace(/^\[|\]$/g, '') || undefined;
+      port ??= parsed.port || undefined;
+    } catch {
+      // Not a URL (a key=value string): fall back to the defaults below.
+    }
+  }
+  host ??= process.env.PGHOST || 'localhost';
+  port ??= process.env.PGPORT || '5432';
+  return host.startsWith('/') ? `${host}/.s.PGSQL.${port}` : `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }

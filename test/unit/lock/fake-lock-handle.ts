@@ -15,14 +15,16 @@ export class FakeLockHandle implements LockHandle {
     return { [this.key]: this.fencingToken };
   }
 
-  async release(): Promise<void> {
+  async release(): Promise<boolean> {
     this.releases++;
+    const wasHeld = this.held;
     this.held = false;
+    return wasHeld;
   }
 
   async extend(): Promise<void> {}
 
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 }

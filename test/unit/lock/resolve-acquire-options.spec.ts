@@ -1,5 +1,6 @@
 import { InvalidOptionsError, type AcquireOptions } from '../../../lib/index.js';
 import { MAX_TIMER_MS } from '../../../lib/core/options/option-validation.js';
+import { MAX_LEASE_MS } from '../../../lib/core/options/option-bounds.js';
 import { resolveRedisLockConfig } from '../../../lib/core/options/resolve-redis-lock-config.js';
 import { resolveAcquireOptions } from '../../../lib/lock/resolve-acquire-options.js';
 
@@ -75,7 +76,7 @@ describe('resolveAcquireOptions: per-call options over the module defaults', () 
     ['a keyPattern that is not a string', { keyPattern: 42 }, 'keyPattern'],
     ['a keyPattern over 200 characters', { keyPattern: 'k'.repeat(201) }, 'keyPattern'],
     ['a lease below 10 ms', { leaseTime: 9 }, 'leaseTime'],
-    ['a lease past the timer limit', { leaseTime: MAX_TIMER_MS + 1 }, 'leaseTime'],
+    ['a lease past a year', { leaseTime: MAX_LEASE_MS + 1 }, 'leaseTime'],
     ['a negative waitTimeout', { waitTimeout: -1 }, 'waitTimeout'],
     ['a waitTimeout given as a string', { waitTimeout: '100' }, 'waitTimeout'],
     ['syncReplicas that is not an object', { syncReplicas: true }, 'syncReplicas'],

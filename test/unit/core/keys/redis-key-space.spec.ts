@@ -1,5 +1,5 @@
 import { InvalidLockKeyError } from '../../../../lib/index.js';
-import { MAX_KEY_PART_BYTES, escapeKeyPart, unescapeKeyPart } from '../../../../lib/core/keys/escape-key-part.js';
+import { MAX_KEY_PART_CHARS, escapeKeyPart, unescapeKeyPart } from '../../../../lib/core/keys/escape-key-part.js';
 import { escapeTemplateValue } from '../../../../lib/core/keys/escape-template-value.js';
 import { RedisKeySpace } from '../../../../lib/core/keys/redis-key-space.js';
 
@@ -134,9 +134,13 @@ describe('escapeKeyPart: a user name inside a hash tag', () => {
     for (const name of names) expect(unescapeKeyPart(escapeKeyPart(name))).toBe(name);
   });
 
-  it('accepts up to the byte limit, counted in UTF-8', () => {
-    expect(escapeKeyPart('x'.repeat(MAX_KEY_PART_BYTES))).toHaveLength(MAX_KEY_PART_BYTES);
-    expect(() => escapeKeyPart('é'.repeat(MAX_KEY_PART_BYTES / 2 + 1))).toThrow(InvalidLockKeyError);
+  it('accepts up to the limit, counted in characters (code points) whatever their UTF-8 bytes', () => {
+    expect(escapeKeyPart('x'.repeat(MAX_KEY_PART_CHARS))).toHaveLength(MAX_KEY_PART_CHARS);
+    expect(escapeKeyPart('é'.repeat(MAX_KEY_PART_CHARS))).toHaveLength(MAX_KEY_PART_CHARS);
+    // 1,024 characters of 4 UTF-8 bytes (2 UTF-16 units) each.
+    expect(escapeKeyPart('🔒'.repeat(MAX_KEY_PART_CHARS))).toHaveLength(2 * MAX_KEY_PART_CHARS);
+    expect(() => escapeKeyPart('é'.repeat(MAX_KEY_PART_CHARS + 1))).toThrow(InvalidLockKeyError);
+    expect(() => escapeKeyPart('🔒'.repeat(MAX_KEY_PART_CHARS + 1))).toThrow('at most 1024 characters');
   });
 
   it.each<[string, unknown, RegExp]>([

@@ -1,5 +1,6 @@
 import { InvalidOptionsError, type RedisLockModuleOptions } from '../../../../lib/index.js';
 import { MAX_TIMER_MS } from '../../../../lib/core/options/option-validation.js';
+import { MAX_LEASE_MS } from '../../../../lib/core/options/option-bounds.js';
 import { resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
 
 /** The option an InvalidOptionsError names, or a failure when the call does not throw one. */
@@ -87,7 +88,7 @@ describe('resolveRedisLockConfig: refused options name the option', () => {
     ['a leaseTime below 10 ms', { lock: { leaseTime: 9 } }, 'lock.leaseTime'],
     ['a NaN leaseTime', { lock: { leaseTime: Number.NaN } }, 'lock.leaseTime'],
     ['an infinite leaseTime', { lock: { leaseTime: Infinity } }, 'lock.leaseTime'],
-    ['a leaseTime past the timer limit', { lock: { leaseTime: MAX_TIMER_MS + 1 } }, 'lock.leaseTime'],
+    ['a leaseTime past a year', { lock: { leaseTime: MAX_LEASE_MS + 1 } }, 'lock.leaseTime'],
     ['a leaseTime given as a string', { lock: { leaseTime: '30000' } }, 'lock.leaseTime'],
     ['a negative waitTimeout', { lock: { waitTimeout: -1 } }, 'lock.waitTimeout'],
     ['a watchdog that is not a boolean', { lock: { watchdog: 'yes' } }, 'lock.watchdog'],
@@ -137,7 +138,7 @@ describe('resolveRedisLockConfig: refused options name the option', () => {
 
   it('says what to use instead in the message', () => {
     expect(() => resolveRedisLockConfig({ lock: { leaseTime: -1 } })).toThrow(
-      `Invalid option \`lock.leaseTime\`: got -1; use a number of milliseconds from 10 to ${MAX_TIMER_MS}.`,
+      `Invalid option \`lock.leaseTime\`: got -1; use a number of milliseconds from 10 to ${MAX_LEASE_MS}.`,
     );
     expect(() => resolveRedisLockConfig({ delayQueue: { concurrency: '4' as never } })).toThrow(
       'Invalid option `delayQueue.concurrency`: got the string "4"; use a whole number from 1 to 10000.',
