@@ -265,7 +265,7 @@ describe('diagnostics_channel: job events', () => {
     expect(seen.channelEvents()).toEqual(['job.scheduled', 'job.started', 'job.succeeded']);
     expectSameEvents(seen);
     const [scheduled, started, succeeded] = seen.fromChannels.map((s) => s.event);
-    expect(scheduled).toEqual({ topic, id: 'job-1', delayMs: 100, replace: false });
+    expect(scheduled).toEqual({ topic, id: 'job-1', delayMs: 100, replace: false, status: 'created' });
     expect(started).toEqual({ topic, id: 'job-1', attempt: 1, latenessMs: expect.any(Number) });
     expect(succeeded).toEqual({ topic, id: 'job-1', attempt: 1, runMs: expect.any(Number) });
   });

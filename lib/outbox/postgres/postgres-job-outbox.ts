@@ -102,14 +102,16 @@ export class PostgresJobOutbox implements JobOutboxStore {
 
   /**
    * Checks at bootstrap that the database answers on the relay connection (one `SELECT 1`, at most
-   * `READY_TIMEOUT_MS`), then applies the development migration if asked. An unreachable database
+   * `READY_TIMEOUT_MS` for a database reached over the network), then applies the development migration if asked. An unreachable database
    * fails bootstrap with `OutboxUnavailableError` (the driver's error as its cause), before the module
    * takes any lease, leadership or job. A TypeORM DataSource not initialized yet is not checked.
    */
   async start(): Promise<void> {
     if (this.relaySql.canRun()) {
       try {
-        await answerWithin(this.relaySql.run('SELECT 1', []), READY_TIMEOUT_MS);
+        const answered = this.relaySql.run('SELECT 1', []);
+        // An in-process database (PGlite: no address) cannot be out of reach; its first answer waits for its own start.
+        await (this.relaySql.address() === undefined ? answered : answerWithin(answered, READY_TIMEOUT_MS));
       } catch (error) {
         throw new OutboxUnavailableError(
           `PostgresJobOutbox, table ${this.table.qualified}`,
