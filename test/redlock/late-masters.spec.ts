@@ -181,7 +181,8 @@ describe('Redlock: masters that answer late', () => {
       // Master 2's counter is ahead (it alone saw tries that lost) and it answers the acquire late:
       // the token comes from masters 0 and 1, master 2 keeps its late grant with its own value.
       const counters = await Promise.all([0, 1, 2].map(async (i) => BigInt((await masters.raw(i).get(fence)) ?? '0')));
-      const ahead = counters.reduce((x, y) => (x > y ? x : y)) + 1_000_000n;
+      // An hour ahead: tokens also follow the masters' clocks (µs), which a slow run must not catch up with.
+      const ahead = counters.reduce((x, y) => (x > y ? x : y)) + 3_600_000_000n;
       await masters.raw(2).set(fence, ahead.toString());
       await pause(2);
       let outer: LockHandle;
