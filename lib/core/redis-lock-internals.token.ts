@@ -6,4 +6,4 @@
  * through it. Its description is what Nest's bootstrap error names when a module cannot see
  * `RedisLockModule`, so it names the module.
  */
-export const REDIS_LOCK_INTERNALS = Symbol('RedisLockModule internals');
+export const REDIS_LOCK_INTERNALS = Symbol.for('nestjs-redis-lock:RedisLockModule internals');

@@ -201,7 +201,7 @@ async function packLibrary(givenTarball) {
     : JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
   const missing = [];
   for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
-    const targets = typeof target === 'string' ? [target] : Object.values(target);
+    const targets = exportTargets(target);
     for (const file of targets) {
       if (!files.includes(file.replace(/^\.\//, ''))) missing.push(`${subpath} -> ${file}`);
     }
@@ -213,6 +213,12 @@ async function packLibrary(givenTarball) {
   const seconds = (performance.now() - started) / 1000;
   log(`packed ${basename(tarball)}: ${files.length} files, every "exports" target present (${seconds.toFixed(1)} s)`);
   return { tarball, packedHere: !givenTarball, files, seconds, exportsCount: Object.keys(manifest.exports ?? {}).length };
+}
+
+/** Every file an "exports" entry points at, through nested conditions (import/require, types/default). */
+function exportTargets(target) {
+  if (typeof target === 'string') return [target];
+  return Object.values(target ?? {}).flatMap(exportTargets);
 }
 
 /**
