@@ -2,7 +2,7 @@
 export interface EmbeddedAsset {
   /** The asset under lib/ (absolute path). */
   readonly source: string;
-  /** Its generated module, `<source>.ts`. */
+  /** Its generated module, `<source>.embedded.ts`. */
   readonly module: string;
   /** The text the module must have. */
   readonly text: string;

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { text as dashboardPageHtml } from './dashboard-page.html.js';
+import { text as dashboardPageHtml } from './dashboard-page.html.embedded.js';
 
 /*
  * The dashboard page is one static HTML document, dashboard-page.html beside this module (embedded
- * as dashboard-page.html.ts by tools/embed-assets.js), with its
+ * as dashboard-page.html.embedded.ts by tools/embed-assets.js), with its
  * CSS and script inline: no CDN, no build step. Every value from Redis reaches the DOM through
  * textContent (never innerHTML), and the Content Security Policy allows exactly the page's one
  * script and one stylesheet (by hash) and requests to the page's own origin, so a payload crafted as

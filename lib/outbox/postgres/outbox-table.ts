@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
-import { text as migrationSql } from './job-outbox.migration.sql.js';
+import { text as migrationSql } from './job-outbox.migration.sql.embedded.js';
 
 /** The outbox table's name when none is given. */
 export const DEFAULT_OUTBOX_TABLE = 'redis_lock_job_outbox';
@@ -61,7 +61,7 @@ let shippedMigration: string | undefined;
 export function jobOutboxMigration(table: string = DEFAULT_OUTBOX_TABLE): string {
   const t = outboxTable('table', table);
   const schema = t.qualified.includes('.') ? `CREATE SCHEMA IF NOT EXISTS ${t.qualified.split('.')[0]};\n` : '';
-  // job-outbox.migration.sql (embedded as job-outbox.migration.sql.ts) is the one text of the DDL:
+  // job-outbox.migration.sql (embedded as job-outbox.migration.sql.embedded.ts) is the one text of the DDL:
   // it names the default table and its index.
   shippedMigration ??= migrationSql.replace(/^--.*\n/gm, '');
   const named = new RegExp(`\\b${DEFAULT_OUTBOX_TABLE}(_pending_idx)?\\b`, 'g');
