@@ -5,35 +5,73 @@
  * @module nestjs-redis-lock
  */
 export { RedisLockModule } from './redis-lock.module.js';
-export type { BackoffOptions, RedisLockModuleOptions } from './core/options/redis-lock-module-options.interface.js';
+export type { RedisLockModuleAsyncOptions } from './redis-lock.module-arguments.js';
+export type {
+  BackoffOptions,
+  DelayQueueDefaults,
+  DelayQueueTopicOptions,
+  EvictionPolicyCheck,
+  LockDefaults,
+  OutboxRelayOptions,
+  RedisConnectionOptions,
+  RedisLockModuleOptions,
+  RedlockClientOptions,
+  RedlockOptions,
+  RetentionOptions,
+  SyncReplicasOptions,
+} from './core/options/redis-lock-module-options.interface.js';
 
 export { LockService } from './lock/lock.service.js';
 export type { LockHandle } from './lock/interfaces/lock-handle.interface.js';
 export type { AcquireOptions } from './lock/interfaces/acquire-options.interface.js';
-export type { ReadWriteLock, Semaphore } from './lock/interfaces/lock-kinds.interface.js';
+export type { LockKindOptions, ReadWriteLock, Semaphore } from './lock/interfaces/lock-kinds.interface.js';
 export { RedisLockEvents } from './core/events/redis-lock-events.js';
-export type { RedisLockEventMap, RedisLockEventName } from './core/events/redis-lock-event-map.js';
+export type { RedisLockEventArgs, RedisLockEventMap, RedisLockEventName } from './core/events/redis-lock-event-map.js';
+export type { LockAcquiredEvent, LockLostEvent, LockReleasedEvent, LockTimeoutEvent } from './core/events/lock-events.js';
+export type {
+  JobCancelledEvent,
+  JobDeadEvent,
+  JobFailedEvent,
+  JobRecoveredEvent,
+  JobRetriedEvent,
+  JobScheduledEvent,
+  JobScheduleLostEvent,
+  JobScheduleRetryingEvent,
+  JobStartedEvent,
+  JobSucceededEvent,
+  OutboxRelayedEvent,
+  OutboxRelayFailedEvent,
+  OutboxRowParkedEvent,
+} from './core/events/job-events.js';
+export type {
+  LeadershipAcquiredEvent,
+  LeadershipLostEvent,
+  OneInstanceAcquiredEvent,
+  OneInstanceLostEvent,
+  OneInstanceSkippedEvent,
+} from './core/events/scheduling-events.js';
 export { REDIS_LOCK_CHANNELS } from './core/events/redis-lock.channels.js';
-export { LockContext } from './lock/lock-context.js';
+export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';
 
 export { WithLock } from './decorators/with-lock.decorator.js';
-export { WithRequestLock } from './decorators/with-request-lock.decorator.js';
+export type { LockKeySource } from './decorators/key-template.js';
+export { WithRequestLock, type RequestLockKeySource } from './decorators/with-request-lock.decorator.js';
 export { RequestLockInterceptor } from './decorators/request-lock.interceptor.js';
-export type { LockUnavailableContext, WithLockOptions } from './decorators/with-lock-options.js';
+export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } from './decorators/with-lock-options.js';
 
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
-export type { ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
+export type { ScheduledJob, ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
 export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/schedule-result.interface.js';
-export type { RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
-export { JobContext } from './delay-queue/interfaces/job-context.interface.js';
-export type { DelayedJob, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
-export type { Consumer, ConsumerOptions } from './delay-queue/interfaces/consumer.interface.js';
+export type { RepeatCatchUp, RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
+export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';
+export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
+export type { Consumer, ConsumerOptions, KeepCompletedOptions } from './delay-queue/interfaces/consumer.interface.js';
 
-export { OnOneInstance } from './decorators/on-one-instance.decorator.js';
-export { LeaderElection } from './decorators/leader-election.decorator.js';
+export { OnOneInstance, type OnOneInstanceOptions } from './decorators/on-one-instance.decorator.js';
+export { LeaderElection, type LeaderElectionOptions } from './decorators/leader-election.decorator.js';
 export type { LeadershipHooks } from './scheduling/leadership-hooks.interface.js';
-export { LeaderElections } from './scheduling/leader-elections.js';
+export { LeaderElections, type LeaderElectionStatus } from './scheduling/leader-elections.js';
 
 export {
   TransactionSynchronizer,
@@ -56,7 +94,7 @@ export { LockLostError } from './core/errors/lock-lost.error.js';
 export { LockNotHeldError } from './core/errors/lock-not-held.error.js';
 export { LockNotReplicatedError } from './core/errors/lock-not-replicated.error.js';
 export { LockUpgradeError } from './core/errors/lock-upgrade.error.js';
-export { LockKindConflictError } from './core/errors/lock-kind-conflict.error.js';
+export { LockKindConflictError, type LockKind } from './core/errors/lock-kind-conflict.error.js';
 export { LockServiceClosedError } from './core/errors/lock-service-closed.error.js';
 export { InvalidLockKeyError } from './core/errors/invalid-lock-key.error.js';
 export { UnresolvedLockKeyError } from './core/errors/unresolved-lock-key.error.js';

@@ -1,10 +1,14 @@
 import { InvalidOptionsError } from './core/errors/invalid-options.error.js';
 import { keysOf, refuseUnknownKeys } from './core/options/known-option-keys.js';
 import { MODULE_OPTION_KEYS } from './core/options/module-option-keys.js';
-import type { REDIS_LOCK_MODULE_ASYNC_OPTIONS } from './redis-lock.module-definition.js';
+import type { ConfigurableModuleAsyncOptions } from '@nestjs/common';
+import type { RedisLockModuleOptions } from './core/options/redis-lock-module-options.interface.js';
 
 /** The argument of `RedisLockModule.forRootAsync` (Nest's `ConfigurableModuleAsyncOptions` and `isGlobal`). */
-export type RedisLockModuleAsyncOptions = typeof REDIS_LOCK_MODULE_ASYNC_OPTIONS;
+export type RedisLockModuleAsyncOptions = ConfigurableModuleAsyncOptions<RedisLockModuleOptions, 'createRedisLockOptions'> & {
+  /** Whether every module sees `LockService`, `DelayQueueService` and the decorators' providers. Default false. */
+  isGlobal?: boolean;
+};
 
 const ASYNC_OPTION_KEYS = keysOf<RedisLockModuleAsyncOptions>()([
   'imports',

@@ -9,7 +9,8 @@ import { delayQueueProviders } from './delay-queue/delay-queue.providers.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { lockProviders } from './lock/lock.providers.js';
 import { LockService } from './lock/lock.service.js';
-import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS, type REDIS_LOCK_MODULE_FOR_ROOT_OPTIONS } from './redis-lock.module-definition.js';
+import { ConfigurableRedisLockModule, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition.js';
+import type { RedisLockModuleOptions } from './core/options/redis-lock-module-options.interface.js';
 import { checkForRootArgument, checkForRootAsyncArgument, type RedisLockModuleAsyncOptions } from './redis-lock.module-arguments.js';
 import { redisLockInternalsProvider } from './redis-lock.module-internals.js';
 import { LeaderElections } from './scheduling/leader-elections.js';
@@ -66,16 +67,16 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
     REDIS_LOCK_INTERNALS,
   ],
 })
-export class RedisLockModule extends ConfigurableRedisLockModule {
+export class RedisLockModule {
   /**
    * The module with `options`; `isGlobal: true` makes it visible to every module.
    *
    * @throws InvalidOptionsError at the call, for an unknown top-level key (with the key meant); the
    *   rest of the options is checked at bootstrap
    */
-  static override forRoot(options: typeof REDIS_LOCK_MODULE_FOR_ROOT_OPTIONS): DynamicModule {
+  static forRoot(options: RedisLockModuleOptions & { isGlobal?: boolean }): DynamicModule {
     checkForRootArgument(options);
-    return super.forRoot(options);
+    return { ...ConfigurableRedisLockModule.forRoot(options), module: RedisLockModule };
   }
 
   /**
@@ -85,8 +86,8 @@ export class RedisLockModule extends ConfigurableRedisLockModule {
    * @throws InvalidOptionsError at the call, for an unknown key of `options` (with the key meant) or
    *   none of `useFactory`, `useClass` and `useExisting`
    */
-  static override forRootAsync(options: RedisLockModuleAsyncOptions): DynamicModule {
+  static forRootAsync(options: RedisLockModuleAsyncOptions): DynamicModule {
     checkForRootAsyncArgument(options);
-    return super.forRootAsync(options);
+    return { ...ConfigurableRedisLockModule.forRootAsync(options), module: RedisLockModule };
   }
 }

@@ -7,7 +7,7 @@ import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
  *
  * @inline
  */
-interface LeaderElectionOptions {
+export interface LeaderElectionOptions {
   /**
    * Lease of the leader in ms (at least 100): renewed every third of it; a leader that died is
    * replaced within this long. Default 30 000.

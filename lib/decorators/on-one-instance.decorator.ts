@@ -9,7 +9,7 @@ import { wrapProviderMethod } from './wrap-provider-method.js';
  *
  * @inline
  */
-interface OnOneInstanceOptions {
+export interface OnOneInstanceOptions {
   /**
    * The lease's lock name. Default `ClassName.methodName`. Set it when the class or method may be
    * renamed (a deploy where old and new instances run side by side must agree on the key, or both

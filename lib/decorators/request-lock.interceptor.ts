@@ -23,12 +23,13 @@ import type { DecoratorServices } from './wrap-provider-method.js';
 import { LockService } from '../lock/lock.service.js';
 import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
 import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
+import { processShared } from '../core/runtime/process-shared.js';
 
-/** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use). */
-const claimed = new WeakSet<ExecutionContext>();
+/** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use) (one per process, shared by both builds: core/runtime/process-shared.ts). */
+const claimed = processShared('request-lock-claimed', () => new WeakSet<ExecutionContext>());
 
-/** Execution contexts a subclass of RequestLockInterceptor (the user's own answers) has intercepted. */
-const customised = new WeakSet<ExecutionContext>();
+/** Execution contexts a subclass of RequestLockInterceptor (the user's own answers) has intercepted (one per process, shared by both builds: core/runtime/process-shared.ts). */
+const customised = processShared('request-lock-customised', () => new WeakSet<ExecutionContext>());
 
 /** Where Nest keeps the interceptors of `@UseInterceptors` (`INTERCEPTORS_METADATA` of @nestjs/common/constants). */
 const INTERCEPTORS_METADATA = '__interceptors__';

@@ -4,14 +4,13 @@ import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { OptionValidator } from '../core/options/option-validation.js';
 import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import type { AcquireOptions } from '../lock/interfaces/acquire-options.interface.js';
-import type { SectionMode } from '../lock/held-lock-frames.js';
 
 /**
  * Which lock a `@WithLock` / `@WithRequestLock` section takes.
  *
  * @useDeclaredType
  */
-type WithLockMode = SectionMode;
+export type WithLockMode = 'exclusive' | 'read' | 'write';
 
 /** What the caller sees when the lock could not be taken in time. */
 export interface LockUnavailableContext {
@@ -31,7 +30,7 @@ export interface LockUnavailableContext {
  *
  * @inline
  */
-type OnLocked = 'throw' | 'skip' | ((context: LockUnavailableContext) => unknown);
+export type OnLocked = 'throw' | 'skip' | ((context: LockUnavailableContext) => unknown);
 
 /** Options of `@WithLock` and `@WithRequestLock`. Unset values fall back to the module's `lock` defaults. */
 export interface WithLockOptions {

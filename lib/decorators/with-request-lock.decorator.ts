@@ -10,7 +10,7 @@ import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
  *
  * @inline
  */
-type RequestLockKeySource =
+export type RequestLockKeySource =
   | string
   | readonly string[]
   | ((request: any, context: ExecutionContext) => string | readonly string[]);

@@ -66,6 +66,7 @@ const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService
  */
 @Injectable()
 export class DelayQueueService {
+  /** @internal Nest builds it: inject the class instead (its parameters are the module's internal pieces). */
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly enqueuer: JobEnqueuer,

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
+import { processShared } from '../core/runtime/process-shared.js';
 
 /**
  * Which side of a lock a `@WithLock` / `@WithRequestLock` section holds its keys on.
@@ -53,7 +54,8 @@ interface SectionKeys {
  * release the locks, and `LockContext` is the public, read-only view of the innermost frame.
  */
 export class HeldLockFrames {
-  private static readonly storage = new AsyncLocalStorage<ScopeFrame>();
+  /** One per process, shared by both builds of the package (see core/runtime/process-shared.ts). */
+  private static readonly storage = processShared('held-lock-frames', () => new AsyncLocalStorage<ScopeFrame>());
 
   /** Owner id under which the current chain holds `redisKey`, if an enclosing scope holds it. */
   static ownerOf(redisKey: string): string | undefined {

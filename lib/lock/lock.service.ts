@@ -56,6 +56,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private readonly acquirer: LockAcquirer;
   private readonly acquireOptions: AcquireOptionsResolver;
 
+  /** @internal Nest builds it: inject the class instead (its parameters are the module's internal pieces). */
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly connection: RedisConnection,

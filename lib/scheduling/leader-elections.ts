@@ -43,6 +43,7 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
   private readonly logger = new Logger('LeaderElection');
   private campaigns: LeaderCampaign[] = [];
 
+  /** @internal Nest builds it: inject the class instead (its parameters are the module's internal pieces). */
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly locks: LockService,

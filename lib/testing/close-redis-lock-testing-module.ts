@@ -12,7 +12,7 @@ import { TestKeysNotRemovedError } from './test-keys-not-removed.error.js';
  *
  * @inline
  */
-type RedisLockTestingApp = Pick<INestApplicationContext, 'get' | 'close'>;
+export type RedisLockTestingApp = Pick<INestApplicationContext, 'get' | 'close'>;
 
 /**
  * Options of {@link closeRedisLockTestingModule}.
@@ -22,7 +22,7 @@ type RedisLockTestingApp = Pick<INestApplicationContext, 'get' | 'close'>;
  *
  * @inline
  */
-interface CloseRedisLockTestingModuleOptions {
+export interface CloseRedisLockTestingModuleOptions {
   /**
    * Also delete every key the module wrote under its key prefix (locks, fencing counters, jobs,
    * dead letters), once it is closed. Default false: a server you stop after the tests takes

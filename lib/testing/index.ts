@@ -5,10 +5,26 @@
  *
  * @module nestjs-redis-lock/testing
  */
-export { startTestRedis, type TestRedis } from './start-test-redis.js';
-export { findFreePort, hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from './local-redis-server.js';
-export { createRedisLockTestingModule, initRedisLockTestingModule } from './redis-lock-testing-module.js';
-export { closeRedisLockTestingModule, removeRedisLockKeys } from './close-redis-lock-testing-module.js';
+export { startTestRedis, type StartTestRedisOptions, type TestRedis } from './start-test-redis.js';
+export {
+  findFreePort,
+  hasRedisServerBinary,
+  startLocalRedisServer,
+  type LocalRedisServer,
+  type LocalRedisServerOptions,
+} from './local-redis-server.js';
+export {
+  createRedisLockTestingModule,
+  initRedisLockTestingModule,
+  type RedisLockTestingModuleMetadata,
+  type RunningTestRedis,
+} from './redis-lock-testing-module.js';
+export {
+  closeRedisLockTestingModule,
+  removeRedisLockKeys,
+  type CloseRedisLockTestingModuleOptions,
+  type RedisLockTestingApp,
+} from './close-redis-lock-testing-module.js';
 export { uniqueKeyPrefix } from './unique-key-prefix.js';
 export { TestRedisUnavailableError } from './test-redis-unavailable.error.js';
 export { TestKeysNotRemovedError } from './test-keys-not-removed.error.js';

@@ -9,7 +9,7 @@ import { uniqueKeyPrefix } from './unique-key-prefix.js';
  *
  * @inline
  */
-interface RunningTestRedis {
+export interface RunningTestRedis {
   /** The `redis://` URL of the server. */
   readonly url: string;
   /** Stops the server. */
@@ -29,7 +29,7 @@ interface RunningTestRedis {
  *
  * @inline
  */
-interface RedisLockTestingModuleMetadata extends ModuleMetadata {
+export interface RedisLockTestingModuleMetadata extends ModuleMetadata {
   /** The Redis: a `TestRedis` (`startTestRedis()`), a URL, or any `RedisLockModule` connection option. */
   redis: RunningTestRedis | RedisConnectionOptions;
   /**

@@ -37,7 +37,7 @@ export interface TestRedis extends AsyncDisposable {
  *
  * @inline
  */
-interface StartTestRedisOptions {
+export interface StartTestRedisOptions {
   /** A server to use instead of starting one. Default: `process.env.REDIS_URL`. */
   url?: string;
   /** How to start the private `redis-server` when there is no URL. */

@@ -18,7 +18,7 @@ import { SynchronizationList } from '../core/transaction/synchronization-list.js
  *
  * @inline
  */
-type AnyTransactionalAdapter = TransactionalAdapter<any, any, any>;
+export type AnyTransactionalAdapter = TransactionalAdapter<any, any, any>;
 type AdapterOptions = ReturnType<AnyTransactionalAdapter['optionsFactory']>;
 
 /**

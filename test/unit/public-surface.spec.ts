@@ -4,13 +4,16 @@ import { exportedNames } from '../../tools/api-docs/public-api.js';
 /**
  * The public surface stays small enough to hold in one's head: the names exported by each entry point
  * of package.json "exports", counted by the TypeScript checker. The main entry has the module, the
- * services, the decorators, the options users type their code with, one event map and the errors users
- * catch; internals, payload types reachable through `RedisLockEventMap` and the dashboard's data types
- * stay inside. Raising a budget is a decision: say in CHANGELOG.md what the new name is for.
+ * services, the decorators, the errors users catch, and every type a user meets through them (options,
+ * event payloads, handler and status types): a type reachable from the public API is exported so that
+ * code using it can name it (under `declaration: true`, a provider returning `LeaderElections.status()`
+ * needs `LeaderElectionStatus`). `npm run api:check` (API Extractor, ae-forgotten-export) enforces that
+ * side; this spec bounds the count. Internals and the dashboard's data types stay inside. Raising a
+ * budget is a decision: say in CHANGELOG.md what the new names are for.
  */
 const ROOT = process.cwd();
-const MAIN_ENTRY_BUDGET = 80;
-const ALL_ENTRIES_BUDGET = 110;
+const MAIN_ENTRY_BUDGET = 125;
+const ALL_ENTRIES_BUDGET = 170;
 
 describe('the public surface', () => {
   let exported: Map<string, string[]>;
@@ -28,15 +31,15 @@ describe('the public surface', () => {
     expect(total).toBeLessThanOrEqual(ALL_ENTRIES_BUDGET);
   });
 
-  it('reaches event payloads through the event map, not one name per payload', () => {
+  it('names every event payload the event map carries, beside the map', () => {
     expect(exported.get('.')).toEqual(expect.arrayContaining(['RedisLockEvents', 'RedisLockEventMap', 'REDIS_LOCK_CHANNELS']));
-    expect(exported.get('.')!.filter((name) => /Event$/.test(name))).toEqual([]);
+    expect(exported.get('.')).toEqual(expect.arrayContaining(['LockLostEvent', 'JobFailedEvent', 'OneInstanceSkippedEvent', 'OutboxRowParkedEvent']));
   });
 
   it('keeps the dashboard data types and the add-ons internals out of every entry point', () => {
     const everything = [...exported.values()].flat();
-    expect(everything.filter((name) => /^Dashboard/.test(name))).toEqual([]);
-    for (const internal of ['LockSections', 'RedisConnection', 'LockInspector', 'TopicInspector', 'REDIS_LOCK_INTERNALS']) {
+    expect(everything.filter((name) => /^Dashboard/.test(name) && name !== 'DashboardAccessHook')).toEqual([]);
+    for (const internal of ['LockSections', 'RedisConnection', 'LockInspector', 'TopicInspector', 'REDIS_LOCK_INTERNALS', 'SectionMode', 'RedisLockConfig']) {
       expect(everything).not.toContain(internal);
     }
   });

@@ -34,11 +34,12 @@ export interface EntryPoint {
  */
 export function entryPointsOf(root: string): EntryPoint[] {
   const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-    exports: Record<string, string | { types?: string }>;
+    exports: Record<string, string | { types?: string; import?: { types?: string } }>;
   };
   const entries: EntryPoint[] = [];
   for (const [subpath, target] of Object.entries(manifest.exports)) {
-    const types = typeof target === 'string' ? undefined : target.types;
+    // The ES module build's declarations (the CommonJS build's, under dist/cjs/, declare the same).
+    const types = typeof target === 'string' ? undefined : (target.import?.types ?? target.types);
     if (types === undefined) continue;
     const match = /^\.\/dist\/(.+)\.d\.ts$/.exec(types);
     if (!match) throw new Error(`package.json exports["${subpath}"].types is not under ./dist: ${types}`);

@@ -65,8 +65,10 @@ const APPS = {
     checks: [...COMMON_CHECKS, 'metrics-subpath.ts', 'with-open-telemetry.ts', 'nest12-esm.flavor.ts'],
   },
   'nest11-cjs': {
-    what: 'Nest 11 `nest new`: CommonJS, TypeScript 5, ioredis 5, typeorm, no prom-client / @opentelemetry/api',
+    what: 'Nest 11 `nest new`: CommonJS, TypeScript 5, ioredis 5, typeorm, no prom-client / @opentelemetry/api, Jest 30 + ts-jest',
     moduleSystem: 'commonjs',
+    /** Also runs the template's `jest` (its package.json "jest": ts-jest, CommonJS) on src/*.spec.ts, with each node. */
+    jest: true,
     checks: [...COMMON_CHECKS, 'metrics-absent.ts', 'without-open-telemetry.ts', 'typeorm-transactions.ts', 'nest11-cjs.flavor.ts'],
   },
   'nest12-typeorm1': {
@@ -201,7 +203,7 @@ async function packLibrary(givenTarball) {
     : JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
   const missing = [];
   for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
-    const targets = typeof target === 'string' ? [target] : Object.values(target);
+    const targets = exportTargets(target);
     for (const file of targets) {
       if (!files.includes(file.replace(/^\.\//, ''))) missing.push(`${subpath} -> ${file}`);
     }
@@ -213,6 +215,12 @@ async function packLibrary(givenTarball) {
   const seconds = (performance.now() - started) / 1000;
   log(`packed ${basename(tarball)}: ${files.length} files, every "exports" target present (${seconds.toFixed(1)} s)`);
   return { tarball, packedHere: !givenTarball, files, seconds, exportsCount: Object.keys(manifest.exports ?? {}).length };
+}
+
+/** Every file an "exports" entry points at, through nested conditions (import/require, types/default). */
+function exportTargets(target) {
+  if (typeof target === 'string') return [target];
+  return Object.values(target ?? {}).flatMap(exportTargets);
 }
 
 /**
@@ -265,6 +273,7 @@ async function checkApp(result, nodes, nodeVersions) {
     for (const node of nodes) {
       log(`\n=== ${result.app}, node ${nodeVersions.get(node)}`);
       const outcome = await runApp(node, result.entry, result.dir);
+      if (APPS[result.app].jest) await runJest(node, result.dir, outcome);
       outcome.node = nodeVersions.get(node);
       result.runs.push(outcome);
       if (!outcome.ok) result.failedSteps += Math.max(1, outcome.failed);
@@ -355,6 +364,32 @@ async function runApp(node, entry, dir) {
   outcome.ok = outcome.exitedCleanly && code === 0 && outcome.failed === 0 && outcome.passed > 0;
   if (!outcome.ok && outcome.failures.length === 0) outcome.failures.push(`exit code ${code}`);
   return outcome;
+}
+
+/**
+ * The app's own `jest` (as `npm test` runs it: the template's config in package.json) with `node`;
+ * adds its tests to `outcome`: each passed test counts as a check, a failed run fails the app.
+ */
+async function runJest(node, dir, outcome) {
+  log(`  jest (the template's config: ts-jest, CommonJS) ...`);
+  const started = performance.now();
+  const jest = await run(node, [join(dir, 'node_modules', 'jest', 'bin', 'jest.js'), '--ci', '--colors=false'], {
+    cwd: dir,
+    timeoutMs: RUN_TIMEOUT_MS,
+  });
+  writeFileSync(join(dir, `jest-${basename(node)}-${process.pid}.log`), jest.output);
+  const count = (word) => Number(new RegExp(`^Tests:.*?(\\d+) ${word}`, 'm').exec(jest.output)?.[1] ?? 0);
+  const passed = count('passed');
+  const failed = count('failed');
+  for (const line of jest.output.split('\n').filter((line) => /^\s+(✓|✕|√|×)/.test(line))) log(`  jest${line}`);
+  log(`  jest: ${passed} passed, ${failed} failed, exit ${jest.code} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  outcome.passed += passed;
+  outcome.failed += failed;
+  if (jest.code !== 0 || passed === 0) {
+    outcome.ok = false;
+    outcome.failures.push(`jest exited ${jest.code} with ${passed} passed, ${failed} failed`);
+    log(tail(jest.output, 60));
+  }
 }
 
 function printSummary(pack, results, nodeVersions, totalSeconds) {

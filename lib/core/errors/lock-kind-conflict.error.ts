@@ -5,7 +5,7 @@ import { RedisLockError } from './redis-lock.error.js';
  *
  * @inline
  */
-type LockKind = 'exclusive' | 'read/write';
+export type LockKind = 'exclusive' | 'read/write';
 
 /**
  * A lock name was asked for as one kind of lock while the other kind holds it: an exclusive lock

@@ -9,5 +9,27 @@ export abstract class RedisLockError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
+    Object.defineProperty(this, ERROR_CLASSES, { value: classNamesOf(new.target), enumerable: false });
   }
+
+  /**
+   * `error instanceof LockLostError` (any class of this library) is true also for an error thrown by
+   * the package's other build (an app that loads it both through `import` and `require`): besides
+   * the prototype chain, it accepts an error of this library whose class, or a base class of it,
+   * has this class's name.
+   */
+  static override [Symbol.hasInstance]<T>(this: abstract new (...args: never[]) => T, value: unknown): value is T {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    const names = (value as { [ERROR_CLASSES]?: unknown } | null | undefined)?.[ERROR_CLASSES];
+    return Array.isArray(names) && names.includes(this.name);
+  }
+}
+
+/** The names of an error's class and its base classes up to RedisLockError: the same in both builds. */
+const ERROR_CLASSES = Symbol.for('nestjs-redis-lock:error-classes');
+
+function classNamesOf(errorClass: Function): readonly string[] {
+  const names: string[] = [];
+  for (let c: Function | null = errorClass; c && c !== Error; c = Object.getPrototypeOf(c) as Function | null) names.push(c.name);
+  return Object.freeze(names);
 }

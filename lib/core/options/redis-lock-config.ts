@@ -68,4 +68,4 @@ export interface RedlockConfig {
 }
 
 /** Injection token of the validated, defaulted module configuration (`RedisLockConfig`). Internal. */
-export const REDIS_LOCK_CONFIG = Symbol('nestjs-redis-lock:config');
+export const REDIS_LOCK_CONFIG = Symbol.for('nestjs-redis-lock:config');

@@ -117,4 +117,4 @@ export interface JobOutboxStore {
 }
 
 /** Injection token of the configured `JobOutboxStore` (same name as the interface). */
-export const JobOutboxStore = Symbol('nestjs-redis-lock:JobOutboxStore');
+export const JobOutboxStore = Symbol.for('nestjs-redis-lock:JobOutboxStore');

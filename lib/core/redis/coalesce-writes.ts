@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { processShared } from '../runtime/process-shared.js';
 
 interface CorkableStream {
   readonly writable?: boolean;
@@ -18,8 +19,8 @@ interface SendingClient {
  */
 export const COMMANDS_PER_WRITE = 16;
 
-/** Each coalescing client's "write what this turn has corked now". */
-const writeNowOf = new WeakMap<object, () => void>();
+/** Each coalescing client's "write what this turn has corked now" (one per process, shared by both builds: core/runtime/process-shared.ts). */
+const writeNowOf = processShared('coalesce-write-now', () => new WeakMap<object, () => void>());
 
 /**
  * Sends the commands `client` writes within one turn of the event loop (its microtasks included)

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { processShared } from '../runtime/process-shared.js';
 
 /** The commands ioredis sends by itself when a connection is ready again, its promise unobserved. */
 const RESENT_BY_THE_CLIENT = new Set(['subscribe', 'psubscribe', 'ssubscribe', 'select']);
@@ -11,7 +12,8 @@ interface SendingClient {
   sendCommand(command: SentCommand, stream?: unknown): unknown;
 }
 
-const observed = new WeakSet<object>();
+/** Clients already observed (one per process, shared by both builds: core/runtime/process-shared.ts). */
+const observed = processShared('resends-observed', () => new WeakSet<object>());
 
 /**
  * After a reconnect ioredis restores the connection's state by sending SELECT and the (P|S)SUBSCRIBE

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { RedisConnectionError } from '../errors/redis-connection.error.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { connectionFailureError, describeConnectionCause } from './redis-errors.js';
+import { processShared } from '../runtime/process-shared.js';
 
 /** The parts of an ioredis client's command path the bound drives (not in its typed API). */
 interface QueuedCommand {
@@ -24,9 +25,10 @@ const STALL_MS = 50;
 /** How soon a bound that ran out during an answered handshake is checked again. */
 const HANDSHAKE_RECHECK_MS = 100;
 
-const byClient = new WeakMap<object, RedisReachability>();
+/** Each client's reachability (one per process, shared by both builds: core/runtime/process-shared.ts). */
+const byClient = processShared('reachability-by-client', () => new WeakMap<object, RedisReachability>());
 /** Errors of commands refused before they were sent (the connection was unreachable): Redis never saw them. */
-const unsent = new WeakSet<object>();
+const unsent = processShared('reachability-unsent', () => new WeakSet<object>());
 
 /**
  * Whether one connection can reach Redis, and why not: the last connection error it reported

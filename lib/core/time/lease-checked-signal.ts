@@ -1,4 +1,4 @@
-const CHECK = Symbol('nestjs-redis-lock:lease-check');
+const CHECK = Symbol.for('nestjs-redis-lock:lease-check');
 
 interface CheckedSignal extends AbortSignal {
   [CHECK]?: () => void;

@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import type * as OpenTelemetryApi from '@opentelemetry/api';
 import type { Attributes, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
@@ -12,6 +11,7 @@ import {
   type TracedLock,
 } from './redis-lock-tracing.js';
 import { errorMessage } from '../errors/error-message.js';
+import { packageRequire } from '../runtime/build-format.js';
 
 const TRACER_NAME = 'nestjs-redis-lock';
 /** `messaging.system` of the delayed-job spans. */
@@ -47,11 +47,11 @@ export function tracingFrom(load: () => typeof OpenTelemetryApi): RedisLockTraci
 
 /**
  * A synchronous optional load, so the package stays free of top-level await (which would stop
- * CommonJS apps from loading it through require(esm)). The API keeps its state on a global symbol,
- * so this copy sees the tracer provider the application registered through `import`.
+ * CommonJS apps from loading the ES module build through require(esm)). The API keeps its state on
+ * a global symbol, so this copy sees the tracer provider the application registered through `import`.
  */
 function loadOpenTelemetryApi(): typeof OpenTelemetryApi {
-  return createRequire(import.meta.url)('@opentelemetry/api') as typeof OpenTelemetryApi;
+  return packageRequire('@opentelemetry/api') as typeof OpenTelemetryApi;
 }
 
 /** Spans through `@opentelemetry/api`; see `RedisLockTracing` for what each method wraps. */

@@ -76,4 +76,4 @@ export const NO_TRACING: RedisLockTracing = {
  * Injection token of the `RedisLockTracing` the services trace with: OpenTelemetry when `tracing` is
  * on and `@opentelemetry/api` is installed, else `NO_TRACING`. Override it to trace elsewhere.
  */
-export const REDIS_LOCK_TRACING = Symbol('nestjs-redis-lock:tracing');
+export const REDIS_LOCK_TRACING = Symbol.for('nestjs-redis-lock:tracing');

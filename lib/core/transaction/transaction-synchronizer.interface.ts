@@ -31,4 +31,4 @@ export interface TransactionSynchronizer {
 }
 
 /** Injection token of the active `TransactionSynchronizer` (same name as the interface, like nestjs/throttler). */
-export const TransactionSynchronizer = Symbol('nestjs-redis-lock:TransactionSynchronizer');
+export const TransactionSynchronizer = Symbol.for('nestjs-redis-lock:TransactionSynchronizer');

@@ -5,7 +5,7 @@
  *
  * @inline
  */
-type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead' | 'completed';
+export type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead' | 'completed';
 
 /** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
 export interface DelayedJob<T = unknown> {

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { processShared } from '../../core/runtime/process-shared.js';
 
 /** What a delayed-job handler learns about the delivery it is running: `(payload, job) => ...`. */
 export interface JobContext {
@@ -59,7 +60,8 @@ export interface JobContext {
   progress(value: unknown): Promise<void>;
 }
 
-const running = new AsyncLocalStorage<JobContext>();
+/** One per process, shared by both builds of the package (see core/runtime/process-shared.ts). */
+const running = processShared('running-job', () => new AsyncLocalStorage<JobContext>());
 
 /**
  * The delivery the current call runs for, from AsyncLocalStorage: available anywhere inside an

@@ -6,7 +6,7 @@ import type { LockHandle } from './lock-handle.interface.js';
  *
  * @inline
  */
-type LockKindOptions = Omit<AcquireOptions, 'fair'>;
+export type LockKindOptions = Omit<AcquireOptions, 'fair'>;
 
 /** Both sides of one read/write lock, from `LockService.readWrite(key)`. */
 export interface ReadWriteLock {

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { text as dashboardPageHtml } from './dashboard-page.html.embedded.js';
 
 /*
- * The dashboard page is one static HTML document, dashboard-page.html beside this module, with its
+ * The dashboard page is one static HTML document, dashboard-page.html beside this module (embedded
+ * as dashboard-page.html.embedded.ts by tools/embed-assets.js), with its
  * CSS and script inline: no CDN, no build step. Every value from Redis reaches the DOM through
  * textContent (never innerHTML), and the Content Security Policy allows exactly the page's one
  * script and one stylesheet (by hash) and requests to the page's own origin, so a payload crafted as
@@ -10,8 +11,8 @@ import { readFileSync } from 'node:fs';
  * global prefix or a proxy path just works.
  */
 
-/** The whole page, read once when the dashboard is loaded. */
-export const DASHBOARD_PAGE_HTML = readFileSync(new URL('./dashboard-page.html', import.meta.url), 'utf8');
+/** The whole page. */
+export const DASHBOARD_PAGE_HTML = dashboardPageHtml;
 
 /** Allows the page's own script and stylesheet (by hash) and requests to its own origin, nothing else. */
 export const DASHBOARD_PAGE_CSP = [

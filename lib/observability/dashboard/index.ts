@@ -5,4 +5,4 @@
  * @module nestjs-redis-lock/dashboard
  */
 export { RedisLockDashboardModule } from './redis-lock-dashboard.module.js';
-export type { RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';
+export type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-lock-dashboard-options.interface.js';

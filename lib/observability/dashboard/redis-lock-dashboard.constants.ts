@@ -1,5 +1,5 @@
 /** Injection token of the resolved dashboard options. */
-export const REDIS_LOCK_DASHBOARD_OPTIONS = Symbol('redis-lock:dashboard-options');
+export const REDIS_LOCK_DASHBOARD_OPTIONS = Symbol.for('nestjs-redis-lock:dashboard-options');
 
 /**
  * Header every state-changing request must carry. Browsers never add a custom header to a

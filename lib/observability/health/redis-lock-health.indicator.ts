@@ -13,7 +13,7 @@ import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-
  *
  * @inline
  */
-interface QueueHealthThresholds {
+export interface QueueHealthThresholds {
   /** Most due-but-unclaimed jobs (the backlog) before the topic counts as unhealthy. */
   maxDue?: number;
   /** Most dead letters before the topic counts as unhealthy. */
@@ -63,6 +63,7 @@ const GENERIC_REASON = {
  */
 @Injectable()
 export class RedisLockHealthIndicator {
+  /** @internal Nest builds it: inject the class instead (its parameters are the module's internal pieces). */
   constructor(
     private readonly indicators: HealthIndicatorService,
     // Optional only so that a RedisLockModule this module cannot see is reported by name (below).

@@ -7,4 +7,4 @@
 export { RedisLockMetricsModule } from './redis-lock-metrics.module.js';
 export { RedisLockMetrics } from './redis-lock-metrics.js';
 export type { RedisLockMetricsOptions } from './redis-lock-metrics-options.interface.js';
-export { defaultLockKeyPattern } from './key-pattern.js';
+export { defaultLockKeyPattern, type LockKeyClassifier } from './key-pattern.js';

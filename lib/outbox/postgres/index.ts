@@ -10,5 +10,13 @@
  * @module nestjs-redis-lock/outbox/postgres
  */
 export { PostgresJobOutbox, type PostgresJobOutboxOptions } from './postgres-job-outbox.js';
-export { inClsTransaction, inPgTransaction, inTypeOrmTransaction, type OutboxTransactionExecutor } from './sql-executors.js';
+export {
+  inClsTransaction,
+  inPgTransaction,
+  inTypeOrmTransaction,
+  type EntityManagerLike,
+  type OutboxTransactionExecutor,
+  type QueryableWithRows,
+  type TransactionHostLike,
+} from './sql-executors.js';
 export { jobOutboxMigration } from './outbox-table.js';

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
+import { text as migrationSql } from './job-outbox.migration.sql.embedded.js';
 
 /** The outbox table's name when none is given. */
 export const DEFAULT_OUTBOX_TABLE = 'redis_lock_job_outbox';
@@ -40,7 +40,7 @@ export function outboxTable(option: string, value: unknown = DEFAULT_OUTBOX_TABL
   return { qualified: value, name, channel: `${parts.join('_').slice(0, 55)}_insert` };
 }
 
-/** The shipped migration (the default table's DDL), without its comment lines; read when first needed. */
+/** The shipped migration (the default table's DDL), without its comment lines; made when first needed. */
 let shippedMigration: string | undefined;
 
 /**
@@ -61,8 +61,9 @@ let shippedMigration: string | undefined;
 export function jobOutboxMigration(table: string = DEFAULT_OUTBOX_TABLE): string {
   const t = outboxTable('table', table);
   const schema = t.qualified.includes('.') ? `CREATE SCHEMA IF NOT EXISTS ${t.qualified.split('.')[0]};\n` : '';
-  // job-outbox.migration.sql is the one text of the DDL: it names the default table and its index.
-  shippedMigration ??= readFileSync(new URL('./job-outbox.migration.sql', import.meta.url), 'utf8').replace(/^--.*\n/gm, '');
+  // job-outbox.migration.sql (embedded as job-outbox.migration.sql.embedded.ts) is the one text of the DDL:
+  // it names the default table and its index.
+  shippedMigration ??= migrationSql.replace(/^--.*\n/gm, '');
   const named = new RegExp(`\\b${DEFAULT_OUTBOX_TABLE}(_pending_idx)?\\b`, 'g');
   return schema + shippedMigration.replace(named, (_, index?: string) => (index ? `${t.name}_pending_idx` : t.qualified));
 }

@@ -17,19 +17,29 @@ export interface OutboxTransactionExecutor {
 export type SqlRunner = NonNullable<ReturnType<OutboxTransactionExecutor['current']>>;
 
 /** What `pg`'s `Client`/`PoolClient`, a PGlite database and its transactions have in common. */
-interface QueryableWithRows {
+export interface QueryableWithRows {
+  /** Runs `sql` with `$1…` parameters; resolves to the result, whose `rows` the outbox reads. */
   query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 /** A TypeORM `EntityManager` (only what the outbox uses). */
-interface EntityManagerLike {
+export interface EntityManagerLike {
+  /** Runs `sql` with `$1…` parameters (TypeORM's raw query). */
   query(sql: string, params?: unknown[]): Promise<unknown>;
-  readonly queryRunner?: { readonly isTransactionActive: boolean; readonly isReleased: boolean };
+  /** The manager's query runner: set for a manager of a transaction (`dataSource.transaction(manager => …)`). */
+  readonly queryRunner?: {
+    /** Whether the runner's transaction is open: the outbox writes only inside one. */
+    readonly isTransactionActive: boolean;
+    /** Whether the runner was released (its transaction is over). */
+    readonly isReleased: boolean;
+  };
 }
 
 /** `@nestjs-cls/transactional`'s `TransactionHost` (only what the outbox uses). */
-interface TransactionHostLike {
+export interface TransactionHostLike {
+  /** Whether the current call runs inside `@Transactional()` / `withTransaction()`. */
   isTransactionActive(): boolean;
+  /** The transaction's client (the adapter's `tx`): a pg client or a TypeORM `EntityManager`. */
   readonly tx: unknown;
 }
 

@@ -40,8 +40,11 @@ export interface AppFlavor {
   readonly moduleSystem: 'commonjs' | 'esm';
   /** `require` as the app's own code has it: the module's `require` (CJS) or `createRequire(import.meta.url)` (ESM). */
   readonly appRequire: NodeJS.Require;
-  /** The package loaded the other way than the app's static imports: `import()` in CJS, `require()` in ESM. */
-  loadTheOtherWay(): Promise<LibraryModule>;
+  /**
+   * The package loaded the other way than the app's static imports: `import()` in CJS, `require()` in
+   * ESM, which gives its other build (typed `unknown`: the two builds' declarations are distinct types).
+   */
+  loadTheOtherWay(): Promise<unknown>;
   readonly tracing: TracingProbe;
   readonly metrics: MetricsProbe;
   readonly extraChecks: readonly ExtraCheck[];

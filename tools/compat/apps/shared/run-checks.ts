@@ -9,7 +9,15 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
-import { DelayQueueService, LockService, type LockHandle } from 'nestjs-redis-lock';
+import {
+  DelayQueueService,
+  JobOutboxStore,
+  LockNotHeldError,
+  LockService,
+  TransactionSynchronizer,
+  type LockHandle,
+} from 'nestjs-redis-lock';
+import type { LibraryModule } from './app-flavor.js';
 import type { AppFlavor } from './app-flavor.js';
 import { assert, assertEqual, CheckList, within } from './check-list.js';
 import { COMPAT_TOPIC, CompatJobs, CompatModule, CompatOrdersController, type CompatJobPayload } from './compat.module.js';
@@ -34,6 +42,8 @@ export async function runCompat(flavor: AppFlavor, appModule: Type<unknown>): Pr
 
   let redis: CompatRedis | undefined;
   let app: INestApplication | undefined;
+  /** The package's other build, loaded by the dual-build check. */
+  let otherBuild: LibraryModule | undefined;
   try {
     try {
       redis = await startRedis();
@@ -44,14 +54,34 @@ export async function runCompat(flavor: AppFlavor, appModule: Type<unknown>): Pr
     }
     const redisUrl = redis.url;
 
-    await checks.run('one copy of the package (no dual-package hazard)', async () => {
-      const other = await flavor.loadTheOtherWay();
-      const how = flavor.moduleSystem === 'commonjs' ? 'import()' : 'createRequire(import.meta.url)()';
-      assert(
-        other.LockService === LockService,
-        `LockService from ${how} is not the class of the app's static import: the package was loaded twice`,
-      );
-      assert(other.RedisLockModule !== undefined && other.DelayQueueService === DelayQueueService, `${how} gave another module`);
+    if (flavor.moduleSystem === 'commonjs') {
+      await checks.run("the app's require loads the CommonJS build (dist/cjs)", () => {
+        const resolved = flavor.appRequire.resolve('nestjs-redis-lock');
+        assert(/[\\/]dist[\\/]cjs[\\/]index\.js$/.test(resolved), `require.resolve('nestjs-redis-lock') gave ${resolved}`);
+      });
+    }
+
+    await checks.run('both builds in one process: shared tokens and errors, one warning', async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error): void => void warnings.push(warning);
+      process.on('warning', onWarning);
+      try {
+        // The same names at run time; its types are the other build's declarations (distinct classes).
+        const other = (await flavor.loadTheOtherWay()) as LibraryModule;
+        await new Promise((resolve) => setImmediate(resolve));
+        const how = flavor.moduleSystem === 'commonjs' ? 'import()' : 'createRequire(import.meta.url)()';
+        assert(other.LockService !== LockService, `${how} gave the same build as the app's imports: expected the other one`);
+        assert(other.TransactionSynchronizer === TransactionSynchronizer, 'the TransactionSynchronizer token differs between the builds');
+        assert(other.JobOutboxStore === JobOutboxStore, 'the JobOutboxStore token differs between the builds');
+        assert(new other.LockNotHeldError('compat:k', 'extend') instanceof LockNotHeldError, "the other build's LockNotHeldError is not instanceof this one's");
+        assert(new LockNotHeldError('compat:k', 'extend') instanceof other.RedisLockError, "this build's error is not instanceof the other's RedisLockError");
+        assert(!(new LockNotHeldError('compat:k', 'extend') instanceof other.LockLostError), 'instanceof accepts an unrelated error class');
+        const dual = warnings.filter((warning) => (warning as { code?: string }).code === 'NESTJS_REDIS_LOCK_DUAL_PACKAGE');
+        assertEqual(dual.length, 1, 'NESTJS_REDIS_LOCK_DUAL_PACKAGE warnings');
+        otherBuild = other;
+      } finally {
+        process.off('warning', onWarning);
+      }
     });
 
     await checks.run("peer dependencies resolve to the app's own copies", () => {
@@ -108,6 +138,15 @@ export async function runCompat(flavor: AppFlavor, appModule: Type<unknown>): Pr
       assert(next !== null, 'tryAcquire() after the release did not get the lock');
       assert(BigInt(next.fencingToken) > BigInt(handle.fencingToken), 'the next holder did not get a larger fencing token');
       await next.release();
+    });
+
+    await checks.run("a lock section is seen by the other build's LockContext", async () => {
+      assert(otherBuild !== undefined, 'the other build was not loaded (see the check above)');
+      const seen = await started.get(LockService).using('compat:both-builds', (lock) => ({
+        key: otherBuild!.LockContext.current()?.key,
+        expected: lock.key,
+      }));
+      assertEqual(seen.key, seen.expected, "LockContext.current()?.key of the other build inside using()");
     });
 
     await checks.run('await using releases the lock at the end of the block', async () => {
