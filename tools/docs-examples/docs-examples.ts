@@ -140,9 +140,11 @@ export function wrapMode(code: string): 'module' | 'statements' | 'class-body' {
 /** Names a block may use without importing them, and the module a reader imports each from. */
 function importableNames(root: string): Map<string, string> {
   const names = new Map<string, string>();
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, string | { types?: string }> };
+  type Target = string | { types?: string; import?: { types?: string } };
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, Target> };
   for (const [subpath, target] of Object.entries(pkg.exports)) {
-    const types = typeof target === 'string' ? undefined : target.types;
+    // The ES module build's declarations (`import` condition), or a flat `types`.
+    const types = typeof target === 'string' ? undefined : (target.import?.types ?? target.types);
     if (!types) continue;
     const source = join(root, types.replace(/^\.\/dist\//, 'lib/').replace(/\.d\.ts$/, '.ts'));
     const specifier = subpath === '.' ? 'nestjs-redis-lock' : `nestjs-redis-lock/${subpath.slice(2)}`;

@@ -41,6 +41,7 @@ import { resolveDashboardOptions, type ResolvedDashboardOptions } from './resolv
  */
 @Module({})
 export class RedisLockDashboardModule implements OnModuleInit {
+  /** @internal Nest builds it from `forRoot`'s options. */
   constructor(@Inject(REDIS_LOCK_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions) {}
 
   /** Nest lifecycle hook: warns, once per registration, when guards serve remote clients at any `Host`. */

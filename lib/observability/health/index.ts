@@ -5,4 +5,4 @@
  * @module nestjs-redis-lock/health
  */
 export { RedisLockHealthModule } from './redis-lock-health.module.js';
-export { RedisLockHealthIndicator, type QueueHealthThresholds } from './redis-lock-health.indicator.js';
+export { RedisLockHealthIndicator, type HealthCheckOptions, type QueueHealthThresholds } from './redis-lock-health.indicator.js';

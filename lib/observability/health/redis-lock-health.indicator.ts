@@ -25,7 +25,7 @@ export interface QueueHealthThresholds {
  *
  * @inline
  */
-interface HealthCheckOptions {
+export interface HealthCheckOptions {
   /** Longest wait for Redis, in ms. */
   timeout?: number;
   /**

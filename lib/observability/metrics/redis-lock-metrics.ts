@@ -45,6 +45,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   private statsRead?: Promise<Map<string, DelayQueueStats>>;
   private warnedOverflow = false;
 
+  /** @internal Nest builds it: import RedisLockMetricsModule instead. */
   constructor(
     @Inject(REDIS_LOCK_METRICS_OPTIONS) private readonly options: RedisLockMetricsOptions,
     // Optional only so that a RedisLockModule this module cannot see is reported by name (below).
