@@ -244,7 +244,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
         // instance skip its calls until it lapsed; given back (only if still ours), the next call
         // anywhere, this instance's included, takes it.
         void handle.release().catch(() => undefined);
-        this.logger.warn(`Lost the lease of "${key}" (${errorMessage(handle.signal.reason)}); the next call on any instance takes it over.`);
+        this.logger.warn(`Lost the lease of "${key}"; the next call on any instance takes it over. ${errorMessage(handle.signal.reason)}`);
         this.events.emitIfWanted('one-instance.lost', () => ({
           key,
           fencingToken: handle.fencingToken,
