@@ -30,8 +30,9 @@ export interface OnOneInstanceOptions {
  * `@Cron()` / `@Interval()`, whose timers fire on every instance.
  *
  * The instance that holds the method's lease (kept across calls, taken over `ttl` after its holder
- * died) runs each call; on the others the call resolves `undefined` at once. See docs/scheduling.md
- * (`@OnOneInstance`).
+ * died) runs each call; on the others the call resolves `undefined` at once, and so it does on an
+ * instance that cannot reach Redis to confirm the lease (counted in the module's outage log, not
+ * rejected). See docs/scheduling.md (`@OnOneInstance`).
  *
  * @example
  * \@Injectable()

@@ -50,7 +50,7 @@ export class JobEnqueuer {
     repeats: RepeatScheduler,
     private readonly writer: JobWriter,
   ) {
-    this.afterCommit = new AfterCommitWriter(writer, events, this.logger);
+    this.afterCommit = new AfterCommitWriter(writer, events, this.logger, connection.outages);
     if (config.delayQueue.outbox) {
       this.outbox = new JobOutboxRelay(
         config.delayQueue.outbox,
@@ -59,6 +59,7 @@ export class JobEnqueuer {
         events,
         new Logger('DelayQueueOutbox'),
         (topic, rows) => writer.reportScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId, kind: row.kind }))),
+        connection.outages,
       );
     }
   }

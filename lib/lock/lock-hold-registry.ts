@@ -35,6 +35,8 @@ export class LockHoldRegistry implements HeldLockOperations {
   private readonly logger = new Logger('LockService');
   private readonly watchdog: LockWatchdog;
   private readonly keptHolds = new KeptHolds();
+  /** Holds whose owner (a leader election, an `@OnOneInstance` lease) logs their loss in its own words. */
+  private readonly lossLoggedByOwner = new WeakSet<LockHandle>();
   private readonly defaults: RedisLockConfig['lock'];
   private stopped = false;
   /** Ends the retry waits of `releaseUnknown` (at stop). */
@@ -54,7 +56,9 @@ export class LockHoldRegistry implements HeldLockOperations {
       () => this.connection.client,
       config.lock.leaseTime,
       connection.isCluster,
-      (error) => this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`),
+      (error) => {
+        if (!connection.outages.absorb('lock renewals failed', error)) this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`);
+      },
     );
   }
 
@@ -154,8 +158,15 @@ export class LockHoldRegistry implements HeldLockOperations {
 
   onLost(handle: HeldLockHandle, error: LockLostError): void {
     this.forget(handle);
-    this.logger.warn(error.message);
+    // One line per loss: an owner that logs it itself (naming what it guarded) is not doubled here.
+    if (this.lossLoggedByOwner.has(handle)) this.logger.debug(error.message);
+    else this.logger.warn(error.message);
     this.observer.lost(handle, error);
+  }
+
+  /** For the module's own lease owners (scheduling): `handle`'s loss is logged by its owner, not again here. Events are unchanged. */
+  ownerLogsLoss(handle: LockHandle): void {
+    this.lossLoggedByOwner.add(handle);
   }
 
   /**

@@ -4,6 +4,7 @@ import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.err
 import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
 import type { RedisLockError } from '../core/errors/redis-lock.error.js';
 import type { RedisLockEvents } from '../core/events/redis-lock-events.js';
+import type { RedisOutageLog } from '../core/redis/outage-log.js';
 import { settleWithin } from '../core/time/settle-within.js';
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
 import type { LockService } from '../lock/lock.service.js';
@@ -42,6 +43,10 @@ export class LeaderCampaign {
     private readonly locks: LockService,
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
+    /** Where failures to reach Redis go during a known outage (counted there, not warned here). */
+    private readonly outages?: RedisOutageLog,
+    /** Tells the lock registry that this campaign logs the loss of `handle` itself (one line per loss). */
+    private readonly logsLossOf: (handle: LockHandle) => void = () => undefined,
   ) {}
 
   /**
@@ -62,7 +67,9 @@ export class LeaderCampaign {
       const askedAt = performance.now();
       first = await this.termGrant(await this.locks.tryAcquire(key, { leaseTime: ttl, keyPattern: key }), askedAt);
     } catch (error) {
-      this.logger.warn(`${this.declaration.location}: first campaign failed, retrying: ${errorMessage(error)}`);
+      if (!this.outages?.absorb('leader campaigns retried', error)) {
+        this.logger.warn(`${this.declaration.location}: first campaign failed, retrying: ${errorMessage(error)}`);
+      }
     }
     this.loop = this.campaign(first);
   }
@@ -131,7 +138,9 @@ export class LeaderCampaign {
         this.stopping.abort();
         return null;
       }
-      this.logger.warn(`${this.declaration.location}: campaign failed, retrying: ${errorMessage(error)}`);
+      if (!this.outages?.absorb('leader campaigns retried', error)) {
+        this.logger.warn(`${this.declaration.location}: campaign failed, retrying: ${errorMessage(error)}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, ttl / 3)));
       return null;
     }
@@ -141,6 +150,7 @@ export class LeaderCampaign {
   private async lead(handle: LockHandle): Promise<void> {
     const { key, ttl, location } = this.declaration;
     const startedAt = performance.now();
+    this.logsLossOf(handle);
     let over!: (releasedLive: boolean) => void;
     const termOver = new Promise<boolean>((resolve) => (over = resolve));
     let stepDown!: () => void;
@@ -153,7 +163,9 @@ export class LeaderCampaign {
       stepDown();
       return termOver;
     });
-    const keeper = new LeaseKeeper(handle, ttl, (error) => this.logger.warn(`${location}: renewing the lease failed, will retry: ${errorMessage(error)}`));
+    const keeper = new LeaseKeeper(handle, ttl, (error) => {
+      if (!this.outages?.absorb('lease renewals failed', error)) this.logger.warn(`${location}: renewing the lease failed, will retry: ${errorMessage(error)}`);
+    });
     this.term = { lock, since: Date.now(), stepDown };
     // A stop that came while the grant was being confirmed found no term to step down from.
     if (this.stopping.signal.aborted) stepDown();

@@ -1,6 +1,9 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
+import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
+import { LockHoldRegistry } from '../lock/lock-hold-registry.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { LockService } from '../lock/lock.service.js';
@@ -49,6 +52,8 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
     private readonly locks: LockService,
     private readonly events: RedisLockEvents,
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+    private readonly connection: RedisConnection,
+    private readonly registry: LockHoldRegistry,
   ) {}
 
   /** Nest lifecycle hook: finds the `@LeaderElection` providers and starts campaigning for each. */
@@ -102,7 +107,8 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
         );
       }
       byKey.set(declaration.key, provider);
-      found.push(new LeaderCampaign(declaration, provider, instance, this.locks, this.events, this.logger));
+      const logsLossOf = (handle: LockHandle) => this.registry.ownerLogsLoss(handle);
+      found.push(new LeaderCampaign(declaration, provider, instance, this.locks, this.events, this.logger, this.connection.outages, logsLossOf));
     }
     return found;
   }

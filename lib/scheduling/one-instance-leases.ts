@@ -1,6 +1,8 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { errorMessage } from '../core/errors/error-message.js';
 import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
+import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
+import { RedisConnection } from '../core/redis/redis-connection.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { settleWithin } from '../core/time/settle-within.js';
@@ -71,11 +73,17 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     private readonly registry: LockHoldRegistry,
     private readonly events: RedisLockEvents,
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
+    private readonly connection: RedisConnection,
   ) {}
 
   /**
    * Runs `body` if this instance holds (or can take) the lease of `declaration.key` and no run of
-   * it is in progress anywhere; resolves `undefined` without running it otherwise.
+   * it is in progress anywhere; resolves `undefined` without running it otherwise. That includes a
+   * call that cannot reach Redis to take or confirm the lease (it fails with RedisConnectionError):
+   * an instance cut off from Redis cannot know it holds the lease, so it does not run the call, as
+   * one that knows another instance holds it does not (`one-instance.skipped`, reason
+   * `'not-owner'`); it is counted in the connection's outage log rather than rejected, so a
+   * scheduler calling it each tick logs nothing per tick. Other failures still reject the call.
    */
   async run<T>(declaration: OneInstanceDeclaration, body: () => T): Promise<Awaited<T> | undefined> {
     if (this.closing) return undefined;
@@ -101,11 +109,12 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     declaration: OneInstanceDeclaration,
     body: () => T,
   ): Promise<{ running: Promise<Awaited<T>> } | undefined> {
-    const lease = await this.holdLease(entry);
+    const lease = await this.unlessUnreachable(declaration, this.holdLease(entry));
     if (!lease) return this.closing ? undefined : this.skipped(declaration, 'not-owner');
 
     const { key, ttl } = declaration;
-    const run = await this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) });
+    const run = await this.unlessUnreachable(declaration, this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) }));
+    if (run === undefined) return this.skipped(declaration, 'not-owner');
     if (!run) return this.skipped(declaration, 'still-running');
     if (!lease.held) {
       // Lost while the run lock was being taken (a stall): the lease is given back, so another
@@ -219,6 +228,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     }
     const since = Date.now();
     const startedAt = performance.now();
+    this.registry.ownerLogsLoss(handle);
     entry.handle = handle;
     entry.since = since;
     entry.keeper = new LeaseKeeper(handle, ttl, (error) => this.renewalFailed(key, error));
@@ -234,7 +244,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
         // instance skip its calls until it lapsed; given back (only if still ours), the next call
         // anywhere, this instance's included, takes it.
         void handle.release().catch(() => undefined);
-        this.logger.warn(`Lost the lease of "${key}"; the next call on any instance takes it over.`);
+        this.logger.warn(`Lost the lease of "${key}"; the next call on any instance takes it over. ${errorMessage(handle.signal.reason)}`);
         this.events.emitIfWanted('one-instance.lost', () => ({
           key,
           fencingToken: handle.fencingToken,
@@ -281,12 +291,29 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     }));
   }
 
+  /**
+   * What `step` resolves with; `undefined` when it failed to reach Redis (the call is not run: see
+   * `run`), counted in the outage log, or warned about in one line when no outage is known.
+   */
+  private async unlessUnreachable<R>(declaration: OneInstanceDeclaration, step: Promise<R>): Promise<R | undefined> {
+    try {
+      return await step;
+    } catch (error) {
+      if (!(error instanceof RedisConnectionError)) throw error;
+      if (!this.connection.outages.absorb('@OnOneInstance calls skipped', error)) {
+        this.logger.warn(`${declaration.method}: not run, Redis is out of reach (the lease cannot be confirmed): ${errorMessage(error)}`);
+      }
+      return undefined;
+    }
+  }
+
   private skipped(declaration: OneInstanceDeclaration, reason: 'not-owner' | 'still-running'): undefined {
     this.events.emitIfWanted('one-instance.skipped', () => ({ key: declaration.key, method: declaration.method, reason }));
     return undefined;
   }
 
   private renewalFailed(key: string, error: unknown): void {
+    if (this.connection.outages.absorb('lease renewals failed', error)) return;
     this.logger.warn(`Renewing "${key}" failed, will retry: ${errorMessage(error)}`);
   }
 }

@@ -69,7 +69,8 @@ export interface OneInstanceLostEvent {
 
 /**
  * A call of an `@OnOneInstance` method was skipped here, without running (`one-instance.skipped`):
- * another instance holds the method's lease (`'not-owner'`), or a run of it is still going, on this
+ * another instance holds the method's lease, or this one cannot reach Redis to take or confirm it
+ * (`'not-owner'`), or a run of it is still going, on this
  * instance or on the previous holder (`'still-running'`). Calls skipped because the application is
  * shutting down emit nothing.
  *
@@ -80,6 +81,6 @@ export interface OneInstanceSkippedEvent {
   readonly key: string;
   /** `ClassName.methodName` of the call that was skipped. */
   readonly method: string;
-  /** `'not-owner'`: another instance holds the lease; `'still-running'`: a run of the method is still going. */
+  /** `'not-owner'`: another instance holds the lease (or Redis is out of reach); `'still-running'`: a run of the method is still going. */
   readonly reason: 'not-owner' | 'still-running';
 }

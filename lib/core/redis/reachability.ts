@@ -93,6 +93,11 @@ export class RedisReachability {
     return typeof error === 'object' && error !== null && unsent.has(error);
   }
 
+  /** How long a command waits for an unreachable Redis before it fails (ms); undefined when unbounded (observing only). */
+  get waitBound(): number | undefined {
+    return this.bound;
+  }
+
   /** True once the connection has been unreachable for the bound: calls on it fail at once. */
   get isUnreachable(): boolean {
     return this.unreachable;

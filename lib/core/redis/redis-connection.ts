@@ -13,6 +13,7 @@ import { coalesceWritesPerTick } from './coalesce-writes.js';
 import { assertSupportedClientOptions, redisOptionOrigin } from './client-options-check.js';
 import { errorMessage } from '../errors/error-message.js';
 import { SelectedDatabaseCheck } from './selected-database-check.js';
+import { RedisOutageLog } from './outage-log.js';
 
 /** How long the command client's QUIT may still wait once the module's shutdown budget is spent. */
 const CLOSE_GRACE_MS = 250;
@@ -34,7 +35,6 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
   private readonly ownsClient: boolean;
   private readonly dedicated = new Set<RedisClient>();
   private readonly logger = new Logger('RedisLockModule');
-  private lastErrorLog = 0;
   /** Monotonic ms at which the application's shutdown began, once it has. */
   private shutdownStartedAt?: number;
 
@@ -46,6 +46,13 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
 
   /** Whether the command connection is on the configured database (none on a cluster: no SELECT there). */
   private readonly selectedDatabase: SelectedDatabaseCheck | undefined;
+
+  /**
+   * The log of this connection's outages: every component reports its failed Redis calls here
+   * rather than warning on its own, so an outage reads as one line when Redis becomes unreachable
+   * and one when it is back (see `RedisOutageLog`).
+   */
+  readonly outages: RedisOutageLog;
 
   constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
     const { client, owned } = createRedisClient(config.redis, { unreachableTimeout: config.unreachableTimeout });
@@ -76,8 +83,21 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
         bounded ? { bound: timeout, silence: silenceTimeout(timeout, config.lock.syncReplicas?.timeout) } : undefined,
       );
     }
+    const reachability = this.reachability;
+    this.outages = new RedisOutageLog(this.logger, {
+      endpoint: describeEndpoint(client),
+      isDown: () => (reachability ? reachability.isDown || reachability.isUnreachable : client.status !== 'ready'),
+      waitBound: reachability?.waitBound,
+    });
+    if (reachability) {
+      reachability.onUnreachable(() => this.outages.unreachable(reachability.cause));
+      reachability.onReachable(() => this.outages.reachable());
+    } else {
+      client.on('ready', () => this.outages.reachable());
+    }
+    // A client the application passed in: its errors begin and end outages, its hiccups are its own to log.
+    this.logErrorsOf(client, 'commands', owned);
     if (owned) {
-      this.logErrorsOf(client, 'commands');
       if (client instanceof Cluster) {
         // Each node's command connection, including those the cluster opens later.
         client.on('+node', (node: Redis) => coalesceWritesPerTick(node));
@@ -201,6 +221,7 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
     this.dedicated.clear();
     if (this.ownsClient) closing.push(closeConnection(this.client, { deadline }));
     this.reachability?.stop();
+    this.outages.stop();
     await Promise.all(closing);
   }
 
@@ -234,13 +255,12 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
     }
   }
 
-  /** ioredis prints "Unhandled error event" without a listener; log through Nest instead, at most once a second. */
-  private logErrorsOf(client: RedisClient, purpose: string): void {
-    client.on('error', (error: Error) => {
-      const now = performance.now();
-      if (now - this.lastErrorLog < 1000) return;
-      this.lastErrorLog = now;
-      this.logger.warn(`Redis ${purpose} connection error (${describeEndpoint(client)}): ${error.message}`);
-    });
+  /**
+   * ioredis prints "Unhandled error event" without a listener; its errors go to the outage log
+   * instead: the first of an outage begins it (one WARN naming the cause), the rest are counted, and
+   * a hiccup of one connection alone is logged at most once a second (`warnAlone`).
+   */
+  private logErrorsOf(client: RedisClient, purpose: string, warnAlone = true): void {
+    client.on('error', (error: Error) => this.outages.connectionError(purpose, error, warnAlone));
   }
 }

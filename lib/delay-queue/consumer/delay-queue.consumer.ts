@@ -82,7 +82,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
   ) {
     const { connection, keys, retention, logger, events, tracing } = context;
     const keyList = topicScriptKeys(keys);
-    const failures = new RedisFailureStreak(topic, logger);
+    const failures = new RedisFailureStreak(topic, logger, connection.outages);
     const clock = new ServerClock();
     const running = () => this.state === 'running';
     const bug = (where: string, error: unknown) => this.bug(where, error);

@@ -5,6 +5,7 @@ import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox-por
 import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
 import { OutboxUnavailableError } from '../../core/outbox-port/outbox-unavailable.error.js';
 import { RedisLockError } from '../../core/errors/redis-lock.error.js';
+import type { RedisOutageLog } from '../../core/redis/outage-log.js';
 import type { OutboxConfig } from '../../core/options/redis-lock-config.js';
 import { backoffDelay } from '../../core/options/retry-backoff.js';
 import { settleWithin } from '../../core/time/settle-within.js';
@@ -76,6 +77,8 @@ export class JobOutboxRelay {
     private readonly logger: Logger,
     /** Reports jobs written, with what each write did (the queue's `job.scheduled` events). */
     private readonly written: (topic: string, rows: ReadonlyArray<OutboxJobWrite & { readonly status?: WriteOutcome }>) => void,
+    /** Where failures to reach Redis go during a known outage (counted there, not logged here). */
+    private readonly outages?: RedisOutageLog,
   ) {
     this.store = settings.store;
     this.deadlines = new RowClaimDeadlines(writer.clock, settings.claimLease);
@@ -348,8 +351,12 @@ export class JobOutboxRelay {
     const retryInMs = source === 'relay' ? this.backoff(attempt) : this.settings.minAge;
     const message = errorMessage(error);
     this.events.emitIfWanted('outbox.relay.failed', () => ({ source, rows, attempt, retryInMs, error: message }));
-    // Attempts 1, 2, 4, 8, … are logged, so an outage does not flood the log.
-    if ((attempt & (attempt - 1)) === 0) {
+    const what = source === 'after-commit' ? 'outbox rows left to the relay' : 'outbox relay looks retried';
+    // During a known Redis outage the outage log counts them; otherwise attempts 1, 2, 4, 8, … are
+    // logged, so a failing database does not flood the log.
+    if (this.outages?.absorb(what, error)) {
+      // Counted.
+    } else if ((attempt & (attempt - 1)) === 0) {
       this.logger.error(
         source === 'after-commit'
           ? `Outbox: could not finish relaying ${rows} committed job(s) right after COMMIT (${message}); their rows stay in the outbox and the relay retries them.`

@@ -3,6 +3,7 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisOutageLog } from '../../core/redis/outage-log.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from '../interfaces/repeat-options.interface.js';
 import { parseTickJobId } from '../jobs/tick-job-id.js';
@@ -75,12 +76,15 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   private checking?: Promise<void>;
   private stopped = false;
   private periodic = true;
+  /** Where failures to reach Redis go during a known outage (counted there, not warned here). */
+  private readonly outages?: RedisOutageLog;
 
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     connection: RedisConnection,
     private readonly shards: TopicShards,
   ) {
+    this.outages = connection.outages;
     this.schedules = new ScheduleStore(connection);
     this.removals = new RecentRemovals(connection, shards);
   }
@@ -119,7 +123,9 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     } catch (error) {
       // A definition Redis refuses (its bounds leave no tick after the server's now) stays refused.
       if (error instanceof InvalidOptionsError) return this.logger.error(`${source}: its repeat schedule is not registered: ${error.message}`);
-      this.logger.warn(`${source}: could not register its repeat schedule yet (${errorMessage(error)}); retrying every ${REPEAT_CHECK_INTERVAL_MS} ms.`);
+      if (!this.outages?.absorb('repeat registrations retried', error)) {
+        this.logger.warn(`${source}: could not register its repeat schedule yet (${errorMessage(error)}); retrying every ${REPEAT_CHECK_INTERVAL_MS} ms.`);
+      }
       this.pending.set(`${topic}\n${definition.id}`, attempt);
       this.watch(topic);
     }
@@ -161,9 +167,10 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     if (!tick) return undefined;
     // A topic with schedules: checked from now on (a topic without any costs nothing).
     this.watch(topic);
-    return this.advanceFrom(topic, tick.scheduleId, tick.tickMs).catch((error: unknown) =>
-      this.logger.warn(`Could not enqueue the next tick of schedule ${JSON.stringify(tick.scheduleId)} of topic ${JSON.stringify(topic)}: ${errorMessage(error)}`),
-    );
+    return this.advanceFrom(topic, tick.scheduleId, tick.tickMs).catch((error: unknown) => {
+      if (this.outages?.absorb('repeat ticks left to the periodic check', error)) return;
+      this.logger.warn(`Could not enqueue the next tick of schedule ${JSON.stringify(tick.scheduleId)} of topic ${JSON.stringify(topic)}: ${errorMessage(error)}`);
+    });
   }
 
   /** Includes `topic` in the periodic check of this instance. */

@@ -1,3 +1,4 @@
+import type { RedisOutageLog } from '../../core/redis/outage-log.js';
 import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { newOperationId } from '../jobs/operation-record.js';
@@ -25,6 +26,8 @@ interface PendingWrite {
   retryInMs: number;
   /** Reported lost (shutdown deadline): the loop stops. */
   abandoned: boolean;
+  /** Whether a failed attempt was logged (not only counted in a Redis outage): then its success is logged too. */
+  logged?: boolean;
   /** Ends the current backoff sleep early. */
   wake?: () => void;
   /** Settles when the batch is written or abandoned. Never rejects. */
@@ -50,6 +53,8 @@ export class AfterCommitWriter {
     private readonly writer: JobWriter,
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
+    /** Where failures to reach Redis go during a known outage (counted there, not logged here). */
+    private readonly outages?: RedisOutageLog,
   ) {}
 
   /** Jobs committed but not yet confirmed written. */
@@ -127,7 +132,9 @@ export class AfterCommitWriter {
       return;
     }
     this.writer.reportScheduled(entry.topic, entry.jobs);
-    this.logger.log(`${describeBatch(entry)} written after ${entry.attempts + 1} attempts.`);
+    const written = `${describeBatch(entry)} written after ${entry.attempts + 1} attempts.`;
+    if (entry.logged) this.logger.log(written);
+    else this.logger.debug(written);
   }
 
   private failed(entry: PendingWrite, error: unknown): void {
@@ -144,8 +151,11 @@ export class AfterCommitWriter {
         error: entry.lastError,
       });
     }
-    // Every attempt is an event; the log gets attempts 1, 2, 4, 8, … so an outage does not flood it.
+    // Every attempt is an event; a Redis outage counts them in its log, which names them when Redis
+    // is back; otherwise the log gets attempts 1, 2, 4, 8, … so a failure does not flood it.
+    if (this.outages?.absorb('committed jobs writes retried', error)) return;
     if ((entry.attempts & (entry.attempts - 1)) === 0) {
+      entry.logged = true;
       this.logger.error(
         `Could not write ${describeBatch(entry)} scheduled in a committed transaction (attempt ${entry.attempts}): ` +
           `${entry.lastError.replace(/\.$/, '')}. Retrying in ${entry.retryInMs} ms, with backoff, until it is written; ` +

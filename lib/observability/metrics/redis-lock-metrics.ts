@@ -308,13 +308,17 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     try {
       const results = await Promise.race([Promise.allSettled(topics.map((topic) => this.queue.stats(topic))), timeout]);
+      // During a known Redis outage these are counted in its log (one line when Redis is back).
+      const outages = this.internals?.connection.outages;
       if (results === 'timeout') {
-        this.logger.warn('Queue depths were not read in time for this scrape (is Redis reachable?).');
+        if (!outages?.skipped('metrics scrapes without queue depths')) this.logger.warn('Queue depths were not read in time for this scrape (is Redis reachable?).');
         return read;
       }
       results.forEach((result, i) => {
         if (result.status === 'rejected') {
-          this.logger.warn(`Queue depth of topic ${JSON.stringify(topics[i])} unavailable: ${errorMessage(result.reason)}`);
+          if (!outages?.absorb('queue depth reads failed', result.reason)) {
+            this.logger.warn(`Queue depth of topic ${JSON.stringify(topics[i])} unavailable: ${errorMessage(result.reason)}`);
+          }
           return;
         }
         read.set(topics[i], result.value);
