@@ -5,7 +5,7 @@ import { waitFor, within } from '../support/timing.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 
 type Fixture = ReturnType<typeof spawnFixture>;
-const VISIBILITY_MS = 1_000;
+const VISIBILITY_MS = 2_000;
 
 /** The JSON of the child's first stdout line `<tag> {...}`, waited for in everything it printed so far. */
 async function reported<T>(child: Fixture, tag: string, timeoutMs = 30_000): Promise<T> {
@@ -50,6 +50,7 @@ describe('a consumer paused past its visibility timeout', () => {
     const id = await app.queue.schedule(topic, {}, { id: 'paused-job' });
     expect(await reported<{ id: string; attempt: number }>(paused, 'start')).toEqual({ id, attempt: 1 });
     paused.kill('SIGSTOP');
+    const stoppedAt = performance.now();
 
     // Another consumer takes the job over once the paused one's visibility has passed.
     const takeover: number[] = [];
@@ -62,6 +63,9 @@ describe('a consumer paused past its visibility timeout', () => {
     await waitFor(() => takeover.length > 0 || undefined, 20_000, 'the takeover to start the job');
     expect(takeover).toEqual([2]);
 
+    // The stop lasts at least 1.5 visibility timeouts (the fixture reports the first turn after a gap
+    // of more than half of one), however soon after 'start' the SIGSTOP came.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, stoppedAt + 1.5 * VISIBILITY_MS - performance.now())));
     paused.kill('SIGCONT');
     const seen = await reported<Record<string, unknown>>(paused, 'PAUSED');
     finishTakeover();
