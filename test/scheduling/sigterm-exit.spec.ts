@@ -51,7 +51,8 @@ describe('SIGTERM to exit', () => {
       await waitFor(async () => (await redis.exists(`${keyPrefix}:lock:{exit.tick}`)) === 0 || undefined, 5_000, 'the lease to lapse');
     }
     process.stdout.write(`SIGTERM to exit, idle, 3 starts: ${exits.join(', ')} ms\n`);
-    // Waiting for the guard took up to 1,000 ms: an exit well under it means shutdown did not.
-    for (const ms of exits) expect(ms).toBeLessThan(GUARD_MS / 2);
+    // Waiting for the guard took 850-1,000 ms here (SIGTERM within a poll of the tick): an exit well
+    // under it means shutdown did not wait (10-150 ms measured; the margin is for a loaded machine).
+    for (const ms of exits) expect(ms).toBeLessThan(0.75 * GUARD_MS);
   }, 120_000);
 });
