@@ -123,13 +123,15 @@ if PREVIOUS then redis.call('del', PREVIOUS) end
 local paused = not plain and PAUSED ~= nil and redis.call('exists', PAUSED) == 1
 -- The rate log is shared by the shard's consumers whatever their windows. A claim is a member
 -- '<id>@<token>' scored with its server µs (> 0). Each window in use is a member '~w:<ms>' scored
--- -(its expiry, ms): the last claim call with that window plus the window; it is never counted, and
--- no trim of claims (scores from 0) touches it. A claim is forgotten only once older than the widest
--- live window, so every consumer counts all claims of its own window, and a consumer's own claims
--- stay in the log for its whole window.
+-- -(its expiry, ms): the last claim call with that window plus the window plus a minute (a consumer
+-- held back by its own limit, or idle, calls again within its window or its maxIdleWait, and must then
+-- still find the others' claims of its whole window); it is never counted, and no trim of claims
+-- (scores from 0) touches it. A claim is forgotten only once older than the widest live window, so
+-- every consumer counts all claims of its own window, and a consumer's own claims stay in the log for
+-- its whole window.
 if rateMax > 0 then
   redis.call('zremrangebyscore', RATE, '(' .. fmt(-nowMs), '(0')
-  redis.call('zadd', RATE, fmt(-(nowMs + rateWindowMs)), '~w:' .. fmt(rateWindowMs))
+  redis.call('zadd', RATE, fmt(-(nowMs + rateWindowMs + 60000)), '~w:' .. fmt(rateWindowMs))
   local widestMs = rateWindowMs
   for _, window in ipairs(redis.call('zrangebyscore', RATE, '-inf', '(0')) do
     local ms = tonumber(string.sub(window, 4))
