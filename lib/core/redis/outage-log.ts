@@ -47,8 +47,8 @@ interface Outage {
  * (where, and why: the connection's own error), one LOG when it is reachable again (after how
  * long, and how many calls failed or were skipped meanwhile, by what made them). In between, the
  * module's components report their failed calls here instead of warning each on its own: a call
- * that failed to reach Redis during a known outage is counted and logged at debug level, with its
- * stack. A failure that is not a connection failure (a script error, WRONGTYPE, a bug), or one with
+ * that failed to reach Redis during a known outage is counted for the summary and not printed (not
+ * even at debug level, which Nest's default logger shows). A failure that is not a connection failure (a script error, WRONGTYPE, a bug), or one with
  * no outage known, is the caller's to log as before (`absorb` returns false).
  *
  * Invariants: at most one outage is open at a time; the WARN and the LOG come in pairs, the LOG
@@ -78,19 +78,19 @@ export class RedisOutageLog {
    * client the application passed in, whose errors are its own to log).
    */
   connectionError(purpose: string, error: Error, warnAlone = true): void {
-    if (this.outage) return this.count('connection errors', error, `Redis ${purpose} connection error`);
+    if (this.outage) return this.count('connection errors');
     if (this.source.isDown()) return this.begin(error.message);
     // The command connection still counts as up: that connection alone, or the first sign of an
     // outage the command connection has not noticed yet (its socket closes a moment later).
     if (this.settling) return;
     const timer = setTimeout(() => {
       this.settling = undefined;
-      if (this.outage) return this.count('connection errors', error, `Redis ${purpose} connection error`);
+      if (this.outage) return this.count('connection errors');
       if (this.source.isDown()) return this.begin(error.message);
       if (!warnAlone) return;
       const now = performance.now();
       if (now - this.lastHiccupLog < HICCUP_LOG_INTERVAL_MS) {
-        this.logger.debug(`Redis ${purpose} connection error (${this.source.endpoint}): ${error.stack ?? error.message}`);
+        this.logger.debug(`Redis ${purpose} connection error (${this.source.endpoint}): ${error.message}`);
         return;
       }
       this.lastHiccupLog = now;
@@ -115,27 +115,26 @@ export class RedisOutageLog {
     const counted = [...outage.counts].map(([what, n]) => `${what}: ${n}`).join(', ');
     this.logger.log(
       `Redis at ${this.source.endpoint} is reachable again after ${seconds} s` +
-        (counted ? `; meanwhile (retried or skipped, each logged at debug level): ${counted}.` : '.'),
+        (counted ? `; meanwhile (retried or skipped; events and metrics have each): ${counted}.` : '.'),
     );
   }
 
   /**
    * A call that failed to reach Redis, reported by `what` it was (`'consumer calls retried'`,
-   * `'lease renewals failed'`...): counted into the known outage and logged at debug level with its
-   * stack, and true. False when the caller must log it itself: it is not a connection failure, or
+   * `'lease renewals failed'`...): counted into the known outage, not printed, and true. False when the caller must log it itself: it is not a connection failure, or
    * no outage is known (and none ended moments ago).
    */
   absorb(what: string, error: unknown): boolean {
     if (!isConnectionFailure(error)) return false;
     if (!this.outage && performance.now() - this.endedAt > AFTERMATH_MS) return false;
-    this.count(what, error);
+    this.count(what);
     return true;
   }
 
   /** Counts something that did not happen because Redis is out of reach, if an outage is known; true if one is. */
-  skipped(what: string, error?: unknown): boolean {
+  skipped(what: string): boolean {
     if (!this.outage) return false;
-    this.count(what, error);
+    this.count(what);
     return true;
   }
 
@@ -156,15 +155,17 @@ export class RedisOutageLog {
         : `Calls wait up to ${bound} ms, then fail with RedisConnectionError until it is back`;
     this.logger.warn(
       `Redis at ${this.source.endpoint} is unreachable: ${cause.replace(/\.+$/, '')}. ${calls}; the module retries its own work ` +
-        '(failures at debug level) and says when Redis is back.',
+        'and says when Redis is back, with what failed meanwhile.',
     );
   }
 
-  private count(what: string, error: unknown, label = what): void {
+  /**
+   * Counts a failure of the known outage for its summary, printing nothing, not even at debug level:
+   * Nest's default logger prints debug, and an outage must read as a few lines there too. Events and
+   * metrics keep every failure.
+   */
+  private count(what: string): void {
     const counts = this.outage?.counts;
     if (counts) counts.set(what, (counts.get(what) ?? 0) + 1);
-    if (error === undefined) return this.logger.debug(`${label} (Redis unreachable)`);
-    const detail = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
-    this.logger.debug(`${label} (Redis unreachable): ${detail}`);
   }
 }
