@@ -117,6 +117,9 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     expect(() => RedisLockDashboardModule.forRoot({ allowRemote: true })).toThrow(InvalidOptionsError);
     expect(() => RedisLockDashboardModule.forRoot({ allowRemote: true, readOnly: false })).toThrow(/allowRemote.*allowedHosts/s);
     expect(() => RedisLockDashboardModule.forRoot({ allowRemote: true, allowedHosts: true })).not.toThrow();
+    // Any Host on a loopback-only dashboard: exactly what DNS rebinding needs.
+    expect(() => RedisLockDashboardModule.forRoot({ allowedHosts: true })).toThrow(/allowedHosts.*rebinds/s);
+    expect(() => RedisLockDashboardModule.forRoot({ readOnly: false, allowedHosts: true })).toThrow(InvalidOptionsError);
     for (const entry of ['https://ops.example.com', 'ops.example.com:8080', 'ops.example.com.', '*.example.com', 'ops example', '', 'a/b', '[nothex]', '.']) {
       expect(() => RedisLockDashboardModule.forRoot({ allowedHosts: [entry] })).toThrow(/allowedHosts/);
     }
@@ -168,8 +171,13 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     const t = await start({}, { trustProxy: 'loopback' });
     const port = new URL(t.base).port;
     const host = `127.0.0.1:${port}`;
-    const local = { host, via: '1.1 nginx', 'x-forwarded-proto': 'https', 'x-forwarded-for': '127.0.0.1' };
+    const local = { host, 'x-forwarded-proto': 'https', 'x-forwarded-for': '127.0.0.1' };
     expect((await send(t.base, 'GET', '/_locks/api/topics', local)).status).toBe(200);
+    // A proxy that names its client in X-Real-IP (or only adds Via) passes the client's own
+    // X-Forwarded-For through: a loopback client it reports proves nothing.
+    for (const other of [{ via: '1.1 nginx' }, { 'x-real-ip': '203.0.113.9' }] as Array<Record<string, string>>) {
+      expect(await send(t.base, 'GET', '/_locks/api/topics', { ...local, ...other })).toMatchObject({ status: 403, body: { code: 'DASHBOARD_REMOTE_CLIENT' } });
+    }
     const remote = await send(t.base, 'GET', '/_locks/api/topics', { ...local, 'x-forwarded-for': '203.0.113.7' });
     expect(remote).toMatchObject({ status: 403, body: { code: 'DASHBOARD_REMOTE_CLIENT' } });
     const unsaidSigns: Array<Record<string, string>> = [{ via: '1.1 nginx' }, { 'cf-connecting-ip': '203.0.113.7' }, { 'x-forwarded-proto': 'https' }];

@@ -21,6 +21,7 @@ export class DashboardLoopbackGuard implements CanActivate {
       ipsStartWithSocket: fastify,
       forwardedFor: headers['x-forwarded-for'] !== undefined,
       forwardedBy: forwardingHeaderOf(headers),
+      forwardedOtherwise: forwardingHeaderOf(headers, true),
     });
     if (refusal !== undefined) {
       throw dashboardForbidden(

@@ -31,12 +31,15 @@ const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
   'cdn-loop',
 ]);
 
-/** The first header of `headers` (lower-case names, as Node gives them) that says a proxy forwarded the request, if any. */
-export function forwardingHeaderOf(headers: Record<string, unknown>): string | undefined {
+/**
+ * The first header of `headers` (lower-case names, as Node gives them) that says a proxy forwarded
+ * the request, if any; with `besidesXForwarded`, the first that is not an `X-Forwarded-*` header.
+ */
+export function forwardingHeaderOf(headers: Record<string, unknown>, besidesXForwarded = false): string | undefined {
   for (const name of Object.keys(headers)) {
     if (headers[name] === undefined) continue;
     const lower = name.toLowerCase();
-    if (FORWARDING_HEADERS.has(lower) || lower.startsWith('x-forwarded-')) return lower;
+    if (FORWARDING_HEADERS.has(lower) || (!besidesXForwarded && lower.startsWith('x-forwarded-'))) return lower;
   }
   return undefined;
 }
@@ -60,6 +63,8 @@ export interface ClientFacts {
   readonly forwardedFor: boolean;
   /** The first forwarding header the request carries (`forwardingHeaderOf`), if any. */
   readonly forwardedBy: string | undefined;
+  /** The first forwarding header the request carries besides `X-Forwarded-*` (X-Real-IP, Via, a CDN's…), if any. */
+  readonly forwardedOtherwise?: string;
 }
 
 /** True for 127.0.0.0/8, `::1` and their IPv4-mapped IPv6 forms. */
@@ -89,7 +94,16 @@ export function remoteClientRefusal(facts: ClientFacts): string | undefined {
   const reported = (facts.ips?.length ?? 0) - (facts.ipsStartWithSocket ? 1 : 0);
   const throughTrustedProxy = facts.forwardedFor && reported > 0;
   if (throughTrustedProxy) {
-    return isLoopbackAddress(facts.ip) ? undefined : `it came from ${facts.ip ?? 'an unknown address'} (as reported by a trusted proxy)`;
+    if (!isLoopbackAddress(facts.ip)) return `it came from ${facts.ip ?? 'an unknown address'} (as reported by a trusted proxy)`;
+    // A proxy that names its client in another header (X-Real-IP) or only adds Via passes the
+    // client's own X-Forwarded-For through: a loopback client it reports then proves nothing.
+    if (facts.forwardedOtherwise !== undefined) {
+      return (
+        `a trusted proxy reported a loopback client, but the request also carries ${facts.forwardedOtherwise}: the client may have ` +
+        'sent that X-Forwarded-For itself (the proxy must overwrite X-Forwarded-For)'
+      );
+    }
+    return undefined;
   }
   if (facts.forwardedBy !== undefined) {
     return (

@@ -68,8 +68,10 @@ export interface RedisLockDashboardOptions {
    *
    * Needed with `allowRemote: true` when no guard is given; with guards, recommended (without it
    * any `Host` is answered and a warning is logged at bootstrap). `true` answers any `Host` and
-   * silences that warning: only when your guards check a credential, or a proxy in front refuses
-   * unknown names. Anything else fails at `forRoot` with `InvalidOptionsError`. Default none.
+   * silences that warning: only with `allowRemote` and guards that check a credential, or a proxy in
+   * front that refuses unknown names; on a loopback-only dashboard it is refused at `forRoot` (a page
+   * that rebinds its name to 127.0.0.1 would reach it). Anything else fails at `forRoot` with
+   * `InvalidOptionsError`. Default none.
    */
   allowedHosts?: string[] | true;
   /**

@@ -146,7 +146,16 @@ function resolveHosts(
   allowedOrigins: ReadonlySet<string>,
   { allowRemote, guarded }: { allowRemote: boolean; guarded: boolean },
 ): { hosts?: HostAllowList; warnAnyHost: boolean } {
-  if (entries === true) return { hosts: undefined, warnAnyHost: false };
+  if (entries === true) {
+    if (!allowRemote) {
+      throw new InvalidOptionsError(
+        'dashboard.allowedHosts',
+        'true (any Host) would let a page that rebinds its name to 127.0.0.1 reach this loopback-only dashboard; ' +
+          'list the names it is reached by instead (a tunnel\'s, a port-forward\'s), or serve it remotely (allowRemote) behind a guard that checks a credential',
+      );
+    }
+    return { hosts: undefined, warnAnyHost: false };
+  }
   const names = new Set<string>();
   const suffixes: string[] = [];
   if (entries !== undefined) {

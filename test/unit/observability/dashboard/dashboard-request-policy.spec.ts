@@ -69,6 +69,17 @@ describe('remoteClientRefusal', () => {
     expect(remoteClientRefusal({ socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: ['127.0.0.1', '127.0.0.1'], ...fastify })).toBeUndefined();
   });
 
+  it('refuses a loopback client reported by a trusted proxy that also names a client otherwise (X-Real-IP, Via, a CDN header): the client may have sent that X-Forwarded-For itself', () => {
+    for (const [platform, shape, ips] of [['express', express, ['127.0.0.1']], ['fastify', fastify, ['127.0.0.1', '127.0.0.1']]] as const) {
+      for (const sign of ['x-real-ip', 'via', 'cf-connecting-ip', 'forwarded']) {
+        const facts = { socketAddress: '127.0.0.1', ip: '127.0.0.1', ips: [...ips], ...shape, forwardedOtherwise: sign };
+        expect({ platform, sign, refusal: remoteClientRefusal(facts) }).toEqual({ platform, sign, refusal: expect.stringMatching(/overwrite X-Forwarded-For/) });
+      }
+    }
+    expect(forwardingHeaderOf({ 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'https' }, true)).toBeUndefined();
+    expect(forwardingHeaderOf({ 'x-forwarded-for': '127.0.0.1', 'X-Real-IP': '203.0.113.9' }, true)).toBe('x-real-ip');
+  });
+
   it('refuses a proxy on another host whatever client it reports: `trust proxy: true` would believe any client', () => {
     expect(remoteClientRefusal({ socketAddress: '10.0.0.2', ip: '127.0.0.1', ips: ['10.0.0.2', '127.0.0.1'], ...fastify })).toMatch(/10\.0\.0\.2/);
   });
@@ -240,7 +251,12 @@ describe('DashboardLoopbackGuard on a Fastify request (trustProxy)', () => {
       status: 403,
       code: 'DASHBOARD_REMOTE_CLIENT',
     });
-    expect(decide(fastifyRequest({ host: '127.0.0.1:3000', via: '1.1 nginx', 'x-forwarded-for': '127.0.0.1' }, ['127.0.0.1']))).toEqual({ status: 200 });
+    expect(decide(fastifyRequest({ host: '127.0.0.1:3000', 'x-forwarded-proto': 'https', 'x-forwarded-for': '127.0.0.1' }, ['127.0.0.1']))).toEqual({ status: 200 });
+    // With Via (or X-Real-IP) beside it, that X-Forwarded-For may be the client's own, passed through.
+    expect(decide(fastifyRequest({ host: '127.0.0.1:3000', via: '1.1 nginx', 'x-forwarded-for': '127.0.0.1' }, ['127.0.0.1']))).toEqual({
+      status: 403,
+      code: 'DASHBOARD_REMOTE_CLIENT',
+    });
     expect(decide(fastifyRequest({ host: '127.0.0.1:3000' }))).toEqual({ status: 200 });
   });
 });
