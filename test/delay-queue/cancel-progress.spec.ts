@@ -6,7 +6,9 @@ import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 /**
  * Cancel of a running job × JobContext.progress(). Docs: "When the notice is lost
@@ -17,14 +19,12 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
  * the signal's reason)".
  */
 describe('progress() of a job cancelled while it runs', () => {
-  const unhandled = new UnhandledRejections();
   let redis: Redis;
   let a: DelayTestApp;
   let c: DelayTestApp;
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
     redis = rawRedis();
     const keyPrefix = uniquePrefix('rvcp');
     [a, c] = await Promise.all([1, 2].map(() => createDelayApp({ keyPrefix, delayQueue: { maxAttempts: 1 } })));
@@ -33,8 +33,6 @@ describe('progress() of a job cancelled while it runs', () => {
   afterAll(async () => {
     await Promise.all([a, c].map((t) => t?.close()));
     redis?.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('a progress() call after a lost cancel notice learns the cancel: JobCancelledError, and job.cancelled is reported', async () => {

@@ -7,7 +7,7 @@ import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor, within } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /**
  * `cancel(topic, id)` of a running job, from any instance: the instance running it aborts the
@@ -41,8 +41,9 @@ function abortAwaitingHandler(instance: string, started: (run: { instance: strin
   };
 }
 
+failOnUnhandledRejections();
+
 describe('Cancelling a running job from any instance', () => {
-  const unhandled = new UnhandledRejections();
   let redis: Redis;
   let a: DelayTestApp;
   let b: DelayTestApp;
@@ -51,7 +52,6 @@ describe('Cancelling a running job from any instance', () => {
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
     redis = rawRedis();
     const keyPrefix = uniquePrefix('cancel');
     keys = new RedisKeySpace(keyPrefix);
@@ -60,9 +60,7 @@ describe('Cancelling a running job from any instance', () => {
   afterAll(async () => {
     await Promise.all([a, b, c].map((t) => t?.close()));
     redis?.disconnect();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   /** Waits until `count` subscribers listen on the topic's cancel channel (the instances' subscriptions landed). */

@@ -6,17 +6,17 @@ import { rawRedis } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 describe('DelayQueueService: consumers', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
   let redis: Redis;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     muteNestLogger('error'); // dead letters are logged as errors; these specs cause them on purpose
-    unhandled.start();
     t = await createDelayApp({
       delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
     });
@@ -26,9 +26,7 @@ describe('DelayQueueService: consumers', () => {
   afterAll(async () => {
     await t.close();
     redis.disconnect();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('never runs a job before its due time, and runs it promptly after', async () => {

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import type { DelayQueueService, DelayedJob } from '../../lib/index.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /** A named function, so its frame can be looked for in the stack kept with the job. */
 function chargeCardThatFails(): never {
@@ -25,15 +25,15 @@ function saveOrder(): never {
   }
 }
 
+failOnUnhandledRejections();
+
 describe('a failed job keeps the stack of its error', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
-  const unhandled = new UnhandledRejections();
   const errors: unknown[][] = [];
   const warnings: unknown[][] = [];
 
   beforeAll(async () => {
-    unhandled.start();
     jest.spyOn(Logger.prototype, 'error').mockImplementation((...args: unknown[]) => void errors.push(args));
     jest.spyOn(Logger.prototype, 'warn').mockImplementation((...args: unknown[]) => void warnings.push(args));
     t = await createDelayApp({ delayQueue: { backoff: { delay: 10, factor: 1, jitter: 0 } } });
@@ -41,9 +41,7 @@ describe('a failed job keeps the stack of its error', () => {
   });
   afterAll(async () => {
     await t.close();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   const deadLetter = (topic: string, id: string) =>

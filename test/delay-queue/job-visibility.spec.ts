@@ -3,7 +3,9 @@ import { JobCancelledError, type DelayQueueService } from '../../lib/index.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 /**
  * A claimed job stays invisible to other consumers while its handler runs (its visibility is
@@ -13,11 +15,9 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
 describe('Job visibility', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
     t = await createDelayApp({
       delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
     });
@@ -25,9 +25,7 @@ describe('Job visibility', () => {
   });
   afterAll(async () => {
     await t.close();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('extends the visibility of a long handler so that no other consumer gets its job', async () => {

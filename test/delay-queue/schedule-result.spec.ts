@@ -3,7 +3,9 @@ import { InvalidJobError, runInTransaction, type DelayQueueService, type JobCont
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 /**
  * `scheduleWithResult()` / `scheduleManyWithResult()` tell the caller what scheduling did with an id:
@@ -12,21 +14,17 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
  * replay (the answer of the first run) is a row of test/faults/lost-replies.spec.ts.
  */
 describe('De-duplication visible to the caller', () => {
-  const unhandled = new UnhandledRejections();
   let t: DelayTestApp;
   let queue: DelayQueueService;
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
     t = await createDelayApp({ delayQueue: { topics: { spread: { shards: 4 } } } });
     queue = t.queue;
   });
   afterAll(async () => {
     await t?.close();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('answers created for a new id (given or generated), and schedule() still resolves to the id alone', async () => {

@@ -19,7 +19,7 @@ import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
@@ -70,15 +70,12 @@ function expectSameEvents(t: ReturnType<typeof tap>): void {
 const withKey = (prefix: string) => (event: Payload) => 'key' in event && event.key.startsWith(prefix);
 const withTopic = (prefix: string) => (event: Payload) => 'topic' in event && event.topic.startsWith(prefix);
 
-const unhandled = new UnhandledRejections();
+failOnUnhandledRejections();
 beforeAll(() => {
-  unhandled.start();
   muteNestLogger('warn', 'error');
 });
 afterAll(() => {
-  unhandled.stop();
   jest.restoreAllMocks();
-  expect(unhandled.reasons).toEqual([]);
 });
 
 describe('REDIS_LOCK_CHANNELS', () => {

@@ -12,7 +12,7 @@ import {
 import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { createLockApp, rawRedis } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 
 type Recorded = { [K in RedisLockEventName]: { name: K; event: RedisLockEventMap[K] } }[RedisLockEventName];
@@ -27,14 +27,14 @@ function record(events: RedisLockEvents, names: RedisLockEventName[]): Recorded[
 const LOCK_EVENTS: RedisLockEventName[] = ['lock.acquired', 'lock.released', 'lock.lost', 'lock.timeout'];
 const JOB_EVENTS: RedisLockEventName[] = ['job.scheduled', 'job.started', 'job.succeeded', 'job.failed', 'job.retried', 'job.dead'];
 
+failOnUnhandledRejections();
+
 describe('RedisLockEvents: lock life cycle', () => {
   let app: TestingModule;
   let locks: LockService;
   let events: RedisLockEvents;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    unhandled.start();
     muteNestLogger('warn', 'error');
     app = await createLockApp();
     locks = app.get(LockService);
@@ -45,9 +45,7 @@ describe('RedisLockEvents: lock life cycle', () => {
   });
   afterAll(async () => {
     await app.close();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('reports acquired then released, with the fencing token, wait and hold times', async () => {
@@ -132,10 +130,8 @@ describe('RedisLockEvents: job life cycle', () => {
   let t: DelayTestApp;
   let queue: DelayQueueService;
   let events: RedisLockEvents;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    unhandled.start();
     muteNestLogger('warn', 'error');
     t = await createDelayApp({ delayQueue: { maxAttempts: 2, backoff: { delay: 50, factor: 1, jitter: 0 } } });
     queue = t.queue;
@@ -143,9 +139,7 @@ describe('RedisLockEvents: job life cycle', () => {
   });
   afterAll(async () => {
     await t.close();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('reports scheduled, started and succeeded with lateness and run time', async () => {

@@ -6,18 +6,18 @@ import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
+
+failOnUnhandledRejections();
 
 describe('RedisLockHealthIndicator', () => {
   let server: LocalRedisServer;
   let app: TestingModule;
   let health: RedisLockHealthIndicator;
   let queue: DelayQueueService;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    unhandled.start();
     // The stopped server makes the client log its reconnect attempts.
     muteNestLogger('warn', 'error');
     server = await startLocalRedisServer();
@@ -34,9 +34,7 @@ describe('RedisLockHealthIndicator', () => {
   afterAll(async () => {
     await app?.close();
     await server?.stop();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('is up while Redis answers PING, with the round trip', async () => {

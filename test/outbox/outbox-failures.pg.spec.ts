@@ -3,7 +3,7 @@ import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { checkExactlyOnce, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
 import { crashAfterCommit, startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
 
@@ -12,18 +12,16 @@ afterEach(() => jest.restoreAllMocks());
 
 const TABLE = 'failures_outbox';
 
+failOnUnhandledRejections();
+
 describe('transactional outbox under failure (PostgreSQL)', () => {
-  const unhandled = new UnhandledRejections();
   let pg: OutboxPostgres;
 
   beforeAll(async () => {
-    unhandled.start();
     pg = await startOutboxPostgres(TABLE);
   });
   afterAll(async () => {
     await pg?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;

@@ -13,7 +13,7 @@ import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/
 import { OrdersController, PaymentsService, Probe } from '../fixtures/with-lock-http.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /**
  * The operations contract when Redis becomes unreachable: with the module's defaults every lock and
@@ -107,12 +107,9 @@ function expectAllUnreachable(settled: Settled[], cause: RegExp): void {
   expect(wrong).toEqual([]);
 }
 
-describe('Redis unreachable: every call settles fast with RedisConnectionError', () => {
-  const unhandled = new UnhandledRejections();
-  beforeAll(() => unhandled.start());
-  afterAll(() => unhandled.stop());
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
+failOnUnhandledRejections({ after: 'each' });
 
+describe('Redis unreachable: every call settles fast with RedisConnectionError', () => {
   describe('Redis dies while the app runs (process killed: connection refused)', () => {
     let server: LocalRedisServer;
     let app: TestingModule;

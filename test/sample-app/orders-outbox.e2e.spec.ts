@@ -12,13 +12,15 @@ import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
 import { waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { listenSampleApp } from './support/listen-sample-app.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
 
 const MAIN = [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, '..', '..', 'sample-app', 'src', 'main.ts')];
+
+failOnUnhandledRejections();
 
 /**
  * The sample's orders commit with their `order.expire` job through the transactional outbox: an
@@ -30,14 +32,12 @@ describe.each([
   ['embedded PGlite', false],
   ['PostgreSQL server', true],
 ])('sample app: an order created while Redis is down still expires (%s, e2e)', (_label, realPostgres) => {
-  const unhandled = new UnhandledRejections();
   let redis: LocalRedisServer;
   let postgres: LocalPostgres | undefined;
   let app: INestApplication;
   let base: string;
 
   beforeAll(async () => {
-    unhandled.start();
     redis = await startLocalRedisServer();
     if (realPostgres) postgres = await startLocalPostgres();
     ({ app, base } = await listenSampleApp({
@@ -51,8 +51,6 @@ describe.each([
     await app?.close();
     await postgres?.stop();
     await redis?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   const call = (method: string, path: string, body?: unknown) => httpJson(base, method, path, body);
@@ -98,7 +96,6 @@ describe.each([
  * PostgreSQL only: an embedded PGlite database dies with its process.
  */
 describe('sample app: an order whose instance is SIGKILLed right after COMMIT still expires (PostgreSQL server, e2e)', () => {
-  const unhandled = new UnhandledRejections();
   let redis: LocalRedisServer;
   let postgres: LocalPostgres;
   let crashed: SampleInstance | undefined;
@@ -106,7 +103,6 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
   const keyPrefix = uniquePrefix('sample-outbox-crash');
 
   beforeAll(async () => {
-    unhandled.start();
     redis = await startLocalRedisServer();
     postgres = await startLocalPostgres();
   }, 60_000);
@@ -115,8 +111,6 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
     await survivor?.close();
     await postgres?.stop();
     await redis?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it("another instance relays the dead instance's outbox row: the order expires", async () => {
