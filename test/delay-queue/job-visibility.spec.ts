@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { JobCancelledError, type DelayQueueService } from '../../lib/index.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, useDelayApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
@@ -13,20 +13,13 @@ failOnUnhandledRejections();
  * was cancelled: cancel-running.spec.ts). Jobs of a consumer that died come back when their visibility runs out: crash-recovery.spec.ts.
  */
 describe('Job visibility', () => {
-  let t: DelayTestApp;
+  beforeAll(() => muteNestLogger('error'));
+  const t = useDelayApp({
+    delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
+  });
   let queue: DelayQueueService;
-
-  beforeAll(async () => {
-    muteNestLogger('error');
-    t = await createDelayApp({
-      delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
-    });
-    queue = t.queue;
-  });
-  afterAll(async () => {
-    await t.close();
-    jest.restoreAllMocks();
-  });
+  beforeAll(() => (queue = t.queue));
+  afterAll(() => jest.restoreAllMocks());
 
   it('extends the visibility of a long handler so that no other consumer gets its job', async () => {
     const other = await createDelayApp({ keyPrefix: t.keyPrefix });

@@ -51,6 +51,13 @@ export function rawRedis(url = testRedisUrl()): Redis {
   return new Redis(url, { maxRetriesPerRequest: 1, disconnectTimeout: 100 });
 }
 
+/** A plain client (`rawRedis(url)`) for a describe block, disconnected after its tests. */
+export function useRawRedis(url?: string): Redis {
+  const redis = rawRedis(url);
+  afterAll(() => redis.disconnect());
+  return redis;
+}
+
 /** One lock app for a spec's tests. */
 export interface LockAppUnderTest {
   /** The app; call it in a `beforeAll` registered after `useLockApp`, or in a test. */
