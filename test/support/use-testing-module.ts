@@ -1,6 +1,7 @@
 import type { ModuleMetadata, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, LockService } from '../../lib/index.js';
+import { useResource } from './use-resource.js';
 
 /** An application a describe block's tests share; read it in a test or in a hook registered after it. */
 export interface ModuleUnderTest {
@@ -16,26 +17,23 @@ export interface ModuleUnderTest {
  * hooks registered before it made (a server's URL).
  */
 export function useTestingModule(metadata: () => ModuleMetadata): ModuleUnderTest {
-  let app: TestingModule | undefined;
-  beforeAll(async () => {
-    app = await Test.createTestingModule(metadata()).compile();
-    await app.init();
-  });
-  afterAll(() => app?.close());
-  const started = (): TestingModule => {
-    if (!app) throw new Error('the testing module is not started: read it in a hook or test, after useTestingModule');
-    return app;
-  };
-  return {
-    get app() {
-      return started();
+  const app = useResource(
+    'the testing module',
+    async () => {
+      const compiled = await Test.createTestingModule(metadata()).compile();
+      await compiled.init();
+      return compiled;
     },
+    (compiled) => compiled.close(),
+  );
+  return {
+    app,
     get locks() {
-      return started().get(LockService);
+      return app.get(LockService);
     },
     get queue() {
-      return started().get(DelayQueueService);
+      return app.get(DelayQueueService);
     },
-    get: (type) => started().get(type),
+    get: (type) => app.get(type),
   };
 }

@@ -2,6 +2,7 @@ import type { Provider, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisLockModule, type RedisLockModuleOptions } from '../../../lib/index.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../../support/test-app.js';
+import { useResource } from '../../support/use-resource.js';
 
 export interface DelayTestApp {
   readonly app: TestingModule;
@@ -38,33 +39,17 @@ export async function createDelayApp(
 }
 
 /**
- * A delay app for a describe block (`createDelayApp`): started before its tests, closed after them.
- * The returned object reads through to the running app. `options` may be a function, called in the
- * hook, to read what earlier hooks made (another app's key prefix, a server's URL).
+ * A delay app for a describe block (`createDelayApp` through `useResource`): started before its
+ * tests, closed after them. `options` may be a function, called in the hook, to read what earlier
+ * hooks made (another app's key prefix, a server's URL).
  */
 export function useDelayApp(
   options: RedisLockModuleOptions | (() => RedisLockModuleOptions) = {},
   providers: Array<Provider | Type<unknown>> = [],
 ): DelayTestApp {
-  let started: DelayTestApp | undefined;
-  beforeAll(async () => {
-    started = await createDelayApp(typeof options === 'function' ? options() : options, providers);
-  });
-  afterAll(() => started?.close());
-  const running = (): DelayTestApp => {
-    if (!started) throw new Error('the delay app is not started: read it in a hook or test, after useDelayApp');
-    return started;
-  };
-  return {
-    get app() {
-      return running().app;
-    },
-    get queue() {
-      return running().queue;
-    },
-    get keyPrefix() {
-      return running().keyPrefix;
-    },
-    close: () => running().close(),
-  };
+  return useResource(
+    'the delay app',
+    () => createDelayApp(typeof options === 'function' ? options() : options, providers),
+    (t) => t.close(),
+  );
 }

@@ -28,11 +28,13 @@ export function useMetricsApp(label: string, { redisLock = {}, metrics = {}, pro
     ],
     providers,
   }));
-  return Object.assign(Object.create(app) as ModuleUnderTest, {
+  const reader: Pick<MetricsAppUnderTest, 'registry' | 'value'> = {
     registry,
-    async value(name: string, labels: Record<string, string>) {
+    async value(name, labels) {
       const metric = await registry.getSingleMetric(name)?.get();
       return metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
     },
-  });
+  };
+  // The app's getters are inherited, so they still read the app when the tests run.
+  return Object.assign(Object.create(app) as ModuleUnderTest, reader);
 }
