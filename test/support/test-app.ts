@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { closeRedisLockTestingModule, initRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
+import { readThrough } from './use-resource.js';
 
 /** The Redis URL of this run (set by global-setup). */
 export function testRedisUrl(): string {
@@ -84,6 +85,10 @@ export interface LockServicePair {
   readonly keyPrefix: string;
   /** Both services; call it in a `beforeAll` registered after `useLockServicePair`. */
   services(): { a: LockService; b: LockService };
+  /** The first service, read through (`readThrough`): use it in the tests as the service itself. */
+  readonly a: LockService;
+  /** The second service, read through. */
+  readonly b: LockService;
 }
 
 /** Starts two lock apps before the spec's tests; closes them after, then removes their keys. */
@@ -102,5 +107,7 @@ export function useLockServicePair(label: string, options: RedisLockModuleOption
   return {
     keyPrefix,
     services: () => ({ a: apps[0].get(LockService), b: apps[1].get(LockService) }),
+    a: readThrough('the first lock app', () => apps[0]?.get(LockService)),
+    b: readThrough('the second lock app', () => apps[1]?.get(LockService)),
   };
 }

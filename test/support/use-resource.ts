@@ -12,11 +12,20 @@ export function useResource<T extends object>(what: string, start: () => Promise
   afterAll(async () => {
     if (resource) await stop(resource);
   });
+  return readThrough(what, () => resource);
+}
+
+/**
+ * An object that reads `current()` at each access (methods bound to it): what a describe block
+ * declares now and its hooks make later. Throws an error naming `what` while `current()` is undefined.
+ */
+export function readThrough<T extends object>(what: string, current: () => T | undefined): T {
   return new Proxy({} as T, {
     get(_, key) {
-      if (!resource) throw new Error(`${what} is not started: read it in a test or in a hook declared after it`);
-      const value: unknown = Reflect.get(resource, key);
-      return typeof value === 'function' ? value.bind(resource) : value;
+      const target = current();
+      if (!target) throw new Error(`${what} is not started: read it in a test or in a hook declared after it`);
+      const value: unknown = Reflect.get(target, key);
+      return typeof value === 'function' ? value.bind(target) : value;
     },
   });
 }
