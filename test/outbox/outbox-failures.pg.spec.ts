@@ -5,7 +5,7 @@ import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { checkExactlyOnce, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { crashAfterCommit, startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
+import { crashAfterCommit, useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -15,14 +15,7 @@ const TABLE = 'failures_outbox';
 failOnUnhandledRejections();
 
 describe('transactional outbox under failure (PostgreSQL)', () => {
-  let pg: OutboxPostgres;
-
-  beforeAll(async () => {
-    pg = await startOutboxPostgres(TABLE);
-  });
-  afterAll(async () => {
-    await pg?.stop();
-  });
+  const pg = useOutboxPostgres(TABLE);
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 

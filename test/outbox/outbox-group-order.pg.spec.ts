@@ -1,11 +1,11 @@
 import { jest } from '@jest/globals';
-import { FaultProxy } from '../../tools/fault-proxy.js';
+import { useFaultProxy } from '../support/use-fault-proxy.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
+import { useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -20,17 +20,8 @@ failOnUnhandledRejections();
  * commits a later job of the same group, then relays P's row left behind.
  */
 describe('the order of a group whose job is relayed late by another instance (PostgreSQL, two instances)', () => {
-  let pg: OutboxPostgres;
-  let proxy: FaultProxy;
-
-  beforeAll(async () => {
-    pg = await startOutboxPostgres(TABLE);
-    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
-  });
-  afterAll(async () => {
-    await proxy?.stop();
-    await pg?.stop();
-  });
+  const pg = useOutboxPostgres(TABLE);
+  const proxy = useFaultProxy();
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 

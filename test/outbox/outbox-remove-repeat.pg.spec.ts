@@ -9,7 +9,7 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, holdsWithin, waitFor } from '../support/timing.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type OutboxApp } from './support/outbox-harness.js';
-import { crashAfterCommit, startOutboxPostgres, type CrashedWrite, type OutboxPostgres } from './support/outbox-postgres.js';
+import { crashAfterCommit, startOutboxPostgres, type CrashedWrite, useOutboxPostgres } from './support/outbox-postgres.js';
 
 /*
  * removeRepeat() outside a transaction, with the transactional outbox on PostgreSQL: it claims the
@@ -73,16 +73,9 @@ function failingDeletes(store: JobOutboxStore): JobOutboxStore {
 failOnUnhandledRejections();
 
 describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', () => {
-  let pg: OutboxPostgres;
+  const pg = useOutboxPostgres(TABLE);
   /** Run after each test, last registered first (apps before the servers they use). */
   let cleanups: Array<() => Promise<unknown>> = [];
-
-  beforeAll(async () => {
-    pg = await startOutboxPostgres(TABLE);
-  });
-  afterAll(async () => {
-    await pg?.stop();
-  });
   afterEach(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     cleanups = [];

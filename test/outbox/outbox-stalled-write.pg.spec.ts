@@ -1,13 +1,13 @@
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { FaultProxy } from '../../tools/fault-proxy.js';
+import { useFaultProxy } from '../support/use-fault-proxy.js';
 import type { PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
+import { useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -24,17 +24,8 @@ failOnUnhandledRejections();
  * row claim has passed its claim deadline; then the link heals and A's held bytes reach Redis late.
  */
 describe('an after-commit write held up by a stalled Redis link that heals (PostgreSQL, two instances)', () => {
-  let pg: OutboxPostgres;
-  let proxy: FaultProxy;
-
-  beforeAll(async () => {
-    pg = await startOutboxPostgres(TABLE);
-    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
-  });
-  afterAll(async () => {
-    await proxy?.stop();
-    await pg?.stop();
-  });
+  const pg = useOutboxPostgres(TABLE);
+  const proxy = useFaultProxy();
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 
