@@ -27,3 +27,22 @@ export function exited(child: ChildProcess & { output: () => string }): Promise<
     );
   });
 }
+
+/** How a process ended and what it printed on each stream. */
+export interface ProcessOutcome {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Collects what `child` prints; resolves once it has exited and closed its streams, rejects if it could not start. */
+export function outcomeOf(child: ChildProcess): Promise<ProcessOutcome> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

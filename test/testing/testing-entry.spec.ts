@@ -22,7 +22,7 @@ import {
   uniqueKeyPrefix,
   type TestRedis,
 } from 'nestjs-redis-lock/testing';
-import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
+import { outcomeOf, TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { rawRedis, testRedisUrl } from '../support/test-app.js';
 import { OrdersModule, OrdersService, PaymentGateway } from './fixtures/orders.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
@@ -421,16 +421,9 @@ interface ChildResult {
 function runChild(mode: string, env: NodeJS.ProcessEnv): Promise<ChildResult> {
   const fixture = join(import.meta.dirname, 'fixtures', 'start-test-redis-child.ts');
   const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, fixture, mode], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      const line = stdout.trim().split('\n').pop();
-      if (code !== 0 || !line) return reject(new Error(`fixture exited with ${code}:\n${stdout}${stderr}`));
-      resolve(JSON.parse(line) as ChildResult);
-    });
+  return outcomeOf(child).then(({ code, stdout, stderr }) => {
+    const line = stdout.trim().split('\n').pop();
+    if (code !== 0 || !line) throw new Error(`fixture exited with ${code}:\n${stdout}${stderr}`);
+    return JSON.parse(line) as ChildResult;
   });
 }
