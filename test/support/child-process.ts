@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { waitFor } from './timing.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -45,4 +46,15 @@ export function outcomeOf(child: ChildProcess): Promise<ProcessOutcome> {
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** The JSON of the fixture's first stdout line `<tag> {...}`, waited for in everything it printed so far. */
+export async function reportedBy<T>(child: ChildProcess & { output: () => string }, tag: string, timeoutMs = 30_000): Promise<T> {
+  const line = () => child.output().split('\n').find((l) => l.startsWith(`${tag} `));
+  try {
+    await waitFor(line, timeoutMs, `"${tag}" from the consumer process`);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; it printed:\n${child.output()}`);
+  }
+  return JSON.parse(line()!.slice(tag.length + 1)) as T;
 }
