@@ -1,11 +1,9 @@
-import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { Client } from 'pg';
 import { DEFAULT_OUTBOX_TABLE } from '../../lib/outbox/postgres/outbox-table.js';
 import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
 import { Database } from '../../sample-app/src/database/database.js';
-import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
@@ -14,11 +12,11 @@ import { httpJson } from '../support/http-json.js';
 import { waitFor } from '../support/timing.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { listenSampleApp } from './support/listen-sample-app.js';
+import { SAMPLE_APP_MAIN } from './support/sample-app-main.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
 
-const MAIN = [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, '..', '..', 'sample-app', 'src', 'main.ts')];
 
 failOnUnhandledRejections();
 
@@ -116,7 +114,7 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
   it("another instance relays the dead instance's outbox row: the order expires", async () => {
     muteNestLogger('error', 'warn');
     crashed = await startSampleInstance(
-      MAIN,
+      SAMPLE_APP_MAIN,
       'crashed',
       // Its claim of the order's outbox row lasts 5 s (the module's default is 60 s).
       { REDIS_URL: redis.url, DATABASE_URL: postgres.url, ORDER_EXPIRY_MS: '1500', REDIS_KEY_PREFIX: keyPrefix, OUTBOX_CLAIM_LEASE_MS: '5000' },

@@ -1,3 +1,4 @@
+import type { Type } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
@@ -64,6 +65,8 @@ export interface LockAppUnderTest {
   /** The app; call it in a `beforeAll` registered after `useLockApp`, or in a test. */
   app(): TestingModule;
   locks(): LockService;
+  /** A provider of the app, read through (`readThrough`): declare it with the block, use it in its tests. */
+  get<T extends object>(type: Type<T>): T;
 }
 
 /** Starts a lock app (`createLockApp(options)`) before the spec's tests and closes it after them. */
@@ -77,7 +80,7 @@ export function useLockApp(options: RedisLockModuleOptions = {}): LockAppUnderTe
     if (!app) throw new Error('the lock app is not started: read it in a hook or test, after useLockApp');
     return app;
   };
-  return { app: started, locks: () => started().get(LockService) };
+  return { app: started, locks: () => started().get(LockService), get: (type) => readThrough(type.name, () => app?.get(type)) };
 }
 
 /** Two module instances on one key prefix: they behave like two processes contending for the same locks. */

@@ -1,3 +1,5 @@
+import { jest } from '@jest/globals';
+
 /**
  * Something a describe block's tests share: made by `start` in a `beforeAll`, let go by `stop` in an
  * `afterAll` (Jest runs a block's `afterAll` hooks in the order they were declared). The returned
@@ -16,16 +18,24 @@ export function useResource<T extends object>(what: string, start: () => Promise
 }
 
 /**
- * An object that reads `current()` at each access (methods bound to it): what a describe block
- * declares now and its hooks make later. Throws an error naming `what` while `current()` is undefined.
+ * An object that reads `current()` at each access: what a describe block declares now and its hooks
+ * make later. Methods come bound to it; writes and deletes go to it, so `jest.spyOn` through the
+ * object replaces the method of the thing itself and returns that spy. Throws an error naming `what`
+ * while `current()` is undefined.
  */
 export function readThrough<T extends object>(what: string, current: () => T | undefined): T {
+  const target = (): T => {
+    const resource = current();
+    if (!resource) throw new Error(`${what} is not started: read it in a test or in a hook declared after it`);
+    return resource;
+  };
   return new Proxy({} as T, {
     get(_, key) {
-      const target = current();
-      if (!target) throw new Error(`${what} is not started: read it in a test or in a hook declared after it`);
-      const value: unknown = Reflect.get(target, key);
-      return typeof value === 'function' ? value.bind(target) : value;
+      const resource = target();
+      const value: unknown = Reflect.get(resource, key);
+      return typeof value === 'function' && !jest.isMockFunction(value) ? value.bind(resource) : value;
     },
+    set: (_, key, value) => Reflect.set(target(), key, value),
+    deleteProperty: (_, key) => Reflect.deleteProperty(target(), key),
   });
 }
