@@ -15,7 +15,6 @@ import {
 import { redisLockChannel } from '../../lib/core/events/redis-lock.channels.js';
 import { createDelayApp, useDelayApp } from '../delay-queue/support/delay-test-app.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix, useLockApp } from '../support/test-app.js';
 import { readThrough } from '../support/use-resource.js';
 import { sleep, waitFor } from '../support/timing.js';
@@ -23,6 +22,7 @@ import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejectio
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { FAILED_TWICE_THEN_DEAD } from './support/job-event-sequences.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ALL_EVENTS = Object.keys(REDIS_LOCK_CHANNELS) as RedisLockEventName[];
@@ -336,12 +336,7 @@ describe('diagnostics_channel: job events', () => {
 });
 
 describe('diagnostics_channel: writes after COMMIT while Redis is down', () => {
-  let server: LocalRedisServer;
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-  });
-  afterAll(() => server.stop());
+  const server = useLocalRedisServer();
 
   it('publishes job.schedule.retrying, then job.schedule.lost at shutdown', async () => {
     const topic = uniquePrefix('commit');

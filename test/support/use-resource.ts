@@ -19,8 +19,8 @@ export function useResource<T extends object>(what: string, start: () => Promise
 
 /**
  * An object that reads `current()` at each access: what a describe block declares now and its hooks
- * make later. Methods come bound to it; writes and deletes go to it, so `jest.spyOn` through the
- * object replaces the method of the thing itself and returns that spy. Throws an error naming `what`
+ * make later. Methods come bound to it; writes, deletes, `in` and spreading go to it, so `jest.spyOn`
+ * through the object replaces the method of the thing itself and returns that spy. Throws an error naming `what`
  * while `current()` is undefined.
  */
 export function readThrough<T extends object>(what: string, current: () => T | undefined): T {
@@ -37,5 +37,13 @@ export function readThrough<T extends object>(what: string, current: () => T | u
     },
     set: (_, key, value) => Reflect.set(target(), key, value),
     deleteProperty: (_, key) => Reflect.deleteProperty(target(), key),
+    // `key in object` and spreading read the thing too (the proxy's own target stays empty, so
+    // descriptors are handed out as configurable, as the Proxy invariants require).
+    has: (_, key) => Reflect.has(target(), key),
+    ownKeys: () => Reflect.ownKeys(target()),
+    getOwnPropertyDescriptor(_, key) {
+      const descriptor = Reflect.getOwnPropertyDescriptor(target(), key);
+      return descriptor && { ...descriptor, configurable: true };
+    },
   });
 }

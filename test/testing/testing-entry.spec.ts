@@ -26,15 +26,17 @@ import { outcomeOf, TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { rawRedis, testRedisUrl } from '../support/test-app.js';
 import { OrdersModule, OrdersService, PaymentGateway } from './fixtures/orders.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { useResource } from '../support/use-resource.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
+/** `startTestRedis()` for a describe block (`useResource`): started before its tests, stopped after them. */
+function useTestRedis(): TestRedis {
+  return useResource('the test Redis', () => startTestRedis(), (redis) => redis.stop());
+}
+
 describe('createRedisLockTestingModule', () => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startTestRedis();
-  });
-  afterAll(() => redis.stop());
+  const redis = useTestRedis();
 
   it('returns a TestingModuleBuilder: overrideProvider works, and feature modules inject LockService', async () => {
     const moduleRef = await createRedisLockTestingModule({ redis, imports: [OrdersModule] })
@@ -97,11 +99,7 @@ describe('createRedisLockTestingModule', () => {
 });
 
 describe('closeRedisLockTestingModule and removeRedisLockKeys', () => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startTestRedis();
-  });
-  afterAll(() => redis.stop());
+  const redis = useTestRedis();
 
   /** A module that leaves keys behind: a fencing counter, a lock still held, a delayed job. */
   async function moduleWithKeys(keyPrefix: string): Promise<TestingModule> {
