@@ -1,9 +1,9 @@
-import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { InvalidOptionsError, LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { expectInvalidOption } from '../support/expect-invalid-option.js';
 import { thrownBy } from '../support/thrown.js';
+import { NeedsLocks, NeedsLocksModule } from '../fixtures/needs-locks.js';
 
 const options = (): RedisLockModuleOptions => ({ redis: testRedisUrl(), keyPrefix: uniquePrefix() });
 
@@ -43,16 +43,10 @@ describe('RedisLockModule.forRootAsync refuses an argument it would misread, at 
   });
 
   it('accepts every key of its argument, and isGlobal makes the module global', async () => {
-    @Injectable()
-    class NeedsLocks {
-      constructor(readonly locks: LockService) {}
-    }
-    @Module({ providers: [NeedsLocks] })
-    class FeatureModule {}
     const app = await Test.createTestingModule({
       imports: [
         RedisLockModule.forRootAsync({ isGlobal: true, imports: [], inject: [], provideInjectionTokensFrom: [], useFactory: options }),
-        FeatureModule,
+        NeedsLocksModule,
       ],
     }).compile();
     try {

@@ -27,6 +27,7 @@ import { rawRedis, testRedisUrl } from '../support/test-app.js';
 import { OrdersModule, OrdersService, PaymentGateway } from './fixtures/orders.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { useResource } from '../support/use-resource.js';
+import { scanKeys } from '../support/redis-probes.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -115,14 +116,7 @@ describe('closeRedisLockTestingModule and removeRedisLockKeys', () => {
   async function keysUnder(pattern: string): Promise<string[]> {
     const client = rawRedis(redis.url);
     try {
-      const keys: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        cursor = next;
-        keys.push(...batch);
-      } while (cursor !== '0');
-      return keys.sort();
+      return (await scanKeys(client, pattern)).sort();
     } finally {
       client.disconnect();
     }
