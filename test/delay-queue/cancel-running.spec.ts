@@ -4,7 +4,7 @@ import { JobCancelledError, RedisLockEvents, type Consumer, type JobContext, typ
 import { RedisKeySpace, type TopicKeys } from '../../lib/core/keys/redis-key-space.js';
 import { CancelListener } from '../../lib/delay-queue/consumer/cancel-listener.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { deferred, waitFor, within } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
@@ -44,7 +44,7 @@ function abortAwaitingHandler(instance: string, started: (run: { instance: strin
 failOnUnhandledRejections();
 
 describe('Cancelling a running job from any instance', () => {
-  let redis: Redis;
+  const redis = useRawRedis();
   let a: DelayTestApp;
   let b: DelayTestApp;
   let c: DelayTestApp;
@@ -52,14 +52,12 @@ describe('Cancelling a running job from any instance', () => {
 
   beforeAll(async () => {
     muteNestLogger('error');
-    redis = rawRedis();
     const keyPrefix = uniquePrefix('cancel');
     keys = new RedisKeySpace(keyPrefix);
     [a, b, c] = await Promise.all([1, 2, 3].map(() => createDelayApp({ keyPrefix, delayQueue: { maxAttempts: 1 } })));
   });
   afterAll(async () => {
     await Promise.all([a, b, c].map((t) => t?.close()));
-    redis?.disconnect();
     jest.restoreAllMocks();
   });
 

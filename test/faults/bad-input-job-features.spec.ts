@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { InvalidJobError, InvalidOptionsError, type DelayQueueService } from '../../lib/index.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
@@ -11,13 +10,12 @@ failOnUnhandledRejections();
 /** Every option of groups, rate limits, kept jobs, bounded repeats and pause: with a wrong type or value fails with a typed error naming it, and writes nothing. */
 describe('Bad input to groups, rateLimit, keepCompleted, bounded repeats, progress and pause: a clear typed error, nothing written', () => {
   const apps: DelayTestApp[] = [];
-  let redis: Redis;
+  const redis = useRawRedis();
   let queue: DelayQueueService;
   let keyPrefix: string;
 
   beforeAll(async () => {
     muteNestLogger('error');
-    redis = rawRedis();
     keyPrefix = uniquePrefix('rvbad');
     const app = await createDelayApp({ keyPrefix });
     apps.push(app);
@@ -25,7 +23,6 @@ describe('Bad input to groups, rateLimit, keepCompleted, bounded repeats, progre
   });
   afterAll(async () => {
     await Promise.all(apps.map((t) => t.close()));
-    redis.disconnect();
   });
 
   it.each<[string, unknown]>([
