@@ -58,3 +58,24 @@ export async function reportedBy<T>(child: ChildProcess & { output: () => string
   }
   return JSON.parse(line()!.slice(tag.length + 1)) as T;
 }
+
+/** What a tool run printed (both streams, as they came), how it exited, and the JSON of its `<tag> {...}` line. */
+export interface SummarizedRun<T> {
+  readonly summary?: T;
+  readonly output: string;
+  readonly code: number | null;
+}
+
+/** Runs Node with `args` from the repository root; resolves when it exits, never rejects. */
+export function runSummarized<T>(args: readonly string[], tag: string): Promise<SummarizedRun<T>> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => {
+      const line = output.split('\n').find((l) => l.startsWith(`${tag} `));
+      resolve({ summary: line ? (JSON.parse(line.slice(tag.length + 1)) as T) : undefined, output, code });
+    });
+  });
+}

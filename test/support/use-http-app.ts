@@ -9,19 +9,15 @@ export interface HttpApp {
   readonly baseUrl: string;
 }
 
-/**
- * Compiles `metadata` (called in the hook) into an application with Nest's logger off and listens
- * before the block's tests (`useResource`); closes it after them.
- */
+/** Compiles `metadata` into an application with Nest's logger off, listening on a free port of 127.0.0.1. */
+export async function listenHttpApp(metadata: ModuleMetadata): Promise<HttpApp> {
+  const moduleRef = await Test.createTestingModule(metadata).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  await app.listen(0, '127.0.0.1');
+  return { app, baseUrl: `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}` };
+}
+
+/** `listenHttpApp(metadata())` before the block's tests (`useResource`; `metadata` is called in the hook); closed after them. */
 export function useHttpApp(metadata: () => ModuleMetadata): HttpApp {
-  return useResource(
-    'the HTTP app',
-    async () => {
-      const moduleRef = await Test.createTestingModule(metadata()).compile();
-      const app = moduleRef.createNestApplication({ logger: false });
-      await app.listen(0, '127.0.0.1');
-      return { app, baseUrl: `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}` };
-    },
-    ({ app }) => app.close(),
-  );
+  return useResource('the HTTP app', () => listenHttpApp(metadata()), ({ app }) => app.close());
 }
