@@ -6,10 +6,11 @@ import { readClaimToken } from '../../lib/delay-queue/jobs/job-codec.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { rawRedis } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useAppOnLocalRedis } from '../support/use-local-redis-server.js';
+import { readThrough } from '../support/use-resource.js';
 
 /*
  * JobContext.fencingToken: every delivery (claim) of a job gets a token greater than every token
@@ -177,20 +178,16 @@ describe('JobContext.fencingToken', () => {
 });
 
 describe('JobContext.fencingToken after Redis lost the counter', () => {
-  let server: LocalRedisServer;
-  let app: DelayTestApp;
-  let redis: Redis;
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-    app = await createDelayApp({ redis: server.url });
-    redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  });
-  afterAll(async () => {
-    await app.close();
-    redis.disconnect();
-    await server.stop();
-  });
+  const onServer = useAppOnLocalRedis(
+    async (server) => ({ delay: await createDelayApp({ redis: server.url }), redis: new Redis(server.url, { maxRetriesPerRequest: null }) }),
+    async ({ delay, redis }) => {
+      await delay.close();
+      redis.disconnect();
+    },
+  );
+  const app = readThrough('the delay app', () => onServer.app.delay);
+  const redis = readThrough('the plain client', () => onServer.app.redis);
+  const { server } = onServer;
 
   /** Schedules job `id` on `topic` and returns the token its delivery got (it is then acknowledged). */
   async function deliver(topic: string, id: string): Promise<string> {
