@@ -1,16 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { InvalidJobError } from '../core/errors/invalid-job.error.js';
-import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
+import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { scanKeys } from '../core/redis/scan-keys.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
-import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
+import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import { decodeJob, decodeJobLeniently } from './jobs/job-codec.js';
-import { JobWriter } from './writer/job-writer.js';
 import { completedReadScriptKeys, topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
-import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
-import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
 import { readJobScript } from './scripts/read-job.lua.js';
@@ -75,16 +71,12 @@ export interface ListedJobs {
   readonly jobs: ListedJob[];
 }
 
-/** What `cancelWaiting` found. */
-export type CancelWaitingOutcome = 'cancelled' | 'running' | 'not-waiting';
-
 /**
  * The read side of the delay queue: one job, a topic's counts, dead letters and repeatable
  * schedules (what `DelayQueueService` answers with), and for add-ons such as the dashboard which
  * topics exist (handled here, or found in Redis) and the jobs of a topic by state with payload
- * previews; besides, the two careful actions an operator needs: deleting only a dead letter and
- * cancelling only a waiting job. A sharded topic is one topic here: reads merge its shards, and an
- * action on one job goes to the shard its id maps to.
+ * previews. It writes nothing (the operator's actions are `JobCommands`'). A sharded topic is one
+ * topic here: reads merge its shards.
  */
 @Injectable()
 export class TopicInspector {
@@ -92,9 +84,8 @@ export class TopicInspector {
     private readonly connection: RedisConnection,
     private readonly keySpace: RedisKeySpace,
     private readonly shards: TopicShards,
-    private readonly orchestrator: DelayQueueOrchestrator,
+    private readonly explorer: DelayedHandlerExplorer,
     private readonly repeats: RepeatScheduler,
-    private readonly writer: JobWriter,
   ) {}
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
@@ -149,11 +140,6 @@ export class TopicInspector {
     return completed > 0 ? { ...total, completed } : total;
   }
 
-  /** How many dead letters one shard holds now. */
-  async deadCount(shard: TopicKeys): Promise<number> {
-    return Number((await topicStatsScript.run<number[]>(this.connection.client, topicScriptKeys(shard), []))[3]);
-  }
-
   /** The newest `limit` dead letters of `topic`, newest first. */
   async deadLetters<T = unknown>(topic: string, limit: number): Promise<Array<DelayedJob<T>>> {
     assertValidTopic(topic);
@@ -180,7 +166,7 @@ export class TopicInspector {
 
   /** Topics consumed by an `@OnDelayed` handler of this application (the ones the delay queue runs). */
   handledTopics(): readonly string[] {
-    return this.orchestrator.handledTopics();
+    return this.explorer.handledTopics();
   }
 
   /**
@@ -238,32 +224,6 @@ export class TopicInspector {
     return { topic, state, now, total, jobs };
   }
 
-  /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
-  async deleteDead(topic: string, id: string): Promise<boolean> {
-    for (const keys of this.shardsOfJob(topic, id)) {
-      if ((await this.writer.runRecorded<number>(deleteDeadJobScript, keys, [id])) === 1) return true;
-    }
-    return false;
-  }
-
-  /** Cancels a job that is still waiting; a running job is left alone. */
-  async cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
-    for (const keys of this.shardsOfJob(topic, id)) {
-      const result = await this.writer.runRecorded<number>(cancelWaitingJobScript, keys, [id]);
-      if (result !== 0) return result === 1 ? 'cancelled' : 'running';
-    }
-    return 'not-waiting';
-  }
-
-  /**
-   * The shards that may hold job `id` of `topic`, its own first (a job of a group lives on its
-   * group's shard), after checking both names.
-   */
-  private shardsOfJob(topic: string, id: string): TopicKeys[] {
-    assertJobAddress(topic, id);
-    return this.shards.searchOrder(topic, id);
-  }
-
   /** `hot#2` is shard 2 of `hot` when `hot` is configured with that many shards: reported as `hot`. */
   private topicOfShard(found: string): string {
     const hash = found.lastIndexOf('#');
@@ -272,18 +232,6 @@ export class TopicInspector {
     const count = this.shards.count(topic);
     for (let i = 0; i < count && count > 1; i++) if (shardTopicName(topic, i) === found) return topic;
     return found;
-  }
-}
-
-/**
- * Checks a topic and job id that came from outside (a URL, a form) before any Redis call.
- *
- * @throws InvalidTopicError, InvalidJobError
- */
-export function assertJobAddress(topic: string, id: string): void {
-  assertValidTopic(topic);
-  if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > 1024) {
-    throw new InvalidJobError(topic, 'id', 'must be the non-empty id of a job (at most 1024 bytes)');
   }
 }
 
