@@ -33,7 +33,11 @@ export const delayQueueProviders: Provider[] = [
   RepeatScheduler,
   JobWriter,
   jobOutboxRelayProvider,
-  { provide: TransactionalOutbox, useExisting: JobOutboxRelay },
+  {
+    provide: TransactionalOutbox,
+    useFactory: (relay: JobOutboxRelay | null): TransactionalOutbox | null => relay,
+    inject: [JobOutboxRelay],
+  },
   JobEnqueuer,
   ScheduleChangeRouter,
   JobCommands,
