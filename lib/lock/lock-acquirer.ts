@@ -353,6 +353,7 @@ export class LockAcquirer {
       await protocol.leave!(this.connection.client, owner, this.connection.publishCommand);
     } catch (error) {
       // The waiter's liveness deadline removes it from the queue anyway.
+      if (this.connection.outages.absorb('wait queues left to their deadline', error)) return;
       this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${errorMessage(error)}`);
     }
   }

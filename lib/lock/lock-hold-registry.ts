@@ -159,8 +159,7 @@ export class LockHoldRegistry implements HeldLockOperations {
   onLost(handle: HeldLockHandle, error: LockLostError): void {
     this.forget(handle);
     // One line per loss: an owner that logs it itself (naming what it guarded) is not doubled here.
-    if (this.lossLoggedByOwner.has(handle)) this.logger.debug(error.message);
-    else this.logger.warn(error.message);
+    if (!this.lossLoggedByOwner.has(handle)) this.logger.warn(error.message);
     this.observer.lost(handle, error);
   }
 
@@ -194,6 +193,7 @@ export class LockHoldRegistry implements HeldLockOperations {
    */
   releaseAbandoned(protocol: LockProtocol, owner: string, hold: string): void {
     protocol.release(this.connection.client, owner, this.publishCommand, hold).catch((error: unknown) => {
+      if (this.connection.outages.absorb('abandoned acquires left to their lease', error)) return;
       this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${errorMessage(error)}`);
     });
   }
