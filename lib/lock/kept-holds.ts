@@ -1,6 +1,6 @@
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
-import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
+import { ReadWriteLockProtocol } from './kinds/read-write/read-write.kind.js';
 
 /**
  * Holds whose release waits for the end of a transaction, per transaction and lock, so that the

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { scanKeys } from '../core/redis/scan-keys.js';
-import { readLockScript } from './scripts/read-lock.lua.js';
-import { readSemaphoreScript } from './scripts/read-semaphore.lua.js';
+import { readLockScript } from './kinds/mutex/read-lock.lua.js';
+import { readSemaphoreScript } from './kinds/semaphore/read-semaphore.lua.js';
 
 /** Scripts run at once while reading the locks found by a scan. */
 const READ_PARALLELISM = 32;

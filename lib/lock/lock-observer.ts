@@ -8,8 +8,8 @@ import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { lockNamesOf } from './multi-key-acquire.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
-import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
-import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
+import { ReadWriteLockProtocol } from './kinds/read-write/read-write.kind.js';
+import { SemaphoreProtocol } from './kinds/semaphore/semaphore.kind.js';
 
 /** When a hold began (monotonic ms) and the key pattern it was taken under. */
 interface HoldStart {

@@ -4,11 +4,11 @@ import type { LockKeys, RedisKeySpace, SemaphoreKeys } from '../core/keys/redis-
 import type { RedisConnection } from '../core/redis/redis-connection.js';
 import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
-import { FairLockProtocol } from './protocols/fair-lock.protocol.js';
+import { FairLockProtocol } from './kinds/fair/fair.kind.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
-import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
-import { ReentrantLockProtocol } from './protocols/reentrant-lock.protocol.js';
-import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
+import { ReadWriteLockProtocol } from './kinds/read-write/read-write.kind.js';
+import { ReentrantLockProtocol } from './kinds/mutex/mutex.kind.js';
+import { SemaphoreProtocol } from './kinds/semaphore/semaphore.kind.js';
 import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
 import type { RedlockMasters } from './redlock/redlock-masters.js';
 import type { RedlockQuorum } from './redlock/redlock-quorum.js';

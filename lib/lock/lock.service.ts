@@ -22,7 +22,7 @@ import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { RedlockMasters } from './redlock/redlock-masters.js';
 import { AcquireOptionsResolver } from './resolve-acquire-options.js';
-import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
+import { ALL_LOCK_SCRIPTS } from './kinds/all-lock-kinds.js';
 
 /**
  * Distributed locks on Redis: reentrant within a locked section, kept alive by a watchdog, woken by

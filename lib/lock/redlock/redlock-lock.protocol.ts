@@ -4,7 +4,7 @@ import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { ResolvedAcquireOptions } from '../interfaces/acquire-options.interface.js';
 import type { AttemptMode, AttemptOutcome, Renewal } from '../protocols/lock-protocol.interface.js';
 import { OwnerHashLockProtocol } from '../protocols/owner-hash-lock.protocol.js';
-import { renewLocksScript } from '../scripts/renew-locks.lua.js';
+import { renewLocksScript } from '../kinds/mutex/renew-locks.lua.js';
 import type { WonHold } from './holder-tokens.js';
 import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
 

@@ -5,7 +5,7 @@ import type { RedlockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
 import { SECTION_HOLD_GONE, type AttemptOutcome, type Renewal, type RenewalTarget } from '../protocols/lock-protocol.interface.js';
 import { runRenewal } from '../protocols/run-renewal.js';
-import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
+import { acquireLockScript } from '../kinds/mutex/acquire-lock.lua.js';
 import { planFencingToken } from './fencing-token.js';
 import { HolderTokens } from './holder-tokens.js';
 import { collectReplies, firstError, successes, type RepliesSoFar } from './quorum-replies.js';

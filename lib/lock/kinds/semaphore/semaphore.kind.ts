@@ -1,9 +1,9 @@
-import type { SemaphoreKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import { acquirePermitScript } from '../scripts/acquire-permit.lua.js';
-import { releasePermitScript } from '../scripts/release-permit.lua.js';
-import { renewPermitsScript } from '../scripts/renew-permits.lua.js';
-import type { AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
+import type { SemaphoreKeys } from '../../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../../core/options/redis-lock-config.js';
+import { acquirePermitScript } from './acquire-permit.lua.js';
+import { releasePermitScript } from './release-permit.lua.js';
+import { renewPermitsScript } from './renew-permits.lua.js';
+import type { AttemptOutcome, LockProtocol, Renewal } from '../../protocols/lock-protocol.interface.js';
 
 /**
  * A counting semaphore whose permits are leases: at most `permits` holders at once, and a

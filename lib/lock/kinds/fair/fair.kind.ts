@@ -1,10 +1,10 @@
-import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
-import type { LockKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua.js';
-import { leaveFairQueueScript } from '../scripts/leave-fair-queue.lua.js';
-import type { AttemptMode, AttemptOutcome } from './lock-protocol.interface.js';
-import { ReentrantLockProtocol } from './reentrant-lock.protocol.js';
+import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
+import type { LockKeys } from '../../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../../core/options/redis-lock-config.js';
+import { acquireFairLockScript } from './acquire-fair-lock.lua.js';
+import { leaveFairQueueScript } from './leave-fair-queue.lua.js';
+import type { AttemptMode, AttemptOutcome } from '../../protocols/lock-protocol.interface.js';
+import { ReentrantLockProtocol } from '../mutex/mutex.kind.js';
 
 /**
  * How long a waiter stays in a fair queue without showing it is alive. A waiter refreshes every

@@ -1,14 +1,14 @@
-import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
-import { LockUpgradeError } from '../../core/errors/lock-upgrade.error.js';
-import type { LockKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import { acquireReadLockScript } from '../scripts/acquire-read-lock.lua.js';
-import { acquireWriteLockScript } from '../scripts/acquire-write-lock.lua.js';
-import { leaveReadWriteWritersScript } from '../scripts/leave-read-write-writers.lua.js';
-import { releaseReadWriteLockScript } from '../scripts/release-read-write-lock.lua.js';
-import { renewReadWriteLocksScript } from '../scripts/renew-read-write-locks.lua.js';
-import type { AttemptMode, AttemptOutcome, Renewal } from './lock-protocol.interface.js';
-import { OwnerHashLockProtocol } from './owner-hash-lock.protocol.js';
+import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
+import { LockUpgradeError } from '../../../core/errors/lock-upgrade.error.js';
+import type { LockKeys } from '../../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../../core/options/redis-lock-config.js';
+import { acquireReadLockScript } from './acquire-read-lock.lua.js';
+import { acquireWriteLockScript } from './acquire-write-lock.lua.js';
+import { leaveReadWriteWritersScript } from './leave-read-write-writers.lua.js';
+import { releaseReadWriteLockScript } from './release-read-write-lock.lua.js';
+import { renewReadWriteLocksScript } from './renew-read-write-locks.lua.js';
+import type { AttemptMode, AttemptOutcome, Renewal } from '../../protocols/lock-protocol.interface.js';
+import { OwnerHashLockProtocol } from '../../protocols/owner-hash-lock.protocol.js';
 
 /** How long a waiting writer blocks new readers without showing it is still waiting. */
 const WRITER_LIVENESS_MS = 5_000;

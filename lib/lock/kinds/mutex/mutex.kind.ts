@@ -1,10 +1,10 @@
-import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
-import { releaseLockScript } from '../scripts/release-lock.lua.js';
-import { renewLocksScript } from '../scripts/renew-locks.lua.js';
-import type { AttemptMode, AttemptOutcome, Renewal } from './lock-protocol.interface.js';
-import { OwnerHashLockProtocol } from './owner-hash-lock.protocol.js';
+import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
+import type { RedisClient } from '../../../core/options/redis-lock-config.js';
+import { acquireLockScript } from './acquire-lock.lua.js';
+import { releaseLockScript } from './release-lock.lua.js';
+import { renewLocksScript } from './renew-locks.lua.js';
+import type { AttemptMode, AttemptOutcome, Renewal } from '../../protocols/lock-protocol.interface.js';
+import { OwnerHashLockProtocol } from '../../protocols/owner-hash-lock.protocol.js';
 
 /** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
 export class ReentrantLockProtocol extends OwnerHashLockProtocol {
