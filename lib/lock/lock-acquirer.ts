@@ -12,14 +12,15 @@ import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHoldRegistry } from './lock-hold-registry.js';
 import { HeldLockFrames } from './held-lock-frames.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
-import { SECTION_HOLD_GONE, type AttemptMode, type AttemptOutcome, type LockProtocol } from './protocols/lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, AttemptRefusal, LockProtocol } from './protocols/lock-protocol.interface.js';
+import type { AbandonedHolds } from './abandoned-holds.js';
+import type { CheckedOutHold, TransactionHolds } from './transaction-holds.js';
 import { awaitReplicas } from './replica-sync.js';
 import { DeadlineList } from './deadline-list.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
 import { RedisReachability } from '../core/redis/reachability.js';
-import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
 
 /**
  * A try still unanswered at its call's deadline after this long (ms), with not a byte from Redis on
@@ -60,7 +61,10 @@ interface AcquireCall {
  * often to keep its place in line.
  *
  * Owner ids are `<clientId>:<n>`, one per acquire; a nested acquire inside a lock section of this
- * acquirer re-enters under the section's owner id instead.
+ * acquirer re-enters under the section's owner id instead, and an acquire inside a transaction
+ * whose deferred release keeps a hold of the lock re-enters that hold (`TransactionHolds`).
+ * It hands each granted hold to `LockHoldRegistry` for its handle, and the holds of tries nobody
+ * will receive to `AbandonedHolds`; neither calls back.
  */
 export class LockAcquirer {
   /** Identifies this module instance among all lock owners. */
@@ -77,6 +81,8 @@ export class LockAcquirer {
     private readonly connection: RedisConnection,
     wakeConnection: WakeConnectionSource,
     private readonly holds: LockHoldRegistry,
+    private readonly transactions: TransactionHolds,
+    private readonly abandoned: AbandonedHolds,
     private readonly logger: Logger,
   ) {
     this.wake = new WakeSubscriber(wakeConnection);
@@ -95,10 +101,9 @@ export class LockAcquirer {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(new LockAcquireAbortedError(reportedKey, signal.reason));
     const enclosingOwner = this.reentrantOwner(protocol);
-    if (enclosingOwner !== undefined || protocol.reentrancyKey === undefined || !this.holds.inTransaction()) {
-      return this.acquireAs(protocol, enclosingOwner, options, wait, reportedKey);
-    }
-    return this.holds.acquireInTransaction(protocol, (owner) => this.acquireAs(protocol, owner, options, wait, reportedKey));
+    const kept = enclosingOwner === undefined && protocol.reentrancyKey !== undefined && this.transactions.active ? this.transactions.checkOut(protocol) : undefined;
+    if (kept) return this.reenterKept(kept, protocol, options, wait, reportedKey);
+    return this.acquireAs(protocol, enclosingOwner, options, wait, reportedKey);
   }
 
   /** Stops every wait (they fail with `LockServiceClosedError`) and refuses new acquires. */
@@ -137,7 +142,7 @@ export class LockAcquirer {
     if (queueBehind > 0) return this.waitForLock(call, queueBehind);
     const afterFirstTry = (outcome: AttemptOutcome): HeldLockHandle | Promise<HeldLockHandle> | null => {
       if (outcome.acquired) return this.handleFor(call, outcome, sentAt);
-      if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
+      if (outcome.reason === 'section-lost') throw this.sectionLost(protocol);
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
       return this.waitForLock(call, 0);
@@ -175,7 +180,7 @@ export class LockAcquirer {
           acquired = true;
           return await this.handleFor(call, outcome, sentAt);
         }
-        if (outcome.waitMs === SECTION_HOLD_GONE) throw this.sectionLost(protocol);
+        if (outcome.reason === 'section-lost') throw this.sectionLost(protocol);
         woken = await this.waitForTurn(channel, outcome, protocol, deadline, options, reportedKey, woken);
       }
     } finally {
@@ -218,7 +223,7 @@ export class LockAcquirer {
         reject(this.unansweredTryError(protocol, sentAt, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
         attempt.then(
           // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
-          (outcome) => outcome.acquired && this.holds.releaseAbandoned(protocol, owner, hold),
+          (outcome) => outcome.acquired && this.abandoned.releaseAbandoned(protocol, owner, hold),
           (error: unknown) => this.undoIfUnknown(call, error, sentAt),
         );
       };
@@ -251,7 +256,7 @@ export class LockAcquirer {
    */
   private unansweredTryError(protocol: LockProtocol, sentAt: number, reportedKey: string | string[]): RedisConnectionError | undefined {
     const reachability = this.connection.reachability;
-    if (!reachability || protocol instanceof RedlockLockProtocol) return undefined;
+    if (!reachability || protocol.settlesOwnTries) return undefined;
     const action = `acquire lock ${formatKey(reportedKey)}`;
     if (reachability.isDown) return reachability.failure(action);
     const silentFor = performance.now() - sentAt;
@@ -265,13 +270,41 @@ export class LockAcquirer {
   /**
    * A try that failed without an answer from Redis (it was left unanswered, or the connection
    * dropped with it sent) may still run, or have run, in Redis: its hold, if granted, is undone
-   * there in the background (a re-entry's own hold only; see LockHoldRegistry.releaseUnknown), so
+   * there in the background (a re-entry's own hold only; see AbandonedHolds.releaseUnknown), so
    * the lock is not left held by nobody until its lease ends. An error Redis answered with is
    * known to have taken nothing. Redlock tries go to its masters, which settle their own.
    */
   private undoIfUnknown(call: AcquireCall, error: unknown, sentAt: number): void {
-    if (!(error instanceof RedisConnectionError) || RedisReachability.neverSent(error) || call.protocol instanceof RedlockLockProtocol) return;
-    this.holds.releaseUnknown(call.protocol, call.owner, call.hold, sentAt + call.options.leaseTime);
+    if (!(error instanceof RedisConnectionError) || RedisReachability.neverSent(error) || call.protocol.settlesOwnTries) return;
+    this.abandoned.releaseUnknown(call.protocol, call.owner, call.hold, sentAt + call.options.leaseTime);
+  }
+
+  /**
+   * Re-enters the hold that the current transaction kept of this lock (released earlier in it, its
+   * release deferred) instead of waiting for that release until COMMIT.
+   */
+  private async reenterKept(
+    kept: CheckedOutHold,
+    protocol: LockProtocol,
+    options: ResolvedAcquireOptions,
+    wait: boolean,
+    reportedKey: string | string[],
+  ): Promise<HeldLockHandle | null> {
+    let handle: HeldLockHandle | null = null;
+    let lapsed = false;
+    try {
+      handle = await this.acquireAs(protocol, kept.handle.owner, options, wait, reportedKey);
+      if (handle) this.transactions.reentered(kept, handle);
+      return handle;
+    } catch (error) {
+      // The kept hold's lease ran out meanwhile: nothing is left to re-enter, so this section
+      // takes the lock afresh (with a new, larger fencing token) like any other owner.
+      if (!(error instanceof LockLostError)) throw error;
+      lapsed = true;
+    } finally {
+      if (!handle && !lapsed) this.transactions.putBack(kept);
+    }
+    return this.acquireAs(protocol, undefined, options, wait, reportedKey);
   }
 
   /** The owner id an enclosing section of *this* acquirer holds the lock under, if any. */
@@ -296,7 +329,7 @@ export class LockAcquirer {
   /** Parks until a release message, the holder's lease end, the deadline, or an abort. */
   private async waitForTurn(
     channel: WakeChannel,
-    outcome: AttemptOutcome & { acquired: false },
+    outcome: AttemptRefusal,
     protocol: LockProtocol,
     deadline: number,
     options: ResolvedAcquireOptions,
@@ -306,11 +339,14 @@ export class LockAcquirer {
     const now = performance.now();
     const remaining = deadline - now;
     if (remaining <= 0) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
-    // -2: the key vanished since the try, go again now; -1: a key without expiry, which only a
-    // release can free, so only the deadline (or the heartbeat) bounds the wait.
-    if (outcome.waitMs === -2) return wasWoken;
-    if (outcome.waitMs >= 0) channel.heldUntil(now + outcome.waitMs);
-    let sleep = outcome.waitMs === -1 ? remaining : Math.min(outcome.waitMs, remaining);
+    // Held without a lease: only a release can free it, so only the deadline (or the heartbeat)
+    // bounds the wait.
+    if (outcome.reason === 'vanished') return wasWoken;
+    let sleep = remaining;
+    if (outcome.reason === 'held') {
+      channel.heldUntil(now + outcome.waitMs);
+      sleep = Math.min(outcome.waitMs, remaining);
+    }
     if (protocol.heartbeat !== undefined) sleep = Math.min(sleep, protocol.heartbeat);
     const reason = await channel.wait(sleep, options.signal, wasWoken);
     this.throwIfAborted(reason, reportedKey, options);

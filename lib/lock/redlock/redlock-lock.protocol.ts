@@ -19,9 +19,12 @@ import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
  * which try won, so the handle's release and renewal address that try's hold.
  */
 export class RedlockLockProtocol extends OwnerHashLockProtocol {
+  readonly kind = 'mutex';
   readonly wakesByOwner = false;
   readonly localFifo = true;
   readonly heartbeat = undefined;
+  /** Tries go to the masters, which hand back the grants of a try the quorum gave up on. */
+  override readonly settlesOwnTries = true;
   private collided = false;
   private tries = 0;
   /** The try that won: release and renewal of the handle go to its ids. */
@@ -35,9 +38,8 @@ export class RedlockLockProtocol extends OwnerHashLockProtocol {
   }
 
   /** The protocol for one acquire; refuses options that need a single Redis. */
-  static forAcquire(keys: LockKeys, quorum: RedlockQuorum, options: ResolvedAcquireOptions): RedlockLockProtocol {
-    if (options.fair) throw new UnsupportedInRedlockModeError('fair');
-    if (options.syncReplicas) throw new UnsupportedInRedlockModeError('syncReplicas');
+  static forAcquire(keys: LockKeys, quorum: RedlockQuorum, options: ResolvedAcquireOptions | undefined): RedlockLockProtocol {
+    if (options?.syncReplicas) throw new UnsupportedInRedlockModeError('syncReplicas', '`syncReplicas`');
     return new RedlockLockProtocol(keys, quorum);
   }
 

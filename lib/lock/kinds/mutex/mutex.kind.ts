@@ -1,13 +1,18 @@
 import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
 import type { RedisClient } from '../../../core/options/redis-lock-config.js';
-import { acquireLockScript } from './acquire-lock.lua.js';
-import { releaseLockScript } from './release-lock.lua.js';
-import { renewLocksScript } from './renew-locks.lua.js';
+import { attemptOutcome } from '../../protocols/attempt-reply.js';
+import type { LockKindDefinition } from '../../protocols/lock-kind.js';
 import type { AttemptMode, AttemptOutcome, Renewal } from '../../protocols/lock-protocol.interface.js';
 import { OwnerHashLockProtocol } from '../../protocols/owner-hash-lock.protocol.js';
+import { acquireLockScript } from './acquire-lock.lua.js';
+import { OWNER_HASH_INSPECTION } from './owner-hash-inspection.js';
+import { readLockScript } from './read-lock.lua.js';
+import { releaseLockScript } from './release-lock.lua.js';
+import { renewLocksScript } from './renew-locks.lua.js';
 
 /** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
-export class ReentrantLockProtocol extends OwnerHashLockProtocol {
+export class MutexProtocol extends OwnerHashLockProtocol {
+  readonly kind: 'mutex' | 'fair' = 'mutex';
   readonly wakesByOwner: boolean = false;
   readonly localFifo: boolean = true;
   readonly heartbeat: number | undefined = undefined;
@@ -19,9 +24,9 @@ export class ReentrantLockProtocol extends OwnerHashLockProtocol {
         [this.keys.owners, this.keys.fence],
         [owner, leaseTime, mode.reentry ? '1' : '0', '', mode.hold, mode.waiting ? 'waiting' : mode.willWait ? 'wait' : ''],
       )
-      .then(([ok, value]) => {
-        if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
-        return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+      .then(([granted, value]) => {
+        if (granted === -2) throw new LockKindConflictError(this.name, 'exclusive');
+        return attemptOutcome(granted, value);
       });
   }
 
@@ -37,3 +42,16 @@ export class ReentrantLockProtocol extends OwnerHashLockProtocol {
     return { script: renewLocksScript, keys: [this.keys.owners], member: owner };
   }
 }
+
+/**
+ * The plain exclusive lock (`acquire`, `tryAcquire`, `using`, `@WithLock`). Its owner hash is the
+ * key family the fair and read/write locks share, so its inspection reads theirs too; in Redlock
+ * mode it is the one kind taken on a quorum of masters.
+ */
+export const MUTEX: LockKindDefinition = {
+  name: 'mutex',
+  scripts: [acquireLockScript, releaseLockScript, renewLocksScript, readLockScript],
+  redlock: 'quorum',
+  inspection: OWNER_HASH_INSPECTION,
+  protocol: (name, _variant, { keySpace }) => new MutexProtocol(keySpace.lock(name)),
+};
