@@ -16,6 +16,9 @@ import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { AbandonedHolds } from './abandoned-holds.js';
+import type { AcquireCall } from './bounded-try.js';
+import { awaitReplicas } from './replica-sync.js';
+import { LockAcquireAbortedError } from '../core/errors/lock-acquire-aborted.error.js';
 import { TransactionHolds } from './transaction-holds.js';
 
 /**
@@ -56,11 +59,19 @@ export class LockHoldRegistry implements HeldLockOperations {
     );
   }
 
-  /** The handle of a hold just taken in Redis by a command sent at `sentAt`; watched when the options say so. */
-  issue(protocol: LockProtocol, owner: string, hold: string, fencingToken: string, sentAt: number, options: ResolvedAcquireOptions): HeldLockHandle {
-    const handle = new HeldLockHandle(protocol, owner, hold, fencingToken, options.leaseTime, options.watchdog, sentAt, this);
-    if (options.watchdog) this.watchdog.watch(handle);
-    return handle;
+  /**
+   * The handle of a hold that `call` was just granted in Redis (under `owner`, by a command sent at
+   * `sentAt`); watched when the options say so. A promise only when replicas must confirm first
+   * (`syncReplicas`) or the caller gave up meanwhile (the hold is then handed straight back).
+   */
+  issue(call: AcquireCall, owner: string, fencingToken: string, sentAt: number): HeldLockHandle | Promise<HeldLockHandle> {
+    const { protocol, options } = call;
+    if (!options.syncReplicas) return this.handOut(call, owner, fencingToken, sentAt);
+    // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
+    // deferred by an enclosing transaction, not watched).
+    return awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
+      protocol.release(this.connection.client, owner, this.publishCommand, call.hold),
+    ).then(() => this.handOut(call, owner, fencingToken, sentAt));
   }
 
   /**
@@ -180,6 +191,20 @@ export class LockHoldRegistry implements HeldLockOperations {
    */
   private releaseLost(handle: HeldLockHandle): void {
     this.abandoned.releaseAbandoned(handle.protocol, handle.owner, handle.hold);
+  }
+
+  private handOut(call: AcquireCall, owner: string, fencingToken: string, sentAt: number): HeldLockHandle | Promise<never> {
+    const { options } = call;
+    const handle = new HeldLockHandle(call.protocol, owner, call.hold, fencingToken, options.leaseTime, options.watchdog, sentAt, this);
+    if (options.watchdog) this.watchdog.watch(handle);
+    // The caller gave up while the winning try was in flight: hand the lock straight back.
+    if (options.signal?.aborted) {
+      const reason: unknown = options.signal.reason;
+      return handle.release().then(() => {
+        throw new LockAcquireAbortedError(call.reportedKey, reason);
+      });
+    }
+    return handle;
   }
 
   private forget(handle: HeldLockHandle): void {
