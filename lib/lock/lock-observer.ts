@@ -36,7 +36,7 @@ export class LockObserver {
 
   /**
    * A `lock.acquire` span around `run` when tracing is on; a multi-key lock is named by its sorted
-   * keys. `kind`: the lock's kind (LockKindName), or a read/write lock's side; by default the
+   * keys. `kind`: the name of the lock's kind (LOCK_KINDS), or a read/write lock's side; by default the
    * exclusive lock's (plain or fair).
    */
   traceAcquire<T extends LockHandle | null>(

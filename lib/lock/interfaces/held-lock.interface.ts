@@ -1,5 +1,3 @@
-import type { LockKindName } from './lock-kind-name.js';
-
 /** A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease. */
 export interface LockHolder {
   /** The owner id, `<clientId>:<contextId>` (for a semaphore: the permit's owner). */
@@ -14,8 +12,11 @@ export interface LockHolder {
 
 /** A lock held at the time of the read. */
 export interface HeldLock {
-  /** Its kind; a fair lock reads as `'mutex'` (the same owner hash; its queue is counted in `waiting`). */
-  readonly kind: Exclude<LockKindName, 'fair'>;
+  /**
+   * The name of its kind in LOCK_KINDS: `mutex`, `read-write`, `semaphore` (a fair lock reads as
+   * `mutex`: the same owner hash; its queue is counted in `waiting`).
+   */
+  readonly kind: string;
   /** The lock's name as given to `LockService`, e.g. `order:42`. */
   readonly name: string;
   /** The Redis key of the owner hash (or semaphore zset). */

@@ -2,7 +2,6 @@ import type { RedisKeySpace } from '../../core/keys/redis-key-space.js';
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
 import type { HeldLock } from '../interfaces/held-lock.interface.js';
-import type { LockKindName } from '../interfaces/lock-kind-name.js';
 import type { LockProtocol } from './lock-protocol.interface.js';
 
 /** What a kind needs to build the protocol of one of its locks. */
@@ -31,7 +30,11 @@ export interface LockKindInspection {
  * `Variant` is what a caller chooses per lock besides its name (a read/write side, a permit count).
  */
 export interface LockKindDefinition<Variant = undefined> {
-  readonly name: LockKindName;
+  /**
+   * The kind's one name wherever a kind is named: spans (`lock.kind`, where a read/write lock names
+   * its side), the inspector, errors (`UnsupportedInRedlockModeError.feature`). Lower case, dashed.
+   */
+  readonly name: string;
   /** Every script the kind runs (its folder's `*.lua.ts`), for preloading. */
   readonly scripts: readonly RedisScript[];
   /**

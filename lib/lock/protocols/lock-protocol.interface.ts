@@ -1,6 +1,5 @@
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
-import type { LockKindName } from '../interfaces/lock-kind-name.js';
 
 /** Outcome of one acquire attempt. */
 export type AttemptOutcome =
@@ -80,8 +79,8 @@ export interface RenewalTarget {
  * `LockAcquirer` (waiting) and `LockHoldRegistry` (watchdog, handles) treat all kinds the same way.
  */
 export interface LockProtocol {
-  /** The kind of lock (see LOCK_KINDS). */
-  readonly kind: LockKindName;
+  /** The name of its kind's entry in LOCK_KINDS (`mutex`, `fair`, `read-write`, `semaphore`). */
+  readonly kind: string;
   /** A read/write lock's side; undefined for every other kind. */
   readonly side?: 'read' | 'write';
   /** The name the user gave. */

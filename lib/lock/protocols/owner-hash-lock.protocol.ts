@@ -1,4 +1,3 @@
-import type { LockKindName } from '../interfaces/lock-kind-name.js';
 import type { LockKeys } from '../../core/keys/redis-key-space.js';
 import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
@@ -9,7 +8,7 @@ import type { RedisClient } from '../../core/options/redis-lock-config.js';
  * the hash's Redis key whichever kind took it.
  */
 export abstract class OwnerHashLockProtocol implements LockProtocol {
-  abstract readonly kind: LockKindName;
+  abstract readonly kind: string;
   abstract readonly wakesByOwner: boolean;
   abstract readonly localFifo: boolean;
   abstract readonly heartbeat: number | undefined;

@@ -12,7 +12,7 @@ import { renewLocksScript } from './renew-locks.lua.js';
 
 /** The default lock: exclusive, reentrant within a lock section, any waiter may win a release. */
 export class MutexProtocol extends OwnerHashLockProtocol {
-  readonly kind: 'mutex' | 'fair' = 'mutex';
+  readonly kind: string = 'mutex';
   readonly wakesByOwner: boolean = false;
   readonly localFifo: boolean = true;
   readonly heartbeat: number | undefined = undefined;
