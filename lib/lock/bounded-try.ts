@@ -40,7 +40,12 @@ export interface AcquireCall {
 }
 
 /** What a granted try becomes: its handle (see `LockHoldRegistry.issue`). */
-export type IssueHandle = (call: AcquireCall, owner: string, fencingToken: string, sentAt: number) => HeldLockHandle | Promise<HeldLockHandle>;
+export type IssueHandle = (
+  call: AcquireCall,
+  owner: string,
+  fencingToken: string,
+  sentAt: number,
+) => HeldLockHandle | Promise<HeldLockHandle>;
 
 /**
  * The tries of acquire calls, each bounded by its call's deadline: a try Redis leaves unanswered
@@ -83,7 +88,12 @@ export class BoundedTries {
    * handle (the lease counted from `leaseFrom`); a refusal goes to `refused`, inside the same promise
    * (its throw rejects it).
    */
-  before<T>(call: AcquireCall, waiting: boolean, leaseFrom: number, refused: (refusal: AttemptRefusal) => T): Promise<HeldLockHandle | Awaited<T>> {
+  before<T>(
+    call: AcquireCall,
+    waiting: boolean,
+    leaseFrom: number,
+    refused: (refusal: AttemptRefusal) => T,
+  ): Promise<HeldLockHandle | Awaited<T>> {
     const { protocol, owner, hold, options, deadline, reportedKey } = call;
     const mode: AttemptMode = { willWait: true, reentry: call.reentry, hold, waiting };
     const sentAt = performance.now();

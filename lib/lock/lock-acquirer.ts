@@ -57,7 +57,7 @@ export class LockAcquirer {
     private readonly logger: Logger,
   ) {
     this.wake = new WakeSubscriber(wakeConnection);
-    this.tries = new BoundedTries(connection, abandoned, (call, owner, fencingToken, sentAt) => holds.issue(call, owner, fencingToken, sentAt));
+    this.tries = new BoundedTries(connection, abandoned, (call, owner, token, sentAt) => holds.issue(call, owner, token, sentAt));
     // Parked waiters wait for a message, not a reply: once Redis is unreachable past the bound
     // they try again at once, and that try fails fast with RedisConnectionError.
     this.stopWatching = connection.onUnreachable(() => this.wake.wakeAll());
@@ -73,7 +73,8 @@ export class LockAcquirer {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(new LockAcquireAbortedError(reportedKey, signal.reason));
     const enclosingOwner = this.reentrantOwner(protocol);
-    const kept = enclosingOwner === undefined && protocol.reentrancyKey !== undefined && this.transactions.active ? this.transactions.checkOut(protocol) : undefined;
+    const mayKeep = enclosingOwner === undefined && protocol.reentrancyKey !== undefined && this.transactions.active;
+    const kept = mayKeep ? this.transactions.checkOut(protocol) : undefined;
     if (kept) return this.reenterKept(kept, protocol, options, wait, reportedKey);
     return this.acquireAs(protocol, enclosingOwner, options, wait, reportedKey);
   }

@@ -151,7 +151,9 @@ export class LockHoldRegistry implements HeldLockOperations {
         this.transactions.undone(h);
         // Nobody else will release it: with Redis out of reach, it is retried until its lease ends.
         return this.releaseNow(h).catch((error: unknown) => {
-          if (error instanceof RedisConnectionError) this.abandoned.releaseUnknown(h.protocol, h.owner, h.hold, performance.now() + h.leaseTime);
+          if (error instanceof RedisConnectionError) {
+            this.abandoned.releaseUnknown(h.protocol, h.owner, h.hold, performance.now() + h.leaseTime);
+          }
           throw error;
         });
       }),

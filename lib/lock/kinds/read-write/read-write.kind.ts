@@ -90,7 +90,13 @@ export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
  */
 export const READ_WRITE: LockKindDefinition<'read' | 'write'> = {
   name: 'read-write',
-  scripts: [acquireReadLockScript, acquireWriteLockScript, releaseReadWriteLockScript, renewReadWriteLocksScript, leaveReadWriteWritersScript],
+  scripts: [
+    acquireReadLockScript,
+    acquireWriteLockScript,
+    releaseReadWriteLockScript,
+    renewReadWriteLocksScript,
+    leaveReadWriteWritersScript,
+  ],
   redlock: { described: 'A read/write lock (`readWrite()`)' },
   protocol: (name, side, { keySpace }) => new ReadWriteLockProtocol(keySpace.lock(name), side),
 };

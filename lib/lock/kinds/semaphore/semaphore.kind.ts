@@ -65,7 +65,9 @@ export const SEMAPHORE: LockKindDefinition<number> = {
   scripts: [acquirePermitScript, releasePermitScript, renewPermitsScript, readSemaphoreScript],
   redlock: { described: 'A semaphore (`semaphore()`)' },
   checkVariant(permits) {
-    if (!Number.isInteger(permits) || permits < 1) throw new InvalidOptionsError('permits', `got ${String(permits)}; use a whole number >= 1`);
+    if (!Number.isInteger(permits) || permits < 1) {
+      throw new InvalidOptionsError('permits', `got ${String(permits)}; use a whole number >= 1`);
+    }
   },
   protocol: (name, permits, { keySpace }) => new SemaphoreProtocol(keySpace.semaphore(name), permits),
   inspection: {
