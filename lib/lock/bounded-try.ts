@@ -6,6 +6,7 @@ import type { AbandonedHolds } from './abandoned-holds.js';
 import { DeadlineList } from './deadline-list.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
+import type { LockHoldRegistry } from './lock-hold-registry.js';
 import type { AttemptMode, AttemptOutcome, AttemptRefusal, LockProtocol } from './protocols/lock-protocol.interface.js';
 
 /**
@@ -39,13 +40,6 @@ export interface AcquireCall {
   granted?: boolean;
 }
 
-/** What a granted try becomes: its handle (see `LockHoldRegistry.issue`). */
-export type IssueHandle = (
-  call: AcquireCall,
-  owner: string,
-  fencingToken: string,
-  sentAt: number,
-) => HeldLockHandle | Promise<HeldLockHandle>;
 
 /**
  * The tries of acquire calls, each bounded by its call's deadline: a try Redis leaves unanswered
@@ -61,7 +55,8 @@ export class BoundedTries {
   constructor(
     private readonly connection: RedisConnection,
     private readonly abandoned: AbandonedHolds,
-    private readonly issue: IssueHandle,
+    /** Where a granted try becomes its handle. */
+    private readonly holds: Pick<LockHoldRegistry, 'issue'>,
   ) {}
 
   /**
@@ -149,7 +144,7 @@ export class BoundedTries {
   private settle<T>(call: AcquireCall, outcome: AttemptOutcome, leaseFrom: number, refused: (refusal: AttemptRefusal) => T) {
     if (!outcome.acquired) return refused(outcome);
     call.granted = true;
-    return this.issue(call, outcome.owner ?? call.owner, outcome.fencingToken, leaseFrom);
+    return this.holds.issue(call, outcome.owner ?? call.owner, outcome.fencingToken, leaseFrom);
   }
 
   /**

@@ -57,7 +57,7 @@ export class LockAcquirer {
     private readonly logger: Logger,
   ) {
     this.wake = new WakeSubscriber(wakeConnection);
-    this.tries = new BoundedTries(connection, abandoned, (call, owner, token, sentAt) => holds.issue(call, owner, token, sentAt));
+    this.tries = new BoundedTries(connection, abandoned, holds);
     // Parked waiters wait for a message, not a reply: once Redis is unreachable past the bound
     // they try again at once, and that try fails fast with RedisConnectionError.
     this.stopWatching = connection.onUnreachable(() => this.wake.wakeAll());
