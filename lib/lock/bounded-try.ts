@@ -37,7 +37,7 @@ export interface AcquireCall {
   readonly deadline: number;
   readonly reportedKey: string | string[];
   /** Set once a try of the call was granted (its hold is then the handle's, even if issuing it fails). */
-  granted?: boolean;
+  granted: boolean;
 }
 
 

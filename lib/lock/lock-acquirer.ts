@@ -106,7 +106,7 @@ export class LockAcquirer {
     // lease from here errs on the early side only).
     const sentAt = performance.now();
     const deadline = sentAt + options.waitTimeout;
-    const call: AcquireCall = { protocol, owner, hold, reentry, options, deadline, reportedKey };
+    const call: AcquireCall = { protocol, owner, hold, reentry, options, deadline, reportedKey, granted: false };
 
     // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
     // newcomer queues behind them instead of barging in the moment a release frees the key.
