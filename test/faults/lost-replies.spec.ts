@@ -13,8 +13,8 @@ import { setGroupLimitScript } from '../../lib/delay-queue/scripts/set-group-lim
 import { releaseGroupTurnScript } from '../../lib/delay-queue/scripts/release-group-turn.lua.js';
 import { deleteDeadJobScript } from '../../lib/delay-queue/scripts/delete-dead-job.lua.js';
 import { listJobsScript } from '../../lib/delay-queue/scripts/list-jobs.lua.js';
-import { readLockScript } from '../../lib/lock/scripts/read-lock.lua.js';
-import { readSemaphoreScript } from '../../lib/lock/scripts/read-semaphore.lua.js';
+import { readLockScript } from '../../lib/lock/kinds/mutex/read-lock.lua.js';
+import { readSemaphoreScript } from '../../lib/lock/kinds/semaphore/read-semaphore.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
@@ -23,19 +23,19 @@ import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-jo
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { setProgressScript } from '../../lib/delay-queue/scripts/set-progress.lua.js';
-import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua.js';
-import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
-import { leaveFairQueueScript } from '../../lib/lock/scripts/leave-fair-queue.lua.js';
-import { acquireReadLockScript } from '../../lib/lock/scripts/acquire-read-lock.lua.js';
-import { acquireWriteLockScript } from '../../lib/lock/scripts/acquire-write-lock.lua.js';
-import { leaveReadWriteWritersScript } from '../../lib/lock/scripts/leave-read-write-writers.lua.js';
-import { releaseReadWriteLockScript } from '../../lib/lock/scripts/release-read-write-lock.lua.js';
-import { renewReadWriteLocksScript } from '../../lib/lock/scripts/renew-read-write-locks.lua.js';
-import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
-import { renewLocksScript } from '../../lib/lock/scripts/renew-locks.lua.js';
-import { acquirePermitScript } from '../../lib/lock/scripts/acquire-permit.lua.js';
-import { releasePermitScript } from '../../lib/lock/scripts/release-permit.lua.js';
-import { renewPermitsScript } from '../../lib/lock/scripts/renew-permits.lua.js';
+import { acquireFairLockScript } from '../../lib/lock/kinds/fair/acquire-fair-lock.lua.js';
+import { acquireLockScript } from '../../lib/lock/kinds/mutex/acquire-lock.lua.js';
+import { leaveFairQueueScript } from '../../lib/lock/kinds/fair/leave-fair-queue.lua.js';
+import { acquireReadLockScript } from '../../lib/lock/kinds/read-write/acquire-read-lock.lua.js';
+import { acquireWriteLockScript } from '../../lib/lock/kinds/read-write/acquire-write-lock.lua.js';
+import { leaveReadWriteWritersScript } from '../../lib/lock/kinds/read-write/leave-read-write-writers.lua.js';
+import { releaseReadWriteLockScript } from '../../lib/lock/kinds/read-write/release-read-write-lock.lua.js';
+import { renewReadWriteLocksScript } from '../../lib/lock/kinds/read-write/renew-read-write-locks.lua.js';
+import { releaseLockScript } from '../../lib/lock/kinds/mutex/release-lock.lua.js';
+import { renewLocksScript } from '../../lib/lock/kinds/mutex/renew-locks.lua.js';
+import { acquirePermitScript } from '../../lib/lock/kinds/semaphore/acquire-permit.lua.js';
+import { releasePermitScript } from '../../lib/lock/kinds/semaphore/release-permit.lua.js';
+import { renewPermitsScript } from '../../lib/lock/kinds/semaphore/renew-permits.lua.js';
 import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua.js';
 import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua.js';
 import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.js';
@@ -803,7 +803,7 @@ const jobRows: LostReplyRow[] = [
     name: 'cancel waiting (dashboard): a cancel run twice still answers cancelled and the job is gone',
     script: cancelWaitingJobScript,
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'cancelled-waiting', delay: 60_000 }),
-    act: (ctx, id) => ctx.inspector.cancelWaiting(TOPIC, id),
+    act: (ctx, id) => ctx.commands.cancelWaiting(TOPIC, id),
     check: async (ctx, id, outcome) => {
       expect(outcome).toBe('cancelled');
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
@@ -820,7 +820,7 @@ const jobRows: LostReplyRow[] = [
       await consumer.close();
       return 'buried';
     },
-    act: (ctx, id) => ctx.inspector.deleteDead(TOPIC, id),
+    act: (ctx, id) => ctx.commands.deleteDead(TOPIC, id),
     check: async (ctx, id, deleted) => {
       expect(deleted).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
