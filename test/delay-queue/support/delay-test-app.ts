@@ -1,6 +1,6 @@
 import type { Provider, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule, type RedisLockModuleOptions } from '../../../lib/index.js';
+import { DelayQueueService, RedisLockModule, type Consumer, type RedisLockModuleOptions } from '../../../lib/index.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../../support/test-app.js';
 import { useResource } from '../../support/use-resource.js';
 
@@ -52,4 +52,15 @@ export function useDelayApp(
     () => createDelayApp(typeof options === 'function' ? options() : options, providers),
     (t) => t.close(),
   );
+}
+
+/** The consumers and apps a test of the block pushes here are closed after it, consumers first. */
+export function useClosedAfterEach(): { readonly consumers: Consumer[]; readonly apps: DelayTestApp[] } {
+  const consumers: Consumer[] = [];
+  const apps: DelayTestApp[] = [];
+  afterEach(async () => {
+    await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+  return { consumers, apps };
 }
