@@ -78,7 +78,8 @@ describe('a consumer paused past its visibility timeout writes after another con
     // The paused consumer resumes and finishes its handler at once: its write comes late.
     paused.kill('SIGCONT');
     paused.kill('SIGUSR2');
-    const late = await reportedBy<{ id: string; attempt: number; token: string; accepted: boolean; abortedBeforeWrite: boolean; reason?: string }>(paused, 'wrote');
+    type Wrote = { id: string; attempt: number; token: string; accepted: boolean; abortedBeforeWrite: boolean; reason?: string };
+    const late = await reportedBy<Wrote>(paused, 'wrote');
     expect(late).toMatchObject({ id, attempt: 1, token: stale.token, accepted: false });
 
     // The checker over every recorded write: accepted tokens only grow per row, nothing above the fence was refused.

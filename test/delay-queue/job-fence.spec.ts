@@ -179,7 +179,10 @@ describe('JobContext.fencingToken', () => {
 
 describe('JobContext.fencingToken after Redis lost the counter', () => {
   const onServer = useAppOnLocalRedis(
-    async (server) => ({ delay: await createDelayApp({ redis: server.url }), redis: new Redis(server.url, { maxRetriesPerRequest: null }) }),
+    async (server) => ({
+      delay: await createDelayApp({ redis: server.url }),
+      redis: new Redis(server.url, { maxRetriesPerRequest: null }),
+    }),
     async ({ delay, redis }) => {
       await delay.close();
       redis.disconnect();

@@ -31,7 +31,10 @@ class WellSpelt {
 }
 
 /** What bootstrapping an app with `providers` fails with (undefined, the app closed again, if it starts). */
-function bootstrapError(options: Parameters<typeof createDelayApp>[0], providers: Parameters<typeof createDelayApp>[1] = []): Promise<unknown> {
+function bootstrapError(
+  options: Parameters<typeof createDelayApp>[0],
+  providers: Parameters<typeof createDelayApp>[1] = [],
+): Promise<unknown> {
   return startupFailure(() => createDelayApp(options, providers));
 }
 

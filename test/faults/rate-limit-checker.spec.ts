@@ -54,7 +54,10 @@ describe('rate limit across instances (randomized, checked)', () => {
   });
 
   /** Three consumer processes, each reaching Redis through a fault proxy of its own, and a producer app; the hooks stop them. */
-  async function startFleet(keyPrefix: string, env: (slot: number) => Record<string, string>): Promise<{ workers: WorkerFleet; queue: DelayQueueService }> {
+  async function startFleet(
+    keyPrefix: string,
+    env: (slot: number) => Record<string, string>,
+  ): Promise<{ workers: WorkerFleet; queue: DelayQueueService }> {
     const redis = new URL(testRedisUrl());
     for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ host: redis.hostname, port: Number(redis.port) }));
     const workers = new WorkerFleet(3, (slot) => ({ REDIS_URL: proxies[slot].url, KEY_PREFIX: keyPrefix, TOPIC, ...env(slot) }));
@@ -159,7 +162,8 @@ describe('rate limit across instances (randomized, checked)', () => {
     const { settled, handled, dead } = await settle(workers, queue, scheduled, 60_000);
 
     const starts = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m }));
-    const { violations, figures } = checkRateLimit({ max, duration, claims: starts, scheduled, handled, dead, killsM: [...workers.killedAt.values()] });
+    const killsM = [...workers.killedAt.values()];
+    const { violations, figures } = checkRateLimit({ max, duration, claims: starts, scheduled, handled, dead, killsM });
     log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies()}${settled ? '' : ' (not every job handled within 60 s)'}`);
     if (violations.length > 0 || workers.problems.length > 0) {
       throw new Error(

@@ -34,7 +34,15 @@ interface SwSummary {
 
 function runChecker(seed: number): Promise<SummarizedRun<SwSummary>> {
   return runSummarized(
-    ['--import', join(ROOT, 'tools', 'typescript-loader', 'register.js'), join(ROOT, 'tools', 'soak', 'scheduled-work', 'driver.ts'), ...ARGS, '--seed', String(seed), '--json'],
+    [
+      '--import',
+      join(ROOT, 'tools', 'typescript-loader', 'register.js'),
+      join(ROOT, 'tools', 'soak', 'scheduled-work', 'driver.ts'),
+      ...ARGS,
+      '--seed',
+      String(seed),
+      '--json',
+    ],
     'SW_SUMMARY',
   );
 }

@@ -43,7 +43,8 @@ describe('RedisLockMetricsModule: leadership and @OnOneInstance leases', () => {
     await metrics.get(NightlyReport).run();
     expect(metrics.get(NightlyReport).runs).toBe(1);
     expect(await metrics.value('redis_lock_one_instance_lease_changes_total', { key: 'metrics-report', change: 'acquired' })).toBe(1);
-    expect(await metrics.value('redis_lock_one_instance_skipped_total', { key: 'metrics-report', reason: 'still-running' })).toBeUndefined();
+    const stillRunning = { key: 'metrics-report', reason: 'still-running' };
+    expect(await metrics.value('redis_lock_one_instance_skipped_total', stillRunning)).toBeUndefined();
 
     // Calls made while a run goes on are skipped and counted.
     const report = metrics.get(NightlyReport);

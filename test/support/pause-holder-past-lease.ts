@@ -17,7 +17,12 @@ export interface PausedHolderReport {
  * after the stop: the fixture reports the first turn that comes more than a lease after the one
  * before. A report printed before the resume fails the call. The process is killed at the end.
  */
-export async function pauseHolderPastLease(kind: string, keyPrefix: string, leaseMs: number, takeOver: () => Promise<unknown>): Promise<PausedHolderReport> {
+export async function pauseHolderPastLease(
+  kind: string,
+  keyPrefix: string,
+  leaseMs: number,
+  takeOver: () => Promise<unknown>,
+): Promise<PausedHolderReport> {
   const paused = spawnFixture('paused-holder.ts', [testRedisUrl(), keyPrefix, kind, String(leaseMs)]);
   try {
     const heldToken = (await waitForLine(paused, /^HELD /, 40_000)).split(' ')[1];
