@@ -87,8 +87,9 @@ describe('RedisLockMetricsModule', () => {
       await metrics.queue.schedule('metrics.jobs', { fail: false });
       await metrics.queue.schedule('metrics.jobs', { fail: true });
       await metrics.queue.schedule('metrics.jobs', { fail: false }, { delay: 60_000 });
-      await waitFor(async () => (await metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'dead' })) === 1, 10_000, 'a dead job');
-      await waitFor(async () => (await metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'succeeded' })) === 1, 10_000, 'a success');
+      const jobs = (outcome: string) => metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome });
+      await waitFor(async () => (await jobs('dead')) === 1, 10_000, 'a dead job');
+      await waitFor(async () => (await jobs('succeeded')) === 1, 10_000, 'a success');
     } finally {
       await consumer.close();
     }
@@ -115,7 +116,10 @@ describe('RedisLockMetricsModule', () => {
     expect((await metrics.queue.scheduleWithResult(topic, { n: 1 }, { id: 'once', delay: 60_000 })).status).toBe('created');
     expect((await metrics.queue.scheduleWithResult(topic, { n: 2 }, { id: 'once', delay: 60_000 })).status).toBe('existing');
     expect(await metrics.queue.schedule(topic, { n: 3 }, { id: 'once', delay: 60_000 })).toBe('once');
-    await metrics.queue.scheduleMany(topic, [{ payload: { n: 4 }, id: 'once', delay: 60_000 }, { payload: { n: 5 }, id: 'other', delay: 60_000 }]);
+    await metrics.queue.scheduleMany(topic, [
+      { payload: { n: 4 }, id: 'once', delay: 60_000 },
+      { payload: { n: 5 }, id: 'other', delay: 60_000 },
+    ]);
     expect((await metrics.queue.scheduleWithResult(topic, { n: 6 }, { id: 'once', delay: 60_000, replace: true })).status).toBe('replaced');
     expect(await count('scheduled')).toBe(2);
     expect(await count('duplicate')).toBe(3);
