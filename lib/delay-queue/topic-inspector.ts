@@ -6,7 +6,7 @@ import { scanKeys } from '../core/redis/scan-keys.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
-import { decodeJob, decodeJobLeniently } from './jobs/job-codec.js';
+import { decodeHeader, decodeJobLeniently } from './jobs/job-codec.js';
 import { JobWriter } from './writer/job-writer.js';
 import { completedReadScriptKeys, topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
 import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
@@ -319,7 +319,7 @@ function toListedJob(
   let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
   try {
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
-    job = decodeJob(`${row.header},"p":null}`); // the header alone, with a stand-in payload
+    job = decodeHeader(row.header);
   } catch (error) {
     job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
   }

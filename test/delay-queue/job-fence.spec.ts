@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { JobContext, OnDelayed, type Consumer } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { readClaimToken } from '../../lib/delay-queue/jobs/job-codec.js';
+import { encodeJobBody, readClaimToken, splitBody } from '../../lib/delay-queue/jobs/job-codec.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
@@ -230,8 +230,9 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
     const stale = (await claimByHand(redis, app.keyPrefix, topic, `${app.keyPrefix}:job-floor-claim`, 1, 200)).get(id)!;
     // As if the server clock had gone back an hour since that claim, and the counter had been lost.
     const ahead = BigInt(stale) + 3_600_000_000n;
-    const body = (await redis.hget(keys.jobs, id))!;
-    await redis.hset(keys.jobs, id, body.replace(`{"g":${stale},`, `{"g":${ahead},`));
+    const { fields, payloadJson } = splitBody((await redis.hget(keys.jobs, id))!)!;
+    expect(fields.token).toBe(stale);
+    await redis.hset(keys.jobs, id, encodeJobBody({ ...fields, token: ahead.toString() }, payloadJson));
     await redis.del(keys.fence);
     const got = deferred<string>();
     const consumer = app.queue.consume(topic, (_payload, job) => got.resolve(job.fencingToken));

@@ -93,7 +93,7 @@ for _, id in ipairs(expired) do
   local body = redis.call('hget', JOBS, id)
   if body then
     local attempts = attemptsOf(body) or math.huge
-    local maxAttempts = tonumber(string.match(body, '^{"g":%d+,"a":%d+,"c":%d+,"m":(%d+),')) or defaultMaxAttempts
+    local maxAttempts = maxAttemptsOf(body) or defaultMaxAttempts
     local requeued = attempts < maxAttempts
     if requeued then
       redis.call('zadd', DUE, scoreFor(nowMs), id)
@@ -188,22 +188,23 @@ elseif allowed > 0 and not paused then
     local taken, floors = {}, {}
     for k, id in ipairs(ids) do
       local body = bodies[k]
-      local g, a, rest
-      if body then g, a, rest = string.match(body, '^{"g":(%d+),"a":(%d+)(.*)$') end
-      if body and not g then
+      local job, from, to
+      if body then job, from, to = jobHeader(body) end
+      if body and not job then
         -- Unreadable: park it with the dead letters instead of failing every claim of the topic.
         bury(id, body, 'null', deadMaxCount, deadMaxAge)
       elseif body then
-        taken[#taken + 1] = { id, tonumber(a), rest, scores[k] }
-        floors[#floors + 1] = tonumber(g) + 1
+        taken[#taken + 1] = { id, job, body, from, to, scores[k] }
+        floors[#floors + 1] = tonumber(job.token) + 1
       end
     end
     -- One token per delivery, above every token of the topic shard and of the job before it.
     local tokens = issueFences(FENCE, floors, visibility)
     local activeArgs, bodyArgs, recordArgs = {}, {}, {}
     for k, job in ipairs(taken) do
-      local id, token, dueScore = job[1], tokens[k], job[4]
-      local body = '{"g":' .. token .. ',"a":' .. fmt(job[2] + 1) .. job[3]
+      local id, token, dueScore, header = job[1], tokens[k], job[6], job[2]
+      header.token, header.attempts = token, tonumber(header.attempts) + 1
+      local body = jobBody(header, job[3], job[4], job[5])
       bodyArgs[#bodyArgs + 1] = id
       bodyArgs[#bodyArgs + 1] = body
       activeArgs[#activeArgs + 1] = deadline

@@ -2,12 +2,10 @@ import { RedisScript } from '../../core/redis/redis-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
- * Records a running job's progress (`JobContext.progress`) in its body's `o` field (see
- * job-codec.ts), replacing the previous one, if the job is still claimed under the given token: a
+ * Records a running job's progress (`JobContext.progress`) in its header's `progress` field (see
+ * jobs/job-fields.ts), replacing the previous one, if the job is still claimed under the given token: a
  * delivery that lost its job (cancelled, replaced, visibility passed and claimed again) writes
- * nothing. The field sits before `e`, as a JSON string (no bare quote), so the scripts' searches for
- * `,"e":` and `,"p":` still find the library's own separators; it stays through retries until the
- * next progress() call, and with a kept completed job.
+ * nothing. It stays through retries until the next progress() call, and with a kept completed job.
  *
  * KEYS  the five topic keys, KEYS[6] unused, KEYS[7] the shard's cancel tombstones (see
  *       cancel-job.lua.ts; the same keys as extend-jobs)
@@ -26,12 +24,7 @@ if not body then
   if KEYS[7] and redis.call('zscore', KEYS[7], ARGV[2] .. ':' .. id) then return 2 end
   return 0
 end
-local e = string.find(body, ',"e":', 1, true)
-if not e then return 0 end
-local head = string.sub(body, 1, e - 1)
-local o = string.find(head, ',"o":"', 1, true)
-if o then head = string.sub(head, 1, o - 1) end
-redis.call('hset', JOBS, id, head .. ',"o":' .. ARGV[3] .. string.sub(body, e))
+redis.call('hset', JOBS, id, withJobFields(body, { progress = ARGV[3] }))
 return 1
 `,
   [LUA_TOPIC_PRELUDE],
