@@ -38,7 +38,7 @@ export interface DecodedJob<T = unknown> {
 export const MAX_PROGRESS_BYTES = 8_192;
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const UNREADABLE = 'Unreadable job body (written by hand or by an incompatible version): ';
-const CODE_OF = Object.fromEntries(JOB_FIELDS.map((field) => [field.name, field.code])) as Record<JobFieldName, string>;
+const REQUIRED_CODES = (JOB_FIELDS as readonly JobField[]).filter((field) => field.required).map((field) => field.code);
 const FIELD_OF_CODE = new Map<string, JobField>(JOB_FIELDS.map((field) => [field.code, field]));
 /** A format-2 field's value: a uint, a text or JSON, never a control character. */
 // eslint-disable-next-line no-control-regex
@@ -64,7 +64,7 @@ export function encodeBodyTail(
   group?: string,
 ): string {
   return (
-    encodeHeaderFields({
+    encodeFields({
       maxAttempts: maxAttempts === undefined ? undefined : String(maxAttempts),
       backoff: backoff && JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]),
       group,
@@ -75,21 +75,28 @@ export function encodeBodyTail(
   );
 }
 
-/** Format-2 fields (without the version), in the table's order; a field absent or at its default is left out. */
-export function encodeHeaderFields(fields: JobHeaderFields): string {
+/**
+ * Format-2 fields (without the version), in the table's order: the required ones (their initial
+ * value when not given; `optionalOnly`: none of them, as in a tail), then those optional ones given.
+ */
+function encodeFields(fields: JobHeaderFields, optionalOnly = true): string {
   let text = '';
-  for (const field of JOB_FIELDS) {
-    const value = fields[field.name];
-    if (value === undefined || value === (field as JobField).default) continue;
+  for (const field of JOB_FIELDS as readonly JobField[]) {
+    if (field.required && optionalOnly) continue;
+    const value = fields[field.name as JobFieldName] ?? field.initial;
+    if (value === undefined) {
+      if (field.required) throw new Error(`A stored job always has its ${field.name}`);
+      continue;
+    }
     if (!VALUE_CHARACTERS.test(value)) throw new Error(`A job's ${field.name} cannot hold a control character`);
     text += FIELD_START + field.code + value;
   }
   return text;
 }
 
-/** A whole stored body in format 2: the fields, then the payload's JSON. */
+/** A whole stored body in format 2: the fields (the required ones at least: createdAt), then the payload's JSON. */
 export function encodeJobBody(fields: JobHeaderFields, payloadJson: string): string {
-  return JOB_FORMAT_VERSION + encodeHeaderFields(fields) + HEADER_END + payloadJson;
+  return JOB_FORMAT_VERSION + encodeFields(fields, false) + HEADER_END + payloadJson;
 }
 
 /**
@@ -98,7 +105,7 @@ export function encodeJobBody(fields: JobHeaderFields, payloadJson: string): str
  */
 export function bodyOfTail(tail: string, createdAt: number): string {
   if (tail.startsWith(',')) return `{"g":0,"a":0,"c":${createdAt}${tail}`;
-  return `${JOB_FORMAT_VERSION}${FIELD_START}${CODE_OF.createdAt}${createdAt}${tail}`;
+  return JOB_FORMAT_VERSION + encodeFields({ createdAt: String(createdAt) }, false) + tail;
 }
 
 /** The header fields and the payload's JSON of a stored body (either format), or undefined for a body this version cannot read. */
@@ -121,11 +128,13 @@ export function readHeaderText(header: string): JobHeaderFields | undefined {
   return readV1(`${header}${V1_PAYLOAD}null}`)?.fields;
 }
 
+/** The fields of a format-2 header (without its version): the required ones first, in order, or undefined. */
 function readFields(text: string): JobHeaderFields | undefined {
   const fields: Partial<Record<JobFieldName, string>> = {};
-  if (text.length === 0) return fields;
   if (!text.startsWith(FIELD_START)) return undefined;
-  for (const part of text.slice(1).split(FIELD_START)) {
+  const parts = text.slice(1).split(FIELD_START);
+  if (REQUIRED_CODES.some((code, i) => parts[i]?.charAt(0) !== code)) return undefined;
+  for (const part of parts) {
     const field = FIELD_OF_CODE.get(part.charAt(0));
     // A code this version does not know is skipped: a later format may add fields its readers need not see.
     if (field) fields[field.name as JobFieldName] = part.slice(1);

@@ -13,7 +13,9 @@
  * hex and dashes) and JSON escapes every control character, as does the payload's JSON. So the first
  * RS ends the header, and `US <code>` before it finds a field, with plain string searches that
  * never look into the payload (Lua never decodes it: cjson would round numbers to 14 digits and turn
- * `[]` into `{}`). A field at its default is left out (a fresh job stores its creation time alone).
+ * `[]` into `{}`). The required fields come first, always in the table's order (the claim rewrites
+ * the first two with one anchored match, as fast as it read format 1); an optional field is left out
+ * when the job has none.
  *
  * Format 1 (release 0.1, still read everywhere, rewritten as format 2 by the first script that
  * changes the job) was order-sensitive JSON with the same codes,
@@ -39,20 +41,22 @@ export interface JobField {
   /** The one character it is stored under (format 1 used the same ones as JSON keys). */
   readonly code: string;
   readonly type: JobFieldType;
-  /** Its value when absent (left out when it has it); undefined: absent means none. */
-  readonly default?: string;
+  /** Always stored, before every optional field (the table lists the required ones first). */
+  readonly required?: true;
+  /** A required field's value in a job just stored (createdAt: the server's time, given by the store). */
+  readonly initial?: string;
   /** Who writes it: `schedule` (the tail prepareJob encodes), or the script(s) that change it. */
   readonly writtenBy: string;
 }
 
-/** The fields in the order they are written (format 1's order too, which its readers rely on). */
+/** The fields in the order they are written: the required ones first. */
 export const JOB_FIELDS = [
-  { name: 'token', code: 'g', type: 'uint', default: '0', writtenBy: 'claim (a new claim token per delivery)' },
-  { name: 'attempts', code: 'a', type: 'uint', default: '0', writtenBy: 'claim (+1), release (-1), retry-dead (0)' },
-  { name: 'createdAt', code: 'c', type: 'uint', writtenBy: 'store-job snippet (server ms)' },
+  { name: 'token', code: 'g', type: 'uint', required: true, initial: '0', writtenBy: 'claim (a new claim token per delivery)' },
+  { name: 'attempts', code: 'a', type: 'uint', required: true, initial: '0', writtenBy: 'claim (+1), release (-1), retry-dead (0)' },
+  { name: 'createdAt', code: 'c', type: 'uint', required: true, writtenBy: 'store-job snippet (server ms)' },
+  { name: 'group', code: 'q', type: 'text', writtenBy: 'schedule' },
   { name: 'maxAttempts', code: 'm', type: 'uint', writtenBy: 'schedule' },
   { name: 'backoff', code: 'b', type: 'json', writtenBy: 'schedule ([delay, factor, maxDelay, jitter])' },
-  { name: 'group', code: 'q', type: 'text', writtenBy: 'schedule' },
   { name: 'traceparent', code: 't', type: 'text', writtenBy: 'schedule (W3C traceparent of the schedule span)' },
   { name: 'progress', code: 'o', type: 'json', writtenBy: 'set-progress (the progress JSON, as a JSON string)' },
   { name: 'lastError', code: 'e', type: 'json', writtenBy: 'fail, bury (message as a JSON string, or [message, stack])' },
@@ -60,5 +64,5 @@ export const JOB_FIELDS = [
 
 export type JobFieldName = (typeof JOB_FIELDS)[number]['name'];
 
-/** The header's fields by name, as stored text (absent: not there, or at its default). */
+/** The header's fields by name, as stored text (absent: an optional field the job does not have). */
 export type JobHeaderFields = Partial<Record<JobFieldName, string>>;

@@ -164,23 +164,22 @@ local function takeDueJobs(allowed, withGroups, fence, visibility, deadMaxCount,
   local taken, floors = {}, {}
   for k, id in ipairs(ids) do
     local body = bodies[k]
-    local job, from, to
-    if body then job, from, to = jobHeader(body) end
-    if body and not job then
+    local claim = body and claimOf(body)
+    if body and not claim then
       bury(id, body, 'null', deadMaxCount, deadMaxAge)
     elseif body then
-      taken[#taken + 1] = { id, job, body, from, to, scores[k] }
-      floors[#floors + 1] = tonumber(job.token) + 1
+      claim.id, claim.body, claim.dueScore = id, body, scores[k]
+      taken[#taken + 1] = claim
+      floors[#floors + 1] = tonumber(claim.last) + 1
     end
   end
   -- One token per delivery, above every token of the topic shard and of the job before it.
   tokens = issueFences(fence, floors, visibility)
   local deadline = nowMs + visibility
   local activeArgs, bodyArgs, recordArgs = {}, {}, {}
-  for k, entry in ipairs(taken) do
-    local id, token, dueScore, job = entry[1], tokens[k], entry[6], entry[2]
-    job.token, job.attempts = token, tonumber(job.attempts) + 1
-    local body = jobBody(job, entry[3], entry[4], entry[5])
+  for k, claim in ipairs(taken) do
+    local id, token, dueScore = claim.id, tokens[k], claim.dueScore
+    local body = claimedBody(claim.body, claim, token)
     takenIds[k] = id
     bodyArgs[#bodyArgs + 1] = id
     bodyArgs[#bodyArgs + 1] = body

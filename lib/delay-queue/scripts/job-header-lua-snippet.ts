@@ -1,23 +1,39 @@
 import type { LuaSnippet } from '../../core/redis/redis-script.js';
-import { FIELD_START, HEADER_END, JOB_FIELDS, JOB_FORMAT_VERSION } from '../jobs/job-fields.js';
+import { FIELD_START, HEADER_END, JOB_FIELDS, JOB_FORMAT_VERSION, type JobField } from '../jobs/job-fields.js';
 
+const FIELDS: readonly JobField[] = JOB_FIELDS;
+const REQUIRED = FIELDS.filter((field) => field.required);
 const luaString = (text: string): string => `'${[...text].map((ch) => (ch < ' ' ? `\\${ch.charCodeAt(0)}` : ch)).join('')}'`;
+/** A Lua pattern for one stored value of the field's type (never a separator). */
+const valuePattern = (field: JobField): string => (field.type === 'uint' ? '%d+' : `[^${FIELD_START}${HEADER_END}]*`);
 
-/** `{ g = 'token', a = 'attempts', ... }`: a stored code to its field's name, from the table. */
-const NAME_OF_CODE = `{ ${JOB_FIELDS.map((field) => `${field.code} = '${field.name}'`).join(', ')} }`;
+if (FIELDS[0]?.name !== 'token' || FIELDS[1]?.name !== 'attempts' || !FIELDS[0].required || !FIELDS[1].required) {
+  throw new Error('job-fields.ts: the claim rewrites token and attempts as the first two fields, both required');
+}
+if (FIELDS.slice(REQUIRED.length).some((field) => field.required)) throw new Error('job-fields.ts: the required fields come first');
 
-const CREATED_AT_CODE = JOB_FIELDS.find((field) => field.name === 'createdAt')!.code;
+/** The anchored pattern of all required fields, capturing each, then the position after them. */
+const ALL_REQUIRED = luaString(`^${JOB_FORMAT_VERSION}${REQUIRED.map((field) => `${FIELD_START}${field.code}(${valuePattern(field)})`).join('')}()`);
+/** The token's pattern: the first field. */
+const TOKEN = luaString(`^${JOB_FORMAT_VERSION}${FIELD_START}${FIELDS[0].code}(${valuePattern(FIELDS[0])})`);
+/** The claim's pattern: token and attempts, then the position after them. */
+const CLAIM = luaString(`^${JOB_FORMAT_VERSION}${FIELDS.slice(0, 2).map((field) => `${FIELD_START}${field.code}(${valuePattern(field)})`).join('')}()`);
 
-/** `job.token = job.token or '0'` for every field with a default, from the table. */
-const FILL_DEFAULTS = JOB_FIELDS.filter((field) => 'default' in field)
-  .map((field) => `  job.${field.name} = job.${field.name} or '${(field as { default: string }).default}'`)
-  .join('\n');
+const NAME_OF_CODE = `{ ${FIELDS.map((field) => `${field.code} = '${field.name}'`).join(', ')} }`;
+const FIELD_MARKS = `{ ${FIELDS.map((field) => `${field.name} = ${luaString(FIELD_START + field.code)}`).join(', ')} }`;
+const REQUIRED_NAMES = REQUIRED.map((field) => field.name).join(', ');
+const NEW_JOB_PREFIX = REQUIRED.filter((field) => field.initial !== undefined)
+  .map((field) => `${FIELD_START}${field.code}${field.initial}`)
+  .join('');
+const CREATED_AT = REQUIRED.find((field) => field.name === 'createdAt');
+if (!CREATED_AT || REQUIRED.indexOf(CREATED_AT) !== REQUIRED.length - 1) throw new Error('job-fields.ts: createdAt is the last required field');
 
-/** The header's text in the table's order: each field present and not at its default. */
-const WRITE_FIELDS = JOB_FIELDS.map((field) => {
-  const skip = 'default' in field ? ` and v ~= '${(field as { default: string }).default}'` : '';
-  return `  v = fieldText(job.${field.name})\n  if v${skip} then parts[#parts + 1] = US .. '${field.code}' .. v end`;
-}).join('\n');
+/** The header's text in the table's order: the required fields always, an optional one when the job has it. */
+const WRITE_FIELDS = FIELDS.map((field) =>
+  field.required
+    ? `  parts[#parts + 1] = US .. '${field.code}' .. fieldText(job.${field.name})`
+    : `  v = job.${field.name}\n  if v then parts[#parts + 1] = US .. '${field.code}' .. fieldText(v) end`,
+).join('\n');
 
 /**
  * Lua: the one reader and writer of a stored job's header, generated from the field table
@@ -25,12 +41,14 @@ const WRITE_FIELDS = JOB_FIELDS.map((field) => {
  * goes through these functions; none looks into the payload, which is copied as it is.
  *
  * jobHeader(body)        the header as a table by field name (`job.token`, `job.attempts`, ...: stored
- *                        text, defaults filled in), and the first and last index of the payload and
- *                        the last index of the header; nil for a body this version cannot read. Reads
- *                        format 2 and format 1 (release 0.1).
+ *                        text), the first and last index of the payload and the last index of the
+ *                        header; nil for a body this version cannot read. Reads format 2 and format 1.
  * jobBody(job, body, from, to)  format 2: the header from `job`, then body's bytes from..to (its payload)
  * withJobFields(body, changes)  body with some fields replaced (false: removed); unchanged when unreadable
- * jobField(body, name)   one field's stored text (its default when absent), false when unreadable
+ * jobField(body, name)   one field's stored text; nil when the job has none, false when unreadable.
+ *                        Two plain searches: this runs for every job stored and acknowledged
+ * claimOf(body), claimedBody(body, claim, token)  a job's last token and attempts, then the body of
+ *                        its next delivery (new token, attempts + 1): one anchored match for format 2
  * newJobBody(createdMs, tail)   a fresh job from a tail (job-codec.ts: encodeBodyTail; a format-1
  *                        tail of an old outbox row or repeat schedule is converted)
  */
@@ -38,17 +56,14 @@ export const LUA_JOB_HEADER: LuaSnippet = {
   name: 'jobHeader',
   source: `
 local JOB_VERSION, US, RS = ${luaString(JOB_FORMAT_VERSION)}, ${luaString(FIELD_START)}, ${luaString(HEADER_END)}
-local JOB_VERSION_BYTE = string.byte(JOB_VERSION)
+local JOB_VERSION_BYTE, US_BYTE, RS_BYTE = string.byte(JOB_VERSION), string.byte(US), string.byte(RS)
 local JOB_NAME_OF_CODE = ${NAME_OF_CODE}
-local JOB_FIELD_PATTERN = US .. '(.)([^' .. US .. RS .. ']*)'
+local JOB_REQUIRED_PATTERN, JOB_CLAIM_PATTERN, JOB_TOKEN_PATTERN = ${ALL_REQUIRED}, ${CLAIM}, ${TOKEN}
+local JOB_FIELD_MARK = ${FIELD_MARKS}
+local JOB_FIELD_END = '[' .. US .. RS .. ']'
 local function fieldText(v)
   if type(v) == 'number' then return string.format('%.0f', v) end
   return v
-end
-
-local function fillDefaults(job)
-${FILL_DEFAULTS}
-  return job
 end
 
 -- Format 1: {"g":..,"a":..,"c":..,"m":..|null,"b":[..]|null,["q":"..",]["t":"..",]["o":"..",]"e":..,"p":<payload>}.
@@ -81,20 +96,25 @@ end
 
 local function jobHeader(body)
   if string.byte(body, 1) ~= JOB_VERSION_BYTE then return jobHeaderV1(body) end
-  local stop = string.find(body, RS, 2, true)
-  if not stop then return nil end
-  local job, extra = {}, nil
-  for code, value in string.gmatch(string.sub(body, 2, stop - 1), JOB_FIELD_PATTERN) do
+  local ${REQUIRED_NAMES}, at = string.match(body, JOB_REQUIRED_PATTERN)
+  if not at then return nil end
+  local job = { ${REQUIRED.map((field) => `${field.name} = ${field.name}`).join(', ')} }
+  -- The optional fields, each up to the next separator, until the header's end.
+  while string.byte(body, at) == US_BYTE do
+    local code = string.sub(body, at + 1, at + 1)
+    local stop = string.find(body, JOB_FIELD_END, at + 2)
+    if not stop then return nil end
     local name = JOB_NAME_OF_CODE[code]
     if name then
-      job[name] = value
+      job[name] = string.sub(body, at + 2, stop - 1)
     else
       -- A field of a later format: kept as it is when this version rewrites the header.
-      extra = (extra or '') .. US .. code .. value
+      job.extra = (job.extra or '') .. string.sub(body, at, stop - 1)
     end
+    at = stop
   end
-  job.extra = extra
-  return fillDefaults(job), stop + 1, #body, stop - 1
+  if string.byte(body, at) ~= RS_BYTE then return nil end
+  return job, at + 1, #body, at - 1
 end
 
 local function jobBody(job, body, from, to)
@@ -115,36 +135,53 @@ local function withJobFields(body, changes)
   return jobBody(job, body, from, to)
 end
 
--- Reads the header alone (a short copy), never the payload: this runs for every job acknowledged.
 local function jobField(body, name)
   if string.byte(body, 1) ~= JOB_VERSION_BYTE then
     local job = jobHeaderV1(body)
     if not job then return false end
-    return fillDefaults(job)[name]
+    return job[name]
   end
-  local stop = string.find(body, RS, 2, true)
+  -- US <code> occurs once, in the header: no value and no payload holds a control character.
+  local at = string.find(body, JOB_FIELD_MARK[name], 2, true)
+  if not at then return nil end
+  local stop = string.find(body, JOB_FIELD_END, at + 2)
   if not stop then return false end
-  local header = string.sub(body, 1, stop)
-  local job = {}
-  for code, value in string.gmatch(header, JOB_FIELD_PATTERN) do
-    if JOB_NAME_OF_CODE[code] == name then
-      job[name] = value
-      break
-    end
+  return string.sub(body, at + 2, stop - 1)
+end
+
+-- A job about to be claimed: a table with its last claim token and its attempts, and what
+-- claimedBody needs to rewrite it (the caller may add its own entries); nil when unreadable. Format 2
+-- takes one anchored match, as format 1's claim did.
+local function claimOf(body)
+  local last, attempts, at = string.match(body, JOB_CLAIM_PATTERN)
+  if at then return { last = last, attempts = tonumber(attempts), at = at } end
+  local job, from, to = jobHeader(body)
+  if not job then return nil end
+  return { last = job.token, attempts = tonumber(job.attempts), job = job, from = from, to = to }
+end
+
+-- The body of the job's next delivery: claim token 'token' (a decimal string), attempts + 1.
+local function claimedBody(body, claim, token)
+  if claim.at then
+    return JOB_VERSION .. US .. '${FIELDS[0]!.code}' .. token .. US .. '${FIELDS[1]!.code}' .. fieldText(claim.attempts + 1) .. string.sub(body, claim.at)
   end
-  return fillDefaults(job)[name]
+  claim.job.token, claim.job.attempts = token, claim.attempts + 1
+  return jobBody(claim.job, body, claim.from, claim.to)
 end
 
 local function newJobBody(createdMs, tail)
-  if string.sub(tail, 1, 1) ~= ',' then return JOB_VERSION .. US .. '${CREATED_AT_CODE}' .. string.format('%.0f', createdMs) .. tail end
+  if string.sub(tail, 1, 1) ~= ',' then
+    return JOB_VERSION .. ${luaString(NEW_JOB_PREFIX)} .. US .. '${CREATED_AT.code}' .. string.format('%.0f', createdMs) .. tail
+  end
   local v1 = '{"g":0,"a":0,"c":' .. string.format('%.0f', createdMs) .. tail
   local job, from, to = jobHeaderV1(v1)
   if not job then return v1 end
-  return jobBody(fillDefaults(job), v1, from, to)
+  return jobBody(job, v1, from, to)
 end
 
 -- The claim token (nil for a body this version cannot read), attempts, maxAttempts and group.
-local function tokenOf(body) return jobField(body, 'token') or nil end
+-- The token, read on every acknowledgement and extension: one anchored match, in either format.
+local function tokenOf(body) return string.match(body, JOB_TOKEN_PATTERN) or string.match(body, '^{"g":(%d+),') end
 local function attemptsOf(body)
   local attempts = jobField(body, 'attempts')
   return attempts and tonumber(attempts) or nil

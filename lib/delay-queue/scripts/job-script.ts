@@ -74,6 +74,13 @@ export class JobScript<K extends string, A extends Record<string, ScriptArgType>
   }
 }
 
+/** A claim's flag from extend-jobs or set-progress: 1 still held, 2 cancelled while it ran, 0 lost otherwise. */
+export type ClaimOutcome = 'held' | 'cancelled' | 'lost';
+
+export function claimOutcome(flag: unknown): ClaimOutcome {
+  return Number(flag) === 1 ? 'held' : Number(flag) === 2 ? 'cancelled' : 'lost';
+}
+
 /** The Lua that names the contract's KEYS and ARGV slots: the first lines of the script. */
 function contractSnippet(name: string, contract: ScriptContract<string, Record<string, ScriptArgType>, string, unknown>): LuaSnippet {
   const keys = contract.keys.map((key, i) => `${key} = KEYS[${i + 1}]`).join(', ');

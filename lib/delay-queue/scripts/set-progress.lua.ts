@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { claimOutcome, JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -7,24 +7,29 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * delivery that lost its job (cancelled, replaced, visibility passed and claimed again) writes
  * nothing. It stays through retries until the next progress() call, and with a kept completed job.
  *
- * KEYS  the five topic keys, KEYS[6] unused, KEYS[7] the shard's cancel tombstones (see
- *       cancel-job.lua.ts; the same keys as extend-jobs)
- * ARGV[1] id, ARGV[2] claim token, ARGV[3] the progress as a JSON string (the JSON text, quoted)
+ * KEYS and ARGV by name (the contract below): the five topic keys and the shard's cancel tombstones
+ * (see cancel-job.lua.ts); the job's id and claim token, the progress as a JSON string (the JSON text, quoted)
  *
  * Returns 1 recorded, 2 the job was cancelled while this delivery ran (its tombstone: the caller
  * learns it as a cancel even when the cancel notice was lost), 0 the job is not claimed under that
- * token for another reason. A second run of the same call writes the same value again.
+ * token for another reason (decoded as extend-jobs' 'held' | 'cancelled' | 'lost'). A second run of
+ * the same call writes the same value again.
  */
-export const setProgressScript = new RedisScript(
+export const setProgressScript = new JobScript(
   'setProgress',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'cancelled'],
+    args: { id: 'text', token: 'text', progressJson: 'text' },
+    decode: claimOutcome,
+  },
   `
-local id = ARGV[1]
-local body = ownedBody(id, ARGV[2])
+local id = ARG.id
+local body = ownedBody(id, ARG.token)
 if not body then
-  if KEYS[7] and redis.call('zscore', KEYS[7], ARGV[2] .. ':' .. id) then return 2 end
+  if redis.call('zscore', KEY.cancelled, ARG.token .. ':' .. id) then return 2 end
   return 0
 end
-redis.call('hset', JOBS, id, withJobFields(body, { progress = ARGV[3] }))
+redis.call('hset', JOBS, id, withJobFields(body, { progress = ARG.progressJson }))
 return 1
 `,
   [LUA_TOPIC_PRELUDE],

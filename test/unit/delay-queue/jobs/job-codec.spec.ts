@@ -1,18 +1,20 @@
 import { InvalidJobError } from '../../../../lib/index.js';
 import {
+  bodyOfTail,
   decodeJob,
   decodeJobLeniently,
   encodeBodyTail,
   encodeFailure,
-  encodeHeaderFields,
   encodeJobBody,
   encodePayload,
   readClaimToken,
+  splitBody,
 } from '../../../../lib/delay-queue/jobs/job-codec.js';
 
 /** A stored body as the scripts leave it: the header fields Redis fills in, then the tail. */
 function storedBody(tail: string, { token = 7, attempts = 2, createdAt = 1_700_000_000_000 } = {}): string {
-  return `2${encodeHeaderFields({ token: String(token), attempts: String(attempts), createdAt: String(createdAt) })}${tail}`;
+  const { fields, payloadJson } = splitBody(bodyOfTail(tail, createdAt))!;
+  return encodeJobBody({ ...fields, token: String(token), attempts: String(attempts) }, payloadJson);
 }
 
 const TRACEPARENT = `00-${'0af7651916cd43dd8448eb211c80319c'}-${'b7ad6b7169203331'}-01`;

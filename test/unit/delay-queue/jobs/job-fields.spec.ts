@@ -3,7 +3,6 @@ import {
   decodeHeader,
   decodeJob,
   encodeBodyTail,
-  encodeHeaderFields,
   encodeJobBody,
   formatOneTail,
   groupOfTail,
@@ -29,28 +28,33 @@ describe('the job field table', () => {
     expect(JOB_FORMAT_VERSION).not.toBe('{'); // format 1 opens with '{'
   });
 
+  it('lists the required fields first, token and attempts leading (the claim rewrites them with one anchored match)', () => {
+    const required = JOB_FIELDS.filter((field) => 'required' in field);
+    expect(JOB_FIELDS.slice(0, required.length)).toEqual(required);
+    expect(required.map((field) => field.name)).toEqual(['token', 'attempts', 'createdAt']);
+  });
+
   it('is what the Lua snippet reads and writes: each code mapped to its name, each field written under its code in table order', () => {
     const lua = LUA_JOB_HEADER.source;
     for (const field of JOB_FIELDS) expect(lua).toContain(`${field.code} = '${field.name}'`);
-    const writes = JOB_FIELDS.map((field) => lua.indexOf(`v = fieldText(job.${field.name})\n  if v`));
+    const writes = JOB_FIELDS.map((field) => {
+      const required = `parts[#parts + 1] = US .. '${field.code}' .. fieldText(job.${field.name})`;
+      const optional = `v = job.${field.name}\n  if v then parts[#parts + 1] = US .. '${field.code}' .. fieldText(v) end`;
+      return 'required' in field ? lua.indexOf(required) : lua.indexOf(optional);
+    });
     expect(writes.every((at) => at > 0)).toBe(true);
     expect([...writes].sort((a, b) => a - b)).toEqual(writes);
-    for (const field of JOB_FIELDS) {
-      const write = String.raw`job\.${field.name}\)\n  if v[^\n]* then parts\[#parts \+ 1\] = US \.\. '${field.code}' \.\. v end`;
-      expect(lua).toMatch(new RegExp(write));
-    }
-    // Defaults are filled in on read and left out on write, from the same column.
-    for (const field of JOB_FIELDS.filter((f) => 'default' in f)) expect(lua).toContain(`job.${field.name} = job.${field.name} or '0'`);
+    expect(lua).toContain(String.raw`JOB_CLAIM_PATTERN = '^2\31g(%d+)\31a(%d+)\31c(%d+)()', '^2\31g(%d+)\31a(%d+)()'`.split(' = ')[1]);
   });
 });
 
 describe('format 2', () => {
   it('stores a fresh job as its creation time and payload alone', () => {
     const tail = encodeBodyTail('{"orderId":1}', undefined, undefined);
-    expect(bodyOfTail(tail, 1_700_000_000_000)).toBe('2\x1fc1700000000000\x1e{"orderId":1}');
+    expect(bodyOfTail(tail, 1_700_000_000_000)).toBe('2\x1fg0\x1fa0\x1fc1700000000000\x1e{"orderId":1}');
   });
 
-  it('round-trips every field, in table order, defaults left out', () => {
+  it('round-trips every field, in table order, optional ones left out when absent', () => {
     const fields = {
       token: '17',
       attempts: '2',
@@ -65,13 +69,14 @@ describe('format 2', () => {
     const body = encodeJobBody(fields, '{"p":1}');
     expect(body).toBe(`2${JOB_FIELDS.map((f) => FIELD_START + f.code + fields[f.name]).join('')}${HEADER_END}{"p":1}`);
     expect(splitBody(body)).toEqual({ fields, payloadJson: '{"p":1}' });
-    expect(encodeJobBody({ token: '0', attempts: '0', createdAt: '5' }, '1')).toBe('2\x1fc5\x1e1');
+    expect(encodeJobBody({ createdAt: '5' }, '1')).toBe('2\x1fg0\x1fa0\x1fc5\x1e1');
+    expect(() => encodeJobBody({}, '1')).toThrow(/always has its createdAt/);
     expect(decodeJob(body)).toMatchObject({ token: '17', attempts: 2, group: 'order:42', progress: { a: 1 } });
     expect(decodeJob(body).lastErrorStack).toBe('Error: x\n  at y');
   });
 
   it('refuses a value with a control character (it would end the field)', () => {
-    expect(() => encodeHeaderFields({ group: 'a\x1eb' })).toThrow(/control character/);
+    expect(() => encodeJobBody({ createdAt: '1', group: 'a\x1eb' }, '1')).toThrow(/control character/);
   });
 
   it('reads a header alone (as the job list sends it) and a group from a tail', () => {
@@ -82,8 +87,9 @@ describe('format 2', () => {
     expect(groupOfTail(encodeBodyTail('[1]', 4, undefined))).toBeUndefined();
   });
 
-  it('skips a field of a later format', () => {
-    expect(decodeJob('2\x1fc5\x1fz{"later":1}\x1fa3\x1e"p"')).toMatchObject({ createdAt: 5, attempts: 3, payload: 'p' });
+  it('skips a field of a later format, and refuses a header without its required fields in order', () => {
+    expect(decodeJob('2\x1fg0\x1fa3\x1fc5\x1fz{"later":1}\x1fm2\x1e"p"')).toMatchObject({ createdAt: 5, attempts: 3, maxAttempts: 2, payload: 'p' });
+    expect(() => decodeJob('2\x1fc5\x1fg0\x1fa3\x1e"p"')).toThrow(/^Unreadable job body/);
   });
 });
 
