@@ -111,7 +111,8 @@ describe('JobContext.fencingToken', () => {
       app.queue.consume(topic, async (_payload, job) => {
         const keys = topicKeyList(app.keyPrefix, topic);
         const ack = { keepsCompleted: false, keepCount: 0, keepAgeMs: 0 };
-        const { acked: staleAck } = await ackJobsScript.call(redis, new RedisKeySpace(app.keyPrefix).topic(topic), ack, [{ id, token: stale, result: '' }]);
+        const topicKeys = new RedisKeySpace(app.keyPrefix).topic(topic);
+        const { acked: staleAck } = await ackJobsScript.call(redis, topicKeys, ack, [{ id, token: stale, result: '' }]);
         const staleFail = await failJobScript.run<number>(redis, keys, [id, stale, 0, '"stale"', 100, 86_400_000]);
         seen.push({ attempt: job.attempt, token: job.fencingToken, staleAck, staleFail });
         done.resolve();

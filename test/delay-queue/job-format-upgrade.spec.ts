@@ -60,7 +60,7 @@ describe('jobs stored in format 1 (release 0.1) under this version', () => {
       return { withJobFields(ARGV[1], {}), jobField(ARGV[1], 'token'), jobField(ARGV[1], 'group') or '', newJobBody(7, ARGV[2]) }`,
       [LUA_JOB_HEADER],
     );
-    const tail = encodeBodyTail('{"n":[1,2]}', 3, undefined, TRACEPARENT, 'order:1');
+    const tail = encodeBodyTail('{"n":[1,2]}', { maxAttempts: 3, traceparent: TRACEPARENT, group: 'order:1' });
     const v2 = [bodyOfTail(tail, 5), encodeJobBody({ token: '9', attempts: '1', createdAt: '5', lastError: '"x"' }, '"p"')];
     for (const body of [...Object.values(V1), ...v2]) {
       const { fields, payloadJson } = splitBody(body)!;

@@ -4,6 +4,7 @@ import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { encodeResult } from '../jobs/job-codec.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
+import type { ScriptArgs } from '../scripts/job-script.js';
 import type { HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
@@ -135,7 +136,8 @@ export class AckQueue {
       () =>
         this.carry(async (acks) => {
           if (acks.length === 0) return;
-          await ackJobsScript.call(this.context.connection.client, this.context.keys, keepArguments(this.context.keepCompleted), ackRecords(acks));
+          const { connection, keys, keepCompleted } = this.context;
+          await ackJobsScript.call(connection.client, keys, keepArguments(keepCompleted), ackRecords(acks));
         }),
       {
         failed: (error) => failures.failed(error),
@@ -199,8 +201,9 @@ export class AckQueue {
 }
 
 /** The keep arguments of the ack and claim scripts: a consumer that keeps no completed job sends zeros. */
-export function keepArguments(keep: ResolvedConsumerOptions['keepCompleted']): { keepsCompleted: boolean; keepCount: number; keepAgeMs: number } {
-  return keep ? { keepsCompleted: true, keepCount: keep.count, keepAgeMs: keep.age } : { keepsCompleted: false, keepCount: 0, keepAgeMs: 0 };
+export function keepArguments(keep: ResolvedConsumerOptions['keepCompleted']): ScriptArgs<typeof ackJobsScript> {
+  if (!keep) return { keepsCompleted: false, keepCount: 0, keepAgeMs: 0 };
+  return { keepsCompleted: true, keepCount: keep.count, keepAgeMs: keep.age };
 }
 
 /** The acknowledgement records of the ack and claim scripts (`acks`): id, claim token, result JSON ('' for none). */

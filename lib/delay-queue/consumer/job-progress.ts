@@ -33,7 +33,8 @@ export class JobProgress {
     const json = encodeProgress(topic, value);
     visibility.checkDeadline(job);
     if (!isWatched(job)) throw lossReason(job, topic);
-    const recorded = await setProgressScript.call(connection.client, keys, { id: job.id, token: job.token, progressJson: JSON.stringify(json) });
+    const args = { id: job.id, token: job.token, progressJson: JSON.stringify(json) };
+    const recorded = await setProgressScript.call(connection.client, keys, args);
     if (recorded === 'held') return;
     if (recorded === 'cancelled') visibility.cancelled(job.token, job.id);
     else visibility.loseVisibility(job, 'not-owner');

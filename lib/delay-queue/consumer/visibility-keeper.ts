@@ -161,7 +161,8 @@ export class VisibilityKeeper {
     const claims = jobs.map((job) => ({ id: job.id, token: job.token }));
     const sent = performance.now();
     try {
-      const flags = await extendJobsScript.call(this.context.connection.client, this.context.keys, { visibilityMs: visibilityTimeout }, claims);
+      const { connection, keys } = this.context;
+      const flags = await extendJobsScript.call(connection.client, keys, { visibilityMs: visibilityTimeout }, claims);
       jobs.forEach((job, i) => {
         // A given-up delivery is only sent to keep its group's turn held: nothing to learn from its flag.
         if (job.abandoned) return;

@@ -55,14 +55,17 @@ const V1_HEADER = new RegExp(
 );
 const V1_PAYLOAD = ',"p":';
 
+/** The options a job is scheduled with that its stored header keeps (job-fields.ts: written by `schedule`). */
+export interface ScheduledJobFields {
+  readonly maxAttempts?: number;
+  readonly backoff?: Required<BackoffOptions>;
+  /** Kept only when it is a valid W3C traceparent. */
+  readonly traceparent?: string;
+  readonly group?: string;
+}
+
 /** The header fields written at schedule, then the payload: what the store-job snippet completes with the creation time. */
-export function encodeBodyTail(
-  payloadJson: string,
-  maxAttempts: number | undefined,
-  backoff: Required<BackoffOptions> | undefined,
-  traceparent?: string,
-  group?: string,
-): string {
+export function encodeBodyTail(payloadJson: string, { maxAttempts, backoff, traceparent, group }: ScheduledJobFields = {}): string {
   return (
     encodeFields({
       maxAttempts: maxAttempts === undefined ? undefined : String(maxAttempts),

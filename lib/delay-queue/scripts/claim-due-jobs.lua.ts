@@ -143,7 +143,8 @@ function decodeClaimReply(reply: unknown): ClaimReply {
   for (let i = 0; i < flat.length; i += 3) claimed.push({ id: String(flat[i]), body: String(flat[i + 1]), dueScore: Number(flat[i + 2]) });
   const taken: RecoveredJob[] = [];
   for (let i = 0; i < recovered.length; i += 4) {
-    taken.push({ id: String(recovered[i]), attempts: Number(recovered[i + 1]), maxAttempts: Number(recovered[i + 2]), requeued: Number(recovered[i + 3]) === 1 });
+    const [id, attempts, maxAttempts, requeued] = recovered.slice(i, i + 4);
+    taken.push({ id: String(id), attempts: Number(attempts), maxAttempts: Number(maxAttempts), requeued: Number(requeued) === 1 });
   }
   return {
     nowUs: Number(nowUs),

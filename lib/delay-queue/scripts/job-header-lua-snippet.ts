@@ -13,11 +13,12 @@ if (FIELDS[0]?.name !== 'token' || FIELDS[1]?.name !== 'attempts' || !FIELDS[0].
 if (FIELDS.slice(REQUIRED.length).some((field) => field.required)) throw new Error('job-fields.ts: the required fields come first');
 
 /** The anchored pattern of all required fields, capturing each, then the position after them. */
-const ALL_REQUIRED = luaString(`^${JOB_FORMAT_VERSION}${REQUIRED.map((field) => `${FIELD_START}${field.code}(${valuePattern(field)})`).join('')}()`);
+const capturing = (fields: readonly JobField[]): string => fields.map((field) => `${FIELD_START}${field.code}(${valuePattern(field)})`).join('');
+const ALL_REQUIRED = luaString(`^${JOB_FORMAT_VERSION}${capturing(REQUIRED)}()`);
 /** The token's pattern: the first field. */
 const TOKEN = luaString(`^${JOB_FORMAT_VERSION}${FIELD_START}${FIELDS[0].code}(${valuePattern(FIELDS[0])})`);
 /** The claim's pattern: token and attempts, then the position after them. */
-const CLAIM = luaString(`^${JOB_FORMAT_VERSION}${FIELDS.slice(0, 2).map((field) => `${FIELD_START}${field.code}(${valuePattern(field)})`).join('')}()`);
+const CLAIM = luaString(`^${JOB_FORMAT_VERSION}${capturing(FIELDS.slice(0, 2))}()`);
 
 const NAME_OF_CODE = `{ ${FIELDS.map((field) => `${field.code} = '${field.name}'`).join(', ')} }`;
 const FIELD_MARKS = `{ ${FIELDS.map((field) => `${field.name} = ${luaString(FIELD_START + field.code)}`).join(', ')} }`;
@@ -26,7 +27,9 @@ const NEW_JOB_PREFIX = REQUIRED.filter((field) => field.initial !== undefined)
   .map((field) => `${FIELD_START}${field.code}${field.initial}`)
   .join('');
 const CREATED_AT = REQUIRED.find((field) => field.name === 'createdAt');
-if (!CREATED_AT || REQUIRED.indexOf(CREATED_AT) !== REQUIRED.length - 1) throw new Error('job-fields.ts: createdAt is the last required field');
+if (!CREATED_AT || REQUIRED.indexOf(CREATED_AT) !== REQUIRED.length - 1) {
+  throw new Error('job-fields.ts: createdAt is the last required field');
+}
 
 /** The header's text in the table's order: the required fields always, an optional one when the job has it. */
 const WRITE_FIELDS = FIELDS.map((field) =>
@@ -163,7 +166,8 @@ end
 -- The body of the job's next delivery: claim token 'token' (a decimal string), attempts + 1.
 local function claimedBody(body, claim, token)
   if claim.at then
-    return JOB_VERSION .. US .. '${FIELDS[0]!.code}' .. token .. US .. '${FIELDS[1]!.code}' .. fieldText(claim.attempts + 1) .. string.sub(body, claim.at)
+    local attempts = fieldText(claim.attempts + 1)
+    return JOB_VERSION .. US .. '${FIELDS[0]!.code}' .. token .. US .. '${FIELDS[1]!.code}' .. attempts .. string.sub(body, claim.at)
   end
   claim.job.token, claim.job.attempts = token, claim.attempts + 1
   return jobBody(claim.job, body, claim.from, claim.to)

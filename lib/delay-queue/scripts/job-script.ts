@@ -24,7 +24,9 @@ export interface ScriptContract<K extends string, A extends Record<string, Scrip
 }
 
 export type ScriptKeys<S> = S extends JobScript<infer K, infer _A, infer _F, infer _R> ? Record<K, string> : never;
-export type ScriptArgs<S> = S extends JobScript<infer _K, infer A, infer _F, infer _R> ? { readonly [N in keyof A]: ArgValue<A[N]> } : never;
+/** The arguments of a contract, by name, as a caller passes them. */
+export type ArgValues<A extends Record<string, ScriptArgType>> = { readonly [N in keyof A]: ArgValue<A[N]> };
+export type ScriptArgs<S> = S extends JobScript<infer _K, infer A, infer _F, infer _R> ? ArgValues<A> : never;
 export type ScriptRecord<S> = S extends JobScript<infer _K, infer _A, infer F, infer _R> ? Readonly<Record<F, string | number>> : never;
 
 /**
@@ -50,7 +52,7 @@ export class JobScript<K extends string, A extends Record<string, ScriptArgType>
   call(
     client: RedisClient,
     keys: Readonly<Record<K, string>>,
-    args: { readonly [N in keyof A]: ArgValue<A[N]> },
+    args: ArgValues<A>,
     records: readonly Readonly<Record<F, string | number>>[] = [],
   ): Promise<R> {
     return this.run(client, this.keyList(keys), this.argList(args, records)).then(this.contract.decode);
@@ -62,7 +64,7 @@ export class JobScript<K extends string, A extends Record<string, ScriptArgType>
   }
 
   /** The ARGV list, in the contract's slots, then the repeated records' fields. */
-  argList(args: { readonly [N in keyof A]: ArgValue<A[N]> }, records: readonly Readonly<Record<F, string | number>>[] = []): (string | number)[] {
+  argList(args: ArgValues<A>, records: readonly Readonly<Record<F, string | number>>[] = []): (string | number)[] {
     const list: (string | number)[] = [];
     for (const name of this.argNames) {
       const value = args[name] as string | number | boolean;
@@ -92,8 +94,7 @@ function contractSnippet(name: string, contract: ScriptContract<string, Record<s
       return `${arg} = ${type === 'int' ? `tonumber(${slot})` : type === 'flag' ? `${slot} == '1'` : slot}`;
     })
     .join(', ');
-  const repeated = contract.repeated
-    ? `\nlocal ${contract.repeated.name.toUpperCase()}_FROM, ${contract.repeated.name.toUpperCase()}_STRIDE = ${argNames.length + 1}, ${contract.repeated.fields.length}`
-    : '';
+  const records = contract.repeated?.name.toUpperCase();
+  const repeated = contract.repeated ? `\nlocal ${records}_FROM, ${records}_STRIDE = ${argNames.length + 1}, ${contract.repeated.fields.length}` : '';
   return { name: `${name}Contract`, source: `\nlocal KEY = { ${keys} }\nlocal ARG = { ${args} }${repeated}\n` };
 }

@@ -22,7 +22,11 @@ const TRACEPARENT = `00-${'0af7651916cd43dd8448eb211c80319c'}-${'b7ad6b716920333
 describe('job codec: round trip through the stored form', () => {
   it('decodes what it encoded: header fields, retry options, trace context and payload', () => {
     const payload = { order: 'A-1', lines: [{ sku: 'x', qty: 2 }], note: 'he said "hi", \\o/', empty: [], nested: {} };
-    const tail = encodeBodyTail(encodePayload('orders', payload), 4, { delay: 100, factor: 3, maxDelay: 5_000, jitter: 0.5 }, TRACEPARENT);
+    const tail = encodeBodyTail(encodePayload('orders', payload), {
+      maxAttempts: 4,
+      backoff: { delay: 100, factor: 3, maxDelay: 5_000, jitter: 0.5 },
+      traceparent: TRACEPARENT,
+    });
     expect(decodeJob(storedBody(tail))).toEqual({
       token: '7',
       attempts: 2,
@@ -36,7 +40,7 @@ describe('job codec: round trip through the stored form', () => {
   });
 
   it('leaves out what was not given', () => {
-    const decoded = decodeJob(storedBody(encodeBodyTail('null', undefined, undefined)));
+    const decoded = decodeJob(storedBody(encodeBodyTail('null')));
     expect(decoded).toMatchObject({ maxAttempts: undefined, backoff: undefined, traceparent: undefined, payload: null });
   });
 
@@ -48,7 +52,7 @@ describe('job codec: round trip through the stored form', () => {
     ['a string that looks like the payload separator', ',"p":{"x":1}'],
     ['unicode', 'ünï 😀 {tag}'],
   ])('keeps %s exactly', (_label, payload) => {
-    expect(decodeJob(storedBody(encodeBodyTail(encodePayload('t', payload), undefined, undefined))).payload).toEqual(payload);
+    expect(decodeJob(storedBody(encodeBodyTail(encodePayload('t', payload)))).payload).toEqual(payload);
   });
 
   it('reads the last error, even one that contains the payload separator', () => {
@@ -65,8 +69,8 @@ describe('job codec: round trip through the stored form', () => {
   });
 
   it('reads the claim token without decoding the rest', () => {
-    expect(readClaimToken(storedBody(encodeBodyTail('1', undefined, undefined), { token: 123_456 }))).toBe('123456');
-    expect(readClaimToken(storedBody(encodeBodyTail('1', undefined, undefined), { token: 0 }))).toBe('0');
+    expect(readClaimToken(storedBody(encodeBodyTail('1'), { token: 123_456 }))).toBe('123456');
+    expect(readClaimToken(storedBody(encodeBodyTail('1'), { token: 0 }))).toBe('0');
     expect(readClaimToken('{"g":42,garbage')).toBe('42');
     expect(readClaimToken('not a job')).toBe('');
   });

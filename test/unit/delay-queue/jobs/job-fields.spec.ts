@@ -50,7 +50,7 @@ describe('the job field table', () => {
 
 describe('format 2', () => {
   it('stores a fresh job as its creation time and payload alone', () => {
-    const tail = encodeBodyTail('{"orderId":1}', undefined, undefined);
+    const tail = encodeBodyTail('{"orderId":1}');
     expect(bodyOfTail(tail, 1_700_000_000_000)).toBe('2\x1fg0\x1fa0\x1fc1700000000000\x1e{"orderId":1}');
   });
 
@@ -80,15 +80,16 @@ describe('format 2', () => {
   });
 
   it('reads a header alone (as the job list sends it) and a group from a tail', () => {
-    const body = bodyOfTail(encodeBodyTail('[1]', 4, undefined, undefined, 'g:1'), 9);
+    const body = bodyOfTail(encodeBodyTail('[1]', { maxAttempts: 4, group: 'g:1' }), 9);
     const header = body.slice(0, body.indexOf(HEADER_END));
     expect(decodeHeader(header)).toMatchObject({ createdAt: 9, maxAttempts: 4, group: 'g:1', attempts: 0 });
-    expect(groupOfTail(encodeBodyTail('[1]', 4, undefined, undefined, 'g:1'))).toBe('g:1');
-    expect(groupOfTail(encodeBodyTail('[1]', 4, undefined))).toBeUndefined();
+    expect(groupOfTail(encodeBodyTail('[1]', { maxAttempts: 4, group: 'g:1' }))).toBe('g:1');
+    expect(groupOfTail(encodeBodyTail('[1]', { maxAttempts: 4 }))).toBeUndefined();
   });
 
   it('skips a field of a later format, and refuses a header without its required fields in order', () => {
-    expect(decodeJob('2\x1fg0\x1fa3\x1fc5\x1fz{"later":1}\x1fm2\x1e"p"')).toMatchObject({ createdAt: 5, attempts: 3, maxAttempts: 2, payload: 'p' });
+    const later = '2\x1fg0\x1fa3\x1fc5\x1fz{"later":1}\x1fm2\x1e"p"';
+    expect(decodeJob(later)).toMatchObject({ createdAt: 5, attempts: 3, maxAttempts: 2, payload: 'p' });
     expect(() => decodeJob('2\x1fc5\x1fg0\x1fa3\x1e"p"')).toThrow(/^Unreadable job body/);
   });
 });
@@ -129,10 +130,10 @@ describe('format 1 (release 0.1), still read', () => {
 
   it("gives a tail back as release 0.1's encodeBodyTail wrote it (a repeat schedule's fingerprint is computed over that)", () => {
     const backoff = { delay: 10, factor: 2, maxDelay: 3_600_000, jitter: 0.2 };
-    expect(formatOneTail(encodeBodyTail('{"n":1}', 3, backoff, TRACEPARENT, 'g'))).toBe(
+    expect(formatOneTail(encodeBodyTail('{"n":1}', { maxAttempts: 3, backoff, traceparent: TRACEPARENT, group: 'g' }))).toBe(
       `,"m":3,"b":[10,2,3600000,0.2],"q":"g","t":"${TRACEPARENT}","e":null,"p":{"n":1}}`,
     );
-    expect(formatOneTail(encodeBodyTail('null', undefined, undefined))).toBe(',"m":null,"b":null,"e":null,"p":null}');
+    expect(formatOneTail(encodeBodyTail('null'))).toBe(',"m":null,"b":null,"e":null,"p":null}');
     expect(formatOneTail(',"m":null,"b":null,"e":null,"p":1}')).toBe(',"m":null,"b":null,"e":null,"p":1}');
   });
 });
