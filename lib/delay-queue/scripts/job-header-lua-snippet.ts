@@ -3,17 +3,25 @@ import { FIELD_START, HEADER_END, JOB_FIELDS, JOB_FORMAT_VERSION, type JobField 
 
 const FIELDS: readonly JobField[] = JOB_FIELDS;
 const REQUIRED = FIELDS.filter((field) => field.required);
-const luaString = (text: string): string => `'${[...text].map((ch) => (ch < ' ' ? `\\${ch.charCodeAt(0)}` : ch)).join('')}'`;
+/** A Lua string literal of `text`, control characters as decimal escapes. */
+const luaString = (text: string): string => {
+  const escaped = [...text].map((ch) => (ch < ' ' ? `\\${ch.charCodeAt(0)}` : ch));
+  return `'${escaped.join('')}'`;
+};
 /** A Lua pattern for one stored value of the field's type (never a separator). */
 const valuePattern = (field: JobField): string => (field.type === 'uint' ? '%d+' : `[^${FIELD_START}${HEADER_END}]*`);
 
 if (FIELDS[0]?.name !== 'token' || FIELDS[1]?.name !== 'attempts' || !FIELDS[0].required || !FIELDS[1].required) {
   throw new Error('job-fields.ts: the claim rewrites token and attempts as the first two fields, both required');
 }
-if (FIELDS.slice(REQUIRED.length).some((field) => field.required)) throw new Error('job-fields.ts: the required fields come first');
+if (FIELDS.slice(REQUIRED.length).some((field) => field.required)) {
+  throw new Error('job-fields.ts: the required fields come first');
+}
 
+/** Fields in a row, each value captured. */
+const capturing = (fields: readonly JobField[]): string =>
+  fields.map((field) => `${FIELD_START}${field.code}(${valuePattern(field)})`).join('');
 /** The anchored pattern of all required fields, capturing each, then the position after them. */
-const capturing = (fields: readonly JobField[]): string => fields.map((field) => `${FIELD_START}${field.code}(${valuePattern(field)})`).join('');
 const ALL_REQUIRED = luaString(`^${JOB_FORMAT_VERSION}${capturing(REQUIRED)}()`);
 /** The token's pattern: the first field. */
 const TOKEN = luaString(`^${JOB_FORMAT_VERSION}${FIELD_START}${FIELDS[0].code}(${valuePattern(FIELDS[0])})`);

@@ -23,11 +23,10 @@ export interface ScriptContract<K extends string, A extends Record<string, Scrip
   readonly decode: (reply: unknown) => R;
 }
 
-export type ScriptKeys<S> = S extends JobScript<infer K, infer _A, infer _F, infer _R> ? Record<K, string> : never;
 /** The arguments of a contract, by name, as a caller passes them. */
 export type ArgValues<A extends Record<string, ScriptArgType>> = { readonly [N in keyof A]: ArgValue<A[N]> };
+/** The arguments of a script, by name (e.g. `ScriptArgs<typeof ackJobsScript>`). */
 export type ScriptArgs<S> = S extends JobScript<infer _K, infer A, infer _F, infer _R> ? ArgValues<A> : never;
-export type ScriptRecord<S> = S extends JobScript<infer _K, infer _A, infer F, infer _R> ? Readonly<Record<F, string | number>> : never;
 
 /**
  * A Lua script with a named contract. The Lua sees its keys as `KEY.<name>` and its arguments as
@@ -95,6 +94,7 @@ function contractSnippet(name: string, contract: ScriptContract<string, Record<s
     })
     .join(', ');
   const records = contract.repeated?.name.toUpperCase();
-  const repeated = contract.repeated ? `\nlocal ${records}_FROM, ${records}_STRIDE = ${argNames.length + 1}, ${contract.repeated.fields.length}` : '';
+  const stride = contract.repeated?.fields.length;
+  const repeated = contract.repeated ? `\nlocal ${records}_FROM, ${records}_STRIDE = ${argNames.length + 1}, ${stride}` : '';
   return { name: `${name}Contract`, source: `\nlocal KEY = { ${keys} }\nlocal ARG = { ${args} }${repeated}\n` };
 }
