@@ -127,6 +127,10 @@ export class PostgresJobOutbox implements JobOutboxStore {
     }
   }
 
+  inTransaction(): boolean {
+    return this.executor.current() !== undefined;
+  }
+
   async insert(jobs: readonly OutboxJob[]): Promise<void> {
     if (jobs.length === 0) return;
     const run = this.executor.current();
