@@ -129,12 +129,14 @@ export class RedisConnection implements OnModuleInit, OnModuleDestroy, OnApplica
 
   async onModuleInit(): Promise<void> {
     if (this.config.connectTimeout === 0) {
+      this.outages.start();
       this.checkEvictionPolicyWhenReady();
       return;
     }
     await this.verifyReachable(this.client, this.config.connectTimeout);
     await this.verifySelectedDatabase(this.config.connectTimeout);
     await this.checkEvictionPolicy(this.config.connectTimeout, true);
+    this.outages.start();
   }
 
   /**
