@@ -326,6 +326,10 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
         }),
       );
       await waitFor(async () => (await app.queue.get(t, 'after-commit')) ?? undefined, 30_000, 'the committed job in Redis');
+      // A continuation that runs after COMMIT with the client still in the store (fire-and-forget
+      // work started in the transaction): the client is idle, no transaction is open, Redis at once.
+      await current.run(client, () => app.queue.schedule(t, 3, { id: 'later-in-store' }));
+      expect(await app.queue.get(t, 'later-in-store')).not.toBeNull();
     } finally {
       client.release();
       await app.close();

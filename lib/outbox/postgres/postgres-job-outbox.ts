@@ -88,7 +88,11 @@ export class PostgresJobOutbox implements JobOutboxStore {
       }
     }
     this.table = outboxTable('PostgresJobOutbox.table', options.table);
-    this.executor = { description: executor.description ?? 'the outbox transaction executor', current: executor.current.bind(executor) };
+    this.executor = {
+      description: executor.description ?? 'the outbox transaction executor',
+      current: executor.current.bind(executor),
+      inTransaction: typeof executor.inTransaction === 'function' ? executor.inTransaction.bind(executor) : undefined,
+    };
     this.relaySql = relaySql;
     this.applyMigration = options.applyMigrationAtStart === true;
     this.notify = options.notify !== false;
@@ -128,7 +132,7 @@ export class PostgresJobOutbox implements JobOutboxStore {
   }
 
   inTransaction(): boolean {
-    return this.executor.current() !== undefined;
+    return this.executor.inTransaction?.() ?? false;
   }
 
   async insert(jobs: readonly OutboxJob[]): Promise<void> {
