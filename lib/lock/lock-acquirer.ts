@@ -330,7 +330,7 @@ export class LockAcquirer {
     if (!options.syncReplicas) return this.issue(call, owner, outcome.fencingToken, sentAt);
     // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
     // deferred by an enclosing transaction, not watched).
-    return awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
+    return awaitReplicas(this.connection, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
       protocol.release(this.connection.client, owner, this.connection.publishCommand, call.hold),
     ).then(() => this.issue(call, owner, outcome.fencingToken, sentAt));
   }
