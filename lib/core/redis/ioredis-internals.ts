@@ -52,7 +52,10 @@ export function socketOf(client: Redis): ClientSocket | undefined {
   return internals(client).stream;
 }
 
-/** Commands written on the current connection whose replies have not come yet; undefined when the client keeps no such queue (a Cluster). */
+/**
+ * Commands written on the current connection whose replies have not come yet; undefined when the
+ * client keeps no such queue (a Cluster).
+ */
 export function awaitingReplies(client: Redis): number | undefined {
   return internals(client).commandQueue?.length;
 }

@@ -9,7 +9,12 @@ import type { RedisScript } from './redis-script.js';
  * trip in the common case, and no `defineCommand` mutating a client the user may own. Redis and
  * connection failures reject with the library's typed errors.
  */
-export function runScriptOn<T>(client: RedisClient, script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+export function runScriptOn<T>(
+  client: RedisClient,
+  script: RedisScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<T> {
   // Plain promise chaining, no async wrapper: this sits on the hot path of every lock operation.
   return (client.evalsha(script.sha, keys.length, ...keys, ...args) as Promise<T>).catch((error: unknown) => {
     if (!isNoScript(error)) throw toRedisLockError(error, `run ${script.name}`, RedisReachability.of(client)?.cause);

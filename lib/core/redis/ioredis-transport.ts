@@ -233,7 +233,8 @@ export class IoredisTransport implements RedisTransport {
       const cause = this.reachability?.lastConnectionError ?? (error instanceof Error ? error : undefined);
       this.abandon();
       const reason = cause ? describeConnectionCause(cause) : errorMessage(error);
-      throw new RedisConnectionError(`Cannot reach Redis at ${describeEndpoint(client)}: ${reason}. ${connectionAdvice(cause ?? error)}`, cause ?? error);
+      const advice = connectionAdvice(cause ?? error);
+      throw new RedisConnectionError(`Cannot reach Redis at ${describeEndpoint(client)}: ${reason}. ${advice}`, cause ?? error);
     } finally {
       clearTimeout(timer);
     }
