@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { runScriptOn } from './ioredis-script-runner.js';
+import type { RedisTransport } from './redis-transport.js';
+
+type ScriptTransport = Pick<RedisTransport, 'runScript'>;
 
 /**
  * A piece of Lua several scripts share: `local` values and functions that a script's body calls.
@@ -38,11 +41,13 @@ export class RedisScript {
   }
 
   /**
-   * Runs the script on an ioredis client (`RedisTransport.runScript` is the driver-neutral way);
+   * Runs the script through a transport (`RedisConnection`), or on an ioredis client directly;
    * Redis and connection failures reject with this library's typed errors.
    */
-  run<T = unknown>(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
-    return runScriptOn<T>(client, this, keys, args);
+  run<T = unknown>(target: RedisClient | ScriptTransport, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+    const transport = target as Partial<ScriptTransport>;
+    if (typeof transport.runScript === 'function') return transport.runScript<T>(this, keys, args);
+    return runScriptOn<T>(target as RedisClient, this, keys, args);
   }
 }
 
