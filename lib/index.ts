@@ -105,6 +105,7 @@ export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.
 export { JobCancelledError } from './core/errors/job-cancelled.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
+export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';
 export { RedisConnectionError } from './core/errors/redis-connection.error.js';
 export { RedisEvictionPolicyError } from './core/errors/redis-eviction-policy.error.js';
 export { RedisCommandError } from './core/errors/redis-command.error.js';

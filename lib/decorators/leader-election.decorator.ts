@@ -4,8 +4,6 @@ import { resolveLeaseDeclaration } from './resolve-lease-declaration.js';
 
 /**
  * Options of `@LeaderElection`.
- *
- * @inline
  */
 export interface LeaderElectionOptions {
   /**

@@ -6,8 +6,6 @@ import { wrapProviderMethod } from './wrap-provider-method.js';
 
 /**
  * Options of `@OnOneInstance`.
- *
- * @inline
  */
 export interface OnOneInstanceOptions {
   /**

@@ -2,8 +2,6 @@ import { HeldLockFrames } from './held-lock-frames.js';
 
 /**
  * What code running under a lock can know about it.
- *
- * @inline
  */
 export interface LockContextSnapshot {
   /** The lock's name as given (names joined by `,` for a multi-key lock). */

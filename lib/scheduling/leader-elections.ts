@@ -14,8 +14,6 @@ import { LEADER_ELECTION_METADATA } from './scheduling.constants.js';
 
 /**
  * One `@LeaderElection` of this application, as this instance sees it.
- *
- * @inline
  */
 export interface LeaderElectionStatus {
   /** The `@LeaderElection` key. */

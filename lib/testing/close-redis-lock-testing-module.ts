@@ -19,8 +19,6 @@ export type RedisLockTestingApp = Pick<INestApplicationContext, 'get' | 'close'>
  *
  * @example
  * await closeRedisLockTestingModule(moduleRef, { removeKeys: true });
- *
- * @inline
  */
 export interface CloseRedisLockTestingModuleOptions {
   /**

@@ -53,8 +53,6 @@ export interface LocalRedisServer extends AsyncDisposable {
  *
  * @example
  * await startLocalRedisServer({ args: ['--appendonly', 'yes'] }); // survives restart() with its keys
- *
- * @inline
  */
 export interface LocalRedisServerOptions {
   /** Extra `redis-server` arguments, e.g. `['--appendonly', 'yes']`; they override the defaults. */

@@ -6,8 +6,6 @@ import { uniqueKeyPrefix } from './unique-key-prefix.js';
 
 /**
  * Anything with the URL of a running Redis: a `TestRedis` from `startTestRedis()`, a `LocalRedisServer`.
- *
- * @inline
  */
 export interface RunningTestRedis {
   /** The `redis://` URL of the server. */
@@ -26,8 +24,6 @@ export interface RunningTestRedis {
  *   imports: [OrdersModule],
  *   redisLock: { lock: { leaseTime: 2_000 } },  // keyPrefix: a unique one unless you set it
  * };
- *
- * @inline
  */
 export interface RedisLockTestingModuleMetadata extends ModuleMetadata {
   /** The Redis: a `TestRedis` (`startTestRedis()`), a URL, or any `RedisLockModule` connection option. */

@@ -34,8 +34,6 @@ export interface TestRedis extends AsyncDisposable {
  * @example
  * await startTestRedis({ url: process.env.TEST_REDIS_URL });                 // your own variable
  * await startTestRedis({ redisServer: { args: ['--appendonly', 'yes'] } }); // private server's settings
- *
- * @inline
  */
 export interface StartTestRedisOptions {
   /** A server to use instead of starting one. Default: `process.env.REDIS_URL`. */

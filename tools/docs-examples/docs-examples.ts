@@ -75,15 +75,18 @@ export function checkDocExamples(root: string, pages = documentedPages(root)): {
     const slug = example.page.replace(/[^A-Za-z0-9]+/g, '-');
     const name = join(root, 'tools', 'docs-examples', '.examples', `${slug}-${example.line}-${i}.ts`);
     const lines = example.code.split('\n');
-    const own = lines.filter((l) => /^import\s/.test(l));
-    const body = lines.map((l) => (/^import\s/.test(l) ? '' : l));
+    const { importLines, packageImports, appNames } = importsOf(example.code);
+    // The block's imports move to the head; what it imports from the app's own files (`./app.module`)
+    // is not here, so each such name stands for a value and a type of the app that fit any use.
+    const own = [...packageImports, ...appNames.map((name) => `declare const ${name}: any; type ${name} = any;`)].join('\n').split('\n');
+    const body = lines.map((l, i) => (importLines.has(i) ? '' : l));
     // What the block uses of the package and of Nest without importing it: the imports a reader adds.
     const declared = new Set([...example.code.matchAll(/\b(?:class|interface|type|enum|const|let|var|function)\s+([A-Za-z_$][\w$]*)/g)].map((m) => m[1]));
     for (const m of example.code.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}/g)) {
       for (const part of m[1].split(',')) declared.add(part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()!);
     }
     const wanted = new Map<string, string[]>();
-    for (const [, used] of example.code.matchAll(/\b([A-Z][A-Za-z0-9_]*|defineTopic|runInTransaction|lockReconnectStrategy|uniqueKeyPrefix|initRedisLockTestingModule|closeRedisLockTestingModule|createRedisLockTestingModule|inPgTransaction|inTypeOrmTransaction|inClsTransaction|jobOutboxMigration)\b/g)) {
+    for (const [, used] of example.code.matchAll(/(?<![.\w$])([A-Za-z_$][\w$]*)\b/g)) {
       const from = autoImports.get(used);
       if (!from || declared.has(used)) continue;
       declared.add(used);
@@ -120,6 +123,31 @@ export function checkDocExamples(root: string, pages = documentedPages(root)): {
     errors.push({ page: virtual.example.page, line: virtual.example.line + Math.max(0, line - virtual.offset), message: `TS${diagnostic.code}: ${message}` });
   }
   return { checked: files.size, skipped, errors };
+}
+
+/**
+ * The import declarations of a block, whole (an import may span lines): the lines they take, the
+ * text of those from packages, and the names imported from the app's own files (relative paths).
+ */
+export function importsOf(code: string): { importLines: Set<number>; packageImports: string[]; appNames: string[] } {
+  const file = ts.createSourceFile('block.ts', code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+  const importLines = new Set<number>();
+  const packageImports: string[] = [];
+  const appNames: string[] = [];
+  for (const statement of file.statements) {
+    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
+    const first = file.getLineAndCharacterOfPosition(statement.getStart(file)).line;
+    const last = file.getLineAndCharacterOfPosition(statement.getEnd()).line;
+    for (let line = first; line <= last; line++) importLines.add(line);
+    if (!statement.moduleSpecifier.text.startsWith('.')) {
+      packageImports.push(statement.getText(file));
+      continue;
+    }
+    const clause = statement.importClause;
+    if (clause?.name) appNames.push(clause.name.text);
+    if (clause?.namedBindings && ts.isNamedImports(clause.namedBindings)) appNames.push(...clause.namedBindings.elements.map((e) => e.name.text));
+  }
+  return { importLines, packageImports, appNames };
 }
 
 /**

@@ -3,8 +3,7 @@ import { InvalidOptionsError } from './invalid-options.error.js';
 /**
  * Two handlers were registered for one delayed-job topic in one application (two `@OnDelayed` methods,
  * or `consume()` on a topic that already has a consumer). Each job of a topic goes to one handler,
- * so the second would silently take half of the first one's jobs. Caught as `InvalidOptionsError`
- * (not exported on its own).
+ * so the second would silently take half of the first one's jobs. Also an `InvalidOptionsError`.
  */
 export class DuplicateDelayedHandlerError extends InvalidOptionsError {
   override readonly code = 'DUPLICATE_DELAYED_HANDLER';

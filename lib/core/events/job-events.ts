@@ -1,7 +1,5 @@
 /**
  * A job was written to Redis (`job.scheduled`); inside a transaction, after the commit.
- *
- * @inline
  */
 export interface JobScheduledEvent {
   /** The topic of the job. */
@@ -24,8 +22,6 @@ export interface JobScheduledEvent {
 
 /**
  * A handler began running a delivery (`job.started`).
- *
- * @inline
  */
 export interface JobStartedEvent {
   /** The topic of the job. */
@@ -40,8 +36,6 @@ export interface JobStartedEvent {
 
 /**
  * A handler resolved (`job.succeeded`); the acknowledgement is sent right after.
- *
- * @inline
  */
 export interface JobSucceededEvent {
   /** The topic of the job. */
@@ -58,8 +52,6 @@ export interface JobSucceededEvent {
  * A handler whose job was cancelled while it ran (`DelayQueueService.cancel()`, from any instance)
  * returned or threw (`job.cancelled`). Reported instead of `job.succeeded` / `job.failed`: the job
  * is gone, not retried and not dead-lettered, whatever the handler did after its signal aborted.
- *
- * @inline
  */
 export interface JobCancelledEvent {
   /** The topic of the job. */
@@ -74,8 +66,6 @@ export interface JobCancelledEvent {
 
 /**
  * A handler threw or rejected (`job.failed`); `job.retried` or `job.dead` follows once Redis recorded it.
- *
- * @inline
  */
 export interface JobFailedEvent {
   /** The topic of the job. */
@@ -92,8 +82,6 @@ export interface JobFailedEvent {
 
 /**
  * A failed job was put back with backoff (`job.retried`).
- *
- * @inline
  */
 export interface JobRetriedEvent {
   /** The topic of the job. */
@@ -112,8 +100,6 @@ export interface JobRetriedEvent {
 
 /**
  * A failed job went to the dead-letter set after its last attempt (`job.dead`).
- *
- * @inline
  */
 export interface JobDeadEvent {
   /** The topic of the job. */
@@ -133,8 +119,6 @@ export interface JobDeadEvent {
  * passed (`job.recovered`), by whichever live consumer of the topic claimed next: put back in the
  * queue (`requeued: true`), or buried with the dead letters when that was its last attempt (then
  * `job.dead` follows).
- *
- * @inline
  */
 export interface JobRecoveredEvent {
   /** The topic of the job. */
@@ -154,8 +138,6 @@ export interface JobRecoveredEvent {
  * (`job.schedule.retrying`): the write is retried with backoff (capped at 10 s, with jitter) for as
  * long as the process runs, and flushed at shutdown until `delayQueue.shutdownTimeout`. One event
  * per failed attempt of one batch (one `schedule()`, or one `scheduleMany()` group).
- *
- * @inline
  */
 export interface JobScheduleRetryingEvent {
   /** The topic of the batch. */
@@ -175,8 +157,6 @@ export interface JobScheduleRetryingEvent {
  * (`job.schedule.lost`): Redis stayed unreachable until the shutdown deadline, or the transaction
  * committed after the module had shut down. Their transaction's data is committed but the jobs will
  * not run unless scheduled again: alert on this event. Also logged as an error with the ids.
- *
- * @inline
  */
 export interface JobScheduleLostEvent {
   /** The topic of the batch. */
@@ -195,8 +175,6 @@ export interface JobScheduleLostEvent {
  * Jobs of committed transactions went from the transactional outbox to Redis (`outbox.relayed`):
  * right after COMMIT by the process that committed them (`'after-commit'`), or by a relay that
  * found rows left behind by a crash or a Redis outage (`'relay'`).
- *
- * @inline
  */
 export interface OutboxRelayedEvent {
   /**
@@ -212,8 +190,6 @@ export interface OutboxRelayedEvent {
 /**
  * Outbox rows could not be written to Redis (`outbox.relay.failed`); they stay in the outbox and
  * the relay retries with backoff. Nothing is lost: alert when it lasts.
- *
- * @inline
  */
 export interface OutboxRelayFailedEvent {
   /**
@@ -234,8 +210,6 @@ export interface OutboxRelayFailedEvent {
  * An outbox row that can never be relayed (undecodable, a topic or id this version refuses, or a
  * write Redis keeps refusing) was moved aside (`outbox.row.parked`): it stays in the outbox table,
  * marked parked with the reason, and is not retried. Alert on it; fix and un-park by hand.
- *
- * @inline
  */
 export interface OutboxRowParkedEvent {
   /** The outbox row's id (its primary key). */

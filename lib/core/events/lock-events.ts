@@ -2,8 +2,6 @@ import type { LockLostError } from '../errors/lock-lost.error.js';
 
 /**
  * A lock was taken (`lock.acquired`). One event per key: a multi-key lock emits one for each of its keys.
- *
- * @inline
  */
 export interface LockAcquiredEvent {
   /** The name the caller gave (the key of a mutex, read/write lock or semaphore), never the Redis key. */
@@ -18,8 +16,6 @@ export interface LockAcquiredEvent {
 
 /**
  * A hold ended by `release()` (`lock.released`); inside a transaction, when the transaction ended.
- *
- * @inline
  */
 export interface LockReleasedEvent {
   /** The name the caller gave, as in `LockAcquiredEvent`. */
@@ -37,8 +33,6 @@ export interface LockReleasedEvent {
 
 /**
  * A held lock's lease was lost (`lock.lost`); its handle's signal has been aborted with `error`.
- *
- * @inline
  */
 export interface LockLostEvent {
   /** The name the caller gave, as in `LockAcquiredEvent`. */
@@ -56,8 +50,6 @@ export interface LockLostEvent {
 /**
  * A lock was not free in time (`lock.timeout`): `acquire()` rejected with `LockAcquireTimeoutError`,
  * or `tryAcquire()` resolved `null` (then `waitTimeout` is 0).
- *
- * @inline
  */
 export interface LockTimeoutEvent {
   /** The key that could not be taken (for a multi-key lock: the first key of the sorted set that was not free). */

@@ -69,7 +69,5 @@ export type RedisLockEventName = keyof RedisLockEventMap;
 
 /**
  * The listener arguments of each event (its payload, alone): the type argument of `RedisLockEvents`' `EventEmitter`.
- *
- * @inline
  */
 export type RedisLockEventArgs = { [K in RedisLockEventName]: [event: RedisLockEventMap[K]] };

@@ -2,8 +2,6 @@ import type { RedisLockError } from '../errors/redis-lock.error.js';
 
 /**
  * This instance became the leader of a `@LeaderElection` key (`leadership.acquired`).
- *
- * @inline
  */
 export interface LeadershipAcquiredEvent {
   /** The `@LeaderElection` key. */
@@ -18,8 +16,6 @@ export interface LeadershipAcquiredEvent {
  * This instance stopped being the leader (`leadership.lost`): it stepped down (`'stepped-down'`:
  * shutdown or `lock.release()`), or its lease was lost (`'lease-lost'`: expired, taken over, or
  * Redis unreachable until it ran out). The lock's `signal` has been aborted with `error`.
- *
- * @inline
  */
 export interface LeadershipLostEvent {
   /** The `@LeaderElection` key. */
@@ -40,8 +36,6 @@ export interface LeadershipLostEvent {
 
 /**
  * This instance took the lease of an `@OnOneInstance` method (`one-instance.acquired`): its calls run here now.
- *
- * @inline
  */
 export interface OneInstanceAcquiredEvent {
   /** The lease key of the `@OnOneInstance` method. */
@@ -53,8 +47,6 @@ export interface OneInstanceAcquiredEvent {
 /**
  * This instance no longer holds an `@OnOneInstance` lease (`one-instance.lost`): handed back at
  * shutdown (`'handed-back'`), or lost (`'lease-lost'`).
- *
- * @inline
  */
 export interface OneInstanceLostEvent {
   /** The lease key of the `@OnOneInstance` method. */
@@ -73,8 +65,6 @@ export interface OneInstanceLostEvent {
  * (`'not-owner'`), or a run of it is still going, on this
  * instance or on the previous holder (`'still-running'`). Calls skipped because the application is
  * shutting down emit nothing.
- *
- * @inline
  */
 export interface OneInstanceSkippedEvent {
   /** The lease key of the `@OnOneInstance` method. */

@@ -29,8 +29,6 @@ export type RedisConnectionOptions =
 
 /**
  * Defaults for every lock taken through `LockService` and `@WithLock`.
- *
- * @inline
  */
 export interface LockDefaults {
   /** Lease in ms. Without an explicit lease the watchdog renews it every lease/3. Default 30000. */
@@ -61,8 +59,6 @@ export interface LockDefaults {
  *
  * @example
  * RedisLockModule.forRoot({ redis: { sentinels, name: 'mymaster' }, lock: { syncReplicas: { replicas: 1, timeout: 200 } } })
- *
- * @inline
  */
 export interface SyncReplicasOptions {
   /** How many replicas must confirm (`WAIT numreplicas`). A whole number >= 1. */
@@ -85,8 +81,6 @@ export interface BackoffOptions {
 
 /**
  * What is kept after a job ends.
- *
- * @inline
  */
 export interface RetentionOptions {
   /** Dead letters kept per topic at most (oldest dropped first). Default 10000. */
@@ -97,8 +91,6 @@ export interface RetentionOptions {
 
 /**
  * Defaults for delayed-job consumers and producers.
- *
- * @inline
  */
 export interface DelayQueueDefaults {
   /** Handlers run at once per consumer. Default 1. */
@@ -158,8 +150,6 @@ export interface DelayQueueDefaults {
 
 /**
  * Settings of the outbox relay (see `DelayQueueDefaults.outbox`).
- *
- * @inline
  */
 export interface OutboxRelayOptions {
   /**
@@ -187,8 +177,6 @@ export interface OutboxRelayOptions {
 
 /**
  * Per-topic settings (see `DelayQueueDefaults.topics`).
- *
- * @inline
  */
 export interface DelayQueueTopicOptions {
   /** Shards the topic is split into. Default 1 (not split). */
@@ -289,8 +277,6 @@ export type RedlockClientOptions = string | RedisOptions | Redis;
  * RedisLockModule.forRoot({
  *   redlock: { clients: ['redis://redis-a:6379', 'redis://redis-b:6379', 'redis://redis-c:6379'] },
  * })
- *
- * @inline
  */
 export interface RedlockOptions {
   /** The masters, at least one (three or five recommended). */

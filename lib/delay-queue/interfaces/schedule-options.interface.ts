@@ -30,8 +30,6 @@ export interface ScheduleOptions {
 
 /**
  * One job of `scheduleMany`.
- *
- * @inline
  */
 export type ScheduledJob<T> = {
   /** The job's payload, stored as JSON. */

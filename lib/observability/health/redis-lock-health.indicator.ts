@@ -10,8 +10,6 @@ import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-
 
 /**
  * Limits of one topic for `RedisLockHealthIndicator.checkQueues`; a limit left out is not checked.
- *
- * @inline
  */
 export interface QueueHealthThresholds {
   /** Most due-but-unclaimed jobs (the backlog) before the topic counts as unhealthy. */
@@ -22,8 +20,6 @@ export interface QueueHealthThresholds {
 
 /**
  * Options of one check of `RedisLockHealthIndicator`.
- *
- * @inline
  */
 export interface HealthCheckOptions {
   /** Longest wait for Redis, in ms. */
