@@ -27,6 +27,19 @@ const EVICTION_CHECK_TIMEOUT_MS = 10_000;
 @Injectable()
 export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
   private readonly transport: IoredisTransport;
+  /**
+   * The ioredis client that carries the commands, for the code that still calls it directly (script
+   * runs, single commands); new code uses the `RedisTransport` methods.
+   */
+  readonly client: RedisClient;
+  /**
+   * Whether the command connection reaches Redis and why not; with the module's bound on waiting
+   * for an unreachable Redis on connections it built (`unreachableTimeout`). None on a cluster.
+   */
+  readonly reachability: RedisReachability | undefined;
+  readonly resendsUnanswered: boolean;
+  readonly isCluster: boolean;
+  readonly publishCommand: 'publish' | 'spublish';
   private readonly logger = new Logger('RedisLockModule');
   /** Monotonic ms at which the application's shutdown began, once it has. */
   private shutdownStartedAt?: number;
@@ -48,7 +61,11 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
       onConnectionError: (purpose, error, warnAlone) => this.outages.connectionError(purpose, error, warnAlone),
     });
     const transport = this.transport;
-    const reachability = transport.reachability;
+    this.client = transport.client;
+    this.resendsUnanswered = transport.resendsUnanswered;
+    this.isCluster = transport.isCluster;
+    this.publishCommand = transport.publishCommand;
+    const reachability = (this.reachability = transport.reachability);
     this.outages = new RedisOutageLog(this.logger, {
       endpoint: transport.endpoint,
       isDown: () => (reachability ? reachability.isDown || reachability.isUnreachable : !transport.ready),
@@ -60,34 +77,6 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
     } else {
       transport.onReady(() => this.outages.reachable());
     }
-  }
-
-  /**
-   * The ioredis client that carries the commands, for the code that still calls it directly (script
-   * runs, single commands); new code uses the `RedisTransport` methods.
-   */
-  get client(): RedisClient {
-    return this.transport.client;
-  }
-
-  /**
-   * Whether the command connection reaches Redis and why not; with the module's bound on waiting
-   * for an unreachable Redis on connections it built (`unreachableTimeout`). None on a cluster.
-   */
-  get reachability(): RedisReachability | undefined {
-    return this.transport.reachability;
-  }
-
-  get resendsUnanswered(): boolean {
-    return this.transport.resendsUnanswered;
-  }
-
-  get isCluster(): boolean {
-    return this.transport.isCluster;
-  }
-
-  get publishCommand(): 'publish' | 'spublish' {
-    return this.transport.publishCommand;
   }
 
   runScript<T = unknown>(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
