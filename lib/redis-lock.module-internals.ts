@@ -3,6 +3,7 @@ import { RedisConnection } from './core/redis/redis-connection.js';
 import { REDIS_LOCK_INTERNALS } from './core/redis-lock-internals.token.js';
 import { DecoratorLockRunner } from './decorators/decorator-lock-runner.js';
 import type { DecoratorServices } from './decorators/wrap-provider-method.js';
+import { JobCommands } from './delay-queue/job-commands.js';
 import { TopicInspector } from './delay-queue/topic-inspector.js';
 import { LockInspector } from './lock/lock-inspector.js';
 import { OneInstanceLeases } from './scheduling/one-instance-leases.js';
@@ -12,6 +13,8 @@ export interface RedisLockInternals extends DecoratorServices {
   readonly connection: RedisConnection;
   readonly lockInspector: LockInspector;
   readonly topicInspector: TopicInspector;
+  /** The operator's actions on jobs (delete a dead letter, cancel a waiting job). */
+  readonly jobCommands: JobCommands;
 }
 
 /** The provider of `REDIS_LOCK_INTERNALS` in `RedisLockModule`. */
@@ -21,8 +24,9 @@ export const redisLockInternalsProvider: FactoryProvider<RedisLockInternals> = {
     connection: RedisConnection,
     lockInspector: LockInspector,
     topicInspector: TopicInspector,
+    jobCommands: JobCommands,
     lockRunner: DecoratorLockRunner,
     oneInstanceLeases: OneInstanceLeases,
-  ) => ({ connection, lockInspector, topicInspector, lockRunner, oneInstanceLeases }),
-  inject: [RedisConnection, LockInspector, TopicInspector, DecoratorLockRunner, OneInstanceLeases],
+  ) => ({ connection, lockInspector, topicInspector, jobCommands, lockRunner, oneInstanceLeases }),
+  inject: [RedisConnection, LockInspector, TopicInspector, JobCommands, DecoratorLockRunner, OneInstanceLeases],
 };

@@ -5,6 +5,7 @@ import { preloadScripts } from '../core/redis/preload-scripts.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
 import { JobEnqueuer } from './job-enqueuer.js';
+import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import { ON_DELAYED_REPEAT_KEYS, splitOnDelayedRepeat } from './repeat/repeat-option-keys.js';
@@ -42,6 +43,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     private readonly connection: RedisConnection,
     private readonly repeats: RepeatScheduler,
     private readonly enqueuer: JobEnqueuer,
+    @Inject(JobOutboxRelay) private readonly outbox: JobOutboxRelay | null,
   ) {}
 
   /**
@@ -60,18 +62,13 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
         if (repeat === undefined) return [];
         return [{ topic: handler.topic, definition: this.prepareRepeat(handler, repeat), source: handler.source }];
       });
-      await this.enqueuer.prepare();
+      await this.outbox?.prepare();
     } catch (error) {
       // Nest runs no shutdown hook after a failed init: close our connections ourselves, or they
       // would keep the process alive after the bootstrap error.
       await this.connection.onApplicationShutdown();
       throw error;
     }
-  }
-
-  /** Topics consumed by an `@OnDelayed` handler of this application (found in `onModuleInit`). */
-  handledTopics(): readonly string[] {
-    return [...new Set(this.handlers.map((handler) => handler.topic))];
   }
 
   /**
@@ -82,19 +79,20 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     void preloadScripts(this.connection.client, ALL_DELAY_QUEUE_SCRIPTS).catch((error: unknown) =>
       this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
     );
-    await Promise.all([this.enqueuer.start(), this.startHandlers()]);
+    await Promise.all([this.outbox?.start(), this.startHandlers()]);
   }
 
   /**
-   * Drains every consumer, then flushes the writes of committed transactions still pending, before
-   * the module's connections close (in `onApplicationShutdown`). Consumers drain first (the
-   * `@OnDelayed` ones, then those of `consume()`), so that jobs their handlers schedule in
-   * transactions while they finish are flushed too.
+   * Drains every consumer, then flushes the writes of committed transactions still pending and
+   * stops the outbox relay, before the module's connections close (in `onApplicationShutdown`).
+   * Consumers drain first (the `@OnDelayed` ones, then those of `consume()`), so that jobs their
+   * handlers schedule in transactions while they finish are flushed too.
    */
   async beforeApplicationShutdown(): Promise<void> {
     await this.consumerRegistry.drain('on-delayed');
     await this.consumerRegistry.drain('all');
     await this.enqueuer.flush();
+    await this.outbox?.stop();
   }
 
   /** After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`). */
@@ -114,7 +112,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     // with none to start it is harmless, as it was.
     if (this.started) {
       if (this.handlers.length === 0) return;
-      throw new DelayQueueAlreadyStartedError(this.handledTopics());
+      throw new DelayQueueAlreadyStartedError(this.explorer.handledTopics());
     }
     this.started = true;
     const registering = Promise.all(this.schedules.map(({ topic, definition, source }) => this.repeats.register(topic, definition, source)));

@@ -7,17 +7,22 @@ import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
-import { JobEnqueuer } from './job-enqueuer.js';
+import { JobEnqueuer, TransactionalOutbox } from './job-enqueuer.js';
 import { JobCommands } from './job-commands.js';
 import { JobWriter } from './writer/job-writer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { TopicInspector } from './topic-inspector.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
+import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
+import { jobOutboxRelayProvider } from './outbox-relay/job-outbox-relay.provider.js';
+import { ScheduleChangeRouter } from './outbox-relay/schedule-change-router.js';
 
 /**
  * The delay-queue engine: where each topic's jobs live (`TopicShards`), the write path (`JobWriter`,
- * `JobEnqueuer`), the service, the consumers (`ConsumerRegistry`, which builds them for `consume()`
- * and `@OnDelayed`), the `@OnDelayed` discovery and the lifecycle (orchestrator), and the read side.
+ * `JobEnqueuer`, and with `delayQueue.outbox` the relay, the enqueuer's `TransactionalOutbox`), where
+ * repeat schedule changes go, the service, the consumers (`ConsumerRegistry`, which builds them for
+ * `consume()` and `@OnDelayed`), the `@OnDelayed` discovery and the lifecycle (orchestrator), the
+ * read side and the commands.
  */
 export const delayQueueProviders: Provider[] = [
   {
@@ -27,7 +32,14 @@ export const delayQueueProviders: Provider[] = [
   },
   RepeatScheduler,
   JobWriter,
+  jobOutboxRelayProvider,
+  {
+    provide: TransactionalOutbox,
+    useFactory: (relay: JobOutboxRelay | null): TransactionalOutbox | null => relay,
+    inject: [JobOutboxRelay],
+  },
   JobEnqueuer,
+  ScheduleChangeRouter,
   JobCommands,
   CancelListener,
   ConsumerRegistry,

@@ -8,7 +8,8 @@ import { assertValidTopic } from '../core/keys/topic-name.js';
 import { describeValue, refuseAsInvalidOption } from '../core/options/option-validation.js';
 import { keysOf, refuseUnknownKeys } from '../core/options/known-option-keys.js';
 import type { OutboxRelayStats } from './outbox-relay/outbox-relay-stats.js';
-import { pendingRepeatInfo } from './outbox-relay/pending-repeat-info.js';
+import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
+import { ScheduleChangeRouter } from './outbox-relay/schedule-change-router.js';
 import { ConsumerRegistry } from './consumer-registry.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import { TopicInspector } from './topic-inspector.js';
@@ -18,7 +19,7 @@ import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
 import type { ScheduleResult } from './interfaces/schedule-result.interface.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
-import { JobWriter, type WriteOutcome } from './writer/job-writer.js';
+import type { WriteOutcome } from './writer/job-writer.js';
 import { dueKindArg, prepareJob, type PreparedJob } from './jobs/prepare-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobCommands } from './job-commands.js';
@@ -70,18 +71,19 @@ export class DelayQueueService {
   constructor(
     @Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig,
     private readonly enqueuer: JobEnqueuer,
-    private readonly writer: JobWriter,
     private readonly reader: TopicInspector,
     private readonly shards: TopicShards,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
     private readonly consumers: ConsumerRegistry,
     private readonly repeats: RepeatScheduler,
     private readonly commands: JobCommands,
+    private readonly scheduleChanges: ScheduleChangeRouter,
+    @Inject(JobOutboxRelay) private readonly outbox: JobOutboxRelay | null,
   ) {}
 
   /** Counters of the transactional outbox (`delayQueue.outbox`), or undefined without one. */
   get outboxStats(): OutboxRelayStats | undefined {
-    return this.enqueuer.outboxStats;
+    return this.outbox?.stats;
   }
 
   /**
@@ -273,11 +275,7 @@ export class DelayQueueService {
     this.shardKeys(topic); // validates the topic before anything else
     this.enqueuer.assertOpen('repeat a job');
     const definition = this.repeats.prepare(topic, schedule, options);
-    if (this.enqueuer.schedulesGoThroughOutbox) {
-      await this.enqueuer.changeScheduleInOutbox(topic, definition.id, definition);
-      return pendingRepeatInfo(topic, definition);
-    }
-    return this.repeats.upsert(topic, definition);
+    return this.scheduleChanges.upsert(topic, definition);
   }
 
   /**
@@ -294,11 +292,7 @@ export class DelayQueueService {
     this.shardKeys(topic);
     const scheduleId = id ?? topic;
     this.assertId(topic, scheduleId);
-    if (this.enqueuer.schedulesGoThroughOutbox) {
-      await this.enqueuer.changeScheduleInOutbox(topic, scheduleId, undefined);
-      return true;
-    }
-    return this.enqueuer.removeSupersedingOutbox(topic, scheduleId, () => this.repeats.remove(topic, scheduleId));
+    return this.scheduleChanges.remove(topic, scheduleId);
   }
 
   /** The repeatable schedules of `topic`, by next tick (at most 1000 per shard). */

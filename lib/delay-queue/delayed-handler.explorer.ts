@@ -25,6 +25,8 @@ export interface DiscoveredDelayedHandler {
 @Injectable()
 export class DelayedHandlerExplorer {
   private readonly logger = new Logger('DelayQueue');
+  /** What the last `explore()` found (none before it ran). */
+  private found: readonly DiscoveredDelayedHandler[] = [];
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -32,6 +34,7 @@ export class DelayedHandlerExplorer {
     private readonly accessor: DelayedHandlerMetadataAccessor,
   ) {}
 
+  /** Finds and checks the handlers, and remembers them for `handledTopics()`. */
   explore(): DiscoveredDelayedHandler[] {
     const found: DiscoveredDelayedHandler[] = [];
     const wrappers: InstanceWrapper[] = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
@@ -61,7 +64,13 @@ export class DelayedHandlerExplorer {
       }
     }
     this.assertOneHandlerPerTopic(found);
+    this.found = found;
     return found;
+  }
+
+  /** Topics consumed by an `@OnDelayed` handler of this application (found at `onModuleInit`). */
+  handledTopics(): readonly string[] {
+    return [...new Set(this.found.map((handler) => handler.topic))];
   }
 
   private assertOneHandlerPerTopic(found: DiscoveredDelayedHandler[]): void {

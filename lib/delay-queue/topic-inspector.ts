@@ -1,16 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { InvalidJobError } from '../core/errors/invalid-job.error.js';
-import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
+import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { scanKeys } from '../core/redis/scan-keys.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
-import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
+import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
-import { decodeJob, decodeJobLeniently } from './jobs/job-codec.js';
-import { JobWriter } from './writer/job-writer.js';
+import { decodeJobLeniently } from './jobs/job-codec.js';
+import { LIST_ORDER, toListedJob, type ListedJob, type ListedJobs, type ListedJobState } from './listed-job.js';
 import { completedReadScriptKeys, topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
-import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
-import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
 import { readJobScript } from './scripts/read-job.lua.js';
@@ -18,73 +15,15 @@ import { topicStatsScript } from './scripts/topic-stats.lua.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
 import { shardTopicName } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
-import { errorMessage } from '../core/errors/error-message.js';
 import type { RepeatInfo } from './interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
-
-/**
- * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
- * 'completed' lists the jobs kept by a consumer with `keepCompleted`.
- */
-export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead' | 'completed';
-
-/** Every `ListedJobState`, in the order a page shows them. */
-export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed'];
-
-/** A job as listed: its payload shortened to a preview. */
-export interface ListedJob {
-  /** The job id. */
-  readonly id: string;
-  /** Where the job is now. */
-  readonly state: ListedJobState;
-  /** Delivery attempts so far. */
-  readonly attempts: number;
-  /** The job's `maxAttempts`, when known. */
-  readonly maxAttempts?: number;
-  /** When the job was scheduled (epoch ms). */
-  readonly createdAt: number;
-  /** Due time of a waiting job. */
-  readonly dueAt?: number;
-  /** Visibility deadline of a running job. */
-  readonly visibleUntil?: number;
-  /** When a dead job died. */
-  readonly diedAt?: number;
-  /** When a kept completed job finished. */
-  readonly finishedAt?: number;
-  /** The failure message of the last failed attempt, if any. */
-  readonly lastError?: string;
-  /** The last progress its handler recorded (`JobContext.progress`), if any. */
-  readonly progress?: unknown;
-  /** The payload as JSON text, shortened to a preview. */
-  readonly payloadPreview: string;
-  /** Length of the whole payload's JSON text. */
-  readonly payloadLength: number;
-}
-
-/** The first jobs of one topic in one state. */
-export interface ListedJobs {
-  /** The topic listed. */
-  readonly topic: string;
-  /** The state listed. */
-  readonly state: ListedJobState;
-  /** The Redis server's clock at the read (epoch ms). */
-  readonly now: number;
-  /** Jobs in that state, of which `jobs` are the first `limit`. */
-  readonly total: number;
-  /** The first `limit` jobs in that state. */
-  readonly jobs: ListedJob[];
-}
-
-/** What `cancelWaiting` found. */
-export type CancelWaitingOutcome = 'cancelled' | 'running' | 'not-waiting';
 
 /**
  * The read side of the delay queue: one job, a topic's counts, dead letters and repeatable
  * schedules (what `DelayQueueService` answers with), and for add-ons such as the dashboard which
  * topics exist (handled here, or found in Redis) and the jobs of a topic by state with payload
- * previews; besides, the two careful actions an operator needs: deleting only a dead letter and
- * cancelling only a waiting job. A sharded topic is one topic here: reads merge its shards, and an
- * action on one job goes to the shard its id maps to.
+ * previews. It writes nothing (the operator's actions are `JobCommands`'). A sharded topic is one
+ * topic here: reads merge its shards.
  */
 @Injectable()
 export class TopicInspector {
@@ -92,9 +31,8 @@ export class TopicInspector {
     private readonly connection: RedisConnection,
     private readonly keySpace: RedisKeySpace,
     private readonly shards: TopicShards,
-    private readonly orchestrator: DelayQueueOrchestrator,
+    private readonly explorer: DelayedHandlerExplorer,
     private readonly repeats: RepeatScheduler,
-    private readonly writer: JobWriter,
   ) {}
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
@@ -149,11 +87,6 @@ export class TopicInspector {
     return completed > 0 ? { ...total, completed } : total;
   }
 
-  /** How many dead letters one shard holds now. */
-  async deadCount(shard: TopicKeys): Promise<number> {
-    return Number((await topicStatsScript.run<number[]>(this.connection.client, topicScriptKeys(shard), []))[3]);
-  }
-
   /** The newest `limit` dead letters of `topic`, newest first. */
   async deadLetters<T = unknown>(topic: string, limit: number): Promise<Array<DelayedJob<T>>> {
     assertValidTopic(topic);
@@ -180,7 +113,7 @@ export class TopicInspector {
 
   /** Topics consumed by an `@OnDelayed` handler of this application (the ones the delay queue runs). */
   handledTopics(): readonly string[] {
-    return this.orchestrator.handledTopics();
+    return this.explorer.handledTopics();
   }
 
   /**
@@ -238,32 +171,6 @@ export class TopicInspector {
     return { topic, state, now, total, jobs };
   }
 
-  /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
-  async deleteDead(topic: string, id: string): Promise<boolean> {
-    for (const keys of this.shardsOfJob(topic, id)) {
-      if ((await this.writer.runRecorded<number>(deleteDeadJobScript, keys, [id])) === 1) return true;
-    }
-    return false;
-  }
-
-  /** Cancels a job that is still waiting; a running job is left alone. */
-  async cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
-    for (const keys of this.shardsOfJob(topic, id)) {
-      const result = await this.writer.runRecorded<number>(cancelWaitingJobScript, keys, [id]);
-      if (result !== 0) return result === 1 ? 'cancelled' : 'running';
-    }
-    return 'not-waiting';
-  }
-
-  /**
-   * The shards that may hold job `id` of `topic`, its own first (a job of a group lives on its
-   * group's shard), after checking both names.
-   */
-  private shardsOfJob(topic: string, id: string): TopicKeys[] {
-    assertJobAddress(topic, id);
-    return this.shards.searchOrder(topic, id);
-  }
-
   /** `hot#2` is shard 2 of `hot` when `hot` is configured with that many shards: reported as `hot`. */
   private topicOfShard(found: string): string {
     const hash = found.lastIndexOf('#');
@@ -275,18 +182,6 @@ export class TopicInspector {
   }
 }
 
-/**
- * Checks a topic and job id that came from outside (a URL, a form) before any Redis call.
- *
- * @throws InvalidTopicError, InvalidJobError
- */
-export function assertJobAddress(topic: string, id: string): void {
-  assertValidTopic(topic);
-  if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > 1024) {
-    throw new InvalidJobError(topic, 'id', 'must be the non-empty id of a job (at most 1024 bytes)');
-  }
-}
-
 function isValidTopic(name: string): boolean {
   try {
     assertValidTopic(name);
@@ -294,66 +189,4 @@ function isValidTopic(name: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** The order `listJobsScript` returns each state in, to merge the shards of a sharded topic the same way. */
-const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => number> = {
-  due: (a, b) => a.dueAt! - b.dueAt!,
-  scheduled: (a, b) => a.dueAt! - b.dueAt!,
-  active: (a, b) => a.visibleUntil! - b.visibleUntil!,
-  dead: (a, b) => b.diedAt! - a.diedAt!,
-  completed: (a, b) => b.finishedAt! - a.finishedAt!,
-};
-
-/**
- * A listed job from what `listJobsScript` returns for it: the body's header (null when this library
- * did not write the body), the first bytes of the payload (of the raw body when unreadable) and the
- * payload's whole size in bytes.
- */
-function toListedJob(
-  row: { id: string; state: ListedJobState; score: string; header: string | null },
-  head: string,
-  bytes: number,
-  previewLength: number,
-): ListedJob {
-  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
-  try {
-    if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
-    job = decodeJob(`${row.header},"p":null}`); // the header alone, with a stand-in payload
-  } catch (error) {
-    job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
-  }
-  const times =
-    row.state === 'due' || row.state === 'scheduled'
-      ? { dueAt: Math.floor(Number(row.score) / DUE_SCORE_SLOTS) }
-      : row.state === 'active'
-        ? { visibleUntil: Number(row.score) }
-        : row.state === 'dead'
-          ? { diedAt: Number(row.score) }
-          : { finishedAt: Number(row.score) };
-  return {
-    id: row.id,
-    state: row.state,
-    attempts: job.attempts,
-    maxAttempts: job.maxAttempts,
-    createdAt: job.createdAt,
-    ...times,
-    lastError: job.lastError,
-    ...(job.progress === undefined ? {} : { progress: job.progress }),
-    payloadPreview: previewOf(head, bytes, previewLength),
-    payloadLength: bytes,
-  };
-}
-
-/**
- * The first `length` characters of the payload and '…' when there is more. `head` holds at least
- * that many whole characters whenever the payload is longer (see `listJobs`), so a character cut by
- * the byte limit never shows.
- */
-function previewOf(head: string, bytes: number, length: number): string {
-  const whole = Buffer.byteLength(head) === bytes;
-  if (whole && head.length <= length) return head;
-  let preview = head.slice(0, length);
-  if (/[\uD800-\uDBFF]$/.test(preview)) preview = preview.slice(0, -1); // half of a surrogate pair
-  return `${preview}…`;
 }

@@ -803,7 +803,7 @@ const jobRows: LostReplyRow[] = [
     name: 'cancel waiting (dashboard): a cancel run twice still answers cancelled and the job is gone',
     script: cancelWaitingJobScript,
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'cancelled-waiting', delay: 60_000 }),
-    act: (ctx, id) => ctx.inspector.cancelWaiting(TOPIC, id),
+    act: (ctx, id) => ctx.commands.cancelWaiting(TOPIC, id),
     check: async (ctx, id, outcome) => {
       expect(outcome).toBe('cancelled');
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
@@ -820,7 +820,7 @@ const jobRows: LostReplyRow[] = [
       await consumer.close();
       return 'buried';
     },
-    act: (ctx, id) => ctx.inspector.deleteDead(TOPIC, id),
+    act: (ctx, id) => ctx.commands.deleteDead(TOPIC, id),
     check: async (ctx, id, deleted) => {
       expect(deleted).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { DelayQueueService, LockService, RedisLockEvents, type RedisLockModuleOptions } from '../../lib/index.js';
-import { TopicInspector } from '../../lib/delay-queue/topic-inspector.js';
+import { JobCommands } from '../../lib/delay-queue/job-commands.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { FaultProxy, type LostReply } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from './test-app.js';
@@ -21,8 +21,8 @@ export interface LostReplyContext {
   /** The library on a connection through the fault proxy: the operation under test runs here. */
   readonly locks: LockService;
   readonly queue: DelayQueueService;
-  /** The read side the dashboard uses (delete a dead letter, cancel a waiting job), on the proxied connection. */
-  readonly inspector: TopicInspector;
+  /** The commands the dashboard uses (delete a dead letter, cancel a waiting job), on the proxied connection. */
+  readonly commands: JobCommands;
   /** Events of the module under test (job.retried, job.dead, lock.lost, ...). */
   readonly events: RedisLockEvents;
   /** The same key prefix on a direct connection: another process, and an observer through the API. */
@@ -112,7 +112,7 @@ export class LostReplyHarness {
         keyPrefix,
         locks: proxied.get(LockService),
         queue: proxied.get(DelayQueueService),
-        inspector: proxied.get(TopicInspector),
+        commands: proxied.get(JobCommands),
         events: proxied.get(RedisLockEvents),
         peerLocks: peer.get(LockService),
         peerQueue: peer.get(DelayQueueService),

@@ -86,6 +86,27 @@ function cyclesBetween(edges: ReadonlyMap<string, ReadonlySet<string>>): string[
 
 const imports = sourceFiles(LIB).flatMap(importsOf);
 
+/**
+ * The floors of one engine's folder: each file at its top and each of its subfolders is one room; a
+ * room stands one floor above the highest room it imports from the same folder (floor 1 imports none).
+ */
+function floorsOf(engine: string): number {
+  const roomOf = (path: string): string => path.split(sep).slice(0, 2).join(sep);
+  const below = new Map<string, Set<string>>();
+  for (const { from, to } of imports) {
+    if (areaOf(from) !== engine || areaOf(to) !== engine || roomOf(from) === roomOf(to)) continue;
+    if (!below.has(roomOf(from))) below.set(roomOf(from), new Set());
+    below.get(roomOf(from))!.add(roomOf(to));
+  }
+  const floors = new Map<string, number>();
+  const floorOf = (room: string, path: readonly string[]): number => {
+    if (path.includes(room)) throw new Error(`rooms of lib/${engine} import each other: ${[...path, room].join(' -> ')}`);
+    if (!floors.has(room)) floors.set(room, 1 + Math.max(0, ...[...(below.get(room) ?? [])].map((next) => floorOf(next, [...path, room]))));
+    return floors.get(room)!;
+  };
+  return Math.max(...[...below.keys()].map((room) => floorOf(room, [])));
+}
+
 describe('floor plan of lib/', () => {
   it('finds the imports it checks', () => {
     expect(imports.length).toBeGreaterThan(300);
@@ -105,6 +126,10 @@ describe('floor plan of lib/', () => {
       .filter(({ from, to }) => [areaOf(from), areaOf(to)].every((area) => area === 'lock' || area === 'delay-queue'))
       .map(({ from, to }) => `${from} -> ${to}`);
     expect(across).toEqual([]);
+  });
+
+  it('keeps lib/delay-queue within 7 floors (files at its top and its subfolders as rooms)', () => {
+    expect(floorsOf('delay-queue')).toBeLessThanOrEqual(7);
   });
 
   it('has no import cycle between folders, at any depth', () => {

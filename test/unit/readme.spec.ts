@@ -93,7 +93,7 @@ describe('the README', () => {
   it('shows the testing example that test/testing/readme-example.spec.ts runs, verbatim but for the import path', () => {
     const spec = read('test/testing/readme-example.spec.ts');
     const example = spec.slice(spec.indexOf("import type { TestingModule } from '@nestjs/testing';")).trimEnd();
-    const shown = example.replace("from './fixtures/readme-app.js';", "from '../src/app.module.js';");
+    const shown = example.replace("from './fixtures/readme-app.js';", "from './app.module'; // an ES module app (\"type\": \"module\"): './app.module.js'");
     expect(shown).not.toBe(example);
     expect(readme).toContain(`\`\`\`ts\n${shown}\n\`\`\``);
   });

@@ -92,9 +92,11 @@ export function checkDocExamples(root: string, pages = documentedPages(root)): {
       declared.add(used);
       wanted.set(from, [...(wanted.get(from) ?? []), used]);
     }
-    const added = [...wanted].map(([from, names]) => `import { ${names.join(', ')} } from '${from}';`);
-    const head = ['/// <reference path="../prelude.d.ts" />', 'export {};', ...added, ...own];
     const mode = wrapMode(example.code);
+    // A whole module (a class, a file) imports what it uses, as the file a reader saves must; a
+    // fragment (statements, members) gets the imports its surrounding file would have.
+    const added = mode === 'module' ? [] : [...wanted].map(([from, names]) => `import { ${names.join(', ')} } from '${from}';`);
+    const head = ['/// <reference path="../prelude.d.ts" />', 'export {};', ...added, ...own];
     const open = mode === 'module' ? [] : mode === 'statements' ? ['async function example(this: ExampleThis) {'] : ['class Example extends ExampleBase {'];
     const text = [...head, ...open, ...body, ...(mode === 'module' ? [] : ['}'])].join('\n');
     files.set(name, { example, offset: head.length + open.length, text });
@@ -109,7 +111,8 @@ export function checkDocExamples(root: string, pages = documentedPages(root)): {
     const virtual = files.get(file);
     return virtual ? ts.createSourceFile(file, virtual.text, language, true) : getSourceFile(file, language, onError, create);
   };
-  const program = ts.createProgram({ rootNames: [prelude, ...files.keys()], options, host });
+  const schedule = join(root, 'tools', 'docs-examples', 'nestjs-schedule.d.ts');
+  const program = ts.createProgram({ rootNames: [prelude, schedule, ...files.keys()], options, host });
   const errors: DocExampleError[] = [];
   for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
     const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n');
@@ -196,6 +199,7 @@ function importableNames(root: string): Map<string, string> {
     names.set(nest, '@nestjs/common');
   }
   for (const nest of ['NestFactory', 'APP_INTERCEPTOR']) names.set(nest, '@nestjs/core');
+  for (const nest of ['Cron', 'Interval']) names.set(nest, '@nestjs/schedule');
   for (const nest of ['Test', 'TestingModule']) names.set(nest, '@nestjs/testing');
   for (const pg of ['Pool', 'PoolClient']) names.set(pg, 'pg');
   return names;

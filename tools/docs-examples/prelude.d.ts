@@ -68,8 +68,4 @@ declare global {
   function work(lock: LockHandle): Promise<void>;
   function transfer(from: string, to: string, fencingTokens?: Readonly<Record<string, string>>): Promise<void>;
   function upload(...args: unknown[]): Promise<void>;
-  /** `@nestjs/schedule`'s decorators (not installed here). */
-  function Cron(expression: string, options?: object): MethodDecorator;
-  function Interval(ms: number): MethodDecorator;
-  function Interval(name: string, ms: number): MethodDecorator;
 }

@@ -5,6 +5,7 @@ import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { encodeResult } from '../jobs/job-codec.js';
 import { ackScriptKeys } from '../jobs/script-keys.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
+import type { ClaimLoopPause } from './claim-loop-pause.js';
 import type { HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
@@ -29,6 +30,8 @@ interface AckQueueContext {
   readonly bug: (where: string, error: unknown) => void;
   /** A job given up (cancelled, replaced) after its handler succeeded: its acknowledgement is dropped. */
   readonly dropped: (job: HeldJob) => void;
+  /** The claim loop's pause: a group's acknowledgement wakes a loop waiting for work, to claim with it. */
+  readonly loopPause: Pick<ClaimLoopPause, 'wakeForWork'>;
 }
 
 /**
@@ -96,16 +99,10 @@ export class AckQueue {
     if (keep) job.resultJson = this.encode(job, result, keep.maxResultBytes);
     this.queued.push(job);
     if (this.claimNext) return;
-    if (job.group !== undefined && this.claimForGroup?.()) return;
+    // A loop waiting for work claims now, carrying the queue: the group's next job comes with it.
+    if (job.group !== undefined && this.context.loopPause.wakeForWork()) return;
     this.scheduleFlush();
   }
-
-  /**
-   * Set by the claim loop, asked when a job of a group is acknowledged: true when the loop claims now
-   * (it was waiting for work), carrying the queue, so that the group's next job is claimed by the
-   * script that frees its turn instead of after a flush of its own.
-   */
-  claimForGroup?: () => boolean;
 
   /** Flushes on the next turn; if the loop claims first, the acknowledgements ride along and this finds nothing. */
   private scheduleFlush(): void {

@@ -4,6 +4,7 @@ import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { MAX_CLAIM_BATCH } from '../jobs/delay-queue.constants.js';
 import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';
 import type { AckQueue } from './ack-queue.js';
+import type { ClaimLoopPause, PauseReason } from './claim-loop-pause.js';
 import type { HeldJob } from './held-job.js';
 import type { JobClaimer } from './job-claimer.js';
 import type { JobRunner } from './job-runner.js';
@@ -11,9 +12,6 @@ import type { JobSettlement } from './job-settlement.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
 import type { ServerClock } from './server-clock.js';
 import type { VisibilityKeeper } from './visibility-keeper.js';
-
-/** What the loop waits for: a free slot, new work (due time or marker), or the end of a retry delay. */
-type PauseReason = 'slot' | 'work' | 'retry';
 
 type ClaimResult = Awaited<ReturnType<JobClaimer['claim']>>;
 
@@ -36,6 +34,8 @@ interface ClaimLoopContext {
   readonly visibility: VisibilityKeeper;
   /** Each claim carries its queued acknowledgements. */
   readonly acks: AckQueue;
+  /** Why the loop waits and how to end it; shared with the ack queue, which may wake it (see `ClaimLoopPause`). */
+  readonly loopPause: ClaimLoopPause;
   /** Hands back what a claim returns after the consumer stopped. */
   readonly settlement: JobSettlement;
   readonly failures: RedisFailureStreak;
@@ -63,9 +63,6 @@ interface ClaimLoopContext {
  */
 export class ClaimLoop {
   private readonly waiter: MarkerWaiter;
-  private resume?: () => void;
-  /** What the loop waits for now (see `setPause`). */
-  private pausedFor?: PauseReason;
   /** A marker arrived while a claim was travelling: claim again instead of waiting. */
   private wakePending = false;
   /** The next due time the last claim reported and no other consumer was told of (-1: none). */
@@ -87,14 +84,9 @@ export class ClaimLoop {
       (outcome) => this.onMarker(outcome),
       (error) => context.failures.failed(error),
     );
-    context.acks.claimForGroup = () => {
-      if (this.pausedFor !== 'work') return false;
-      this.wake();
-      return true;
-    };
     // A claim that failed on an unreachable Redis is retried as soon as it answers again.
     this.stopWatching = context.connection.reachability?.onReachable(() => {
-      if (this.pausedFor === 'retry') this.wake();
+      if (context.loopPause.reason === 'retry') this.wake();
     });
   }
 
@@ -243,7 +235,7 @@ export class ClaimLoop {
 
   /** Ends the current pause at once. */
   wake(): void {
-    this.resume?.();
+    this.context.loopPause.wake();
   }
 
   /**
@@ -261,7 +253,7 @@ export class ClaimLoop {
       if (!preparing) continue;
       job.preparing = preparing;
       preparing.then(() => {
-        if (this.pausedFor === 'work') this.wake();
+        if (this.context.loopPause.reason === 'work') this.wake();
       }, () => undefined);
     }
   }
@@ -274,26 +266,21 @@ export class ClaimLoop {
 
   /** Resolves on the next reason to look at the queue again (see the class comment). */
   private pause(reason: PauseReason, nextWake = -1, sleepMs = 0): Promise<void> {
+    const { loopPause } = this.context;
     return new Promise<void>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
+      // Idempotent: a second call finds its pause ended already.
       const done = () => {
         clearTimeout(timer);
-        if (this.resume === done) {
-          this.resume = undefined;
-          this.setPause(undefined);
-        }
+        if (loopPause.end(done)) this.pauseChanged();
         resolve();
       };
       if (!this.context.running()) return resolve();
-      this.resume = done;
-      this.setPause(reason);
+      loopPause.begin(reason, done);
+      this.pauseChanged();
       if (reason === 'slot') {
         // Coalesce: handlers finishing in the same turn are acknowledged and replaced by one claim.
-        void this.context.runner.whenSlotFrees().then(() =>
-          setImmediate(() => {
-            if (this.resume === done) done();
-          }),
-        );
+        void this.context.runner.whenSlotFrees().then(() => setImmediate(done));
       } else if (reason === 'retry') {
         timer = setTimeout(done, sleepMs);
       } else if (reason === 'work') {
@@ -310,19 +297,19 @@ export class ClaimLoop {
    * While the loop waits for a free slot, or a claim sent ahead is in flight, the claim that follows
    * carries the acknowledgements queued meanwhile.
    */
-  private setPause(reason: PauseReason | undefined): void {
-    this.pausedFor = reason;
-    this.context.acks.claimComesNext = reason === 'slot' || this.ahead !== undefined;
+  private pauseChanged(): void {
+    this.context.acks.claimComesNext = this.context.loopPause.reason === 'slot' || this.ahead !== undefined;
   }
 
   private onMarker(outcome: MarkerOutcome): void {
-    if (this.pausedFor === 'work') {
+    const pausedFor = this.context.loopPause.reason;
+    if (pausedFor === 'work') {
       // Whoever posted it may count on this wake-up alone: if this loop finds no room, it passes it on.
       if (outcome === 'popped') this.markerInHand = true;
       return this.wake();
     }
     if (outcome !== 'popped') return;
-    if (this.pausedFor === 'slot') {
+    if (pausedFor === 'slot') {
       // We cannot take more work: hand the wake-up to another consumer instead of swallowing it.
       this.passMarker();
     } else {

@@ -7,6 +7,7 @@ import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { AckQueue } from './ack-queue.js';
 import { ClaimLoop } from './claim-loop.js';
+import { ClaimLoopPause } from './claim-loop-pause.js';
 import { describeFailure } from './describe-failure.js';
 import { abortJob } from './held-job.js';
 import { JobClaimer } from './job-claimer.js';
@@ -100,8 +101,10 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
         missed: () => visibility.checkNow(),
       }) ?? (() => undefined);
     const warn = (message: string) => logger.warn(message);
+    const loopPause = new ClaimLoopPause();
     this.acks = new AckQueue({ topic, connection, keys, keepCompleted: options.keepCompleted, warn, visibility: this.visibility, failures, bug,
       dropped: (job) => this.settlement.releaseHeldTurn(job),
+      loopPause,
     });
     this.settlement = new JobSettlement({
       topic,
@@ -142,6 +145,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       claimsAhead: !options.rateLimit,
       visibility: this.visibility,
       acks: this.acks,
+      loopPause,
       settlement: this.settlement,
       failures,
       clock,

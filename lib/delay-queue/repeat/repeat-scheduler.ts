@@ -10,10 +10,11 @@ import { parseTickJobId } from '../jobs/tick-job-id.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import type { WriteFence } from '../jobs/write-fence.js';
 import { nextTickWithin } from './repeat-bounds.js';
-import { prepareRepeat, readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
+import { prepareRepeat, type RepeatDefinition } from './repeat-definition.js';
 import { MISSED_TICK_AFTER_MS } from './tick-calendar.js';
 import { RecentRemovals } from './recent-removals.js';
 import { ScheduleStore, type ScheduleRow } from './schedule-store.js';
+import { UpsertedSchedules } from './upserted-schedules.js';
 
 /**
  * How often each instance looks over the schedules of the topics it called `repeat()` for or has run
@@ -56,21 +57,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   private readonly watched = new Set<string>();
   /** `@OnDelayed` schedules whose registration failed (Redis unreachable at bootstrap): retried by the check. */
   private readonly pending = new Map<string, () => Promise<unknown>>();
-  /**
-   * The schedules this instance upserted (`repeat()`, `@OnDelayed`, an outbox row it applied), by
-   * topic then id, in their stored form (a string: no parsed calendar): when the check finds one gone
-   * from Redis without a removal (the server lost its data), it stores it again. An entry leaves when
-   * the schedule is removed (here, or elsewhere and seen by the check), so they follow what is stored.
-   * `seenAt`: the latest server µs from which this instance knows its definition was current (it
-   * stored it then, or saw that definition time stored with it).
-   */
-  private readonly defined = new Map<string, Map<string, { readonly stored: string; seenAt: number }>>();
-  /** Since when (this instance's monotonic ms) each missing schedule of `defined` has been seen missing, by `topic\nid`. */
-  private readonly missingSince = new Map<string, number>();
   /** RESTORE_AFTER_MISSING_MS; tests that order the checks themselves set it to 0 (restore at the second check). */
   restoreAfterMissingMs = RESTORE_AFTER_MISSING_MS;
   private readonly schedules: ScheduleStore;
   private readonly removals: RecentRemovals;
+  /** What this instance upserted: restored by the check after Redis lost it. */
+  private readonly upserted: UpsertedSchedules;
   private timer?: NodeJS.Timeout;
   /** The check under way, if any. */
   private checking?: Promise<void>;
@@ -87,6 +79,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     this.outages = connection.outages;
     this.schedules = new ScheduleStore(connection);
     this.removals = new RecentRemovals(connection, shards);
+    this.upserted = new UpsertedSchedules(this.schedules, shards, this.logger, () => this.restoreAfterMissingMs);
   }
 
   /** Validates a schedule without writing anything (for `@OnDelayed` at init). */
@@ -102,7 +95,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   async upsert(topic: string, definition: RepeatDefinition, fence?: WriteFence): Promise<RepeatInfo> {
     const keys = this.shards.forSchedule(topic, definition.id);
     this.watch(topic);
-    const entry = this.remember(topic, definition);
+    const entry = this.upserted.remember(topic, definition);
     const { info, unchanged, nowMs, definedAt } = await this.schedules.store(keys, topic, definition, undefined, fence);
     if (definedAt !== undefined) {
       entry.seenAt = Math.max(entry.seenAt, definedAt);
@@ -142,8 +135,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     // instead of restoring it, also when it was already lost with the data.
     const { existed, removedAt } = await this.schedules.remove(this.shards.forSchedule(topic, id), id, fence);
     // Forgotten here once removed (a removal that failed leaves the definition to restore).
-    this.defined.get(topic)?.delete(id);
-    this.missingSince.delete(`${topic}\n${id}`);
+    this.upserted.forget(topic, id);
     if (removedAt !== undefined) this.removals.add(topic, id, removedAt);
     this.startChecks();
     return existed;
@@ -221,12 +213,10 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       for (const keys of this.shards.all(topic)) {
         try {
           const [nowMs, rows] = await this.schedules.read(keys, '');
-          const definitions = this.defined.get(topic);
+          const definitions = this.upserted.of(topic);
           for (const row of rows) {
             seen.add(row.id);
-            const entry = definitions?.get(row.id);
-            if (entry?.stored.startsWith(row.definition.fingerprint)) await this.agreeOnDefinitionTime(keys, row, entry);
-            else if (entry && entry.seenAt > 0 && row.definedAt !== undefined) await this.settleDefinitions(topic, keys, row, entry);
+            await this.upserted.compare(topic, keys, row, definitions?.get(row.id));
             await this.reconcile(keys, row, nowMs).catch((error: unknown) =>
               this.logger.debug(`Repeat check of schedule ${JSON.stringify(row.id)} of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`),
             );
@@ -235,97 +225,8 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
           this.logger.debug(`Repeat check of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`);
         }
       }
-      await this.restoreLost(topic, seen);
+      await this.upserted.restoreLost(topic, seen, (id) => this.pending.has(`${topic}\n${id}`));
     }
-  }
-
-  /**
-   * Stores again the schedules this instance upserted that the check did not find in Redis although
-   * nobody removed them: the server lost its data (a restart without persistence, a failover that
-   * lost the last writes). Every removal is recorded per schedule beside the shard's schedules (kept
-   * REMOVED_SCHEDULE_KEPT_MS), also the removal of a schedule not stored, and lost data takes the
-   * records with it. So a missing schedule with a record was removed: it is forgotten here and never
-   * comes back; without one it was lost, and once it has been missing for RESTORE_AFTER_MISSING_MS
-   * a restore (an upsert that only creates, and stores nothing over a removal recorded at or after
-   * this instance last saw the schedule, in the same script) stores it as `repeat()` would, first tick
-   * after the server's now. Each instance restores what it upserted, whichever checks first. Costs
-   * nothing while every schedule is there (one read and one script per missing one otherwise).
-   */
-  private async restoreLost(topic: string, seen: ReadonlySet<string>): Promise<void> {
-    const definitions = this.defined.get(topic);
-    if (!definitions) return;
-    for (const [id, entry] of [...definitions]) {
-      const missingKey = `${topic}\n${id}`;
-      if (seen.has(id) || this.pending.has(missingKey)) {
-        this.missingSince.delete(missingKey);
-        continue;
-      }
-      try {
-        const definition = readStoredForm(id, entry.stored);
-        if (!definition) continue;
-        const keys = this.shards.forSchedule(topic, id);
-        // The check reads at most 1000 schedules per shard (ScheduleStore.read): look this one up by id.
-        const [, rows] = await this.schedules.read(keys, id);
-        if (rows.length > 0) {
-          this.missingSince.delete(missingKey);
-          continue;
-        }
-        // Removed since this instance last knew its definition current: forget it at once.
-        const removedAt = await this.schedules.removedAt(keys, id);
-        if (removedAt !== undefined && removedAt >= entry.seenAt) {
-          this.missingSince.delete(missingKey);
-          if (definitions.get(id) === entry) definitions.delete(id);
-          continue;
-        }
-        const since = this.missingSince.get(missingKey);
-        if (since === undefined) this.missingSince.set(missingKey, performance.now());
-        if (since === undefined || performance.now() - since < this.restoreAfterMissingMs) continue;
-        const { info, kept, created, runsLost } = await this.schedules.store(keys, topic, definition, { seenAt: entry.seenAt });
-        this.missingSince.delete(missingKey);
-        if (!info && !kept && definitions.get(id) === entry) definitions.delete(id);
-        const lost = `Repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} was gone from Redis without a removal (the server lost its data?)`;
-        if (runsLost) this.logger.warn(`${lost}; not stored again, as its limit's runs were lost with the data: repeat() starts it again from 0 runs.`);
-        if (!info || !created) continue;
-        this.logger.warn(`${lost}; stored it again from this instance's definition, next tick ${info.nextRunAt.toISOString()}.`);
-      } catch (error) {
-        this.logger.debug(`Restoring repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
-      }
-    }
-  }
-
-  /**
-   * Redis holds another definition than this instance (seenAt > 0: not its own repeat() under way).
-   * Redefined elsewhere after this instance knew its own current: forgotten here. Stored from a
-   * definition known current only from before this instance's (a restore by an instance that had
-   * not seen the later repeat()): this instance's replaces it, as a restore.
-   */
-  private async settleDefinitions(topic: string, keys: TopicKeys, row: ScheduleRow, entry: { readonly stored: string; seenAt: number }): Promise<void> {
-    if (row.definedAt! > entry.seenAt) {
-      if (this.defined.get(topic)?.get(row.id) === entry) this.defined.get(topic)!.delete(row.id);
-      return;
-    }
-    const definition = readStoredForm(row.id, entry.stored);
-    if (row.definedAt! < entry.seenAt && definition) await this.schedules.store(keys, topic, definition, { seenAt: entry.seenAt });
-  }
-
-  /**
-   * This instance and Redis hold the same definition: each learns the later time from which it is
-   * known current (a restore by an instance that had not seen a later repeat() stores an older one).
-   */
-  private async agreeOnDefinitionTime(keys: TopicKeys, row: ScheduleRow, entry: { seenAt: number }): Promise<void> {
-    if (row.definedAt !== undefined && row.definedAt >= entry.seenAt) entry.seenAt = row.definedAt;
-    else if (entry.seenAt > 0) await this.schedules.confirmDefinition(keys, row.id, entry.seenAt);
-  }
-
-  private remember(topic: string, definition: RepeatDefinition): { seenAt: number } {
-    let definitions = this.defined.get(topic);
-    if (!definitions) this.defined.set(topic, (definitions = new Map()));
-    const stored = storedForm(definition);
-    const prior = definitions.get(definition.id);
-    // The same definition keeps what is known of it; another one is not stored yet.
-    const entry = { stored, seenAt: prior?.stored === stored ? prior.seenAt : 0 };
-    definitions.set(definition.id, entry);
-    return entry;
   }
 
   private async advanceFrom(topic: string, scheduleId: string, tickMs: number): Promise<void> {

@@ -1,6 +1,6 @@
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
 import type { RepeatCatchUp, RepeatSchedule } from '../../delay-queue/interfaces/repeat-options.interface.js';
-import type { ListedJob, ListedJobs, ListedJobState } from '../../delay-queue/topic-inspector.js';
+import type { ListedJob, ListedJobs, ListedJobState } from '../../delay-queue/listed-job.js';
 import type { HeldLock, HeldLockKind, HeldLocks, LockHolder } from '../../lock/lock-inspector.js';
 import type { LeaderElectionStatus } from '../../scheduling/leader-elections.js';
 

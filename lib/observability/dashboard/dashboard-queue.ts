@@ -2,7 +2,9 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
 import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
-import { assertJobAddress, TopicInspector, type CancelWaitingOutcome } from '../../delay-queue/topic-inspector.js';
+import { assertJobAddress } from '../../delay-queue/job-address.js';
+import type { CancelWaitingOutcome, JobCommands } from '../../delay-queue/job-commands.js';
+import type { TopicInspector } from '../../delay-queue/topic-inspector.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
 import type { DashboardJobDetail, DashboardJobList, DashboardJobState, DashboardTopics } from './dashboard-api.interface.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
@@ -12,8 +14,8 @@ import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-
 
 /**
  * The dashboard's reads and actions on delayed jobs, in the shape its API answers. Counts, job
- * lookup and retry go through the public `DelayQueueService`; job lists, deleting only a dead
- * letter and cancelling only a waiting job through the core's `TopicInspector`.
+ * lookup and retry go through the public `DelayQueueService`; job lists through the core's
+ * `TopicInspector`; deleting only a dead letter and cancelling only a waiting job through its `JobCommands`.
  */
 @Injectable()
 export class DashboardQueue {
@@ -25,9 +27,11 @@ export class DashboardQueue {
   ) {
     requireRedisLockModule('RedisLockDashboardModule', { DelayQueueService: queue, TopicInspector: internals?.topicInspector });
     this.inspector = internals!.topicInspector;
+    this.commands = internals!.jobCommands;
   }
 
   private readonly inspector: TopicInspector;
+  private readonly commands: JobCommands;
 
   async listTopics(): Promise<DashboardTopics> {
     const names = await this.topics.list();
@@ -90,11 +94,11 @@ export class DashboardQueue {
 
   /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
   deleteDead(topic: string, id: string): Promise<boolean> {
-    return this.inspector.deleteDead(topic, id);
+    return this.commands.deleteDead(topic, id);
   }
 
   /** Cancels a job that is still waiting; a running job is left alone. */
   cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
-    return this.inspector.cancelWaiting(topic, id);
+    return this.commands.cancelWaiting(topic, id);
   }
 }

@@ -20,7 +20,7 @@ import {
   type CanActivate,
   type Type,
 } from '@nestjs/common';
-import { LISTED_JOB_STATES } from '../../delay-queue/topic-inspector.js';
+import { LISTED_JOB_STATES } from '../../delay-queue/listed-job.js';
 import { LockInspector } from '../../lock/lock-inspector.js';
 import type {
   DashboardHistory as DashboardHistoryReply,

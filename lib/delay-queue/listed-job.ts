@@ -1,0 +1,118 @@
+import { errorMessage } from '../core/errors/error-message.js';
+import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
+import { decodeJob } from './jobs/job-codec.js';
+
+/**
+ * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
+ * 'completed' lists the jobs kept by a consumer with `keepCompleted`.
+ */
+export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead' | 'completed';
+
+/** Every `ListedJobState`, in the order a page shows them. */
+export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed'];
+
+/** A job as listed: its payload shortened to a preview. */
+export interface ListedJob {
+  /** The job id. */
+  readonly id: string;
+  /** Where the job is now. */
+  readonly state: ListedJobState;
+  /** Delivery attempts so far. */
+  readonly attempts: number;
+  /** The job's `maxAttempts`, when known. */
+  readonly maxAttempts?: number;
+  /** When the job was scheduled (epoch ms). */
+  readonly createdAt: number;
+  /** Due time of a waiting job. */
+  readonly dueAt?: number;
+  /** Visibility deadline of a running job. */
+  readonly visibleUntil?: number;
+  /** When a dead job died. */
+  readonly diedAt?: number;
+  /** When a kept completed job finished. */
+  readonly finishedAt?: number;
+  /** The failure message of the last failed attempt, if any. */
+  readonly lastError?: string;
+  /** The last progress its handler recorded (`JobContext.progress`), if any. */
+  readonly progress?: unknown;
+  /** The payload as JSON text, shortened to a preview. */
+  readonly payloadPreview: string;
+  /** Length of the whole payload's JSON text. */
+  readonly payloadLength: number;
+}
+
+/** The first jobs of one topic in one state. */
+export interface ListedJobs {
+  /** The topic listed. */
+  readonly topic: string;
+  /** The state listed. */
+  readonly state: ListedJobState;
+  /** The Redis server's clock at the read (epoch ms). */
+  readonly now: number;
+  /** Jobs in that state, of which `jobs` are the first `limit`. */
+  readonly total: number;
+  /** The first `limit` jobs in that state. */
+  readonly jobs: ListedJob[];
+}
+
+/** The order `listJobsScript` returns each state in, to merge the shards of a sharded topic the same way. */
+export const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => number> = {
+  due: (a, b) => a.dueAt! - b.dueAt!,
+  scheduled: (a, b) => a.dueAt! - b.dueAt!,
+  active: (a, b) => a.visibleUntil! - b.visibleUntil!,
+  dead: (a, b) => b.diedAt! - a.diedAt!,
+  completed: (a, b) => b.finishedAt! - a.finishedAt!,
+};
+
+/**
+ * A listed job from what `listJobsScript` returns for it: the body's header (null when this library
+ * did not write the body), the first bytes of the payload (of the raw body when unreadable) and the
+ * payload's whole size in bytes.
+ */
+export function toListedJob(
+  row: { id: string; state: ListedJobState; score: string; header: string | null },
+  head: string,
+  bytes: number,
+  previewLength: number,
+): ListedJob {
+  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
+  try {
+    if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
+    job = decodeJob(`${row.header},"p":null}`); // the header alone, with a stand-in payload
+  } catch (error) {
+    job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
+  }
+  const times =
+    row.state === 'due' || row.state === 'scheduled'
+      ? { dueAt: Math.floor(Number(row.score) / DUE_SCORE_SLOTS) }
+      : row.state === 'active'
+        ? { visibleUntil: Number(row.score) }
+        : row.state === 'dead'
+          ? { diedAt: Number(row.score) }
+          : { finishedAt: Number(row.score) };
+  return {
+    id: row.id,
+    state: row.state,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    createdAt: job.createdAt,
+    ...times,
+    lastError: job.lastError,
+    ...(job.progress === undefined ? {} : { progress: job.progress }),
+    payloadPreview: previewOf(head, bytes, previewLength),
+    payloadLength: bytes,
+  };
+}
+
+/**
+ * The first `length` characters of the payload and '…' when there is more. `head` holds at least
+ * that many whole characters whenever the payload is longer (see `listJobs`), so a character cut by
+ * the byte limit never shows.
+ */
+function previewOf(head: string, bytes: number, length: number): string {
+  const whole = Buffer.byteLength(head) === bytes;
+  if (whole && head.length <= length) return head;
+  let preview = head.slice(0, length);
+  if (/[\uD800-\uDBFF]$/.test(preview)) preview = preview.slice(0, -1); // half of a surrogate pair
+  return `${preview}…`;
+}
