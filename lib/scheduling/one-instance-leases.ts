@@ -130,6 +130,7 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
       } finally {
         keeper.stop();
         await run.release().catch((error: unknown) => {
+          if (this.connection.outages.absorb('run lock releases failed', error)) return;
           this.logger.warn(`Releasing the run lock of "${key}" failed; it ends after its ttl: ${errorMessage(error)}`);
         });
       }
