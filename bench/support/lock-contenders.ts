@@ -6,8 +6,8 @@ import { Mutex } from 'redis-semaphore';
 import { LockService, RedisLockModule, type AcquireOptions } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { coalesceWritesPerTick } from '../../lib/core/redis/coalesce-writes.js';
-import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
-import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
+import { acquireLockScript } from '../../lib/lock/kinds/mutex/acquire-lock.lua.js';
+import { releaseLockScript } from '../../lib/lock/kinds/mutex/release-lock.lua.js';
 import { sleep } from './stats.js';
 
 /** Where a contender connects: a Redis URL, or the nodes of a Redis Cluster. */

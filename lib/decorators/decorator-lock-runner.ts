@@ -3,7 +3,7 @@ import { errorMessage } from '../core/errors/error-message.js';
 import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { REDIS_LOCK_TRACING, type LockedSpan, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
-import { LockService } from '../lock/lock.service.js';
+import { LockSections } from '../lock/lock-sections.js';
 import type { ResolvedWithLockOptions } from './with-lock-options.js';
 
 /** A lock section being entered: either a fresh hold, or one that an enclosing section already covers. */
@@ -18,8 +18,9 @@ export interface LockSection {
 
 /**
  * Runs the locked sections of `@WithLock` methods and `@WithRequestLock` handlers over the module's
- * `LockService`: enter (take the lock, or run inside an enclosing section that holds it), run the
- * body inside the section, leave (release), and trace the hold. One per module instance; Nest
+ * `LockSections` (which take the locks through its `LockService`): enter (take the lock, or run
+ * inside an enclosing section that holds it), run the body inside the section, leave (release),
+ * and trace the hold. One per module instance; Nest
  * injects it into `RequestLockInterceptor`, and through `REDIS_LOCK_INTERNALS` into every instance of
  * a class with `@WithLock` methods.
  * It is the only piece that takes and releases locks for decorators; `HeldLockFrames` only records
@@ -30,12 +31,12 @@ export class DecoratorLockRunner {
   private readonly logger = new Logger('WithLock');
 
   constructor(
-    private readonly locks: LockService,
+    private readonly sections: LockSections,
     @Inject(REDIS_LOCK_TRACING) private readonly tracing: RedisLockTracing,
   ) {}
 
   /**
-   * Takes the lock for a section, unless an enclosing section of the same `LockService` already
+   * Takes the lock for a section, unless an enclosing section of the same module instance already
    * holds every key in a mode that covers this one (then the section runs inside that hold, so a
    * route lock plus a method lock on the same key, or a locked method calling itself, hold it once).
    *
@@ -44,10 +45,10 @@ export class DecoratorLockRunner {
   async enter(key: string | string[], options: ResolvedWithLockOptions): Promise<LockSection | LockAcquireTimeoutError> {
     // An enclosing hold of several keys is reused in the order this section names them.
     const named = Array.isArray(key) ? [...new Set(key)] : [key];
-    const covering = this.locks.sectionCovering(named, options.mode);
+    const covering = this.sections.covering(named, options.mode);
     if (covering) return { handle: covering, owned: false, key, options };
     try {
-      const handle = await this.locks.acquireForSection(key, options.mode, options.acquire);
+      const handle = await this.sections.acquire(key, options.mode, options.acquire);
       if (handle) return { handle, owned: true, key, options };
     } catch (error) {
       if (error instanceof LockAcquireTimeoutError) return error;
@@ -59,7 +60,7 @@ export class DecoratorLockRunner {
   /** Runs `fn` as the body of `section`: `LockContext.current()`, nested acquires and nested sections see the lock. */
   runInside<T>(section: LockSection, fn: () => T): T {
     const taken = section.owned ? { key: section.key, mode: section.options.mode } : undefined;
-    return this.locks.runInSection(section.handle, fn, taken);
+    return this.sections.run(section.handle, fn, taken);
   }
 
   /** Releases a section's hold if it took one. Never throws: a failed release is logged, the lease ends it. */

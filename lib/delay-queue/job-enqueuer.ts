@@ -19,6 +19,8 @@ const AFTER_COMMIT_FLUSH_MIN_MS = 1_000;
  */
 export interface TransactionalOutbox {
   insert(topic: string, jobs: readonly PreparedJob[]): Promise<void>;
+  /** Throws when the store sees a transaction the transaction port does not (see `JobOutboxRelay`). */
+  refuseUnseenTransaction(): void;
 }
 
 /** The injection token of the enqueuer's `TransactionalOutbox` (its value may be null). */
@@ -65,6 +67,7 @@ export class JobEnqueuer {
    */
   async enqueue(topic: string, jobs: readonly PreparedJob[], exactOutcome = false): Promise<readonly WriteOutcome[] | 'deferred'> {
     if (!this.transactions.isActive()) {
+      this.outbox?.refuseUnseenTransaction();
       // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
       const recorded = exactOutcome || jobs.some((job) => job.replace);
       const outcomes = await this.writer.write(topic, jobs, recorded ? newOperationId() : undefined);

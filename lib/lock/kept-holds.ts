@@ -1,6 +1,5 @@
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
-import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
 
 /**
  * Holds whose release waits for the end of a transaction, per transaction and lock, so that the
@@ -60,8 +59,10 @@ export class KeptHolds {
   }
 }
 
-/** One slot per lock and kind: a kept write hold is not re-entered for a read, nor the reverse. */
+/**
+ * One slot per lock and side: a kept write hold is not re-entered for a read, nor the reverse; the
+ * exclusive kinds (plain, fair) share one owner hash, and so one slot.
+ */
 function slotOf(protocol: LockProtocol): string {
-  const kind = protocol instanceof ReadWriteLockProtocol ? protocol.mode : 'exclusive';
-  return `${kind}\u0000${protocol.reentrancyKey ?? protocol.name}`;
+  return `${protocol.side ?? 'exclusive'}\u0000${protocol.reentrancyKey ?? protocol.name}`;
 }

@@ -4,29 +4,27 @@ import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
-import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { resolveAcquireOptions } from './resolve-acquire-options.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
-import { KeptHolds } from './kept-holds.js';
 import { LockObserver } from './lock-observer.js';
 import { LockWatchdog } from './lock-watchdog.js';
 import { runRenewal } from './protocols/run-renewal.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { errorMessage } from '../core/errors/error-message.js';
-
-/** First and longest pause between two tries of `releaseUnknown` while Redis cannot be reached (ms). */
-const UNDO_FIRST_RETRY_MS = 100;
-const UNDO_MAX_RETRY_MS = 2_000;
+import { AbandonedHolds } from './abandoned-holds.js';
+import type { AcquireCall } from './bounded-try.js';
+import { awaitReplicas } from './replica-sync.js';
+import { LockAcquireAbortedError } from '../core/errors/lock-acquire-aborted.error.js';
+import { TransactionHolds } from './transaction-holds.js';
 
 /**
  * The holds one `LockService` handed out: it issues their handles, keeps the watched ones alive,
  * and runs their release, extend and loss. A release inside an active transaction is deferred to
- * the transaction's end (the watchdog keeps renewing meanwhile; the lease is the backstop), and the
- * same transaction may re-enter a hold whose release waits for it.
+ * the transaction's end by `TransactionHolds`.
  *
  * One per module instance, injected into `LockService`.
  */
@@ -34,19 +32,18 @@ const UNDO_MAX_RETRY_MS = 2_000;
 export class LockHoldRegistry implements HeldLockOperations {
   private readonly logger = new Logger('LockService');
   private readonly watchdog: LockWatchdog;
-  private readonly keptHolds = new KeptHolds();
+  /** Runs a release that waited for its transaction's end (made once: releases are half of every lock cycle). */
+  private readonly releaseDeferred = (handle: HeldLockHandle): Promise<boolean> => this.releaseNow(handle);
   /** Holds whose owner (a leader election, an `@OnOneInstance` lease) logs their loss in its own words. */
   private readonly lossLoggedByOwner = new WeakSet<LockHandle>();
   private readonly defaults: RedisLockConfig['lock'];
-  private stopped = false;
-  /** Ends the retry waits of `releaseUnknown` (at stop). */
-  private readonly undoWaits = new Set<() => void>();
   /** The connection's publish command, read once: it follows from the client, which never changes. */
   private readonly publishCommand: string;
 
   constructor(
     private readonly connection: RedisConnection,
-    @Inject(TransactionSynchronizer) private readonly transactions: TransactionSynchronizer,
+    private readonly transactions: TransactionHolds,
+    private readonly abandoned: AbandonedHolds,
     private readonly observer: LockObserver,
     @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
   ) {
@@ -62,32 +59,19 @@ export class LockHoldRegistry implements HeldLockOperations {
     );
   }
 
-  /** The handle of a hold just taken in Redis by a command sent at `sentAt`; watched when the options say so. */
-  issue(protocol: LockProtocol, owner: string, hold: string, fencingToken: string, sentAt: number, options: ResolvedAcquireOptions): HeldLockHandle {
-    const handle = new HeldLockHandle(protocol, owner, hold, fencingToken, options.leaseTime, options.watchdog, sentAt, this);
-    if (options.watchdog) this.watchdog.watch(handle);
-    return handle;
-  }
-
-  /** Whether a transaction is active here: only then may an acquire re-enter a kept hold (`acquireInTransaction`). */
-  inTransaction(): boolean {
-    return this.transactions.isActive();
-  }
-
   /**
-   * Runs `acquireAs` for a fresh acquire of `protocol`'s lock. When the current transaction keeps a
-   * live hold of that lock (released earlier in it, release deferred), the acquire re-enters that
-   * hold's owner instead of waiting for its own deferred release until COMMIT.
-   *
-   * @param acquireAs acquires under the given owner id (a re-entry), or a fresh one when undefined
+   * The handle of a hold that `call` was just granted in Redis (under `owner`, by a command sent at
+   * `sentAt`); watched when the options say so. A promise only when replicas must confirm first
+   * (`syncReplicas`) or the caller gave up meanwhile (the hold is then handed straight back).
    */
-  acquireInTransaction(
-    protocol: LockProtocol,
-    acquireAs: (owner: string | undefined) => Promise<HeldLockHandle | null>,
-  ): Promise<HeldLockHandle | null> {
-    const transaction = this.transactions.isActive() ? this.transactions.currentTransaction?.() : undefined;
-    const kept = transaction && this.keptHolds.checkOut(transaction, protocol);
-    return kept ? this.reenterKept(transaction, kept, acquireAs) : acquireAs(undefined);
+  issue(call: AcquireCall, owner: string, fencingToken: string, sentAt: number): HeldLockHandle | Promise<HeldLockHandle> {
+    const { protocol, options } = call;
+    if (!options.syncReplicas) return this.handOut(call, owner, fencingToken, sentAt);
+    // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
+    // deferred by an enclosing transaction, not watched).
+    return awaitReplicas(this.connection, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
+      protocol.release(this.connection.client, owner, this.publishCommand, call.hold),
+    ).then(() => this.handOut(call, owner, fencingToken, sentAt));
   }
 
   /**
@@ -101,20 +85,7 @@ export class LockHoldRegistry implements HeldLockOperations {
       this.releaseLost(handle);
       return Promise.resolve(false);
     }
-    if (this.transactions.isActive()) {
-      // The lock must outlive COMMIT, or a second worker could act on data the first has not
-      // committed yet.
-      handle.releasePending = true;
-      const transaction = handle.protocol.reentrancyKey === undefined ? undefined : this.transactions.currentTransaction?.();
-      if (transaction) this.keptHolds.keep(transaction, handle);
-      this.transactions.register({
-        afterCompletion: async () => {
-          if (transaction) this.keptHolds.forget(transaction, handle);
-          await this.releaseNow(handle);
-        },
-      });
-      return Promise.resolve(true);
-    }
+    if (this.transactions.deferRelease(handle, this.releaseDeferred)) return Promise.resolve(true);
     return this.releaseNow(handle);
   }
 
@@ -159,8 +130,7 @@ export class LockHoldRegistry implements HeldLockOperations {
   onLost(handle: HeldLockHandle, error: LockLostError): void {
     this.forget(handle);
     // One line per loss: an owner that logs it itself (naming what it guarded) is not doubled here.
-    if (this.lossLoggedByOwner.has(handle)) this.logger.debug(error.message);
-    else this.logger.warn(error.message);
+    if (!this.lossLoggedByOwner.has(handle)) this.logger.warn(error.message);
     this.observer.lost(handle, error);
   }
 
@@ -177,85 +147,21 @@ export class LockHoldRegistry implements HeldLockOperations {
     await Promise.allSettled(
       handles.flatMap((h) => (h instanceof MultiLockHandle ? h.parts : [h])).map((h) => {
         if (!(h instanceof HeldLockHandle)) return h.release();
-        this.keptHolds.undone(h);
+        this.transactions.undone(h);
         // Nobody else will release it: with Redis out of reach, it is retried until its lease ends.
         return this.releaseNow(h).catch((error: unknown) => {
-          if (error instanceof RedisConnectionError) this.releaseUnknown(h.protocol, h.owner, h.hold, performance.now() + h.leaseTime);
+          if (error instanceof RedisConnectionError) {
+            this.abandoned.releaseUnknown(h.protocol, h.owner, h.hold, performance.now() + h.leaseTime);
+          }
           throw error;
         });
       }),
     );
   }
 
-  /**
-   * Ends one hold (by its id) of an acquire whose caller is gone: it gave up while the winning try
-   * was in flight, or the handle already counts as lost. In the background, never failing: the
-   * lease frees the lock anyway, and a hold Redis dropped already makes the release a no-op.
-   */
-  releaseAbandoned(protocol: LockProtocol, owner: string, hold: string): void {
-    protocol.release(this.connection.client, owner, this.publishCommand, hold).catch((error: unknown) => {
-      this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${errorMessage(error)}`);
-    });
-  }
-
-  /**
-   * Ends in Redis one hold (by its id) of a try whose outcome is unknown: Redis did not answer it
-   * (it may run it when it resumes) or the connection dropped with it sent. Sent on the same
-   * connection as that try, after it, so Redis runs the release after the try: a grant nobody
-   * received is undone, and a try that never ran or was refused makes it a no-op (the release is
-   * ownership- and hold-checked). A kind with a wait line is left too (`leave`). While Redis is
-   * unreachable it is retried each time the connection becomes reachable again, and with backoff,
-   * until it is done or `until` (monotonic ms: the lease's end, when Redis frees the hold anyway)
-   * passes, or the module stops. In the background, never failing.
-   */
-  releaseUnknown(protocol: LockProtocol, owner: string, hold: string, until: number): void {
-    this.undoUntil(protocol, owner, hold, until).catch(() => undefined);
-  }
-
   /** Stops renewing: the module is shutting down. */
   stop(): void {
-    this.stopped = true;
     this.watchdog.stop();
-    for (const wake of [...this.undoWaits]) wake();
-  }
-
-  private async undoUntil(protocol: LockProtocol, owner: string, hold: string, until: number): Promise<void> {
-    const client = this.connection.client;
-    let released = false;
-    for (let delay = UNDO_FIRST_RETRY_MS; ; delay = Math.min(delay * 2, UNDO_MAX_RETRY_MS)) {
-      if (this.stopped || client.status === 'end' || performance.now() >= until) {
-        this.logger.debug(`Gave up undoing an unanswered acquire of "${protocol.name}": its lease frees it.`);
-        return;
-      }
-      try {
-        if (!released) await protocol.release(client, owner, this.publishCommand, hold);
-        released = true;
-        if (protocol.leave) await protocol.leave(client, owner, this.publishCommand);
-        return;
-      } catch (error) {
-        if (!(error instanceof RedisConnectionError)) {
-          this.logger.debug(`Could not undo an unanswered acquire of "${protocol.name}": ${errorMessage(error)}`);
-          return;
-        }
-      }
-      await this.untilReachableOr(Math.min(delay, until - performance.now()));
-    }
-  }
-
-  /** Resolves when the connection is reachable again, after `ms`, or when the module stops. */
-  private untilReachableOr(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        stopListening?.();
-        this.undoWaits.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, ms));
-      timer.unref();
-      const stopListening = this.connection.reachability?.onReachable(done);
-      this.undoWaits.add(done);
-    });
   }
 
   /** Ends the hold in Redis now; resolves whether Redis still listed it. */
@@ -285,29 +191,21 @@ export class LockHoldRegistry implements HeldLockOperations {
    * fails with, an unreachable Redis.
    */
   private releaseLost(handle: HeldLockHandle): void {
-    this.releaseAbandoned(handle.protocol, handle.owner, handle.hold);
+    this.abandoned.releaseAbandoned(handle.protocol, handle.owner, handle.hold);
   }
 
-  private async reenterKept(
-    transaction: object,
-    kept: HeldLockHandle,
-    acquireAs: (owner: string | undefined) => Promise<HeldLockHandle | null>,
-  ): Promise<HeldLockHandle | null> {
-    let handle: HeldLockHandle | null = null;
-    let lapsed = false;
-    try {
-      handle = await acquireAs(kept.owner);
-      if (handle) this.keptHolds.reentered(transaction, kept, handle);
-      return handle;
-    } catch (error) {
-      // The kept hold's lease ran out meanwhile: nothing is left to re-enter, so this section
-      // takes the lock afresh (with a new, larger fencing token) like any other owner.
-      if (!(error instanceof LockLostError)) throw error;
-      lapsed = true;
-    } finally {
-      if (!handle && !lapsed) this.keptHolds.putBack(transaction, kept);
+  private handOut(call: AcquireCall, owner: string, fencingToken: string, sentAt: number): HeldLockHandle | Promise<never> {
+    const { options } = call;
+    const handle = new HeldLockHandle(call.protocol, owner, call.hold, fencingToken, options.leaseTime, options.watchdog, sentAt, this);
+    if (options.watchdog) this.watchdog.watch(handle);
+    // The caller gave up while the winning try was in flight: hand the lock straight back.
+    if (options.signal?.aborted) {
+      const reason: unknown = options.signal.reason;
+      return handle.release().then(() => {
+        throw new LockAcquireAbortedError(call.reportedKey, reason);
+      });
     }
-    return acquireAs(undefined);
+    return handle;
   }
 
   private forget(handle: HeldLockHandle): void {

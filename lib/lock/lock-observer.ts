@@ -7,9 +7,6 @@ import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { lockNamesOf } from './multi-key-acquire.js';
-import type { LockProtocol } from './protocols/lock-protocol.interface.js';
-import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
-import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
 
 /** When a hold began (monotonic ms) and the key pattern it was taken under. */
 interface HoldStart {
@@ -37,7 +34,11 @@ export class LockObserver {
     return this.tracing.enabled && this.tracing.recording !== false;
   }
 
-  /** A `lock.acquire` span around `run` when tracing is on; a multi-key lock is named by its sorted keys. */
+  /**
+   * A `lock.acquire` span around `run` when tracing is on; a multi-key lock is named by its sorted
+   * keys. `kind`: the name of the lock's kind (LOCK_KINDS), or a read/write lock's side; by default the
+   * exclusive lock's (plain or fair).
+   */
   traceAcquire<T extends LockHandle | null>(
     key: string | string[],
     options: ResolvedAcquireOptions,
@@ -48,12 +49,6 @@ export class LockObserver {
     const { keyPattern, waitTimeout } = options;
     const traced = Array.isArray(key) ? lockNamesOf(key) : key;
     return this.tracing.traceAcquire({ key: traced, keyPattern, kind, waitTimeout }, run);
-  }
-
-  /** The span kind of an acquire of `protocol` that is not an exclusive lock's (those say plain or fair). */
-  kindOf(protocol: LockProtocol): AcquireTraceInfo['kind'] {
-    if (protocol instanceof ReadWriteLockProtocol) return protocol.mode;
-    return protocol instanceof SemaphoreProtocol ? 'semaphore' : 'mutex';
   }
 
   /** A `lock.held` span around the locked call `fn` when tracing is on. */

@@ -1,34 +1,25 @@
-import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { UnsupportedInRedlockModeError } from '../core/errors/unsupported-in-redlock-mode.error.js';
-import type { LockKeys, RedisKeySpace, SemaphoreKeys } from '../core/keys/redis-key-space.js';
+import type { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../core/redis/redis-connection.js';
-import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
-import { FairLockProtocol } from './protocols/fair-lock.protocol.js';
-import type { LockProtocol } from './protocols/lock-protocol.interface.js';
-import { ReadWriteLockProtocol } from './protocols/read-write-lock.protocol.js';
-import { ReentrantLockProtocol } from './protocols/reentrant-lock.protocol.js';
-import { SemaphoreProtocol } from './protocols/semaphore.protocol.js';
+import type { LockKindContext, LockKindDefinition } from './protocols/lock-kind.js';
+import type { LockProtocol, WakeConnectionSource } from './protocols/lock-protocol.interface.js';
 import { RedlockLockProtocol } from './redlock/redlock-lock.protocol.js';
 import type { RedlockMasters } from './redlock/redlock-masters.js';
 import type { RedlockQuorum } from './redlock/redlock-quorum.js';
 
 /**
- * The lock kinds of one deployment mode, chosen once when the service starts: on a single Redis
- * (standalone, Sentinel or Cluster) every kind exists; in Redlock mode only the exclusive lock does,
- * and asking for another kind throws `UnsupportedInRedlockModeError`.
+ * The protocols of the lock kinds for one deployment mode, chosen once when the service starts: on
+ * a single Redis (standalone, Sentinel or Cluster) every kind exists; in Redlock mode only the kinds
+ * whose entry says `redlock: 'quorum'` do, and asking for another throws `UnsupportedInRedlockModeError`.
  *
- * Every method validates the name (`InvalidLockKeyError`) before anything reaches Redis.
+ * `of` checks the variant, then the name (`InvalidLockKeyError`), before anything reaches Redis.
  */
 export interface LockProtocolFactory {
   /** Where the shared wake-up subscriber connects: the module's connection, or a fan-out over the masters. */
   readonly wakeConnection: WakeConnectionSource;
-  /** The plain or fair exclusive lock on `name`, for one acquire call. */
-  exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol;
-  /** The two sides of the read/write lock on `name`; each call of the result serves one acquire. */
-  readWrite(name: string): (mode: 'read' | 'write') => LockProtocol;
-  /** The semaphore of `permits` permits on `name` (`permits` is checked before the name). */
-  semaphore(name: string, permits: number): LockProtocol;
+  /** The protocol of lock `name` of `kind` and `variant`, for one acquire call (`options`: that call's). */
+  of<V>(kind: LockKindDefinition<V>, name: string, variant: V, options?: ResolvedAcquireOptions): LockProtocol;
   /**
    * Whether the lock `name` (plain, fair or read/write) is held: its owner hash exists (in Redlock
    * mode: on a majority of masters). An invalid name throws synchronously, before the promise.
@@ -42,77 +33,48 @@ export function lockProtocolFactory(keySpace: RedisKeySpace, connection: RedisCo
 }
 
 /**
- * How many recently used lock names keep their exclusive protocols (keys built, name escaped and
- * checked): a name locked again finds them instead of building them anew on every acquire.
+ * How many recently used lock names keep their protocols (keys built, name escaped and checked): a
+ * name locked again finds them instead of building them anew on every acquire.
  */
 const RECENT_LOCK_NAMES = 512;
 
-/** The protocols of one lock name (they hold nothing but its keys, so acquires share them). */
-interface NamedProtocols {
-  readonly keys: LockKeys;
-  plain?: ReentrantLockProtocol;
-  fair?: FairLockProtocol;
-  read?: ReadWriteLockProtocol;
-  write?: ReadWriteLockProtocol;
-}
+/** Most protocols kept per name (one per kind and variant): one permit count per semaphore is the rule; misuse stays bounded. */
+const PROTOCOLS_PER_NAME = 16;
 
-/** The semaphore protocols of one name, by permit count. */
-interface NamedSemaphores {
-  readonly keys: SemaphoreKeys;
-  readonly byPermits: Map<number, SemaphoreProtocol>;
-}
-
-/** Remembers `value` under `name`, dropping the name first seen longest ago once `recent` is full. */
-function remember<T>(recent: Map<string, T>, name: string, value: T): T {
-  if (recent.size >= RECENT_LOCK_NAMES) recent.delete(recent.keys().next().value!);
-  recent.set(name, value);
-  return value;
-}
+/** The protocols of one lock name: kind -> (variant -> protocol). They hold nothing but keys, so acquires share them. */
+type NamedProtocols = Map<LockKindDefinition<never>, Map<unknown, LockProtocol>>;
 
 class SingleRedisProtocols implements LockProtocolFactory {
   /** Lock name -> its protocols, for the RECENT_LOCK_NAMES names first seen most recently (oldest dropped first). */
   private readonly recent = new Map<string, NamedProtocols>();
-  /** The same for semaphore names. */
-  private readonly recentSemaphores = new Map<string, NamedSemaphores>();
+  private readonly context: LockKindContext;
 
   constructor(
     private readonly keySpace: RedisKeySpace,
     private readonly connection: RedisConnection,
-  ) {}
+  ) {
+    this.context = { keySpace, publishCommand: connection.publishCommand };
+  }
 
   get wakeConnection(): WakeConnectionSource {
     return this.connection;
   }
 
-  exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol {
-    const known = this.named(name);
-    if (options.fair) return (known.fair ??= new FairLockProtocol(known.keys, this.connection.publishCommand));
-    return (known.plain ??= new ReentrantLockProtocol(known.keys));
-  }
-
-  readWrite(name: string): (mode: 'read' | 'write') => LockProtocol {
-    const known = this.named(name);
-    return (mode) => (mode === 'read' ? (known.read ??= new ReadWriteLockProtocol(known.keys, mode)) : (known.write ??= new ReadWriteLockProtocol(known.keys, mode)));
-  }
-
-  semaphore(name: string, permits: number): LockProtocol {
-    if (!Number.isInteger(permits) || permits < 1) {
-      throw new InvalidOptionsError('permits', `got ${String(permits)}; use a whole number >= 1`);
+  of<V>(kind: LockKindDefinition<V>, name: string, variant: V): LockProtocol {
+    let named = this.recent.get(name);
+    let byVariant = named?.get(kind as LockKindDefinition<never>);
+    const known = byVariant?.get(variant);
+    if (known) return known;
+    kind.checkVariant?.(variant);
+    const protocol = kind.protocol(name, variant, this.context);
+    if (!named) {
+      if (this.recent.size >= RECENT_LOCK_NAMES) this.recent.delete(this.recent.keys().next().value!);
+      this.recent.set(name, (named = new Map()));
     }
-    const known =
-      this.recentSemaphores.get(name) ??
-      remember(this.recentSemaphores, name, { keys: this.keySpace.semaphore(name), byPermits: new Map<number, SemaphoreProtocol>() });
-    let protocol = known.byPermits.get(permits);
-    if (!protocol) {
-      if (known.byPermits.size >= 8) known.byPermits.clear(); // one count per name is the rule; keep misuse bounded
-      known.byPermits.set(permits, (protocol = new SemaphoreProtocol(known.keys, permits)));
-    }
+    if (!byVariant) named.set(kind as LockKindDefinition<never>, (byVariant = new Map()));
+    if (byVariant.size >= PROTOCOLS_PER_NAME) byVariant.clear();
+    byVariant.set(variant, protocol);
     return protocol;
-  }
-
-  /** The protocols of lock `name`; its keys are built (and the name validated) when it is not among the recent ones. */
-  private named(name: string): NamedProtocols {
-    return this.recent.get(name) ?? remember(this.recent, name, { keys: this.keySpace.lock(name) });
   }
 
   isLocked(name: string): Promise<boolean> {
@@ -131,16 +93,10 @@ class RedlockProtocols implements LockProtocolFactory {
     this.wakeConnection = masters.wakeConnection();
   }
 
-  exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol {
+  /** A protocol per acquire call: a Redlock acquire remembers its tries (see RedlockLockProtocol). */
+  of<V>(kind: LockKindDefinition<V>, name: string, _variant: V, options?: ResolvedAcquireOptions): LockProtocol {
+    if (kind.redlock !== 'quorum') throw new UnsupportedInRedlockModeError(kind.name, kind.redlock.described);
     return RedlockLockProtocol.forAcquire(this.keySpace.lock(name), this.quorum, options);
-  }
-
-  readWrite(): never {
-    throw new UnsupportedInRedlockModeError('readWrite');
-  }
-
-  semaphore(): never {
-    throw new UnsupportedInRedlockModeError('semaphore');
   }
 
   isLocked(name: string): Promise<boolean> {

@@ -2,7 +2,6 @@ import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { errorMessage } from '../core/errors/error-message.js';
 import { InvalidLockKeyError } from '../core/errors/invalid-lock-key.error.js';
-import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { preloadScripts } from '../core/redis/preload-scripts.js';
@@ -16,13 +15,19 @@ import { LockAcquirer } from './lock-acquirer.js';
 import { LockHoldRegistry } from './lock-hold-registry.js';
 import { LockObserver } from './lock-observer.js';
 import { lockProtocolFactory, type LockProtocolFactory } from './lock-protocol-factory.js';
-import { HeldLockFrames, type SectionMode } from './held-lock-frames.js';
+import { HeldLockFrames } from './held-lock-frames.js';
 import { acquireAllOrNothing, lockNamesOf } from './multi-key-acquire.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 import { RedlockMasters } from './redlock/redlock-masters.js';
 import { AcquireOptionsResolver } from './resolve-acquire-options.js';
-import { ALL_LOCK_SCRIPTS } from './scripts/all-lock-scripts.js';
+import { ALL_LOCK_SCRIPTS } from './kinds/all-lock-kinds.js';
+import { FAIR } from './kinds/fair/fair.kind.js';
+import { MUTEX } from './kinds/mutex/mutex.kind.js';
+import { READ_WRITE } from './kinds/read-write/read-write.kind.js';
+import { SEMAPHORE } from './kinds/semaphore/semaphore.kind.js';
+import { AbandonedHolds } from './abandoned-holds.js';
+import { TransactionHolds } from './transaction-holds.js';
 
 /**
  * Distributed locks on Redis: reentrant within a locked section, kept alive by a watchdog, woken by
@@ -64,9 +69,11 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     keySpace: RedisKeySpace,
     private readonly holds: LockHoldRegistry,
     private readonly observer: LockObserver,
+    transactions: TransactionHolds,
+    private readonly abandoned: AbandonedHolds,
   ) {
     this.protocols = lockProtocolFactory(keySpace, connection, redlockMasters);
-    this.acquirer = new LockAcquirer(connection, this.protocols.wakeConnection, this.holds, this.logger);
+    this.acquirer = new LockAcquirer(connection, this.protocols.wakeConnection, this.holds, transactions, abandoned, this.logger);
     this.acquireOptions = new AcquireOptionsResolver(config.lock);
   }
 
@@ -126,12 +133,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * write side from inside a read section is refused with `LockUpgradeError`.
    */
   readWrite(key: string): ReadWriteLock {
-    const side = this.protocols.readWrite(key);
+    const read = this.protocols.of(READ_WRITE, key, 'read'); // an invalid key throws here
+    const write = () => this.protocols.of(READ_WRITE, key, 'write');
     return {
-      read: (options) => this.acquireWith(side('read'), options, true, 'read/write locks') as Promise<LockHandle>,
-      write: (options) => this.acquireWith(side('write'), options, true, 'read/write locks') as Promise<LockHandle>,
-      tryRead: (options) => this.acquireWith(side('read'), options, false, 'read/write locks'),
-      tryWrite: (options) => this.acquireWith(side('write'), options, false, 'read/write locks'),
+      read: (options) => this.acquireWith(read, options, true, 'read/write locks') as Promise<LockHandle>,
+      write: (options) => this.acquireWith(write(), options, true, 'read/write locks') as Promise<LockHandle>,
+      tryRead: (options) => this.acquireWith(read, options, false, 'read/write locks'),
+      tryWrite: (options) => this.acquireWith(write(), options, false, 'read/write locks'),
     };
   }
 
@@ -144,7 +152,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * await using permit = await stock.acquire({ waitTimeout: 2_000 });
    */
   semaphore(key: string, permits: number): Semaphore {
-    const protocol = this.protocols.semaphore(key, permits);
+    const protocol = this.protocols.of(SEMAPHORE, key, permits);
     return {
       acquire: (options) => this.acquireWith(protocol, options, true, 'semaphores') as Promise<LockHandle>,
       tryAcquire: (options) => this.acquireWith(protocol, options, false, 'semaphores'),
@@ -170,56 +178,6 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   /**
-   * Takes `key` for a decorator section (`@WithLock`, `@WithRequestLock`) on the side `mode` names:
-   * an exclusive lock as `tryAcquire` when `waitTimeout` is 0 and as `acquire` otherwise; a read or
-   * write side as `readWrite(name).read()` / `.write()`, several names all or nothing in the order of
-   * `lockNamesOf`, within one `waitTimeout`, as `acquire` takes several mutexes.
-   *
-   * @returns the handle, or `null` when an exclusive lock was not free (with `waitTimeout: 0`)
-   * @throws LockAcquireTimeoutError when not free in time (naming every key of a multi-key lock)
-   * @internal
-   */
-  async acquireForSection(key: string | string[], mode: SectionMode, options: AcquireOptions): Promise<LockHandle | null> {
-    if (mode === 'exclusive') return options.waitTimeout === 0 ? this.tryAcquire(key, options) : this.acquire(key, options);
-    const { fair: _fair, ...sideOptions } = options;
-    const side = (name: string, partOptions: Omit<AcquireOptions, 'fair'>) =>
-      mode === 'read' ? this.readWrite(name).read(partOptions) : this.readWrite(name).write(partOptions);
-    if (!Array.isArray(key)) return side(key, sideOptions);
-    const names = lockNamesOf(key);
-    try {
-      const parts = await acquireAllOrNothing(names, sideOptions.waitTimeout, {
-        acquireOne: (name, remaining) => side(name, { ...sideOptions, waitTimeout: remaining }),
-        releaseUnused: (held) => this.holds.releaseUnused(held),
-      });
-      if (!parts) return null;
-      return parts.length === 1 ? parts[0] : new MultiLockHandle(parts);
-    } catch (error) {
-      if (error instanceof LockAcquireTimeoutError) throw new LockAcquireTimeoutError(names, sideOptions.waitTimeout ?? error.waitTimeout);
-      throw error;
-    }
-  }
-
-  /**
-   * The hold under which an enclosing decorator section of this service still holds every one of
-   * `names` in a mode that covers `mode` (the same, or write for read), or `undefined`.
-   *
-   * @internal
-   */
-  sectionCovering(names: readonly string[], mode: SectionMode): LockHandle | undefined {
-    return HeldLockFrames.covering(this, names, mode);
-  }
-
-  /**
-   * `runInScope` for a decorator section: with `taken` (the key and mode the section acquired),
-   * nested sections of those keys run inside this hold (`sectionCovering`).
-   *
-   * @internal
-   */
-  runInSection<T>(handle: LockHandle, fn: () => T, taken?: { key: string | string[]; mode: SectionMode }): T {
-    return HeldLockFrames.run(handle, fn, taken && { service: this, names: lockNamesOf(taken.key), mode: taken.mode });
-  }
-
-  /**
    * Loads the lock scripts into Redis's cache up front. An optimisation only, so it neither delays
    * bootstrap nor fails it (with Redis down it finishes, or fails quietly, in the background).
    */
@@ -236,6 +194,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   onApplicationShutdown(): void {
     this.acquirer.close();
     this.holds.stop();
+    this.abandoned.stop();
   }
 
   /**
@@ -254,13 +213,13 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
       return Promise.reject(error as Error);
     }
     const run = () => this.observer.observeAcquire(protocol.name, resolved, this.acquirer.acquire(protocol, resolved, wait, protocol.name));
-    return this.observer.tracingEnabled ? this.observer.traceAcquire(protocol.name, resolved, run, this.observer.kindOf(protocol)) : run();
+    return this.observer.tracingEnabled ? this.observer.traceAcquire(protocol.name, resolved, run, protocol.side ?? protocol.kind) : run();
   }
 
   private acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean): Promise<HeldLockHandle | MultiLockHandle | null> {
     if (Array.isArray(key)) return this.acquireSeveral(key, options, wait);
     try {
-      return this.observer.observeAcquire(key, options, this.acquirer.acquire(this.protocols.exclusive(key, options), options, wait, key));
+      return this.observer.observeAcquire(key, options, this.acquirer.acquire(this.exclusive(key, options), options, wait, key));
     } catch (error) {
       return Promise.reject(error); // an invalid key
     }
@@ -269,7 +228,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
   private async acquireSeveral(key: string[], options: ResolvedAcquireOptions, wait: boolean) {
     const names = lockNamesOf(key);
     if (names.length === 0) throw new InvalidLockKeyError(key, 'a multi-key lock needs at least one key');
-    const protocols = names.map((name) => this.protocols.exclusive(name, options)); // validates every key first
+    const protocols = names.map((name) => this.exclusive(name, options)); // validates every key first
     const parts = await acquireAllOrNothing(protocols, options.waitTimeout, {
       acquireOne: (protocol, remaining) => {
         const partOptions = { ...options, waitTimeout: remaining! };
@@ -278,5 +237,10 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
       releaseUnused: (held) => this.holds.releaseUnused(held),
     });
     return parts && new MultiLockHandle(parts);
+  }
+
+  /** The exclusive lock on `name`: plain, or fair with `fair: true`. */
+  private exclusive(name: string, options: ResolvedAcquireOptions): LockProtocol {
+    return this.protocols.of(options.fair ? FAIR : MUTEX, name, undefined, options);
   }
 }

@@ -16,7 +16,7 @@ import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
+import { WAITING_MARK } from '../../lib/lock/protocols/lua-snippets.js';
 import {
   heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, THROUGH_FAILOVER } from './support/failover-harness.js';
 import { useSentinelTopology } from './support/use-sentinel-topology.js';

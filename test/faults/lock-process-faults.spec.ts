@@ -7,7 +7,7 @@ import { waitForLine } from '../support/wait-for-output.js';
 import { fencedWrite } from '../fixtures/fenced-store.js';
 import { waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
+import { WAITING_MARK } from '../../lib/lock/protocols/lua-snippets.js';
 
 /** Lock holders in other processes that crash or freeze. */
 describe('lock faults: holder processes killed or paused', () => {

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { LockService, RedisConnectionError } from '../../lib/index.js';
-import { FAIR_WAITER_LIVENESS_MS } from '../../lib/lock/protocols/fair-lock.protocol.js';
+import { FAIR_WAITER_LIVENESS_MS } from '../../lib/lock/kinds/fair/fair.kind.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor, within } from '../support/timing.js';

@@ -1,6 +1,6 @@
 import type { LockService } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { FENCE_RETENTION_MS } from '../../lib/lock/scripts/lua-snippets.js';
+import { FENCE_RETENTION_MS } from '../../lib/lock/protocols/lua-snippets.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
 
 /**

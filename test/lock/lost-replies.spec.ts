@@ -1,8 +1,8 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockService, type LockHandle } from '../../lib/index.js';
-import { acquireFairLockScript } from '../../lib/lock/scripts/acquire-fair-lock.lua.js';
-import { acquireLockScript } from '../../lib/lock/scripts/acquire-lock.lua.js';
-import { releaseLockScript } from '../../lib/lock/scripts/release-lock.lua.js';
+import { acquireFairLockScript } from '../../lib/lock/kinds/fair/acquire-fair-lock.lua.js';
+import { acquireLockScript } from '../../lib/lock/kinds/mutex/acquire-lock.lua.js';
+import { releaseLockScript } from '../../lib/lock/kinds/mutex/release-lock.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';

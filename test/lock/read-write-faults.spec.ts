@@ -1,9 +1,9 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockService } from '../../lib/index.js';
-import { acquireReadLockScript } from '../../lib/lock/scripts/acquire-read-lock.lua.js';
-import { acquireWriteLockScript } from '../../lib/lock/scripts/acquire-write-lock.lua.js';
-import { releaseReadWriteLockScript } from '../../lib/lock/scripts/release-read-write-lock.lua.js';
-import { renewReadWriteLocksScript } from '../../lib/lock/scripts/renew-read-write-locks.lua.js';
+import { acquireReadLockScript } from '../../lib/lock/kinds/read-write/acquire-read-lock.lua.js';
+import { acquireWriteLockScript } from '../../lib/lock/kinds/read-write/acquire-write-lock.lua.js';
+import { releaseReadWriteLockScript } from '../../lib/lock/kinds/read-write/release-read-write-lock.lua.js';
+import { renewReadWriteLocksScript } from '../../lib/lock/kinds/read-write/renew-read-write-locks.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { got } from '../support/lock-probes.js';

@@ -1,9 +1,9 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { type LockHandle, LockService } from '../../lib/index.js';
-import { acquirePermitScript } from '../../lib/lock/scripts/acquire-permit.lua.js';
-import { releasePermitScript } from '../../lib/lock/scripts/release-permit.lua.js';
-import { renewPermitsScript } from '../../lib/lock/scripts/renew-permits.lua.js';
+import { acquirePermitScript } from '../../lib/lock/kinds/semaphore/acquire-permit.lua.js';
+import { releasePermitScript } from '../../lib/lock/kinds/semaphore/release-permit.lua.js';
+import { renewPermitsScript } from '../../lib/lock/kinds/semaphore/renew-permits.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { got } from '../support/lock-probes.js';

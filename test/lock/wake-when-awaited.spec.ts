@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
+import { WAITING_MARK } from '../../lib/lock/protocols/lua-snippets.js';
 import type { LockHandle, LockService } from '../../lib/index.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';

@@ -1,4 +1,6 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { jest } from '@jest/globals';
+import type { PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { InvalidJobError, InvalidOptionsError, OutboxTransactionMissingError, runInTransaction } from '../../lib/index.js';
 import {
@@ -294,6 +296,45 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       expect(await noTx.queue.get(t, 'direct')).not.toBeNull();
     } finally {
       await noTx.close();
+    }
+  });
+
+  it('refuses a schedule() or repeat() inside a transaction the executor sees but the transaction port does not (BEGIN…COMMIT without runInTransaction): nothing written', async () => {
+    const t = topic('unseen-tx');
+    const current = new AsyncLocalStorage<PoolClient>();
+    const app = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix,
+      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: pg.pool, table: TABLE }),
+    });
+    const client = await pg.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const scheduled = current.run(client, () => app.queue.schedule(t, 1, { id: 'before-commit?' }));
+      await expect(scheduled).rejects.toThrow(OutboxTransactionMissingError);
+      await expect(scheduled).rejects.toMatchObject({ missingFrom: 'transaction port', message: expect.stringContaining('runInTransaction') });
+      await expect(current.run(client, () => app.queue.repeat(t, { every: 60_000 }, { id: 'r' }))).rejects.toThrow(OutboxTransactionMissingError);
+      await client.query('ROLLBACK');
+      expect(await app.queue.get(t, 'before-commit?')).toBeNull();
+      expect(await app.queue.listRepeats(t)).toEqual([]);
+      expect(await rowsOf(t)).toEqual([]);
+      // With runInTransaction around the same code, the job goes through the outbox and runs after COMMIT only.
+      await runInTransaction(() =>
+        current.run(client, async () => {
+          await client.query('BEGIN');
+          await app.queue.schedule(t, 2, { id: 'after-commit' });
+          expect(await app.queue.get(t, 'after-commit')).toBeNull();
+          await client.query('COMMIT');
+        }),
+      );
+      await waitFor(async () => (await app.queue.get(t, 'after-commit')) ?? undefined, 30_000, 'the committed job in Redis');
+      // A continuation that runs after COMMIT with the client still in the store (fire-and-forget
+      // work started in the transaction): the client is idle, no transaction is open, Redis at once.
+      await current.run(client, () => app.queue.schedule(t, 3, { id: 'later-in-store' }));
+      expect(await app.queue.get(t, 'later-in-store')).not.toBeNull();
+    } finally {
+      client.release();
+      await app.close();
     }
   });
 

@@ -21,7 +21,7 @@ import { deferred, sleep, waitFor } from '../support/timing.js';
 import { UnhandledRejections } from '../support/unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { WAITING_MARK } from '../../lib/lock/scripts/lua-snippets.js';
+import { WAITING_MARK } from '../../lib/lock/protocols/lua-snippets.js';
 
 /*
  * ioredis 6 speaks RESP3 by default; ioredis 5 (still in the peer range) speaks RESP2. A client

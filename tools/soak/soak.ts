@@ -61,7 +61,7 @@ import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
-import { ALL_LOCK_SCRIPTS } from '../../lib/lock/scripts/all-lock-scripts.js';
+import { ALL_LOCK_SCRIPTS } from '../../lib/lock/kinds/all-lock-kinds.js';
 import { FaultProxy } from '../fault-proxy.js';
 import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { LOCK_KINDS, parseLogLine, type HistoryEvent, type LockKind } from './history.js';

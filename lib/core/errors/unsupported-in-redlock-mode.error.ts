@@ -9,26 +9,20 @@ import { InvalidOptionsError } from './invalid-options.error.js';
 export class UnsupportedInRedlockModeError extends InvalidOptionsError {
   override readonly code = 'UNSUPPORTED_IN_REDLOCK_MODE';
 
-  constructor(/** What was asked for. */ readonly feature: 'fair' | 'readWrite' | 'semaphore' | 'syncReplicas') {
+  /**
+   * @param feature what was asked for: a lock kind's name (`'fair'`, `'read-write'`, `'semaphore'`) or an option (`'syncReplicas'`)
+   * @param described how the message names it, e.g. "A semaphore (`semaphore()`)"
+   */
+  constructor(
+    readonly feature: string,
+    described: string,
+  ) {
     super(
       'redlock',
-      `${describe(feature)} is not available in Redlock mode`,
-      `${describe(feature)} is not available in Redlock mode: only the exclusive lock (acquire, tryAcquire, using, ` +
+      `${described} is not available in Redlock mode`,
+      `${described} is not available in Redlock mode: only the exclusive lock (acquire, tryAcquire, using, ` +
         '@WithLock, multi-key) is taken on a quorum of masters. Use the exclusive lock, or a RedisLockModule without ' +
         '`redlock` (on one Redis, Sentinel or Cluster) for this lock.',
     );
-  }
-}
-
-function describe(feature: UnsupportedInRedlockModeError['feature']): string {
-  switch (feature) {
-    case 'fair':
-      return 'A fair lock (`fair: true`)';
-    case 'readWrite':
-      return 'A read/write lock (`readWrite()`)';
-    case 'semaphore':
-      return 'A semaphore (`semaphore()`)';
-    case 'syncReplicas':
-      return '`syncReplicas`';
   }
 }

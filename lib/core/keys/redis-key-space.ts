@@ -1,5 +1,9 @@
 import { escapeKeyPart, unescapeKeyPart } from './escape-key-part.js';
 
+/** The semaphores' key family (`<prefix>:sem:{name}`), and what their errors call a name. */
+const SEMAPHORE_FAMILY = 'sem';
+const SEMAPHORE_KEY = 'semaphore key';
+
 /**
  * The one place that knows the Redis key layout: `<prefix>:<kind>:{<escaped name>}[:<part>]`, one
  * kind per capability (`lock`, `sem`, `dq`), the parts listed by each method below.
@@ -27,8 +31,30 @@ export class RedisKeySpace {
 
   /** The keys of one named semaphore. */
   semaphore(name: string): SemaphoreKeys {
-    const base = `${this.prefix}:sem:{${escapeKeyPart(name, 'semaphore key')}}`;
-    return { name, permits: base, fence: `${base}:fence`, wakeChannel: `${base}:wake`, grants: `${base}:grants` };
+    const keys = this.lockKindKeys(SEMAPHORE_FAMILY, name, ['fence', 'wake', 'grants'], SEMAPHORE_KEY);
+    return { name, permits: keys.base, fence: keys.fence, wakeChannel: keys.wake, grants: keys.grants };
+  }
+
+  /**
+   * The keys of one lock of a kind with a key family of its own (beside `lock` and `sem`, which
+   * `lock()` and `semaphore()` lay out): `<prefix>:<family>:{<escaped name>}` as `base`, and
+   * `<base>:<part>` for each of `parts`. `what` names the name in an error (`'latch key'`).
+   */
+  lockKindKeys<P extends string>(family: string, name: string, parts: readonly P[], what: string): LockKindKeys<P> {
+    const base = `${this.prefix}:${family}:{${escapeKeyPart(name, what)}}`;
+    const keys: Record<string, string> = { name, base };
+    for (const part of parts) keys[part] = `${base}:${part}`;
+    return keys as LockKindKeys<P>;
+  }
+
+  /** SCAN MATCH pattern of the `base` key of every lock of `family` (see `lockKindKeys`). */
+  lockKindPattern(family: string): string {
+    return `${escapeGlob(`${this.prefix}:${family}:`)}{*}`;
+  }
+
+  /** The name of the lock of `family` whose `base` key is `key`; undefined for any other key. */
+  lockKindNameOf(family: string, key: string, what: string): string | undefined {
+    return nameInHashTag(key, `${this.prefix}:${family}:`, '', what);
   }
 
   /** The keys of one delayed-job topic. */
@@ -66,12 +92,12 @@ export class RedisKeySpace {
 
   /** SCAN MATCH pattern of every semaphore's permit set (`<prefix>:sem:{name}`). */
   semaphorePermitsPattern(): string {
-    return `${escapeGlob(`${this.prefix}:sem:`)}{*}`;
+    return this.lockKindPattern(SEMAPHORE_FAMILY);
   }
 
   /** The name of the semaphore whose permit set is `key`; undefined for any other key. */
   semaphoreNameOf(key: string): string | undefined {
-    return nameInHashTag(key, `${this.prefix}:sem:`, '', 'semaphore key');
+    return this.lockKindNameOf(SEMAPHORE_FAMILY, key, SEMAPHORE_KEY);
   }
 
   /** SCAN MATCH pattern of every topic's jobs hash (`<prefix>:dq:{topic}:jobs`): a topic with a job in any state has one. */
@@ -118,6 +144,9 @@ export interface LockKeys {
   readonly leases: string;
   readonly waitingWriters: string;
 }
+
+/** The keys of one lock of a kind with its own key family (see `RedisKeySpace.lockKindKeys`). */
+export type LockKindKeys<P extends string> = { readonly name: string; readonly base: string } & { readonly [part in P]: string };
 
 export interface SemaphoreKeys {
   readonly name: string;

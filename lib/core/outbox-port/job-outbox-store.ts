@@ -61,6 +61,13 @@ export interface JobOutboxStore {
   insert(jobs: readonly OutboxJob[]): Promise<void>;
 
   /**
+   * Whether the calling async context is inside a transaction the store would insert into.
+   * Optional: with it, a `schedule()` made in such a transaction while the transaction port sees
+   * none is refused (`OutboxTransactionMissingError`) instead of written to Redis before COMMIT.
+   */
+  inTransaction?(): boolean;
+
+  /**
    * Claims up to `limit` rows inserted at least `minAgeMs` ago (rows younger than that are normally
    * being relayed by the process that committed them), oldest first, for `claimMs`: no other relay
    * gets them until their claim deadline (now + `claimMs`) passes or they are deleted or parked.

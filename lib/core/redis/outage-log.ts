@@ -61,6 +61,11 @@ export class RedisOutageLog {
   /** A connection error waiting `SETTLE_MS` to be told apart: an outage's start, or one connection's hiccup. */
   private settling?: { readonly timer: NodeJS.Timeout; readonly purpose: string; readonly error: Error };
   private lastHiccupLog = Number.NEGATIVE_INFINITY;
+  /**
+   * Whether the module got past its bootstrap check: before, an unreachable Redis is the bootstrap's
+   * error to report (it fails with RedisConnectionError), and no outage is opened or logged.
+   */
+  private started = false;
 
   constructor(
     private readonly logger: Logger,
@@ -138,6 +143,11 @@ export class RedisOutageLog {
     return true;
   }
 
+  /** The module's bootstrap check passed (or was skipped): outages are logged from now on. */
+  start(): void {
+    this.started = true;
+  }
+
   /** Stops the pending check of a connection error (the module is closing). */
   stop(): void {
     if (this.settling) clearTimeout(this.settling.timer);
@@ -147,6 +157,7 @@ export class RedisOutageLog {
   private begin(cause: string): void {
     if (this.settling) clearTimeout(this.settling.timer);
     this.settling = undefined;
+    if (!this.started) return;
     this.outage = { since: performance.now(), counts: new Map() };
     const bound = this.source.waitBound;
     const calls =

@@ -114,11 +114,13 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
 
   async onModuleInit(): Promise<void> {
     if (this.config.connectTimeout === 0) {
+      this.outages.start();
       this.checkEvictionPolicyWhenReady();
       return;
     }
     await this.transport.verify(this.config.connectTimeout);
     await this.checkEvictionPolicy(this.config.connectTimeout, true);
+    this.outages.start();
   }
 
   /**

@@ -13,7 +13,8 @@ export interface AcquireTraceInfo {
   /** The name the caller gave (for a multi-key lock: every key, sorted). */
   readonly key: string | readonly string[];
   readonly keyPattern?: string;
-  readonly kind: 'mutex' | 'fair' | 'read' | 'write' | 'semaphore';
+  /** The lock's kind (`mutex`, `fair`, `semaphore`, … as the lock engine names them), or a read/write lock's side (`read`, `write`). */
+  readonly kind: string;
   readonly waitTimeout: number;
 }
 

@@ -26,6 +26,10 @@ import { settleWithin } from '../../core/time/settle-within.js';
 import { extendScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
 import type { CancelListener } from './cancel-listener.js';
 
+
+/** First and longest wait before `groupConcurrency` is written again after a failure during an outage (ms). */
+const GROUP_LIMIT_FIRST_RETRY_MS = 250;
+const GROUP_LIMIT_MAX_RETRY_MS = 5_000;
 /**
  * Once the shutdown timeout has run out, how long each remaining shutdown step (handing jobs back,
  * flushing acknowledgements) may still wait for Redis. Bounds `close()` when Redis is unreachable.
@@ -155,10 +159,19 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     this.loopDone = this.loop.run().catch((error) => this.bug('claim loop', error));
   }
 
-  /** Records the topic's `groupConcurrency` in Redis (every consumer of the topic reads it there). */
-  private setGroupLimit(limit: number): void {
+  /**
+   * Records the topic's `groupConcurrency` in Redis (every consumer of the topic reads it there).
+   * During a known outage the write is counted into it and tried again, with backoff, until it is
+   * done or the consumer stops; any other failure is warned about.
+   */
+  private setGroupLimit(limit: number, retryInMs = GROUP_LIMIT_FIRST_RETRY_MS): void {
     const { connection, keys, logger } = this.context;
     setGroupLimitScript.run(connection.client, topicScriptKeys(keys), [limit]).catch((error: unknown) => {
+      if (this.state !== 'running') return;
+      if (connection.outages.absorb('group limits set late', error)) {
+        setTimeout(() => this.state === 'running' && this.setGroupLimit(limit, Math.min(retryInMs * 2, GROUP_LIMIT_MAX_RETRY_MS)), retryInMs).unref();
+        return;
+      }
       logger.warn(`Could not set groupConcurrency ${limit} for topic ${JSON.stringify(this.topic)} (${errorMessage(error)}); its groups keep the limit stored before`);
     });
   }

@@ -3,6 +3,7 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { JobOutboxStore, OutboxJob, OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
 import { OutboxStoreClosedError } from '../../core/outbox-port/outbox-store-closed.error.js';
+import { OutboxTransactionMissingError } from '../../core/outbox-port/outbox-transaction-missing.error.js';
 import { OutboxUnavailableError } from '../../core/outbox-port/outbox-unavailable.error.js';
 import { RedisLockError } from '../../core/errors/redis-lock.error.js';
 import type { RedisOutageLog } from '../../core/redis/outage-log.js';
@@ -117,6 +118,17 @@ export class JobOutboxRelay {
    */
   async insert(topic: string, jobs: readonly PreparedJob[]): Promise<void> {
     await this.insertRows(jobRowsOf(topic, jobs));
+  }
+
+  /**
+   * Called when the transaction port sees no transaction: refuses when the store's executor sees
+   * one, since a job written to Redis now would run before that transaction's COMMIT (and survive
+   * its ROLLBACK).
+   *
+   * @throws OutboxTransactionMissingError (`missingFrom: 'transaction port'`)
+   */
+  refuseUnseenTransaction(): void {
+    if (this.store.inTransaction?.()) throw new OutboxTransactionMissingError(this.store.constructor?.name || 'the job outbox store', 'transaction port');
   }
 
   /**

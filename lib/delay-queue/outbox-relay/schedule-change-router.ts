@@ -56,9 +56,16 @@ export class ScheduleChangeRouter {
     return this.removeSuperseding(topic, id, () => this.repeats.remove(topic, id));
   }
 
-  /** The outbox, when a schedule change made now goes through it (inside a transaction, with one). */
+  /**
+   * The outbox, when a schedule change made now goes through it (inside a transaction, with one).
+   *
+   * @throws OutboxTransactionMissingError when the outbox's store sees a transaction the port does not
+   */
   private outboxOfTransaction(): JobOutboxRelay | null {
-    return this.outbox !== null && this.transactions.isActive() ? this.outbox : null;
+    if (this.outbox === null) return null;
+    if (this.transactions.isActive()) return this.outbox;
+    this.outbox.refuseUnseenTransaction();
+    return null;
   }
 
   /**

@@ -79,7 +79,7 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     this.outages = connection.outages;
     this.schedules = new ScheduleStore(connection);
     this.removals = new RecentRemovals(connection, shards);
-    this.upserted = new UpsertedSchedules(this.schedules, shards, this.logger, () => this.restoreAfterMissingMs);
+    this.upserted = new UpsertedSchedules(this.schedules, shards, this.logger, () => this.restoreAfterMissingMs, this.outages);
   }
 
   /** Validates a schedule without writing anything (for `@OnDelayed` at init). */
@@ -207,9 +207,11 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
   private async check(): Promise<void> {
     for (const retry of [...this.pending.values()]) await retry().catch(() => undefined);
     // Before any restore of this pass: a removal made here just before a loss of data is recorded again.
-    await this.removals.reassert().catch((error: unknown) => this.logger.debug(`Re-recording recent schedule removals skipped: ${errorMessage(error)}`));
+    await this.removals.reassert().catch((error: unknown) => this.skippedCheck(error, 'Re-recording recent schedule removals skipped'));
     for (const topic of this.watched) {
       const seen = new Set<string>();
+      // What was not read cannot be told missing: a topic whose read failed restores nothing this pass.
+      let readAll = true;
       for (const keys of this.shards.all(topic)) {
         try {
           const [nowMs, rows] = await this.schedules.read(keys, '');
@@ -218,15 +220,22 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
             seen.add(row.id);
             await this.upserted.compare(topic, keys, row, definitions?.get(row.id));
             await this.reconcile(keys, row, nowMs).catch((error: unknown) =>
-              this.logger.debug(`Repeat check of schedule ${JSON.stringify(row.id)} of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`),
+              this.skippedCheck(error, `Repeat check of schedule ${JSON.stringify(row.id)} of topic ${JSON.stringify(topic)} skipped`),
             );
           }
         } catch (error) {
-          this.logger.debug(`Repeat check of topic ${JSON.stringify(topic)} skipped: ${errorMessage(error)}`);
+          readAll = false;
+          this.skippedCheck(error, `Repeat check of topic ${JSON.stringify(topic)} skipped`);
         }
       }
-      await this.upserted.restoreLost(topic, seen, (id) => this.pending.has(`${topic}\n${id}`));
+      if (readAll) await this.upserted.restoreLost(topic, seen, (id) => this.pending.has(`${topic}\n${id}`));
     }
+  }
+
+  /** A part of the periodic check that failed: counted into a known outage, else logged at debug level (the next pass retries). */
+  private skippedCheck(error: unknown, what: string): void {
+    if (this.outages?.absorb('repeat checks skipped', error)) return;
+    this.logger.debug(`${what}: ${errorMessage(error)}`);
   }
 
   private async advanceFrom(topic: string, scheduleId: string, tickMs: number): Promise<void> {

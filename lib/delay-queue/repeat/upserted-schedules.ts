@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { errorMessage } from '../../core/errors/error-message.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
+import type { RedisOutageLog } from '../../core/redis/outage-log.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
 import { readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
 import type { ScheduleRow, ScheduleStore } from './schedule-store.js';
@@ -34,6 +35,8 @@ export class UpsertedSchedules {
     private readonly logger: Logger,
     /** How long a schedule must have been missing before it is restored, in ms (read at each check). */
     private readonly restoreAfterMissing: () => number,
+    /** Where a restore that failed to reach Redis during an outage is counted instead of logged. */
+    private readonly outages?: RedisOutageLog,
   ) {}
 
   /** The upserted definitions of `topic` as they stand now (the check reads them once per shard). */
@@ -106,6 +109,7 @@ export class UpsertedSchedules {
         if (!info || !created) continue;
         this.logger.warn(`${lost}; stored it again from this instance's definition, next tick ${info.nextRunAt.toISOString()}.`);
       } catch (error) {
+        if (this.outages?.absorb('repeat checks skipped', error)) continue;
         this.logger.debug(`Restoring repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
       }
     }

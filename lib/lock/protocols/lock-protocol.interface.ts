@@ -14,17 +14,21 @@ export type AttemptOutcome =
        */
       readonly owner?: string;
     }
-  /**
-   * `waitMs`: longest the caller may sleep before the holder's lease could have ended (-1: no bound,
-   * -2: try again now, SECTION_HOLD_GONE: a nested acquire whose section no longer holds the lock).
-   */
-  | { readonly acquired: false; readonly waitMs: number };
+  | AttemptRefusal;
 
-/**
- * `waitMs` of a nested acquire (`AttemptMode.reentry`) that found its section's owner no longer
- * holding the lock: the section's hold was lost, and the lock is never taken afresh under that owner.
- */
-export const SECTION_HOLD_GONE = -3;
+/** Why a try was refused, and for how long at most the caller may sleep before trying again. */
+export type AttemptRefusal =
+  /** Held by another owner whose lease can run at most `waitMs` longer. */
+  | { readonly acquired: false; readonly reason: 'held'; readonly waitMs: number }
+  /** Held by a key without expiry: only a release frees it, so only the caller's deadline bounds the wait. */
+  | { readonly acquired: false; readonly reason: 'held-without-lease' }
+  /** The lock's key vanished between the try's checks: try again at once. */
+  | { readonly acquired: false; readonly reason: 'vanished' }
+  /**
+   * A nested acquire (`AttemptMode.reentry`) found its section's owner no longer holding the lock:
+   * the section's hold was lost, and the lock is never taken afresh under that owner.
+   */
+  | { readonly acquired: false; readonly reason: 'section-lost' };
 
 /** How one attempt is made. */
 export interface AttemptMode {
@@ -73,9 +77,13 @@ export interface RenewalTarget {
 
 /**
  * One kind of lock on one name: how to try, release, renew and give up waiting.
- * `LockAcquirer` (waiting) and `LockHoldRegistry` (watchdog, transactions, handles) treat all kinds the same way.
+ * `LockAcquirer` (waiting) and `LockHoldRegistry` (watchdog, handles) treat all kinds the same way.
  */
 export interface LockProtocol {
+  /** The name of its kind's entry in LOCK_KINDS (`mutex`, `fair`, `read-write`, `semaphore`). */
+  readonly kind: string;
+  /** A read/write lock's side; undefined for every other kind. */
+  readonly side?: 'read' | 'write';
   /** The name the user gave. */
   readonly name: string;
   /** Pub/sub channel a release is announced on. */
@@ -95,6 +103,12 @@ export interface LockProtocol {
   readonly localFifo: boolean;
   /** Longest sleep while waiting, so the waiter refreshes its place in line (fair queue, waiting writer). */
   readonly heartbeat: number | undefined;
+  /**
+   * True when the protocol's tries do not go over the module's connection (Redlock: to its
+   * masters, which settle tries left unanswered themselves): the acquirer then neither judges the
+   * connection by them nor undoes them.
+   */
+  readonly settlesOwnTries: boolean;
 
   attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome>;
   /** Returns -1 when not held, a count > 0 when re-entered holds remain, 0 when this hold ended. */

@@ -8,9 +8,11 @@ import type { RedisClient } from '../../core/options/redis-lock-config.js';
  * the hash's Redis key whichever kind took it.
  */
 export abstract class OwnerHashLockProtocol implements LockProtocol {
+  abstract readonly kind: string;
   abstract readonly wakesByOwner: boolean;
   abstract readonly localFifo: boolean;
   abstract readonly heartbeat: number | undefined;
+  readonly settlesOwnTries: boolean = false;
 
   constructor(protected readonly keys: LockKeys) {}
 

@@ -4,7 +4,7 @@ import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { ResolvedAcquireOptions } from '../interfaces/acquire-options.interface.js';
 import type { AttemptMode, AttemptOutcome, Renewal } from '../protocols/lock-protocol.interface.js';
 import { OwnerHashLockProtocol } from '../protocols/owner-hash-lock.protocol.js';
-import { renewLocksScript } from '../scripts/renew-locks.lua.js';
+import { renewLocksScript } from '../kinds/mutex/renew-locks.lua.js';
 import type { WonHold } from './holder-tokens.js';
 import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
 
@@ -19,9 +19,12 @@ import type { RedlockQuorum, TryIds } from './redlock-quorum.js';
  * which try won, so the handle's release and renewal address that try's hold.
  */
 export class RedlockLockProtocol extends OwnerHashLockProtocol {
+  readonly kind = 'mutex';
   readonly wakesByOwner = false;
   readonly localFifo = true;
   readonly heartbeat = undefined;
+  /** Tries go to the masters, which hand back the grants of a try the quorum gave up on. */
+  override readonly settlesOwnTries = true;
   private collided = false;
   private tries = 0;
   /** The try that won: release and renewal of the handle go to its ids. */
@@ -35,9 +38,8 @@ export class RedlockLockProtocol extends OwnerHashLockProtocol {
   }
 
   /** The protocol for one acquire; refuses options that need a single Redis. */
-  static forAcquire(keys: LockKeys, quorum: RedlockQuorum, options: ResolvedAcquireOptions): RedlockLockProtocol {
-    if (options.fair) throw new UnsupportedInRedlockModeError('fair');
-    if (options.syncReplicas) throw new UnsupportedInRedlockModeError('syncReplicas');
+  static forAcquire(keys: LockKeys, quorum: RedlockQuorum, options: ResolvedAcquireOptions | undefined): RedlockLockProtocol {
+    if (options?.syncReplicas) throw new UnsupportedInRedlockModeError('syncReplicas', '`syncReplicas`');
     return new RedlockLockProtocol(keys, quorum);
   }
 

@@ -3,9 +3,10 @@ import { RedisConnectionError } from '../../core/errors/redis-connection.error.j
 import type { LockKeys } from '../../core/keys/redis-key-space.js';
 import type { RedlockConfig } from '../../core/options/redis-lock-config.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
-import { SECTION_HOLD_GONE, type AttemptOutcome, type Renewal, type RenewalTarget } from '../protocols/lock-protocol.interface.js';
+import { attemptOutcome } from '../protocols/attempt-reply.js';
+import type { AttemptOutcome, AttemptRefusal, Renewal, RenewalTarget } from '../protocols/lock-protocol.interface.js';
 import { runRenewal } from '../protocols/run-renewal.js';
-import { acquireLockScript } from '../scripts/acquire-lock.lua.js';
+import { acquireLockScript } from '../kinds/mutex/acquire-lock.lua.js';
 import { planFencingToken } from './fencing-token.js';
 import { HolderTokens } from './holder-tokens.js';
 import { collectReplies, firstError, successes, type RepliesSoFar } from './quorum-replies.js';
@@ -78,9 +79,7 @@ export class RedlockQuorum implements RenewalTarget {
     const calls = this.masters.map((master) =>
       acquireLockScript
         .run<[granted: number, value: string | number]>(master.client, [keys.owners, keys.fence], args)
-        .then(([granted, value]): AttemptOutcome =>
-          granted === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) },
-        ),
+        .then(([granted, value]) => attemptOutcome(granted, value)),
     );
     const replies = await collectReplies(calls, budget, (so) => {
       const granted = countGrants(so);
@@ -109,11 +108,11 @@ export class RedlockQuorum implements RenewalTarget {
     if (won) return { acquired: true, fencingToken: String(token), collided: false };
     // A re-entry that too many masters no longer list the section's owner on: that hold is lost
     // (no majority can still have it), and a nested acquire never takes the lock afresh under it.
-    const sectionGone = successes(replies).filter(({ value }) => !value.acquired && value.waitMs === SECTION_HOLD_GONE).length;
+    const sectionGone = successes(replies).filter(({ value }) => !value.acquired && value.reason === 'section-lost').length;
     if (reentry && sectionGone > this.masters.length - quorum) {
-      return { acquired: false, waitMs: SECTION_HOLD_GONE, collided: false };
+      return { acquired: false, reason: 'section-lost', collided: false };
     }
-    return { acquired: false, waitMs: this.waitAfterLoss(replies, grants.length), collided: grants.length > 0 };
+    return { ...this.waitAfterLoss(replies, grants.length), collided: grants.length > 0 };
   }
 
   /**
@@ -223,16 +222,19 @@ export class RedlockQuorum implements RenewalTarget {
    * majority to be free (their holders' remaining leases), or `retryDelay` when too few masters
    * answered to know (they could not announce a release either).
    */
-  private waitAfterLoss(replies: RepliesSoFar<AttemptOutcome>, grants: number): number {
+  private waitAfterLoss(replies: RepliesSoFar<AttemptOutcome>, grants: number): AttemptRefusal {
     const needed = this.quorum - grants;
-    if (needed <= 0) return Math.floor(Math.random() * (this.config.retryJitter + 1)); // won a majority too late: go again soon
+    // won a majority too late: go again soon
+    if (needed <= 0) return { acquired: false, reason: 'held', waitMs: Math.floor(Math.random() * (this.config.retryJitter + 1)) };
     const holdsLeft = successes(replies)
-      .flatMap(({ value }) => (value.acquired ? [] : [value.waitMs]))
-      .map((pttl) => (pttl === -1 ? Number.POSITIVE_INFINITY : Math.max(0, pttl)))
+      .flatMap(({ value }) => (value.acquired ? [] : [value]))
+      .map((refused) =>
+        refused.reason === 'held' ? Math.max(0, refused.waitMs) : refused.reason === 'held-without-lease' ? Number.POSITIVE_INFINITY : 0,
+      )
       .sort((a, b) => a - b);
-    if (holdsLeft.length < needed) return this.config.retryDelay;
+    if (holdsLeft.length < needed) return { acquired: false, reason: 'held', waitMs: this.config.retryDelay };
     const wait = holdsLeft[needed - 1];
-    return wait === Number.POSITIVE_INFINITY ? -1 : wait;
+    return wait === Number.POSITIVE_INFINITY ? { acquired: false, reason: 'held-without-lease' } : { acquired: false, reason: 'held', waitMs: wait };
   }
 
   private renewalVerdict(replies: RepliesSoFar<number[]>, hold: number): number {

@@ -1,7 +1,8 @@
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
 import type { RepeatCatchUp, RepeatSchedule } from '../../delay-queue/interfaces/repeat-options.interface.js';
 import type { ListedJob, ListedJobs, ListedJobState } from '../../delay-queue/listed-job.js';
-import type { HeldLock, HeldLockKind, HeldLocks, LockHolder } from '../../lock/lock-inspector.js';
+import type { HeldLock, LockHolder } from '../../lock/interfaces/held-lock.interface.js';
+import type { HeldLocks } from '../../lock/lock-inspector.js';
 import type { LeaderElectionStatus } from '../../scheduling/leader-elections.js';
 
 /*
@@ -158,7 +159,7 @@ export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' 
  *
  * @useDeclaredType
  */
-type DashboardLockKind = HeldLockKind;
+type DashboardLockKind = HeldLock['kind'];
 
 /**
  * A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease.

@@ -88,7 +88,11 @@ export class PostgresJobOutbox implements JobOutboxStore {
       }
     }
     this.table = outboxTable('PostgresJobOutbox.table', options.table);
-    this.executor = { description: executor.description ?? 'the outbox transaction executor', current: executor.current.bind(executor) };
+    this.executor = {
+      description: executor.description ?? 'the outbox transaction executor',
+      current: executor.current.bind(executor),
+      inTransaction: typeof executor.inTransaction === 'function' ? executor.inTransaction.bind(executor) : undefined,
+    };
     this.relaySql = relaySql;
     this.applyMigration = options.applyMigrationAtStart === true;
     this.notify = options.notify !== false;
@@ -125,6 +129,10 @@ export class PostgresJobOutbox implements JobOutboxStore {
       this.logger.warn(`applyMigrationAtStart: creating ${this.table.qualified} if missing (development only; run the migration yourself in production).`);
       await this.relaySql.exec(this.migration);
     }
+  }
+
+  inTransaction(): boolean {
+    return this.executor.inTransaction?.() ?? false;
   }
 
   async insert(jobs: readonly OutboxJob[]): Promise<void> {

@@ -11,6 +11,12 @@ export interface OutboxTransactionExecutor {
    * runner runs one SQL statement with `$1…` parameters and resolves to its rows.
    */
   current(): ((sql: string, params: readonly unknown[]) => Promise<Array<Record<string, unknown>>>) | undefined;
+  /**
+   * Whether a transaction is open now in the calling async context, when the executor can tell
+   * (not merely a client left in an AsyncLocalStorage after its COMMIT). Optional: with it, a
+   * `schedule()` in such a transaction that the transaction port does not see is refused.
+   */
+  inTransaction?(): boolean;
 }
 
 /** Runs one SQL statement with `$1…` parameters and resolves to its rows. */
@@ -20,6 +26,8 @@ export type SqlRunner = NonNullable<ReturnType<OutboxTransactionExecutor['curren
 export interface QueryableWithRows {
   /** Runs `sql` with `$1…` parameters; resolves to the result, whose `rows` the outbox reads. */
   query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  /** `pg` 8.16+: the server's last transaction status, `'T'` (in a transaction), `'E'` (in a failed one), `'I'` (idle). */
+  getTransactionStatus?(): string | null;
 }
 
 /** A TypeORM `EntityManager` (only what the outbox uses). */
@@ -59,6 +67,12 @@ export function inPgTransaction(currentClient: () => QueryableWithRows | null | 
       const client = currentClient();
       return client ? (sql, params) => client.query(sql, [...params]).then((r) => r.rows as Array<Record<string, unknown>>) : undefined;
     },
+    // What the server last said of the client's session: a client left in the store after its
+    // COMMIT is idle. Unknown (older pg, PGlite) counts as not open: nothing is refused.
+    inTransaction: () => {
+      const status = currentClient()?.getTransactionStatus?.();
+      return status === 'T' || status === 'E';
+    },
   };
 }
 
@@ -78,6 +92,10 @@ export function inTypeOrmTransaction(currentManager: () => EntityManagerLike | n
       if (!manager || !runner?.isTransactionActive || runner.isReleased) return undefined;
       return (sql, params) => manager.query(sql, [...params]).then(rowsOf);
     },
+    inTransaction: () => {
+      const runner = currentManager()?.queryRunner;
+      return runner?.isTransactionActive === true && !runner.isReleased;
+    },
   };
 }
 
@@ -92,6 +110,7 @@ export function inTypeOrmTransaction(currentManager: () => EntityManagerLike | n
 export function inClsTransaction(transactionHost: TransactionHostLike): OutboxTransactionExecutor {
   return {
     description: 'inClsTransaction(transactionHost)',
+    inTransaction: () => transactionHost.isTransactionActive(),
     current: () => {
       if (!transactionHost.isTransactionActive()) return undefined;
       const tx = transactionHost.tx as Record<string, unknown>;

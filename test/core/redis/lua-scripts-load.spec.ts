@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { RedisScript } from '../../../lib/core/redis/redis-script.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from '../../../lib/delay-queue/scripts/all-delay-queue-scripts.js';
 import { ALL_REDLOCK_SCRIPTS } from '../../../lib/lock/redlock/scripts/all-redlock-scripts.js';
-import { ALL_LOCK_SCRIPTS } from '../../../lib/lock/scripts/all-lock-scripts.js';
+import { ALL_LOCK_SCRIPTS } from '../../../lib/lock/kinds/all-lock-kinds.js';
 import { testRedisUrl } from '../../support/test-app.js';
 
 /*

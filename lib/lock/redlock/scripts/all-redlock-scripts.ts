@@ -1,6 +1,6 @@
 import type { RedisScript } from '../../../core/redis/redis-script.js';
-import { acquireLockScript } from '../../scripts/acquire-lock.lua.js';
-import { renewLocksScript } from '../../scripts/renew-locks.lua.js';
+import { acquireLockScript } from '../../kinds/mutex/acquire-lock.lua.js';
+import { renewLocksScript } from '../../kinds/mutex/renew-locks.lua.js';
 import { raiseFenceScript } from './raise-fence.lua.js';
 import { releaseRedlockScript } from './release-redlock.lua.js';
 

@@ -1,5 +1,5 @@
 import { RedisScript } from '../../../core/redis/redis-script.js';
-import { LUA_FENCE } from '../../scripts/lua-snippets.js';
+import { LUA_FENCE } from '../../protocols/lua-snippets.js';
 
 /**
  * Raises a master's fencing counter to a token the quorum handed out (never lowers it); the counter

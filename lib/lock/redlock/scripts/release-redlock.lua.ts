@@ -1,5 +1,5 @@
 import { RedisScript } from '../../../core/redis/redis-script.js';
-import { LUA_END_HOLD } from '../../scripts/lua-snippets.js';
+import { LUA_END_HOLD } from '../../protocols/lua-snippets.js';
 
 /**
  * Releases one level of a Redlock hold on one master, only for its owner; also hands back what a

@@ -35,6 +35,17 @@ describe('RedisKeySpace: the key layout', () => {
     });
   });
 
+  it('names every key of a lock kind with a family of its own under one hash tag, as the semaphore family', () => {
+    expect(keys.lockKindKeys('latch', 'batch:7', ['fence', 'wake'], 'latch key')).toEqual({
+      name: 'batch:7',
+      base: 'rl:latch:{batch:7}',
+      fence: 'rl:latch:{batch:7}:fence',
+      wake: 'rl:latch:{batch:7}:wake',
+    });
+    expect(keys.lockKindKeys('sem', 'pool', ['fence'], 'semaphore key').base).toBe(keys.semaphore('pool').permits);
+    expect(() => keys.lockKindKeys('latch', '', [], 'latch key')).toThrow(InvalidLockKeyError);
+  });
+
   it('names every key of a topic under one hash tag', () => {
     expect(keys.topic('order.expire')).toEqual({
       topic: 'order.expire',
@@ -89,6 +100,7 @@ describe('RedisKeySpace: reading names back from keys', () => {
   it.each(['order:42', 'a}b{c', '50%', 'ünï 😀', '__proto__'])('reads the name of %j back from its keys', (name) => {
     expect(keys.lockNameOf(keys.lock(name).owners)).toBe(name);
     expect(keys.semaphoreNameOf(keys.semaphore(name).permits)).toBe(name);
+    expect(keys.lockKindNameOf('latch', keys.lockKindKeys('latch', name, [], 'latch key').base, 'latch key')).toBe(name);
   });
 
   it('reads the topic (or shard) of a jobs hash', () => {
@@ -115,6 +127,7 @@ describe('RedisKeySpace: reading names back from keys', () => {
   it('builds SCAN patterns that match the prefix literally', () => {
     expect(keys.lockOwnersPattern()).toBe('app.v2:lock:{*}');
     expect(keys.semaphorePermitsPattern()).toBe('app.v2:sem:{*}');
+    expect(keys.lockKindPattern('latch')).toBe('app.v2:latch:{*}');
     expect(keys.topicJobsPattern()).toBe('app.v2:dq:{*}:jobs');
     expect(new RedisKeySpace('a*b?[c]').lockOwnersPattern()).toBe('a\\*b\\?\\[c\\]:lock:{*}');
   });

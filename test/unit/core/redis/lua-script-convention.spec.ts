@@ -3,12 +3,12 @@ import { join, relative } from 'node:path';
 import { RedisScript, snippetsInOrder, type LuaSnippet } from '../../../../lib/core/redis/redis-script.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from '../../../../lib/delay-queue/scripts/all-delay-queue-scripts.js';
 import { ALL_REDLOCK_SCRIPTS } from '../../../../lib/lock/redlock/scripts/all-redlock-scripts.js';
-import { ALL_LOCK_SCRIPTS } from '../../../../lib/lock/scripts/all-lock-scripts.js';
+import { ALL_LOCK_SCRIPTS } from '../../../../lib/lock/kinds/all-lock-kinds.js';
 
 /*
  * One convention for every Lua script of the library: a script is one operation in one file
- * `<operation>.lua.ts` of its engine's scripts folder, exporting one `<operation>Script`, a
- * RedisScript named `<operation>`, with a header that documents KEYS, ARGV and the reply. Shared
+ * `<operation>.lua.ts` of its engine's scripts folder (for the lock engine: its kind's folder),
+ * exporting one `<operation>Script`, a RedisScript named `<operation>`, with a header that documents KEYS, ARGV and the reply. Shared
  * Lua lives in `*lua-snippets.ts` files as LuaSnippets that a script lists in its `uses` (never
  * pasted into the body by hand). Each engine has one list of its scripts for preloading, and each
  * script of the folder is in it exactly once.
@@ -21,8 +21,13 @@ interface Engine {
   readonly list: readonly RedisScript[];
 }
 
+/** The lock engine keeps a kind's scripts in the kind's folder (`lock/kinds/<kind>/`), one preload list for all. */
+const LOCK_KIND_FOLDERS = readdirSync(join(lib, 'lock/kinds'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => `lock/kinds/${entry.name}`);
+
 const ENGINES: readonly Engine[] = [
-  { folder: 'lock/scripts', list: ALL_LOCK_SCRIPTS },
+  ...LOCK_KIND_FOLDERS.map((folder) => ({ folder, list: ALL_LOCK_SCRIPTS })),
   { folder: 'lock/redlock/scripts', list: ALL_REDLOCK_SCRIPTS },
   { folder: 'delay-queue/scripts', list: ALL_DELAY_QUEUE_SCRIPTS },
 ];
@@ -108,7 +113,7 @@ describe.each(ENGINES.map((engine) => [engine.folder, engine] as const))('Lua sc
 });
 
 describe('Lua snippets', () => {
-  const snippetFolders = ['core/redis', 'lock/scripts', 'delay-queue/scripts'];
+  const snippetFolders = ['core/redis', 'lock/protocols', ...LOCK_KIND_FOLDERS, 'delay-queue/scripts'];
 
   it('are LuaSnippets (or plain constants the Lua interpolates), in *lua-snippets.ts files', async () => {
     const files = (await Promise.all(snippetFolders.map((folder) => filesOf(folder, /lua-snippets\.ts$/)))).flat();

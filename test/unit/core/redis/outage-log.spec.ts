@@ -11,12 +11,28 @@ function recordingLogger(): { logger: Logger; lines: Array<[string, string]> } {
 }
 
 describe('RedisOutageLog', () => {
-  function setUp(down = { value: false }) {
+  function setUp(down = { value: false }, started = true) {
     const { logger, lines } = recordingLogger();
     const log = new RedisOutageLog(logger, { endpoint: '127.0.0.1:6379', isDown: () => down.value, waitBound: 2_000 });
+    if (started) log.start();
     const visible = () => lines.filter(([level]) => level !== 'debug');
     return { log, lines, visible, down };
   }
+
+  it('says nothing before the module passed its bootstrap check: an unreachable Redis then is the bootstrap error\'s to report', () => {
+    const { log, lines, down } = setUp({ value: true }, false);
+    log.connectionError('commands', new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    log.unreachable('connect ECONNREFUSED 127.0.0.1:6379');
+    expect(log.active).toBe(false);
+    expect(log.absorb('consumer calls retried', new RedisConnectionError('unreachable'))).toBe(false);
+    down.value = false;
+    log.reachable();
+    expect(lines).toEqual([]);
+    log.start();
+    down.value = true;
+    log.unreachable('connect ECONNREFUSED 127.0.0.1:6379');
+    expect(lines.map(([level]) => level)).toEqual(['warn']);
+  });
 
   it('one WARN when Redis becomes unreachable, naming the cause; one LOG when it is back, with how long and the counts; nothing else, at any level', () => {
     const { log, lines, visible, down } = setUp();

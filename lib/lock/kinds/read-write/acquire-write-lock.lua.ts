@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_FENCE } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_FENCE } from '../../protocols/lua-snippets.js';
 import { LUA_READ_WRITE_ACQUIRE } from './read-write-lua-snippets.js';
 
 /**

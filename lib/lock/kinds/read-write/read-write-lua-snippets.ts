@@ -1,5 +1,5 @@
-import type { LuaSnippet } from '../../core/redis/redis-script.js';
-import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
+import type { LuaSnippet } from '../../../core/redis/redis-script.js';
+import { LUA_FENCE, LUA_NOW_MS } from '../../protocols/lua-snippets.js';
 
 /*
  * Read/write lock layout (one hash tag):

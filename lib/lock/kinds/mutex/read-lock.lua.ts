@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_NOW_MS } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_NOW_MS } from '../../protocols/lua-snippets.js';
 
 /**
  * Reads one lock (reentrant, fair or read/write) as it is now, from one snapshot (see LockInspector).

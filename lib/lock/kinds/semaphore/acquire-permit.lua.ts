@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_FENCE, LUA_NOW_MS } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_FENCE, LUA_NOW_MS } from '../../protocols/lua-snippets.js';
 
 /**
  * Takes a permit of a semaphore with expiring permits. Layout (one hash tag):

@@ -1,14 +1,16 @@
-import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
-import { LockUpgradeError } from '../../core/errors/lock-upgrade.error.js';
-import type { LockKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import { acquireReadLockScript } from '../scripts/acquire-read-lock.lua.js';
-import { acquireWriteLockScript } from '../scripts/acquire-write-lock.lua.js';
-import { leaveReadWriteWritersScript } from '../scripts/leave-read-write-writers.lua.js';
-import { releaseReadWriteLockScript } from '../scripts/release-read-write-lock.lua.js';
-import { renewReadWriteLocksScript } from '../scripts/renew-read-write-locks.lua.js';
-import type { AttemptMode, AttemptOutcome, Renewal } from './lock-protocol.interface.js';
-import { OwnerHashLockProtocol } from './owner-hash-lock.protocol.js';
+import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
+import { LockUpgradeError } from '../../../core/errors/lock-upgrade.error.js';
+import type { LockKeys } from '../../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../../core/options/redis-lock-config.js';
+import { acquireReadLockScript } from './acquire-read-lock.lua.js';
+import { acquireWriteLockScript } from './acquire-write-lock.lua.js';
+import { leaveReadWriteWritersScript } from './leave-read-write-writers.lua.js';
+import { releaseReadWriteLockScript } from './release-read-write-lock.lua.js';
+import { renewReadWriteLocksScript } from './renew-read-write-locks.lua.js';
+import { attemptOutcome } from '../../protocols/attempt-reply.js';
+import type { LockKindDefinition } from '../../protocols/lock-kind.js';
+import type { AttemptMode, AttemptOutcome, Renewal } from '../../protocols/lock-protocol.interface.js';
+import { OwnerHashLockProtocol } from '../../protocols/owner-hash-lock.protocol.js';
 
 /** How long a waiting writer blocks new readers without showing it is still waiting. */
 const WRITER_LIVENESS_MS = 5_000;
@@ -25,24 +27,25 @@ const WRITER_LIVENESS_MS = 5_000;
  * its own lease deadline), so each acquire, release and renewal is safe to run twice.
  */
 export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
+  readonly kind = 'read-write';
   readonly wakesByOwner = false;
   readonly localFifo = false;
   readonly heartbeat: number | undefined;
 
   constructor(
     keys: LockKeys,
-    readonly mode: 'read' | 'write',
+    readonly side: 'read' | 'write',
   ) {
     super(keys);
-    this.heartbeat = mode === 'write' ? Math.floor(WRITER_LIVENESS_MS / 3) : undefined;
+    this.heartbeat = side === 'write' ? Math.floor(WRITER_LIVENESS_MS / 3) : undefined;
   }
 
   async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
     const keys = [k.owners, k.leases, k.waitingWriters, k.fence];
     const nested = mode.reentry ? '1' : '0';
-    const [ok, value] =
-      this.mode === 'read'
+    const [granted, value] =
+      this.side === 'read'
         ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime, mode.hold, nested])
         : await acquireWriteLockScript.run<[number, string | number]>(client, keys, [
             owner,
@@ -52,9 +55,9 @@ export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
             mode.hold,
             nested,
           ]);
-    if (ok === -1) throw new LockUpgradeError(this.name);
-    if (ok === -2) throw new LockKindConflictError(this.name, 'read/write');
-    return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+    if (granted === -1) throw new LockUpgradeError(this.name);
+    if (granted === -2) throw new LockKindConflictError(this.name, 'read/write');
+    return attemptOutcome(granted, value);
   }
 
   release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number> {
@@ -71,12 +74,29 @@ export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
 
   /** A writer that stops waiting no longer holds back new readers. */
   async leave(client: RedisClient, owner: string, publishCommand: string): Promise<void> {
-    if (this.mode === 'read') return;
+    if (this.side === 'read') return;
     await leaveReadWriteWritersScript.run(client, [this.keys.waitingWriters, this.keys.wakeChannel], [owner, publishCommand]);
   }
 
   /** This hold's member of the leases zset: its holder field, '#', its hold id. */
   private member(owner: string, hold: string): string {
-    return `${owner}:${this.mode === 'read' ? 'r' : 'w'}#${hold}`;
+    return `${owner}:${this.side === 'read' ? 'r' : 'w'}#${hold}`;
   }
 }
+
+/**
+ * The read/write lock (`readWrite(key).read()` / `.write()`): its variant is the side. It shares
+ * the mutex's owner hash (a `mode` field tells it apart), so the mutex's inspection reads it.
+ */
+export const READ_WRITE: LockKindDefinition<'read' | 'write'> = {
+  name: 'read-write',
+  scripts: [
+    acquireReadLockScript,
+    acquireWriteLockScript,
+    releaseReadWriteLockScript,
+    renewReadWriteLocksScript,
+    leaveReadWriteWritersScript,
+  ],
+  redlock: { described: 'A read/write lock (`readWrite()`)' },
+  protocol: (name, side, { keySpace }) => new ReadWriteLockProtocol(keySpace.lock(name), side),
+};

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { WAKE_ALL } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { WAKE_ALL } from '../../protocols/lua-snippets.js';
 import { LUA_PURGE_EXPIRED } from './read-write-lua-snippets.js';
 
 /**

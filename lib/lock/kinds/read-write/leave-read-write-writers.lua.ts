@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { WAKE_ALL } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { WAKE_ALL } from '../../protocols/lua-snippets.js';
 
 /**
  * A writer that gave up waiting leaves the waiting writers of a read/write lock (layout:

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_NOW_MS } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_NOW_MS } from '../../protocols/lua-snippets.js';
 
 /**
  * Reads one semaphore as it is now (see LockInspector): its live permits (a permit whose lease

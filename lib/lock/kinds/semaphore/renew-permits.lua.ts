@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_NOW_MS, LUA_RENEW_EACH } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_NOW_MS, LUA_RENEW_EACH } from '../../protocols/lua-snippets.js';
 
 /**
  * Renews semaphore permits (layout: acquire-permit.lua.ts), the watchdog's batch or `extend()` as a

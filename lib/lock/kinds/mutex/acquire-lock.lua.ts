@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_FENCE, WAITING_MARK } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_FENCE, WAITING_MARK } from '../../protocols/lua-snippets.js';
 
 /**
  * Takes or re-enters a reentrant lock.

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_NOW_MS, LUA_RENEW_EACH } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_NOW_MS, LUA_RENEW_EACH } from '../../protocols/lua-snippets.js';
 import { LUA_HOLDER_OF } from './read-write-lua-snippets.js';
 
 /**

@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_FENCE, LUA_NOW_MS, WAITING_MARK } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_FENCE, LUA_NOW_MS, WAITING_MARK } from '../../protocols/lua-snippets.js';
 
 /**
  * Takes or re-enters a fair lock: waiters are served in arrival order (as Redisson's fair lock).

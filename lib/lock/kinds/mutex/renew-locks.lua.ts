@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_RENEW_EACH } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_RENEW_EACH } from '../../protocols/lua-snippets.js';
 
 /**
  * Renews reentrant (plain or fair) locks: the watchdog's batch, and `extend()` as a batch of one.

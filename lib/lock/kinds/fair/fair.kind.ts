@@ -1,10 +1,12 @@
-import { LockKindConflictError } from '../../core/errors/lock-kind-conflict.error.js';
-import type { LockKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import { acquireFairLockScript } from '../scripts/acquire-fair-lock.lua.js';
-import { leaveFairQueueScript } from '../scripts/leave-fair-queue.lua.js';
-import type { AttemptMode, AttemptOutcome } from './lock-protocol.interface.js';
-import { ReentrantLockProtocol } from './reentrant-lock.protocol.js';
+import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
+import type { LockKeys } from '../../../core/keys/redis-key-space.js';
+import type { RedisClient } from '../../../core/options/redis-lock-config.js';
+import { attemptOutcome } from '../../protocols/attempt-reply.js';
+import type { LockKindDefinition } from '../../protocols/lock-kind.js';
+import type { AttemptMode, AttemptOutcome } from '../../protocols/lock-protocol.interface.js';
+import { MutexProtocol } from '../mutex/mutex.kind.js';
+import { acquireFairLockScript } from './acquire-fair-lock.lua.js';
+import { leaveFairQueueScript } from './leave-fair-queue.lua.js';
 
 /**
  * How long a waiter stays in a fair queue without showing it is alive. A waiter refreshes every
@@ -17,7 +19,8 @@ export const FAIR_WAITER_LIVENESS_MS = 5_000;
  * head of the queue (by owner id), and a waiter that died is dropped once its liveness deadline
  * passes. Releases and renewals are the plain lock's: only acquiring differs.
  */
-export class FairLockProtocol extends ReentrantLockProtocol {
+export class FairLockProtocol extends MutexProtocol {
+  override readonly kind = 'fair';
   override readonly wakesByOwner = true;
   /** The queue in Redis orders everyone already. */
   override readonly localFifo = false;
@@ -32,13 +35,13 @@ export class FairLockProtocol extends ReentrantLockProtocol {
 
   override async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
-    const [ok, value] = await acquireFairLockScript.run<[number, string | number]>(
+    const [granted, value] = await acquireFairLockScript.run<[number, string | number]>(
       client,
       [k.owners, k.fence, k.queue, k.timeouts, k.wakeChannel],
       [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, mode.willWait ? '1' : '0', this.publishCommand, mode.reentry ? '1' : '0', mode.hold, mode.waiting ? '1' : '0'],
     );
-    if (ok === -2) throw new LockKindConflictError(this.name, 'exclusive');
-    return ok === 1 ? { acquired: true, fencingToken: String(value) } : { acquired: false, waitMs: Number(value) };
+    if (granted === -2) throw new LockKindConflictError(this.name, 'exclusive');
+    return attemptOutcome(granted, value);
   }
 
   async leave(client: RedisClient, owner: string, publishCommand: string): Promise<void> {
@@ -46,3 +49,14 @@ export class FairLockProtocol extends ReentrantLockProtocol {
     await leaveFairQueueScript.run(client, [k.owners, k.queue, k.timeouts, k.wakeChannel], [owner, publishCommand]);
   }
 }
+
+/**
+ * The exclusive lock with `fair: true`: the mutex's owner hash, release and renewal, plus a wait
+ * queue in Redis. Not in Redlock mode (one queue cannot span independent masters).
+ */
+export const FAIR: LockKindDefinition = {
+  name: 'fair',
+  scripts: [acquireFairLockScript, leaveFairQueueScript],
+  redlock: { described: 'A fair lock (`fair: true`)' },
+  protocol: (name, _variant, { keySpace, publishCommand }) => new FairLockProtocol(keySpace.lock(name), publishCommand),
+};

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
 
 /**
  * Removes a waiter that gives up (timeout, abort) from a fair lock's queue, and tells the new head

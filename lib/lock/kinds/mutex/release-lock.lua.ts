@@ -1,5 +1,5 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
-import { LUA_END_HOLD } from './lua-snippets.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
+import { LUA_END_HOLD } from '../../protocols/lua-snippets.js';
 
 /**
  * Releases one hold of a reentrant (plain or fair) lock, only for its owner.

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { RedisScript } from '../../../core/redis/redis-script.js';
 
 /**
  * Hands a semaphore permit back (layout: acquire-permit.lua.ts).
