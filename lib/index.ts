@@ -106,6 +106,7 @@ export { JobCancelledError } from './core/errors/job-cancelled.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
 export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';
+export { WriteFenceExpiredError } from './core/errors/write-fence-expired.error.js';
 export { RedisConnectionError } from './core/errors/redis-connection.error.js';
 export { RedisEvictionPolicyError } from './core/errors/redis-eviction-policy.error.js';
 export { RedisCommandError } from './core/errors/redis-command.error.js';

@@ -1,6 +1,6 @@
 import { errorMessage } from '../core/errors/error-message.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
-import { decodeJob } from './jobs/job-codec.js';
+import { decodeHeader } from './jobs/job-codec.js';
 
 /**
  * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
@@ -78,7 +78,7 @@ export function toListedJob(
   let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
   try {
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
-    job = decodeJob(`${row.header},"p":null}`); // the header alone, with a stand-in payload
+    job = decodeHeader(row.header);
   } catch (error) {
     job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
   }

@@ -1,9 +1,9 @@
-import { Controller, Injectable, type INestApplication, Param, Post } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import type { AddressInfo } from 'node:net';
+import { Controller, Injectable, Param, Post } from '@nestjs/common';
 import { LockService, RedisLockModule, WithLock } from '../../lib/index.js';
 import { deferred } from '../support/timing.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { useHttpApp } from '../support/use-http-app.js';
+import { readThrough } from '../support/use-resource.js';
 
 /** The easy mistake: one key template locked as exclusive in one place and read/write in another. */
 @Injectable()
@@ -38,24 +38,13 @@ class DocsController {
 const kindConflict = (key: string) => ({ name: 'LockKindConflictError', code: 'LOCK_KIND_CONFLICT', key });
 
 describe('@WithLock with an exclusive and a read/write lock on one key', () => {
-  let app: INestApplication;
-  let docs: DocsService;
-  let locks: LockService;
-  let baseUrl: string;
-
-  beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix('wlk') })],
-      controllers: [DocsController],
-      providers: [DocsService],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.listen(0, '127.0.0.1');
-    baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
-    docs = app.get(DocsService);
-    locks = app.get(LockService);
-  });
-  afterAll(() => app.close());
+  const http = useHttpApp(() => ({
+    imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix('wlk') })],
+    controllers: [DocsController],
+    providers: [DocsService],
+  }));
+  const docs = readThrough<DocsService>('the HTTP app', () => http.app.get(DocsService));
+  const locks = readThrough<LockService>('the HTTP app', () => http.app.get(LockService));
 
   it('refuses the write section while another call holds the exclusive one, and the reverse', async () => {
     const exclusiveInside = deferred();
@@ -88,13 +77,13 @@ describe('@WithLock with an exclusive and a read/write lock on one key', () => {
   it('answers 409 Conflict with LOCK_KIND_CONFLICT over HTTP', async () => {
     const exclusive = await locks.acquire('doc:5');
     try {
-      const response = await fetch(`${baseUrl}/docs/5/rewrite`, { method: 'POST' });
+      const response = await fetch(`${http.baseUrl}/docs/5/rewrite`, { method: 'POST' });
       expect(response.status).toBe(409);
       expect(await response.json()).toMatchObject({ statusCode: 409, code: 'LOCK_KIND_CONFLICT' });
     } finally {
       await exclusive.release();
     }
-    const response = await fetch(`${baseUrl}/docs/5/rewrite`, { method: 'POST' });
+    const response = await fetch(`${http.baseUrl}/docs/5/rewrite`, { method: 'POST' });
     expect(response.status).toBe(201);
   });
 });

@@ -1,12 +1,13 @@
-import type { Redis } from 'ioredis';
 import { JobCancelledError, RedisLockEvents, type JobContext } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { CancelListener } from '../../lib/delay-queue/consumer/cancel-listener.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 /**
  * Cancel of a running job × JobContext.progress(). Docs: "When the notice is lost
@@ -17,24 +18,18 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
  * the signal's reason)".
  */
 describe('progress() of a job cancelled while it runs', () => {
-  const unhandled = new UnhandledRejections();
-  let redis: Redis;
+  const redis = useRawRedis();
   let a: DelayTestApp;
   let c: DelayTestApp;
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
-    redis = rawRedis();
     const keyPrefix = uniquePrefix('rvcp');
     [a, c] = await Promise.all([1, 2].map(() => createDelayApp({ keyPrefix, delayQueue: { maxAttempts: 1 } })));
     void new RedisKeySpace(keyPrefix);
   });
   afterAll(async () => {
     await Promise.all([a, c].map((t) => t?.close()));
-    redis?.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('a progress() call after a lost cancel notice learns the cancel: JobCancelledError, and job.cancelled is reported', async () => {

@@ -4,10 +4,10 @@ import { JobCancelledError, RedisLockEvents, type Consumer, type JobContext, typ
 import { RedisKeySpace, type TopicKeys } from '../../lib/core/keys/redis-key-space.js';
 import { CancelListener } from '../../lib/delay-queue/consumer/cancel-listener.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { deferred, waitFor, within } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /**
  * `cancel(topic, id)` of a running job, from any instance: the instance running it aborts the
@@ -41,9 +41,10 @@ function abortAwaitingHandler(instance: string, started: (run: { instance: strin
   };
 }
 
+failOnUnhandledRejections();
+
 describe('Cancelling a running job from any instance', () => {
-  const unhandled = new UnhandledRejections();
-  let redis: Redis;
+  const redis = useRawRedis();
   let a: DelayTestApp;
   let b: DelayTestApp;
   let c: DelayTestApp;
@@ -51,18 +52,13 @@ describe('Cancelling a running job from any instance', () => {
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
-    redis = rawRedis();
     const keyPrefix = uniquePrefix('cancel');
     keys = new RedisKeySpace(keyPrefix);
     [a, b, c] = await Promise.all([1, 2, 3].map(() => createDelayApp({ keyPrefix, delayQueue: { maxAttempts: 1 } })));
   });
   afterAll(async () => {
     await Promise.all([a, b, c].map((t) => t?.close()));
-    redis?.disconnect();
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   /** Waits until `count` subscribers listen on the topic's cancel channel (the instances' subscriptions landed). */

@@ -6,8 +6,10 @@ import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs
 import { deferred } from '../support/timing.js';
 import { waitFor } from '../support/timing.js';
 import { watchSocketWrites } from '../support/socket-writes.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+
+failOnUnhandledRejections({ after: 'each' });
 
 /**
  * With a backlog of due jobs and short handlers, a consumer sends its next claim before the jobs of
@@ -21,11 +23,9 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
   let app: DelayTestApp;
   let client: Redis;
   const consumers: Consumer[] = [];
-  const unhandled = new UnhandledRejections();
   let restore: (() => void) | undefined;
 
   beforeEach(async () => {
-    unhandled.start();
     app = await createDelayApp();
     client = app.app.get(RedisConnection).client as Redis;
     await client.ping();
@@ -35,8 +35,6 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
     restore = undefined;
     await Promise.all(consumers.splice(0).map((consumer) => consumer.close({ timeout: 2_000 })));
     await app.close();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   /** Claims called on the module connection, with whether their bytes went out and their reply came. */

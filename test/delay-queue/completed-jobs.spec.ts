@@ -1,9 +1,8 @@
 import { jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import { InvalidOptionsError, OnDelayed, type DelayQueueService, type JobContext } from '../../lib/index.js';
-import { rawRedis } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useRawRedis } from '../support/test-app.js';
+import { useDelayApp } from './support/delay-test-app.js';
 import { waitFor } from '../support/timing.js';
 
 @Injectable()
@@ -19,9 +18,10 @@ class InvoiceHandlers {
  * that a topic without the option keeps nothing (no key of the feature is ever written for it).
  */
 describe('Completed jobs: results and history (keepCompleted)', () => {
-  let t: DelayTestApp;
+  const t = useDelayApp({}, [InvoiceHandlers]);
+  const redis = useRawRedis();
   let queue: DelayQueueService;
-  let redis: Redis;
+  beforeAll(() => (queue = t.queue));
   const keyOf = (topic: string, part: string) => `${t.keyPrefix}:dq:{${topic}}:${part}`;
   /** Runs one job to its end on a running consumer that keeps completed jobs and returns get() of it. */
   const runToEnd = async (topic: string, payload: unknown, id: string) => {
@@ -32,16 +32,7 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
     }, 5_000, `${id} to complete`);
   };
 
-  beforeAll(async () => {
-    t = await createDelayApp({}, [InvoiceHandlers]);
-    queue = t.queue;
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await t.close();
-    redis.disconnect();
-    jest.restoreAllMocks();
-  });
+  afterAll(() => jest.restoreAllMocks());
 
   it('keeps a completed job with what its handler returned and when it finished (Redis clock)', async () => {
     const consumer = queue.consume<{ n: number }>('kept', ({ n }) => ({ doubled: n * 2, big: 2 ** 53 - 1, list: [] }), { keepCompleted: { count: 100 } });

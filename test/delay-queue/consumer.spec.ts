@@ -1,35 +1,23 @@
 import { jest } from '@jest/globals';
-import type { Redis } from 'ioredis';
 import { DelayQueueClosedError, InvalidOptionsError, type DelayQueueService, type JobContext } from '../../lib/index.js';
 import { DuplicateDelayedHandlerError } from '../../lib/core/errors/duplicate-delayed-handler.error.js';
-import { rawRedis } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useRawRedis } from '../support/test-app.js';
+import { createDelayApp, useDelayApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 describe('DelayQueueService: consumers', () => {
-  let t: DelayTestApp;
+  beforeAll(() => muteNestLogger('error')); // dead letters are logged as errors; these specs cause them on purpose
+  const t = useDelayApp({
+    delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
+  });
+  const redis = useRawRedis();
   let queue: DelayQueueService;
-  let redis: Redis;
-  const unhandled = new UnhandledRejections();
-
-  beforeAll(async () => {
-    muteNestLogger('error'); // dead letters are logged as errors; these specs cause them on purpose
-    unhandled.start();
-    t = await createDelayApp({
-      delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
-    });
-    queue = t.queue;
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await t.close();
-    redis.disconnect();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  beforeAll(() => (queue = t.queue));
+  afterAll(() => jest.restoreAllMocks());
 
   it('never runs a job before its due time, and runs it promptly after', async () => {
     const runs: Array<{ payload: number; lateness: number }> = [];

@@ -1,9 +1,9 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { DelayQueueService, DelayedJob } from '../../lib/index.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useDelayApp } from './support/delay-test-app.js';
 import { waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /** A named function, so its frame can be looked for in the stack kept with the job. */
 function chargeCardThatFails(): never {
@@ -25,26 +25,19 @@ function saveOrder(): never {
   }
 }
 
+failOnUnhandledRejections();
+
 describe('a failed job keeps the stack of its error', () => {
-  let t: DelayTestApp;
-  let queue: DelayQueueService;
-  const unhandled = new UnhandledRejections();
   const errors: unknown[][] = [];
   const warnings: unknown[][] = [];
-
-  beforeAll(async () => {
-    unhandled.start();
+  beforeAll(() => {
     jest.spyOn(Logger.prototype, 'error').mockImplementation((...args: unknown[]) => void errors.push(args));
     jest.spyOn(Logger.prototype, 'warn').mockImplementation((...args: unknown[]) => void warnings.push(args));
-    t = await createDelayApp({ delayQueue: { backoff: { delay: 10, factor: 1, jitter: 0 } } });
-    queue = t.queue;
   });
-  afterAll(async () => {
-    await t.close();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  const t = useDelayApp({ delayQueue: { backoff: { delay: 10, factor: 1, jitter: 0 } } });
+  let queue: DelayQueueService;
+  beforeAll(() => (queue = t.queue));
+  afterAll(() => jest.restoreAllMocks());
 
   const deadLetter = (topic: string, id: string) =>
     waitFor(async () => (await queue.deadLetters(topic)).find((job) => job.id === id), 10_000, `job ${id} to be dead-lettered`);

@@ -2,8 +2,10 @@ import type { Redis } from 'ioredis';
 import type { Consumer, DelayQueueService, JobContext } from '../../lib/index.js';
 import { rawRedis } from '../support/test-app.js';
 import { deferred, holdsWithin, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+
+failOnUnhandledRejections({ after: 'each' });
 
 /**
  * Issue 23, defect 6 (head-of-line blocking): a consumer whose handler slots are all busy must not
@@ -22,10 +24,8 @@ describe('delay queue: a busy consumer does not sit on due jobs another consumer
   let b: DelayTestApp;
   let redis: Redis;
   const consumers: Consumer[] = [];
-  const unhandled = new UnhandledRejections();
 
   beforeEach(async () => {
-    unhandled.start();
     a = await createDelayApp();
     b = await createDelayApp({ keyPrefix: a.keyPrefix });
     redis = rawRedis();
@@ -35,8 +35,6 @@ describe('delay queue: a busy consumer does not sit on due jobs another consumer
     await a.close();
     await b.close();
     redis.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   interface Start {

@@ -1,6 +1,6 @@
 import type { Client } from 'pg';
 import type { Consumer } from '../../lib/index.js';
-import { spawnFixture } from '../support/child-process.js';
+import { reportedBy, spawnFixture } from '../support/child-process.js';
 import { connectPostgres, startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor, within } from '../support/timing.js';
@@ -8,17 +8,6 @@ import { FENCE_TABLES_SQL, fenceViolations, fencedRowWrite } from '../fixtures/j
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 
 type Fixture = ReturnType<typeof spawnFixture>;
-
-/** The JSON of the child's first stdout line `<tag> {...}`, waited for in everything it printed so far. */
-async function reported<T>(child: Fixture, tag: string, timeoutMs = 30_000): Promise<T> {
-  const line = () => child.output().split('\n').find((l) => l.startsWith(`${tag} `));
-  try {
-    await waitFor(line, timeoutMs, `"${tag}" from the consumer process`);
-  } catch (error) {
-    throw new Error(`${(error as Error).message}; it printed:\n${child.output()}`);
-  }
-  return JSON.parse(line()!.slice(tag.length + 1)) as T;
-}
 
 async function stopChild(child: Fixture): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -69,7 +58,7 @@ describe('a consumer paused past its visibility timeout writes after another con
     await waitFor(() => /^ready /m.test(paused.output()), 30_000, `the consumer process to start:\n${paused.output()}`);
 
     const id = await app.queue.schedule(topic, { row: 'order-1' }, { id: 'fulfil-order-1' });
-    const stale = await reported<{ id: string; attempt: number; token: string }>(paused, 'start');
+    const stale = await reportedBy<{ id: string; attempt: number; token: string }>(paused, 'start');
     paused.kill('SIGSTOP'); // it runs no code now: no visibility extension, no write
     expect(stale).toMatchObject({ id, attempt: 1 });
 
@@ -89,7 +78,8 @@ describe('a consumer paused past its visibility timeout writes after another con
     // The paused consumer resumes and finishes its handler at once: its write comes late.
     paused.kill('SIGCONT');
     paused.kill('SIGUSR2');
-    const late = await reported<{ id: string; attempt: number; token: string; accepted: boolean; abortedBeforeWrite: boolean; reason?: string }>(paused, 'wrote');
+    type Wrote = { id: string; attempt: number; token: string; accepted: boolean; abortedBeforeWrite: boolean; reason?: string };
+    const late = await reportedBy<Wrote>(paused, 'wrote');
     expect(late).toMatchObject({ id, attempt: 1, token: stale.token, accepted: false });
 
     // The checker over every recorded write: accepted tokens only grow per row, nothing above the fence was refused.

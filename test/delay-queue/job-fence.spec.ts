@@ -2,14 +2,15 @@ import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { JobContext, OnDelayed, type Consumer } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import { readClaimToken } from '../../lib/delay-queue/jobs/job-codec.js';
+import { encodeJobBody, readClaimToken, splitBody } from '../../lib/delay-queue/jobs/job-codec.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { rawRedis } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useAppOnLocalRedis } from '../support/use-local-redis-server.js';
+import { readThrough } from '../support/use-resource.js';
 
 /*
  * JobContext.fencingToken: every delivery (claim) of a job gets a token greater than every token
@@ -40,25 +41,28 @@ async function serverMicros(redis: Redis): Promise<bigint> {
   return BigInt(seconds) * 1_000_000n + BigInt(micros);
 }
 
-/** The claim script's KEYS for a topic, as a consumer sends them (without a previous record). */
-function claimKeys(keyPrefix: string, topic: string, record: string): string[] {
-  const keys = new RedisKeySpace(keyPrefix).topic(topic);
-  return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker, record, keys.fence];
-}
-
 function topicKeyList(keyPrefix: string, topic: string): string[] {
   const keys = new RedisKeySpace(keyPrefix).topic(topic);
   return [keys.due, keys.jobs, keys.active, keys.dead, keys.marker];
 }
 
-type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[]];
-
 /** Claims up to `max` due jobs by hand, as a consumer that then stalls: returns id -> claim token. */
 async function claimByHand(redis: Redis, keyPrefix: string, topic: string, record: string, max: number, visibility: number): Promise<Map<string, string>> {
-  const reply = await claimDueJobsScript.run<ClaimReply>(redis, claimKeys(keyPrefix, topic, record), [max, visibility, 10, 100, 86_400_000]);
-  const claimed = new Map<string, string>();
-  for (let i = 0; i < reply[4].length; i += 3) claimed.set(String(reply[4][i]), readClaimToken(String(reply[4][i + 1])));
-  return claimed;
+  const keys = { ...new RedisKeySpace(keyPrefix).topic(topic), record, previousRecord: record };
+  const reply = await claimDueJobsScript.call(redis, keys, {
+    maxClaims: max,
+    visibilityMs: visibility,
+    defaultMaxAttempts: 10,
+    deadMaxCount: 100,
+    deadMaxAgeMs: 86_400_000,
+    rateMax: 0,
+    rateWindowMs: 0,
+    keepsCompleted: false,
+    keepCount: 0,
+    keepAgeMs: 0,
+    deletePrevious: false,
+  });
+  return new Map(reply.claimed.map((job) => [job.id, readClaimToken(job.body)]));
 }
 
 describe('JobContext.fencingToken', () => {
@@ -107,7 +111,9 @@ describe('JobContext.fencingToken', () => {
     consumers.push(
       app.queue.consume(topic, async (_payload, job) => {
         const keys = topicKeyList(app.keyPrefix, topic);
-        const staleAck = await ackJobsScript.run<number>(redis, keys, [id, stale]);
+        const ack = { keepsCompleted: false, keepCount: 0, keepAgeMs: 0 };
+        const topicKeys = new RedisKeySpace(app.keyPrefix).topic(topic);
+        const { acked: staleAck } = await ackJobsScript.call(redis, topicKeys, ack, [{ id, token: stale, result: '' }]);
         const staleFail = await failJobScript.run<number>(redis, keys, [id, stale, 0, '"stale"', 100, 86_400_000]);
         seen.push({ attempt: job.attempt, token: job.fencingToken, staleAck, staleFail });
         done.resolve();
@@ -177,20 +183,19 @@ describe('JobContext.fencingToken', () => {
 });
 
 describe('JobContext.fencingToken after Redis lost the counter', () => {
-  let server: LocalRedisServer;
-  let app: DelayTestApp;
-  let redis: Redis;
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-    app = await createDelayApp({ redis: server.url });
-    redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  });
-  afterAll(async () => {
-    await app.close();
-    redis.disconnect();
-    await server.stop();
-  });
+  const onServer = useAppOnLocalRedis(
+    async (server) => ({
+      delay: await createDelayApp({ redis: server.url }),
+      redis: new Redis(server.url, { maxRetriesPerRequest: null }),
+    }),
+    async ({ delay, redis }) => {
+      await delay.close();
+      redis.disconnect();
+    },
+  );
+  const app = readThrough('the delay app', () => onServer.app.delay);
+  const redis = readThrough('the plain client', () => onServer.app.redis);
+  const { server } = onServer;
 
   /** Schedules job `id` on `topic` and returns the token its delivery got (it is then acknowledged). */
   async function deliver(topic: string, id: string): Promise<string> {
@@ -230,8 +235,9 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
     const stale = (await claimByHand(redis, app.keyPrefix, topic, `${app.keyPrefix}:job-floor-claim`, 1, 200)).get(id)!;
     // As if the server clock had gone back an hour since that claim, and the counter had been lost.
     const ahead = BigInt(stale) + 3_600_000_000n;
-    const body = (await redis.hget(keys.jobs, id))!;
-    await redis.hset(keys.jobs, id, body.replace(`{"g":${stale},`, `{"g":${ahead},`));
+    const { fields, payloadJson } = splitBody((await redis.hget(keys.jobs, id))!)!;
+    expect(fields.token).toBe(stale);
+    await redis.hset(keys.jobs, id, encodeJobBody({ ...fields, token: ahead.toString() }, payloadJson));
     await redis.del(keys.fence);
     const got = deferred<string>();
     const consumer = app.queue.consume(topic, (_payload, job) => got.resolve(job.fencingToken));

@@ -1,9 +1,11 @@
 import { jest } from '@jest/globals';
 import { JobCancelledError, type DelayQueueService } from '../../lib/index.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, useDelayApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 /**
  * A claimed job stays invisible to other consumers while its handler runs (its visibility is
@@ -11,24 +13,13 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
  * was cancelled: cancel-running.spec.ts). Jobs of a consumer that died come back when their visibility runs out: crash-recovery.spec.ts.
  */
 describe('Job visibility', () => {
-  let t: DelayTestApp;
+  beforeAll(() => muteNestLogger('error'));
+  const t = useDelayApp({
+    delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
+  });
   let queue: DelayQueueService;
-  const unhandled = new UnhandledRejections();
-
-  beforeAll(async () => {
-    muteNestLogger('error');
-    unhandled.start();
-    t = await createDelayApp({
-      delayQueue: { backoff: { delay: 100, factor: 2, jitter: 0 }, retention: { deadLetterMaxCount: 100 } },
-    });
-    queue = t.queue;
-  });
-  afterAll(async () => {
-    await t.close();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  beforeAll(() => (queue = t.queue));
+  afterAll(() => jest.restoreAllMocks());
 
   it('extends the visibility of a long handler so that no other consumer gets its job', async () => {
     const other = await createDelayApp({ keyPrefix: t.keyPrefix });

@@ -1,17 +1,7 @@
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { useDelayInstances } from './support/delay-instances.js';
+import { busiestWindow } from './support/busiest-window.js';
 import { waitFor } from '../support/timing.js';
-
-/** The most claims any window of `duration` ms holds, from the claim times (Redis server clock) handlers saw. */
-function busiestWindow(claims: readonly number[], duration: number): number {
-  const sorted = [...claims].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i] - sorted[j] >= duration) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
 
 /**
  * Instances of one topic with different `rateLimit` windows share the topic's rate log, and each

@@ -1,6 +1,6 @@
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
@@ -8,6 +8,8 @@ import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 const TOPIC = 'outage.buffered';
 const VISIBILITY = 20_000;
 const OUTAGE_MS = 8_000;
+
+failOnUnhandledRejections();
 
 /**
  * "Jobs a consumer took but did not start are handed back with their attempt undone" and "a call
@@ -19,21 +21,17 @@ const OUTAGE_MS = 8_000;
  * nobody would go to the dead letters at its deadline without ever running).
  */
 describe('a short outage with jobs in a prefetch buffer', () => {
-  const unhandled = new UnhandledRejections();
   let server: LocalRedisServer;
   let app: DelayTestApp | undefined;
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
     // appendfsync always: the outage loses nothing Redis answered.
     server = await startLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
   });
   afterAll(async () => {
     await app?.close();
     await server.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('hands the buffered jobs back once Redis is back: each runs once, on its first attempt, none dead', async () => {

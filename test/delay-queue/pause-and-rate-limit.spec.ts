@@ -3,18 +3,8 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { uniquePrefix } from '../support/test-app.js';
 import type { DelayTestApp } from './support/delay-test-app.js';
 import { useDelayInstances, type DelayInstances } from './support/delay-instances.js';
+import { busiestWindow } from './support/busiest-window.js';
 import { deferred, waitFor } from '../support/timing.js';
-
-/** The most starts any window of `duration` ms holds, from the claim times (Redis server clock) handlers saw. */
-function busiestWindow(claims: number[], duration: number): number {
-  const sorted = [...claims].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i] - sorted[j] >= duration) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
 
 describe('DelayQueueService: pause/resume and rate limits', () => {
   const apps = useDelayInstances('pr');

@@ -1,22 +1,11 @@
 import type { Consumer } from '../../lib/index.js';
-import { spawnFixture } from '../support/child-process.js';
+import { reportedBy, spawnFixture } from '../support/child-process.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor, within } from '../support/timing.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 
 type Fixture = ReturnType<typeof spawnFixture>;
 const VISIBILITY_MS = 2_000;
-
-/** The JSON of the child's first stdout line `<tag> {...}`, waited for in everything it printed so far. */
-async function reported<T>(child: Fixture, tag: string, timeoutMs = 30_000): Promise<T> {
-  const line = () => child.output().split('\n').find((l) => l.startsWith(`${tag} `));
-  try {
-    await waitFor(line, timeoutMs, `"${tag}" from the consumer process`);
-  } catch (error) {
-    throw new Error(`${(error as Error).message}; it printed:\n${child.output()}`);
-  }
-  return JSON.parse(line()!.slice(tag.length + 1)) as T;
-}
 
 /*
  * "A lock's held/signal are right the moment code runs again after the event loop was paused past
@@ -48,7 +37,7 @@ describe('a consumer paused past its visibility timeout', () => {
     await waitFor(() => /^ready /m.test(paused.output()) || undefined, 30_000, `the consumer process to start:\n${paused.output()}`);
 
     const id = await app.queue.schedule(topic, {}, { id: 'paused-job' });
-    expect(await reported<{ id: string; attempt: number }>(paused, 'start')).toEqual({ id, attempt: 1 });
+    expect(await reportedBy<{ id: string; attempt: number }>(paused, 'start')).toEqual({ id, attempt: 1 });
     paused.kill('SIGSTOP');
     const stoppedAt = performance.now();
 
@@ -67,7 +56,7 @@ describe('a consumer paused past its visibility timeout', () => {
     // of more than half of one), however soon after 'start' the SIGSTOP came.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, stoppedAt + 1.5 * VISIBILITY_MS - performance.now())));
     paused.kill('SIGCONT');
-    const seen = await reported<Record<string, unknown>>(paused, 'PAUSED');
+    const seen = await reportedBy<Record<string, unknown>>(paused, 'PAUSED');
     finishTakeover();
     expect(seen).toEqual({
       gapMs: expect.any(Number),

@@ -1,21 +1,11 @@
-import type { Redis } from 'ioredis';
-import { rawRedis } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useRawRedis } from '../support/test-app.js';
+import { useDelayApp } from './support/delay-test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 
 describe('Cancel and reschedule racing with consumers', () => {
-  let t: DelayTestApp;
-  let other: DelayTestApp;
-  let redis: Redis;
-  beforeAll(async () => {
-    t = await createDelayApp();
-    other = await createDelayApp({ keyPrefix: t.keyPrefix }); // a second "process" consuming the same topics
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await Promise.all([t.close(), other.close()]);
-    redis.disconnect();
-  });
+  const t = useDelayApp();
+  const other = useDelayApp(() => ({ keyPrefix: t.keyPrefix })); // a second "process" consuming the same topics
+  const redis = useRawRedis();
 
   it('a job cancelled while waiting never runs; every other job runs exactly once', async () => {
     const starts = new Map<string, number>();

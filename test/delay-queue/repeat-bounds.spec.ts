@@ -4,13 +4,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Redis } from 'ioredis';
 import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { startOutboxApp, type RecordedRun } from '../outbox/support/outbox-harness.js';
-import { runInTransaction, InvalidOptionsError, OnDelayed, type Consumer, type DelayQueueService, type JobContext } from '../../lib/index.js';
+import { runInTransaction, InvalidOptionsError, OnDelayed, type DelayQueueService, type JobContext } from '../../lib/index.js';
 import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { testRedisUrl, uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, useClosedAfterEach, type DelayTestApp } from './support/delay-test-app.js';
 
 /*
  * Bounded repeats: `limit`, `startDate` and `endDate` of repeat(), through the public API against
@@ -45,18 +45,10 @@ class Countdown {
 }
 
 describe('repeat() with limit, startDate and endDate', () => {
-  let redis: Redis;
-  const apps: DelayTestApp[] = [];
-  const consumers: Consumer[] = [];
+  const redis = useRawRedis();
+  const { apps, consumers } = useClosedAfterEach();
   let runs: Run[] = [];
-
-  beforeAll(() => {
-    redis = new Redis(testRedisUrl());
-  });
-  afterAll(() => redis.quit());
-  afterEach(async () => {
-    await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
-    await Promise.all(apps.splice(0).map((app) => app.close()));
+  afterEach(() => {
     runs = [];
   });
 

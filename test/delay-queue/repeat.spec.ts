@@ -1,15 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { Redis } from 'ioredis';
-import { InvalidOptionsError, OnDelayed, type Consumer, type JobContext, type RepeatInfo } from '../../lib/index.js';
+import { InvalidOptionsError, OnDelayed, type JobContext, type RepeatInfo } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';
 import { TopicInspector } from '../../lib/delay-queue/topic-inspector.js';
 import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
 import { repeatScriptKeys } from '../../lib/delay-queue/jobs/script-keys.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, useClosedAfterEach, type DelayTestApp } from './support/delay-test-app.js';
 
 const EVERY = 200;
 /** A stop long enough for ticks to count as missed (not merely late). */
@@ -45,18 +44,8 @@ class NightlyReport {
 }
 
 describe('DelayQueueService.repeat', () => {
-  let redis: Redis;
-  const apps: DelayTestApp[] = [];
-  const consumers: Consumer[] = [];
-
-  beforeAll(() => {
-    redis = new Redis(testRedisUrl());
-  });
-  afterAll(() => redis.quit());
-  afterEach(async () => {
-    await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
-    await Promise.all(apps.splice(0).map((app) => app.close()));
-  });
+  const redis = useRawRedis();
+  const { apps, consumers } = useClosedAfterEach();
 
   async function app(keyPrefix?: string, providers: Parameters<typeof createDelayApp>[1] = []): Promise<DelayTestApp> {
     const created = await createDelayApp({ keyPrefix }, providers);

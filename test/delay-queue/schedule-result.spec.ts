@@ -1,9 +1,11 @@
 import { jest } from '@jest/globals';
 import { InvalidJobError, runInTransaction, type DelayQueueService, type JobContext } from '../../lib/index.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useDelayApp } from './support/delay-test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 /**
  * `scheduleWithResult()` / `scheduleManyWithResult()` tell the caller what scheduling did with an id:
@@ -12,22 +14,11 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
  * replay (the answer of the first run) is a row of test/faults/lost-replies.spec.ts.
  */
 describe('De-duplication visible to the caller', () => {
-  const unhandled = new UnhandledRejections();
-  let t: DelayTestApp;
+  beforeAll(() => muteNestLogger('error'));
+  const t = useDelayApp({ delayQueue: { topics: { spread: { shards: 4 } } } });
   let queue: DelayQueueService;
-
-  beforeAll(async () => {
-    muteNestLogger('error');
-    unhandled.start();
-    t = await createDelayApp({ delayQueue: { topics: { spread: { shards: 4 } } } });
-    queue = t.queue;
-  });
-  afterAll(async () => {
-    await t?.close();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  beforeAll(() => (queue = t.queue));
+  afterAll(() => jest.restoreAllMocks());
 
   it('answers created for a new id (given or generated), and schedule() still resolves to the id alone', async () => {
     expect(await queue.scheduleWithResult('created', { n: 1 }, { id: 'new', delay: 60_000 })).toEqual({ id: 'new', status: 'created' });

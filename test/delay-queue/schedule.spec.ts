@@ -1,22 +1,12 @@
-import type { Redis } from 'ioredis';
 import { InvalidJobError, InvalidTopicError, type DelayQueueService } from '../../lib/index.js';
-import { rawRedis } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useRawRedis } from '../support/test-app.js';
+import { createDelayApp, useDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 
 describe('DelayQueueService: scheduling (no consumer running)', () => {
-  let t: DelayTestApp;
+  const t = useDelayApp();
+  const redis = useRawRedis();
   let queue: DelayQueueService;
-  let redis: Redis;
-
-  beforeAll(async () => {
-    t = await createDelayApp();
-    queue = t.queue;
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await t.close();
-    redis.disconnect();
-  });
+  beforeAll(() => (queue = t.queue));
 
   const keysOf = (prefix: string) => redis.keys(`${prefix}:*`);
 

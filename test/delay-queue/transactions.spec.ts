@@ -5,15 +5,11 @@ import {
   type TransactionSynchronization,
   type TransactionSynchronizer,
 } from '../../lib/index.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, useDelayApp } from './support/delay-test-app.js';
 import { waitFor } from '../support/timing.js';
 
 describe('DelayQueueService inside a transaction', () => {
-  let t: DelayTestApp;
-  beforeAll(async () => {
-    t = await createDelayApp();
-  });
-  afterAll(() => t.close());
+  const t = useDelayApp();
 
   it('enqueues a job scheduled in a transaction only after it commits', async () => {
     let insideId = '';

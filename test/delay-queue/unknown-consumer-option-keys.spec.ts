@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InvalidOptionsError, OnDelayed } from '../../lib/index.js';
 import { createDelayApp } from './support/delay-test-app.js';
+import { expectInvalidOption } from '../support/expect-invalid-option.js';
+import { rejectionOf, startupFailure } from '../support/thrown.js';
 
 @Injectable()
 class MisspeltConsumer {
@@ -29,31 +31,22 @@ class WellSpelt {
 }
 
 /** What bootstrapping an app with `providers` fails with (undefined, the app closed again, if it starts). */
-async function bootstrapError(options: Parameters<typeof createDelayApp>[0], providers: Parameters<typeof createDelayApp>[1] = []): Promise<unknown> {
-  try {
-    const t = await createDelayApp(options, providers);
-    await t.close();
-    return undefined;
-  } catch (error) {
-    return error;
-  }
+function bootstrapError(
+  options: Parameters<typeof createDelayApp>[0],
+  providers: Parameters<typeof createDelayApp>[1] = [],
+): Promise<unknown> {
+  return startupFailure(() => createDelayApp(options, providers));
 }
 
 describe('Unknown consumer option keys are refused, naming the key, where it is and the one meant', () => {
   it('@OnDelayed(topic, { concurency, visibilityTimout }) fails bootstrap', async () => {
     const error = await bootstrapError({}, [MisspeltConsumer]);
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect((error as InvalidOptionsError).option).toBe('concurency');
-    expect((error as Error).message).toContain('did you mean `concurrency`?');
-    expect((error as Error).message).toContain('@OnDelayed on MisspeltConsumer.handle');
+    expectInvalidOption(error, 'concurency', 'did you mean `concurrency`?', '@OnDelayed on MisspeltConsumer.handle');
   });
 
   it('@OnDelayed(topic, { repeat: { cron, timezone } }) fails bootstrap', async () => {
     const error = await bootstrapError({}, [MisspeltRepeat]);
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect((error as InvalidOptionsError).option).toBe('repeat.timezone');
-    expect((error as Error).message).toContain('did you mean `timeZone`?');
-    expect((error as Error).message).toContain('@OnDelayed on MisspeltRepeat.tick');
+    expectInvalidOption(error, 'repeat.timezone', 'did you mean `timeZone`?', '@OnDelayed on MisspeltRepeat.tick');
   });
 
   it('every documented @OnDelayed key is accepted', async () => {
@@ -64,16 +57,8 @@ describe('Unknown consumer option keys are refused, naming the key, where it is 
   it('consume(topic, handler, { concurency }) throws at the call', async () => {
     const t = await createDelayApp();
     try {
-      let error: unknown;
-      try {
-        await t.queue.consume('unknown-keys.consume', () => undefined, { concurency: 3 } as never).close();
-      } catch (e) {
-        error = e;
-      }
-      expect(error).toBeInstanceOf(InvalidOptionsError);
-      expect((error as InvalidOptionsError).option).toBe('concurency');
-      expect((error as Error).message).toContain('did you mean `concurrency`?');
-      expect((error as Error).message).toContain('consume("unknown-keys.consume")');
+      const error = await rejectionOf(() => t.queue.consume('unknown-keys.consume', () => undefined, { concurency: 3 } as never).close());
+      expectInvalidOption(error, 'concurency', 'did you mean `concurrency`?', 'consume("unknown-keys.consume")');
     } finally {
       await t.close();
     }

@@ -26,7 +26,7 @@ import {
   tryAcquireOnceReachable,
 } from './support/failover-harness.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /**
  * ioredis gives up on a cluster command after `maxRedirections` (16) retries `retryDelayOn*` (100 ms)
@@ -36,6 +36,8 @@ import { UnhandledRejections } from '../support/unhandled-rejections.js';
  */
 const RIDE_OUT_FAILOVER = { maxRedirections: 64, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, retryDelayOnTryAgain: 200 };
 
+failOnUnhandledRejections({ after: 'each' });
+
 /**
  * Redis Cluster (3 masters, 1 replica each, cluster-node-timeout 1000 ms): one master is SIGKILLed
  * while locks are taken in a loop, held, waited for, and delayed jobs run on its slots.
@@ -44,7 +46,6 @@ describe('Redis Cluster failover', () => {
   let cluster: LocalRedisCluster;
   let raw: Cluster;
   const apps: TestingModule[] = [];
-  const unhandled = new UnhandledRejections();
 
   const app = async (options: Partial<RedisLockModuleOptions>) => {
     const created = await createFailoverApp({ redis: { cluster: [...cluster.nodes], options: RIDE_OUT_FAILOVER }, ...options });
@@ -70,13 +71,11 @@ describe('Redis Cluster failover', () => {
   };
 
   beforeAll(async () => {
-    unhandled.start();
     cluster = await startLocalRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1_000 });
     raw = rawCluster([...cluster.nodes]);
     await refreshSlots();
   }, 90_000);
   afterAll(async () => {
-    unhandled.stop();
     await stopAllLoads();
     raw?.disconnect();
     await Promise.allSettled(apps.map((a) => a.close()));
@@ -85,7 +84,6 @@ describe('Redis Cluster failover', () => {
     // is closed after a failover; let it run out so the worker exits cleanly instead of being killed.
     await sleep(2_600);
   }, 30_000);
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('master killed under load: measures recovery, held locks, waiters, jobs, with and without syncReplicas', async () => {
     const keyPrefix = `cf-${randomBytes(3).toString('hex')}`;

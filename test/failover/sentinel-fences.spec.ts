@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { LockService, type LockHandle } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { sleep } from '../support/timing.js';
 import { FenceHistory, type GrantKind } from '../lock/fence-history.js';
 import { createFailoverApp } from './support/failover-harness.js';
@@ -17,10 +16,7 @@ import { useSentinelTopology } from './support/use-sentinel-topology.js';
  * primary drops their links, so the grants made after that stay on the primary, which is then killed.
  */
 describe('Sentinel failover to a lagging replica: fencing tokens never go back', () => {
-  const sentinel = useSentinelTopology();
-  const { apps } = sentinel;
-  let topology: RedisSentinelTopology;
-  beforeAll(() => (topology = sentinel.topology()));
+  const { apps, topology } = useSentinelTopology();
 
   it('every lock kind: each token after the failover is greater than every token before it', async () => {
     const keyPrefix = `sf-${randomBytes(3).toString('hex')}`;

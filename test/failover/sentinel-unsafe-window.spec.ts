@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { LockLostError, LockNotReplicatedError, LockService, type LockHandle, type RedisLockModuleOptions } from '../../lib/index.js';
-import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { createFailoverApp, rounded, THROUGH_FAILOVER, tryAcquireOnceReachable } from './support/failover-harness.js';
 import { useSentinelTopology } from './support/use-sentinel-topology.js';
@@ -17,10 +16,22 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
  * thawed, and Sentinel promotes one of them.
  */
 describe('Sentinel failover: the asynchronous-replication window, with and without syncReplicas', () => {
-  const sentinel = useSentinelTopology();
-  const { apps } = sentinel;
-  let topology: RedisSentinelTopology;
-  beforeAll(() => (topology = sentinel.topology()));
+  const { apps, topology } = useSentinelTopology();
+
+  /** Waits until the primary has both replica links online, then pauses (SIGSTOP) both replicas. */
+  async function pauseBothReplicas() {
+    const primary = await topology.primaryNode();
+    const replicas = topology.nodes.filter((n) => n.port !== primary.port && !n.killed);
+    expect(replicas).toHaveLength(2);
+    // The sentinels' view lags: wait until the primary itself has both replica links online.
+    await waitFor(
+      async () => ((await topology.clientTo(primary.port).info('replication')).match(/^slave\d+:.*state=online/gm) ?? []).length === 2,
+      30_000,
+      'both replicas online on the primary',
+    );
+    for (const r of replicas) topology.pause(r.port);
+    return { primary, replicas };
+  }
 
   it('grants a lock twice when the primary dies before replicating it; a syncReplicas lock survives or is refused', async () => {
     const keyPrefix = `uw-${randomBytes(3).toString('hex')}`;
@@ -36,16 +47,7 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
     // Confirmed by both replicas before acquire returns.
     const safe = await first.acquire('safe', { syncReplicas: { replicas: 2, timeout: 2_000 } });
 
-    const primary = await topology.primaryNode();
-    const replicas = topology.nodes.filter((n) => n.port !== primary.port && !n.killed);
-    expect(replicas).toHaveLength(2);
-    // The sentinels' view lags: wait until the primary itself has both replica links online.
-    await waitFor(
-      async () => ((await topology.clientTo(primary.port).info('replication')).match(/^slave\d+:.*state=online/gm) ?? []).length === 2,
-      30_000,
-      'both replicas online on the primary',
-    );
-    for (const r of replicas) topology.pause(r.port);
+    const { primary, replicas } = await pauseBothReplicas();
     let unsafeHandle: LockHandle | undefined;
     let refused: unknown;
     let killed: { port: number; killedAt: number };
@@ -120,16 +122,7 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
     apps.push(a);
     const locks = a.get(LockService);
 
-    const primary = await topology.primaryNode();
-    const replicas = topology.nodes.filter((n) => n.port !== primary.port && !n.killed);
-    expect(replicas).toHaveLength(2);
-    // The sentinels' view lags: wait until the primary itself has both replica links online.
-    await waitFor(
-      async () => ((await topology.clientTo(primary.port).info('replication')).match(/^slave\d+:.*state=online/gm) ?? []).length === 2,
-      30_000,
-      'both replicas online on the primary',
-    );
-    for (const r of replicas) topology.pause(r.port);
+    const { primary, replicas } = await pauseBothReplicas();
     let pending: Promise<unknown>;
     let killed: { port: number; killedAt: number };
     try {

@@ -12,7 +12,6 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
 import { Test } from '@nestjs/testing';
-import type { RedisSentinelTopology } from '../support/redis-sentinel.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
@@ -44,10 +43,7 @@ class Reminders {
  * and with `syncReplicas` only hands out locks the replicas have confirmed.
  */
 describe('Redis Sentinel', () => {
-  const sentinel = useSentinelTopology();
-  const { apps } = sentinel;
-  let topology: RedisSentinelTopology;
-  beforeAll(() => (topology = sentinel.topology()));
+  const { apps, topology } = useSentinelTopology();
 
   const app = async (options: Partial<RedisLockModuleOptions> = {}, providers: Array<new (...a: never[]) => unknown> = []) => {
     const created = await createFailoverApp(

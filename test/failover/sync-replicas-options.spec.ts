@@ -3,6 +3,8 @@ import { InvalidOptionsError, LockService, RedisLockModule } from '../../lib/ind
 import { resolveAcquireOptions } from '../../lib/lock/resolve-acquire-options.js';
 import { resolveRedisLockConfig } from '../../lib/core/options/resolve-redis-lock-config.js';
 import { testRedisUrl } from '../support/test-app.js';
+import { expectInvalidOption } from '../support/expect-invalid-option.js';
+import { thrownBy } from '../support/thrown.js';
 
 /** `syncReplicas` is checked when the module starts and on every call, with the option named. */
 describe('syncReplicas options', () => {
@@ -23,14 +25,7 @@ describe('syncReplicas options', () => {
     [true, 'lock.syncReplicas'],
     [[1, 100], 'lock.syncReplicas'],
   ])('rejects %j naming %s', (value, option) => {
-    let error: unknown;
-    try {
-      config(value);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect((error as InvalidOptionsError).option).toBe(option);
+    expectInvalidOption(thrownBy(() => config(value)), option);
   });
 
   it('checks the timeout against the lease it will run under', () => {

@@ -1,23 +1,21 @@
-import type { Redis } from 'ioredis';
 import { InvalidJobError, InvalidOptionsError, type DelayQueueService } from '../../lib/index.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+
+failOnUnhandledRejections();
 
 /** Every option of groups, rate limits, kept jobs, bounded repeats and pause: with a wrong type or value fails with a typed error naming it, and writes nothing. */
 describe('Bad input to groups, rateLimit, keepCompleted, bounded repeats, progress and pause: a clear typed error, nothing written', () => {
-  const unhandled = new UnhandledRejections();
   const apps: DelayTestApp[] = [];
-  let redis: Redis;
+  const redis = useRawRedis();
   let queue: DelayQueueService;
   let keyPrefix: string;
 
   beforeAll(async () => {
     muteNestLogger('error');
-    unhandled.start();
-    redis = rawRedis();
     keyPrefix = uniquePrefix('rvbad');
     const app = await createDelayApp({ keyPrefix });
     apps.push(app);
@@ -25,9 +23,6 @@ describe('Bad input to groups, rateLimit, keepCompleted, bounded repeats, progre
   });
   afterAll(async () => {
     await Promise.all(apps.map((t) => t.close()));
-    redis.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it.each<[string, unknown]>([

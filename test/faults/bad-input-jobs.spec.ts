@@ -12,7 +12,7 @@ import {
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** What a call threw (or resolved to, which the tests below then reject). */
@@ -30,6 +30,8 @@ const deep: Record<string, unknown> = {};
 let cursor = deep;
 for (let i = 0; i < 600; i++) cursor = (cursor.next = {}) as Record<string, unknown>;
 
+failOnUnhandledRejections({ after: 'each' });
+
 /**
  * Every way a caller can hand the delayed-job API something wrong: a typed error whose message names
  * the field and says what to do, and nothing written to Redis (keys checked before and after); or,
@@ -40,7 +42,6 @@ describe('bad input to delayed jobs', () => {
   let app: TestingModule;
   let queue: DelayQueueService;
   const redis = rawRedis();
-  const unhandled = new UnhandledRejections();
 
   const keysWritten = async () => (await redis.keys(`${keyPrefix}:*`)).sort();
   /** After a case that stores something: leave Redis empty for the next one (wake markers included). */
@@ -50,7 +51,6 @@ describe('bad input to delayed jobs', () => {
   };
 
   beforeAll(async () => {
-    unhandled.start();
     app = await createLockApp({ keyPrefix });
     app.useLogger(false);
     queue = app.get(DelayQueueService);
@@ -58,9 +58,7 @@ describe('bad input to delayed jobs', () => {
   afterAll(async () => {
     await app.close();
     redis.disconnect();
-    unhandled.stop();
   });
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   /** Runs `call`, expects `type` with `message`, and that Redis holds exactly what it held before. */
   async function expectRefused(call: () => unknown, type: new (...args: never[]) => Error, message: RegExp): Promise<Error> {

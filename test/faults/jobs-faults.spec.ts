@@ -7,7 +7,7 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CONSUMER_FIXTURE = join(ROOT, 'test', 'fixtures', 'fault-job-consumer.ts');
@@ -213,8 +213,9 @@ function report(title: string, counts: Record<string, number>): void {
   process.stdout.write(`\n[jobs-faults] ${title}: ${JSON.stringify(counts)}\n`);
 }
 
+failOnUnhandledRejections({ after: 'each' });
+
 describe('delayed-job faults', () => {
-  const unhandled = new UnhandledRejections();
   const children: ChildConsumer[] = [];
 
   function startConsumer(env: Record<string, string>, ledger: JobLedger): ChildConsumer {
@@ -223,12 +224,9 @@ describe('delayed-job faults', () => {
     return consumer;
   }
 
-  beforeAll(() => unhandled.start());
   afterAll(() => {
-    unhandled.stop();
     for (const c of children) if (c.alive) c.child.kill('SIGKILL');
   });
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('loses no job over rounds of consumers killed with SIGKILL at random points, and duplicates only jobs a killed consumer had handled', async () => {
     const JOBS = 200;

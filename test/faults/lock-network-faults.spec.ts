@@ -4,7 +4,7 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 async function lockApp(url: string, keyPrefix: string, leaseTime: number): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({
@@ -15,21 +15,19 @@ async function lockApp(url: string, keyPrefix: string, leaseTime: number): Promi
   return moduleRef;
 }
 
+failOnUnhandledRejections({ after: 'each' });
+
 /** Clients cut off from Redis, and Redis itself restarting, while locks are held and waited for. */
 describe('lock faults: network and Redis restarts', () => {
   let server: LocalRedisServer;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     // A private server: these tests restart it, and AOF makes its data survive that.
     server = await startLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
-    unhandled.start();
   });
   afterAll(async () => {
-    unhandled.stop();
     await server.stop();
   });
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it('never has two holders when a holder is black-holed: its signal aborts before anyone else gets the lock', async () => {
     const keyPrefix = uniquePrefix('bh');

@@ -1245,11 +1245,11 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
 /** Scripts that only read: a lost reply and a re-send change nothing, so they have no row. */
 const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readRepeatsScript, readJobScript, readDeadLettersScript, topicStatsScript, listJobsScript, readLockScript, readSemaphoreScript];
 
-/** Every Lua script the lock and delayed-job families define (each exported RedisScript of their script folders). */
+/** Every Lua script the lock kinds and delayed jobs define (each exported RedisScript of the kinds' folders and the jobs' script folder). */
 async function scriptsOfLibrary(): Promise<ScriptRef[]> {
-  const folders = ['../../lib/lock/scripts', '../../lib/delay-queue/scripts'].map((folder) => join(import.meta.dirname, folder));
+  const folders = ['../../lib/lock/kinds', '../../lib/delay-queue/scripts'].map((folder) => join(import.meta.dirname, folder));
   const files = folders.flatMap((folder) =>
-    readdirSync(folder)
+    (readdirSync(folder, { recursive: true }) as string[])
       .filter((file) => file.endsWith('.lua.ts'))
       .map((file) => join(folder, file)),
   );

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { runSummarized, type SummarizedRun } from '../support/child-process.js';
 
 /**
  * A short seeded run of the randomized model-based checker (tools/soak/soak.ts; the long run is
@@ -27,36 +27,26 @@ interface SoakSummary {
   jobs: { scheduled: number; handled: number; lost: number; dead: number; duplicates: number };
 }
 
-function runChecker(seed: number): Promise<{ summary?: SoakSummary; output: string; code: number | null }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        join(ROOT, 'tools', 'typescript-loader', 'register.js'),
-        join(ROOT, 'tools', 'soak', 'soak.ts'),
-        '--processes',
-        '3',
-        '--minutes',
-        '0.5',
-        '--fault-every',
-        '600',
-        '--min-faults',
-        '1',
-        '--seed',
-        String(seed),
-        '--json',
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => {
-      const line = output.split('\n').find((l) => l.startsWith('SOAK_SUMMARY '));
-      resolve({ summary: line ? (JSON.parse(line.slice('SOAK_SUMMARY '.length)) as SoakSummary) : undefined, output, code });
-    });
-  });
+function runChecker(seed: number): Promise<SummarizedRun<SoakSummary>> {
+  return runSummarized(
+    [
+      '--import',
+      join(ROOT, 'tools', 'typescript-loader', 'register.js'),
+      join(ROOT, 'tools', 'soak', 'soak.ts'),
+      '--processes',
+      '3',
+      '--minutes',
+      '0.5',
+      '--fault-every',
+      '600',
+      '--min-faults',
+      '1',
+      '--seed',
+      String(seed),
+      '--json',
+    ],
+    'SOAK_SUMMARY',
+  );
 }
 
 describe('randomized model-based checker (short seeded run)', () => {

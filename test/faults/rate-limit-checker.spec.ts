@@ -53,6 +53,84 @@ describe('rate limit across instances (randomized, checked)', () => {
     for (const proxy of proxies.splice(0)) await proxy.stop();
   });
 
+  /** Three consumer processes, each reaching Redis through a fault proxy of its own, and a producer app; the hooks stop them. */
+  async function startFleet(
+    keyPrefix: string,
+    env: (slot: number) => Record<string, string>,
+  ): Promise<{ workers: WorkerFleet; queue: DelayQueueService }> {
+    const redis = new URL(testRedisUrl());
+    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ host: redis.hostname, port: Number(redis.port) }));
+    const workers = new WorkerFleet(3, (slot) => ({ REDIS_URL: proxies[slot].url, KEY_PREFIX: keyPrefix, TOPIC, ...env(slot) }));
+    fleet = workers;
+    producer = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix })] }).compile();
+    producer.useLogger(false);
+    await producer.init();
+    const queue = producer.get(DelayQueueService);
+    await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
+    return { workers, queue };
+  }
+
+  /**
+   * Unless RATE_CHECKER_LOST_REPLIES=0, drops the reply of a claim every 1-3 claims on each proxy (the
+   * claim is re-sent), 30 in all; returns how many were dropped so far.
+   */
+  function loseClaimReplies(between: (min: number, max: number) => number): () => number {
+    let lostReplies = 0;
+    const lose = (proxy: FaultProxy): void =>
+      void proxy.loseReply(FaultProxy.script(claimDueJobsScript), between(1, 3)).then(() => {
+        if (++lostReplies < 30) lose(proxy);
+      });
+    if (LOSE_CLAIM_REPLIES) proxies.forEach(lose);
+    return () => lostReplies;
+  }
+
+  /**
+   * Schedules `total` jobs in random bursts (due at once or within 300 ms, equal due times too) with
+   * random pauses between them; `afterBurst` runs after each burst. Returns each job's schedule time.
+   */
+  async function scheduleInBursts(
+    queue: DelayQueueService,
+    total: number,
+    idPrefix: string,
+    random: () => number,
+    afterBurst: (scheduled: Map<string, number>) => Promise<void> = async () => undefined,
+  ): Promise<Map<string, number>> {
+    const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+    const scheduled = new Map<string, number>();
+    for (let burst = 0; scheduled.size < total; burst++) {
+      const size = Math.min(total - scheduled.size, between(1, Math.max(2, Math.floor(total / 3))));
+      const delays = [0, between(0, 300), between(0, 300)];
+      const jobs = Array.from({ length: size }, (_, i) => ({
+        id: `${idPrefix}${burst}.${i}`,
+        delay: delays[Math.floor(random() * delays.length)],
+        payload: { workMs: between(20, 250) },
+      }));
+      const scheduledM = monotonicUs();
+      await queue.scheduleMany(TOPIC, jobs);
+      for (const job of jobs) scheduled.set(job.id, scheduledM);
+      await afterBurst(scheduled);
+      await sleep(between(0, 1_500)); // pacing between bursts, not a timing assumption
+    }
+    return scheduled;
+  }
+
+  /**
+   * Waits up to `timeoutMs` for every scheduled job to be handled and the topic to be empty, then
+   * stops dropping replies, reads the dead letters and stops the workers.
+   */
+  async function settle(workers: WorkerFleet, queue: DelayQueueService, scheduled: Map<string, number>, timeoutMs: number) {
+    const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
+    const quiet = async () => {
+      const stats = await queue.stats(TOPIC);
+      return [...scheduled.keys()].every((id) => handled().has(id)) && stats.due + stats.active + stats.scheduled === 0 && workers.running === 0;
+    };
+    const settled = await holdsWithin(quiet, timeoutMs, { every: 100 });
+    for (const proxy of proxies) proxy.disarmLostReplies();
+    const dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
+    await workers.stop();
+    return { settled, handled: handled(), dead };
+  }
+
   it('never lets more than max claims into a window of duration ms across 3 instances, and fails no job over the limit', async () => {
     const random = seededRandom(SEED);
     const between = (min: number, max: number) => Math.round(min + random() * (max - min));
@@ -64,66 +142,29 @@ describe('rate limit across instances (randomized, checked)', () => {
     const log = (line: string) => process.stdout.write(`[rate-limit-checker seed ${SEED}] ${line}\n`);
     log(`rateLimit { max: ${max}, duration: ${duration} }, ${total} jobs (replay: RATE_CHECKER_SEED=${SEED})`);
 
-    const redis = new URL(testRedisUrl());
-    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ host: redis.hostname, port: Number(redis.port) }));
-    const workers = new WorkerFleet(3, (slot) => ({
-      REDIS_URL: proxies[slot].url,
-      KEY_PREFIX: keyPrefix,
-      TOPIC,
+    const { workers, queue } = await startFleet(keyPrefix, () => ({
       CONCURRENCY: '4',
       VISIBILITY: '4000', // a consumer stalled by a loaded machine keeps its jobs: only the kill costs an attempt
       RATE_MAX: String(max),
       RATE_DURATION: String(duration),
     }));
-    fleet = workers;
-    producer = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix })] }).compile();
-    producer.useLogger(false);
-    await producer.init();
-    const queue = producer.get(DelayQueueService);
-    await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
-    let lostReplies = 0;
-    const loseClaimReplies = (proxy: FaultProxy): void =>
-      void proxy.loseReply(FaultProxy.script(claimDueJobsScript), between(1, 3)).then(() => {
-        if (++lostReplies < 30) loseClaimReplies(proxy);
-      });
-    if (LOSE_CLAIM_REPLIES) proxies.forEach(loseClaimReplies);
+    const lostReplies = loseClaimReplies(between);
 
-    const scheduled = new Map<string, number>();
     const killAfter = between(Math.floor(total / 4), Math.floor(total / 2));
     let killed = false;
-    for (let burst = 0; scheduled.size < total; burst++) {
-      const size = Math.min(total - scheduled.size, between(1, Math.max(2, Math.floor(total / 3))));
-      const delays = [0, between(0, 300), between(0, 300)];
-      const jobs = Array.from({ length: size }, (_, i) => ({
-        id: `b${burst}.${i}`,
-        delay: delays[Math.floor(random() * delays.length)],
-        payload: { workMs: between(20, 250) },
-      }));
-      const scheduledM = monotonicUs();
-      await queue.scheduleMany(TOPIC, jobs);
-      for (const job of jobs) scheduled.set(job.id, scheduledM);
-      if (!killed && scheduled.size >= killAfter) {
-        // Mid-job, so that the kill cuts a delivery and its job is claimed again.
-        const victim = await waitFor(() => workers.live.find((w) => workers.busy(w)), 10_000, 'a consumer running a handler');
-        workers.kill(victim);
-        killed = true;
-      }
-      await sleep(between(0, 1_500)); // pacing between bursts, not a timing assumption
-    }
-
-    const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
-    const quiet = async () => {
-      const stats = await queue.stats(TOPIC);
-      return [...scheduled.keys()].every((id) => handled().has(id)) && stats.due + stats.active + stats.scheduled === 0 && workers.running === 0;
-    };
-    const settled = await holdsWithin(quiet, 60_000, { every: 100 });
-    for (const proxy of proxies) proxy.disarmLostReplies();
-    const dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
-    await workers.stop();
+    const scheduled = await scheduleInBursts(queue, total, 'b', random, async ({ size }) => {
+      if (killed || size < killAfter) return;
+      // Mid-job, so that the kill cuts a delivery and its job is claimed again.
+      const victim = await waitFor(() => workers.live.find((w) => workers.busy(w)), 10_000, 'a consumer running a handler');
+      workers.kill(victim);
+      killed = true;
+    });
+    const { settled, handled, dead } = await settle(workers, queue, scheduled, 60_000);
 
     const starts = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m }));
-    const { violations, figures } = checkRateLimit({ max, duration, claims: starts, scheduled, handled: handled(), dead, killsM: [...workers.killedAt.values()] });
-    log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies}${settled ? '' : ' (not every job handled within 60 s)'}`);
+    const killsM = [...workers.killedAt.values()];
+    const { violations, figures } = checkRateLimit({ max, duration, claims: starts, scheduled, handled, dead, killsM });
+    log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies()}${settled ? '' : ' (not every job handled within 60 s)'}`);
     if (violations.length > 0 || workers.problems.length > 0) {
       throw new Error(
         `rate-limit checker, seed ${SEED} (replay: RATE_CHECKER_SEED=${SEED}), rateLimit { max: ${max}, duration: ${duration} }: ` +
@@ -154,65 +195,27 @@ describe('rate limit across instances (randomized, checked)', () => {
     const log = (line: string) => process.stdout.write(`[rate-limit-checker mixed seed ${MIXED_SEED}] ${line}\n`);
     log(`rateLimit per instance ${JSON.stringify(limits)}, concurrency ${concurrency.join('/')}, ${total} jobs (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED})`);
 
-    const redis = new URL(testRedisUrl());
-    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ host: redis.hostname, port: Number(redis.port) }));
-    const workers = new WorkerFleet(3, (slot) => ({
-      REDIS_URL: proxies[slot].url,
-      KEY_PREFIX: keyPrefix,
-      TOPIC,
+    const { workers, queue } = await startFleet(keyPrefix, (slot) => ({
       CONCURRENCY: String(concurrency[slot]),
       VISIBILITY: '4000',
       RATE_MAX: String(limits[slot].max),
       RATE_DURATION: String(limits[slot].duration),
     }));
-    fleet = workers;
-    producer = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix })] }).compile();
-    producer.useLogger(false);
-    await producer.init();
-    const queue = producer.get(DelayQueueService);
-    await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
-    let lostReplies = 0;
-    const loseClaimReplies = (proxy: FaultProxy): void =>
-      void proxy.loseReply(FaultProxy.script(claimDueJobsScript), between(1, 3)).then(() => {
-        if (++lostReplies < 30) loseClaimReplies(proxy);
-      });
-    if (LOSE_CLAIM_REPLIES) proxies.forEach(loseClaimReplies);
+    const lostReplies = loseClaimReplies(between);
 
-    const scheduled = new Map<string, number>();
-    for (let burst = 0; scheduled.size < total; burst++) {
-      const size = Math.min(total - scheduled.size, between(1, Math.max(2, Math.floor(total / 3))));
-      const delays = [0, between(0, 300), between(0, 300)];
-      const jobs = Array.from({ length: size }, (_, i) => ({
-        id: `m${burst}.${i}`,
-        delay: delays[Math.floor(random() * delays.length)],
-        payload: { workMs: between(20, 250) },
-      }));
-      const scheduledM = monotonicUs();
-      await queue.scheduleMany(TOPIC, jobs);
-      for (const job of jobs) scheduled.set(job.id, scheduledM);
-      await sleep(between(0, 1_500)); // pacing between bursts, not a timing assumption
-    }
-
-    const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
-    const quiet = async () => {
-      const stats = await queue.stats(TOPIC);
-      return [...scheduled.keys()].every((id) => handled().has(id)) && stats.due + stats.active + stats.scheduled === 0 && workers.running === 0;
-    };
-    const settled = await holdsWithin(quiet, 60_000 + total * 100, { every: 100 });
-    for (const proxy of proxies) proxy.disarmLostReplies();
-    const dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
-    await workers.stop();
+    const scheduled = await scheduleInBursts(queue, total, 'm', random);
+    const { settled, handled, dead } = await settle(workers, queue, scheduled, 60_000 + total * 100);
 
     const claims = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m, token: s.token }));
     const { violations, figures } = checkRateLimitPerInstance({
       claims,
       limitOf: (pid) => limits[workers.slotOf(pid)],
       scheduled,
-      handled: handled(),
+      handled,
       dead,
       killsM: [],
     });
-    log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies}${settled ? '' : ' (not every job handled within 60 s)'}`);
+    log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies()}${settled ? '' : ' (not every job handled within 60 s)'}`);
     if (violations.length > 0 || workers.problems.length > 0) {
       throw new Error(
         `rate-limit checker (instances configured differently), seed ${MIXED_SEED} (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED}), rateLimit per instance ${JSON.stringify(limits)}: ` +

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { runSummarized, type SummarizedRun } from '../support/child-process.js';
 
 /**
  * A short seeded run of the scheduled-work checker (tools/soak/scheduled-work/driver.ts; the long
@@ -32,21 +32,19 @@ interface SwSummary {
   violationCount: number;
 }
 
-function runChecker(seed: number): Promise<{ summary?: SwSummary; output: string; code: number | null }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', join(ROOT, 'tools', 'typescript-loader', 'register.js'), join(ROOT, 'tools', 'soak', 'scheduled-work', 'driver.ts'), ...ARGS, '--seed', String(seed), '--json'],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => {
-      const line = output.split('\n').find((l) => l.startsWith('SW_SUMMARY '));
-      resolve({ summary: line ? (JSON.parse(line.slice('SW_SUMMARY '.length)) as SwSummary) : undefined, output, code });
-    });
-  });
+function runChecker(seed: number): Promise<SummarizedRun<SwSummary>> {
+  return runSummarized(
+    [
+      '--import',
+      join(ROOT, 'tools', 'typescript-loader', 'register.js'),
+      join(ROOT, 'tools', 'soak', 'scheduled-work', 'driver.ts'),
+      ...ARGS,
+      '--seed',
+      String(seed),
+      '--json',
+    ],
+    'SW_SUMMARY',
+  );
 }
 
 describe('scheduled-work checker (short seeded run)', () => {

@@ -1,5 +1,4 @@
-import { createRedlockPair, mastersReconnected } from '../redlock/redlock-test-app.js';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
+import { mastersReconnected, useRedlockPair } from '../redlock/redlock-test-app.js';
 import { sleep } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
@@ -10,18 +9,8 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
  */
 describe('fencing counters on Redlock masters', () => {
   const LEASE = 3_000;
-  let masters: IndependentMasters;
-  let pair: Awaited<ReturnType<typeof createRedlockPair>>;
-
-  beforeAll(async () => {
-    masters = await startIndependentMasters(3);
-    // A healthy master answering late on a loaded machine must not count as down (see master-failures).
-    pair = await createRedlockPair(masters.urls, { lock: { leaseTime: LEASE }, redlock: { requestTimeout: 1_500 } });
-  });
-  afterAll(async () => {
-    await pair?.close();
-    await masters?.stop();
-  });
+  // A healthy master answering late on a loaded machine must not count as down (see master-failures).
+  const { masters, pair } = useRedlockPair({ lock: { leaseTime: LEASE }, redlock: { requestTimeout: 1_500 } });
 
   const fenceKey = (name: string) => new RedisKeySpace(pair.keyPrefix).lock(name).fence;
   const ttls = (name: string) => Promise.all([0, 1, 2].map((i) => masters.raw(i).pttl(fenceKey(name))));

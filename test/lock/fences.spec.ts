@@ -9,12 +9,8 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
  */
 describe('fencing counters', () => {
   const LEASE = 2_000;
-  const pair = useLockServicePair('fence', { lock: { leaseTime: LEASE } });
-  const { keyPrefix } = pair;
-  let a: LockService;
-  let b: LockService;
+  const { keyPrefix, a, b } = useLockServicePair('fence', { lock: { leaseTime: LEASE } });
   const redis = rawRedis();
-  beforeAll(() => ({ a, b } = pair.services()));
   afterAll(() => redis.quit());
 
   /** The longest a fencing counter may outlive its last grant: an hour, or two leases if longer. */

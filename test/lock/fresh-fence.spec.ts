@@ -1,4 +1,3 @@
-import type { LockService } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { FENCE_RETENTION_MS } from '../../lib/lock/protocols/lua-snippets.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
@@ -10,11 +9,9 @@ import { rawRedis, useLockServicePair } from '../support/test-app.js';
  */
 describe('fencing token of a fresh grant', () => {
   const pair = useLockServicePair('fresh-fence');
+  const { a, b } = pair;
   const keys = new RedisKeySpace(pair.keyPrefix);
   const redis = rawRedis();
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
   afterAll(() => redis.quit());
 
   it.each([

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import {
   InvalidLockKeyError,
   InvalidOptionsError,
@@ -12,7 +11,7 @@ import {
   type LeadershipHooks,
   type LockHandle,
 } from '../../lib/index.js';
-import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
+import { createLockApp, uniquePrefix, useLockApp, useRawRedis } from '../support/test-app.js';
 import { closeSchedulingApps, createSchedulingApp } from '../scheduling/support/scheduling-app.js';
 
 /**
@@ -51,21 +50,9 @@ async function overflowingTimers<T>(run: () => Promise<T>): Promise<{ result: T;
 }
 
 describe('the lock contract', () => {
-  let app: TestingModule;
-  let locks: LockService;
-  let keyPrefix: string;
-  let redis: Redis;
-
-  beforeAll(async () => {
-    keyPrefix = uniquePrefix('contract');
-    app = await createLockApp({ keyPrefix });
-    locks = app.get(LockService);
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    await app.close();
-    redis.disconnect();
-  });
+  const keyPrefix = uniquePrefix('contract');
+  const locks = useLockApp({ keyPrefix }).get(LockService);
+  const redis = useRawRedis();
 
   describe('leases of weeks, past a 32-bit timer', () => {
     it(`takes a lock with a 30-day lease (${THIRTY_DAYS} ms): held, kept in Redis for 30 days, no timer overflowing`, async () => {

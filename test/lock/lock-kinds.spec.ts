@@ -1,4 +1,3 @@
-import { LockService } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
 
 /** Rejection expected when a name is taken as the other kind of lock than the one holding it. */
@@ -10,10 +9,7 @@ const kindConflict = (key: string) => ({ name: 'LockKindConflictError', code: 'L
  * a typed error at once (it does not wait: the other kind never makes room for it).
  */
 describe('lock kinds on one name', () => {
-  const pair = useLockServicePair('kinds', { lock: { leaseTime: 5_000 } });
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
+  const { a, b } = useLockServicePair('kinds', { lock: { leaseTime: 5_000 } });
 
   it('refuses the read and the write side while an exclusive lock holds the name', async () => {
     for (const fair of [false, true]) {

@@ -6,12 +6,14 @@ import { releaseLockScript } from '../../lib/lock/kinds/mutex/release-lock.lua.j
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /** Resolves once `signal` has aborted (at once if it has). */
 function aborted(signal: AbortSignal): Promise<void> {
   return signal.aborted ? Promise.resolve() : new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
+
+failOnUnhandledRejections({ after: 'each' });
 
 /**
  * The exclusive (plain and fair) lock when one of its commands runs twice: ioredis re-sends a
@@ -27,7 +29,6 @@ describe.each([
   let appB: TestingModule;
   let a: LockService;
   let b: LockService;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     const keyPrefix = uniquePrefix('lost');
@@ -39,17 +40,14 @@ describe.each([
     appA.useLogger(false);
     a = appA.get(LockService);
     b = appB.get(LockService);
-    unhandled.start();
   });
   afterAll(async () => {
-    unhandled.stop();
     await Promise.all([appA.close(), appB.close()]);
     await proxy.stop();
   });
   afterEach(() => {
     proxy.setLatency(0);
     proxy.heal();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   /** Matches a script run on the lock `name` (its first key is the owner hash `…{name}`). */

@@ -1,15 +1,11 @@
-import { LockLostError, LockNotHeldError, LockService } from '../../lib/index.js';
+import { LockLostError, LockNotHeldError } from '../../lib/index.js';
 import { useLockServicePair } from '../support/test-app.js';
 import { abortReason, within } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('ownership', () => {
   // Two module instances on one prefix behave like two processes.
-  const pair = useLockServicePair('own');
-  const { keyPrefix } = pair;
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
+  const { keyPrefix, a, b } = useLockServicePair('own');
 
   it('never lets a stale holder release or extend the next holder’s lock', async () => {
     const stale = await a.acquire('own', { leaseTime: 100 });

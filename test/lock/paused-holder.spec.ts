@@ -1,9 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockService, type LockHandle } from '../../lib/index.js';
-import { spawnFixture } from '../support/child-process.js';
-import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { waitForLine } from '../support/wait-for-output.js';
-import { sleep } from '../support/timing.js';
+import { pauseHolderPastLease } from '../support/pause-holder-past-lease.js';
+import { createLockApp, uniquePrefix } from '../support/test-app.js';
 
 const LEASE_MS = 1_000;
 const WAIT = { waitTimeout: 30_000 };
@@ -34,39 +32,22 @@ describe('a holder paused past its lease sees the lock lost the moment it runs a
 
   it.each(Object.keys(TAKE_OVER))('%s: held is false and the signal aborted on the first turn after SIGCONT', async (kind) => {
     const keyPrefix = uniquePrefix(`paused-${kind}`);
-    const paused = spawnFixture('paused-holder.ts', [testRedisUrl(), keyPrefix, kind, String(LEASE_MS)]);
-    try {
-      const staleToken = (await waitForLine(paused, /^HELD /, 40_000)).split(' ')[1];
-      let resumed = false;
-      const report = waitForLine(paused, /^PAUSED /, 60_000).then((line) => {
-        if (!resumed) throw new Error(`the holder reported a pause before it was paused:\n${paused.output()}`);
-        return line;
-      });
-      report.catch(() => undefined); // awaited below
-      paused.kill('SIGSTOP');
-      const stoppedAt = performance.now();
+    let next: LockHandle | undefined;
+    const { heldToken: staleToken, seen } = await pauseHolderPastLease(kind, keyPrefix, LEASE_MS, async () => {
       app = await createLockApp({ keyPrefix, lock: { leaseTime: LEASE_MS } });
-      const next = await TAKE_OVER[kind](app.get(LockService));
-      // The holder reports the first turn that comes more than a lease after the one before.
-      await sleep(stoppedAt + 1.5 * LEASE_MS - performance.now());
-      resumed = true;
-      paused.kill('SIGCONT');
-      const seen = JSON.parse((await report).slice('PAUSED '.length));
-      expect({ kind, ...seen }).toEqual({
-        kind,
-        gapMs: expect.any(Number),
-        held: false,
-        signalAborted: true,
-        freshSignalAborted: true,
-        contextAborted: true,
-        throwsIfAborted: true,
-      });
-      expect(next.held).toBe(true);
-      expect(staleToken).not.toBe(next.fencingToken);
-      await next.release();
-    } finally {
-      paused.kill('SIGCONT');
-      paused.kill('SIGKILL');
-    }
+      next = await TAKE_OVER[kind](app.get(LockService));
+    });
+    expect({ kind, ...seen }).toEqual({
+      kind,
+      gapMs: expect.any(Number),
+      held: false,
+      signalAborted: true,
+      freshSignalAborted: true,
+      contextAborted: true,
+      throwsIfAborted: true,
+    });
+    expect(next!.held).toBe(true);
+    expect(staleToken).not.toBe(next!.fencingToken);
+    await next!.release();
   });
 });

@@ -1,15 +1,11 @@
-import { LockLostError, LockService, LockUpgradeError } from '../../lib/index.js';
+import { LockLostError, LockUpgradeError } from '../../lib/index.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 describe('read/write lock', () => {
   // Two module instances on one prefix behave like two processes.
-  const pair = useLockServicePair('rw', { lock: { leaseTime: 600 } });
-  const { keyPrefix } = pair;
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
+  const { keyPrefix, a, b } = useLockServicePair('rw', { lock: { leaseTime: 600 } });
 
   it('lets many readers in at once and keeps writers out while they read', async () => {
     const readers = await Promise.all([a.readWrite('doc').read(), b.readWrite('doc').read(), a.readWrite('doc').read()]);

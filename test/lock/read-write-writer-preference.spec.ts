@@ -10,10 +10,7 @@ const TEST_TIMEOUT_MS = 60_000;
  * free for an instant between two reads, so a process reading in a tight loop cannot starve it.
  */
 describe('read/write lock: writer preference', () => {
-  const pair = useLockServicePair('wpref', { lock: { leaseTime: 5_000 } });
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
+  const { a, b } = useLockServicePair('wpref', { lock: { leaseTime: 5_000 } });
 
   /**
    * Reads `name` in a tight loop on `locks` until stopped, counting the reads. Each release is sent

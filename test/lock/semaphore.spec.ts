@@ -1,15 +1,11 @@
-import { InvalidOptionsError, LockService } from '../../lib/index.js';
+import { InvalidOptionsError } from '../../lib/index.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
 
 describe('semaphore', () => {
   // A lease far longer than any pause of a loaded machine: this test is about the permit count, and a
   // permit whose lease ran out during a pause is rightly given to the next waiter.
-  const pair = useLockServicePair('sem-count', { lock: { leaseTime: 10_000 } });
-  const { keyPrefix } = pair;
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
+  const { keyPrefix, a, b } = useLockServicePair('sem-count', { lock: { leaseTime: 10_000 } });
 
   it('never lets more than `permits` holders in, and never oversells stock', async () => {
     const redis = rawRedis();
@@ -48,11 +44,7 @@ describe('semaphore', () => {
 
 describe('semaphore with expiring permits', () => {
   // Two module instances on one prefix behave like two processes.
-  const pair = useLockServicePair('sem', { lock: { leaseTime: 600 } });
-  const { keyPrefix } = pair;
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
+  const { keyPrefix, a, b } = useLockServicePair('sem', { lock: { leaseTime: 600 } });
 
   it('gives a crashed holder’s permit back when its lease ends', async () => {
     await a.semaphore('leak', 1).acquire({ leaseTime: 300 }); // never released
@@ -89,10 +81,7 @@ describe('semaphore with expiring permits', () => {
 describe('semaphore permits renewed by the watchdog', () => {
   // A lease of 1.5 s, renewed every 500 ms: with 600 ms a loaded machine's event-loop stall of 400 ms
   // cost the permit its renewal in CI, and a permit whose lease ran out is rightly not held.
-  const pair = useLockServicePair('sem-renew', { lock: { leaseTime: 1_500 } });
-  let a: LockService;
-  let b: LockService;
-  beforeAll(() => ({ a, b } = pair.services()));
+  const { a, b } = useLockServicePair('sem-renew', { lock: { leaseTime: 1_500 } });
 
   it('renews held permits with the watchdog past three leases', async () => {
     const permit = await a.semaphore('renew', 1).acquire();

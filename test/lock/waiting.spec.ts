@@ -1,16 +1,12 @@
-import { LockAcquireAbortedError, LockAcquireTimeoutError, LockService } from '../../lib/index.js';
+import { LockAcquireAbortedError, LockAcquireTimeoutError } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
 import { sleep } from '../support/timing.js';
 
 describe('waiting', () => {
   // Two module instances on one prefix behave like two processes.
-  const pair = useLockServicePair('wait');
-  const { keyPrefix } = pair;
-  let a: LockService;
-  let b: LockService;
+  const { keyPrefix, a, b } = useLockServicePair('wait');
   const redis = rawRedis();
-  beforeAll(() => ({ a, b } = pair.services()));
   afterAll(() => redis.disconnect());
 
   it('wakes a waiter through pub/sub long before the holder’s 20 s lease would end', async () => {

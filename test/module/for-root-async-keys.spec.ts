@@ -1,7 +1,9 @@
-import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { InvalidOptionsError, LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { expectInvalidOption } from '../support/expect-invalid-option.js';
+import { thrownBy } from '../support/thrown.js';
+import { NeedsLocks, NeedsLocksModule } from '../fixtures/needs-locks.js';
 
 const options = (): RedisLockModuleOptions => ({ redis: testRedisUrl(), keyPrefix: uniquePrefix() });
 
@@ -36,29 +38,15 @@ describe('RedisLockModule.forRootAsync refuses an argument it would misread, at 
   });
 
   it('forRoot({ isglobal: true }) is refused at the call, suggesting isGlobal', () => {
-    let error: unknown;
-    try {
-      RedisLockModule.forRoot({ ...options(), isglobal: true } as never);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect((error as InvalidOptionsError).option).toBe('isglobal');
-    expect((error as Error).message).toContain('did you mean `isGlobal`?');
-    expect((error as Error).message).toContain('RedisLockModule.forRoot');
+    const error = thrownBy(() => RedisLockModule.forRoot({ ...options(), isglobal: true } as never));
+    expectInvalidOption(error, 'isglobal', 'did you mean `isGlobal`?', 'RedisLockModule.forRoot');
   });
 
   it('accepts every key of its argument, and isGlobal makes the module global', async () => {
-    @Injectable()
-    class NeedsLocks {
-      constructor(readonly locks: LockService) {}
-    }
-    @Module({ providers: [NeedsLocks] })
-    class FeatureModule {}
     const app = await Test.createTestingModule({
       imports: [
         RedisLockModule.forRootAsync({ isGlobal: true, imports: [], inject: [], provideInjectionTokensFrom: [], useFactory: options }),
-        FeatureModule,
+        NeedsLocksModule,
       ],
     }).compile();
     try {

@@ -10,6 +10,7 @@ import {
 } from '../../lib/index.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { NeedsLocks, NeedsLocksModule } from '../fixtures/needs-locks.js';
 
 async function bootstrap(imports: unknown[]) {
   const moduleRef = await Test.createTestingModule({ imports: imports as never[] }).compile();
@@ -66,17 +67,11 @@ describe('RedisLockModule options', () => {
   });
 
   it('isGlobal makes LockService injectable everywhere', async () => {
-    @Injectable()
-    class Consumer {
-      constructor(readonly locks: LockService) {}
-    }
-    @Module({ providers: [Consumer] })
-    class FeatureModule {}
     const app = await bootstrap([
       RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), isGlobal: true }),
-      FeatureModule,
+      NeedsLocksModule,
     ]);
-    expect(app.get(Consumer).locks).toBeInstanceOf(LockService);
+    expect(app.get(NeedsLocks).locks).toBeInstanceOf(LockService);
     await app.close();
   });
 

@@ -4,20 +4,17 @@ import { InvalidOptionsError, RedisLockModule, type RedisLockModuleOptions } fro
 import { RedisLockDashboardModule } from '../../lib/observability/dashboard/index.js';
 import { RedisLockMetricsModule } from '../../lib/observability/metrics/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { startupFailure } from '../support/thrown.js';
 
 /** Bootstraps an app with `options` (unchecked, as a JavaScript or misconfigured app passes them) and returns what it failed with. */
 async function bootstrapError(options: Record<string, unknown>, how: 'forRoot' | 'forRootAsync' = 'forRoot'): Promise<unknown> {
   const all = { redis: testRedisUrl(), keyPrefix: uniquePrefix(), ...options } as RedisLockModuleOptions;
-  try {
+  return startupFailure(async () => {
     // forRoot refuses an unknown top-level key at the call, forRootAsync's factory result at bootstrap.
     const module = how === 'forRoot' ? RedisLockModule.forRoot(all) : RedisLockModule.forRootAsync({ useFactory: () => all });
     const app = await Test.createTestingModule({ imports: [module] }).compile();
-    await app.init();
-    await app.close();
-    return undefined;
-  } catch (error) {
-    return error;
-  }
+    return app.init();
+  });
 }
 
 describe('Unknown option keys fail at bootstrap, naming the key and the one meant', () => {

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { request as httpRequest } from 'node:http';
 import { RedisLockDashboardModule, type RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
 import { DelayQueueService, InvalidOptionsError } from '../../lib/index.js';
-import { startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app.js';
+import { useDashboardApps } from '../fixtures/dashboard-app.js';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
 
@@ -39,13 +39,7 @@ function send(base: string, method: string, path: string, headers: Record<string
  * `Host`, and a proxy on the same host makes every client's peer 127.0.0.1.
  */
 describe('RedisLockDashboardModule: loopback-only means a loopback Host and no proxy', () => {
-  const apps: DashboardTestApp[] = [];
-  afterAll(() => Promise.all(apps.map((a) => a.close())));
-  const start = async (dashboard: RedisLockDashboardOptions, setup: DashboardAppSetup = {}) => {
-    const app = await startDashboardApp(dashboard, { handlers: false, ...setup });
-    apps.push(app);
-    return app;
-  };
+  const start = useDashboardApps({ handlers: false });
 
   it('refuses a DNS-rebinding page: a foreign Host cannot read a payload, list locks nor cancel a job', async () => {
     const t = await start({ readOnly: false });

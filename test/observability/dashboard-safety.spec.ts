@@ -1,8 +1,7 @@
-import type { RedisLockDashboardOptions } from 'nestjs-redis-lock/dashboard';
 import type { DashboardJobList } from '../../lib/observability/dashboard/dashboard-api.interface.js';
 import { DelayQueueService } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
-import { callDashboard as call, startDashboardApp, type DashboardAppSetup, type DashboardTestApp } from '../fixtures/dashboard-app.js';
+import { callDashboard as call, startDashboardApp, useDashboardApps, type DashboardTestApp } from '../fixtures/dashboard-app.js';
 import { rawRedis } from '../support/test-app.js';
 
 const ACTION = { 'x-redis-lock-dashboard': '1' };
@@ -13,13 +12,7 @@ const ACTION = { 'x-redis-lock-dashboard': '1' };
  * cross-site requests whatever the application's CORS setting, and cheap on Redis while it refreshes.
  */
 describe('RedisLockDashboardModule: safe by default', () => {
-  const apps: DashboardTestApp[] = [];
-  afterAll(() => Promise.all(apps.map((a) => a.close())));
-  const start = async (dashboard: RedisLockDashboardOptions, setup: DashboardAppSetup = {}) => {
-    const app = await startDashboardApp(dashboard, { handlers: false, ...setup });
-    apps.push(app);
-    return app;
-  };
+  const start = useDashboardApps({ handlers: false });
 
   it('is read-only unless readOnly: false is set: a cancel answers 403 and the job stays', async () => {
     const t = await start({});

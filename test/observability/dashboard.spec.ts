@@ -11,6 +11,7 @@ import {
   failedRuns,
   slowJobs,
   startDashboardApp,
+  useDashboardApps,
   type DashboardTestApp,
 } from '../fixtures/dashboard-app.js';
 import { waitFor } from '../support/timing.js';
@@ -267,13 +268,7 @@ describe('RedisLockDashboardModule: a sharded topic', () => {
 });
 
 describe('RedisLockDashboardModule: protection', () => {
-  const apps: DashboardTestApp[] = [];
-  afterAll(() => Promise.all(apps.map((a) => a.close())));
-  const start = async (...args: Parameters<typeof startDashboardApp>) => {
-    const app = await startDashboardApp(...args);
-    apps.push(app);
-    return app;
-  };
+  const start = useDashboardApps();
 
   it('in read-only mode refuses retry, delete and cancel with 403 and says so in /api/meta', async () => {
     const t = await start({ readOnly: true }, { handlers: false });

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
 import {
   LockService,
   REDIS_LOCK_CHANNELS,
@@ -14,14 +13,16 @@ import {
   type RedisLockEventName,
 } from '../../lib/index.js';
 import { redisLockChannel } from '../../lib/core/events/redis-lock.channels.js';
-import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
+import { createDelayApp, useDelayApp } from '../delay-queue/support/delay-test-app.js';
 import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
-import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { createLockApp, rawRedis, testRedisUrl, uniquePrefix, useLockApp } from '../support/test-app.js';
+import { readThrough } from '../support/use-resource.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { FAILED_TWICE_THEN_DEAD } from './support/job-event-sequences.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ALL_EVENTS = Object.keys(REDIS_LOCK_CHANNELS) as RedisLockEventName[];
@@ -70,15 +71,12 @@ function expectSameEvents(t: ReturnType<typeof tap>): void {
 const withKey = (prefix: string) => (event: Payload) => 'key' in event && event.key.startsWith(prefix);
 const withTopic = (prefix: string) => (event: Payload) => 'topic' in event && event.topic.startsWith(prefix);
 
-const unhandled = new UnhandledRejections();
+failOnUnhandledRejections();
 beforeAll(() => {
-  unhandled.start();
   muteNestLogger('warn', 'error');
 });
 afterAll(() => {
-  unhandled.stop();
   jest.restoreAllMocks();
-  expect(unhandled.reasons).toEqual([]);
 });
 
 describe('REDIS_LOCK_CHANNELS', () => {
@@ -94,16 +92,9 @@ describe('REDIS_LOCK_CHANNELS', () => {
 });
 
 describe('diagnostics_channel: lock events', () => {
-  let app: TestingModule;
-  let locks: LockService;
-  let events: RedisLockEvents;
-
-  beforeAll(async () => {
-    app = await createLockApp();
-    locks = app.get(LockService);
-    events = app.get(RedisLockEvents);
-  });
-  afterAll(() => app.close());
+  const app = useLockApp();
+  const locks = app.get(LockService);
+  const events = app.get(RedisLockEvents);
 
   it('publishes lock.acquired, lock.released and lock.timeout on their channels: the objects the listeners get', async () => {
     const key = uniquePrefix('order');
@@ -240,14 +231,8 @@ describe('diagnostics_channel: lock events', () => {
 });
 
 describe('diagnostics_channel: job events', () => {
-  let t: DelayTestApp;
-  let events: RedisLockEvents;
-
-  beforeAll(async () => {
-    t = await createDelayApp({ delayQueue: { maxAttempts: 2, backoff: { delay: 50, factor: 1, jitter: 0 } } });
-    events = t.app.get(RedisLockEvents);
-  });
-  afterAll(() => t.close());
+  const t = useDelayApp({ delayQueue: { maxAttempts: 2, backoff: { delay: 50, factor: 1, jitter: 0 } } });
+  const events = readThrough<RedisLockEvents>('the delay app', () => t.app.get(RedisLockEvents));
 
   it('publishes job.scheduled, job.started and job.succeeded: the objects the listeners get', async () => {
     const topic = uniquePrefix('ok');
@@ -284,15 +269,7 @@ describe('diagnostics_channel: job events', () => {
       await consumer.close();
       seen.stop();
     }
-    expect(seen.channelEvents()).toEqual([
-      'job.scheduled',
-      'job.started',
-      'job.failed',
-      'job.retried',
-      'job.started',
-      'job.failed',
-      'job.dead',
-    ]);
+    expect(seen.channelEvents()).toEqual(FAILED_TWICE_THEN_DEAD);
     expectSameEvents(seen);
     const byName = (name: RedisLockEventName) => seen.fromChannels.filter((s) => s.name === REDIS_LOCK_CHANNELS[name]).map((s) => s.event);
     expect(byName('job.failed')[0]).toEqual({ topic, id: 'job-2', attempt: 1, runMs: expect.any(Number), error: boom });
@@ -359,12 +336,7 @@ describe('diagnostics_channel: job events', () => {
 });
 
 describe('diagnostics_channel: writes after COMMIT while Redis is down', () => {
-  let server: LocalRedisServer;
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-  });
-  afterAll(() => server.stop());
+  const server = useLocalRedisServer();
 
   it('publishes job.schedule.retrying, then job.schedule.lost at shutdown', async () => {
     const topic = uniquePrefix('commit');

@@ -1,19 +1,19 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
 import {
-  DelayQueueService,
   LockAcquireTimeoutError,
   LockService,
   RedisLockEvents,
   type RedisLockEventMap,
   type RedisLockEventName,
 } from '../../lib/index.js';
-import { createDelayApp, type DelayTestApp } from '../delay-queue/support/delay-test-app.js';
-import { createLockApp, rawRedis } from '../support/test-app.js';
+import { useDelayApp } from '../delay-queue/support/delay-test-app.js';
+import { rawRedis, useLockApp } from '../support/test-app.js';
+import { readThrough } from '../support/use-resource.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { FAILED_TWICE_THEN_DEAD } from './support/job-event-sequences.js';
 
 type Recorded = { [K in RedisLockEventName]: { name: K; event: RedisLockEventMap[K] } }[RedisLockEventName];
 
@@ -27,28 +27,17 @@ function record(events: RedisLockEvents, names: RedisLockEventName[]): Recorded[
 const LOCK_EVENTS: RedisLockEventName[] = ['lock.acquired', 'lock.released', 'lock.lost', 'lock.timeout'];
 const JOB_EVENTS: RedisLockEventName[] = ['job.scheduled', 'job.started', 'job.succeeded', 'job.failed', 'job.retried', 'job.dead'];
 
-describe('RedisLockEvents: lock life cycle', () => {
-  let app: TestingModule;
-  let locks: LockService;
-  let events: RedisLockEvents;
-  const unhandled = new UnhandledRejections();
+failOnUnhandledRejections();
 
-  beforeAll(async () => {
-    unhandled.start();
-    muteNestLogger('warn', 'error');
-    app = await createLockApp();
-    locks = app.get(LockService);
-    events = app.get(RedisLockEvents);
-  });
+describe('RedisLockEvents: lock life cycle', () => {
+  beforeAll(() => muteNestLogger('warn', 'error'));
+  const app = useLockApp();
+  const locks = app.get(LockService);
+  const events = app.get(RedisLockEvents);
   afterEach(() => {
     for (const name of LOCK_EVENTS) events.removeAllListeners(name);
   });
-  afterAll(async () => {
-    await app.close();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  afterAll(() => jest.restoreAllMocks());
 
   it('reports acquired then released, with the fencing token, wait and hold times', async () => {
     const seen = record(events, LOCK_EVENTS);
@@ -129,24 +118,11 @@ describe('RedisLockEvents: lock life cycle', () => {
 });
 
 describe('RedisLockEvents: job life cycle', () => {
-  let t: DelayTestApp;
-  let queue: DelayQueueService;
-  let events: RedisLockEvents;
-  const unhandled = new UnhandledRejections();
-
-  beforeAll(async () => {
-    unhandled.start();
-    muteNestLogger('warn', 'error');
-    t = await createDelayApp({ delayQueue: { maxAttempts: 2, backoff: { delay: 50, factor: 1, jitter: 0 } } });
-    queue = t.queue;
-    events = t.app.get(RedisLockEvents);
-  });
-  afterAll(async () => {
-    await t.close();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  beforeAll(() => muteNestLogger('warn', 'error'));
+  const t = useDelayApp({ delayQueue: { maxAttempts: 2, backoff: { delay: 50, factor: 1, jitter: 0 } } });
+  const queue = readThrough('the delay app', () => t.queue);
+  const events = readThrough<RedisLockEvents>('the delay app', () => t.app.get(RedisLockEvents));
+  afterAll(() => jest.restoreAllMocks());
 
   it('reports scheduled, started and succeeded with lateness and run time', async () => {
     const seen = record(events, JOB_EVENTS);
@@ -185,15 +161,7 @@ describe('RedisLockEvents: job life cycle', () => {
     } finally {
       await consumer.close();
     }
-    expect(seen.map((s) => s.name)).toEqual([
-      'job.scheduled',
-      'job.started',
-      'job.failed',
-      'job.retried',
-      'job.started',
-      'job.failed',
-      'job.dead',
-    ]);
+    expect(seen.map((s) => s.name)).toEqual(FAILED_TWICE_THEN_DEAD);
     const byName = <K extends RedisLockEventName>(name: K) =>
       seen.filter((s) => s.name === name).map((s) => s.event) as Array<RedisLockEventMap[K]>;
     expect(byName('job.scheduled')[0]).toEqual({ topic: 'bad', id: 'job-2', at: expect.any(Number), replace: false, status: 'created' });

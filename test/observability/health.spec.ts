@@ -1,43 +1,32 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { Test, type TestingModule } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
 import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { useAppOnLocalRedis } from '../support/use-local-redis-server.js';
+import { readThrough } from '../support/use-resource.js';
+
+failOnUnhandledRejections();
 
 describe('RedisLockHealthIndicator', () => {
-  let server: LocalRedisServer;
-  let app: TestingModule;
-  let health: RedisLockHealthIndicator;
-  let queue: DelayQueueService;
-  const unhandled = new UnhandledRejections();
-
-  beforeAll(async () => {
-    unhandled.start();
-    // The stopped server makes the client log its reconnect attempts.
-    muteNestLogger('warn', 'error');
-    server = await startLocalRedisServer();
-    app = await Test.createTestingModule({
-      imports: [
-        RedisLockModule.forRoot({ redis: server.url, keyPrefix: uniquePrefix('h'), isGlobal: true }),
-        RedisLockHealthModule,
-      ],
-    }).compile();
-    await app.init();
-    health = app.get(RedisLockHealthIndicator);
-    queue = app.get(DelayQueueService);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await server?.stop();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  // The stopped server makes the client log its reconnect attempts.
+  beforeAll(() => muteNestLogger('warn', 'error'));
+  const { server, app } = useAppOnLocalRedis(
+    async (redis) => {
+      const app = await Test.createTestingModule({
+        imports: [RedisLockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('h'), isGlobal: true }), RedisLockHealthModule],
+      }).compile();
+      return app.init();
+    },
+    (app) => app.close(),
+  );
+  const health = readThrough<RedisLockHealthIndicator>('the app', () => app.get(RedisLockHealthIndicator));
+  const queue = readThrough<DelayQueueService>('the app', () => app.get(DelayQueueService));
+  afterAll(() => jest.restoreAllMocks());
 
   it('is up while Redis answers PING, with the round trip', async () => {
     const result = await health.pingCheck('redis');

@@ -1,34 +1,18 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { RedisLockMetricsModule, defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
-import { Registry } from 'prom-client';
-import { LockService, RedisLockModule } from '../../lib/index.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
+import { useMetricsApp } from './support/use-metrics-app.js';
 
 /** docs/observability.md: "raw keys never become labels". */
 describe('lock metrics label a key by its shape, never by the key', () => {
-  let app: TestingModule;
-  let registry: Registry;
-
-  beforeAll(async () => {
-    registry = new Registry();
-    app = await Test.createTestingModule({
-      imports: [
-        RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix('ml'), isGlobal: true }),
-        RedisLockMetricsModule.forRoot({ registry }),
-      ],
-    }).compile();
-    await app.init();
-  });
-  afterAll(() => app.close());
+  const metrics = useMetricsApp('ml');
 
   it('a key whose id has no digits (account:a) is not a label value', async () => {
-    const locks = app.get(LockService);
+    const { locks } = metrics;
     for (const key of ['account:a', 'account:bob', 'user:alice@example.com:cart', 'tenant:acme:report:daily']) {
       await (await locks.acquire(key)).release();
     }
-    const text = await registry.metrics();
+    const text = await metrics.registry.metrics();
     expect(text).not.toMatch(/account:a"|account:bob|alice|acme/);
-    const acquisitions = (await registry.getSingleMetric('redis_lock_lock_acquisitions_total')!.get()).values;
+    const acquisitions = (await metrics.registry.getSingleMetric('redis_lock_lock_acquisitions_total')!.get()).values;
     const byPattern = Object.fromEntries(acquisitions.map((v) => [v.labels.key_pattern, v.value]));
     expect(byPattern).toEqual({ 'account:*': 2, 'user:*': 1, 'tenant:*': 1 });
   });

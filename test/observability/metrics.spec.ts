@@ -1,19 +1,14 @@
 import { jest } from '@jest/globals';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockMetrics, RedisLockMetricsModule, defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
-import { DelayQueueService, LockAcquireTimeoutError, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
+import { LockAcquireTimeoutError, RedisLockModule, WithLock } from '../../lib/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-
-async function value(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
-  const metric = await registry.getSingleMetric(name)?.get();
-  const match = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
-  return match?.value;
-}
+import { useMetricsApp } from './support/use-metrics-app.js';
 
 @Injectable()
 class InvoiceService {
@@ -21,39 +16,17 @@ class InvoiceService {
   async close(_invoiceId: string): Promise<void> {}
 }
 
-describe('RedisLockMetricsModule', () => {
-  let app: TestingModule;
-  let registry: Registry;
-  let locks: LockService;
-  let queue: DelayQueueService;
-  const unhandled = new UnhandledRejections();
+failOnUnhandledRejections();
 
-  beforeAll(async () => {
-    unhandled.start();
-    muteNestLogger('warn', 'error');
-    registry = new Registry();
-    app = await Test.createTestingModule({
-      imports: [
-        RedisLockModule.forRoot({
-          redis: testRedisUrl(),
-          keyPrefix: uniquePrefix('m'),
-          isGlobal: true,
-          delayQueue: { maxAttempts: 1 },
-        }),
-        RedisLockMetricsModule.forRoot({ registry, topics: ['idle.topic'], maxKeyPatterns: 5 }),
-      ],
-      providers: [InvoiceService],
-    }).compile();
-    await app.init();
-    locks = app.get(LockService);
-    queue = app.get(DelayQueueService);
+describe('RedisLockMetricsModule', () => {
+  beforeAll(() => muteNestLogger('warn', 'error'));
+  const metrics = useMetricsApp('m', {
+    redisLock: { delayQueue: { maxAttempts: 1 } },
+    metrics: { topics: ['idle.topic'], maxKeyPatterns: 5 },
+    providers: [InvoiceService],
   });
-  afterAll(async () => {
-    await app.close();
-    unhandled.stop();
-    jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  const { registry } = metrics;
+  afterAll(() => jest.restoreAllMocks());
 
   it('generalises keys into patterns: the first segment, its digits, UUIDs and long hex ids folded', () => {
     expect(defaultLockKeyPattern('order:42')).toBe('order:*');
@@ -65,13 +38,13 @@ describe('RedisLockMetricsModule', () => {
   });
 
   it('counts acquisitions, timeouts and hold times by key pattern, never by raw key', async () => {
-    for (const id of [1, 2, 3]) await locks.using(`order:${id}`, () => sleep(20));
-    const holder = await locks.acquire('order:9');
-    await expect(locks.acquire('order:9', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    for (const id of [1, 2, 3]) await metrics.locks.using(`order:${id}`, () => sleep(20));
+    const holder = await metrics.locks.acquire('order:9');
+    await expect(metrics.locks.acquire('order:9', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     await holder.release();
 
-    expect(await value(registry, 'redis_lock_lock_acquisitions_total', { key_pattern: 'order:*' })).toBe(4);
-    expect(await value(registry, 'redis_lock_lock_timeouts_total', { key_pattern: 'order:*' })).toBe(1);
+    expect(await metrics.value('redis_lock_lock_acquisitions_total', { key_pattern: 'order:*' })).toBe(4);
+    expect(await metrics.value('redis_lock_lock_timeouts_total', { key_pattern: 'order:*' })).toBe(1);
     const hold = await registry.getSingleMetric('redis_lock_lock_hold_seconds')!.get();
     const count = hold.values.find((v) => (v as { metricName?: string }).metricName === 'redis_lock_lock_hold_seconds_count' && v.labels.key_pattern === 'order:*');
     expect(count?.value).toBe(4);
@@ -83,13 +56,13 @@ describe('RedisLockMetricsModule', () => {
   });
 
   it("labels @WithLock's locks by the decorator's template, and others by the caller's keyPattern", async () => {
-    const invoices = app.get(InvoiceService);
+    const invoices = metrics.get(InvoiceService);
     await invoices.close('inv-7f3a'); // the default classifier would not generalise this id
     await invoices.close('inv-aa01');
-    await locks.using('sku:blue-shirt', () => undefined, { keyPattern: 'sku:<sku>' });
+    await metrics.locks.using('sku:blue-shirt', () => undefined, { keyPattern: 'sku:<sku>' });
 
-    expect(await value(registry, 'redis_lock_lock_acquisitions_total', { key_pattern: 'invoice:<0>' })).toBe(2);
-    expect(await value(registry, 'redis_lock_lock_acquisitions_total', { key_pattern: 'sku:<sku>' })).toBe(1);
+    expect(await metrics.value('redis_lock_lock_acquisitions_total', { key_pattern: 'invoice:<0>' })).toBe(2);
+    expect(await metrics.value('redis_lock_lock_acquisitions_total', { key_pattern: 'sku:<sku>' })).toBe(1);
     const holds = (await registry.getSingleMetric('redis_lock_lock_hold_seconds')!.get()).values;
     expect(holds.some((v) => v.labels.key_pattern === 'invoice:<0>')).toBe(true);
     expect(await registry.metrics()).not.toMatch(/inv-|blue-shirt/);
@@ -97,7 +70,7 @@ describe('RedisLockMetricsModule', () => {
 
   it('caps the number of key patterns, counting the rest as "other"', async () => {
     // Keys without ':' are kept whole (folded): free text there is what the cap is for.
-    for (const name of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await (await locks.acquire(`free-text-${name}`)).release();
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await (await metrics.locks.acquire(`free-text-${name}`)).release();
     const values = (await registry.getSingleMetric('redis_lock_lock_acquisitions_total')!.get()).values;
     expect(values.length).toBeLessThanOrEqual(6);
     expect(values.find((v) => v.labels.key_pattern === 'other')?.value).toBeGreaterThan(0);
@@ -105,29 +78,30 @@ describe('RedisLockMetricsModule', () => {
 
   it('measures job lateness and run time, counts outcomes, and reads queue depths on scrape', async () => {
     let runs = 0;
-    const consumer = queue.consume('metrics.jobs', async (payload: { fail: boolean }) => {
+    const consumer = metrics.queue.consume('metrics.jobs', async (payload: { fail: boolean }) => {
       runs++;
       await sleep(10);
       if (payload.fail) throw new Error('no');
     });
     try {
-      await queue.schedule('metrics.jobs', { fail: false });
-      await queue.schedule('metrics.jobs', { fail: true });
-      await queue.schedule('metrics.jobs', { fail: false }, { delay: 60_000 });
-      await waitFor(async () => (await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'dead' })) === 1, 10_000, 'a dead job');
-      await waitFor(async () => (await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'succeeded' })) === 1, 10_000, 'a success');
+      await metrics.queue.schedule('metrics.jobs', { fail: false });
+      await metrics.queue.schedule('metrics.jobs', { fail: true });
+      await metrics.queue.schedule('metrics.jobs', { fail: false }, { delay: 60_000 });
+      const jobs = (outcome: string) => metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome });
+      await waitFor(async () => (await jobs('dead')) === 1, 10_000, 'a dead job');
+      await waitFor(async () => (await jobs('succeeded')) === 1, 10_000, 'a success');
     } finally {
       await consumer.close();
     }
     expect(runs).toBe(2);
-    expect(await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'scheduled' })).toBe(3);
-    expect(await value(registry, 'redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'failed' })).toBe(1);
+    expect(await metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'scheduled' })).toBe(3);
+    expect(await metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'failed' })).toBe(1);
     const lateness = (await registry.getSingleMetric('redis_lock_job_lateness_seconds')!.get()).values;
     expect(lateness.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.topic === 'metrics.jobs')?.value).toBe(2);
     const run = (await registry.getSingleMetric('redis_lock_job_run_seconds')!.get()).values;
     expect(run.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.outcome === 'failed')?.value).toBe(1);
 
-    const depth = (state: string, topic = 'metrics.jobs') => value(registry, 'redis_lock_queue_jobs', { topic, state });
+    const depth = (state: string, topic = 'metrics.jobs') => metrics.value('redis_lock_queue_jobs', { topic, state });
     expect(await depth('scheduled')).toBe(1);
     expect(await depth('dead')).toBe(1);
     expect(await depth('due')).toBe(0);
@@ -138,12 +112,15 @@ describe('RedisLockMetricsModule', () => {
 
   it('counts created jobs as "scheduled", a duplicate id as "duplicate" and a replace as "replaced"', async () => {
     const topic = 'metrics.duplicates';
-    const count = (outcome: string) => value(registry, 'redis_lock_jobs_total', { topic, outcome });
-    expect((await queue.scheduleWithResult(topic, { n: 1 }, { id: 'once', delay: 60_000 })).status).toBe('created');
-    expect((await queue.scheduleWithResult(topic, { n: 2 }, { id: 'once', delay: 60_000 })).status).toBe('existing');
-    expect(await queue.schedule(topic, { n: 3 }, { id: 'once', delay: 60_000 })).toBe('once');
-    await queue.scheduleMany(topic, [{ payload: { n: 4 }, id: 'once', delay: 60_000 }, { payload: { n: 5 }, id: 'other', delay: 60_000 }]);
-    expect((await queue.scheduleWithResult(topic, { n: 6 }, { id: 'once', delay: 60_000, replace: true })).status).toBe('replaced');
+    const count = (outcome: string) => metrics.value('redis_lock_jobs_total', { topic, outcome });
+    expect((await metrics.queue.scheduleWithResult(topic, { n: 1 }, { id: 'once', delay: 60_000 })).status).toBe('created');
+    expect((await metrics.queue.scheduleWithResult(topic, { n: 2 }, { id: 'once', delay: 60_000 })).status).toBe('existing');
+    expect(await metrics.queue.schedule(topic, { n: 3 }, { id: 'once', delay: 60_000 })).toBe('once');
+    await metrics.queue.scheduleMany(topic, [
+      { payload: { n: 4 }, id: 'once', delay: 60_000 },
+      { payload: { n: 5 }, id: 'other', delay: 60_000 },
+    ]);
+    expect((await metrics.queue.scheduleWithResult(topic, { n: 6 }, { id: 'once', delay: 60_000, replace: true })).status).toBe('replaced');
     expect(await count('scheduled')).toBe(2);
     expect(await count('duplicate')).toBe(3);
     expect(await count('replaced')).toBe(1);

@@ -3,28 +3,19 @@ import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { checkExactlyOnce, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { crashAfterCommit, startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
+import { crashAfterCommit, useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
 
 const TABLE = 'failures_outbox';
 
-describe('transactional outbox under failure (PostgreSQL)', () => {
-  const unhandled = new UnhandledRejections();
-  let pg: OutboxPostgres;
+failOnUnhandledRejections();
 
-  beforeAll(async () => {
-    unhandled.start();
-    pg = await startOutboxPostgres(TABLE);
-  });
-  afterAll(async () => {
-    await pg?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
+describe('transactional outbox under failure (PostgreSQL)', () => {
+  const pg = useOutboxPostgres(TABLE);
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 

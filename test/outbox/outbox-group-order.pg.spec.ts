@@ -1,16 +1,18 @@
 import { jest } from '@jest/globals';
-import { FaultProxy } from '../../tools/fault-proxy.js';
+import { useFaultProxy } from '../support/use-fault-proxy.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
+import { useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
 
 const TABLE = 'group_order_outbox';
+
+failOnUnhandledRejections();
 
 /**
  * Instances P and Q share one PostgreSQL outbox and one topic. P reaches Redis through a loopback
@@ -18,21 +20,8 @@ const TABLE = 'group_order_outbox';
  * commits a later job of the same group, then relays P's row left behind.
  */
 describe('the order of a group whose job is relayed late by another instance (PostgreSQL, two instances)', () => {
-  const unhandled = new UnhandledRejections();
-  let pg: OutboxPostgres;
-  let proxy: FaultProxy;
-
-  beforeAll(async () => {
-    unhandled.start();
-    pg = await startOutboxPostgres(TABLE);
-    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
-  });
-  afterAll(async () => {
-    await proxy?.stop();
-    await pg?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  const pg = useOutboxPostgres(TABLE);
+  const proxy = useFaultProxy();
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 

@@ -6,14 +6,15 @@ import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/in
 import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type OutboxApp } from './support/outbox-harness.js';
 
 jest.setTimeout(120_000);
 afterEach(() => jest.restoreAllMocks());
 
+failOnUnhandledRejections();
+
 describe('an outbox row Redis always refuses (PGlite)', () => {
-  const unhandled = new UnhandledRejections();
   let db: PGlite;
   let app: OutboxApp;
   const current = new AsyncLocalStorage<Transaction>();
@@ -21,7 +22,6 @@ describe('an outbox row Redis always refuses (PGlite)', () => {
   const redis = rawRedis();
 
   beforeAll(async () => {
-    unhandled.start();
     db = new PGlite();
     app = await startOutboxApp({
       redis: testRedisUrl(),
@@ -34,8 +34,6 @@ describe('an outbox row Redis always refuses (PGlite)', () => {
     await app?.close();
     await db?.close();
     redis.disconnect();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('is parked after the bounded number of refusals (WRONGTYPE on the topic key), with an outbox.row.parked event, and no longer claimed', async () => {

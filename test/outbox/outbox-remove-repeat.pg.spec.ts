@@ -7,9 +7,9 @@ import type { JobOutboxStore } from '../../lib/core/outbox-port/job-outbox-store
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, holdsWithin, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type OutboxApp } from './support/outbox-harness.js';
-import { crashAfterCommit, startOutboxPostgres, type CrashedWrite, type OutboxPostgres } from './support/outbox-postgres.js';
+import { crashAfterCommit, startOutboxPostgres, type CrashedWrite, useOutboxPostgres } from './support/outbox-postgres.js';
 
 /*
  * removeRepeat() outside a transaction, with the transactional outbox on PostgreSQL: it claims the
@@ -70,21 +70,12 @@ function failingDeletes(store: JobOutboxStore): JobOutboxStore {
   });
 }
 
+failOnUnhandledRejections();
+
 describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', () => {
-  const unhandled = new UnhandledRejections();
-  let pg: OutboxPostgres;
+  const pg = useOutboxPostgres(TABLE);
   /** Run after each test, last registered first (apps before the servers they use). */
   let cleanups: Array<() => Promise<unknown>> = [];
-
-  beforeAll(async () => {
-    unhandled.start();
-    pg = await startOutboxPostgres(TABLE);
-  });
-  afterAll(async () => {
-    await pg?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
   afterEach(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     cleanups = [];

@@ -1,28 +1,19 @@
 import { jest } from '@jest/globals';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { crashAfterCommit, startOutboxPostgres, type CrashedWrite, type OutboxPostgres } from './support/outbox-postgres.js';
+import { crashAfterCommit, type CrashedWrite, useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 
 const TABLE = 'repeat_outbox';
 const EVERY = 400;
 
-describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
-  const unhandled = new UnhandledRejections();
-  let pg: OutboxPostgres;
+failOnUnhandledRejections();
 
-  beforeAll(async () => {
-    unhandled.start();
-    pg = await startOutboxPostgres(TABLE);
-  });
-  afterAll(async () => {
-    await pg?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
+describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
+  const pg = useOutboxPostgres(TABLE);
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
   const scheduleIds = async (app: OutboxApp, topic: string) => (await app.queue.listRepeats(topic)).map((s) => s.id);

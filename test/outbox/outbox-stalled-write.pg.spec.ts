@@ -1,13 +1,13 @@
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { FaultProxy } from '../../tools/fault-proxy.js';
+import { useFaultProxy } from '../support/use-fault-proxy.js';
 import type { PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
+import { useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -16,27 +16,16 @@ const TABLE = 'stalled_outbox';
 /** Short, so that the other instance's relay takes the rows over within seconds. */
 const CLAIM_LEASE_MS = 2_000;
 
+failOnUnhandledRejections();
+
 /**
  * Instances A and B share one PostgreSQL outbox. A reaches Redis through a loopback proxy whose link
  * stalls (bytes held, not dropped) while A writes what it just committed; B relays the rows once A's
  * row claim has passed its claim deadline; then the link heals and A's held bytes reach Redis late.
  */
 describe('an after-commit write held up by a stalled Redis link that heals (PostgreSQL, two instances)', () => {
-  const unhandled = new UnhandledRejections();
-  let pg: OutboxPostgres;
-  let proxy: FaultProxy;
-
-  beforeAll(async () => {
-    unhandled.start();
-    pg = await startOutboxPostgres(TABLE);
-    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
-  });
-  afterAll(async () => {
-    await proxy?.stop();
-    await pg?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
-  });
+  const pg = useOutboxPostgres(TABLE);
+  const proxy = useFaultProxy();
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 

@@ -11,7 +11,7 @@ import {
 } from '../../lib/outbox/postgres/index.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { checkExactlyOnce, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
 import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
@@ -21,8 +21,9 @@ afterEach(() => jest.restoreAllMocks());
 
 const TABLE = 'outbox_spec.job_outbox';
 
+failOnUnhandledRejections();
+
 describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
-  const unhandled = new UnhandledRejections();
   let pg: OutboxPostgres;
   let keyPrefix: string;
   let instance: OutboxApp;
@@ -32,7 +33,6 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
   const rowsOf = async (t: string) => (await outboxRows()).filter((row) => row.topic === t);
 
   beforeAll(async () => {
-    unhandled.start();
     // The table is created by the first app's applyMigrationAtStart.
     pg = await startOutboxPostgres(TABLE, { migrate: false });
     keyPrefix = uniquePrefix('outbox');
@@ -41,8 +41,6 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
   afterAll(async () => {
     await instance?.close();
     await pg?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   const consumeInto = (t: string, runs: RecordedRun[], app = instance) =>

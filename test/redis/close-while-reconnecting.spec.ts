@@ -1,8 +1,8 @@
 import { spawnFixture } from '../support/child-process.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { waitForLine } from '../support/wait-for-output.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 
 /**
  * ioredis waits 2 s (its `disconnectTimeout`) for a disconnected socket to close, on a timer only
@@ -13,11 +13,7 @@ import { waitForLine } from '../support/wait-for-output.js';
 const EXIT_AFTER_CLOSE_WITHIN_MS = 1_500;
 
 describe('a process whose application closed while Redis was down', () => {
-  let server: LocalRedisServer;
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-  });
-  afterAll(() => server.stop());
+  const server = useLocalRedisServer();
 
   it('ends as soon as the application has closed: no connection keeps it alive', async () => {
     const child = spawnFixture('close-while-reconnecting.ts', [server.url, uniquePrefix('close-reconnecting')]);

@@ -2,7 +2,7 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, LockService, RedisConnectionError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /** Generous for a loaded machine; the old behaviour took 10-18 s (connectTimeout, then the retry budget). */
 const BOUND_MS = 4_000;
@@ -15,6 +15,8 @@ async function compileApp(options: RedisLockModuleOptions): Promise<TestingModul
   return moduleRef;
 }
 
+failOnUnhandledRejections({ after: 'each' });
+
 /**
  * A connection that cannot work says why, at bootstrap and when a call needs it: the message names
  * the real cause (the server's WRONGPASS / NOAUTH, the socket's ECONNREFUSED, the resolver's
@@ -23,20 +25,16 @@ async function compileApp(options: RedisLockModuleOptions): Promise<TestingModul
 describe('a connection error names its cause', () => {
   let server: LocalRedisServer;
   let closedPort: number;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     server = await startLocalRedisServer({ args: ['--requirepass', 'right-password'] });
     const stopped = await startLocalRedisServer();
     closedPort = stopped.port;
     await stopped.stop();
-    unhandled.start();
   });
   afterAll(async () => {
-    unhandled.stop();
     await server.stop();
   });
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   const cases: Array<[string, () => string, RegExp]> = [
     ['a closed port', () => `redis://127.0.0.1:${closedPort}`, /ECONNREFUSED/],

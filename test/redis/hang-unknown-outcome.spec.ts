@@ -13,7 +13,7 @@ import {
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 /**
  * A call that failed with RedisConnectionError because Redis hung (SIGSTOP: the socket stays open,
@@ -43,12 +43,11 @@ async function failsUnreachable(call: Promise<unknown>): Promise<void> {
   expect(error).toBeInstanceOf(RedisConnectionError);
 }
 
+failOnUnhandledRejections({ after: 'each' });
+
 describe('Redis hangs: a call that failed with RedisConnectionError leaves nothing taken by nobody', () => {
-  const unhandled = new UnhandledRejections();
   let server: LocalRedisServer;
   const apps: TestingModule[] = [];
-  beforeAll(() => unhandled.start());
-  afterAll(() => unhandled.stop());
   beforeEach(async () => {
     server = await startLocalRedisServer();
   });
@@ -56,7 +55,6 @@ describe('Redis hangs: a call that failed with RedisConnectionError leaves nothi
     server.process.kill('SIGCONT');
     for (const a of apps.splice(0)) await a.close();
     await server.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it('every lock kind a failed try targeted is free for another client soon after Redis resumes, not after the lease', async () => {

@@ -1,6 +1,4 @@
-import type { INestApplication } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import type { AddressInfo } from 'node:net';
 import {
   DelayQueueService,
   LockService,
@@ -9,11 +7,13 @@ import {
   type LockHandle,
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
+import { startLocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { OrdersController, PaymentsService, Probe } from '../fixtures/with-lock-http.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+import { useAppOnLocalRedis } from '../support/use-local-redis-server.js';
+import { listenHttpApp } from '../support/use-http-app.js';
 
 /**
  * The operations contract when Redis becomes unreachable: with the module's defaults every lock and
@@ -107,23 +107,21 @@ function expectAllUnreachable(settled: Settled[], cause: RegExp): void {
   expect(wrong).toEqual([]);
 }
 
-describe('Redis unreachable: every call settles fast with RedisConnectionError', () => {
-  const unhandled = new UnhandledRejections();
-  beforeAll(() => unhandled.start());
-  afterAll(() => unhandled.stop());
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
+/** Waits (10 s at most) until `app` is granted a lock again: calls work with nothing to configure. */
+async function grantsALockAgain(app: TestingModule, when: string): Promise<void> {
+  await waitFor(
+    async () => (await app.get(LockService).tryAcquire('after'))?.release().then(() => true),
+    10_000,
+    `a lock to be granted ${when}`,
+    { retryErrors: true },
+  );
+}
 
+failOnUnhandledRejections({ after: 'each' });
+
+describe('Redis unreachable: every call settles fast with RedisConnectionError', () => {
   describe('Redis dies while the app runs (process killed: connection refused)', () => {
-    let server: LocalRedisServer;
-    let app: TestingModule;
-    beforeAll(async () => {
-      server = await startLocalRedisServer();
-      app = await lockApp(server.url);
-    });
-    afterAll(async () => {
-      await app.close();
-      await server.stop();
-    });
+    const { server, app } = useAppOnLocalRedis((redis) => lockApp(redis.url), (app) => app.close());
 
     it('fails every lock and queue call within the bound, naming ECONNREFUSED; a call made later in the outage too', async () => {
       const before = await prepare(app);
@@ -143,27 +141,18 @@ describe('Redis unreachable: every call settles fast with RedisConnectionError',
 
       // Redis comes back: calls work again, with nothing to configure.
       await server.restart();
-      await waitFor(
-        async () => (await app.get(LockService).tryAcquire('after'))?.release().then(() => true),
-        10_000,
-        'a lock to be granted after Redis came back',
-        { retryErrors: true },
-      );
+      await grantsALockAgain(app, 'after Redis came back');
     });
   });
 
   describe('Redis hangs (SIGSTOP: connections stay open, nothing answers)', () => {
-    let server: LocalRedisServer;
-    let app: TestingModule;
-    beforeAll(async () => {
-      server = await startLocalRedisServer();
-      app = await lockApp(server.url);
-    });
-    afterAll(async () => {
-      server.process.kill('SIGCONT');
-      await app.close();
-      await server.stop();
-    });
+    const { server, app } = useAppOnLocalRedis(
+      (redis) => lockApp(redis.url),
+      (app, redis) => {
+        redis.process.kill('SIGCONT');
+        return app.close();
+      },
+    );
 
     it('fails every lock and queue call within the bound, saying Redis did not answer', async () => {
       const before = await prepare(app);
@@ -174,12 +163,7 @@ describe('Redis unreachable: every call settles fast with RedisConnectionError',
       } finally {
         server.process.kill('SIGCONT');
       }
-      await waitFor(
-        async () => (await app.get(LockService).tryAcquire('after'))?.release().then(() => true),
-        10_000,
-        'a lock to be granted after Redis resumed',
-        { retryErrors: true },
-      );
+      await grantsALockAgain(app, 'after Redis resumed');
     });
   });
 
@@ -227,34 +211,25 @@ describe('Redis unreachable: every call settles fast with RedisConnectionError',
   });
 
   describe('over HTTP', () => {
-    let server: LocalRedisServer;
-    let app: INestApplication;
-    let baseUrl: string;
-    beforeAll(async () => {
-      server = await startLocalRedisServer();
-      const moduleRef = await Test.createTestingModule({
-        imports: [RedisLockModule.forRoot({ redis: server.url, keyPrefix: uniquePrefix('http-down') })],
-        controllers: [OrdersController],
-        providers: [PaymentsService, Probe],
-      }).compile();
-      app = moduleRef.createNestApplication({ logger: false });
-      await app.listen(0, '127.0.0.1');
-      baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
-    });
-    afterAll(async () => {
-      await app.close();
-      await server.stop();
-    });
+    const { server, app: http } = useAppOnLocalRedis(
+      (redis) =>
+        listenHttpApp({
+          imports: [RedisLockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('http-down') })],
+          controllers: [OrdersController],
+          providers: [PaymentsService, Probe],
+        }),
+      ({ app }) => app.close(),
+    );
 
     it('@WithLock and @WithRequestLock routes answer 503 with Retry-After within the bound, not 409 or 500', async () => {
-      expect((await fetch(`${baseUrl}/orders/1/pay`, { method: 'POST' })).status).toBe(201);
+      expect((await fetch(`${http.baseUrl}/orders/1/pay`, { method: 'POST' })).status).toBe(201);
       const exited = new Promise((resolve) => server.process.once('exit', resolve));
       server.process.kill('SIGKILL');
       await exited;
       const killedAt = performance.now();
       const answers = await Promise.all(
         ['/orders/2/pay', '/orders/3/ship', '/orders/4/capture'].map(async (path) => {
-          const response = await fetch(`${baseUrl}${path}`, { method: 'POST' });
+          const response = await fetch(`${http.baseUrl}${path}`, { method: 'POST' });
           const body = (await response.json()) as { code?: string };
           return {
             path,

@@ -18,7 +18,7 @@ import { readEvictionPolicies } from '../../lib/core/redis/eviction-policy-check
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { WAITING_MARK } from '../../lib/lock/protocols/lua-snippets.js';
@@ -47,13 +47,13 @@ const PROTOCOLS: ProtocolCase[] = [
   { name: "protocol 3 with replyMapping 'resp3'", options: { protocol: 3, replyMapping: 'resp3' }, resp: 3 },
 ];
 
+failOnUnhandledRejections();
+
 describe('Redis reply protocols', () => {
-  const unhandled = new UnhandledRejections();
   let evictingNoInfo: LocalRedisServer;
   let evictingNoConfig: LocalRedisServer;
 
   beforeAll(async () => {
-    unhandled.start();
     // Dead letters are logged as errors, and bootstrap refusals as well; these specs cause both.
     muteNestLogger('error');
     // The eviction policy through CONFIG GET only (INFO renamed away) and through INFO only.
@@ -64,9 +64,7 @@ describe('Redis reply protocols', () => {
   });
   afterAll(async () => {
     await Promise.all([evictingNoInfo?.stop(), evictingNoConfig?.stop()]);
-    unhandled.stop();
     jest.restoreAllMocks();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   /** Compiles and initialises a module; on failure closes what it opened and rethrows. */

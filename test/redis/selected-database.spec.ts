@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { RedisConnectionError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 
 async function compileApp(options: RedisLockModuleOptions): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({
@@ -13,23 +13,21 @@ async function compileApp(options: RedisLockModuleOptions): Promise<TestingModul
   return moduleRef;
 }
 
+failOnUnhandledRejections({ after: 'each' });
+
 /**
  * A database index the server refuses (`SELECT 99` with the default 16 databases) fails the
  * bootstrap like a wrong password does, instead of a warning and every key written to DB 0.
  */
 describe('a database index Redis refuses', () => {
   let server: LocalRedisServer;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
     server = await startLocalRedisServer();
-    unhandled.start();
   });
   afterAll(async () => {
-    unhandled.stop();
     await server.stop();
   });
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   it.each([
     ['in the URL', () => ({ redis: `redis://127.0.0.1:${server.port}/99` })],

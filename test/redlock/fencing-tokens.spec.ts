@@ -1,5 +1,4 @@
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
-import { createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
+import { strictlyIncreasing, mastersReconnected, useRedlockPair } from './redlock-test-app.js';
 import { holdsWithin } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
@@ -9,17 +8,7 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
  * have drifted apart.
  */
 describe('Redlock: fencing tokens', () => {
-  let masters: IndependentMasters;
-  let pair: Awaited<ReturnType<typeof createRedlockPair>>;
-
-  beforeAll(async () => {
-    masters = await startIndependentMasters(3);
-    pair = await createRedlockPair(masters.urls, { lock: { leaseTime: 3_000 }, redlock: { requestTimeout: 300 } });
-  });
-  afterAll(async () => {
-    await pair?.close();
-    await masters?.stop();
-  });
+  const { masters, pair } = useRedlockPair({ lock: { leaseTime: 3_000 }, redlock: { requestTimeout: 300 } });
 
   /** Takes and releases `key` `times` times, alternating services; returns the tokens. */
   async function takeTurns(key: string, times: number): Promise<bigint[]> {

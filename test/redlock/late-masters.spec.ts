@@ -11,8 +11,10 @@ import { startIndependentMasters, type IndependentMasters } from '../support/ind
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { abortReason, holdsWithin, sleep } from '../support/timing.js';
 import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+
+failOnUnhandledRejections({ after: 'each' });
 
 /**
  * Redlock with masters that answer late: a master whose answer arrives after the vote was decided
@@ -21,19 +23,15 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 describe('Redlock: masters that answer late', () => {
   let masters: IndependentMasters;
   let store: Redis;
-  const unhandled = new UnhandledRejections();
 
   beforeAll(async () => {
-    unhandled.start();
     masters = await startIndependentMasters(3);
     store = rawRedis();
   });
   afterAll(async () => {
     store?.disconnect();
     await masters?.stop();
-    unhandled.stop();
   });
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   const ownersKey = (keyPrefix: string, name: string) => new RedisKeySpace(keyPrefix).lock(name).owners;
   const heldOn = async (key: string) => Promise.all([0, 1, 2].map(async (i) => (await masters.raw(i).exists(key)) === 1));

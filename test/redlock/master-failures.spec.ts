@@ -2,26 +2,24 @@ import { LockAcquireTimeoutError, RedisConnectionError } from '../../lib/index.j
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { contendedIncrements, createRedlockPair, strictlyIncreasing, mastersReconnected } from './redlock-test-app.js';
 import { sleep } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+
+failOnUnhandledRejections({ after: 'each' });
 
 /** Masters that stop answering, die or come back while two services contend for locks. */
 describe('Redlock: a minority of masters down or unreachable', () => {
   let masters: IndependentMasters;
-  const unhandled = new UnhandledRejections();
   // requestTimeout well above a reply's time on a loaded 2-core machine: a healthy master that
   // answers late must not count as down (300 ms was missed there, and a release found no master).
   const options = { lock: { leaseTime: 3_000 }, redlock: { requestTimeout: 1_500 } };
 
   beforeAll(async () => {
-    unhandled.start();
     masters = await startIndependentMasters(3);
   });
   afterAll(async () => {
     await masters?.stop();
-    unhandled.stop();
   });
-  afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   describe('through fault proxies', () => {
     let pair: Awaited<ReturnType<typeof createRedlockPair>>;

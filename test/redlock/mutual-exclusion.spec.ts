@@ -1,22 +1,11 @@
 import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
-import { contendedIncrements, createRedlockPair, strictlyIncreasing } from './redlock-test-app.js';
+import { contendedIncrements, strictlyIncreasing, useRedlockPair } from './redlock-test-app.js';
 import { sleep } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** Two lock services (two "processes") on three independent masters. */
 describe('Redlock: mutual exclusion on a majority of masters', () => {
-  let masters: IndependentMasters;
-  let pair: Awaited<ReturnType<typeof createRedlockPair>>;
-
-  beforeAll(async () => {
-    masters = await startIndependentMasters(3);
-    pair = await createRedlockPair(masters.urls, { lock: { leaseTime: 5_000 } });
-  });
-  afterAll(async () => {
-    await pair?.close();
-    await masters?.stop();
-  });
+  const { masters, pair } = useRedlockPair({ lock: { leaseTime: 5_000 } });
 
   it('keeps a read-modify-write counter exact across two services, tokens strictly increasing', async () => {
     const { count, tokens, overlaps } = await contendedIncrements([pair.a, pair.b], 'counter', { workers: 3, rounds: 15 });

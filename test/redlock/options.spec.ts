@@ -14,18 +14,15 @@ import { startIndependentMasters, type IndependentMasters } from '../support/ind
 import { uniquePrefix } from '../support/test-app.js';
 import { createRedlockApp } from './redlock-test-app.js';
 import { sleep } from '../support/timing.js';
+import { startupFailure } from '../support/thrown.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
-async function bootstrap(options: RedisLockModuleOptions): Promise<unknown> {
-  try {
+function bootstrap(options: RedisLockModuleOptions): Promise<unknown> {
+  return startupFailure(async () => {
     const app = await Test.createTestingModule({ imports: [RedisLockModule.forRoot(options)] }).compile();
     app.useLogger(false);
-    await app.init();
-    await app.close();
-    return undefined;
-  } catch (error) {
-    return error;
-  }
+    return app.init();
+  });
 }
 
 describe('Redlock: options and unsupported lock kinds', () => {

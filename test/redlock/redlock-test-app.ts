@@ -3,7 +3,9 @@ import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../..
 import type { RedlockOptions } from '../../lib/core/options/redis-lock-module-options.interface.js';
 import type { Redis } from 'ioredis';
 import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters.js';
+import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { readThrough } from '../support/use-resource.js';
 import { sleep, waitFor } from '../support/timing.js';
 
 /** A Nest testing module in Redlock mode over `urls`; closed with `app.close()`. */
@@ -35,6 +37,28 @@ export async function createRedlockPair(
     close: async () => {
       await Promise.all(apps.map((app) => app.close()));
     },
+  };
+}
+
+type RedlockPair = Awaited<ReturnType<typeof createRedlockPair>>;
+
+/**
+ * Three independent masters and a Redlock pair on them for a describe block, both read through: the
+ * masters start first; after the tests the pair closes before the masters stop.
+ */
+export function useRedlockPair(options: Parameters<typeof createRedlockPair>[1] = {}): { masters: IndependentMasters; pair: RedlockPair } {
+  let started: { masters: IndependentMasters; pair?: RedlockPair } | undefined;
+  beforeAll(async () => {
+    started = { masters: await startIndependentMasters(3) };
+    started.pair = await createRedlockPair(started.masters.urls, options);
+  });
+  afterAll(async () => {
+    await started?.pair?.close();
+    await started?.masters.stop();
+  });
+  return {
+    masters: readThrough('the Redlock masters', () => started?.masters),
+    pair: readThrough('the Redlock pair', () => started?.pair),
   };
 }
 

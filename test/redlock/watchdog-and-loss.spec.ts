@@ -1,22 +1,11 @@
 import { LockLostError, LockNotHeldError, RedisLockEvents } from '../../lib/index.js';
-import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { abortReason, sleep } from '../support/timing.js';
-import { createRedlockPair, mastersReconnected } from './redlock-test-app.js';
+import { mastersReconnected, useRedlockPair } from './redlock-test-app.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** Lease renewal on a majority, and what a holder sees when the majority is gone. */
 describe('Redlock: watchdog and lost locks', () => {
-  let masters: IndependentMasters;
-  let pair: Awaited<ReturnType<typeof createRedlockPair>>;
-
-  beforeAll(async () => {
-    masters = await startIndependentMasters(3);
-    pair = await createRedlockPair(masters.urls, { lock: { leaseTime: 600 }, redlock: { requestTimeout: 150 } });
-  });
-  afterAll(async () => {
-    await pair?.close();
-    await masters?.stop();
-  });
+  const { masters, pair } = useRedlockPair({ lock: { leaseTime: 600 }, redlock: { requestTimeout: 150 } });
 
   const ownersKey = (name: string) => new RedisKeySpace(pair.keyPrefix).lock(name).owners;
 

@@ -1,12 +1,11 @@
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { SCHEMA } from '../../sample-app/src/database/schema.js';
 import { mostOrdersAtOnce, stepsRunTooEarly, stepViolations, type OrderSteps } from '../../sample-app/demo/fulfilment-claims.js';
 import { runFulfilmentScenario } from '../../sample-app/demo/fulfilment-scenario.js';
 import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
-import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { SAMPLE_APP_MAIN } from './support/sample-app-main.js';
 
 /*
  * Orders paid across three real instances (processes) of the sample service on one Redis and one
@@ -17,7 +16,6 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
  */
 const STEP_MS = 200;
 const ORDERS = 9;
-const MAIN = [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, '..', '..', 'sample-app', 'src', 'main.ts')];
 
 describe('sample app: order fulfilment steps in their order group across three instances (e2e)', () => {
   let instances: SampleInstance[] = [];
@@ -32,7 +30,7 @@ describe('sample app: order fulfilment steps in their order group across three i
     await client.query(SCHEMA);
     await client.end();
     const env = { REDIS_URL: testRedisUrl(), DATABASE_URL: postgres.url, REDIS_KEY_PREFIX: uniquePrefix('sample-fulfil'), FULFILMENT_STEP_MS: String(STEP_MS) };
-    const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSampleInstance(MAIN, name, env, 150_000)));
+    const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSampleInstance(SAMPLE_APP_MAIN, name, env, 150_000)));
     instances = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;

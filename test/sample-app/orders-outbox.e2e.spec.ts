@@ -1,24 +1,24 @@
-import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { Client } from 'pg';
 import { DEFAULT_OUTBOX_TABLE } from '../../lib/outbox/postgres/outbox-table.js';
 import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
 import { Database } from '../../sample-app/src/database/database.js';
-import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
 import { waitFor } from '../support/timing.js';
-import { UnhandledRejections } from '../support/unhandled-rejections.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { listenSampleApp } from './support/listen-sample-app.js';
+import { SAMPLE_APP_MAIN } from './support/sample-app-main.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
 
-const MAIN = [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, '..', '..', 'sample-app', 'src', 'main.ts')];
+
+failOnUnhandledRejections();
 
 /**
  * The sample's orders commit with their `order.expire` job through the transactional outbox: an
@@ -30,14 +30,12 @@ describe.each([
   ['embedded PGlite', false],
   ['PostgreSQL server', true],
 ])('sample app: an order created while Redis is down still expires (%s, e2e)', (_label, realPostgres) => {
-  const unhandled = new UnhandledRejections();
   let redis: LocalRedisServer;
   let postgres: LocalPostgres | undefined;
   let app: INestApplication;
   let base: string;
 
   beforeAll(async () => {
-    unhandled.start();
     redis = await startLocalRedisServer();
     if (realPostgres) postgres = await startLocalPostgres();
     ({ app, base } = await listenSampleApp({
@@ -51,8 +49,6 @@ describe.each([
     await app?.close();
     await postgres?.stop();
     await redis?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   const call = (method: string, path: string, body?: unknown) => httpJson(base, method, path, body);
@@ -98,7 +94,6 @@ describe.each([
  * PostgreSQL only: an embedded PGlite database dies with its process.
  */
 describe('sample app: an order whose instance is SIGKILLed right after COMMIT still expires (PostgreSQL server, e2e)', () => {
-  const unhandled = new UnhandledRejections();
   let redis: LocalRedisServer;
   let postgres: LocalPostgres;
   let crashed: SampleInstance | undefined;
@@ -106,7 +101,6 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
   const keyPrefix = uniquePrefix('sample-outbox-crash');
 
   beforeAll(async () => {
-    unhandled.start();
     redis = await startLocalRedisServer();
     postgres = await startLocalPostgres();
   }, 60_000);
@@ -115,14 +109,12 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
     await survivor?.close();
     await postgres?.stop();
     await redis?.stop();
-    unhandled.stop();
-    expect(unhandled.reasons).toEqual([]);
   });
 
   it("another instance relays the dead instance's outbox row: the order expires", async () => {
     muteNestLogger('error', 'warn');
     crashed = await startSampleInstance(
-      MAIN,
+      SAMPLE_APP_MAIN,
       'crashed',
       // Its claim of the order's outbox row lasts 5 s (the module's default is 60 s).
       { REDIS_URL: redis.url, DATABASE_URL: postgres.url, ORDER_EXPIRY_MS: '1500', REDIS_KEY_PREFIX: keyPrefix, OUTBOX_CLAIM_LEASE_MS: '5000' },

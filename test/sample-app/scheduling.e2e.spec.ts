@@ -1,12 +1,11 @@
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { SCHEMA } from '../../sample-app/src/database/schema.js';
 import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
 import { leadershipViolations, ticksNotRunOnce } from '../../sample-app/demo/scheduling-claims.js';
 import { runSchedulingScenario, type SchedulingObservation } from '../../sample-app/demo/scheduling-scenario.js';
-import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { SAMPLE_APP_MAIN } from './support/sample-app-main.js';
 
 /*
  * The sample service's scheduled work (sample-app/src/reports) across three real instances
@@ -17,7 +16,6 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
  */
 const EVERY = 1_000;
 const TTL = 4_000;
-const MAIN = [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, '..', '..', 'sample-app', 'src', 'main.ts')];
 
 describe('sample app: scheduled work across three instances (e2e)', () => {
   let instances: SampleInstance[] = [];
@@ -40,7 +38,7 @@ describe('sample app: scheduled work across three instances (e2e)', () => {
       REPORTS_LEADER_TTL_MS: String(TTL),
       REPORTS_SWEEP_EVERY_MS: '300',
     };
-    const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSampleInstance(MAIN, name, env, 150_000)));
+    const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSampleInstance(SAMPLE_APP_MAIN, name, env, 150_000)));
     instances = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;

@@ -83,12 +83,17 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
     expect(new Set(runs.filter((r) => r.tick >= from && r.tick <= to).map((r) => r.name)).size).toBe(1);
   });
 
-  it('@OnOneInstance: after the owner is SIGKILLed, ticks resume on another instance within ttl and never run twice', async () => {
-    const ttl = 1_000;
+  /** Starts the @OnOneInstance fleet with `ttl` and watches 8 ticks: the instance that ran the last of them. */
+  async function startOneInstanceFleet(ttl: number): Promise<{ owner: string; instance: Instance }> {
     instances = await startInstances(keyPrefix, 'one-instance', SKEWED, PERIOD, ttl);
     await observe(8);
     const owner = (await runsOf(redis, keyPrefix)).at(-1)!.name;
-    const victim = instances.find((i) => i.name === owner)!;
+    return { owner, instance: instances.find((i) => i.name === owner)! };
+  }
+
+  it('@OnOneInstance: after the owner is SIGKILLed, ticks resume on another instance within ttl and never run twice', async () => {
+    const ttl = 1_000;
+    const { owner, instance: victim } = await startOneInstanceFleet(ttl);
     victim.child.kill('SIGKILL');
     const killedAt = tickNow(PERIOD);
     await victim.exited;
@@ -138,10 +143,7 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
 
   it('@OnOneInstance: a clean shutdown hands the lease over at once, and no tick runs twice', async () => {
     const ttl = 5_000;
-    instances = await startInstances(keyPrefix, 'one-instance', SKEWED, PERIOD, ttl);
-    await observe(8);
-    const owner = (await runsOf(redis, keyPrefix)).at(-1)!.name;
-    const leaving = instances.find((i) => i.name === owner)!;
+    const { owner, instance: leaving } = await startOneInstanceFleet(ttl);
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toEqual({ code: 0, signal: null });
     const resumed = await waitFor(

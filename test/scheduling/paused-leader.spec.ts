@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { LeaderElection, OnOneInstance, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
-import { spawnFixture } from '../support/child-process.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { deferred, sleep, waitFor } from '../support/timing.js';
-import { waitForLine } from '../support/wait-for-output.js';
+import { pauseHolderPastLease } from '../support/pause-holder-past-lease.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { deferred, waitFor } from '../support/timing.js';
 import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
 
 const LEASE_MS = 1_000;
@@ -42,27 +41,7 @@ describe('an instance paused past its lease sees its leadership or run lost the 
 
   /** Starts the paused-holder fixture in `kind`, pauses it past its lease, lets `takeOver` run, resumes it: what its first turn saw. */
   async function pausedWhile(kind: string, keyPrefix: string, takeOver: () => Promise<void>): Promise<Record<string, unknown>> {
-    const paused = spawnFixture('paused-holder.ts', [testRedisUrl(), keyPrefix, kind, String(LEASE_MS)]);
-    try {
-      await waitForLine(paused, /^HELD /, 40_000);
-      let resumed = false;
-      const report = waitForLine(paused, /^PAUSED /, 60_000).then((line) => {
-        if (!resumed) throw new Error(`the holder reported a pause before it was paused:\n${paused.output()}`);
-        return line;
-      });
-      report.catch(() => undefined); // awaited below
-      paused.kill('SIGSTOP');
-      const stoppedAt = performance.now();
-      await takeOver();
-      // The fixture reports the first turn that comes more than a lease after the one before.
-      await sleep(stoppedAt + 1.5 * LEASE_MS - performance.now());
-      resumed = true;
-      paused.kill('SIGCONT');
-      return JSON.parse((await report).slice('PAUSED '.length)) as Record<string, unknown>;
-    } finally {
-      paused.kill('SIGCONT');
-      paused.kill('SIGKILL');
-    }
+    return (await pauseHolderPastLease(kind, keyPrefix, LEASE_MS, takeOver)).seen;
   }
 
   it('@LeaderElection: the paused leader’s isLeader()/status() say it does not lead, its lock is not held and its signal aborted on its first turn, after another was elected', async () => {

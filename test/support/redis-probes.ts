@@ -14,3 +14,15 @@ export async function blockedClients(url: string): Promise<number> {
     redis.disconnect();
   }
 }
+
+/** Every key of one server (or cluster node) matching `pattern`, by SCAN. */
+export async function scanKeys(node: Pick<Redis, 'scan'>, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}

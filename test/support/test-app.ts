@@ -1,8 +1,10 @@
+import type { Type } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { closeRedisLockTestingModule, initRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
+import { readThrough } from './use-resource.js';
 
 /** The Redis URL of this run (set by global-setup). */
 export function testRedisUrl(): string {
@@ -51,11 +53,20 @@ export function rawRedis(url = testRedisUrl()): Redis {
   return new Redis(url, { maxRetriesPerRequest: 1, disconnectTimeout: 100 });
 }
 
+/** A plain client (`rawRedis(url)`) for a describe block, disconnected after its tests. */
+export function useRawRedis(url?: string): Redis {
+  const redis = rawRedis(url);
+  afterAll(() => redis.disconnect());
+  return redis;
+}
+
 /** One lock app for a spec's tests. */
 export interface LockAppUnderTest {
   /** The app; call it in a `beforeAll` registered after `useLockApp`, or in a test. */
   app(): TestingModule;
   locks(): LockService;
+  /** A provider of the app, read through (`readThrough`): declare it with the block, use it in its tests. */
+  get<T extends object>(type: Type<T>): T;
 }
 
 /** Starts a lock app (`createLockApp(options)`) before the spec's tests and closes it after them. */
@@ -69,7 +80,7 @@ export function useLockApp(options: RedisLockModuleOptions = {}): LockAppUnderTe
     if (!app) throw new Error('the lock app is not started: read it in a hook or test, after useLockApp');
     return app;
   };
-  return { app: started, locks: () => started().get(LockService) };
+  return { app: started, locks: () => started().get(LockService), get: (type) => readThrough(type.name, () => app?.get(type)) };
 }
 
 /** Two module instances on one key prefix: they behave like two processes contending for the same locks. */
@@ -77,6 +88,10 @@ export interface LockServicePair {
   readonly keyPrefix: string;
   /** Both services; call it in a `beforeAll` registered after `useLockServicePair`. */
   services(): { a: LockService; b: LockService };
+  /** The first service, read through (`readThrough`): use it in the tests as the service itself. */
+  readonly a: LockService;
+  /** The second service, read through. */
+  readonly b: LockService;
 }
 
 /** Starts two lock apps before the spec's tests; closes them after, then removes their keys. */
@@ -95,5 +110,7 @@ export function useLockServicePair(label: string, options: RedisLockModuleOption
   return {
     keyPrefix,
     services: () => ({ a: apps[0].get(LockService), b: apps[1].get(LockService) }),
+    a: readThrough('the first lock app', () => apps[0]?.get(LockService)),
+    b: readThrough('the second lock app', () => apps[1]?.get(LockService)),
   };
 }

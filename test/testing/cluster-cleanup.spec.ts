@@ -10,6 +10,7 @@ import {
   uniqueKeyPrefix,
 } from 'nestjs-redis-lock/testing';
 import { rawCluster, useSharedTestCluster } from '../support/redis-cluster.js';
+import { scanKeys } from '../support/redis-probes.js';
 
 describe('testing-module cleanup on a Redis Cluster', () => {
   const cluster = useSharedTestCluster();
@@ -20,14 +21,7 @@ describe('testing-module cleanup on a Redis Cluster', () => {
     try {
       await client.ping();
       const keys: string[] = [];
-      for (const node of client.nodes('master')) {
-        let cursor = '0';
-        do {
-          const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-          cursor = next;
-          keys.push(...batch);
-        } while (cursor !== '0');
-      }
+      for (const node of client.nodes('master')) keys.push(...(await scanKeys(node, pattern)));
       return keys;
     } finally {
       client.disconnect();

@@ -22,19 +22,22 @@ import {
   uniqueKeyPrefix,
   type TestRedis,
 } from 'nestjs-redis-lock/testing';
-import { TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
+import { outcomeOf, TYPESCRIPT_NODE_ARGS } from '../support/child-process.js';
 import { rawRedis, testRedisUrl } from '../support/test-app.js';
 import { OrdersModule, OrdersService, PaymentGateway } from './fixtures/orders.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { useResource } from '../support/use-resource.js';
+import { scanKeys } from '../support/redis-probes.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
+/** `startTestRedis()` for a describe block (`useResource`): started before its tests, stopped after them. */
+function useTestRedis(): TestRedis {
+  return useResource('the test Redis', () => startTestRedis(), (redis) => redis.stop());
+}
+
 describe('createRedisLockTestingModule', () => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startTestRedis();
-  });
-  afterAll(() => redis.stop());
+  const redis = useTestRedis();
 
   it('returns a TestingModuleBuilder: overrideProvider works, and feature modules inject LockService', async () => {
     const moduleRef = await createRedisLockTestingModule({ redis, imports: [OrdersModule] })
@@ -97,11 +100,7 @@ describe('createRedisLockTestingModule', () => {
 });
 
 describe('closeRedisLockTestingModule and removeRedisLockKeys', () => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startTestRedis();
-  });
-  afterAll(() => redis.stop());
+  const redis = useTestRedis();
 
   /** A module that leaves keys behind: a fencing counter, a lock still held, a delayed job. */
   async function moduleWithKeys(keyPrefix: string): Promise<TestingModule> {
@@ -117,14 +116,7 @@ describe('closeRedisLockTestingModule and removeRedisLockKeys', () => {
   async function keysUnder(pattern: string): Promise<string[]> {
     const client = rawRedis(redis.url);
     try {
-      const keys: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        cursor = next;
-        keys.push(...batch);
-      } while (cursor !== '0');
-      return keys.sort();
+      return (await scanKeys(client, pattern)).sort();
     } finally {
       client.disconnect();
     }
@@ -421,16 +413,9 @@ interface ChildResult {
 function runChild(mode: string, env: NodeJS.ProcessEnv): Promise<ChildResult> {
   const fixture = join(import.meta.dirname, 'fixtures', 'start-test-redis-child.ts');
   const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, fixture, mode], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      const line = stdout.trim().split('\n').pop();
-      if (code !== 0 || !line) return reject(new Error(`fixture exited with ${code}:\n${stdout}${stderr}`));
-      resolve(JSON.parse(line) as ChildResult);
-    });
+  return outcomeOf(child).then(({ code, stdout, stderr }) => {
+    const line = stdout.trim().split('\n').pop();
+    if (code !== 0 || !line) throw new Error(`fixture exited with ${code}:\n${stdout}${stderr}`);
+    return JSON.parse(line) as ChildResult;
   });
 }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { outcomeOf } from '../support/child-process.js';
 
 /**
  * `npm test`'s prerequisite check (tools/prerequisites.js, run first by tools/run-tests.js), on a
@@ -63,14 +64,7 @@ interface Outcome {
 function runScript(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<Outcome> {
   const started = performance.now();
   const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
-  });
+  return outcomeOf(child).then((outcome) => ({ ...outcome, ms: performance.now() - started }));
 }
 
 const occurrences = (text: string, part: string) => text.split(part).length - 1;
@@ -83,19 +77,23 @@ describe('npm test checks its prerequisites before running anything', () => {
     expect(outcome.stdout).toBe('');
     const message = outcome.stderr;
     expect(occurrences(message, 'no test was run')).toBe(1);
-    expect(message).toContain('npm test needs 3 programs this machine lacks');
-    expect(message).toContain('✗ redis-server and redis-cli 7.0+: redis-server is not on PATH; redis-cli is not on PATH');
-    expect(message).toContain('sudo apt-get install redis-server');
-    expect(message).toContain('brew install redis');
-    expect(message).toContain('REDIS_URL=');
-    expect(message).toContain('✗ PostgreSQL server binaries (initdb, postgres)');
-    expect(message).toContain('sudo apt-get install postgresql');
-    expect(message).toContain('brew install postgresql@17');
-    expect(message).toContain('PG_BIN=');
-    expect(message).toContain('✗ Chromium (or Chrome)');
-    expect(message).toContain('sudo apt-get install chromium');
-    expect(message).toContain('brew install --cask chromium');
-    expect(message).toContain('CHROMIUM_PATH=');
+    for (const part of [
+      'npm test needs 3 programs this machine lacks',
+      '✗ redis-server and redis-cli 7.0+: redis-server is not on PATH; redis-cli is not on PATH',
+      'sudo apt-get install redis-server',
+      'brew install redis',
+      'REDIS_URL=',
+      '✗ PostgreSQL server binaries (initdb, postgres)',
+      'sudo apt-get install postgresql',
+      'brew install postgresql@17',
+      'PG_BIN=',
+      '✗ Chromium (or Chrome)',
+      'sudo apt-get install chromium',
+      'brew install --cask chromium',
+      'CHROMIUM_PATH=',
+    ]) {
+      expect(message).toContain(part);
+    }
   });
 
   it('npm test (tools/run-tests.js) stops at that message: no type check, no Jest', async () => {

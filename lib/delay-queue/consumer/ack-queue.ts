@@ -3,8 +3,8 @@ import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { encodeResult } from '../jobs/job-codec.js';
-import { ackScriptKeys } from '../jobs/script-keys.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
+import type { ScriptArgs } from '../scripts/job-script.js';
 import type { ClaimLoopPause } from './claim-loop-pause.js';
 import type { HeldJob } from './held-job.js';
 import type { RedisFailureStreak } from './redis-failure-streak.js';
@@ -71,12 +71,7 @@ export class AckQueue {
     if (!value && this.queued.length > 0) this.scheduleFlush();
   }
 
-  /** The ack script's KEYS: with the completed keys only for a consumer that keeps completed jobs. */
-  private readonly keyList: readonly string[];
-
-  constructor(private readonly context: AckQueueContext) {
-    this.keyList = ackScriptKeys(context.keys, context.keepCompleted !== undefined);
-  }
+  constructor(private readonly context: AckQueueContext) {}
 
   /** Acknowledgements queued, not yet taken by a send. */
   get waiting(): number {
@@ -138,9 +133,8 @@ export class AckQueue {
       () =>
         this.carry(async (acks) => {
           if (acks.length === 0) return;
-          const args: (string | number)[] = [];
-          pushAckArguments(args, acks, this.context.keepCompleted);
-          await ackJobsScript.run(this.context.connection.client, this.keyList, args);
+          const { connection, keys, keepCompleted } = this.context;
+          await ackJobsScript.call(connection.client, keys, keepArguments(keepCompleted), ackRecords(acks));
         }),
       {
         failed: (error) => failures.failed(error),
@@ -203,20 +197,13 @@ export class AckQueue {
   }
 }
 
-/**
- * Appends acknowledgements to a script's ARGV (ack-jobs, or the claim after its fixed arguments):
- * pairs id, claim token; for a consumer that keeps completed jobs, its two bounds (0: none) and
- * triples id, claim token, result JSON ('' for none).
- */
-export function pushAckArguments(
-  args: (string | number)[],
-  acks: readonly HeldJob[],
-  keep: ResolvedConsumerOptions['keepCompleted'],
-): void {
-  if (!keep) {
-    for (const job of acks) args.push(job.id, job.token);
-    return;
-  }
-  args.push(keep.count, keep.age);
-  for (const job of acks) args.push(job.id, job.token, job.resultJson ?? '');
+/** The keep arguments of the ack and claim scripts: a consumer that keeps no completed job sends zeros. */
+export function keepArguments(keep: ResolvedConsumerOptions['keepCompleted']): ScriptArgs<typeof ackJobsScript> {
+  if (!keep) return { keepsCompleted: false, keepCount: 0, keepAgeMs: 0 };
+  return { keepsCompleted: true, keepCount: keep.count, keepAgeMs: keep.age };
+}
+
+/** The acknowledgement records of the ack and claim scripts (`acks`): id, claim token, result JSON ('' for none). */
+export function ackRecords(acks: readonly HeldJob[]): Array<{ id: string; token: string; result: string }> {
+  return acks.map((job) => ({ id: job.id, token: job.token, result: job.resultJson ?? '' }));
 }

@@ -23,7 +23,7 @@ import { setGroupLimitScript } from '../scripts/set-group-limit.lua.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
 import { settleWithin } from '../../core/time/settle-within.js';
-import { extendScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
+import { topicScriptKeys } from '../jobs/script-keys.js';
 import type { CancelListener } from './cancel-listener.js';
 
 
@@ -86,7 +86,6 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     private readonly context: ConsumerContext,
   ) {
     const { connection, keys, retention, logger, events, tracing } = context;
-    const keyList = topicScriptKeys(keys);
     const failures = new RedisFailureStreak(topic, logger, connection.outages);
     const clock = new ServerClock();
     const running = () => this.state === 'running';
@@ -94,7 +93,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     this.visibility = new VisibilityKeeper({
       topic,
       connection,
-      keyList: extendScriptKeys(keys),
+      keys,
       visibilityTimeout: options.visibilityTimeout,
       failures,
     });
@@ -113,7 +112,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     this.settlement = new JobSettlement({
       topic,
       connection,
-      keyList,
+      keys,
       options,
       retention,
       logger,
@@ -133,7 +132,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       visibility: this.visibility,
       acks: this.acks,
       settlement: this.settlement,
-      progress: new JobProgress({ topic, connection, keyList: extendScriptKeys(keys), visibility: this.visibility }),
+      progress: new JobProgress({ topic, connection, keys, visibility: this.visibility }),
       running,
       bug,
     });

@@ -7,15 +7,11 @@ import { RedisReachability } from '../../core/redis/reachability.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { DUE_SCORE_SLOTS } from '../jobs/delay-queue.constants.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
-import { claimDueJobsScript } from '../scripts/claim-due-jobs.lua.js';
-import { pushAckArguments } from './ack-queue.js';
+import { claimDueJobsScript, type ClaimReply, type RecoveredJob } from '../scripts/claim-due-jobs.lua.js';
+import { VISIBILITY_EXPIRED_ON_LAST_ATTEMPT } from '../scripts/claim-steps-lua-snippets.js';
+import { ackRecords, keepArguments } from './ack-queue.js';
 import type { ClaimedRow, HeldJob } from './held-job.js';
 import type { ServerClock } from './server-clock.js';
-import { claimScriptKeys } from '../jobs/script-keys.js';
-
-/** The dead letter's error when a job's last attempt never came back (kept equal to the claim script's text). */
-const VISIBILITY_EXPIRED_ON_LAST_ATTEMPT =
-  'Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)';
 
 interface ClaimResult {
   readonly rows: ClaimedRow[];
@@ -37,8 +33,6 @@ interface JobClaimerContext {
   /** This shard's part of the consumer's `rateLimit.max` (0: no limit). */
   readonly rateMax: number;
 }
-
-type ClaimReply = [number, number, number, number, (string | number)[], (string | number)[], number, number];
 
 /**
  * Calls the claim script (claim-due-jobs.lua.ts) for one topic shard: takes due jobs, carries
@@ -71,15 +65,25 @@ export class JobClaimer {
     // count (`max` 0 only reads back what a late run took, claiming nothing new).
     const unknown = this.unknownClaim;
     const count = max === 0 ? 0 : (unknown?.max ?? max);
-    const rateWindow = this.context.options.rateLimit?.duration ?? 0;
-    const args: (string | number)[] = [count, visibilityTimeout, maxAttempts, deadLetterMaxCount, deadLetterMaxAge, this.context.rateMax, rateWindow];
-    pushAckArguments(args, acks, this.context.options.keepCompleted);
+    const keep = this.context.options.keepCompleted;
     const record = unknown?.record ?? operationKey(this.context.keys.jobs, `claim:${this.claimerId}:${++this.claimSequence}`);
-    const keys = claimScriptKeys(this.context.keys, record, this.lastClaimRecord, this.context.options.keepCompleted !== undefined);
+    const previousRecord = this.lastClaimRecord;
+    const keys = { ...this.context.keys, record, previousRecord: previousRecord ?? record };
+    const args = {
+      maxClaims: count,
+      visibilityMs: visibilityTimeout,
+      defaultMaxAttempts: maxAttempts,
+      deadMaxCount: deadLetterMaxCount,
+      deadMaxAgeMs: deadLetterMaxAge,
+      rateMax: this.context.rateMax,
+      rateWindowMs: this.context.options.rateLimit?.duration ?? 0,
+      ...keepArguments(keep),
+      deletePrevious: previousRecord !== undefined,
+    };
     const sent = performance.now();
     let reply: ClaimReply;
     try {
-      reply = await claimDueJobsScript.run<ClaimReply>(this.context.connection.client, keys, args);
+      reply = await claimDueJobsScript.call(this.context.connection.client, keys, args, ackRecords(acks));
     } catch (error) {
       // Redis may run it later (it did not answer) or have run it (the connection dropped with it sent).
       if (error instanceof RedisConnectionError && !RedisReachability.neverSent(error)) this.unknownClaim = { record, max: count };
@@ -87,17 +91,19 @@ export class JobClaimer {
     }
     this.unknownClaim = undefined;
     const received = performance.now();
-    const [nowUs, nextWake, more, , flat, recovered, nextDue, claimedUs] = reply;
-    const claimedAtMs = Math.floor(Number(claimedUs) / 1000);
-    this.lastClaimRecord = flat.length > 0 ? record : undefined;
-    if (recovered.length > 0) this.reportRecovered(recovered);
-    this.context.clock.sync(Number(nowUs), sent, received);
-    const rows: ClaimedRow[] = [];
-    for (let i = 0; i < flat.length; i += 3) {
-      const dueScore = Number(flat[i + 2]);
-      rows.push({ id: String(flat[i]), body: String(flat[i + 1]), dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS), dueScore, claimedAtMs, sentAt: sent });
-    }
-    return { rows, nextWake: Number(nextWake), moreDue: Number(more) === 1, nextDue: Number(nextDue) };
+    const claimedAtMs = Math.floor(reply.claimedUs / 1000);
+    this.lastClaimRecord = reply.claimed.length > 0 ? record : undefined;
+    if (reply.recovered.length > 0) this.reportRecovered(reply.recovered);
+    this.context.clock.sync(reply.nowUs, sent, received);
+    const rows: ClaimedRow[] = reply.claimed.map(({ id, body, dueScore }) => ({
+      id,
+      body,
+      dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS),
+      dueScore,
+      claimedAtMs,
+      sentAt: sent,
+    }));
+    return { rows, nextWake: reply.nextWakeMs, moreDue: reply.moreDue, nextDue: reply.nextDueMs };
   }
 
   /**
@@ -113,15 +119,14 @@ export class JobClaimer {
     if (this.lastClaimRecord) void this.context.connection.client.del(this.lastClaimRecord).catch(() => undefined);
   }
 
-  /** `recovered`: the claim script's flat { id, attempts, maxAttempts, requeued (1|0) } rows. */
-  private reportRecovered(recovered: (string | number)[]): void {
+  /** Reports the jobs the claim's recovery step took back. */
+  private reportRecovered(recovered: readonly RecoveredJob[]): void {
     const { events, topic } = this.context;
     if (!events || !(events.wants('job.recovered') || events.wants('job.dead'))) return;
-    for (let i = 0; i < recovered.length; i += 4) {
-      const base = { topic, id: String(recovered[i]), attempt: Number(recovered[i + 1]), maxAttempts: Number(recovered[i + 2]) };
-      const requeued = Number(recovered[i + 3]) === 1;
-      events.emit('job.recovered', { ...base, requeued });
-      if (!requeued) events.emit('job.dead', { ...base, error: VISIBILITY_EXPIRED_ON_LAST_ATTEMPT });
+    for (const job of recovered) {
+      const base = { topic, id: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts };
+      events.emit('job.recovered', { ...base, requeued: job.requeued });
+      if (!job.requeued) events.emit('job.dead', { ...base, error: VISIBILITY_EXPIRED_ON_LAST_ATTEMPT });
     }
   }
 }

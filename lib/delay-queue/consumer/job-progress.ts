@@ -1,3 +1,4 @@
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { encodeProgress } from '../jobs/job-codec.js';
@@ -9,8 +10,8 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 interface JobProgressContext {
   readonly topic: string;
   readonly connection: RedisConnection;
-  /** The set-progress script's keys: the topic shard's five, unused, the cancel tombstones (as extend's). */
-  readonly keyList: readonly string[];
+  /** The topic shard's keys. */
+  readonly keys: TopicKeys;
   readonly visibility: VisibilityKeeper;
 }
 
@@ -28,13 +29,14 @@ export class JobProgress {
    *         reason (the job is no longer this delivery's), RedisConnectionError
    */
   async record(job: HeldJob, value: unknown): Promise<void> {
-    const { topic, connection, keyList, visibility } = this.context;
+    const { topic, connection, keys, visibility } = this.context;
     const json = encodeProgress(topic, value);
     visibility.checkDeadline(job);
     if (!isWatched(job)) throw lossReason(job, topic);
-    const recorded = await setProgressScript.run<number>(connection.client, keyList, [job.id, job.token, JSON.stringify(json)]);
-    if (recorded === 1) return;
-    if (recorded === 2) visibility.cancelled(job.token, job.id);
+    const args = { id: job.id, token: job.token, progressJson: JSON.stringify(json) };
+    const recorded = await setProgressScript.call(connection.client, keys, args);
+    if (recorded === 'held') return;
+    if (recorded === 'cancelled') visibility.cancelled(job.token, job.id);
     else visibility.loseVisibility(job, 'not-owner');
     throw lossReason(job, topic);
   }

@@ -1,3 +1,4 @@
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
@@ -19,8 +20,8 @@ import { errorMessage } from '../../core/errors/error-message.js';
 interface JobSettlementContext {
   readonly topic: string;
   readonly connection: RedisConnection;
-  /** The claim scripts' KEYS (due, jobs, active, dead, marker). */
-  readonly keyList: readonly string[];
+  /** The topic shard's keys. */
+  readonly keys: TopicKeys;
   readonly options: ResolvedConsumerOptions;
   readonly retention: RedisLockConfig['delayQueue']['retention'];
   readonly logger: Logger;
@@ -60,7 +61,7 @@ export class JobSettlement {
     this.track(
       this.retryWhileHeld(jobs, () => {
         const held = jobs.filter(isWatched);
-        return held.length === 0 ? Promise.resolve() : releaseJobsScript.run(this.context.connection.client, this.context.keyList, releaseArgs(held, true));
+        return held.length === 0 ? Promise.resolve() : releaseJobs(this.context, held, true);
       }).then(() => {
         for (const job of jobs) {
           job.abandoned = true;
@@ -102,7 +103,7 @@ export class JobSettlement {
   async handBack(jobs: readonly HeldJob[], neverStarted: boolean, occasion = 'at shutdown'): Promise<void> {
     if (jobs.length === 0) return;
     try {
-      await releaseJobsScript.run(this.context.connection.client, this.context.keyList, releaseArgs(jobs, neverStarted));
+      await releaseJobs(this.context, jobs, neverStarted);
     } catch (error) {
       this.context.logger.warn(
         `Could not hand ${jobs.length} job(s) of topic ${JSON.stringify(this.context.topic)} back ${occasion} ` +
@@ -132,26 +133,26 @@ export class JobSettlement {
     // The log lines end with the stack's frames (its first line repeats the message).
     const frames = stack === undefined ? '' : stack.slice(stack.indexOf('\n') < 0 ? stack.length : stack.indexOf('\n'));
     await this.retryWhileHeld([job], async () => {
-      const outcome = await failJobScript.run<number>(this.context.connection.client, this.context.keyList, [
-        job.id,
-        job.token,
-        delay,
-        encodeFailure(message, stack),
-        retention.deadLetterMaxCount,
-        retention.deadLetterMaxAge,
-      ]);
-      if (outcome === 2 && events?.wants('job.dead')) {
+      const outcome = await failJobScript.call(this.context.connection.client, this.context.keys, {
+        id: job.id,
+        token: job.token,
+        retryDelayMs: delay,
+        errorJson: encodeFailure(message, stack),
+        deadMaxCount: retention.deadLetterMaxCount,
+        deadMaxAgeMs: retention.deadLetterMaxAge,
+      });
+      if (outcome === 'dead' && events?.wants('job.dead')) {
         events.emit('job.dead', { topic, id: job.id, attempt, maxAttempts, error: message });
-      } else if (outcome === 1 && events?.wants('job.retried')) {
+      } else if (outcome === 'requeued' && events?.wants('job.retried')) {
         events.emit('job.retried', { topic, id: job.id, attempt, maxAttempts, delayMs: delay, error: message });
       }
-      if (outcome === 2) {
+      if (outcome === 'dead') {
         logger.error(
           `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts} ` +
             `and was moved to the dead letters (retryDead() requeues it): ${message}`,
           stack,
         );
-      } else if (outcome === 1) {
+      } else if (outcome === 'requeued') {
         logger.warn(
           `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts}, ` +
             `retrying in ${delay} ms: ${message}${frames}`,
@@ -169,9 +170,9 @@ export class JobSettlement {
   releaseHeldTurn(job: HeldJob): void {
     if (job.group === undefined || job.turnReported) return;
     job.turnReported = true;
-    const { connection, keyList, logger, topic } = this.context;
+    const { connection, keys, logger, topic } = this.context;
     this.track(
-      releaseGroupTurnScript.run(connection.client, [...keyList], [job.token]).catch((error: unknown) => {
+      releaseGroupTurnScript.call(connection.client, keys, { token: job.token }).catch((error: unknown) => {
         logger.debug?.(`Group ${JSON.stringify(job.group)} of topic ${JSON.stringify(topic)} keeps its turn until the claim's deadline: ${errorMessage(error)}`);
       }),
     );
@@ -184,9 +185,8 @@ export class JobSettlement {
   }
 }
 
-/** The release script's arguments: each job goes back to the due-set score it was claimed from. */
-function releaseArgs(jobs: readonly HeldJob[], neverStarted: boolean): (string | number)[] {
-  const args: (string | number)[] = [neverStarted ? '1' : '0'];
-  for (const job of jobs) args.push(job.id, job.token, job.dueScore);
-  return args;
+/** Hands jobs back: each goes back to the due-set score it was claimed from. */
+function releaseJobs(context: JobSettlementContext, jobs: readonly HeldJob[], neverStarted: boolean): Promise<unknown> {
+  const records = jobs.map((job) => ({ id: job.id, token: job.token, dueScore: job.dueScore }));
+  return releaseJobsScript.call(context.connection.client, context.keys, { undoAttempt: neverStarted }, records);
 }

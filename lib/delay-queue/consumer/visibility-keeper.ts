@@ -1,3 +1,4 @@
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { JobCancelledError } from '../../core/errors/job-cancelled.error.js';
 import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
@@ -11,8 +12,8 @@ import type { RedisFailureStreak } from './redis-failure-streak.js';
 interface VisibilityKeeperContext {
   readonly topic: string;
   readonly connection: RedisConnection;
-  /** The extension's KEYS (see extendScriptKeys). */
-  readonly keyList: readonly string[];
+  /** The topic shard's keys. */
+  readonly keys: TopicKeys;
   readonly visibilityTimeout: number;
   readonly failures: RedisFailureStreak;
 }
@@ -157,16 +158,16 @@ export class VisibilityKeeper {
     const jobs = [...this.held.values()].filter((job) => !job.abandoned || keepsGroupTurn(job));
     if (jobs.length === 0) return;
     this.extending = true;
-    const args: (string | number)[] = [visibilityTimeout];
-    for (const job of jobs) args.push(job.id, job.token);
+    const claims = jobs.map((job) => ({ id: job.id, token: job.token }));
     const sent = performance.now();
     try {
-      const flags = await extendJobsScript.run<number[]>(this.context.connection.client, this.context.keyList, args);
+      const { connection, keys } = this.context;
+      const flags = await extendJobsScript.call(connection.client, keys, { visibilityMs: visibilityTimeout }, claims);
       jobs.forEach((job, i) => {
         // A given-up delivery is only sent to keep its group's turn held: nothing to learn from its flag.
         if (job.abandoned) return;
-        if (flags[i] === 1) job.confirmedSentAt = sent;
-        else if (flags[i] === 2) this.cancel(job);
+        if (flags[i] === 'held') job.confirmedSentAt = sent;
+        else if (flags[i] === 'cancelled') this.cancel(job);
         else this.loseVisibility(job, 'not-owner');
       });
       if (this.held.size > 0) this.armLossTimer();

@@ -1,26 +1,19 @@
 import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
 import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
 import { errorMessage } from '../../core/errors/error-message.js';
+import {
+  FIELD_START,
+  HEADER_END,
+  JOB_FIELDS,
+  JOB_FORMAT_VERSION,
+  type JobField,
+  type JobFieldName,
+  type JobHeaderFields,
+} from './job-fields.js';
 
 /**
- * The stored form of a job (one field of the topic's `jobs` hash):
- *
- *   {"g":<claim token>,"a":<attempts>,"c":<created ms>,"m":<maxAttempts|null>,"b":<[delay,factor,maxDelay,jitter]|null>,["q":"<group>",]["t":"<traceparent>",]["o":"<progress JSON>",]"e":<last error|null>,"p":<payload>}
- *
- * `q`, present only for a job of a group, is the group's name as given (no `"`, `\` or control
- * characters: see prepare-job.ts), so the scripts read it without unescaping.
- *
- * `e` is null, the last failure's message as a JSON string, or `[message, stack]` (JSON strings
- * only, so no bare `,"p":` can occur in it either).
- *
- * `o`, present once a handler called `JobContext.progress()`, is the progress's JSON text as a JSON
- * string (set-progress.lua.ts): a string holds no bare quote, so no `,"e":` or `,"p":` can occur in it.
- *
- * `t`, present only when the job was scheduled inside a trace, is the W3C `traceparent` of the
- * scheduling span (hex digits and dashes only, so the scripts' search for `,"e":` cannot trip on it).
- * The field order is fixed and everything before `"p"` is written by this library, so the scripts
- * can read and rewrite the header with plain string operations and never decode or re-encode the
- * payload (Lua's cjson would round numbers to 14 digits and turn `[]` into `{}`).
+ * A stored job, decoded. The stored form and its fields are defined once, in job-fields.ts; this
+ * file turns it into objects and back (format 2, and format 1 as release 0.1 wrote it).
  */
 export interface DecodedJob<T = unknown> {
   /** Claim token: changes on every claim, so a stale consumer's ack or extend is refused. */
@@ -41,33 +34,156 @@ export interface DecodedJob<T = unknown> {
   readonly payload: T;
 }
 
-const HEADER = /^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),(?:"q":"([^"\\]*)",)?(?:"t":"([0-9a-f-]{55})",)?(?:"o":("(?:[^"\\]|\\.)*"),)?"e":/;
-
 /** Largest progress, as UTF-8 bytes of its JSON: progress is a figure or a few counters, read on every job list. */
 export const MAX_PROGRESS_BYTES = 8_192;
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-const PAYLOAD_SEPARATOR = ',"p":';
-const CLAIM_TOKEN = /^\{"g":(\d+),/;
+const UNREADABLE = 'Unreadable job body (written by hand or by an incompatible version): ';
+const REQUIRED_CODES = (JOB_FIELDS as readonly JobField[]).filter((field) => field.required).map((field) => field.code);
+const FIELD_OF_CODE = new Map<string, JobField>(JOB_FIELDS.map((field) => [field.code, field]));
+/** A format-2 field's value: a uint, a text or JSON, never a control character. */
+// eslint-disable-next-line no-control-regex
+const VALUE_CHARACTERS = /^[^\u0000-\u001f]*$/;
 
-/** The part of a body after the header fields Redis fills in (`g`, `a`, `c`), as sent by `schedule`. */
-export function encodeBodyTail(
-  payloadJson: string,
-  maxAttempts: number | undefined,
-  backoff: Required<BackoffOptions> | undefined,
-  traceparent?: string,
-  group?: string,
-): string {
-  const b = backoff ? JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]) : 'null';
-  const q = group === undefined ? '' : `"q":"${group}",`;
-  const t = traceparent !== undefined && TRACEPARENT.test(traceparent) ? `"t":"${traceparent}",` : '';
-  return `,"m":${maxAttempts ?? 'null'},"b":${b},${q}${t}"e":null${PAYLOAD_SEPARATOR}${payloadJson}}`;
+/**
+ * Format 1's header, up to its `e` field: fixed order, `m`, `b`, `e` always there (`null` when
+ * absent), `q`, `t`, `o` only when set. `o` and `e` hold no bare quote, so `,"e":` and then `,"p":`
+ * are the separators.
+ */
+const V1_HEADER = new RegExp(
+  String.raw`^\{"g":(\d+),"a":(\d+),"c":(\d+),"m":(\d+|null),"b":(\[[^\]]*\]|null),` +
+    String.raw`(?:"q":"([^"\\]*)",)?(?:"t":"([0-9a-f-]{55})",)?(?:"o":("(?:[^"\\]|\\.)*"),)?"e":`,
+);
+const V1_PAYLOAD = ',"p":';
+
+/** The options a job is scheduled with that its stored header keeps (job-fields.ts: written by `schedule`). */
+export interface ScheduledJobFields {
+  readonly maxAttempts?: number;
+  readonly backoff?: Required<BackoffOptions>;
+  /** Kept only when it is a valid W3C traceparent. */
+  readonly traceparent?: string;
+  readonly group?: string;
 }
 
-const TAIL_GROUP = /^,"m":(?:\d+|null),"b":(?:\[[^\]]*\]|null),"q":"([^"\\]*)",/;
+/** The header fields written at schedule, then the payload: what the store-job snippet completes with the creation time. */
+export function encodeBodyTail(payloadJson: string, { maxAttempts, backoff, traceparent, group }: ScheduledJobFields = {}): string {
+  return (
+    encodeFields({
+      maxAttempts: maxAttempts === undefined ? undefined : String(maxAttempts),
+      backoff: backoff && JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]),
+      group,
+      traceparent: traceparent !== undefined && TRACEPARENT.test(traceparent) ? traceparent : undefined,
+    }) +
+    HEADER_END +
+    payloadJson
+  );
+}
 
-/** The group recorded in a body tail (`encodeBodyTail`), or undefined. */
+/**
+ * Format-2 fields (without the version), in the table's order: the required ones (their initial
+ * value when not given; `optionalOnly`: none of them, as in a tail), then those optional ones given.
+ */
+function encodeFields(fields: JobHeaderFields, optionalOnly = true): string {
+  let text = '';
+  for (const field of JOB_FIELDS as readonly JobField[]) {
+    if (field.required && optionalOnly) continue;
+    const value = fields[field.name as JobFieldName] ?? field.initial;
+    if (value === undefined) {
+      if (field.required) throw new Error(`A stored job always has its ${field.name}`);
+      continue;
+    }
+    if (!VALUE_CHARACTERS.test(value)) throw new Error(`A job's ${field.name} cannot hold a control character`);
+    text += FIELD_START + field.code + value;
+  }
+  return text;
+}
+
+/** A whole stored body in format 2: the fields (the required ones at least: createdAt), then the payload's JSON. */
+export function encodeJobBody(fields: JobHeaderFields, payloadJson: string): string {
+  return JOB_FORMAT_VERSION + encodeFields(fields, false) + HEADER_END + payloadJson;
+}
+
+/**
+ * The body the store-job snippet makes of a tail (both formats: an outbox row or a repeat schedule
+ * written by release 0.1 holds a format-1 tail): the TypeScript twin of its `newJobBody`.
+ */
+export function bodyOfTail(tail: string, createdAt: number): string {
+  if (tail.startsWith(',')) return `{"g":0,"a":0,"c":${createdAt}${tail}`;
+  return JOB_FORMAT_VERSION + encodeFields({ createdAt: String(createdAt) }, false) + tail;
+}
+
+/** The header fields and the payload's JSON of a stored body (either format), or undefined for a body this version cannot read. */
+export function splitBody(body: string): { readonly fields: JobHeaderFields; readonly payloadJson: string } | undefined {
+  if (body.startsWith(JOB_FORMAT_VERSION)) {
+    const end = body.indexOf(HEADER_END);
+    const fields = end < 0 ? undefined : readFields(body.slice(1, end));
+    return fields && { fields, payloadJson: body.slice(end + 1) };
+  }
+  const v1 = readV1(body);
+  return v1 && body.endsWith('}') ? { fields: v1.fields, payloadJson: body.slice(v1.payloadAt, -1) } : undefined;
+}
+
+/**
+ * The header fields of a header alone (a body up to its payload, as the job list sends it; either
+ * format), or undefined.
+ */
+export function readHeaderText(header: string): JobHeaderFields | undefined {
+  if (header.startsWith(JOB_FORMAT_VERSION)) return header.includes(HEADER_END) ? undefined : readFields(header.slice(1));
+  return readV1(`${header}${V1_PAYLOAD}null}`)?.fields;
+}
+
+/** The fields of a format-2 header (without its version): the required ones first, in order, or undefined. */
+function readFields(text: string): JobHeaderFields | undefined {
+  const fields: Partial<Record<JobFieldName, string>> = {};
+  if (!text.startsWith(FIELD_START)) return undefined;
+  const parts = text.slice(1).split(FIELD_START);
+  if (REQUIRED_CODES.some((code, i) => parts[i]?.charAt(0) !== code)) return undefined;
+  for (const part of parts) {
+    const field = FIELD_OF_CODE.get(part.charAt(0));
+    // A code this version does not know is skipped: a later format may add fields its readers need not see.
+    if (field) fields[field.name as JobFieldName] = part.slice(1);
+  }
+  return fields;
+}
+
+function readV1(body: string): { fields: JobHeaderFields; payloadAt: number } | undefined {
+  const header = V1_HEADER.exec(body);
+  if (!header) return undefined;
+  const errorStart = header[0].length;
+  // `e` is null, a JSON string or an array of two, which hold no unescaped quote: the first separator after it is ours.
+  const separator = body.indexOf(V1_PAYLOAD, errorStart);
+  if (separator < 0) return undefined;
+  const orNone = (value: string | undefined) => (value === 'null' ? undefined : value);
+  const fields: JobHeaderFields = {
+    token: header[1],
+    attempts: header[2],
+    createdAt: header[3],
+    maxAttempts: orNone(header[4]),
+    backoff: orNone(header[5]),
+    group: header[6],
+    traceparent: header[7],
+    progress: header[8],
+    lastError: orNone(body.slice(errorStart, separator)),
+  };
+  return { fields, payloadAt: separator + V1_PAYLOAD.length };
+}
+
+/**
+ * A tail (either format) as release 0.1 wrote it. Only for identities computed over a tail that must
+ * not change with the storage format: a repeat schedule's fingerprint (an instance of this version
+ * finds the definition an instance of 0.1 stored the same, and keeps its queued tick).
+ */
+export function formatOneTail(tail: string): string {
+  if (tail.startsWith(',')) return tail;
+  const split = splitBody(bodyOfTail(tail, 0));
+  if (!split) return tail;
+  const { maxAttempts, backoff, group, traceparent } = split.fields;
+  const optional = `${group === undefined ? '' : `"q":"${group}",`}${traceparent === undefined ? '' : `"t":"${traceparent}",`}`;
+  return `,"m":${maxAttempts ?? 'null'},"b":${backoff ?? 'null'},${optional}"e":null${V1_PAYLOAD}${split.payloadJson}}`;
+}
+
+/** The group recorded in a body tail (`encodeBodyTail`; either format), or undefined. */
 export function groupOfTail(tail: string): string | undefined {
-  return TAIL_GROUP.exec(tail)?.[1];
+  return splitBody(bodyOfTail(tail, 0))?.fields.group;
 }
 
 /**
@@ -75,29 +191,45 @@ export function groupOfTail(tail: string): string | undefined {
  * decode still gets its failure recorded under its claim); '' when the body has none.
  */
 export function readClaimToken(body: string): string {
-  return CLAIM_TOKEN.exec(body)?.[1] ?? '';
+  if (body.startsWith(JOB_FORMAT_VERSION)) {
+    const end = body.indexOf(HEADER_END);
+    const fields = end < 0 ? undefined : readFields(body.slice(1, end));
+    return fields ? (fields.token ?? '0') : '';
+  }
+  return /^\{"g":(\d+),/.exec(body)?.[1] ?? '';
 }
 
 export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
-  const header = HEADER.exec(body);
-  if (!header) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${body.slice(0, 120)}`);
-  const errorStart = header[0].length;
-  // `e` is null, a JSON string or an array of two, which hold no unescaped quote: the first separator after it is ours.
-  const separator = body.indexOf(PAYLOAD_SEPARATOR, errorStart);
-  const { lastError, lastErrorStack } = readFailure(JSON.parse(body.slice(errorStart, separator)));
-  const b = header[5] === 'null' ? undefined : (JSON.parse(header[5]) as number[]);
+  const split = splitBody(body);
+  if (!split) throw new Error(`${UNREADABLE}${body.slice(0, 120)}`);
+  return { ...decodeFields(split.fields), payload: JSON.parse(split.payloadJson) as T };
+}
+
+/** The header of a job (either format; see `readHeaderText`) decoded: everything but the payload. */
+export function decodeHeader(header: string): Omit<DecodedJob, 'payload'> {
+  const fields = readHeaderText(header);
+  if (!fields) throw new Error(`${UNREADABLE}${header.slice(0, 120)}`);
+  return decodeFields(fields);
+}
+
+function decodeFields(fields: JobHeaderFields): Omit<DecodedJob, 'payload'> {
+  const { lastError, lastErrorStack } = readFailure(fields.lastError === undefined ? null : JSON.parse(fields.lastError));
+  const b = fields.backoff === undefined ? undefined : (JSON.parse(fields.backoff) as number[]);
+  const number = (value: string | undefined, what: string): number => {
+    if (value === undefined || !/^\d+$/.test(value)) throw new Error(`${UNREADABLE}its ${what} is ${JSON.stringify(value)}`);
+    return Number(value);
+  };
   return {
-    token: header[1],
-    attempts: Number(header[2]),
-    createdAt: Number(header[3]),
-    maxAttempts: header[4] === 'null' ? undefined : Number(header[4]),
+    token: fields.token ?? '0',
+    attempts: number(fields.attempts ?? '0', 'attempts'),
+    createdAt: number(fields.createdAt, 'creation time'),
+    maxAttempts: fields.maxAttempts === undefined ? undefined : number(fields.maxAttempts, 'maxAttempts'),
     backoff: b && { delay: b[0], factor: b[1], maxDelay: b[2], jitter: b[3] },
     lastError,
     lastErrorStack,
-    group: header[6],
-    traceparent: header[7],
-    progress: header[8] === undefined ? undefined : (JSON.parse(JSON.parse(header[8]) as string) as unknown),
-    payload: JSON.parse(body.slice(separator + PAYLOAD_SEPARATOR.length, -1)) as T,
+    group: fields.group,
+    traceparent: fields.traceparent,
+    progress: fields.progress === undefined ? undefined : (JSON.parse(JSON.parse(fields.progress) as string) as unknown),
   };
 }
 
@@ -116,7 +248,7 @@ function readFailure(stored: unknown): { lastError?: string; lastErrorStack?: st
 
 /** The group named in a stored body's header, without decoding the payload; undefined for none (or a body this version cannot read). */
 export function readGroup(body: string): string | undefined {
-  return HEADER.exec(body)?.[6];
+  return splitBody(body)?.fields.group;
 }
 
 /**

@@ -111,7 +111,7 @@ export function prepareJob(
     id,
     kind,
     when,
-    tail: encodeBodyTail(payloadJson, maxAttempts, backoff, traceparent, group),
+    tail: encodeBodyTail(payloadJson, { maxAttempts, backoff, traceparent, group }),
     replace: o.replace === true,
     group,
     payloadBytes,

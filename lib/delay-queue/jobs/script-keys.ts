@@ -43,29 +43,6 @@ export function extendScriptKeys(keys: TopicKeys): string[] {
   return [...recordedScriptKeys(keys, UNUSED_RECORD), keys.cancelled];
 }
 
-/**
- * The claim's KEYS (see scripts/claim-due-jobs.lua.ts): the topic keys, the claim's record
- * (KEYS[6]), the shard's fencing counter (KEYS[7]), pause flag (KEYS[8]) and rate log (KEYS[9]);
- * for a consumer that keeps completed jobs the completed zset and the results hash (KEYS[10],
- * KEYS[11]); last, when given, the record of the previous claim to delete.
- */
-export function claimScriptKeys(keys: TopicKeys, record: string, previousRecord?: string, keepsCompleted = false): string[] {
-  const list = [...topicScriptKeys(keys), record, keys.fence, keys.paused, keys.rateLog];
-  if (keepsCompleted) list.push(keys.completed, keys.results);
-  if (previousRecord) list.push(previousRecord);
-  return list;
-}
-
-/**
- * The acknowledgement's KEYS (see scripts/ack-jobs.lua.ts): the topic keys, and for a consumer that
- * keeps completed jobs the completed zset and the results hash (KEYS[6], KEYS[7]).
- */
-export function ackScriptKeys(keys: TopicKeys, keepsCompleted: boolean): string[] {
-  const list = topicScriptKeys(keys);
-  if (keepsCompleted) list.push(keys.completed, keys.results);
-  return list;
-}
-
 /** The reads of completed jobs' KEYS (read-job, list-jobs): the topic keys, the completed zset, the results hash. */
 export function completedReadScriptKeys(keys: TopicKeys): string[] {
   return [...topicScriptKeys(keys), keys.completed, keys.results];

@@ -11,11 +11,3 @@ export interface WriteFence {
   /** The last ms of the Redis server's clock at which the write may still change anything. */
   readonly deadline: number;
 }
-
-/** A fenced write reached Redis after its deadline: it changed nothing, and the row is left to the relay. */
-export class WriteFenceExpiredError extends Error {
-  constructor() {
-    super("the write reached Redis after its claim's deadline and changed nothing; the row is left to the relay");
-    this.name = 'WriteFenceExpiredError';
-  }
-}

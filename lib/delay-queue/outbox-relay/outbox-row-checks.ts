@@ -3,7 +3,7 @@ import { assertValidTopic } from '../../core/keys/topic-name.js';
 import type { OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
 import { outboxRowKindOf } from '../../core/outbox-port/outbox-row-kind.js';
 import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
-import { decodeJob } from '../jobs/job-codec.js';
+import { bodyOfTail, decodeJob } from '../jobs/job-codec.js';
 import { readStoredForm } from '../repeat/repeat-definition.js';
 
 /**
@@ -30,7 +30,7 @@ export function readClaimedRow(row: OutboxRow): { readonly row: OutboxRow } | { 
     return readStoredForm(row.jobId, row.body) ? read : { problem: 'its repeat schedule definition cannot be read (written by hand or by an incompatible version)' };
   }
   try {
-    decodeJob(`{"g":0,"a":0,"c":0${row.body}`);
+    decodeJob(bodyOfTail(row.body, 0));
   } catch {
     return { problem: 'its job body cannot be decoded (written by hand or by an incompatible version)' };
   }

@@ -5,6 +5,7 @@ import { describeValue, OptionValidator } from '../../core/options/option-valida
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { RepeatCatchUp, RepeatOptions, RepeatSchedule } from '../interfaces/repeat-options.interface.js';
 import { MAX_JOB_ID_BYTES } from '../jobs/delay-queue.constants.js';
+import { formatOneTail } from '../jobs/job-codec.js';
 import { prepareJob } from '../jobs/prepare-job.js';
 import { tickJobId } from '../jobs/tick-job-id.js';
 import { REPEAT_OPTION_KEYS, REPEAT_SCHEDULE_KEYS } from './repeat-option-keys.js';
@@ -87,7 +88,8 @@ export function prepareRepeat(
   const catchUp = validate.oneOf<RepeatCatchUp>('catchUp', o.catchUp, ['none', 'latest', 'all'], { default: DEFAULT_CATCH_UP });
   const bounds = prepareBounds(o, validate);
   const job = prepareJob(topic, o.payload ?? null, { maxAttempts: o.maxAttempts, backoff: o.backoff }, defaults, location === undefined ? 'repeat' : `${location}: repeat`);
-  const json = JSON.stringify(storedJson(normalized, catchUp, job.tail, bounds));
+  // Hashed with the tail in its first format: the fingerprint names the definition, not how this version stores jobs.
+  const json = JSON.stringify(storedJson(normalized, catchUp, formatOneTail(job.tail), bounds));
   return definitionOf(id, normalized, catchUp, job.tail, bounds, createHash('sha1').update(json).digest('hex'));
 }
 

@@ -9,8 +9,9 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 const TRIM_STEP = 100;
 
 /**
- * Lua: the acknowledgement of a job whose handler succeeded, shared by ack-jobs and the ack part of
- * claim-due-jobs. The caller has checked the claim (in ACTIVE under the acknowledged claim token).
+ * Lua: the acknowledgement of jobs whose handler succeeded (`acknowledge`), shared by ack-jobs and
+ * the claim's first step. completeJob's caller has checked the claim (in ACTIVE under the
+ * acknowledged claim token).
  *
  * Without kept completed jobs (`keep` nil) the job is deleted: one ZREM ACTIVE and one HDEL JOBS for
  * the whole batch, whatever its size. With `keep` = { completed = zset key, results = hash key,
@@ -93,9 +94,28 @@ local function finishCompletions(keep)
   return count, left
 end
 
--- The keep table of a consumer that keeps completed jobs: keys and bounds as the script received them.
-local function keepOf(completedKey, resultsKey, count, age)
-  return { completed = completedKey, results = resultsKey, count = tonumber(count), age = tonumber(age) }
+-- The keep table of a consumer that keeps completed jobs (nil for one that does not): keys and bounds.
+local function keepOf(keeps, completedKey, resultsKey, count, age)
+  if not keeps then return nil end
+  return { completed = completedKey, results = resultsKey, count = count, age = age }
+end
+
+-- The acknowledgements at ARGV[from], ARGV[from + stride], ... (records id, claim token, result JSON,
+-- '' for none), shared by ack-jobs and the claim: each job still claimed under its token is
+-- completed; for one that is not (cancelled or replaced while it ran: its handler has returned), a
+-- group turn its delivery held is released. Returns how many were acknowledged, and whether kept
+-- completed jobs over a bound are left for the next call.
+local function acknowledge(from, stride, keep)
+  local ids, bodies = ownedBodies(from, stride)
+  for k, id in ipairs(ids) do
+    local at = from + stride * (k - 1)
+    if bodies[k] then
+      completeJob(id, bodies[k], keep and ARGV[at + 2], keep)
+    else
+      releaseHeldTurn(ARGV[at + 1])
+    end
+  end
+  return finishCompletions(keep)
 end
 `,
 };

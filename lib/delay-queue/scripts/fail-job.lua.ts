@@ -1,26 +1,31 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Records a failed delivery: back to the queue after a backoff, or into the dead-letter set.
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
- * ARGV[1] id, ARGV[2] claim token, ARGV[3] retry delay ms (-1: dead letter),
- * ARGV[4] the failure message as a JSON string, ARGV[5] dead-letter max count, ARGV[6] dead-letter max age ms
+ * KEYS and ARGV by name (the contract below): the five topic keys; the job's id and claim token, the
+ * retry delay (-1: dead letter), the failure as stored (job-codec.ts: encodeFailure), the dead-letter bounds.
  *
- * Returns 1 requeued, 2 dead-lettered, 0 the job is not claimed under that token any more (ignored).
+ * Returns 1 requeued, 2 dead-lettered, 0 the job is not claimed under that token any more (ignored),
+ * decoded as 'requeued' | 'dead' | 'not-held'.
  * A second run of the same call changes nothing (the job left ACTIVE) and answers as the first: the
  * job still carries the claim token (only a new claim changes it), in DUE or DEAD.
  */
-export const failJobScript = new RedisScript(
+export const failJobScript = new JobScript(
   'failJob',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker'],
+    args: { id: 'text', token: 'text', retryDelayMs: 'int', errorJson: 'text', deadMaxCount: 'int', deadMaxAgeMs: 'int' },
+    decode: (reply) => (Number(reply) === 1 ? 'requeued' : Number(reply) === 2 ? 'dead' : 'not-held'),
+  },
   `
-local id, retryDelay, errorJson = ARGV[1], tonumber(ARGV[3]), ARGV[4]
-local body = ownedBody(id, ARGV[2])
+local id, retryDelay, errorJson = ARG.id, ARG.retryDelayMs, ARG.errorJson
+local body = ownedBody(id, ARG.token)
 if not body then
-  releaseHeldTurn(ARGV[2]) -- cancelled or replaced while it ran: its handler has returned
+  releaseHeldTurn(ARG.token) -- cancelled or replaced while it ran: its handler has returned
   local stored = redis.call('hget', JOBS, id)
-  if stored and tokenOf(stored) == ARGV[2] then
+  if stored and tokenOf(stored) == ARG.token then
     if redis.call('zscore', DEAD, id) then return 2 end
     if redis.call('zscore', DUE, id) then return 1 end
   end
@@ -28,7 +33,7 @@ if not body then
 end
 redis.call('zrem', ACTIVE, id)
 if retryDelay < 0 then
-  bury(id, body, errorJson, tonumber(ARGV[5]), tonumber(ARGV[6]))
+  bury(id, body, errorJson, ARG.deadMaxCount, ARG.deadMaxAgeMs)
   return 2
 end
 local headBefore = headScore()

@@ -27,8 +27,8 @@ import { LUA_TOPIC_BASE } from './topic-base-lua-snippet.js';
  * finished: then not before the finish time, so it goes behind the groups that were already
  * waiting (round robin), and a group with 10,000 jobs does not starve one with 1.
  *
- * The group is recorded in the job's body header (`"q":"<group>"`, see job-codec.ts; a group has no
- * `"` or `\`, so the text needs no unescaping). These keys are named here from the shard's JOBS key
+ * The group is recorded in the job's header (its `group` field, read with groupOf from
+ * job-header-lua-snippet.ts). These keys are named here from the shard's JOBS key
  * (same hash tag, same cluster slot) rather than passed in KEYS: every script that moves jobs
  * touches them, and a topic without groups never reads more than GROUPS_READY's head.
  */
@@ -41,15 +41,6 @@ local GROUPS_HELD = SHARD .. ':groups-held'
 local GROUPS_HELD_NAMES = SHARD .. ':groups-held-names'
 local GROUP_LIMIT = SHARD .. ':group-limit'
 local function groupKey(group) return SHARD .. ':group:' .. group end
-
--- The group of a stored body, or nil: the "q" field follows "b" (null or a flat array) in the header,
--- which only this library writes. Anchored matches, no copy of the body: this runs for every job
--- stored and acknowledged, with or without groups.
-local function groupOf(body)
-  local b = string.find(body, ',"b":', 1, true)
-  if not b then return nil end
-  return string.match(body, '^,"b":null,"q":"([^"]*)",', b) or string.match(body, '^,"b":%b[],"q":"([^"]*)",', b)
-end
 
 -- The next free score at dueMs in a group's queue: after the group's jobs due in that millisecond
 -- (schedule order), spilling into the next millisecond when one is full.

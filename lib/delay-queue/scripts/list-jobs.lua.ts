@@ -23,7 +23,7 @@ const MAX_LISTED_HEADER_BYTES = 16_384 + 2 * MAX_PROGRESS_BYTES + 16;
  * Returns { nowMs, total in that state, then per job: id, score, header, payload head, payload bytes }.
  * Only the first ARGV[3] bytes of each payload leave Redis, with the payload's whole
  * size, so a refresh over large jobs costs about that many bytes per job, not the jobs. `header` is
- * the body up to its payload (`{"g":..,"e":..`, see job-codec.ts), or false for a body this library
+ * the body up to its payload (job-codec.ts: decodeHeader reads it), or false for a body this library
  * did not write, whose own first bytes and size then stand in for the payload's. A job whose body is
  * gone (acknowledged or trimmed meanwhile) is left out. Scores are strings (due scores have 16 digits).
  */
@@ -59,13 +59,12 @@ for i = 1, #rows, 2 do
     body = nil
   end
   if body then
-    -- The error field before the payload is null or a JSON string (no bare quote): the first ,"p": is the separator.
-    local separator = string.find(body, ',"p":', 1, true)
+    local job, from, to, headerEnd = jobHeader(body)
     local header, head, size = false, nil, nil
-    if separator and separator <= MAX_HEADER and string.sub(body, 1, 5) == '{"g":' and string.sub(body, -1) == '}' then
-      header = string.sub(body, 1, separator - 1)
-      size = #body - separator - 5
-      head = string.sub(body, separator + 5, separator + 4 + math.min(size, PREVIEW))
+    if job and headerEnd <= MAX_HEADER then
+      header = string.sub(body, 1, headerEnd)
+      size = to - from + 1
+      head = string.sub(body, from, from - 1 + math.min(size, PREVIEW))
     else
       size = #body
       head = string.sub(body, 1, PREVIEW)

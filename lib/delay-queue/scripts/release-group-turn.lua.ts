@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -8,16 +8,20 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * delivery whose claim was not held (visibility lost: the job was taken back, and holds the turn
  * itself) finds nothing to release.
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
- * ARGV[1] the delivery's claim token
+ * KEYS and ARGV by name (the contract below): the five topic keys; the delivery's claim token
  *
  * Returns 1 when a held turn was released, 0 when there was none (never held, released already, or
  * its deadline passed). A second run finds nothing left and changes nothing.
  */
-export const releaseGroupTurnScript = new RedisScript(
+export const releaseGroupTurnScript = new JobScript(
   'releaseGroupTurn',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker'],
+    args: { token: 'text' },
+    decode: (reply) => ({ released: Number(reply) === 1 }),
+  },
   `
-return releaseHeldTurn(ARGV[1]) and 1 or 0
+return releaseHeldTurn(ARG.token) and 1 or 0
 `,
   [LUA_TOPIC_PRELUDE],
 );

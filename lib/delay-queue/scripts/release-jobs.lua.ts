@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -9,17 +9,23 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * in the body, so its next claim's fence is above it. Safe to run twice: a job is handed back only
  * while it is still claimed under the given token.
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
- * ARGV[1] '1' to undo the attempt count, ARGV[2..] triples: id, claim token, due score (as claimed)
+ * KEYS and ARGV by name (the contract below): the five topic keys; whether to undo the attempt
+ * count, then one record per job: id, claim token, due score (as claimed)
  *
  * Returns how many were handed back.
  */
-export const releaseJobsScript = new RedisScript(
+export const releaseJobsScript = new JobScript(
   'releaseJobs',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker'],
+    args: { undoAttempt: 'flag' },
+    repeated: { name: 'jobs', fields: ['id', 'token', 'dueScore'] },
+    decode: (reply) => ({ released: Number(reply) }),
+  },
   `
-local undo = ARGV[1] == '1'
+local undo = ARG.undoAttempt
 local released = 0
-for i = 2, #ARGV, 3 do
+for i = JOBS_FROM, #ARGV, JOBS_STRIDE do
   local id = ARGV[i]
   local body = ownedBody(id, ARGV[i + 1])
   if body then

@@ -38,7 +38,7 @@ end
 -- group's queue. Returns the score a consumer must wake for: its due score, its group's turn, or
 -- math.huge when its group is busy.
 local function storeJob(id, dueMs, tail)
-  local body = '{"g":0,"a":0,"c":' .. fmt(nowMs) .. tail
+  local body = newJobBody(nowMs, tail)
   redis.call('hset', JOBS, id, body)
   local group = groupOf(body)
   if group then return addToGroup(group, id, groupScoreFor(group, dueMs)) or math.huge end

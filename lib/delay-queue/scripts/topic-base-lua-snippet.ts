@@ -1,5 +1,6 @@
 import type { LuaSnippet } from '../../core/redis/redis-script.js';
 import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
+import { LUA_JOB_HEADER } from './job-header-lua-snippet.js';
 
 /**
  * Lua: the opening every delayed-job script uses (a constant of this library; no user input). All of
@@ -7,7 +8,7 @@ import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.co
  * script's KEYS list is built in jobs/script-keys.ts):
  *
  * KEYS[1] due     zset  id -> dueMs * SLOTS + FIFO slot
- * KEYS[2] jobs    hash  id -> body (see job-codec.ts)
+ * KEYS[2] jobs    hash  id -> body (see jobs/job-fields.ts; read and written by job-header-lua-snippet.ts)
  * KEYS[3] active  zset  id -> visibility deadline ms
  * KEYS[4] dead    zset  id -> time of death ms
  * KEYS[5] marker  zset  'wake' -> ms; BZPOPMIN target of blocked consumers
@@ -20,6 +21,7 @@ import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.co
  */
 export const LUA_TOPIC_BASE: LuaSnippet = {
   name: 'topicBase',
+  requires: [LUA_JOB_HEADER],
   source: `
 local SLOTS = ${DUE_SCORE_SLOTS}
 local DUE, JOBS, ACTIVE, DEAD, MARKER, OPERATION = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -73,20 +75,6 @@ local function wake(ms)
   redis.call('zadd', MARKER, ms, 'wake')
 end
 
-local function tokenOf(body)
-  return string.match(body, '^{"g":(%d+),')
-end
-
--- nil for a body this version cannot read (written by hand, or by an incompatible version).
-local function attemptsOf(body)
-  return tonumber(string.match(body, '^{"g":%d+,"a":(%d+),'))
-end
-
-local function withAttempts(body, attempts)
-  local g, rest = string.match(body, '^{"g":(%d+),"a":%d+(.*)$')
-  return '{"g":' .. g .. ',"a":' .. fmt(attempts) .. rest
-end
-
 -- The body if the job is claimed (in ACTIVE) under this exact claim token, else nil.
 local function ownedBody(id, token)
   if not redis.call('zscore', ACTIVE, id) then return nil end
@@ -108,15 +96,6 @@ local function ownedBodies(first, stride)
     if not (body and active[k] and tokenOf(body) == ARGV[first + stride * (k - 1) + 1]) then bodies[k] = false end
   end
   return ids, bodies
-end
-
--- Replaces the "e" field (null or a JSON string, which holds no bare quote: the next ,"p": is ours).
-local function withError(body, errorJson)
-  local e = string.find(body, ',"e":', 1, true)
-  if not e then return body end
-  local p = string.find(body, ',"p":', e, true)
-  if not p then return body end
-  return string.sub(body, 1, e - 1) .. ',"e":' .. errorJson .. string.sub(body, p)
 end
 `,
 };

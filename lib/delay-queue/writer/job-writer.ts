@@ -11,7 +11,8 @@ import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
 import { groupOfTail } from '../jobs/job-codec.js';
 import { recordedScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
 import { TopicShards } from '../jobs/topic-shards.js';
-import { WriteFenceExpiredError, type WriteFence } from '../jobs/write-fence.js';
+import { WriteFenceExpiredError } from '../../core/errors/write-fence-expired.error.js';
+import type { WriteFence } from '../jobs/write-fence.js';
 
 /** What a schedule script did with one job: stored it, kept the one with its id, or replaced that one. */
 export type WriteOutcome = 'created' | 'existing' | 'replaced';

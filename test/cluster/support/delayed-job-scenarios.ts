@@ -186,8 +186,21 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       // A consumer that claimed everything and died: the claim script run by hand, never acknowledged.
       let claimed = 0;
       for (const k of shardKeys('crash')) {
-        const reply = await claimDueJobsScript.run<unknown[]>(target.raw(), [k.due, k.jobs, k.active, k.dead, k.marker], [100, 300, 5, 100, 86_400_000]);
-        claimed += (reply[4] as unknown[]).length / 3;
+        const record = `${k.jobs}:crashed-claim`;
+        const reply = await claimDueJobsScript.call(target.raw(), { ...k, record, previousRecord: record }, {
+          maxClaims: 100,
+          visibilityMs: 300,
+          defaultMaxAttempts: 5,
+          deadMaxCount: 100,
+          deadMaxAgeMs: 86_400_000,
+          rateMax: 0,
+          rateWindowMs: 0,
+          keepsCompleted: false,
+          keepCount: 0,
+          keepAgeMs: 0,
+          deletePrevious: false,
+        });
+        claimed += reply.claimed.length;
       }
       expect(claimed).toBe(6);
       const runs: Array<{ id: string; attempt: number }> = [];

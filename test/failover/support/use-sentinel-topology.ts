@@ -2,11 +2,12 @@ import type { TestingModule } from '@nestjs/testing';
 import { startRedisSentinel, type RedisSentinelTopology } from '../../support/redis-sentinel.js';
 import { UnhandledRejections } from '../../support/unhandled-rejections.js';
 import { stopAllLoads } from './failover-harness.js';
+import { readThrough } from '../../support/use-resource.js';
 
 /** A Sentinel topology shared by a spec's tests, and the apps the tests made on it. */
 export interface SentinelSuite {
-  /** The running topology; read it in a hook registered after `useSentinelTopology`, or in a test. */
-  topology(): RedisSentinelTopology;
+  /** The running topology, read through (`readThrough`): use it in a test or a hook registered after `useSentinelTopology`. */
+  readonly topology: RedisSentinelTopology;
   /** Apps pushed here are closed after the spec's tests, before the topology stops. */
   readonly apps: TestingModule[];
 }
@@ -33,10 +34,7 @@ export function useSentinelTopology(): SentinelSuite {
   afterEach(() => expect(unhandled.reasons).toEqual([]));
 
   return {
-    topology: () => {
-      if (!topology) throw new Error('the Sentinel topology is not started: read it in a hook or test, after useSentinelTopology');
-      return topology;
-    },
+    topology: readThrough('the Sentinel topology', () => topology),
     apps,
   };
 }

@@ -3,6 +3,7 @@ import { inPgTransaction, PostgresJobOutbox } from '../../../lib/outbox/postgres
 import { spawnFixture } from '../../support/child-process.js';
 import { startLocalPostgres, type LocalPostgres } from '../../support/postgres.js';
 import { PgTransactions } from './outbox-harness.js';
+import { useResource } from '../../support/use-resource.js';
 
 type StoreOptions = ConstructorParameters<typeof PostgresJobOutbox>[0];
 
@@ -61,4 +62,9 @@ export async function crashAfterCommit(
   ]);
   const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
   return { signal, output: child.output() };
+}
+
+/** `startOutboxPostgres` for a describe block (`useResource`): started before its tests, stopped after them. */
+export function useOutboxPostgres(table: string, options: Parameters<typeof startOutboxPostgres>[1] = {}): OutboxPostgres {
+  return useResource('the outbox database', () => startOutboxPostgres(table, options), (pg) => pg.stop());
 }

@@ -87,7 +87,7 @@ describe.each(ENGINES.map((engine) => [engine.folder, engine] as const))('Lua sc
 
   it('documents KEYS, ARGV and the reply in the header of every script', () => {
     const undocumented = scriptFiles.flatMap((file) => {
-      const header = /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*export const \w+ = new RedisScript\(/.exec(file.text)?.[1] ?? '';
+      const header = /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*export const \w+ = new (?:RedisScript|JobScript)\(/.exec(file.text)?.[1] ?? '';
       const missing = ['KEYS', 'ARGV', 'Returns'].filter((word) => !new RegExp(`^\\s*\\*\\s.*\\b${word}\\b`, 'm').test(header));
       return missing.length === 0 ? [] : [`${relative(lib, file.path)}: no ${missing.join(', ')}`];
     });

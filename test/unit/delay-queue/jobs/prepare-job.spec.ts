@@ -48,14 +48,14 @@ describe('prepareJob: one job checked and encoded before anything is sent', () =
 
   it("stores its own maxAttempts and backoff (merged over the module's) in the body, and nothing when not given", () => {
     const own = prepareJob('orders', { n: 1 }, { maxAttempts: 3, backoff: { delay: 10 } }, defaults);
-    expect(own.tail).toBe(',"m":3,"b":[10,2,3600000,0.2],"e":null,"p":{"n":1}}');
-    expect(prepareJob('orders', { n: 1 }, undefined, defaults).tail).toBe(',"m":null,"b":null,"e":null,"p":{"n":1}}');
+    expect(own.tail).toBe('\x1fm3\x1fb[10,2,3600000,0.2]\x1e{"n":1}');
+    expect(prepareJob('orders', { n: 1 }, undefined, defaults).tail).toBe('\x1e{"n":1}');
   });
 
   it('stores a valid traceparent, and drops one that is not', () => {
     const traceparent = `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`;
-    expect(prepareJob('orders', 1, undefined, defaults, '', traceparent).tail).toContain(`"t":"${traceparent}",`);
-    expect(prepareJob('orders', 1, undefined, defaults, '', 'not-a-traceparent').tail).not.toContain('"t":');
+    expect(prepareJob('orders', 1, undefined, defaults, '', traceparent).tail).toContain(`\x1ft${traceparent}\x1e`);
+    expect(prepareJob('orders', 1, undefined, defaults, '', 'not-a-traceparent').tail).not.toContain('\x1ft');
   });
 
   it.each<[string, unknown, string]>([

@@ -1,8 +1,10 @@
-import { InvalidOptionsError, InvalidTopicError } from '../../../../lib/index.js';
+import { InvalidTopicError } from '../../../../lib/index.js';
 import { shardTopicName } from '../../../../lib/core/keys/topic-name.js';
 import { MAX_TOPIC_SHARDS, resolveTopicShards } from '../../../../lib/core/options/resolve-topic-shards.js';
 import { TopicShards } from '../../../../lib/delay-queue/jobs/topic-shards.js';
 import { RedisKeySpace } from '../../../../lib/core/keys/redis-key-space.js';
+import { expectInvalidOption } from '../../../support/expect-invalid-option.js';
+import { thrownBy } from '../../../support/thrown.js';
 
 const keySpace = new RedisKeySpace('rl');
 
@@ -32,14 +34,7 @@ describe('resolveTopicShards: the delayQueue.topics option', () => {
     ['more than the most shards', { hot: { shards: MAX_TOPIC_SHARDS + 1 } }, 'delayQueue.topics["hot"].shards'],
     ['a name too long for its shard suffix', { ['t'.repeat(127)]: { shards: 10 } }, `delayQueue.topics["${'t'.repeat(127)}"]`],
   ])('refuses %s, naming the option', (_label, topics, option) => {
-    let error: unknown;
-    try {
-      resolveTopicShards(topics);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect((error as InvalidOptionsError).option).toBe(option);
+    expectInvalidOption(thrownBy(() => resolveTopicShards(topics)), option);
   });
 
   it('accepts the longest name whose last shard still fits', () => {

@@ -1,0 +1,24 @@
+/** What `call` threw, or undefined when it returned: for specs that then assert on the error. */
+export function thrownBy(call: () => unknown): unknown {
+  try {
+    call();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+/** What `call` threw or rejected with, or undefined when it resolved. */
+export async function rejectionOf(call: () => unknown): Promise<unknown> {
+  try {
+    await call();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+/** What starting an app with `start` failed with; undefined (the app closed again) when it started. */
+export async function startupFailure(start: () => Promise<{ close(): Promise<unknown> }>): Promise<unknown> {
+  return rejectionOf(async () => (await start()).close());
+}
