@@ -69,7 +69,7 @@ export class LockHoldRegistry implements HeldLockOperations {
     if (!options.syncReplicas) return this.handOut(call, owner, fencingToken, sentAt);
     // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
     // deferred by an enclosing transaction, not watched).
-    return awaitReplicas(this.connection.client, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
+    return awaitReplicas(this.connection, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
       protocol.release(this.connection.client, owner, this.publishCommand, call.hold),
     ).then(() => this.handOut(call, owner, fencingToken, sentAt));
   }

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../core/options/redis-lock-config.js';
+import type { SubscriberConnection } from '../core/redis/redis-transport.js';
 import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
 import { timerDelay } from '../core/time/timer-delay.js';
 
@@ -52,7 +52,7 @@ const LINGER_MS = 5_000;
  * bounded by the lock's remaining TTL (the caller passes it as `timeoutMs`): no fixed-interval polling.
  */
 export class WakeSubscriber {
-  private subscriber?: RedisClient;
+  private subscriber?: SubscriberConnection;
   private connected?: Promise<void>;
   private readonly channels = new Map<string, ChannelState>();
   private closed = false;
@@ -204,15 +204,14 @@ export class WakeSubscriber {
     const subscriber = this.ensureSubscriber();
     // Connect before the first SUBSCRIBE: a lazy client that connects *because of* a SUBSCRIBE
     // runs its ready check (INFO) in subscriber mode, which Redis refuses.
-    this.connected ??= subscriber.status === 'wait' ? subscriber.connect() : Promise.resolve();
+    this.connected ??= subscriber.connect();
     try {
       await this.connected;
     } catch (error) {
       this.connected = undefined;
       throw error;
     }
-    if (this.connection.isCluster) await (subscriber as RedisClient & { ssubscribe(c: string): Promise<unknown> }).ssubscribe(channel);
-    else await subscriber.subscribe(channel);
+    await subscriber.subscribe(channel);
   }
 
   private scheduleUnsubscribe(channel: string, state: ChannelState): void {
@@ -220,19 +219,17 @@ export class WakeSubscriber {
       if (state.refs > 0 || this.channels.get(channel) !== state) return;
       this.channels.delete(channel);
       const subscriber = this.subscriber;
-      if (!subscriber || subscriber.status !== 'ready') return;
-      const done = this.connection.isCluster
-        ? (subscriber as RedisClient & { sunsubscribe(c: string): Promise<unknown> }).sunsubscribe(channel)
-        : subscriber.unsubscribe(channel);
+      if (!subscriber?.ready) return;
+      const done = subscriber.unsubscribe(channel);
       // Losing an UNSUBSCRIBE only leaves an idle channel; never surface it as an unhandled rejection.
       done.catch(() => undefined);
     }, LINGER_MS);
     state.lingerTimer.unref();
   }
 
-  private ensureSubscriber(): RedisClient {
+  private ensureSubscriber(): SubscriberConnection {
     if (this.subscriber) return this.subscriber;
-    const subscriber = this.connection.duplicate('subscriber', { shardedPubSub: true });
+    const subscriber = this.connection.openSubscriber('subscriber');
     const onMessage = (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
@@ -240,12 +237,11 @@ export class WakeSubscriber {
       const count = Number.parseInt(message, 10);
       this.wake(state, Number.isFinite(count) && count > 0 ? count : 1);
     };
-    subscriber.on('message', onMessage);
-    subscriber.on('smessage', onMessage);
+    subscriber.onMessage(onMessage);
     // Messages published while the connection was down are gone; let every waiter try again.
     // (ioredis re-subscribes to every channel by itself when it reconnects.)
     let readyBefore = false;
-    subscriber.on('ready', () => {
+    subscriber.onReady(() => {
       if (readyBefore) for (const state of this.channels.values()) this.wakeEveryone(state);
       readyBefore = true;
     });

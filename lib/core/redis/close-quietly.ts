@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { RedisReachability } from './reachability.js';
+import { awaitingReplies, endClient } from './ioredis-internals.js';
 
 /** How long a QUIT may wait for its answer before the socket is cut. */
 export const QUIT_TIMEOUT_MS = 1_000;
@@ -55,11 +56,6 @@ export async function closeConnection(client: RedisClient, options: CloseOptions
   }
 }
 
-interface EndableClient {
-  setStatus(status: string): void;
-  flushQueue(error: Error): void;
-}
-
 /**
  * Disconnects, and ends a client that was waiting to reconnect: it has no socket whose close would
  * take it to 'end', so ioredis' disconnect() only cancels the reconnect and leaves it
@@ -70,9 +66,7 @@ interface EndableClient {
 function cut(client: RedisClient): void {
   client.disconnect();
   if (client instanceof Cluster || statusOf(client) !== 'reconnecting') return;
-  const internals = client as unknown as EndableClient;
-  internals.setStatus('end');
-  internals.flushQueue(new Error('Connection is closed.'));
+  endClient(client);
 }
 
 /**
@@ -82,8 +76,8 @@ function cut(client: RedisClient): void {
  * count here: it is assumed to.
  */
 function awaitsReplies(client: RedisClient): boolean {
-  const queue = (client as unknown as { commandQueue?: { length: number } }).commandQueue;
-  return queue === undefined || queue.length > 0;
+  const waiting = client instanceof Cluster ? undefined : awaitingReplies(client);
+  return waiting === undefined || waiting > 0;
 }
 
 /**

@@ -1,15 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { processShared } from '../runtime/process-shared.js';
-
-interface CorkableStream {
-  readonly writable?: boolean;
-  cork(): void;
-  uncork(): void;
-}
-interface SendingClient {
-  readonly stream?: CorkableStream;
-  sendCommand(command: unknown, stream?: unknown): unknown;
-}
+import { useCommandHook } from './ioredis-command-hooks.js';
+import { socketOf, type ClientSocket } from './ioredis-internals.js';
 
 /**
  * Most commands one write carries: a turn with more leaves in several writes, so Redis starts on the
@@ -35,28 +27,26 @@ const writeNowOf = processShared('coalesce-write-now', () => new WeakMap<object,
  */
 export function coalesceWritesPerTick(client: Redis): void {
   if (writeNowOf.has(client)) return;
-  const internals = client as unknown as SendingClient;
-  const send = internals.sendCommand;
-  let corked: CorkableStream | undefined;
+  let corked: ClientSocket | undefined;
+  let commandsCorked = 0;
   const uncork = () => {
     const stream = corked;
     corked = undefined;
     stream?.uncork();
   };
   writeNowOf.set(client, uncork);
-  let commandsCorked = 0;
-  internals.sendCommand = (command, stream) => {
-    const socket = (stream as CorkableStream | undefined) ?? internals.stream;
+  useCommandHook(client, 'coalesce-writes', (next) => (command, stream) => {
+    const socket = (stream as ClientSocket | undefined) ?? socketOf(client);
     if (corked === undefined && socket?.writable) {
       corked = socket;
       commandsCorked = 0;
       socket.cork();
       process.nextTick(uncork);
     }
-    const sent = send.call(client, command, stream);
+    const sent = next(command, stream);
     if (corked !== undefined && ++commandsCorked >= COMMANDS_PER_WRITE) uncork();
     return sent;
-  };
+  });
 }
 
 /**

@@ -1,19 +1,8 @@
 import type { Redis } from 'ioredis';
-import { processShared } from '../runtime/process-shared.js';
+import { useCommandHook } from './ioredis-command-hooks.js';
 
 /** The commands ioredis sends by itself when a connection is ready again, its promise unobserved. */
 const RESENT_BY_THE_CLIENT = new Set(['subscribe', 'psubscribe', 'ssubscribe', 'select']);
-
-interface SentCommand {
-  readonly name: string;
-  readonly promise: Promise<unknown>;
-}
-interface SendingClient {
-  sendCommand(command: SentCommand, stream?: unknown): unknown;
-}
-
-/** Clients already observed (one per process, shared by both builds: core/runtime/process-shared.ts). */
-const observed = processShared('resends-observed', () => new WeakSet<object>());
 
 /**
  * After a reconnect ioredis restores the connection's state by sending SELECT and the (P|S)SUBSCRIBE
@@ -25,12 +14,8 @@ const observed = processShared('resends-observed', () => new WeakSet<object>());
  * which still rejects for it. Idempotent per client.
  */
 export function observeAutomaticResends(client: Redis): void {
-  if (observed.has(client)) return;
-  observed.add(client);
-  const internals = client as unknown as SendingClient;
-  const send = internals.sendCommand;
-  internals.sendCommand = (command, stream) => {
+  useCommandHook(client, 'observe-resends', (next) => (command, stream) => {
     if (RESENT_BY_THE_CLIENT.has(command.name)) command.promise.catch(() => undefined);
-    return send.call(client, command, stream);
-  };
+    return next(command, stream);
+  });
 }

@@ -2,19 +2,10 @@ import type { Redis } from 'ioredis';
 import type { RedisConnectionError } from '../errors/redis-connection.error.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { connectionFailureError, describeConnectionCause } from './redis-errors.js';
+import type { ConnectionReachability } from './redis-transport.js';
 import { processShared } from '../runtime/process-shared.js';
-
-/** The parts of an ioredis client's command path the bound drives (not in its typed API). */
-interface QueuedCommand {
-  reject(error: Error): void;
-  readonly promise: Promise<unknown>;
-}
-interface ClientInternals {
-  sendCommand(command: QueuedCommand, stream?: unknown): unknown;
-  flushQueue(error: Error, options?: { offlineQueue?: boolean; commandQueue?: boolean }): void;
-  readonly commandQueue: { readonly length: number; toArray(): Array<{ command: QueuedCommand }> };
-  prevCommandQueue?: { length: number; shift(): { command: QueuedCommand } | undefined } | null;
-}
+import { useCommandHook } from './ioredis-command-hooks.js';
+import { awaitingReplies, flushQueues, rejectAwaitingReplies, rejectCutOff, socketOf } from './ioredis-internals.js';
 
 /**
  * A timer that fires this much later than due says this process itself was stalled (a paused or
@@ -47,7 +38,7 @@ const unsent = processShared('reachability-unsent', () => new WeakSet<object>())
  * Time this process itself spent stalled does not count (a late timer checks again after pending
  * I/O is read).
  */
-export class RedisReachability {
+export class RedisReachability implements ConnectionReachability {
   private lastError?: Error;
   /** Monotonic ms since which the open socket has left commands unanswered past `silence`, if it has. */
   private silentSince?: number;
@@ -118,8 +109,7 @@ export class RedisReachability {
    * Redis since the oldest of them was sent (a paused or black-holed server).
    */
   hungFor(ms: number): boolean {
-    const queue = (this.client as unknown as ClientInternals).commandQueue;
-    if (queue.length === 0 || this.waitingSince === undefined) return false;
+    if (!awaitingReplies(this.client) || this.waitingSince === undefined) return false;
     const since = Math.max(this.waitingSince, this.lastReplyAt);
     return performance.now() - since >= ms;
   }
@@ -171,9 +161,9 @@ export class RedisReachability {
     });
     client.on('close', () => this.lost());
     const hear = () => this.heard();
-    client.on('connect', () => client.stream?.on('data', hear));
+    client.on('connect', () => socketOf(client)?.on('data', hear));
     // A client passed in may be connected already.
-    if (client.status === 'ready' || client.status === 'connect') client.stream?.on('data', hear);
+    if (client.status === 'ready' || client.status === 'connect') socketOf(client)?.on('data', hear);
     client.on('ready', () => {
       const wasDown = this.downSince !== undefined || this.unreachable;
       this.downSince = undefined;
@@ -185,9 +175,7 @@ export class RedisReachability {
     });
     this.noteWrites();
     if (this.bound === undefined) return;
-    const internals = client as unknown as ClientInternals;
-    const send = internals.sendCommand;
-    internals.sendCommand = (command, stream) => {
+    useCommandHook(client, 'refuse-unreachable', (next) => (command, stream) => {
       // Handshake and ready-check commands run in 'connect' and must pass for the connection to come back.
       const writing = client.status === 'connect' || client.status === 'ready';
       if (this.unreachable && (!writing || this.silentSince !== undefined)) {
@@ -196,21 +184,20 @@ export class RedisReachability {
         command.reject(error);
         return command.promise;
       }
-      const sent = send.call(client, command, stream);
+      const sent = next(command, stream);
       if (writing) this.expectReply();
       return sent;
-    };
+    });
   }
 
   /** Notes when commands start waiting on an idle socket (see `hungFor`). */
   private noteWrites(): void {
-    const internals = this.client as unknown as ClientInternals;
-    const send = internals.sendCommand;
-    internals.sendCommand = (command, stream) => {
-      const writing = this.client.status === 'connect' || this.client.status === 'ready';
-      if (writing && internals.commandQueue.length === 0) this.waitingSince = performance.now();
-      return send.call(this.client, command, stream);
-    };
+    const client = this.client;
+    useCommandHook(client, 'note-writes', (next) => (command, stream) => {
+      const writing = client.status === 'connect' || client.status === 'ready';
+      if (writing && awaitingReplies(client) === 0) this.waitingSince = performance.now();
+      return next(command, stream);
+    });
   }
 
   private heard(): void {
@@ -239,19 +226,17 @@ export class RedisReachability {
    */
   private expectReply(): void {
     if (this.silence === undefined || this.silenceTimer !== undefined || this.silentSince !== undefined) return;
-    const queue = (this.client as unknown as ClientInternals).commandQueue;
-    if (queue.length === 0) return;
+    if (!awaitingReplies(this.client)) return;
     const armedAt = performance.now();
     this.silenceTimer = this.after(this.silence, () => {
       this.silenceTimer = undefined;
-      const waiting = (this.client as unknown as ClientInternals).commandQueue;
-      if (waiting.length === 0 || this.client.status !== 'ready' || this.heardSince(armedAt)) return;
+      if (!awaitingReplies(this.client) || this.client.status !== 'ready' || this.heardSince(armedAt)) return;
       this.silentSince = armedAt;
       this.lastError = new Error(`Redis did not answer for ${Math.round(performance.now() - armedAt)} ms`);
       this.unreachable = true;
       const error = this.failure();
-      for (const item of waiting.toArray()) item.command.reject(error);
-      (this.client as unknown as ClientInternals).flushQueue(error, { offlineQueue: true, commandQueue: false });
+      rejectAwaitingReplies(this.client, error);
+      flushQueues(this.client, error, { sent: false });
       for (const listener of [...this.listeners]) listener();
     });
   }
@@ -320,15 +305,11 @@ export class RedisReachability {
 
   /** Rejects and removes every command waiting for the connection: queued offline, or awaiting a re-send. */
   private rejectWaiting(): void {
-    const internals = this.client as unknown as ClientInternals;
     const error = this.failure();
     // While a new connection shakes hands its command queue holds the handshake; the commands cut
-    // off by the last drop then wait in `prevCommandQueue`. Otherwise the command queue is theirs.
+    // off by the last drop then wait apart (`rejectCutOff`). Otherwise the command queue is theirs.
     const handshaking = this.client.status === 'connect';
-    internals.flushQueue(error, { offlineQueue: true, commandQueue: !handshaking });
-    const previous = internals.prevCommandQueue;
-    if (handshaking && previous) {
-      for (let item = previous.shift(); item; item = previous.shift()) item.command.reject(error);
-    }
+    flushQueues(this.client, error, { sent: !handshaking });
+    if (handshaking) rejectCutOff(this.client, error);
   }
 }

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../options/redis-lock-config.js';
-import { RedisReachability } from './reachability.js';
-import { toRedisLockError } from './redis-errors.js';
+import { runScriptOn } from './ioredis-script-runner.js';
+import type { RedisTransport } from './redis-transport.js';
+
+type ScriptTransport = Pick<RedisTransport, 'runScript'>;
 
 /**
  * A piece of Lua several scripts share: `local` values and functions that a script's body calls.
@@ -14,9 +16,8 @@ export interface LuaSnippet {
 }
 
 /**
- * A Lua script sent by SHA (EVALSHA) and, only when the server does not know it yet (first use,
- * restart, failover, SCRIPT FLUSH), by body with EVAL, which also caches it. One round trip in the
- * common case, and no dependency on `defineCommand` mutating a client the user may own.
+ * A Lua script: its text and SHA. A transport sends it by SHA (EVALSHA) and by body only when the
+ * server does not know it yet (see `RedisTransport.runScript`).
  *
  * Script bodies are constants of this library; user input only ever travels as KEYS and ARGV.
  */
@@ -39,15 +40,14 @@ export class RedisScript {
     this.sha = createHash('sha1').update(this.source).digest('hex');
   }
 
-  /** Runs the script; Redis and connection failures reject with this library's typed errors. */
-  run<T = unknown>(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
-    // Plain promise chaining, no async wrapper: this sits on the hot path of every lock operation.
-    return (client.evalsha(this.sha, keys.length, ...keys, ...args) as Promise<T>).catch((error: unknown) => {
-      if (!isNoScript(error)) throw toRedisLockError(error, `run ${this.name}`, RedisReachability.of(client)?.cause);
-      return (client.eval(this.source, keys.length, ...keys, ...args) as Promise<T>).catch((evalError: unknown) => {
-        throw toRedisLockError(evalError, `run ${this.name}`, RedisReachability.of(client)?.cause);
-      });
-    });
+  /**
+   * Runs the script through a transport (`RedisConnection`), or on an ioredis client directly;
+   * Redis and connection failures reject with this library's typed errors.
+   */
+  run<T = unknown>(target: RedisClient | ScriptTransport, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+    const transport = target as Partial<ScriptTransport>;
+    if (typeof transport.runScript === 'function') return transport.runScript<T>(this, keys, args);
+    return runScriptOn<T>(target as RedisClient, this, keys, args);
   }
 }
 
@@ -61,13 +61,4 @@ export function snippetsInOrder(uses: readonly LuaSnippet[]): LuaSnippet[] {
   };
   uses.forEach(visit);
   return ordered;
-}
-
-/**
- * Redis's NOSCRIPT reply, also when an ioredis Cluster wraps it ("Too many Cluster redirections.
- * Last error: NOSCRIPT ..."), which happens when a failover promotes a replica whose script cache is empty.
- */
-function isNoScript(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  return error.message.startsWith('NOSCRIPT') || /Last error: (ReplyError: )?NOSCRIPT/.test(error.message);
 }

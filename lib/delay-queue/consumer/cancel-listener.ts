@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { SubscriberConnection } from '../../core/redis/redis-transport.js';
 
 /** What the consumer of one topic shard does with the notices of its cancel channel. */
 export interface CancelNoticeHandler {
@@ -9,11 +9,6 @@ export interface CancelNoticeHandler {
   /** Notices may have been missed (the subscriber was disconnected): check the jobs held now. */
   missed(): void;
 }
-
-type ShardedSubscriber = RedisClient & {
-  ssubscribe(channel: string): Promise<unknown>;
-  sunsubscribe(channel: string): Promise<unknown>;
-};
 
 /**
  * Hears the cancel notices of running jobs (see scripts/cancel-job.lua.ts) for every consumer of
@@ -27,7 +22,7 @@ type ShardedSubscriber = RedisClient & {
  */
 @Injectable()
 export class CancelListener {
-  private subscriber?: RedisClient;
+  private subscriber?: SubscriberConnection;
   private connected?: Promise<void>;
   /** Handlers by channel; a channel is subscribed while it has one. */
   private readonly channels = new Map<string, Set<CancelNoticeHandler>>();
@@ -62,7 +57,7 @@ export class CancelListener {
     this.confirmed.clear();
     const subscriber = this.subscriber;
     this.subscriber = undefined;
-    if (subscriber) void this.connection.release(subscriber).catch(() => undefined);
+    if (subscriber) void subscriber.close().catch(() => undefined);
   }
 
   /**
@@ -75,10 +70,9 @@ export class CancelListener {
     try {
       // Connect before the first SUBSCRIBE: a lazy client connecting because of it would run its
       // ready check (INFO) in subscriber mode, which Redis refuses.
-      this.connected ??= subscriber.status === 'wait' ? subscriber.connect() : Promise.resolve();
+      this.connected ??= subscriber.connect();
       await this.connected;
-      if (this.connection.isCluster) await (subscriber as ShardedSubscriber).ssubscribe(channel);
-      else await subscriber.subscribe(channel);
+      await subscriber.subscribe(channel);
       const handlers = this.channels.get(channel);
       if (!handlers || this.closed) return;
       this.confirmed.add(channel);
@@ -91,15 +85,15 @@ export class CancelListener {
   private unsubscribe(channel: string): void {
     this.confirmed.delete(channel);
     const subscriber = this.subscriber;
-    if (!subscriber || subscriber.status !== 'ready') return;
-    const done = this.connection.isCluster ? (subscriber as ShardedSubscriber).sunsubscribe(channel) : subscriber.unsubscribe(channel);
+    if (!subscriber?.ready) return;
+    const done = subscriber.unsubscribe(channel);
     // Losing an UNSUBSCRIBE only leaves an idle channel.
     done.catch(() => undefined);
   }
 
-  private ensureSubscriber(): RedisClient {
+  private ensureSubscriber(): SubscriberConnection {
     if (this.subscriber) return this.subscriber;
-    const subscriber = this.connection.duplicate('cancel notices', { shardedPubSub: true });
+    const subscriber = this.connection.openSubscriber('cancel notices');
     const onMessage = (channel: string, message: string) => {
       const split = message.indexOf(':');
       if (split <= 0) return;
@@ -107,10 +101,9 @@ export class CancelListener {
       const id = message.slice(split + 1);
       for (const handler of this.channels.get(channel) ?? []) handler.cancelled(token, id);
     };
-    subscriber.on('message', onMessage);
-    subscriber.on('smessage', onMessage);
+    subscriber.onMessage(onMessage);
     let readyBefore = false;
-    subscriber.on('ready', () => {
+    subscriber.onReady(() => {
       if (this.closed || this.subscriber !== subscriber) return;
       // After a reconnect every channel is subscribed again here (a repeated SUBSCRIBE is harmless
       // beside ioredis' own), so its consumers check once it is confirmed; on the first connect only

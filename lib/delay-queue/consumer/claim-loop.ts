@@ -1,6 +1,5 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
-import { writeCorkedNow } from '../../core/redis/coalesce-writes.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { MAX_CLAIM_BATCH } from '../jobs/delay-queue.constants.js';
 import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';
@@ -211,7 +210,7 @@ export class ClaimLoop {
     reply.catch(() => undefined);
     this.ahead = { room, reply };
     acks.claimComesNext = true;
-    writeCorkedNow(connection.client);
+    connection.writeNow();
   }
 
   /**

@@ -1,5 +1,4 @@
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { BlockingReader, RedisTransport } from '../../core/redis/redis-transport.js';
 
 /** How a blocking wait on the marker ended. */
 export type MarkerOutcome = 'popped' | 'timeout' | 'lost';
@@ -19,7 +18,7 @@ const HANG_GRACE_MS = 1_500;
  * the connection is dropped and the consumer told ('lost'); the next wait opens a fresh one.
  */
 export class MarkerWaiter {
-  private conn?: RedisClient;
+  private conn?: BlockingReader;
   private inFlight = false;
   private closed = false;
   /** Waits in a row that ended with the connection lost; spaces out reopening so a broken setup cannot spin. */
@@ -29,7 +28,7 @@ export class MarkerWaiter {
   connectionsOpened = 0;
 
   constructor(
-    private readonly connection: RedisConnection,
+    private readonly connection: Pick<RedisTransport, 'openBlockingReader'>,
     private readonly markerKey: string,
     private readonly purpose: string,
     private readonly blockMs: number,
@@ -57,7 +56,7 @@ export class MarkerWaiter {
       if (settled) return;
       settled = true;
       clearTimeout(hangTimer);
-      conn.off('close', onClose);
+      stopListening();
       if (outcome === 'lost') {
         this.lostStreak++;
         this.drop(conn);
@@ -70,11 +69,11 @@ export class MarkerWaiter {
     const onClose = () => settle('lost');
     const hangTimer = setTimeout(() => settle('lost'), this.blockMs + HANG_GRACE_MS);
     hangTimer.unref();
-    conn.once('close', onClose);
+    const stopListening = conn.onLost(onClose);
     conn
-      .bzpopmin(this.markerKey, this.blockMs / 1000)
+      .popMin(this.markerKey, this.blockMs)
       .then(
-        (reply) => settle(reply ? 'popped' : 'timeout'),
+        (popped) => settle(popped ? 'popped' : 'timeout'),
         (error: unknown) => {
           // A closed connection is reported through 'close'; anything else (e.g. an ACL refusal) is worth a log line.
           if (!settled && !this.closed) this.onError(error);
@@ -90,39 +89,16 @@ export class MarkerWaiter {
     clearTimeout(this.reopenTimer);
     const conn = this.conn;
     this.conn = undefined;
-    if (conn) await this.disconnect(conn);
+    if (conn) await conn.close();
   }
 
-  private open(): RedisClient {
+  private open(): BlockingReader {
     this.connectionsOpened++;
-    return this.connection.duplicate(this.purpose);
+    return this.connection.openBlockingReader(this.purpose);
   }
 
-  private drop(conn: RedisClient): void {
+  private drop(conn: BlockingReader): void {
     if (this.conn === conn) this.conn = undefined;
-    void this.disconnect(conn).catch(() => undefined);
-  }
-
-  /**
-   * QUIT would queue behind the blocked BZPOPMIN, so the socket is cut instead; `release` then only
-   * forgets the connection (it is already ended). Cut, not ended: a FIN alone closes the socket only
-   * once the server closes its side, which a paused or unreachable server never does (shutdown
-   * then waited the full second here). Nothing of ours is left unwritten on a blocking reader.
-   */
-  private async disconnect(conn: RedisClient): Promise<void> {
-    if (conn.status !== 'end') {
-      const ended = new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 1_000);
-        timer.unref();
-        conn.once('end', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-      conn.disconnect();
-      (conn as { stream?: { destroy(): void } }).stream?.destroy();
-      await ended;
-    }
-    await this.connection.release(conn);
+    void conn.close().catch(() => undefined);
   }
 }

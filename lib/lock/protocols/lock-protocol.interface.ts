@@ -1,4 +1,5 @@
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { RedisTransport } from '../../core/redis/redis-transport.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
 
 /** Outcome of one acquire attempt. */
@@ -123,11 +124,7 @@ export interface LockProtocol {
 }
 
 /**
- * Where the subscriber connection comes from: `RedisConnection`, or in Redlock mode a fan-out over
- * the masters (see ../redlock/fan-out-subscriber.ts).
+ * Where the subscriber connection comes from: the transport (`RedisConnection`), or in Redlock mode
+ * a fan-out over the masters (see ../redlock/fan-out-subscriber.ts).
  */
-export interface WakeConnectionSource {
-  /** SSUBSCRIBE (sharded pub/sub) instead of SUBSCRIBE. */
-  readonly isCluster: boolean;
-  duplicate(purpose: string, options?: { shardedPubSub?: boolean }): RedisClient;
-}
+export type WakeConnectionSource = Pick<RedisTransport, 'openSubscriber'>;

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { SubscriberConnection } from '../../core/redis/redis-transport.js';
 import type { WakeConnectionSource } from '../protocols/lock-protocol.interface.js';
 import { collectReplies, successes } from './quorum-replies.js';
 import type { RedlockMaster } from './redlock-master.js';
@@ -9,10 +9,9 @@ import type { RedlockMaster } from './redlock-master.js';
 const REMEMBERED_RELEASES = 4_096;
 
 /**
- * The pub/sub connections of every Redlock master, presented as the one subscriber client that
- * `WakeSubscriber` drives. WakeSubscriber touches only `status`, `connect`, `subscribe`,
- * `unsubscribe` and the `message` / `ready` events, so reusing it keeps a single implementation of
- * the counted latch, local FIFO and lingering subscriptions for both modes.
+ * The pub/sub connections of every Redlock master, presented as the one `SubscriberConnection` that
+ * `WakeSubscriber` drives, so that a single implementation of the counted latch, local FIFO and
+ * lingering subscriptions serves both modes.
  *
  * - A release is announced on every master with the same id ('1:<id>'): the first copy is passed
  *   on, the others are dropped, so one release wakes as many waiters as on one Redis.
@@ -23,9 +22,9 @@ const REMEMBERED_RELEASES = 4_096;
  *   those it missed while down; a reconnect is passed on as `ready`, which makes WakeSubscriber let
  *   every waiter try again (releases may have been missed).
  */
-class FanOutSubscriber extends EventEmitter {
-  /** WakeSubscriber connects a client in 'wait' itself; the masters' connections are handled here. */
-  readonly status = 'ready';
+class FanOutSubscriber extends EventEmitter implements SubscriberConnection {
+  /** The masters' connections are connected here, each when first used. */
+  readonly ready = true;
   private readonly channels = new Set<string>();
   private readonly seen = new Set<string>();
   private readonly connections: Array<Redis | undefined>;
@@ -42,6 +41,19 @@ class FanOutSubscriber extends EventEmitter {
   }
 
   connect(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  onMessage(listener: (channel: string, message: string) => void): void {
+    this.on('message', listener);
+  }
+
+  onReady(listener: () => void): void {
+    this.on('ready', listener);
+  }
+
+  /** Nothing of its own to close: the masters' pub/sub connections close with the masters. */
+  close(): Promise<void> {
     return Promise.resolve();
   }
 
@@ -71,7 +83,7 @@ class FanOutSubscriber extends EventEmitter {
     if (existing) return existing;
     const connection = this.masters[index].subscriber();
     this.connections[index] = connection;
-    connection.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    connection.on('message', (channel: string, message: string) => this.passOn(channel, message));
     let readyBefore = false;
     connection.on('ready', () => {
       // Channels joined while this master was down were never subscribed on it.
@@ -82,7 +94,7 @@ class FanOutSubscriber extends EventEmitter {
     return connection;
   }
 
-  private onMessage(channel: string, message: string): void {
+  private passOn(channel: string, message: string): void {
     const id = `${channel}\n${message}`;
     if (this.seen.has(id)) return;
     this.seen.add(id);
@@ -91,15 +103,8 @@ class FanOutSubscriber extends EventEmitter {
   }
 }
 
-/**
- * The `WakeSubscriber`'s connection source in Redlock mode, backed by the masters' pub/sub
- * connections. The subscriber is cast: it provides the slice of a client that WakeSubscriber uses
- * (connect, subscribe, unsubscribe, message events), not a whole ioredis client.
- */
+/** The `WakeSubscriber`'s connection source in Redlock mode, backed by the masters' pub/sub connections. */
 export function fanOutWakeConnection(masters: readonly RedlockMaster[], quorum: number, timeoutMs: number): WakeConnectionSource {
   let subscriber: FanOutSubscriber | undefined;
-  return {
-    isCluster: false,
-    duplicate: () => (subscriber ??= new FanOutSubscriber(masters, quorum, timeoutMs)) as unknown as RedisClient,
-  };
+  return { openSubscriber: () => (subscriber ??= new FanOutSubscriber(masters, quorum, timeoutMs)) };
 }

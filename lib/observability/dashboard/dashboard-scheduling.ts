@@ -69,7 +69,7 @@ export class DashboardScheduling {
 
   /** The repeatable schedules of `topic`, soonest tick first, with the Redis server's clock. */
   async schedules(topic: string): Promise<DashboardSchedules> {
-    const [infos, [seconds, micros]] = await Promise.all([this.topics.schedules(topic), this.connection.client.time()]);
+    const [infos, [seconds, micros]] = await Promise.all([this.topics.schedules(topic), this.connection.command<[string, string]>('time')]);
     return {
       topic,
       now: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),

@@ -85,7 +85,7 @@ export class RedisLockHealthIndicator {
     const timeout = options?.timeout ?? 1_000;
     const started = performance.now();
     try {
-      await withTimeout(this.connection.client.ping(), timeout, `no PING reply within ${timeout} ms`);
+      await withTimeout(this.connection.command('ping'), timeout, `no PING reply within ${timeout} ms`);
       this.loggedCauses.delete(key);
       return session.up({ latencyMs: Math.round(performance.now() - started) });
     } catch (error) {
