@@ -1,9 +1,8 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisConnectionError } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { createLockApp, uniquePrefix } from '../support/test-app.js';
+import { useAppOnLocalRedis } from '../support/use-local-redis-server.js';
 import { deferred, waitFor } from '../support/timing.js';
 
 /**
@@ -12,19 +11,12 @@ import { deferred, waitFor } from '../support/timing.js';
  * retried, not warned about once and dropped (the topic's groups then kept the limit stored before).
  */
 describe('groupConcurrency written during an outage', () => {
-  let server: LocalRedisServer;
-  let app: TestingModule | undefined;
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-  });
-  afterAll(async () => {
-    await app?.close();
-    await server.stop();
-  });
+  const { server, app } = useAppOnLocalRedis(
+    (redis) => createLockApp({ redis: redis.url, keyPrefix: uniquePrefix('glo'), connectTimeout: 0 }),
+    (started) => started.close(),
+  );
 
   it('is written once Redis is back, without a warning, and the groups run that many at once', async () => {
-    app = await createLockApp({ redis: server.url, keyPrefix: uniquePrefix('glo'), connectTimeout: 0 });
     const queue = app.get(DelayQueueService);
     const warnings: string[] = [];
     const logs: string[] = [];
