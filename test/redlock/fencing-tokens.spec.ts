@@ -1,5 +1,5 @@
 import { strictlyIncreasing, mastersReconnected, useRedlockPair } from './redlock-test-app.js';
-import { holdsWithin } from '../support/timing.js';
+import { holdsWithin, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /**
@@ -72,8 +72,15 @@ describe('Redlock: fencing tokens', () => {
   it('hands back a minority grant of a lost vote and never lowers the counter it stepped', async () => {
     const owners = new RedisKeySpace(pair.keyPrefix).lock('level').owners;
     const fence = `${owners}:fence`;
+    const listedOnAll = async (listed: boolean) =>
+      (await Promise.all([0, 1, 2].map((i) => masters.raw(i).exists(owners)))).every((n) => (n === 1) === listed);
     await takeTurns('level', 2);
+    // A release resolves once a majority answered and lands on the third master after: the holder
+    // below must be granted on all three, or deleting its entry from one would leave it a minority.
+    await waitFor(() => listedOnAll(false), 5_000, 'the last release on every master');
     const holder = await pair.a.acquire('level');
+    // Its grant on the slowest master may likewise land after the vote.
+    await waitFor(() => listedOnAll(true), 5_000, 'the holder on every master');
     // The holder's entry vanishes from one master: a competing try wins that one and loses the vote.
     await masters.raw(2).del(owners);
     const before = await masters.raw(2).get(fence);
