@@ -7,10 +7,9 @@ import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import { decodeJobLeniently } from './jobs/job-codec.js';
 import { LIST_ORDER, toListedJob, type ListedJob, type ListedJobs, type ListedJobState } from './listed-job.js';
-import { completedReadScriptKeys, topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
-import { readJobScript } from './scripts/read-job.lua.js';
+import { readJobScript, type JobRead } from './scripts/read-job.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
 import { shardTopicName } from '../core/keys/topic-name.js';
@@ -39,27 +38,25 @@ export class TopicInspector {
   async job<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
     assertValidTopic(topic);
     // A job of a group lives on its group's shard: on a sharded topic, look in the others too.
-    type JobRead = [number, string | null, string | null, string | null, string | null, string | null, string | null];
     let read: JobRead | undefined;
     for (const shard of this.shards.searchOrder(topic, id)) {
-      const found: JobRead = await readJobScript.run<JobRead>(this.connection.client, completedReadScriptKeys(shard), [id]);
-      read = found;
-      if (found[1] !== null) break;
+      read = await readJobScript.call(this.connection.client, shard, { id });
+      if (read.body !== null) break;
     }
-    const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result] = read!;
+    const { nowMs, body, dueScore, visibleUntilMs, diedAtMs, finishedAtMs, resultJson } = read!;
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
     const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress } = job;
     const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack, progress, group: job.group };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
-      return { ...base, state: dueMs <= Number(nowMs) ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
+      return { ...base, state: dueMs <= nowMs ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
     }
-    if (deadline !== null) return { ...base, state: 'active', visibleUntil: new Date(Number(deadline)) };
-    if (diedAt !== null) return { ...base, state: 'dead', diedAt: new Date(Number(diedAt)) };
-    if (finishedAt !== null) {
-      const kept = { ...base, state: 'completed' as const, finishedAt: new Date(Number(finishedAt)) };
-      return result === null ? kept : { ...kept, result: JSON.parse(result) as unknown };
+    if (visibleUntilMs !== null) return { ...base, state: 'active', visibleUntil: new Date(visibleUntilMs) };
+    if (diedAtMs !== null) return { ...base, state: 'dead', diedAt: new Date(diedAtMs) };
+    if (finishedAtMs !== null) {
+      const kept = { ...base, state: 'completed' as const, finishedAt: new Date(finishedAtMs) };
+      return resultJson === null ? kept : { ...kept, result: JSON.parse(resultJson) as unknown };
     }
     return null;
   }
@@ -67,21 +64,19 @@ export class TopicInspector {
   /** Counts of a topic's jobs by state and of its schedules, one snapshot per shard, added up. */
   async stats(topic: string): Promise<DelayQueueStats> {
     assertValidTopic(topic);
-    const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, topicStatsScriptKeys(keys), [])),
-    );
+    const perShard = await Promise.all(this.shards.all(topic).map((keys) => topicStatsScript.call(this.connection.client, keys, {})));
     const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 };
     let completed = 0;
-    for (const [waiting, due, active, dead, schedules, kept, paused, grouped, busyGroups] of perShard) {
-      total.scheduled += waiting - due;
-      total.due += due;
-      total.active += active;
-      total.dead += dead;
-      total.schedules += schedules;
-      completed += kept;
-      total.paused ||= paused === 1;
-      total.grouped += grouped;
-      total.busyGroups += busyGroups;
+    for (const shard of perShard) {
+      total.scheduled += shard.waiting - shard.due;
+      total.due += shard.due;
+      total.active += shard.active;
+      total.dead += shard.dead;
+      total.schedules += shard.schedules;
+      completed += shard.completed;
+      total.paused ||= shard.paused;
+      total.grouped += shard.grouped;
+      total.busyGroups += shard.busyGroups;
     }
     // Only topics that keep completed jobs show the count (most keep none).
     return completed > 0 ? { ...total, completed } : total;
@@ -92,13 +87,16 @@ export class TopicInspector {
     assertValidTopic(topic);
     // Each shard's newest `limit`, merged: the newest `limit` overall are among them.
     const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) => readDeadLettersScript.run<(string | number)[]>(this.connection.client, topicScriptKeys(keys), [limit])),
+      this.shards.all(topic).map((keys) => readDeadLettersScript.call(this.connection.client, keys, { limit })),
     );
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
-    for (const flat of perShard) for (let i = 0; i < flat.length; i += 3) {
-      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(String(flat[i + 1]));
-      const diedAt = new Date(Number(flat[i + 2]));
-      const job = { id: String(flat[i]), topic, payload, state: 'dead' as const, attempts, maxAttempts, createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack };
+    for (const letters of perShard) for (const { id, body, diedAtMs } of letters) {
+      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(body);
+      const diedAt = new Date(diedAtMs);
+      const job = {
+        id, topic, payload, state: 'dead' as const, attempts, maxAttempts,
+        createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack,
+      };
       result.push(progress === undefined ? job : { ...job, progress });
     }
     if (perShard.length === 1) return result;
@@ -145,27 +143,15 @@ export class TopicInspector {
     // A UTF-16 code unit takes at most 3 bytes of UTF-8: this many bytes always hold a whole preview.
     const previewBytes = 3 * previewLength + 48;
     const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) =>
-        listJobsScript.run<Array<string | number | null>>(this.connection.client, completedReadScriptKeys(keys), [state, limit, previewBytes]),
-      ),
+      this.shards.all(topic).map((keys) => listJobsScript.call(this.connection.client, keys, { state, limit, previewBytes })),
     );
     let now = 0;
     let total = 0;
     let jobs: ListedJob[] = [];
-    for (const flat of perShard) {
-      now = Math.max(now, Number(flat[0]));
-      total += Number(flat[1]);
-      for (let i = 2; i < flat.length; i += 5) {
-        const header = flat[i + 2];
-        jobs.push(
-          toListedJob(
-            { id: String(flat[i]), state, score: String(flat[i + 1]), header: header === null ? null : String(header) },
-            String(flat[i + 3]),
-            Number(flat[i + 4]),
-            previewLength,
-          ),
-        );
-      }
+    for (const shard of perShard) {
+      now = Math.max(now, shard.nowMs);
+      total += shard.total;
+      for (const row of shard.rows) jobs.push(toListedJob(row, state, previewLength));
     }
     if (perShard.length > 1) jobs = jobs.sort(LIST_ORDER[state]).slice(0, limit);
     return { topic, state, now, total, jobs };
