@@ -1,9 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
-import { scanKeys } from '../core/redis/scan-keys.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
-import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import { decodeJobLeniently } from './jobs/job-codec.js';
 import { LIST_ORDER, toListedJob, type ListedJob, type ListedJobs, type ListedJobState } from './listed-job.js';
@@ -12,25 +9,22 @@ import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
 import { readJobScript, type JobRead } from './scripts/read-job.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
-import { shardTopicName } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import type { RepeatInfo } from './interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /**
- * The read side of the delay queue: one job, a topic's counts, dead letters and repeatable
- * schedules (what `DelayQueueService` answers with), and for add-ons such as the dashboard which
- * topics exist (handled here, or found in Redis) and the jobs of a topic by state with payload
- * previews. It writes nothing (the operator's actions are `JobCommands`'). A sharded topic is one
+ * The read side of the delay queue: what one topic holds. One job, a topic's counts, dead letters
+ * and repeatable schedules (what `DelayQueueService` answers with), and for add-ons such as the
+ * dashboard the jobs of a topic by state with payload previews. It writes nothing (the operator's
+ * actions are `JobCommands`'); which topics exist is `TopicDirectory`'s. A sharded topic is one
  * topic here: reads merge its shards.
  */
 @Injectable()
 export class TopicInspector {
   constructor(
     private readonly connection: RedisConnection,
-    private readonly keySpace: RedisKeySpace,
     private readonly shards: TopicShards,
-    private readonly explorer: DelayedHandlerExplorer,
     private readonly repeats: RepeatScheduler,
   ) {}
 
@@ -109,34 +103,6 @@ export class TopicInspector {
     return this.repeats.list(topic);
   }
 
-  /** Topics consumed by an `@OnDelayed` handler of this application (the ones the delay queue runs). */
-  handledTopics(): readonly string[] {
-    return this.explorer.handledTopics();
-  }
-
-  /**
-   * The topics this application names in its own code and configuration, known from bootstrap on
-   * (before any job): its `@OnDelayed` handlers' topics, then the topics split into shards in
-   * `delayQueue.topics`.
-   */
-  applicationTopics(): string[] {
-    return [...new Set([...this.handledTopics(), ...this.shards.sharded()])];
-  }
-
-  /**
-   * Topics with at least one job (in any state) in Redis, found by SCAN on every master: at most
-   * `limit` jobs hashes are looked at. The shards of a sharded topic are reported as the topic.
-   */
-  async topicsInRedis(limit: number): Promise<{ topics: string[]; truncated: boolean }> {
-    const { keys, truncated } = await scanKeys(this.connection.client, this.keySpace.topicJobsPattern(), limit);
-    const topics = new Set<string>();
-    for (const key of keys) {
-      const found = this.keySpace.topicOfJobsKey(key);
-      if (found !== undefined && isValidTopic(found)) topics.add(this.topicOfShard(found));
-    }
-    return { topics: [...topics], truncated };
-  }
-
   /** The first `limit` jobs of `topic` in `state`, each payload shortened to `previewLength` characters. */
   async listJobs(topic: string, state: ListedJobState, limit: number, previewLength: number): Promise<ListedJobs> {
     assertValidTopic(topic);
@@ -155,24 +121,5 @@ export class TopicInspector {
     }
     if (perShard.length > 1) jobs = jobs.sort(LIST_ORDER[state]).slice(0, limit);
     return { topic, state, now, total, jobs };
-  }
-
-  /** `hot#2` is shard 2 of `hot` when `hot` is configured with that many shards: reported as `hot`. */
-  private topicOfShard(found: string): string {
-    const hash = found.lastIndexOf('#');
-    if (hash <= 0) return found;
-    const topic = found.slice(0, hash);
-    const count = this.shards.count(topic);
-    for (let i = 0; i < count && count > 1; i++) if (shardTopicName(topic, i) === found) return topic;
-    return found;
-  }
-}
-
-function isValidTopic(name: string): boolean {
-  try {
-    assertValidTopic(name);
-    return true;
-  } catch {
-    return false;
   }
 }
