@@ -65,7 +65,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   onModuleInit(): void {
     // The application's own topics are kept before any event can bring a tenant's: the global
     // RedisLockModule, initialised before this module, has found its @OnDelayed handlers by now.
-    for (const topic of this.internals?.topicInspector.applicationTopics() ?? []) this.topicOf(topic);
+    for (const topic of this.internals?.topicDirectory.applicationTopics() ?? []) this.topicOf(topic);
     const prefix = this.options.prefix ?? 'redis_lock_';
     const buckets = this.options.buckets ?? DEFAULT_DURATION_BUCKETS;
     const registers = [this.registry];
