@@ -13,30 +13,26 @@ import { settleWithin } from '../../core/time/settle-within.js';
 import type { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
 import type { PreparedJob } from '../jobs/prepare-job.js';
 import type { RepeatDefinition } from '../repeat/repeat-definition.js';
-import type { WriteOutcome } from '../writer/job-writer.js';
-import { isJobRow, isScheduleRow, type OutboxJobWrite, type OutboxJobWriter, type OutboxWrite } from './outbox-job-writer.js';
+import { AfterCommitRelay } from './after-commit-relay.js';
+import type { OutboxJobWriter } from './outbox-job-writer.js';
 import type { OutboxRelayStats } from './outbox-relay-stats.js';
-import { isRefusal, readClaimedRow } from './outbox-row-checks.js';
-import { groupByTopic, jobRowsOf, scheduleChangeRowOf } from './outbox-rows.js';
+import { readClaimedRow } from './outbox-row-checks.js';
+import { OutboxRowRelay, type RelaySource, type WrittenJobs } from './outbox-row-relay.js';
+import { jobRowsOf, scheduleChangeRowOf } from './outbox-rows.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { RowClaimDeadlines } from './row-claim-deadlines.js';
 
-/** How long the end of a committed transaction waits for its own jobs' write before leaving it to run on. */
-const AFTER_COMMIT_WAIT_MS = 2_000;
 /** Backoff of the relay's looks after failures (Redis or the database unreachable). */
 const FAILURE_BACKOFF = { delay: 200, factor: 2, maxDelay: 5_000, jitter: 0.3 } as const;
-/** A row Redis refuses (an error reply, not a connection failure) this many times is parked. */
-const MAX_REFUSED_ATTEMPTS = 10;
 /** Longest time shutdown waits for writes started right after COMMIT. */
 const STOP_WAIT_MS = 5_000;
 
 /**
  * The transactional outbox, delay-queue side. Inside a transaction, `insert` puts the jobs into the
- * `JobOutboxStore` in that transaction and registers an after-commit hook that writes them to Redis
- * at once and deletes their rows (the normal path: no wait for a poll). A background relay claims
- * rows older than `minAge` that nobody finished (the committing process crashed, or Redis was down)
- * and writes them, with backoff while Redis or the database fails. Every write goes through
- * `OutboxJobWriter`, whose per-row operation record makes a row written twice one job.
+ * `JobOutboxStore` in that transaction and registers their write after COMMIT (AfterCommitRelay: the
+ * normal path, no wait for a poll). A background relay, here, claims rows older than `minAge` that
+ * nobody finished (the committing process crashed, or Redis was down) and writes them, with backoff
+ * while Redis or the database fails. Both paths end in OutboxRowRelay (write, delete, park).
  *
  * Late writes: every write is made under a row claim and refused by Redis past its deadline (see
  * `RowClaimDeadlines`). The after-commit claim does not take rows another relay holds before their
@@ -50,43 +46,41 @@ const STOP_WAIT_MS = 5_000;
  * The after-commit write does the same with the delay minus the monotonic time since the insert.
  */
 export class JobOutboxRelay {
-  private readonly inFlight = new Set<Promise<void>>();
   private loop?: Promise<void>;
   private stopped = false;
   /** Rows of the current look (reported when it fails). */
   private lastClaimed = 0;
   private readonly wakeup = new RelayWakeup();
   private unlisten?: () => Promise<void>;
-  private counts = { relayed: 0, relayedLeftBehind: 0, parked: 0, failureStreak: 0 };
+  private failureStreak = 0;
   /** The application closed the store's connection: the relay has stopped, and said so once. */
   private storeClosed = false;
-  /**
-   * The after-commit application of repeat schedule rows, one transaction after the other in the
-   * order their transactions completed (a transaction's hooks start in registration order), so that
-   * `repeat()` then `removeRepeat()` in one transaction, or in two consecutive ones, end as called.
-   */
-  private scheduleTurn: Promise<void> = Promise.resolve();
 
   private readonly store: JobOutboxStore;
   private readonly deadlines: RowClaimDeadlines;
+  private readonly rows: OutboxRowRelay;
+  private readonly afterCommit: AfterCommitRelay;
 
   constructor(
     private readonly settings: OutboxConfig,
     private readonly writer: OutboxJobWriter,
-    private readonly transactions: TransactionSynchronizer,
+    transactions: TransactionSynchronizer,
     private readonly events: RedisLockEvents,
     private readonly logger: Logger,
-    /** Reports jobs written, with what each write did (the queue's `job.scheduled` events). */
-    private readonly written: (topic: string, rows: ReadonlyArray<OutboxJobWrite & { readonly status?: WriteOutcome }>) => void,
+    written: WrittenJobs,
     /** Where failures to reach Redis go during a known outage (counted there, not logged here). */
     private readonly outages?: RedisOutageLog,
   ) {
     this.store = settings.store;
     this.deadlines = new RowClaimDeadlines(writer.clock, settings.claimLease);
+    this.rows = new OutboxRowRelay(this.store, writer, this.deadlines, events, logger, written);
+    this.afterCommit = new AfterCommitRelay(settings, writer, this.deadlines, this.rows, transactions, logger, (rows, error) =>
+      this.reportFailure('after-commit', rows, error, 1),
+    );
   }
 
   get stats(): OutboxRelayStats {
-    return { ...this.counts, inFlight: this.inFlight.size };
+    return { ...this.rows.counts, failureStreak: this.failureStreak, inFlight: this.afterCommit.pending };
   }
 
   /** Rows waiting in the outbox, if the store can count them. */
@@ -144,16 +138,7 @@ export class JobOutboxRelay {
     // A delay counts from the call, as without a transaction: the store's due time starts at the insert.
     const insertedAt = performance.now();
     await this.store.insert(rows);
-    const ordered = rows.some(isScheduleRow);
-    this.transactions.register({
-      afterCompletion: async (status) => {
-        if (status !== 'committed') return;
-        if (!ordered) return this.relayCommitted(rows, insertedAt);
-        const turn = this.scheduleTurn.then(() => this.relayCommitted(rows, insertedAt));
-        this.scheduleTurn = turn.catch(() => undefined);
-        await turn;
-      },
-    });
+    this.afterCommit.afterCommit(rows, insertedAt);
   }
 
   /**
@@ -195,101 +180,9 @@ export class JobOutboxRelay {
     // A look held up by an unreachable Redis or database does not hold shutdown: its rows stay claimed
     // until their claim deadline, then any relay takes them.
     if (this.loop) await settleWithin(this.loop, STOP_WAIT_MS);
-    if (this.inFlight.size > 0) await settleWithin(Promise.all(this.inFlight), STOP_WAIT_MS);
+    await this.afterCommit.stop(STOP_WAIT_MS);
     await this.unlisten?.().catch(() => undefined);
     await this.store.close?.().catch((error: unknown) => this.logger.warn(`Outbox store close failed: ${errorMessage(error)}`));
-  }
-
-  private async relayCommitted(rows: readonly OutboxJob[], insertedAt: number): Promise<void> {
-    if (this.stopped) {
-      this.logger.warn(`Outbox: ${rows.length} row(s) committed after shutdown began; the relay of another instance (or of the next start) writes them.`);
-      return;
-    }
-    let written!: () => void;
-    const inRedis = new Promise<void>((resolve) => (written = resolve));
-    const task = this.relayOwn(rows, insertedAt, written)
-      .catch((error: unknown) => this.reportFailure('after-commit', rows.length, error, 1))
-      .finally(written);
-    this.inFlight.add(task);
-    void task.finally(() => this.inFlight.delete(task));
-    // The transaction's caller normally finds its jobs in Redis when it goes on (the rows' DELETE
-    // follows in the background); a write held up by an outage keeps going in the background, and
-    // the relay takes the rows over after minAge.
-    await settleWithin(inRedis, AFTER_COMMIT_WAIT_MS);
-  }
-
-  /**
-   * Writes the rows this process committed. With a store that can claim them first, only rows that
-   * exist are written (a savepoint rolled back inside the committed transaction took its rows with
-   * it), and no other relay takes them meanwhile.
-   */
-  private async relayOwn(rows: readonly OutboxJob[], insertedAt: number, written: () => void): Promise<void> {
-    await this.writer.clock.ready();
-    let claimed: Map<string, OutboxRow> | undefined;
-    let deadline: number;
-    if (this.store.claimRows) {
-      const claimSentAt = performance.now();
-      const existing = new Set(await this.store.claimRows(rows.map((row) => row.rowId), { claimMs: this.settings.claimLease }));
-      deadline = this.deadlines.deadlineOf(claimSentAt);
-      rows = rows.filter((row) => existing.has(row.rowId));
-      claimed = new Map(rows.map((row) => [row.rowId, { ...row, attempts: 0 }]));
-    } else {
-      // Unclaimed: another relay may take the rows once they are minAge old (counted from the insert).
-      deadline = this.deadlines.deadlineOf(insertedAt, Math.min(this.settings.minAge, this.deadlines.windowMs));
-    }
-    // What is left of each delay, negative once it has passed (a long transaction, a slow commit): the
-    // job keeps its due time, counted from the insert, and with it its place among its group's jobs.
-    const elapsed = performance.now() - insertedAt;
-    const writes = rows.map((row) => (row.kind === 'delay' ? { ...row, when: Math.ceil(row.when - elapsed) } : row));
-    if (writes.length > 0) await this.relay(writes, 'after-commit', deadline, claimed, written);
-  }
-
-  /**
-   * Writes rows and deletes those written. Rows Redis refused stay (released for the next look
-   * when they were claimed); throws the first failure so that the caller backs off.
-   */
-  private async relay(
-    rows: readonly OutboxWrite[],
-    source: 'after-commit' | 'relay',
-    /** The write deadline of the row claim the rows are held under (ms of the Redis server's clock). */
-    deadline: number,
-    claimed?: ReadonlyMap<string, OutboxRow>,
-    /** Called once the Redis writes are answered, before the DELETE. */
-    written?: () => void,
-  ): Promise<void> {
-    const started = performance.now();
-    const outcomes = await this.writer.write(rows, deadline);
-    written?.();
-    const done = outcomes.filter((o) => o.error === undefined).map((o) => o.row);
-    const failed = outcomes.filter((o) => o.error !== undefined);
-    if (done.length > 0) {
-      try {
-        await this.store.delete(done.map((row) => row.rowId));
-      } catch (error) {
-        // Written but not deleted: the rows are relayed again later, which their operation records make a no-op.
-        if (claimed) await this.store.release(done.map((row) => row.rowId)).catch(() => undefined);
-        throw error;
-      }
-      // A write of these rows by another relay may still be in flight: its deadline ends within the window.
-      void this.writer.keepRecords(done, this.deadlines.recordKeepMs);
-      this.counts.relayed += done.length;
-      if (source === 'relay') this.counts.relayedLeftBehind += done.length;
-      const jobRows = outcomes.filter((o) => o.error === undefined && isJobRow(o.row)).map((o) => ({ ...(o.row as OutboxJobWrite), status: o.status }));
-      for (const [topic, group] of groupByTopic(jobRows)) this.written(topic, group);
-      this.events.emitIfWanted('outbox.relayed', () => ({ source, rows: done.length, durationMs: performance.now() - started }));
-    }
-    if (failed.length === 0) return;
-    const retry: string[] = [];
-    for (const { row, error } of failed) {
-      const attempts = claimed?.get(row.rowId)?.attempts ?? 0;
-      if (isRefusal(error) && attempts + 1 >= MAX_REFUSED_ATTEMPTS) {
-        await this.park(row, `Redis refused the write ${attempts + 1} times: ${errorMessage(error)}`);
-      } else {
-        retry.push(row.rowId);
-      }
-    }
-    if (claimed && retry.length > 0) await this.store.release(retry);
-    if (retry.length > 0) throw failed[0].error;
   }
 
   private async run(): Promise<void> {
@@ -297,18 +190,18 @@ export class JobOutboxRelay {
       let claimed = 0;
       try {
         claimed = await this.relayLeftBehind();
-        this.counts.failureStreak = 0;
+        this.failureStreak = 0;
       } catch (error) {
         if (error instanceof OutboxStoreClosedError) {
           this.onStoreClosed(error);
           return;
         }
-        this.counts.failureStreak++;
-        this.reportFailure('relay', this.lastClaimed, error, this.counts.failureStreak);
+        this.failureStreak++;
+        this.reportFailure('relay', this.lastClaimed, error, this.failureStreak);
       }
       if (this.stopped) break;
-      if (this.counts.failureStreak === 0 && claimed === this.settings.batchSize) continue; // more backlog
-      await this.wakeup.sleep(this.counts.failureStreak > 0 ? this.backoff(this.counts.failureStreak) : this.settings.pollInterval);
+      if (this.failureStreak === 0 && claimed === this.settings.batchSize) continue; // more backlog
+      await this.wakeup.sleep(this.failureStreak > 0 ? this.backoff(this.failureStreak) : this.settings.pollInterval);
     }
   }
 
@@ -325,21 +218,11 @@ export class JobOutboxRelay {
     const valid: OutboxRow[] = [];
     for (const claimed of rows) {
       const read = readClaimedRow(claimed);
-      if ('problem' in read) await this.park(claimed, read.problem);
+      if ('problem' in read) await this.rows.park(claimed, read.problem);
       else valid.push(read.row);
     }
-    if (valid.length > 0) await this.relay(valid, 'relay', deadline, new Map(valid.map((row) => [row.rowId, row])));
+    if (valid.length > 0) await this.rows.relay(valid, 'relay', deadline, new Map(valid.map((row) => [row.rowId, row])));
     return rows.length;
-  }
-
-  private async park(row: Pick<OutboxRow, 'rowId' | 'topic' | 'jobId'>, reason: string): Promise<void> {
-    await this.store.park(row.rowId, reason);
-    this.counts.parked++;
-    this.logger.error(
-      `Outbox row ${row.rowId} (topic ${JSON.stringify(row.topic)}, job ${JSON.stringify(row.jobId)}) parked: ${reason}. ` +
-        'It stays in the outbox table, marked parked; it will not be retried.',
-    );
-    this.events.emitIfWanted('outbox.row.parked', () => ({ rowId: row.rowId, topic: String(row.topic), jobId: String(row.jobId), reason }));
   }
 
   /**
@@ -354,7 +237,7 @@ export class JobOutboxRelay {
     this.unlisten = undefined;
   }
 
-  private reportFailure(source: 'after-commit' | 'relay', rows: number, error: unknown, attempt: number): void {
+  private reportFailure(source: RelaySource, rows: number, error: unknown, attempt: number): void {
     if (error instanceof OutboxStoreClosedError) {
       this.onStoreClosed(error);
       if (source === 'after-commit') this.logger.warn(`Outbox: ${rows} committed job(s) stay in the outbox table: ${error.message}`);
