@@ -1,4 +1,3 @@
-import { Injectable, Module } from '@nestjs/common';
 import {
   InvalidOptionsError,
   LockAcquireTimeoutError,
@@ -11,6 +10,7 @@ import { InvalidLockKeyTemplateError } from '../../lib/core/errors/invalid-lock-
 import { LockServiceUnavailableError } from '../../lib/core/errors/lock-service-unavailable.error.js';
 import { CUSTOM_METADATA, OrdersService, ownersKey, useOrdersApp } from '../fixtures/with-lock-app.js';
 import { deferred, sleep } from '../support/timing.js';
+import { PaymentsWithoutLockModule } from '../fixtures/payments-without-lock-module.js';
 import { compileErrorBesideLockModule } from '../support/module-startup.js';
 
 describe('@WithLock on a provider', () => {
@@ -413,14 +413,7 @@ describe('@WithLock checks its declaration before the application starts', () =>
   });
 
   it('fails at bootstrap when the module of a @WithLock provider cannot see RedisLockModule', async () => {
-    @Injectable()
-    class Payments {
-      @WithLock('order:<0>')
-      async pay(orderId: string) {}
-    }
-    @Module({ providers: [Payments] })
-    class PaymentsModule {}
-
-    expect((await compileErrorBesideLockModule(PaymentsModule)).message).toMatch(/Payments.*RedisLockModule.*isGlobal: true/s);
+    const error = await compileErrorBesideLockModule(PaymentsWithoutLockModule);
+    expect(error.message).toMatch(/Payments.*RedisLockModule.*isGlobal: true/s);
   });
 });

@@ -3,6 +3,7 @@ import { OnOneInstance, WithLock } from '../../lib/index.js';
 import { RedisLockDashboardModule } from '../../lib/observability/dashboard/index.js';
 import { RedisLockHealthModule } from '../../lib/observability/health/index.js';
 import { RedisLockMetricsModule } from '../../lib/observability/metrics/index.js';
+import { PaymentsWithoutLockModule } from '../fixtures/payments-without-lock-module.js';
 import { compileErrorBesideLockModule } from '../support/module-startup.js';
 
 /** What a developer needs from the message: the module to register, and how. */
@@ -15,14 +16,7 @@ function expectActionable(error: Error, user: string): void {
 
 describe('a module that cannot see RedisLockModule gets an error naming it and isGlobal', () => {
   it('@WithLock on a provider of a feature module that does not import RedisLockModule', async () => {
-    @Injectable()
-    class Payments {
-      @WithLock('order:<0>')
-      async pay(_id: string) {}
-    }
-    @Module({ providers: [Payments] })
-    class PaymentsModule {}
-    expectActionable(await compileErrorBesideLockModule(PaymentsModule), '@WithLock');
+    expectActionable(await compileErrorBesideLockModule(PaymentsWithoutLockModule), '@WithLock');
   });
 
   it('@OnOneInstance on a provider of such a module', async () => {
