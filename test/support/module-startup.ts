@@ -1,4 +1,4 @@
-import type { DynamicModule, ModuleMetadata, Type } from '@nestjs/common';
+import type { DynamicModule, ModuleMetadata, Provider, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
@@ -8,6 +8,23 @@ import { startupFailure } from './thrown.js';
 /** Compiles and initialises a testing module of `imports` (Nest's logger as the spec set it); the caller closes it. */
 export async function startModule(imports: NonNullable<ModuleMetadata['imports']>): Promise<TestingModule> {
   const app = await Test.createTestingModule({ imports }).compile();
+  await app.init();
+  return app;
+}
+
+/**
+ * Compiles a testing module of `RedisLockModule.forRoot(options)` beside `providers`, Nest's logger
+ * off, without initialising it (a spec that expects `init()` to fail closes its connections).
+ */
+export async function compileLockModule(options: RedisLockModuleOptions, providers: Provider[] = []): Promise<TestingModule> {
+  const app = await Test.createTestingModule({ imports: [RedisLockModule.forRoot(options)], providers }).compile();
+  app.useLogger(false);
+  return app;
+}
+
+/** `compileLockModule`, initialised; the caller closes it. */
+export async function startLockModule(options: RedisLockModuleOptions, providers: Provider[] = []): Promise<TestingModule> {
+  const app = await compileLockModule(options, providers);
   await app.init();
   return app;
 }
