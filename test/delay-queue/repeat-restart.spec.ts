@@ -1,4 +1,4 @@
-import type { Consumer, JobContext } from '../../lib/index.js';
+import type { JobContext } from '../../lib/index.js';
 import type { RepeatCatchUp } from '../../lib/delay-queue/interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
 import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';

@@ -3,7 +3,14 @@ import { startLocalPostgres, type LocalPostgres } from './postgres.js';
 
 /** A TypeORM DataSource (not yet initialised) on `server`, with a pool of `poolSize` connections. */
 export function typeOrmDataSource(server: LocalPostgres, poolSize = 4): DataSource {
-  return new DataSource({ type: 'postgres', host: server.host, port: server.port, username: server.user, database: server.database, poolSize });
+  return new DataSource({
+    type: 'postgres',
+    host: server.host,
+    port: server.port,
+    username: server.user,
+    database: server.database,
+    poolSize,
+  });
 }
 
 /** A PostgreSQL server of the file's own and an initialised TypeORM DataSource on it. */

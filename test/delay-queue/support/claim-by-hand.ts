@@ -14,15 +14,19 @@ export interface ClaimByHand {
  * that then stalls or dies: the claimed jobs stay active until their visibility runs out.
  */
 export function claimByHand(redis: Redis | Cluster, keys: TopicKeys, record: string, claim: ClaimByHand): Promise<ClaimReply> {
-  return claimDueJobsScript.call(redis, { ...keys, record, previousRecord: record }, {
-    ...claim,
-    deadMaxCount: 100,
-    deadMaxAgeMs: 86_400_000,
-    rateMax: 0,
-    rateWindowMs: 0,
-    keepsCompleted: false,
-    keepCount: 0,
-    keepAgeMs: 0,
-    deletePrevious: false,
-  });
+  return claimDueJobsScript.call(
+    redis,
+    { ...keys, record, previousRecord: record },
+    {
+      ...claim,
+      deadMaxCount: 100,
+      deadMaxAgeMs: 86_400_000,
+      rateMax: 0,
+      rateWindowMs: 0,
+      keepsCompleted: false,
+      keepCount: 0,
+      keepAgeMs: 0,
+      deletePrevious: false,
+    },
+  );
 }

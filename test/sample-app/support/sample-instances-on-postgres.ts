@@ -17,7 +17,10 @@ export interface SampleInstancesOnPostgres {
  * can collide in PostgreSQL's catalog), then the instances `names` with `env` beside REDIS_URL and
  * DATABASE_URL. When one fails to start, what started is stopped and its error thrown.
  */
-export async function startSampleInstancesOnPostgres(names: readonly string[], env: Record<string, string>): Promise<SampleInstancesOnPostgres> {
+export async function startSampleInstancesOnPostgres(
+  names: readonly string[],
+  env: Record<string, string>,
+): Promise<SampleInstancesOnPostgres> {
   const postgres = await startLocalPostgres();
   let instances: SampleInstance[] = [];
   const stop = async () => {
