@@ -1,12 +1,8 @@
-import { Injectable, Module } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { Redis } from 'ioredis';
 import {
   InvalidOptionsError,
   LockAcquireTimeoutError,
   LockContext,
   type LockService,
-  RedisLockModule,
   UnresolvedLockKeyError,
   WithLock,
 } from '../../lib/index.js';
@@ -14,7 +10,8 @@ import { InvalidLockKeyTemplateError } from '../../lib/core/errors/invalid-lock-
 import { LockServiceUnavailableError } from '../../lib/core/errors/lock-service-unavailable.error.js';
 import { CUSTOM_METADATA, OrdersService, ownersKey, useOrdersApp } from '../fixtures/with-lock-app.js';
 import { deferred, sleep } from '../support/timing.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { PaymentsWithoutLockModule } from '../fixtures/payments-without-lock-module.js';
+import { compileErrorBesideLockModule } from '../support/module-startup.js';
 
 describe('@WithLock on a provider', () => {
   const t = useOrdersApp();
@@ -416,20 +413,7 @@ describe('@WithLock checks its declaration before the application starts', () =>
   });
 
   it('fails at bootstrap when the module of a @WithLock provider cannot see RedisLockModule', async () => {
-    @Injectable()
-    class Payments {
-      @WithLock('order:<0>')
-      async pay(orderId: string) {}
-    }
-    @Module({ providers: [Payments] })
-    class PaymentsModule {}
-
-    // A client of the test's own, never connected, so a failed compile leaves no socket open.
-    const client = new Redis(testRedisUrl(), { lazyConnect: true });
-    const compiling = Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: { client }, keyPrefix: uniquePrefix(), connectTimeout: 0 }), PaymentsModule],
-    }).compile();
-    await expect(compiling).rejects.toThrow(/Payments.*RedisLockModule.*isGlobal: true/s);
-    client.disconnect();
+    const error = await compileErrorBesideLockModule(PaymentsWithoutLockModule);
+    expect(error.message).toMatch(/Payments.*RedisLockModule.*isGlobal: true/s);
   });
 });

@@ -1,7 +1,6 @@
 import { JobVisibilityLostError, type JobContext } from '../../lib/index.js';
-import { FaultProxy } from '../../tools/fault-proxy.js';
-import { testRedisUrl } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
+import { useFaultProxy } from '../support/use-fault-proxy.js';
 import { useDelayInstances } from './support/delay-instances.js';
 
 const VISIBILITY_MS = 10_000;
@@ -16,17 +15,9 @@ const VISIBILITY_MS = 10_000;
  */
 describe('a handler that returns when told its visibility was lost', () => {
   const instances = useDelayInstances('hvl');
-  let proxy: FaultProxy | undefined;
-
-  afterAll(async () => {
-    proxy?.heal();
-    await proxy?.stop();
-  });
+  const link = useFaultProxy();
 
   it('has its job run again, not acknowledged', async () => {
-    const url = new URL(testRedisUrl());
-    const link = await FaultProxy.start({ port: Number(url.port) });
-    proxy = link;
     const [app] = await instances.start(1, { redis: link.url });
     const runs: Array<{ attempt: number; stoppedBy?: string }> = [];
     app.queue.consume(

@@ -1,11 +1,10 @@
 import type { Client } from 'pg';
-import type { Consumer } from '../../lib/index.js';
 import { reportedBy, spawnFixture } from '../support/child-process.js';
 import { connectPostgres, startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor, within } from '../support/timing.js';
 import { FENCE_TABLES_SQL, fenceViolations, fencedRowWrite } from '../fixtures/job-fence-store.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, useClosedAfterEach, type DelayTestApp } from './support/delay-test-app.js';
 
 type Fixture = ReturnType<typeof spawnFixture>;
 
@@ -30,7 +29,7 @@ describe('a consumer paused past its visibility timeout writes after another con
   let db: Client;
   let app: DelayTestApp;
   const children: Fixture[] = [];
-  const consumers: Consumer[] = [];
+  const { consumers } = useClosedAfterEach();
 
   beforeAll(async () => {
     postgres = await startLocalPostgres();
@@ -38,7 +37,6 @@ describe('a consumer paused past its visibility timeout writes after another con
     await db.query(FENCE_TABLES_SQL);
   }, 60_000);
   afterEach(async () => {
-    await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
     await Promise.all(children.splice(0).map(stopChild));
     await app?.close();
   });

@@ -4,10 +4,10 @@ import { JobContext, OnDelayed, type Consumer } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { encodeJobBody, readClaimToken, splitBody } from '../../lib/delay-queue/jobs/job-codec.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
-import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
 import { rawRedis } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
+import { claimByHand } from './support/claim-by-hand.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { useAppOnLocalRedis } from '../support/use-local-redis-server.js';
 import { readThrough } from '../support/use-resource.js';
@@ -47,21 +47,16 @@ function topicKeyList(keyPrefix: string, topic: string): string[] {
 }
 
 /** Claims up to `max` due jobs by hand, as a consumer that then stalls: returns id -> claim token. */
-async function claimByHand(redis: Redis, keyPrefix: string, topic: string, record: string, max: number, visibility: number): Promise<Map<string, string>> {
-  const keys = { ...new RedisKeySpace(keyPrefix).topic(topic), record, previousRecord: record };
-  const reply = await claimDueJobsScript.call(redis, keys, {
-    maxClaims: max,
-    visibilityMs: visibility,
-    defaultMaxAttempts: 10,
-    deadMaxCount: 100,
-    deadMaxAgeMs: 86_400_000,
-    rateMax: 0,
-    rateWindowMs: 0,
-    keepsCompleted: false,
-    keepCount: 0,
-    keepAgeMs: 0,
-    deletePrevious: false,
-  });
+async function claimAsStalledConsumer(
+  redis: Redis,
+  keyPrefix: string,
+  topic: string,
+  record: string,
+  max: number,
+  visibility: number,
+): Promise<Map<string, string>> {
+  const keys = new RedisKeySpace(keyPrefix).topic(topic);
+  const reply = await claimByHand(redis, keys, record, { maxClaims: max, visibilityMs: visibility, defaultMaxAttempts: 10 });
   return new Map(reply.claimed.map((job) => [job.id, readClaimToken(job.body)]));
 }
 
@@ -104,7 +99,7 @@ describe('JobContext.fencingToken', () => {
     const topic = 'fence.visibility';
     const id = await app.queue.schedule(topic, 'work');
     // A consumer that claims and then stalls: it never extends its 300 ms visibility.
-    const stale = (await claimByHand(redis, app.keyPrefix, topic, `${app.keyPrefix}:stalled-claim`, 1, 300)).get(id)!;
+    const stale = (await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${app.keyPrefix}:stalled-claim`, 1, 300)).get(id)!;
     expect(stale).toBeDefined();
     const seen: Array<{ attempt: number; token: string; staleAck: number; staleFail: number }> = [];
     const done = deferred();
@@ -156,9 +151,9 @@ describe('JobContext.fencingToken', () => {
     const topic = 'fence.twice';
     const ids = await app.queue.scheduleMany(topic, [1, 2, 3].map((n) => ({ payload: n })));
     const record = `${app.keyPrefix}:dq:{${topic}}:op:by-hand`;
-    const first = await claimByHand(redis, app.keyPrefix, topic, record, 3, 30_000);
+    const first = await claimAsStalledConsumer(redis, app.keyPrefix, topic, record, 3, 30_000);
     const counterAfterFirst = await redis.get(new RedisKeySpace(app.keyPrefix).topic(topic).fence);
-    const second = await claimByHand(redis, app.keyPrefix, topic, record, 3, 30_000);
+    const second = await claimAsStalledConsumer(redis, app.keyPrefix, topic, record, 3, 30_000);
     expect([...first.keys()].sort()).toEqual([...ids].sort());
     expect(second).toEqual(first);
     const tokens = [...first.values()];
@@ -168,14 +163,14 @@ describe('JobContext.fencingToken', () => {
     expect(await redis.get(new RedisKeySpace(app.keyPrefix).topic(topic).fence)).toBe(counterAfterFirst);
     // A later claim of the topic is above all of them.
     const later = await app.queue.schedule(topic, 4);
-    const next = await claimByHand(redis, app.keyPrefix, topic, `${record}:2`, 1, 30_000);
+    const next = await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${record}:2`, 1, 30_000);
     expectIncreasing([...tokens, next.get(later)!]);
   });
 
   it('keeps the topic counter with a bounded retention (it expires some time after the last claim)', async () => {
     const topic = 'fence.retention';
     await app.queue.schedule(topic, 1);
-    await claimByHand(redis, app.keyPrefix, topic, `${app.keyPrefix}:retention-claim`, 1, 1_000);
+    await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${app.keyPrefix}:retention-claim`, 1, 1_000);
     const ttl = await redis.pttl(new RedisKeySpace(app.keyPrefix).topic(topic).fence);
     expect(ttl).toBeGreaterThan(60_000);
     expect(ttl).toBeLessThanOrEqual(3_600_000);
@@ -232,7 +227,7 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
     const topic = 'fence.job-floor';
     const keys = new RedisKeySpace(app.keyPrefix).topic(topic);
     const id = await app.queue.schedule(topic, 'x', { id: 'order-9' });
-    const stale = (await claimByHand(redis, app.keyPrefix, topic, `${app.keyPrefix}:job-floor-claim`, 1, 200)).get(id)!;
+    const stale = (await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${app.keyPrefix}:job-floor-claim`, 1, 200)).get(id)!;
     // As if the server clock had gone back an hour since that claim, and the counter had been lost.
     const ahead = BigInt(stale) + 3_600_000_000n;
     const { fields, payloadJson } = splitBody((await redis.hget(keys.jobs, id))!)!;

@@ -1,8 +1,8 @@
 import { readRepeatsScript } from '../../lib/delay-queue/scripts/read-repeats.lua.js';
 import type { JobContext } from '../../lib/index.js';
-import { FaultProxy } from '../../tools/fault-proxy.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
+import { useFaultProxy } from '../support/use-fault-proxy.js';
 import { useDelayInstances } from './support/delay-instances.js';
 
 const TOPIC = 'tick.stall';
@@ -17,18 +17,9 @@ const EVERY = 500;
  */
 describe('a repeat whose claimer stalls between the claim and the advance', () => {
   const instances = useDelayInstances('ras');
-  let proxy: FaultProxy | undefined;
-
-  afterAll(async () => {
-    proxy?.resetAll();
-    proxy?.heal();
-    await proxy?.stop();
-  });
+  const stalled = useFaultProxy();
 
   it('goes on with the other instance within a check interval, each tick once', async () => {
-    const url = new URL(testRedisUrl());
-    const stalled = await FaultProxy.start({ port: Number(url.port) });
-    proxy = stalled;
     const keyPrefix = uniquePrefix('ras');
     const runs: Array<{ instance: string; tick: number; attempt: number }> = [];
     const handler = (instance: string) => (_payload: unknown, job: JobContext) => void runs.push({ instance, tick: Number(job.id.split('@')[1]), attempt: job.attempt });

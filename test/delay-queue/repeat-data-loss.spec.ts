@@ -1,11 +1,10 @@
-import { Redis } from 'ioredis';
 import type { Consumer, JobContext } from '../../lib/index.js';
 import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useOwnRedisPerTest } from './support/own-redis-per-test.js';
 
 /*
  * Several schedules on one topic, defined by several instances, when Redis loses all its data (its
@@ -27,28 +26,19 @@ interface Delivery {
 }
 
 describe('repeat() after Redis lost its data', () => {
-  let server: LocalRedisServer | undefined;
-  let clock: Redis | undefined;
-  let apps: DelayTestApp[] = [];
-  let consumers = new Map<DelayTestApp, Consumer>();
+  const own = useOwnRedisPerTest();
+  /** The consumer of each running instance. */
+  const consumers = new Map<DelayTestApp, Consumer>();
   let deliveries: Delivery[] = [];
   let keyPrefix = '';
 
   beforeEach(async () => {
-    server = await startLocalRedisServer({ args: [] });
-    clock = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+    await own.start();
     keyPrefix = uniquePrefix('rl');
   });
 
-  afterEach(async () => {
-    await Promise.all([...consumers.values()].map((consumer) => consumer.close().catch(() => undefined)));
-    await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
-    clock?.disconnect();
-    clock = undefined;
-    await server?.stop();
-    server = undefined;
-    apps = [];
-    consumers = new Map();
+  afterEach(() => {
+    consumers.clear();
     deliveries = [];
   });
 
@@ -57,17 +47,16 @@ describe('repeat() after Redis lost its data', () => {
    * topic; `quick`: it restores a missing schedule at its second check, however soon.
    */
   async function instance(ids: readonly string[], quick = true): Promise<DelayTestApp> {
-    const app = await createDelayApp({ redis: server!.url, keyPrefix });
+    const app = await createDelayApp({ redis: own.server.url, keyPrefix });
     if (quick) app.app.get(RepeatScheduler).restoreAfterMissingMs = 0;
-    apps.push(app);
+    own.apps.push(app);
     for (const id of ids) await app.queue.repeat(TOPIC, { every: EVERY }, { id });
-    consumers.set(
-      app,
-      app.queue.consume(TOPIC, (_payload: unknown, job: JobContext) => {
-        const tick = parseTickJobId(job.id)!;
-        deliveries.push({ id: tick.scheduleId, tick: tick.tickMs, attempt: job.attempt });
-      }),
-    );
+    const consumer = app.queue.consume(TOPIC, (_payload: unknown, job: JobContext) => {
+      const tick = parseTickJobId(job.id)!;
+      deliveries.push({ id: tick.scheduleId, tick: tick.tickMs, attempt: job.attempt });
+    });
+    own.consumers.push(consumer);
+    consumers.set(app, consumer);
     return app;
   }
 
@@ -76,22 +65,16 @@ describe('repeat() after Redis lost its data', () => {
     await consumers.get(app)!.close();
     consumers.delete(app);
     await app.close();
-    apps = apps.filter((other) => other !== app);
   }
 
   const check = (app: DelayTestApp) => app.app.get(RepeatScheduler).checkAll();
   const ids = async (app: DelayTestApp) => (await app.queue.listRepeats(TOPIC)).map((info) => info.id).sort();
   const ticksOf = (id: string) => [...new Set(deliveries.filter((d) => d.id === id).map((d) => d.tick))].sort((a, b) => a - b);
 
-  async function serverNow(): Promise<number> {
-    const [seconds, micros] = await clock!.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  }
-
   /** Kills Redis and starts it again empty; resolves with its clock once it answers. */
   async function loseEverything(): Promise<number> {
-    await server!.restart({ signal: 'SIGKILL' });
-    return waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    await own.server.restart({ signal: 'SIGKILL' });
+    return own.answering();
   }
 
   /**
@@ -129,7 +112,7 @@ describe('repeat() after Redis lost its data', () => {
     // another instance removes `r`, which it did not define: whichever lands first, `r` stays removed.
     for (const app of [a, b, c]) await check(app);
     await Promise.all([check(b), c.queue.removeRepeat(TOPIC, 'r')]);
-    const removedAt = await serverNow();
+    const removedAt = await own.now();
     await check(c);
     await check(a);
     await check(b);
@@ -156,7 +139,7 @@ describe('repeat() after Redis lost its data', () => {
     const b = await instance([], false);
     await waitFor(() => ['x', 'k'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
     expect(await b.queue.removeRepeat(TOPIC, 'x')).toBe(true);
-    const removedAt = await serverNow();
+    const removedAt = await own.now();
     // Redis loses its data before a's next check: the removal's record goes with it. b, which made
     // the removal, records it again at its next check; a restores only what was not removed.
     const lostAt = await loseEverything();
@@ -174,7 +157,7 @@ describe('repeat() after Redis lost its data', () => {
     expect(await remover.queue.removeRepeat(TOPIC, 'y')).toBe(true);
     // Another instance defines y again after its removal.
     const later = await instance(['y']);
-    const removedAt = await serverNow();
+    const removedAt = await own.now();
 
     await loseEverything();
     // The stale instance restores both before the remover checks (a remover that was slow).
@@ -188,7 +171,7 @@ describe('repeat() after Redis lost its data', () => {
     expect(await ids(stale)).toEqual(['y']);
     await waitFor(() => ticksOf('y').filter((tick) => tick > removedAt).length >= 3, 30_000, 'ticks of y after the loss');
     // x's restored schedule may have ticked before the remover's check; none after it.
-    const undoneAt = await serverNow();
+    const undoneAt = await own.now();
     await waitFor(() => ticksOf('y').filter((tick) => tick > undoneAt).length >= 3, 30_000, 'three more ticks of y');
     expect(ticksOf('x').filter((tick) => tick > undoneAt)).toEqual([]);
   }, 120_000);

@@ -1,11 +1,10 @@
-import { Redis } from 'ioredis';
-import type { Consumer, JobContext } from '../../lib/index.js';
+import type { JobContext } from '../../lib/index.js';
 import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { useOwnRedisPerTest } from './support/own-redis-per-test.js';
 
 /*
  * Removals and re-creations of one schedule id by several instances, then Redis restarts empty, then
@@ -19,38 +18,28 @@ import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 const TOPIC = 'loss.race';
 
 describe('repeat() and removeRepeat() across instances, then Redis loses its data', () => {
-  let server: LocalRedisServer;
-  let redis: Redis;
-  let apps: DelayTestApp[] = [];
-  let consumers: Consumer[] = [];
+  const own = useOwnRedisPerTest();
   let ticks: { id: string; tick: number }[] = [];
   let keyPrefix = '';
 
   beforeEach(async () => {
-    server = await startLocalRedisServer({ args: [] });
-    redis = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+    await own.start();
     keyPrefix = uniquePrefix('rl');
   });
 
-  afterEach(async () => {
-    await Promise.all(consumers.map((consumer) => consumer.close().catch(() => undefined)));
-    await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
-    redis.disconnect();
-    await server.stop();
-    apps = [];
-    consumers = [];
+  afterEach(() => {
     ticks = [];
   });
 
   /** An instance whose checks the test runs (`check`); `consume`: it runs the topic's ticks. */
   async function instance(consume = false): Promise<DelayTestApp> {
-    const app = await createDelayApp({ redis: server.url, keyPrefix });
+    const app = await createDelayApp({ redis: own.server.url, keyPrefix });
     const scheduler = app.app.get(RepeatScheduler);
     scheduler.stopPeriodicChecks();
     scheduler.restoreAfterMissingMs = 0;
-    apps.push(app);
+    own.apps.push(app);
     if (consume) {
-      consumers.push(
+      own.consumers.push(
         app.queue.consume(TOPIC, (_payload: unknown, job: JobContext) => {
           const tick = parseTickJobId(job.id);
           if (tick) ticks.push({ id: tick.scheduleId, tick: tick.tickMs });
@@ -63,20 +52,15 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
   const check = (app: DelayTestApp) => app.app.get(RepeatScheduler).checkAll();
   const ids = async (app: DelayTestApp) => (await app.queue.listRepeats(TOPIC)).map((info) => info.id).sort();
 
-  async function serverNow(): Promise<number> {
-    const [seconds, micros] = await redis.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  }
-
   async function loseEverything(): Promise<void> {
-    await server.restart({ signal: 'SIGKILL' });
-    await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    await own.server.restart({ signal: 'SIGKILL' });
+    await own.answering();
   }
 
   /** The members of the shard's zset whose key ends with `suffix`. */
   async function zsetMembers(suffix: string): Promise<string[]> {
-    const [key] = (await redis.keys(`${keyPrefix}*`)).filter((k) => k.endsWith(suffix));
-    return key ? redis.zrange(key, '0', '-1') : [];
+    const [key] = (await own.redis.keys(`${keyPrefix}*`)).filter((k) => k.endsWith(suffix));
+    return key ? own.redis.zrange(key, '0', '-1') : [];
   }
 
   it.each(['remover first', 'definer first'] as const)(
@@ -105,7 +89,7 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     expect(await first.queue.removeRepeat(TOPIC, 'x')).toBe(true);
     await definer.queue.repeat(TOPIC, { every: 250 }, { id: 'x' }); // between the two removals
     expect(await second.queue.removeRepeat(TOPIC, 'x')).toBe(true); // the last change
-    const removedAt = await serverNow();
+    const removedAt = await own.now();
 
     await loseEverything();
     for (const app of [first, second, definer, definer, first, second, definer]) await check(app);
@@ -119,7 +103,7 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     const remover = await instance();
     await definer.queue.repeat(TOPIC, { every: 250 }, { id: 'x' });
     expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
-    const removedAt = await serverNow();
+    const removedAt = await own.now();
     await check(definer); // finds it missing with its removal recorded
 
     await loseEverything();
@@ -136,7 +120,7 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     await app.queue.repeat(TOPIC, { every: 250 }, { id: 'x' });
     expect(await app.queue.removeRepeat(TOPIC, 'x')).toBe(true);
     let bringBack!: () => void;
-    const restarted = server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
+    const restarted = own.server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
     await waitFor(
       () => app.queue.repeat(TOPIC, { every: 250 }, { id: 'x' }).then(() => false as const, () => true),
       30_000,
@@ -222,7 +206,7 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
       for (let round = 0; round < 4; round++) for (const name of order) await check(byName[name]);
       outcomes.push(`${order.join(',')}: ${JSON.stringify(await ids(byName[names[0]]))}`);
       await Promise.all(Object.values(byName).map((app) => app.close()));
-      apps = [];
+      own.apps.splice(0);
     }
     expect(outcomes).toEqual(orders(names).map((order) => `${order.join(',')}: ${JSON.stringify(expected)}`));
   }, 120_000);
@@ -238,8 +222,8 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
       for (let i = 0; i < 450; i++) await remover.queue.removeRepeat(TOPIC, `gone${i}`);
       await remover.queue.removeRepeat(TOPIC, 'x');
       let bringBack!: () => void;
-      const restarted = server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
-      await waitFor(() => serverNow().then(() => false, () => true), 30_000, 'Redis to be down');
+      const restarted = own.server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
+      await waitFor(() => own.now().then(() => false, () => true), 30_000, 'Redis to be down');
       const results = await Promise.allSettled([check(remover), check(definer), check(definer)]);
       expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
       bringBack();
@@ -327,7 +311,7 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
     await check(definer); // finds it missing with its removal recorded
     await remover.close();
-    apps = apps.filter((app) => app !== remover);
+    own.apps.splice(own.apps.indexOf(remover), 1);
 
     await loseEverything();
     const newRemover = await instance(); // knows nothing of the removal

@@ -1,13 +1,12 @@
-import { Redis } from 'ioredis';
-import type { Consumer, JobContext } from '../../lib/index.js';
+import type { JobContext } from '../../lib/index.js';
 import type { RepeatCatchUp } from '../../lib/delay-queue/interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from '../../lib/delay-queue/repeat/repeat-scheduler.js';
 import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { deferred, holdsWithin, waitFor, type Deferred } from '../support/timing.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp } from './support/delay-test-app.js';
+import { useOwnRedisPerTest } from './support/own-redis-per-test.js';
 
 /*
  * Repeatable schedules across a restart of Redis itself (its own redis-server per test): with an
@@ -69,27 +68,20 @@ function ticksRun(deliveries: readonly Delivery[]): number[] {
 }
 
 describe('repeat() across a restart of Redis', () => {
-  let server: LocalRedisServer | undefined;
-  let clock: Redis | undefined;
-  let apps: DelayTestApp[] = [];
-  let consumers: Consumer[] = [];
   let deliveries: Delivery[] = [];
   /** Set to hold the next delivery (any instance) until released: a tick in flight. */
   let holdNext: { gate: Deferred<void>; tick?: number } | undefined;
 
-  afterEach(async () => {
-    holdNext?.gate.resolve();
-    holdNext = undefined;
-    await Promise.all(consumers.map((consumer) => consumer.close().catch(() => undefined)));
-    await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
-    clock?.disconnect();
-    clock = undefined;
-    await server?.stop();
-    server = undefined;
-    apps = [];
-    consumers = [];
+  beforeEach(() => {
     deliveries = [];
   });
+  // Declared before the test's Redis, whose hook closes the consumers: a held handler is released first.
+  afterEach(() => {
+    holdNext?.gate.resolve();
+    holdNext = undefined;
+  });
+  const own = useOwnRedisPerTest();
+  const { apps, consumers } = own;
 
   function handler(instance: number) {
     return async (_payload: unknown, job: JobContext) => {
@@ -105,8 +97,7 @@ describe('repeat() across a restart of Redis', () => {
 
   /** Three applications on the test's own Redis, each upserting the schedule and consuming its topic. */
   async function startInstances(args: string[], catchUp: RepeatCatchUp): Promise<void> {
-    server = await startLocalRedisServer({ args });
-    clock = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+    const server = await own.start(args);
     const keyPrefix = uniquePrefix('rr');
     for (let i = 0; i < INSTANCES; i++) {
       const app = await createDelayApp({ redis: server.url, keyPrefix, delayQueue: { visibilityTimeout: VISIBILITY_MS } });
@@ -150,12 +141,6 @@ describe('repeat() across a restart of Redis', () => {
     return { held, queued: info.nextRunAt.getTime(), gate };
   }
 
-  /** The test Redis's clock (the one ticks follow), in ms; rejects while it is down. */
-  async function serverNow(): Promise<number> {
-    const [seconds, micros] = await clock!.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  }
-
   it.each([
     ['SIGTERM (SHUTDOWN), down 1 s', 'SIGTERM', 4 * EVERY, false],
     ['SIGKILL (a crash), down longer than the running tick’s visibility', 'SIGKILL', VISIBILITY_MS + 1_500, true],
@@ -168,8 +153,8 @@ describe('repeat() across a restart of Redis', () => {
       await waitFor(() => ticksRun(deliveries).length >= 4, 30_000, 'four ticks before the restart');
       const { held, queued, gate } = await holdATick();
       expect(queued).toBe(held + EVERY);
-      await server!.restart({ signal, downtimeMs });
-      const restartedAt = await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+      await own.server.restart({ signal, downtimeMs });
+      const restartedAt = await own.answering();
       if (mayBeRedelivered) {
         // Its visibility could not be renewed while Redis was down: the next claim of any consumer
         // takes it back and delivers it again, as a later attempt, while the first handler still runs
@@ -205,9 +190,9 @@ describe('repeat() across a restart of Redis', () => {
     const downtimeMs = MISSED_TICK_AFTER_MS + 8 * EVERY;
     await startInstances(['--appendonly', 'yes', '--appendfsync', 'always'], 'latest');
     await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
-    const downSince = await serverNow();
-    await server!.restart({ signal: 'SIGTERM', downtimeMs });
-    const restartedAt = await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    const downSince = await own.now();
+    await own.server.restart({ signal: 'SIGTERM', downtimeMs });
+    const restartedAt = await own.answering();
     const resumed = await waitFor(() => ticksRun(deliveries).find((tick) => tick > downSince + EVERY) ?? false, 60_000, 'a tick after the outage');
     const checked = await settled(resumed, Math.max(resumed, onGrid(restartedAt)) + 4 * EVERY, 'four ticks after the restart');
     await Promise.all(consumers.map((consumer) => consumer.close()));
@@ -233,8 +218,8 @@ describe('repeat() across a restart of Redis', () => {
     await startInstances([], 'latest');
     await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
     const { held, gate } = await holdATick();
-    await server!.restart({ signal: 'SIGKILL', downtimeMs: 2 * EVERY });
-    const restartedAt = await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    await own.server.restart({ signal: 'SIGKILL', downtimeMs: 2 * EVERY });
+    const restartedAt = await own.answering();
     gate.resolve();
     // Everything is gone: the periodic check (every 5 s on each instance) finds the schedule missing
     // with no removal recorded, and upserts it again.
@@ -263,8 +248,8 @@ describe('repeat() across a restart of Redis', () => {
     expect(await apps[1].queue.listRepeats(TOPIC)).toEqual([]);
 
     // Removed, then the data is lost: still not restored (the instances forgot it at the check).
-    await server!.restart({ signal: 'SIGKILL' });
-    await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    await own.server.restart({ signal: 'SIGKILL' });
+    await own.answering();
     for (const app of apps) await app.app.get(RepeatScheduler).checkAll();
     expect(await apps[2].queue.listRepeats(TOPIC)).toEqual([]);
 
@@ -272,8 +257,8 @@ describe('repeat() across a restart of Redis', () => {
     // removed it still remembers that removal and records it again (the repeat() came after it). The
     // restoring instance restores at its second check that finds it missing, however soon.
     await apps[2].queue.repeat(TOPIC, { every: EVERY });
-    await server!.restart({ signal: 'SIGKILL' });
-    await waitFor(() => serverNow().catch(() => false as const), 30_000, 'Redis to answer again');
+    await own.server.restart({ signal: 'SIGKILL' });
+    await own.answering();
     apps[2].app.get(RepeatScheduler).restoreAfterMissingMs = 0;
     for (const app of [apps[2], apps[0], apps[2], apps[0]]) await app.app.get(RepeatScheduler).checkAll();
     expect(await apps[0].queue.listRepeats(TOPIC)).toHaveLength(1);

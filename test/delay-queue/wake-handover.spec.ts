@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { Consumer, DelayQueueService } from '../../lib/index.js';
+import type { DelayQueueService } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { rawRedis } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp, useClosedAfterEach, type DelayTestApp } from './support/delay-test-app.js';
 
 /**
  * A producer's marker (BZPOPMIN) wakes exactly one parked consumer, which then watches the next due
@@ -16,8 +16,7 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
   let t: DelayTestApp;
   let queue: DelayQueueService;
   let redis: Redis;
-  const consumers: Consumer[] = [];
-  const apps: DelayTestApp[] = [];
+  const { consumers, apps } = useClosedAfterEach();
 
   beforeEach(async () => {
     t = await createDelayApp();
@@ -25,8 +24,6 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
     redis = rawRedis();
   });
   afterEach(async () => {
-    await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
-    await Promise.all(apps.splice(0).map((app) => app.close()));
     await t.close();
     redis.disconnect();
   });

@@ -1,15 +1,12 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
 import type { ScheduledJob } from '../../lib/delay-queue/interfaces/schedule-options.interface.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
-import { FaultProxy } from '../../tools/fault-proxy.js';
 import { checkGroupHistory, type PauseWindow, type ScheduledGroupJob } from '../../tools/soak/groups/group-checker.js';
 import type { WorkerJobPayload } from '../../tools/soak/groups/worker.js';
-import { WorkerFleet } from '../../tools/soak/groups/worker-fleet.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
 import { seededRandom } from '../../tools/soak/soak-constants.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
+import { useProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
 
 /**
  * The randomized run of consumer faults (the rules: tools/soak/groups/group-checker.ts, its
@@ -62,21 +59,8 @@ interface Planned {
 }
 
 describe('consumer faults: buffered jobs, stopped consumers, pauses, bursts, instances configured differently (randomized, checked)', () => {
-  let server: LocalRedisServer;
-  let producer: TestingModule | undefined;
-  let fleet: WorkerFleet | undefined;
-  const proxies: FaultProxy[] = [];
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ port: server.port }));
-  });
-  afterAll(async () => {
-    fleet?.killAll();
-    await producer?.close();
-    for (const proxy of proxies) await proxy.stop();
-    await server.stop();
-  });
+  const server = useLocalRedisServer();
+  const fleets = useProxiedWorkerFleet();
 
   it(
     'hands back buffered jobs across short outages, aborts a resumed consumer’s signal, starts nothing while paused, and keeps completed jobs bounded',
@@ -95,9 +79,7 @@ describe('consumer faults: buffered jobs, stopped consumers, pauses, bursts, ins
         burstKeep: between(20, 200),
       }));
       log(`instances ${JSON.stringify(config)}, ${ROUNDS} round(s) (replay: CONSUMER_FAULTS_SEED=${SEED})`);
-      const workers = new WorkerFleet(3, (slot) => ({
-        REDIS_URL: proxies[slot].url,
-        KEY_PREFIX: keyPrefix,
+      const env = (slot: number) => ({
         TOPIC,
         CONCURRENCY: String(config[slot].concurrency),
         VISIBILITY: String(config[slot].visibility),
@@ -106,13 +88,8 @@ describe('consumer faults: buffered jobs, stopped consumers, pauses, bursts, ins
         BURST_TOPIC: BURST,
         BURST_CONCURRENCY: String(config[slot].burstConcurrency),
         BURST_KEEP_COMPLETED: String(config[slot].burstKeep),
-      }));
-      fleet = workers;
-      producer = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis: server.url, keyPrefix })] }).compile();
-      producer.useLogger(false);
-      await producer.init();
-      const queue = producer.get(DelayQueueService);
-      await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
+      });
+      const { workers, proxies, queue } = await fleets.start({ redis: server.url, keyPrefix, env });
 
       const scheduled: ScheduledGroupJob[] = [];
       const workOf = new Map<string, number>();

@@ -1,18 +1,16 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
+import type { DelayQueueService } from '../../lib/index.js';
 import type { ScheduledJob } from '../../lib/delay-queue/interfaces/schedule-options.interface.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
-import { FaultProxy } from '../../tools/fault-proxy.js';
 import { checkGroupHistory, type ScheduledGroupJob } from '../../tools/soak/groups/group-checker.js';
 import { planGroupJobs, toScheduledJobs, type PlannedJob } from '../../tools/soak/groups/group-plan.js';
 import type { WorkerJobPayload } from '../../tools/soak/groups/worker.js';
-import { WorkerFleet } from '../../tools/soak/groups/worker-fleet.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
 import { seededRandom } from '../../tools/soak/soak-constants.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
+import { useProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
 
 /**
  * The randomized run of job groups (the rules: tools/soak/groups/group-checker.ts). Three consumer
@@ -37,21 +35,8 @@ const QUIET = { scheduled: 0, due: 0, active: 0, grouped: 0, busyGroups: 0 };
 type Fault = 'kill' | 'redis-sigterm' | 'redis-sigkill' | 'lost-reply';
 
 describe('job groups under faults (randomized, checked)', () => {
-  let server: LocalRedisServer;
-  let producer: TestingModule;
-  let fleet: WorkerFleet | undefined;
-  const proxies: FaultProxy[] = [];
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
-    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ port: server.port }));
-  });
-  afterAll(async () => {
-    fleet?.killAll();
-    await producer?.close();
-    for (const proxy of proxies) await proxy.stop();
-    await server.stop();
-  });
+  const server = useLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+  const fleets = useProxiedWorkerFleet();
 
   it('runs the jobs of a group one at a time (or groupConcurrency at a time), in due order, and loses none, with consumers SIGKILLed, Redis restarted and replies lost', async () => {
     const random = seededRandom(SEED);
@@ -63,19 +48,13 @@ describe('job groups under faults (randomized, checked)', () => {
 
     const waves = planGroupJobs(random, { groups: 30, maxSize: 10, waves: 3, spreadMs: 2_500, prefix: 'order:' });
     const [finalWave] = planGroupJobs(random, { groups: 8, maxSize: 5, waves: 1, spreadMs: 1_000, prefix: 'late:' });
-    const env = (slot: number) => ({
-      REDIS_URL: proxies[slot].url,
-      KEY_PREFIX: keyPrefix,
+    const env = () => ({
       TOPIC,
       CONCURRENCY: '4',
       VISIBILITY: String(VISIBILITY),
       GROUP_CONCURRENCY: String(groupConcurrency),
     });
-    const workers = new WorkerFleet(3, env);
-    fleet = workers;
-    producer = await queueApp(server.url, keyPrefix);
-    const queue = producer.get(DelayQueueService);
-    await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
+    const { workers, proxies, queue } = await fleets.start({ redis: server.url, keyPrefix, env, producer: { connectTimeout: 0 } });
 
     const scheduled: ScheduledGroupJob[] = [];
     const lastAt = new Map<string, number>();
@@ -198,9 +177,3 @@ async function scheduleSurely(queue: DelayQueueService, jobs: Array<ScheduledJob
   }
 }
 
-async function queueApp(redis: string, keyPrefix: string): Promise<TestingModule> {
-  const moduleRef = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis, keyPrefix, connectTimeout: 0 })] }).compile();
-  moduleRef.useLogger(false);
-  await moduleRef.init();
-  return moduleRef;
-}

@@ -1,13 +1,12 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
+import type { DelayQueueService } from '../../lib/index.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { checkRateLimit, checkRateLimitPerInstance, type RateLimitConfig } from '../../tools/soak/groups/rate-limit-checker.js';
-import { WorkerFleet } from '../../tools/soak/groups/worker-fleet.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
 import { seededRandom } from '../../tools/soak/soak-constants.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
+import { useProxiedWorkerFleet, type ProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
 
 /**
  * The randomized run of the rate limit across instances (the rules: tools/soak/groups/rate-limit-checker.ts):
@@ -36,45 +35,18 @@ const LOSE_CLAIM_REPLIES = process.env.RATE_CHECKER_LOST_REPLIES !== '0';
 const TOPIC = 'rated';
 
 describe('rate limit across instances (randomized, checked)', () => {
-  let fleet: WorkerFleet | undefined;
-  let producer: TestingModule | undefined;
-  const proxies: FaultProxy[] = [];
-  afterAll(async () => {
-    fleet?.killAll();
-    await producer?.close();
-    for (const proxy of proxies) await proxy.stop();
-  });
-  afterEach(async () => {
-    // The second test starts its own fleet and proxies.
-    fleet?.killAll();
-    fleet = undefined;
-    await producer?.close();
-    producer = undefined;
-    for (const proxy of proxies.splice(0)) await proxy.stop();
-  });
+  const fleets = useProxiedWorkerFleet();
 
-  /** Three consumer processes, each reaching Redis through a fault proxy of its own, and a producer app; the hooks stop them. */
-  async function startFleet(
-    keyPrefix: string,
-    env: (slot: number) => Record<string, string>,
-  ): Promise<{ workers: WorkerFleet; queue: DelayQueueService }> {
-    const redis = new URL(testRedisUrl());
-    for (let slot = 0; slot < 3; slot++) proxies.push(await FaultProxy.start({ host: redis.hostname, port: Number(redis.port) }));
-    const workers = new WorkerFleet(3, (slot) => ({ REDIS_URL: proxies[slot].url, KEY_PREFIX: keyPrefix, TOPIC, ...env(slot) }));
-    fleet = workers;
-    producer = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix })] }).compile();
-    producer.useLogger(false);
-    await producer.init();
-    const queue = producer.get(DelayQueueService);
-    await waitFor(() => workers.allReady, 60_000, 'the three consumers to start');
-    return { workers, queue };
+  /** Three consumer processes of TOPIC on the run's Redis, each through a fault proxy of its own, and a producer app. */
+  function startFleet(keyPrefix: string, env: (slot: number) => Record<string, string>): Promise<ProxiedWorkerFleet> {
+    return fleets.start({ redis: testRedisUrl(), keyPrefix, env: (slot) => ({ TOPIC, ...env(slot) }) });
   }
 
   /**
    * Unless RATE_CHECKER_LOST_REPLIES=0, drops the reply of a claim every 1-3 claims on each proxy (the
    * claim is re-sent), 30 in all; returns how many were dropped so far.
    */
-  function loseClaimReplies(between: (min: number, max: number) => number): () => number {
+  function loseClaimReplies(proxies: readonly FaultProxy[], between: (min: number, max: number) => number): () => number {
     let lostReplies = 0;
     const lose = (proxy: FaultProxy): void =>
       void proxy.loseReply(FaultProxy.script(claimDueJobsScript), between(1, 3)).then(() => {
@@ -118,7 +90,7 @@ describe('rate limit across instances (randomized, checked)', () => {
    * Waits up to `timeoutMs` for every scheduled job to be handled and the topic to be empty, then
    * stops dropping replies, reads the dead letters and stops the workers.
    */
-  async function settle(workers: WorkerFleet, queue: DelayQueueService, scheduled: Map<string, number>, timeoutMs: number) {
+  async function settle({ workers, queue, proxies }: ProxiedWorkerFleet, scheduled: Map<string, number>, timeoutMs: number) {
     const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
     const quiet = async () => {
       const stats = await queue.stats(TOPIC);
@@ -142,13 +114,14 @@ describe('rate limit across instances (randomized, checked)', () => {
     const log = (line: string) => process.stdout.write(`[rate-limit-checker seed ${SEED}] ${line}\n`);
     log(`rateLimit { max: ${max}, duration: ${duration} }, ${total} jobs (replay: RATE_CHECKER_SEED=${SEED})`);
 
-    const { workers, queue } = await startFleet(keyPrefix, () => ({
+    const fleet = await startFleet(keyPrefix, () => ({
       CONCURRENCY: '4',
       VISIBILITY: '4000', // a consumer stalled by a loaded machine keeps its jobs: only the kill costs an attempt
       RATE_MAX: String(max),
       RATE_DURATION: String(duration),
     }));
-    const lostReplies = loseClaimReplies(between);
+    const { workers, queue } = fleet;
+    const lostReplies = loseClaimReplies(fleet.proxies, between);
 
     const killAfter = between(Math.floor(total / 4), Math.floor(total / 2));
     let killed = false;
@@ -159,7 +132,7 @@ describe('rate limit across instances (randomized, checked)', () => {
       workers.kill(victim);
       killed = true;
     });
-    const { settled, handled, dead } = await settle(workers, queue, scheduled, 60_000);
+    const { settled, handled, dead } = await settle(fleet, scheduled, 60_000);
 
     const starts = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m }));
     const killsM = [...workers.killedAt.values()];
@@ -195,16 +168,17 @@ describe('rate limit across instances (randomized, checked)', () => {
     const log = (line: string) => process.stdout.write(`[rate-limit-checker mixed seed ${MIXED_SEED}] ${line}\n`);
     log(`rateLimit per instance ${JSON.stringify(limits)}, concurrency ${concurrency.join('/')}, ${total} jobs (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED})`);
 
-    const { workers, queue } = await startFleet(keyPrefix, (slot) => ({
+    const fleet = await startFleet(keyPrefix, (slot) => ({
       CONCURRENCY: String(concurrency[slot]),
       VISIBILITY: '4000',
       RATE_MAX: String(limits[slot].max),
       RATE_DURATION: String(limits[slot].duration),
     }));
-    const lostReplies = loseClaimReplies(between);
+    const { workers, queue } = fleet;
+    const lostReplies = loseClaimReplies(fleet.proxies, between);
 
     const scheduled = await scheduleInBursts(queue, total, 'm', random);
-    const { settled, handled, dead } = await settle(workers, queue, scheduled, 60_000 + total * 100);
+    const { settled, handled, dead } = await settle(fleet, scheduled, 60_000 + total * 100);
 
     const claims = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m, token: s.token }));
     const { violations, figures } = checkRateLimitPerInstance({

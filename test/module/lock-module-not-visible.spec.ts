@@ -1,28 +1,10 @@
-import { Controller, Get, Injectable, Module, type DynamicModule, type Type } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { Redis } from 'ioredis';
-import { OnOneInstance, RedisLockModule, WithLock } from '../../lib/index.js';
+import { Controller, Get, Injectable, Module } from '@nestjs/common';
+import { OnOneInstance, WithLock } from '../../lib/index.js';
 import { RedisLockDashboardModule } from '../../lib/observability/dashboard/index.js';
 import { RedisLockHealthModule } from '../../lib/observability/health/index.js';
 import { RedisLockMetricsModule } from '../../lib/observability/metrics/index.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-
-/** Compiles an app whose RedisLockModule is registered without isGlobal, beside `imports`; returns the error. */
-async function bootstrapError(...imports: Array<Type | DynamicModule>): Promise<Error> {
-  // A client of the test's own, never connected, so a failed compile leaves no socket open.
-  const client = new Redis(testRedisUrl(), { lazyConnect: true });
-  try {
-    const app = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: { client }, keyPrefix: uniquePrefix('vis'), connectTimeout: 0 }), ...imports],
-    }).compile();
-    await app.close();
-  } catch (error) {
-    return error as Error;
-  } finally {
-    client.disconnect();
-  }
-  throw new Error('bootstrap did not fail');
-}
+import { PaymentsWithoutLockModule } from '../fixtures/payments-without-lock-module.js';
+import { compileErrorBesideLockModule } from '../support/module-startup.js';
 
 /** What a developer needs from the message: the module to register, and how. */
 function expectActionable(error: Error, user: string): void {
@@ -34,14 +16,7 @@ function expectActionable(error: Error, user: string): void {
 
 describe('a module that cannot see RedisLockModule gets an error naming it and isGlobal', () => {
   it('@WithLock on a provider of a feature module that does not import RedisLockModule', async () => {
-    @Injectable()
-    class Payments {
-      @WithLock('order:<0>')
-      async pay(_id: string) {}
-    }
-    @Module({ providers: [Payments] })
-    class PaymentsModule {}
-    expectActionable(await bootstrapError(PaymentsModule), '@WithLock');
+    expectActionable(await compileErrorBesideLockModule(PaymentsWithoutLockModule), '@WithLock');
   });
 
   it('@OnOneInstance on a provider of such a module', async () => {
@@ -52,7 +27,7 @@ describe('a module that cannot see RedisLockModule gets an error naming it and i
     }
     @Module({ providers: [Reports] })
     class ReportsModule {}
-    expectActionable(await bootstrapError(ReportsModule), '@OnOneInstance');
+    expectActionable(await compileErrorBesideLockModule(ReportsModule), '@OnOneInstance');
   });
 
   it('@WithLock on a controller of such a module', async () => {
@@ -64,18 +39,18 @@ describe('a module that cannot see RedisLockModule gets an error naming it and i
     }
     @Module({ controllers: [Orders] })
     class OrdersModule {}
-    expectActionable(await bootstrapError(OrdersModule), '@WithLock');
+    expectActionable(await compileErrorBesideLockModule(OrdersModule), '@WithLock');
   });
 
   it('RedisLockMetricsModule', async () => {
-    expectActionable(await bootstrapError(RedisLockMetricsModule.forRoot()), 'RedisLockMetricsModule');
+    expectActionable(await compileErrorBesideLockModule(RedisLockMetricsModule.forRoot()), 'RedisLockMetricsModule');
   });
 
   it('RedisLockHealthModule', async () => {
-    expectActionable(await bootstrapError(RedisLockHealthModule), 'RedisLockHealthModule');
+    expectActionable(await compileErrorBesideLockModule(RedisLockHealthModule), 'RedisLockHealthModule');
   });
 
   it('RedisLockDashboardModule', async () => {
-    expectActionable(await bootstrapError(RedisLockDashboardModule.forRoot()), 'RedisLockDashboardModule');
+    expectActionable(await compileErrorBesideLockModule(RedisLockDashboardModule.forRoot()), 'RedisLockDashboardModule');
   });
 });

@@ -1,5 +1,4 @@
 import { Injectable, Module } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
   InvalidOptionsError,
@@ -9,18 +8,14 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
+import { expectInvalidOption } from '../support/expect-invalid-option.js';
+import { lockModuleStartupFailure, startModule } from '../support/module-startup.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { NeedsLocks, NeedsLocksModule } from '../fixtures/needs-locks.js';
 
-async function bootstrap(imports: unknown[]) {
-  const moduleRef = await Test.createTestingModule({ imports: imports as never[] }).compile();
-  await moduleRef.init();
-  return moduleRef;
-}
-
 describe('RedisLockModule options', () => {
   it('forRoot with a URL provides a working LockService and closes the client it created', async () => {
-    const app = await bootstrap([RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix() })]);
+    const app = await startModule([RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix() })]);
     const lock = await app.get(LockService).acquire('x');
     await lock.release();
     await app.close();
@@ -34,7 +29,7 @@ describe('RedisLockModule options', () => {
     @Module({ providers: [Settings], exports: [Settings] })
     class SettingsModule {}
 
-    const app = await bootstrap([
+    const app = await startModule([
       RedisLockModule.forRootAsync({
         imports: [SettingsModule],
         inject: [Settings],
@@ -55,11 +50,11 @@ describe('RedisLockModule options', () => {
     @Module({ providers: [LockOptionsFactory], exports: [LockOptionsFactory] })
     class FactoryModule {}
 
-    const byClass = await bootstrap([RedisLockModule.forRootAsync({ useClass: LockOptionsFactory })]);
+    const byClass = await startModule([RedisLockModule.forRootAsync({ useClass: LockOptionsFactory })]);
     expect(await byClass.get(LockService).isLocked('nothing')).toBe(false);
     await byClass.close();
 
-    const byExisting = await bootstrap([
+    const byExisting = await startModule([
       RedisLockModule.forRootAsync({ imports: [FactoryModule], useExisting: LockOptionsFactory }),
     ]);
     expect(await byExisting.get(LockService).isLocked('nothing')).toBe(false);
@@ -67,7 +62,7 @@ describe('RedisLockModule options', () => {
   });
 
   it('isGlobal makes LockService injectable everywhere', async () => {
-    const app = await bootstrap([
+    const app = await startModule([
       RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), isGlobal: true }),
       NeedsLocksModule,
     ]);
@@ -77,7 +72,7 @@ describe('RedisLockModule options', () => {
 
   it('never closes a client the user passed in', async () => {
     const client = new Redis(testRedisUrl());
-    const app = await bootstrap([RedisLockModule.forRoot({ redis: { client }, keyPrefix: uniquePrefix() })]);
+    const app = await startModule([RedisLockModule.forRoot({ redis: { client }, keyPrefix: uniquePrefix() })]);
     const lock = await app.get(LockService).acquire('mine');
     await lock.release();
     await app.close();
@@ -96,20 +91,18 @@ describe('RedisLockModule options', () => {
     ['empty cluster', { redis: { cluster: [] } }, /`redis.cluster`/],
     ['a client that is not one', { redis: { client: {} as never } }, /`redis.client`/],
   ])('fails at bootstrap naming the option: %s', async (_label, options, message) => {
-    const error = await bootstrap([RedisLockModule.forRoot({ redis: testRedisUrl(), ...options })]).catch((e) => e);
+    const error = await lockModuleStartupFailure({ redis: testRedisUrl(), ...options });
     expect(error).toBeInstanceOf(InvalidOptionsError);
     expect((error as Error).message).toMatch(message);
   });
 
   it('fails at bootstrap on redis: null instead of connecting to the default server', async () => {
-    const error = await bootstrap([RedisLockModule.forRoot({ redis: null as never, keyPrefix: uniquePrefix() })]).catch((e) => e);
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect(error).toMatchObject({ option: 'redis' });
-    expect((error as Error).message).toMatch(/got null; leave `redis` out for the default connection, or pass a redis:\/\/ URL/);
+    const error = await lockModuleStartupFailure({ redis: null as never, keyPrefix: uniquePrefix() });
+    expectInvalidOption(error, 'redis', 'got null; leave `redis` out for the default connection, or pass a redis:// URL');
   });
 
   it('starts with lock.syncReplicas: false (off)', async () => {
-    const app = await bootstrap([RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), lock: { syncReplicas: false } })]);
+    const app = await startModule([RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), lock: { syncReplicas: false } })]);
     const lock = await app.get(LockService).acquire('unreplicated');
     await lock.release();
     await app.close();
@@ -117,12 +110,10 @@ describe('RedisLockModule options', () => {
 
   it('fails at bootstrap with RedisConnectionError when Redis is not there', async () => {
     const port = await findFreePort();
-    const error = await bootstrap([
-      RedisLockModule.forRoot({
-        redis: { host: '127.0.0.1', port, retryStrategy: () => null, maxRetriesPerRequest: 0 },
-        connectTimeout: 2_000,
-      }),
-    ]).catch((e) => e);
+    const error = await lockModuleStartupFailure({
+      redis: { host: '127.0.0.1', port, retryStrategy: () => null, maxRetriesPerRequest: 0 },
+      connectTimeout: 2_000,
+    });
     expect(error).toBeInstanceOf(RedisConnectionError);
     expect((error as Error).message).toContain(`127.0.0.1:${port}`);
     expect((error as Error).message).toMatch(/Check that the server is running/);

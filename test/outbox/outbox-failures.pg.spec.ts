@@ -1,9 +1,9 @@
 import { jest } from '@jest/globals';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 import { checkExactlyOnce, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
 import { crashAfterCommit, useOutboxPostgres } from './support/outbox-postgres.js';
 
@@ -17,8 +17,6 @@ failOnUnhandledRejections();
 describe('transactional outbox under failure (PostgreSQL)', () => {
   const pg = useOutboxPostgres(TABLE);
 
-  const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
-
   it('a process SIGKILLed right after COMMIT, before its relay: another instance delivers the job once', async () => {
     const keyPrefix = uniquePrefix('outbox-crash');
     const topic = 'order.expire';
@@ -31,25 +29,21 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
       }),
     );
     // Committed, and not in Redis: the rows wait in the outbox.
-    expect((await rowsOf(topic)).map((row) => row.job_id).sort()).toEqual(ids);
+    expect((await pg.rowsOf(topic)).map((row) => row.job_id).sort()).toEqual(ids);
     const runs: RecordedRun[] = [];
     const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: pg.store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
     try {
       await waitFor(() => runs.length >= ids.length || undefined, 60_000, 'the crashed instances\' jobs');
       expect(await holdsWithin(() => runs.length === ids.length, 1_500)).toBe(true);
       expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
-      expect(await rowsOf(topic)).toEqual([]);
+      expect(await pg.rowsOf(topic)).toEqual([]);
     } finally {
       await survivor.close();
     }
   });
 
   describe('with Redis down for 12 s around COMMIT', () => {
-    let redis: LocalRedisServer;
-    beforeAll(async () => {
-      redis = await startLocalRedisServer();
-    });
-    afterAll(() => redis?.stop());
+    const redis = useLocalRedisServer();
 
     it('jobs committed during the outage are delivered once when Redis returns: overdue ones at once, later ones at their due time', async () => {
       muteNestLogger('error', 'warn');
@@ -68,7 +62,7 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
         ]);
         const committedIn = Date.now() - scheduledAt;
         expect(committedIn).toBeLessThan(10_000); // the outage does not hold the transaction's caller
-        expect((await rowsOf(topic)).length).toBe(2);
+        expect((await pg.rowsOf(topic)).length).toBe(2);
         bringBack();
         await restarted;
         const back = Date.now();
@@ -80,7 +74,7 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
         expect(laterRun.at - scheduledAt).toBeGreaterThanOrEqual(19_500);
         expect(await holdsWithin(() => runs.length === 2, 1_500)).toBe(true);
         expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
-        await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the rows to be deleted');
+        await pg.noRowsOf(topic, 30_000, 'the rows to be deleted');
       } finally {
         await app.close();
       }

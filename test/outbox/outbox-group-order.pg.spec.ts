@@ -23,8 +23,6 @@ describe('the order of a group whose job is relayed late by another instance (Po
   const pg = useOutboxPostgres(TABLE);
   const proxy = useFaultProxy();
 
-  const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
-
   it("a job committed first on an instance cut off from Redis runs before its group's job committed later on another instance, though relayed after it", async () => {
     muteNestLogger('error', 'warn');
     const keyPrefix = uniquePrefix('outbox-group-order');
@@ -42,7 +40,7 @@ describe('the order of a group whose job is relayed late by another instance (Po
       await pg.tx.run(() => q.queue.schedule(topic, 'second', { id: 'b', group: 'g' }));
       expect(await q.queue.get(topic, 'b')).not.toBeNull(); // Q wrote b right after its COMMIT
       // Q's relay takes P's row over and writes a, after b.
-      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 60_000, "Q's relay to write P's row and delete it");
+      await pg.noRowsOf(topic, 60_000, "Q's relay to write P's row and delete it");
       expect(q.seen.some((e) => e.name === 'outbox.relayed' && (e.event as { source: string }).source === 'relay')).toBe(true);
       expect(await q.queue.get(topic, 'a')).not.toBeNull();
       q.queue.consume(topic, (payload, job) => void runs.push({ id: job.id, payload, at: Date.now() }), { concurrency: 4 });

@@ -15,7 +15,7 @@ failOnUnhandledRejections();
 describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
   const pg = useOutboxPostgres(TABLE);
 
-  const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT job_id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
+  const rowsOf = (topic: string) => pg.rowsOf(topic, 'job_id, kind');
   const scheduleIds = async (app: OutboxApp, topic: string) => (await app.queue.listRepeats(topic)).map((s) => s.id);
   const crash = async (target: { keyPrefix: string; topic: string }, write: CrashedWrite) => {
     const crashed = await crashAfterCommit(pg, { redisUrl: testRedisUrl(), ...target }, write);
@@ -58,11 +58,11 @@ describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
       await waitFor(() => runs.length >= 3 || undefined, 60_000, 'three ticks');
       expect(runs[0]).toMatchObject({ payload: { from: 'crashed' } });
       expect(new Set(runs.map((run) => run.id)).size).toBe(runs.length);
-      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the row to be deleted');
+      await pg.noRowsOf(topic, 30_000, 'the row to be deleted');
 
       await crash({ keyPrefix, topic }, { mode: 'remove', id: 'nightly' });
       await waitFor(async () => ((await scheduleIds(survivor, topic)).length === 0 ? true : undefined), 60_000, 'the relay to remove the schedule');
-      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'the removal row to be deleted');
+      await pg.noRowsOf(topic, 30_000, 'the removal row to be deleted');
       await sleep(2 * EVERY); // a tick claimed before the removal may still finish
       const settled = runs.length;
       expect(await holdsWithin(() => runs.length > settled, 4 * EVERY)).toBe(false);

@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { spawnFixture } from '../support/child-process.js';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
+import { useLocalPostgres } from '../support/use-local-postgres.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { within } from '../support/timing.js';
 import { waitForLine } from '../support/wait-for-output.js';
@@ -11,12 +11,7 @@ jest.setTimeout(120_000);
 const EXIT_WITHIN_MS = 30_000;
 
 describe('graceful shutdown with the outbox relay on the application\'s own pg pool (PostgreSQL)', () => {
-  let postgres: LocalPostgres;
-
-  beforeAll(async () => {
-    postgres = await startLocalPostgres();
-  });
-  afterAll(() => postgres?.stop());
+  const postgres = useLocalPostgres();
 
   it('SIGTERM ends the process although a provider calls pool.end() in onModuleDestroy; the relay stops quietly', async () => {
     const child = spawnFixture('outbox-pool-end-app.ts', [postgres.url, testRedisUrl(), uniquePrefix('outbox-pool-end'), 'pool_end_outbox']);

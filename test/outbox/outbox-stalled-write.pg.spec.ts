@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
+import type { CommandObserver } from '../../tools/fault-proxy.js';
 import { useFaultProxy } from '../support/use-fault-proxy.js';
 import type { PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
@@ -27,7 +28,6 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
   const pg = useOutboxPostgres(TABLE);
   const proxy = useFaultProxy();
 
-  const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT id, kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
 
   /**
    * A behind the proxy (its relay never looks: only B takes rows over); B straight to Redis, consuming
@@ -53,6 +53,18 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     return { a, b };
   }
 
+  /**
+   * Stalls the proxy's link, commits `write` through the outbox, and waits until the stalled instance
+   * sent its write into the stall (`what`); returns the observer of the commands sent, to stop once healed.
+   */
+  async function commitIntoStall(write: () => Promise<unknown>, what: string): Promise<CommandObserver> {
+    proxy.blackhole();
+    const sent = proxy.observe(() => true);
+    await pg.tx.run(write);
+    await waitFor(() => sent.count > 0 || undefined, 30_000, what);
+    return sent;
+  }
+
   /** A's own after-commit outcome: its write answered (written, refused or expired). */
   const afterCommitOutcomes = (app: OutboxApp) =>
     app.seen.filter((e) => (e.name === 'outbox.relayed' || e.name === 'outbox.relay.failed') && (e.event as { source: string }).source === 'after-commit');
@@ -64,14 +76,11 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     const runs: RecordedRun[] = [];
     const { a, b } = await startPair(keyPrefix, topic, runs);
     try {
-      proxy.blackhole();
-      const sent = proxy.observe(() => true);
-      await pg.tx.run(() => a.queue.schedule(topic, { order: 1 }, { id: 'once' }));
-      // The fault fired: A sent its write into the stalled link, and it is still unanswered.
-      await waitFor(() => sent.count > 0 || undefined, 30_000, "A's write to be sent into the stall");
+      // The fault fires: A sends its write into the stalled link, and it stays unanswered.
+      const sent = await commitIntoStall(() => a.queue.schedule(topic, { order: 1 }, { id: 'once' }), "A's write to be sent into the stall");
       // B's relay takes the row over after A's row claim ends; the job runs and is acknowledged; the row is deleted.
       await waitFor(() => runs.length === 1 || undefined, 60_000, "B's relay to deliver the job");
-      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'B to delete the row');
+      await pg.noRowsOf(topic, 30_000, 'B to delete the row');
       await waitFor(async () => ((await b.queue.get(topic, 'once')) === null ? true : undefined), 30_000, 'the job to be acknowledged');
       expect(b.seen.some((e) => e.name === 'outbox.relayed' && (e.event as { source: string }).source === 'relay')).toBe(true);
       expect(afterCommitOutcomes(a)).toEqual([]);
@@ -111,21 +120,18 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     const b = await startOutboxApp({ redis: { client }, keyPrefix, outbox: pg.store(), outboxRelay: { minAge: 300, pollInterval: 100, claimLease: CLAIM_LEASE_MS } });
     try {
       await b.queue.stats(topic);
-      proxy.blackhole();
-      const sent = proxy.observe(() => true);
-      await pg.tx.run(() => a.queue.schedule(topic, { order: 2 }, { id: 'claimed-once' }));
-      // B claimed the row and sent its write into the stall; A's after-commit has settled meanwhile.
-      await waitFor(() => sent.count > 0 || undefined, 30_000, "B's write to be sent into the stall");
+      // B claims the row and sends its write into the stall; A's after-commit settles meanwhile.
+      const sent = await commitIntoStall(() => a.queue.schedule(topic, { order: 2 }, { id: 'claimed-once' }), "B's write to be sent into the stall");
       await waitFor(() => a.queue.outboxStats?.inFlight === 0 || undefined, 30_000, "A's after-commit write to settle");
       // A either left the row to B, or wrote the job itself: then it has run and been acknowledged.
       await waitFor(
-        async () => (runs.length > 0 ? (await a.queue.get(topic, 'claimed-once')) === null : (await rowsOf(topic)).length === 1),
+        async () => (runs.length > 0 ? (await a.queue.get(topic, 'claimed-once')) === null : (await pg.rowsOf(topic)).length === 1),
         30_000,
         "A's outcome: the row left to B, or the job written by A run and acknowledged",
       );
       proxy.heal();
       sent.stop();
-      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 60_000, 'the row to be relayed and deleted');
+      await pg.noRowsOf(topic, 60_000, 'the row to be relayed and deleted');
       await waitFor(() => runs.length > 0 || undefined, 60_000, 'the job to run');
       expect(await holdsWithin(() => runs.length > 1, 3_000)).toBe(false);
       expect(runs.map((run) => run.id)).toEqual(['claimed-once']);
@@ -142,16 +148,13 @@ describe('an after-commit write held up by a stalled Redis link that heals (Post
     const runs: RecordedRun[] = [];
     const { a, b } = await startPair(keyPrefix, topic, runs);
     try {
-      proxy.blackhole();
-      const sent = proxy.observe(() => true);
-      await pg.tx.run(() => a.queue.repeat(topic, { every: 60_000 }, { id: 'hourly' }));
-      await waitFor(() => sent.count > 0 || undefined, 30_000, "A's schedule change to be sent into the stall");
+      const sent = await commitIntoStall(() => a.queue.repeat(topic, { every: 60_000 }, { id: 'hourly' }), "A's schedule change to be sent into the stall");
       // B's relay applies the 'repeat' row after A's row claim ends and deletes it.
       await waitFor(async () => ((await b.queue.listRepeats(topic)).some((s) => s.id === 'hourly') ? true : undefined), 60_000, "B's relay to store the schedule");
-      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, 'B to delete the row');
+      await pg.noRowsOf(topic, 30_000, 'B to delete the row');
       // A removal committed later, applied at once by B ('x' row).
       await pg.tx.run(() => b.queue.removeRepeat(topic, 'hourly'));
-      await waitFor(async () => ((await rowsOf(topic)).length === 0 ? true : undefined), 30_000, "the removal's row to be applied and deleted");
+      await pg.noRowsOf(topic, 30_000, "the removal's row to be applied and deleted");
       expect(await b.queue.listRepeats(topic)).toEqual([]);
       expect(afterCommitOutcomes(a)).toEqual([]);
       expect(a.queue.outboxStats?.inFlight).toBe(1);

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { jest } from '@jest/globals';
 import type { PoolClient } from 'pg';
-import { DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { InvalidJobError, InvalidOptionsError, OutboxTransactionMissingError, runInTransaction } from '../../lib/index.js';
 import {
   inPgTransaction,
@@ -13,6 +13,7 @@ import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.j
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { typeOrmDataSource } from '../support/postgres-data-source.js';
 import { checkExactlyOnce, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
 import { startOutboxPostgres, type OutboxPostgres } from './support/outbox-postgres.js';
 
@@ -357,7 +358,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     let manager: import('typeorm').EntityManager | undefined;
 
     beforeAll(async () => {
-      dataSource = new DataSource({ type: 'postgres', host: pg.server.host, port: pg.server.port, username: pg.server.user, database: pg.server.database, poolSize: 4 });
+      dataSource = typeOrmDataSource(pg.server);
       await dataSource.initialize();
       app = await startOutboxApp({
         redis: testRedisUrl(),

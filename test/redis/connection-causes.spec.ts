@@ -1,19 +1,12 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, LockService, RedisConnectionError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
+import { DelayQueueService, LockService, RedisConnectionError } from '../../lib/index.js';
+import { startLocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+import { compileLockModule } from '../support/module-startup.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 
 /** Generous for a loaded machine; the old behaviour took 10-18 s (connectTimeout, then the retry budget). */
 const BOUND_MS = 4_000;
-
-async function compileApp(options: RedisLockModuleOptions): Promise<TestingModule> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot({ keyPrefix: uniquePrefix('cause'), ...options })],
-  }).compile();
-  moduleRef.useLogger(false);
-  return moduleRef;
-}
 
 failOnUnhandledRejections({ after: 'each' });
 
@@ -23,17 +16,13 @@ failOnUnhandledRejections({ after: 'each' });
  * ENOTFOUND), not ioredis' "Connection is closed." that every one of them used to end as.
  */
 describe('a connection error names its cause', () => {
-  let server: LocalRedisServer;
+  const server = useLocalRedisServer({ args: ['--requirepass', 'right-password'] });
   let closedPort: number;
 
   beforeAll(async () => {
-    server = await startLocalRedisServer({ args: ['--requirepass', 'right-password'] });
     const stopped = await startLocalRedisServer();
     closedPort = stopped.port;
     await stopped.stop();
-  });
-  afterAll(async () => {
-    await server.stop();
   });
 
   const cases: Array<[string, () => string, RegExp]> = [
@@ -45,7 +34,7 @@ describe('a connection error names its cause', () => {
 
   describe.each(cases)('%s', (_label, url, cause) => {
     it('bootstrap fails fast with RedisConnectionError naming the cause, and no password', async () => {
-      const app = await compileApp({ redis: url() });
+      const app = await compileLockModule({ redis: url(), keyPrefix: uniquePrefix('cause') });
       const started = performance.now();
       const error = await app.init().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RedisConnectionError);
@@ -56,7 +45,7 @@ describe('a connection error names its cause', () => {
     });
 
     it('a call (bootstrap check off) fails fast with RedisConnectionError naming the cause', async () => {
-      const app = await compileApp({ redis: url(), connectTimeout: 0 });
+      const app = await compileLockModule({ redis: url(), keyPrefix: uniquePrefix('cause'), connectTimeout: 0 });
       await app.init();
       try {
         const started = performance.now();

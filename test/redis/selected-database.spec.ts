@@ -1,17 +1,9 @@
-import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { RedisConnectionError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
+import { RedisConnectionError, type RedisLockModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
-
-async function compileApp(options: RedisLockModuleOptions): Promise<TestingModule> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot({ keyPrefix: uniquePrefix('db'), ...options })],
-  }).compile();
-  moduleRef.useLogger(false);
-  return moduleRef;
-}
+import { compileLockModule } from '../support/module-startup.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 
 failOnUnhandledRejections({ after: 'each' });
 
@@ -20,20 +12,13 @@ failOnUnhandledRejections({ after: 'each' });
  * bootstrap like a wrong password does, instead of a warning and every key written to DB 0.
  */
 describe('a database index Redis refuses', () => {
-  let server: LocalRedisServer;
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-  });
-  afterAll(async () => {
-    await server.stop();
-  });
+  const server = useLocalRedisServer();
 
   it.each([
     ['in the URL', () => ({ redis: `redis://127.0.0.1:${server.port}/99` })],
     ['in the options', () => ({ redis: { host: '127.0.0.1', port: server.port, db: 99 } })],
   ])('%s: bootstrap fails with RedisConnectionError naming the db and the cause', async (_label, options) => {
-    const app = await compileApp(options() as RedisLockModuleOptions);
+    const app = await compileLockModule({ keyPrefix: uniquePrefix('db'), ...(options() as RedisLockModuleOptions) });
     const error = await app.init().catch((e: unknown) => e);
     await app.close().catch(() => undefined);
     expect(error).toBeInstanceOf(RedisConnectionError);
@@ -46,7 +31,7 @@ describe('a database index Redis refuses', () => {
     client.on('error', () => undefined);
     await client.connect();
     try {
-      const app = await compileApp({ redis: { client } });
+      const app = await compileLockModule({ redis: { client }, keyPrefix: uniquePrefix('db') });
       const error = await app.init().catch((e: unknown) => e);
       await app.close().catch(() => undefined);
       expect(error).toBeInstanceOf(RedisConnectionError);
@@ -57,7 +42,7 @@ describe('a database index Redis refuses', () => {
   });
 
   it('a database in range boots', async () => {
-    const app = await compileApp({ redis: `redis://127.0.0.1:${server.port}/3` });
+    const app = await compileLockModule({ redis: `redis://127.0.0.1:${server.port}/3`, keyPrefix: uniquePrefix('db') });
     await app.init();
     await app.close();
   });

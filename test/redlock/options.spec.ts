@@ -2,7 +2,6 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
   DelayQueueService,
-  InvalidOptionsError,
   LockService,
   RedisConnectionError,
   RedisLockModule,
@@ -14,16 +13,9 @@ import { startIndependentMasters, type IndependentMasters } from '../support/ind
 import { uniquePrefix } from '../support/test-app.js';
 import { createRedlockApp } from './redlock-test-app.js';
 import { sleep } from '../support/timing.js';
-import { startupFailure } from '../support/thrown.js';
+import { expectInvalidOption } from '../support/expect-invalid-option.js';
+import { lockModuleStartupFailure } from '../support/module-startup.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-
-function bootstrap(options: RedisLockModuleOptions): Promise<unknown> {
-  return startupFailure(async () => {
-    const app = await Test.createTestingModule({ imports: [RedisLockModule.forRoot(options)] }).compile();
-    app.useLogger(false);
-    return app.init();
-  });
-}
 
 describe('Redlock: options and unsupported lock kinds', () => {
   let masters: IndependentMasters;
@@ -46,23 +38,21 @@ describe('Redlock: options and unsupported lock kinds', () => {
     ['a drift factor out of range', { clients: ['redis://127.0.0.1:7001'], driftFactor: 0.7 }, 'redlock.driftFactor'],
     ['a negative request timeout', { clients: ['redis://127.0.0.1:7001'], requestTimeout: -1 }, 'redlock.requestTimeout'],
   ])('fails at bootstrap with %s', async (_, redlock, option) => {
-    const error = await bootstrap({ redlock: redlock as RedisLockModuleOptions['redlock'], connectTimeout: 0 });
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect((error as InvalidOptionsError).option).toBe(option);
+    const error = await lockModuleStartupFailure({ redlock: redlock as RedisLockModuleOptions['redlock'], connectTimeout: 0 });
+    expectInvalidOption(error, option);
   });
 
   it('refuses lock options that need a single Redis at bootstrap', async () => {
-    const fair = await bootstrap({ redlock: { clients: masters.urls }, lock: { fair: true } });
-    expect((fair as InvalidOptionsError).option).toBe('lock.fair');
-    const sync = await bootstrap({ redlock: { clients: masters.urls }, lock: { syncReplicas: { replicas: 1, timeout: 100 } } });
-    expect((sync as InvalidOptionsError).option).toBe('lock.syncReplicas');
+    const redlock = { clients: masters.urls };
+    expectInvalidOption(await lockModuleStartupFailure({ redlock, lock: { fair: true } }), 'lock.fair');
+    expectInvalidOption(await lockModuleStartupFailure({ redlock, lock: { syncReplicas: { replicas: 1, timeout: 100 } } }), 'lock.syncReplicas');
   });
 
   it('fails at bootstrap when fewer than a majority of masters answer', async () => {
     const [dead1, dead2] = [await findFreePort(), await findFreePort()];
     // The delayed-job connection is one the test owns: a failed bootstrap runs no shutdown hooks.
     const jobs = new Redis(masters.urls[0]);
-    const error = await bootstrap({
+    const error = await lockModuleStartupFailure({
       redis: { client: jobs },
       redlock: { clients: [masters.urls[0], `redis://127.0.0.1:${dead1}`, `redis://127.0.0.1:${dead2}`] },
       connectTimeout: 2_000,

@@ -1,11 +1,7 @@
-import { Client } from 'pg';
-import { SCHEMA } from '../../sample-app/src/database/schema.js';
 import { mostOrdersAtOnce, stepsRunTooEarly, stepViolations, type OrderSteps } from '../../sample-app/demo/fulfilment-claims.js';
 import { runFulfilmentScenario } from '../../sample-app/demo/fulfilment-scenario.js';
-import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { SAMPLE_APP_MAIN } from './support/sample-app-main.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { startSampleInstancesOnPostgres, type SampleInstancesOnPostgres } from './support/sample-instances-on-postgres.js';
 
 /*
  * Orders paid across three real instances (processes) of the sample service on one Redis and one
@@ -18,29 +14,16 @@ const STEP_MS = 200;
 const ORDERS = 9;
 
 describe('sample app: order fulfilment steps in their order group across three instances (e2e)', () => {
-  let instances: SampleInstance[] = [];
-  let postgres: LocalPostgres | undefined;
+  let started: SampleInstancesOnPostgres | undefined;
   let orders: OrderSteps[];
 
   beforeAll(async () => {
-    // One database for the three (an order's steps run on any of them); the schema is created first.
-    postgres = await startLocalPostgres();
-    const client = new Client({ connectionString: postgres.url });
-    await client.connect();
-    await client.query(SCHEMA);
-    await client.end();
-    const env = { REDIS_URL: testRedisUrl(), DATABASE_URL: postgres.url, REDIS_KEY_PREFIX: uniquePrefix('sample-fulfil'), FULFILMENT_STEP_MS: String(STEP_MS) };
-    const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSampleInstance(SAMPLE_APP_MAIN, name, env, 150_000)));
-    instances = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
-    const failed = started.find((result) => result.status === 'rejected');
-    if (failed) throw failed.reason;
-    orders = await runFulfilmentScenario(instances, { orders: ORDERS, item: 'parcel' });
+    const env = { REDIS_KEY_PREFIX: uniquePrefix('sample-fulfil'), FULFILMENT_STEP_MS: String(STEP_MS) };
+    started = await startSampleInstancesOnPostgres(['a', 'b', 'c'], env);
+    orders = await runFulfilmentScenario(started.instances, { orders: ORDERS, item: 'parcel' });
   }, 300_000);
 
-  afterAll(async () => {
-    await Promise.all(instances.map((instance) => stopSampleInstance(instance, 'SIGKILL')));
-    await postgres?.stop();
-  });
+  afterAll(() => started?.stop());
 
   it("runs every order's steps in order, reserve → ship → notify, each once", () => {
     expect(orders).toHaveLength(ORDERS);
@@ -50,7 +33,7 @@ describe('sample app: order fulfilment steps in their order group across three i
   it('never starts a step of an order before the one before it has ended', () => {
     expect(orders.flatMap(stepViolations)).toEqual([]);
     // Nor ran one that found the step before it not done (it would have done nothing and run again later).
-    expect(instances.flatMap((instance) => stepsRunTooEarly(instance.output()))).toEqual([]);
+    expect(started!.instances.flatMap((instance) => stepsRunTooEarly(instance.output()))).toEqual([]);
   });
 
   it('runs different orders in parallel, on more than one instance', () => {

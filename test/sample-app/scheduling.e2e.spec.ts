@@ -1,11 +1,7 @@
-import { Client } from 'pg';
-import { SCHEMA } from '../../sample-app/src/database/schema.js';
-import { startSampleInstance, stopSampleInstance, type SampleInstance } from '../../sample-app/demo/sample-instances.js';
 import { leadershipViolations, ticksNotRunOnce } from '../../sample-app/demo/scheduling-claims.js';
 import { runSchedulingScenario, type SchedulingObservation } from '../../sample-app/demo/scheduling-scenario.js';
-import { startLocalPostgres, type LocalPostgres } from '../support/postgres.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
-import { SAMPLE_APP_MAIN } from './support/sample-app-main.js';
+import { uniquePrefix } from '../support/test-app.js';
+import { startSampleInstancesOnPostgres, type SampleInstancesOnPostgres } from './support/sample-instances-on-postgres.js';
 
 /*
  * The sample service's scheduled work (sample-app/src/reports) across three real instances
@@ -18,41 +14,25 @@ const EVERY = 1_000;
 const TTL = 4_000;
 
 describe('sample app: scheduled work across three instances (e2e)', () => {
-  let instances: SampleInstance[] = [];
-  let postgres: LocalPostgres | undefined;
+  let started: SampleInstancesOnPostgres | undefined;
   let seen: SchedulingObservation;
 
   beforeAll(async () => {
     // One database for the three, as in a deployment (and quicker to start than three embedded ones).
-    // The schema is created first: three instances creating it at once can collide in PostgreSQL's catalog.
-    postgres = await startLocalPostgres();
-    const client = new Client({ connectionString: postgres.url });
-    await client.connect();
-    await client.query(SCHEMA);
-    await client.end();
-    const env = {
-      REDIS_URL: testRedisUrl(),
-      DATABASE_URL: postgres.url,
+    started = await startSampleInstancesOnPostgres(['a', 'b', 'c'], {
       REDIS_KEY_PREFIX: uniquePrefix('sample-sched'),
       REPORTS_SNAPSHOT_EVERY_MS: String(EVERY),
       REPORTS_LEADER_TTL_MS: String(TTL),
       REPORTS_SWEEP_EVERY_MS: '300',
-    };
-    const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSampleInstance(SAMPLE_APP_MAIN, name, env, 150_000)));
-    instances = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
-    const failed = started.find((result) => result.status === 'rejected');
-    if (failed) throw failed.reason;
-    seen = await runSchedulingScenario(instances, { snapshotEveryMs: EVERY, leaderTtlMs: TTL, ticksPerPhase: 4 });
+    });
+    seen = await runSchedulingScenario(started.instances, { snapshotEveryMs: EVERY, leaderTtlMs: TTL, ticksPerPhase: 4 });
     console.log(
       `sample scheduling: ${seen.ticks.length} ticks, runs by instance ${JSON.stringify(countBy(seen.runs.map((r) => r.instance)))}; ` +
         `SIGKILL handover ${seen.killed.ms} ms (ttl ${TTL}), SIGTERM handover ${seen.stopped.ms} ms`,
     );
   }, 300_000);
 
-  afterAll(async () => {
-    await Promise.all(instances.map((instance) => stopSampleInstance(instance, 'SIGKILL')));
-    await postgres?.stop();
-  });
+  afterAll(() => started?.stop());
 
   it('runs every tick of the repeatable job exactly once across the instances, through a SIGKILL and a SIGTERM', () => {
     expect(seen.ticks.length).toBeGreaterThanOrEqual(12);

@@ -91,21 +91,29 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
     return { owner, instance: instances.find((i) => i.name === owner)! };
   }
 
+  /**
+   * After `owner` left: waits for the first run by another instance that `resumes` accepts, then lets
+   * 10 ticks pass; returns that run, the last tick fully watched, every run, and the runs per tick.
+   */
+  async function takeover(owner: string, resumes: (run: { tick: number }) => boolean) {
+    const resumed = await waitFor(
+      async () => (await runsOf(redis, keyPrefix)).find((r) => r.name !== owner && resumes(r)),
+      20_000,
+      'ticks to resume on another instance',
+    );
+    const [, to] = await observe(10);
+    const runs = await runsOf(redis, keyPrefix);
+    const lastOfOwner = Math.max(...runs.filter((r) => r.name === owner).map((r) => r.tick));
+    return { resumed, to, runs, counts: countByTick(runs), lastOfOwner };
+  }
+
   it('@OnOneInstance: after the owner is SIGKILLed, ticks resume on another instance within ttl and never run twice', async () => {
     const ttl = 1_000;
     const { owner, instance: victim } = await startOneInstanceFleet(ttl);
     victim.child.kill('SIGKILL');
     const killedAt = tickNow(PERIOD);
     await victim.exited;
-    const resumed = await waitFor(
-      async () => (await runsOf(redis, keyPrefix)).find((r) => r.name !== owner && r.tick > killedAt - 2),
-      20_000,
-      'ticks to resume on another instance',
-    );
-    const [, to] = await observe(10);
-    const runs = await runsOf(redis, keyPrefix);
-    const counts = countByTick(runs);
-    const lastOfOwner = Math.max(...runs.filter((r) => r.name === owner).map((r) => r.tick));
+    const { resumed, to, runs, counts, lastOfOwner } = await takeover(owner, (r) => r.tick > killedAt - 2);
     console.log(
       `SIGKILL: owner ran up to tick ${lastOfOwner}, killed at tick ${killedAt}, ${resumed.name} resumed at tick ${resumed.tick} ` +
         `(${resumed.tick - killedAt} ticks of ${PERIOD} ms later; ttl ${ttl} ms)`,
@@ -146,15 +154,7 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
     const { owner, instance: leaving } = await startOneInstanceFleet(ttl);
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toEqual({ code: 0, signal: null });
-    const resumed = await waitFor(
-      async () => (await runsOf(redis, keyPrefix)).find((r) => r.name !== owner),
-      20_000,
-      'ticks to resume on another instance',
-    );
-    const [, to] = await observe(10);
-    const runs = await runsOf(redis, keyPrefix);
-    const counts = countByTick(runs);
-    const lastOfOwner = Math.max(...runs.filter((r) => r.name === owner).map((r) => r.tick));
+    const { resumed, to, counts, lastOfOwner } = await takeover(owner, () => true);
     console.log(`SIGTERM: owner's last tick ${lastOfOwner}, ${resumed.name} took over at tick ${resumed.tick} (ttl is ${ttl / PERIOD} ticks)`);
     expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
     // Handed back, not lapsed: the next owner runs within a few ticks, far sooner than ttl.

@@ -1,6 +1,4 @@
 import { Injectable, Scope } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
-import { Redis } from 'ioredis';
 import { InvalidOptionsError, LockLostError, RedisLockEvents, type LockHandle } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { LeaderElection } from '../../lib/decorators/leader-election.decorator.js';
@@ -8,9 +6,9 @@ import { LeaderElections } from '../../lib/scheduling/leader-elections.js';
 import { LeadershipSteppedDownError } from '../../lib/core/errors/leadership-stepped-down.error.js';
 import type { LeadershipHooks } from '../../lib/scheduling/leadership-hooks.interface.js';
 import type { LeadershipAcquiredEvent, LeadershipLostEvent } from '../../lib/core/events/scheduling-events.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
+import { uniquePrefix } from '../support/test-app.js';
 import { abortReason, waitFor } from '../support/timing.js';
-import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
+import { createSchedulingApp, useSchedulingInstances } from './support/scheduling-app.js';
 
 const TTL = 10_000;
 
@@ -30,24 +28,10 @@ class BillingLeader implements LeadershipHooks {
 }
 
 describe('@LeaderElection', () => {
-  let keyPrefix: string;
-  let apps: TestingModule[];
-  let redis: Redis;
+  const instances = useSchedulingInstances('leader');
+  const { apps, redis } = instances;
 
-  beforeEach(async () => {
-    keyPrefix = uniquePrefix('leader');
-    apps = [];
-    redis = rawRedis();
-  });
-
-  afterEach(async () => {
-    await closeSchedulingApps(apps);
-    redis.disconnect();
-  });
-
-  const start = async (count: number) => {
-    for (let i = 0; i < count; i++) apps.push(await createSchedulingApp(keyPrefix, [BillingLeader]));
-  };
+  const start = (count: number) => instances.start([BillingLeader], count);
   const leader = (i: number) => apps[i].get(BillingLeader);
   const elections = (i: number) => apps[i].get(LeaderElections);
 
@@ -77,7 +61,6 @@ describe('@LeaderElection', () => {
   });
 
   it('renews the lease: the leader stays leader past its ttl', async () => {
-    keyPrefix = uniquePrefix('leader-renew');
     @Injectable()
     // 1 s: long enough that a loaded CI machine's event-loop stalls (a few hundred ms) do not end a
     // kept lease, short enough that the wait below spans three leases, so only renewal keeps it.
@@ -88,7 +71,7 @@ describe('@LeaderElection', () => {
         this.acquired.push(lock);
       }
     }
-    apps.push(await createSchedulingApp(keyPrefix, [ShortLeader]), await createSchedulingApp(keyPrefix, [ShortLeader]));
+    await instances.start([ShortLeader], 2);
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(apps[0].get(ShortLeader).acquired).toHaveLength(1);
     expect(apps[0].get(ShortLeader).acquired[0].held).toBe(true);
@@ -110,14 +93,13 @@ describe('@LeaderElection', () => {
   });
 
   it('aborts the leader’s signal with LockLostError when its lease is lost, and a leader is elected again', async () => {
-    keyPrefix = uniquePrefix('leader-lost');
     @Injectable()
     @LeaderElection('lossy.leader', { ttl: 600 })
     class LossyLeader extends BillingLeader {}
-    apps.push(await createSchedulingApp(keyPrefix, [LossyLeader]), await createSchedulingApp(keyPrefix, [LossyLeader]));
+    await instances.start([LossyLeader], 2);
     const first = apps[0].get(LossyLeader);
     const [lock] = first.acquired;
-    await redis.del(new RedisKeySpace(keyPrefix).lock('lossy.leader').owners);
+    await redis.del(new RedisKeySpace(instances.keyPrefix).lock('lossy.leader').owners);
     const reason = await abortReason(lock.signal);
     expect(reason).toBeInstanceOf(LockLostError);
     await waitFor(() => first.lost.length === 1, 5_000, 'onLeadershipLost');
@@ -143,7 +125,7 @@ describe('@LeaderElection', () => {
     const seen: Array<LeadershipAcquiredEvent | LeadershipLostEvent> = [];
     const events = apps[0].get(RedisLockEvents) as unknown as NodeJS.EventEmitter;
     events.on('leadership.lost', (e: LeadershipLostEvent) => seen.push(e));
-    apps.push(await createSchedulingApp(keyPrefix, [BillingLeader]));
+    await instances.start([BillingLeader]);
     (apps[1].get(RedisLockEvents) as unknown as NodeJS.EventEmitter).on('leadership.acquired', (e: LeadershipAcquiredEvent) => seen.push(e));
     const [lock] = leader(0).acquired;
     await apps[0].close();

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
-import { Redis } from 'ioredis';
 import { InvalidOptionsError, LockContext, LockService, RedisLockEvents } from '../../lib/index.js';
 import { LockServiceUnavailableError } from '../../lib/core/errors/lock-service-unavailable.error.js';
 import type { LockContextSnapshot } from '../../lib/lock/lock-context.js';
@@ -12,9 +10,8 @@ import type {
   OneInstanceLostEvent,
   OneInstanceSkippedEvent,
 } from '../../lib/core/events/scheduling-events.js';
-import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { deferred, waitFor, type Deferred } from '../support/timing.js';
-import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
+import { useSchedulingInstances } from './support/scheduling-app.js';
 
 @Injectable()
 class Reports {
@@ -35,20 +32,10 @@ class Reports {
 }
 
 describe('@OnOneInstance', () => {
-  let keyPrefix: string;
-  let apps: TestingModule[];
-  let redis: Redis;
+  const instances = useSchedulingInstances('one');
+  const { apps, redis } = instances;
 
-  beforeEach(async () => {
-    keyPrefix = uniquePrefix('one');
-    apps = [await createSchedulingApp(keyPrefix, [Reports]), await createSchedulingApp(keyPrefix, [Reports])];
-    redis = rawRedis();
-  });
-
-  afterEach(async () => {
-    await closeSchedulingApps(apps);
-    redis.disconnect();
-  });
+  beforeEach(() => instances.start([Reports], 2));
 
   const reports = (i: number) => apps[i].get(Reports);
 
@@ -88,7 +75,7 @@ describe('@OnOneInstance', () => {
     await apps[0].close();
     // The lease lapses at the guard's end (1 s after the last call: no gap between calls seen yet);
     // a call before then counts as the same tick. Shutdown did not wait for it.
-    const owners = new RedisKeySpace(keyPrefix).lock('Reports.daily').owners;
+    const owners = new RedisKeySpace(instances.keyPrefix).lock('Reports.daily').owners;
     expect(await redis.pttl(owners)).toBeGreaterThan(0);
     await waitFor(async () => (await redis.exists(owners)) === 0 || undefined, 5_000, 'the lease to lapse at the guard\'s end');
     expect(await reports(1).daily(2)).toBe('ran 2');
@@ -101,7 +88,7 @@ describe('@OnOneInstance', () => {
     const longRun = reports(0).daily(1);
     await waitFor(() => reports(0).runs.length === 1, 10_000, 'the first run to start');
     // The lease lapses while the run goes on (as after a long pause): the other instance takes it...
-    await redis.del(new RedisKeySpace(keyPrefix).lock('Reports.daily').owners);
+    await redis.del(new RedisKeySpace(instances.keyPrefix).lock('Reports.daily').owners);
     expect(await reports(1).daily(2)).toBeUndefined();
     expect(apps[1].get(OneInstanceLeases).holds('Reports.daily')).toBe(true);
     // ...but does not run while the first run still holds the run lock.

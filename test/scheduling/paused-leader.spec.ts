@@ -1,21 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { LeaderElection, OnOneInstance, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
+import { LeaderElection, OnOneInstance, type LockHandle } from '../../lib/index.js';
 import { pauseHolderPastLease } from '../support/pause-holder-past-lease.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { deferred, waitFor } from '../support/timing.js';
+import { waitFor } from '../support/timing.js';
+import { AwaitsElection } from './support/awaits-election.js';
 import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
 
 const LEASE_MS = 1_000;
 
 @Injectable()
 @LeaderElection('paused.leader', { ttl: LEASE_MS })
-class NextLeader implements LeadershipHooks {
-  readonly elected = deferred<LockHandle>();
-  onLeadershipAcquired(lock: LockHandle): void {
-    this.elected.resolve(lock);
-  }
-}
+class NextLeader extends AwaitsElection {}
 
 @Injectable()
 class NextRunner {

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { DelayQueueService, LeaderElection, OnOneInstance, type LeadershipHooks, type LockHandle } from '../../lib/index.js';
+import { DelayQueueService, LeaderElection, OnOneInstance } from '../../lib/index.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';
 import { deferred } from '../support/timing.js';
+import { AwaitsElection } from './support/awaits-election.js';
 
 const SHUTDOWN_TIMEOUT = 1_000;
 /** Long leases: neither may lapse during the test, so the shutdown really has them to hand back. */
@@ -16,11 +17,7 @@ const unreachable = new Promise<never>(() => undefined);
 
 @Injectable()
 @LeaderElection('down.leader', { ttl: TTL })
-class DownLeader implements LeadershipHooks {
-  readonly elected = deferred<LockHandle>();
-  onLeadershipAcquired(lock: LockHandle): void {
-    this.elected.resolve(lock);
-  }
+class DownLeader extends AwaitsElection {
   /** Flushes the leader's work to Redis before stepping down: with Redis unreachable, it hangs. */
   async onLeadershipLost(): Promise<void> {
     await unreachable;

@@ -22,3 +22,17 @@ export async function rejectionOf(call: () => unknown): Promise<unknown> {
 export async function startupFailure(start: () => Promise<{ close(): Promise<unknown> }>): Promise<unknown> {
   return rejectionOf(async () => (await start()).close());
 }
+
+/**
+ * The `type` error that `call` threw: fails the test when `call` returns (naming `input`, what it
+ * accepted) and rethrows an error of any other type.
+ */
+export function refusedWith<E extends Error>(type: abstract new (...args: never[]) => E, call: () => unknown, input: unknown): E {
+  try {
+    call();
+  } catch (error) {
+    if (error instanceof type) return error;
+    throw error;
+  }
+  throw new Error(`accepted ${JSON.stringify(input)}`);
+}

@@ -5,8 +5,8 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import { DelayQueueService, JobCancelledError, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib/index.js';
 import { RedisKeySpace, type TopicKeys } from '../../../lib/core/keys/redis-key-space.js';
-import { claimDueJobsScript } from '../../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { TopicShards } from '../../../lib/delay-queue/jobs/topic-shards.js';
+import { claimByHand } from '../../delay-queue/support/claim-by-hand.js';
 import { sleep, waitFor, within } from '../../support/timing.js';
 import { muteNestLogger } from '../../support/mute-nest-logger.js';
 
@@ -186,20 +186,8 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       // A consumer that claimed everything and died: the claim script run by hand, never acknowledged.
       let claimed = 0;
       for (const k of shardKeys('crash')) {
-        const record = `${k.jobs}:crashed-claim`;
-        const reply = await claimDueJobsScript.call(target.raw(), { ...k, record, previousRecord: record }, {
-          maxClaims: 100,
-          visibilityMs: 300,
-          defaultMaxAttempts: 5,
-          deadMaxCount: 100,
-          deadMaxAgeMs: 86_400_000,
-          rateMax: 0,
-          rateWindowMs: 0,
-          keepsCompleted: false,
-          keepCount: 0,
-          keepAgeMs: 0,
-          deletePrevious: false,
-        });
+        const claim = { maxClaims: 100, visibilityMs: 300, defaultMaxAttempts: 5 };
+        const reply = await claimByHand(target.raw(), k, `${k.jobs}:crashed-claim`, claim);
         claimed += reply.claimed.length;
       }
       expect(claimed).toBe(6);

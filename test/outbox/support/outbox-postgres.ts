@@ -3,6 +3,7 @@ import { inPgTransaction, PostgresJobOutbox } from '../../../lib/outbox/postgres
 import { spawnFixture } from '../../support/child-process.js';
 import { startLocalPostgres, type LocalPostgres } from '../../support/postgres.js';
 import { PgTransactions } from './outbox-harness.js';
+import { waitFor } from '../../support/timing.js';
 import { useResource } from '../../support/use-resource.js';
 
 type StoreOptions = ConstructorParameters<typeof PostgresJobOutbox>[0];
@@ -19,6 +20,10 @@ export interface OutboxPostgres {
   readonly table: string;
   /** A store on `table` whose transaction is `tx`'s current one, relaying through `pool`. */
   store(overrides?: Partial<StoreOptions>): PostgresJobOutbox;
+  /** The `columns` (SQL, `job_id` unless given) of `table`'s rows of `topic`. */
+  rowsOf(topic: string, columns?: string): Promise<Record<string, unknown>[]>;
+  /** Resolves once `table` holds no row of `topic` (relayed and deleted), within `timeoutMs`. */
+  noRowsOf(topic: string, timeoutMs: number, what: string): Promise<void>;
   /** Ends the pool, then stops the server and removes its data. */
   stop(): Promise<void>;
 }
@@ -30,6 +35,10 @@ export async function startOutboxPostgres(table: string, { migrate = true, max =
   const tx = new PgTransactions(pool);
   const store = (overrides: Partial<StoreOptions> = {}) =>
     new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table, ...overrides });
+  const rowsOf = async (topic: string, columns = 'job_id') => (await pool.query(`SELECT ${columns} FROM ${table} WHERE topic = $1`, [topic])).rows;
+  const noRowsOf = async (topic: string, timeoutMs: number, what: string) => {
+    await waitFor(async () => (await rowsOf(topic)).length === 0, timeoutMs, what);
+  };
   const stop = async () => {
     await pool.end();
     await server.stop();
@@ -40,7 +49,7 @@ export async function startOutboxPostgres(table: string, { migrate = true, max =
     await stop();
     throw error;
   }
-  return { server, pool, tx, table, store, stop };
+  return { server, pool, tx, table, store, rowsOf, noRowsOf, stop };
 }
 
 /** What a crashed producer's transaction did through the outbox (test/fixtures/outbox-crash-after-commit.ts). */

@@ -1,7 +1,8 @@
 import type { Provider, Type } from '@nestjs/common';
 import { closeRedisLockTestingModule, createRedisLockTestingModule } from '../../../lib/testing/index.js';
 import type { TestingModule } from '@nestjs/testing';
-import { initOrCloseConnections, testRedisUrl } from '../../support/test-app.js';
+import type { Redis } from 'ioredis';
+import { initOrCloseConnections, testRedisUrl, uniquePrefix, useRawRedis } from '../../support/test-app.js';
 
 /**
  * One "instance" of an application using @OnOneInstance / @LeaderElection: RedisLockModule on the
@@ -24,4 +25,36 @@ export async function closeSchedulingApps(apps: readonly TestingModule[]): Promi
     if (i < apps.length - 1) await app.close().catch(() => undefined);
     else await closeRedisLockTestingModule(app, { removeKeys: true }).catch(() => undefined);
   }
+}
+
+/** Instances a test starts on a key prefix of its own, and a plain client of the run's Redis. */
+export interface SchedulingInstances {
+  /** The running test's key prefix: a fresh one for each test. */
+  readonly keyPrefix: string;
+  /** The instances the test started, in order; closed after it. */
+  readonly apps: TestingModule[];
+  readonly redis: Redis;
+  /** Starts `count` instances with `providers` on `keyPrefix`, one after the other, and adds them to `apps`. */
+  start(providers: Array<Provider | Type>, count?: number): Promise<void>;
+}
+
+/** Instances of a describe block's tests: each test gets a fresh key prefix; its instances are closed after it (`closeSchedulingApps`). */
+export function useSchedulingInstances(label: string): SchedulingInstances {
+  let keyPrefix = '';
+  const apps: TestingModule[] = [];
+  const redis = useRawRedis();
+  beforeEach(() => {
+    keyPrefix = uniquePrefix(label);
+  });
+  afterEach(() => closeSchedulingApps(apps.splice(0)));
+  return {
+    get keyPrefix() {
+      return keyPrefix;
+    },
+    apps,
+    redis,
+    async start(providers, count = 1) {
+      for (let i = 0; i < count; i++) apps.push(await createSchedulingApp(keyPrefix, providers));
+    },
+  };
 }

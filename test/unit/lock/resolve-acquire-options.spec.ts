@@ -3,18 +3,13 @@ import { MAX_TIMER_MS } from '../../../lib/core/options/option-validation.js';
 import { MAX_LEASE_MS } from '../../../lib/core/options/option-bounds.js';
 import { resolveRedisLockConfig } from '../../../lib/core/options/resolve-redis-lock-config.js';
 import { resolveAcquireOptions } from '../../../lib/lock/resolve-acquire-options.js';
+import { refusedWith } from '../../support/thrown.js';
 
 const defaults = resolveRedisLockConfig({}).lock;
 const replicated = resolveRedisLockConfig({ lock: { leaseTime: 1_000, syncReplicas: { replicas: 1, timeout: 400 } } }).lock;
 
 function refusal(options: unknown, lock = defaults): InvalidOptionsError {
-  try {
-    resolveAcquireOptions(options as AcquireOptions, lock);
-  } catch (error) {
-    if (error instanceof InvalidOptionsError) return error;
-    throw error;
-  }
-  throw new Error(`accepted ${JSON.stringify(options)}`);
+  return refusedWith(InvalidOptionsError, () => resolveAcquireOptions(options as AcquireOptions, lock), options);
 }
 
 describe('resolveAcquireOptions: per-call options over the module defaults', () => {

@@ -2,16 +2,11 @@ import { InvalidOptionsError, type RedisLockModuleOptions } from '../../../../li
 import { MAX_TIMER_MS } from '../../../../lib/core/options/option-validation.js';
 import { MAX_LEASE_MS } from '../../../../lib/core/options/option-bounds.js';
 import { resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
+import { refusedWith } from '../../../support/thrown.js';
 
 /** The option an InvalidOptionsError names, or a failure when the call does not throw one. */
 function refusedOption(options: unknown): string {
-  try {
-    resolveRedisLockConfig(options as RedisLockModuleOptions);
-  } catch (error) {
-    if (error instanceof InvalidOptionsError) return error.option;
-    throw error;
-  }
-  throw new Error(`accepted ${JSON.stringify(options)}`);
+  return refusedWith(InvalidOptionsError, () => resolveRedisLockConfig(options as RedisLockModuleOptions), options).option;
 }
 
 describe('resolveRedisLockConfig: defaults', () => {

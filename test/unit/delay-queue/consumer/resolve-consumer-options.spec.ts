@@ -1,6 +1,7 @@
 import { InvalidOptionsError, type ConsumerOptions } from '../../../../lib/index.js';
 import { resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
 import { resolveConsumerOptions } from '../../../../lib/delay-queue/consumer/resolve-consumer-options.js';
+import { refusedWith } from '../../../support/thrown.js';
 
 const defaults = resolveRedisLockConfig({
   delayQueue: { concurrency: 4, maxAttempts: 7, backoff: { delay: 50, jitter: 0 }, shutdownTimeout: 2_000 },
@@ -8,13 +9,7 @@ const defaults = resolveRedisLockConfig({
 const where = 'consume("orders")';
 
 function refusal(options: unknown): InvalidOptionsError {
-  try {
-    resolveConsumerOptions(options as ConsumerOptions, defaults, where);
-  } catch (error) {
-    if (error instanceof InvalidOptionsError) return error;
-    throw error;
-  }
-  throw new Error(`accepted ${JSON.stringify(options)}`);
+  return refusedWith(InvalidOptionsError, () => resolveConsumerOptions(options as ConsumerOptions, defaults, where), options);
 }
 
 describe("resolveConsumerOptions: a consumer's options over the module's delayQueue defaults", () => {

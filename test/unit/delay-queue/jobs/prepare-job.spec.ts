@@ -2,19 +2,13 @@ import { InvalidJobError, type ScheduleOptions } from '../../../../lib/index.js'
 import { MAX_DUE_MS, MAX_JOB_ID_BYTES } from '../../../../lib/delay-queue/jobs/delay-queue.constants.js';
 import { prepareJob } from '../../../../lib/delay-queue/jobs/prepare-job.js';
 import { resolveRedisLockConfig } from '../../../../lib/core/options/resolve-redis-lock-config.js';
+import { refusedWith } from '../../../support/thrown.js';
 
 const defaults = resolveRedisLockConfig({}).delayQueue;
 
 describe('prepareJob: one job checked and encoded before anything is sent', () => {
-  function refusal(options: unknown, payload: unknown = { ok: true }, field = ''): InvalidJobError {
-    try {
-      prepareJob('orders', payload, options as ScheduleOptions, defaults, field);
-    } catch (error) {
-      if (error instanceof InvalidJobError) return error;
-      throw error;
-    }
-    throw new Error(`accepted ${JSON.stringify(options)}`);
-  }
+  const refusal = (options: unknown, payload: unknown = { ok: true }, field = ''): InvalidJobError =>
+    refusedWith(InvalidJobError, () => prepareJob('orders', payload, options as ScheduleOptions, defaults, field), options);
 
   it('gives a job without an id a fresh UUID, due after no delay', () => {
     const a = prepareJob('orders', { n: 1 }, undefined, defaults);
