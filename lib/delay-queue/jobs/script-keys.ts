@@ -19,28 +19,10 @@ export function topicScriptKeys(keys: TopicKeys): string[] {
 
 /**
  * The topic keys and KEYS[6], the call's operation record `operationId` (see operation-record.ts):
- * schedule (with a write id), the outbox's fenced job write, cancel, reschedule, retry and delete
- * of dead letters, cancel of a waiting job.
+ * the opening of the repeat scripts' and the counts' KEYS.
  */
 export function recordedScriptKeys(keys: TopicKeys, operationId: string): string[] {
   return [...topicScriptKeys(keys), operationKey(keys.jobs, operationId)];
-}
-
-/**
- * The cancel's KEYS (see scripts/cancel-job.lua.ts): the topic keys, the call's operation record
- * (KEYS[6]), the shard's cancel tombstones (KEYS[7]) and its cancel channel (KEYS[8], a key so that
- * a cluster routes the SPUBLISH by its hash tag).
- */
-export function cancelScriptKeys(keys: TopicKeys, operationId: string): string[] {
-  return [...recordedScriptKeys(keys, operationId), keys.cancelled, keys.cancelChannel];
-}
-
-/**
- * The visibility extension's KEYS (see scripts/extend-jobs.lua.ts): the topic keys, KEYS[6] unused,
- * the shard's cancel tombstones (KEYS[7]).
- */
-export function extendScriptKeys(keys: TopicKeys): string[] {
-  return [...recordedScriptKeys(keys, UNUSED_RECORD), keys.cancelled];
 }
 
 /** The reads of completed jobs' KEYS (read-job, list-jobs): the topic keys, the completed zset, the results hash. */

@@ -1,6 +1,10 @@
 import { ackJobsScript } from '../../../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { JobScript } from '../../../../lib/delay-queue/scripts/job-script.js';
+import { ALL_DELAY_QUEUE_SCRIPTS } from '../../../../lib/delay-queue/scripts/all-delay-queue-scripts.js';
+import { cancelWaitingJobScript } from '../../../../lib/delay-queue/scripts/cancel-waiting-job.lua.js';
+import { scheduleJobsScript } from '../../../../lib/delay-queue/scripts/schedule-jobs.lua.js';
+import { writeOutboxJobScript } from '../../../../lib/delay-queue/scripts/write-outbox-job.lua.js';
 
 /* A script's contract names its keys and arguments once, in fixed slots, and decodes its reply. */
 describe('JobScript', () => {
@@ -38,6 +42,22 @@ describe('JobScript', () => {
     for (const s of [claimDueJobsScript, ackJobsScript]) {
       expect(s.contract.keys.slice(0, 5)).toEqual(['due', 'jobs', 'active', 'dead', 'marker']);
     }
+  });
+
+  it('gives every delay-queue script with a contract the topic’s five keys first, and an operation record the sixth slot', () => {
+    const contracted = ALL_DELAY_QUEUE_SCRIPTS.filter((s): s is JobScript<string, never, string, unknown> => s instanceof JobScript);
+    expect(contracted.map((s) => s.name)).toEqual(expect.arrayContaining(['scheduleJobs', 'writeOutboxJob', 'cancelJob', 'pauseTopic', 'setGroupLimit']));
+    for (const s of contracted) {
+      expect({ script: s.name, first: s.contract.keys.slice(0, 5) }).toEqual({ script: s.name, first: ['due', 'jobs', 'active', 'dead', 'marker'] });
+      // topic-base-lua-snippet.ts reads the record (OPERATION) as KEYS[6]: recordedReply, recordReply and the claim's replay.
+      if (s.contract.keys.includes('record')) expect({ script: s.name, slot: s.contract.keys.indexOf('record') }).toEqual({ script: s.name, slot: 5 });
+    }
+  });
+
+  it('decodes the write scripts’ statuses into outcomes', () => {
+    expect(scheduleJobsScript.contract.decode([1, 0, 2])).toEqual(['created', 'existing', 'replaced']);
+    expect([3, -1, 1, 0, 2].map(writeOutboxJobScript.contract.decode)).toEqual(['written-before', 'late', 'created', 'existing', 'replaced']);
+    expect([1, -1, 0].map(cancelWaitingJobScript.contract.decode)).toEqual(['cancelled', 'running', 'not-waiting']);
   });
 
   it('decodes the claim’s reply into named rows', () => {
