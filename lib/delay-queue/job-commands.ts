@@ -41,12 +41,15 @@ export class JobCommands {
   }
 
   async reschedule(topic: string, id: string, kind: 'd' | 'a', when: number): Promise<boolean> {
-    return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded(rescheduleJobScript, keys, { id, kind, when })).rescheduled);
+    const args = { id, kind, when };
+    return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded(rescheduleJobScript, keys, args)).rescheduled);
   }
 
   async retryDead(topic: string, id?: string): Promise<number> {
     if (id !== undefined) {
-      const moved = await this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded(retryDeadJobsScript, keys, { id, limit: 1 })).requeued === 1);
+      const args = { id, limit: 1 };
+      const retried = (keys: TopicKeys) => this.writer.runRecorded(retryDeadJobsScript, keys, args);
+      const moved = await this.untilFound(topic, id, async (keys) => (await retried(keys)).requeued === 1);
       return moved ? 1 : 0;
     }
     const counts = await Promise.all(this.shards.all(topic).map((keys) => this.retryAllDead(keys)));
@@ -84,7 +87,8 @@ export class JobCommands {
     let remaining = await this.deadCount(keys);
     let total = 0;
     while (remaining > 0) {
-      const { requeued: moved } = await this.writer.runRecorded(retryDeadJobsScript, keys, { id: '', limit: Math.min(remaining, RETRY_DEAD_BATCH) });
+      const args = { id: '', limit: Math.min(remaining, RETRY_DEAD_BATCH) };
+      const { requeued: moved } = await this.writer.runRecorded(retryDeadJobsScript, keys, args);
       total += moved;
       if (moved === 0) break;
       remaining -= moved;

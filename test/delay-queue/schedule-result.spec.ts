@@ -41,7 +41,8 @@ describe('De-duplication visible to the caller', () => {
   it('leaves no operation record behind: a plain schedule asks for none, a replace deletes its own once answered', async () => {
     await queue.schedule('records', 1, { id: 'a', delay: 60_000 });
     await queue.scheduleMany('records', [{ payload: 2, id: 'b', delay: 60_000 }]);
-    expect(await queue.scheduleWithResult('records', 3, { id: 'a', delay: 60_000, replace: true })).toEqual({ id: 'a', status: 'replaced' });
+    const replaced = await queue.scheduleWithResult('records', 3, { id: 'a', delay: 60_000, replace: true });
+    expect(replaced).toEqual({ id: 'a', status: 'replaced' });
     expect([(await queue.get('records', 'a'))?.payload, (await queue.get('records', 'b'))?.payload]).toEqual([3, 2]);
     expect(await redis.keys(`${t.keyPrefix}:dq:{records}:op:*`)).toEqual([]);
   });

@@ -18,7 +18,8 @@ const TOMBSTONE_MARGIN_MS = 5_000;
  *
  * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record (see
  * lua-snippets.ts), the shard's cancel tombstones (zset) and its cancel channel (a key, so that a
- * cluster routes the SPUBLISH by its hash tag); the job's id and the publish command ('publish', or
+ * cluster routes the SPUBLISH by its hash tag), the completed zset and results hash (a kept
+ * completion of the job goes with it); the job's id and the publish command ('publish', or
  * 'spublish': a cluster's sharded pub/sub).
  *
  * Returns 1 if the job existed, 0 if not (decoded as `existed`); a second run of the same call
@@ -27,7 +28,7 @@ const TOMBSTONE_MARGIN_MS = 5_000;
 export const cancelJobScript = new JobScript(
   'cancelJob',
   {
-    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'cancelled', 'cancelChannel'],
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'cancelled', 'cancelChannel', 'completed', 'results'],
     args: { id: 'text', publishCommand: 'text' },
     decode: (reply) => ({ existed: Number(reply) === 1 }),
   },

@@ -44,10 +44,12 @@ local function recordReply(reply)
 end
 
 -- A job taken out by cancel or replace: the record of a kept completed job of that id (see
--- complete-job-lua-snippet.ts; the shard's completed zset and results hash) goes with it.
+-- complete-job-lua-snippet.ts) goes with it. Its callers (cancel-job, and schedule-jobs and
+-- write-outbox-job through makeRoomFor) declare the shard's completed zset and results hash as
+-- KEY.completed and KEY.results.
 local function forgetCompleted(id)
-  redis.call('zrem', SHARD .. ':completed', id)
-  redis.call('hdel', SHARD .. ':results', id)
+  redis.call('zrem', KEY.completed, id)
+  redis.call('hdel', KEY.results, id)
 end
 
 -- A job that was out (claimed, or waiting for a retry) goes dead: its group may start the next one.

@@ -15,7 +15,8 @@ export function writeOutcomeOf(status: unknown): WriteOutcome {
  *
  * KEYS and ARGV by name (the contract below): the five topic keys and the call's operation record
  * (see lua-snippets.ts), used only when `recorded`: asked for a batch with `replace` jobs and for
- * writes after a commit, which may be retried; then one record per job: id, kind ('d' delay from
+ * writes after a commit, which may be retried; the completed zset and results hash (a replaced
+ * job's kept completion goes with it); then one record per job: id, kind ('d' delay from
  * TIME | 'a' absolute ms), when, replace ('1'|'0'), body tail (see job-codec.ts).
  *
  * Returns one status per job: 1 stored, 0 an existing job with that id was kept, 2 replaced it,
@@ -27,7 +28,7 @@ export function writeOutcomeOf(status: unknown): WriteOutcome {
 export const scheduleJobsScript = new JobScript(
   'scheduleJobs',
   {
-    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record'],
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'completed', 'results'],
     args: { recorded: 'flag' },
     repeated: { name: 'writes', fields: ['id', 'kind', 'when', 'replace', 'tail'] },
     decode: (reply) => (reply as number[]).map(writeOutcomeOf),

@@ -10,10 +10,11 @@ export type FencedWriteOutcome = WriteOutcome | 'written-before' | 'late';
  * Writes the job of one outbox row, fenced (see jobs/write-fence.ts): stores the job and queues it
  * by due time as schedule-jobs.lua.ts does, unless the row was written already or the write is late.
  *
- * KEYS and ARGV by name (the contract below): the five topic keys and the row's operation record
- * (`op:outbox:<row id>`); the job's id, kind ('d' delay from TIME, negative for a row relayed after
- * its due time: the job keeps that past due time and its place by it | 'a' absolute ms), when,
- * replace, body tail (see job-codec.ts), and the write's deadline (ms of this server's clock).
+ * KEYS and ARGV by name (the contract below): the five topic keys, the row's operation record
+ * (`op:outbox:<row id>`), the completed zset and results hash (as schedule-jobs); the job's id,
+ * kind ('d' delay from TIME, negative for a row relayed after its due time: the job keeps that past
+ * due time and its place by it | 'a' absolute ms), when, replace, body tail (see job-codec.ts), and
+ * the write's deadline (ms of this server's clock).
  *
  * Returns 1 stored, 0 an existing job with that id was kept, 2 replaced it (decoded as schedule-jobs'
  * `WriteOutcome`), 3 the row was written already (its record exists: an earlier relay of the row, or
@@ -25,7 +26,7 @@ export type FencedWriteOutcome = WriteOutcome | 'written-before' | 'late';
 export const writeOutboxJobScript = new JobScript(
   'writeOutboxJob',
   {
-    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record'],
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'completed', 'results'],
     args: { id: 'text', kind: 'text', when: 'int', replace: 'flag', tail: 'text', deadline: 'int' },
     decode: (reply): FencedWriteOutcome => (Number(reply) === 3 ? 'written-before' : Number(reply) === -1 ? 'late' : writeOutcomeOf(reply)),
   },

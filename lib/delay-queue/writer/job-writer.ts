@@ -145,7 +145,8 @@ export class JobWriter {
         const record = operationKey(keys.jobs, writeId === undefined ? NO_RECORD : `write:${writeId}:${start}`);
         if (writeId !== undefined) records.push(record);
         try {
-          outcomes[batch] = await scheduleJobsScript.call(this.connection.client, { ...keys, record }, { recorded: writeId !== undefined }, writes);
+          const recorded = writeId !== undefined;
+          outcomes[batch] = await scheduleJobsScript.call(this.connection.client, { ...keys, record }, { recorded }, writes);
         } catch (error) {
           failed = true;
           throw error;
