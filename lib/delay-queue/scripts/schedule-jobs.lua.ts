@@ -1,14 +1,5 @@
-import { JobScript } from './job-script.js';
+import { JobScript, writeOutcome } from './job-script.js';
 import { LUA_STORE_JOB } from './store-job-lua-snippet.js';
-
-/** What a schedule script did with one job: stored it, kept the one with its id, or replaced that one. */
-export type WriteOutcome = 'created' | 'existing' | 'replaced';
-
-/** A job's status from schedule-jobs or write-outbox-job (makeRoomFor, store-job-lua-snippet.ts), in words. */
-export function writeOutcomeOf(status: unknown): WriteOutcome {
-  const code = Number(status);
-  return code === 1 ? 'created' : code === 2 ? 'replaced' : 'existing';
-}
 
 /**
  * Stores jobs and queues them by due time, in one step per batch.
@@ -20,7 +11,7 @@ export function writeOutcomeOf(status: unknown): WriteOutcome {
  * TIME | 'a' absolute ms), when, replace ('1'|'0'), body tail (see job-codec.ts).
  *
  * Returns one status per job: 1 stored, 0 an existing job with that id was kept, 2 replaced it,
- * decoded as `WriteOutcome`s in the jobs' order.
+ * decoded as `WriteOutcome`s (job-script.ts) in the jobs' order.
  * Wakes a consumer when the batch brings the earliest due time forward. A second run of a call with
  * a record answers as the first and writes nothing: it neither replaces again (a job claimed in
  * between would run twice) nor re-creates a job that already ran and was acknowledged.
@@ -31,7 +22,7 @@ export const scheduleJobsScript = new JobScript(
     keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'completed', 'results'],
     args: { recorded: 'flag' },
     repeated: { name: 'writes', fields: ['id', 'kind', 'when', 'replace', 'tail'] },
-    decode: (reply) => (reply as number[]).map(writeOutcomeOf),
+    decode: (reply) => (reply as number[]).map(writeOutcome),
   },
   `
 -- KEY.record is the prelude's OPERATION (KEYS[6]); a call that asks for no record writes none.

@@ -1,5 +1,4 @@
-import { JobScript } from './job-script.js';
-import { writeOutcomeOf, type WriteOutcome } from './schedule-jobs.lua.js';
+import { JobScript, writeOutcome, type WriteOutcome } from './job-script.js';
 import { LUA_STORE_JOB } from './store-job-lua-snippet.js';
 import { LUA_WRITE_DEADLINE } from './write-deadline-lua-snippet.js';
 
@@ -16,7 +15,7 @@ export type FencedWriteOutcome = WriteOutcome | 'written-before' | 'late';
  * due time and its place by it | 'a' absolute ms), when, replace, body tail (see job-codec.ts), and
  * the write's deadline (ms of this server's clock).
  *
- * Returns 1 stored, 0 an existing job with that id was kept, 2 replaced it (decoded as schedule-jobs'
+ * Returns 1 stored, 0 an existing job with that id was kept, 2 replaced it (decoded as
  * `WriteOutcome`), 3 the row was written already (its record exists: an earlier relay of the row, or
  * a first run of this call; 'written-before'), -1 the server's clock passed the deadline (nothing
  * written; the row is left to the relay; 'late'). The record is checked and set in the same step as
@@ -28,7 +27,7 @@ export const writeOutboxJobScript = new JobScript(
   {
     keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'completed', 'results'],
     args: { id: 'text', kind: 'text', when: 'int', replace: 'flag', tail: 'text', deadline: 'int' },
-    decode: (reply): FencedWriteOutcome => (Number(reply) === 3 ? 'written-before' : Number(reply) === -1 ? 'late' : writeOutcomeOf(reply)),
+    decode: (reply): FencedWriteOutcome => (Number(reply) === 3 ? 'written-before' : Number(reply) === -1 ? 'late' : writeOutcome(reply)),
   },
   `
 if redis.call('exists', KEY.record) == 1 then return 3 end

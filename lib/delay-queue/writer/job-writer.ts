@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
-import type { ArgValues, JobScript, ScriptArgType } from '../scripts/job-script.js';
-import { scheduleJobsScript, type WriteOutcome } from '../scripts/schedule-jobs.lua.js';
+import type { ArgValues, JobScript, ScriptArgType, WriteOutcome } from '../scripts/job-script.js';
+import { scheduleJobsScript } from '../scripts/schedule-jobs.lua.js';
 import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
 import { SCHEDULE_BATCH, SCHEDULE_WINDOW } from '../jobs/delay-queue.constants.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
@@ -13,7 +13,7 @@ import { TopicShards } from '../jobs/topic-shards.js';
 import { WriteFenceExpiredError } from '../../core/errors/write-fence-expired.error.js';
 import type { WriteFence } from '../jobs/write-fence.js';
 
-export type { WriteOutcome } from '../scripts/schedule-jobs.lua.js';
+export type { WriteOutcome } from '../scripts/job-script.js';
 
 /** The operation id of the record slot of a schedule call that asks for no record: never read nor written. */
 const NO_RECORD = 'unused';
