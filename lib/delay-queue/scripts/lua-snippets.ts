@@ -27,12 +27,6 @@ local function trimDead(maxCount, maxAge)
   end
 end
 
--- The ids a call works on: ARGV[1] alone when it is an id, else the first ARGV[2] members of zset.
-local function oneIdOrFirst(zset)
-  if ARGV[1] ~= '' then return { ARGV[1] } end
-  return redis.call('zrange', zset, 0, tonumber(ARGV[2]) - 1)
-end
-
 -- The reply a first run of this call recorded (a string), or nil: not run before, or no record asked for.
 local function recordedReply()
   if OPERATION then return redis.call('get', OPERATION) end
