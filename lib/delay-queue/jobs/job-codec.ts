@@ -39,7 +39,11 @@ export const MAX_PROGRESS_BYTES = 8_192;
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const UNREADABLE = 'Unreadable job body (written by hand or by an incompatible version): ';
 const REQUIRED_CODES = (JOB_FIELDS as readonly JobField[]).filter((field) => field.required).map((field) => field.code);
-const FIELD_OF_CODE = new Map<string, JobField>(JOB_FIELDS.map((field) => [field.code, field]));
+/** A field's name by its code (a plain object: read for every field of every claimed job). */
+const NAME_OF_CODE: Readonly<Record<string, JobFieldName | undefined>> = Object.fromEntries(JOB_FIELDS.map((field) => [field.code, field.name]));
+const FIELD_START_CODE = FIELD_START.charCodeAt(0);
+/** The claim token's place in a format-2 body: the first field, right after the version and `US g`. */
+const TOKEN_AT = JOB_FORMAT_VERSION.length + 1 + JOB_FIELDS[0].code.length;
 /** A format-2 field's value: a uint, a text or JSON, never a control character. */
 // eslint-disable-next-line no-control-regex
 const VALUE_CHARACTERS = /^[^\u0000-\u001f]*$/;
@@ -115,7 +119,7 @@ export function bodyOfTail(tail: string, createdAt: number): string {
 export function splitBody(body: string): { readonly fields: JobHeaderFields; readonly payloadJson: string } | undefined {
   if (body.startsWith(JOB_FORMAT_VERSION)) {
     const end = body.indexOf(HEADER_END);
-    const fields = end < 0 ? undefined : readFields(body.slice(1, end));
+    const fields = end < 0 ? undefined : readFields(body, 1, end);
     return fields && { fields, payloadJson: body.slice(end + 1) };
   }
   const v1 = readV1(body);
@@ -127,22 +131,30 @@ export function splitBody(body: string): { readonly fields: JobHeaderFields; rea
  * format), or undefined.
  */
 export function readHeaderText(header: string): JobHeaderFields | undefined {
-  if (header.startsWith(JOB_FORMAT_VERSION)) return header.includes(HEADER_END) ? undefined : readFields(header.slice(1));
+  if (header.startsWith(JOB_FORMAT_VERSION)) return header.includes(HEADER_END) ? undefined : readFields(header, 1, header.length);
   return readV1(`${header}${V1_PAYLOAD}null}`)?.fields;
 }
 
-/** The fields of a format-2 header (without its version): the required ones first, in order, or undefined. */
-function readFields(text: string): JobHeaderFields | undefined {
+/**
+ * The fields of a format-2 header, `text` from `from` (after the version) to `end` (its RS, or the
+ * end of a header alone): the required ones first, in order, or undefined. One pass, no copies but
+ * the values: it runs for every claimed job.
+ */
+function readFields(text: string, from: number, end: number): JobHeaderFields | undefined {
+  if (text.charCodeAt(from) !== FIELD_START_CODE) return undefined;
   const fields: Partial<Record<JobFieldName, string>> = {};
-  if (!text.startsWith(FIELD_START)) return undefined;
-  const parts = text.slice(1).split(FIELD_START);
-  if (REQUIRED_CODES.some((code, i) => parts[i]?.charAt(0) !== code)) return undefined;
-  for (const part of parts) {
-    const field = FIELD_OF_CODE.get(part.charAt(0));
+  let index = 0;
+  for (let at = from; at < end; index++) {
+    let next = text.indexOf(FIELD_START, at + 1);
+    if (next < 0 || next > end) next = end;
+    const code = text.charAt(at + 1);
+    if (index < REQUIRED_CODES.length && code !== REQUIRED_CODES[index]) return undefined;
+    const name = NAME_OF_CODE[code];
     // A code this version does not know is skipped: a later format may add fields its readers need not see.
-    if (field) fields[field.name as JobFieldName] = part.slice(1);
+    if (name !== undefined) fields[name] = text.slice(at + 2, next);
+    at = next;
   }
-  return fields;
+  return index < REQUIRED_CODES.length ? undefined : fields;
 }
 
 function readV1(body: string): { fields: JobHeaderFields; payloadAt: number } | undefined {
@@ -192,9 +204,11 @@ export function groupOfTail(tail: string): string | undefined {
  */
 export function readClaimToken(body: string): string {
   if (body.startsWith(JOB_FORMAT_VERSION)) {
+    // The token is the first field: up to the next US (the attempts field always follows it).
     const end = body.indexOf(HEADER_END);
-    const fields = end < 0 ? undefined : readFields(body.slice(1, end));
-    return fields ? (fields.token ?? '0') : '';
+    const next = body.indexOf(FIELD_START, TOKEN_AT);
+    const tokenFirst = body.charCodeAt(1) === FIELD_START_CODE && body.charAt(2) === JOB_FIELDS[0].code;
+    return tokenFirst && next > 0 && (end < 0 || next < end) ? body.slice(TOKEN_AT, next) : '';
   }
   return /^\{"g":(\d+),/.exec(body)?.[1] ?? '';
 }
@@ -202,7 +216,9 @@ export function readClaimToken(body: string): string {
 export function decodeJob<T = unknown>(body: string): DecodedJob<T> {
   const split = splitBody(body);
   if (!split) throw new Error(`${UNREADABLE}${body.slice(0, 120)}`);
-  return { ...decodeFields(split.fields), payload: JSON.parse(split.payloadJson) as T };
+  const job = decodeFields(split.fields) as { -readonly [K in keyof DecodedJob<T>]: DecodedJob<T>[K] };
+  job.payload = JSON.parse(split.payloadJson) as T;
+  return job;
 }
 
 /** The header of a job (either format; see `readHeaderText`) decoded: everything but the payload. */
@@ -213,12 +229,8 @@ export function decodeHeader(header: string): Omit<DecodedJob, 'payload'> {
 }
 
 function decodeFields(fields: JobHeaderFields): Omit<DecodedJob, 'payload'> {
-  const { lastError, lastErrorStack } = readFailure(fields.lastError === undefined ? null : JSON.parse(fields.lastError));
+  const { lastError, lastErrorStack } = fields.lastError === undefined ? NO_FAILURE : readFailure(JSON.parse(fields.lastError));
   const b = fields.backoff === undefined ? undefined : (JSON.parse(fields.backoff) as number[]);
-  const number = (value: string | undefined, what: string): number => {
-    if (value === undefined || !/^\d+$/.test(value)) throw new Error(`${UNREADABLE}its ${what} is ${JSON.stringify(value)}`);
-    return Number(value);
-  };
   return {
     token: fields.token ?? '0',
     attempts: number(fields.attempts ?? '0', 'attempts'),
@@ -231,6 +243,14 @@ function decodeFields(fields: JobHeaderFields): Omit<DecodedJob, 'payload'> {
     traceparent: fields.traceparent,
     progress: fields.progress === undefined ? undefined : (JSON.parse(JSON.parse(fields.progress) as string) as unknown),
   };
+}
+
+const UINT = /^\d+$/;
+const NO_FAILURE: { lastError?: string; lastErrorStack?: string } = {};
+
+function number(value: string | undefined, what: string): number {
+  if (value === undefined || !UINT.test(value)) throw new Error(`${UNREADABLE}its ${what} is ${JSON.stringify(value)}`);
+  return Number(value);
 }
 
 /** The stored form of a failure (`e`): its message, and its stack when there was one. */

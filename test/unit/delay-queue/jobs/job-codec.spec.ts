@@ -73,6 +73,24 @@ describe('job codec: round trip through the stored form', () => {
     expect(readClaimToken(storedBody(encodeBodyTail('1'), { token: 0 }))).toBe('0');
     expect(readClaimToken('{"g":42,garbage')).toBe('42');
     expect(readClaimToken('not a job')).toBe('');
+    // Format 2: the first field, read up to the next one; a header not opening with it has none.
+    expect(readClaimToken('2\x1fg77\x1fa1\x1fc5\x1e{}')).toBe('77');
+    expect(readClaimToken('2\x1fa1\x1fg77\x1fc5\x1e{}')).toBe('');
+    expect(readClaimToken('2\x1fg77\x1e{"\x1f":1}')).toBe('');
+  });
+
+  it('reads format-2 fields in one pass: unknown codes skipped, the required ones first and in order', () => {
+    expect(decodeJob('2\x1fg7\x1fa1\x1fc5\x1fzfuture\x1fq\x1fm3\x1e[1]')).toMatchObject({
+      token: '7',
+      attempts: 1,
+      createdAt: 5,
+      group: '',
+      maxAttempts: 3,
+      payload: [1],
+    });
+    expect(() => decodeJob('2\x1fg7\x1fc5\x1fa1\x1e1')).toThrow(/Unreadable/);
+    expect(() => decodeJob('2\x1fg7\x1fa1\x1e1')).toThrow(/Unreadable/);
+    expect(() => decodeJob('2g7\x1e1')).toThrow(/Unreadable/);
   });
 });
 
