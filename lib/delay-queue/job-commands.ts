@@ -2,11 +2,10 @@ import { Injectable } from '@nestjs/common';
 import type { TopicKeys } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { assertJobAddress } from './job-address.js';
-import { cancelScriptKeys } from './jobs/script-keys.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobWriter } from './writer/job-writer.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
-import { cancelWaitingJobScript } from './scripts/cancel-waiting-job.lua.js';
+import { cancelWaitingJobScript, type CancelWaitingOutcome } from './scripts/cancel-waiting-job.lua.js';
 import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
 import { pauseTopicScript } from './scripts/pause-topic.lua.js';
 import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
@@ -16,8 +15,7 @@ import { topicStatsScript } from './scripts/topic-stats.lua.js';
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
 
-/** What `cancelWaiting` found. */
-export type CancelWaitingOutcome = 'cancelled' | 'running' | 'not-waiting';
+export type { CancelWaitingOutcome } from './scripts/cancel-waiting-job.lua.js';
 
 /**
  * The commands about jobs already stored and about a topic as a whole: those `DelayQueueService`
@@ -37,17 +35,20 @@ export class JobCommands {
   ) {}
 
   async cancel(topic: string, id: string): Promise<boolean> {
-    const args = [id, this.writer.publishCommand];
-    return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded<number>(cancelJobScript, keys, args, cancelScriptKeys)) === 1);
+    const args = { id, publishCommand: this.writer.publishCommand };
+    return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded(cancelJobScript, keys, args)).existed);
   }
 
   async reschedule(topic: string, id: string, kind: 'd' | 'a', when: number): Promise<boolean> {
-    return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded<number>(rescheduleJobScript, keys, [id, kind, when])) === 1);
+    const args = { id, kind, when };
+    return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded(rescheduleJobScript, keys, args)).rescheduled);
   }
 
   async retryDead(topic: string, id?: string): Promise<number> {
     if (id !== undefined) {
-      const moved = await this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded<number>(retryDeadJobsScript, keys, [id, 1])) === 1);
+      const args = { id, limit: 1 };
+      const retried = (keys: TopicKeys) => this.writer.runRecorded(retryDeadJobsScript, keys, args);
+      const moved = await this.untilFound(topic, id, async (keys) => (await retried(keys)).requeued === 1);
       return moved ? 1 : 0;
     }
     const counts = await Promise.all(this.shards.all(topic).map((keys) => this.retryAllDead(keys)));
@@ -57,15 +58,15 @@ export class JobCommands {
   /** Sets or clears every shard's pause flag; resolves whether any shard changed. */
   async setPaused(topic: string, paused: boolean): Promise<boolean> {
     const changed = await Promise.all(
-      this.shards.all(topic).map((keys) => this.writer.runRecorded<number>(pauseTopicScript, keys, [paused ? '1' : '0'])),
+      this.shards.all(topic).map((keys) => this.writer.runRecorded(pauseTopicScript, keys, { pause: paused })),
     );
-    return changed.some((n) => n === 1);
+    return changed.some((reply) => reply.changed);
   }
 
   /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
   async deleteDead(topic: string, id: string): Promise<boolean> {
     for (const keys of this.shardsOfJob(topic, id)) {
-      if ((await this.writer.runRecorded<number>(deleteDeadJobScript, keys, [id])) === 1) return true;
+      if ((await this.writer.runRecorded(deleteDeadJobScript, keys, { id })).deleted) return true;
     }
     return false;
   }
@@ -73,8 +74,8 @@ export class JobCommands {
   /** Cancels a job that is still waiting; a running job is left alone. */
   async cancelWaiting(topic: string, id: string): Promise<CancelWaitingOutcome> {
     for (const keys of this.shardsOfJob(topic, id)) {
-      const result = await this.writer.runRecorded<number>(cancelWaitingJobScript, keys, [id]);
-      if (result !== 0) return result === 1 ? 'cancelled' : 'running';
+      const outcome = await this.writer.runRecorded(cancelWaitingJobScript, keys, { id });
+      if (outcome !== 'not-waiting') return outcome;
     }
     return 'not-waiting';
   }
@@ -85,7 +86,8 @@ export class JobCommands {
     let remaining = await this.deadCount(keys);
     let total = 0;
     while (remaining > 0) {
-      const moved = await this.writer.runRecorded<number>(retryDeadJobsScript, keys, ['', Math.min(remaining, RETRY_DEAD_BATCH)]);
+      const args = { id: '', limit: Math.min(remaining, RETRY_DEAD_BATCH) };
+      const { requeued: moved } = await this.writer.runRecorded(retryDeadJobsScript, keys, args);
       total += moved;
       if (moved === 0) break;
       remaining -= moved;

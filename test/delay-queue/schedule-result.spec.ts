@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { InvalidJobError, runInTransaction, type DelayQueueService, type JobContext } from '../../lib/index.js';
 import { useDelayApp } from './support/delay-test-app.js';
+import { useRawRedis } from '../support/test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
@@ -19,6 +20,7 @@ describe('De-duplication visible to the caller', () => {
   let queue: DelayQueueService;
   beforeAll(() => (queue = t.queue));
   afterAll(() => jest.restoreAllMocks());
+  const redis = useRawRedis();
 
   it('answers created for a new id (given or generated), and schedule() still resolves to the id alone', async () => {
     expect(await queue.scheduleWithResult('created', { n: 1 }, { id: 'new', delay: 60_000 })).toEqual({ id: 'new', status: 'created' });
@@ -34,6 +36,15 @@ describe('De-duplication visible to the caller', () => {
     expect((await queue.get('waiting', 'w'))?.payload).toBe('first');
     expect(await queue.scheduleWithResult('waiting', 'third', { id: 'w', delay: 60_000, replace: true })).toEqual({ id: 'w', status: 'replaced' });
     expect((await queue.get('waiting', 'w'))?.payload).toBe('third');
+  });
+
+  it('leaves no operation record behind: a plain schedule asks for none, a replace deletes its own once answered', async () => {
+    await queue.schedule('records', 1, { id: 'a', delay: 60_000 });
+    await queue.scheduleMany('records', [{ payload: 2, id: 'b', delay: 60_000 }]);
+    const replaced = await queue.scheduleWithResult('records', 3, { id: 'a', delay: 60_000, replace: true });
+    expect(replaced).toEqual({ id: 'a', status: 'replaced' });
+    expect([(await queue.get('records', 'a'))?.payload, (await queue.get('records', 'b'))?.payload]).toEqual([3, 2]);
+    expect(await redis.keys(`${t.keyPrefix}:dq:{records}:op:*`)).toEqual([]);
   });
 
   it('answers existing for a running job, which runs once', async () => {

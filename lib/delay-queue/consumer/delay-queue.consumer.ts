@@ -23,7 +23,6 @@ import { setGroupLimitScript } from '../scripts/set-group-limit.lua.js';
 import type { Consumer } from '../interfaces/consumer.interface.js';
 import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
 import { settleWithin } from '../../core/time/settle-within.js';
-import { topicScriptKeys } from '../jobs/script-keys.js';
 import type { CancelListener } from './cancel-listener.js';
 
 
@@ -165,7 +164,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
    */
   private setGroupLimit(limit: number, retryInMs = GROUP_LIMIT_FIRST_RETRY_MS): void {
     const { connection, keys, logger } = this.context;
-    setGroupLimitScript.run(connection.client, topicScriptKeys(keys), [limit]).catch((error: unknown) => {
+    setGroupLimitScript.call(connection.client, keys, { limit }).catch((error: unknown) => {
       if (this.state !== 'running') return;
       if (connection.outages.absorb('group limits set late', error)) {
         setTimeout(() => this.state === 'running' && this.setGroupLimit(limit, Math.min(retryInMs * 2, GROUP_LIMIT_MAX_RETRY_MS)), retryInMs).unref();

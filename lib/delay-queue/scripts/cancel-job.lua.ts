@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -16,20 +16,27 @@ const TOMBSTONE_MARGIN_MS = 5_000;
  * trimmed here and the zset expires with its latest one, so it holds only jobs cancelled within
  * one visibility timeout. A waiting or dead job leaves nothing behind.
  *
- * KEYS  the five topic keys, the call's operation record (see lua-snippets.ts), KEYS[7] the
- *       shard's cancel tombstones (zset), KEYS[8] its cancel channel
- * ARGV[1] id, ARGV[2] 'publish' or 'spublish' (a cluster's sharded pub/sub)
+ * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record (see
+ * lua-snippets.ts), the shard's cancel tombstones (zset) and its cancel channel (a key, so that a
+ * cluster routes the SPUBLISH by its hash tag), the completed zset and results hash (a kept
+ * completion of the job goes with it); the job's id and the publish command ('publish', or
+ * 'spublish': a cluster's sharded pub/sub).
  *
- * Returns 1 if the job existed, 0 if not; a second run of the same call answers as the first (the
- * job is gone by then, so it announces nothing again).
+ * Returns 1 if the job existed, 0 if not (decoded as `existed`); a second run of the same call
+ * answers as the first (the job is gone by then, so it announces nothing again).
  */
-export const cancelJobScript = new RedisScript(
+export const cancelJobScript = new JobScript(
   'cancelJob',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'cancelled', 'cancelChannel', 'completed', 'results'],
+    args: { id: 'text', publishCommand: 'text' },
+    decode: (reply) => ({ existed: Number(reply) === 1 }),
+  },
   `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
-local TOMBSTONES, CHANNEL = KEYS[7], KEYS[8]
-local id = ARGV[1]
+local TOMBSTONES = KEY.cancelled
+local id = ARG.id
 local body = redis.call('hget', JOBS, id)
 local existed = redis.call('hdel', JOBS, id)
 redis.call('zrem', DEAD, id)
@@ -50,7 +57,7 @@ if deadline then
     redis.call('zadd', TOMBSTONES, fmt(tonumber(deadline) + ${TOMBSTONE_MARGIN_MS}), name)
     local latest = redis.call('zrange', TOMBSTONES, -1, -1, 'withscores')
     redis.call('pexpireat', TOMBSTONES, fmt(tonumber(latest[2])))
-    redis.call(ARGV[2], CHANNEL, name)
+    redis.call(ARG.publishCommand, KEY.cancelChannel, name)
   end
 end
 recordReply(existed)

@@ -82,6 +82,14 @@ export function claimOutcome(flag: unknown): ClaimOutcome {
   return Number(flag) === 1 ? 'held' : Number(flag) === 2 ? 'cancelled' : 'lost';
 }
 
+/** What schedule-jobs or write-outbox-job did with one job: stored it, kept the one with its id, or replaced that one. */
+export type WriteOutcome = 'created' | 'existing' | 'replaced';
+
+/** A job's status from schedule-jobs or write-outbox-job (makeRoomFor, store-job-lua-snippet.ts): 1, 0 or 2. */
+export function writeOutcome(status: unknown): WriteOutcome {
+  return Number(status) === 1 ? 'created' : Number(status) === 2 ? 'replaced' : 'existing';
+}
+
 /** The Lua that names the contract's KEYS and ARGV slots: the first lines of the script. */
 function contractSnippet(name: string, contract: ScriptContract<string, Record<string, ScriptArgType>, string, unknown>): LuaSnippet {
   const keys = contract.keys.map((key, i) => `${key} = KEYS[${i + 1}]`).join(', ');

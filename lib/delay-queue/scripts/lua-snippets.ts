@@ -27,12 +27,6 @@ local function trimDead(maxCount, maxAge)
   end
 end
 
--- The ids a call works on: ARGV[1] alone when it is an id, else the first ARGV[2] members of zset.
-local function oneIdOrFirst(zset)
-  if ARGV[1] ~= '' then return { ARGV[1] } end
-  return redis.call('zrange', zset, 0, tonumber(ARGV[2]) - 1)
-end
-
 -- The reply a first run of this call recorded (a string), or nil: not run before, or no record asked for.
 local function recordedReply()
   if OPERATION then return redis.call('get', OPERATION) end
@@ -44,10 +38,12 @@ local function recordReply(reply)
 end
 
 -- A job taken out by cancel or replace: the record of a kept completed job of that id (see
--- complete-job-lua-snippet.ts; the shard's completed zset and results hash) goes with it.
+-- complete-job-lua-snippet.ts) goes with it. Its callers (cancel-job, and schedule-jobs and
+-- write-outbox-job through makeRoomFor) declare the shard's completed zset and results hash as
+-- KEY.completed and KEY.results.
 local function forgetCompleted(id)
-  redis.call('zrem', SHARD .. ':completed', id)
-  redis.call('hdel', SHARD .. ':results', id)
+  redis.call('zrem', KEY.completed, id)
+  redis.call('hdel', KEY.results, id)
 end
 
 -- A job that was out (claimed, or waiting for a retry) goes dead: its group may start the next one.

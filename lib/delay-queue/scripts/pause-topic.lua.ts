@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -6,24 +6,27 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * jobs finish and are acknowledged; crashed consumers' jobs still return to the queue). Resuming
  * wakes a consumer, which wakes the next while due jobs remain.
  *
- * KEYS  the five topic keys and the call's operation record (see lua-snippets.ts); the pause flag is
- *       the shard's `<shard>:paused` (TopicKeys.paused), named from JOBS like the group keys
- * ARGV[1] '1' pause | '0' resume
+ * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record (see
+ * lua-snippets.ts) and the shard's pause flag (TopicKeys.paused); whether to pause (else resume).
  *
- * Returns 1 when the call changed the state, 0 when the shard already was so. A second run of the
- * same call answers as the first.
+ * Returns 1 when the call changed the state, 0 when the shard already was so (decoded as `changed`).
+ * A second run of the same call answers as the first.
  */
-export const pauseTopicScript = new RedisScript(
+export const pauseTopicScript = new JobScript(
   'pauseTopic',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'paused'],
+    args: { pause: 'flag' },
+    decode: (reply) => ({ changed: Number(reply) === 1 }),
+  },
   `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
-local PAUSED = SHARD .. ':paused'
 local changed
-if ARGV[1] == '1' then
-  changed = redis.call('set', PAUSED, nowMs, 'nx') and 1 or 0
+if ARG.pause then
+  changed = redis.call('set', KEY.paused, nowMs, 'nx') and 1 or 0
 else
-  changed = redis.call('del', PAUSED)
+  changed = redis.call('del', KEY.paused)
   local head = headScore()
   if head then wake(math.floor(head / SLOTS)) end
 end

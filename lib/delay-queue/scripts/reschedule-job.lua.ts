@@ -1,24 +1,29 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Moves a waiting job to a new due time (behind the jobs already due in that millisecond).
  * A job already claimed, dead, or unknown is left alone.
  *
- * KEYS  the five topic keys, and the call's operation record (see lua-snippets.ts)
- * ARGV[1] id, ARGV[2] kind ('d' delay from TIME | 'a' absolute ms), ARGV[3] when
+ * KEYS and ARGV by name (the contract below): the five topic keys and the call's operation record
+ * (see lua-snippets.ts); the job's id, kind ('d' delay from TIME | 'a' absolute ms), when.
  *
- * Returns 1 if rescheduled, 0 if the job was not waiting. A second run of the same call answers as
- * the first and moves nothing (the job may have been claimed in between).
+ * Returns 1 if rescheduled, 0 if the job was not waiting (decoded as `rescheduled`). A second run of
+ * the same call answers as the first and moves nothing (the job may have been claimed in between).
  */
-export const rescheduleJobScript = new RedisScript(
+export const rescheduleJobScript = new JobScript(
   'rescheduleJob',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record'],
+    args: { id: 'text', kind: 'text', when: 'int' },
+    decode: (reply) => ({ rescheduled: Number(reply) === 1 }),
+  },
   `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
-local id, kind, when = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local dueMs = when
-if kind == 'd' then dueMs = nowMs + when end
+local id = ARG.id
+local dueMs = ARG.when
+if ARG.kind == 'd' then dueMs = nowMs + ARG.when end
 local body = redis.call('hget', JOBS, id)
 local group = body and groupQueueScore(id, body) and groupOf(body)
 if group then

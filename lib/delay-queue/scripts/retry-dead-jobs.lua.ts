@@ -1,22 +1,29 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Puts dead letters back in the queue, due now, with their attempts reset (the last error is kept
  * until the next failure overwrites it).
  *
- * KEYS  the five topic keys, and the call's operation record (see lua-snippets.ts)
- * ARGV[1] one id, or '' for the oldest dead letters; ARGV[2] how many at most (when ARGV[1] is '')
+ * KEYS and ARGV by name (the contract below): the five topic keys and the call's operation record
+ * (see lua-snippets.ts); one job's id, or '' for the oldest dead letters, and how many at most
+ * (`limit`, when `id` is '').
  *
- * Returns how many were requeued. A second run of the same call answers as the first and requeues
- * nothing more (without the record it would take the next-oldest dead letters).
+ * Returns how many were requeued (decoded as `requeued`). A second run of the same call answers as
+ * the first and requeues nothing more (without the record it would take the next-oldest dead letters).
  */
-export const retryDeadJobsScript = new RedisScript(
+export const retryDeadJobsScript = new JobScript(
   'retryDeadJobs',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record'],
+    args: { id: 'text', limit: 'int' },
+    decode: (reply) => ({ requeued: Number(reply) }),
+  },
   `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
-local ids = oneIdOrFirst(DEAD)
+local ids = { ARG.id }
+if ARG.id == '' then ids = redis.call('zrange', DEAD, 0, ARG.limit - 1) end
 local moved = 0
 for _, id in ipairs(ids) do
   if redis.call('zrem', DEAD, id) == 1 then

@@ -1,4 +1,4 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -6,16 +6,22 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * limit gives a turn at once to every group that was held at the old one (those have jobs out, so
  * they are all in GROUPS_OUT); a lowered one is applied by the claim, which skips a group at its limit.
  *
- * KEYS  the five topic keys (see lua-snippets.ts)
- * ARGV[1] the limit (>= 1)
+ * KEYS and ARGV by name (the contract below): the five topic keys (the limit's own key is named from
+ * the shard's prefix with the other group bookkeeping keys, see group-lua-snippet.ts); the limit (>= 1).
  *
- * Returns the previous limit. Running it twice sets the same limit and changes nothing more.
+ * Returns the previous limit (decoded as `previousLimit`). Running it twice sets the same limit and
+ * changes nothing more.
  */
-export const setGroupLimitScript = new RedisScript(
+export const setGroupLimitScript = new JobScript(
   'setGroupLimit',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker'],
+    args: { limit: 'int' },
+    decode: (reply) => ({ previousLimit: Number(reply) }),
+  },
   `
 local previous = groupLimit()
-local limit = tonumber(ARGV[1])
+local limit = ARG.limit
 if limit == 1 then redis.call('del', GROUP_LIMIT) else redis.call('set', GROUP_LIMIT, limit) end
 cachedGroupLimit = limit
 if limit > previous then

@@ -10,11 +10,12 @@ export const LUA_STORE_JOB: LuaSnippet = {
   requires: [LUA_TOPIC_PRELUDE],
   source: `
 -- Makes room for a job with this id: 0 when one exists and is kept, 2 when one existed and was
--- taken out of every state to be replaced (replace == '1'), 1 when there was none.
+-- taken out of every state to be replaced (replace true), 1 when there was none. Its callers
+-- declare KEY.completed and KEY.results (forgetCompleted).
 local function makeRoomFor(id, replace)
   local body = redis.call('hget', JOBS, id)
   if not body then return 1 end
-  if replace ~= '1' then return 0 end
+  if not replace then return 0 end
   local deadline = redis.call('zscore', ACTIVE, id)
   if redis.call('zrem', DUE, id) == 1 then
     groupJobFinished(body)

@@ -5,7 +5,7 @@ import { LUA_JOB_HEADER } from './job-header-lua-snippet.js';
 /**
  * Lua: the opening every delayed-job script uses (a constant of this library; no user input). All of
  * them take the same five keys of one topic, which share a hash tag and so one cluster slot (every
- * script's KEYS list is built in jobs/script-keys.ts):
+ * script names its KEYS in its contract, job-script.ts, these five first):
  *
  * KEYS[1] due     zset  id -> dueMs * SLOTS + FIFO slot
  * KEYS[2] jobs    hash  id -> body (see jobs/job-fields.ts; read and written by job-header-lua-snippet.ts)

@@ -2,23 +2,21 @@ import { Injectable } from '@nestjs/common';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
-import type { RedisScript } from '../../core/redis/redis-script.js';
+import type { ArgValues, JobScript, ScriptArgType, WriteOutcome } from '../scripts/job-script.js';
 import { scheduleJobsScript } from '../scripts/schedule-jobs.lua.js';
 import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
 import { SCHEDULE_BATCH, SCHEDULE_WINDOW } from '../jobs/delay-queue.constants.js';
-import { newOperationId } from '../jobs/operation-record.js';
+import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
 import { groupOfTail } from '../jobs/job-codec.js';
-import { recordedScriptKeys, topicScriptKeys } from '../jobs/script-keys.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import { WriteFenceExpiredError } from '../../core/errors/write-fence-expired.error.js';
 import type { WriteFence } from '../jobs/write-fence.js';
 
-/** What a schedule script did with one job: stored it, kept the one with its id, or replaced that one. */
-export type WriteOutcome = 'created' | 'existing' | 'replaced';
+export type { WriteOutcome } from '../scripts/job-script.js';
 
-/** The schedule script's status codes (see schedule-jobs.lua.ts), in words. */
-const WRITE_OUTCOMES: Readonly<Record<number, WriteOutcome>> = { 1: 'created', 0: 'existing', 2: 'replaced' };
+/** The operation id of the record slot of a schedule call that asks for no record: never read nor written. */
+const NO_RECORD = 'unused';
 
 /** A job as it is written: what `prepareJob` checked and encoded, without the size it reports. */
 type JobToWrite = Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace' | 'tail'>;
@@ -73,28 +71,31 @@ export class JobWriter {
    * @throws WriteFenceExpiredError when the write reached Redis after its deadline
    */
   async writeFenced(topic: string, job: JobToWrite, fence: WriteFence): Promise<WriteOutcome> {
-    const keys = recordedScriptKeys(this.shards.forJob(topic, job.id, groupOfTail(job.tail)), fence.recordId);
-    const args = [job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail, fence.deadline];
-    const status = await writeOutboxJobScript.run<number>(this.connection.client, keys, args);
-    if (status === -1) throw new WriteFenceExpiredError();
-    // 3: the row was written before (relayed twice): no new job, as for an id that exists.
-    return status === 3 ? 'existing' : WRITE_OUTCOMES[status];
+    const keys = this.shards.forJob(topic, job.id, groupOfTail(job.tail));
+    const outcome = await writeOutboxJobScript.call(
+      this.connection.client,
+      { ...keys, record: operationKey(keys.jobs, fence.recordId) },
+      { id: job.id, kind: dueKindArg(job.kind), when: job.when, replace: job.replace, tail: job.tail, deadline: fence.deadline },
+    );
+    if (outcome === 'late') throw new WriteFenceExpiredError();
+    // Written before (the row relayed twice): no new job, as for an id that exists.
+    return outcome === 'written-before' ? 'existing' : outcome;
   }
 
   /**
-   * Runs `script` on a shard's keys with a fresh operation record as KEYS[6], so that a re-sent run
-   * answers as the first; the record is deleted once the reply is here (no re-send can follow).
-   * `keyList` builds the script's KEYS (default: the topic keys and the record).
+   * Runs `script` on a shard's keys with a fresh operation record as its `record` key, so that a
+   * re-sent run answers as the first; the record is deleted once the reply is here (no re-send can
+   * follow). Resolves to the script's decoded reply.
    */
-  async runRecorded<T>(
-    script: RedisScript,
+  async runRecorded<K extends keyof TopicKeys | 'record', A extends Record<string, ScriptArgType>, F extends string, R>(
+    script: JobScript<K, A, F, R>,
     keys: TopicKeys,
-    args: (string | number)[],
-    keyList: (keys: TopicKeys, operationId: string) => string[] = recordedScriptKeys,
-  ): Promise<T> {
-    const scriptKeys = keyList(keys, newOperationId());
-    const reply = await script.run<T>(this.connection.client, scriptKeys, args);
-    await this.dropRecords([scriptKeys[5]]);
+    args: ArgValues<A>,
+  ): Promise<R> {
+    const record = operationKey(keys.jobs, newOperationId());
+    const recorded: TopicKeys & { readonly record: string } = { ...keys, record };
+    const reply = await script.call(this.connection.client, recorded, args);
+    await this.dropRecords([record]);
     return reply;
   }
 
@@ -123,7 +124,7 @@ export class JobWriter {
 
   private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<WriteOutcome[]> {
     const batchCount = Math.ceil(jobs.length / SCHEDULE_BATCH);
-    const statuses = new Array<number[]>(batchCount);
+    const outcomes = new Array<WriteOutcome[]>(batchCount);
     const records: string[] = [];
     let next = 0;
     let failed = false;
@@ -134,17 +135,18 @@ export class JobWriter {
       while (!failed && next < batchCount) {
         const batch = next++;
         const start = batch * SCHEDULE_BATCH;
-        const args: (string | number)[] = [];
-        for (const job of jobs.slice(start, start + SCHEDULE_BATCH)) {
-          args.push(job.id, dueKindArg(job.kind), job.when, job.replace ? '1' : '0', job.tail);
-        }
-        let batchKeys = topicScriptKeys(keys);
-        if (writeId !== undefined) {
-          batchKeys = recordedScriptKeys(keys, `write:${writeId}:${start}`);
-          records.push(batchKeys[5]);
-        }
+        const writes = jobs.slice(start, start + SCHEDULE_BATCH).map((job) => ({
+          id: job.id,
+          kind: dueKindArg(job.kind),
+          when: job.when,
+          replace: job.replace ? '1' : '0',
+          tail: job.tail,
+        }));
+        const record = operationKey(keys.jobs, writeId === undefined ? NO_RECORD : `write:${writeId}:${start}`);
+        if (writeId !== undefined) records.push(record);
         try {
-          statuses[batch] = await scheduleJobsScript.run<number[]>(this.connection.client, batchKeys, args);
+          const recorded = writeId !== undefined;
+          outcomes[batch] = await scheduleJobsScript.call(this.connection.client, { ...keys, record }, { recorded }, writes);
         } catch (error) {
           failed = true;
           throw error;
@@ -154,7 +156,7 @@ export class JobWriter {
     await Promise.all(Array.from({ length: Math.min(SCHEDULE_WINDOW, batchCount) }, sendBatches));
     // Only once every batch answered: a failed write is retried with the same records.
     if (records.length > 0) await this.dropRecords(records);
-    return statuses.flat().map((status) => WRITE_OUTCOMES[status]);
+    return outcomes.flat();
   }
 
   /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */
