@@ -39,15 +39,23 @@ describe('a claim that reaches Redis only after an outage', () => {
   });
 
   /**
-   * Schedules one job, starts a consumer and lets it learn the job's due time, starts the outage (`begin`) before the
-   * job falls due, keeps it up until OUTAGE_MS after the due time (`end`), and returns the job's
-   * runs once it is acknowledged.
+   * Schedules one job, starts a consumer and lets it learn the job's due time, starts the outage
+   * (`begin`) before the job falls due, ends it (`end`) OUTAGE_MS after the due time, and returns
+   * the job's runs once it is acknowledged, and how many claims reached the link meanwhile.
    */
-  async function runThroughOutage(topic: string, begin: (link: FaultProxy, connection: RedisConnection) => Promise<void>, end: (link: FaultProxy) => void) {
+  async function runThroughOutage(
+    topic: string,
+    begin: (link: FaultProxy, connection: RedisConnection) => Promise<void>,
+    end: (link: FaultProxy) => void,
+  ) {
     const url = new URL(testRedisUrl());
     const link = await FaultProxy.start({ port: Number(url.port) });
     proxies.push(link);
-    const [app] = await instances.start(1, { redis: link.url, unreachableTimeout: UNREACHABLE_TIMEOUT_MS, delayQueue: { maxAttempts: 3 } });
+    const [app] = await instances.start(1, {
+      redis: link.url,
+      unreachableTimeout: UNREACHABLE_TIMEOUT_MS,
+      delayQueue: { maxAttempts: 3 },
+    });
     const connection = app.app.get(RedisConnection);
     const runs: Array<{ attempt: number; startedAt: number; signalAborted: boolean }> = [];
     const claims = link.observe(FaultProxy.script(claimDueJobsScript));
@@ -61,9 +69,8 @@ describe('a claim that reaches Redis only after an outage', () => {
       { visibilityTimeout: VISIBILITY_MS, maxIdleWait: 10_000 },
     );
     // The consumer's first claim has been answered: it knows the due time and waits for it.
-    await waitFor(() => (claims.count >= 1 && awaitingReplies(connection.client as Redis) === 0) || undefined, 5_000, 'the first claim answered', {
-      every: 5,
-    });
+    const firstClaimAnswered = () => claims.count >= 1 && awaitingReplies(connection.client as Redis) === 0;
+    await waitFor(() => firstClaimAnswered() || undefined, 5_000, 'the first claim answered', { every: 5 });
     await begin(link, connection);
     expect(Date.now()).toBeLessThan(dueAt);
     const claimsBefore = claims.count;
@@ -72,7 +79,8 @@ describe('a claim that reaches Redis only after an outage', () => {
     const claimsWritten = claims.count - claimsBefore;
     const endedAt = performance.now();
     end(link);
-    await waitFor(async () => (await app.queue.get(topic, id)) === null || undefined, 10_000, 'the acknowledgement', { every: 50, retryErrors: true });
+    const acknowledged = async () => (await app.queue.get(topic, id)) === null;
+    await waitFor(async () => (await acknowledged()) || undefined, 10_000, 'the acknowledgement', { every: 50, retryErrors: true });
     claims.stop();
     expect((await app.queue.stats(topic)).dead).toBe(0);
     return { runs, endedAt, claimsWritten };
@@ -83,18 +91,20 @@ describe('a claim that reaches Redis only after an outage', () => {
       'claim.queued',
       async (link, connection) => {
         link.cut();
-        // The client knows the connection is lost: the claim issued at the due time waits in its queue.
-        await waitFor(() => connection.reachability!.isDown || undefined, 2_000, 'the client to see the connection lost', { every: 5 });
+        // The client knows the connection is lost: a claim issued from now on waits in its queue.
+        const lost = () => connection.reachability!.isDown;
+        await waitFor(() => lost() || undefined, 2_000, 'the client to see the connection lost', { every: 5 });
       },
       (link) => link.restore(),
     );
+    // Nothing reached the link during the outage: the claim that took the job was written after it.
     expect(claimsWritten).toBe(0);
     expect(runs.map(({ attempt, signalAborted }) => ({ attempt, signalAborted }))).toEqual([{ attempt: 1, signalAborted: false }]);
     // Run by the claim that waited out the outage, not by a recovery after its visibility passed.
     expect(runs[0].startedAt - endedAt).toBeLessThan(VISIBILITY_MS);
   }, 30_000);
 
-  it('written into a stalled link and re-sent after the reconnect: runs its job once, on its first attempt, and acknowledges it', async () => {
+  it('written into a stalled link, re-sent after the reconnect: runs its job once, on its first attempt, and acknowledges it', async () => {
     const { runs, endedAt, claimsWritten } = await runThroughOutage(
       'claim.resent',
       async (link) => link.blackhole(),
