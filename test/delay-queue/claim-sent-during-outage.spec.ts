@@ -57,14 +57,14 @@ describe('a claim that reaches Redis only after an outage', () => {
       delayQueue: { maxAttempts: 3 },
     });
     const connection = app.app.get(RedisConnection);
-    const runs: Array<{ attempt: number; startedAt: number; signalAborted: boolean }> = [];
+    const runs: Array<{ attempt: number; signalAborted: boolean }> = [];
     const claims = link.observe(FaultProxy.script(claimDueJobsScript));
     const dueAt = Date.now() + 600;
     const id = await app.queue.schedule(topic, { n: 1 }, { at: dueAt });
     app.queue.consume(
       topic,
       (_payload: unknown, job: JobContext) => {
-        runs.push({ attempt: job.attempt, startedAt: performance.now(), signalAborted: job.signal.aborted });
+        runs.push({ attempt: job.attempt, signalAborted: job.signal.aborted });
       },
       { visibilityTimeout: VISIBILITY_MS, maxIdleWait: 10_000 },
     );
@@ -77,17 +77,16 @@ describe('a claim that reaches Redis only after an outage', () => {
     await sleep(dueAt - Date.now() + OUTAGE_MS);
     expect(runs).toEqual([]);
     const claimsWritten = claims.count - claimsBefore;
-    const endedAt = performance.now();
     end(link);
     const acknowledged = async () => (await app.queue.get(topic, id)) === null;
     await waitFor(async () => (await acknowledged()) || undefined, 10_000, 'the acknowledgement', { every: 50, retryErrors: true });
     claims.stop();
     expect((await app.queue.stats(topic)).dead).toBe(0);
-    return { runs, endedAt, claimsWritten };
+    return { runs, claimsWritten };
   }
 
   it('issued while the connection is down: runs its job once Redis is back, on its first attempt, and acknowledges it', async () => {
-    const { runs, endedAt, claimsWritten } = await runThroughOutage(
+    const { runs, claimsWritten } = await runThroughOutage(
       'claim.queued',
       async (link, connection) => {
         link.cut();
@@ -99,13 +98,12 @@ describe('a claim that reaches Redis only after an outage', () => {
     );
     // Nothing reached the link during the outage: the claim that took the job was written after it.
     expect(claimsWritten).toBe(0);
-    expect(runs.map(({ attempt, signalAborted }) => ({ attempt, signalAborted }))).toEqual([{ attempt: 1, signalAborted: false }]);
-    // Run by the claim that waited out the outage, not by a recovery after its visibility passed.
-    expect(runs[0].startedAt - endedAt).toBeLessThan(VISIBILITY_MS);
+    // Attempt 1: run by the claim that waited out the outage, not by a recovery after its visibility passed.
+    expect(runs).toEqual([{ attempt: 1, signalAborted: false }]);
   }, 30_000);
 
   it('written into a stalled link, re-sent after the reconnect: runs its job once, on its first attempt, and acknowledges it', async () => {
-    const { runs, endedAt, claimsWritten } = await runThroughOutage(
+    const { runs, claimsWritten } = await runThroughOutage(
       'claim.resent',
       async (link) => link.blackhole(),
       (link) => {
@@ -117,7 +115,6 @@ describe('a claim that reaches Redis only after an outage', () => {
     );
     // The claim for the due job reached the stalled link (and was held there).
     expect(claimsWritten).toBeGreaterThanOrEqual(1);
-    expect(runs.map(({ attempt, signalAborted }) => ({ attempt, signalAborted }))).toEqual([{ attempt: 1, signalAborted: false }]);
-    expect(runs[0].startedAt - endedAt).toBeLessThan(VISIBILITY_MS);
+    expect(runs).toEqual([{ attempt: 1, signalAborted: false }]);
   }, 30_000);
 });
