@@ -5,7 +5,7 @@ import { connectionFailureError, describeConnectionCause } from './redis-errors.
 import type { ConnectionReachability } from './redis-transport.js';
 import { processShared } from '../runtime/process-shared.js';
 import { useCommandHook } from './ioredis-command-hooks.js';
-import { awaitingReplies, flushQueues, rejectAwaitingReplies, rejectCutOff, socketOf } from './ioredis-internals.js';
+import { awaitingReplies, flushQueues, rejectAwaitingReplies, rejectCutOff, socketOf, type QueuedCommand } from './ioredis-internals.js';
 
 /**
  * A timer that fires this much later than due says this process itself was stalled (a paused or
@@ -20,6 +20,15 @@ const HANDSHAKE_RECHECK_MS = 100;
 const byClient = processShared('reachability-by-client', () => new WeakMap<object, RedisReachability>());
 /** Errors of commands refused before they were sent (the connection was unreachable): Redis never saw them. */
 const unsent = processShared('reachability-unsent', () => new WeakSet<object>());
+
+/**
+ * When a command was last handed to a ready connection (`performance.now()` ms): the write that a
+ * reply answers, since a reply comes on the connection that carried the command last. Unset while
+ * it waits in the client's queue for a lost connection to come back, or when it was refused unsent.
+ */
+export interface CommandWrite {
+  readonly at: number | undefined;
+}
 
 /**
  * Whether one connection can reach Redis, and why not: the last connection error it reported
@@ -53,6 +62,11 @@ export class RedisReachability implements ConnectionReachability {
   private silenceTimer?: NodeJS.Timeout;
   private readonly listeners = new Set<() => void>();
   private readonly reachableListeners = new Set<() => void>();
+  /** The stamp the next command issued on this connection takes (see `stampWrites`). */
+  private nextStamp?: { at: number | undefined };
+  /** The stamps of commands not settled yet, by command; `stamped` counts them. */
+  private readonly stamps = new WeakMap<object, { at: number | undefined }>();
+  private stamped = 0;
 
   private constructor(
     private readonly client: Redis,
@@ -112,6 +126,24 @@ export class RedisReachability implements ConnectionReachability {
     if (!awaitingReplies(this.client) || this.waitingSince === undefined) return false;
     const since = Math.max(this.waitingSince, this.lastReplyAt);
     return performance.now() - since >= ms;
+  }
+
+  /**
+   * Runs `send`, which issues one command on this connection (synchronously, as ioredis does), and
+   * stamps that command's writes (`CommandWrite.at`: the last one). Once its reply is in, Redis ran
+   * it no earlier than that write, which is later than `send` when the command waited in the
+   * client's queue for a lost connection to come back, or was re-sent after a reconnect: a lease
+   * the command took or renewed in Redis (a job claim's visibility) is counted from there. Stays
+   * unset for a command refused before it was written.
+   */
+  stampWrites<T>(send: () => Promise<T>): { readonly reply: Promise<T>; readonly written: CommandWrite } {
+    const written: { at: number | undefined } = { at: undefined };
+    this.nextStamp = written;
+    try {
+      return { reply: send(), written };
+    } finally {
+      this.nextStamp = undefined;
+    }
   }
 
   /** Why the connection failed last, in words (the client's own error message), if it did. */
@@ -190,14 +222,39 @@ export class RedisReachability implements ConnectionReachability {
     });
   }
 
-  /** Notes when commands start waiting on an idle socket (see `hungFor`). */
+  /**
+   * Notes when commands start waiting on an idle socket (see `hungFor`), and stamps the writes of
+   * the commands `stampWrites` issued. A command is written only while the connection is ready (or
+   * shaking hands: a stamp then is early by a handshake at most, never late); one issued before is
+   * queued by the client, and one cut off by a lost connection is kept for a re-send: either comes
+   * through here again when it is written.
+   */
   private noteWrites(): void {
     const client = this.client;
     useCommandHook(client, 'note-writes', (next) => (command, stream) => {
       const writing = client.status === 'connect' || client.status === 'ready';
       if (writing && awaitingReplies(client) === 0) this.waitingSince = performance.now();
+      if (this.nextStamp !== undefined || this.stamped > 0) this.stamp(command, writing);
       return next(command, stream);
     });
+  }
+
+  /** Stamps a write of `command` (when `writing`) if `stampWrites` issued it; its first pass here ties it to its stamp until it settles. */
+  private stamp(command: QueuedCommand, writing: boolean): void {
+    let stamp = this.nextStamp;
+    if (stamp !== undefined) {
+      this.nextStamp = undefined;
+      this.stamps.set(command, stamp);
+      this.stamped++;
+      const settled = () => {
+        if (this.stamps.delete(command)) this.stamped--;
+      };
+      command.promise.then(settled, settled);
+    } else {
+      stamp = this.stamps.get(command);
+      if (stamp === undefined) return;
+    }
+    if (writing) stamp.at = performance.now();
   }
 
   private heard(): void {

@@ -52,7 +52,11 @@ export interface ClaimedRow {
   readonly dueScore: number;
   /** When the claim took it (Redis server clock, ms). */
   readonly claimedAtMs: number;
-  /** When the claim was sent: the server's visibility deadline is at least `visibilityTimeout` after it. */
+  /**
+   * No later than when Redis began the claim's visibility (`performance.now()`): the claim's last
+   * write, less the age of a claim a later run answered (a re-sent claim). The server's visibility
+   * deadline is at least `visibilityTimeout` after it.
+   */
   readonly sentAt: number;
 }
 

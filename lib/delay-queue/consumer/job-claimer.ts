@@ -80,10 +80,12 @@ export class JobClaimer {
       ...keepArguments(keep),
       deletePrevious: previousRecord !== undefined,
     };
-    const sent = performance.now();
+    const issued = performance.now();
+    const send = () => claimDueJobsScript.call(this.context.connection.client, keys, args, ackRecords(acks));
+    const { reply: replied, written } = this.context.connection.reachability?.stampWrites(send) ?? { reply: send(), written: undefined };
     let reply: ClaimReply;
     try {
-      reply = await claimDueJobsScript.call(this.context.connection.client, keys, args, ackRecords(acks));
+      reply = await replied;
     } catch (error) {
       // Redis may run it later (it did not answer) or have run it (the connection dropped with it sent).
       if (error instanceof RedisConnectionError && !RedisReachability.neverSent(error)) this.unknownClaim = { record, max: count };
@@ -91,6 +93,15 @@ export class JobClaimer {
     }
     this.unknownClaim = undefined;
     const received = performance.now();
+    // The run that answered came after the claim's last write, which is later than its issue when
+    // it waited in the client's queue for a lost connection to come back, or was re-sent after one.
+    const sent = written?.at ?? issued;
+    // The visibility of what it took began at that run, or, for a run answering what an earlier run
+    // of the same claim took (a re-sent claim), that much earlier on Redis's clock. Counted from an
+    // earlier moment, the local deadline (VisibilityKeeper) would call claims lost that Redis still
+    // holds (a job dropped unrun, or a handler's success handed back to run again); from a later
+    // one, a handler would not be told in time that its job is another consumer's.
+    const visibleSince = sent - Math.max(0, reply.nowUs - reply.claimedUs) / 1000;
     const claimedAtMs = Math.floor(reply.claimedUs / 1000);
     this.lastClaimRecord = reply.claimed.length > 0 ? record : undefined;
     if (reply.recovered.length > 0) this.reportRecovered(reply.recovered);
@@ -101,7 +112,7 @@ export class JobClaimer {
       dueMs: Math.floor(dueScore / DUE_SCORE_SLOTS),
       dueScore,
       claimedAtMs,
-      sentAt: sent,
+      sentAt: visibleSince,
     }));
     return { rows, nextWake: reply.nextWakeMs, moreDue: reply.moreDue, nextDue: reply.nextDueMs };
   }

@@ -5,7 +5,7 @@ import { runInJobContext, type DelayedJobHandler, type JobContext } from '../int
 import { decodeJob, readGroup, type DecodedJob } from '../jobs/job-codec.js';
 import type { AckQueue } from './ack-queue.js';
 import { DeliveryContext } from './delivery-context.js';
-import { visibilityLost, type HeldJob } from './held-job.js';
+import { isWatched, visibilityLost, type HeldJob } from './held-job.js';
 import type { JobProgress } from './job-progress.js';
 import type { JobSettlement } from './job-settlement.js';
 import type { ServerClock } from './server-clock.js';
@@ -190,12 +190,8 @@ export class JobRunner<T> {
     let succeeded = false;
     let startedAt = 0;
     const began = performance.now();
+    if (!(await this.prepared(job))) return this.dropUnstarted(job);
     try {
-      const preparing = job.preparing;
-      if (preparing) {
-        job.preparing = undefined;
-        await preparing;
-      }
       decoded = decodeJob<T>(body);
       job.group = decoded.group;
       if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed') || events.wants('job.cancelled'))) {
@@ -241,6 +237,38 @@ export class JobRunner<T> {
       else if (succeeded) this.context.acks.add(job, result);
       else this.context.settlement.recordFailure(job, decoded, failure);
     }
+    this.slotFreed();
+  }
+
+  /** Awaits the job's preparation, if any; false when its claim was lost meanwhile. Never rejects. */
+  private async prepared(job: HeldJob): Promise<boolean> {
+    const preparing = job.preparing;
+    if (!preparing) return true;
+    job.preparing = undefined;
+    await preparing;
+    // As for a buffered job (startBuffered): a claim that can no longer be counted on once its
+    // preparation is over (the preparation outlasted it: a stall, an outage) never starts.
+    this.context.visibility.checkDeadline(job);
+    return isWatched(job);
+  }
+
+  /**
+   * A job whose claim was lost (or that was given up) while it was prepared: its handler never
+   * starts. Still held in Redis under its claim (the loss was counted by the local deadline), it goes
+   * back to the queue at its own place with its attempt undone; given up, it is dropped as from the buffer.
+   */
+  private dropUnstarted(job: HeldJob): void {
+    this.active.delete(job);
+    if (job.abandoned) this.dropAbandoned(job);
+    else {
+      job.phase = 'settling';
+      this.context.settlement.handBackLostUnstarted(job);
+    }
+    this.slotFreed();
+  }
+
+  /** A slot is free again: buffered jobs start in it, and whoever waits for a free slot is told. */
+  private slotFreed(): void {
     if (this.context.running()) this.startBuffered();
     const freeSlot = this.freeSlot;
     this.freeSlot = this.slotFrees = undefined;

@@ -99,6 +99,16 @@ export class JobSettlement {
     this.track(this.handBack([job], false, 'after its visibility was lost'));
   }
 
+  /**
+   * A delivery whose visibility was lost before its handler started (its preparation outlasted the
+   * claim, see JobRunner): while Redis still holds the claim under its token, the job goes back to
+   * the queue at its own place with its attempt undone; otherwise another delivery has it already,
+   * or it returns when its visibility passes. One try.
+   */
+  handBackLostUnstarted(job: HeldJob): void {
+    this.track(this.handBack([job], true, 'after its visibility was lost before it started'));
+  }
+
   /** Returns claims to the queue for another consumer (at shutdown, unless `occasion` says otherwise). Never rejects. */
   async handBack(jobs: readonly HeldJob[], neverStarted: boolean, occasion = 'at shutdown'): Promise<void> {
     if (jobs.length === 0) return;

@@ -159,10 +159,15 @@ export class VisibilityKeeper {
     if (jobs.length === 0) return;
     this.extending = true;
     const claims = jobs.map((job) => ({ id: job.id, token: job.token }));
-    const sent = performance.now();
+    const issued = performance.now();
     try {
       const { connection, keys } = this.context;
-      const flags = await extendJobsScript.call(connection.client, keys, { visibilityMs: visibilityTimeout }, claims);
+      const send = () => extendJobsScript.call(connection.client, keys, { visibilityMs: visibilityTimeout }, claims);
+      const { reply, written } = connection.reachability?.stampWrites(send) ?? { reply: send(), written: undefined };
+      const flags = await reply;
+      // The run that answered, which renewed the claims, came after the extension's last write:
+      // later than its issue when it waited in the client's queue for a lost connection to come back.
+      const sent = written?.at ?? issued;
       jobs.forEach((job, i) => {
         // A given-up delivery is only sent to keep its group's turn held: nothing to learn from its flag.
         if (job.abandoned) return;
