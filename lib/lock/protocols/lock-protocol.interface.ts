@@ -3,18 +3,19 @@ import type { RedisTransport } from '../../core/redis/redis-transport.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
 
 /** Outcome of one acquire attempt. */
-export type AttemptOutcome =
-  | {
-      readonly acquired: true;
-      readonly fencingToken: string;
-      /**
-       * The owner id the hold is recorded under, when the protocol gives each try its own (Redlock:
-       * a late answer to one try must never count for another). The handle, its re-entries and its
-       * release use it; absent, the owner id passed to `attempt`.
-       */
-      readonly owner?: string;
-    }
-  | AttemptRefusal;
+export type AttemptOutcome = AttemptGrant | AttemptRefusal;
+
+/** A granted try: the hold it took. */
+export interface AttemptGrant {
+  readonly acquired: true;
+  readonly fencingToken: string;
+  /**
+   * The owner id the hold is recorded under, when the protocol gives each try its own (Redlock:
+   * a late answer to one try must never count for another). The handle, its re-entries and its
+   * release use it; absent, the owner id passed to `attempt`.
+   */
+  readonly owner?: string;
+}
 
 /** Why a try was refused, and for how long at most the caller may sleep before trying again. */
 export type AttemptRefusal =
