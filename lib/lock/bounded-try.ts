@@ -4,7 +4,7 @@ import { RedisReachability } from '../core/redis/reachability.js';
 import type { RedisConnection } from '../core/redis/redis-connection.js';
 import type { AbandonedHolds } from './abandoned-holds.js';
 import { DeadlineList } from './deadline-list.js';
-import type { AcquireCall } from './interfaces/acquire-call.interface.js';
+import type { AcquireCall } from './acquire-call.js';
 import type { AttemptMode, AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface.js';
 import { awaitReplicas } from './replica-sync.js';
 
@@ -54,7 +54,7 @@ export class BoundedTries {
   settle(call: AcquireCall, waiting: boolean, sentAt: number): Promise<AttemptOutcome> {
     const { protocol, owner, hold, options } = call;
     const mode: AttemptMode = { willWait: call.willWait, reentry: call.reentry, hold, waiting };
-    const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
+    const attempt = protocol.attempt(this.connection, owner, options.leaseTime, mode);
     const answered = call.willWait ? this.beforeDeadline(call, attempt, sentAt) : this.answered(call, attempt, sentAt);
     return options.syncReplicas ? answered.then((outcome) => this.replicated(call, outcome)) : answered;
   }
@@ -124,7 +124,7 @@ export class BoundedTries {
     const { protocol, options, hold } = call;
     const owner = outcome.owner ?? call.owner;
     return awaitReplicas(this.connection, protocol.wakeChannel, options.syncReplicas!, call.reportedKey, () =>
-      protocol.release(this.connection.client, owner, this.connection.publishCommand, hold),
+      protocol.release(this.connection, owner, hold),
     ).then(() => outcome);
   }
 

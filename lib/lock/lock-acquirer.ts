@@ -15,7 +15,7 @@ import type { AttemptRefusal, LockProtocol } from './protocols/lock-protocol.int
 import type { AbandonedHolds } from './abandoned-holds.js';
 import type { CheckedOutHold, TransactionHolds } from './transaction-holds.js';
 import { BoundedTries, formatKey } from './bounded-try.js';
-import type { AcquireCall } from './interfaces/acquire-call.interface.js';
+import type { AcquireCall } from './acquire-call.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
 
@@ -174,7 +174,7 @@ export class LockAcquirer {
       channel?.leave();
       // A waiter that gives up leaves the line; its liveness deadline removes it anyway.
       if (!call.granted && protocol.leave) {
-        await protocol.leave(this.connection.client, owner, this.connection.publishCommand).catch((error: unknown) => {
+        await protocol.leave(this.connection, owner).catch((error: unknown) => {
           if (this.connection.outages.absorb('wait queues left to their deadline', error)) return;
           this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${errorMessage(error)}`);
         });

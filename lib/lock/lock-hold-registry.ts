@@ -16,7 +16,7 @@ import { MultiLockHandle } from './multi-lock-handle.js';
 import type { AttemptGrant } from './protocols/lock-protocol.interface.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { AbandonedHolds } from './abandoned-holds.js';
-import type { AcquireCall } from './interfaces/acquire-call.interface.js';
+import type { AcquireCall } from './acquire-call.js';
 import { LockAcquireAbortedError } from '../core/errors/lock-acquire-aborted.error.js';
 import { TransactionHolds } from './transaction-holds.js';
 
@@ -36,8 +36,6 @@ export class LockHoldRegistry implements HeldLockOperations {
   /** Holds whose owner (a leader election, an `@OnOneInstance` lease) logs their loss in its own words. */
   private readonly lossLoggedByOwner = new WeakSet<LockHandle>();
   private readonly defaults: RedisLockConfig['lock'];
-  /** The connection's publish command, read once: it follows from the client, which never changes. */
-  private readonly publishCommand: string;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -47,9 +45,8 @@ export class LockHoldRegistry implements HeldLockOperations {
     @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
   ) {
     this.defaults = config.lock;
-    this.publishCommand = connection.publishCommand;
     this.watchdog = new LockWatchdog(
-      () => this.connection.client,
+      connection,
       config.lock.leaseTime,
       connection.isCluster,
       (error) => {
@@ -100,7 +97,7 @@ export class LockHoldRegistry implements HeldLockOperations {
     const sentAt = performance.now();
     const [extended] = renewal.target
       ? await renewal.target.renew(renewal.script, [renewal], lease)
-      : await runRenewal(this.connection.client, renewal.script, [renewal], lease);
+      : await runRenewal(this.connection, renewal.script, [renewal], lease);
     if (extended === -1) {
       throw new RedisConnectionError(
         `Could not extend lock ${JSON.stringify(handle.key)}: too few Redlock masters answered to confirm it. ` +
@@ -177,7 +174,7 @@ export class LockHoldRegistry implements HeldLockOperations {
     }
     handle.markReleased();
     // Chained, not async: a release is half of every lock cycle.
-    return handle.protocol.release(this.connection.client, handle.owner, this.publishCommand, handle.hold).then((result) => {
+    return handle.protocol.release(this.connection, handle.owner, handle.hold).then((result) => {
       this.observer.released(handle);
       if (result === -1) {
         this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);

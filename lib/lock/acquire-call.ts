@@ -1,5 +1,5 @@
-import type { LockProtocol } from '../protocols/lock-protocol.interface.js';
-import type { ResolvedAcquireOptions } from './acquire-options.interface.js';
+import type { LockProtocol } from './protocols/lock-protocol.interface.js';
+import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 
 /**
  * One acquire call, as `LockAcquirer` decided it: whose hold it takes and until when it may wait.
