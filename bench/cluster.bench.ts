@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { DelayQueueService, LockService, RedisLockModule, type RedisLockModuleOptions } from '../lib/index.js';
+import { DelayQueueService, RedisLockModule, type RedisLockModuleOptions } from '../lib/index.js';
 import { provideRedisCluster, formatClusterNodes } from '../tools/local-redis-cluster.js';
 import {
   createOurContenders,

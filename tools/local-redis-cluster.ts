@@ -225,7 +225,7 @@ function makeCluster(
     },
     async waitUntilHealthy(timeoutMs = 30_000) {
       const deadline = performance.now() + timeoutMs;
-      let reason = 'not checked yet';
+      let reason: string;
       for (;;) {
         try {
           reason = await unhealthyReason(liveNodes(), expectedNodes);

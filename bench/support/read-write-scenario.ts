@@ -72,7 +72,10 @@ export async function runReadWrite(
       if (write) writers--;
       else readers--;
       await handle.release();
-      if (performance.now() < deadline) (write ? writes++ : reads++);
+      if (performance.now() < deadline) {
+        if (write) writes++;
+        else reads++;
+      }
       await sleep(options.thinkMs);
     }
   };

@@ -8,6 +8,7 @@ import { escapeTemplateValue } from '../core/keys/escape-template-value.js';
  *
  * @inline
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any method's arguments (a method's parameters are contravariant)
 export type LockKeySource<TArgs extends unknown[] = any[]> =
   | string
   | readonly string[]
@@ -228,12 +229,12 @@ export function compileKeySource<TInput>(
     location: string;
     shape?: ParameterShape;
     rootOf: (input: TInput, placeholder: KeyPlaceholder) => { value: unknown; name: string };
-    callFn: (fn: (...args: any[]) => unknown, input: TInput) => unknown;
+    callFn: (fn: (...args: unknown[]) => unknown, input: TInput) => unknown;
   },
 ): (input: TInput) => string | string[] {
   const { root, location, shape } = options;
   if (typeof source === 'function') {
-    const fn = source as (...args: any[]) => unknown;
+    const fn = source as (...args: unknown[]) => unknown;
     return (input) => checkComputedKey(options.callFn(fn, input), location);
   }
   const single = typeof source === 'string';
@@ -262,7 +263,7 @@ export function compileKeySource<TInput>(
  * so the count is exact; otherwise the last one may be a rest parameter and any index may be valid.
  * Without the metadata (a compiler that does not emit it) nothing is certain and nothing is checked.
  */
-export function parameterShape(target: object, propertyKey: string | symbol, method: Function): ParameterShape {
+export function parameterShape(target: object, propertyKey: string | symbol, method: { readonly length: number }): ParameterShape {
   const types: unknown = Reflect.getMetadata?.('design:paramtypes', target, propertyKey);
   if (!Array.isArray(types)) return {};
   return { types, exact: method.length === types.length };

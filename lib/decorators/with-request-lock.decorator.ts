@@ -13,6 +13,7 @@ import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
 export type RequestLockKeySource =
   | string
   | readonly string[]
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the app's own request type (Express, Fastify)
   | ((request: any, context: ExecutionContext) => string | readonly string[]);
 
 /** What `@WithRequestLock` records. Internal. */

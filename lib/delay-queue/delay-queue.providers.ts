@@ -11,6 +11,7 @@ import { JobEnqueuer, TransactionalOutbox } from './job-enqueuer.js';
 import { JobCommands } from './job-commands.js';
 import { JobWriter } from './writer/job-writer.js';
 import { TopicShards } from './jobs/topic-shards.js';
+import { TopicDirectory } from './topic-directory.js';
 import { TopicInspector } from './topic-inspector.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
@@ -22,7 +23,7 @@ import { ScheduleChangeRouter } from './outbox-relay/schedule-change-router.js';
  * `JobEnqueuer`, and with `delayQueue.outbox` the relay, the enqueuer's `TransactionalOutbox`), where
  * repeat schedule changes go, the service, the consumers (`ConsumerRegistry`, which builds them for
  * `consume()` and `@OnDelayed`), the `@OnDelayed` discovery and the lifecycle (orchestrator), the
- * read side and the commands.
+ * read side (what a topic holds, which topics exist) and the commands.
  */
 export const delayQueueProviders: Provider[] = [
   {
@@ -48,4 +49,5 @@ export const delayQueueProviders: Provider[] = [
   DelayedHandlerExplorer,
   DelayQueueOrchestrator,
   TopicInspector,
+  TopicDirectory,
 ];

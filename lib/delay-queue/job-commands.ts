@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { TopicKeys } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { assertJobAddress } from './job-address.js';
-import { cancelScriptKeys, topicScriptKeys } from './jobs/script-keys.js';
+import { cancelScriptKeys } from './jobs/script-keys.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobWriter } from './writer/job-writer.js';
 import { cancelJobScript } from './scripts/cancel-job.lua.js';
@@ -95,7 +95,7 @@ export class JobCommands {
 
   /** How many dead letters one shard holds now. */
   private async deadCount(shard: TopicKeys): Promise<number> {
-    return Number((await topicStatsScript.run<number[]>(this.connection.client, topicScriptKeys(shard), []))[3]);
+    return (await topicStatsScript.call(this.connection.client, shard, {})).dead;
   }
 
   /**

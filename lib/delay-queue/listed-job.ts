@@ -1,6 +1,7 @@
 import { errorMessage } from '../core/errors/error-message.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import { decodeHeader } from './jobs/job-codec.js';
+import type { ListedRow } from './scripts/list-jobs.lua.js';
 
 /**
  * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
@@ -69,12 +70,8 @@ export const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => 
  * did not write the body), the first bytes of the payload (of the raw body when unreadable) and the
  * payload's whole size in bytes.
  */
-export function toListedJob(
-  row: { id: string; state: ListedJobState; score: string; header: string | null },
-  head: string,
-  bytes: number,
-  previewLength: number,
-): ListedJob {
+export function toListedJob(row: ListedRow, state: ListedJobState, previewLength: number): ListedJob {
+  const { payloadHead: head, payloadBytes: bytes } = row;
   let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
   try {
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
@@ -83,16 +80,16 @@ export function toListedJob(
     job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
   }
   const times =
-    row.state === 'due' || row.state === 'scheduled'
+    state === 'due' || state === 'scheduled'
       ? { dueAt: Math.floor(Number(row.score) / DUE_SCORE_SLOTS) }
-      : row.state === 'active'
+      : state === 'active'
         ? { visibleUntil: Number(row.score) }
-        : row.state === 'dead'
+        : state === 'dead'
           ? { diedAt: Number(row.score) }
           : { finishedAt: Number(row.score) };
   return {
     id: row.id,
-    state: row.state,
+    state,
     attempts: job.attempts,
     maxAttempts: job.maxAttempts,
     createdAt: job.createdAt,

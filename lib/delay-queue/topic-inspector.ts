@@ -1,37 +1,30 @@
 import { Injectable } from '@nestjs/common';
-import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
-import { scanKeys } from '../core/redis/scan-keys.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
-import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import { decodeJobLeniently } from './jobs/job-codec.js';
 import { LIST_ORDER, toListedJob, type ListedJob, type ListedJobs, type ListedJobState } from './listed-job.js';
-import { completedReadScriptKeys, topicScriptKeys, topicStatsScriptKeys } from './jobs/script-keys.js';
 import { listJobsScript } from './scripts/list-jobs.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
-import { readJobScript } from './scripts/read-job.lua.js';
+import { readJobScript, type JobRead } from './scripts/read-job.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
-import { shardTopicName } from '../core/keys/topic-name.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import type { RepeatInfo } from './interfaces/repeat-options.interface.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /**
- * The read side of the delay queue: one job, a topic's counts, dead letters and repeatable
- * schedules (what `DelayQueueService` answers with), and for add-ons such as the dashboard which
- * topics exist (handled here, or found in Redis) and the jobs of a topic by state with payload
- * previews. It writes nothing (the operator's actions are `JobCommands`'). A sharded topic is one
+ * The read side of the delay queue: what one topic holds. One job, a topic's counts, dead letters
+ * and repeatable schedules (what `DelayQueueService` answers with), and for add-ons such as the
+ * dashboard the jobs of a topic by state with payload previews. It writes nothing (the operator's
+ * actions are `JobCommands`'); which topics exist is `TopicDirectory`'s. A sharded topic is one
  * topic here: reads merge its shards.
  */
 @Injectable()
 export class TopicInspector {
   constructor(
     private readonly connection: RedisConnection,
-    private readonly keySpace: RedisKeySpace,
     private readonly shards: TopicShards,
-    private readonly explorer: DelayedHandlerExplorer,
     private readonly repeats: RepeatScheduler,
   ) {}
 
@@ -39,27 +32,25 @@ export class TopicInspector {
   async job<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
     assertValidTopic(topic);
     // A job of a group lives on its group's shard: on a sharded topic, look in the others too.
-    type JobRead = [number, string | null, string | null, string | null, string | null, string | null, string | null];
     let read: JobRead | undefined;
     for (const shard of this.shards.searchOrder(topic, id)) {
-      const found: JobRead = await readJobScript.run<JobRead>(this.connection.client, completedReadScriptKeys(shard), [id]);
-      read = found;
-      if (found[1] !== null) break;
+      read = await readJobScript.call(this.connection.client, shard, { id });
+      if (read.body !== null) break;
     }
-    const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result] = read!;
+    const { nowMs, body, dueScore, visibleUntilMs, diedAtMs, finishedAtMs, resultJson } = read!;
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
     const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress } = job;
     const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack, progress, group: job.group };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
-      return { ...base, state: dueMs <= Number(nowMs) ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
+      return { ...base, state: dueMs <= nowMs ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
     }
-    if (deadline !== null) return { ...base, state: 'active', visibleUntil: new Date(Number(deadline)) };
-    if (diedAt !== null) return { ...base, state: 'dead', diedAt: new Date(Number(diedAt)) };
-    if (finishedAt !== null) {
-      const kept = { ...base, state: 'completed' as const, finishedAt: new Date(Number(finishedAt)) };
-      return result === null ? kept : { ...kept, result: JSON.parse(result) as unknown };
+    if (visibleUntilMs !== null) return { ...base, state: 'active', visibleUntil: new Date(visibleUntilMs) };
+    if (diedAtMs !== null) return { ...base, state: 'dead', diedAt: new Date(diedAtMs) };
+    if (finishedAtMs !== null) {
+      const kept = { ...base, state: 'completed' as const, finishedAt: new Date(finishedAtMs) };
+      return resultJson === null ? kept : { ...kept, result: JSON.parse(resultJson) as unknown };
     }
     return null;
   }
@@ -67,21 +58,19 @@ export class TopicInspector {
   /** Counts of a topic's jobs by state and of its schedules, one snapshot per shard, added up. */
   async stats(topic: string): Promise<DelayQueueStats> {
     assertValidTopic(topic);
-    const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) => topicStatsScript.run<number[]>(this.connection.client, topicStatsScriptKeys(keys), [])),
-    );
+    const perShard = await Promise.all(this.shards.all(topic).map((keys) => topicStatsScript.call(this.connection.client, keys, {})));
     const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 };
     let completed = 0;
-    for (const [waiting, due, active, dead, schedules, kept, paused, grouped, busyGroups] of perShard) {
-      total.scheduled += waiting - due;
-      total.due += due;
-      total.active += active;
-      total.dead += dead;
-      total.schedules += schedules;
-      completed += kept;
-      total.paused ||= paused === 1;
-      total.grouped += grouped;
-      total.busyGroups += busyGroups;
+    for (const shard of perShard) {
+      total.scheduled += shard.waiting - shard.due;
+      total.due += shard.due;
+      total.active += shard.active;
+      total.dead += shard.dead;
+      total.schedules += shard.schedules;
+      completed += shard.completed;
+      total.paused ||= shard.paused;
+      total.grouped += shard.grouped;
+      total.busyGroups += shard.busyGroups;
     }
     // Only topics that keep completed jobs show the count (most keep none).
     return completed > 0 ? { ...total, completed } : total;
@@ -92,13 +81,16 @@ export class TopicInspector {
     assertValidTopic(topic);
     // Each shard's newest `limit`, merged: the newest `limit` overall are among them.
     const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) => readDeadLettersScript.run<(string | number)[]>(this.connection.client, topicScriptKeys(keys), [limit])),
+      this.shards.all(topic).map((keys) => readDeadLettersScript.call(this.connection.client, keys, { limit })),
     );
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
-    for (const flat of perShard) for (let i = 0; i < flat.length; i += 3) {
-      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(String(flat[i + 1]));
-      const diedAt = new Date(Number(flat[i + 2]));
-      const job = { id: String(flat[i]), topic, payload, state: 'dead' as const, attempts, maxAttempts, createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack };
+    for (const letters of perShard) for (const { id, body, diedAtMs } of letters) {
+      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(body);
+      const diedAt = new Date(diedAtMs);
+      const job = {
+        id, topic, payload, state: 'dead' as const, attempts, maxAttempts,
+        createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack,
+      };
       result.push(progress === undefined ? job : { ...job, progress });
     }
     if (perShard.length === 1) return result;
@@ -111,82 +103,23 @@ export class TopicInspector {
     return this.repeats.list(topic);
   }
 
-  /** Topics consumed by an `@OnDelayed` handler of this application (the ones the delay queue runs). */
-  handledTopics(): readonly string[] {
-    return this.explorer.handledTopics();
-  }
-
-  /**
-   * The topics this application names in its own code and configuration, known from bootstrap on
-   * (before any job): its `@OnDelayed` handlers' topics, then the topics split into shards in
-   * `delayQueue.topics`.
-   */
-  applicationTopics(): string[] {
-    return [...new Set([...this.handledTopics(), ...this.shards.sharded()])];
-  }
-
-  /**
-   * Topics with at least one job (in any state) in Redis, found by SCAN on every master: at most
-   * `limit` jobs hashes are looked at. The shards of a sharded topic are reported as the topic.
-   */
-  async topicsInRedis(limit: number): Promise<{ topics: string[]; truncated: boolean }> {
-    const { keys, truncated } = await scanKeys(this.connection.client, this.keySpace.topicJobsPattern(), limit);
-    const topics = new Set<string>();
-    for (const key of keys) {
-      const found = this.keySpace.topicOfJobsKey(key);
-      if (found !== undefined && isValidTopic(found)) topics.add(this.topicOfShard(found));
-    }
-    return { topics: [...topics], truncated };
-  }
-
   /** The first `limit` jobs of `topic` in `state`, each payload shortened to `previewLength` characters. */
   async listJobs(topic: string, state: ListedJobState, limit: number, previewLength: number): Promise<ListedJobs> {
     assertValidTopic(topic);
     // A UTF-16 code unit takes at most 3 bytes of UTF-8: this many bytes always hold a whole preview.
     const previewBytes = 3 * previewLength + 48;
     const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) =>
-        listJobsScript.run<Array<string | number | null>>(this.connection.client, completedReadScriptKeys(keys), [state, limit, previewBytes]),
-      ),
+      this.shards.all(topic).map((keys) => listJobsScript.call(this.connection.client, keys, { state, limit, previewBytes })),
     );
     let now = 0;
     let total = 0;
     let jobs: ListedJob[] = [];
-    for (const flat of perShard) {
-      now = Math.max(now, Number(flat[0]));
-      total += Number(flat[1]);
-      for (let i = 2; i < flat.length; i += 5) {
-        const header = flat[i + 2];
-        jobs.push(
-          toListedJob(
-            { id: String(flat[i]), state, score: String(flat[i + 1]), header: header === null ? null : String(header) },
-            String(flat[i + 3]),
-            Number(flat[i + 4]),
-            previewLength,
-          ),
-        );
-      }
+    for (const shard of perShard) {
+      now = Math.max(now, shard.nowMs);
+      total += shard.total;
+      for (const row of shard.rows) jobs.push(toListedJob(row, state, previewLength));
     }
     if (perShard.length > 1) jobs = jobs.sort(LIST_ORDER[state]).slice(0, limit);
     return { topic, state, now, total, jobs };
-  }
-
-  /** `hot#2` is shard 2 of `hot` when `hot` is configured with that many shards: reported as `hot`. */
-  private topicOfShard(found: string): string {
-    const hash = found.lastIndexOf('#');
-    if (hash <= 0) return found;
-    const topic = found.slice(0, hash);
-    const count = this.shards.count(topic);
-    for (let i = 0; i < count && count > 1; i++) if (shardTopicName(topic, i) === found) return topic;
-    return found;
-  }
-}
-
-function isValidTopic(name: string): boolean {
-  try {
-    assertValidTopic(name);
-    return true;
-  } catch {
-    return false;
   }
 }

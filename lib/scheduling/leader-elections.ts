@@ -87,9 +87,9 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
     for (const wrapper of this.discovery.getProviders()) {
       const instance = wrapper.instance as (LeadershipHooks & object) | undefined;
       const type = (instance && typeof instance === 'object' ? instance.constructor : undefined) ?? wrapper.metatype ?? undefined;
-      const declaration = leaderElectionOf(type as Function | undefined);
+      const declaration = leaderElectionOf(type as object | undefined);
       if (!declaration) continue;
-      const provider = (type as Function).name;
+      const provider = (type as { readonly name: string }).name;
       if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient || !instance) {
         throw new InvalidOptionsError(
           '@LeaderElection',
@@ -113,6 +113,6 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
 }
 
 /** The declaration `@LeaderElection` recorded on a class, if any. */
-function leaderElectionOf(type: Function | undefined): LeaseDeclaration | undefined {
+function leaderElectionOf(type: object | undefined): LeaseDeclaration | undefined {
   return type ? (Reflect.getOwnMetadata(LEADER_ELECTION_METADATA, type) as LeaseDeclaration | undefined) : undefined;
 }

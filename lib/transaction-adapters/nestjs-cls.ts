@@ -18,6 +18,7 @@ import { SynchronizationList } from '../core/transaction/synchronization-list.js
  *
  * @inline
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the adapter's own connection and options types
 export type AnyTransactionalAdapter = TransactionalAdapter<any, any, any>;
 type AdapterOptions = ReturnType<AnyTransactionalAdapter['optionsFactory']>;
 

@@ -7,7 +7,7 @@ import { DelayQueueService, RedisLockEvents, RedisLockModule, runInTransaction }
 import type { JobScheduleLostEvent, JobScheduleRetryingEvent } from '../../lib/core/events/job-events.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { createDelayApp } from './support/delay-test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 
 /**

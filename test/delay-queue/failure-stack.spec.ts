@@ -73,7 +73,7 @@ describe('a failed job keeps the stack of its error', () => {
     const huge = new Error('x'.repeat(50_000));
     const consumer = queue.consume('stack.bounds', (payload: string) => {
       if (payload === 'error') throw huge;
-      throw 'a plain string'; // eslint-disable-line no-throw-literal
+      throw 'a plain string';
     }, { maxAttempts: 1 });
     try {
       const big = await queue.schedule('stack.bounds', 'error');

@@ -1,4 +1,4 @@
-import { RedisLockEvents, type DelayQueueService, type JobContext } from '../../lib/index.js';
+import { RedisLockEvents, type JobContext } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { CancelListener } from '../../lib/delay-queue/consumer/cancel-listener.js';
 import { uniquePrefix } from '../support/test-app.js';

@@ -4,7 +4,6 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { MISSED_TICK_AFTER_MS } from '../../lib/delay-queue/repeat/tick-calendar.js';
 import { TopicInspector } from '../../lib/delay-queue/topic-inspector.js';
 import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
-import { repeatScriptKeys } from '../../lib/delay-queue/jobs/script-keys.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
 import { uniquePrefix, useRawRedis } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
@@ -204,13 +203,16 @@ describe('DelayQueueService.repeat', () => {
   it('an advance run twice (a re-sent command) enqueues one job', async () => {
     const t = await app();
     const info = await t.queue.repeat('twice', { every: 60_000 });
-    const keys = repeatScriptKeys(new RedisKeySpace(t.keyPrefix).topic('twice'));
-    const stored = (await redis.hget(keys[6], 'twice'))!;
+    const keys = new RedisKeySpace(t.keyPrefix).topic('twice');
+    const stored = (await redis.hget(keys.repeats, 'twice'))!;
     const tick = info.nextRunAt.getTime();
     const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
-    const args = ['twice', stored.slice(0, 40), tick, tick + 60_000, tail, '0'];
-    expect(await advanceRepeatScript.run(redis, keys, args)).toBe(1);
-    expect(await advanceRepeatScript.run(redis, keys, args)).toBe(0);
+    const args = {
+      scheduleId: 'twice', fingerprint: stored.slice(0, 40), expectedTick: tick, nextTick: String(tick + 60_000), tail,
+      dropStale: false, claimed: false, limit: '', startDate: '', endDate: '',
+    };
+    expect(await advanceRepeatScript.call(redis, keys, args)).toBe('advanced');
+    expect(await advanceRepeatScript.call(redis, keys, args)).toBe('unchanged');
     expect(await t.queue.stats('twice')).toMatchObject({ scheduled: 2 });
     expect((await t.queue.listRepeats('twice'))[0].nextRunAt.getTime()).toBe(tick + 60_000);
   });

@@ -44,7 +44,8 @@ import { readRepeatsScript } from '../../lib/delay-queue/scripts/read-repeats.lu
 import { removeRepeatScript } from '../../lib/delay-queue/scripts/remove-repeat.lua.js';
 import { reassertRemovalsScript } from '../../lib/delay-queue/scripts/reassert-removals.lua.js';
 import { upsertRepeatScript } from '../../lib/delay-queue/scripts/upsert-repeat.lua.js';
-import { repeatScriptKeys } from '../../lib/delay-queue/jobs/script-keys.js';
+import { operationKey } from '../../lib/delay-queue/jobs/operation-record.js';
+import type { JobScript, ScriptArgType } from '../../lib/delay-queue/scripts/job-script.js';
 import { RedisScript } from '../../lib/core/redis/redis-script.js';
 import {
   fence,
@@ -991,8 +992,13 @@ const repeatRows: LostReplyRow[] = [
   }),
 ];
 
-/** Where the advance script's ARGV[4] (the tick to queue; '' for a bounded schedule's finish) is among its keys and args. */
-const NEXT_TICK_AT = repeatScriptKeys({ due: '', jobs: ':jobs', active: '', dead: '', marker: '' } as never).length + 3;
+/** Where a script's argument `name` is among the keys and args of its calls. */
+function argAt<A extends Record<string, ScriptArgType>>(script: JobScript<string, A, string, unknown>, name: keyof A & string): number {
+  return script.contract.keys.length + Object.keys(script.contract.args).indexOf(name);
+}
+
+/** Where the advance script's tick to queue ('' for a bounded schedule's finish) is among its keys and args. */
+const NEXT_TICK_AT = argAt(advanceRepeatScript, 'nextTick');
 
 /** A bounded schedule of `limit` ticks every 300 ms, run by a consumer on the proxied connection until it is finished and idle. */
 async function runBounded(ctx: Ctx, limit: number): Promise<string[]> {
@@ -1043,8 +1049,26 @@ repeatRows.push(
   }),
 );
 
-/** Where the upsert script's ARGV[5] ('1': a restore after data loss) is among its keys and args. */
-const RESTORE_FLAG_AT = repeatScriptKeys({ due: '', jobs: ':jobs', active: '', dead: '', marker: '' } as never).length + 4;
+/** Where the upsert script's restore flag ('1': a restore after data loss) is among its keys and args. */
+const RESTORE_FLAG_AT = argAt(upsertRepeatScript, 'restore');
+
+/** The restore an instance that upserted the schedule would send (its stored form, a first tick an hour ahead). */
+function restoreOf(ctx: Omit<Ctx, 'lost'>, stored: string, seenAt: number | '') {
+  const keys = ctx.keys.topic(TOPIC);
+  const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
+  return upsertRepeatScript.call(ctx.redis, { ...keys, record: operationKey(keys.jobs, 'restore') }, {
+    scheduleId: TOPIC,
+    stored,
+    firstTick: String(Date.now() + 3_600_000),
+    tail,
+    restore: true,
+    deadline: '',
+    seenAt: String(seenAt),
+    limit: '',
+    startDate: '',
+    endDate: '',
+  });
+}
 
 /** Redis lost the row's data (a restart without persistence): every key of the row is deleted. */
 async function loseRowData(ctx: Omit<Ctx, 'lost'>): Promise<void> {
@@ -1083,17 +1107,15 @@ const restoreRows: LostReplyRow[] = [
     script: removeRepeatScript,
     arrange: async (ctx) => {
       await ctx.peerQueue.repeat(TOPIC, { every: 60_000 });
-      const keys = repeatScriptKeys(ctx.keys.topic(TOPIC));
-      return { keys, stored: (await ctx.redis.hget(keys[6], TOPIC))! };
+      return { stored: (await ctx.redis.hget(ctx.keys.topic(TOPIC).repeats, TOPIC))! };
     },
     act: (ctx) => ctx.queue.removeRepeat(TOPIC),
-    check: async (ctx, { keys, stored }, existed) => {
+    check: async (ctx, { stored }, existed) => {
       expect(existed).toBe(true);
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      // The restore the peer's check would send (its definition, a first tick ahead): refused.
-      const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
-      const [status] = await upsertRepeatScript.run<[number]>(ctx.redis, keys, [TOPIC, stored, Date.now() + 3_600_000, tail, '1']);
-      expect(status).toBe(-2);
+      // The restore the peer's check would send (its definition, a first tick ahead): refused (status -2).
+      const { status } = await restoreOf(ctx, stored, '');
+      expect(status).toBe('removed');
       expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
   }),
@@ -1105,9 +1127,9 @@ restoreRows.push(
     script: reassertRemovalsScript,
     arrange: async (ctx) => {
       await ctx.peerQueue.repeat(TOPIC, { every: 60_000 });
-      const keys = repeatScriptKeys(ctx.keys.topic(TOPIC));
-      const stored = (await ctx.redis.hget(keys[6], TOPIC))!;
-      const definedAt = Number(await ctx.redis.zscore(keys[10], TOPIC));
+      const keys = ctx.keys.topic(TOPIC);
+      const stored = (await ctx.redis.hget(keys.repeats, TOPIC))!;
+      const definedAt = Number(await ctx.redis.zscore(keys.repeatDefined, TOPIC));
       // This instance removes it, then Redis loses its data (the removal's record with it).
       expect(await ctx.queue.removeRepeat(TOPIC)).toBe(true);
       await loseRowData(ctx);
@@ -1116,13 +1138,12 @@ restoreRows.push(
     // Its periodic check (every 5 s) records the removal again, before the peer's restore is due.
     act: async (ctx, { keys }) => {
       await ctx.lost;
-      await waitFor(async () => (await ctx.redis.zscore(keys[9], TOPIC)) !== null, 8_000, 'the removal recorded again');
+      await waitFor(async () => (await ctx.redis.zscore(keys.repeatRemoved, TOPIC)) !== null, 8_000, 'the removal recorded again');
     },
-    check: async (ctx, { keys, stored, definedAt }) => {
-      // The restore the peer's check would send (its definition, known from before the removal): refused.
-      const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
-      const [status] = await upsertRepeatScript.run<[number]>(ctx.redis, keys, [TOPIC, stored, Date.now() + 3_600_000, tail, '1', '', definedAt]);
-      expect(status).toBe(-2);
+    check: async (ctx, { stored, definedAt }) => {
+      // The restore the peer's check would send (its definition, known from before the removal): refused (status -2).
+      const { status } = await restoreOf(ctx, stored, definedAt);
+      expect(status).toBe('removed');
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
       expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
     },
@@ -1165,8 +1186,9 @@ async function inOutboxTransaction<T>(work: () => Promise<T>): Promise<T> {
 async function outboxRowCount(): Promise<number> {
   return (await openOutboxDb().query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
 }
-/** Where a fenced upsert's deadline (ARGV[6]) is among its keys and args. */
-const UPSERT_DEADLINE_AT = RESTORE_FLAG_AT + 1;
+/** Where a fenced upsert's and removal's deadline is among their keys and args ('' unfenced). */
+const UPSERT_DEADLINE_AT = argAt(upsertRepeatScript, 'deadline');
+const REMOVE_DEADLINE_AT = argAt(removeRepeatScript, 'deadline');
 
 const outboxRows: LostReplyRow[] = [
   row({
@@ -1207,7 +1229,7 @@ const outboxRows: LostReplyRow[] = [
   row({
     name: 'outbox removeRepeat (fenced): the removal after COMMIT run twice removes the schedule and its waiting tick; the row is deleted',
     script: removeRepeatScript,
-    where: (keysAndArgs) => keysAndArgs.length === RESTORE_FLAG_AT - 4 + 2, // its keys and two args (id, deadline)
+    where: (keysAndArgs) => keysAndArgs[REMOVE_DEADLINE_AT] !== '',
     get options() {
       return outboxOptions();
     },

@@ -3,7 +3,6 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { jest } from '@jest/globals';
-import { Logger } from '@nestjs/common';
 import {
   LockService,
   REDIS_LOCK_CHANNELS,

@@ -1,5 +1,4 @@
 import { jest } from '@jest/globals';
-import { Logger } from '@nestjs/common';
 import {
   LockAcquireTimeoutError,
   LockService,

@@ -1,5 +1,4 @@
 import { jest } from '@jest/globals';
-import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';

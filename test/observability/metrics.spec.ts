@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import { Test, type TestingModule } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
 import { RedisLockMetrics, RedisLockMetricsModule, defaultLockKeyPattern } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
 import { LockAcquireTimeoutError, RedisLockModule, WithLock } from '../../lib/index.js';

@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { Controller, Get, Injectable, Logger, Param } from '@nestjs/common';
+import { Controller, Get, Injectable, Param } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import * as otelApi from '@opentelemetry/api';
 import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';

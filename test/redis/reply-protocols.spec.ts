@@ -1,7 +1,6 @@
 import { jest } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { Logger } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import {

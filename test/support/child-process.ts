@@ -54,7 +54,7 @@ export async function reportedBy<T>(child: ChildProcess & { output: () => string
   try {
     await waitFor(line, timeoutMs, `"${tag}" from the consumer process`);
   } catch (error) {
-    throw new Error(`${(error as Error).message}; it printed:\n${child.output()}`);
+    throw new Error(`${(error as Error).message}; it printed:\n${child.output()}`, { cause: error });
   }
   return JSON.parse(line()!.slice(tag.length + 1)) as T;
 }

@@ -3,9 +3,7 @@ import { formatClusterNodes, provideRedisCluster, type LocalRedisCluster } from 
 import { provideTestRedis, type TestRedis } from './redis-for-tests.js';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __TEST_REDIS__: TestRedis | undefined;
-  // eslint-disable-next-line no-var
   var __TEST_REDIS_CLUSTER__: LocalRedisCluster | undefined;
 }
 

@@ -307,7 +307,7 @@ describe('startTestRedis', () => {
   });
 
   it('stops a private server at the end of an `await using` block', async () => {
-    let port = 0;
+    let port: number;
     {
       await using server = await startLocalRedisServer();
       port = server.port;

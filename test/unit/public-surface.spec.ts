@@ -39,7 +39,7 @@ describe('the public surface', () => {
   it('keeps the dashboard data types and the add-ons internals out of every entry point', () => {
     const everything = [...exported.values()].flat();
     expect(everything.filter((name) => /^Dashboard/.test(name) && name !== 'DashboardAccessHook')).toEqual([]);
-    for (const internal of ['LockSections', 'RedisConnection', 'LockInspector', 'TopicInspector', 'REDIS_LOCK_INTERNALS', 'SectionMode', 'RedisLockConfig']) {
+    for (const internal of ['LockSections', 'RedisConnection', 'LockInspector', 'TopicInspector', 'TopicDirectory', 'REDIS_LOCK_INTERNALS', 'SectionMode', 'RedisLockConfig']) {
       expect(everything).not.toContain(internal);
     }
   });

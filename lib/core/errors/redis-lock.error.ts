@@ -28,8 +28,11 @@ export abstract class RedisLockError extends Error {
 /** The names of an error's class and its base classes up to RedisLockError: the same in both builds. */
 const ERROR_CLASSES = Symbol.for('nestjs-redis-lock:error-classes');
 
-function classNamesOf(errorClass: Function): readonly string[] {
+/** A class, as its prototype chain is walked (constructors are functions with a name). */
+type AnyClass = abstract new (...args: never[]) => unknown;
+
+function classNamesOf(errorClass: AnyClass): readonly string[] {
   const names: string[] = [];
-  for (let c: Function | null = errorClass; c && c !== Error; c = Object.getPrototypeOf(c) as Function | null) names.push(c.name);
+  for (let c: AnyClass | null = errorClass; c && c !== Error; c = Object.getPrototypeOf(c) as AnyClass | null) names.push(c.name);
   return Object.freeze(names);
 }

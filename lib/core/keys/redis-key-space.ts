@@ -77,6 +77,12 @@ export class RedisKeySpace {
       cancelChannel: `${base}:cancel`,
       completed: `${base}:completed`,
       results: `${base}:results`,
+      repeats: `${base}:repeats`,
+      repeatNext: `${base}:repeat-next`,
+      repeatLast: `${base}:repeat-last`,
+      repeatRemoved: `${base}:repeat-removed`,
+      repeatDefined: `${base}:repeat-defined`,
+      repeatRuns: `${base}:repeat-runs`,
     };
   }
 
@@ -198,4 +204,16 @@ export interface TopicKeys {
   readonly completed: string;
   /** hash id -> the handler's return value as JSON, for kept completed jobs that returned one. */
   readonly results: string;
+  /** hash schedule id -> its stored definition (the repeatable schedules; see repeat-lua-snippets.ts for these six keys). */
+  readonly repeats: string;
+  /** zset schedule id -> the tick whose job was enqueued last (epoch ms). */
+  readonly repeatNext: string;
+  /** zset schedule id -> the last tick a consumer claimed (epoch ms). */
+  readonly repeatLast: string;
+  /** zset schedule id -> when `removeRepeat()` removed it (server µs), kept a day. */
+  readonly repeatRemoved: string;
+  /** zset schedule id -> the server µs from which its stored definition is known current. */
+  readonly repeatDefined: string;
+  /** hash schedule id -> its ticks queued so far. */
+  readonly repeatRuns: string;
 }

@@ -1,6 +1,6 @@
 import { InvalidTopicError } from '../errors/invalid-topic.error.js';
 
-const TOPIC_PATTERN = /^[A-Za-z0-9_.:\/#-]{1,128}$/;
+const TOPIC_PATTERN = /^[A-Za-z0-9_.:/#-]{1,128}$/;
 
 /**
  * Topics appear in key names, log lines and metrics, so they are held to a narrower alphabet than

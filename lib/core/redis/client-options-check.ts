@@ -1,4 +1,4 @@
-import { Cluster, type Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 

@@ -1,6 +1,6 @@
+import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
-import { repeatScriptKeys } from '../jobs/script-keys.js';
 import { reassertRemovalsScript } from '../scripts/reassert-removals.lua.js';
 
 /**
@@ -14,9 +14,6 @@ export const REMOVAL_REMEMBERED_MS = 60_000;
 
 /** Removals sent to Redis per script call. */
 const REASSERT_BATCH = 200;
-
-/** reassert-removals.lua.ts: a stored definition newer than the removal keeps it. */
-const SUPERSEDED = 3;
 
 interface Removal {
   /** When Redis removed it (server µs). */
@@ -64,21 +61,21 @@ export class RecentRemovals {
         this.byTopic.delete(topic);
         continue;
       }
-      const byShard = new Map<string, { keys: string[]; entries: [string, Removal][] }>();
+      const byShard = new Map<string, { keys: TopicKeys; entries: [string, Removal][] }>();
       for (const entry of removals) {
-        const keys = repeatScriptKeys(this.shards.forSchedule(topic, entry[0]));
-        const shard = byShard.get(keys[0]) ?? { keys, entries: [] };
-        byShard.set(keys[0], shard);
+        const keys = this.shards.forSchedule(topic, entry[0]);
+        const shard = byShard.get(keys.jobs) ?? { keys, entries: [] };
+        byShard.set(keys.jobs, shard);
         shard.entries.push(entry);
       }
       for (const { keys, entries } of byShard.values()) {
         for (let from = 0; from < entries.length; from += REASSERT_BATCH) {
           const batch = entries.slice(from, from + REASSERT_BATCH);
-          const args = batch.flatMap(([id, removal]) => [id, String(removal.removedAt)]);
-          const statuses = await reassertRemovalsScript.run<number[]>(this.connection.client, keys, args);
+          const records = batch.map(([id, removal]) => ({ id, removedAt: String(removal.removedAt) }));
+          const statuses = await reassertRemovalsScript.call(this.connection.client, keys, {}, records);
           statuses.forEach((status, i) => {
             const [id, removal] = batch[i];
-            if (status === SUPERSEDED && removals.get(id) === removal) removals.delete(id);
+            if (status === 'superseded' && removals.get(id) === removal) removals.delete(id);
           });
         }
       }

@@ -54,9 +54,9 @@ export function isBounded(bounds: RepeatBounds): boolean {
   return bounds.limit !== undefined || bounds.startDate !== undefined || bounds.endDate !== undefined;
 }
 
-/** The bounds as the repeat scripts take them: limit, startDate, endDate ('' for none). */
-export function boundsArgs(bounds: RepeatBounds): [string, string, string] {
-  return [String(bounds.limit ?? ''), String(bounds.startDate ?? ''), String(bounds.endDate ?? '')];
+/** The bounds as the repeat scripts take them, by name ('' for none). */
+export function boundsArgs(bounds: RepeatBounds): { limit: string; startDate: string; endDate: string } {
+  return { limit: String(bounds.limit ?? ''), startDate: String(bounds.startDate ?? ''), endDate: String(bounds.endDate ?? '') };
 }
 
 /** The first tick of a new definition at server time `nowMs`: after now, not before `startDate`; null when none is before `endDate`. */

@@ -2,23 +2,21 @@ import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js'
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import type { RepeatInfo } from '../interfaces/repeat-options.interface.js';
-import { newOperationId } from '../jobs/operation-record.js';
-import { repeatScriptKeys } from '../jobs/script-keys.js';
+import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { WriteFenceExpiredError } from '../../core/errors/write-fence-expired.error.js';
 import type { WriteFence } from '../jobs/write-fence.js';
 import { advanceRepeatScript } from '../scripts/advance-repeat.lua.js';
-import { readRepeatsScript } from '../scripts/read-repeats.lua.js';
+import { readRepeatsScript, type QueuedTickState } from '../scripts/read-repeats.lua.js';
 import { removeRepeatScript } from '../scripts/remove-repeat.lua.js';
 import { upsertRepeatScript } from '../scripts/upsert-repeat.lua.js';
-import { boundsArgs, firstTickWithin, isBounded, isFinished } from './repeat-bounds.js';
+import { boundsArgs, firstTickWithin, isFinished } from './repeat-bounds.js';
 import { readStoredForm, storedForm, type RepeatDefinition } from './repeat-definition.js';
 
 /** Schedules read per shard by one call without an id. */
 const READ_BATCH = 1000;
 
-type QueuedTickState = 'waiting' | 'active' | 'dead' | 'gone';
-/** The queued tick's state as read-repeats.lua.ts answers it (a one-letter code, '' for gone). */
-const TICK_STATES: Readonly<Record<string, QueuedTickState>> = { w: 'waiting', a: 'active', d: 'dead' };
+/** The record an upsert without an outbox row names in its fixed slot: never read nor written. */
+const NO_RECORD = 'unused';
 
 /** A schedule's history as Redis counts it (see repeat-lua-snippets.ts). */
 export interface ScheduleProgress {
@@ -66,22 +64,18 @@ export class ScheduleStore {
 
   /** The server's now (ms, and µs) and the shard's schedules: `id` alone, or the first READ_BATCH by next tick. */
   async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[], number]> {
-    const [nowMs, flat, nowUs] = await readRepeatsScript.run<[number, string[], number]>(this.connection.client, repeatScriptKeys(keys), [id, READ_BATCH]);
+    const read = await readRepeatsScript.call(this.connection.client, keys, { scheduleId: id, limit: READ_BATCH });
     const rows: ScheduleRow[] = [];
-    for (let i = 0; i < flat.length; i += 8) {
-      const definition = readStoredForm(flat[i], flat[i + 1]);
-      if (!definition) continue;
-      const lastRun = flat[i + 4] === '' ? undefined : Number(flat[i + 4]);
-      const definedAt = flat[i + 5] === '' ? undefined : Number(flat[i + 5]);
-      const [runs, queued] = [Number(flat[i + 6]), Number(flat[i + 7])];
-      rows.push({ id: flat[i], definition, tick: Number(flat[i + 2]), state: TICK_STATES[flat[i + 3]] ?? 'gone', lastRun, definedAt, runs, queued });
+    for (const { stored, ...row } of read.schedules) {
+      const definition = readStoredForm(row.id, stored);
+      if (definition) rows.push({ ...row, definition });
     }
-    return [Number(nowMs), rows, Number(nowUs)];
+    return [read.nowMs, rows, read.nowUs];
   }
 
   /** When schedule `id` was last removed (server µs), if a removal is recorded. */
   async removedAt(keys: TopicKeys, id: string): Promise<number | undefined> {
-    const score = await this.connection.client.zscore(repeatScriptKeys(keys)[9], id);
+    const score = await this.connection.client.zscore(keys.repeatRemoved, id);
     if (score === null) return undefined;
     const value = Number(score);
     return value < 1e14 ? value * 1000 : value; // a record of an older version holds ms
@@ -113,23 +107,33 @@ export class ScheduleStore {
         if (restore) return { nowMs };
         throw noTickLeft(definition, nowMs);
       }
-      const [status, tick, serverNow, definedAt, runs, queued] = await upsertRepeatScript.run<[number, number, number, number, number, number]>(
+      const record = operationKey(keys.jobs, fence?.recordId ?? NO_RECORD);
+      const { status, tick, nowMs: serverNow, definedAt, runs, queued } = await upsertRepeatScript.call(
         this.connection.client,
-        repeatScriptKeys(keys, fence?.recordId),
-        [definition.id, storedForm(definition), firstTick ?? '', definition.tail, restore ? '1' : '0', fence ? fence.deadline : '', restore ? restore.seenAt : '', ...boundsArgs(definition.bounds)],
+        { ...keys, record },
+        {
+          scheduleId: definition.id,
+          stored: storedForm(definition),
+          firstTick: firstTick === null ? '' : String(firstTick),
+          tail: definition.tail,
+          restore: restore !== undefined,
+          deadline: fence ? String(fence.deadline) : '',
+          seenAt: restore ? String(restore.seenAt) : '',
+          ...boundsArgs(definition.bounds),
+        },
       );
-      nowMs = Number(serverNow);
-      const progress = { lastRun: current?.lastRun, runs: Number(runs), queued: Number(queued) };
-      if (status === -3) throw new WriteFenceExpiredError();
-      if (status === 4) return { info: this.info(topic, definition, Number(tick), progress, nowMs), nowMs, definedAt: Number(definedAt) || undefined };
-      if (status === -2) return { nowMs };
-      if (status === -4) return { nowMs, runsLost: true };
-      if (status === -5) {
+      nowMs = serverNow;
+      const info = () => this.info(topic, definition, tick, { lastRun: current?.lastRun, runs, queued }, nowMs);
+      if (status === 'fence-expired') throw new WriteFenceExpiredError();
+      if (status === 'already-applied') return { info: info(), nowMs, definedAt: definedAt || undefined };
+      if (status === 'removed') return { nowMs };
+      if (status === 'runs-lost') return { nowMs, runsLost: true };
+      if (status === 'no-tick') {
         if (restore) return { nowMs };
         throw noTickLeft(definition, nowMs);
       }
-      if (status === 3) return { kept: true, nowMs };
-      if (status !== -1) return { info: this.info(topic, definition, Number(tick), progress, nowMs), created: status !== 0, nowMs, definedAt: Number(definedAt) };
+      if (status === 'kept') return { kept: true, nowMs };
+      if (status !== 'tick-passed') return { info: info(), created: status !== 'unchanged', nowMs, definedAt };
       if (attempt >= 5) throw new Error(`repeat(${JSON.stringify(topic)}): the server clock kept passing the first tick`);
       [, rows] = await this.read(keys, definition.id);
     }
@@ -140,7 +144,7 @@ export class ScheduleStore {
    * it, and only while the schedule has one (a removal meanwhile deleted it: nothing is added).
    */
   async confirmDefinition(keys: TopicKeys, id: string, at: number): Promise<void> {
-    await this.connection.client.zadd(repeatScriptKeys(keys)[10], 'XX', 'GT', at, id);
+    await this.connection.client.zadd(keys.repeatDefined, 'XX', 'GT', at, id);
   }
 
   /**
@@ -149,11 +153,14 @@ export class ScheduleStore {
    * call, and a removal past its deadline changes nothing (`WriteFenceExpiredError`).
    */
   async remove(keys: TopicKeys, id: string, fence?: WriteFence): Promise<{ existed: boolean; removedAt?: number }> {
-    const scriptKeys = repeatScriptKeys(keys, fence?.recordId ?? newOperationId());
-    const [existed, removedAt] = await removeRepeatScript.run<[number, number]>(this.connection.client, scriptKeys, fence ? [id, fence.deadline] : [id]);
-    if (existed === -3) throw new WriteFenceExpiredError();
-    if (!fence) await this.connection.client.del(scriptKeys[5]).catch(() => undefined);
-    return { existed: existed === 1, removedAt: Number(removedAt) >= 0 ? Number(removedAt) : undefined };
+    const record = operationKey(keys.jobs, fence?.recordId ?? newOperationId());
+    const { status, removedAt } = await removeRepeatScript.call(this.connection.client, { ...keys, record }, {
+      scheduleId: id,
+      deadline: fence ? String(fence.deadline) : '',
+    });
+    if (status === 'fence-expired') throw new WriteFenceExpiredError();
+    if (!fence) await this.connection.client.del(record).catch(() => undefined);
+    return { existed: status === 'removed', removedAt };
   }
 
   /**
@@ -163,17 +170,16 @@ export class ScheduleStore {
   async advance(keys: TopicKeys, row: ScheduleRow, next: number | null, dropStale: boolean, claimed = false): Promise<void> {
     if (next === null && !claimed) return;
     const { definition } = row;
-    const bounds = isBounded(definition.bounds) ? boundsArgs(definition.bounds) : [];
-    await advanceRepeatScript.run(this.connection.client, repeatScriptKeys(keys), [
-      row.id,
-      definition.fingerprint,
-      row.tick,
-      next ?? '',
-      definition.tail,
-      dropStale ? '1' : '0',
-      claimed ? '1' : '0',
-      ...bounds,
-    ]);
+    await advanceRepeatScript.call(this.connection.client, keys, {
+      scheduleId: row.id,
+      fingerprint: definition.fingerprint,
+      expectedTick: row.tick,
+      nextTick: next === null ? '' : String(next),
+      tail: definition.tail,
+      dropStale,
+      claimed,
+      ...boundsArgs(definition.bounds),
+    });
   }
 
   /** A schedule as `repeat()` and `listRepeats()` answer it, at server time `nowMs`. */

@@ -1,32 +1,69 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
+/** A job and where it is, as read-job answers it (raw: the inspector turns it into a `DelayedJob`). */
+export interface JobRead {
+  /** The server's now, in ms. */
+  readonly nowMs: number;
+  /** The stored body; null when there is no job of that id. */
+  readonly body: string | null;
+  /** Its due score (also that of a job waiting in its group's queue), a string: due scores have 16 digits. */
+  readonly dueScore: string | null;
+  /** Its visibility deadline (ms) while claimed. */
+  readonly visibleUntilMs: number | null;
+  /** When it died (ms), for a dead letter. */
+  readonly diedAtMs: number | null;
+  /** When it completed (ms), for a kept completed job. */
+  readonly finishedAtMs: number | null;
+  /** The kept completed job's result, as JSON; null when it returned none. */
+  readonly resultJson: string | null;
+}
+
 /**
- * Reads one job and where it is, in one consistent snapshot.
+ * Reads one job and where it is, in one consistent snapshot. Read-only.
  *
- * KEYS  the five topic keys (see lua-snippets.ts), KEYS[6] the completed zset, KEYS[7] the results
- *       hash (see complete-job-lua-snippet.ts)
- * ARGV[1] id
+ * KEYS and ARGV by name (the contract below): the five topic keys, the completed zset and the results
+ * hash (see complete-job-lua-snippet.ts); the job's id.
  *
  * Returns { nowMs, body|nil, due score|nil, visibility deadline|nil, time of death|nil,
- *           finishedAt|nil, result JSON|nil }; the due score is also that of a job waiting in its
- * group's queue (see group-lua-snippet.ts). finishedAt and the result are read only for a job in
- * none of DUE, ACTIVE, DEAD and its group's queue (a kept completed job; an id scheduled again is
- * that new job).
+ *           finishedAt|nil, result JSON|nil }, decoded into a JobRead; the due score is also that of
+ * a job waiting in its group's queue (see group-lua-snippet.ts). finishedAt and the result are read
+ * only for a job in none of DUE, ACTIVE, DEAD and its group's queue (a kept completed job; an id
+ * scheduled again is that new job).
  */
-export const readJobScript = new RedisScript(
+export const readJobScript = new JobScript(
   'readJob',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'completed', 'results'],
+    args: { id: 'text' },
+    decode: decodeJobRead,
+  },
   `
-local id = ARGV[1]
+local id = ARG.id
 local body, due, active, dead = redis.call('hget', JOBS, id), redis.call('zscore', DUE, id),
   redis.call('zscore', ACTIVE, id), redis.call('zscore', DEAD, id)
 if body and not due then due = groupQueueScore(id, body) or false end
 local finished, result = false, false
 if body and not (due or active or dead) then
-  finished = redis.call('zscore', KEYS[6], id)
-  if finished then result = redis.call('hget', KEYS[7], id) end
+  finished = redis.call('zscore', KEY.completed, id)
+  if finished then result = redis.call('hget', KEY.results, id) end
 end
 return { nowMs, body, due, active, dead, finished, result }
 `,
   [LUA_TOPIC_PRELUDE],
 );
+
+function decodeJobRead(reply: unknown): JobRead {
+  const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result] = reply as (string | number | null)[];
+  const msOrNull = (value: string | number | null | undefined) => (value == null ? null : Number(value));
+  const textOrNull = (value: string | number | null | undefined) => (value == null ? null : String(value));
+  return {
+    nowMs: Number(nowMs),
+    body: textOrNull(body),
+    dueScore: textOrNull(dueScore),
+    visibleUntilMs: msOrNull(deadline),
+    diedAtMs: msOrNull(diedAt),
+    finishedAtMs: msOrNull(finishedAt),
+    resultJson: textOrNull(result),
+  };
+}

@@ -9,24 +9,29 @@ import { LUA_STORE_JOB } from './store-job-lua-snippet.js';
 const REMOVED_SCHEDULE_KEPT_MS = 24 * 3_600_000;
 
 /**
- * Lua: what the repeatable-schedule scripts share (a constant of this library; no user input). They
- * take the five topic keys of the schedule's shard, then:
+ * The keys every script using LUA_REPEAT names in its contract (the snippet reads them as `KEY.<name>`),
+ * after the five topic keys (and, for the scripts that record their call, its operation record). All
+ * are one shard's (`RedisKeySpace.topic`), named after the shard's jobs key:
  *
- * KEYS[6] the call's operation record (see lua-snippets.ts; only removeRepeat writes one, the others
- *         pass the key unused)
- * KEYS[7] schedules  hash  schedule id -> <40-hex fingerprint><definition JSON> (see repeat-definition.ts)
- * KEYS[8] next ticks zset  schedule id -> the tick whose job was enqueued last (epoch ms)
- * KEYS[9] last runs  zset  schedule id -> the last tick a consumer claimed (epoch ms; for dashboards)
- * KEYS[10] removals zset  schedule id -> when removeRepeat() removed it (server µs; a record an older
- *         version wrote holds ms, read as µs by asUs; kept REMOVED_SCHEDULE_KEPT_MS, cleared by the
- *         next repeat() of the id)
- * KEYS[11] definition times zset  schedule id -> the server µs from which its stored definition is
- *         known to be current: when repeat() (or an outbox row's application) stored it, or, for a
- *         restore, when the restoring instance last knew it current. A removal at or after that time
- *         (re-recorded by the instance that made it after Redis lost its data) undoes the restore.
- *         Microseconds: a removal and a repeat() in the same millisecond stay ordered.
- * KEYS[12] runs  hash  schedule id -> its ticks queued so far (kept when repeat() changes the
- *         definition, less a waiting tick it drops undelivered; deleted with the schedule)
+ * repeats        hash  schedule id -> <40-hex fingerprint><definition JSON> (see repeat-definition.ts)
+ * repeatNext     zset  schedule id -> the tick whose job was enqueued last (epoch ms)
+ * repeatLast     zset  schedule id -> the last tick a consumer claimed (epoch ms; for dashboards)
+ * repeatRemoved  zset  schedule id -> when removeRepeat() removed it (server µs; a record an older
+ *                version wrote holds ms, read as µs by asUs; kept REMOVED_SCHEDULE_KEPT_MS, cleared by
+ *                the next repeat() of the id)
+ * repeatDefined  zset  schedule id -> the server µs from which its stored definition is known to be
+ *                current: when repeat() (or an outbox row's application) stored it, or, for a restore,
+ *                when the restoring instance last knew it current. A removal at or after that time
+ *                (re-recorded by the instance that made it after Redis lost its data) undoes the
+ *                restore. Microseconds: a removal and a repeat() in the same millisecond stay ordered.
+ * repeatRuns     hash  schedule id -> its ticks queued so far (kept when repeat() changes the
+ *                definition, less a waiting tick it drops undelivered; deleted with the schedule)
+ */
+export const REPEAT_KEYS = ['repeats', 'repeatNext', 'repeatLast', 'repeatRemoved', 'repeatDefined', 'repeatRuns'] as const;
+
+/**
+ * Lua: what the repeatable-schedule scripts share (a constant of this library; no user input), over
+ * the keys of REPEAT_KEYS.
  *
  * Invariant: a schedule's stored tick only grows while its definition stays the same, and a tick's
  * job is enqueued only by the step that moves the stored tick onto it. So each tick is enqueued once,
@@ -38,7 +43,8 @@ export const LUA_REPEAT = {
   name: 'repeat',
   requires: [LUA_STORE_JOB],
   source: `
-local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED, REPEAT_DEFINED, REPEAT_RUNS = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local REPEATS, REPEAT_NEXT, REPEAT_LAST, REPEAT_REMOVED, REPEAT_DEFINED, REPEAT_RUNS =
+  KEY.repeats, KEY.repeatNext, KEY.repeatLast, KEY.repeatRemoved, KEY.repeatDefined, KEY.repeatRuns
 
 -- A removal record's time in µs (an older version recorded ms: no µs time is that small).
 local function asUs(score)
@@ -81,7 +87,7 @@ end
 
 -- Whether a bounded schedule may queue a tick after queued ticks so far: below the limit, not
 -- before startDate, not after endDate, and the server clock not past endDate. Bounds are the
--- callers' ARGV, numbers or '' (none), read from the definition whose fingerprint they checked.
+-- callers' arguments, numbers or '' (none), read from the definition whose fingerprint they checked.
 local function withinBounds(tick, queued, limit, startDate, endDate)
   limit, startDate, endDate = tonumber(limit), tonumber(startDate), tonumber(endDate)
   if limit and queued >= limit then return false end

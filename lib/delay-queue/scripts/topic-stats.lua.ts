@@ -1,28 +1,44 @@
-import { RedisScript } from '../../core/redis/redis-script.js';
+import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
+/** One shard's counts, as topic-stats answers them (the inspector adds up a sharded topic's). */
+export interface ShardStats {
+  /** Jobs in DUE: the due ones and those due later (not the jobs in a group's queue). */
+  readonly waiting: number;
+  /** Of the waiting, those due now. */
+  readonly due: number;
+  readonly active: number;
+  readonly dead: number;
+  /** Repeatable schedules. */
+  readonly schedules: number;
+  /** Kept completed jobs (including, until trimmed, the old record of an id scheduled again). */
+  readonly completed: number;
+  readonly paused: boolean;
+  /** Jobs waiting in their group's queue. */
+  readonly grouped: number;
+  /** Groups with a job out (running or waiting for a retry). */
+  readonly busyGroups: number;
+}
+
 /**
- * Counts a topic's jobs by state, and its repeatable schedules, in one snapshot.
+ * Counts a topic shard's jobs by state, and its repeatable schedules, in one snapshot. Read-only.
  *
- * KEYS  the five topic keys (see lua-snippets.ts); then, optionally, KEYS[6] (unused), KEYS[7]
- *       the schedules hash of repeat-lua-snippets.ts, KEYS[8] the completed zset
- *       (complete-job-lua-snippet.ts) and KEYS[9] the pause flag. Without them those counts are 0
- *       and the shard reads as not paused (callers that only need the other job counts pass five keys).
- * ARGV  none
+ * KEYS by name (the contract below): the five topic keys, the schedules hash of
+ * repeat-lua-snippets.ts, the completed zset (complete-job-lua-snippet.ts) and the pause flag. No ARGV.
  *
  * Returns { waiting, due now, active, dead, schedules, completed, paused (0|1), waiting in their
- * group's queue, groups with a job out (running or waiting for a retry) } (waiting includes the due
- * ones, not the jobs in a group's queue: each job body is in exactly one of DUE, ACTIVE, DEAD, its
- * group's queue or the completed set, so the group-queued are the rest of JOBS; completed counts the
- * kept completed jobs, including, until trimmed, the old record of an id scheduled again).
+ * group's queue, groups with a job out }, decoded into ShardStats. Each job body is in exactly one of
+ * DUE, ACTIVE, DEAD, its group's queue or the completed set, so the group-queued are the rest of JOBS.
  */
-export const topicStatsScript = new RedisScript(
+export const topicStatsScript = new JobScript(
   'topicStats',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'repeats', 'completed', 'paused'],
+    args: {},
+    decode: decodeShardStats,
+  },
   `
-local schedules, completed, paused = 0, 0, 0
-if KEYS[7] then schedules = redis.call('hlen', KEYS[7]) end
-if KEYS[8] then completed = redis.call('zcard', KEYS[8]) end
-if KEYS[9] then paused = redis.call('exists', KEYS[9]) end
+local schedules, completed, paused = redis.call('hlen', KEY.repeats), redis.call('zcard', KEY.completed), redis.call('exists', KEY.paused)
 local waiting, active, dead = redis.call('zcard', DUE), redis.call('zcard', ACTIVE), redis.call('zcard', DEAD)
 local inGroupQueues = redis.call('hlen', JOBS) - waiting - active - dead - completed
 return { waiting, redis.call('zcount', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLOTS)), active, dead, schedules, completed, paused,
@@ -30,3 +46,8 @@ return { waiting, redis.call('zcount', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLO
 `,
   [LUA_TOPIC_PRELUDE],
 );
+
+function decodeShardStats(reply: unknown): ShardStats {
+  const [waiting, due, active, dead, schedules, completed, paused, grouped, busyGroups] = (reply as number[]).map(Number);
+  return { waiting, due, active, dead, schedules, completed, paused: paused === 1, grouped, busyGroups };
+}

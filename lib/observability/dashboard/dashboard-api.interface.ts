@@ -1,7 +1,6 @@
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
 import type { RepeatCatchUp, RepeatSchedule } from '../../delay-queue/interfaces/repeat-options.interface.js';
 import type { ListedJob, ListedJobs, ListedJobState } from '../../delay-queue/listed-job.js';
-import type { HeldLock, LockHolder } from '../../lock/interfaces/held-lock.interface.js';
 import type { HeldLocks } from '../../lock/lock-inspector.js';
 import type { LeaderElectionStatus } from '../../scheduling/leader-elections.js';
 
@@ -153,27 +152,6 @@ export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' 
   /** What the handler of a kept completed job returned, if anything. */
   readonly result?: unknown;
 }
-
-/**
- * The kind of a listed lock: mutex, read/write lock or semaphore.
- *
- * @useDeclaredType
- */
-type DashboardLockKind = HeldLock['kind'];
-
-/**
- * A holder of a lock: an owner id (`<clientId>:<contextId>`), its reentry count, mode and lease.
- *
- * @useDeclaredType
- */
-type DashboardLockHolder = LockHolder;
-
-/**
- * One row of GET <path>/api/locks
- *
- * @useDeclaredType
- */
-type DashboardLock = HeldLock;
 
 /**
  * GET <path>/api/locks

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
 import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
-import { TopicInspector } from '../../delay-queue/topic-inspector.js';
+import { TopicDirectory } from '../../delay-queue/topic-directory.js';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { REDIS_LOCK_DASHBOARD_OPTIONS } from './redis-lock-dashboard.constants.js';
 import type { ResolvedDashboardOptions } from './resolve-dashboard-options.js';
@@ -33,11 +33,11 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
     @Optional() @Inject(REDIS_LOCK_INTERNALS) internals: RedisLockInternals | undefined,
     @Optional() private readonly events: RedisLockEvents,
   ) {
-    requireRedisLockModule('RedisLockDashboardModule', { TopicInspector: internals?.topicInspector, RedisLockEvents: events });
-    this.inspector = internals!.topicInspector;
+    requireRedisLockModule('RedisLockDashboardModule', { TopicDirectory: internals?.topicDirectory, RedisLockEvents: events });
+    this.directory = internals!.topicDirectory;
   }
 
-  private readonly inspector: TopicInspector;
+  private readonly directory: TopicDirectory;
 
   onApplicationBootstrap(): void {
     if (!this.options.topics) {
@@ -53,7 +53,7 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
 
   /** True when an `@OnDelayed` handler of this application consumes `topic`. */
   isHandled(topic: string): boolean {
-    return this.inspector.handledTopics().includes(topic);
+    return this.directory.handledTopics().includes(topic);
   }
 
   /** The topics known now, sorted; scans Redis first when the last scan is older than `discoveryIntervalMs`. */
@@ -66,7 +66,7 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
   /** The topics known without touching Redis (for the background sampler). */
   known(): string[] {
     if (this.options.topics) return [...this.options.topics];
-    return [...new Set([...this.inspector.handledTopics(), ...this.seen, ...this.scanned])].sort();
+    return [...new Set([...this.directory.handledTopics(), ...this.seen, ...this.scanned])].sort();
   }
 
   private rescan(): Promise<void> {
@@ -78,7 +78,7 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
   private async scan(): Promise<void> {
     try {
       // One jobs hash per topic, or per shard of a sharded topic: room for shards beyond the topics kept.
-      const { topics, truncated } = await this.inspector.topicsInRedis(MAX_DISCOVERED_TOPICS * 5);
+      const { topics, truncated } = await this.directory.topicsInRedis(MAX_DISCOVERED_TOPICS * 5);
       this.scanned = topics;
       if (truncated) this.logger.warn(`Topic discovery stopped early; pass RedisLockDashboardModule.forRoot({ topics }) to list them explicitly.`);
     } finally {

@@ -6,6 +6,7 @@ import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
  *
  * @inline
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the app's own request type (Express, Fastify)
 export type DashboardAccessHook = (request: any, context: ExecutionContext) => boolean | Promise<boolean>;
 
 /**
@@ -24,6 +25,7 @@ export interface RedisLockDashboardOptions {
    * decides per request, e.g. `(req) => !req.user?.roles.includes('ops')`. **Default true**: the
    * dashboard changes nothing until `readOnly: false` (or a function) is set explicitly.
    */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the app's own request type (Express, Fastify)
   readOnly?: boolean | ((request: any) => boolean | Promise<boolean>);
   /**
    * Nest guards run before every dashboard route (the page and the API): guard classes (created by

@@ -10,6 +10,7 @@ import type { DashboardAccessHook, RedisLockDashboardOptions } from './redis-loc
 export interface ResolvedDashboardOptions {
   /** Without leading or trailing slash, e.g. `_locks` or `admin/locks`. */
   readonly path: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the app's own request type (Express, Fastify)
   readonly readOnly: boolean | ((request: any) => boolean | Promise<boolean>);
   readonly guards: Array<Type<CanActivate> | CanActivate>;
   readonly canActivate?: DashboardAccessHook;

@@ -39,7 +39,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   private readonly topics: Set<string>;
   private readonly maxTopics: number;
   private warnedTopicOverflow = false;
-  private readonly listeners: Array<[RedisLockEventName, Listener<any>]> = [];
+  private readonly listeners: Array<[RedisLockEventName, Listener<never>]> = [];
   private readonly names: string[] = [];
   /** The queue stats read for the scrape in progress, shared by its gauges. */
   private statsRead?: Promise<Map<string, DelayQueueStats>>;
@@ -65,7 +65,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
   onModuleInit(): void {
     // The application's own topics are kept before any event can bring a tenant's: the global
     // RedisLockModule, initialised before this module, has found its @OnDelayed handlers by now.
-    for (const topic of this.internals?.topicInspector.applicationTopics() ?? []) this.topicOf(topic);
+    for (const topic of this.internals?.topicDirectory.applicationTopics() ?? []) this.topicOf(topic);
     const prefix = this.options.prefix ?? 'redis_lock_';
     const buckets = this.options.buckets ?? DEFAULT_DURATION_BUCKETS;
     const registers = [this.registry];
@@ -126,13 +126,15 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       '@OnOneInstance calls skipped on this instance: another instance holds the lease (not-owner), or a run is still going (still-running).',
       ['key', 'reason'],
     );
-    const self = this;
+    // prom-client calls collect() with the gauge as `this`.
+    const queue = this.queue;
+    const readQueueStats = () => this.readQueueStats();
     new Gauge({
       name: named('after_commit_writes_pending'),
       help: 'Jobs scheduled in a committed transaction not yet written to Redis (being retried).',
       registers,
       collect() {
-        this.set(self.queue.pendingScheduleWrites);
+        this.set(queue.pendingScheduleWrites);
       },
     });
     new Gauge({
@@ -141,7 +143,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['topic', 'state'],
       registers,
       async collect() {
-        const stats = await self.readQueueStats();
+        const stats = await readQueueStats();
         this.reset();
         for (const [topic, counts] of stats) for (const state of QUEUE_STATES) this.set({ topic, state }, counts[state] ?? 0);
       },
@@ -152,7 +154,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['topic'],
       registers,
       async collect() {
-        const stats = await self.readQueueStats();
+        const stats = await readQueueStats();
         this.reset();
         for (const [topic, counts] of stats) this.set({ topic }, counts.schedules);
       },
@@ -163,7 +165,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['topic'],
       registers,
       async collect() {
-        const stats = await self.readQueueStats();
+        const stats = await readQueueStats();
         this.reset();
         for (const [topic, counts] of stats) this.set({ topic }, counts.paused ? 1 : 0);
       },
@@ -174,7 +176,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       labelNames: ['topic'],
       registers,
       async collect() {
-        const stats = await self.readQueueStats();
+        const stats = await readQueueStats();
         this.reset();
         for (const [topic, counts] of stats) this.set({ topic }, counts.busyGroups);
       },

@@ -21,7 +21,10 @@ export interface RelaySql {
   readonly listen?: (channel: string, onNotify: () => void, onError: (error: unknown) => void) => Promise<() => Promise<void>>;
 }
 
+// The drivers are optional peers, recognised by shape and never imported: their members are read loosely.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the driver's own signatures
 type Fn = (...args: any[]) => any;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the driver's own members
 type Loose = Record<string, any>;
 
 /**

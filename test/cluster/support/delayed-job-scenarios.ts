@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';

@@ -64,6 +64,12 @@ describe('RedisKeySpace: the key layout', () => {
       groupsReady: 'rl:dq:{order.expire}:groups-ready',
       groupsOut: 'rl:dq:{order.expire}:groups-out',
       groupLimit: 'rl:dq:{order.expire}:group-limit',
+      repeats: 'rl:dq:{order.expire}:repeats',
+      repeatNext: 'rl:dq:{order.expire}:repeat-next',
+      repeatLast: 'rl:dq:{order.expire}:repeat-last',
+      repeatRemoved: 'rl:dq:{order.expire}:repeat-removed',
+      repeatDefined: 'rl:dq:{order.expire}:repeat-defined',
+      repeatRuns: 'rl:dq:{order.expire}:repeat-runs',
     });
   });
 
