@@ -6,7 +6,6 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-l
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { resolveAcquireOptions } from './resolve-acquire-options.js';
-import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { LockObserver } from './lock-observer.js';

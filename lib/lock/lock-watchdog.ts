@@ -1,7 +1,6 @@
 import { leaseRenewalInterval } from '../core/time/lease-policy.js';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisTransport } from '../core/redis/redis-transport.js';
-import type { RedisScript } from '../core/redis/redis-script.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { Renewal } from './protocols/lock-protocol.interface.js';
 import { runRenewal } from './protocols/run-renewal.js';

@@ -1,5 +1,4 @@
 import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
-import type { LockKeys } from '../../../core/keys/redis-key-space.js';
 import { attemptOutcome } from '../../protocols/attempt-reply.js';
 import type { LockKindDefinition } from '../../protocols/lock-kind.js';
 import type { AttemptMode, AttemptOutcome, LockScriptTarget } from '../../protocols/lock-protocol.interface.js';
