@@ -31,7 +31,7 @@ export class AbandonedHolds {
    * release a no-op.
    */
   releaseAbandoned(protocol: LockProtocol, owner: string, hold: string): void {
-    protocol.release(this.connection.client, owner, this.connection.publishCommand, hold).catch((error: unknown) => {
+    protocol.release(this.connection, owner, hold).catch((error: unknown) => {
       if (this.connection.outages.absorb('abandoned acquires left to their lease', error)) return;
       this.logger.debug(`Could not release an abandoned acquire of "${protocol.name}": ${errorMessage(error)}`);
     });
@@ -58,18 +58,17 @@ export class AbandonedHolds {
   }
 
   private async undoUntil(protocol: LockProtocol, owner: string, hold: string, until: number): Promise<void> {
-    const client = this.connection.client;
-    const publishCommand = this.connection.publishCommand;
+    const connection = this.connection;
     let released = false;
     for (let delay = UNDO_FIRST_RETRY_MS; ; delay = Math.min(delay * 2, UNDO_MAX_RETRY_MS)) {
-      if (this.stopped || client.status === 'end' || performance.now() >= until) {
+      if (this.stopped || connection.client.status === 'end' || performance.now() >= until) {
         this.logger.debug(`Gave up undoing an unanswered acquire of "${protocol.name}": its lease frees it.`);
         return;
       }
       try {
-        if (!released) await protocol.release(client, owner, publishCommand, hold);
+        if (!released) await protocol.release(connection, owner, hold);
         released = true;
-        if (protocol.leave) await protocol.leave(client, owner, publishCommand);
+        if (protocol.leave) await protocol.leave(connection, owner);
         return;
       } catch (error) {
         if (!(error instanceof RedisConnectionError)) {

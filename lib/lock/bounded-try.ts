@@ -4,10 +4,9 @@ import { RedisReachability } from '../core/redis/reachability.js';
 import type { RedisConnection } from '../core/redis/redis-connection.js';
 import type { AbandonedHolds } from './abandoned-holds.js';
 import { DeadlineList } from './deadline-list.js';
-import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
-import type { HeldLockHandle } from './held-lock-handle.js';
-import type { LockHoldRegistry } from './lock-hold-registry.js';
-import type { AttemptMode, AttemptOutcome, AttemptRefusal, LockProtocol } from './protocols/lock-protocol.interface.js';
+import type { AcquireCall } from './acquire-call.js';
+import type { AttemptMode, AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface.js';
+import { awaitReplicas } from './replica-sync.js';
 
 /**
  * A try still unanswered at its call's deadline after this long (ms), with not a byte from Redis on
@@ -25,27 +24,14 @@ const STALLED_MS = 50;
 /** Longest wait before a stalled try's deadline is checked again (pending I/O is read meanwhile). */
 const STALL_RECHECK_MS = 100;
 
-/** One acquire call: what every try of it shares. */
-export interface AcquireCall {
-  readonly protocol: LockProtocol;
-  readonly owner: string;
-  /** This call's hold id (AttemptMode.hold), the same for all its tries. */
-  readonly hold: string;
-  readonly reentry: boolean;
-  readonly options: ResolvedAcquireOptions;
-  /** Monotonic ms after which the call fails with LockAcquireTimeoutError. */
-  readonly deadline: number;
-  readonly reportedKey: string | string[];
-  /** Set once a try of the call was granted (its hold is then the handle's, even if issuing it fails). */
-  granted: boolean;
-}
-
-
 /**
- * The tries of acquire calls, each bounded by its call's deadline: a try Redis leaves unanswered
- * fails at the deadline (naming Redis, not contention, when the connection is silent), and a try
- * whose outcome the caller will never receive is undone in the background (`AbandonedHolds`); a
- * granted try becomes its handle (`LockHoldRegistry.issue`).
+ * The tries of acquire calls, one at a time, each settled into its outcome: a won hold, a refusal,
+ * or an error. A try bounded by its call's deadline (a call that waits) that Redis leaves
+ * unanswered fails at the deadline (naming Redis, not contention, when the connection is silent);
+ * a try whose outcome the caller will never receive is undone in the background (`AbandonedHolds`);
+ * with `syncReplicas` a grant is won only once enough replicas confirmed it (`awaitReplicas`), and
+ * undone otherwise. It hands out no handle and calls nothing of the acquirer: what a won hold or a
+ * refusal leads to is the acquirer's to decide.
  * One per `LockAcquirer`: the deadlines of all tries in flight share one timer.
  */
 export class BoundedTries {
@@ -55,46 +41,36 @@ export class BoundedTries {
   constructor(
     private readonly connection: RedisConnection,
     private readonly abandoned: AbandonedHolds,
-    /** Where a granted try becomes its handle. */
-    private readonly holds: Pick<LockHoldRegistry, 'issue'>,
   ) {}
 
   /**
-   * A try that does not wait (`tryAcquire`, or `waitTimeout` 0), sent at `sentAt`: a grant becomes
-   * its handle, a refusal goes to `refused`; a try that failed without an answer is undone (see
-   * `undoIfUnknown`).
+   * One try of `call`, sent at `sentAt`; `waiting`: the caller already waits for this lock (see
+   * AttemptMode.waiting). A call that waits gives up the try at its deadline even if Redis does not
+   * answer (a black-holed connection would otherwise hold the caller far past its waitTimeout); a
+   * grant that still comes after that is released at once, so nothing is left held by a caller that
+   * gave up. A call that does not wait (`tryAcquire`, or `waitTimeout` 0) is answered by Redis or
+   * by the connection's own bound.
    */
-  once<T>(call: AcquireCall, sentAt: number, refused: (refusal: AttemptRefusal) => T): Promise<HeldLockHandle | Awaited<T>> {
-    const { protocol, owner, hold, options, reentry } = call;
-    return protocol.attempt(this.connection.client, owner, options.leaseTime, { willWait: false, reentry, hold }).then(
-      (outcome) => this.settle(call, outcome, sentAt, refused),
-      (error: unknown) => {
-        this.undoIfUnknown(call, error, sentAt);
-        throw error;
-      },
-    ) as Promise<HeldLockHandle | Awaited<T>>;
+  settle(call: AcquireCall, waiting: boolean, sentAt: number): Promise<AttemptOutcome> {
+    const { protocol, owner, hold, options } = call;
+    const mode: AttemptMode = { willWait: call.willWait, reentry: call.reentry, hold, waiting };
+    const attempt = protocol.attempt(this.connection, owner, options.leaseTime, mode);
+    const answered = call.willWait ? this.beforeDeadline(call, attempt, sentAt) : this.answered(call, attempt, sentAt);
+    return options.syncReplicas ? answered.then((outcome) => this.replicated(call, outcome)) : answered;
   }
 
-  /**
-   * One attempt that gives up at the deadline even if Redis does not answer (a black-holed
-   * connection would otherwise hold the caller far past its waitTimeout). An attempt that still
-   * succeeds after that is released at once, so nothing is left held by a caller that gave up.
-   * `waiting`: the caller already waits for this lock (see AttemptMode.waiting). A grant becomes its
-   * handle (the lease counted from `leaseFrom`); a refusal goes to `refused`, inside the same promise
-   * (its throw rejects it).
-   */
-  before<T>(
-    call: AcquireCall,
-    waiting: boolean,
-    leaseFrom: number,
-    refused: (refusal: AttemptRefusal) => T,
-  ): Promise<HeldLockHandle | Awaited<T>> {
+  /** A try that does not wait: the attempt itself, with what a failure may have taken undone. */
+  private answered(call: AcquireCall, attempt: Promise<AttemptOutcome>, sentAt: number): Promise<AttemptOutcome> {
+    // A side branch, not a link of the chain: this is the uncontended path of every tryAcquire.
+    attempt.catch((error: unknown) => this.undoIfUnknown(call, error, sentAt));
+    return attempt;
+  }
+
+  /** A try that gives up at its call's deadline (see `settle`). */
+  private beforeDeadline(call: AcquireCall, attempt: Promise<AttemptOutcome>, sentAt: number): Promise<AttemptOutcome> {
     const { protocol, owner, hold, options, deadline, reportedKey } = call;
-    const mode: AttemptMode = { willWait: true, reentry: call.reentry, hold, waiting };
-    const sentAt = performance.now();
-    const attempt = protocol.attempt(this.connection.client, owner, options.leaseTime, mode);
     // One hand-rolled promise rather than Promise.race + finally: this runs on every acquire.
-    return new Promise<HeldLockHandle | Awaited<T>>((resolve, reject) => {
+    return new Promise<AttemptOutcome>((resolve, reject) => {
       let settled = false;
       // Rounded up to the next whole ms: the try never times out before its deadline. Lateness is
       // counted from when the timer could first fire (a try sent after its call's deadline: at once).
@@ -124,11 +100,8 @@ export class BoundedTries {
         (outcome) => {
           if (settled) return;
           this.deadlines.cancel(timer);
-          try {
-            resolve(this.settle(call, outcome, leaseFrom, refused) as HeldLockHandle | Awaited<T>);
-          } catch (error) {
-            reject(error);
-          }
+          if (outcome.acquired) call.granted = true;
+          resolve(outcome);
         },
         (error: unknown) => {
           if (settled) return;
@@ -140,11 +113,19 @@ export class BoundedTries {
     });
   }
 
-  /** A grant's handle (its lease counted from `leaseFrom`), or what `refused` makes of a refusal. */
-  private settle<T>(call: AcquireCall, outcome: AttemptOutcome, leaseFrom: number, refused: (refusal: AttemptRefusal) => T) {
-    if (!outcome.acquired) return refused(outcome);
-    call.granted = true;
-    return this.holds.issue(call, outcome.owner ?? call.owner, outcome.fencingToken, leaseFrom);
+  /**
+   * A grant once `syncReplicas` replicas confirmed it; one they did not is released here, directly
+   * (no handle exists yet: nothing to defer to a transaction, nothing watched), and the call fails
+   * with `LockNotReplicatedError`. Chained on the try's reply: the WAIT goes to the connection that
+   * carried it.
+   */
+  private replicated(call: AcquireCall, outcome: AttemptOutcome): Promise<AttemptOutcome> | AttemptOutcome {
+    if (!outcome.acquired) return outcome;
+    const { protocol, options, hold } = call;
+    const owner = outcome.owner ?? call.owner;
+    return awaitReplicas(this.connection, protocol.wakeChannel, options.syncReplicas!, call.reportedKey, () =>
+      protocol.release(this.connection, owner, hold),
+    ).then(() => outcome);
   }
 
   /**
@@ -173,7 +154,7 @@ export class BoundedTries {
    * the lock is not left held by nobody until its lease ends. An error Redis answered with is
    * known to have taken nothing. Redlock tries go to its masters, which settle their own.
    */
-  undoIfUnknown(call: AcquireCall, error: unknown, sentAt: number): void {
+  private undoIfUnknown(call: AcquireCall, error: unknown, sentAt: number): void {
     if (!(error instanceof RedisConnectionError) || RedisReachability.neverSent(error) || call.protocol.settlesOwnTries) return;
     this.abandoned.releaseUnknown(call.protocol, call.owner, call.hold, sentAt + call.options.leaseTime);
   }

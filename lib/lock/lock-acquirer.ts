@@ -11,20 +11,16 @@ import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interf
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { LockHoldRegistry } from './lock-hold-registry.js';
 import { HeldLockFrames } from './held-lock-frames.js';
-import { MultiLockHandle } from './multi-lock-handle.js';
 import type { AttemptRefusal, LockProtocol } from './protocols/lock-protocol.interface.js';
 import type { AbandonedHolds } from './abandoned-holds.js';
 import type { CheckedOutHold, TransactionHolds } from './transaction-holds.js';
-import { BoundedTries, formatKey, type AcquireCall } from './bounded-try.js';
+import { BoundedTries, formatKey } from './bounded-try.js';
+import type { AcquireCall } from './acquire-call.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
 
 /** The continuation of a refused try whose refusal is wanted as such. */
 const asIs = (refusal: AttemptRefusal): AttemptRefusal => refusal;
-
-function isRefusal(result: HeldLockHandle | AttemptRefusal): result is AttemptRefusal {
-  return (result as AttemptRefusal).acquired === false;
-}
 
 /**
  * Takes one lock of any kind: tries, and while it is held elsewhere waits for a release message on
@@ -35,8 +31,9 @@ function isRefusal(result: HeldLockHandle | AttemptRefusal): result is AttemptRe
  * Owner ids are `<clientId>:<n>`, one per acquire; a nested acquire inside a lock section of this
  * acquirer re-enters under the section's owner id instead, and an acquire inside a transaction
  * whose deferred release keeps a hold of the lock re-enters that hold (`TransactionHolds`).
- * Each try is bounded by the call's deadline (`BoundedTries`); each granted hold goes to
- * `LockHoldRegistry` for its handle, which never calls back.
+ * The flow runs one way: the acquirer decides whose hold a call takes and how long it waits, hands
+ * each try to `BoundedTries`, which settles it (won, refused, or failed with what it may have taken
+ * undone), and gives a won hold to `LockHoldRegistry.issue` for its handle. Neither calls back.
  */
 export class LockAcquirer {
   /** Identifies this module instance among all lock owners. */
@@ -51,13 +48,13 @@ export class LockAcquirer {
   constructor(
     private readonly connection: RedisConnection,
     wakeConnection: WakeConnectionSource,
-    holds: LockHoldRegistry,
+    private readonly holds: LockHoldRegistry,
     private readonly transactions: TransactionHolds,
     abandoned: AbandonedHolds,
     private readonly logger: Logger,
   ) {
     this.wake = new WakeSubscriber(wakeConnection);
-    this.tries = new BoundedTries(connection, abandoned, holds);
+    this.tries = new BoundedTries(connection, abandoned);
     // Parked waiters wait for a message, not a reply: once Redis is unreachable past the bound
     // they try again at once, and that try fails fast with RedisConnectionError.
     this.stopWatching = connection.onUnreachable(() => this.wake.wakeAll());
@@ -67,7 +64,12 @@ export class LockAcquirer {
    * Acquires `protocol`'s lock. `wait` false resolves `null` when it is held elsewhere; `wait` true
    * waits up to `options.waitTimeout` and then throws `LockAcquireTimeoutError` for `reportedKey`.
    */
-  acquire(protocol: LockProtocol, options: ResolvedAcquireOptions, wait: boolean, reportedKey: string | string[]): Promise<HeldLockHandle | null> {
+  acquire(
+    protocol: LockProtocol,
+    options: ResolvedAcquireOptions,
+    wait: boolean,
+    reportedKey: string | string[],
+  ): Promise<HeldLockHandle | null> {
     // Not async (hot path): the promise of acquireAs is handed on as is.
     if (this.closed) return Promise.reject(new LockServiceClosedError());
     const { signal } = options;
@@ -106,31 +108,53 @@ export class LockAcquirer {
     // lease from here errs on the early side only).
     const sentAt = performance.now();
     const deadline = sentAt + options.waitTimeout;
-    const call: AcquireCall = { protocol, owner, hold, reentry, options, deadline, reportedKey, granted: false };
+    const call: AcquireCall = { protocol, owner, hold, reentry, willWait, options, deadline, reportedKey, granted: false };
 
-    // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
-    // newcomer queues behind them instead of barging in the moment a release frees the key.
-    const queueBehind =
-      willWait && protocol.localFifo && enclosingOwner === undefined ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
-    if (queueBehind > 0) return this.waitForLock(call, queueBehind);
-    const afterRefusal = (refusal: AttemptRefusal): Promise<HeldLockHandle> | null => {
-      if (refusal.reason === 'section-lost') throw this.sectionLost(protocol);
+    const afterRefusal = (): Promise<HeldLockHandle> | null => {
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
       return this.waitForLock(call, 0);
     };
-    // The first try's outcome is handled inside the deadline's promise (one promise, not three).
-    return willWait ? this.tries.before(call, false, sentAt, afterRefusal) : this.tries.once(call, sentAt, afterRefusal);
+    // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
+    // newcomer queues behind them instead of barging in the moment a release frees the key.
+    const queueBehind = willWait && protocol.localFifo && !reentry ? this.wake.queueBehindFor(protocol.wakeChannel) : 0;
+    if (queueBehind > 0) return this.waitForLock(call, queueBehind);
+    return this.tryOnce(call, false, sentAt, afterRefusal);
   }
 
-  /** Waits for the lock after a refused first try (or, with `queueBehind`, behind this process's parked waiters first). */
+  /**
+   * One try of `call`, sent at `sentAt` (its lease counted from then): a won hold becomes its handle
+   * (`LockHoldRegistry.issue`), a refusal goes to `refused`, inside the same promise (its throw
+   * rejects it). A nested acquire whose section no longer holds the lock (lease ran out, Redis lost
+   * it) is refused rather than taken afresh under the section's owner: work that read under the
+   * section's token would otherwise write under a newer one, a lost update no fence could catch.
+   */
+  private tryOnce<T>(
+    call: AcquireCall,
+    waiting: boolean,
+    sentAt: number,
+    refused: (refusal: AttemptRefusal) => T,
+  ): Promise<HeldLockHandle | Awaited<T>> {
+    return this.tries.settle(call, waiting, sentAt).then((outcome) => {
+      if (outcome.acquired) return this.holds.issue(call, outcome, sentAt);
+      if (outcome.reason !== 'section-lost') return refused(outcome);
+      const name = call.protocol.name;
+      throw new LockLostError(name, HeldLockFrames.currentHandle()?.fencingTokens[name] ?? 'unknown', 'not-owner');
+    }) as Promise<HeldLockHandle | Awaited<T>>;
+  }
+
+  /**
+   * Waits for the lock after a refused first try (or, with `queueBehind`, behind this process's
+   * parked waiters first): parks until its turn may have come, then tries again.
+   */
   private async waitForLock(call: AcquireCall, queueBehind: number): Promise<HeldLockHandle> {
     const { protocol, owner, options, deadline, reportedKey } = call;
     // Subscribe before the next try: a release that lands between that try and the wait is then
     // counted by the channel and not lost.
     let channel: WakeChannel | undefined;
     try {
-      channel = await this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined, deadline - performance.now()).catch((error: unknown) => {
+      const joining = this.wake.join(protocol.wakeChannel, protocol.wakesByOwner ? owner : undefined, deadline - performance.now());
+      channel = await joining.catch((error: unknown) => {
         throw toRedisLockError(error, `wait for lock ${formatKey(reportedKey)}`, this.connection.reachability?.cause);
       });
       let woken = false;
@@ -139,15 +163,22 @@ export class LockAcquirer {
         this.throwIfAborted(reason, reportedKey, options);
         woken = reason === 'woken';
       }
+      let refusal: AttemptRefusal | undefined;
       for (;;) {
-        const result = await this.tries.before(call, true, performance.now(), asIs);
-        if (!isRefusal(result)) return result;
-        if (result.reason === 'section-lost') throw this.sectionLost(protocol);
-        woken = await this.waitForTurn(channel, result, protocol, deadline, options, reportedKey, woken);
+        if (refusal) woken = await this.waitForTurn(channel, refusal, call, woken);
+        const result = await this.tryOnce(call, true, performance.now(), asIs);
+        if (!('acquired' in result)) return result;
+        refusal = result;
       }
     } finally {
       channel?.leave();
-      if (!call.granted && protocol.leave) await this.leaveQuietly(protocol, owner);
+      // A waiter that gives up leaves the line; its liveness deadline removes it anyway.
+      if (!call.granted && protocol.leave) {
+        await protocol.leave(this.connection, owner).catch((error: unknown) => {
+          if (this.connection.outages.absorb('wait queues left to their deadline', error)) return;
+          this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${errorMessage(error)}`);
+        });
+      }
     }
   }
 
@@ -186,28 +217,9 @@ export class LockAcquirer {
     return owner?.startsWith(`${this.clientId}:`) ? owner : undefined;
   }
 
-  /**
-   * A nested acquire found that its section no longer holds the lock (lease ran out, Redis lost it).
-   * It is refused rather than taken afresh under the section's owner: work that read under the
-   * section's token would otherwise write under a newer one, a lost update no fence could catch.
-   */
-  private sectionLost(protocol: LockProtocol): LockLostError {
-    const section = HeldLockFrames.currentHandle();
-    const parts = section instanceof MultiLockHandle ? section.parts : section ? [section] : [];
-    const token = parts.find((part) => part.key === protocol.name)?.fencingToken ?? 'unknown';
-    return new LockLostError(protocol.name, token, 'not-owner');
-  }
-
   /** Parks until a release message, the holder's lease end, the deadline, or an abort. */
-  private async waitForTurn(
-    channel: WakeChannel,
-    outcome: AttemptRefusal,
-    protocol: LockProtocol,
-    deadline: number,
-    options: ResolvedAcquireOptions,
-    reportedKey: string | string[],
-    wasWoken: boolean,
-  ): Promise<boolean> {
+  private async waitForTurn(channel: WakeChannel, outcome: AttemptRefusal, call: AcquireCall, wasWoken: boolean): Promise<boolean> {
+    const { protocol, deadline, options, reportedKey } = call;
     const now = performance.now();
     const remaining = deadline - now;
     if (remaining <= 0) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
@@ -229,15 +241,5 @@ export class LockAcquirer {
     if (reason !== 'aborted') return;
     if (this.closed) throw new LockServiceClosedError();
     throw new LockAcquireAbortedError(reportedKey, options.signal?.reason);
-  }
-
-  private async leaveQuietly(protocol: LockProtocol, owner: string): Promise<void> {
-    try {
-      await protocol.leave!(this.connection.client, owner, this.connection.publishCommand);
-    } catch (error) {
-      // The waiter's liveness deadline removes it from the queue anyway.
-      if (this.connection.outages.absorb('wait queues left to their deadline', error)) return;
-      this.logger.debug(`Could not leave the wait queue of "${protocol.name}": ${errorMessage(error)}`);
-    }
   }
 }

@@ -6,18 +6,16 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-l
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { resolveAcquireOptions } from './resolve-acquire-options.js';
-import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';
 import { LockObserver } from './lock-observer.js';
 import { LockWatchdog } from './lock-watchdog.js';
 import { runRenewal } from './protocols/run-renewal.js';
 import { MultiLockHandle } from './multi-lock-handle.js';
-import type { LockProtocol } from './protocols/lock-protocol.interface.js';
+import type { AttemptGrant } from './protocols/lock-protocol.interface.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { AbandonedHolds } from './abandoned-holds.js';
-import type { AcquireCall } from './bounded-try.js';
-import { awaitReplicas } from './replica-sync.js';
+import type { AcquireCall } from './acquire-call.js';
 import { LockAcquireAbortedError } from '../core/errors/lock-acquire-aborted.error.js';
 import { TransactionHolds } from './transaction-holds.js';
 
@@ -37,8 +35,6 @@ export class LockHoldRegistry implements HeldLockOperations {
   /** Holds whose owner (a leader election, an `@OnOneInstance` lease) logs their loss in its own words. */
   private readonly lossLoggedByOwner = new WeakSet<LockHandle>();
   private readonly defaults: RedisLockConfig['lock'];
-  /** The connection's publish command, read once: it follows from the client, which never changes. */
-  private readonly publishCommand: string;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -48,30 +44,34 @@ export class LockHoldRegistry implements HeldLockOperations {
     @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
   ) {
     this.defaults = config.lock;
-    this.publishCommand = connection.publishCommand;
     this.watchdog = new LockWatchdog(
-      () => this.connection.client,
+      connection,
       config.lock.leaseTime,
       connection.isCluster,
       (error) => {
-        if (!connection.outages.absorb('lock renewals failed', error)) this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`);
+        if (connection.outages.absorb('lock renewals failed', error)) return;
+        this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`);
       },
     );
   }
 
   /**
-   * The handle of a hold that `call` was just granted in Redis (under `owner`, by a command sent at
-   * `sentAt`); watched when the options say so. A promise only when replicas must confirm first
-   * (`syncReplicas`) or the caller gave up meanwhile (the hold is then handed straight back).
+   * The handle of the hold that a try of `call` won (`grant`), its lease counted from `leaseFrom`;
+   * watched when the options say so. The one place a handle is made. A caller that gave up while
+   * the winning try was in flight gets a rejection instead, and the hold is handed straight back.
    */
-  issue(call: AcquireCall, owner: string, fencingToken: string, sentAt: number): HeldLockHandle | Promise<HeldLockHandle> {
+  issue(call: AcquireCall, grant: AttemptGrant, leaseFrom: number): HeldLockHandle | Promise<never> {
     const { protocol, options } = call;
-    if (!options.syncReplicas) return this.handOut(call, owner, fencingToken, sentAt);
-    // Before the handle exists, so a lock the replicas did not confirm is undone directly (not
-    // deferred by an enclosing transaction, not watched).
-    return awaitReplicas(this.connection, protocol.wakeChannel, options.syncReplicas, call.reportedKey, () =>
-      protocol.release(this.connection.client, owner, this.publishCommand, call.hold),
-    ).then(() => this.handOut(call, owner, fencingToken, sentAt));
+    const owner = grant.owner ?? call.owner;
+    const handle = new HeldLockHandle(protocol, owner, call.hold, grant.fencingToken, options.leaseTime, options.watchdog, leaseFrom, this);
+    if (options.watchdog) this.watchdog.watch(handle);
+    if (options.signal?.aborted) {
+      const reason: unknown = options.signal.reason;
+      return handle.release().then(() => {
+        throw new LockAcquireAbortedError(call.reportedKey, reason);
+      });
+    }
+    return handle;
   }
 
   /**
@@ -96,7 +96,7 @@ export class LockHoldRegistry implements HeldLockOperations {
     const sentAt = performance.now();
     const [extended] = renewal.target
       ? await renewal.target.renew(renewal.script, [renewal], lease)
-      : await runRenewal(this.connection.client, renewal.script, [renewal], lease);
+      : await runRenewal(this.connection, renewal.script, [renewal], lease);
     if (extended === -1) {
       throw new RedisConnectionError(
         `Could not extend lock ${JSON.stringify(handle.key)}: too few Redlock masters answered to confirm it. ` +
@@ -173,7 +173,7 @@ export class LockHoldRegistry implements HeldLockOperations {
     }
     handle.markReleased();
     // Chained, not async: a release is half of every lock cycle.
-    return handle.protocol.release(this.connection.client, handle.owner, this.publishCommand, handle.hold).then((result) => {
+    return handle.protocol.release(this.connection, handle.owner, handle.hold).then((result) => {
       this.observer.released(handle);
       if (result === -1) {
         this.logger.debug(`Released lock "${handle.key}" was no longer held by its owner (lease ended before release).`);
@@ -192,20 +192,6 @@ export class LockHoldRegistry implements HeldLockOperations {
    */
   private releaseLost(handle: HeldLockHandle): void {
     this.abandoned.releaseAbandoned(handle.protocol, handle.owner, handle.hold);
-  }
-
-  private handOut(call: AcquireCall, owner: string, fencingToken: string, sentAt: number): HeldLockHandle | Promise<never> {
-    const { options } = call;
-    const handle = new HeldLockHandle(call.protocol, owner, call.hold, fencingToken, options.leaseTime, options.watchdog, sentAt, this);
-    if (options.watchdog) this.watchdog.watch(handle);
-    // The caller gave up while the winning try was in flight: hand the lock straight back.
-    if (options.signal?.aborted) {
-      const reason: unknown = options.signal.reason;
-      return handle.release().then(() => {
-        throw new LockAcquireAbortedError(call.reportedKey, reason);
-      });
-    }
-    return handle;
   }
 
   private forget(handle: HeldLockHandle): void {

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
-import { scanKeys } from '../core/redis/scan-keys.js';
 import type { HeldLock } from './interfaces/held-lock.interface.js';
 import { LOCK_KINDS } from './kinds/all-lock-kinds.js';
 import { MUTEX } from './kinds/mutex/mutex.kind.js';
@@ -41,14 +40,13 @@ export class LockInspector {
 
   /** Locks of every kind held now, sorted by name then kind; at most `limit` of them. */
   async heldLocks(limit: number): Promise<HeldLocks> {
-    const { client } = this.connection;
-    const keySpace = this.keySpace;
-    const scans = await Promise.all(INSPECTIONS.map((inspection) => scanKeys(client, inspection.pattern(keySpace), limit)));
+    const { connection, keySpace } = this;
+    const scans = await Promise.all(INSPECTIONS.map((inspection) => connection.scanKeys(inspection.pattern(keySpace), limit)));
     const reads: Array<() => Promise<HeldLock | undefined>> = [];
     INSPECTIONS.forEach((inspection, i) => {
       for (const key of scans[i].keys) {
         const name = inspection.nameOf(keySpace, key);
-        if (name !== undefined) reads.push(() => inspection.read(client, keySpace, name));
+        if (name !== undefined) reads.push(() => inspection.read(connection, keySpace, name));
       }
     });
     const locks: HeldLock[] = [];
@@ -63,6 +61,6 @@ export class LockInspector {
 
   /** The lock (mutex, fair, read/write) named `name` if someone holds it now: one script call, no scan. */
   lock(name: string): Promise<HeldLock | undefined> {
-    return MUTEX.inspection!.read(this.connection.client, this.keySpace, name);
+    return MUTEX.inspection!.read(this.connection, this.keySpace, name);
   }
 }

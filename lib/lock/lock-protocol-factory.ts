@@ -53,7 +53,7 @@ class SingleRedisProtocols implements LockProtocolFactory {
     private readonly keySpace: RedisKeySpace,
     private readonly connection: RedisConnection,
   ) {
-    this.context = { keySpace, publishCommand: connection.publishCommand };
+    this.context = { keySpace };
   }
 
   get wakeConnection(): WakeConnectionSource {
@@ -78,7 +78,7 @@ class SingleRedisProtocols implements LockProtocolFactory {
   }
 
   isLocked(name: string): Promise<boolean> {
-    return this.connection.client.exists(this.keySpace.lock(name).owners).then((count) => count === 1);
+    return this.connection.command<number>('exists', this.keySpace.lock(name).owners).then((count) => count === 1);
   }
 }
 

@@ -1,7 +1,6 @@
 import { leaseRenewalInterval } from '../core/time/lease-policy.js';
 import calculateSlot from 'cluster-key-slot';
-import type { RedisClient } from '../core/options/redis-lock-config.js';
-import type { RedisScript } from '../core/redis/redis-script.js';
+import type { RedisTransport } from '../core/redis/redis-transport.js';
 import type { HeldLockHandle } from './held-lock-handle.js';
 import type { Renewal } from './protocols/lock-protocol.interface.js';
 import { runRenewal } from './protocols/run-renewal.js';
@@ -38,7 +37,7 @@ export class LockWatchdog {
   private renewing = false;
 
   constructor(
-    private readonly client: () => RedisClient,
+    private readonly redis: Pick<RedisTransport, 'runScript'>,
     private readonly leaseTime: number,
     private readonly groupBySlot: boolean,
     private readonly onRenewalError: (error: unknown) => void,
@@ -128,7 +127,7 @@ export class LockWatchdog {
       const renewals = batch.map((e) => e.renewal);
       renewed = target
         ? await target.renew(script, renewals, this.leaseTime)
-        : await runRenewal(this.client(), script, renewals, this.leaseTime);
+        : await runRenewal(this.redis, script, renewals, this.leaseTime);
     } catch (error) {
       this.onRenewalError(error);
       return;

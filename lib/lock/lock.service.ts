@@ -4,7 +4,6 @@ import { errorMessage } from '../core/errors/error-message.js';
 import { InvalidLockKeyError } from '../core/errors/invalid-lock-key.error.js';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { preloadScripts } from '../core/redis/preload-scripts.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
 import type { AcquireOptions, ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
@@ -182,7 +181,7 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * bootstrap nor fails it (with Redis down it finishes, or fails quietly, in the background).
    */
   onApplicationBootstrap(): void {
-    void preloadScripts(this.connection.client, ALL_LOCK_SCRIPTS).catch((error: unknown) =>
+    void this.connection.loadScripts(ALL_LOCK_SCRIPTS).catch((error: unknown) =>
       this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
     );
   }
@@ -206,7 +205,8 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     let resolved: ResolvedAcquireOptions;
     try {
       if (notFair !== undefined && options?.fair === true) {
-        throw new InvalidOptionsError('fair', `${notFair} have no fair (FIFO) mode; leave \`fair\` out, or use a fair exclusive lock (\`acquire(key, { fair: true })\`)`);
+        const advice = 'leave `fair` out, or use a fair exclusive lock (`acquire(key, { fair: true })`)';
+        throw new InvalidOptionsError('fair', `${notFair} have no fair (FIFO) mode; ${advice}`);
       }
       resolved = this.acquireOptions.resolve(options, wait);
     } catch (error) {
@@ -216,7 +216,11 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
     return this.observer.tracingEnabled ? this.observer.traceAcquire(protocol.name, resolved, run, protocol.side ?? protocol.kind) : run();
   }
 
-  private acquireKeys(key: string | string[], options: ResolvedAcquireOptions, wait: boolean): Promise<HeldLockHandle | MultiLockHandle | null> {
+  private acquireKeys(
+    key: string | string[],
+    options: ResolvedAcquireOptions,
+    wait: boolean,
+  ): Promise<HeldLockHandle | MultiLockHandle | null> {
     if (Array.isArray(key)) return this.acquireSeveral(key, options, wait);
     try {
       return this.observer.observeAcquire(key, options, this.acquirer.acquire(this.exclusive(key, options), options, wait, key));

@@ -31,5 +31,6 @@ export async function awaitReplicas(
   if (failure === undefined && acknowledged >= sync.replicas) return;
   // Best effort: if Redis is out of reach the lease ends the hold anyway.
   await undo().catch(() => undefined);
-  throw new LockNotReplicatedError(reportedKey, sync.replicas, acknowledged, sync.timeout, failure === undefined ? undefined : { cause: failure });
+  const cause = failure === undefined ? undefined : { cause: failure };
+  throw new LockNotReplicatedError(reportedKey, sync.replicas, acknowledged, sync.timeout, cause);
 }

@@ -13,11 +13,13 @@ import { socketOf } from './ioredis-internals.js';
 import { runScriptOn } from './ioredis-script-runner.js';
 import { IoredisSubscriber } from './ioredis-subscriber.js';
 import { observeAutomaticResends } from './observe-automatic-resends.js';
+import { preloadScripts } from './preload-scripts.js';
 import { RedisReachability } from './reachability.js';
 import { reconnectOverrideFor } from './reconnect-strategy.js';
 import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import type { RedisScript } from './redis-script.js';
-import type { BlockingReader, RedisTransport, SubscriberConnection } from './redis-transport.js';
+import type { BlockingReader, RedisTransport, ScannedKeys, SubscriberConnection } from './redis-transport.js';
+import { scanKeys } from './scan-keys.js';
 import { SelectedDatabaseCheck } from './selected-database-check.js';
 
 /** What the transport needs from the module configuration. */
@@ -117,6 +119,14 @@ export class IoredisTransport implements RedisTransport {
 
   runScript<T = unknown>(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
     return runScriptOn<T>(this.client, script, keys, args);
+  }
+
+  loadScripts(scripts: readonly RedisScript[]): Promise<void> {
+    return preloadScripts(this.client, scripts);
+  }
+
+  scanKeys(pattern: string, maxKeys: number): Promise<ScannedKeys> {
+    return scanKeys(this.client, pattern, maxKeys);
   }
 
   command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T> {

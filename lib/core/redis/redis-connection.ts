@@ -6,7 +6,7 @@ import { IoredisTransport } from './ioredis-transport.js';
 import { RedisOutageLog } from './outage-log.js';
 import type { RedisReachability } from './reachability.js';
 import type { RedisScript } from './redis-script.js';
-import type { BlockingReader, RedisTransport, SubscriberConnection } from './redis-transport.js';
+import type { BlockingReader, RedisTransport, ScannedKeys, SubscriberConnection } from './redis-transport.js';
 
 /** How long the command client's QUIT may still wait once the module's shutdown budget is spent. */
 const CLOSE_GRACE_MS = 250;
@@ -81,6 +81,14 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
 
   runScript<T = unknown>(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
     return this.transport.runScript<T>(script, keys, args);
+  }
+
+  loadScripts(scripts: readonly RedisScript[]): Promise<void> {
+    return this.transport.loadScripts(scripts);
+  }
+
+  scanKeys(pattern: string, maxKeys: number): Promise<ScannedKeys> {
+    return this.transport.scanKeys(pattern, maxKeys);
   }
 
   command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T> {

@@ -26,6 +26,16 @@ export interface RedisTransport {
    * the server does not know it yet. Failures reject with the library's typed errors.
    */
   runScript<T = unknown>(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T>;
+  /**
+   * Loads `scripts` into the script cache of every server that runs them (each master of a cluster)
+   * ahead of their first use. An optimisation only: `runScript` recovers from NOSCRIPT by itself.
+   */
+  loadScripts(scripts: readonly RedisScript[]): Promise<void>;
+  /**
+   * The keys matching a glob `pattern`, on every master of a cluster, at most `maxKeys` of them; a
+   * bounded number of SCAN calls per server, so one call never walks an unbounded keyspace.
+   */
+  scanKeys(pattern: string, maxKeys: number): Promise<ScannedKeys>;
   /** One command, by name (`'zadd'`, `'time'`, …), its reply in RESP2 shape. */
   command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T>;
   /**
@@ -53,6 +63,12 @@ export interface RedisTransport {
    * ms) with the replies of commands already sent read first when Redis answers; never the user's client.
    */
   close(deadline: number): Promise<void>;
+}
+
+/** Keys found by `RedisTransport.scanKeys`, and whether the scan stopped before it had seen the whole keyspace. */
+export interface ScannedKeys {
+  readonly keys: string[];
+  readonly truncated: boolean;
 }
 
 /** Whether one connection reaches Redis, and why not (see `RedisReachability`, ioredis' implementation). */

@@ -1,11 +1,6 @@
 import { Cluster } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
-
-/** Keys found by `scanKeys`, and whether the scan stopped before it had seen the whole keyspace. */
-interface ScannedKeys {
-  readonly keys: string[];
-  readonly truncated: boolean;
-}
+import type { ScannedKeys } from './redis-transport.js';
 
 /** Keys examined per SCAN call. */
 const SCAN_COUNT = 1000;

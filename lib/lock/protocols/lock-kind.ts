@@ -1,5 +1,5 @@
 import type { RedisKeySpace } from '../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { RedisTransport } from '../../core/redis/redis-transport.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
 import type { HeldLock } from '../interfaces/held-lock.interface.js';
 import type { LockProtocol } from './lock-protocol.interface.js';
@@ -7,8 +7,6 @@ import type { LockProtocol } from './lock-protocol.interface.js';
 /** What a kind needs to build the protocol of one of its locks. */
 export interface LockKindContext {
   readonly keySpace: RedisKeySpace;
-  /** 'publish' or 'spublish' (cluster): how releases announce themselves. */
-  readonly publishCommand: string;
 }
 
 /** How the inspector finds and reads the locks of the key family a kind owns. */
@@ -18,7 +16,7 @@ export interface LockKindInspection {
   /** The lock name in a key the scan found; undefined for any other key. */
   nameOf(keySpace: RedisKeySpace, key: string): string | undefined;
   /** The lock `name` as held now (one script call); undefined when nobody holds it. */
-  read(client: RedisClient, keySpace: RedisKeySpace, name: string): Promise<HeldLock | undefined>;
+  read(redis: Pick<RedisTransport, 'runScript'>, keySpace: RedisKeySpace, name: string): Promise<HeldLock | undefined>;
 }
 
 /**

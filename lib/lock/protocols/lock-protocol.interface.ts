@@ -1,20 +1,26 @@
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { RedisTransport } from '../../core/redis/redis-transport.js';
 import type { RedisScript } from '../../core/redis/redis-script.js';
 
+/**
+ * Where a protocol runs its scripts: the module's transport (`RedisConnection`), whose
+ * `publishCommand` is how a release announces itself (SPUBLISH on a cluster).
+ */
+export type LockScriptTarget = Pick<RedisTransport, 'runScript' | 'publishCommand'>;
+
 /** Outcome of one acquire attempt. */
-export type AttemptOutcome =
-  | {
-      readonly acquired: true;
-      readonly fencingToken: string;
-      /**
-       * The owner id the hold is recorded under, when the protocol gives each try its own (Redlock:
-       * a late answer to one try must never count for another). The handle, its re-entries and its
-       * release use it; absent, the owner id passed to `attempt`.
-       */
-      readonly owner?: string;
-    }
-  | AttemptRefusal;
+export type AttemptOutcome = AttemptGrant | AttemptRefusal;
+
+/** A granted try: the hold it took. */
+export interface AttemptGrant {
+  readonly acquired: true;
+  readonly fencingToken: string;
+  /**
+   * The owner id the hold is recorded under, when the protocol gives each try its own (Redlock:
+   * a late answer to one try must never count for another). The handle, its re-entries and its
+   * release use it; absent, the owner id passed to `attempt`.
+   */
+  readonly owner?: string;
+}
 
 /** Why a try was refused, and for how long at most the caller may sleep before trying again. */
 export type AttemptRefusal =
@@ -110,9 +116,9 @@ export interface LockProtocol {
    */
   readonly settlesOwnTries: boolean;
 
-  attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome>;
+  attempt(redis: LockScriptTarget, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome>;
   /** Returns -1 when not held, a count > 0 when re-entered holds remain, 0 when this hold ended. */
-  release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number>;
+  release(redis: LockScriptTarget, owner: string, hold: string): Promise<number>;
   renewal(owner: string, hold: string): Renewal;
   /**
    * How much of a lease a holder may count on, from when the acquiring or renewing command was
@@ -120,7 +126,7 @@ export interface LockProtocol {
    */
   validLease?(leaseTime: number): number;
   /** Called when a waiter gives up (timeout, abort), to take it out of line. */
-  leave?(client: RedisClient, owner: string, publishCommand: string): Promise<void>;
+  leave?(redis: LockScriptTarget, owner: string): Promise<void>;
 }
 
 /**

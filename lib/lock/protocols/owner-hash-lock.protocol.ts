@@ -1,6 +1,5 @@
 import type { LockKeys } from '../../core/keys/redis-key-space.js';
-import type { AttemptMode, AttemptOutcome, LockProtocol, Renewal } from './lock-protocol.interface.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { AttemptMode, AttemptOutcome, LockProtocol, LockScriptTarget, Renewal } from './lock-protocol.interface.js';
 
 /**
  * What every lock recorded in an owner hash shares (plain, fair, read/write, Redlock): its name,
@@ -28,7 +27,7 @@ export abstract class OwnerHashLockProtocol implements LockProtocol {
     return this.keys.owners;
   }
 
-  abstract attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome>;
-  abstract release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number>;
+  abstract attempt(redis: LockScriptTarget, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome>;
+  abstract release(redis: LockScriptTarget, owner: string, hold: string): Promise<number>;
   abstract renewal(owner: string, hold: string): Renewal;
 }

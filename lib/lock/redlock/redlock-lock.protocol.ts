@@ -1,8 +1,7 @@
 import { UnsupportedInRedlockModeError } from '../../core/errors/unsupported-in-redlock-mode.error.js';
 import type { LockKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import type { ResolvedAcquireOptions } from '../interfaces/acquire-options.interface.js';
-import type { AttemptMode, AttemptOutcome, Renewal } from '../protocols/lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, LockScriptTarget, Renewal } from '../protocols/lock-protocol.interface.js';
 import { OwnerHashLockProtocol } from '../protocols/owner-hash-lock.protocol.js';
 import { renewLocksScript } from '../kinds/mutex/renew-locks.lua.js';
 import type { WonHold } from './holder-tokens.js';
@@ -43,7 +42,7 @@ export class RedlockLockProtocol extends OwnerHashLockProtocol {
     return new RedlockLockProtocol(keys, quorum);
   }
 
-  async attempt(_client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
+  async attempt(_redis: LockScriptTarget, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     if (this.collided && this.quorum.retryJitter > 0) {
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * (this.quorum.retryJitter + 1))));
     }
@@ -58,7 +57,7 @@ export class RedlockLockProtocol extends OwnerHashLockProtocol {
     return { acquired: true, fencingToken: won.fencingToken, owner: won.owner };
   }
 
-  async release(_client: RedisClient, owner: string, _publishCommand: string, hold: string): Promise<number> {
+  async release(_redis: LockScriptTarget, owner: string, hold: string): Promise<number> {
     const ids = this.won ?? { owner, hold };
     const left = await this.quorum.release(this.keys, ids);
     if (left === 0) this.quorum.holderTokens.forget(this.keys.owners, ids.owner);

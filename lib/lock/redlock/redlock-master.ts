@@ -3,6 +3,10 @@ import { Redis } from 'ioredis';
 import type { RedlockClientOptions } from '../../core/options/redis-lock-module-options.interface.js';
 import { isClientInstance } from '../../core/options/resolve-redlock-config.js';
 import { closeQuietly } from '../../core/redis/close-quietly.js';
+import { runScriptOn } from '../../core/redis/ioredis-script-runner.js';
+import { preloadScripts } from '../../core/redis/preload-scripts.js';
+import type { RedisScript } from '../../core/redis/redis-script.js';
+import type { RedisTransport } from '../../core/redis/redis-transport.js';
 import { reconnectOverrideFor, withLockReconnect } from '../../core/redis/reconnect-strategy.js';
 import { assertSupportedClientOptions } from '../../core/redis/client-options-check.js';
 
@@ -22,8 +26,12 @@ const MAX_RELEASES_WHEN_BACK = 10_000;
  * with `lockReconnectStrategy` unless the options set a `retryStrategy`: a command whose reply was
  * lost in a blip is re-sent once the connection is back, and that reply only counts if it comes
  * within `requestTimeout`. Clients the user passed in are used as they are and never closed here.
+ *
+ * The quorum reaches the master through the transport's script and command calls, as the rest of
+ * lib/ reaches the module's own connection; its ioredis client stays inside this class and the
+ * bootstrap of `RedlockMasters`.
  */
-export class RedlockMaster {
+export class RedlockMaster implements Pick<RedisTransport, 'runScript' | 'command' | 'loadScripts'> {
   readonly client: Redis;
   readonly owned: boolean;
   private pubSub?: Redis;
@@ -65,6 +73,18 @@ export class RedlockMaster {
    */
   whenReconnected(task: () => void): void {
     if (this.whenBack.size < MAX_RELEASES_WHEN_BACK) this.whenBack.add(task);
+  }
+
+  runScript<T = unknown>(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+    return runScriptOn<T>(this.client, script, keys, args);
+  }
+
+  command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T> {
+    return this.client.call(name, ...args) as Promise<T>;
+  }
+
+  loadScripts(scripts: readonly RedisScript[]): Promise<void> {
+    return preloadScripts(this.client, scripts);
   }
 
   /** `host:port` of the master, for messages (never a password). */

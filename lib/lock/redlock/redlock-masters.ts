@@ -4,7 +4,6 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redi
 import type { WakeConnectionSource } from '../protocols/lock-protocol.interface.js';
 import { enforceEvictionPolicy } from '../../core/redis/eviction-policy-check.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
-import { preloadScripts } from '../../core/redis/preload-scripts.js';
 import { fanOutWakeConnection } from './fan-out-subscriber.js';
 import { collectReplies, successes } from './quorum-replies.js';
 import { RedlockMaster } from './redlock-master.js';
@@ -98,7 +97,7 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
   onApplicationBootstrap(): void {
     for (const master of this.masters) {
       if (master.client.status !== 'ready') continue;
-      void preloadScripts(master.client, ALL_REDLOCK_SCRIPTS).catch((error: unknown) =>
+      void master.loadScripts(ALL_REDLOCK_SCRIPTS).catch((error: unknown) =>
         this.logger.debug(`Script preload on Redlock master ${master.index} skipped: ${errorMessage(error)}`),
       );
     }

@@ -78,7 +78,7 @@ export class RedlockQuorum implements RenewalTarget {
     const args = [ids.owner, leaseTime, reentry ? '1' : '0', 'counter', ids.hold];
     const calls = this.masters.map((master) =>
       acquireLockScript
-        .run<[granted: number, value: string | number]>(master.client, [keys.owners, keys.fence], args)
+        .run<[granted: number, value: string | number]>(master, [keys.owners, keys.fence], args)
         .then(([granted, value]) => attemptOutcome(granted, value)),
     );
     const replies = await collectReplies(calls, budget, (so) => {
@@ -97,7 +97,8 @@ export class RedlockQuorum implements RenewalTarget {
     } else if (grants.length >= quorum) {
       const plan = planFencingToken(grants, quorum);
       token = plan.token;
-      const raised = plan.behind.length === 0 ? 0 : await this.raiseFence(keys.fence, token, plan.behind, quorum - plan.atToken, started + budget);
+      const raised =
+        plan.behind.length === 0 ? 0 : await this.raiseFence(keys.fence, token, plan.behind, quorum - plan.atToken, started + budget);
       won = plan.atToken + raised >= quorum && this.validLease(leaseTime) - (performance.now() - started) > 0;
     }
 
@@ -136,7 +137,7 @@ export class RedlockQuorum implements RenewalTarget {
    * few answered to tell (the handle's lease deadline then decides).
    */
   async renew(script: RedisScript, renewals: readonly Renewal[], leaseTime: number): Promise<number[]> {
-    const calls = this.masters.map((master) => runRenewal(master.client, script, renewals, leaseTime));
+    const calls = this.masters.map((master) => runRenewal(master, script, renewals, leaseTime));
     const replies = await collectReplies(calls, this.budget(leaseTime), (so) =>
       renewals.every((_, i) => this.renewalVerdict(so, i) !== -1),
     );
@@ -146,7 +147,7 @@ export class RedlockQuorum implements RenewalTarget {
 
   /** True when so many masters list an owner that no majority of free masters is left. */
   async isLocked(ownersKey: string): Promise<boolean> {
-    const calls = this.masters.map((master) => master.client.exists(ownersKey));
+    const calls = this.masters.map((master) => master.command<number>('exists', ownersKey));
     const replies = await collectReplies(calls, this.config.requestTimeout, () => false);
     const answers = successes(replies);
     if (answers.length === 0) throw this.noAnswer(replies, 'check a lock');
@@ -164,7 +165,7 @@ export class RedlockQuorum implements RenewalTarget {
    * Only masters this try holds the lock on are raised, so nothing else moves their counters meanwhile.
    */
   private async raiseFence(fenceKey: string, token: bigint, masters: readonly number[], needed: number, deadline: number): Promise<number> {
-    const calls = masters.map((i) => raiseFenceScript.run<number>(this.masters[i].client, [fenceKey], [token.toString()]));
+    const calls = masters.map((i) => raiseFenceScript.run<number>(this.masters[i], [fenceKey], [token.toString()]));
     const replies = await collectReplies(calls, deadline - performance.now(), (so) => successes(so).length >= needed);
     return successes(replies).length;
   }
@@ -195,7 +196,7 @@ export class RedlockQuorum implements RenewalTarget {
    */
   private releaseOn(master: number, keys: LockKeys, ids: TryIds, message: string): Promise<number> {
     const run = () =>
-      releaseRedlockScript.run<number>(this.masters[master].client, [keys.owners, keys.wakeChannel], [ids.owner, message, ids.hold]);
+      releaseRedlockScript.run<number>(this.masters[master], [keys.owners, keys.wakeChannel], [ids.owner, message, ids.hold]);
     return run().catch((error: unknown) => {
       if (error instanceof RedisConnectionError) {
         this.masters[master].whenReconnected(() => {
@@ -234,7 +235,8 @@ export class RedlockQuorum implements RenewalTarget {
       .sort((a, b) => a - b);
     if (holdsLeft.length < needed) return { acquired: false, reason: 'held', waitMs: this.config.retryDelay };
     const wait = holdsLeft[needed - 1];
-    return wait === Number.POSITIVE_INFINITY ? { acquired: false, reason: 'held-without-lease' } : { acquired: false, reason: 'held', waitMs: wait };
+    if (wait === Number.POSITIVE_INFINITY) return { acquired: false, reason: 'held-without-lease' };
+    return { acquired: false, reason: 'held', waitMs: wait };
   }
 
   private renewalVerdict(replies: RepliesSoFar<number[]>, hold: number): number {

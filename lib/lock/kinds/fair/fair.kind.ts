@@ -1,9 +1,7 @@
 import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
-import type { LockKeys } from '../../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../../core/options/redis-lock-config.js';
 import { attemptOutcome } from '../../protocols/attempt-reply.js';
 import type { LockKindDefinition } from '../../protocols/lock-kind.js';
-import type { AttemptMode, AttemptOutcome } from '../../protocols/lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, LockScriptTarget } from '../../protocols/lock-protocol.interface.js';
 import { MutexProtocol } from '../mutex/mutex.kind.js';
 import { acquireFairLockScript } from './acquire-fair-lock.lua.js';
 import { leaveFairQueueScript } from './leave-fair-queue.lua.js';
@@ -26,27 +24,29 @@ export class FairLockProtocol extends MutexProtocol {
   override readonly localFifo = false;
   override readonly heartbeat = Math.floor(FAIR_WAITER_LIVENESS_MS / 3);
 
-  constructor(
-    keys: LockKeys,
-    private readonly publishCommand: string,
-  ) {
-    super(keys);
-  }
-
-  override async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
+  override async attempt(redis: LockScriptTarget, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
     const [granted, value] = await acquireFairLockScript.run<[number, string | number]>(
-      client,
+      redis,
       [k.owners, k.fence, k.queue, k.timeouts, k.wakeChannel],
-      [owner, leaseTime, FAIR_WAITER_LIVENESS_MS, mode.willWait ? '1' : '0', this.publishCommand, mode.reentry ? '1' : '0', mode.hold, mode.waiting ? '1' : '0'],
+      [
+        owner,
+        leaseTime,
+        FAIR_WAITER_LIVENESS_MS,
+        mode.willWait ? '1' : '0',
+        redis.publishCommand,
+        mode.reentry ? '1' : '0',
+        mode.hold,
+        mode.waiting ? '1' : '0',
+      ],
     );
     if (granted === -2) throw new LockKindConflictError(this.name, 'exclusive');
     return attemptOutcome(granted, value);
   }
 
-  async leave(client: RedisClient, owner: string, publishCommand: string): Promise<void> {
+  async leave(redis: LockScriptTarget, owner: string): Promise<void> {
     const k = this.keys;
-    await leaveFairQueueScript.run(client, [k.owners, k.queue, k.timeouts, k.wakeChannel], [owner, publishCommand]);
+    await leaveFairQueueScript.run(redis, [k.owners, k.queue, k.timeouts, k.wakeChannel], [owner, redis.publishCommand]);
   }
 }
 
@@ -58,5 +58,5 @@ export const FAIR: LockKindDefinition = {
   name: 'fair',
   scripts: [acquireFairLockScript, leaveFairQueueScript],
   redlock: { described: 'A fair lock (`fair: true`)' },
-  protocol: (name, _variant, { keySpace, publishCommand }) => new FairLockProtocol(keySpace.lock(name), publishCommand),
+  protocol: (name, _variant, { keySpace }) => new FairLockProtocol(keySpace.lock(name)),
 };

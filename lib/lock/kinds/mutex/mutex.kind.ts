@@ -1,8 +1,7 @@
 import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
-import type { RedisClient } from '../../../core/options/redis-lock-config.js';
 import { attemptOutcome } from '../../protocols/attempt-reply.js';
 import type { LockKindDefinition } from '../../protocols/lock-kind.js';
-import type { AttemptMode, AttemptOutcome, Renewal } from '../../protocols/lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, LockScriptTarget, Renewal } from '../../protocols/lock-protocol.interface.js';
 import { OwnerHashLockProtocol } from '../../protocols/owner-hash-lock.protocol.js';
 import { acquireLockScript } from './acquire-lock.lua.js';
 import { OWNER_HASH_INSPECTION } from './owner-hash-inspection.js';
@@ -17,10 +16,10 @@ export class MutexProtocol extends OwnerHashLockProtocol {
   readonly localFifo: boolean = true;
   readonly heartbeat: number | undefined = undefined;
 
-  attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
+  attempt(redis: LockScriptTarget, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     return acquireLockScript
       .run<[number, string | number]>(
-        client,
+        redis,
         [this.keys.owners, this.keys.fence],
         [owner, leaseTime, mode.reentry ? '1' : '0', '', mode.hold, mode.waiting ? 'waiting' : mode.willWait ? 'wait' : ''],
       )
@@ -30,11 +29,11 @@ export class MutexProtocol extends OwnerHashLockProtocol {
       });
   }
 
-  release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number> {
+  release(redis: LockScriptTarget, owner: string, hold: string): Promise<number> {
     return releaseLockScript.run<number>(
-      client,
+      redis,
       [this.keys.owners, this.keys.wakeChannel, this.keys.queue],
-      [owner, publishCommand, hold],
+      [owner, redis.publishCommand, hold],
     );
   }
 

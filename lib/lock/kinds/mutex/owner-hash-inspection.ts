@@ -9,10 +9,10 @@ import { readLockScript } from './read-lock.lua.js';
 export const OWNER_HASH_INSPECTION: LockKindInspection = {
   pattern: (keySpace) => keySpace.lockOwnersPattern(),
   nameOf: (keySpace, key) => keySpace.lockNameOf(key),
-  async read(client, keySpace, name): Promise<HeldLock | undefined> {
+  async read(redis, keySpace, name): Promise<HeldLock | undefined> {
     const keys = keySpace.lock(name);
     const reply = await readLockScript.run<[number, string | null, number, string[], Array<string | number>] | null>(
-      client,
+      redis,
       [keys.owners, keys.fence, keys.queue, keys.leases],
       [],
     );

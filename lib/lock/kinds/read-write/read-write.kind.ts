@@ -1,7 +1,6 @@
 import { LockKindConflictError } from '../../../core/errors/lock-kind-conflict.error.js';
 import { LockUpgradeError } from '../../../core/errors/lock-upgrade.error.js';
 import type { LockKeys } from '../../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../../core/options/redis-lock-config.js';
 import { acquireReadLockScript } from './acquire-read-lock.lua.js';
 import { acquireWriteLockScript } from './acquire-write-lock.lua.js';
 import { leaveReadWriteWritersScript } from './leave-read-write-writers.lua.js';
@@ -9,7 +8,7 @@ import { releaseReadWriteLockScript } from './release-read-write-lock.lua.js';
 import { renewReadWriteLocksScript } from './renew-read-write-locks.lua.js';
 import { attemptOutcome } from '../../protocols/attempt-reply.js';
 import type { LockKindDefinition } from '../../protocols/lock-kind.js';
-import type { AttemptMode, AttemptOutcome, Renewal } from '../../protocols/lock-protocol.interface.js';
+import type { AttemptMode, AttemptOutcome, LockScriptTarget, Renewal } from '../../protocols/lock-protocol.interface.js';
 import { OwnerHashLockProtocol } from '../../protocols/owner-hash-lock.protocol.js';
 
 /** How long a waiting writer blocks new readers without showing it is still waiting. */
@@ -40,14 +39,14 @@ export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
     this.heartbeat = side === 'write' ? Math.floor(WRITER_LIVENESS_MS / 3) : undefined;
   }
 
-  async attempt(client: RedisClient, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
+  async attempt(redis: LockScriptTarget, owner: string, leaseTime: number, mode: AttemptMode): Promise<AttemptOutcome> {
     const k = this.keys;
     const keys = [k.owners, k.leases, k.waitingWriters, k.fence];
     const nested = mode.reentry ? '1' : '0';
     const [granted, value] =
       this.side === 'read'
-        ? await acquireReadLockScript.run<[number, string | number]>(client, keys, [owner, leaseTime, mode.hold, nested])
-        : await acquireWriteLockScript.run<[number, string | number]>(client, keys, [
+        ? await acquireReadLockScript.run<[number, string | number]>(redis, keys, [owner, leaseTime, mode.hold, nested])
+        : await acquireWriteLockScript.run<[number, string | number]>(redis, keys, [
             owner,
             leaseTime,
             WRITER_LIVENESS_MS,
@@ -60,11 +59,11 @@ export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
     return attemptOutcome(granted, value);
   }
 
-  release(client: RedisClient, owner: string, publishCommand: string, hold: string): Promise<number> {
+  release(redis: LockScriptTarget, owner: string, hold: string): Promise<number> {
     return releaseReadWriteLockScript.run<number>(
-      client,
+      redis,
       [this.keys.owners, this.keys.leases, this.keys.wakeChannel],
-      [this.member(owner, hold), publishCommand],
+      [this.member(owner, hold), redis.publishCommand],
     );
   }
 
@@ -73,9 +72,9 @@ export class ReadWriteLockProtocol extends OwnerHashLockProtocol {
   }
 
   /** A writer that stops waiting no longer holds back new readers. */
-  async leave(client: RedisClient, owner: string, publishCommand: string): Promise<void> {
+  async leave(redis: LockScriptTarget, owner: string): Promise<void> {
     if (this.side === 'read') return;
-    await leaveReadWriteWritersScript.run(client, [this.keys.waitingWriters, this.keys.wakeChannel], [owner, publishCommand]);
+    await leaveReadWriteWritersScript.run(redis, [this.keys.waitingWriters, this.keys.wakeChannel], [owner, redis.publishCommand]);
   }
 
   /** This hold's member of the leases zset: its holder field, '#', its hold id. */

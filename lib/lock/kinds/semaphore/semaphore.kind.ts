@@ -1,10 +1,9 @@
 import { InvalidOptionsError } from '../../../core/errors/invalid-options.error.js';
 import type { SemaphoreKeys } from '../../../core/keys/redis-key-space.js';
-import type { RedisClient } from '../../../core/options/redis-lock-config.js';
 import type { HeldLock, LockHolder } from '../../interfaces/held-lock.interface.js';
 import { attemptOutcome } from '../../protocols/attempt-reply.js';
 import type { LockKindDefinition } from '../../protocols/lock-kind.js';
-import type { AttemptOutcome, LockProtocol, Renewal } from '../../protocols/lock-protocol.interface.js';
+import type { AttemptOutcome, LockProtocol, LockScriptTarget, Renewal } from '../../protocols/lock-protocol.interface.js';
 import { acquirePermitScript } from './acquire-permit.lua.js';
 import { readSemaphoreScript } from './read-semaphore.lua.js';
 import { releasePermitScript } from './release-permit.lua.js';
@@ -36,21 +35,21 @@ export class SemaphoreProtocol implements LockProtocol {
     return this.keys.wakeChannel;
   }
 
-  async attempt(client: RedisClient, owner: string, leaseTime: number): Promise<AttemptOutcome> {
+  async attempt(redis: LockScriptTarget, owner: string, leaseTime: number): Promise<AttemptOutcome> {
     // Every acquire call has its own owner id: a re-sent attempt finds its permit and its token.
     const [granted, value] = await acquirePermitScript.run<[number, string | number]>(
-      client,
+      redis,
       [this.keys.permits, this.keys.fence, this.keys.grants],
       [owner, leaseTime, this.permits],
     );
     return attemptOutcome(granted, value);
   }
 
-  release(client: RedisClient, owner: string, publishCommand: string): Promise<number> {
+  release(redis: LockScriptTarget, owner: string): Promise<number> {
     return releasePermitScript.run<number>(
-      client,
+      redis,
       [this.keys.permits, this.keys.wakeChannel, this.keys.grants],
-      [owner, publishCommand],
+      [owner, redis.publishCommand],
     );
   }
 
@@ -73,9 +72,9 @@ export const SEMAPHORE: LockKindDefinition<number> = {
   inspection: {
     pattern: (keySpace) => keySpace.semaphorePermitsPattern(),
     nameOf: (keySpace, key) => keySpace.semaphoreNameOf(key),
-    async read(client, keySpace, name): Promise<HeldLock | undefined> {
+    async read(redis, keySpace, name): Promise<HeldLock | undefined> {
       const keys = keySpace.semaphore(name);
-      const reply = await readSemaphoreScript.run<[string | null, Array<string | number>] | null>(client, [keys.permits, keys.fence], []);
+      const reply = await readSemaphoreScript.run<[string | null, Array<string | number>] | null>(redis, [keys.permits, keys.fence], []);
       if (!reply) return undefined;
       const [fence, rows] = reply;
       const holders: LockHolder[] = [];
