@@ -27,7 +27,7 @@ describe('fencing tokens under real Redis faults', () => {
   const LEASE = 2_000;
   const unhandled = new UnhandledRejections();
   let server: LocalRedisServer;
-  let apps: TestingModule[] = [];
+  const apps: TestingModule[] = [];
   let admin: Redis;
   let evictions: Redis;
   const warnings: string[] = [];

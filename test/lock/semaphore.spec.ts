@@ -44,7 +44,7 @@ describe('semaphore', () => {
 
 describe('semaphore with expiring permits', () => {
   // Two module instances on one prefix behave like two processes.
-  const { keyPrefix, a, b } = useLockServicePair('sem', { lock: { leaseTime: 600 } });
+  const { a, b } = useLockServicePair('sem', { lock: { leaseTime: 600 } });
 
   it('gives a crashed holder’s permit back when its lease ends', async () => {
     await a.semaphore('leak', 1).acquire({ leaseTime: 300 }); // never released
