@@ -7,7 +7,18 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/node_modules/**', 'dist/**', 'dist-sample/**', 'coverage/**', 'test-artifacts/**', '.cache/**', 'docs/**', 'etc/**', '.tmp/**', '**/*.embedded.ts'],
+    ignores: [
+      '**/node_modules/**',
+      'dist/**',
+      'dist-sample/**',
+      'coverage/**',
+      'test-artifacts/**',
+      '.cache/**',
+      'docs/**',
+      'etc/**',
+      '.tmp/**',
+      '**/*.embedded.ts',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -33,7 +44,10 @@ export default tseslint.config(
     files: ['test/**'],
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
-      '@typescript-eslint/no-unused-vars': ['error', { args: 'none', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { args: 'none', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
     },
   },
   {

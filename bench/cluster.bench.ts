@@ -142,7 +142,10 @@ async function burst(
     await new Promise((resolve) => setTimeout(resolve, 300));
     const cpuBefore = await cpuSeconds(masters);
     const started = performance.now();
-    await queue.scheduleMany('burst', Array.from({ length: PLAN.burst.jobs }, (_, i) => ({ payload: i })));
+    await queue.scheduleMany(
+      'burst',
+      Array.from({ length: PLAN.burst.jobs }, (_, i) => ({ payload: i })),
+    );
     const enqueued = performance.now();
     const deadline = started + 180_000;
     while (done < PLAN.burst.jobs) {
@@ -208,10 +211,14 @@ async function main(): Promise<void> {
     const lines = [
       `# Redis Cluster benchmark (${result.date})`,
       '',
-      `Machine: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ` +
-        'single Redis and 6 cluster nodes all on this machine, loopback.' + (QUICK ? ' **QUICK run: not comparable.**' : ''),
+      `Machine: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; ` +
+        'single Redis and 6 cluster nodes all on this machine, loopback.' +
+        (QUICK ? ' **QUICK run: not comparable.**' : ''),
       '',
-      `## (a) Locks: ${PLAN.locks.width} callers on ${PLAN.locks.width} keys for ${PLAN.locks.durationMs} ms; one caller back to back ${PLAN.locks.sequential}×`,
+      `## (a) Locks: ${PLAN.locks.width} callers on ${PLAN.locks.width} keys for ${PLAN.locks.durationMs} ` +
+        `ms; one caller back to back ${PLAN.locks.sequential}×`,
       '',
       'Every contender uses a fixed 10 s lease and one command connection (an ioredis `Cluster` client on the cluster).',
       '',
@@ -221,7 +228,8 @@ async function main(): Promise<void> {
       '',
       `## (b) Burst: ${PLAN.burst.jobs} jobs due now, one consumer, concurrency ${PLAN.burst.concurrency}`,
       '',
-      '| target | shards | enqueue ms | drain ms | jobs/s end to end | vs cluster 1 shard | Redis CPU ms per master (busiest first) | busiest-master ceiling, jobs/s | ceiling vs 1 shard |',
+      '| target | shards | enqueue ms | drain ms | jobs/s end to end | vs cluster 1 shard | Redis CPU ' +
+        'ms per master (busiest first) | busiest-master ceiling, jobs/s | ceiling vs 1 shard |',
       '| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |',
       ...bursts.map(
         (b) =>
@@ -230,7 +238,7 @@ async function main(): Promise<void> {
           `${(ceiling(b) / ceiling(clusterOne)).toFixed(2)}× |`,
       ),
       '',
-      'End to end, one consumer process shares 2 cores with every Redis node, so the machine\'s CPU bounds jobs/s;',
+      "End to end, one consumer process shares 2 cores with every Redis node, so the machine's CPU bounds jobs/s;",
       'the ceiling column is the rate at which the busiest master would saturate its own core (jobs / its CPU seconds),',
       'which is what bounds a hot topic when many consumers on other machines drain it.',
       '',

@@ -123,7 +123,10 @@ async function main(): Promise<void> {
   const meter = new UsageMeter(admin);
   const loadAtStart = loadavg();
   const version = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
-  progress(`Redis ${version} at ${url}${server ? ' (private redis-server)' : ' (REDIS_URL)'}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')}`);
+  progress(
+    `Redis ${version} at ${url}${server ? ' (private redis-server)' : ' (REDIS_URL)'}; load ` +
+      `${loadAtStart.map((l) => l.toFixed(2)).join(' ')}`,
+  );
   let redisIdleMsPerSec = Number.NaN;
 
   const contenders: DelayContender[] = [ours(url), bullmq(url)];
@@ -136,14 +139,22 @@ async function main(): Promise<void> {
     for (const [i, contender] of ONLY.has('a') ? contenders.entries() : []) {
       progress(`(a) lateness: ${contender.name}, ${delays.length} jobs over ${PLAN.lateness.spreadMs} ms`);
       const { lateness, usage } = await contender.lateness(delays, PLAN.lateness.concurrency, meter);
-      results[i].lateness = { ...distribution(lateness), early: lateness.filter((ms) => ms < 0).length, cpu: perJob(usage, delays.length), usage };
+      results[i].lateness = {
+        ...distribution(lateness),
+        early: lateness.filter((ms) => ms < 0).length,
+        cpu: perJob(usage, delays.length),
+        usage,
+      };
     }
     const bursts = contenders.map((): (BurstFigures & { usage: Usage })[] => []);
     for (let round = 0; ONLY.has('b') && round < PLAN.burst.rounds; round++) {
       const order = round % 2 === 0 ? [...contenders.keys()] : [...contenders.keys()].reverse();
       for (const i of order) {
         const contender = contenders[i];
-        progress(`(b) burst, round ${round + 1}/${PLAN.burst.rounds}: ${contender.name}, ${PLAN.burst.jobs} jobs due now, concurrency ${PLAN.burst.concurrency}`);
+        progress(
+          `(b) burst, round ${round + 1}/${PLAN.burst.rounds}: ${contender.name}, ${PLAN.burst.jobs} jobs ` +
+            `due now, concurrency ${PLAN.burst.concurrency}`,
+        );
         const { enqueueMs, firstMs, drainMs, usage } = await contender.burst(PLAN.burst.jobs, PLAN.burst.concurrency, meter);
         bursts[i].push({
           usage,
@@ -292,7 +303,9 @@ function render(results: ContenderResult[], redisVersion: string, run: RunCondit
     },
     {
       target: '(c) idle commands/s <= BullMQ (server commands and client round trips)',
-      value: `${fmt(mine.idle?.commandsPerSec, 2)} vs ${fmt(peer.idle?.commandsPerSec, 2)}; round trips ${fmt(mine.idle?.roundTripsPerSec, 2)} vs ${fmt(peer.idle?.roundTripsPerSec, 2)}`,
+      value:
+        `${fmt(mine.idle?.commandsPerSec, 2)} vs ${fmt(peer.idle?.commandsPerSec, 2)}; round ` +
+        `trips ${fmt(mine.idle?.roundTripsPerSec, 2)} vs ${fmt(peer.idle?.roundTripsPerSec, 2)}`,
       met:
         (mine.idle?.commandsPerSec ?? Infinity) <= (peer.idle?.commandsPerSec ?? -Infinity) &&
         (mine.idle?.roundTripsPerSec ?? Infinity) <= (peer.idle?.roundTripsPerSec ?? -Infinity),
@@ -301,7 +314,8 @@ function render(results: ContenderResult[], redisVersion: string, run: RunCondit
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const versions = stackVersions(['ioredis', '@nestjs/core', 'bullmq']);
   const environment =
-    `${platform()} ${osRelease()}, ${cpus().length} CPU (${cpus()[0]?.model ?? '?'}), load (1/5/15 min) ${load(run.loadAtStart)} at start, ` +
+    `${platform()} ${osRelease()}, ${cpus().length} CPU (${cpus()[0]?.model ?? '?'}), load (1/5/15 ` +
+    `min) ${load(run.loadAtStart)} at start, ` +
     `${load(run.loadAtEnd)} at end, Redis ${redisVersion}, ${describeVersions(versions)} (RESP3, ioredis 6's default, for both)` +
     `${QUICK ? ', QUICK run (not comparable)' : ''}`;
   const list = (counts: Record<string, number> | undefined) =>
@@ -325,23 +339,33 @@ function render(results: ContenderResult[], redisVersion: string, run: RunCondit
     '',
     '"ours vs bullmq": > 1 means ours is better (ours ÷ bullmq for jobs/s, bullmq ÷ ours for lateness, commands and CPU).',
     '',
-    markdown(['target', 'measured', 'met'], checks.map((c) => [c.target, c.value, c.met ? 'yes' : 'NO'])),
+    markdown(
+      ['target', 'measured', 'met'],
+      checks.map((c) => [c.target, c.value, c.met ? 'yes' : 'NO']),
+    ),
     '',
-    `(a) ${PLAN.lateness.jobs} jobs due ${PLAN.lateness.leadMs}–${PLAN.lateness.leadMs + PLAN.lateness.spreadMs} ms after one bulk enqueue, ` +
-      `concurrency ${PLAN.lateness.concurrency}. (b) ${PLAN.burst.jobs} jobs, enqueue included, ${PLAN.burst.rounds} rounds (medians; per round: jobs/s): ` +
+    `(a) ${PLAN.lateness.jobs} jobs due ${PLAN.lateness.leadMs}–${PLAN.lateness.leadMs + PLAN.lateness.spreadMs} ` +
+      `ms after one bulk enqueue, ` +
+      (`concurrency ${PLAN.lateness.concurrency}. (b) ${PLAN.burst.jobs} jobs, enqueue included, ${PLAN.burst.rounds} ` +
+        `rounds (medians; per round: jobs/s): `) +
       results
         .map(
           (r) =>
-            `${r.name} enqueue ${fmt(r.burst?.enqueueMs)} ms, first handler ${fmt(r.burst?.firstMs)} ms, last ${fmt(r.burst?.drainMs)} ms ` +
+            `${r.name} enqueue ${fmt(r.burst?.enqueueMs)} ms, first handler ${fmt(r.burst?.firstMs)} ms, ` +
+            `last ${fmt(r.burst?.drainMs)} ms ` +
             `(${(r.burst?.rounds ?? []).map((x) => fmt(x.jobsPerSec)).join(', ')})`,
         )
         .join('; ') +
       `. (c) commands over ${fmt((results[0].idle?.windowMs ?? 0) / 1000, 1)} s: ${idleDetail}.`,
     '',
     'CPU: "bench CPU" = user + system CPU of the bench process (process.cpuUsage), where both the producer and the consumer run; ' +
-      '"Redis CPU" = user + system CPU of the redis-server process (INFO cpu); "Redis commands" = calls in INFO commandstats, commands run inside scripts included. ' +
-      `(a) and (b) are measured from the enqueue to the last handler with the consumer already running, divided by the jobs; (a) therefore includes ${PLAN.lateness.leadMs + PLAN.lateness.spreadMs} ms of waiting for due times (timers, polling), (b) is throughput work. ` +
-      `(c) is per second of the idle window, with the MONITOR connection attached (it costs Redis a little per command); Redis with no consumer at all used ${fmt(run.redisIdleMsPerSec, 2)} ms/s.`,
+      ('"Redis CPU" = user + system CPU of the redis-server process (INFO cpu); "Redis commands" = calls ' +
+        'in INFO commandstats, commands run inside scripts included. ') +
+      (`(a) and (b) are measured from the enqueue to the last handler with the consumer already running, ` +
+        `divided by the jobs; (a) therefore includes ${PLAN.lateness.leadMs + PLAN.lateness.spreadMs} ms ` +
+        `of waiting for due times (timers, polling), (b) is throughput work. `) +
+      (`(c) is per second of the idle window, with the MONITOR connection attached (it costs Redis a little ` +
+        `per command); Redis with no consumer at all used ${fmt(run.redisIdleMsPerSec, 2)} ms/s.`),
     '',
     ...results.map((r) => `- ${r.name}: ${r.settings}`),
     '',

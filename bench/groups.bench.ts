@@ -69,7 +69,10 @@ function progress(message: string): void {
 
 /** Group-major: every job of g0 in sequence, then g1's, … */
 function groupJobs(): BenchJob[] {
-  return Array.from({ length: PLAN.groups * PLAN.jobsPerGroup }, (_, i) => ({ g: Math.floor(i / PLAN.jobsPerGroup), s: i % PLAN.jobsPerGroup }));
+  return Array.from({ length: PLAN.groups * PLAN.jobsPerGroup }, (_, i) => ({
+    g: Math.floor(i / PLAN.jobsPerGroup),
+    s: i % PLAN.jobsPerGroup,
+  }));
 }
 
 async function runOne(contender: JobContender, scenario: Scenario, url: string, meter: UsageMeter): Promise<RunResult> {
@@ -137,7 +140,13 @@ async function main(): Promise<void> {
   }
   const environment = environmentLine(version, loadAtStart, ['ioredis', '@nestjs/core', 'groupmq', 'bullmq'], QUICK);
   const markdown = render(results, contenders, environment.text);
-  writeResults('groups', markdown, { date: new Date().toISOString(), environment: environment.text, versions: environment.versions, plan: PLAN, results });
+  writeResults('groups', markdown, {
+    date: new Date().toISOString(),
+    environment: environment.text,
+    versions: environment.versions,
+    plan: PLAN,
+    results,
+  });
 }
 
 const COLUMNS: readonly Column<RunResult>[] = [
@@ -145,7 +154,12 @@ const COLUMNS: readonly Column<RunResult>[] = [
   { header: 'out-of-order starts', digits: 0, better: 'none', value: (r) => r.ordering?.outOfOrder },
   { header: 'overlapping pairs', digits: 0, better: 'none', value: (r) => r.ordering?.overlappingPairs },
   { header: 'groups affected', digits: 0, better: 'none', value: (r) => r.ordering?.groupsAffected },
-  { header: 'run twice / never', digits: 0, better: 'none', value: (r) => (r.ordering ? r.ordering.duplicates + r.ordering.missing : undefined) },
+  {
+    header: 'run twice / never',
+    digits: 0,
+    better: 'none',
+    value: (r) => (r.ordering ? r.ordering.duplicates + r.ordering.missing : undefined),
+  },
   { header: 'first start p50 ms', digits: 0, better: 'lower', value: (r) => r.fairness?.firstStartMs.p50 },
   { header: 'first start p99 ms', digits: 0, better: 'lower', value: (r) => r.fairness?.firstStartMs.p99 },
   { header: 'Jain @25%', digits: 3, better: 'higher', value: (r) => r.fairness?.jainAt25 },
@@ -154,7 +168,12 @@ const COLUMNS: readonly Column<RunResult>[] = [
 const CPU_COLUMNS: readonly Column<RunResult>[] = [
   { header: 'consumers + bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.clientMicros },
   { header: 'Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.redisMicros },
-  { header: 'total µs/job', digits: 0, better: 'lower', value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)) },
+  {
+    header: 'total µs/job',
+    digits: 0,
+    better: 'lower',
+    value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)),
+  },
   { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
 ];
 
@@ -167,14 +186,18 @@ function render(results: Partial<Record<Scenario, RunResult[]>>, contenders: rea
     const details = rows.map((r) =>
       r.error
         ? `- ${r.name}: FAILED: ${r.error}`
-        : `- ${r.name}: enqueue ${formatNumber(r.enqueueMs)} ms, last handler ${formatNumber(r.lastEndMs)} ms after the start, runs per process ` +
+        : `- ${r.name}: enqueue ${formatNumber(r.enqueueMs)} ms, last handler ${formatNumber(r.lastEndMs)} ` +
+          `ms after the start, runs per process ` +
           `${r.runsPerProcess?.join('/')}, first start max ${formatNumber(r.fairness?.firstStartMs.max)} ms` +
           Object.entries(r.counters ?? {})
             .map(([k, v]) => `, ${k} ${v} (${formatNumber(v / (PLAN.groups * PLAN.jobsPerGroup), 2)} per job)`)
             .join(''),
     );
     return [
-      `## (${scenario}) ${SCENARIOS[scenario]}: ${scenario === 'a' ? 'every job written, then the consumers start' : 'the consumers start, then the jobs are written while they run'}`,
+      `## (${scenario}) ${SCENARIOS[scenario]}: ` +
+        (scenario === 'a'
+          ? 'every job written, then the consumers start'
+          : 'the consumers start, then the jobs are written while they run'),
       '',
       contenderTable(ok, ours, COLUMNS),
       '',
@@ -191,17 +214,22 @@ function render(results: Partial<Record<Scenario, RunResult[]>>, contenders: rea
     '',
     `${new Date().toISOString()} — ${environment}`,
     '',
-    `${PLAN.groups} groups × ${PLAN.jobsPerGroup} jobs written group by group, all due now; ${PLAN.processes} consumer processes × concurrency ${PLAN.concurrency}; ` +
+    `${PLAN.groups} groups × ${PLAN.jobsPerGroup} jobs written group by group, all due now; ${PLAN.processes} ` +
+      `consumer processes × concurrency ${PLAN.concurrency}; ` +
       `a handler waits ${PLAN.workMs} ms. Every run is timed from the moment the consumers are told to start.`,
     '',
     ...sections,
-    'Reading: "out-of-order starts" = runs that started after a later job of their group had started; "overlapping pairs" = two runs of one group ' +
+    'Reading: "out-of-order starts" = runs that started after a later job of their group had started; ' +
+      '"overlapping pairs" = two runs of one group ' +
       'running at once; both should be 0. Times are CLOCK_MONOTONIC (process.hrtime), one clock for every process of the machine. ' +
       '"first start" = ms from the start to a group\'s first handler, across groups. Jain\'s index (1 = every group equally far along, ' +
       `${formatNumber(1 / PLAN.groups, 3)} = one group only) of jobs finished per group at 25% and 50% of the run's time. ` +
-      '"consumers + bench CPU" = user + system CPU of every consumer process and of the bench process (the producer) from the start to the last handler; ' +
-      '"Redis CPU" = the redis-server process (INFO cpu); "Redis commands" = calls in INFO commandstats, commands inside scripts included. ' +
-      `"ours vs X" > 1 means ours is better. The BullMQ workaround puts a job whose group is busy back for ${GROUP_RETRY_DELAY_MS} ms; nothing in it keeps a group's order.`,
+      ('"consumers + bench CPU" = user + system CPU of every consumer process and of the bench process ' +
+        '(the producer) from the start to the last handler; ') +
+      ('"Redis CPU" = the redis-server process (INFO cpu); "Redis commands" = calls in INFO commandstats, ' +
+        'commands inside scripts included. ') +
+      (`"ours vs X" > 1 means ours is better. The BullMQ workaround puts a job whose group is busy back ` +
+        `for ${GROUP_RETRY_DELAY_MS} ms; nothing in it keeps a group's order.`),
     '',
     ...contenders.map((c) => `- ${c.name}: ${c.settings}`),
     '',

@@ -99,9 +99,14 @@ async function main(): Promise<void> {
     }
     // Which commands each contender sends itself (the rest ran inside its scripts), for command time counted once.
     for (const c of contenders) {
-      const profile = await countRoundTrips(redis.url, () => runSequential(c, `${runId}:${c.name}:profile`, { warmup: 0, iterations: 200 }).then(() => undefined));
+      const profile = await countRoundTrips(redis.url, () =>
+        runSequential(c, `${runId}:${c.name}:profile`, { warmup: 0, iterations: 200 }).then(() => undefined),
+      );
       const share = clientShareOf(profile);
-      commandTime.set(c.name, rounds.get(c.name)!.map((r) => commandMicros(r.usage, share) / r.pairs));
+      commandTime.set(
+        c.name,
+        rounds.get(c.name)!.map((r) => commandMicros(r.usage, share) / r.pairs),
+      );
     }
   } finally {
     for (const c of all) await c.close().catch(() => undefined);
@@ -115,7 +120,8 @@ async function main(): Promise<void> {
    * The median over rounds of this contender's figure ÷ raw's in the same round: the two ran seconds
    * apart, under the same background load, so this ratio moves far less than either figure does.
    */
-  const ratio = (values: readonly number[], base: readonly number[] | undefined) => (base ? median(values.map((v, i) => v / base[i])) : Number.NaN);
+  const ratio = (values: readonly number[], base: readonly number[] | undefined) =>
+    base ? median(values.map((v, i) => v / base[i])) : Number.NaN;
   const vsRaw = (values: readonly number[], base: readonly number[] | undefined) => (base ? `${ratio(values, base).toFixed(2)}×` : '');
   const semRounds = rounds.get('redis-semaphore');
   const summary = contenders.map((c) => {
@@ -124,17 +130,35 @@ async function main(): Promise<void> {
     return {
       name: c.name,
       client: median(r.map((x) => x.clientMicros)),
-      clientVsRaw: vsRaw(r.map((x) => x.clientMicros), rawRounds?.map((x) => x.clientMicros)),
+      clientVsRaw: vsRaw(
+        r.map((x) => x.clientMicros),
+        rawRounds?.map((x) => x.clientMicros),
+      ),
       redis: median(r.map((x) => x.redisMicros)),
-      redisVsRaw: vsRaw(r.map((x) => x.redisMicros), rawRounds?.map((x) => x.redisMicros)),
+      redisVsRaw: vsRaw(
+        r.map((x) => x.redisMicros),
+        rawRounds?.map((x) => x.redisMicros),
+      ),
       commandMicros: median(times),
       commandVsRaw: vsRaw(times, rawTimes),
       commands: median(r.map((x) => x.commands)),
       ops: median(r.map((x) => x.opsPerSec)),
-      opsVsRaw: vsRaw(r.map((x) => x.opsPerSec), rawRounds?.map((x) => x.opsPerSec)),
-      clientVsSem: vsRaw(r.map((x) => x.clientMicros), semRounds?.map((x) => x.clientMicros)),
-      redisVsSem: vsRaw(r.map((x) => x.redisMicros), semRounds?.map((x) => x.redisMicros)),
-      opsVsSem: vsRaw(r.map((x) => x.opsPerSec), semRounds?.map((x) => x.opsPerSec)),
+      opsVsRaw: vsRaw(
+        r.map((x) => x.opsPerSec),
+        rawRounds?.map((x) => x.opsPerSec),
+      ),
+      clientVsSem: vsRaw(
+        r.map((x) => x.clientMicros),
+        semRounds?.map((x) => x.clientMicros),
+      ),
+      redisVsSem: vsRaw(
+        r.map((x) => x.redisMicros),
+        semRounds?.map((x) => x.redisMicros),
+      ),
+      opsVsSem: vsRaw(
+        r.map((x) => x.opsPerSec),
+        semRounds?.map((x) => x.opsPerSec),
+      ),
     };
   });
   /** Issue 27's targets, each a median of per-round ratios (contenders of one round ran seconds apart). */
@@ -144,15 +168,27 @@ async function main(): Promise<void> {
   const target = (what: string, value: number, goal: string, met: boolean) =>
     targetRows.push([what, Number.isNaN(value) ? 'n/a' : `${value.toFixed(2)}×`, goal, Number.isNaN(value) ? '' : met ? 'met' : 'not met']);
   if (ours && semRounds) {
-    const cycles = ratio(ours.map((x) => x.opsPerSec), semRounds.map((x) => x.opsPerSec));
-    const client = ratio(ours.map((x) => x.clientMicros), semRounds.map((x) => x.clientMicros));
-    const server = ratio(ours.map((x) => x.redisMicros), semRounds.map((x) => x.redisMicros));
+    const cycles = ratio(
+      ours.map((x) => x.opsPerSec),
+      semRounds.map((x) => x.opsPerSec),
+    );
+    const client = ratio(
+      ours.map((x) => x.clientMicros),
+      semRounds.map((x) => x.clientMicros),
+    );
+    const server = ratio(
+      ours.map((x) => x.redisMicros),
+      semRounds.map((x) => x.redisMicros),
+    );
     target('ours vs redis-semaphore: cycles/s', cycles, '≥ 1.00×', cycles >= 1);
     target('ours vs redis-semaphore: client CPU per cycle', client, '≤ 1.10×', client <= 1.1);
     target('ours vs redis-semaphore: Redis CPU per cycle', server, '≤ 1.20×', server <= 1.2);
   }
   if (ours && watched) {
-    const cycles = ratio(watched.map((x) => x.opsPerSec), ours.map((x) => x.opsPerSec));
+    const cycles = ratio(
+      watched.map((x) => x.opsPerSec),
+      ours.map((x) => x.opsPerSec),
+    );
     target('ours (watchdog) vs ours (fixed lease): cycles/s', cycles, '≥ 0.90×', cycles >= 0.9);
   }
   const table = markdownTable(
@@ -194,7 +230,8 @@ async function main(): Promise<void> {
     '# Lock hot path: CPU per uncontended cycle',
     '',
     `bench/hot-path.bench.ts, ${new Date().toISOString()}: ${WIDTH} callers in parallel on distinct keys, fixed lease, ` +
-      `${ROUNDS} rounds × ${ROUND_MS} ms per contender (order rotated), medians of the rounds; "vs raw" is the median of the per-round ratios to raw. ` +
+      (`${ROUNDS} rounds × ${ROUND_MS} ms per contender (order rotated), medians of the rounds; "vs raw" ` +
+        `is the median of the per-round ratios to raw. `) +
       'Client CPU: this process (process.cpuUsage); Redis CPU: the redis-server process (INFO cpu: execution, I/O, ' +
       'event loop, which grows per operation when fewer operations share a wake-up); Redis command time: execution ' +
       'alone (INFO commandstats, each command once: a script with what it ran); cycles/s is wall clock, noisy on a shared machine.',
@@ -203,9 +240,11 @@ async function main(): Promise<void> {
     '',
     targets,
     '',
-    '"(auto-pipelined)": the same peer on a client with ioredis\' `enableAutoPipelining` (a turn\'s commands leave as one write, one batch ' +
-      'in flight at a time); the peers\' own rows use the client their docs show. This library coalesces the writes of its own connection ' +
-      'in one write per 16 commands of a turn, without that one-batch limit (lib/core/redis/coalesce-writes.ts); "ours\' scripts alone" runs on the same transport.',
+    '"(auto-pipelined)": the same peer on a client with ioredis\' `enableAutoPipelining` (a turn\'s ' +
+      'commands leave as one write, one batch ' +
+      "in flight at a time); the peers' own rows use the client their docs show. This library coalesces the writes of its own connection " +
+      ('in one write per 16 commands of a turn, without that one-batch limit (lib/core/redis/coalesce-writes.ts); ' +
+        '"ours\' scripts alone" runs on the same transport.'),
     '',
     `Redis ${redisVersion}; ${versions}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} → ` +
       `${loadAtEnd.map((l) => l.toFixed(2)).join(' ')}`,

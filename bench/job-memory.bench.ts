@@ -39,7 +39,10 @@ async function bytesPerJob(delay: number): Promise<{ bytes: number; sample: stri
     const before = await usedMemory(redis);
     for (let i = 0; i < JOBS - 1; i += BATCH) {
       const count = Math.min(BATCH, JOBS - 1 - i);
-      await queue.scheduleMany(TOPIC, Array.from({ length: count }, (_, k) => ({ payload: { orderId: i + k }, delay })));
+      await queue.scheduleMany(
+        TOPIC,
+        Array.from({ length: count }, (_, k) => ({ payload: { orderId: i + k }, delay })),
+      );
     }
     const after = await usedMemory(redis);
     const id = String(await redis.hrandfield(`rl:dq:{${TOPIC}}:jobs`));

@@ -23,7 +23,14 @@ import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { LockService, RedisLockModule } from '../lib/index.js';
-import { clientShareOf, countRoundTrips, provideBenchRedis, redisServerVersion, type BenchRedis, type CommandProfile } from './support/bench-redis.js';
+import {
+  clientShareOf,
+  countRoundTrips,
+  provideBenchRedis,
+  redisServerVersion,
+  type BenchRedis,
+  type CommandProfile,
+} from './support/bench-redis.js';
 import {
   BENCH_PROTOCOL,
   createOurContenders,
@@ -73,10 +80,22 @@ interface CpuPerOperation {
 interface ContenderResult {
   readonly name: string;
   readonly settings: string;
-  sequential?: { opsPerSec: number; latencyMs: LatencySummary; roundsOpsPerSec: number[]; cpuMicrosPerPair: number; usage: Usage; cpu?: CpuPerOperation };
+  sequential?: {
+    opsPerSec: number;
+    latencyMs: LatencySummary;
+    roundsOpsPerSec: number[];
+    cpuMicrosPerPair: number;
+    usage: Usage;
+    cpu?: CpuPerOperation;
+  };
   parallel?: { opsPerSec: number; roundsOpsPerSec: number[]; cpuMicrosPerPair: number; usage: Usage; cpu?: CpuPerOperation };
   hotKey?: HotKeyResult & { acquisitionsPerSec: number; usage: Usage; cpu?: CpuPerOperation };
-  roundTrips?: { perPair: number; perPairByCommand: Record<string, number>; perHotAcquisition: number; perHotAcquisitionByCommand: Record<string, number> };
+  roundTrips?: {
+    perPair: number;
+    perPairByCommand: Record<string, number>;
+    perHotAcquisition: number;
+    perHotAcquisitionByCommand: Record<string, number>;
+  };
 }
 
 function progress(message: string): void {
@@ -112,7 +131,10 @@ async function main(): Promise<void> {
     const result = (c: LockContender) => results.get(c.name)!;
 
     // (a) uncontended sequential
-    const seqSamples = new Map<string, { latencies: number[]; pairs: number; elapsedMs: number; cpuMicros: number; rounds: number[]; usage: Usage[] }>();
+    const seqSamples = new Map<
+      string,
+      { latencies: number[]; pairs: number; elapsedMs: number; cpuMicros: number; rounds: number[]; usage: Usage[] }
+    >();
     for (const c of contenders) {
       await runSequential(c, `${runId}:seq`, { warmup: PLAN.sequential.warmup, iterations: 0 });
       seqSamples.set(c.name, { latencies: [], pairs: 0, elapsedMs: 0, cpuMicros: 0, rounds: [], usage: [] });
@@ -262,9 +284,14 @@ async function main(): Promise<void> {
     writeFileSync(join(RESULTS_DIR, `${RESULTS_NAME}.md`), `${report.markdown}\n`);
     writeFileSync(
       join(RESULTS_DIR, `${RESULTS_NAME}.json`),
-      `${JSON.stringify({ machine, plan: PLAN, targets: report.targets, contenders: [...results.values()], readWrite }, withoutSamples, 2)}\n`,
+      JSON.stringify({ machine, plan: PLAN, targets: report.targets, contenders: [...results.values()], readWrite }, withoutSamples, 2) +
+        '\n',
     );
-    progress(`wrote ${join('bench', 'results', `${RESULTS_NAME}.md`)} and .json; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    progress(
+      `wrote ${join('bench', 'results', `${RESULTS_NAME}.md`)} and .json; load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
   } finally {
     await Promise.allSettled(contenders.map((c) => c.close()));
     await deleteRunKeys(admin, runId).catch(() => undefined);
@@ -357,7 +384,13 @@ const METRICS: Metric[] = [
   { scenario: '(a) sequential', label: 'pair latency p50 (µs)', better: 'lower', value: (r) => r.sequential?.latencyMs.p50, format: us0 },
   { scenario: '(a) sequential', label: 'pair latency p99 (µs)', better: 'lower', value: (r) => r.sequential?.latencyMs.p99, format: us0 },
   ...cpuMetrics('(a) sequential', 'pair', (r) => r.sequential?.cpu),
-  { scenario: '(b) 64 keys parallel', label: 'acquire+release pairs/s', better: 'higher', value: (r) => r.parallel?.opsPerSec, format: int },
+  {
+    scenario: '(b) 64 keys parallel',
+    label: 'acquire+release pairs/s',
+    better: 'higher',
+    value: (r) => r.parallel?.opsPerSec,
+    format: int,
+  },
   ...cpuMetrics('(b) 64 keys parallel', 'pair', (r) => r.parallel?.cpu),
   { scenario: '(c) hot key', label: 'acquisitions/s', better: 'higher', value: (r) => r.hotKey?.acquisitionsPerSec, format: int },
   {
@@ -388,7 +421,13 @@ const METRICS: Metric[] = [
     value: (r) => r.hotKey?.failedAcquires,
     format: (_, r) => `${r.hotKey!.failedAcquires} / ${r.hotKey!.failedReleases}`,
   },
-  { scenario: 'profile', label: 'Redis round trips per (a) pair', better: 'lower', value: (r) => r.roundTrips?.perPair, format: (v) => v.toFixed(2) },
+  {
+    scenario: 'profile',
+    label: 'Redis round trips per (a) pair',
+    better: 'lower',
+    value: (r) => r.roundTrips?.perPair,
+    format: (v) => v.toFixed(2),
+  },
   {
     scenario: 'profile',
     label: 'Redis round trips per (c) acquisition',
@@ -398,7 +437,7 @@ const METRICS: Metric[] = [
   },
   {
     scenario: 'profile',
-    label: 'Redis commands run per (a) pair (scripts\' too)',
+    label: "Redis commands run per (a) pair (scripts' too)",
     better: 'lower',
     value: (r) => r.sequential?.cpu?.redisCommands,
     format: (v) => v.toFixed(2),
@@ -456,12 +495,19 @@ function buildReport(all: ContenderResult[], machine: Record<string, unknown>): 
     .map((r) => {
       const rt = r.roundTrips;
       if (!rt) return `- **${r.name}**: —`;
-      const fmt = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k} ${v === 0 ? '<0.01' : v}`).join(', ');
+      const fmt = (o: Record<string, number>) =>
+        Object.entries(o)
+          .map(([k, v]) => `${k} ${v === 0 ? '<0.01' : v}`)
+          .join(', ');
       return `- **${r.name}**: (a) pair: ${fmt(rt.perPairByCommand)}; (c) acquisition: ${fmt(rt.perHotAcquisitionByCommand)}`;
     })
     .join('\n');
   const spread = all
-    .map((r) => `- **${r.name}**: (a) ${r.sequential?.roundsOpsPerSec.map(int).join(' / ')}; (b) ${r.parallel?.roundsOpsPerSec.map(int).join(' / ')}`)
+    .map(
+      (r) =>
+        `- **${r.name}**: (a) ${r.sequential?.roundsOpsPerSec.map(int).join(' / ')}; (b) ` +
+        `${r.parallel?.roundsOpsPerSec.map(int).join(' / ')}`,
+    )
     .join('\n');
   const firstErrors = all.filter((r) => r.hotKey?.firstError).map((r) => `- **${r.name}**: ${r.hotKey!.firstError}`);
 
@@ -473,7 +519,9 @@ function buildReport(all: ContenderResult[], machine: Record<string, unknown>): 
     table,
     '',
     '"ours vs X": ratio > 1 means ours is better (ours ÷ X for throughput, X ÷ ours for latencies, CPU and round trips).',
-    '"ours" = default lock with a fixed lease (like every peer). "ours (watchdog)" = no `leaseTime` (the library\'s default mode); "ours (fair)" = `fair: true`. Those two are shown for information: ratios and targets use "ours".',
+    '"ours" = default lock with a fixed lease (like every peer). "ours (watchdog)" = no `leaseTime` ' +
+      '(the library\'s default mode); "ours (fair)" = `fair: true`. Those two are shown for information: ' +
+      'ratios and targets use "ours".',
     '',
     '## Targets',
     '',
@@ -481,20 +529,43 @@ function buildReport(all: ContenderResult[], machine: Record<string, unknown>): 
     '',
     '## Scenarios',
     '',
-    `- (a) one caller, one key: acquire + release back to back; ${PLAN.sequential.warmup} warm-up pairs, then ${PLAN.sequential.rounds} rounds × ${PLAN.sequential.iterations} timed pairs (contender order rotated each round).`,
-    `- (b) ${PLAN.parallel.width} callers at once, each on its own key, acquire + release in a loop; ${PLAN.parallel.warmupMs} ms warm-up, then ${PLAN.parallel.rounds} rounds × ${PLAN.parallel.durationMs} ms.`,
-    `- (c) ${PLAN.hotKey.workers} workers on one key, each: acquire (waiting up to 10 s), hold ${PLAN.hotKey.holdMs} ms, release, think ${PLAN.hotKey.thinkMs} ms (setTimeout, so ≥ 1 ms each); ${PLAN.hotKey.warmupMs} ms warm-up, then ${PLAN.hotKey.rounds} rounds × ${PLAN.hotKey.durationMs} ms per contender (order rotated), samples pooled. ` +
-      'acquisitions/s counts acquires completed inside the window; "lock held" = time from acquire() resolved to release() resolved, summed, over the window (100 % is the ceiling: hold + release round trip, with zero handoff gap); handoff = previous holder\'s release() resolving → next acquire() resolving; wait = acquire() called → resolved. ' +
-      'A handoff whose acquire resolved in the same tick as, or just before, the release it followed (both replies in one read) counts as 0; share of those: ' +
-      all.map((r) => `${r.name} ${r.hotKey ? ((r.hotKey.sameTickHandoffs / Math.max(1, r.hotKey.acquisitions - 1)) * 100).toFixed(0) : '—'} %`).join(', ') +
-      '. Overlaps are counted between acquire() resolving and release() being called (inside the real hold), so any overlap is a real violation.',
-    '- CPU per operation, over the same timed stretches as the wall-clock figures (every round summed): "bench process CPU" = user + system CPU time of this process (process.cpuUsage), the client-side cost of a contender; ' +
-      '"Redis CPU" = user + system CPU of the redis-server process (INFO cpu), i.e. command execution plus reading requests, writing replies and pub/sub delivery; ' +
-      '"Redis command time" = execution time alone (INFO commandstats usec), each command once (a script\'s time already holds the commands it runs; which commands ran inside scripts is taken from the MONITOR profile below); ' +
-      '"bench + Redis" = both, what one operation costs the machine. CPU figures move far less than wall-clock ones when other jobs share the CPUs: compare these across runs. ' +
-      'In (c) they are divided by every acquisition of the rounds (wind-down included) and contain the waiting strategy (polling or pub/sub) and the workers\' hold/think timers.',
-    '- "Redis commands run": calls counted by INFO commandstats over the timed stretches, commands run inside scripts included: the server\'s work in commands, next to the client round trips of the profile.',
-    `- profile: Redis commands sent by clients (MONITOR, Lua-internal calls excluded) per (a) pair over ${PLAN.profile.pairs} pairs and per (c) acquisition over a ${PLAN.profile.hotKeyMs} ms hot-key run; untimed.`,
+    `- (a) one caller, one key: acquire + release back to back; ${PLAN.sequential.warmup} warm-up pairs, ` +
+      `then ${PLAN.sequential.rounds} rounds × ${PLAN.sequential.iterations} timed pairs (contender order ` +
+      `rotated each round).`,
+    `- (b) ${PLAN.parallel.width} callers at once, each on its own key, acquire + release in a ` +
+      `loop; ${PLAN.parallel.warmupMs} ms warm-up, then ${PLAN.parallel.rounds} rounds × ${PLAN.parallel.durationMs} ms.`,
+    `- (c) ${PLAN.hotKey.workers} workers on one key, each: acquire (waiting up to 10 s), hold ${PLAN.hotKey.holdMs} ` +
+      `ms, release, think ${PLAN.hotKey.thinkMs} ms (setTimeout, so ≥ 1 ms each); ${PLAN.hotKey.warmupMs} ` +
+      `ms warm-up, then ${PLAN.hotKey.rounds} rounds × ${PLAN.hotKey.durationMs} ms per contender (order ` +
+      `rotated), samples pooled. ` +
+      ('acquisitions/s counts acquires completed inside the window; "lock held" = time from acquire() resolved ' +
+        'to release() resolved, summed, over the window (100 % is the ceiling: hold + release round trip, ' +
+        "with zero handoff gap); handoff = previous holder's release() resolving → next acquire() resolving; " +
+        'wait = acquire() called → resolved. ') +
+      ('A handoff whose acquire resolved in the same tick as, or just before, the release it followed (both ' +
+        'replies in one read) counts as 0; share of those: ') +
+      all
+        .map(
+          (r) => `${r.name} ${r.hotKey ? ((r.hotKey.sameTickHandoffs / Math.max(1, r.hotKey.acquisitions - 1)) * 100).toFixed(0) : '—'} %`,
+        )
+        .join(', ') +
+      ('. Overlaps are counted between acquire() resolving and release() being called (inside the real ' +
+        'hold), so any overlap is a real violation.'),
+    '- CPU per operation, over the same timed stretches as the wall-clock figures (every round summed): ' +
+      '"bench process CPU" = user + system CPU time of this process (process.cpuUsage), the client-side ' +
+      'cost of a contender; ' +
+      ('"Redis CPU" = user + system CPU of the redis-server process (INFO cpu), i.e. command execution ' +
+        'plus reading requests, writing replies and pub/sub delivery; ') +
+      ('"Redis command time" = execution time alone (INFO commandstats usec), each command once (a script\'s ' +
+        'time already holds the commands it runs; which commands ran inside scripts is taken from the MONITOR profile below); ') +
+      ('"bench + Redis" = both, what one operation costs the machine. CPU figures move far less than wall-clock ' +
+        'ones when other jobs share the CPUs: compare these across runs. ') +
+      ('In (c) they are divided by every acquisition of the rounds (wind-down included) and contain the ' +
+        "waiting strategy (polling or pub/sub) and the workers' hold/think timers."),
+    '- "Redis commands run": calls counted by INFO commandstats over the timed stretches, commands run ' +
+      "inside scripts included: the server's work in commands, next to the client round trips of the profile.",
+    `- profile: Redis commands sent by clients (MONITOR, Lua-internal calls excluded) per (a) pair ` +
+      `over ${PLAN.profile.pairs} pairs and per (c) acquisition over a ${PLAN.profile.hotKeyMs} ms hot-key run; untimed.`,
     '',
     '## Contender settings',
     '',
@@ -512,9 +583,18 @@ function buildReport(all: ContenderResult[], machine: Record<string, unknown>): 
     '## Machine',
     '',
     `- node ${machine.node}, ${machine.platform}, ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB`,
-    `- Redis ${machine.redisVersion} (${machine.redisSource === 'redis-server' ? 'private redis-server on loopback, started by the bench' : 'REDIS_URL: its CPU figures include any other traffic'}), clients on ${machine.protocol}`,
-    `- ${describeVersions(Object.fromEntries(Object.entries(machine.versions as Record<string, string>).filter(([name]) => name !== 'node')))}`,
-    `- load average (1/5/15 min) at start ${(machine.loadAverageAtStart as number[]).join(' / ')}, at end ${(machine.loadAverageAtEnd as number[]).join(' / ')}: Redis and the bench share these ${machine.cpus} CPUs with anything else running, so compare ratios within one run rather than absolute numbers across runs`,
+    `- Redis ${machine.redisVersion} ` +
+      '(' +
+      (machine.redisSource === 'redis-server'
+        ? 'private redis-server on loopback, started by the bench'
+        : 'REDIS_URL: its CPU figures include any other traffic') +
+      '), ' +
+      `clients on ${machine.protocol}`,
+    '- ' +
+      describeVersions(Object.fromEntries(Object.entries(machine.versions as Record<string, string>).filter(([name]) => name !== 'node'))),
+    `- load average (1/5/15 min) at start ${(machine.loadAverageAtStart as number[]).join(' / ')}, at ` +
+      `end ${(machine.loadAverageAtEnd as number[]).join(' / ')}: Redis and the bench share these ${machine.cpus} ` +
+      `CPUs with anything else running, so compare ratios within one run rather than absolute numbers across runs`,
   ].join('\n');
   return { markdown: md, targets };
 }
@@ -525,7 +605,11 @@ function evaluateTargets(byName: Map<string, ContenderResult>): TargetResult[] {
   const peers = PEERS.map((p) => byName.get(p)!);
   const out: TargetResult[] = [];
 
-  const withinRaw = (label: string, o?: { opsPerSec: number; roundsOpsPerSec: number[] }, r?: { opsPerSec: number; roundsOpsPerSec: number[] }) => {
+  const withinRaw = (
+    label: string,
+    o?: { opsPerSec: number; roundsOpsPerSec: number[] },
+    r?: { opsPerSec: number; roundsOpsPerSec: number[] },
+  ) => {
     if (!o || !r) return;
     const ratio = o.opsPerSec / r.opsPerSec;
     // Rounds are seconds apart, so a per-round ratio shares the background load of its round.
@@ -551,7 +635,9 @@ function evaluateTargets(byName: Map<string, ContenderResult>): TargetResult[] {
     const median = perRound[Math.floor(perRound.length / 2)];
     out.push({
       target: '(b) pairs/s: ours ≥ 1.0 × redis-semaphore (median of per-round ratios)',
-      measured: `${int(o.opsPerSec)} vs ${int(m.opsPerSec)} ops/s; per round ${perRound.map((x) => x.toFixed(2)).join(' / ')}×, median ${median.toFixed(2)}×`,
+      measured:
+        `${int(o.opsPerSec)} vs ${int(m.opsPerSec)} ops/s; per round ${perRound.map((x) => x.toFixed(2)).join(' / ')}×, ` +
+        `median ${median.toFixed(2)}×`,
       met: median >= 1,
     });
     if (o.cpu && m.cpu) {
@@ -584,8 +670,10 @@ function evaluateTargets(byName: Map<string, ContenderResult>): TargetResult[] {
       out.push({
         target: `(c) acquisitions/s: ours ≥ 2 × best peer${who}`,
         measured:
-          `${int(mine.acquisitionsPerSec)} vs ${int(bestThroughput.hotKey.acquisitionsPerSec)} (${bestThroughput.name}) = ${ratio.toFixed(2)}×; ` +
-          `ceiling (a lock never free: 1 s ÷ mean hold) ${int(ceiling)}/s = ${(ceiling / bestThroughput.hotKey.acquisitionsPerSec).toFixed(2)}× the best peer`,
+          `${int(mine.acquisitionsPerSec)} vs ${int(bestThroughput.hotKey.acquisitionsPerSec)} (${bestThroughput.name}` +
+          `) = ${ratio.toFixed(2)}×; ` +
+          (`ceiling (a lock never free: 1 s ÷ mean ` +
+            `hold) ${int(ceiling)}/s = ${(ceiling / bestThroughput.hotKey.acquisitionsPerSec).toFixed(2)}× the best peer`),
         met: ratio >= 2,
       });
     }
@@ -597,7 +685,11 @@ function evaluateTargets(byName: Map<string, ContenderResult>): TargetResult[] {
         met: ratio >= 5,
       });
     }
-    out.push({ target: `(c) mutual exclusion: 0 overlapping holders${who}`, measured: `${mine.overlaps} overlaps`, met: mine.overlaps === 0 });
+    out.push({
+      target: `(c) mutual exclusion: 0 overlapping holders${who}`,
+      measured: `${mine.overlaps} overlaps`,
+      met: mine.overlaps === 0,
+    });
   }
   return out;
 }
@@ -611,7 +703,17 @@ main().catch((error) => {
 function readWriteMarkdown(rows: readonly ReadWriteResult[]): string {
   const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 0) : '–');
   const table = markdownTable(
-    ['(d) one key, 16 workers, 20 % writes', 'reads/s', 'writes/s', 'read wait p99 (ms)', 'write wait p50 (ms)', 'write wait p99 (ms)', 'write wait max (ms)', 'most readers at once', 'violations (must be 0)'],
+    [
+      '(d) one key, 16 workers, 20 % writes',
+      'reads/s',
+      'writes/s',
+      'read wait p99 (ms)',
+      'write wait p50 (ms)',
+      'write wait p99 (ms)',
+      'write wait max (ms)',
+      'most readers at once',
+      'violations (must be 0)',
+    ],
     rows.map((r) => [
       r.variant,
       fmt(r.readsPerSec),
@@ -624,5 +726,10 @@ function readWriteMarkdown(rows: readonly ReadWriteResult[]): string {
       String(r.violations),
     ]),
   );
-  return `\n## (d) Read/write lock under contention\n\nOurs only (redlock and redis-semaphore have no read/write lock): the same read-mostly load (hold 1 ms, think 2 ms) on \`locks.readWrite(key)\` and on the plain lock taking every operation exclusively. A waiting writer holds back new readers, so writers are not starved.\n\n${table}\n`;
+  return (
+    `\n## (d) Read/write lock under contention\n\nOurs only (redlock and redis-semaphore have no read/write ` +
+    `lock): the same read-mostly load (hold 1 ms, think 2 ms) on \`locks.readWrite(key)\` and on the ` +
+    `plain lock taking every operation exclusively. A waiting writer holds back new readers, so writers ` +
+    `are not starved.\n\n${table}\n`
+  );
 }

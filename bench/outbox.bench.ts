@@ -148,8 +148,11 @@ const baselineP50 = txTimes.get('baseline')!.p50;
 const report = [
   '# Transactional outbox benchmark',
   '',
-  `Run ${new Date().toISOString()} on ${cpus().length} CPUs (load ${loadavg().map((l) => l.toFixed(1)).join(' / ')}; other work was running: compare ratios, not absolutes). ` +
-    `PostgreSQL and Redis private to the run, on loopback. ${PLAN.transactions} transactions per mode after ${PLAN.warmup} warm-up ones.${QUICK ? ' QUICK run.' : ''}`,
+  `Run ${new Date().toISOString()} on ${cpus().length} CPUs (load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ')}; other work was running: compare ratios, not absolutes). ` +
+    (`PostgreSQL and Redis private to the run, on loopback. ${PLAN.transactions} transactions per mode ` +
+      `after ${PLAN.warmup} warm-up ones.${QUICK ? ' QUICK run.' : ''}`),
   '',
   '## (a) Transaction time, BEGIN to the end of the unit of work (ms)',
   '',
@@ -163,7 +166,8 @@ const report = [
   '',
   'plain: the job is scheduled after COMMIT, outside the transaction (one Redis round trip, not atomic with the data).',
   'after-commit: no outbox; the job is written to Redis from memory right after COMMIT (lost if the process dies in between).',
-  'outbox: one INSERT (with NOTIFY) in the transaction, then, right after COMMIT, one UPDATE claiming the row and the write to Redis (the row\'s DELETE follows in the background).',
+  'outbox: one INSERT (with NOTIFY) in the transaction, then, right after COMMIT, one UPDATE claiming ' +
+    "the row and the write to Redis (the row's DELETE follows in the background).",
   '',
   '## (b) Latency from COMMIT to the handler starting (ms, job due at once)',
   '',
@@ -175,9 +179,11 @@ const report = [
   '## (c) Relay throughput from a backlog',
   '',
   `${PLAN.backlog} rows left behind, drained by one instance's relay (batch 500): ${(PLAN.backlog / relaySeconds).toFixed(0)} rows/s ` +
-    `over ${relaySeconds.toFixed(2)} s including the app's start (${(appStartMs / 1000).toFixed(2)} s, during which the relay already ran); ` +
+    (`over ${relaySeconds.toFixed(2)} s including the app's start (${(appStartMs / 1000).toFixed(2)} ` +
+      `s, during which the relay already ran); `) +
     `${leftAfterStart[0].n} rows left once the app was up were drained at ${(leftAfterStart[0].n / drainSeconds).toFixed(0)} rows/s. ` +
-    'Each row is one schedule-script call (its own operation record, so that a row written twice is one job) plus the DEL of that record after the row is deleted.',
+    ('Each row is one schedule-script call (its own operation record, so that a row written twice is ' +
+      'one job) plus the DEL of that record after the row is deleted.'),
   '',
 ].join('\n');
 mkdirSync(RESULTS_DIR, { recursive: true });

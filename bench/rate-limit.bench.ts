@@ -145,13 +145,23 @@ const COLUMNS: readonly Column<RunResult>[] = [
   { header: `windows over ${PLAN.max}`, digits: 0, better: 'none', value: (r) => r.exact?.overLimit },
   { header: `max in ${PLAN.duration} ms, limiter's clock`, digits: 0, better: 'lower', value: (r) => r.admitted?.max },
   { header: `max in ${PLAN.duration - PLAN.jitterMs} ms`, digits: 0, better: 'lower', value: (r) => r.tolerant?.max },
-  { header: `windows over ${PLAN.max} (${PLAN.duration - PLAN.jitterMs} ms)`, digits: 0, better: 'none', value: (r) => r.tolerant?.overLimit },
+  {
+    header: `windows over ${PLAN.max} (${PLAN.duration - PLAN.jitterMs} ms)`,
+    digits: 0,
+    better: 'none',
+    value: (r) => r.tolerant?.overLimit,
+  },
   { header: 'last start s', digits: 2, better: 'lower', value: (r) => (r.lastStartMs === undefined ? undefined : r.lastStartMs / 1000) },
 ];
 const CPU_COLUMNS: readonly Column<RunResult>[] = [
   { header: 'consumers + bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.clientMicros },
   { header: 'Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.redisMicros },
-  { header: 'total µs/job', digits: 0, better: 'lower', value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)) },
+  {
+    header: 'total µs/job',
+    digits: 0,
+    better: 'lower',
+    value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)),
+  },
   { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
 ];
 
@@ -165,7 +175,8 @@ function render(results: readonly RunResult[], contenders: readonly JobContender
     `${new Date().toISOString()} — ${environment}`,
     '',
     `Limit ${PLAN.max} starts per ${PLAN.duration} ms; ${PLAN.jobs} jobs due now, written before the consumers start; ` +
-      `${PLAN.processes} consumer processes × concurrency ${PLAN.concurrency}, each configured with the limit; a handler waits ${PLAN.workMs} ms.`,
+      (`${PLAN.processes} consumer processes × concurrency ${PLAN.concurrency}, each configured with the ` +
+        `limit; a handler waits ${PLAN.workMs} ms.`),
     '',
     contenderTable(ok, ours, COLUMNS),
     '',
@@ -176,19 +187,31 @@ function render(results: readonly RunResult[], contenders: readonly JobContender
     ...results.map((r) =>
       r.error
         ? `- ${r.name}: FAILED: ${r.error}`
-        : `- ${r.name}: first start ${formatNumber(r.firstStartMs)} ms after the consumers were told to start, last ${formatNumber(r.lastStartMs)} ms; ` +
+        : `- ${r.name}: first start ${formatNumber(r.firstStartMs)} ms after the consumers were told to start, ` +
+          `last ${formatNumber(r.lastStartMs)} ms; ` +
           `starts per process ${r.runsPerProcess?.join('/')}`,
     ),
     '',
-    `Reading: starts are recorded by each handler on CLOCK_MONOTONIC (process.hrtime), one clock for every process of the machine, when the ` +
-      `handler begins: after the limiter let the job through and the job reached its process, so they trail the limiter's own decision by a ` +
-      `variable delivery time. "max in ${PLAN.duration} ms" = the most starts in any window [t, t + ${PLAN.duration} ms) (the limit's own ` +
-      `window; must be ≤ ${PLAN.max}), "windows over" = how many starts open a window holding more than ${PLAN.max}. "limiter's clock" counts the same windows over the time each limiter says it admitted the start (ours: JobContext.claimedAt, the Redis clock; BullMQ: job.processedOn, its worker's Date.now()), which no delivery delay blurs. The ${PLAN.duration - PLAN.jitterMs} ms ` +
-      `columns count the same in windows ${PLAN.jitterMs} ms shorter: a limiter exact on its own clock stays ≤ ${PLAN.max} there as long as delivery ` +
-      `varies by less than ${PLAN.jitterMs} ms. "starts/s" = (starts − ${PLAN.max}) ÷ (last start − first start): ${PLAN.max / (PLAN.duration / 1000)}/s ` +
-      `for a limiter that fills every window (the last of ${PLAN.jobs} jobs then starts ${idealLastStart} s after the first), "of the limit" = that ÷ ` +
-      `${PLAN.max / (PLAN.duration / 1000)}/s. CPU: every consumer process and the bench process (process.cpuUsage), the redis-server process ` +
-      '(INFO cpu), commands in INFO commandstats (inside scripts included), from the start to the last handler, per job. "ours vs X" > 1 means ours is better.',
+    `Reading: starts are recorded by each handler on CLOCK_MONOTONIC (process.hrtime), one clock for ` +
+      `every process of the machine, when the ` +
+      (`handler begins: after the limiter let the job through and the job reached its process, so they ` +
+        `trail the limiter's own decision by a `) +
+      (`variable delivery time. "max in ${PLAN.duration} ms" = the most starts in any window [t, t + ${PLAN.duration} ` +
+        `ms) (the limit's own `) +
+      (`window; must be ≤ ${PLAN.max}), "windows over" = how many starts open a window holding more than ${PLAN.max}. ` +
+        `"limiter's clock" counts the same windows over the time each limiter says it admitted the start ` +
+        `(ours: JobContext.claimedAt, the Redis clock; BullMQ: job.processedOn, its worker's Date.now()), ` +
+        `which no delivery delay blurs. The ${PLAN.duration - PLAN.jitterMs} ms `) +
+      (`columns count the same in windows ${PLAN.jitterMs} ms shorter: a limiter exact on its own clock ` +
+        `stays ≤ ${PLAN.max} there as long as delivery `) +
+      (`varies by less than ${PLAN.jitterMs} ms. "starts/s" = (starts − ${PLAN.max}) ÷ (last start − first ` +
+        `start): ${PLAN.max / (PLAN.duration / 1000)}/s `) +
+      (`for a limiter that fills every window (the last of ${PLAN.jobs} jobs then starts ${idealLastStart} ` +
+        `s after the first), "of the limit" = that ÷ `) +
+      (`${PLAN.max / (PLAN.duration / 1000)}/s. CPU: every consumer process and the bench process (process.cpuUsage), ` +
+        `the redis-server process `) +
+      ('(INFO cpu), commands in INFO commandstats (inside scripts included), from the start to the last ' +
+        'handler, per job. "ours vs X" > 1 means ours is better.'),
     '',
     ...contenders.map((c) => `- ${c.name}: ${c.settings}`),
     '',
@@ -206,5 +229,9 @@ main().then(
 /** Windows over the time each contender's limiter says it admitted each start, when every record has one. */
 function admittedWindows(records: readonly RunRecord[]): WindowCounts | undefined {
   if (records.some((r) => r[4] < 0)) return undefined;
-  return windowCounts(records.map((r) => r[4] * 1000).sort((a, b) => a - b), PLAN.duration, PLAN.max);
+  return windowCounts(
+    records.map((r) => r[4] * 1000).sort((a, b) => a - b),
+    PLAN.duration,
+    PLAN.max,
+  );
 }

@@ -74,7 +74,15 @@ async function heldLocks(
   } catch (error) {
     process.stderr.write(`[scale] ${name} failed: ${String(error)}\n`);
     const failed = Number.NaN;
-    return { name, settings: `${settings}; FAILED: ${error instanceof Error ? error.message : String(error)}`, redisCpuPerSec: failed, redisCommandsPerSec: failed, clientCpuPerSec: failed, bytesPerLock: failed, acquireSeconds: failed };
+    return {
+      name,
+      settings: `${settings}; FAILED: ${error instanceof Error ? error.message : String(error)}`,
+      redisCpuPerSec: failed,
+      redisCommandsPerSec: failed,
+      clientCpuPerSec: failed,
+      bytesPerLock: failed,
+      acquireSeconds: failed,
+    };
   }
 }
 
@@ -156,7 +164,9 @@ function startWaiterProcess(contender: string, url: string, key: string, index: 
   const result = new Promise<{ holds: Hold[]; failures: number }>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) =>
-      code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!)) : reject(new Error(`${contender} process ${index} exited with ${code}`)),
+      code === 0
+        ? resolve(JSON.parse(out.trim().split('\n').pop()!))
+        : reject(new Error(`${contender} process ${index} exited with ${code}`)),
     );
   });
   return { ready: Promise.race([ready, result.then(() => undefined)]), start: (startAt) => child.stdin.end(`${startAt}\n`), result };
@@ -218,10 +228,15 @@ async function main(): Promise<void> {
       const locks = app.get(LockService);
       process.stderr.write(`[scale] ${LOCKS} held locks: ours (watchdog)\n`);
       held.push(
-        await heldLocks(meter, 'ours (watchdog)', `LockService.acquire(key), lease ${HELD_LEASE_MS} ms renewed every third`, async (key) => {
-          const handle: LockHandle = await locks.acquire(key);
-          return () => handle.release();
-        }),
+        await heldLocks(
+          meter,
+          'ours (watchdog)',
+          `LockService.acquire(key), lease ${HELD_LEASE_MS} ms renewed every third`,
+          async (key) => {
+            const handle: LockHandle = await locks.acquire(key);
+            return () => handle.release();
+          },
+        ),
       );
       await app.close();
     }
@@ -229,11 +244,16 @@ async function main(): Promise<void> {
       const client = new Redis(redis.url);
       process.stderr.write(`[scale] ${LOCKS} held locks: redis-semaphore\n`);
       held.push(
-        await heldLocks(meter, 'redis-semaphore', `new Mutex(client, key, { lockTimeout: ${HELD_LEASE_MS} }) (refresh at 80 % of it)`, async (key) => {
-          const mutex = new Mutex(client, `scale:${runId}:sem:${key}`, { lockTimeout: HELD_LEASE_MS, acquireTimeout: 10_000 });
-          await mutex.acquire();
-          return () => mutex.release();
-        }),
+        await heldLocks(
+          meter,
+          'redis-semaphore',
+          `new Mutex(client, key, { lockTimeout: ${HELD_LEASE_MS} }) (refresh at 80 % of it)`,
+          async (key) => {
+            const mutex = new Mutex(client, `scale:${runId}:sem:${key}`, { lockTimeout: HELD_LEASE_MS, acquireTimeout: 10_000 });
+            await mutex.acquire();
+            return () => mutex.release();
+          },
+        ),
       );
       client.disconnect();
     }
@@ -281,15 +301,31 @@ async function main(): Promise<void> {
     '# Scale checks',
     '',
     `bench/scale.bench.ts, ${new Date().toISOString()}. Redis ${redisVersion} (private), ` +
-      `${describeVersions(stackVersions(['ioredis', 'redis-semaphore', '@sesamecare-oss/redlock']))}; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} → ${loadavg()
+      describeVersions(stackVersions(['ioredis', 'redis-semaphore', '@sesamecare-oss/redlock'])) +
+      `; load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} → ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}.`,
     '',
-    `## ${n(LOCKS)} locks held by one process, kept alive by each library (lease ${HELD_LEASE_MS} ms, measured over ${HOLD_WINDOW_MS / 1000} s)`,
+    `## ${n(LOCKS)} locks held by one process, kept alive by each library (lease ${HELD_LEASE_MS} ms, ` +
+      `measured over ${HOLD_WINDOW_MS / 1000} s)`,
     '',
     markdownTable(
-      ['contender', 'Redis CPU ms/s renewing', 'Redis commands/s', 'client CPU ms/s', 'client memory per held lock (bytes)', 'time to take them all (s)'],
-      held.map((h) => [h.name, n(h.redisCpuPerSec / 1000, 1), n(h.redisCommandsPerSec), n(h.clientCpuPerSec / 1000, 1), n(h.bytesPerLock), n(h.acquireSeconds, 2)]),
+      [
+        'contender',
+        'Redis CPU ms/s renewing',
+        'Redis commands/s',
+        'client CPU ms/s',
+        'client memory per held lock (bytes)',
+        'time to take them all (s)',
+      ],
+      held.map((h) => [
+        h.name,
+        n(h.redisCpuPerSec / 1000, 1),
+        n(h.redisCommandsPerSec),
+        n(h.clientCpuPerSec / 1000, 1),
+        n(h.bytesPerLock),
+        n(h.acquireSeconds, 2),
+      ]),
       ['l', 'r', 'r', 'r', 'r', 'r'],
     ),
     '',
@@ -300,7 +336,17 @@ async function main(): Promise<void> {
     `## ${PROCESSES} processes × ${WORKERS_PER_PROCESS} waiters on one key (hold ${HOLD_MS} ms, ${WAIT_MS / 1000} s)`,
     '',
     markdownTable(
-      ['contender', 'acquisitions/s', 'handoff p50 (ms)', 'handoff p99 (ms)', 'per worker min / max', "Jain's fairness (1 = equal)", 'busiest process share', 'overlaps (must be 0)', 'failed acquires'],
+      [
+        'contender',
+        'acquisitions/s',
+        'handoff p50 (ms)',
+        'handoff p99 (ms)',
+        'per worker min / max',
+        "Jain's fairness (1 = equal)",
+        'busiest process share',
+        'overlaps (must be 0)',
+        'failed acquires',
+      ],
       waits.map((w) => [
         w.name,
         n(w.acquisitionsPerSec),
@@ -315,8 +361,9 @@ async function main(): Promise<void> {
       ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
     ),
     '',
-    'Handoff: one hold\'s release() call to the next hold\'s acquire resolving, in whichever process, on the machine\'s common clock ' +
-      '(performance.timeOrigin + now()). Overlaps are counted from those same stamps (acquire resolved before the previous holder called release()). ' +
+    "Handoff: one hold's release() call to the next hold's acquire resolving, in whichever process, on the machine's common clock " +
+      ('(performance.timeOrigin + now()). Overlaps are counted from those same stamps (acquire resolved ' +
+        'before the previous holder called release()). ') +
       'Peers retry on their own timers (raw 5 ms, redlock 10 ± 5 ms, redis-semaphore 10 ms); ours waits on pub/sub.',
     '',
   ].join('\n');

@@ -27,14 +27,7 @@ import { Injectable, Module, type INestApplicationContext, type Type } from '@ne
 import { NestFactory } from '@nestjs/core';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import {
-  DelayQueueService,
-  LeaderElection,
-  LeaderElections,
-  OnOneInstance,
-  RedisLockModule,
-  type LeadershipHooks,
-} from '../lib/index.js';
+import { DelayQueueService, LeaderElection, LeaderElections, OnOneInstance, RedisLockModule, type LeadershipHooks } from '../lib/index.js';
 import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
 import { markdownTable } from './support/markdown-table.js';
 import { describeVersions, stackVersions } from './support/stack-versions.js';
@@ -72,7 +65,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const unique = (label: string) => `${label}-${randomBytes(3).toString('hex')}`;
 const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
 
-/** Measures `ms` of whatever runs now (after a full GC when node runs with --expose-gc, so the previous scenario's garbage is not collected on this one's bill). */
+/** Measures `ms` of whatever runs now (after a full GC when node runs with --expose-gc, so the previous scenario's garbage is not
+ * collected on this one's bill). */
 async function window(meter: UsageMeter, ms: number): Promise<{ usage: Usage; ms: number }> {
   (globalThis as { gc?: () => void }).gc?.();
   await sleep(200);
@@ -147,14 +141,17 @@ async function bareApp(url: string, meter: UsageMeter): Promise<Rates> {
   }
 }
 
-async function ourSchedules(url: string, meter: UsageMeter, n: number, schedule: 'cron' | 'every'): Promise<{ rates: Rates; ticks: number }> {
+async function ourSchedules(
+  url: string,
+  meter: UsageMeter,
+  n: number,
+  schedule: 'cron' | 'every',
+): Promise<{ rates: Rates; ticks: number }> {
   const app = await ourApp(url);
   const queue = app.get(DelayQueueService);
   let ticks = 0;
   try {
-    await inBatches(n, 50, (i) =>
-      queue.repeat(TOPIC, schedule === 'cron' ? { cron: '* * * * *' } : { every: 1_000 }, { id: `s${i}` }),
-    );
+    await inBatches(n, 50, (i) => queue.repeat(TOPIC, schedule === 'cron' ? { cron: '* * * * *' } : { every: 1_000 }, { id: `s${i}` }));
     queue.consume(TOPIC, () => {
       ticks++;
     });
@@ -164,7 +161,12 @@ async function ourSchedules(url: string, meter: UsageMeter, n: number, schedule:
   }
 }
 
-async function bullSchedulers(url: string, meter: UsageMeter, n: number, schedule: 'cron' | 'every'): Promise<{ rates: Rates; ticks: number }> {
+async function bullSchedulers(
+  url: string,
+  meter: UsageMeter,
+  n: number,
+  schedule: 'cron' | 'every',
+): Promise<{ rates: Rates; ticks: number }> {
   const { hostname, port } = new URL(url);
   const connection = { host: hostname, port: Number(port || 6379) };
   const name = unique('sched');
@@ -283,7 +285,8 @@ async function main(): Promise<void> {
     lines.push(line);
     const r = line.rates;
     console.log(
-      `${line.scenario.padEnd(14)} ${line.contender.padEnd(18)} n=${String(line.n).padStart(4)}  redis ${fixed(r.redisCpuPerSec).padStart(8)} µs/s  ` +
+      `${line.scenario.padEnd(14)} ${line.contender.padEnd(18)} n=${String(line.n).padStart(4)}  redis ` +
+        `${fixed(r.redisCpuPerSec).padStart(8)} µs/s  ` +
         `${fixed(r.commandsPerSec).padStart(7)} cmd/s  client ${fixed(r.clientCpuPerSec).padStart(8)} µs/s` +
         (line.ticks === undefined ? '' : `  ticks ${line.ticks}`),
     );
@@ -324,13 +327,15 @@ function render(
   lines: readonly Line[],
   machine: { loadAtStart: number[]; loadAtEnd: number[]; redisVersion: string; source: string },
 ): string {
-  const find = (scenario: string, contender: string, n = 0) => lines.find((l) => l.scenario === scenario && l.contender === contender && l.n === n);
+  const find = (scenario: string, contender: string, n = 0) =>
+    lines.find((l) => l.scenario === scenario && l.contender === contender && l.n === n);
   const serverFloor = find('floor', 'redis-server alone')!.rates;
   const appFloor = find('floor', 'ours (bare app)')!.rates;
   const out: string[] = [];
   out.push('# Scheduling benchmark (bench/scheduling.bench.ts)', '');
   out.push(
-    `Machine: load ${machine.loadAtStart.map((l) => l.toFixed(1)).join(' ')} at start, ${machine.loadAtEnd.map((l) => l.toFixed(1)).join(' ')} at end; ` +
+    `Machine: load ${machine.loadAtStart.map((l) => l.toFixed(1)).join(' ')} at ` +
+      `start, ${machine.loadAtEnd.map((l) => l.toFixed(1)).join(' ')} at end; ` +
       `redis ${machine.redisVersion} (${machine.source}); ${describeVersions(stackVersions(['@nestjs/core', 'ioredis', 'bullmq']))}.`,
     '',
     'Redis CPU from INFO cpu (the whole server process), commands from INFO commandstats (including the',
@@ -368,14 +373,50 @@ function render(
     const o = perSchedule(ours.rates, appFloor);
     const b = perSchedule(bull.rates, { ...serverFloor, clientCpuPerSec: 0 });
     idleRows.push(
-      [String(n), 'nestjs-redis-lock', fixed(ours.rates.redisCpuPerSec), fixed(ours.rates.commandsPerSec, 2), fixed(o[0], 2), fixed(o[1], 3), fixed(o[2], 1), String(ours.ticks)],
-      [String(n), 'bullmq', fixed(bull.rates.redisCpuPerSec), fixed(bull.rates.commandsPerSec, 2), fixed(b[0], 2), fixed(b[1], 3), fixed(b[2], 1), String(bull.ticks)],
-      [String(n), 'ratio ours / bullmq', fixed(ours.rates.redisCpuPerSec / bull.rates.redisCpuPerSec, 2), fixed(ours.rates.commandsPerSec / bull.rates.commandsPerSec, 2), '', '', '', ''],
+      [
+        String(n),
+        'nestjs-redis-lock',
+        fixed(ours.rates.redisCpuPerSec),
+        fixed(ours.rates.commandsPerSec, 2),
+        fixed(o[0], 2),
+        fixed(o[1], 3),
+        fixed(o[2], 1),
+        String(ours.ticks),
+      ],
+      [
+        String(n),
+        'bullmq',
+        fixed(bull.rates.redisCpuPerSec),
+        fixed(bull.rates.commandsPerSec, 2),
+        fixed(b[0], 2),
+        fixed(b[1], 3),
+        fixed(b[2], 1),
+        String(bull.ticks),
+      ],
+      [
+        String(n),
+        'ratio ours / bullmq',
+        fixed(ours.rates.redisCpuPerSec / bull.rates.redisCpuPerSec, 2),
+        fixed(ours.rates.commandsPerSec / bull.rates.commandsPerSec, 2),
+        '',
+        '',
+        '',
+        '',
+      ],
     );
   }
   out.push(
     markdownTable(
-      ['N', 'contender', 'Redis CPU µs/s', 'commands/s', 'Redis µs/s per schedule', 'commands/s per schedule', 'client µs/s per schedule', 'ticks run'],
+      [
+        'N',
+        'contender',
+        'Redis CPU µs/s',
+        'commands/s',
+        'Redis µs/s per schedule',
+        'commands/s per schedule',
+        'client µs/s per schedule',
+        'ticks run',
+      ],
       idleRows,
       ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
     ),

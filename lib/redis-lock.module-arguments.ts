@@ -20,7 +20,6 @@ const ASYNC_OPTION_KEYS = keysOf<RedisLockModuleAsyncOptions>()([
   'isGlobal',
 ]);
 
-
 /**
  * Refuses a `forRootAsync` argument Nest would misread: an unknown key (a misspelt `isGlobal` leaves
  * the module silently not global, a misspelt `useFactory` or `inject` fails later with an error that
@@ -30,7 +29,8 @@ const ASYNC_OPTION_KEYS = keysOf<RedisLockModuleAsyncOptions>()([
  */
 export function checkForRootAsyncArgument(argument: unknown): void {
   const refuse = refuseIn('RedisLockModule.forRootAsync');
-  if (argument === null || typeof argument !== 'object') return refuse('options', 'expected an object: { useFactory, inject?, imports?, isGlobal? }');
+  if (argument === null || typeof argument !== 'object')
+    return refuse('options', 'expected an object: { useFactory, inject?, imports?, isGlobal? }');
   refuseUnknownKeys(refuse, '', argument, ASYNC_OPTION_KEYS);
   const a = argument as RedisLockModuleAsyncOptions;
   if (a.useFactory === undefined && a.useClass === undefined && a.useExisting === undefined) {

@@ -58,14 +58,7 @@ import { schedulingProviders } from './scheduling/scheduling.providers.js';
   ],
   // The public services, and REDIS_LOCK_INTERNALS (not public API): what @WithLock and @OnOneInstance
   // inject into the classes of importing modules, and the add-ons' way to the connection and the inspectors.
-  exports: [
-    LockService,
-    RedisLockEvents,
-    TransactionSynchronizer,
-    DelayQueueService,
-    LeaderElections,
-    REDIS_LOCK_INTERNALS,
-  ],
+  exports: [LockService, RedisLockEvents, TransactionSynchronizer, DelayQueueService, LeaderElections, REDIS_LOCK_INTERNALS],
 })
 export class RedisLockModule {
   /**

@@ -34,7 +34,21 @@ const entries = Object.entries(manifest.exports)
 rmSync(DTS, { recursive: true, force: true });
 const tsc = spawnSync(
   process.execPath,
-  [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--emitDeclarationOnly', '--declaration', '--declarationMap', 'false', '--sourceMap', 'false', '--inlineSources', 'false', '--outDir', DTS],
+  [
+    join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+    '-p',
+    'tsconfig.build.json',
+    '--emitDeclarationOnly',
+    '--declaration',
+    '--declarationMap',
+    'false',
+    '--sourceMap',
+    'false',
+    '--inlineSources',
+    'false',
+    '--outDir',
+    DTS,
+  ],
   { cwd: ROOT, stdio: 'inherit' },
 );
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
@@ -42,10 +56,18 @@ if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 /** The names each entry point exports, read from the declarations by the TypeScript checker. */
 const ts = createRequire(import.meta.url)('typescript');
 const entryFiles = entries.map(({ types }) => join(DTS, types.replace(/^\.\/dist\//, '')));
-const program = ts.createProgram(entryFiles, { skipLibCheck: true, noEmit: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext });
+const program = ts.createProgram(entryFiles, {
+  skipLibCheck: true,
+  noEmit: true,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+});
 const checker = program.getTypeChecker();
 const exportedBy = new Map(
-  entries.map(({ subpath }, i) => [subpath, new Set(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entryFiles[i]))).map((symbol) => symbol.name))]),
+  entries.map(({ subpath }, i) => [
+    subpath,
+    new Set(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entryFiles[i]))).map((symbol) => symbol.name)),
+  ]),
 );
 
 let failed = 0;
@@ -84,7 +106,10 @@ for (const { subpath, types } of entries) {
   const problems = result.errorCount + (update ? 0 : result.warningCount + (result.apiReportChanged ? 1 : 0));
   if (problems > 0) {
     failed += 1;
-    console.error(`${subpath}: ${result.errorCount} error(s), ${result.warningCount} warning(s)${result.apiReportChanged ? '; etc/' + name + '.api.md differs from the code (npm run api:update, then review and commit it)' : ''}`);
+    console.error(
+      `${subpath}: ${result.errorCount} error(s), ${result.warningCount} warning(s)` +
+        (result.apiReportChanged ? `; etc/${name}.api.md differs from the code (npm run api:update, then review and commit it)` : ''),
+    );
   } else {
     console.log(`${subpath}: etc/${name}.api.md ${result.apiReportChanged ? 'updated' : 'matches the code'}`);
   }

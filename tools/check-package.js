@@ -39,7 +39,12 @@ try {
     const report = JSON.parse(pack.stdout.slice(pack.stdout.search(/^\[/m)));
     const tarball = join(out, report[0].filename);
     console.log(`${report[0].filename}: ${report[0].entryCount} files`);
-    step('attw (are the types wrong?)', process.execPath, [bin('@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'table-flipped']);
+    step('attw (are the types wrong?)', process.execPath, [
+      bin('@arethetypeswrong/cli/dist/index.js'),
+      tarball,
+      '--format',
+      'table-flipped',
+    ]);
     step('publint --strict', process.execPath, [bin('publint/src/cli.js'), 'run', '--strict', tarball]);
   }
 } finally {

@@ -23,7 +23,10 @@ export function nodeBinary(major) {
   console.error(`Fetching Node ${major} from the npm registry (${pkg}) into ${dir}`);
   mkdirSync(dir, { recursive: true });
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const pack = spawnSync(npm, ['pack', pkg, '--pack-destination', dir, '--silent'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const pack = spawnSync(npm, ['pack', pkg, '--pack-destination', dir, '--silent'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const tarball = readdirSync(dir).find((file) => file.endsWith('.tgz'));
   if (pack.status !== 0 || !tarball) throw new Error(`npm pack ${pkg} failed (exit ${pack.status}); is the npm registry reachable?`);
   const untar = spawnSync('tar', ['-xzf', join(dir, tarball), '-C', dir], { stdio: 'inherit' });

@@ -93,23 +93,29 @@ export async function startLocalRedisCluster(options: LocalRedisClusterOptions =
   const replicasPerMaster = options.replicasPerMaster ?? 1;
   if (masters < 3) throw new Error('A Redis Cluster needs at least 3 masters.');
   const nodeArgs = [
-    '--cluster-enabled', 'yes',
-    '--cluster-config-file', 'nodes.conf',
-    '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 2000),
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--cluster-node-timeout',
+    String(options.nodeTimeoutMs ?? 2000),
     // A replica may always take over, however long it was cut off: failover tests kill nodes at will.
-    '--cluster-replica-validity-factor', '0',
-    '--appendonly', 'yes',
-    '--save', '',
+    '--cluster-replica-validity-factor',
+    '0',
+    '--appendonly',
+    'yes',
+    '--save',
+    '',
     // Start replication at once, and on SIGTERM do not wait for replicas that are being stopped too.
-    '--repl-diskless-sync-delay', '0',
-    '--shutdown-timeout', '0',
+    '--repl-diskless-sync-delay',
+    '0',
+    '--shutdown-timeout',
+    '0',
     ...(options.args ?? []),
   ];
   const servers = new Map<number, LocalRedisServer>();
   try {
-    const started = await Promise.all(
-      Array.from({ length: masters * (1 + replicasPerMaster) }, () => startClusterNode(nodeArgs)),
-    );
+    const started = await Promise.all(Array.from({ length: masters * (1 + replicasPerMaster) }, () => startClusterNode(nodeArgs)));
     for (const server of started) servers.set(server.port, server);
     const ports = started.map((s) => s.port);
     const create = spawnSync(

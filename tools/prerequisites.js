@@ -103,7 +103,10 @@ export function findChromium(env = process.env) {
     const found = onPath(name, env);
     if (found) return found;
   }
-  for (const app of ['/Applications/Chromium.app/Contents/MacOS/Chromium', '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome']) {
+  for (const app of [
+    '/Applications/Chromium.app/Contents/MacOS/Chromium',
+    '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+  ]) {
     if (isExecutable(underRoot(env, app))) return underRoot(env, app);
   }
   return undefined;
@@ -160,7 +163,8 @@ const PREREQUISITES = [
       return undefined;
     },
     install: ['Debian/Ubuntu: sudo apt-get install postgresql', 'macOS:         brew install postgresql@17'],
-    instead: 'PG_BIN=/path/to/dir holding initdb and postgres (a server that is already running is not used: each spec file starts its own)',
+    instead:
+      'PG_BIN=/path/to/dir holding initdb and postgres (a server that is already running is not used: each spec file starts its own)',
   },
   {
     name: 'Chromium (or Chrome)',
@@ -232,7 +236,13 @@ export function specFilesOfRun(jestArgs, node = process.execPath) {
   if (jestArgs.length === 0) return allSpecFiles();
   const list = spawnSync(
     node,
-    ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), '--listTests', ...jestArgs],
+    [
+      '--experimental-vm-modules',
+      '--disable-warning=ExperimentalWarning',
+      join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'),
+      '--listTests',
+      ...jestArgs,
+    ],
     { cwd: ROOT, encoding: 'utf8' },
   );
   // Jest cannot list them (an unknown flag, say): check for the whole suite and let Jest report the flag.
@@ -270,7 +280,7 @@ export function formatMissing(missing) {
     lines.push(`    or:            ${item.instead}`);
     lines.push('');
   }
-  lines.push('Install them, then run npm test again. (.ci/run installs them from Debian\'s packages on CI.)');
+  lines.push("Install them, then run npm test again. (.ci/run installs them from Debian's packages on CI.)");
   return lines.join('\n');
 }
 

@@ -41,4 +41,9 @@ if (!runsWholeSuite && process.env.TEST_NODE !== 'current') {
   );
   node = nodeBinary(24);
 }
-run(node, ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...jestArgs]);
+run(node, [
+  '--experimental-vm-modules',
+  '--disable-warning=ExperimentalWarning',
+  join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'),
+  ...jestArgs,
+]);

@@ -70,10 +70,14 @@ async function main(): Promise<void> {
   for (const tree of trees) {
     const client = median(tree.figures.map((f) => f.client));
     const redis = median(tree.figures.map((f) => f.redis));
-    console.log(`| ${tree.name} | ${client.toFixed(1)} | ${redis.toFixed(1)} | ${median(tree.figures.map((f) => f.client + f.redis)).toFixed(1)} |`);
+    console.log(
+      `| ${tree.name} | ${client.toFixed(1)} | ${redis.toFixed(1)} | ${median(tree.figures.map((f) => f.client + f.redis)).toFixed(1)} |`,
+    );
   }
   const both = ratio((f) => f.client + f.redis);
-  console.log(`| this ÷ other (median of rounds) | ${ratio((f) => f.client).toFixed(3)} | ${ratio((f) => f.redis).toFixed(3)} | ${both.toFixed(3)} |`);
+  console.log(
+    `| this ÷ other (median of rounds) | ${ratio((f) => f.client).toFixed(3)} | ${ratio((f) => f.redis).toFixed(3)} | ${both.toFixed(3)} |`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -64,7 +64,8 @@ async function main(): Promise<void> {
     }
     process.stdout.write(
       `${variant}${tracing ? '' : ' (tracing off)'}: ${result.pairs} cycles, ` +
-        `${(result.cpuMicros / result.pairs).toFixed(1)} µs client CPU per cycle, ${Math.round((result.pairs / result.elapsedMs) * 1000)} cycles/s\n`,
+        (`${(result.cpuMicros / result.pairs).toFixed(1)} µs client CPU per ` +
+          `cycle, ${Math.round((result.pairs / result.elapsedMs) * 1000)} cycles/s\n`),
     );
   } finally {
     if (variant === 'bare') await contender.close();

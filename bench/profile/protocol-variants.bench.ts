@@ -95,7 +95,7 @@ async function drive(cycle: Cycle, tag: string, ms: number): Promise<number> {
 async function transport(url: string, admin: Redis): Promise<void> {
   const variants: Record<string, () => Redis> = {
     'one write per command (ioredis default)': () => new Redis(url),
-    'enableAutoPipelining': () => new Redis(url, { enableAutoPipelining: true }),
+    enableAutoPipelining: () => new Redis(url, { enableAutoPipelining: true }),
     'writes coalesced per turn (ours)': () => {
       const client = new Redis(url);
       coalesceWritesPerTick(client);
@@ -122,7 +122,10 @@ async function transport(url: string, admin: Redis): Promise<void> {
     }
     client.disconnect();
     const at = (i: number) => median(rounds.map((x) => x[i]));
-    console.log(`${name.padEnd(42)} ${Math.round(at(0)).toLocaleString('en-US').padStart(8)} cycles/s  client ${at(1).toFixed(1)} µs  Redis ${at(2).toFixed(1)} µs per cycle`);
+    console.log(
+      `${name.padEnd(42)} ${Math.round(at(0)).toLocaleString('en-US').padStart(8)} cycles/s  ` +
+        `client ${at(1).toFixed(1)} µs  Redis ${at(2).toFixed(1)} µs per cycle`,
+    );
   }
 }
 
@@ -151,7 +154,10 @@ async function scripts(url: string, admin: Redis): Promise<void> {
     }
   }
   for (const [name, values] of rounds) {
-    console.log(`${name.padEnd(36)} ${median(values).toFixed(2)} µs of script execution per cycle (rounds ${values.map((x) => x.toFixed(1)).join(' ')})`);
+    console.log(
+      `${name.padEnd(36)} ${median(values).toFixed(2)} µs of script execution per cycle (rounds ` +
+        `${values.map((x) => x.toFixed(1)).join(' ')})`,
+    );
   }
   client.disconnect();
 }

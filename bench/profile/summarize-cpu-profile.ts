@@ -53,14 +53,21 @@ for (const [id, micros] of selfMicros) {
   if (filter && !where.includes(filter)) continue;
   const fn = `${functionName || '(anonymous)'}  ${where}:${lineNumber + 1}`;
   byFunction.set(fn, (byFunction.get(fn) ?? 0) + micros);
-  const pkg = where.startsWith('npm:') ? where.split('/').slice(0, where.startsWith('npm:@') ? 2 : 1).join('/') : where;
+  const pkg = where.startsWith('npm:')
+    ? where
+        .split('/')
+        .slice(0, where.startsWith('npm:@') ? 2 : 1)
+        .join('/')
+    : where;
   byFile.set(pkg, (byFile.get(pkg) ?? 0) + micros);
 }
 const print = (title: string, rows: Map<string, number>) => {
   process.stdout.write(`\n${title}\n`);
   for (const [name, micros] of [...rows].sort((a, b) => b[1] - a[1]).slice(0, top)) {
     const perCycle = cycles ? `${(micros / cycles).toFixed(2).padStart(7)} µs/cycle  ` : '';
-    process.stdout.write(`${((micros / total) * 100).toFixed(2).padStart(6)} %  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${perCycle}${name}\n`);
+    process.stdout.write(
+      `${((micros / total) * 100).toFixed(2).padStart(6)} %  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${perCycle}${name}\n`,
+    );
   }
 };
 process.stdout.write(`${file}: ${(total / 1000).toFixed(0)} ms sampled\n`);

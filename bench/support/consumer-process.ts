@@ -62,7 +62,9 @@ async function main(): Promise<void> {
 }
 
 function fail(error: unknown): void {
-  void send({ type: 'error', message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }).then(() => process.exit(1));
+  void send({ type: 'error', message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }).then(() =>
+    process.exit(1),
+  );
 }
 
 main().catch(fail);

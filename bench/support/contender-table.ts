@@ -15,7 +15,11 @@ export const formatNumber = (n: number | undefined, digits = 0): string => (n ==
  * One row per contender, then one "ours vs <peer>" row per peer with ratios > 1 where ours is better
  * (ours ÷ peer for 'higher', peer ÷ ours for 'lower'). `ours` is the result the ratios are taken for.
  */
-export function contenderTable<R extends { readonly name: string }>(results: readonly R[], ours: R | undefined, columns: readonly Column<R>[]): string {
+export function contenderTable<R extends { readonly name: string }>(
+  results: readonly R[],
+  ours: R | undefined,
+  columns: readonly Column<R>[],
+): string {
   const rows = results.map((r) => [r.name, ...columns.map((c) => formatNumber(c.value(r), c.digits))]);
   const peers = results.filter((r) => r !== ours);
   const ratioRows = ours

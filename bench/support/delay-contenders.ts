@@ -54,12 +54,19 @@ export function ours(url: string): DelayContender {
       const { app, queue } = await ourApp(url, name('bench'));
       const lateness: number[] = [];
       try {
-        queue.consume('lateness', (_payload, job) => {
-          lateness.push(Date.now() - job.scheduledAt.getTime());
-        }, { concurrency });
+        queue.consume(
+          'lateness',
+          (_payload, job) => {
+            lateness.push(Date.now() - job.scheduledAt.getTime());
+          },
+          { concurrency },
+        );
         await new Promise((resolve) => setTimeout(resolve, 200));
         const stop = await meter.start();
-        await queue.scheduleMany('lateness', delays.map((delay, i) => ({ payload: i, delay })));
+        await queue.scheduleMany(
+          'lateness',
+          delays.map((delay, i) => ({ payload: i, delay })),
+        );
         await until(() => lateness.length >= delays.length, Math.max(...delays) + 30_000, 'the lateness jobs (ours)');
         return { lateness, usage: await stop() };
       } finally {
@@ -71,13 +78,20 @@ export function ours(url: string): DelayContender {
       let done = 0;
       let first = 0;
       try {
-        queue.consume('burst', () => {
-          if (done++ === 0) first = performance.now();
-        }, { concurrency });
+        queue.consume(
+          'burst',
+          () => {
+            if (done++ === 0) first = performance.now();
+          },
+          { concurrency },
+        );
         await new Promise((resolve) => setTimeout(resolve, 200));
         const stop = await meter.start();
         const started = performance.now();
-        await queue.scheduleMany('burst', Array.from({ length: count }, (_, i) => ({ payload: i })));
+        await queue.scheduleMany(
+          'burst',
+          Array.from({ length: count }, (_, i) => ({ payload: i })),
+        );
         const enqueued = performance.now();
         await until(() => done >= count, 120_000, 'the burst (ours)');
         const drainMs = performance.now() - started;

@@ -26,7 +26,9 @@ function connection(url: string) {
 export const groupmqContender: JobContender = {
   key: 'groupmq',
   name: 'groupmq',
-  settings: `Queue with autoBatch { size: ${GROUPMQ_BATCH} } + Worker, other options default (jobTimeoutMs 30 s, reserveScanLimit 20, blockingTimeoutSec 5)`,
+  settings:
+    `Queue with autoBatch { size: ${GROUPMQ_BATCH} } + Worker, other options default (jobTimeoutMs 30 ` +
+    `s, reserveScanLimit 20, blockingTimeoutSec 5)`,
   async openProducer(url, namespace) {
     const queue = new GroupQueue<BenchJob>({ redis: new Redis(url), namespace, autoBatch: { size: GROUPMQ_BATCH, maxWaitMs: 10 } });
     return {
@@ -64,7 +66,8 @@ export const bullmqGroupWorkaround: JobContender = {
   key: 'bullmq',
   name: 'bullmq (lock per group + moveToDelayed)',
   settings:
-    `Queue.addBulk + Worker; the processor takes SET NX PX ${GROUP_LOCK_TTL_MS} on the job's group and releases it with a compare-and-delete; ` +
+    `Queue.addBulk + Worker; the processor takes SET NX PX ${GROUP_LOCK_TTL_MS} on the job's group and ` +
+    `releases it with a compare-and-delete; ` +
     `a job whose group is locked goes back with job.moveToDelayed(now + ${GROUP_RETRY_DELAY_MS} ms) + DelayedError; Worker options default`,
   async openProducer(url, namespace) {
     const queue = new Queue(namespace, { connection: connection(url) });

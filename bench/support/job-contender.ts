@@ -41,14 +41,22 @@ export interface JobContender {
   openProducer(url: string, namespace: string, grouped: boolean): Promise<BenchProducer>;
   /** In a worker process: connected and ready, not consuming until `start()`. */
   /** `admittedMs`: when the contender's own limiter counted this start (epoch ms), where it says. */
-  openConsumer(url: string, namespace: string, plan: ConsumerPlan, handler: (job: BenchJob, admittedMs?: number) => Promise<void>): Promise<BenchConsumer>;
+  openConsumer(
+    url: string,
+    namespace: string,
+    plan: ConsumerPlan,
+    handler: (job: BenchJob, admittedMs?: number) => Promise<void>,
+  ): Promise<BenchConsumer>;
 }
 
 /** BENCH_ONLY=a,b (contender keys), or every contender. */
 export function selectContenders<C extends JobContender>(all: readonly C[]): C[] {
-  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = process.env.BENCH_ONLY?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!only) return [...all];
   const unknown = only.filter((key) => !all.some((c) => c.key === key));
-  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown contender ${unknown.join(', ')}; known: ${all.map((c) => c.key).join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`BENCH_ONLY: unknown contender ${unknown.join(', ')}; known: ${all.map((c) => c.key).join(', ')}`);
   return all.filter((c) => only.includes(c.key));
 }

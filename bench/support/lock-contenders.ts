@@ -111,7 +111,9 @@ export async function createOurContenders(
   const locks = app.get(LockService);
   const variant = (name: string, options: AcquireOptions, settings: string): LockContender => ({
     name,
-    settings: `LockService.acquire(key, { ${Object.entries(options).map(([k, v]) => `${k}: ${v}`).join(', ')} }): ${settings}`,
+    settings: `LockService.acquire(key, { ${Object.entries(options)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')} }): ${settings}`,
     async acquire(key) {
       const handle = await locks.acquire(key, options);
       return () => handle.release();
@@ -140,7 +142,11 @@ return 0
  * script to release. It has no waiting strategy of its own; when the key is held it retries every
  * `RAW_RETRY_MS` ms.
  */
-export async function createRawContender(target: BenchTarget, keyPrefix: string, peerClient: PeerClient = 'default'): Promise<LockContender> {
+export async function createRawContender(
+  target: BenchTarget,
+  keyPrefix: string,
+  peerClient: PeerClient = 'default',
+): Promise<LockContender> {
   const client = connect(target, peerClient);
   // Defined as a command: ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT (each master of a
   // cluster caches scripts on its own), so the release is still one round trip once warm.
@@ -192,7 +198,11 @@ export async function createRedlockContender(target: BenchTarget, keyPrefix: str
 }
 
 /** `redis-semaphore` 5 `Mutex` on one ioredis client, one `Mutex` object per acquire as its docs show. */
-export async function createSemaphoreContender(target: BenchTarget, keyPrefix: string, peerClient: PeerClient = 'default'): Promise<LockContender> {
+export async function createSemaphoreContender(
+  target: BenchTarget,
+  keyPrefix: string,
+  peerClient: PeerClient = 'default',
+): Promise<LockContender> {
   const client = connect(target, peerClient) as Redis;
   return {
     name: named('redis-semaphore', peerClient),
@@ -232,7 +242,11 @@ export async function createBareScriptsContender(target: string, keyPrefix: stri
       if (!keys) keysOf.set(key, (keys = keySpace.lock(key)));
       const owner = `${clientId}:${++sequence}`;
       const hold = `${owner}/${sequence}`;
-      const [ok] = await acquireLockScript.run<[number, string]>(client, [keys.owners, keys.fence], [owner, LEASE_MS, '0', '', hold, 'wait']);
+      const [ok] = await acquireLockScript.run<[number, string]>(
+        client,
+        [keys.owners, keys.fence],
+        [owner, LEASE_MS, '0', '', hold, 'wait'],
+      );
       if (ok !== 1) throw new Error(`bare scripts: ${key} is held`);
       const held = keys;
       return async () => {

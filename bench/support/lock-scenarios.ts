@@ -60,7 +60,9 @@ export async function runParallel(
     Array.from({ length: width }, async (_, i) => {
       const key = `${keyBase}:${i}`;
       while (performance.now() < end) {
-        await (await contender.acquire(key))();
+        await (
+          await contender.acquire(key)
+        )();
         pairs++;
       }
     }),

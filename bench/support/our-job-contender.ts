@@ -21,7 +21,8 @@ async function openApp(url: string, keyPrefix: string): Promise<{ app: INestAppl
 export const ourJobContender: JobContender = {
   key: 'ours',
   name: 'nestjs-redis-lock',
-  settings: 'scheduleMany with { group } (groups) / consume with { concurrency, rateLimit } (rate limit), other options default (visibility 30 s)',
+  settings:
+    'scheduleMany with { group } (groups) / consume with { concurrency, rateLimit } (rate limit), other options default (visibility 30 s)',
   async openProducer(url, namespace, grouped) {
     const { app, queue } = await openApp(url, namespace);
     return {

@@ -15,8 +15,9 @@ export const bullmqLimiter: JobContender = {
   key: 'bullmq',
   name: 'bullmq',
   settings:
-    "Queue.addBulk + Worker with limiter { max, duration }; BullMQ's limiter is per queue, shared by its workers, and counts in fixed windows " +
-    '(INCR of a counter that expires `duration` after the window\'s first job); other options default',
+    "Queue.addBulk + Worker with limiter { max, duration }; BullMQ's limiter is per queue, shared by " +
+    'its workers, and counts in fixed windows ' +
+    "(INCR of a counter that expires `duration` after the window's first job); other options default",
   async openProducer(url, namespace) {
     const queue = new Queue(namespace, { connection: connection(url) });
     return {

@@ -10,7 +10,13 @@
  *     <contender> <redis url> <key> <workers> <durationMs> <holdMs> <processIndex>
  */
 import 'reflect-metadata';
-import { createOurContenders, createRawContender, createRedlockContender, createSemaphoreContender, type LockContender } from './lock-contenders.js';
+import {
+  createOurContenders,
+  createRawContender,
+  createRedlockContender,
+  createSemaphoreContender,
+  type LockContender,
+} from './lock-contenders.js';
 import { sleep } from './stats.js';
 
 const [contenderName, url, key, workersText, durationText, holdText, processText] = process.argv.slice(2);
@@ -37,7 +43,9 @@ async function contender(): Promise<{ contender: LockContender; all: LockContend
 async function main(): Promise<void> {
   const { contender: c, all } = await contender();
   // Connect (and load scripts) before the common start.
-  await (await c.acquire(`${key}:warm:${processIndex}`))();
+  await (
+    await c.acquire(`${key}:warm:${processIndex}`)
+  )();
   process.stdout.write('ready\n');
   const startAt = await new Promise<number>((resolve) => {
     let input = '';

@@ -93,7 +93,12 @@ export class DecoratorLockRunner {
    * The whole section for promise-returning callers (`@WithLock`): take the lock, run `body` under
    * it, release. `body`'s result and errors pass through untouched; a sync `body` is fine.
    */
-  async run<T>(key: string | string[], options: ResolvedWithLockOptions, args: readonly unknown[], body: () => T): Promise<Awaited<T> | unknown> {
+  async run<T>(
+    key: string | string[],
+    options: ResolvedWithLockOptions,
+    args: readonly unknown[],
+    body: () => T,
+  ): Promise<Awaited<T> | unknown> {
     const section = await this.enter(key, options);
     if (section instanceof LockAcquireTimeoutError) return await this.unavailable(options, section, key, args);
     try {

@@ -9,10 +9,7 @@ import { escapeTemplateValue } from '../core/keys/escape-template-value.js';
  * @inline
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any method's arguments (a method's parameters are contravariant)
-export type LockKeySource<TArgs extends unknown[] = any[]> =
-  | string
-  | readonly string[]
-  | ((...args: TArgs) => string | readonly string[]);
+export type LockKeySource<TArgs extends unknown[] = any[]> = string | readonly string[] | ((...args: TArgs) => string | readonly string[]);
 
 /**
  * How the first segment of a placeholder is read: `argument` means an argument index (`<0>`,
@@ -109,9 +106,7 @@ class KeyTemplate {
       if (forbidden !== undefined) return fail(`placeholder ${text} may not read "${forbidden}"`);
       if (root === 'argument') {
         if (!/^\d+$/.test(segments[0])) {
-          return fail(
-            `placeholder ${text} must start with an argument index (<0> is the first argument, <1.id> the id of the second)`,
-          );
+          return fail(`placeholder ${text} must start with an argument index (<0> is the first argument, <1.id> the id of the second)`);
         }
         parts.push(literal, { text, index: Number(segments[0]), path: segments.slice(1) });
       } else {
@@ -135,7 +130,9 @@ class KeyTemplate {
       if (next === undefined) continue;
       if (next.startsWith('%')) {
         // '%' starts the escapes inside values, so a literal '%' right after one could be either.
-        return fail(`placeholder ${part.text} is followed by "%", which escaped values start with; put another character first, e.g. ${part.text}:%`);
+        return fail(
+          `placeholder ${part.text} is followed by "%", which escaped values start with; put another character first, e.g. ${part.text}:%`,
+        );
       }
       kept[i] = { ...part, delimiter: String.fromCodePoint(next.codePointAt(0)!) };
     }
@@ -251,8 +248,7 @@ export function compileKeySource<TInput>(
   }
   const templates = sources.map((s) => KeyTemplate.parse(s, root, location));
   if (root === 'argument' && shape) templates.forEach((t) => t.checkAgainst(shape, location));
-  const render = (input: TInput) =>
-    templates.map((t) => t.render((placeholder) => options.rootOf(input, placeholder), location));
+  const render = (input: TInput) => templates.map((t) => t.render((placeholder) => options.rootOf(input, placeholder), location));
   return single ? (input) => render(input)[0] : render;
 }
 

@@ -13,7 +13,6 @@ export type OnDelayedOptions = ConsumerOptions & {
   repeat?: RepeatSchedule & RepeatOptions;
 };
 
-
 /**
  * Marks a provider method as the handler of a delayed-job topic. It only records metadata: at
  * bootstrap the module finds every marked method and starts one consumer per topic; at shutdown it

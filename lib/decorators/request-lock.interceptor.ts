@@ -25,10 +25,12 @@ import { WITH_REQUEST_LOCK_METADATA } from './decorators.constants.js';
 import type { RequestLockDeclaration } from './with-request-lock.decorator.js';
 import { processShared } from '../core/runtime/process-shared.js';
 
-/** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use) (one per process, shared by both builds: core/runtime/process-shared.ts). */
+/** Execution contexts whose `@WithRequestLock` an interceptor has already taken (global + route-level use) (one per process, shared by
+ * both builds: core/runtime/process-shared.ts). */
 const claimed = processShared('request-lock-claimed', () => new WeakSet<ExecutionContext>());
 
-/** Execution contexts a subclass of RequestLockInterceptor (the user's own answers) has intercepted (one per process, shared by both builds: core/runtime/process-shared.ts). */
+/** Execution contexts a subclass of RequestLockInterceptor (the user's own answers) has intercepted (one per process, shared by both
+ * builds: core/runtime/process-shared.ts). */
 const customised = processShared('request-lock-customised', () => new WeakSet<ExecutionContext>());
 
 /** Where Nest keeps the interceptors of `@UseInterceptors` (`INTERCEPTORS_METADATA` of @nestjs/common/constants). */
@@ -63,7 +65,8 @@ export class RequestLockInterceptor implements NestInterceptor {
   ) {}
 
   /**
-   * Nest interceptor hook: takes the route's `@WithRequestLock` lock around the handler, and maps lock errors to HTTP answers (`toHttpException`).
+   * Nest interceptor hook: takes the route's `@WithRequestLock` lock around the handler, and maps lock errors to HTTP answers
+   * (`toHttpException`).
    */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (Object.getPrototypeOf(this) !== RequestLockInterceptor.prototype) customised.add(context);

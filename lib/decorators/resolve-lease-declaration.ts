@@ -24,9 +24,14 @@ export function resolveLeaseDeclaration(
 ): LeaseDeclaration {
   const invalid = (option: string, problem: string) => new InvalidOptionsError(option, `${problem} (in ${location})`);
   if (typeof options !== 'object' || options === null) throw invalid('options', 'expected an object');
-  refuseUnknownKeys((option, problem) => {
-    throw invalid(option, problem);
-  }, '', options, known);
+  refuseUnknownKeys(
+    (option, problem) => {
+      throw invalid(option, problem);
+    },
+    '',
+    options,
+    known,
+  );
   const key = options.key ?? defaultKey;
   for (const name of [key, ...(typeof key === 'string' ? derivedKeys(key) : [])]) {
     try {

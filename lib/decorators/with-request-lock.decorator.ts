@@ -43,9 +43,7 @@ export function WithRequestLock(key: RequestLockKeySource, options?: WithLockOpt
   return ((target: object, propertyKey?: string | symbol, descriptor?: PropertyDescriptor) => {
     const className = typeof target === 'function' ? target.name : target.constructor.name;
     const location =
-      propertyKey === undefined
-        ? `@WithRequestLock on ${className}`
-        : `@WithRequestLock on ${className}.${String(propertyKey)}()`;
+      propertyKey === undefined ? `@WithRequestLock on ${className}` : `@WithRequestLock on ${className}.${String(propertyKey)}()`;
     const keyOf = compileKeySource<{ request: unknown; context: ExecutionContext }>(key, {
       root: 'property',
       location,

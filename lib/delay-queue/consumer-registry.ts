@@ -65,7 +65,12 @@ export class ConsumerRegistry {
     }
     const existing = this.consumers.get(topic);
     if (existing) throw new DuplicateDelayedHandlerError(topic, [existing.source, source]);
-    const resolved = resolveConsumerOptions(options, this.config.delayQueue, source, origin === 'on-delayed' ? ON_DELAYED_OPTION_KEYS : CONSUMER_OPTION_KEYS);
+    const resolved = resolveConsumerOptions(
+      options,
+      this.config.delayQueue,
+      source,
+      origin === 'on-delayed' ? ON_DELAYED_OPTION_KEYS : CONSUMER_OPTION_KEYS,
+    );
     const shardKeys = this.shards.all(topic);
     const shared = {
       connection: this.connection,

@@ -1,4 +1,12 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { preloadScripts } from '../core/redis/preload-scripts.js';
@@ -56,7 +64,8 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     try {
       this.handlers = this.explorer.explore();
       // Options are checked here too, so a bad `concurrency` fails bootstrap with the method named.
-      for (const handler of this.handlers) resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source, ON_DELAYED_OPTION_KEYS);
+      for (const handler of this.handlers)
+        resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source, ON_DELAYED_OPTION_KEYS);
       this.schedules = this.handlers.flatMap((handler) => {
         const repeat = handler.options?.repeat;
         if (repeat === undefined) return [];
@@ -115,7 +124,9 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
       throw new DelayQueueAlreadyStartedError(this.explorer.handledTopics());
     }
     this.started = true;
-    const registering = Promise.all(this.schedules.map(({ topic, definition, source }) => this.repeats.register(topic, definition, source)));
+    const registering = Promise.all(
+      this.schedules.map(({ topic, definition, source }) => this.repeats.register(topic, definition, source)),
+    );
     await settleWithin(registering, REPEAT_REGISTRATION_WAIT_MS);
     for (const handler of this.handlers) {
       this.consumerRegistry.start(handler.topic, handler.invoke, handler.options, handler.source, 'on-delayed');

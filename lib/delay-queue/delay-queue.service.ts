@@ -152,7 +152,8 @@ export class DelayQueueService {
   private async scheduleBatch<T>(topic: string, jobs: Array<ScheduledJob<T>>, exact: boolean): Promise<ScheduleResult[]> {
     this.shardKeys(topic); // validates the topic before anything else
     this.enqueuer.assertOpen('schedule jobs');
-    if (!Array.isArray(jobs)) throw new InvalidJobError(topic, 'jobs', `is ${describeValue(jobs)}; pass an array of { payload, ...options }`);
+    if (!Array.isArray(jobs))
+      throw new InvalidJobError(topic, 'jobs', `is ${describeValue(jobs)}; pass an array of { payload, ...options }`);
     return this.tracing.traceSchedule(topic, jobs.length, async (traceparent) => {
       const prepared = jobs.map((job, i) => {
         if (job === null || typeof job !== 'object' || !('payload' in job)) {
@@ -191,9 +192,14 @@ export class DelayQueueService {
     if (when === null || typeof when !== 'object') {
       throw new InvalidJobError(topic, 'when', 'must be an object: { delay } or { at }');
     }
-    refuseUnknownKeys((field, problem) => {
-      throw new InvalidJobError(topic, field, problem);
-    }, '', when, RESCHEDULE_KEYS);
+    refuseUnknownKeys(
+      (field, problem) => {
+        throw new InvalidJobError(topic, field, problem);
+      },
+      '',
+      when,
+      RESCHEDULE_KEYS,
+    );
     const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
     return this.commands.reschedule(topic, id, dueKindArg(job.kind), job.when);
   }

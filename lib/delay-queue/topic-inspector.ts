@@ -41,7 +41,18 @@ export class TopicInspector {
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
     const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress } = job;
-    const base = { id, topic, payload, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack, progress, group: job.group };
+    const base = {
+      id,
+      topic,
+      payload,
+      attempts,
+      maxAttempts,
+      createdAt: new Date(job.createdAt),
+      lastError,
+      lastErrorStack,
+      progress,
+      group: job.group,
+    };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
       return { ...base, state: dueMs <= nowMs ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
@@ -84,15 +95,24 @@ export class TopicInspector {
       this.shards.all(topic).map((keys) => readDeadLettersScript.call(this.connection.client, keys, { limit })),
     );
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
-    for (const letters of perShard) for (const { id, body, diedAtMs } of letters) {
-      const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(body);
-      const diedAt = new Date(diedAtMs);
-      const job = {
-        id, topic, payload, state: 'dead' as const, attempts, maxAttempts,
-        createdAt: new Date(createdAt), diedAt, lastError, lastErrorStack,
-      };
-      result.push(progress === undefined ? job : { ...job, progress });
-    }
+    for (const letters of perShard)
+      for (const { id, body, diedAtMs } of letters) {
+        const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(body);
+        const diedAt = new Date(diedAtMs);
+        const job = {
+          id,
+          topic,
+          payload,
+          state: 'dead' as const,
+          attempts,
+          maxAttempts,
+          createdAt: new Date(createdAt),
+          diedAt,
+          lastError,
+          lastErrorStack,
+        };
+        result.push(progress === undefined ? job : { ...job, progress });
+      }
     if (perShard.length === 1) return result;
     return result.sort((x, y) => y.diedAt.getTime() - x.diedAt.getTime()).slice(0, limit);
   }

@@ -44,15 +44,10 @@ export class LockHoldRegistry implements HeldLockOperations {
     @Inject(REDIS_LOCK_CONFIG) config: RedisLockConfig,
   ) {
     this.defaults = config.lock;
-    this.watchdog = new LockWatchdog(
-      connection,
-      config.lock.leaseTime,
-      connection.isCluster,
-      (error) => {
-        if (connection.outages.absorb('lock renewals failed', error)) return;
-        this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`);
-      },
-    );
+    this.watchdog = new LockWatchdog(connection, config.lock.leaseTime, connection.isCluster, (error) => {
+      if (connection.outages.absorb('lock renewals failed', error)) return;
+      this.logger.warn(`Lock renewal failed, will retry: ${errorMessage(error)}`);
+    });
   }
 
   /**
@@ -145,17 +140,19 @@ export class LockHoldRegistry implements HeldLockOperations {
    */
   async releaseUnused(handles: readonly LockHandle[]): Promise<void> {
     await Promise.allSettled(
-      handles.flatMap((h) => (h instanceof MultiLockHandle ? h.parts : [h])).map((h) => {
-        if (!(h instanceof HeldLockHandle)) return h.release();
-        this.transactions.undone(h);
-        // Nobody else will release it: with Redis out of reach, it is retried until its lease ends.
-        return this.releaseNow(h).catch((error: unknown) => {
-          if (error instanceof RedisConnectionError) {
-            this.abandoned.releaseUnknown(h.protocol, h.owner, h.hold, performance.now() + h.leaseTime);
-          }
-          throw error;
-        });
-      }),
+      handles
+        .flatMap((h) => (h instanceof MultiLockHandle ? h.parts : [h]))
+        .map((h) => {
+          if (!(h instanceof HeldLockHandle)) return h.release();
+          this.transactions.undone(h);
+          // Nobody else will release it: with Redis out of reach, it is retried until its lease ends.
+          return this.releaseNow(h).catch((error: unknown) => {
+            if (error instanceof RedisConnectionError) {
+              this.abandoned.releaseUnknown(h.protocol, h.owner, h.hold, performance.now() + h.leaseTime);
+            }
+            throw error;
+          });
+        }),
     );
   }
 

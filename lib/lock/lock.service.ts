@@ -181,9 +181,9 @@ export class LockService implements OnApplicationBootstrap, OnApplicationShutdow
    * bootstrap nor fails it (with Redis down it finishes, or fails quietly, in the background).
    */
   onApplicationBootstrap(): void {
-    void this.connection.loadScripts(ALL_LOCK_SCRIPTS).catch((error: unknown) =>
-      this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
-    );
+    void this.connection
+      .loadScripts(ALL_LOCK_SCRIPTS)
+      .catch((error: unknown) => this.logger.debug(`Script preload skipped: ${errorMessage(error)}`));
   }
 
   /**

@@ -13,10 +13,7 @@ const MAX_KEY_PATTERN_LENGTH = 200;
 const ACQUIRE_OPTION_KEYS = keysOf<AcquireOptions>()(['waitTimeout', 'leaseTime', 'signal', 'fair', 'keyPattern', 'syncReplicas']);
 
 /** Validates per-call options against the module defaults; a bad value or an unknown key throws `InvalidOptionsError`. */
-export function resolveAcquireOptions(
-  options: AcquireOptions | undefined,
-  defaults: RedisLockConfig['lock'],
-): ResolvedAcquireOptions {
+export function resolveAcquireOptions(options: AcquireOptions | undefined, defaults: RedisLockConfig['lock']): ResolvedAcquireOptions {
   const o = options ?? {};
   if (typeof o !== 'object') throw new InvalidOptionsError('acquire options', 'expected an object');
   // A for-in over a handful of keys: this runs on every acquire with a fresh options object.

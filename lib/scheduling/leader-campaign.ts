@@ -130,7 +130,12 @@ export class LeaderCampaign {
     const { key, ttl } = this.declaration;
     try {
       const askedAt = performance.now();
-      const handle = await this.locks.acquire(key, { waitTimeout: CAMPAIGN_WAIT_MS, leaseTime: ttl, signal: this.stopping.signal, keyPattern: key });
+      const handle = await this.locks.acquire(key, {
+        waitTimeout: CAMPAIGN_WAIT_MS,
+        leaseTime: ttl,
+        signal: this.stopping.signal,
+        keyPattern: key,
+      });
       return await this.termGrant(handle, askedAt);
     } catch (error) {
       if (this.stopping.signal.aborted || error instanceof LockAcquireTimeoutError) return null;
@@ -164,7 +169,8 @@ export class LeaderCampaign {
       return termOver;
     });
     const keeper = new LeaseKeeper(handle, ttl, (error) => {
-      if (!this.outages?.absorb('lease renewals failed', error)) this.logger.warn(`${location}: renewing the lease failed, will retry: ${errorMessage(error)}`);
+      if (!this.outages?.absorb('lease renewals failed', error))
+        this.logger.warn(`${location}: renewing the lease failed, will retry: ${errorMessage(error)}`);
     });
     this.term = { lock, since: Date.now(), stepDown };
     // A stop that came while the grant was being confirmed found no term to step down from.

@@ -106,7 +106,9 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
       }
       byKey.set(declaration.key, provider);
       const logsLossOf = (handle: LockHandle) => this.registry.ownerLogsLoss(handle);
-      found.push(new LeaderCampaign(declaration, provider, instance, this.locks, this.events, this.logger, this.connection.outages, logsLossOf));
+      found.push(
+        new LeaderCampaign(declaration, provider, instance, this.locks, this.events, this.logger, this.connection.outages, logsLossOf),
+      );
     }
     return found;
   }

@@ -113,7 +113,10 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     if (!lease) return this.closing ? undefined : this.skipped(declaration, 'not-owner');
 
     const { key, ttl } = declaration;
-    const run = await this.unlessUnreachable(declaration, this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) }));
+    const run = await this.unlessUnreachable(
+      declaration,
+      this.locks.tryAcquire(runLockKey(key), { leaseTime: ttl, keyPattern: runLockKey(key) }),
+    );
     if (run === undefined) return this.skipped(declaration, 'not-owner');
     if (!run) return this.skipped(declaration, 'still-running');
     if (!lease.held) {
@@ -261,14 +264,20 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
 
   private async handBack(entry: LeaseEntry, deadline: number): Promise<void> {
     const left = () => Math.max(0, deadline - performance.now());
-    if (entry.taking) await settleWithin(entry.taking.catch(() => undefined), left());
+    if (entry.taking)
+      await settleWithin(
+        entry.taking.catch(() => undefined),
+        left(),
+      );
     const handle = entry.handle;
     if (!handle?.held) return;
     const { key, ttl } = entry.declaration;
     await settleWithin(Promise.all(entry.starting), left());
     const runsWait = Math.min(ttl, left());
     if (!(await settleWithin(Promise.all(entry.runs), runsWait))) {
-      this.logger.warn(`A run of "${key}" is still going after ${Math.round(runsWait)} ms; handing the lease back anyway (its run lock stays held).`);
+      this.logger.warn(
+        `A run of "${key}" is still going after ${Math.round(runsWait)} ms; handing the lease back anyway (its run lock stays held).`,
+      );
     }
     const guard = Math.min(MAX_HANDOVER_GUARD_MS, (entry.shortestGap ?? Infinity) / 2);
     // The lease stays held in Redis until the guard's end (what keeps a tick from running twice),
@@ -278,7 +287,9 @@ export class OneInstanceLeases implements BeforeApplicationShutdown {
     entry.keeper?.stop();
     const heldMs = entry.since === undefined ? 0 : Date.now() - entry.since;
     let failure: unknown;
-    const released = this.registry.releaseAfter(handle, guardLeft).catch((error: unknown) => (failure = error ?? new Error('release failed')));
+    const released = this.registry
+      .releaseAfter(handle, guardLeft)
+      .catch((error: unknown) => (failure = error ?? new Error('release failed')));
     if (!(await settleWithin(released, left())) || failure !== undefined) {
       const why = failure === undefined ? 'not confirmed by the end of the shutdown' : `failed: ${errorMessage(failure)}`;
       this.logger.warn(`Handing back the lease of "${key}" ${why}; another instance takes over after its ttl.`);

@@ -132,7 +132,11 @@ export async function startLocalRedisServer(options: LocalRedisServerOptions = {
         async restart({ signal = 'SIGKILL', downtimeMs = 0, until } = {}) {
           await terminate(child, signal);
           if (downtimeMs > 0) await new Promise((resolve) => setTimeout(resolve, downtimeMs));
-          if (until) await until.then(() => undefined, () => undefined);
+          if (until)
+            await until.then(
+              () => undefined,
+              () => undefined,
+            );
           child = await launch(port, dir, args);
         },
       };
@@ -196,9 +200,7 @@ function launch(port: number, dir: string, args: string[]): Promise<ChildProcess
     child.stdout?.on('data', onData);
     child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('exit', (code) => fail(new Error(`redis-server exited with code ${code}:\n${output}`)));
-    child.once('error', (error: NodeJS.ErrnoException) =>
-      fail(error.code === 'ENOENT' ? new TestRedisUnavailableError(error) : error),
-    );
+    child.once('error', (error: NodeJS.ErrnoException) => fail(error.code === 'ENOENT' ? new TestRedisUnavailableError(error) : error));
   });
 }
 

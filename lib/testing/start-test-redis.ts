@@ -1,9 +1,4 @@
-import {
-  hasRedisServerBinary,
-  startLocalRedisServer,
-  type LocalRedisServer,
-  type LocalRedisServerOptions,
-} from './local-redis-server.js';
+import { hasRedisServerBinary, startLocalRedisServer, type LocalRedisServer, type LocalRedisServerOptions } from './local-redis-server.js';
 import { TestRedisUnavailableError } from './test-redis-unavailable.error.js';
 
 /**

@@ -20,7 +20,8 @@ export class TestRedisUnavailableError extends RedisLockError {
   constructor(cause?: unknown) {
     super(
       [
-        'The tests need a real Redis server, and none was found: REDIS_URL is not set and there is no redis-server on PATH. Either of these works:',
+        'The tests need a real Redis server, and none was found: REDIS_URL is not set and there is no redis-server ' +
+          'on PATH. Either of these works:',
         '  - set REDIS_URL=redis://host:port to a server you run (a spare database: each testing module writes keys under its own prefix);',
         '  - install redis-server on PATH: `sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis` (macOS).',
       ].join('\n'),

@@ -7,10 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
 import { TransactionHost, type TransactionalAdapter } from '@nestjs-cls/transactional';
-import type {
-  TransactionSynchronization,
-  TransactionSynchronizer,
-} from '../core/transaction/transaction-synchronizer.interface.js';
+import type { TransactionSynchronization, TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { SynchronizationList } from '../core/transaction/synchronization-list.js';
 
 /**

@@ -10,10 +10,7 @@ import { runOnTransactionComplete } from 'typeorm-transactional';
 // current transaction.
 import { getEntityManagerByDataSourceName, getTransactionalContext } from 'typeorm-transactional/dist/common/index.js';
 import type { DataSource, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
-import type {
-  TransactionSynchronization,
-  TransactionSynchronizer,
-} from '../core/transaction/transaction-synchronizer.interface.js';
+import type { TransactionSynchronization, TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { SynchronizationList } from '../core/transaction/synchronization-list.js';
 
 /**

@@ -21,7 +21,9 @@ export function findPostgresBin(env = process.env): string | undefined {
   const has = (dir: string) => ['initdb', 'postgres'].every((program) => isExecutable(join(dir, program)));
   const candidates = [env.PG_BIN ?? ''];
   if (existsSync('/usr/lib/postgresql')) {
-    const versions = readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync('/usr/lib/postgresql')
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
     candidates.push(...versions.map((version) => join('/usr/lib/postgresql', version, 'bin')));
   }
   candidates.push(...(env.PATH ?? '').split(delimiter));
@@ -44,7 +46,13 @@ export async function startDemoPostgres(bin: string): Promise<DemoPostgres> {
     throw new Error(`initdb failed:\n${init.stderr || init.stdout}`);
   }
   const port = await findFreePort();
-  const settings = { listen_addresses: '127.0.0.1', port: String(port), unix_socket_directories: dir, fsync: 'off', max_connections: '100' };
+  const settings = {
+    listen_addresses: '127.0.0.1',
+    port: String(port),
+    unix_socket_directories: dir,
+    fsync: 'off',
+    max_connections: '100',
+  };
   const child = spawn(join(bin, 'postgres'), ['-D', data, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])], {
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd: dir,

@@ -22,11 +22,14 @@ export async function demoFulfilmentAcrossInstances(instances: readonly SampleIn
     violations.length === 0,
     violations.length > 0
       ? violations.join('; ')
-      : `${orders.length} orders × 3 steps of ${stepMs} ms, none run before the step before it succeeded; the next step of an order started ${Math.min(...gaps)}–${Math.max(...gaps)} ms after the one before ended`,
+      : `${orders.length} orders × 3 steps of ${stepMs} ms, none run before the step before it succeeded; ` +
+          `the next step of an order started ${Math.min(...gaps)}–${Math.max(...gaps)} ms after the one before ended`,
   );
   const atOnce = mostOrdersAtOnce(orders);
   check('different orders ran in parallel', atOnce > 1, `up to ${atOnce} orders had a step running at the same instant`);
-  const perInstance = instances.map((instance) => `${instance.name} ${orders.flatMap((o) => o.steps).filter((s) => s.instance === instance.name).length}`);
+  const perInstance = instances.map(
+    (instance) => `${instance.name} ${orders.flatMap((o) => o.steps).filter((s) => s.instance === instance.name).length}`,
+  );
   const moved = orders.filter((order) => new Set(order.steps.map((s) => s.instance)).size > 1).length;
   note(`steps run per instance: ${perInstance.join(', ')}; ${moved} of ${orders.length} orders had steps on more than one instance`);
 }

@@ -43,7 +43,9 @@ export async function runFulfilmentScenario(instances: readonly SampleInstance[]
       return views.map((view, i) => orderSteps(view, payOn[i].name));
     }
     if (Date.now() > deadline) {
-      const waiting = views.flatMap((view) => view.steps.filter((step) => !step.done || step.job).map((step) => `${step.jobId} (${step.job?.state ?? 'no job'})`));
+      const waiting = views.flatMap((view) =>
+        view.steps.filter((step) => !step.done || step.job).map((step) => `${step.jobId} (${step.job?.state ?? 'no job'})`),
+      );
       throw new Error(`timed out after ${timeoutMs} ms waiting for the steps ${waiting.join(', ')}`);
     }
     await sleep(100);

@@ -55,7 +55,11 @@ async function main(): Promise<number> {
     note(`responses: ${paid} × 200, ${conflicts} × 409, ${others} other`);
     const afterPay = (await api('GET', `${base}/orders/${order.id}`)).body;
     check('exactly one pay succeeded', paid === 1 && others === 0, `${paid} succeeded, ${conflicts} got 409 Conflict`);
-    check('the order was charged once', afterPay.status === 'paid' && afterPay.payments === 1, `status ${afterPay.status}, ${afterPay.payments} payment row(s)`);
+    check(
+      'the order was charged once',
+      afterPay.status === 'paid' && afterPay.payments === 1,
+      `status ${afterPay.status}, ${afterPay.payments} payment row(s)`,
+    );
 
     step('Letting an unpaid order expire');
     const unpaid = (await api('POST', `${base}/orders`, { item: 'hotel room' })).body;
@@ -85,7 +89,11 @@ async function main(): Promise<number> {
     const soldOut = purchases.filter((r) => r.status === 409).length;
     const item = (await api('GET', `${base}/items/limited-edition`)).body;
     note(`responses: ${bought} × 200, ${soldOut} × 409 sold out`);
-    check('stock never went negative', item.stock === 0 && bought === STOCK && item.sold === STOCK, `${item.sold} sold, ${item.stock} left`);
+    check(
+      'stock never went negative',
+      item.stock === 0 && bought === STOCK && item.sold === STOCK,
+      `${item.sold} sold, ${item.stock} left`,
+    );
 
     await demoSoldOutFulfilment(base);
 
@@ -96,7 +104,8 @@ async function main(): Promise<number> {
       const createdAt = Date.now();
       const during = await api('POST', `${base}/orders`, { item: 'umbrella' });
       note(
-        `Redis killed (SIGKILL, its data gone) for ${REDIS_OUTAGE_MS / 1000} s; POST /orders → ${during.status} in ${Date.now() - createdAt} ms: ` +
+        `Redis killed (SIGKILL, its data gone) for ${REDIS_OUTAGE_MS / 1000} s; POST /orders → ${during.status} ` +
+          `in ${Date.now() - createdAt} ms: ` +
           'the order and its order.expire job committed together (the job in the outbox table)',
       );
       await restarted;

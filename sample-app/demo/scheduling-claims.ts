@@ -68,7 +68,8 @@ export function leadershipViolations(
       problems.push(`sweep #${i}: ${sweep.instance} swept with token ${sweep.fencingToken}, not of a term it began`);
     }
     const token = BigInt(sweep.fencingToken);
-    if (token < lastSweepToken) problems.push(`sweep #${i}: ${sweep.instance} swept with token ${token} after a sweep with ${lastSweepToken}`);
+    if (token < lastSweepToken)
+      problems.push(`sweep #${i}: ${sweep.instance} swept with token ${token} after a sweep with ${lastSweepToken}`);
     if (token > lastSweepToken) lastSweepToken = token;
   });
   return problems;

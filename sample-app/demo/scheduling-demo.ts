@@ -53,14 +53,21 @@ export async function demoThreeInstances(redisUrl: string, databaseUrl: string |
     } else {
       await startAll(NAMES);
     }
-    for (const instance of instances) note(`${instance.name} at ${instance.base} (GET /orders/:id/fulfilment, GET /reports/runs, GET /reports/leader)`);
+    for (const instance of instances)
+      note(`${instance.name} at ${instance.base} (GET /orders/:id/fulfilment, GET /reports/runs, GET /reports/leader)`);
 
     if (databaseUrl) await demoFulfilmentAcrossInstances(instances, FULFILMENT_STEP_MS);
-    else note('skipping the orders across instances: no shared database (set DATABASE_URL, or install PostgreSQL for the demo to start one)');
+    else
+      note('skipping the orders across instances: no shared database (set DATABASE_URL, or install PostgreSQL for the demo to start one)');
 
     step(`Scheduled work on the three instances: a snapshot every ${SNAPSHOT_EVERY_MS} ms, a leader with a ${LEADER_TTL_MS} ms lease`);
 
-    const seen = await runSchedulingScenario(instances, { snapshotEveryMs: SNAPSHOT_EVERY_MS, leaderTtlMs: LEADER_TTL_MS, ticksPerPhase: 4, note });
+    const seen = await runSchedulingScenario(instances, {
+      snapshotEveryMs: SNAPSHOT_EVERY_MS,
+      leaderTtlMs: LEADER_TTL_MS,
+      ticksPerPhase: 4,
+      note,
+    });
     printTables(seen);
     reportClaims(seen);
     if (ticksNotRunOnce(seen.ticks).length > 0) printDiagnostics(seen, instances);
@@ -90,7 +97,8 @@ function reportClaims(seen: SchedulingObservation): void {
     violations.length > 0
       ? violations.join('; ')
       : oneLeader
-        ? `${seen.terms.filter((t) => t.event === 'acquired').length} terms in token order, ${seen.sweeps.length} sweeps each by its term's leader, ` +
+        ? `${seen.terms.filter((t) => t.event === 'acquired').length} terms in token order, ${seen.sweeps.length} ` +
+          `sweeps each by its term's leader, ` +
           `each of ${seen.leaderSamples.length} samples found exactly one instance leading`
         : `samples of who leads: ${JSON.stringify(seen.leaderSamples)}`,
   );
@@ -98,7 +106,8 @@ function reportClaims(seen: SchedulingObservation): void {
   check(
     'a SIGKILLed leader was replaced once its lease ran out, with a greater fencing token',
     killed.to !== killed.from && BigInt(killed.toToken) > BigInt(killed.fromToken) && killed.ms <= LEADER_TTL_MS + 1_000,
-    `${killed.to} led ${killed.ms} ms after ${killed.from} was killed (lease ${LEADER_TTL_MS} ms), token ${killed.fromToken} → ${killed.toToken}`,
+    `${killed.to} led ${killed.ms} ms after ${killed.from} was killed (lease ${LEADER_TTL_MS} ms), token ` +
+      `${killed.fromToken} → ${killed.toToken}`,
   );
   check(
     'a leader stopped with SIGTERM stepped down and handed over at once',
@@ -148,11 +157,15 @@ function printDiagnostics(seen: SchedulingObservation, instances: readonly Sampl
   let gap = { ms: 0, at: 0, instance: '' };
   seen.sweeps.forEach((sweep, i) => {
     const previous = seen.sweeps[i - 1];
-    if (previous?.instance === sweep.instance && sweep.at - previous.at > gap.ms) gap = { ms: sweep.at - previous.at, at: previous.at, instance: sweep.instance };
+    if (previous?.instance === sweep.instance && sweep.at - previous.at > gap.ms)
+      gap = { ms: sweep.at - previous.at, at: previous.at, instance: sweep.instance };
   });
   note(`  longest gap between two sweeps of one leader (every 500 ms): ${gap.ms} ms on ${gap.instance} after ${clock(gap.at)}`);
   for (const instance of instances) {
-    const lines = instance.output().split('\n').filter((line) => /WARN|ERROR|Error/.test(line));
+    const lines = instance
+      .output()
+      .split('\n')
+      .filter((line) => /WARN|ERROR|Error/.test(line));
     for (const line of lines.slice(-10)) note(`  ${instance.name}: ${line.trim()}`);
   }
 }

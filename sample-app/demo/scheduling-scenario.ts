@@ -68,7 +68,10 @@ async function poll<T>(what: string, timeoutMs: number, probe: () => Promise<T |
  * Runs the scenario on three started instances (same Redis and key prefix, the given settings).
  * Leaves the last instance running; the caller stops it.
  */
-export async function runSchedulingScenario(instances: readonly SampleInstance[], settings: SchedulingSettings): Promise<SchedulingObservation> {
+export async function runSchedulingScenario(
+  instances: readonly SampleInstance[],
+  settings: SchedulingSettings,
+): Promise<SchedulingObservation> {
   const { snapshotEveryMs: every, leaderTtlMs: ttl, ticksPerPhase } = settings;
   const note = settings.note ?? (() => undefined);
   const alive = [...instances];
@@ -136,5 +139,14 @@ export async function runSchedulingScenario(instances: readonly SampleInstance[]
   const allRuns = await runs();
   const { terms, sweeps } = await leaderView();
   const lastTick = Math.max(...allRuns.map((run) => run.tick));
-  return { ticks: runsPerTick(allRuns, every, firstTick, lastTick), runs: allRuns, terms, sweeps, leaderSamples, killed, stopped, stoppedExit };
+  return {
+    ticks: runsPerTick(allRuns, every, firstTick, lastTick),
+    runs: allRuns,
+    terms,
+    sweeps,
+    leaderSamples,
+    killed,
+    stopped,
+    stoppedExit,
+  };
 }

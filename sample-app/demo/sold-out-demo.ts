@@ -16,7 +16,8 @@ export async function demoSoldOutFulfilment(base: string): Promise<void> {
   await api('POST', `${base}/orders/${order.id}/pay`);
   const fulfilment = async (): Promise<FulfilmentView> => (await api('GET', `${base}/orders/${order.id}/fulfilment`)).body;
   const dashboard = `${base}/dashboard/api`;
-  const topicStats = async () => (await api('GET', `${dashboard}/topics`)).body.topics.find((t: { topic: string }) => t.topic === 'order.fulfil');
+  const topicStats = async () =>
+    (await api('GET', `${dashboard}/topics`)).body.topics.find((t: { topic: string }) => t.topic === 'order.fulfil');
   const reserveId = `fulfil:${order.id}:reserve`;
   note(`paid order ${order.id}: reserve, ship and notify are jobs of the group order:${order.id}; reserve finds gift-card sold out…`);
 
@@ -31,8 +32,10 @@ export async function demoSoldOutFulfilment(base: string): Promise<void> {
     'a failing step holds the later steps of its order',
     held !== undefined && [ship, notify].every((s) => s.job?.state === 'due' && s.done === null),
     held
-      ? `reserve failed (attempt ${reserve.job?.attempts}: "${reserve.job?.lastError}") and waits for its retry; ship ${ship.job?.state ?? 'gone'}, ` +
-          `notify ${notify.job?.state ?? 'gone'}, neither ran (order.fulfil: ${stats?.grouped} waiting for their group, ${stats?.busyGroups} busy group)`
+      ? `reserve failed (attempt ${reserve.job?.attempts}: "${reserve.job?.lastError}") and waits for its ` +
+          `retry; ship ${ship.job?.state ?? 'gone'}, ` +
+          (`notify ${notify.job?.state ?? 'gone'}, neither ran (order.fulfil: ${stats?.grouped} waiting for ` +
+            `their group, ${stats?.busyGroups} busy group)`)
       : 'reserve never waited for a retry within 15 s',
   );
 
@@ -50,7 +53,10 @@ export async function demoSoldOutFulfilment(base: string): Promise<void> {
     const view = await fulfilment();
     return view.steps.slice(1).every((s) => s.job === null) ? view : undefined;
   }, 15_000);
-  note(`the dead letter freed the group: ship and notify ran and did nothing (${skipped?.steps.filter((s) => s.done).length ?? '?'} steps recorded)`);
+  note(
+    `the dead letter freed the group: ship and notify ran and did nothing ` +
+      `(${skipped?.steps.filter((s) => s.done).length ?? '?'} steps recorded)`,
+  );
 
   await api('PUT', `${base}/items/gift-card`, { stock: 3 });
   const retry = await api('POST', `${dashboard}/topics/order.fulfil/jobs/${encodeURIComponent(reserveId)}/retry`, undefined, {
@@ -67,7 +73,11 @@ export async function demoSoldOutFulfilment(base: string): Promise<void> {
   const deadAfter = (await topicStats())?.dead;
   check(
     'the retried reserve step reserved the item, then ship and notify ran in order',
-    retry.status === 200 && giftCard.sold === 1 && deadAfter === 0 && problems.length === 0 && skipped?.steps.every((s) => s.done === null) === true,
+    retry.status === 200 &&
+      giftCard.sold === 1 &&
+      deadAfter === 0 &&
+      problems.length === 0 &&
+      skipped?.steps.every((s) => s.done === null) === true,
     problems.length > 0
       ? problems.join('; ')
       : `${stepsAfter!.steps.map((s) => s.step).join(' → ')}; sold ${giftCard.sold}, ${giftCard.stock} left, ${deadAfter} dead`,

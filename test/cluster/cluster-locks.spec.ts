@@ -4,12 +4,7 @@ import type { Cluster } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import { LockContext, LockService, RedisLockModule, WithLock } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
-import {
-  createClusterLockApp,
-  rawCluster,
-  uniqueClusterPrefix,
-  useSharedTestCluster,
-} from '../support/redis-cluster.js';
+import { createClusterLockApp, rawCluster, uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
 import { sleep, waitFor } from '../support/timing.js';
 
 /** Names whose lock keys land on different masters of the 3-master test cluster. */
@@ -112,11 +107,13 @@ describe('locks on a Redis Cluster', () => {
     const waiters: Promise<void>[] = [];
     for (let i = 0; i < 4; i++) {
       const service = i % 2 ? a : b;
-      waiters.push(
-        service.using('fair', () => void order.push(i), { fair: true, waitTimeout: 15_000, leaseTime: 20_000 }),
-      );
+      waiters.push(service.using('fair', () => void order.push(i), { fair: true, waitTimeout: 15_000, leaseTime: 20_000 }));
       // In the queue before the next one comes: they queue in this order.
-      await waitFor(async () => (await raw.llen(new RedisKeySpace(keyPrefix).lock('fair').queue)) === i + 1, 10_000, `waiter ${i} in the fair queue`);
+      await waitFor(
+        async () => (await raw.llen(new RedisKeySpace(keyPrefix).lock('fair').queue)) === i + 1,
+        10_000,
+        `waiter ${i} in the fair queue`,
+      );
     }
     const started = performance.now();
     await holder.release();
@@ -130,7 +127,11 @@ describe('locks on a Redis Cluster', () => {
     const r2 = await b.readWrite('rw').read({ leaseTime: 20_000 });
     const started = performance.now();
     const writer = a.readWrite('rw').write({ waitTimeout: 15_000, leaseTime: 20_000 });
-    await waitFor(async () => (await raw.zcard(new RedisKeySpace(keyPrefix).lock('rw').waitingWriters)) === 1, 10_000, 'the writer to wait');
+    await waitFor(
+      async () => (await raw.zcard(new RedisKeySpace(keyPrefix).lock('rw').waitingWriters)) === 1,
+      10_000,
+      'the writer to wait',
+    );
     await Promise.all([r1.release(), r2.release()]);
     const w = await writer;
     expect(performance.now() - started).toBeLessThan(5_000);
@@ -165,12 +166,16 @@ describe('locks on a Redis Cluster', () => {
     let inside = 0;
     let overlap = false;
     const run = (s: LockService, keys: string[]) =>
-      s.using(keys, async () => {
-        inside++;
-        if (inside > 1) overlap = true;
-        await sleep(10);
-        inside--;
-      }, { waitTimeout: 15_000 });
+      s.using(
+        keys,
+        async () => {
+          inside++;
+          if (inside > 1) overlap = true;
+          await sleep(10);
+          inside--;
+        },
+        { waitTimeout: 15_000 },
+      );
     await Promise.all(Array.from({ length: 6 }, (_, i) => run(i % 2 ? a : b, i % 2 ? names : [...names].reverse())));
     expect(overlap).toBe(false);
   });
@@ -222,7 +227,9 @@ describe('locks on a Redis Cluster', () => {
     const name = 'odd{name}with}braces';
     const lock = await a.acquire(name, { fair: true, leaseTime: 5_000 });
     const keys = new RedisKeySpace(keyPrefix).lock(name);
-    const slots = new Set([keys.owners, keys.fence, keys.queue, keys.timeouts, keys.leases, keys.waitingWriters, keys.wakeChannel].map((k) => calculateSlot(k)));
+    const slots = new Set(
+      [keys.owners, keys.fence, keys.queue, keys.timeouts, keys.leases, keys.waitingWriters, keys.wakeChannel].map((k) => calculateSlot(k)),
+    );
     expect(slots.size).toBe(1);
     expect(await raw.exists(keys.owners)).toBe(1);
     await lock.release();

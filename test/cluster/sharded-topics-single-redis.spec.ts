@@ -27,6 +27,8 @@ describe('delayQueue.topics options', () => {
   });
 
   it('keeps only topics split into more than one shard', () => {
-    expect(resolveRedisLockConfig({ delayQueue: { topics: { a: { shards: 1 }, b: { shards: 6 }, c: {} } } }).delayQueue.topics).toEqual(new Map([['b', 6]]));
+    expect(resolveRedisLockConfig({ delayQueue: { topics: { a: { shards: 1 }, b: { shards: 6 }, c: {} } } }).delayQueue.topics).toEqual(
+      new Map([['b', 6]]),
+    );
   });
 });

@@ -28,11 +28,19 @@ describe.each(['applied', 'global'] as const)('a RequestLockInterceptor subclass
   };
 
   it('answers 423 for a @WithRequestLock lock not free in time', async () => {
-    expect(await statusWhileHeld('order:1', 'request/1')).toEqual({ status: 423, retryAfter: '1', body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' } });
+    expect(await statusWhileHeld('order:1', 'request/1')).toEqual({
+      status: 423,
+      retryAfter: '1',
+      body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' },
+    });
   });
 
   it('answers 423 for a @WithLock lock not free in time', async () => {
-    expect(await statusWhileHeld('order:2', 'method/2')).toEqual({ status: 423, retryAfter: '1', body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' } });
+    expect(await statusWhileHeld('order:2', 'method/2')).toEqual({
+      status: 423,
+      retryAfter: '1',
+      body: { statusCode: 423, code: 'LOCK_ACQUIRE_TIMEOUT' },
+    });
   });
 
   it('runs both routes under their locks when free', async () => {

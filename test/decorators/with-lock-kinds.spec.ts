@@ -87,4 +87,3 @@ describe('@WithLock with an exclusive and a read/write lock on one key', () => {
     expect(response.status).toBe(201);
   });
 });
-

@@ -57,19 +57,28 @@ describe('@WithLock templates: distinct arguments never share a lock', () => {
   }
 
   it("('1:2', '3') and ('1', '2:3') lock different keys", async () => {
-    const outcome = await whileHeld((inside) => lines.line('1:2', '3', inside), () => lines.line('1', '2:3'));
+    const outcome = await whileHeld(
+      (inside) => lines.line('1:2', '3', inside),
+      () => lines.line('1', '2:3'),
+    );
     expect(outcome).toBe('ran');
     expect(lines.keys[0]).not.toBe(lines.keys[1]);
   });
 
   it("an order id '42:refund' does not take the refund lock of order 42", async () => {
-    const outcome = await whileHeld((inside) => lines.refund(42, inside), () => lines.order('42:refund'));
+    const outcome = await whileHeld(
+      (inside) => lines.refund(42, inside),
+      () => lines.order('42:refund'),
+    );
     expect(outcome).toBe('ran');
     expect(lines.keys[0]).not.toBe(lines.keys[1]);
   });
 
   it('the same arguments still share one lock', async () => {
-    const outcome = await whileHeld((inside) => lines.line('1:2', '3', inside), () => lines.line('1:2', '3'));
+    const outcome = await whileHeld(
+      (inside) => lines.line('1:2', '3', inside),
+      () => lines.line('1:2', '3'),
+    );
     expect(outcome).toBeInstanceOf(LockAcquireTimeoutError);
   });
 });

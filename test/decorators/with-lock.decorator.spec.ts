@@ -144,7 +144,7 @@ describe('@WithLock on a provider', () => {
     });
     afterEach(() => holder.release());
 
-    it("throws LockAcquireTimeoutError by default, without running the method", async () => {
+    it('throws LockAcquireTimeoutError by default, without running the method', async () => {
       const error = await t.orders.failFast('1').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockAcquireTimeoutError);
       expect((error as LockAcquireTimeoutError).key).toBe('busy:1');
@@ -177,9 +177,7 @@ describe('@WithLock on a provider', () => {
       expect((missing as Error).message).toContain('OrdersService.byId()');
       expect((missing as Error).message).toContain('<0> in "order:<0>" is undefined');
       await expect(t.orders.byId('')).rejects.toThrow('is an empty string');
-      await expect(t.orders.byPath({ id: 'x', customer: null })).rejects.toThrow(
-        'cannot be read: argument 0.customer is null',
-      );
+      await expect(t.orders.byPath({ id: 'x', customer: null })).rejects.toThrow('cannot be read: argument 0.customer is null');
       await expect(t.orders.byPath({ id: 'x', customer: {} })).rejects.toThrow(UnresolvedLockKeyError);
       await expect(t.orders.byFunction([])).rejects.toThrow('the key function returned an empty array');
       await expect(t.orders.byId({ id: 1 } as unknown as string)).rejects.toThrow('point the placeholder at a string');

@@ -124,7 +124,12 @@ describe('Jobs scheduled inside a transaction, written after COMMIT', () => {
     const registry = new Registry();
     const app: TestingModule = await Test.createTestingModule({
       imports: [
-        RedisLockModule.forRoot({ redis: failFast(), keyPrefix: uniquePrefix('ac'), isGlobal: true, delayQueue: { shutdownTimeout: 1_000 } }),
+        RedisLockModule.forRoot({
+          redis: failFast(),
+          keyPrefix: uniquePrefix('ac'),
+          isGlobal: true,
+          delayQueue: { shutdownTimeout: 1_000 },
+        }),
         RedisLockMetricsModule.forRoot({ registry }),
       ],
     }).compile();
@@ -157,7 +162,12 @@ describe('Jobs scheduled inside a transaction, written after COMMIT', () => {
     } finally {
       server = await startLocalRedisServer({ port });
     }
-    expect(lost.map((e) => e.ids).flat().sort()).toEqual(['lost-1', 'lost-2']);
+    expect(
+      lost
+        .map((e) => e.ids)
+        .flat()
+        .sort(),
+    ).toEqual(['lost-1', 'lost-2']);
     expect(lost.every((e) => e.topic === 'commit.lost' && e.payloadBytes > 0)).toBe(true);
     expect(lost.find((e) => e.ids.includes('lost-1'))!.payloadBytes).toBeGreaterThan(100);
     const logged = errors.filter((m) => m.includes('commit.lost'));

@@ -61,7 +61,11 @@ describe('progress() of a job cancelled while it runs', () => {
       { visibilityTimeout: 60_000 },
     );
     // The instance's subscriber goes away (as in cancel-running.spec.ts): the notice is lost.
-    await waitFor(async () => (await redis.pubsub('NUMSUB', new RedisKeySpace(a.keyPrefix).topic(topic).cancelChannel))[1] === 1, 5_000, 'the subscription');
+    await waitFor(
+      async () => (await redis.pubsub('NUMSUB', new RedisKeySpace(a.keyPrefix).topic(topic).cancelChannel))[1] === 1,
+      5_000,
+      'the subscription',
+    );
     a.app.get(CancelListener).close();
     const id = await c.queue.schedule(topic, 'x');
     const job = await started.promise;

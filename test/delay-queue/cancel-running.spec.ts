@@ -33,7 +33,11 @@ function recordOutcomes(app: DelayTestApp, instance: string, topic: string, into
 }
 
 /** A handler that reports its start and waits for its signal to abort, then returns or throws. */
-function abortAwaitingHandler(instance: string, started: (run: { instance: string; job: JobContext }) => void, after: 'returns' | 'throws') {
+function abortAwaitingHandler(
+  instance: string,
+  started: (run: { instance: string; job: JobContext }) => void,
+  after: 'returns' | 'throws',
+) {
   return async (_payload: unknown, job: JobContext): Promise<void> => {
     started({ instance, job });
     await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
@@ -64,7 +68,7 @@ describe('Cancelling a running job from any instance', () => {
   /** Waits until `count` subscribers listen on the topic's cancel channel (the instances' subscriptions landed). */
   async function listeners(topicKeys: TopicKeys, count: number): Promise<void> {
     await waitFor(
-      async () => (((await redis.pubsub('NUMSUB', topicKeys.cancelChannel)) as [string, number])[1] === count),
+      async () => ((await redis.pubsub('NUMSUB', topicKeys.cancelChannel)) as [string, number])[1] === count,
       5_000,
       `${count} subscriber(s) on ${topicKeys.cancelChannel}`,
     );

@@ -66,15 +66,22 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
   it('a backlog of short handlers: most jobs start while the next claim is on the wire; each job runs once', async () => {
     const jobs = 400;
     const topic = 'ahead.backlog';
-    await app.queue.scheduleMany(topic, Array.from({ length: jobs }, (_, i) => ({ payload: i })));
+    await app.queue.scheduleMany(
+      topic,
+      Array.from({ length: jobs }, (_, i) => ({ payload: i })),
+    );
     const watch = watchClaims();
     const runs = new Map<number, number>();
     let startedWithClaimOnWire = 0;
     consumers.push(
-      app.queue.consume<number>(topic, (i) => {
-        runs.set(i, (runs.get(i) ?? 0) + 1);
-        if (watch.outstandingOnWire()) startedWithClaimOnWire++;
-      }, { concurrency: 4 }),
+      app.queue.consume<number>(
+        topic,
+        (i) => {
+          runs.set(i, (runs.get(i) ?? 0) + 1);
+          if (watch.outstandingOnWire()) startedWithClaimOnWire++;
+        },
+        { concurrency: 4 },
+      ),
     );
     await waitFor(() => runs.size === jobs || undefined, 30_000, `all ${jobs} jobs to run`);
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
@@ -87,70 +94,99 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
   it('with a rate limit no claim is sent ahead: a claimed job starts at once', async () => {
     const jobs = 120;
     const topic = 'ahead.rate';
-    await app.queue.scheduleMany(topic, Array.from({ length: jobs }, (_, i) => ({ payload: i })));
+    await app.queue.scheduleMany(
+      topic,
+      Array.from({ length: jobs }, (_, i) => ({ payload: i })),
+    );
     const watch = watchClaims();
     let started = 0;
     let startedWithClaimOnWire = 0;
     consumers.push(
-      app.queue.consume<number>(topic, () => {
-        started++;
-        if (watch.outstandingOnWire()) startedWithClaimOnWire++;
-      }, { concurrency: 4, rateLimit: { max: 10_000, duration: 1_000 } }),
+      app.queue.consume<number>(
+        topic,
+        () => {
+          started++;
+          if (watch.outstandingOnWire()) startedWithClaimOnWire++;
+        },
+        { concurrency: 4, rateLimit: { max: 10_000, duration: 1_000 } },
+      ),
     );
     await waitFor(() => started === jobs || undefined, 30_000, `all ${jobs} jobs to run`);
     expect(startedWithClaimOnWire).toBe(0);
   });
 
-  it('the acknowledgement of a group\'s job rides on the claim that takes the group\'s next job: the group never looks drained with a job left', async () => {
-    const topic = 'ahead.group';
-    await app.queue.scheduleMany(topic, ['g1', 'g2'].map((payload) => ({ payload, group: 'g' })));
-    const evalsha = client.evalsha;
-    let ackScripts = 0;
-    client.evalsha = function (this: Redis, ...args: unknown[]) {
-      if (args[0] === ackJobsScript.sha) ackScripts++;
-      return (evalsha as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-    } as typeof client.evalsha;
-    restore = () => (client.evalsha = evalsha);
-    const release = deferred();
-    const started: Array<{ payload: string; ackScriptsBefore: number }> = [];
-    consumers.push(
-      app.queue.consume<string>(topic, async (payload) => {
-        started.push({ payload, ackScriptsBefore: ackScripts });
-        if (payload === 'g1') await release.promise;
-      }, { concurrency: 4 }),
-    );
-    await waitFor(() => started.length === 1 || undefined, 10_000, 'g1 to run');
-    release.resolve();
-    await waitFor(() => started.length === 2 || undefined, 10_000, 'g2 to run');
-    // g2 could only be claimed once g1's acknowledgement freed the group's turn: that acknowledgement
-    // rode on the claim that took g2 (no acknowledgement script of its own before g2 started).
-    expect(started).toEqual([
-      { payload: 'g1', ackScriptsBefore: 0 },
-      { payload: 'g2', ackScriptsBefore: 0 },
-    ]);
-  });
+  it(
+    "the acknowledgement of a group's job rides on the claim that takes the group's next job: the group " +
+      'never looks drained with a job left',
+    async () => {
+      const topic = 'ahead.group';
+      await app.queue.scheduleMany(
+        topic,
+        ['g1', 'g2'].map((payload) => ({ payload, group: 'g' })),
+      );
+      const evalsha = client.evalsha;
+      let ackScripts = 0;
+      client.evalsha = function (this: Redis, ...args: unknown[]) {
+        if (args[0] === ackJobsScript.sha) ackScripts++;
+        return (evalsha as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      } as typeof client.evalsha;
+      restore = () => (client.evalsha = evalsha);
+      const release = deferred();
+      const started: Array<{ payload: string; ackScriptsBefore: number }> = [];
+      consumers.push(
+        app.queue.consume<string>(
+          topic,
+          async (payload) => {
+            started.push({ payload, ackScriptsBefore: ackScripts });
+            if (payload === 'g1') await release.promise;
+          },
+          { concurrency: 4 },
+        ),
+      );
+      await waitFor(() => started.length === 1 || undefined, 10_000, 'g1 to run');
+      release.resolve();
+      await waitFor(() => started.length === 2 || undefined, 10_000, 'g2 to run');
+      // g2 could only be claimed once g1's acknowledgement freed the group's turn: that acknowledgement
+      // rode on the claim that took g2 (no acknowledgement script of its own before g2 started).
+      expect(started).toEqual([
+        { payload: 'g1', ackScriptsBefore: 0 },
+        { payload: 'g2', ackScriptsBefore: 0 },
+      ]);
+    },
+  );
 
   it('stopping with a claim ahead in flight hands its jobs back: another consumer runs every job once, on its first attempt', async () => {
     const jobs = 300;
     const topic = 'ahead.stop';
-    await app.queue.scheduleMany(topic, Array.from({ length: jobs }, (_, i) => ({ payload: i })));
+    await app.queue.scheduleMany(
+      topic,
+      Array.from({ length: jobs }, (_, i) => ({ payload: i })),
+    );
     const watch = watchClaims();
     const attempts = new Map<number, number[]>();
     let closing: Promise<void> | undefined;
-    const first = app.queue.consume<number>(topic, (i, job: JobContext) => {
-      attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
-      // Stop in the middle of a batch, while the claim sent ahead of it is on the wire.
-      if (!closing && attempts.size >= 100 && watch.outstandingOnWire()) closing = first.close({ timeout: 5_000 });
-    }, { concurrency: 4 });
+    const first = app.queue.consume<number>(
+      topic,
+      (i, job: JobContext) => {
+        attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
+        // Stop in the middle of a batch, while the claim sent ahead of it is on the wire.
+        if (!closing && attempts.size >= 100 && watch.outstandingOnWire()) closing = first.close({ timeout: 5_000 });
+      },
+      { concurrency: 4 },
+    );
     consumers.push(first);
     await waitFor(() => closing !== undefined || undefined, 30_000, 'the first consumer to stop with a claim ahead in flight');
     await closing;
     const ranFirst = attempts.size;
     expect(ranFirst).toBeLessThan(jobs);
     consumers.push(
-      app.queue.consume<number>(topic, (i, job: JobContext) => {
-        attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
-      }, { concurrency: 4 }),
+      app.queue.consume<number>(
+        topic,
+        (i, job: JobContext) => {
+          attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
+        },
+        { concurrency: 4 },
+      ),
     );
     // Jobs left to their visibility timeout (30 s) would not come back within this wait.
     await waitFor(() => attempts.size === jobs || undefined, 20_000, `all ${jobs} jobs to run`);

@@ -26,20 +26,33 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
   /** Runs one job to its end on a running consumer that keeps completed jobs and returns get() of it. */
   const runToEnd = async (topic: string, payload: unknown, id: string) => {
     await queue.schedule(topic, payload, { id });
-    return waitFor(async () => {
-      const job = await queue.get(topic, id);
-      return job?.state === 'completed' ? job : undefined;
-    }, 5_000, `${id} to complete`);
+    return waitFor(
+      async () => {
+        const job = await queue.get(topic, id);
+        return job?.state === 'completed' ? job : undefined;
+      },
+      5_000,
+      `${id} to complete`,
+    );
   };
 
   afterAll(() => jest.restoreAllMocks());
 
   it('keeps a completed job with what its handler returned and when it finished (Redis clock)', async () => {
-    const consumer = queue.consume<{ n: number }>('kept', ({ n }) => ({ doubled: n * 2, big: 2 ** 53 - 1, list: [] }), { keepCompleted: { count: 100 } });
+    const consumer = queue.consume<{ n: number }>('kept', ({ n }) => ({ doubled: n * 2, big: 2 ** 53 - 1, list: [] }), {
+      keepCompleted: { count: 100 },
+    });
     const before = Number((await redis.time())[0]) * 1000;
     const job = await runToEnd('kept', { n: 21 }, 'k1');
     const after = Number((await redis.time())[0]) * 1000 + 1000;
-    expect(job).toMatchObject({ id: 'k1', topic: 'kept', state: 'completed', payload: { n: 21 }, attempts: 1, result: { doubled: 42, big: 2 ** 53 - 1, list: [] } });
+    expect(job).toMatchObject({
+      id: 'k1',
+      topic: 'kept',
+      state: 'completed',
+      payload: { n: 21 },
+      attempts: 1,
+      result: { doubled: 42, big: 2 ** 53 - 1, list: [] },
+    });
     expect(job!.finishedAt!.getTime()).toBeGreaterThanOrEqual(before);
     expect(job!.finishedAt!.getTime()).toBeLessThanOrEqual(after);
     expect(await queue.stats('kept')).toMatchObject({ scheduled: 0, due: 0, active: 0, dead: 0, completed: 1 });
@@ -54,7 +67,16 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
     });
     await queue.schedule('plain', 1, { id: 'p1' });
     await waitFor(async () => ran && (await queue.get('plain', 'p1')) === null, 5_000, 'p1 to run and be deleted');
-    expect(await queue.stats('plain')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    expect(await queue.stats('plain')).toEqual({
+      scheduled: 0,
+      due: 0,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
     expect(await redis.exists(keyOf('plain', 'completed'), keyOf('plain', 'results'), keyOf('plain', 'jobs'))).toBe(0);
     await consumer.close();
   });
@@ -71,15 +93,21 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
   it('completes a job whose result is not JSON data, keeps it without a result and warns naming the path', async () => {
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     let runs = 0;
-    const consumer = queue.consume('odd-result', () => {
-      runs++;
-      return { at: new Date() };
-    }, { keepCompleted: { count: 100 } });
+    const consumer = queue.consume(
+      'odd-result',
+      () => {
+        runs++;
+        return { at: new Date() };
+      },
+      { keepCompleted: { count: 100 } },
+    );
     const job = await runToEnd('odd-result', 1, 'odd');
     expect(job).toMatchObject({ state: 'completed', attempts: 1 });
     expect(job).not.toHaveProperty('result');
     expect(runs).toBe(1);
-    expect(warn.mock.calls.map(([message]) => String(message)).join('\n')).toMatch(/Job "odd" of topic "odd-result" completed, but its result is not kept: .*result\.at.*Date/);
+    expect(warn.mock.calls.map(([message]) => String(message)).join('\n')).toMatch(
+      /Job "odd" of topic "odd-result" completed, but its result is not kept: .*result\.at.*Date/,
+    );
     warn.mockRestore();
     await consumer.close();
   });
@@ -105,10 +133,14 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
 
   it('de-duplicates a schedule() with the id of a kept completed job; replace or cancel lets the id run again', async () => {
     const runs: string[] = [];
-    const consumer = queue.consume<string>('dedup', (payload) => {
-      runs.push(payload);
-      return payload.toUpperCase();
-    }, { keepCompleted: { count: 100 } });
+    const consumer = queue.consume<string>(
+      'dedup',
+      (payload) => {
+        runs.push(payload);
+        return payload.toUpperCase();
+      },
+      { keepCompleted: { count: 100 } },
+    );
     expect(await runToEnd('dedup', 'first', 'd')).toMatchObject({ result: 'FIRST' });
     // Kept: the same id finds the completed job and schedules nothing.
     expect(await queue.schedule('dedup', 'second', { id: 'd' })).toBe('d');
@@ -143,10 +175,14 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
 
   it('keeps results of an @OnDelayed handler with keepCompleted', async () => {
     await queue.schedule('invoice.render', { invoice: 7 }, { id: 'inv-7' });
-    const job = await waitFor(async () => {
-      const found = await queue.get('invoice.render', 'inv-7');
-      return found?.state === 'completed' ? found : undefined;
-    }, 5_000, 'the invoice job to complete');
+    const job = await waitFor(
+      async () => {
+        const found = await queue.get('invoice.render', 'inv-7');
+        return found?.state === 'completed' ? found : undefined;
+      },
+      5_000,
+      'the invoice job to complete',
+    );
     expect(job.result).toEqual({ pdf: 'invoice-7.pdf', pages: 2 });
   });
 

@@ -14,32 +14,43 @@ describe('stats() with kept completed jobs and groups', () => {
     return (await instances.start(1))[0].queue;
   }
 
-  it('cancel() of a kept completed job takes its record away: stats() counts it neither as completed nor instead of a job waiting for its group', async () => {
-    const queue = await instance();
-    const hold = deferred();
-    const seen: string[] = [];
-    queue.consume<string>(
-      'rv.kept',
-      async (payload) => {
-        seen.push(payload);
-        if (payload === 'blocker') await hold.promise;
-        return { done: payload };
-      },
-      { keepCompleted: { count: 100 } },
-    );
-    await queue.schedule('rv.kept', 'k', { id: 'k' });
-    await waitFor(async () => (await queue.get('rv.kept', 'k'))?.state === 'completed', 5_000, 'k to be kept');
-    expect(await queue.cancel('rv.kept', 'k')).toBe(true);
-    expect(await queue.get('rv.kept', 'k')).toBeNull();
+  it(
+    'cancel() of a kept completed job takes its record away: stats() counts it neither as completed ' +
+      'nor instead of a job waiting for its group',
+    async () => {
+      const queue = await instance();
+      const hold = deferred();
+      const seen: string[] = [];
+      queue.consume<string>(
+        'rv.kept',
+        async (payload) => {
+          seen.push(payload);
+          if (payload === 'blocker') await hold.promise;
+          return { done: payload };
+        },
+        { keepCompleted: { count: 100 } },
+      );
+      await queue.schedule('rv.kept', 'k', { id: 'k' });
+      await waitFor(async () => (await queue.get('rv.kept', 'k'))?.state === 'completed', 5_000, 'k to be kept');
+      expect(await queue.cancel('rv.kept', 'k')).toBe(true);
+      expect(await queue.get('rv.kept', 'k')).toBeNull();
 
-    // Two jobs of group g waiting behind a running one.
-    await queue.schedule('rv.kept', 'blocker', { group: 'g' });
-    await waitFor(() => seen.includes('blocker'), 5_000, 'the blocker to start');
-    await queue.scheduleMany('rv.kept', [{ payload: 'w1', group: 'g' }, { payload: 'w2', group: 'g' }]);
-    const stats = await queue.stats('rv.kept');
-    hold.resolve();
-    expect({ completed: stats.completed ?? 0, grouped: stats.grouped, active: stats.active }).toEqual({ completed: 0, grouped: 2, active: 1 });
-  });
+      // Two jobs of group g waiting behind a running one.
+      await queue.schedule('rv.kept', 'blocker', { group: 'g' });
+      await waitFor(() => seen.includes('blocker'), 5_000, 'the blocker to start');
+      await queue.scheduleMany('rv.kept', [
+        { payload: 'w1', group: 'g' },
+        { payload: 'w2', group: 'g' },
+      ]);
+      const stats = await queue.stats('rv.kept');
+      hold.resolve();
+      expect({ completed: stats.completed ?? 0, grouped: stats.grouped, active: stats.active }).toEqual({
+        completed: 0,
+        grouped: 2,
+        active: 1,
+      });
+    },
+  );
 
   it('replace: true of a kept completed job takes its record away: the new job is counted once', async () => {
     const queue = await instance();

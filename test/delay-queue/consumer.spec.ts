@@ -21,12 +21,19 @@ describe('DelayQueueService: consumers', () => {
 
   it('never runs a job before its due time, and runs it promptly after', async () => {
     const runs: Array<{ payload: number; lateness: number }> = [];
-    const consumer = queue.consume<number>('lateness', (payload, job) => {
-      runs.push({ payload, lateness: Date.now() - job.scheduledAt.getTime() });
-    }, { concurrency: 4 });
+    const consumer = queue.consume<number>(
+      'lateness',
+      (payload, job) => {
+        runs.push({ payload, lateness: Date.now() - job.scheduledAt.getTime() });
+      },
+      { concurrency: 4 },
+    );
     const delays = Array.from({ length: 30 }, (_, i) => 100 + i * 40);
     const scheduledAt = Date.now();
-    await queue.scheduleMany('lateness', delays.map((delay, i) => ({ payload: i, delay })));
+    await queue.scheduleMany(
+      'lateness',
+      delays.map((delay, i) => ({ payload: i, delay })),
+    );
     await waitFor(() => runs.length === delays.length, 10_000, 'all jobs to run');
     for (const run of runs) {
       expect(run.lateness).toBeGreaterThanOrEqual(0);
@@ -44,7 +51,10 @@ describe('DelayQueueService: consumers', () => {
       order.push(payload);
     });
     const at = Date.now() + 300;
-    await queue.scheduleMany('fifo', Array.from({ length: 40 }, (_, i) => ({ payload: i, at })));
+    await queue.scheduleMany(
+      'fifo',
+      Array.from({ length: 40 }, (_, i) => ({ payload: i, at })),
+    );
     await queue.schedule('fifo', 40, { at });
     await waitFor(() => order.length === 41, 10_000, 'all jobs to run');
     expect(order).toEqual(Array.from({ length: 41 }, (_, i) => i));
@@ -55,14 +65,21 @@ describe('DelayQueueService: consumers', () => {
     let running = 0;
     let peak = 0;
     let done = 0;
-    const consumer = queue.consume('concurrency', async () => {
-      running++;
-      peak = Math.max(peak, running);
-      await sleep(30);
-      running--;
-      done++;
-    }, { concurrency: 3 });
-    await queue.scheduleMany('concurrency', Array.from({ length: 15 }, (_, i) => ({ payload: i })));
+    const consumer = queue.consume(
+      'concurrency',
+      async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await sleep(30);
+        running--;
+        done++;
+      },
+      { concurrency: 3 },
+    );
+    await queue.scheduleMany(
+      'concurrency',
+      Array.from({ length: 15 }, (_, i) => ({ payload: i })),
+    );
     await waitFor(() => done === 15, 10_000, 'all jobs to finish');
     expect(peak).toBe(3);
     await consumer.close();
@@ -73,21 +90,33 @@ describe('DelayQueueService: consumers', () => {
     const consumer = queue.consume('ack', () => {
       ran++;
     });
-    const ids = await queue.scheduleMany('ack', Array.from({ length: 10 }, (_, i) => ({ payload: i })));
+    const ids = await queue.scheduleMany(
+      'ack',
+      Array.from({ length: 10 }, (_, i) => ({ payload: i })),
+    );
     await waitFor(() => ran === 10, 10_000, 'all jobs to run');
     await waitFor(async () => (await queue.stats('ack')).active === 0, 5_000, 'acknowledgements');
     expect(await queue.get('ack', ids[0])).toBeNull();
-    const keys = [`${t.keyPrefix}:dq:{ack}:due`, `${t.keyPrefix}:dq:{ack}:jobs`, `${t.keyPrefix}:dq:{ack}:active`, `${t.keyPrefix}:dq:{ack}:dead`];
+    const keys = [
+      `${t.keyPrefix}:dq:{ack}:due`,
+      `${t.keyPrefix}:dq:{ack}:jobs`,
+      `${t.keyPrefix}:dq:{ack}:active`,
+      `${t.keyPrefix}:dq:{ack}:dead`,
+    ];
     expect(await redis.exists(...keys)).toBe(0);
     await consumer.close();
   });
 
   it('retries a failing job with exponential backoff, then moves it to the dead letters', async () => {
     const attempts: Array<{ attempt: number; at: number; maxAttempts: number }> = [];
-    const consumer = queue.consume('retry', (_payload, job) => {
-      attempts.push({ attempt: job.attempt, at: performance.now(), maxAttempts: job.maxAttempts });
-      throw new Error(`boom ${job.attempt}`);
-    }, { maxAttempts: 3 });
+    const consumer = queue.consume(
+      'retry',
+      (_payload, job) => {
+        attempts.push({ attempt: job.attempt, at: performance.now(), maxAttempts: job.maxAttempts });
+        throw new Error(`boom ${job.attempt}`);
+      },
+      { maxAttempts: 3 },
+    );
     const id = await queue.schedule('retry', { n: 1 });
     await waitFor(async () => (await queue.stats('retry')).dead === 1, 10_000, 'the job to die');
     expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
@@ -115,10 +144,14 @@ describe('DelayQueueService: consumers', () => {
 
   it("follows a job's own maxAttempts and succeeds on a later attempt", async () => {
     const seen: number[] = [];
-    const consumer = queue.consume('flaky', (_payload, job) => {
-      seen.push(job.attempt);
-      if (job.attempt < 2) throw new Error('first try fails');
-    }, { maxAttempts: 1 });
+    const consumer = queue.consume(
+      'flaky',
+      (_payload, job) => {
+        seen.push(job.attempt);
+        if (job.attempt < 2) throw new Error('first try fails');
+      },
+      { maxAttempts: 1 },
+    );
     const id = await queue.schedule('flaky', 1, { maxAttempts: 2, backoff: { delay: 10 } });
     await waitFor(() => seen.length === 2, 10_000, 'the second attempt');
     await waitFor(async () => (await queue.get('flaky', id)) === null, 5_000, 'the acknowledgement');
@@ -128,9 +161,13 @@ describe('DelayQueueService: consumers', () => {
   });
 
   it('requeues every dead letter of a topic with retryDead(topic)', async () => {
-    const failing = queue.consume('redo', () => {
-      throw new Error('no');
-    }, { maxAttempts: 1 });
+    const failing = queue.consume(
+      'redo',
+      () => {
+        throw new Error('no');
+      },
+      { maxAttempts: 1 },
+    );
     await queue.scheduleMany('redo', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
     await waitFor(async () => (await queue.stats('redo')).dead === 3, 10_000, 'three dead letters');
     await failing.close();
@@ -182,15 +219,28 @@ describe('DelayQueueService: consumers', () => {
 
   it('handles synchronous throws, non-Error throws and handlers that return nothing', async () => {
     const attempts: number[] = [];
-    const consumer = queue.consume('odd', (payload: string, job) => {
-      attempts.push(job.attempt);
-      if (payload === 'string' && job.attempt === 1) throw 'a plain string';
-      if (payload === 'sync' && job.attempt === 1) throw new TypeError('sync');
-    }, { backoff: { delay: 10 } });
+    const consumer = queue.consume(
+      'odd',
+      (payload: string, job) => {
+        attempts.push(job.attempt);
+        if (payload === 'string' && job.attempt === 1) throw 'a plain string';
+        if (payload === 'sync' && job.attempt === 1) throw new TypeError('sync');
+      },
+      { backoff: { delay: 10 } },
+    );
     await queue.scheduleMany('odd', [{ payload: 'string' }, { payload: 'sync' }, { payload: 'fine' }]);
     await waitFor(() => attempts.length === 5, 10_000, 'two retries and three first attempts');
     await waitFor(async () => (await queue.stats('odd')).active === 0, 5_000, 'acknowledgements');
-    expect(await queue.stats('odd')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    expect(await queue.stats('odd')).toEqual({
+      scheduled: 0,
+      due: 0,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
     await consumer.close();
   });
 });

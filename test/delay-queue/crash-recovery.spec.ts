@@ -44,7 +44,10 @@ describe('Crash recovery', () => {
     survivor.app.get(RedisLockEvents).on('job.recovered', (event) => recovered.push(event));
     try {
       await ready;
-      const ids = await survivor.queue.scheduleMany('crash', Array.from({ length: 5 }, (_, i) => ({ payload: i, id: `job-${i}` })));
+      const ids = await survivor.queue.scheduleMany(
+        'crash',
+        Array.from({ length: 5 }, (_, i) => ({ payload: i, id: `job-${i}` })),
+      );
       await waitFor(() => started.length === 5, 20_000, 'the child to start all five jobs');
       expect(started.every((line) => line.endsWith(' 1'))).toBe(true);
 
@@ -69,7 +72,16 @@ describe('Crash recovery', () => {
       expect(recovered.map((e) => e.id).sort()).toEqual([...ids].sort());
       expect(recovered.every((e) => e.topic === 'crash' && e.attempt === 1 && e.requeued && e.maxAttempts === 5)).toBe(true);
       await waitFor(async () => (await survivor.queue.stats('crash')).active === 0, 5_000, 'acknowledgements');
-      expect(await survivor.queue.stats('crash')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await survivor.queue.stats('crash')).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       await consumer.close();
     } finally {
       child.kill('SIGKILL');

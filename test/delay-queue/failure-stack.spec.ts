@@ -60,7 +60,8 @@ describe('a failed job keeps the stack of its error', () => {
     try {
       const id = await queue.schedule('stack.log', null);
       await deadLetter('stack.log', id);
-      const logged = (lines: unknown[][]) => lines.map((args) => args.map(String).join('\n')).filter((line) => line.includes(JSON.stringify(id)));
+      const logged = (lines: unknown[][]) =>
+        lines.map((args) => args.map(String).join('\n')).filter((line) => line.includes(JSON.stringify(id)));
       await waitFor(() => logged(errors).length > 0, 5_000, 'the dead-letter error line');
       expect(logged(warnings).join('\n')).toMatch(/retrying in .*card declined[\s\S]*at chargeCardThatFails /);
       expect(logged(errors).join('\n')).toMatch(/dead letters[\s\S]*card declined[\s\S]*at chargeCardThatFails /);
@@ -71,10 +72,14 @@ describe('a failed job keeps the stack of its error', () => {
 
   it('a stack is kept to a bounded size; a thrown non-Error has none', async () => {
     const huge = new Error('x'.repeat(50_000));
-    const consumer = queue.consume('stack.bounds', (payload: string) => {
-      if (payload === 'error') throw huge;
-      throw 'a plain string';
-    }, { maxAttempts: 1 });
+    const consumer = queue.consume(
+      'stack.bounds',
+      (payload: string) => {
+        if (payload === 'error') throw huge;
+        throw 'a plain string';
+      },
+      { maxAttempts: 1 },
+    );
     try {
       const big = await queue.schedule('stack.bounds', 'error');
       const plain = await queue.schedule('stack.bounds', 'string');
@@ -105,14 +110,20 @@ describe('a failed job keeps the stack of its error', () => {
     const cyclic = new Error('first');
     const second = new Error('second', { cause: cyclic });
     (cyclic as { cause?: unknown }).cause = second;
-    const consumer = queue.consume('stack.cause', (payload: string) => {
-      if (payload === 'cycle') throw cyclic;
-      saveOrder();
-    }, { maxAttempts: 1 });
+    const consumer = queue.consume(
+      'stack.cause',
+      (payload: string) => {
+        if (payload === 'cycle') throw cyclic;
+        saveOrder();
+      },
+      { maxAttempts: 1 },
+    );
     try {
       const dead = await deadLetter('stack.cause', await queue.schedule('stack.cause', 'chain'));
       expect(dead.lastError).toBe('Error: order not saved');
-      expect(dead.lastErrorStack).toMatch(/^Error: order not saved\n\s+at saveOrder [\s\S]*\n\[cause\]: TypeError: database unreachable\n\s+at connectToDatabase /);
+      expect(dead.lastErrorStack).toMatch(
+        /^Error: order not saved\n\s+at saveOrder [\s\S]*\n\[cause\]: TypeError: database unreachable\n\s+at connectToDatabase /,
+      );
       const cycle = await deadLetter('stack.cause', await queue.schedule('stack.cause', 'cycle'));
       expect(cycle.lastErrorStack!.match(/\[cause\]: /g)).toHaveLength(1);
       expect(cycle.lastErrorStack).toMatch(/\[cause\]: Error: second/);

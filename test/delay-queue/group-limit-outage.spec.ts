@@ -26,7 +26,11 @@ describe('groupConcurrency written during an outage', () => {
       let bringBack!: () => void;
       const restarted = server.restart({ until: new Promise<void>((resolve) => (bringBack = resolve)) });
       // Down: a call fails with the typed error once the outage is known.
-      await waitFor(async () => (await queue.stats('glo.t').catch((error: unknown) => error)) instanceof RedisConnectionError || undefined, 30_000, 'Redis to be out of reach');
+      await waitFor(
+        async () => (await queue.stats('glo.t').catch((error: unknown) => error)) instanceof RedisConnectionError || undefined,
+        30_000,
+        'Redis to be out of reach',
+      );
       const release = deferred();
       const running = new Set<number>();
       let most = 0;
@@ -47,7 +51,10 @@ describe('groupConcurrency written during an outage', () => {
       await restarted;
       await waitFor(() => logs.find((line) => /reachable again/.test(line)), 30_000, 'the outage summary');
       expect(logs.find((line) => /reachable again/.test(line))).toMatch(/group limits set late: \d+/);
-      await queue.scheduleMany('glo.t', Array.from({ length: 6 }, (_, seq) => ({ payload: seq, group: 'x' })));
+      await queue.scheduleMany(
+        'glo.t',
+        Array.from({ length: 6 }, (_, seq) => ({ payload: seq, group: 'x' })),
+      );
       await waitFor(() => running.size === 3 || undefined, 30_000, 'three jobs of the group at once');
       release.resolve();
       await waitFor(async () => ((await queue.stats('glo.t')).due === 0 && running.size === 0) || undefined, 30_000, 'the group to finish');

@@ -50,7 +50,10 @@ describe('DelayQueueService: groups', () => {
     const groups = Array.from({ length: 8 }, (_, g) => `order:${g}`);
     const jobs = groups.flatMap((group) => Array.from({ length: 10 }, (_, seq) => ({ payload: { group, seq }, group })));
     // Interleaved across groups, half in one batch and half one by one (separate script calls).
-    await queues[0].scheduleMany('g.order', jobs.filter((j) => j.payload.seq < 5));
+    await queues[0].scheduleMany(
+      'g.order',
+      jobs.filter((j) => j.payload.seq < 5),
+    );
     for (const job of jobs.filter((j) => j.payload.seq >= 5)) await queues[1].schedule('g.order', job.payload, { group: job.group });
     await waitFor(() => log.starts.length === jobs.length, 20_000, 'every job to run');
     expect(log.overlaps).toEqual([]);
@@ -67,12 +70,19 @@ describe('DelayQueueService: groups', () => {
     await queue.schedule('g.due', 'late', { group: 'a', at: at + 200 });
     await queue.schedule('g.due', 'first', { group: 'a', at });
     await queue.schedule('g.due', 'second', { group: 'a', at });
-    await queue.scheduleMany('g.due', [{ payload: 'third', group: 'a', at }, { payload: 'fourth', group: 'a', at }]);
+    await queue.scheduleMany('g.due', [
+      { payload: 'third', group: 'a', at },
+      { payload: 'fourth', group: 'a', at },
+    ]);
     expect(await queue.stats('g.due')).toMatchObject({ scheduled: 0, due: 0, grouped: 5 });
     const seen: string[] = [];
-    queue.consume<string>('g.due', (payload) => {
-      seen.push(payload);
-    }, { concurrency: 4 });
+    queue.consume<string>(
+      'g.due',
+      (payload) => {
+        seen.push(payload);
+      },
+      { concurrency: 4 },
+    );
     await waitFor(() => seen.length === 5, 10_000, 'the group to drain');
     expect(seen).toEqual(['first', 'second', 'third', 'fourth', 'late']);
   });
@@ -80,11 +90,15 @@ describe('DelayQueueService: groups', () => {
   it('holds the next job of a group while the one before waits for its retry; a dead letter frees the group', async () => {
     const [queue] = await start(1, { delayQueue: { backoff: { delay: 300, jitter: 0 }, retention: { deadLetterMaxCount: 10 } } });
     const seen: string[] = [];
-    queue.consume<string>('g.retry', (payload, job) => {
-      seen.push(`${payload}#${job.attempt}`);
-      if (payload === 'flaky' && job.attempt === 1) throw new Error('first attempt fails');
-      if (payload === 'doomed') throw new Error('always fails');
-    }, { concurrency: 4 });
+    queue.consume<string>(
+      'g.retry',
+      (payload, job) => {
+        seen.push(`${payload}#${job.attempt}`);
+        if (payload === 'flaky' && job.attempt === 1) throw new Error('first attempt fails');
+        if (payload === 'doomed') throw new Error('always fails');
+      },
+      { concurrency: 4 },
+    );
     await queue.scheduleMany('g.retry', [
       { payload: 'flaky', group: 'r' },
       { payload: 'after-flaky', group: 'r' },
@@ -101,13 +115,20 @@ describe('DelayQueueService: groups', () => {
 
   it('serves groups fairly: one job of a new group does not wait behind a group with a long backlog', async () => {
     const [queue] = await start(1);
-    await queue.scheduleMany('g.fair', Array.from({ length: 200 }, (_, seq) => ({ payload: `big:${seq}`, group: 'big' })));
+    await queue.scheduleMany(
+      'g.fair',
+      Array.from({ length: 200 }, (_, seq) => ({ payload: `big:${seq}`, group: 'big' })),
+    );
     const seen: string[] = [];
     const firstRan = deferred();
-    queue.consume<string>('g.fair', async (payload) => {
-      seen.push(payload);
-      if (seen.length === 1) await firstRan.promise;
-    }, { concurrency: 1 });
+    queue.consume<string>(
+      'g.fair',
+      async (payload) => {
+        seen.push(payload);
+        if (seen.length === 1) await firstRan.promise;
+      },
+      { concurrency: 1 },
+    );
     await waitFor(() => seen.length === 1, 5_000, 'the big group to start');
     await queue.schedule('g.fair', 'small', { group: 'small' });
     firstRan.resolve();
@@ -119,12 +140,19 @@ describe('DelayQueueService: groups', () => {
     const [queue] = await start(1);
     const log = new GroupLog(2);
     const release = deferred();
-    queue.consume<{ group: string; seq: number }>('g.two', async ({ group, seq }) => {
-      log.start(group, seq);
-      await release.promise;
-      log.end(group);
-    }, { concurrency: 8, groupConcurrency: 2 });
-    await queue.scheduleMany('g.two', Array.from({ length: 6 }, (_, seq) => ({ payload: { group: 'x', seq }, group: 'x' })));
+    queue.consume<{ group: string; seq: number }>(
+      'g.two',
+      async ({ group, seq }) => {
+        log.start(group, seq);
+        await release.promise;
+        log.end(group);
+      },
+      { concurrency: 8, groupConcurrency: 2 },
+    );
+    await queue.scheduleMany(
+      'g.two',
+      Array.from({ length: 6 }, (_, seq) => ({ payload: { group: 'x', seq }, group: 'x' })),
+    );
     await waitFor(() => log.starts.length === 2, 5_000, 'two jobs of the group to start');
     expect(await queue.stats('g.two')).toMatchObject({ active: 2, grouped: 4, busyGroups: 1 });
     release.resolve();
@@ -176,7 +204,10 @@ describe('DelayQueueService: groups', () => {
     });
     await queue.schedule('g.dead', 'dies', { group: 'z', id: 'dies', maxAttempts: 1 });
     await waitFor(async () => (await queue.stats('g.dead')).dead === 1, 5_000, 'the job to die');
-    await queue.scheduleMany('g.dead', [{ payload: 'holder', group: 'z' }, { payload: 'next', group: 'z' }]);
+    await queue.scheduleMany('g.dead', [
+      { payload: 'holder', group: 'z' },
+      { payload: 'next', group: 'z' },
+    ]);
     await waitFor(() => seen.includes('holder'), 5_000, 'the holder to start');
     fail.on = false;
     expect(await queue.retryDead('g.dead', 'dies')).toBe(1);
@@ -198,12 +229,18 @@ describe('DelayQueueService: groups', () => {
     };
     for (const q of queues) q.consume('g.sharded', handler, { concurrency: 6 });
     const groups = Array.from({ length: 6 }, (_, g) => `tenant:${g}`);
-    await queues[0].scheduleMany('g.sharded', groups.flatMap((group) => Array.from({ length: 8 }, (_, seq) => ({ payload: { group, seq }, group }))));
+    await queues[0].scheduleMany(
+      'g.sharded',
+      groups.flatMap((group) => Array.from({ length: 8 }, (_, seq) => ({ payload: { group, seq }, group }))),
+    );
     await queues[1].schedule('g.sharded', { group: 'held', seq: 0 }, { group: 'held', id: 'held-0' });
     await waitFor(() => log.order('held').length === 1, 10_000, 'the held group to start');
     // Ids whose own shard is not their group's: found all the same.
     const ids = Array.from({ length: 6 }, (_, i) => `held-${i + 1}`);
-    await queues[1].scheduleMany('g.sharded', ids.map((id, i) => ({ payload: { group: 'held', seq: i + 1 }, group: 'held', id })));
+    await queues[1].scheduleMany(
+      'g.sharded',
+      ids.map((id, i) => ({ payload: { group: 'held', seq: i + 1 }, group: 'held', id })),
+    );
     for (const id of ids) expect(await queues[0].get('g.sharded', id)).toMatchObject({ id, state: 'due' });
     expect(await queues[0].cancel('g.sharded', 'held-6')).toBe(true);
     expect(await queues[0].reschedule('g.sharded', 'held-5', { delay: 200 })).toBe(true);

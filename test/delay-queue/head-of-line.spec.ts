@@ -50,21 +50,33 @@ describe('delay queue: a busy consumer does not sit on due jobs another consumer
    * A consumer whose handler records every start and, for the payloads in `long`, runs until
    * `release` resolves (at most LONG_MS).
    */
-  function consume(by: 'a' | 'b', queue: DelayQueueService, topic: string, starts: Start[], long: (name: string) => boolean, release: Promise<void>, concurrency = 1): void {
-    const consumer = queue.consume<string>(topic, async (name: string, job: JobContext) => {
-      starts.push({
-        by,
-        name,
-        atMs: Date.now(),
-        lateMs: Date.now() - job.scheduledAt.getTime(),
-        attempt: job.attempt,
-        token: BigInt(job.fencingToken),
-      });
-      if (!long(name)) return;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([release, new Promise<void>((resolve) => (timer = setTimeout(resolve, LONG_MS)))]);
-      clearTimeout(timer);
-    }, { concurrency, shutdownTimeout: 1_000 });
+  function consume(
+    by: 'a' | 'b',
+    queue: DelayQueueService,
+    topic: string,
+    starts: Start[],
+    long: (name: string) => boolean,
+    release: Promise<void>,
+    concurrency = 1,
+  ): void {
+    const consumer = queue.consume<string>(
+      topic,
+      async (name: string, job: JobContext) => {
+        starts.push({
+          by,
+          name,
+          atMs: Date.now(),
+          lateMs: Date.now() - job.scheduledAt.getTime(),
+          attempt: job.attempt,
+          token: BigInt(job.fencingToken),
+        });
+        if (!long(name)) return;
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([release, new Promise<void>((resolve) => (timer = setTimeout(resolve, LONG_MS)))]);
+        clearTimeout(timer);
+      },
+      { concurrency, shutdownTimeout: 1_000 },
+    );
     consumers.push(consumer);
   }
 
@@ -124,32 +136,38 @@ describe('delay queue: a busy consumer does not sit on due jobs another consumer
     }
   });
 
-  it('a busy consumer hands back the jobs it buffered once its handlers turn slow: no attempt lost, due order kept, a higher fence', async () => {
-    const starts: Start[] = [];
-    const release = deferred();
-    // Fast jobs first (they make the consumer prefetch), then slow ones that fill both slots.
-    const slow = ['S1', 'S2', 'S3', 'S4', 'S5'];
-    consume('a', a.queue, 'hol.buffered', starts, (name) => name.startsWith('S'), release.promise, 2);
-    await a.queue.scheduleMany('hol.buffered', ['F1', 'F2', 'F3', 'F4', ...slow].map((payload) => ({ payload })));
-    await waitFor(() => starts.filter((s) => s.name.startsWith('S')).length >= 2, 10_000, 'two slow jobs to run on a');
-    // `a` claimed two more slow jobs into its buffer (S3, S4; all five are due in the same millisecond).
-    // Wait for it to hand them back (before the fix it never did: this times out and b starts anyway).
-    await holdsWithin(async () => (await a.queue.stats('hol.buffered')).active === 2, 3_000);
+  it(
+    'a busy consumer hands back the jobs it buffered once its handlers turn slow: no attempt lost, due ' + 'order kept, a higher fence',
+    async () => {
+      const starts: Start[] = [];
+      const release = deferred();
+      // Fast jobs first (they make the consumer prefetch), then slow ones that fill both slots.
+      const slow = ['S1', 'S2', 'S3', 'S4', 'S5'];
+      consume('a', a.queue, 'hol.buffered', starts, (name) => name.startsWith('S'), release.promise, 2);
+      await a.queue.scheduleMany(
+        'hol.buffered',
+        ['F1', 'F2', 'F3', 'F4', ...slow].map((payload) => ({ payload })),
+      );
+      await waitFor(() => starts.filter((s) => s.name.startsWith('S')).length >= 2, 10_000, 'two slow jobs to run on a');
+      // `a` claimed two more slow jobs into its buffer (S3, S4; all five are due in the same millisecond).
+      // Wait for it to hand them back (before the fix it never did: this times out and b starts anyway).
+      await holdsWithin(async () => (await a.queue.stats('hol.buffered')).active === 2, 3_000);
 
-    const idleFrom = Date.now();
-    consume('b', b.queue, 'hol.buffered', starts, () => false, release.promise);
-    await waitFor(() => slow.every((name) => startOf(starts, name)), LONG_MS + 5_000, 'every slow job to start');
-    release.resolve();
-    const onA = starts.filter((s) => s.by === 'a' && s.name.startsWith('S'));
-    const onB = starts.filter((s) => s.by === 'b');
-    // Before the fix: S3 and S4 waited in a's buffer and started on a once its handlers ended (~12 s).
-    expect(onA.map((s) => s.name)).toEqual(['S1', 'S2']);
-    expect(Math.max(...onB.map((s) => s.atMs)) - idleFrom).toBeLessThan(LATE_BOUND_MS);
-    // Back at their own place, ahead of S5 due in the same millisecond, each on its first attempt (a hand-back costs none).
-    expect(onB.map((s) => s.name)).toEqual(['S3', 'S4', 'S5']);
-    expect(onB.map((s) => s.attempt)).toEqual([1, 1, 1]);
-    // A new delivery carries a fence above every one handed out before (the jobs a ran included).
-    expect(onB.every((s) => onA.every((r) => s.token > r.token))).toBe(true);
-    await waitFor(async () => (await a.queue.stats('hol.buffered')).active === 0, 10_000, 'every job to be acknowledged');
-  });
+      const idleFrom = Date.now();
+      consume('b', b.queue, 'hol.buffered', starts, () => false, release.promise);
+      await waitFor(() => slow.every((name) => startOf(starts, name)), LONG_MS + 5_000, 'every slow job to start');
+      release.resolve();
+      const onA = starts.filter((s) => s.by === 'a' && s.name.startsWith('S'));
+      const onB = starts.filter((s) => s.by === 'b');
+      // Before the fix: S3 and S4 waited in a's buffer and started on a once its handlers ended (~12 s).
+      expect(onA.map((s) => s.name)).toEqual(['S1', 'S2']);
+      expect(Math.max(...onB.map((s) => s.atMs)) - idleFrom).toBeLessThan(LATE_BOUND_MS);
+      // Back at their own place, ahead of S5 due in the same millisecond, each on its first attempt (a hand-back costs none).
+      expect(onB.map((s) => s.name)).toEqual(['S3', 'S4', 'S5']);
+      expect(onB.map((s) => s.attempt)).toEqual([1, 1, 1]);
+      // A new delivery carries a fence above every one handed out before (the jobs a ran included).
+      expect(onB.every((s) => onA.every((r) => s.token > r.token))).toBe(true);
+      await waitFor(async () => (await a.queue.stats('hol.buffered')).active === 0, 10_000, 'every job to be acknowledged');
+    },
+  );
 });

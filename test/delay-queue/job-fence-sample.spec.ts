@@ -35,7 +35,10 @@ describe('sample app: order.fulfil fences its write with the job’s fencing tok
   });
 
   async function fulfilment(orderId: string): Promise<FulfilmentRow | undefined> {
-    const { rows } = await db.query<FulfilmentRow>(`SELECT outcome, attempt, fence::text AS fence, finished_at FROM fulfilment_steps WHERE order_id = $1 AND step = 'reserve'`, [orderId]);
+    const { rows } = await db.query<FulfilmentRow>(
+      `SELECT outcome, attempt, fence::text AS fence, finished_at FROM fulfilment_steps WHERE order_id = $1 AND step = 'reserve'`,
+      [orderId],
+    );
     return rows[0];
   }
 

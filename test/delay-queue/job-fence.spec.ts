@@ -31,7 +31,8 @@ function tokenValue(token: string): bigint {
 function expectIncreasing(tokens: readonly string[]): void {
   const values = tokens.map(tokenValue);
   for (let i = 1; i < values.length; i++) {
-    if (values[i]! <= values[i - 1]!) throw new Error(`token ${i} (${tokens[i]}) is not above token ${i - 1} (${tokens[i - 1]}): ${tokens.join(', ')}`);
+    if (values[i]! <= values[i - 1]!)
+      throw new Error(`token ${i} (${tokens[i]}) is not above token ${i - 1} (${tokens[i - 1]}): ${tokens.join(', ')}`);
   }
 }
 
@@ -77,48 +78,54 @@ describe('JobContext.fencingToken', () => {
     redis.disconnect();
   });
 
-  it('grows with every delivery of a job: the first run and each retry get a greater token, above the server clock at scheduling', async () => {
-    const before = await serverMicros(redis);
-    const tokens: string[] = [];
-    const done = deferred();
-    consumers.push(
-      app.queue.consume('fence.retry', (_payload, job) => {
-        tokens.push(job.fencingToken);
-        if (job.attempt < 3) throw new Error(`attempt ${job.attempt} fails`);
-        done.resolve();
-      }),
-    );
-    await app.queue.schedule('fence.retry', { n: 1 }, { maxAttempts: 3 });
-    await done.promise;
-    expect(tokens).toHaveLength(3);
-    expectIncreasing(tokens);
-    expect(tokenValue(tokens[0]!)).toBeGreaterThan(before);
-  });
+  it(
+    'grows with every delivery of a job: the first run and each retry get a greater token, above the ' + 'server clock at scheduling',
+    async () => {
+      const before = await serverMicros(redis);
+      const tokens: string[] = [];
+      const done = deferred();
+      consumers.push(
+        app.queue.consume('fence.retry', (_payload, job) => {
+          tokens.push(job.fencingToken);
+          if (job.attempt < 3) throw new Error(`attempt ${job.attempt} fails`);
+          done.resolve();
+        }),
+      );
+      await app.queue.schedule('fence.retry', { n: 1 }, { maxAttempts: 3 });
+      await done.promise;
+      expect(tokens).toHaveLength(3);
+      expectIncreasing(tokens);
+      expect(tokenValue(tokens[0]!)).toBeGreaterThan(before);
+    },
+  );
 
-  it('a redelivery after the first consumer lost its visibility gets a greater token; the stale delivery can no longer ack or fail it', async () => {
-    const topic = 'fence.visibility';
-    const id = await app.queue.schedule(topic, 'work');
-    // A consumer that claims and then stalls: it never extends its 300 ms visibility.
-    const stale = (await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${app.keyPrefix}:stalled-claim`, 1, 300)).get(id)!;
-    expect(stale).toBeDefined();
-    const seen: Array<{ attempt: number; token: string; staleAck: number; staleFail: number }> = [];
-    const done = deferred();
-    consumers.push(
-      app.queue.consume(topic, async (_payload, job) => {
-        const keys = topicKeyList(app.keyPrefix, topic);
-        const ack = { keepsCompleted: false, keepCount: 0, keepAgeMs: 0 };
-        const topicKeys = new RedisKeySpace(app.keyPrefix).topic(topic);
-        const { acked: staleAck } = await ackJobsScript.call(redis, topicKeys, ack, [{ id, token: stale, result: '' }]);
-        const staleFail = await failJobScript.run<number>(redis, keys, [id, stale, 0, '"stale"', 100, 86_400_000]);
-        seen.push({ attempt: job.attempt, token: job.fencingToken, staleAck, staleFail });
-        done.resolve();
-      }),
-    );
-    await done.promise;
-    expect(seen).toEqual([{ attempt: 2, token: expect.any(String), staleAck: 0, staleFail: 0 }]);
-    expectIncreasing([stale, seen[0]!.token]);
-    await waitFor(async () => (await app.queue.get(topic, id)) === null, 10_000, 'the redelivery to be acknowledged');
-  });
+  it(
+    'a redelivery after the first consumer lost its visibility gets a greater token; the stale delivery ' + 'can no longer ack or fail it',
+    async () => {
+      const topic = 'fence.visibility';
+      const id = await app.queue.schedule(topic, 'work');
+      // A consumer that claims and then stalls: it never extends its 300 ms visibility.
+      const stale = (await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${app.keyPrefix}:stalled-claim`, 1, 300)).get(id)!;
+      expect(stale).toBeDefined();
+      const seen: Array<{ attempt: number; token: string; staleAck: number; staleFail: number }> = [];
+      const done = deferred();
+      consumers.push(
+        app.queue.consume(topic, async (_payload, job) => {
+          const keys = topicKeyList(app.keyPrefix, topic);
+          const ack = { keepsCompleted: false, keepCount: 0, keepAgeMs: 0 };
+          const topicKeys = new RedisKeySpace(app.keyPrefix).topic(topic);
+          const { acked: staleAck } = await ackJobsScript.call(redis, topicKeys, ack, [{ id, token: stale, result: '' }]);
+          const staleFail = await failJobScript.run<number>(redis, keys, [id, stale, 0, '"stale"', 100, 86_400_000]);
+          seen.push({ attempt: job.attempt, token: job.fencingToken, staleAck, staleFail });
+          done.resolve();
+        }),
+      );
+      await done.promise;
+      expect(seen).toEqual([{ attempt: 2, token: expect.any(String), staleAck: 0, staleFail: 0 }]);
+      expectIncreasing([stale, seen[0]!.token]);
+      await waitFor(async () => (await app.queue.get(topic, id)) === null, 10_000, 'the redelivery to be acknowledged');
+    },
+  );
 
   it('a job replaced under the same id while running: the new delivery gets a greater token than the replaced one', async () => {
     const topic = 'fence.replace';
@@ -126,16 +133,20 @@ describe('JobContext.fencingToken', () => {
     const firstRunning = deferred();
     const second = deferred();
     consumers.push(
-      app.queue.consume(topic, async (payload: string, job) => {
-        if (payload === 'old') {
-          firstRunning.resolve();
-          await new Promise<void>((resolve) => job.signal.addEventListener('abort', () => resolve(), { once: true }));
-          deliveries.push({ payload, token: job.fencingToken, aborted: job.signal.aborted });
-          return;
-        }
-        deliveries.push({ payload, token: job.fencingToken, aborted: false });
-        second.resolve();
-      }, { visibilityTimeout: 1_500 }), // the replaced run learns it at its next extension (every 500 ms)
+      app.queue.consume(
+        topic,
+        async (payload: string, job) => {
+          if (payload === 'old') {
+            firstRunning.resolve();
+            await new Promise<void>((resolve) => job.signal.addEventListener('abort', () => resolve(), { once: true }));
+            deliveries.push({ payload, token: job.fencingToken, aborted: job.signal.aborted });
+            return;
+          }
+          deliveries.push({ payload, token: job.fencingToken, aborted: false });
+          second.resolve();
+        },
+        { visibilityTimeout: 1_500 },
+      ), // the replaced run learns it at its next extension (every 500 ms)
     );
     await app.queue.schedule(topic, 'old', { id: 'order-7' });
     await firstRunning.promise;
@@ -149,7 +160,10 @@ describe('JobContext.fencingToken', () => {
 
   it('orders the tokens of one topic by claim, and a claim run twice answers with the same tokens and steps the counter once', async () => {
     const topic = 'fence.twice';
-    const ids = await app.queue.scheduleMany(topic, [1, 2, 3].map((n) => ({ payload: n })));
+    const ids = await app.queue.scheduleMany(
+      topic,
+      [1, 2, 3].map((n) => ({ payload: n })),
+    );
     const record = `${app.keyPrefix}:dq:{${topic}}:op:by-hand`;
     const first = await claimAsStalledConsumer(redis, app.keyPrefix, topic, record, 3, 30_000);
     const counterAfterFirst = await redis.get(new RedisKeySpace(app.keyPrefix).topic(topic).fence);
@@ -197,51 +211,61 @@ describe('JobContext.fencingToken after Redis lost the counter', () => {
     const got = deferred<string>();
     const consumer = app.queue.consume(topic, (_payload, job) => got.resolve(job.fencingToken));
     try {
-      await waitFor(() => app.queue.schedule(topic, 'x', { id }).then(() => true), 20_000, 'the job to be scheduled', { retryErrors: true });
+      await waitFor(() => app.queue.schedule(topic, 'x', { id }).then(() => true), 20_000, 'the job to be scheduled', {
+        retryErrors: true,
+      });
       return await got.promise;
     } finally {
       await consumer.close();
     }
   }
 
-  it('a new delivery of the same job id is still above every earlier token after the counter was deleted, after FLUSHALL and after a restart without persistence', async () => {
-    const topic = 'fence.lost';
-    const fenceKey = new RedisKeySpace(app.keyPrefix).topic(topic).fence;
-    const tokens = [await deliver(topic, 'order-1'), await deliver(topic, 'order-1')];
-    expect(await redis.get(fenceKey)).toBe(tokens[1]);
+  it(
+    'a new delivery of the same job id is still above every earlier token after the counter was deleted, ' +
+      'after FLUSHALL and after a restart without persistence',
+    async () => {
+      const topic = 'fence.lost';
+      const fenceKey = new RedisKeySpace(app.keyPrefix).topic(topic).fence;
+      const tokens = [await deliver(topic, 'order-1'), await deliver(topic, 'order-1')];
+      expect(await redis.get(fenceKey)).toBe(tokens[1]);
 
-    await redis.del(fenceKey);
-    tokens.push(await deliver(topic, 'order-1'));
+      await redis.del(fenceKey);
+      tokens.push(await deliver(topic, 'order-1'));
 
-    await redis.flushall();
-    tokens.push(await deliver(topic, 'order-1'));
+      await redis.flushall();
+      tokens.push(await deliver(topic, 'order-1'));
 
-    await server.restart();
-    await waitFor(() => redis.ping().then(() => true), 20_000, 'Redis back', { retryErrors: true });
-    expect(await redis.exists(fenceKey)).toBe(0);
-    tokens.push(await deliver(topic, 'order-1'));
-    expectIncreasing(tokens);
-  });
+      await server.restart();
+      await waitFor(() => redis.ping().then(() => true), 20_000, 'Redis back', { retryErrors: true });
+      expect(await redis.exists(fenceKey)).toBe(0);
+      tokens.push(await deliver(topic, 'order-1'));
+      expectIncreasing(tokens);
+    },
+  );
 
-  it('a job whose last token is ahead of the clock and of a lost counter gets its last token + 1 (a clock set back after the counter was lost)', async () => {
-    const topic = 'fence.job-floor';
-    const keys = new RedisKeySpace(app.keyPrefix).topic(topic);
-    const id = await app.queue.schedule(topic, 'x', { id: 'order-9' });
-    const stale = (await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${app.keyPrefix}:job-floor-claim`, 1, 200)).get(id)!;
-    // As if the server clock had gone back an hour since that claim, and the counter had been lost.
-    const ahead = BigInt(stale) + 3_600_000_000n;
-    const { fields, payloadJson } = splitBody((await redis.hget(keys.jobs, id))!)!;
-    expect(fields.token).toBe(stale);
-    await redis.hset(keys.jobs, id, encodeJobBody({ ...fields, token: ahead.toString() }, payloadJson));
-    await redis.del(keys.fence);
-    const got = deferred<string>();
-    const consumer = app.queue.consume(topic, (_payload, job) => got.resolve(job.fencingToken));
-    try {
-      expect(await got.promise).toBe((ahead + 1n).toString());
-    } finally {
-      await consumer.close();
-    }
-  });
+  it(
+    'a job whose last token is ahead of the clock and of a lost counter gets its last token + 1 (a clock ' +
+      'set back after the counter was lost)',
+    async () => {
+      const topic = 'fence.job-floor';
+      const keys = new RedisKeySpace(app.keyPrefix).topic(topic);
+      const id = await app.queue.schedule(topic, 'x', { id: 'order-9' });
+      const stale = (await claimAsStalledConsumer(redis, app.keyPrefix, topic, `${app.keyPrefix}:job-floor-claim`, 1, 200)).get(id)!;
+      // As if the server clock had gone back an hour since that claim, and the counter had been lost.
+      const ahead = BigInt(stale) + 3_600_000_000n;
+      const { fields, payloadJson } = splitBody((await redis.hget(keys.jobs, id))!)!;
+      expect(fields.token).toBe(stale);
+      await redis.hset(keys.jobs, id, encodeJobBody({ ...fields, token: ahead.toString() }, payloadJson));
+      await redis.del(keys.fence);
+      const got = deferred<string>();
+      const consumer = app.queue.consume(topic, (_payload, job) => got.resolve(job.fencingToken));
+      try {
+        expect(await got.promise).toBe((ahead + 1n).toString());
+      } finally {
+        await consumer.close();
+      }
+    },
+  );
 
   it('a counter ahead of the server clock (more than one claim per µs, or a clock set back) still steps by one', async () => {
     const topic = 'fence.ahead';
@@ -296,12 +320,17 @@ describe('JobContext.current()', () => {
     const orders = app.app.get(OrderRepository);
     const handlers = app.app.get(ShippingHandlers);
     const ids = ['o1', 'o2', 'o3', 'o4'];
-    await app.queue.scheduleMany('fence.ship', ids.map((id) => ({ payload: id, id: `ship-${id}` })));
+    await app.queue.scheduleMany(
+      'fence.ship',
+      ids.map((id) => ({ payload: id, id: `ship-${id}` })),
+    );
     await waitFor(() => orders.writes.length === ids.length, 10_000, 'four shipments');
     const tokenOf = new Map(handlers.jobs.map((job) => [job.id, job.fencingToken]));
-    expect(orders.writes.map((write) => ({ ...write, fence: write.fence === tokenOf.get(`ship-${write.orderId}`) })).sort((a, b) => a.orderId.localeCompare(b.orderId))).toEqual(
-      ids.map((orderId) => ({ orderId, fence: true, topic: 'fence.ship' })),
-    );
+    expect(
+      orders.writes
+        .map((write) => ({ ...write, fence: write.fence === tokenOf.get(`ship-${write.orderId}`) }))
+        .sort((a, b) => a.orderId.localeCompare(b.orderId)),
+    ).toEqual(ids.map((orderId) => ({ orderId, fence: true, topic: 'fence.ship' })));
     expect(JobContext.current()).toBeUndefined();
   });
 

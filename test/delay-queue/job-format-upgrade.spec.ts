@@ -101,11 +101,15 @@ describe('jobs stored in format 1 (release 0.1) under this version', () => {
   it('claims, progresses, retries with the stored backoff and attempts, and acknowledges them', async () => {
     const keys = await store('v1.run', 'failed', V1.failedOnce, 'due');
     const seen: Array<{ attempt: number; token: string; payload: unknown }> = [];
-    const consumer = t.queue.consume('v1.run', async (payload, job) => {
-      seen.push({ attempt: job.attempt, token: job.fencingToken, payload });
-      await job.progress({ done: job.attempt });
-      if (job.attempt === 2) throw new Error('second try fails');
-    }, { maxAttempts: 10 });
+    const consumer = t.queue.consume(
+      'v1.run',
+      async (payload, job) => {
+        seen.push({ attempt: job.attempt, token: job.fencingToken, payload });
+        await job.progress({ done: job.attempt });
+        if (job.attempt === 2) throw new Error('second try fails');
+      },
+      { maxAttempts: 10 },
+    );
     try {
       await waitFor(async () => (await t.queue.get('v1.run', 'failed')) === null, 10_000, 'the job to complete');
     } finally {
@@ -122,9 +126,13 @@ describe('jobs stored in format 1 (release 0.1) under this version', () => {
 
   it('rewrites a job in format 2 when a script changes it, keeping every field and the payload byte for byte', async () => {
     const keys = await store('v1.rewrite', 'failed', V1.failedOnce, 'due');
-    const consumer = t.queue.consume('v1.rewrite', () => {
-      throw new Error('always');
-    }, { maxAttempts: 10 });
+    const consumer = t.queue.consume(
+      'v1.rewrite',
+      () => {
+        throw new Error('always');
+      },
+      { maxAttempts: 10 },
+    );
     try {
       await waitFor(async () => (await t.queue.get('v1.rewrite', 'failed'))!.attempts >= 2, 10_000, 'a failed delivery');
     } finally {

@@ -25,14 +25,22 @@ describe('Job visibility', () => {
     const other = await createDelayApp({ keyPrefix: t.keyPrefix });
     const runs: string[] = [];
     const options = { visibilityTimeout: 300, maxIdleWait: 300 };
-    const a = queue.consume('long', async () => {
-      runs.push('a');
-      await sleep(1_500);
-    }, options);
-    const b = other.queue.consume('long', async () => {
-      runs.push('b');
-      await sleep(1_500);
-    }, options);
+    const a = queue.consume(
+      'long',
+      async () => {
+        runs.push('a');
+        await sleep(1_500);
+      },
+      options,
+    );
+    const b = other.queue.consume(
+      'long',
+      async () => {
+        runs.push('b');
+        await sleep(1_500);
+      },
+      options,
+    );
     const id = await queue.schedule('long', 1);
     await waitFor(() => runs.length === 1, 5_000, 'the job to start');
     await sleep(1_800);
@@ -45,11 +53,15 @@ describe('Job visibility', () => {
   it('aborts job.signal when the running job is cancelled', async () => {
     const started = deferred<AbortSignal>();
     const finished = deferred<unknown>();
-    const consumer = queue.consume('abort', async (_payload, job) => {
-      started.resolve(job.signal);
-      await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
-      finished.resolve(job.signal.reason);
-    }, { visibilityTimeout: 300 });
+    const consumer = queue.consume(
+      'abort',
+      async (_payload, job) => {
+        started.resolve(job.signal);
+        await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
+        finished.resolve(job.signal.reason);
+      },
+      { visibilityTimeout: 300 },
+    );
     const id = await queue.schedule('abort', 1);
     const signal = await started.promise;
     expect(signal.aborted).toBe(false);

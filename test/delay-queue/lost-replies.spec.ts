@@ -32,7 +32,17 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
     // Cached scripts: a lost reply must hit a run of the script, not a NOSCRIPT answer before the EVAL fallback.
     const redis = rawRedis();
-    const scripts = [ackJobsScript, cancelJobScript, claimDueJobsScript, extendJobsScript, failJobScript, releaseJobsScript, rescheduleJobScript, retryDeadJobsScript, scheduleJobsScript];
+    const scripts = [
+      ackJobsScript,
+      cancelJobScript,
+      claimDueJobsScript,
+      extendJobsScript,
+      failJobScript,
+      releaseJobsScript,
+      rescheduleJobScript,
+      retryDeadJobsScript,
+      scheduleJobsScript,
+    ];
     await Promise.all(scripts.map((script) => redis.script('LOAD', script.source)));
     redis.disconnect();
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
@@ -61,7 +71,10 @@ describe('Job scripts whose reply is lost (run twice)', () => {
 
   /** A call of `script` on `topic` (its first key is the topic's due set), optionally with `arg` among its arguments. */
   function callOf(script: Script, keyPrefix: string, topic: string, arg?: string) {
-    return FaultProxy.script(script, (keysAndArgs) => keysAndArgs[0] === `${keyPrefix}:dq:{${topic}}:due` && (arg === undefined || keysAndArgs.includes(arg)));
+    return FaultProxy.script(
+      script,
+      (keysAndArgs) => keysAndArgs[0] === `${keyPrefix}:dq:{${topic}}:due` && (arg === undefined || keysAndArgs.includes(arg)),
+    );
   }
 
   it('claim: a re-sent claim returns the same batch, so a job with maxAttempts 1 runs instead of dying unrun', async () => {
@@ -74,7 +87,11 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     const consumer = proxied.queue.consume('claim', (_payload, job) => void runs.push(job.attempt));
     await lost;
     // Settled either way: run and acknowledged, or dead after its visibility ran out.
-    await waitFor(async () => (await direct.queue.get('claim', id))?.state !== 'active' && (runs.length > 0 || dead.length > 0), 10_000, 'the job to settle');
+    await waitFor(
+      async () => (await direct.queue.get('claim', id))?.state !== 'active' && (runs.length > 0 || dead.length > 0),
+      10_000,
+      'the job to settle',
+    );
     await waitFor(async () => (await direct.queue.get('claim', id)) === null || dead.length > 0, 10_000, 'the acknowledgement');
     expect({ runs, dead: (await direct.queue.deadLetters('claim')).map((j) => j.id), deadEvents: dead.length }).toEqual({
       runs: [1],
@@ -86,15 +103,24 @@ describe('Job scripts whose reply is lost (run twice)', () => {
 
   it('claim: a batch of several jobs re-sent is delivered once each, none costing an extra attempt', async () => {
     const { proxied, direct, keyPrefix } = await pair({ delayQueue: { maxAttempts: 1, visibilityTimeout: 1_000 } });
-    const ids = await direct.queue.scheduleMany('claim.batch', [1, 2, 3, 4, 5].map((n) => ({ payload: n })));
+    const ids = await direct.queue.scheduleMany(
+      'claim.batch',
+      [1, 2, 3, 4, 5].map((n) => ({ payload: n })),
+    );
     const lost = proxy.loseReply(callOf(claimDueJobsScript, keyPrefix, 'claim.batch'));
     const runs: string[] = [];
-    const consumer = proxied.queue.consume('claim.batch', (_payload, job) => void runs.push(`${job.id}@${job.attempt}`), { concurrency: 5 });
+    const consumer = proxied.queue.consume('claim.batch', (_payload, job) => void runs.push(`${job.id}@${job.attempt}`), {
+      concurrency: 5,
+    });
     await lost;
-    await waitFor(async () => {
-      const stats = await direct.queue.stats('claim.batch');
-      return stats.due + stats.scheduled + stats.active === 0;
-    }, 10_000, 'the batch to settle');
+    await waitFor(
+      async () => {
+        const stats = await direct.queue.stats('claim.batch');
+        return stats.due + stats.scheduled + stats.active === 0;
+      },
+      10_000,
+      'the batch to settle',
+    );
     expect([...runs].sort()).toEqual(ids.map((id) => `${id}@1`).sort());
     expect((await direct.queue.stats('claim.batch')).dead).toBe(0);
     await consumer.close();
@@ -175,7 +201,16 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     const lost = proxy.loseReply(callOf(scheduleJobsScript, keyPrefix, 'schedule'));
     const id = await proxied.queue.schedule('schedule', { n: 1 }, { delay: 60_000 });
     await lost;
-    expect(await direct.queue.stats('schedule')).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    expect(await direct.queue.stats('schedule')).toEqual({
+      scheduled: 1,
+      due: 0,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
     expect((await direct.queue.get('schedule', id))?.payload).toEqual({ n: 1 });
   });
 
@@ -184,10 +219,14 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     await direct.queue.schedule('replace', 'old', { id: 'rep-1', delay: 60_000 });
     const runs: string[] = [];
     const hold = deferred();
-    const consumer = direct.queue.consume('replace', async (payload: string) => {
-      runs.push(payload);
-      await hold.promise;
-    }, { concurrency: 2 });
+    const consumer = direct.queue.consume(
+      'replace',
+      async (payload: string) => {
+        runs.push(payload);
+        await hold.promise;
+      },
+      { concurrency: 2 },
+    );
     await sleep(100);
     // Slow the re-send down: the direct consumer claims the replaced job before it arrives.
     proxy.setLatency(150);
@@ -260,10 +299,17 @@ describe('Job scripts whose reply is lost (run twice)', () => {
 
   it('retryDead: a re-sent retry of dead letters answers as the first run did and requeues each once', async () => {
     const { proxied, direct, keyPrefix } = await pair();
-    const consumer = direct.queue.consume('retry.dead', () => {
-      throw new Error('dies');
-    }, { maxAttempts: 1 });
-    const ids = await direct.queue.scheduleMany('retry.dead', [1, 2, 3].map((n) => ({ payload: n, id: `dead-${n}` })));
+    const consumer = direct.queue.consume(
+      'retry.dead',
+      () => {
+        throw new Error('dies');
+      },
+      { maxAttempts: 1 },
+    );
+    const ids = await direct.queue.scheduleMany(
+      'retry.dead',
+      [1, 2, 3].map((n) => ({ payload: n, id: `dead-${n}` })),
+    );
     await waitFor(async () => (await direct.queue.stats('retry.dead')).dead === 3, 10_000, 'three dead letters');
     await consumer.close();
     const one = proxy.loseReply(callOf(retryDeadJobsScript, keyPrefix, 'retry.dead', 'dead-1'));
@@ -299,18 +345,25 @@ describe('Job scripts whose reply is lost (run twice)', () => {
 
   it('release at shutdown: re-sent hand-backs return each buffered job once, with its attempt given back', async () => {
     const { proxied, direct, keyPrefix } = await pair();
-    const ids = await direct.queue.scheduleMany('release', [0, 1, 2, 3].map((n) => ({ payload: n })));
+    const ids = await direct.queue.scheduleMany(
+      'release',
+      [0, 1, 2, 3].map((n) => ({ payload: n })),
+    );
     const started = deferred();
     const finish = deferred();
     const runs: string[] = [];
     // Concurrency 1: job 0 returns at once, so the consumer claims one job ahead (prefetch); job 1 runs,
     // job 2 waits in the prefetch buffer and is handed back at close().
-    const consumer = proxied.queue.consume('release', async (payload, job) => {
-      runs.push(`${job.id}@${job.attempt}`);
-      if (payload === 0) return;
-      started.resolve();
-      await finish.promise;
-    }, { concurrency: 1 });
+    const consumer = proxied.queue.consume(
+      'release',
+      async (payload, job) => {
+        runs.push(`${job.id}@${job.attempt}`);
+        if (payload === 0) return;
+        started.resolve();
+        await finish.promise;
+      },
+      { concurrency: 1 },
+    );
     await started.promise;
     const lost = proxy.loseReply(callOf(releaseJobsScript, keyPrefix, 'release'));
     const closing = consumer.close();
@@ -318,10 +371,14 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     finish.resolve();
     await closing;
     const peer = direct.queue.consume('release', (_payload, job) => void runs.push(`${job.id}@${job.attempt}`));
-    await waitFor(async () => {
-      const stats = await direct.queue.stats('release');
-      return runs.length >= 4 && stats.due + stats.active === 0;
-    }, 10_000, 'the handed-back jobs to run');
+    await waitFor(
+      async () => {
+        const stats = await direct.queue.stats('release');
+        return runs.length >= 4 && stats.due + stats.active === 0;
+      },
+      10_000,
+      'the handed-back jobs to run',
+    );
     await sleep(200);
     expect([...runs].sort()).toEqual(ids.map((id) => `${id}@1`).sort());
     await peer.close();

@@ -28,22 +28,33 @@ describe('Rate limits: instances configured with different windows', () => {
         else bClaimed.push(waiter);
       }
     };
-    await a.queue.scheduleMany(topic, Array.from({ length: total }, (_, i) => ({ payload: i })));
+    await a.queue.scheduleMany(
+      topic,
+      Array.from({ length: total }, (_, i) => ({ payload: i })),
+    );
     // A starts first and takes its first claim; then B claims beside it until the queue is empty,
     // which takes B (one claim per 20 ms at best) well past A's first window.
-    a.queue.consume(topic, async (_payload, job) => {
-      claimsA.push(job.claimedAt.getTime());
-      const after = claimsB.length;
-      await new Promise<void>((resolve) => {
-        bClaimed.push({ after, resolve });
-        onBClaim();
-      });
-    }, { concurrency: 1, rateLimit: wide });
+    a.queue.consume(
+      topic,
+      async (_payload, job) => {
+        claimsA.push(job.claimedAt.getTime());
+        const after = claimsB.length;
+        await new Promise<void>((resolve) => {
+          bClaimed.push({ after, resolve });
+          onBClaim();
+        });
+      },
+      { concurrency: 1, rateLimit: wide },
+    );
     await waitFor(() => claimsA.length > 0, 10_000, "A's first claim");
-    b.queue.consume(topic, (_payload, job) => {
-      claimsB.push(job.claimedAt.getTime());
-      onBClaim();
-    }, { concurrency: 1, rateLimit: narrow });
+    b.queue.consume(
+      topic,
+      (_payload, job) => {
+        claimsB.push(job.claimedAt.getTime());
+        onBClaim();
+      },
+      { concurrency: 1, rateLimit: narrow },
+    );
     await waitFor(() => claimsA.length + claimsB.length === total, 60_000, 'every job to run');
     onBClaim();
 

@@ -34,7 +34,12 @@ describe('@OnDelayed', () => {
       expect(send.job.scheduledAt.getTime()).toBeGreaterThanOrEqual(scheduledAtMin);
       expect(send.job.signal).toBeInstanceOf(AbortSignal);
       expect(Object.isFrozen(send.job)).toBe(true);
-      expect(delayLog.calls.filter((c) => c.handler === 'audit').map((c) => [c.topic, c.payload]).sort()).toEqual([
+      expect(
+        delayLog.calls
+          .filter((c) => c.handler === 'audit')
+          .map((c) => [c.topic, c.payload])
+          .sort(),
+      ).toEqual([
         ['audit.a', 'A'],
         ['audit.b', 'B'],
       ]);
@@ -79,7 +84,10 @@ describe('@OnDelayed', () => {
     it('stops claiming, waits for running handlers, and acknowledges them before the connections close', async () => {
       const keyPrefix = uniquePrefix('dq');
       const t = await createDelayApp({ keyPrefix }, [SlowHandler]);
-      await t.queue.scheduleMany('slow.work', Array.from({ length: 6 }, (_, i) => ({ payload: i })));
+      await t.queue.scheduleMany(
+        'slow.work',
+        Array.from({ length: 6 }, (_, i) => ({ payload: i })),
+      );
       await waitFor(() => slowHandlerControl.started === 4, 5_000, 'four handlers to start');
       const closing = t.close();
       await sleep(200);
@@ -90,14 +98,26 @@ describe('@OnDelayed', () => {
       expect(slowHandlerControl.started).toBe(4); // nothing claimed after shutdown began
 
       const observer = await createDelayApp({ keyPrefix });
-      expect(await observer.queue.stats('slow.work')).toEqual({ scheduled: 0, due: 2, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await observer.queue.stats('slow.work')).toEqual({
+        scheduled: 0,
+        due: 2,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       await observer.close();
     });
 
     it('after shutdownTimeout aborts the handlers still running and hands their jobs back', async () => {
       const keyPrefix = uniquePrefix('dq');
       const t = await createDelayApp({ keyPrefix, delayQueue: { shutdownTimeout: 300 } }, [SlowHandler]);
-      await t.queue.scheduleMany('slow.work', [{ payload: 1, id: 'stuck-1' }, { payload: 2, id: 'stuck-2' }]);
+      await t.queue.scheduleMany('slow.work', [
+        { payload: 1, id: 'stuck-1' },
+        { payload: 2, id: 'stuck-2' },
+      ]);
       await waitFor(() => slowHandlerControl.started === 2, 5_000, 'two handlers to start');
       const started = performance.now();
       await t.close();
@@ -112,7 +132,16 @@ describe('@OnDelayed', () => {
 
       // Handed back at once (not after the 30 s visibility timeout), attempt kept.
       const observer = await createDelayApp({ keyPrefix });
-      expect(await observer.queue.stats('slow.work')).toEqual({ scheduled: 0, due: 2, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await observer.queue.stats('slow.work')).toEqual({
+        scheduled: 0,
+        due: 2,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       expect((await observer.queue.get('slow.work', 'stuck-1'))?.attempts).toBe(1);
       const attempts: number[] = [];
       observer.queue.consume('slow.work', (_p, job) => {

@@ -9,7 +9,11 @@ import { deferred, waitFor } from '../support/timing.js';
 describe('DelayQueueService: pause/resume and rate limits', () => {
   const apps = useDelayInstances('pr');
 
-  function instances(n: number, keyPrefix = uniquePrefix('pr'), options: Parameters<DelayInstances['start']>[1] = {}): Promise<DelayTestApp[]> {
+  function instances(
+    n: number,
+    keyPrefix = uniquePrefix('pr'),
+    options: Parameters<DelayInstances['start']>[1] = {},
+  ): Promise<DelayTestApp[]> {
     return apps.start(n, { ...options, keyPrefix });
   }
 
@@ -81,12 +85,19 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
       const claims: number[] = [];
       const attempts: number[] = [];
       for (const t of insts) {
-        t.queue.consume('r.topic', (_payload, job) => {
-          claims.push(job.claimedAt.getTime());
-          attempts.push(job.attempt);
-        }, { concurrency: 8, rateLimit: { max: 5, duration: 400 } });
+        t.queue.consume(
+          'r.topic',
+          (_payload, job) => {
+            claims.push(job.claimedAt.getTime());
+            attempts.push(job.attempt);
+          },
+          { concurrency: 8, rateLimit: { max: 5, duration: 400 } },
+        );
       }
-      await insts[0].queue.scheduleMany('r.topic', Array.from({ length: 30 }, (_, i) => ({ payload: i })));
+      await insts[0].queue.scheduleMany(
+        'r.topic',
+        Array.from({ length: 30 }, (_, i) => ({ payload: i })),
+      );
       await waitFor(() => claims.length === 30, 20_000, 'every job to run');
       // Never over the limit, and the limit is used: the fullest window holds exactly max (a bound on
       // the Redis clock, not on how fast a loaded machine delivers).
@@ -102,8 +113,14 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
       const options = { delayQueue: { topics: { 'r.sharded': { shards: 2 }, 'r.sharded.few': { shards: 2 } } } };
       const [t] = await instances(1, uniquePrefix('rate'), options);
       const claims: number[] = [];
-      t.queue.consume('r.sharded', (_payload, job) => void claims.push(job.claimedAt.getTime()), { concurrency: 4, rateLimit: { max: 3, duration: 300 } });
-      await t.queue.scheduleMany('r.sharded', Array.from({ length: 12 }, (_, i) => ({ payload: i, id: `s${i}` })));
+      t.queue.consume('r.sharded', (_payload, job) => void claims.push(job.claimedAt.getTime()), {
+        concurrency: 4,
+        rateLimit: { max: 3, duration: 300 },
+      });
+      await t.queue.scheduleMany(
+        'r.sharded',
+        Array.from({ length: 12 }, (_, i) => ({ payload: i, id: `s${i}` })),
+      );
       await waitFor(() => claims.length === 12, 20_000, 'every job');
       expect(busiestWindow(claims, 300)).toBeLessThanOrEqual(3);
       expect(() => t.queue.consume('r.sharded.few', () => undefined, { rateLimit: { max: 1, duration: 100 } })).toThrow(/2 shards/);
@@ -111,11 +128,23 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
 
     it('refuses a malformed rateLimit', async () => {
       const [t] = await instances(1);
-      const bad: unknown[] = [{}, { max: 0, duration: 100 }, { max: 5 }, { max: 5, duration: -1 }, { max: 5, duration: 100, burst: 2 }, 5, null];
+      const bad: unknown[] = [
+        {},
+        { max: 0, duration: 100 },
+        { max: 5 },
+        { max: 5, duration: -1 },
+        { max: 5, duration: 100, burst: 2 },
+        5,
+        null,
+      ];
       for (const rateLimit of bad) {
-        expect(() => t.queue.consume('r.bad', () => undefined, { rateLimit: rateLimit as { max: number; duration: number } })).toThrow(InvalidOptionsError);
+        expect(() => t.queue.consume('r.bad', () => undefined, { rateLimit: rateLimit as { max: number; duration: number } })).toThrow(
+          InvalidOptionsError,
+        );
       }
-      expect(() => t.queue.consume('r.bad', () => undefined, { rateLimit: { max: 5, duration: 100, burst: 1 } as never })).toThrow(/rateLimit\.burst/);
+      expect(() => t.queue.consume('r.bad', () => undefined, { rateLimit: { max: 5, duration: 100, burst: 1 } as never })).toThrow(
+        /rateLimit\.burst/,
+      );
     });
   });
 });

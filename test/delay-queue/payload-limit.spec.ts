@@ -46,7 +46,10 @@ describe('payload size limit', () => {
     expect((sixteen as Error).message).toMatch(/16777227 bytes/);
 
     const batch = await outcome(() =>
-      queue.scheduleMany<unknown>('pl.batch', [{ payload: 1, delay: 60_000 }, { payload: payloadOf(600 * KIB), delay: 60_000 }]),
+      queue.scheduleMany<unknown>('pl.batch', [
+        { payload: 1, delay: 60_000 },
+        { payload: payloadOf(600 * KIB), delay: 60_000 },
+      ]),
     );
     expect(batch).toBeInstanceOf(InvalidJobError);
     expect((batch as Error).message).toMatch(/jobs\[1\]\.payload.*614400 bytes/);
@@ -79,32 +82,42 @@ describe('payload size limit', () => {
     }
   });
 
-  it('does not keep a handler result over maxPayloadBytes: the job completes, is kept without it, and a warning names the size', async () => {
-    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    try {
-      const { queue, keyPrefix } = await start({ maxPayloadBytes: 64 * KIB });
-      // A 14-byte payload whose handler returns a result as large as it asks for (the review's repro, scaled down with the limit).
-      const consumer = queue.consume<{ n: number }>('pl.result', ({ n }) => payloadOf(n), { keepCompleted: { count: 100 } });
+  it(
+    'does not keep a handler result over maxPayloadBytes: the job completes, is kept without it, and ' + 'a warning names the size',
+    async () => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       try {
-        await queue.schedule('pl.result', { n: 64 * KIB }, { id: 'at-limit' });
-        await queue.schedule('pl.result', { n: KIB * KIB }, { id: 'huge' });
-        await waitFor(async () => (await queue.get('pl.result', 'huge'))?.state === 'completed', 20_000, 'the huge job to complete');
-        await waitFor(async () => (await queue.get('pl.result', 'at-limit'))?.state === 'completed', 20_000, 'the job at the limit to complete');
-        const huge = await queue.get('pl.result', 'huge');
-        expect(huge).toMatchObject({ state: 'completed', attempts: 1, payload: { n: KIB * KIB } });
-        expect({ resultKept: huge !== null && 'result' in huge }).toEqual({ resultKept: false });
-        expect((await queue.get('pl.result', 'at-limit'))?.result).toEqual(payloadOf(64 * KIB));
-        expect(await redis.memory('USAGE', `${keyPrefix}:dq:{pl.result}:results`)).toBeLessThan(128 * KIB);
-        expect(warn.mock.calls.map(([message]) => String(message)).join('\n')).toMatch(
-          /Job "huge" of topic "pl.result" completed, but its result is not kept: .*result.*1048576 bytes.*65536.*delayQueue\.maxPayloadBytes/,
-        );
+        const { queue, keyPrefix } = await start({ maxPayloadBytes: 64 * KIB });
+        // A 14-byte payload whose handler returns a result as large as it asks for (the review's repro, scaled down with the limit).
+        const consumer = queue.consume<{ n: number }>('pl.result', ({ n }) => payloadOf(n), { keepCompleted: { count: 100 } });
+        try {
+          await queue.schedule('pl.result', { n: 64 * KIB }, { id: 'at-limit' });
+          await queue.schedule('pl.result', { n: KIB * KIB }, { id: 'huge' });
+          await waitFor(async () => (await queue.get('pl.result', 'huge'))?.state === 'completed', 20_000, 'the huge job to complete');
+          await waitFor(
+            async () => (await queue.get('pl.result', 'at-limit'))?.state === 'completed',
+            20_000,
+            'the job at the limit to complete',
+          );
+          const huge = await queue.get('pl.result', 'huge');
+          expect(huge).toMatchObject({ state: 'completed', attempts: 1, payload: { n: KIB * KIB } });
+          expect({ resultKept: huge !== null && 'result' in huge }).toEqual({ resultKept: false });
+          expect((await queue.get('pl.result', 'at-limit'))?.result).toEqual(payloadOf(64 * KIB));
+          expect(await redis.memory('USAGE', `${keyPrefix}:dq:{pl.result}:results`)).toBeLessThan(128 * KIB);
+          expect(warn.mock.calls.map(([message]) => String(message)).join('\n')).toMatch(
+            new RegExp(
+              'Job "huge" of topic "pl.result" completed, but its result is not kept: ' +
+                '.*result.*1048576 bytes.*65536.*delayQueue\\.maxPayloadBytes',
+            ),
+          );
+        } finally {
+          await consumer.close();
+        }
       } finally {
-        await consumer.close();
+        warn.mockRestore();
       }
-    } finally {
-      warn.mockRestore();
-    }
-  });
+    },
+  );
 
   it('refuses at bootstrap a maxPayloadBytes that is not a whole number of bytes from 1 KiB to 512 MiB', async () => {
     for (const maxPayloadBytes of [0, 1023, 1.5, '512k', 512 * KIB * KIB + 1]) {

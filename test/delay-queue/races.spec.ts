@@ -13,7 +13,10 @@ describe('Cancel and reschedule racing with consumers', () => {
       starts.set(job.id, (starts.get(job.id) ?? 0) + 1);
       await sleep(Math.random() * 5);
     };
-    const consumers = [t.queue.consume('race.cancel', handler, { concurrency: 8 }), other.queue.consume('race.cancel', handler, { concurrency: 8 })];
+    const consumers = [
+      t.queue.consume('race.cancel', handler, { concurrency: 8 }),
+      other.queue.consume('race.cancel', handler, { concurrency: 8 }),
+    ];
     const count = 200;
     const start = Date.now() + 100;
     const dueAt = new Map<string, number>();
@@ -38,10 +41,14 @@ describe('Cancel and reschedule racing with consumers', () => {
           cancels.set(id, { cancelled, resolvedAt: Date.now() });
         }),
     );
-    await waitFor(async () => {
-      const s = await t.queue.stats('race.cancel');
-      return s.scheduled + s.due + s.active === 0;
-    }, 10_000, 'the topic to empty');
+    await waitFor(
+      async () => {
+        const s = await t.queue.stats('race.cancel');
+        return s.scheduled + s.due + s.active === 0;
+      },
+      10_000,
+      'the topic to empty',
+    );
 
     let cancelledWhileWaiting = 0;
     for (const id of ids) {
@@ -69,10 +76,16 @@ describe('Cancel and reschedule racing with consumers', () => {
     const handler = (_payload: unknown, job: { id: string; scheduledAt: Date }) => {
       runs.set(job.id, [...(runs.get(job.id) ?? []), { scheduledAt: job.scheduledAt.getTime(), startedAt: Date.now() }]);
     };
-    const consumers = [t.queue.consume('race.move', handler, { concurrency: 4 }), other.queue.consume('race.move', handler, { concurrency: 4 })];
+    const consumers = [
+      t.queue.consume('race.move', handler, { concurrency: 4 }),
+      other.queue.consume('race.move', handler, { concurrency: 4 }),
+    ];
     const at = Date.now() + 300;
     const later = at + 600;
-    const ids = await t.queue.scheduleMany('race.move', Array.from({ length: 100 }, (_, i) => ({ payload: i, id: `m${i}`, at })));
+    const ids = await t.queue.scheduleMany(
+      'race.move',
+      Array.from({ length: 100 }, (_, i) => ({ payload: i, id: `m${i}`, at })),
+    );
     const moved = new Map<string, boolean>();
     await Promise.all(
       ids.map(async (id) => {

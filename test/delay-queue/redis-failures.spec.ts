@@ -24,7 +24,9 @@ describe('Consumers survive Redis failures', () => {
         runs.push({ id: job.id, lateness: Date.now() - job.scheduledAt.getTime() });
       });
       const id = await t.queue.schedule('restart.persisted', 1, { delay: 2_000 });
-      await waitFor(async () => (await blockedClients(server.url)) >= 1, 10_000, 'the consumer to block until the job is due', { every: 50 });
+      await waitFor(async () => (await blockedClients(server.url)) >= 1, 10_000, 'the consumer to block until the job is due', {
+        every: 50,
+      });
       await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
       await waitFor(() => runs.length === 1, 8_000, 'the job to run after the restart');
       expect(runs[0].id).toBe(id);
@@ -40,13 +42,17 @@ describe('Consumers survive Redis failures', () => {
       });
       await waitFor(async () => (await blockedClients(server.url)) >= 1, 10_000, 'the consumer to block on the empty topic', { every: 50 });
       await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
-      await waitFor(async () => {
-        try {
-          return (await t.queue.stats('restart.idle')).scheduled === 0;
-        } catch {
-          return false;
-        }
-      }, 10_000, 'Redis to answer again');
+      await waitFor(
+        async () => {
+          try {
+            return (await t.queue.stats('restart.idle')).scheduled === 0;
+          } catch {
+            return false;
+          }
+        },
+        10_000,
+        'Redis to answer again',
+      );
       await t.queue.schedule('restart.idle', 1, { delay: 1_000 });
       await waitFor(() => runs.length === 1, 6_000, 'the job to run');
       expect(runs[0].lateness).toBeGreaterThanOrEqual(0);
@@ -62,9 +68,13 @@ describe('Consumers survive Redis failures', () => {
     const producer = await createDelayApp({ keyPrefix });
     try {
       const ran: string[] = [];
-      const consumer = consumerApp.queue.consume('hang', (_payload, job) => {
-        ran.push(job.id);
-      }, { maxIdleWait: 1_000 }) as unknown as { blockingConnectionsOpened: number; close(): Promise<void> };
+      const consumer = consumerApp.queue.consume(
+        'hang',
+        (_payload, job) => {
+          ran.push(job.id);
+        },
+        { maxIdleWait: 1_000 },
+      ) as unknown as { blockingConnectionsOpened: number; close(): Promise<void> };
       await sleep(200);
       proxy.freezeNextBlockingConnection();
       await waitFor(() => proxy.frozen === 1, 5_000, 'a blocking connection to be frozen');

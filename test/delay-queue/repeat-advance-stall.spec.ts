@@ -22,7 +22,8 @@ describe('a repeat whose claimer stalls between the claim and the advance', () =
   it('goes on with the other instance within a check interval, each tick once', async () => {
     const keyPrefix = uniquePrefix('ras');
     const runs: Array<{ instance: string; tick: number; attempt: number }> = [];
-    const handler = (instance: string) => (_payload: unknown, job: JobContext) => void runs.push({ instance, tick: Number(job.id.split('@')[1]), attempt: job.attempt });
+    const handler = (instance: string) => (_payload: unknown, job: JobContext) =>
+      void runs.push({ instance, tick: Number(job.id.split('@')[1]), attempt: job.attempt });
     const [a] = await instances.start(1, { keyPrefix, redis: stalled.url });
     a.queue.consume(TOPIC, handler('a'), { concurrency: 1, maxIdleWait: 1_000 });
     await a.queue.repeat(TOPIC, { every: EVERY });
@@ -54,7 +55,11 @@ describe('a repeat whose claimer stalls between the claim and the advance', () =
     expect(stalledTick).toBeDefined();
     b.queue.consume(TOPIC, handler('b'), { concurrency: 1, maxIdleWait: 1_000 });
     // Before: nothing ran until the stalled tick's visibility timeout (30 s) passed.
-    await waitFor(() => runs.some((run) => run.instance === 'b' && run.tick > stalledTick!) || undefined, 15_000, 'b to run a tick after the stalled one');
+    await waitFor(
+      () => runs.some((run) => run.instance === 'b' && run.tick > stalledTick!) || undefined,
+      15_000,
+      'b to run a tick after the stalled one',
+    );
     const ticks = runs.map((run) => run.tick);
     expect(ticks.filter((tick, i) => ticks.indexOf(tick) !== i)).toEqual([]);
   }, 60_000);

@@ -52,7 +52,11 @@ describe('repeat() with limit, startDate and endDate', () => {
     runs = [];
   });
 
-  async function app(keyPrefix?: string, providers: Parameters<typeof createDelayApp>[1] = [], url = testRedisUrl()): Promise<DelayTestApp> {
+  async function app(
+    keyPrefix?: string,
+    providers: Parameters<typeof createDelayApp>[1] = [],
+    url = testRedisUrl(),
+  ): Promise<DelayTestApp> {
     const created = await createDelayApp({ keyPrefix, redis: url }, providers);
     apps.push(created);
     return created;
@@ -69,7 +73,11 @@ describe('repeat() with limit, startDate and endDate', () => {
     );
   }
 
-  const ticksOf = (id: string) => runs.filter((run) => run.id === id).map((run) => run.tick).sort((a, b) => a - b);
+  const ticksOf = (id: string) =>
+    runs
+      .filter((run) => run.id === id)
+      .map((run) => run.tick)
+      .sort((a, b) => a - b);
   const check = (t: DelayTestApp) => t.app.get(RepeatScheduler).checkAll();
   const listed = async (queue: DelayQueueService, id: string) => (await queue.listRepeats(TOPIC)).find((info) => info.id === id);
 
@@ -142,55 +150,70 @@ describe('repeat() with limit, startDate and endDate', () => {
     const endDate = (await serverMs(redis)) - 1;
     await expect(t.queue.repeat(TOPIC, { every: 100 }, { id: 'past', endDate })).rejects.toThrow(InvalidOptionsError);
     await expect(t.queue.repeat(TOPIC, { every: 100 }, { id: 'past', endDate })).rejects.toThrow(/repeat\.endDate.*give a later endDate/);
-    await expect(t.queue.repeat(TOPIC, { every: 100 }, { id: 'past', startDate: 5_000, endDate: 4_000 })).rejects.toThrow(/repeat\.endDate.*not after startDate/);
+    await expect(t.queue.repeat(TOPIC, { every: 100 }, { id: 'past', startDate: 5_000, endDate: 4_000 })).rejects.toThrow(
+      /repeat\.endDate.*not after startDate/,
+    );
     expect(await t.queue.listRepeats(TOPIC)).toEqual([]);
     expect(await t.queue.stats(TOPIC)).toMatchObject({ scheduled: 0, schedules: 0 });
   });
 
-  it('keeps the runs count when repeat() changes the bounds: a higher limit runs the difference, a lower one finishes it; a removal starts over', async () => {
-    const t = await app();
-    await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 2 });
-    consume(t);
-    await finishedWith('grow', 2, [t]);
+  it(
+    'keeps the runs count when repeat() changes the bounds: a higher limit runs the difference, a lower ' +
+      'one finishes it; a removal starts over',
+    async () => {
+      const t = await app();
+      await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 2 });
+      consume(t);
+      await finishedWith('grow', 2, [t]);
 
-    const raised = await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 4 });
-    expect(raised).toMatchObject({ runs: 2, limit: 4 });
-    expect(raised.finished).toBeUndefined();
-    await finishedWith('grow', 4, [t]);
-    expect(new Set(ticksOf('grow')).size).toBe(4);
+      const raised = await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 4 });
+      expect(raised).toMatchObject({ runs: 2, limit: 4 });
+      expect(raised.finished).toBeUndefined();
+      await finishedWith('grow', 4, [t]);
+      expect(new Set(ticksOf('grow')).size).toBe(4);
 
-    // A limit below the runs so far: finished at once, nothing queued.
-    const lowered = await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 1 });
-    expect(lowered).toMatchObject({ runs: 4, limit: 1, finished: true });
-    expect(await t.queue.stats(TOPIC)).toMatchObject({ scheduled: 0, active: 0 });
+      // A limit below the runs so far: finished at once, nothing queued.
+      const lowered = await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 1 });
+      expect(lowered).toMatchObject({ runs: 4, limit: 1, finished: true });
+      expect(await t.queue.stats(TOPIC)).toMatchObject({ scheduled: 0, active: 0 });
 
-    // A waiting tick that repeat() replaces before any delivery is not counted.
-    await t.queue.repeat('bounded.far', { every: 60_000 }, { limit: 5 });
-    expect(await t.queue.repeat('bounded.far', { every: 30_000 }, { limit: 5 })).toMatchObject({ runs: 0 });
+      // A waiting tick that repeat() replaces before any delivery is not counted.
+      await t.queue.repeat('bounded.far', { every: 60_000 }, { limit: 5 });
+      expect(await t.queue.repeat('bounded.far', { every: 30_000 }, { limit: 5 })).toMatchObject({ runs: 0 });
 
-    expect(await t.queue.removeRepeat(TOPIC, 'grow')).toBe(true);
-    expect(await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 1 })).toMatchObject({ runs: 0, limit: 1 });
-    await finishedWith('grow', 1, [t]);
-    expect(new Set(ticksOf('grow')).size).toBe(5);
-  }, 60_000);
+      expect(await t.queue.removeRepeat(TOPIC, 'grow')).toBe(true);
+      expect(await t.queue.repeat(TOPIC, { every: 100 }, { id: 'grow', limit: 1 })).toMatchObject({ runs: 0, limit: 1 });
+      await finishedWith('grow', 1, [t]);
+      expect(new Set(ticksOf('grow')).size).toBe(5);
+    },
+    60_000,
+  );
 
-  it('@OnDelayed({ repeat: { limit } }) stays finished across a restart: the registration at bootstrap finds it and queues nothing', async () => {
-    onDelayedRuns.length = 0;
-    const keyPrefix = uniquePrefix('dq');
-    const first = await app(keyPrefix, [Countdown]);
-    await waitFor(async () => {
-      const [info] = await first.queue.listRepeats('bounded.decorated');
-      const stats = await first.queue.stats('bounded.decorated');
-      return onDelayedRuns.length >= 2 && info?.finished === true && stats.scheduled + stats.active === 0;
-    }, 20_000, 'two runs of the decorated schedule');
-    await first.close();
+  it(
+    '@OnDelayed({ repeat: { limit } }) stays finished across a restart: the registration at bootstrap ' + 'finds it and queues nothing',
+    async () => {
+      onDelayedRuns.length = 0;
+      const keyPrefix = uniquePrefix('dq');
+      const first = await app(keyPrefix, [Countdown]);
+      await waitFor(
+        async () => {
+          const [info] = await first.queue.listRepeats('bounded.decorated');
+          const stats = await first.queue.stats('bounded.decorated');
+          return onDelayedRuns.length >= 2 && info?.finished === true && stats.scheduled + stats.active === 0;
+        },
+        20_000,
+        'two runs of the decorated schedule',
+      );
+      await first.close();
 
-    const second = await app(keyPrefix, [Countdown]);
-    expect(await second.queue.listRepeats('bounded.decorated')).toMatchObject([{ runs: 2, limit: 2, finished: true }]);
-    await check(second);
-    expect(await second.queue.stats('bounded.decorated')).toMatchObject({ scheduled: 0, due: 0, active: 0, schedules: 1 });
-    expect(new Set(onDelayedRuns).size).toBe(2);
-  }, 60_000);
+      const second = await app(keyPrefix, [Countdown]);
+      expect(await second.queue.listRepeats('bounded.decorated')).toMatchObject([{ runs: 2, limit: 2, finished: true }]);
+      await check(second);
+      expect(await second.queue.stats('bounded.decorated')).toMatchObject({ scheduled: 0, due: 0, active: 0, schedules: 1 });
+      expect(new Set(onDelayedRuns).size).toBe(2);
+    },
+    60_000,
+  );
 
   it('carries the bounds through the transactional outbox: a committed repeat() with a limit runs exactly `limit` times', async () => {
     const db = new PGlite();
@@ -205,14 +228,20 @@ describe('repeat() with limit, startDate and endDate', () => {
     });
     try {
       const pending = await runInTransaction(() =>
-        db.transaction((tx) => current.run(tx, () => outboxed.queue.repeat('bounded.outbox', { every: 100 }, { limit: 3, endDate: Date.UTC(2099, 0, 1) }))),
+        db.transaction((tx) =>
+          current.run(tx, () => outboxed.queue.repeat('bounded.outbox', { every: 100 }, { limit: 3, endDate: Date.UTC(2099, 0, 1) })),
+        ),
       );
       expect(pending).toMatchObject({ pending: true, runs: 0, limit: 3, endDate: new Date(Date.UTC(2099, 0, 1)) });
-      await waitFor(async () => {
-        const [info] = await outboxed.queue.listRepeats('bounded.outbox');
-        const stats = await outboxed.queue.stats('bounded.outbox');
-        return info?.finished === true && delivered.length >= 3 && stats.scheduled + stats.active === 0;
-      }, 20_000, 'three runs of the outboxed schedule');
+      await waitFor(
+        async () => {
+          const [info] = await outboxed.queue.listRepeats('bounded.outbox');
+          const stats = await outboxed.queue.stats('bounded.outbox');
+          return info?.finished === true && delivered.length >= 3 && stats.scheduled + stats.active === 0;
+        },
+        20_000,
+        'three runs of the outboxed schedule',
+      );
       expect(await outboxed.queue.listRepeats('bounded.outbox')).toMatchObject([{ runs: 3, limit: 3, finished: true }]);
       expect(new Set(delivered.map((run) => run.id)).size).toBe(3);
     } finally {
@@ -232,35 +261,40 @@ describe('repeat() with limit, startDate and endDate', () => {
       server = undefined;
     });
 
-    it('does not restore a schedule with a limit (its runs were lost); restores one bounded by dates only; repeat() starts the limited one over', async () => {
-      server = await startLocalRedisServer({ args: [] });
-      clock = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
-      const t = await app(uniquePrefix('dq'), [], server.url);
-      t.app.get(RepeatScheduler).restoreAfterMissingMs = 0;
-      const endDate = (await serverMs(clock)) + 3_600_000;
-      await t.queue.repeat(TOPIC, { every: 150 }, { id: 'limited', limit: 1_000 });
-      await t.queue.repeat(TOPIC, { every: 150 }, { id: 'window', endDate });
-      consume(t, clock);
-      await waitFor(() => ticksOf('limited').length >= 2 && ticksOf('window').length >= 2, 20_000, 'two ticks of each');
-      // No consumer while the count is read after the restore: a claimed tick queues the next one and counts it.
-      await consumers.pop()!.close();
+    it(
+      'does not restore a schedule with a limit (its runs were lost); restores one bounded by dates only; ' +
+        'repeat() starts the limited one over',
+      async () => {
+        server = await startLocalRedisServer({ args: [] });
+        clock = new Redis(server.url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+        const t = await app(uniquePrefix('dq'), [], server.url);
+        t.app.get(RepeatScheduler).restoreAfterMissingMs = 0;
+        const endDate = (await serverMs(clock)) + 3_600_000;
+        await t.queue.repeat(TOPIC, { every: 150 }, { id: 'limited', limit: 1_000 });
+        await t.queue.repeat(TOPIC, { every: 150 }, { id: 'window', endDate });
+        consume(t, clock);
+        await waitFor(() => ticksOf('limited').length >= 2 && ticksOf('window').length >= 2, 20_000, 'two ticks of each');
+        // No consumer while the count is read after the restore: a claimed tick queues the next one and counts it.
+        await consumers.pop()!.close();
 
-      await server.restart({ signal: 'SIGKILL' });
-      const lostAt = await waitFor(() => serverMs(clock!).catch(() => false as const), 30_000, 'Redis to answer again');
-      // The first check finds both missing; the second restores what may be restored.
-      await check(t);
-      await check(t);
-      const after = await t.queue.listRepeats(TOPIC);
-      expect(after.map((info) => info.id)).toEqual(['window']);
-      expect(after[0]).toMatchObject({ runs: 0, endDate: new Date(endDate) });
-      consume(t, clock);
-      await waitFor(() => ticksOf('window').filter((tick) => tick > lostAt).length >= 2, 20_000, 'window ticking again');
-      await check(t);
-      expect((await t.queue.listRepeats(TOPIC)).map((info) => info.id)).toEqual(['window']);
-      expect(ticksOf('limited').filter((tick) => tick > lostAt)).toEqual([]);
+        await server.restart({ signal: 'SIGKILL' });
+        const lostAt = await waitFor(() => serverMs(clock!).catch(() => false as const), 30_000, 'Redis to answer again');
+        // The first check finds both missing; the second restores what may be restored.
+        await check(t);
+        await check(t);
+        const after = await t.queue.listRepeats(TOPIC);
+        expect(after.map((info) => info.id)).toEqual(['window']);
+        expect(after[0]).toMatchObject({ runs: 0, endDate: new Date(endDate) });
+        consume(t, clock);
+        await waitFor(() => ticksOf('window').filter((tick) => tick > lostAt).length >= 2, 20_000, 'window ticking again');
+        await check(t);
+        expect((await t.queue.listRepeats(TOPIC)).map((info) => info.id)).toEqual(['window']);
+        expect(ticksOf('limited').filter((tick) => tick > lostAt)).toEqual([]);
 
-      // The application's own repeat() after the loss stores it as new: its count starts over.
-      expect(await t.queue.repeat(TOPIC, { every: 150 }, { id: 'limited', limit: 1_000 })).toMatchObject({ runs: 0, limit: 1_000 });
-    }, 90_000);
+        // The application's own repeat() after the loss stores it as new: its count starts over.
+        expect(await t.queue.repeat(TOPIC, { every: 150 }, { id: 'limited', limit: 1_000 })).toMatchObject({ runs: 0, limit: 1_000 });
+      },
+      90_000,
+    );
   });
 });

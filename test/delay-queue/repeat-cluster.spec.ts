@@ -34,34 +34,38 @@ describe('repeat() on a Redis Cluster', () => {
     return app.get(DelayQueueService);
   }
 
-  it.each([1, 3])('runs every tick of several schedules exactly once over two instances (%i shard(s))', async (shards) => {
-    const keyPrefix = uniqueClusterPrefix('rep');
-    const queues = [await queueOn(keyPrefix, shards), await queueOn(keyPrefix, shards)];
-    const runs = new Map<string, number>();
-    for (const queue of queues) {
-      for (const id of SCHEDULES) await queue.repeat('cluster.tick', { every: EVERY }, { id });
-    }
-    for (const queue of queues) {
-      consumers.push(
-        queue.consume('cluster.tick', (_payload, job) => {
-          runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
-        }),
-      );
-    }
-    await waitFor(() => runs.size >= SCHEDULES.length * 5, 30_000, 'five ticks of every schedule');
-    await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
-    expect([...runs.values()].every((count) => count === 1)).toBe(true);
-    for (const id of SCHEDULES) {
-      const ticks = [...runs.keys()]
-        .map((jobId) => parseTickJobId(jobId)!)
-        .filter((tick) => tick.scheduleId === id)
-        .map((tick) => tick.tickMs)
-        .sort((x, y) => x - y);
-      expect(ticks.length).toBeGreaterThanOrEqual(2);
-      for (let i = 1; i < ticks.length; i++) expect(ticks[i] - ticks[i - 1]).toBe(EVERY);
-    }
-    expect((await queues[0].listRepeats('cluster.tick')).map((info) => info.id).sort()).toEqual(SCHEDULES);
-    for (const id of SCHEDULES) expect(await queues[1].removeRepeat('cluster.tick', id)).toBe(true);
-    expect(await queues[0].listRepeats('cluster.tick')).toEqual([]);
-  }, 90_000);
+  it.each([1, 3])(
+    'runs every tick of several schedules exactly once over two instances (%i shard(s))',
+    async (shards) => {
+      const keyPrefix = uniqueClusterPrefix('rep');
+      const queues = [await queueOn(keyPrefix, shards), await queueOn(keyPrefix, shards)];
+      const runs = new Map<string, number>();
+      for (const queue of queues) {
+        for (const id of SCHEDULES) await queue.repeat('cluster.tick', { every: EVERY }, { id });
+      }
+      for (const queue of queues) {
+        consumers.push(
+          queue.consume('cluster.tick', (_payload, job) => {
+            runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+          }),
+        );
+      }
+      await waitFor(() => runs.size >= SCHEDULES.length * 5, 30_000, 'five ticks of every schedule');
+      await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
+      expect([...runs.values()].every((count) => count === 1)).toBe(true);
+      for (const id of SCHEDULES) {
+        const ticks = [...runs.keys()]
+          .map((jobId) => parseTickJobId(jobId)!)
+          .filter((tick) => tick.scheduleId === id)
+          .map((tick) => tick.tickMs)
+          .sort((x, y) => x - y);
+        expect(ticks.length).toBeGreaterThanOrEqual(2);
+        for (let i = 1; i < ticks.length; i++) expect(ticks[i] - ticks[i - 1]).toBe(EVERY);
+      }
+      expect((await queues[0].listRepeats('cluster.tick')).map((info) => info.id).sort()).toEqual(SCHEDULES);
+      for (const id of SCHEDULES) expect(await queues[1].removeRepeat('cluster.tick', id)).toBe(true);
+      expect(await queues[0].listRepeats('cluster.tick')).toEqual([]);
+    },
+    90_000,
+  );
 });

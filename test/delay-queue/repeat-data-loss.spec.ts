@@ -81,7 +81,12 @@ describe('repeat() after Redis lost its data', () => {
    * Each of `live` runs every tick from its first one after the loss to four more, each tick once
    * (no Redis fault meanwhile); no tick of `removed` after `removedAt` (server ms) ran.
    */
-  async function expectEachTickOnce(live: readonly string[], removed: readonly string[], lostAt: number, removedAt = lostAt): Promise<void> {
+  async function expectEachTickOnce(
+    live: readonly string[],
+    removed: readonly string[],
+    lostAt: number,
+    removedAt = lostAt,
+  ): Promise<void> {
     for (const id of live) {
       await waitFor(() => ticksOf(id).filter((tick) => tick > lostAt).length >= 5, 60_000, `five ticks of ${id} after the loss`);
     }
@@ -97,7 +102,8 @@ describe('repeat() after Redis lost its data', () => {
     // No fault hits a running tick after the loss: each tick once, as its first attempt.
     const twice = [...byTick].filter(([key, attempts]) => attempts.length > 1 && Number(key.split('@')[1]) > lostAt);
     expect(twice).toEqual([]);
-    for (const id of removed) expect({ id, ranAfterRemoval: ticksOf(id).filter((tick) => tick > removedAt) }).toEqual({ id, ranAfterRemoval: [] });
+    for (const id of removed)
+      expect({ id, ranAfterRemoval: ticksOf(id).filter((tick) => tick > removedAt) }).toEqual({ id, ranAfterRemoval: [] });
   }
 
   it('every schedule comes back, whichever instance checks first; a removal racing the restore stays removed; each tick once', async () => {
@@ -134,68 +140,87 @@ describe('repeat() after Redis lost its data', () => {
     await expectEachTickOnce(['a', 'b', 'c'], [], lostAt);
   }, 120_000);
 
-  it('a removal made just before the loss stays removed, though the instance that defined the schedule had not checked since (periodic checks only)', async () => {
-    const a = await instance(['x', 'k'], false);
-    const b = await instance([], false);
-    await waitFor(() => ['x', 'k'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
-    expect(await b.queue.removeRepeat(TOPIC, 'x')).toBe(true);
-    const removedAt = await own.now();
-    // Redis loses its data before a's next check: the removal's record goes with it. b, which made
-    // the removal, records it again at its next check; a restores only what was not removed.
-    const lostAt = await loseEverything();
-    await waitFor(async () => (await ids(a).catch((): string[] => [])).includes('k') || false, 40_000, 'k stored again by the periodic check');
-    for (const app of [a, b, a]) await check(app);
-    expect(await ids(a)).toEqual(['k']);
-    await expectEachTickOnce(['k'], ['x'], lostAt, removedAt);
-  }, 120_000);
+  it(
+    'a removal made just before the loss stays removed, though the instance that defined the schedule ' +
+      'had not checked since (periodic checks only)',
+    async () => {
+      const a = await instance(['x', 'k'], false);
+      const b = await instance([], false);
+      await waitFor(() => ['x', 'k'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
+      expect(await b.queue.removeRepeat(TOPIC, 'x')).toBe(true);
+      const removedAt = await own.now();
+      // Redis loses its data before a's next check: the removal's record goes with it. b, which made
+      // the removal, records it again at its next check; a restores only what was not removed.
+      const lostAt = await loseEverything();
+      await waitFor(
+        async () => (await ids(a).catch((): string[] => [])).includes('k') || false,
+        40_000,
+        'k stored again by the periodic check',
+      );
+      for (const app of [a, b, a]) await check(app);
+      expect(await ids(a)).toEqual(['k']);
+      await expectEachTickOnce(['k'], ['x'], lostAt, removedAt);
+    },
+    120_000,
+  );
 
-  it('a restore by an instance that had not seen a removal is undone by the instance that removed it; a repeat() after the removal wins over it', async () => {
-    const stale = await instance(['x', 'y']);
-    const remover = await instance([]);
-    await waitFor(() => ['x', 'y'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
-    expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
-    expect(await remover.queue.removeRepeat(TOPIC, 'y')).toBe(true);
-    // Another instance defines y again after its removal.
-    const later = await instance(['y']);
-    const removedAt = await own.now();
+  it(
+    'a restore by an instance that had not seen a removal is undone by the instance that removed it; ' +
+      'a repeat() after the removal wins over it',
+    async () => {
+      const stale = await instance(['x', 'y']);
+      const remover = await instance([]);
+      await waitFor(() => ['x', 'y'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
+      expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
+      expect(await remover.queue.removeRepeat(TOPIC, 'y')).toBe(true);
+      // Another instance defines y again after its removal.
+      const later = await instance(['y']);
+      const removedAt = await own.now();
 
-    await loseEverything();
-    // The stale instance restores both before the remover checks (a remover that was slow).
-    for (const app of [stale, later, stale, later]) await check(app);
-    expect(await ids(stale)).toEqual(['x', 'y']);
-    // The remover's check records its removals again: x, known only from before its removal, goes;
-    // y, defined after the removal, stays.
-    await check(remover);
-    expect(await ids(remover)).toEqual(['y']);
-    for (const app of [stale, later, remover, stale]) await check(app);
-    expect(await ids(stale)).toEqual(['y']);
-    await waitFor(() => ticksOf('y').filter((tick) => tick > removedAt).length >= 3, 30_000, 'ticks of y after the loss');
-    // x's restored schedule may have ticked before the remover's check; none after it.
-    const undoneAt = await own.now();
-    await waitFor(() => ticksOf('y').filter((tick) => tick > undoneAt).length >= 3, 30_000, 'three more ticks of y');
-    expect(ticksOf('x').filter((tick) => tick > undoneAt)).toEqual([]);
-  }, 120_000);
+      await loseEverything();
+      // The stale instance restores both before the remover checks (a remover that was slow).
+      for (const app of [stale, later, stale, later]) await check(app);
+      expect(await ids(stale)).toEqual(['x', 'y']);
+      // The remover's check records its removals again: x, known only from before its removal, goes;
+      // y, defined after the removal, stays.
+      await check(remover);
+      expect(await ids(remover)).toEqual(['y']);
+      for (const app of [stale, later, remover, stale]) await check(app);
+      expect(await ids(stale)).toEqual(['y']);
+      await waitFor(() => ticksOf('y').filter((tick) => tick > removedAt).length >= 3, 30_000, 'ticks of y after the loss');
+      // x's restored schedule may have ticked before the remover's check; none after it.
+      const undoneAt = await own.now();
+      await waitFor(() => ticksOf('y').filter((tick) => tick > undoneAt).length >= 3, 30_000, 'three more ticks of y');
+      expect(ticksOf('x').filter((tick) => tick > undoneAt)).toEqual([]);
+    },
+    120_000,
+  );
 
-  it('after a rolling restart that follows the loss, the instances that defined a schedule restore it; a removal before the loss stays removed', async () => {
-    const a = await instance(['a', 'b', 'c']);
-    const gone = await instance(['a', 'x']);
-    await waitFor(() => ['a', 'b', 'c', 'x'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
-    expect(await a.queue.removeRepeat(TOPIC, 'x')).toBe(true);
-    await check(gone); // it sees the removal before the loss
+  it(
+    'after a rolling restart that follows the loss, the instances that defined a schedule restore it; ' +
+      'a removal before the loss stays removed',
+    async () => {
+      const a = await instance(['a', 'b', 'c']);
+      const gone = await instance(['a', 'x']);
+      await waitFor(() => ['a', 'b', 'c', 'x'].every((id) => ticksOf(id).length >= 2), 30_000, 'two ticks of every schedule');
+      expect(await a.queue.removeRepeat(TOPIC, 'x')).toBe(true);
+      await check(gone); // it sees the removal before the loss
 
-    const lostAt = await loseEverything();
-    // Rolling restart: the second instance is replaced by one that defines `a` only (its other
-    // schedules were made at run time by a process that is gone); it starts before any check.
-    await retire(gone);
-    const fresh = await instance(['a']);
-    for (const app of [fresh, a, fresh, a]) await check(app);
-    expect(await ids(fresh)).toEqual(['a', 'b', 'c']);
-    // And the first instance restarts too: its successor defines the same schedules at start.
-    const successor = await instance(['a', 'b', 'c']);
-    await retire(a);
-    await check(successor);
-    await check(fresh);
-    expect(await ids(successor)).toEqual(['a', 'b', 'c']);
-    await expectEachTickOnce(['a', 'b', 'c'], ['x'], lostAt);
-  }, 120_000);
+      const lostAt = await loseEverything();
+      // Rolling restart: the second instance is replaced by one that defines `a` only (its other
+      // schedules were made at run time by a process that is gone); it starts before any check.
+      await retire(gone);
+      const fresh = await instance(['a']);
+      for (const app of [fresh, a, fresh, a]) await check(app);
+      expect(await ids(fresh)).toEqual(['a', 'b', 'c']);
+      // And the first instance restarts too: its successor defines the same schedules at start.
+      const successor = await instance(['a', 'b', 'c']);
+      await retire(a);
+      await check(successor);
+      await check(fresh);
+      expect(await ids(successor)).toEqual(['a', 'b', 'c']);
+      await expectEachTickOnce(['a', 'b', 'c'], ['x'], lostAt);
+    },
+    120_000,
+  );
 });

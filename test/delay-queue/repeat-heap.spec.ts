@@ -88,7 +88,11 @@ describe('repeat(): the memory of an instance that checks schedules', () => {
     growth['after their removal (its own)'] = (await send('check')) - baseline;
     expect((await queue.listRepeats(TOPIC)).map((info) => info.id)).toEqual(['own']);
 
-    console.log(`Heap growth of the checking instance over ${(baseline / MB).toFixed(1)} MB:\n${Object.entries(growth).map(([what, bytes]) => `  ${what}: ${(bytes / MB).toFixed(1)} MB`).join('\n')}`);
+    console.log(
+      `Heap growth of the checking instance over ${(baseline / MB).toFixed(1)} MB:\n${Object.entries(growth)
+        .map(([what, bytes]) => `  ${what}: ${(bytes / MB).toFixed(1)} MB`)
+        .join('\n')}`,
+    );
     const over = Object.entries(growth).filter(([, bytes]) => bytes >= MARGIN);
     expect(over.map(([what, bytes]) => `${what}: +${(bytes / MB).toFixed(1)} MB`)).toEqual([]);
   }, 300_000);

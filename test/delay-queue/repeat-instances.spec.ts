@@ -18,7 +18,11 @@ interface Instance {
   readonly exited: Promise<unknown>;
 }
 
-async function startInstances(keyPrefix: string, count: number, options: { visibilityTimeout: number; shards?: number }): Promise<Instance[]> {
+async function startInstances(
+  keyPrefix: string,
+  count: number,
+  options: { visibilityTimeout: number; shards?: number },
+): Promise<Instance[]> {
   const instances = Array.from({ length: count }, (_, i) => {
     const name = `i${i}`;
     const child = spawnFixture('repeat-instance.ts', [
@@ -79,18 +83,22 @@ describe('repeat() across three processes', () => {
   it.each([
     ['a plain topic', 1],
     ['a sharded topic (4 shards)', 4],
-  ])('enqueues and runs every tick exactly once on %s', async (_label, shards) => {
-    const keyPrefix = uniquePrefix('rep');
-    instances = await startInstances(keyPrefix, 3, { visibilityTimeout: 10_000, shards });
-    await waitFor(async () => (await doneByTick(redis, keyPrefix)).length >= 15, 60_000, '15 ticks');
-    await stop(instances, 'SIGTERM');
-    const done = await doneByTick(redis, keyPrefix);
-    expect(window(done).filter(([, runs]) => runs !== 1)).toEqual([]);
-    const started = await redis.lrange(`${keyPrefix}:started`, 0, -1);
-    // One delivery per tick (no redelivery without a crash), spread over the instances.
-    expect(started).toHaveLength(done.length);
-    expect(new Set(started.map((line) => line.split(':')[0])).size).toBe(done.length);
-  }, 120_000);
+  ])(
+    'enqueues and runs every tick exactly once on %s',
+    async (_label, shards) => {
+      const keyPrefix = uniquePrefix('rep');
+      instances = await startInstances(keyPrefix, 3, { visibilityTimeout: 10_000, shards });
+      await waitFor(async () => (await doneByTick(redis, keyPrefix)).length >= 15, 60_000, '15 ticks');
+      await stop(instances, 'SIGTERM');
+      const done = await doneByTick(redis, keyPrefix);
+      expect(window(done).filter(([, runs]) => runs !== 1)).toEqual([]);
+      const started = await redis.lrange(`${keyPrefix}:started`, 0, -1);
+      // One delivery per tick (no redelivery without a crash), spread over the instances.
+      expect(started).toHaveLength(done.length);
+      expect(new Set(started.map((line) => line.split(':')[0])).size).toBe(done.length);
+    },
+    120_000,
+  );
 
   it('redelivers the tick of a SIGKILLed handler: one successful run per tick, and the ticks after it go on', async () => {
     const keyPrefix = uniquePrefix('rep');

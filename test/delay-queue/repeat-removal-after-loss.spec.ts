@@ -74,7 +74,8 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
         await definer.queue.repeat(TOPIC, { every: 60_000 }, { id });
       }
       await loseEverything();
-      const sequence = order === 'remover first' ? [remover, definer, definer, remover, definer] : [definer, definer, remover, definer, remover];
+      const sequence =
+        order === 'remover first' ? [remover, definer, definer, remover, definer] : [definer, definer, remover, definer, remover];
       for (const app of sequence) await check(app);
       expect(await ids(definer)).toEqual([...names].sort());
     },
@@ -122,7 +123,11 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     let bringBack!: () => void;
     const restarted = own.server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
     await waitFor(
-      () => app.queue.repeat(TOPIC, { every: 250 }, { id: 'x' }).then(() => false as const, () => true),
+      () =>
+        app.queue.repeat(TOPIC, { every: 250 }, { id: 'x' }).then(
+          () => false as const,
+          () => true,
+        ),
       30_000,
       'repeat() to be rejected while Redis is down',
     );
@@ -195,48 +200,66 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     return names.flatMap((name, i) => orders([...names.slice(0, i), ...names.slice(i + 1)]).map((rest) => [name, ...rest]));
   }
 
-  it.each(cases)('%s, in every order of checks', async (_name, names, setup, expected) => {
-    const outcomes: string[] = [];
-    for (const order of orders(names)) {
-      const byName: Record<string, DelayTestApp> = {};
-      for (const name of names) byName[name] = await instance();
-      await setup(byName);
-      await loseEverything();
-      // Each instance checks twice in this order (the second restores), then everyone twice more.
-      for (let round = 0; round < 4; round++) for (const name of order) await check(byName[name]);
-      outcomes.push(`${order.join(',')}: ${JSON.stringify(await ids(byName[names[0]]))}`);
-      await Promise.all(Object.values(byName).map((app) => app.close()));
-      own.apps.splice(0);
-    }
-    expect(outcomes).toEqual(orders(names).map((order) => `${order.join(',')}: ${JSON.stringify(expected)}`));
-  }, 120_000);
+  it.each(cases)(
+    '%s, in every order of checks',
+    async (_name, names, setup, expected) => {
+      const outcomes: string[] = [];
+      for (const order of orders(names)) {
+        const byName: Record<string, DelayTestApp> = {};
+        for (const name of names) byName[name] = await instance();
+        await setup(byName);
+        await loseEverything();
+        // Each instance checks twice in this order (the second restores), then everyone twice more.
+        for (let round = 0; round < 4; round++) for (const name of order) await check(byName[name]);
+        outcomes.push(`${order.join(',')}: ${JSON.stringify(await ids(byName[names[0]]))}`);
+        await Promise.all(Object.values(byName).map((app) => app.close()));
+        own.apps.splice(0);
+      }
+      expect(outcomes).toEqual(orders(names).map((order) => `${order.join(',')}: ${JSON.stringify(expected)}`));
+    },
+    120_000,
+  );
 
-  it('checks while Redis is down settle without an unhandled rejection; once it is back the removals are recorded again (451, over several batches)', async () => {
-    const rejections: unknown[] = [];
-    const onRejection = (error: unknown) => rejections.push(error);
-    process.on('unhandledRejection', onRejection);
-    try {
-      const definer = await instance();
-      const remover = await instance();
-      await definer.queue.repeat(TOPIC, { every: 250 }, { id: 'x' });
-      for (let i = 0; i < 450; i++) await remover.queue.removeRepeat(TOPIC, `gone${i}`);
-      await remover.queue.removeRepeat(TOPIC, 'x');
-      let bringBack!: () => void;
-      const restarted = own.server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
-      await waitFor(() => own.now().then(() => false, () => true), 30_000, 'Redis to be down');
-      const results = await Promise.allSettled([check(remover), check(definer), check(definer)]);
-      expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
-      bringBack();
-      await restarted;
-      for (const app of [remover, definer]) await waitFor(async () => (await ids(app)) && true, 30_000, 'the instances to reach Redis again', { retryErrors: true });
-      for (const app of [remover, definer, definer]) await check(app);
-      expect(await ids(definer)).toEqual([]);
-      expect((await zsetMembers(':repeat-removed')).length).toBe(451);
-      expect(rejections).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onRejection);
-    }
-  }, 90_000);
+  it(
+    'checks while Redis is down settle without an unhandled rejection; once it is back the removals ' +
+      'are recorded again (451, over several batches)',
+    async () => {
+      const rejections: unknown[] = [];
+      const onRejection = (error: unknown) => rejections.push(error);
+      process.on('unhandledRejection', onRejection);
+      try {
+        const definer = await instance();
+        const remover = await instance();
+        await definer.queue.repeat(TOPIC, { every: 250 }, { id: 'x' });
+        for (let i = 0; i < 450; i++) await remover.queue.removeRepeat(TOPIC, `gone${i}`);
+        await remover.queue.removeRepeat(TOPIC, 'x');
+        let bringBack!: () => void;
+        const restarted = own.server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
+        await waitFor(
+          () =>
+            own.now().then(
+              () => false,
+              () => true,
+            ),
+          30_000,
+          'Redis to be down',
+        );
+        const results = await Promise.allSettled([check(remover), check(definer), check(definer)]);
+        expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+        bringBack();
+        await restarted;
+        for (const app of [remover, definer])
+          await waitFor(async () => (await ids(app)) && true, 30_000, 'the instances to reach Redis again', { retryErrors: true });
+        for (const app of [remover, definer, definer]) await check(app);
+        expect(await ids(definer)).toEqual([]);
+        expect((await zsetMembers(':repeat-removed')).length).toBe(451);
+        expect(rejections).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onRejection);
+      }
+    },
+    90_000,
+  );
 
   it('repeat() racing removeRepeat() leaves no definition time behind for a schedule that is not stored', async () => {
     const remover = await instance();
@@ -277,10 +300,13 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
 
       await loseEverything();
       // Unread, the older instance may restore its definition first; the newer one's later definition replaces it.
-      const sequence = first === 'the older instance first' ? [older, older, newer, newer, older, newer] : [newer, newer, older, older, newer, older];
+      const sequence =
+        first === 'the older instance first' ? [older, older, newer, newer, older, newer] : [newer, newer, older, older, newer, older];
       await reachAgain(sequence);
       for (const app of sequence) await check(app);
-      expect((await newer.queue.listRepeats(TOPIC)).map((s) => ({ id: s.id, schedule: s.schedule }))).toEqual([{ id: 'x', schedule: { every: 30_000 } }]);
+      expect((await newer.queue.listRepeats(TOPIC)).map((s) => ({ id: s.id, schedule: s.schedule }))).toEqual([
+        { id: 'x', schedule: { every: 30_000 } },
+      ]);
     },
     60_000,
   );
@@ -303,21 +329,25 @@ describe('repeat() and removeRepeat() across instances, then Redis loses its dat
     expect(await ids(definer)).toEqual(['back']);
   }, 60_000);
 
-  it('an instance that saw a removal does not restore the schedule after a loss, also when the remover was replaced by a new process', async () => {
-    const definer = await instance();
-    const remover = await instance();
-    await definer.queue.repeat(TOPIC, { every: 60_000 }, { id: 'x' });
-    await check(definer);
-    expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
-    await check(definer); // finds it missing with its removal recorded
-    await remover.close();
-    own.apps.splice(own.apps.indexOf(remover), 1);
+  it(
+    'an instance that saw a removal does not restore the schedule after a loss, also when the remover ' + 'was replaced by a new process',
+    async () => {
+      const definer = await instance();
+      const remover = await instance();
+      await definer.queue.repeat(TOPIC, { every: 60_000 }, { id: 'x' });
+      await check(definer);
+      expect(await remover.queue.removeRepeat(TOPIC, 'x')).toBe(true);
+      await check(definer); // finds it missing with its removal recorded
+      await remover.close();
+      own.apps.splice(own.apps.indexOf(remover), 1);
 
-    await loseEverything();
-    const newRemover = await instance(); // knows nothing of the removal
-    const sequence = [definer, definer, newRemover, definer];
-    await reachAgain(sequence);
-    for (const app of sequence) await check(app);
-    expect(await ids(definer)).toEqual([]);
-  }, 60_000);
+      await loseEverything();
+      const newRemover = await instance(); // knows nothing of the removal
+      const sequence = [definer, definer, newRemover, definer];
+      await reachAgain(sequence);
+      for (const app of sequence) await check(app);
+      expect(await ids(definer)).toEqual([]);
+    },
+    60_000,
+  );
 });

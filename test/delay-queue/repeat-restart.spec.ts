@@ -52,8 +52,10 @@ function breaches(deliveries: readonly Delivery[], allow: Allowances = {}): stri
     const attempts = list.map((delivery) => delivery.attempt).sort((a, b) => a - b);
     if (new Set(attempts).size !== attempts.length) found.push(`tick ${tick} delivered twice as the same attempt: ${attempts.join(',')}`);
     // A tick claimed just before a crash, whose claim's reply was lost, is first delivered when taken back.
-    if (attempts[0] !== 1 && !allow.inFlight?.includes(tick)) found.push(`tick ${tick} never delivered as attempt 1: ${attempts.join(',')}`);
-    if (attempts.length > 1 && !allow.inFlight?.includes(tick)) found.push(`tick ${tick} redelivered (${attempts.join(',')}) without being in flight`);
+    if (attempts[0] !== 1 && !allow.inFlight?.includes(tick))
+      found.push(`tick ${tick} never delivered as attempt 1: ${attempts.join(',')}`);
+    if (attempts.length > 1 && !allow.inFlight?.includes(tick))
+      found.push(`tick ${tick} redelivered (${attempts.join(',')}) without being in flight`);
   }
   const ticks = [...byTick.keys()].sort((a, b) => a - b);
   for (let tick = ticks[0]; tick <= ticks[ticks.length - 1]; tick += EVERY) {
@@ -122,7 +124,11 @@ describe('repeat() across a restart of Redis', () => {
     await waitFor(() => missing().length === 0, 60_000, what).catch((error: unknown) => {
       // Which ticks, and what ran around them (tick, attempt, instance), to tell a late wake-up from a skipped tick.
       const around = deliveries.filter((d) => d.tick >= from - 4 * EVERY).map((d) => `${d.tick - from}#${d.attempt}@${d.instance}`);
-      throw new Error(`${(error as Error).message}; missing ticks (ms after ${from}): ${missing().map((t) => t - from).join(', ')}; ran: ${around.join(' ')}`);
+      throw new Error(
+        `${(error as Error).message}; missing ticks (ms after ${from}): ${missing()
+          .map((t) => t - from)
+          .join(', ')}; ran: ${around.join(' ')}`,
+      );
     });
     return deliveries.filter((delivery) => delivery.tick <= to);
   }
@@ -134,10 +140,14 @@ describe('repeat() across a restart of Redis', () => {
     const gate = deferred();
     holdNext = { gate };
     const held = await waitFor(() => holdNext?.tick ?? false, 15_000, 'a tick to be held in its handler');
-    const [info] = await waitFor(async () => {
-      const listed = await apps[0].queue.listRepeats(TOPIC);
-      return listed[0]?.nextRunAt.getTime() > held ? listed : false;
-    }, 15_000, 'the tick after the held one to be queued');
+    const [info] = await waitFor(
+      async () => {
+        const listed = await apps[0].queue.listRepeats(TOPIC);
+        return listed[0]?.nextRunAt.getTime() > held ? listed : false;
+      },
+      15_000,
+      'the tick after the held one to be queued',
+    );
     return { held, queued: info.nextRunAt.getTime(), gate };
   }
 
@@ -186,59 +196,76 @@ describe('repeat() across a restart of Redis', () => {
     120_000,
   );
 
-  it("with an append-only file and catchUp 'latest', an outage longer than the missed-tick threshold runs the latest missed tick, then goes on", async () => {
-    const downtimeMs = MISSED_TICK_AFTER_MS + 8 * EVERY;
-    await startInstances(['--appendonly', 'yes', '--appendfsync', 'always'], 'latest');
-    await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
-    const downSince = await own.now();
-    await own.server.restart({ signal: 'SIGTERM', downtimeMs });
-    const restartedAt = await own.answering();
-    const resumed = await waitFor(() => ticksRun(deliveries).find((tick) => tick > downSince + EVERY) ?? false, 60_000, 'a tick after the outage');
-    const checked = await settled(resumed, Math.max(resumed, onGrid(restartedAt)) + 4 * EVERY, 'four ticks after the restart');
-    await Promise.all(consumers.map((consumer) => consumer.close()));
+  it(
+    "with an append-only file and catchUp 'latest', an outage longer than the missed-tick threshold " +
+      'runs the latest missed tick, then goes on',
+    async () => {
+      const downtimeMs = MISSED_TICK_AFTER_MS + 8 * EVERY;
+      await startInstances(['--appendonly', 'yes', '--appendfsync', 'always'], 'latest');
+      await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
+      const downSince = await own.now();
+      await own.server.restart({ signal: 'SIGTERM', downtimeMs });
+      const restartedAt = await own.answering();
+      const resumed = await waitFor(
+        () => ticksRun(deliveries).find((tick) => tick > downSince + EVERY) ?? false,
+        60_000,
+        'a tick after the outage',
+      );
+      const checked = await settled(resumed, Math.max(resumed, onGrid(restartedAt)) + 4 * EVERY, 'four ticks after the restart');
+      await Promise.all(consumers.map((consumer) => consumer.close()));
 
-    // The tick queued when Redis stopped is at most one period ahead; every later one is computed
-    // after the outage. Redis was down from downSince to downSince + downtimeMs at least, so the
-    // ticks up to downtimeMs - MISSED_TICK_AFTER_MS after downSince were missed by then: 'latest'
-    // runs none of them, only the most recent tick past when a consumer got Redis back.
-    const ticks = ticksRun(checked);
-    expect(resumed).toBeGreaterThanOrEqual(downSince + downtimeMs - EVERY);
-    // Nothing else is missing: before the outage every tick ran, from the catch-up tick on every tick
-    // runs (the queued tick may run, or be replaced as stale by the periodic check, as documented).
-    // In flight around the outage, as in the test above: a tick running or awaiting its acknowledgement
-    // when Redis stopped, and ticks claimed around the reconnection; each may be delivered again as a
-    // later attempt (at-least-once), never twice as the same attempt.
-    const inFlight: number[] = [];
-    for (let tick = onGrid(downSince) - 2 * EVERY; tick <= onGrid(restartedAt) + 2 * EVERY; tick += EVERY) inFlight.push(tick);
-    expect(breaches(checked, { inFlight, mayBeMissing: (tick) => tick >= downSince - EVERY && tick < resumed })).toEqual([]);
-    expect(ticks.filter((tick) => tick > downSince + EVERY && tick < resumed)).toEqual([]);
-  }, 120_000);
+      // The tick queued when Redis stopped is at most one period ahead; every later one is computed
+      // after the outage. Redis was down from downSince to downSince + downtimeMs at least, so the
+      // ticks up to downtimeMs - MISSED_TICK_AFTER_MS after downSince were missed by then: 'latest'
+      // runs none of them, only the most recent tick past when a consumer got Redis back.
+      const ticks = ticksRun(checked);
+      expect(resumed).toBeGreaterThanOrEqual(downSince + downtimeMs - EVERY);
+      // Nothing else is missing: before the outage every tick ran, from the catch-up tick on every tick
+      // runs (the queued tick may run, or be replaced as stale by the periodic check, as documented).
+      // In flight around the outage, as in the test above: a tick running or awaiting its acknowledgement
+      // when Redis stopped, and ticks claimed around the reconnection; each may be delivered again as a
+      // later attempt (at-least-once), never twice as the same attempt.
+      const inFlight: number[] = [];
+      for (let tick = onGrid(downSince) - 2 * EVERY; tick <= onGrid(restartedAt) + 2 * EVERY; tick += EVERY) inFlight.push(tick);
+      expect(breaches(checked, { inFlight, mayBeMissing: (tick) => tick >= downSince - EVERY && tick < resumed })).toEqual([]);
+      expect(ticks.filter((tick) => tick > downSince + EVERY && tick < resumed)).toEqual([]);
+    },
+    120_000,
+  );
 
-  it('without persistence, the instances store the lost schedule again from their definitions: it resumes and no tick runs twice', async () => {
-    await startInstances([], 'latest');
-    await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
-    const { held, gate } = await holdATick();
-    await own.server.restart({ signal: 'SIGKILL', downtimeMs: 2 * EVERY });
-    const restartedAt = await own.answering();
-    gate.resolve();
-    // Everything is gone: the periodic check (every 5 s on each instance) finds the schedule missing
-    // with no removal recorded, and upserts it again.
-    const [restored] = await waitFor(async () => {
-      const listed = await apps[1].queue.listRepeats(TOPIC).catch(() => []);
-      return listed.length > 0 ? listed : false;
-    }, 30_000, 'the schedule to be stored again');
-    expect(restored).toMatchObject({ id: TOPIC, schedule: { every: EVERY }, catchUp: 'latest' });
-    expect(restored.nextRunAt.getTime()).toBeGreaterThan(restartedAt);
-    const firstRestored = restored.nextRunAt.getTime();
-    const checked = await settled(firstRestored, firstRestored + 4 * EVERY, 'five ticks after the restore');
-    await Promise.all(consumers.map((consumer) => consumer.close()));
+  it(
+    'without persistence, the instances store the lost schedule again from their definitions: it resumes ' + 'and no tick runs twice',
+    async () => {
+      await startInstances([], 'latest');
+      await waitFor(() => ticksRun(deliveries).length >= 3, 30_000, 'three ticks before the restart');
+      const { held, gate } = await holdATick();
+      await own.server.restart({ signal: 'SIGKILL', downtimeMs: 2 * EVERY });
+      const restartedAt = await own.answering();
+      gate.resolve();
+      // Everything is gone: the periodic check (every 5 s on each instance) finds the schedule missing
+      // with no removal recorded, and upserts it again.
+      const [restored] = await waitFor(
+        async () => {
+          const listed = await apps[1].queue.listRepeats(TOPIC).catch(() => []);
+          return listed.length > 0 ? listed : false;
+        },
+        30_000,
+        'the schedule to be stored again',
+      );
+      expect(restored).toMatchObject({ id: TOPIC, schedule: { every: EVERY }, catchUp: 'latest' });
+      expect(restored.nextRunAt.getTime()).toBeGreaterThan(restartedAt);
+      const firstRestored = restored.nextRunAt.getTime();
+      const checked = await settled(firstRestored, firstRestored + 4 * EVERY, 'five ticks after the restore');
+      await Promise.all(consumers.map((consumer) => consumer.close()));
 
-    // The ticks queued in the lost data do not run; the restored schedule starts after the server's
-    // now, so none that ran before the loss runs again.
-    expect(breaches(checked, { inFlight: [held], mayBeMissing: (tick) => tick > held && tick < firstRestored })).toEqual([]);
-    expect(checked.filter((delivery) => delivery.attempt > 1)).toEqual([]);
-    expect(await apps[2].queue.listRepeats(TOPIC)).toHaveLength(1);
-  }, 120_000);
+      // The ticks queued in the lost data do not run; the restored schedule starts after the server's
+      // now, so none that ran before the loss runs again.
+      expect(breaches(checked, { inFlight: [held], mayBeMissing: (tick) => tick > held && tick < firstRestored })).toEqual([]);
+      expect(checked.filter((delivery) => delivery.attempt > 1)).toEqual([]);
+      expect(await apps[2].queue.listRepeats(TOPIC)).toHaveLength(1);
+    },
+    120_000,
+  );
 
   it('a schedule removed by one instance is not stored again by the others that upserted it', async () => {
     await startInstances([], 'latest');

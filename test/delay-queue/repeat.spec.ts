@@ -107,7 +107,16 @@ describe('DelayQueueService.repeat', () => {
     await sleep(4 * EVERY);
     expect(ticks.length).toBeLessThanOrEqual(count + 1); // a tick already claimed when it was removed may finish
     expect(await t.queue.listRepeats('removed')).toEqual([]);
-    expect(await t.queue.stats('removed')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    expect(await t.queue.stats('removed')).toEqual({
+      scheduled: 0,
+      due: 0,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
   });
 
   it('refuses bad schedules and options before writing anything, naming the option', async () => {
@@ -208,8 +217,16 @@ describe('DelayQueueService.repeat', () => {
     const tick = info.nextRunAt.getTime();
     const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
     const args = {
-      scheduleId: 'twice', fingerprint: stored.slice(0, 40), expectedTick: tick, nextTick: String(tick + 60_000), tail,
-      dropStale: false, claimed: false, limit: '', startDate: '', endDate: '',
+      scheduleId: 'twice',
+      fingerprint: stored.slice(0, 40),
+      expectedTick: tick,
+      nextTick: String(tick + 60_000),
+      tail,
+      dropStale: false,
+      claimed: false,
+      limit: '',
+      startDate: '',
+      endDate: '',
     };
     expect(await advanceRepeatScript.call(redis, keys, args)).toBe('advanced');
     expect(await advanceRepeatScript.call(redis, keys, args)).toBe('unchanged');

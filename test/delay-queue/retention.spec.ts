@@ -24,7 +24,11 @@ describe('Retention: Redis memory stays bounded', () => {
       });
       for (let i = 0; i < 6; i++) {
         await t.queue.schedule('count', i, { id: `d${i}` });
-        await waitFor(async () => (await t.queue.get('count', `d${i}`))?.state === 'dead' || (await t.queue.get('count', `d${i}`)) === null, 5_000, `d${i} to die`);
+        await waitFor(
+          async () => (await t.queue.get('count', `d${i}`))?.state === 'dead' || (await t.queue.get('count', `d${i}`)) === null,
+          5_000,
+          `d${i} to die`,
+        );
       }
       await consumer.close();
       const dead = await t.queue.deadLetters('count');
@@ -38,9 +42,13 @@ describe('Retention: Redis memory stays bounded', () => {
   it('drops dead letters older than deadLetterMaxAge', async () => {
     const t = await createDelayApp({ delayQueue: { maxAttempts: 1, retention: { deadLetterMaxAge: 300 } } });
     try {
-      const consumer = t.queue.consume('age', () => {
-        throw new Error('fail');
-      }, { maxIdleWait: 200 });
+      const consumer = t.queue.consume(
+        'age',
+        () => {
+          throw new Error('fail');
+        },
+        { maxIdleWait: 200 },
+      );
       await t.queue.schedule('age', 1);
       await waitFor(async () => (await t.queue.stats('age')).dead === 1, 5_000, 'a dead letter');
       await sleep(400);

@@ -34,7 +34,10 @@ describe('De-duplication visible to the caller', () => {
     await queue.schedule('waiting', 'first', { id: 'w', delay: 60_000 });
     expect(await queue.scheduleWithResult('waiting', 'second', { id: 'w' })).toEqual({ id: 'w', status: 'existing' });
     expect((await queue.get('waiting', 'w'))?.payload).toBe('first');
-    expect(await queue.scheduleWithResult('waiting', 'third', { id: 'w', delay: 60_000, replace: true })).toEqual({ id: 'w', status: 'replaced' });
+    expect(await queue.scheduleWithResult('waiting', 'third', { id: 'w', delay: 60_000, replace: true })).toEqual({
+      id: 'w',
+      status: 'replaced',
+    });
     expect((await queue.get('waiting', 'w'))?.payload).toBe('third');
   });
 
@@ -66,9 +69,13 @@ describe('De-duplication visible to the caller', () => {
   });
 
   it('answers existing for a dead job, and created once it is gone', async () => {
-    const consumer = queue.consume('dead', () => {
-      throw new Error('buried on purpose');
-    }, { maxAttempts: 1 });
+    const consumer = queue.consume(
+      'dead',
+      () => {
+        throw new Error('buried on purpose');
+      },
+      { maxAttempts: 1 },
+    );
     await queue.schedule('dead', 'x', { id: 'd' });
     await waitFor(async () => (await queue.stats('dead')).dead === 1, 5_000, 'the dead letter');
     await consumer.close();
@@ -80,7 +87,10 @@ describe('De-duplication visible to the caller', () => {
 
   it('answers each job of a batch in order, across the shards of a sharded topic', async () => {
     const ids = Array.from({ length: 12 }, (_, i) => `s-${i}`);
-    await queue.scheduleMany('spread', ids.filter((_, i) => i % 3 !== 0).map((id) => ({ payload: 'old', id, delay: 60_000 })));
+    await queue.scheduleMany(
+      'spread',
+      ids.filter((_, i) => i % 3 !== 0).map((id) => ({ payload: 'old', id, delay: 60_000 })),
+    );
     const results = await queue.scheduleManyWithResult(
       'spread',
       ids.map((id, i) => ({ payload: 'new', id, delay: 60_000, replace: i % 3 === 2 })),
@@ -88,7 +98,12 @@ describe('De-duplication visible to the caller', () => {
     expect(results).toEqual(ids.map((id, i) => ({ id, status: ['created', 'existing', 'replaced'][i % 3] })));
     expect(await queue.scheduleManyWithResult('spread', [])).toEqual([]);
     // The same id twice in one batch: the second finds the first.
-    expect(await queue.scheduleManyWithResult('spread', [{ payload: 1, id: 'twice' }, { payload: 2, id: 'twice' }])).toEqual([
+    expect(
+      await queue.scheduleManyWithResult('spread', [
+        { payload: 1, id: 'twice' },
+        { payload: 2, id: 'twice' },
+      ]),
+    ).toEqual([
       { id: 'twice', status: 'created' },
       { id: 'twice', status: 'existing' },
     ]);
@@ -110,7 +125,11 @@ describe('De-duplication visible to the caller', () => {
       { id: 'kept', status: 'deferred' },
       { id: 'many', status: 'deferred' },
     ]);
-    await waitFor(async () => (await queue.get('tx', 'fresh')) !== null && (await queue.get('tx', 'many')) !== null, 5_000, 'the writes after the commit');
+    await waitFor(
+      async () => (await queue.get('tx', 'fresh')) !== null && (await queue.get('tx', 'many')) !== null,
+      5_000,
+      'the writes after the commit',
+    );
     expect((await queue.get('tx', 'kept'))?.payload).toBe('existing');
 
     await expect(

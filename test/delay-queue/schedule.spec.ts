@@ -38,7 +38,16 @@ describe('DelayQueueService: scheduling (no consumer running)', () => {
   it('treats a time in the past as due now', async () => {
     const id = await queue.schedule('past', 'x', { at: new Date(Date.now() - 60_000) });
     expect((await queue.get('past', id))?.state).toBe('due');
-    expect(await queue.stats('past')).toEqual({ scheduled: 0, due: 1, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    expect(await queue.stats('past')).toEqual({
+      scheduled: 0,
+      due: 1,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
   });
 
   describe('refuses, before writing anything', () => {
@@ -154,13 +163,27 @@ describe('DelayQueueService: scheduling (no consumer running)', () => {
   });
 
   it('counts jobs by state', async () => {
-    await queue.scheduleMany('stats', [
-      { payload: 1, delay: 60_000 },
-      { payload: 2, delay: 60_000 },
-      { payload: 3 },
-    ]);
-    expect(await queue.stats('stats')).toEqual({ scheduled: 2, due: 1, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
-    expect(await queue.stats('nothing-here')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    await queue.scheduleMany('stats', [{ payload: 1, delay: 60_000 }, { payload: 2, delay: 60_000 }, { payload: 3 }]);
+    expect(await queue.stats('stats')).toEqual({
+      scheduled: 2,
+      due: 1,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
+    expect(await queue.stats('nothing-here')).toEqual({
+      scheduled: 0,
+      due: 0,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
   });
 
   it('keeps a topic in one hash tag, so every script stays in one cluster slot', async () => {

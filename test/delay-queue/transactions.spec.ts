@@ -32,7 +32,16 @@ describe('DelayQueueService inside a transaction', () => {
       }),
     ).rejects.toThrow('business rule failed');
     expect(await t.queue.get('tx.rollback', 'r1')).toBeNull();
-    expect(await t.queue.stats('tx.rollback')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+    expect(await t.queue.stats('tx.rollback')).toEqual({
+      scheduled: 0,
+      due: 0,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
   });
 
   it('still validates at the call, inside the transaction', async () => {

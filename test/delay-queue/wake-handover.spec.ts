@@ -42,9 +42,13 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
     const other = await createDelayApp({ keyPrefix: t.keyPrefix });
     apps.push(other);
     const consume = (name: string, on: DelayQueueService) => {
-      const consumer = on.consume('handover', (_payload, job) => {
-        runs.push({ by: name, lateness: Date.now() - job.scheduledAt.getTime() });
-      }, { maxIdleWait: IDLE });
+      const consumer = on.consume(
+        'handover',
+        (_payload, job) => {
+          runs.push({ by: name, lateness: Date.now() - job.scheduledAt.getTime() });
+        },
+        { maxIdleWait: IDLE },
+      );
       consumers.push(consumer);
       return consumer;
     };
@@ -75,9 +79,13 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
       await blockedOnMarker(1);
       const runs: Array<{ tick: number; lateness: number }> = [];
       consumers.push(
-        queue.consume(topic, (_payload, job) => {
-          runs.push({ tick: job.scheduledAt.getTime(), lateness: Date.now() - job.scheduledAt.getTime() });
-        }, { maxIdleWait: IDLE }),
+        queue.consume(
+          topic,
+          (_payload, job) => {
+            runs.push({ tick: job.scheduledAt.getTime(), lateness: Date.now() - job.scheduledAt.getTime() });
+          },
+          { maxIdleWait: IDLE },
+        ),
       );
       await waitFor(() => runs.length >= 2, 4 * every + 5_000, 'two ticks to run');
       // The fault fired: the marker of the second tick went to the thief, not to the consumer.

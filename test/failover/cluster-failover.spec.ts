@@ -145,7 +145,12 @@ describe('Redis Cluster failover', () => {
 
     await cluster.waitUntilHealthy(30_000);
     const healthyAfterMs = performance.now() - killedAt;
-    await waitFor(() => loadVictim.firstSuccessStartedAfter(killedAt) !== undefined, 30_000, 'an acquire on the failed-over slots', THROUGH_FAILOVER);
+    await waitFor(
+      () => loadVictim.firstSuccessStartedAfter(killedAt) !== undefined,
+      30_000,
+      'an acquire on the failed-over slots',
+      THROUGH_FAILOVER,
+    );
     const recoveryMs = loadVictim.firstSuccessStartedAfter(killedAt)! - killedAt;
     await releaseLong.catch(() => undefined);
     const long = await waitLong;
@@ -165,7 +170,12 @@ describe('Redis Cluster failover', () => {
     const restartAt = performance.now();
     await cluster.restartNode(victim);
     await cluster.waitUntilHealthy(30_000);
-    await waitFor(() => loadSync.firstSuccessStartedAfter(restartAt) !== undefined, 30_000, 'a syncReplicas acquire after the rejoin', THROUGH_FAILOVER);
+    await waitFor(
+      () => loadSync.firstSuccessStartedAfter(restartAt) !== undefined,
+      30_000,
+      'a syncReplicas acquire after the rejoin',
+      THROUGH_FAILOVER,
+    );
     const syncRecoveryAfterRejoinMs = loadSync.firstSuccessStartedAfter(restartAt)! - restartAt;
     const syncRecoveryAfterKillMs = loadSync.firstSuccessStartedAfter(killedAt)! - killedAt;
     await sleep(300);
@@ -192,11 +202,7 @@ describe('Redis Cluster failover', () => {
       loadGrants: ledger.grants,
       loadOverlaps: ledger.overlaps,
       loadFencedRejections: ledger.fencedRejections,
-      ...heldLockOutcomes(
-        killedAt,
-        { holder: heldLong, waiter: long },
-        { holder: heldShort, waiter: short, lostAt: shortLostAt },
-      ),
+      ...heldLockOutcomes(killedAt, { holder: heldLong, waiter: long }, { holder: heldShort, waiter: short, lostAt: shortLostAt }),
       jobsScheduled: ids.length,
       jobsHandled: ids.filter((id) => handled.has(id)).length,
       jobsHandledTwice: [...handled.values()].filter((n) => n > 1).length,
@@ -222,7 +228,11 @@ describe('Redis Cluster failover', () => {
     expect(ids.filter((id) => !handled.has(id))).toEqual([]);
     // While the new master had no replica, syncReplicas refused rather than hand out unconfirmed locks.
     expect(syncFailuresBeforeRejoin).toBeGreaterThan(0);
-    expect(loadSync.failures.filter((f) => f.at > killedAt).every((f) => f.code === 'LOCK_NOT_REPLICATED' || f.code.startsWith('REDIS') || f.code === 'LOCK_ACQUIRE_TIMEOUT')).toBe(true);
+    expect(
+      loadSync.failures
+        .filter((f) => f.at > killedAt)
+        .every((f) => f.code === 'LOCK_NOT_REPLICATED' || f.code.startsWith('REDIS') || f.code === 'LOCK_ACQUIRE_TIMEOUT'),
+    ).toBe(true);
     await Promise.all([long.handle?.release(), short.handle?.release(), heldShort.release()].map((p) => p?.catch(() => undefined)));
     await refreshSlots();
   }, 90_000);

@@ -22,7 +22,9 @@ describe('Sentinel failover to a lagging replica: fencing tokens never go back',
     const keyPrefix = `sf-${randomBytes(3).toString('hex')}`;
     const keys = new RedisKeySpace(keyPrefix);
     for (let i = 0; i < 2; i++) {
-      apps.push(await createFailoverApp({ redis: { ...topology.redisOptions }, keyPrefix, lock: { leaseTime: 5_000, waitTimeout: 10_000 } }));
+      apps.push(
+        await createFailoverApp({ redis: { ...topology.redisOptions }, keyPrefix, lock: { leaseTime: 5_000, waitTimeout: 10_000 } }),
+      );
     }
     const [a, b] = apps.slice(-2).map((app) => app.get(LockService));
     const history = new FenceHistory();
@@ -101,9 +103,12 @@ describe('Sentinel failover to a lagging replica: fencing tokens never go back',
       }
     }
     const after = history.grants.filter((g) => g.phase === 'after failover');
-    const notAbove = after.filter((g) => g.token <= lastBefore(g.key)).map((g) => `${g.label}: ${g.key} ${g.token} <= ${lastBefore(g.key)}`);
+    const notAbove = after
+      .filter((g) => g.token <= lastBefore(g.key))
+      .map((g) => `${g.label}: ${g.key} ${g.token} <= ${lastBefore(g.key)}`);
     console.log(
-      `Sentinel failover to a lagging replica: ${before.length} tokens before (${before.filter((g) => g.phase === 'primary only').length} ` +
+      `Sentinel failover to a lagging replica: ${before.length} tokens before (` +
+        `${before.filter((g) => g.phase === 'primary only').length} ` +
         `never replicated), ${after.length} after; tokens after not above every earlier one of their key: ${notAbove.length}`,
     );
     expect(notAbove).toEqual([]);

@@ -132,7 +132,12 @@ describe('Sentinel failover: the asynchronous-replication window, with and witho
         (handle) => ({ handle }),
         (error: unknown) => ({ error }),
       );
-      await waitFor(async () => Number(/blocked_clients:(\d+)/.exec(await topology.clientTo(primary.port).info('clients'))?.[1]) > 0, 5_000, 'WAIT to block', THROUGH_FAILOVER);
+      await waitFor(
+        async () => Number(/blocked_clients:(\d+)/.exec(await topology.clientTo(primary.port).info('clients'))?.[1]) > 0,
+        5_000,
+        'WAIT to block',
+        THROUGH_FAILOVER,
+      );
     } finally {
       killed = await topology.killPrimary();
       for (const r of replicas) topology.resume(r.port);

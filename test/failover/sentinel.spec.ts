@@ -17,7 +17,14 @@ import { sleep, waitFor } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { WAITING_MARK } from '../../lib/lock/protocols/lua-snippets.js';
 import {
-  heldLockOutcomes, createFailoverApp, GrantLedger, LockLoad, rounded, settleWait, THROUGH_FAILOVER } from './support/failover-harness.js';
+  heldLockOutcomes,
+  createFailoverApp,
+  GrantLedger,
+  LockLoad,
+  rounded,
+  settleWait,
+  THROUGH_FAILOVER,
+} from './support/failover-harness.js';
 import { useSentinelTopology } from './support/use-sentinel-topology.js';
 
 @Injectable()
@@ -82,7 +89,9 @@ describe('Redis Sentinel', () => {
   it('names the sentinels, not localhost:6379, when it cannot reach Redis through them', async () => {
     const dead = await findFreePort();
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: { sentinels: [{ host: '127.0.0.1', port: dead }], name: 'nomaster' }, connectTimeout: 1_000 })],
+      imports: [
+        RedisLockModule.forRoot({ redis: { sentinels: [{ host: '127.0.0.1', port: dead }], name: 'nomaster' }, connectTimeout: 1_000 }),
+      ],
     }).compile();
     moduleRef.useLogger(false);
     const error = await moduleRef.init().then(
@@ -213,7 +222,9 @@ describe('Redis Sentinel', () => {
     const short = await waitShort;
     const duringResults = await scheduledDuring;
     const duringIds = duringResults.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    await waitFor(() => [...ids, ...duringIds].every((id) => handled.has(id)), 20_000, 'every job handled', THROUGH_FAILOVER).catch(() => undefined);
+    await waitFor(() => [...ids, ...duringIds].every((id) => handled.has(id)), 20_000, 'every job handled', THROUGH_FAILOVER).catch(
+      () => undefined,
+    );
     await sleep(300);
     await load.stop();
     await Promise.all(consumers.map((k) => k.close()));
@@ -229,11 +240,7 @@ describe('Redis Sentinel', () => {
       loadOverlaps: ledger.overlaps,
       loadFencedRejections: ledger.fencedRejections,
       acquireFailuresDuringFailover: JSON.stringify(failuresByCode),
-      ...heldLockOutcomes(
-        killedAt,
-        { holder: heldLong, waiter: long },
-        { holder: heldShort, waiter: short, lostAt: shortLostAt },
-      ),
+      ...heldLockOutcomes(killedAt, { holder: heldLong, waiter: long }, { holder: heldShort, waiter: short, lostAt: shortLostAt }),
       jobsScheduledBefore: ids.length,
       jobsHandledOfThose: ids.filter((id) => handled.has(id)).length,
       jobsHandledTwice: [...handled.values()].filter((n) => n > 1).length,

@@ -25,7 +25,10 @@ describe('syncReplicas options', () => {
     [true, 'lock.syncReplicas'],
     [[1, 100], 'lock.syncReplicas'],
   ])('rejects %j naming %s', (value, option) => {
-    expectInvalidOption(thrownBy(() => config(value)), option);
+    expectInvalidOption(
+      thrownBy(() => config(value)),
+      option,
+    );
   });
 
   it('checks the timeout against the lease it will run under', () => {

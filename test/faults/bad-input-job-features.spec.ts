@@ -7,7 +7,8 @@ import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejectio
 
 failOnUnhandledRejections();
 
-/** Every option of groups, rate limits, kept jobs, bounded repeats and pause: with a wrong type or value fails with a typed error naming it, and writes nothing. */
+/** Every option of groups, rate limits, kept jobs, bounded repeats and pause: with a wrong type or value fails with a typed error naming
+ * it, and writes nothing. */
 describe('Bad input to groups, rateLimit, keepCompleted, bounded repeats, progress and pause: a clear typed error, nothing written', () => {
   const apps: DelayTestApp[] = [];
   const redis = useRawRedis();
@@ -39,7 +40,12 @@ describe('Bad input to groups, rateLimit, keepCompleted, bounded repeats, progre
   });
 
   it('scheduleMany() with one bad group writes none of the jobs', async () => {
-    await expect(queue.scheduleMany('rv.bad.many', [{ payload: 1, group: 'ok' }, { payload: 2, group: 'has"quote' }])).rejects.toThrow(InvalidJobError);
+    await expect(
+      queue.scheduleMany('rv.bad.many', [
+        { payload: 1, group: 'ok' },
+        { payload: 2, group: 'has"quote' },
+      ]),
+    ).rejects.toThrow(InvalidJobError);
     expect((await redis.keys(`${keyPrefix}*rv.bad.many*`)).sort()).toEqual([]);
   });
 

@@ -112,10 +112,24 @@ describe('bad input to delayed jobs', () => {
       ['an empty string', '', ''],
       ['an empty array', [], []],
       ['an empty object', {}, {}],
-      ['numbers needing 17 digits (Lua would round them; the payload never passes through cjson)', [2 ** 53 + 2, 0.1 + 0.2, 1e308], [2 ** 53 + 2, 0.1 + 0.2, 1e308]],
+      [
+        'numbers needing 17 digits (Lua would round them; the payload never passes through cjson)',
+        [2 ** 53 + 2, 0.1 + 0.2, 1e308],
+        [2 ** 53 + 2, 0.1 + 0.2, 1e308],
+      ],
       ['unicode, a lone surrogate, newlines and braces', 'ünï 😀 \uD800 \r\n {tag}', 'ünï 😀 \uD800 \r\n {tag}'],
-      ['an object with an undefined property (left out, as JSON does: the handler reads undefined either way)', { a: undefined, b: 1 }, { b: 1 }],
-      ['a class instance (its own enumerable fields; the prototype is not stored)', new (class Order { id = 7; })(), { id: 7 }],
+      [
+        'an object with an undefined property (left out, as JSON does: the handler reads undefined either way)',
+        { a: undefined, b: 1 },
+        { b: 1 },
+      ],
+      [
+        'a class instance (its own enumerable fields; the prototype is not stored)',
+        new (class Order {
+          id = 7;
+        })(),
+        { id: 7 },
+      ],
       ['an object with a symbol-keyed property (not data: not stored, as JSON does)', { [Symbol('meta')]: 1, id: 8 }, { id: 8 }],
     ])('accepts %s and hands it back unchanged (or as documented)', async (_label, payload, expected) => {
       const id = await queue.schedule('ok.payload', payload, { delay: 60_000 });
@@ -137,10 +151,17 @@ describe('bad input to delayed jobs', () => {
       await wipe();
     });
 
-    it('refuses a 10 MB payload with the default limit (512 KiB), naming its size; a raised limit carries it (payload-limit.spec.ts)', async () => {
-      const payload = { blob: 'x'.repeat(10 * 1024 * 1024 - 20) + '😀 end' };
-      await expectRefused(() => queue.schedule('big.payload', payload), InvalidJobError, /`payload` is 10485759 bytes as JSON.*delayQueue\.maxPayloadBytes/);
-    });
+    it(
+      'refuses a 10 MB payload with the default limit (512 KiB), naming its size; a raised limit carries ' + 'it (payload-limit.spec.ts)',
+      async () => {
+        const payload = { blob: 'x'.repeat(10 * 1024 * 1024 - 20) + '😀 end' };
+        await expectRefused(
+          () => queue.schedule('big.payload', payload),
+          InvalidJobError,
+          /`payload` is 10485759 bytes as JSON.*delayQueue\.maxPayloadBytes/,
+        );
+      },
+    );
   });
 
   describe('topic names', () => {
@@ -376,42 +397,60 @@ describe('bad input to delayed jobs', () => {
       await server.stop();
     });
 
-    it('schedule and scheduleMany reject with RedisConnectionError while Redis is down; nothing is half-written, and it works again after', async () => {
-      const ran: number[] = [];
-      const consumer = downQueue.consume<number>('down', (n) => {
-        ran.push(n);
-      });
-      await downQueue.schedule('down', 0);
-      await waitFor(() => ran.length === 1, 5_000, 'the first job');
+    it(
+      'schedule and scheduleMany reject with RedisConnectionError while Redis is down; nothing is half-written, ' +
+        'and it works again after',
+      async () => {
+        const ran: number[] = [];
+        const consumer = downQueue.consume<number>('down', (n) => {
+          ran.push(n);
+        });
+        await downQueue.schedule('down', 0);
+        await waitFor(() => ran.length === 1, 5_000, 'the first job');
 
-      // Down until both calls have failed, however long a loaded machine takes to fail them.
-      let bringBack!: () => void;
-      const restarted = server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
-      await waitFor(() => server.process.signalCode !== null, 10_000, 'redis-server to be killed');
-      try {
-        const single = await outcome(() => downQueue.schedule('down', 1));
-        const many = await outcome(() => downQueue.scheduleMany('down', Array.from({ length: 1200 }, (_, i) => ({ payload: 100 + i }))));
-        for (const error of [single, many]) {
-          expect(error).toBeInstanceOf(RedisConnectionError);
-          expect((error as Error).message).toMatch(/Redis did not answer while trying to run scheduleJobs.*check that Redis is up/);
+        // Down until both calls have failed, however long a loaded machine takes to fail them.
+        let bringBack!: () => void;
+        const restarted = server.restart({ signal: 'SIGKILL', until: new Promise<void>((resolve) => (bringBack = resolve)) });
+        await waitFor(() => server.process.signalCode !== null, 10_000, 'redis-server to be killed');
+        try {
+          const single = await outcome(() => downQueue.schedule('down', 1));
+          const many = await outcome(() =>
+            downQueue.scheduleMany(
+              'down',
+              Array.from({ length: 1200 }, (_, i) => ({ payload: 100 + i })),
+            ),
+          );
+          for (const error of [single, many]) {
+            expect(error).toBeInstanceOf(RedisConnectionError);
+            expect((error as Error).message).toMatch(/Redis did not answer while trying to run scheduleJobs.*check that Redis is up/);
+          }
+        } finally {
+          bringBack();
         }
-      } finally {
-        bringBack();
-      }
-      await restarted;
+        await restarted;
 
-      // No AOF: the restarted server is empty. Nothing of the failed calls reached it.
-      await waitFor(
-        async () => ((await outcome(() => downQueue.stats('down'))) as { resolved?: unknown }).resolved !== undefined,
-        10_000,
-        'Redis to answer again',
-      );
-      expect(await downQueue.stats('down')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
-      await downQueue.schedule('down', 2);
-      await waitFor(() => ran.length === 2, 15_000, 'a job scheduled after the restart to run');
-      expect(ran).toEqual([0, 2]);
-      await consumer.close();
-    });
+        // No AOF: the restarted server is empty. Nothing of the failed calls reached it.
+        await waitFor(
+          async () => ((await outcome(() => downQueue.stats('down'))) as { resolved?: unknown }).resolved !== undefined,
+          10_000,
+          'Redis to answer again',
+        );
+        expect(await downQueue.stats('down')).toEqual({
+          scheduled: 0,
+          due: 0,
+          active: 0,
+          dead: 0,
+          schedules: 0,
+          paused: false,
+          grouped: 0,
+          busyGroups: 0,
+        });
+        await downQueue.schedule('down', 2);
+        await waitFor(() => ran.length === 2, 15_000, 'a job scheduled after the restart to run');
+        expect(ran).toEqual([0, 2]);
+        await consumer.close();
+      },
+    );
 
     it('schedule rejects with RedisCommandError explaining maxmemory when Redis is out of memory, and stores nothing', async () => {
       const admin = rawRedis(server.url);
@@ -422,7 +461,16 @@ describe('bad input to delayed jobs', () => {
         expect(error).toBeInstanceOf(RedisCommandError);
         expect((error as Error).message).toMatch(/out of memory.*maxmemory/);
         await admin.config('SET', 'maxmemory', '0');
-        expect(await downQueue.stats('oom')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+        expect(await downQueue.stats('oom')).toEqual({
+          scheduled: 0,
+          due: 0,
+          active: 0,
+          dead: 0,
+          schedules: 0,
+          paused: false,
+          grouped: 0,
+          busyGroups: 0,
+        });
       } finally {
         await admin.config('SET', 'maxmemory', '0');
         admin.disconnect();

@@ -81,7 +81,11 @@ describe('bad input to locks', () => {
     ['NaN waitTimeout', { waitTimeout: Number.NaN }, /`waitTimeout`.*NaN/],
     ['Infinity leaseTime', { leaseTime: Infinity }, /`leaseTime`.*Infinity/],
     ['leaseTime below 10 ms', { leaseTime: 1 }, /`leaseTime`/],
-    ['leaseTime past a year', { leaseTime: 366 * 86_400_000 }, /`leaseTime`: got 31622400000; use a number of milliseconds from 10 to 31536000000/],
+    [
+      'leaseTime past a year',
+      { leaseTime: 366 * 86_400_000 },
+      /`leaseTime`: got 31622400000; use a number of milliseconds from 10 to 31536000000/,
+    ],
     ['a string waitTimeout', { waitTimeout: '100' }, /`waitTimeout`.*string "100"/],
     ['a signal that is not an AbortSignal', { signal: { aborted: false } }, /`signal`/],
     ['fair as a string', { fair: 'yes' }, /`fair`/],
@@ -213,7 +217,10 @@ describe('bad input to locks', () => {
       try {
         await admin.config('SET', 'maxmemory-policy', 'noeviction');
         await admin.config('SET', 'maxmemory', '1');
-        const error = await oomApp.get(LockService).acquire('oom').catch((e: unknown) => e);
+        const error = await oomApp
+          .get(LockService)
+          .acquire('oom')
+          .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(RedisCommandError);
         expect((error as Error).message).toMatch(/out of memory.*maxmemory/);
         await admin.config('SET', 'maxmemory', '0');

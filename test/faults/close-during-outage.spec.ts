@@ -129,7 +129,13 @@ describe('app.close() during a Redis fault: never rejects, no unhandled rejectio
       // Within the unreachable bound: the calls wait in the client's offline queue for the reconnect.
       await waitFor(() => app.get(RedisConnection).client.status === 'reconnecting', 5_000, 'the client to wait for its reconnect');
       const queued = [handle.extend(30_000), app.get(DelayQueueService).stats('stress.jobs')].map((call) =>
-        Promise.race([call.then(() => 'resolved', (error: unknown) => error), sleep(10_000).then(() => 'pending')]),
+        Promise.race([
+          call.then(
+            () => 'resolved',
+            (error: unknown) => error,
+          ),
+          sleep(10_000).then(() => 'pending'),
+        ]),
       );
       await expect(app.close()).resolves.toBeUndefined();
       for (const outcome of await Promise.all(queued)) expect(outcome).toBeInstanceOf(RedisLockError);
@@ -138,95 +144,112 @@ describe('app.close() during a Redis fault: never rejects, no unhandled rejectio
     }
   }, 60_000);
 
-  it('over many random interleavings of fault and close()', async () => {
-    const seed = Number(process.env.CLOSE_STRESS_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    console.log(`close-during-outage seed: ${seed} (CLOSE_STRESS_SEED=${seed} replays it)`);
-    const random = prng(seed);
-    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
-    const faults: Fault[] = ['kill', 'restart', 'pause', 'none'];
-    const problems: string[] = [];
-    const closeTimes: Record<Fault, number[]> = { kill: [], restart: [], pause: [], none: [] };
-    const startedAt = performance.now();
-    let iterations = 0;
+  it(
+    'over many random interleavings of fault and close()',
+    async () => {
+      const seed = Number(process.env.CLOSE_STRESS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+      console.log(`close-during-outage seed: ${seed} (CLOSE_STRESS_SEED=${seed} replays it)`);
+      const random = prng(seed);
+      const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+      const faults: Fault[] = ['kill', 'restart', 'pause', 'none'];
+      const problems: string[] = [];
+      const closeTimes: Record<Fault, number[]> = { kill: [], restart: [], pause: [], none: [] };
+      const startedAt = performance.now();
+      let iterations = 0;
 
-    while (iterations < MAX_ITERATIONS && performance.now() - startedAt < BUDGET_MS) {
-      iterations++;
-      const fault = pick(faults);
-      const faultDelay = Math.floor(random() * 300);
-      const closeDelay = Math.floor(random() * 400);
-      const label = `#${iterations} ${fault} at ${faultDelay} ms, close at ${closeDelay} ms`;
-      const app = await build();
-      const locks = app.get(LockService);
-      const queue = app.get(DelayQueueService);
-      const calls: Array<[string, Promise<unknown>]> = [];
-      const track = (name: string, promise: Promise<unknown>) => {
-        promise.catch(() => undefined);
-        calls.push([name, promise]);
-      };
+      while (iterations < MAX_ITERATIONS && performance.now() - startedAt < BUDGET_MS) {
+        iterations++;
+        const fault = pick(faults);
+        const faultDelay = Math.floor(random() * 300);
+        const closeDelay = Math.floor(random() * 400);
+        const label = `#${iterations} ${fault} at ${faultDelay} ms, close at ${closeDelay} ms`;
+        const app = await build();
+        const locks = app.get(LockService);
+        const queue = app.get(DelayQueueService);
+        const calls: Array<[string, Promise<unknown>]> = [];
+        const track = (name: string, promise: Promise<unknown>) => {
+          promise.catch(() => undefined);
+          calls.push([name, promise]);
+        };
 
-      // The state the fault and the close find.
-      const watchdogged = await locks.acquire(`w${iterations}`);
-      const leased = await locks.acquire(`l${iterations}`, { leaseTime: 10_000 });
-      track('parked acquire', locks.acquire(`l${iterations}`, { waitTimeout: 2_000 }));
-      await queue.schedule('stress.jobs', { ms: 2_000 });
-      await queue.schedule('stress.jobs', { ms: 50 }, { delay: Math.floor(random() * 400) });
-      await queue.repeat('stress.repeat', { every: 1_000 });
-      const handler = app.get(StressHandler);
-      await waitFor(() => handler.started > 0, 10_000, 'a job to be in flight');
-      track('@OnOneInstance call', app.get(StressRunner).tick(Math.floor(random() * 600)));
+        // The state the fault and the close find.
+        const watchdogged = await locks.acquire(`w${iterations}`);
+        const leased = await locks.acquire(`l${iterations}`, { leaseTime: 10_000 });
+        track('parked acquire', locks.acquire(`l${iterations}`, { waitTimeout: 2_000 }));
+        await queue.schedule('stress.jobs', { ms: 2_000 });
+        await queue.schedule('stress.jobs', { ms: 50 }, { delay: Math.floor(random() * 400) });
+        await queue.repeat('stress.repeat', { every: 1_000 });
+        const handler = app.get(StressHandler);
+        await waitFor(() => handler.started > 0, 10_000, 'a job to be in flight');
+        track('@OnOneInstance call', app.get(StressRunner).tick(Math.floor(random() * 600)));
 
-      const faultDone = (async () => {
-        await sleep(faultDelay);
-        if (fault === 'kill') server.process.kill('SIGKILL');
-        if (fault === 'pause') server.process.kill('SIGSTOP');
-        if (fault === 'restart') await server.restart({ downtimeMs: Math.floor(random() * 300) });
-      })();
-      // Calls made around the fault, settling through it.
-      const callsAt = Math.floor(random() * 400);
-      const moreCalls = (async () => {
-        await sleep(callsAt);
-        track('acquire', locks.acquire(`c${iterations}`, { waitTimeout: 300 }));
-        track('extend', leased.extend(10_000));
-        track('release', watchdogged.release());
-        track('schedule', queue.schedule('stress.jobs', { ms: 10 }, { delay: 60_000 }));
-        track('stats', queue.stats('stress.jobs'));
-      })();
+        const faultDone = (async () => {
+          await sleep(faultDelay);
+          if (fault === 'kill') server.process.kill('SIGKILL');
+          if (fault === 'pause') server.process.kill('SIGSTOP');
+          if (fault === 'restart') await server.restart({ downtimeMs: Math.floor(random() * 300) });
+        })();
+        // Calls made around the fault, settling through it.
+        const callsAt = Math.floor(random() * 400);
+        const moreCalls = (async () => {
+          await sleep(callsAt);
+          track('acquire', locks.acquire(`c${iterations}`, { waitTimeout: 300 }));
+          track('extend', leased.extend(10_000));
+          track('release', watchdogged.release());
+          track('schedule', queue.schedule('stress.jobs', { ms: 10 }, { delay: 60_000 }));
+          track('stats', queue.stats('stress.jobs'));
+        })();
 
-      await sleep(closeDelay);
-      const closeStart = performance.now();
-      let closeError: unknown;
-      await app.close().catch((error: unknown) => (closeError = error));
-      const closeMs = Math.round(performance.now() - closeStart);
-      closeTimes[fault].push(closeMs);
-      if (closeError !== undefined) problems.push(`${label}: close() rejected: ${String(closeError)}`);
-      if (closeMs > CLOSE_BOUND_MS) problems.push(`${label}: close() took ${closeMs} ms`);
-      await faultDone;
-      await moreCalls;
+        await sleep(closeDelay);
+        const closeStart = performance.now();
+        let closeError: unknown;
+        await app.close().catch((error: unknown) => (closeError = error));
+        const closeMs = Math.round(performance.now() - closeStart);
+        closeTimes[fault].push(closeMs);
+        if (closeError !== undefined) problems.push(`${label}: close() rejected: ${String(closeError)}`);
+        if (closeMs > CLOSE_BOUND_MS) problems.push(`${label}: close() took ${closeMs} ms`);
+        await faultDone;
+        await moreCalls;
 
-      // Every call settles: within its own bound (waitTimeout 2 s at most), the bound on an unreachable Redis, or close().
-      const outcomes = await Promise.all(
-        calls.map(([, promise]) => Promise.race([promise.then(() => 'ok', (error: unknown) => error), sleep(10_000).then(() => 'pending')])),
-      );
-      outcomes.forEach((outcome, i) => {
-        const name = calls[i][0];
-        if (outcome === 'pending') problems.push(`${label}: ${name} never settled`);
-        else if (outcome !== 'ok' && !(outcome instanceof RedisLockError)) {
-          problems.push(`${label}: ${name} rejected with an untyped error: ${outcome instanceof Error ? `${outcome.name}: ${outcome.message}` : String(outcome)}`);
+        // Every call settles: within its own bound (waitTimeout 2 s at most), the bound on an unreachable Redis, or close().
+        const outcomes = await Promise.all(
+          calls.map(([, promise]) =>
+            Promise.race([
+              promise.then(
+                () => 'ok',
+                (error: unknown) => error,
+              ),
+              sleep(10_000).then(() => 'pending'),
+            ]),
+          ),
+        );
+        outcomes.forEach((outcome, i) => {
+          const name = calls[i][0];
+          if (outcome === 'pending') problems.push(`${label}: ${name} never settled`);
+          else if (outcome !== 'ok' && !(outcome instanceof RedisLockError)) {
+            problems.push(
+              `${label}: ${name} rejected with an untyped error: ` +
+                `${outcome instanceof Error ? `${outcome.name}: ${outcome.message}` : String(outcome)}`,
+            );
+          }
+        });
+        await heal(fault);
+        // Rejections left unobserved surface a turn later: give them that turn before the next iteration.
+        await sleep(50);
+        for (const reason of unhandled.reasons.splice(0)) {
+          problems.push(`${label}: unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
         }
-      });
-      await heal(fault);
-      // Rejections left unobserved surface a turn later: give them that turn before the next iteration.
-      await sleep(50);
-      for (const reason of unhandled.reasons.splice(0)) {
-        problems.push(`${label}: unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
       }
-    }
 
-    const summary = Object.entries(closeTimes)
-      .map(([fault, times]) => `${fault}: ${times.length} closes, max ${Math.max(0, ...times)} ms`)
-      .join('; ');
-    console.log(`close-during-outage: ${iterations} iterations in ${Math.round(performance.now() - startedAt)} ms (seed ${seed}); ${summary}`);
-    expect(problems).toEqual([]);
-    expect(iterations).toBeGreaterThanOrEqual(MIN_ITERATIONS);
-  }, BUDGET_MS + 120_000);
+      const summary = Object.entries(closeTimes)
+        .map(([fault, times]) => `${fault}: ${times.length} closes, max ${Math.max(0, ...times)} ms`)
+        .join('; ');
+      console.log(
+        `close-during-outage: ${iterations} iterations in ${Math.round(performance.now() - startedAt)} ms (seed ${seed}); ${summary}`,
+      );
+      expect(problems).toEqual([]);
+      expect(iterations).toBeGreaterThanOrEqual(MIN_ITERATIONS);
+    },
+    BUDGET_MS + 120_000,
+  );
 });

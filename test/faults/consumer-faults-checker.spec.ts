@@ -58,236 +58,337 @@ interface Planned {
   readonly record: Omit<ScheduledGroupJob, 'scheduledM'>;
 }
 
-describe('consumer faults: buffered jobs, stopped consumers, pauses, bursts, instances configured differently (randomized, checked)', () => {
-  const server = useLocalRedisServer();
-  const fleets = useProxiedWorkerFleet();
+describe(
+  'consumer faults: buffered jobs, stopped consumers, pauses, bursts, instances configured differently ' + '(randomized, checked)',
+  () => {
+    const server = useLocalRedisServer();
+    const fleets = useProxiedWorkerFleet();
 
-  it(
-    'hands back buffered jobs across short outages, aborts a resumed consumer’s signal, starts nothing while paused, and keeps completed jobs bounded',
-    async () => {
-      const random = seededRandom(SEED);
-      const between = (min: number, max: number) => Math.round(min + random() * (max - min));
-      const keyPrefix = uniquePrefix('cf');
-      const log = (line: string) => process.stdout.write(`[consumer-faults-checker seed ${SEED}] ${line}\n`);
+    it(
+      'hands back buffered jobs across short outages, aborts a resumed consumer’s signal, starts nothing ' +
+        'while paused, and keeps completed jobs bounded',
+      async () => {
+        const random = seededRandom(SEED);
+        const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+        const keyPrefix = uniquePrefix('cf');
+        const log = (line: string) => process.stdout.write(`[consumer-faults-checker seed ${SEED}] ${line}\n`);
 
-      // Instances configured differently.
-      const config = [0, 1, 2].map((slot) => ({
-        concurrency: slot === 2 ? 2 : between(1, slot === 0 ? 1 : 2),
-        visibility: slot === 2 ? SHORT_VISIBILITY : LONG_VISIBILITY,
-        keepCompleted: slot === 2 && random() < 0.5 ? undefined : between(5, 40),
-        burstConcurrency: between(50, 400),
-        burstKeep: between(20, 200),
-      }));
-      log(`instances ${JSON.stringify(config)}, ${ROUNDS} round(s) (replay: CONSUMER_FAULTS_SEED=${SEED})`);
-      const env = (slot: number) => ({
-        TOPIC,
-        CONCURRENCY: String(config[slot].concurrency),
-        VISIBILITY: String(config[slot].visibility),
-        SIGNAL_POLL: '1',
-        ...(config[slot].keepCompleted === undefined ? {} : { KEEP_COMPLETED: String(config[slot].keepCompleted) }),
-        BURST_TOPIC: BURST,
-        BURST_CONCURRENCY: String(config[slot].burstConcurrency),
-        BURST_KEEP_COMPLETED: String(config[slot].burstKeep),
-      });
-      const { workers, proxies, queue } = await fleets.start({ redis: server.url, keyPrefix, env });
+        // Instances configured differently.
+        const config = [0, 1, 2].map((slot) => ({
+          concurrency: slot === 2 ? 2 : between(1, slot === 0 ? 1 : 2),
+          visibility: slot === 2 ? SHORT_VISIBILITY : LONG_VISIBILITY,
+          keepCompleted: slot === 2 && random() < 0.5 ? undefined : between(5, 40),
+          burstConcurrency: between(50, 400),
+          burstKeep: between(20, 200),
+        }));
+        log(`instances ${JSON.stringify(config)}, ${ROUNDS} round(s) (replay: CONSUMER_FAULTS_SEED=${SEED})`);
+        const env = (slot: number) => ({
+          TOPIC,
+          CONCURRENCY: String(config[slot].concurrency),
+          VISIBILITY: String(config[slot].visibility),
+          SIGNAL_POLL: '1',
+          ...(config[slot].keepCompleted === undefined ? {} : { KEEP_COMPLETED: String(config[slot].keepCompleted) }),
+          BURST_TOPIC: BURST,
+          BURST_CONCURRENCY: String(config[slot].burstConcurrency),
+          BURST_KEEP_COMPLETED: String(config[slot].burstKeep),
+        });
+        const { workers, proxies, queue } = await fleets.start({ redis: server.url, keyPrefix, env });
 
-      const scheduled: ScheduledGroupJob[] = [];
-      const workOf = new Map<string, number>();
-      const schedule = async (jobs: readonly Planned[]) => {
-        const scheduledM = monotonicUs();
-        for (const { record, entry } of jobs) {
-          scheduled.push({ ...record, scheduledM });
-          workOf.set(record.job, entry.payload!.workMs);
-        }
-        await queue.scheduleMany(TOPIC, jobs.map((j) => j.entry));
-      };
-      const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
-      let dead = new Set<string>();
-      const deadSeenM = new Map<string, number>();
-      const settle = async (phase: string, timeoutMs: number) => {
-        const settled = async () => {
-          dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
-          for (const id of dead) if (!deadSeenM.has(id)) deadSeenM.set(id, monotonicUs());
-          const done = handled();
-          return scheduled.every((s) => done.has(s.job) || dead.has(s.job)) && matches(await queue.stats(TOPIC), QUIET) && workers.running === 0;
-        };
-        if (!(await holdsWithin(settled, timeoutMs, { every: 100 }))) {
-          const done = handled();
-          const left = scheduled.filter((s) => !done.has(s.job) && !dead.has(s.job)).map((s) => s.job);
-          throw new Error(`consumer-faults checker, seed ${SEED}: job-lost: phase ${phase}: not handled nor dead after ${timeoutMs} ms (or the topic not quiet): ${left.join(' ')}\n${JSON.stringify(await queue.stats(TOPIC))}`);
-        }
-      };
-
-      // Faults, recorded for the judge and the figures.
-      const outages: Array<{ slot: number; mode: OutageMode; ms: number; startM: number; endM?: number; longJob: string; claimedNotRunning: number }> = [];
-      const pauses: PauseWindow[] = [];
-      const keptSamples: Array<{ completed: number; atM: number }> = [];
-      const burstLost: string[] = [];
-      const lastEnd = new Map<number, { m: number; short: boolean }>();
-      const lastStart = new Map<number, { m: number; short: boolean }>();
-      workers.onEnd = (end, worker) => lastEnd.set(worker.pid, { m: end.m, short: (workOf.get(end.job) ?? 0) < 100 });
-
-      for (let round = 0; round < ROUNDS; round++) {
-        // --- A: outages shorter than the visibility timeout, with jobs in prefetch buffers.
-        // Mostly outages proper (refused, or silent then reset); a fifth stalls and heals (held bytes delivered).
-        const drawMode = (): OutageMode => {
-          const draw = random();
-          return draw < 0.5 ? 'cut' : draw < 0.8 ? 'blackhole-reset' : 'blackhole-heal';
-        };
-        const outagePlan = [0, 1].map(() => ({ mode: drawMode(), ms: between(14_000, 20_000) }));
-        const pendingOutages: Array<Promise<void>> = [];
-        const cutLink = (slot: number, longJob: string) => {
-          const plan = outagePlan.shift();
-          if (!plan) return;
-          const outage = { slot, ...plan, startM: monotonicUs(), endM: undefined as number | undefined, longJob, claimedNotRunning: -1 };
-          outages.push(outage);
-          const proxy = proxies[slot];
-          if (plan.mode === 'cut') proxy.cut();
-          else proxy.blackhole();
-          // Claimed jobs no handler runs (in some consumer's buffer, or on their way to it), for the figures.
-          const running = workers.running;
-          void queue.stats(TOPIC).then((stats) => (outage.claimedNotRunning = stats.active - running));
-          pendingOutages.push(
-            sleep(plan.ms).then(() => {
-              // The outage's length is the fault itself, not a timing assumption.
-              if (plan.mode === 'cut') proxy.restore();
-              else if (plan.mode === 'blackhole-reset') {
-                proxy.resetAll();
-                proxy.heal();
-              } else proxy.heal();
-              outage.endM = monotonicUs();
-            }),
+        const scheduled: ScheduledGroupJob[] = [];
+        const workOf = new Map<string, number>();
+        const schedule = async (jobs: readonly Planned[]) => {
+          const scheduledM = monotonicUs();
+          for (const { record, entry } of jobs) {
+            scheduled.push({ ...record, scheduledM });
+            workOf.set(record.job, entry.payload!.workMs);
+          }
+          await queue.scheduleMany(
+            TOPIC,
+            jobs.map((j) => j.entry),
           );
         };
-        workers.onStart = (start, worker) => {
-          const short = (workOf.get(start.job) ?? 0) < 100;
-          const previous = lastStart.get(worker.pid);
-          lastStart.set(worker.pid, { m: start.m, short });
-          if (worker.slot > 1 || short || !start.job.startsWith(`r${round}a`)) return;
-          if (outages.some((o) => o.slot === worker.slot && o.endM === undefined)) return;
-          // A long job started right after short ones: the claim that brought it prefetched others.
-          const end = lastEnd.get(worker.pid);
-          const afterShort = (end?.short && start.m - end.m < 200_000) || (previous?.short && start.m - previous.m < 200_000);
-          if (afterShort) cutLink(worker.slot, start.job);
+        const handled = () =>
+          new Set(
+            workers
+              .deliveries()
+              .filter((d) => d.outcome === 'ok')
+              .map((d) => d.job),
+          );
+        let dead = new Set<string>();
+        const deadSeenM = new Map<string, number>();
+        const settle = async (phase: string, timeoutMs: number) => {
+          const settled = async () => {
+            dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
+            for (const id of dead) if (!deadSeenM.has(id)) deadSeenM.set(id, monotonicUs());
+            const done = handled();
+            return (
+              scheduled.every((s) => done.has(s.job) || dead.has(s.job)) &&
+              matches(await queue.stats(TOPIC), QUIET) &&
+              workers.running === 0
+            );
+          };
+          if (!(await holdsWithin(settled, timeoutMs, { every: 100 }))) {
+            const done = handled();
+            const left = scheduled.filter((s) => !done.has(s.job) && !dead.has(s.job)).map((s) => s.job);
+            throw new Error(
+              `consumer-faults checker, seed ${SEED}: job-lost: phase ${phase}: not handled nor dead after ${timeoutMs} ` +
+                `ms (or the topic not quiet): ${left.join(' ')}\n${JSON.stringify(await queue.stats(TOPIC))}`,
+            );
+          }
         };
-        const phaseA = planGroups(random, between, { prefix: `r${round}a`, groups: 30, maxSize: 5, spreadMs: 300, longShare: 0.35, longMs: [300, 1_000], oneAttemptShare: 0.35, failOnceShare: 0.1 });
-        await schedule(phaseA);
-        const startsA = () => workers.starts.filter((s) => s.job.startsWith(`r${round}a`)).length;
-        // Every job started once, or both outages began.
-        await waitFor(() => outagePlan.length === 0 || startsA() >= phaseA.length, 60_000, 'phase A to start its jobs');
-        if (outagePlan.length > 0) {
-          // No long job came right after a short one on slots 0-1: cut a busy one anyway (counted apart).
-          const busy = [0, 1].map((slot) => workers.inSlot(slot)).find((w) => workers.busy(w));
-          cutLink(busy?.slot ?? 0, 'none');
+
+        // Faults, recorded for the judge and the figures.
+        const outages: Array<{
+          slot: number;
+          mode: OutageMode;
+          ms: number;
+          startM: number;
+          endM?: number;
+          longJob: string;
+          claimedNotRunning: number;
+        }> = [];
+        const pauses: PauseWindow[] = [];
+        const keptSamples: Array<{ completed: number; atM: number }> = [];
+        const burstLost: string[] = [];
+        const lastEnd = new Map<number, { m: number; short: boolean }>();
+        const lastStart = new Map<number, { m: number; short: boolean }>();
+        workers.onEnd = (end, worker) => lastEnd.set(worker.pid, { m: end.m, short: (workOf.get(end.job) ?? 0) < 100 });
+
+        for (let round = 0; round < ROUNDS; round++) {
+          // --- A: outages shorter than the visibility timeout, with jobs in prefetch buffers.
+          // Mostly outages proper (refused, or silent then reset); a fifth stalls and heals (held bytes delivered).
+          const drawMode = (): OutageMode => {
+            const draw = random();
+            return draw < 0.5 ? 'cut' : draw < 0.8 ? 'blackhole-reset' : 'blackhole-heal';
+          };
+          const outagePlan = [0, 1].map(() => ({ mode: drawMode(), ms: between(14_000, 20_000) }));
+          const pendingOutages: Array<Promise<void>> = [];
+          const cutLink = (slot: number, longJob: string) => {
+            const plan = outagePlan.shift();
+            if (!plan) return;
+            const outage = { slot, ...plan, startM: monotonicUs(), endM: undefined as number | undefined, longJob, claimedNotRunning: -1 };
+            outages.push(outage);
+            const proxy = proxies[slot];
+            if (plan.mode === 'cut') proxy.cut();
+            else proxy.blackhole();
+            // Claimed jobs no handler runs (in some consumer's buffer, or on their way to it), for the figures.
+            const running = workers.running;
+            void queue.stats(TOPIC).then((stats) => (outage.claimedNotRunning = stats.active - running));
+            pendingOutages.push(
+              sleep(plan.ms).then(() => {
+                // The outage's length is the fault itself, not a timing assumption.
+                if (plan.mode === 'cut') proxy.restore();
+                else if (plan.mode === 'blackhole-reset') {
+                  proxy.resetAll();
+                  proxy.heal();
+                } else proxy.heal();
+                outage.endM = monotonicUs();
+              }),
+            );
+          };
+          workers.onStart = (start, worker) => {
+            const short = (workOf.get(start.job) ?? 0) < 100;
+            const previous = lastStart.get(worker.pid);
+            lastStart.set(worker.pid, { m: start.m, short });
+            if (worker.slot > 1 || short || !start.job.startsWith(`r${round}a`)) return;
+            if (outages.some((o) => o.slot === worker.slot && o.endM === undefined)) return;
+            // A long job started right after short ones: the claim that brought it prefetched others.
+            const end = lastEnd.get(worker.pid);
+            const afterShort = (end?.short && start.m - end.m < 200_000) || (previous?.short && start.m - previous.m < 200_000);
+            if (afterShort) cutLink(worker.slot, start.job);
+          };
+          const phaseA = planGroups(random, between, {
+            prefix: `r${round}a`,
+            groups: 30,
+            maxSize: 5,
+            spreadMs: 300,
+            longShare: 0.35,
+            longMs: [300, 1_000],
+            oneAttemptShare: 0.35,
+            failOnceShare: 0.1,
+          });
+          await schedule(phaseA);
+          const startsA = () => workers.starts.filter((s) => s.job.startsWith(`r${round}a`)).length;
+          // Every job started once, or both outages began.
+          await waitFor(() => outagePlan.length === 0 || startsA() >= phaseA.length, 60_000, 'phase A to start its jobs');
+          if (outagePlan.length > 0) {
+            // No long job came right after a short one on slots 0-1: cut a busy one anyway (counted apart).
+            const busy = [0, 1].map((slot) => workers.inSlot(slot)).find((w) => workers.busy(w));
+            cutLink(busy?.slot ?? 0, 'none');
+          }
+          workers.onStart = undefined;
+          await Promise.all(pendingOutages);
+          await settle('A', LONG_VISIBILITY + 40_000);
+          log(
+            `round ${round}: A done, outages ` +
+              JSON.stringify(
+                outages.slice(-2).map(({ slot, mode, ms, longJob, claimedNotRunning }) => ({ slot, mode, ms, longJob, claimedNotRunning })),
+              ),
+          );
+
+          // --- B: slot 2 SIGSTOPped past its visibility timeout, twice, mid-job.
+          const phaseB = planGroups(random, between, {
+            prefix: `r${round}b`,
+            groups: 6,
+            minSize: 6,
+            maxSize: 10,
+            spreadMs: 1_500,
+            longShare: 1,
+            longMs: [150, 500],
+            oneAttemptShare: 0,
+            failOnceShare: 0,
+          });
+          const freezes = [between(2_600, 3_600), between(2_600, 3_600)];
+          await schedule(phaseB);
+          for (const ms of freezes) {
+            const target = workers.inSlot(2);
+            await waitFor(() => workers.busy(target), 30_000, 'slot 2 to run a handler');
+            await workers.freeze(target, ms);
+            // Let it run on again before the next stop: it starts a handler or the phase drains.
+            const starts = workers.starts.length;
+            await waitFor(() => workers.starts.length > starts || workers.running === 0, 30_000, 'the consumers to go on');
+          }
+          await settle('B', 60_000);
+          log(`round ${round}: B done, SIGSTOP ${freezes.join(' ms, ')} ms`);
+
+          // --- C: pause() while short jobs stream through prefetch buffers.
+          const phaseC = planGroups(random, between, {
+            prefix: `r${round}c`,
+            groups: 60,
+            maxSize: 4,
+            spreadMs: 0,
+            longShare: 0,
+            longMs: [0, 0],
+            oneAttemptShare: 0,
+            failOnceShare: 0,
+          });
+          const pauseAfter = between(3, 8);
+          const holdMs = between(800, 1_500);
+          await schedule(phaseC);
+          await waitFor(
+            () => workers.starts.filter((s) => s.job.startsWith(`r${round}c`)).length >= pauseAfter,
+            30_000,
+            'phase C to start jobs',
+          );
+          expect(await queue.pause(TOPIC)).toBe(true);
+          const resolvedM = monotonicUs();
+          const resolvedWallMs = Date.now();
+          const atPause = await queue.stats(TOPIC);
+          const dueAtPause = atPause.due + atPause.grouped;
+          await waitFor(() => workers.running === 0, 30_000, 'the running handlers to finish while paused');
+          await sleep(holdMs); // how long the topic stays paused: the fault's length
+          const resumeSentM = monotonicUs();
+          const resumeSentWallMs = Date.now();
+          pauses.push({ resolvedM, resolvedWallMs, resumeSentM, resumeSentWallMs });
+          await queue.resume(TOPIC);
+          await settle('C', 30_000);
+          log(
+            `round ${round}: C done, paused after ${pauseAfter} starts for ${holdMs} ms, ${dueAtPause} due or ` +
+              `waiting for their group at the pause`,
+          );
+
+          // --- D: a burst on the burst topic, completed jobs sampled.
+          const burst = between(3_000, 5_000);
+          const burstIds = Array.from({ length: burst }, (_, i) => ({ id: `r${round}d.${i}`, delay: 0, payload: {} }));
+          for (let i = 0; i < burstIds.length; i += 1_000) await queue.scheduleMany(BURST, burstIds.slice(i, i + 1_000));
+          const burstDone = await holdsWithin(
+            async () => {
+              const stats = await queue.stats(BURST);
+              keptSamples.push({ completed: stats.completed ?? 0, atM: monotonicUs() });
+              return stats.due + stats.active + stats.scheduled === 0 && burstIds.every((j) => workers.burstRuns.has(j.id));
+            },
+            60_000,
+            { every: 50 },
+          );
+          const notRun = burstIds.filter((j) => !workers.burstRuns.has(j.id)).map((j) => j.id);
+          if (!burstDone)
+            burstLost.push(
+              `burst-job-lost: round ${round}: ${notRun.length} of ${burst} burst jobs never ran within 60 s (or ` +
+                `the topic not quiet): ${notRun.slice(0, 10).join(' ')}`,
+            );
+          log(`round ${round}: D done, ${burst} jobs, completed right after: ${keptSamples.at(-1)!.completed}`);
         }
-        workers.onStart = undefined;
-        await Promise.all(pendingOutages);
-        await settle('A', LONG_VISIBILITY + 40_000);
-        log(`round ${round}: A done, outages ${JSON.stringify(outages.slice(-2).map(({ slot, mode, ms, longJob, claimedNotRunning }) => ({ slot, mode, ms, longJob, claimedNotRunning })))}`);
 
-        // --- B: slot 2 SIGSTOPped past its visibility timeout, twice, mid-job.
-        const phaseB = planGroups(random, between, { prefix: `r${round}b`, groups: 6, minSize: 6, maxSize: 10, spreadMs: 1_500, longShare: 1, longMs: [150, 500], oneAttemptShare: 0, failOnceShare: 0 });
-        const freezes = [between(2_600, 3_600), between(2_600, 3_600)];
-        await schedule(phaseB);
-        for (const ms of freezes) {
-          const target = workers.inSlot(2);
-          await waitFor(() => workers.busy(target), 30_000, 'slot 2 to run a handler');
-          await workers.freeze(target, ms);
-          // Let it run on again before the next stop: it starts a handler or the phase drains.
-          const starts = workers.starts.length;
-          await waitFor(() => workers.starts.length > starts || workers.running === 0, 30_000, 'the consumers to go on');
+        const mainCompleted = (await queue.stats(TOPIC)).completed ?? 0;
+        const deadReasons = new Map((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => [j.id, j.lastError]));
+        await workers.stop();
+
+        const { violations, figures } = checkGroupHistory({
+          scheduled,
+          deliveries: workers.deliveries(),
+          dead: new Set(deadReasons.keys()),
+          groupConcurrency: 1,
+          emptyRestarts: [],
+          consumerFaults: workers.frozen,
+          deadReasons,
+          pauses,
+          deadSeenM,
+        });
+        // kept-over-count: each instance trims to its own count, so never more than the largest.
+        const burstBound = Math.max(...config.map((c) => c.burstKeep));
+        const mainBound = Math.max(0, ...config.map((c) => c.keepCompleted ?? 0));
+        const over = keptSamples.filter((s) => s.completed > burstBound);
+        const keptViolations = [
+          ...(over.length > 0
+            ? [
+                `kept-over-count: stats('${BURST}').completed reached ${Math.max(...over.map((s) => s.completed))} ` +
+                  `(${over.length} of ${keptSamples.length} samples over), bound ${burstBound} (the largest keepCompleted.count); ` +
+                  `right after the last burst: ${keptSamples.at(-1)!.completed}`,
+              ]
+            : []),
+          ...(mainCompleted > mainBound
+            ? [`kept-over-count: stats('${TOPIC}').completed is ${mainCompleted} at the end, bound ${mainBound}`]
+            : []),
+          ...burstLost,
+        ];
+        const outageFigures = {
+          outages: outages.length,
+          triggeredByALongJob: outages.filter((o) => o.longJob !== 'none').length,
+          withClaimedJobsWaiting: outages.filter((o) => o.claimedNotRunning > 0).length,
+          modes: outages.map((o) => o.mode),
+        };
+        log(
+          'figures ' +
+            JSON.stringify({
+              ...figures,
+              ...outageFigures,
+              freezes: workers.frozen.length,
+              keptMax: Math.max(...keptSamples.map((s) => s.completed)),
+              burstBound,
+              mainCompleted,
+              mainBound,
+            }),
+        );
+        const byRule: Record<string, number> = {};
+        for (const rule of [...violations.map((v) => v.rule), ...keptViolations.map((v) => v.slice(0, v.indexOf(':')))])
+          byRule[rule] = (byRule[rule] ?? 0) + 1;
+        log(`violations by rule ${JSON.stringify(byRule)}`);
+        if (violations.length > 0 || keptViolations.length > 0 || workers.problems.length > 0) {
+          throw new Error(
+            `consumer-faults checker, seed ${SEED} (replay: ` +
+              `CONSUMER_FAULTS_SEED=${SEED}): ${violations.length + keptViolations.length} ` +
+              `violation(s), ${workers.problems.length} worker problem(s)\n` +
+              [
+                ...violations
+                  .slice(0, 20)
+                  .map((v) => `${v.rule}: ${v.message}\n  ${v.deliveries.map((d) => JSON.stringify(d)).join('\n  ')}`),
+                ...keptViolations,
+                ...workers.problems.slice(0, 5),
+              ].join('\n'),
+          );
         }
-        await settle('B', 60_000);
-        log(`round ${round}: B done, SIGSTOP ${freezes.join(' ms, ')} ms`);
-
-        // --- C: pause() while short jobs stream through prefetch buffers.
-        const phaseC = planGroups(random, between, { prefix: `r${round}c`, groups: 60, maxSize: 4, spreadMs: 0, longShare: 0, longMs: [0, 0], oneAttemptShare: 0, failOnceShare: 0 });
-        const pauseAfter = between(3, 8);
-        const holdMs = between(800, 1_500);
-        await schedule(phaseC);
-        await waitFor(() => workers.starts.filter((s) => s.job.startsWith(`r${round}c`)).length >= pauseAfter, 30_000, 'phase C to start jobs');
-        expect(await queue.pause(TOPIC)).toBe(true);
-        const resolvedM = monotonicUs();
-        const resolvedWallMs = Date.now();
-        const atPause = await queue.stats(TOPIC);
-        const dueAtPause = atPause.due + atPause.grouped;
-        await waitFor(() => workers.running === 0, 30_000, 'the running handlers to finish while paused');
-        await sleep(holdMs); // how long the topic stays paused: the fault's length
-        const resumeSentM = monotonicUs();
-        const resumeSentWallMs = Date.now();
-        pauses.push({ resolvedM, resolvedWallMs, resumeSentM, resumeSentWallMs });
-        await queue.resume(TOPIC);
-        await settle('C', 30_000);
-        log(`round ${round}: C done, paused after ${pauseAfter} starts for ${holdMs} ms, ${dueAtPause} due or waiting for their group at the pause`);
-
-        // --- D: a burst on the burst topic, completed jobs sampled.
-        const burst = between(3_000, 5_000);
-        const burstIds = Array.from({ length: burst }, (_, i) => ({ id: `r${round}d.${i}`, delay: 0, payload: {} }));
-        for (let i = 0; i < burstIds.length; i += 1_000) await queue.scheduleMany(BURST, burstIds.slice(i, i + 1_000));
-        const burstDone = await holdsWithin(
-          async () => {
-            const stats = await queue.stats(BURST);
-            keptSamples.push({ completed: stats.completed ?? 0, atM: monotonicUs() });
-            return stats.due + stats.active + stats.scheduled === 0 && burstIds.every((j) => workers.burstRuns.has(j.id));
-          },
-          60_000,
-          { every: 50 },
-        );
-        const notRun = burstIds.filter((j) => !workers.burstRuns.has(j.id)).map((j) => j.id);
-        if (!burstDone) burstLost.push(`burst-job-lost: round ${round}: ${notRun.length} of ${burst} burst jobs never ran within 60 s (or the topic not quiet): ${notRun.slice(0, 10).join(' ')}`);
-        log(`round ${round}: D done, ${burst} jobs, completed right after: ${keptSamples.at(-1)!.completed}`);
-      }
-
-      const mainCompleted = (await queue.stats(TOPIC)).completed ?? 0;
-      const deadReasons = new Map((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => [j.id, j.lastError]));
-      await workers.stop();
-
-      const { violations, figures } = checkGroupHistory({
-        scheduled,
-        deliveries: workers.deliveries(),
-        dead: new Set(deadReasons.keys()),
-        groupConcurrency: 1,
-        emptyRestarts: [],
-        consumerFaults: workers.frozen,
-        deadReasons,
-        pauses,
-        deadSeenM,
-      });
-      // kept-over-count: each instance trims to its own count, so never more than the largest.
-      const burstBound = Math.max(...config.map((c) => c.burstKeep));
-      const mainBound = Math.max(0, ...config.map((c) => c.keepCompleted ?? 0));
-      const over = keptSamples.filter((s) => s.completed > burstBound);
-      const keptViolations = [
-        ...(over.length > 0 ? [`kept-over-count: stats('${BURST}').completed reached ${Math.max(...over.map((s) => s.completed))} (${over.length} of ${keptSamples.length} samples over), bound ${burstBound} (the largest keepCompleted.count); right after the last burst: ${keptSamples.at(-1)!.completed}`] : []),
-        ...(mainCompleted > mainBound ? [`kept-over-count: stats('${TOPIC}').completed is ${mainCompleted} at the end, bound ${mainBound}`] : []),
-        ...burstLost,
-      ];
-      const outageFigures = { outages: outages.length, triggeredByALongJob: outages.filter((o) => o.longJob !== 'none').length, withClaimedJobsWaiting: outages.filter((o) => o.claimedNotRunning > 0).length, modes: outages.map((o) => o.mode) };
-      log(`figures ${JSON.stringify({ ...figures, ...outageFigures, freezes: workers.frozen.length, keptMax: Math.max(...keptSamples.map((s) => s.completed)), burstBound, mainCompleted, mainBound })}`);
-      const byRule: Record<string, number> = {};
-      for (const rule of [...violations.map((v) => v.rule), ...keptViolations.map((v) => v.slice(0, v.indexOf(':')))]) byRule[rule] = (byRule[rule] ?? 0) + 1;
-      log(`violations by rule ${JSON.stringify(byRule)}`);
-      if (violations.length > 0 || keptViolations.length > 0 || workers.problems.length > 0) {
-        throw new Error(
-          `consumer-faults checker, seed ${SEED} (replay: CONSUMER_FAULTS_SEED=${SEED}): ${violations.length + keptViolations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
-            [
-              ...violations.slice(0, 20).map((v) => `${v.rule}: ${v.message}\n  ${v.deliveries.map((d) => JSON.stringify(d)).join('\n  ')}`),
-              ...keptViolations,
-              ...workers.problems.slice(0, 5),
-            ].join('\n'),
-        );
-      }
-      // Not vacuous: the outages, stops and pauses happened where they matter.
-      expect(outages.length).toBe(2 * ROUNDS);
-      expect(outages.filter((o) => o.claimedNotRunning > 0).length).toBeGreaterThanOrEqual(1); // jobs claimed, not started, at a cut
-      expect(workers.frozen.length).toBe(2 * ROUNDS);
-      expect(figures.redeliveries).toBeGreaterThanOrEqual(1); // the stopped consumer's jobs went elsewhere
-      expect(figures.abortsRead).toBeGreaterThanOrEqual(1); // a resumed handler read its abort
-      expect(keptSamples.length).toBeGreaterThan(ROUNDS);
-    },
-    120_000 + ROUNDS * 120_000,
-  );
-});
+        // Not vacuous: the outages, stops and pauses happened where they matter.
+        expect(outages.length).toBe(2 * ROUNDS);
+        expect(outages.filter((o) => o.claimedNotRunning > 0).length).toBeGreaterThanOrEqual(1); // jobs claimed, not started, at a cut
+        expect(workers.frozen.length).toBe(2 * ROUNDS);
+        expect(figures.redeliveries).toBeGreaterThanOrEqual(1); // the stopped consumer's jobs went elsewhere
+        expect(figures.abortsRead).toBeGreaterThanOrEqual(1); // a resumed handler read its abort
+        expect(keptSamples.length).toBeGreaterThan(ROUNDS);
+      },
+      120_000 + ROUNDS * 120_000,
+    );
+  },
+);
 
 function matches(stats: object, expected: Record<string, number>): boolean {
   return Object.entries(expected).every(([key, value]) => (stats as Record<string, unknown>)[key] === value);
@@ -302,7 +403,17 @@ function matches(stats: object, expected: Record<string, number>): boolean {
 function planGroups(
   random: () => number,
   between: (min: number, max: number) => number,
-  o: { prefix: string; groups: number; minSize?: number; maxSize: number; spreadMs: number; longShare: number; longMs: [number, number]; oneAttemptShare: number; failOnceShare: number },
+  o: {
+    prefix: string;
+    groups: number;
+    minSize?: number;
+    maxSize: number;
+    spreadMs: number;
+    longShare: number;
+    longMs: [number, number];
+    oneAttemptShare: number;
+    failOnceShare: number;
+  },
 ): Planned[] {
   const base = Date.now() + 300;
   const perGroup: Planned[][] = [];
@@ -318,7 +429,13 @@ function planGroups(
       const failOnce = !oneAttempt && random() < o.failOnceShare;
       const id = `${group}.${seq}`;
       jobs.push({
-        entry: { id, group, at, payload: { workMs, ...(failOnce ? { fail: 'once' as const } : {}) }, ...(oneAttempt ? { maxAttempts: 1 } : {}) },
+        entry: {
+          id,
+          group,
+          at,
+          payload: { workMs, ...(failOnce ? { fail: 'once' as const } : {}) },
+          ...(oneAttempt ? { maxAttempts: 1 } : {}),
+        },
         record: { job: id, group, seq, failsAlways: false },
       });
     }

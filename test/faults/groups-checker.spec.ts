@@ -38,118 +38,161 @@ describe('job groups under faults (randomized, checked)', () => {
   const server = useLocalRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
   const fleets = useProxiedWorkerFleet();
 
-  it('runs the jobs of a group one at a time (or groupConcurrency at a time), in due order, and loses none, with consumers SIGKILLed, Redis restarted and replies lost', async () => {
-    const random = seededRandom(SEED);
-    const between = (min: number, max: number) => Math.round(min + random() * (max - min));
-    const groupConcurrency = random() < 0.7 ? 1 : 2;
-    const keyPrefix = uniquePrefix('gc');
-    const log = (line: string) => process.stdout.write(`[groups-checker seed ${SEED}] ${line}\n`);
-    log(`groupConcurrency ${groupConcurrency} (replay: GROUPS_CHECKER_SEED=${SEED})`);
+  it(
+    'runs the jobs of a group one at a time (or groupConcurrency at a time), in due order, and loses ' +
+      'none, with consumers SIGKILLed, Redis restarted and replies lost',
+    async () => {
+      const random = seededRandom(SEED);
+      const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+      const groupConcurrency = random() < 0.7 ? 1 : 2;
+      const keyPrefix = uniquePrefix('gc');
+      const log = (line: string) => process.stdout.write(`[groups-checker seed ${SEED}] ${line}\n`);
+      log(`groupConcurrency ${groupConcurrency} (replay: GROUPS_CHECKER_SEED=${SEED})`);
 
-    const waves = planGroupJobs(random, { groups: 30, maxSize: 10, waves: 3, spreadMs: 2_500, prefix: 'order:' });
-    const [finalWave] = planGroupJobs(random, { groups: 8, maxSize: 5, waves: 1, spreadMs: 1_000, prefix: 'late:' });
-    const env = () => ({
-      TOPIC,
-      CONCURRENCY: '4',
-      VISIBILITY: String(VISIBILITY),
-      GROUP_CONCURRENCY: String(groupConcurrency),
-    });
-    const { workers, proxies, queue } = await fleets.start({ redis: server.url, keyPrefix, env, producer: { connectTimeout: 0 } });
+      const waves = planGroupJobs(random, { groups: 30, maxSize: 10, waves: 3, spreadMs: 2_500, prefix: 'order:' });
+      const [finalWave] = planGroupJobs(random, { groups: 8, maxSize: 5, waves: 1, spreadMs: 1_000, prefix: 'late:' });
+      const env = () => ({
+        TOPIC,
+        CONCURRENCY: '4',
+        VISIBILITY: String(VISIBILITY),
+        GROUP_CONCURRENCY: String(groupConcurrency),
+      });
+      const { workers, proxies, queue } = await fleets.start({ redis: server.url, keyPrefix, env, producer: { connectTimeout: 0 } });
 
-    const scheduled: ScheduledGroupJob[] = [];
-    const lastAt = new Map<string, number>();
-    const scheduleWave = async (jobs: readonly PlannedJob[]) => {
-      const scheduledM = monotonicUs();
-      const entries = toScheduledJobs(jobs, Date.now() + 200, lastAt);
-      for (const job of jobs) scheduled.push({ job: job.id, group: job.group, seq: job.seq, scheduledM, failsAlways: job.fail === 'always' });
-      await scheduleSurely(queue, entries);
-    };
+      const scheduled: ScheduledGroupJob[] = [];
+      const lastAt = new Map<string, number>();
+      const scheduleWave = async (jobs: readonly PlannedJob[]) => {
+        const scheduledM = monotonicUs();
+        const entries = toScheduledJobs(jobs, Date.now() + 200, lastAt);
+        for (const job of jobs)
+          scheduled.push({ job: job.id, group: job.group, seq: job.seq, scheduledM, failsAlways: job.fail === 'always' });
+        await scheduleSurely(queue, entries);
+      };
 
-    const counts: Record<Fault, number> = { kill: 0, 'redis-sigterm': 0, 'redis-sigkill': 0, 'lost-reply': 0 };
-    const inject = async (fault: Fault) => {
-      if (fault === 'kill') {
-        // Mid-job when one is busy within a moment, so that the kill cuts a delivery.
-        const busy = await waitFor(() => workers.live.find((w) => workers.busy(w)), 3_000, 'a busy consumer').catch(() => undefined);
-        const victim = busy ?? workers.live[Math.floor(random() * workers.live.length)];
-        if (!victim) return;
-        workers.kill(victim);
-      } else if (fault === 'lost-reply') {
-        // Counted when it hits (the consumers may be idle now): armed until the jobs settled.
-        const proxy = proxies[Math.floor(random() * proxies.length)];
-        void proxy.loseReply((args) => ['evalsha', 'eval'].includes(args[0]?.toLowerCase()), between(1, 4)).then(() => counts[fault]++);
-        return;
-      } else {
-        await server.restart({ signal: fault === 'redis-sigterm' ? 'SIGTERM' : 'SIGKILL', downtimeMs: between(200, 800) });
+      const counts: Record<Fault, number> = { kill: 0, 'redis-sigterm': 0, 'redis-sigkill': 0, 'lost-reply': 0 };
+      const inject = async (fault: Fault) => {
+        if (fault === 'kill') {
+          // Mid-job when one is busy within a moment, so that the kill cuts a delivery.
+          const busy = await waitFor(() => workers.live.find((w) => workers.busy(w)), 3_000, 'a busy consumer').catch(() => undefined);
+          const victim = busy ?? workers.live[Math.floor(random() * workers.live.length)];
+          if (!victim) return;
+          workers.kill(victim);
+        } else if (fault === 'lost-reply') {
+          // Counted when it hits (the consumers may be idle now): armed until the jobs settled.
+          const proxy = proxies[Math.floor(random() * proxies.length)];
+          void proxy.loseReply((args) => ['evalsha', 'eval'].includes(args[0]?.toLowerCase()), between(1, 4)).then(() => counts[fault]++);
+          return;
+        } else {
+          await server.restart({ signal: fault === 'redis-sigterm' ? 'SIGTERM' : 'SIGKILL', downtimeMs: between(200, 800) });
+        }
+        counts[fault]++;
+      };
+
+      // The faulty phase: waves 2 and 3 are scheduled between faults, in a seeded order.
+      const faults = shuffle(random, [
+        'kill',
+        'kill',
+        'kill',
+        'kill',
+        'redis-sigterm',
+        'redis-sigkill',
+        'lost-reply',
+        'lost-reply',
+      ] as Fault[]);
+      await scheduleWave(waves[0]);
+      for (const [i, fault] of faults.entries()) {
+        await sleep(between(300, 900)); // pacing between faults, not a timing assumption
+        if (i === 2) await scheduleWave(waves[1]);
+        if (i === 5) await scheduleWave(waves[2]);
+        await inject(fault);
       }
-      counts[fault]++;
-    };
+      log(`faults ${JSON.stringify(counts)}; waiting for every job to be handled or dead`);
 
-    // The faulty phase: waves 2 and 3 are scheduled between faults, in a seeded order.
-    const faults = shuffle(random, ['kill', 'kill', 'kill', 'kill', 'redis-sigterm', 'redis-sigkill', 'lost-reply', 'lost-reply'] as Fault[]);
-    await scheduleWave(waves[0]);
-    for (const [i, fault] of faults.entries()) {
-      await sleep(between(300, 900)); // pacing between faults, not a timing assumption
-      if (i === 2) await scheduleWave(waves[1]);
-      if (i === 5) await scheduleWave(waves[2]);
-      await inject(fault);
-    }
-    log(`faults ${JSON.stringify(counts)}; waiting for every job to be handled or dead`);
+      const deadIds = async () => new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
+      const handledIds = () =>
+        new Set(
+          workers
+            .deliveries()
+            .filter((d) => d.outcome === 'ok')
+            .map((d) => d.job),
+        );
+      let dead = new Set<string>();
+      const settled = async () => {
+        dead = await deadIds();
+        const handled = handledIds();
+        return (
+          scheduled.every((s) => handled.has(s.job) || dead.has(s.job)) && matches(await queue.stats(TOPIC), QUIET) && workers.running === 0
+        );
+      };
+      if (!(await holdsWithin(settled, 60_000, { every: 100, retryErrors: true }))) {
+        const handled = handledIds();
+        const left = scheduled.filter((s) => !handled.has(s.job) && !dead.has(s.job)).map((s) => s.job);
+        throw new Error(
+          `groups checker, seed ${SEED}: job-lost: not handled nor dead 60 s after the faults (or the topic ` +
+            `not quiet): ${left.join(' ')}\n${JSON.stringify(await queue.stats(TOPIC))}`,
+        );
+      }
 
-    const deadIds = async () => new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
-    const handledIds = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
-    let dead = new Set<string>();
-    const settled = async () => {
-      dead = await deadIds();
-      const handled = handledIds();
-      return scheduled.every((s) => handled.has(s.job) || dead.has(s.job)) && matches(await queue.stats(TOPIC), QUIET) && workers.running === 0;
-    };
-    if (!(await holdsWithin(settled, 60_000, { every: 100, retryErrors: true }))) {
-      const handled = handledIds();
-      const left = scheduled.filter((s) => !handled.has(s.job) && !dead.has(s.job)).map((s) => s.job);
-      throw new Error(`groups checker, seed ${SEED}: job-lost: not handled nor dead 60 s after the faults (or the topic not quiet): ${left.join(' ')}\n${JSON.stringify(await queue.stats(TOPIC))}`);
-    }
+      for (const proxy of proxies) proxy.disarmLostReplies();
+      log(`faults ${JSON.stringify(counts)}`);
 
-    for (const proxy of proxies) proxy.disarmLostReplies();
-    log(`faults ${JSON.stringify(counts)}`);
-
-    // Redis restarted empty while the last wave runs: its jobs are lost, what ran is still judged.
-    await scheduleWave(finalWave);
-    const startsBefore = workers.starts.length;
-    await waitFor(() => workers.starts.length >= startsBefore + 3, 20_000, 'the last wave to start');
-    const emptyStartM = monotonicUs();
-    server.process.once('exit', () => {
-      rmSync(join(server.dir, 'appendonlydir'), { recursive: true, force: true });
-      rmSync(join(server.dir, 'dump.rdb'), { force: true });
-    });
-    await server.restart({ signal: 'SIGKILL', downtimeMs: between(200, 600) });
-    const emptyRestart = { startM: emptyStartM, endM: monotonicUs() };
-    await waitFor(async () => matches(await queue.stats(TOPIC), QUIET) && workers.running === 0, 30_000, 'the topic to be quiet after the empty restart', {
-      every: 100,
-      retryErrors: true,
-    });
-    await workers.stop();
-
-    // A SIGKILL can take claimed jobs with it (their attempt spent without a start): the only excuse for one.
-    const consumerFaults = [...workers.killedAt.values()].map((m) => ({ startM: m, endM: m }));
-    const { violations, figures } = checkGroupHistory({ scheduled, deliveries: workers.deliveries(), dead, groupConcurrency, emptyRestarts: [emptyRestart], consumerFaults });
-    log(`figures ${JSON.stringify(figures)}`);
-    if (violations.length > 0 || workers.problems.length > 0) {
-      throw new Error(
-        `groups checker, seed ${SEED} (replay: GROUPS_CHECKER_SEED=${SEED}), groupConcurrency ${groupConcurrency}: ` +
-          `${violations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
-          [...violations.slice(0, 20).map((v) => `${v.rule}: ${v.message}\n  ${v.deliveries.map((d) => JSON.stringify(d)).join('\n  ')}`), ...workers.problems.slice(0, 5)].join('\n'),
+      // Redis restarted empty while the last wave runs: its jobs are lost, what ran is still judged.
+      await scheduleWave(finalWave);
+      const startsBefore = workers.starts.length;
+      await waitFor(() => workers.starts.length >= startsBefore + 3, 20_000, 'the last wave to start');
+      const emptyStartM = monotonicUs();
+      server.process.once('exit', () => {
+        rmSync(join(server.dir, 'appendonlydir'), { recursive: true, force: true });
+        rmSync(join(server.dir, 'dump.rdb'), { force: true });
+      });
+      await server.restart({ signal: 'SIGKILL', downtimeMs: between(200, 600) });
+      const emptyRestart = { startM: emptyStartM, endM: monotonicUs() };
+      await waitFor(
+        async () => matches(await queue.stats(TOPIC), QUIET) && workers.running === 0,
+        30_000,
+        'the topic to be quiet after the empty restart',
+        {
+          every: 100,
+          retryErrors: true,
+        },
       );
-    }
-    // Not vacuous: every fault happened, deliveries were cut and redelivered, jobs went dead, the empty restart lost some.
-    expect(counts.kill).toBeGreaterThanOrEqual(3);
-    expect([counts['redis-sigterm'], counts['redis-sigkill']]).toEqual([1, 1]);
-    expect(counts['lost-reply']).toBeGreaterThanOrEqual(1);
-    expect(figures.cutByKill).toBeGreaterThanOrEqual(1);
-    expect(figures.redeliveries).toBeGreaterThanOrEqual(1);
-    expect(figures.dead).toBeGreaterThanOrEqual(1);
-    expect(figures.handled + figures.dead + figures.lostToDataLoss).toBe(figures.jobs);
-    expect(figures.lostToDataLoss).toBeGreaterThanOrEqual(1);
-  }, 180_000);
+      await workers.stop();
+
+      // A SIGKILL can take claimed jobs with it (their attempt spent without a start): the only excuse for one.
+      const consumerFaults = [...workers.killedAt.values()].map((m) => ({ startM: m, endM: m }));
+      const { violations, figures } = checkGroupHistory({
+        scheduled,
+        deliveries: workers.deliveries(),
+        dead,
+        groupConcurrency,
+        emptyRestarts: [emptyRestart],
+        consumerFaults,
+      });
+      log(`figures ${JSON.stringify(figures)}`);
+      if (violations.length > 0 || workers.problems.length > 0) {
+        throw new Error(
+          `groups checker, seed ${SEED} (replay: GROUPS_CHECKER_SEED=${SEED}), groupConcurrency ${groupConcurrency}: ` +
+            `${violations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
+            [
+              ...violations
+                .slice(0, 20)
+                .map((v) => `${v.rule}: ${v.message}\n  ${v.deliveries.map((d) => JSON.stringify(d)).join('\n  ')}`),
+              ...workers.problems.slice(0, 5),
+            ].join('\n'),
+        );
+      }
+      // Not vacuous: every fault happened, deliveries were cut and redelivered, jobs went dead, the empty restart lost some.
+      expect(counts.kill).toBeGreaterThanOrEqual(3);
+      expect([counts['redis-sigterm'], counts['redis-sigkill']]).toEqual([1, 1]);
+      expect(counts['lost-reply']).toBeGreaterThanOrEqual(1);
+      expect(figures.cutByKill).toBeGreaterThanOrEqual(1);
+      expect(figures.redeliveries).toBeGreaterThanOrEqual(1);
+      expect(figures.dead).toBeGreaterThanOrEqual(1);
+      expect(figures.handled + figures.dead + figures.lostToDataLoss).toBe(figures.jobs);
+      expect(figures.lostToDataLoss).toBeGreaterThanOrEqual(1);
+    },
+    180_000,
+  );
 });
 
 function matches(stats: object, expected: Record<string, number>): boolean {
@@ -176,4 +219,3 @@ async function scheduleSurely(queue: DelayQueueService, jobs: Array<ScheduledJob
     }
   }
 }
-

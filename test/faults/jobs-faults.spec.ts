@@ -228,76 +228,83 @@ describe('delayed-job faults', () => {
     for (const c of children) if (c.alive) c.child.kill('SIGKILL');
   });
 
-  it('loses no job over rounds of consumers killed with SIGKILL at random points, and duplicates only jobs a killed consumer had handled', async () => {
-    const JOBS = 200;
-    const CONCURRENCY = 4;
-    const KILLS = 10;
-    const keyPrefix = uniquePrefix('jk');
-    const topic = 'kill';
-    const ledger = new JobLedger();
-    const env = {
-      REDIS_URL: testRedisUrl(),
-      KEY_PREFIX: keyPrefix,
-      TOPIC: topic,
-      CONCURRENCY: String(CONCURRENCY),
-      // Long enough that a live consumer stalled by a loaded machine keeps its jobs (no duplicate
-      // without a death), short enough that a killed consumer's jobs come back quickly.
-      VISIBILITY: '2500',
-      WORK_MIN: '20',
-      WORK_MAX: '100',
-      WORK_AFTER: '60',
-    };
-    const producer = await queueApp(testRedisUrl(), keyPrefix);
-    const queue = producer.get(DelayQueueService);
-    try {
-      const consumers = [1, 2, 3].map(() => startConsumer(env, ledger));
-      await Promise.all(consumers.map((c) => c.ready));
+  it(
+    'loses no job over rounds of consumers killed with SIGKILL at random points, and duplicates only ' +
+      'jobs a killed consumer had handled',
+    async () => {
+      const JOBS = 200;
+      const CONCURRENCY = 4;
+      const KILLS = 10;
+      const keyPrefix = uniquePrefix('jk');
+      const topic = 'kill';
+      const ledger = new JobLedger();
+      const env = {
+        REDIS_URL: testRedisUrl(),
+        KEY_PREFIX: keyPrefix,
+        TOPIC: topic,
+        CONCURRENCY: String(CONCURRENCY),
+        // Long enough that a live consumer stalled by a loaded machine keeps its jobs (no duplicate
+        // without a death), short enough that a killed consumer's jobs come back quickly.
+        VISIBILITY: '2500',
+        WORK_MIN: '20',
+        WORK_MAX: '100',
+        WORK_AFTER: '60',
+      };
+      const producer = await queueApp(testRedisUrl(), keyPrefix);
+      const queue = producer.get(DelayQueueService);
+      try {
+        const consumers = [1, 2, 3].map(() => startConsumer(env, ledger));
+        await Promise.all(consumers.map((c) => c.ready));
 
-      // Due over ~8 s, so jobs keep arriving while consumers die and come back.
-      const ids = await queue.scheduleMany(
-        topic,
-        Array.from({ length: JOBS }, (_, i) => ({ payload: i, id: `job-${i}`, delay: i * 40 })),
-      );
-      ids.forEach((id) => ledger.scheduled(id));
+        // Due over ~8 s, so jobs keep arriving while consumers die and come back.
+        const ids = await queue.scheduleMany(
+          topic,
+          Array.from({ length: JOBS }, (_, i) => ({ payload: i, id: `job-${i}`, delay: i * 40 })),
+        );
+        ids.forEach((id) => ledger.scheduled(id));
 
-      let kills = 0;
-      const killUntil = performance.now() + 15_000;
-      while (kills < KILLS && performance.now() < killUntil) {
-        await sleep(250 + Math.random() * 400);
-        const live = consumers.filter((c) => c.alive && c.isReady);
-        if (live.length <= 1) continue; // keep one running while the replacements start
-        live[Math.floor(Math.random() * live.length)].kill(ledger);
-        kills++;
-        consumers.push(startConsumer(env, ledger));
+        let kills = 0;
+        const killUntil = performance.now() + 15_000;
+        while (kills < KILLS && performance.now() < killUntil) {
+          await sleep(250 + Math.random() * 400);
+          const live = consumers.filter((c) => c.alive && c.isReady);
+          if (live.length <= 1) continue; // keep one running while the replacements start
+          live[Math.floor(Math.random() * live.length)].kill(ledger);
+          kills++;
+          consumers.push(startConsumer(env, ledger));
+        }
+
+        await waitFor(() => ledger.lost().length === 0, 45_000, `every job to be handled (lost so far: ${ledger.lost().length})`);
+        await waitFor(
+          async () =>
+            JSON.stringify(await queue.stats(topic)) ===
+            JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
+          15_000,
+          'the queue to be empty',
+        );
+        await Promise.all(consumers.map((c) => c.stop()));
+
+        const duplicated = ledger.duplicated();
+        const counts = ledger.counts({ kills, concurrency: CONCURRENCY });
+        report('consumers killed with SIGKILL', counts);
+        expect(kills).toBeGreaterThanOrEqual(3); // a machine too loaded to respawn consumers kills fewer
+        expect(counts.lost).toBe(0);
+        // Only a consumer that died between a handler's side effect and its acknowledgement causes a
+        // second handling, and a consumer has at most `concurrency` handlers running.
+        expect(counts.extraHandlings).toBeLessThanOrEqual(kills * CONCURRENCY);
+        for (const [id, dones] of duplicated) {
+          expect({ id, handledByAKilledConsumer: dones.some((d) => ledger.killedPids.has(d.pid)) }).toEqual({
+            id,
+            handledByAKilledConsumer: true,
+          });
+        }
+        expect(ledger.unhandled).toEqual([]);
+      } finally {
+        await producer.close();
       }
-
-      await waitFor(() => ledger.lost().length === 0, 45_000, `every job to be handled (lost so far: ${ledger.lost().length})`);
-      await waitFor(
-        async () => JSON.stringify(await queue.stats(topic)) === JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
-        15_000,
-        'the queue to be empty',
-      );
-      await Promise.all(consumers.map((c) => c.stop()));
-
-      const duplicated = ledger.duplicated();
-      const counts = ledger.counts({ kills, concurrency: CONCURRENCY });
-      report('consumers killed with SIGKILL', counts);
-      expect(kills).toBeGreaterThanOrEqual(3); // a machine too loaded to respawn consumers kills fewer
-      expect(counts.lost).toBe(0);
-      // Only a consumer that died between a handler's side effect and its acknowledgement causes a
-      // second handling, and a consumer has at most `concurrency` handlers running.
-      expect(counts.extraHandlings).toBeLessThanOrEqual(kills * CONCURRENCY);
-      for (const [id, dones] of duplicated) {
-        expect({ id, handledByAKilledConsumer: dones.some((d) => ledger.killedPids.has(d.pid)) }).toEqual({
-          id,
-          handledByAKilledConsumer: true,
-        });
-      }
-      expect(ledger.unhandled).toEqual([]);
-    } finally {
-      await producer.close();
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 
   describe('Redis restarted under load (append-only file, fsync every second)', () => {
     let server: LocalRedisServer;
@@ -428,7 +435,16 @@ describe('delayed-job faults', () => {
         await waitFor(async () => (await producer.get(DelayQueueService).stats('bh')).active === 0, 10_000, 'acknowledgements');
         await sleep(200);
         expect([...handled].sort()).toEqual([...ids].sort()); // each exactly once
-        expect(await producer.get(DelayQueueService).stats('bh')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+        expect(await producer.get(DelayQueueService).stats('bh')).toEqual({
+          scheduled: 0,
+          due: 0,
+          active: 0,
+          dead: 0,
+          schedules: 0,
+          paused: false,
+          grouped: 0,
+          busyGroups: 0,
+        });
         // The consumer replaced its hung connection but did not storm the server with reconnects.
         expect(proxy.accepted).toBeLessThan(20);
         await consumer.close();
@@ -500,7 +516,9 @@ describe('delayed-job faults', () => {
         proxy.resetAll();
         proxy.heal();
         await waitFor(
-          async () => JSON.stringify(await healthyApp.get(DelayQueueService).stats('mid')) === JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
+          async () =>
+            JSON.stringify(await healthyApp.get(DelayQueueService).stats('mid')) ===
+            JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
           10_000,
           'the job to be acknowledged once',
         );

@@ -70,10 +70,16 @@ describe('lock faults: network and Redis restarts', () => {
     const proxy = await FaultProxy.start({ port: server.port });
     const app = await lockApp(proxy.url, keyPrefix, 1_000);
     try {
-      await app.get(LockService).tryAcquire('warm').then((l) => l?.release());
+      await app
+        .get(LockService)
+        .tryAcquire('warm')
+        .then((l) => l?.release());
       proxy.blackhole();
       const started = performance.now();
-      const error = await app.get(LockService).acquire('bhw', { waitTimeout: 500 }).catch((e: unknown) => e);
+      const error = await app
+        .get(LockService)
+        .acquire('bhw', { waitTimeout: 500 })
+        .catch((e: unknown) => e);
       // Redis never answered the try: that is an unreachable Redis, not a lock held by another owner.
       expect((error as Error).name).toBe('RedisConnectionError');
       expect((error as Error).message).toMatch(/did not answer/);

@@ -30,7 +30,11 @@ describe('lock faults: holder processes killed or paused', () => {
     await waitForLine(holder, /^HELD /);
     const waiting = locks.acquire('killed', { waitTimeout: 20_000 });
     // The waiter was refused and parked on the holder's TTL: it marked the lock as awaited.
-    await waitFor(async () => (await redis.hexists(new RedisKeySpace(keyPrefix).lock('killed').owners, WAITING_MARK)) === 1, 10_000, 'the waiter to park');
+    await waitFor(
+      async () => (await redis.hexists(new RedisKeySpace(keyPrefix).lock('killed').owners, WAITING_MARK)) === 1,
+      10_000,
+      'the waiter to park',
+    );
     const killedAt = performance.now();
     holder.kill('SIGKILL');
     const lock = await waiting;

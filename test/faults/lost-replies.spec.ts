@@ -2,7 +2,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { readdirSync } from 'node:fs';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
-import { LockAcquireTimeoutError, runInTransaction, type Consumer, type LockHandle, type LockService, type RedisLockModuleOptions } from '../../lib/index.js';
+import {
+  LockAcquireTimeoutError,
+  runInTransaction,
+  type Consumer,
+  type LockHandle,
+  type LockService,
+  type RedisLockModuleOptions,
+} from '../../lib/index.js';
 import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { writeOutboxJobScript } from '../../lib/delay-queue/scripts/write-outbox-job.lua.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
@@ -47,14 +54,7 @@ import { upsertRepeatScript } from '../../lib/delay-queue/scripts/upsert-repeat.
 import { operationKey } from '../../lib/delay-queue/jobs/operation-record.js';
 import type { JobScript, ScriptArgType } from '../../lib/delay-queue/scripts/job-script.js';
 import { RedisScript } from '../../lib/core/redis/redis-script.js';
-import {
-  fence,
-  LostReplyHarness,
-  row,
-  type LostReplyContext,
-  type LostReplyRow,
-  type ScriptRef,
-} from '../support/lost-reply-harness.js';
+import { fence, LostReplyHarness, row, type LostReplyContext, type LostReplyRow, type ScriptRef } from '../support/lost-reply-harness.js';
 import { got } from '../support/lock-probes.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
 
@@ -357,7 +357,10 @@ const lockRows: LostReplyRow[] = [
   row({
     name: 'semaphore release: run twice, it gives back this permit only (another holder keeps its own)',
     script: releasePermitScript,
-    arrange: async (ctx) => ({ mine: await ctx.locks.semaphore('pool', 2).acquire(), theirs: await ctx.peerLocks.semaphore('pool', 2).acquire() }),
+    arrange: async (ctx) => ({
+      mine: await ctx.locks.semaphore('pool', 2).acquire(),
+      theirs: await ctx.peerLocks.semaphore('pool', 2).acquire(),
+    }),
     act: (_ctx, { mine }) => mine.release(),
     check: async (ctx, { theirs }) => {
       expect(await ctx.redis.zcard(ctx.keys.semaphore('pool').permits)).toBe(1);
@@ -412,7 +415,10 @@ async function deadIds(ctx: Omit<Ctx, 'lost'>): Promise<string[]> {
 }
 
 /** A consumer on the peer that records each delivery as `id@attempt` and when it started (monotonic ms). */
-function recordingConsumer(ctx: Ctx, where: 'peer' | 'proxied' = 'peer'): { consumer: Consumer; runs: string[]; startedAt: Map<string, number> } {
+function recordingConsumer(
+  ctx: Ctx,
+  where: 'peer' | 'proxied' = 'peer',
+): { consumer: Consumer; runs: string[]; startedAt: Map<string, number> } {
   const runs: string[] = [];
   const startedAt = new Map<string, number>();
   const queue = where === 'peer' ? ctx.peerQueue : ctx.queue;
@@ -425,14 +431,19 @@ function recordingConsumer(ctx: Ctx, where: 'peer' | 'proxied' = 'peer'): { cons
 
 const jobRows: LostReplyRow[] = [
   row({
-    name: 'job claim: a claim run twice still delivers its job (maxAttempts 1): it runs once, with the first run’s fencing token, and is not dead-lettered',
+    name:
+      'job claim: a claim run twice still delivers its job (maxAttempts 1): it runs once, with the first ' +
+      'run’s fencing token, and is not dead-lettered',
     script: claimDueJobsScript,
     options: { delayQueue: { maxAttempts: 1, visibilityTimeout: 1_000 } },
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, { n: 1 }, { id: 'claimed' }),
     act: async (ctx) => {
       const runs: string[] = [];
       const tokens: string[] = [];
-      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void (runs.push(`${job.id}@${job.attempt}`), tokens.push(job.fencingToken)));
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        (_payload, job) => void (runs.push(`${job.id}@${job.attempt}`), tokens.push(job.fencingToken)),
+      );
       await ctx.lost;
       await waitFor(() => drained(ctx), 8_000, 'the job to be done or dead');
       await consumer.close();
@@ -470,10 +481,14 @@ const jobRows: LostReplyRow[] = [
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'kept' }),
     act: async (ctx) => {
       const runs: string[] = [];
-      const consumer = ctx.queue.consume(TOPIC, (payload: number, job) => {
-        runs.push(`${job.id}@${job.attempt}`);
-        return { doubled: payload * 2 };
-      }, { keepCompleted: { count: 10 } });
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        (payload: number, job) => {
+          runs.push(`${job.id}@${job.attempt}`);
+          return { doubled: payload * 2 };
+        },
+        { keepCompleted: { count: 10 } },
+      );
       await ctx.lost;
       await waitFor(async () => (await ctx.peerQueue.get(TOPIC, 'kept'))?.state === 'completed', 8_000, 'the acknowledgement');
       return { consumer, runs };
@@ -495,11 +510,15 @@ const jobRows: LostReplyRow[] = [
     act: async (ctx) => {
       const runs: string[] = [];
       const seen: unknown[] = [];
-      const consumer = ctx.queue.consume(TOPIC, async (_payload, job) => {
-        runs.push(`${job.id}@${job.attempt}`);
-        await job.progress({ done: 1, of: 2 });
-        seen.push((await ctx.peerQueue.get(TOPIC, job.id))?.progress);
-      }, { keepCompleted: { count: 10 } });
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        async (_payload, job) => {
+          runs.push(`${job.id}@${job.attempt}`);
+          await job.progress({ done: 1, of: 2 });
+          seen.push((await ctx.peerQueue.get(TOPIC, job.id))?.progress);
+        },
+        { keepCompleted: { count: 10 } },
+      );
       await ctx.lost;
       await waitFor(async () => (await ctx.peerQueue.get(TOPIC, 'progressing'))?.state === 'completed', 8_000, 'the job to complete');
       await consumer.close();
@@ -630,7 +649,10 @@ const jobRows: LostReplyRow[] = [
     act: async (ctx) => {
       const recording = recordingConsumer(ctx);
       const sentAt = performance.now();
-      const ids = await ctx.queue.scheduleMany(TOPIC, [1, 2, 3, 4, 5].map((n) => ({ payload: n, delay: 300, id: `many-${n}` })));
+      const ids = await ctx.queue.scheduleMany(
+        TOPIC,
+        [1, 2, 3, 4, 5].map((n) => ({ payload: n, delay: 300, id: `many-${n}` })),
+      );
       await waitFor(async () => recording.runs.length >= 5 && (await drained(ctx)), 8_000, 'the batch');
       await recording.consumer.close();
       return { ids, sentAt, ...recording };
@@ -649,7 +671,16 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, existed) => {
       expect(existed).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
   row({
@@ -671,16 +702,25 @@ const jobRows: LostReplyRow[] = [
   row({
     name: 'group limit: setting groupConcurrency run twice leaves the limit set once, and two jobs of a group run at once',
     script: setGroupLimitScript,
-    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [{ payload: 1, group: 'g' }, { payload: 2, group: 'g' }, { payload: 3, group: 'g' }]),
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 1, group: 'g' },
+        { payload: 2, group: 'g' },
+        { payload: 3, group: 'g' },
+      ]),
     act: async (ctx) => {
       const release = deferred();
       let running = 0;
       let most = 0;
-      const consumer = ctx.queue.consume(TOPIC, async () => {
-        most = Math.max(most, ++running);
-        await release.promise;
-        running--;
-      }, { concurrency: 4, groupConcurrency: 2 });
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        async () => {
+          most = Math.max(most, ++running);
+          await release.promise;
+          running--;
+        },
+        { concurrency: 4, groupConcurrency: 2 },
+      );
       await ctx.lost;
       await waitFor(() => most === 2, 8_000, 'two jobs of the group to run at once');
       release.resolve();
@@ -698,7 +738,11 @@ const jobRows: LostReplyRow[] = [
     name: 'group ack: finishing a job of a group run twice frees its group once: the next job runs, alone, and the group ends idle',
     script: [ackJobsScript, claimDueJobsScript],
     where: (keysAndArgs) => keysAndArgs.includes('g-first'),
-    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [{ payload: 1, group: 'g', id: 'g-first' }, { payload: 2, group: 'g', id: 'g-second' }]),
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 1, group: 'g', id: 'g-first' },
+        { payload: 2, group: 'g', id: 'g-second' },
+      ]),
     act: async (ctx) => {
       const recording = recordingConsumer(ctx, 'proxied');
       await ctx.lost;
@@ -713,18 +757,28 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
-    name: 'group turn release: a cancelled running job of a group reports its handler returned twice: the group starts its next job once, and ends idle',
+    name:
+      'group turn release: a cancelled running job of a group reports its handler returned twice: the ' +
+      'group starts its next job once, and ends idle',
     script: releaseGroupTurnScript,
-    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [{ payload: 'A', group: 'g', id: 'g-a' }, { payload: 'B', group: 'g', id: 'g-b' }]),
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 'A', group: 'g', id: 'g-a' },
+        { payload: 'B', group: 'g', id: 'g-b' },
+      ]),
     act: async (ctx) => {
       const runs: string[] = [];
       const aStarted = deferred();
-      const consumer = ctx.queue.consume<string>(TOPIC, async (payload, job) => {
-        runs.push(payload);
-        if (payload !== 'A') return;
-        aStarted.resolve();
-        await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
-      }, { concurrency: 2 });
+      const consumer = ctx.queue.consume<string>(
+        TOPIC,
+        async (payload, job) => {
+          runs.push(payload);
+          if (payload !== 'A') return;
+          aStarted.resolve();
+          await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
+        },
+        { concurrency: 2 },
+      );
       await aStarted.promise;
       await ctx.peerQueue.cancel(TOPIC, 'g-a');
       await ctx.lost;
@@ -743,10 +797,17 @@ const jobRows: LostReplyRow[] = [
     script: claimDueJobsScript,
     // The consumer's claims carry its rate window (ARGV[7]).
     where: (keysAndArgs) => keysAndArgs.includes('59999'),
-    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, [1, 2, 3].map((n) => ({ payload: n, id: `r-${n}` }))),
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(
+        TOPIC,
+        [1, 2, 3].map((n) => ({ payload: n, id: `r-${n}` })),
+      ),
     act: async (ctx) => {
       const runs: string[] = [];
-      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void runs.push(job.id), { concurrency: 4, rateLimit: { max: 2, duration: 59_999 } });
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void runs.push(job.id), {
+        concurrency: 4,
+        rateLimit: { max: 2, duration: 59_999 },
+      });
       await ctx.lost;
       await waitFor(() => runs.length === 2, 8_000, 'the two jobs the limit lets through');
       await consumer.close();
@@ -760,7 +821,9 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
-    name: 'cancel of a running job: a cancel run twice still answers true; the handler on another instance aborts with JobCancelledError, runs once and is not retried',
+    name:
+      'cancel of a running job: a cancel run twice still answers true; the handler on another instance ' +
+      'aborts with JobCancelledError, runs once and is not retried',
     script: cancelJobScript,
     options: { delayQueue: { maxAttempts: 2, backoff: { delay: 0, jitter: 0 } } },
     arrange: async (ctx) => {
@@ -787,7 +850,16 @@ const jobRows: LostReplyRow[] = [
         runs: [`${id}@1`],
         reasons: ['JobCancelledError'],
       });
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
   row({
@@ -797,7 +869,16 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, _state, result) => {
       expect(result).toEqual({ id: 'fresh', status: 'created' });
       expect((await ctx.peerQueue.get(TOPIC, 'fresh'))?.payload).toEqual({ n: 1 });
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 1,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
   row({
@@ -808,7 +889,16 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, outcome) => {
       expect(outcome).toBe('cancelled');
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
   row({
@@ -825,7 +915,16 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, deleted) => {
       expect(deleted).toBe(true);
       expect(await ctx.peerQueue.get(TOPIC, id)).toBeNull();
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
   row({
@@ -883,7 +982,11 @@ const jobRows: LostReplyRow[] = [
   row({
     name: 'hand-back at shutdown: a hand-back run twice returns each unstarted job once, with its attempt undone once',
     script: releaseJobsScript,
-    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, ['zero', 'one', 'two', 'three'].map((id) => ({ payload: id, id }))),
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(
+        TOPIC,
+        ['zero', 'one', 'two', 'three'].map((id) => ({ payload: id, id })),
+      ),
     act: async (ctx) => {
       const runs: string[] = [];
       const started = deferred();
@@ -915,9 +1018,15 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
-    name: 'hand-back of a prefetched job a busy consumer cannot start (issue 23, defect 6): run twice, each job runs once, on its first attempt',
+    name:
+      'hand-back of a prefetched job a busy consumer cannot start (issue 23, defect 6): run twice, each ' +
+      'job runs once, on its first attempt',
     script: releaseJobsScript,
-    arrange: (ctx) => ctx.peerQueue.scheduleMany(TOPIC, ['zero', 'one', 'two', 'three'].map((id) => ({ payload: id, id }))),
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(
+        TOPIC,
+        ['zero', 'one', 'two', 'three'].map((id) => ({ payload: id, id })),
+      ),
     act: async (ctx) => {
       const runs: string[] = [];
       const finish = deferred();
@@ -957,7 +1066,16 @@ const repeatRows: LostReplyRow[] = [
     act: (ctx) => ctx.queue.repeat(TOPIC, { every: 60_000 }, { payload: { n: 1 } }),
     check: async (ctx, _state, info) => {
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 1,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 1,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       expect(await ctx.peerQueue.get(TOPIC, `repeat:${TOPIC}@${info.nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 1 } });
     },
   }),
@@ -987,7 +1105,16 @@ const repeatRows: LostReplyRow[] = [
     check: async (ctx, _state, existed) => {
       expect(existed).toBe(true);
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
 ];
@@ -1004,10 +1131,14 @@ const NEXT_TICK_AT = argAt(advanceRepeatScript, 'nextTick');
 async function runBounded(ctx: Ctx, limit: number): Promise<string[]> {
   const recording = recordingConsumer(ctx, 'proxied');
   await ctx.lost;
-  await waitFor(async () => {
-    const [info] = await ctx.peerQueue.listRepeats(TOPIC);
-    return info?.finished === true && recording.runs.length >= limit && (await drained(ctx));
-  }, 15_000, `the ${limit} runs of the bounded schedule`);
+  await waitFor(
+    async () => {
+      const [info] = await ctx.peerQueue.listRepeats(TOPIC);
+      return info?.finished === true && recording.runs.length >= limit && (await drained(ctx));
+    },
+    15_000,
+    `the ${limit} runs of the bounded schedule`,
+  );
   await recording.consumer.close();
   return recording.runs;
 }
@@ -1021,11 +1152,22 @@ repeatRows.push(
     check: async (ctx, _state, info) => {
       expect(info).toMatchObject({ runs: 0, limit: 3, endDate: new Date(Date.UTC(2099, 0, 1)) });
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 1,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 1,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
   row({
-    name: 'repeat with a limit (advance): the advance a consumer sends for a claimed tick, run twice, counts one run; exactly `limit` ticks run, each once',
+    name:
+      'repeat with a limit (advance): the advance a consumer sends for a claimed tick, run twice, counts ' +
+      'one run; exactly `limit` ticks run, each once',
     script: advanceRepeatScript,
     arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 300 }, { limit: 3 }),
     act: (ctx) => runBounded(ctx, 3),
@@ -1036,7 +1178,9 @@ repeatRows.push(
     },
   }),
   row({
-    name: 'repeat with a limit (finish): the last claim’s advance, which queues nothing, run twice, records the last run once; no tick after the limit',
+    name:
+      'repeat with a limit (finish): the last claim’s advance, which queues nothing, run twice, records ' +
+      'the last run once; no tick after the limit',
     script: advanceRepeatScript,
     where: (keysAndArgs) => keysAndArgs[NEXT_TICK_AT] === '',
     arrange: (ctx) => ctx.peerQueue.repeat(TOPIC, { every: 300 }, { limit: 2 }),
@@ -1056,18 +1200,22 @@ const RESTORE_FLAG_AT = argAt(upsertRepeatScript, 'restore');
 function restoreOf(ctx: Omit<Ctx, 'lost'>, stored: string, seenAt: number | '') {
   const keys = ctx.keys.topic(TOPIC);
   const tail = (JSON.parse(stored.slice(40)) as { t: string }).t;
-  return upsertRepeatScript.call(ctx.redis, { ...keys, record: operationKey(keys.jobs, 'restore') }, {
-    scheduleId: TOPIC,
-    stored,
-    firstTick: String(Date.now() + 3_600_000),
-    tail,
-    restore: true,
-    deadline: '',
-    seenAt: String(seenAt),
-    limit: '',
-    startDate: '',
-    endDate: '',
-  });
+  return upsertRepeatScript.call(
+    ctx.redis,
+    { ...keys, record: operationKey(keys.jobs, 'restore') },
+    {
+      scheduleId: TOPIC,
+      stored,
+      firstTick: String(Date.now() + 3_600_000),
+      tail,
+      restore: true,
+      deadline: '',
+      seenAt: String(seenAt),
+      limit: '',
+      startDate: '',
+      endDate: '',
+    },
+  );
 }
 
 /** Redis lost the row's data (a restart without persistence): every key of the row is deleted. */
@@ -1090,15 +1238,28 @@ const restoreRows: LostReplyRow[] = [
     },
     act: async (ctx) => {
       await ctx.lost;
-      const [info] = await waitFor(async () => {
-        const listed = await ctx.peerQueue.listRepeats(TOPIC);
-        return listed.length > 0 ? listed : false;
-      }, 30_000, 'the schedule to be restored');
+      const [info] = await waitFor(
+        async () => {
+          const listed = await ctx.peerQueue.listRepeats(TOPIC);
+          return listed.length > 0 ? listed : false;
+        },
+        30_000,
+        'the schedule to be restored',
+      );
       return info;
     },
     check: async (ctx, _state, info) => {
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([info]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 1,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 1,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       expect(await ctx.peerQueue.get(TOPIC, `repeat:${TOPIC}@${info.nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 2 } });
     },
   }),
@@ -1116,14 +1277,25 @@ const restoreRows: LostReplyRow[] = [
       // The restore the peer's check would send (its definition, a first tick ahead): refused (status -2).
       const { status } = await restoreOf(ctx, stored, '');
       expect(status).toBe('removed');
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
 ];
 
 restoreRows.push(
   row({
-    name: 'removals re-recorded after data loss, run twice: the removal is recorded once more; a restore by an instance that upserted the schedule before it stores nothing',
+    name:
+      'removals re-recorded after data loss, run twice: the removal is recorded once more; a restore by ' +
+      'an instance that upserted the schedule before it stores nothing',
     script: reassertRemovalsScript,
     arrange: async (ctx) => {
       await ctx.peerQueue.repeat(TOPIC, { every: 60_000 });
@@ -1145,7 +1317,16 @@ restoreRows.push(
       const { status } = await restoreOf(ctx, stored, definedAt);
       expect(status).toBe('removed');
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
 );
@@ -1222,7 +1403,16 @@ const outboxRows: LostReplyRow[] = [
     check: async (ctx) => {
       const listed = await ctx.peerQueue.listRepeats(TOPIC);
       expect(listed.map((info) => info.id)).toEqual(['outboxed']);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 1, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 1,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 1,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       expect(await ctx.peerQueue.get(TOPIC, `repeat:outboxed@${listed[0].nextRunAt.getTime()}`)).toMatchObject({ payload: { n: 3 } });
     },
   }),
@@ -1241,14 +1431,26 @@ const outboxRows: LostReplyRow[] = [
     },
     check: async (ctx) => {
       expect(await ctx.peerQueue.listRepeats(TOPIC)).toEqual([]);
-      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
     },
   }),
 ];
 
 /** Dead letters made through the API: jobs with one attempt whose handler throws. */
 async function buryJobs(ctx: Omit<Ctx, 'lost'>, ids: string[]): Promise<void> {
-  await ctx.peerQueue.scheduleMany(TOPIC, ids.map((id) => ({ payload: id, id, maxAttempts: 1 })));
+  await ctx.peerQueue.scheduleMany(
+    TOPIC,
+    ids.map((id) => ({ payload: id, id, maxAttempts: 1 })),
+  );
   const consumer = ctx.peerQueue.consume(TOPIC, () => {
     throw new Error('buried on purpose');
   });
@@ -1265,15 +1467,22 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
 }
 
 /** Scripts that only read: a lost reply and a re-send change nothing, so they have no row. */
-const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [readRepeatsScript, readJobScript, readDeadLettersScript, topicStatsScript, listJobsScript, readLockScript, readSemaphoreScript];
+const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [
+  readRepeatsScript,
+  readJobScript,
+  readDeadLettersScript,
+  topicStatsScript,
+  listJobsScript,
+  readLockScript,
+  readSemaphoreScript,
+];
 
-/** Every Lua script the lock kinds and delayed jobs define (each exported RedisScript of the kinds' folders and the jobs' script folder). */
+/** Every Lua script the lock kinds and delayed jobs define (each exported RedisScript of the kinds' folders and the jobs' script folder).
+ * */
 async function scriptsOfLibrary(): Promise<ScriptRef[]> {
   const folders = ['../../lib/lock/kinds', '../../lib/delay-queue/scripts'].map((folder) => join(import.meta.dirname, folder));
   const files = folders.flatMap((folder) =>
-    (readdirSync(folder, { recursive: true }) as string[])
-      .filter((file) => file.endsWith('.lua.ts'))
-      .map((file) => join(folder, file)),
+    (readdirSync(folder, { recursive: true }) as string[]).filter((file) => file.endsWith('.lua.ts')).map((file) => join(folder, file)),
   );
   const modules = await Promise.all(files.map((file) => import(file) as Promise<Record<string, unknown>>));
   return modules.flatMap((exports) => Object.values(exports)).filter((value): value is RedisScript => value instanceof RedisScript);
@@ -1288,7 +1497,14 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
 
   beforeAll(async () => {
     harness = await LostReplyHarness.start([
-      ...new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(restoreRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS]),
+      ...new Set([
+        ...scriptsOf(lockRows),
+        ...scriptsOf(jobRows),
+        ...scriptsOf(repeatRows),
+        ...scriptsOf(restoreRows),
+        ...scriptsOf(outboxRows),
+        ...READ_ONLY_SCRIPTS,
+      ]),
     ]);
   });
   afterAll(async () => {
@@ -1297,7 +1513,16 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
   });
 
   it('has a row for every script of the library that changes state', async () => {
-    const covered = new Set([...scriptsOf(lockRows), ...scriptsOf(jobRows), ...scriptsOf(repeatRows), ...scriptsOf(restoreRows), ...scriptsOf(outboxRows), ...READ_ONLY_SCRIPTS].map((script) => script.sha));
+    const covered = new Set(
+      [
+        ...scriptsOf(lockRows),
+        ...scriptsOf(jobRows),
+        ...scriptsOf(repeatRows),
+        ...scriptsOf(restoreRows),
+        ...scriptsOf(outboxRows),
+        ...READ_ONLY_SCRIPTS,
+      ].map((script) => script.sha),
+    );
     const library = await scriptsOfLibrary();
     expect(library.length).toBeGreaterThanOrEqual(25);
     expect(library.filter((script) => !covered.has(script.sha)).map((script) => script.name)).toEqual([]);

@@ -50,38 +50,39 @@ function runChecker(seed: number): Promise<SummarizedRun<SoakSummary>> {
 }
 
 describe('randomized model-based checker (short seeded run)', () => {
-  it(
-    'finds no violation in the history of random lock operations and jobs under every kind of fault',
-    async () => {
-      const { summary, output, code } = await runChecker(SEED);
-      const report = () =>
-        `randomized checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak -- --seed ${SEED} --processes 3 --minutes 0.5 --fault-every 600 --min-faults 1)\n` +
-        `${output.split('\n').filter((l) => !l.startsWith('SOAK_SUMMARY ')).slice(-80).join('\n')}`;
-      if (!summary || code !== 0 || summary.violationCount !== 0) throw new Error(report());
+  it('finds no violation in the history of random lock operations and jobs under every kind of fault', async () => {
+    const { summary, output, code } = await runChecker(SEED);
+    const report = () =>
+      `randomized checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak -- --seed ${SEED} --processes ` +
+      `3 --minutes 0.5 --fault-every 600 --min-faults 1)\n` +
+      `${output
+        .split('\n')
+        .filter((l) => !l.startsWith('SOAK_SUMMARY '))
+        .slice(-80)
+        .join('\n')}`;
+    if (!summary || code !== 0 || summary.violationCount !== 0) throw new Error(report());
 
-      expect(summary.seed).toBe(SEED);
-      expect(summary.violationCount).toBe(0);
-      expect(summary.violations).toEqual({});
-      expect(summary.result).toBe('PASS');
+    expect(summary.seed).toBe(SEED);
+    expect(summary.violationCount).toBe(0);
+    expect(summary.violations).toEqual({});
+    expect(summary.result).toBe('PASS');
 
-      // Not vacuous: every fault kind happened, a pause outlasted the lease, every kind of hold got through.
-      for (const [kind, count] of Object.entries(summary.faultsByKind)) {
-        expect([kind, count >= 1]).toEqual([kind, true]);
-      }
-      expect(Object.keys(summary.faultsByKind).sort()).toEqual(['blackhole', 'kill', 'lost-reply', 'pause', 'redis-restart', 'reset']);
-      expect(summary.faults['pause worker (SIGSTOP) longer than the lease']).toBeGreaterThanOrEqual(1);
-      for (const kind of ['plain', 'reentrant', 'fair', 'extend', 'multi', 'read', 'write', 'semaphore']) {
-        expect([kind, summary.operations[kind].holds > 0]).toEqual([kind, true]);
-      }
-      for (const kind of ['plain', 'reentrant', 'fair', 'extend', 'multi', 'write']) {
-        expect([kind, (summary.operations[kind].acceptedWrites ?? 0) > 0]).toEqual([kind, true]);
-      }
-      expect(summary.operations.semaphore.countedIn).toBeGreaterThan(0);
-      expect(summary.jobs.scheduled).toBeGreaterThan(0);
-      expect(summary.jobs.handled).toBe(summary.jobs.scheduled);
-      expect(summary.jobs.lost).toBe(0);
-      expect(summary.jobs.dead).toBe(0);
-    },
-    300_000,
-  );
+    // Not vacuous: every fault kind happened, a pause outlasted the lease, every kind of hold got through.
+    for (const [kind, count] of Object.entries(summary.faultsByKind)) {
+      expect([kind, count >= 1]).toEqual([kind, true]);
+    }
+    expect(Object.keys(summary.faultsByKind).sort()).toEqual(['blackhole', 'kill', 'lost-reply', 'pause', 'redis-restart', 'reset']);
+    expect(summary.faults['pause worker (SIGSTOP) longer than the lease']).toBeGreaterThanOrEqual(1);
+    for (const kind of ['plain', 'reentrant', 'fair', 'extend', 'multi', 'read', 'write', 'semaphore']) {
+      expect([kind, summary.operations[kind].holds > 0]).toEqual([kind, true]);
+    }
+    for (const kind of ['plain', 'reentrant', 'fair', 'extend', 'multi', 'write']) {
+      expect([kind, (summary.operations[kind].acceptedWrites ?? 0) > 0]).toEqual([kind, true]);
+    }
+    expect(summary.operations.semaphore.countedIn).toBeGreaterThan(0);
+    expect(summary.jobs.scheduled).toBeGreaterThan(0);
+    expect(summary.jobs.handled).toBe(summary.jobs.scheduled);
+    expect(summary.jobs.lost).toBe(0);
+    expect(summary.jobs.dead).toBe(0);
+  }, 300_000);
 });

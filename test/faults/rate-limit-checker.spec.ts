@@ -91,10 +91,18 @@ describe('rate limit across instances (randomized, checked)', () => {
    * stops dropping replies, reads the dead letters and stops the workers.
    */
   async function settle({ workers, queue, proxies }: ProxiedWorkerFleet, scheduled: Map<string, number>, timeoutMs: number) {
-    const handled = () => new Set(workers.deliveries().filter((d) => d.outcome === 'ok').map((d) => d.job));
+    const handled = () =>
+      new Set(
+        workers
+          .deliveries()
+          .filter((d) => d.outcome === 'ok')
+          .map((d) => d.job),
+      );
     const quiet = async () => {
       const stats = await queue.stats(TOPIC);
-      return [...scheduled.keys()].every((id) => handled().has(id)) && stats.due + stats.active + stats.scheduled === 0 && workers.running === 0;
+      return (
+        [...scheduled.keys()].every((id) => handled().has(id)) && stats.due + stats.active + stats.scheduled === 0 && workers.running === 0
+      );
     };
     const settled = await holdsWithin(quiet, timeoutMs, { every: 100 });
     for (const proxy of proxies) proxy.disarmLostReplies();
@@ -142,7 +150,10 @@ describe('rate limit across instances (randomized, checked)', () => {
       throw new Error(
         `rate-limit checker, seed ${SEED} (replay: RATE_CHECKER_SEED=${SEED}), rateLimit { max: ${max}, duration: ${duration} }: ` +
           `${violations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
-          [...violations.slice(0, 20).map((v) => `${v.rule}: ${v.message}\n  ${v.claims.map((c) => JSON.stringify(c)).join('\n  ')}`), ...workers.problems.slice(0, 5)].join('\n'),
+          [
+            ...violations.slice(0, 20).map((v) => `${v.rule}: ${v.message}\n  ${v.claims.map((c) => JSON.stringify(c)).join('\n  ')}`),
+            ...workers.problems.slice(0, 5),
+          ].join('\n'),
       );
     }
     // Not vacuous: the limit was reached (it held jobs back), several instances claimed, a kill cut a delivery.
@@ -153,53 +164,80 @@ describe('rate limit across instances (randomized, checked)', () => {
     expect(workers.deliveries().filter((d) => d.killedM !== undefined).length).toBeGreaterThanOrEqual(1);
   }, 120_000);
 
-  it('instances configured differently: each claim keeps its own instance’s limit against the claims of all instances, and no job over it fails', async () => {
-    const random = seededRandom(MIXED_SEED);
-    const between = (min: number, max: number) => Math.round(min + random() * (max - min));
-    const limits: RateLimitConfig[] = [
-      { max: between(2, 4), duration: between(1_000, 2_000) },
-      { max: between(1, 2), duration: between(20, 60) },
-      { max: between(2, 5), duration: between(150, 500) },
-    ];
-    const concurrency = limits.map(() => between(1, 4));
-    const drawn = between(60, 90);
-    const total = MIXED_JOBS ?? drawn;
-    const keyPrefix = uniquePrefix('rlm');
-    const log = (line: string) => process.stdout.write(`[rate-limit-checker mixed seed ${MIXED_SEED}] ${line}\n`);
-    log(`rateLimit per instance ${JSON.stringify(limits)}, concurrency ${concurrency.join('/')}, ${total} jobs (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED})`);
-
-    const fleet = await startFleet(keyPrefix, (slot) => ({
-      CONCURRENCY: String(concurrency[slot]),
-      VISIBILITY: '4000',
-      RATE_MAX: String(limits[slot].max),
-      RATE_DURATION: String(limits[slot].duration),
-    }));
-    const { workers, queue } = fleet;
-    const lostReplies = loseClaimReplies(fleet.proxies, between);
-
-    const scheduled = await scheduleInBursts(queue, total, 'm', random);
-    const { settled, handled, dead } = await settle(fleet, scheduled, 60_000 + total * 100);
-
-    const claims = workers.starts.map((s) => ({ job: s.job, attempt: s.attempt, claimedAtMs: s.claimedAt, pid: s.pid, startM: s.m, token: s.token }));
-    const { violations, figures } = checkRateLimitPerInstance({
-      claims,
-      limitOf: (pid) => limits[workers.slotOf(pid)],
-      scheduled,
-      handled,
-      dead,
-      killsM: [],
-    });
-    log(`figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies()}${settled ? '' : ' (not every job handled within 60 s)'}`);
-    if (violations.length > 0 || workers.problems.length > 0) {
-      throw new Error(
-        `rate-limit checker (instances configured differently), seed ${MIXED_SEED} (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED}), rateLimit per instance ${JSON.stringify(limits)}: ` +
-          `${violations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
-          [...violations.slice(0, 10).map((v) => `${v.rule}: ${v.message}\n  ${v.claims.slice(0, 12).map((c) => JSON.stringify(c)).join('\n  ')}`), ...workers.problems.slice(0, 5)].join('\n'),
+  it(
+    'instances configured differently: each claim keeps its own instance’s limit against the claims ' +
+      'of all instances, and no job over it fails',
+    async () => {
+      const random = seededRandom(MIXED_SEED);
+      const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+      const limits: RateLimitConfig[] = [
+        { max: between(2, 4), duration: between(1_000, 2_000) },
+        { max: between(1, 2), duration: between(20, 60) },
+        { max: between(2, 5), duration: between(150, 500) },
+      ];
+      const concurrency = limits.map(() => between(1, 4));
+      const drawn = between(60, 90);
+      const total = MIXED_JOBS ?? drawn;
+      const keyPrefix = uniquePrefix('rlm');
+      const log = (line: string) => process.stdout.write(`[rate-limit-checker mixed seed ${MIXED_SEED}] ${line}\n`);
+      log(
+        `rateLimit per instance ${JSON.stringify(limits)}, concurrency ${concurrency.join('/')}, ${total} ` +
+          `jobs (replay: RATE_CHECKER_MIXED_SEED=${MIXED_SEED})`,
       );
-    }
-    // Not vacuous: a limit held jobs back, and at least two instances claimed.
-    expect(settled).toBe(true);
-    expect(figures.limitReachedBy).toBeGreaterThanOrEqual(1);
-    expect(figures.processes).toBeGreaterThanOrEqual(2);
-  }, 120_000 + (MIXED_JOBS ?? 0) * 500);
+
+      const fleet = await startFleet(keyPrefix, (slot) => ({
+        CONCURRENCY: String(concurrency[slot]),
+        VISIBILITY: '4000',
+        RATE_MAX: String(limits[slot].max),
+        RATE_DURATION: String(limits[slot].duration),
+      }));
+      const { workers, queue } = fleet;
+      const lostReplies = loseClaimReplies(fleet.proxies, between);
+
+      const scheduled = await scheduleInBursts(queue, total, 'm', random);
+      const { settled, handled, dead } = await settle(fleet, scheduled, 60_000 + total * 100);
+
+      const claims = workers.starts.map((s) => ({
+        job: s.job,
+        attempt: s.attempt,
+        claimedAtMs: s.claimedAt,
+        pid: s.pid,
+        startM: s.m,
+        token: s.token,
+      }));
+      const { violations, figures } = checkRateLimitPerInstance({
+        claims,
+        limitOf: (pid) => limits[workers.slotOf(pid)],
+        scheduled,
+        handled,
+        dead,
+        killsM: [],
+      });
+      log(
+        `figures ${JSON.stringify(figures)}, claim replies lost ${lostReplies()}${settled ? '' : ' (not every job handled within 60 s)'}`,
+      );
+      if (violations.length > 0 || workers.problems.length > 0) {
+        throw new Error(
+          `rate-limit checker (instances configured differently), seed ${MIXED_SEED} (replay: ` +
+            `RATE_CHECKER_MIXED_SEED=${MIXED_SEED}), rateLimit per instance ${JSON.stringify(limits)}: ` +
+            `${violations.length} violation(s), ${workers.problems.length} worker problem(s)\n` +
+            [
+              ...violations.slice(0, 10).map(
+                (v) =>
+                  `${v.rule}: ${v.message}\n  ${v.claims
+                    .slice(0, 12)
+                    .map((c) => JSON.stringify(c))
+                    .join('\n  ')}`,
+              ),
+              ...workers.problems.slice(0, 5),
+            ].join('\n'),
+        );
+      }
+      // Not vacuous: a limit held jobs back, and at least two instances claimed.
+      expect(settled).toBe(true);
+      expect(figures.limitReachedBy).toBeGreaterThanOrEqual(1);
+      expect(figures.processes).toBeGreaterThanOrEqual(2);
+    },
+    120_000 + (MIXED_JOBS ?? 0) * 500,
+  );
 });

@@ -49,19 +49,33 @@ function runChecker(seed: number): Promise<SummarizedRun<SwSummary>> {
 
 describe('scheduled-work checker (short seeded run)', () => {
   it(
-    'finds no violation in the history of outbox jobs, repeatable schedules, @OnOneInstance and @LeaderElection under every kind of fault',
+    'finds no violation in the history of outbox jobs, repeatable schedules, @OnOneInstance and @LeaderElection ' +
+      'under every kind of fault',
     async () => {
       const { summary, output, code } = await runChecker(SEED);
       const report = () =>
-        `scheduled-work checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak:scheduled -- --seed ${SEED} ${ARGS.join(' ')})\n` +
-        `${output.split('\n').filter((l) => !l.startsWith('SW_SUMMARY ')).slice(-120).join('\n')}`;
+        `scheduled-work checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak:scheduled -- --seed ` +
+        `${SEED} ${ARGS.join(' ')})\n` +
+        `${output
+          .split('\n')
+          .filter((l) => !l.startsWith('SW_SUMMARY '))
+          .slice(-120)
+          .join('\n')}`;
       if (!summary || code !== 0 || summary.violationCount !== 0) throw new Error(report());
 
       expect(summary.seed).toBe(SEED);
       expect(summary.violations).toEqual({});
       expect(summary.result).toBe('PASS');
       // Not vacuous: every fault kind happened, and every kind of work was done under them.
-      expect(Object.keys(summary.faultsByKind).sort()).toEqual(['kill', 'kill-after-commit', 'lost-reply', 'pause', 'redis-aof', 'redis-empty', 'stall']);
+      expect(Object.keys(summary.faultsByKind).sort()).toEqual([
+        'kill',
+        'kill-after-commit',
+        'lost-reply',
+        'pause',
+        'redis-aof',
+        'redis-empty',
+        'stall',
+      ]);
       for (const [kind, count] of Object.entries(summary.faultsByKind)) expect([kind, count >= 1]).toEqual([kind, true]);
       expect(summary.jobs.committed).toBeGreaterThan(0);
       expect(summary.jobs.rolledBack).toBeGreaterThan(0);

@@ -26,9 +26,7 @@ describe('fair lock', () => {
     const waiters: Promise<void>[] = [];
     for (let i = 0; i < 6; i++) {
       waiters.push(
-        services[i % 2]
-          .using('fifo', async () => void order.push(i), { fair: true, waitTimeout: 20_000 })
-          .then(() => undefined),
+        services[i % 2].using('fifo', async () => void order.push(i), { fair: true, waitTimeout: 20_000 }).then(() => undefined),
       );
       await waitFor(async () => (await redis.llen(queueKey('fifo'))) === i + 1, 10_000, `waiter ${i + 1} to queue`);
     }
@@ -74,9 +72,7 @@ describe('fair lock', () => {
 
   it('takes a waiter that gives up out of the queue', async () => {
     const holder = await services[0].acquire('quit', { fair: true });
-    await expect(services[1].acquire('quit', { fair: true, waitTimeout: 200 })).rejects.toBeInstanceOf(
-      LockAcquireTimeoutError,
-    );
+    await expect(services[1].acquire('quit', { fair: true, waitTimeout: 200 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     expect(await redis.llen(queueKey('quit'))).toBe(0);
     await holder.release();
   });

@@ -41,8 +41,7 @@ describe('fair lock: the wait queue of a dead waiter expires', () => {
       .catch((e: unknown) => e);
     // Queued and parked on its wake channel: from now on only its heartbeat tries talk to Redis.
     await waitFor(
-      async () =>
-        (await redis.llen(keys.queue)) === 1 && ((await redis.pubsub('NUMSUB', keys.wakeChannel)) as [string, number])[1] === 1,
+      async () => (await redis.llen(keys.queue)) === 1 && ((await redis.pubsub('NUMSUB', keys.wakeChannel)) as [string, number])[1] === 1,
       5_000,
       'the waiter queued and subscribed',
     );
@@ -57,16 +56,24 @@ describe('fair lock: the wait queue of a dead waiter expires', () => {
     // Its next heartbeat try goes unanswered: the call settles as the operations contract says
     // (RedisConnectionError once Redis has been silent for unreachableTimeout), not at waitTimeout.
     expect(await within(waiting, 10_000, 'the cut-off waiter to give up')).toBeInstanceOf(RedisConnectionError);
-    expect(await holdsWithin(async () => (await redis.exists(keys.queue, keys.timeouts)) === 0, FAIR_WAITER_LIVENESS_MS + 3_000, { every: 50 })).toBe(
-      true,
-    );
+    expect(
+      await holdsWithin(async () => (await redis.exists(keys.queue, keys.timeouts)) === 0, FAIR_WAITER_LIVENESS_MS + 3_000, { every: 50 }),
+    ).toBe(true);
 
     // The holder is unaffected; the waiter's instance, reachable again, queues again and gets the lock on release.
     expect(holder.held).toBe(true);
     proxy.heal();
     // Its connection is usable again once the held bytes got through and Redis answered.
     const waiterLocks = waiterApp.get(LockService);
-    await waitFor(() => waiterLocks.isLocked(name).then(() => true, () => false), 10_000, 'the waiter instance reaching Redis again');
+    await waitFor(
+      () =>
+        waiterLocks.isLocked(name).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+      'the waiter instance reaching Redis again',
+    );
     const again = waiterLocks.acquire(name, { waitTimeout: 30_000 });
     await waitFor(async () => (await redis.llen(keys.queue)) === 1, 10_000, 'the waiter queued again');
     await holder.release();

@@ -55,178 +55,191 @@ describe('fencing tokens under real Redis faults', () => {
     jest.restoreAllMocks();
   });
 
-  it('every fresh grant of a key is above every token it had before, through FLUSHALL, restarts without persistence and eviction', async () => {
-    const keyPrefix = uniqueKeyPrefix('fence-faults');
-    const keys = new RedisKeySpace(keyPrefix);
-    // Exclusive names (plain, fair, re-entrant, multi-key), read/write names, semaphores: more
-    // names than the clients touch each second, so some counters sit idle and are what allkeys-lru
-    // evicts first.
-    const exclusive = Array.from({ length: 10 }, (_, i) => `x${i}`);
-    const readWrite = Array.from({ length: 6 }, (_, i) => `rw${i}`);
-    const semaphores = Array.from({ length: 6 }, (_, i) => `s${i}`);
-    const nameOfFence = new Map<string, string>([
-      ...[...exclusive, ...readWrite].map((name) => [keys.lock(name).fence, name] as const),
-      ...semaphores.map((name) => [keys.semaphore(name).fence, name] as const),
-    ]);
+  it(
+    'every fresh grant of a key is above every token it had before, through FLUSHALL, restarts without ' + 'persistence and eviction',
+    async () => {
+      const keyPrefix = uniqueKeyPrefix('fence-faults');
+      const keys = new RedisKeySpace(keyPrefix);
+      // Exclusive names (plain, fair, re-entrant, multi-key), read/write names, semaphores: more
+      // names than the clients touch each second, so some counters sit idle and are what allkeys-lru
+      // evicts first.
+      const exclusive = Array.from({ length: 10 }, (_, i) => `x${i}`);
+      const readWrite = Array.from({ length: 6 }, (_, i) => `rw${i}`);
+      const semaphores = Array.from({ length: 6 }, (_, i) => `s${i}`);
+      const nameOfFence = new Map<string, string>([
+        ...[...exclusive, ...readWrite].map((name) => [keys.lock(name).fence, name] as const),
+        ...semaphores.map((name) => [keys.semaphore(name).fence, name] as const),
+      ]);
 
-    const evicted: Array<{ key: string; at: number }> = [];
-    evictions.on('message', (_channel: string, key: string) => evicted.push({ key, at: performance.now() }));
-    await evictions.subscribe('__keyevent@0__:evicted');
+      const evicted: Array<{ key: string; at: number }> = [];
+      evictions.on('message', (_channel: string, key: string) => evicted.push({ key, at: performance.now() }));
+      await evictions.subscribe('__keyevent@0__:evicted');
 
-    for (let i = 0; i < 3; i++) {
-      const builder = createRedisLockTestingModule({
-        redis: server.url,
-        redisLock: { keyPrefix, evictionPolicyCheck: 'warn', lock: { leaseTime: LEASE, waitTimeout: 3_000 } },
-      });
-      apps.push(await (await builder.compile()).init());
-    }
-    // The bootstrap check saw allkeys-lru and, told to warn instead of refusing, said so.
-    expect(warnings.some((w) => w.includes('maxmemory-policy') && w.includes('allkeys-lru'))).toBe(true);
-    const services = apps.map((app) => app.get(LockService));
-
-    const history = new FenceHistory();
-    const outcomes = { granted: 0, failed: 0, errors: new Map<string, number>() };
-    let running = true;
-
-    const pick = <T>(next: () => number, list: readonly T[]): T => list[Math.floor(next() * list.length)];
-    const hold = async (next: () => number, handle: LockHandle) => {
-      await sleep(Math.floor(next() * 15));
-      await handle.release().catch(() => undefined);
-    };
-
-    type Operation = (locks: LockService, next: () => number, who: string) => Promise<void>;
-    const take = <T extends LockHandle | null>(who: string, what: string, kind: GrantKind, acquire: () => Promise<T>) =>
-      history.take(`${who} ${what}`, kind, acquire);
-    const operations: Operation[] = [
-      async (locks, next, who) => {
-        const name = pick(next, exclusive);
-        await hold(next, await take(who, `plain ${name}`, 'fresh', () => locks.acquire(name)));
-      },
-      async (locks, next, who) => {
-        const name = pick(next, exclusive);
-        const handle = await take(who, `tryAcquire ${name}`, 'fresh', () => locks.tryAcquire(name));
-        if (handle) await hold(next, handle);
-      },
-      async (locks, next, who) => {
-        const name = pick(next, exclusive);
-        await hold(next, await take(who, `fair ${name}`, 'fresh', () => locks.acquire(name, { fair: true })));
-      },
-      async (locks, next, who) => {
-        const name = pick(next, exclusive);
-        const askedAt = performance.now();
-        await locks.using(name, async (outer) => {
-          history.record(name, outer.fencingToken, 'fresh', askedAt, performance.now(), `${who} section ${name}`);
-          await hold(next, await take(who, `re-entry ${name}`, 'joined', () => locks.acquire(name)));
+      for (let i = 0; i < 3; i++) {
+        const builder = createRedisLockTestingModule({
+          redis: server.url,
+          redisLock: { keyPrefix, evictionPolicyCheck: 'warn', lock: { leaseTime: LEASE, waitTimeout: 3_000 } },
         });
-      },
-      async (locks, next, who) => {
-        const first = pick(next, exclusive);
-        const second = pick(next, exclusive.filter((n) => n !== first));
-        await hold(next, await take(who, `multi ${first}+${second}`, 'fresh', () => locks.acquire([first, second])));
-      },
-      async (locks, next, who) => {
-        const name = pick(next, readWrite);
-        await hold(next, await take(who, `read ${name}`, 'joined', () => locks.readWrite(name).read()));
-      },
-      async (locks, next, who) => {
-        const name = pick(next, readWrite);
-        await hold(next, await take(who, `write ${name}`, 'fresh', () => locks.readWrite(name).write()));
-      },
-      async (locks, next, who) => {
-        const name = pick(next, semaphores);
-        await hold(next, await take(who, `permit ${name}`, 'fresh', () => locks.semaphore(name, 2).acquire()));
-      },
-    ];
+        apps.push(await (await builder.compile()).init());
+      }
+      // The bootstrap check saw allkeys-lru and, told to warn instead of refusing, said so.
+      expect(warnings.some((w) => w.includes('maxmemory-policy') && w.includes('allkeys-lru'))).toBe(true);
+      const services = apps.map((app) => app.get(LockService));
 
-    const client = async (locks: LockService, seed: number, who: string) => {
-      const next = seededRandom(seed);
-      while (running) {
-        try {
-          await pick(next, operations)(locks, next, who);
-          outcomes.granted++;
-        } catch (error) {
-          // Faults make acquires time out, find Redis gone, or find their section's hold lost.
-          outcomes.failed++;
-          const name = error instanceof Error ? error.constructor.name : 'non-error';
-          outcomes.errors.set(name, (outcomes.errors.get(name) ?? 0) + 1);
-          await sleep(5);
+      const history = new FenceHistory();
+      const outcomes = { granted: 0, failed: 0, errors: new Map<string, number>() };
+      let running = true;
+
+      const pick = <T>(next: () => number, list: readonly T[]): T => list[Math.floor(next() * list.length)];
+      const hold = async (next: () => number, handle: LockHandle) => {
+        await sleep(Math.floor(next() * 15));
+        await handle.release().catch(() => undefined);
+      };
+
+      type Operation = (locks: LockService, next: () => number, who: string) => Promise<void>;
+      const take = <T extends LockHandle | null>(who: string, what: string, kind: GrantKind, acquire: () => Promise<T>) =>
+        history.take(`${who} ${what}`, kind, acquire);
+      const operations: Operation[] = [
+        async (locks, next, who) => {
+          const name = pick(next, exclusive);
+          await hold(next, await take(who, `plain ${name}`, 'fresh', () => locks.acquire(name)));
+        },
+        async (locks, next, who) => {
+          const name = pick(next, exclusive);
+          const handle = await take(who, `tryAcquire ${name}`, 'fresh', () => locks.tryAcquire(name));
+          if (handle) await hold(next, handle);
+        },
+        async (locks, next, who) => {
+          const name = pick(next, exclusive);
+          await hold(next, await take(who, `fair ${name}`, 'fresh', () => locks.acquire(name, { fair: true })));
+        },
+        async (locks, next, who) => {
+          const name = pick(next, exclusive);
+          const askedAt = performance.now();
+          await locks.using(name, async (outer) => {
+            history.record(name, outer.fencingToken, 'fresh', askedAt, performance.now(), `${who} section ${name}`);
+            await hold(next, await take(who, `re-entry ${name}`, 'joined', () => locks.acquire(name)));
+          });
+        },
+        async (locks, next, who) => {
+          const first = pick(next, exclusive);
+          const second = pick(
+            next,
+            exclusive.filter((n) => n !== first),
+          );
+          await hold(next, await take(who, `multi ${first}+${second}`, 'fresh', () => locks.acquire([first, second])));
+        },
+        async (locks, next, who) => {
+          const name = pick(next, readWrite);
+          await hold(next, await take(who, `read ${name}`, 'joined', () => locks.readWrite(name).read()));
+        },
+        async (locks, next, who) => {
+          const name = pick(next, readWrite);
+          await hold(next, await take(who, `write ${name}`, 'fresh', () => locks.readWrite(name).write()));
+        },
+        async (locks, next, who) => {
+          const name = pick(next, semaphores);
+          await hold(next, await take(who, `permit ${name}`, 'fresh', () => locks.semaphore(name, 2).acquire()));
+        },
+      ];
+
+      const client = async (locks: LockService, seed: number, who: string) => {
+        const next = seededRandom(seed);
+        while (running) {
+          try {
+            await pick(next, operations)(locks, next, who);
+            outcomes.granted++;
+          } catch (error) {
+            // Faults make acquires time out, find Redis gone, or find their section's hold lost.
+            outcomes.failed++;
+            const name = error instanceof Error ? error.constructor.name : 'non-error';
+            outcomes.errors.set(name, (outcomes.errors.get(name) ?? 0) + 1);
+            await sleep(5);
+          }
         }
+      };
+
+      const clients = services.flatMap((locks, s) => [0, 1, 2].map((w) => client(locks, SEED + 31 * s + w, `app${s}.w${w}`)));
+
+      const grantsSoFar = () => history.grants.length;
+      const traffic = async (phase: string, ms: number) => {
+        history.phase = phase;
+        const before = grantsSoFar();
+        await sleep(ms);
+        // The clients got grants in it (Redis back, connections restored); asserted per phase below.
+        await holdsWithin(() => grantsSoFar() >= before + 20, 20_000);
+      };
+
+      const flushAll = async (round: number) => {
+        expect(await admin.flushall()).toBe('OK');
+        await traffic(`after FLUSHALL #${round}`, 2_000);
+      };
+      const restartWithoutPersistence = async (round: number) => {
+        await admin.set('written-before-the-restart', '1');
+        const exited = new Promise<void>((resolve) => server.process.once('exit', () => resolve()));
+        // redis-cli, not a client that re-sends an unanswered command to the restarted server.
+        const shutdown = await runRedisCli(server.port, ['SHUTDOWN', 'NOSAVE']);
+        await exited;
+        expect(shutdown.code === 0 || shutdown.output.includes('closed')).toBe(true);
+        history.phase = `Redis down #${round}`;
+        await server.restart({ downtimeMs: 300 });
+        expect(await admin.exists('written-before-the-restart')).toBe(0); // no persistence: nothing came back
+        await traffic(`after restart #${round}`, 2_500);
+      };
+      const evict = async (round: number) => {
+        history.phase = `eviction #${round}`;
+        const evictedBefore = evictedKeys(await admin.info('stats'));
+        const junk = 'j'.repeat(64 * 1024);
+        // Three times maxmemory of junk, over about two seconds of the LRU clock (1 s resolution):
+        // older keys (idle counters first) are evicted to make room.
+        for (let i = 0; i < (3 * MAXMEMORY) / junk.length; i++) {
+          await admin.set(`junk:${round}:${i}`, junk).catch(() => undefined);
+          if (i % 16 === 15) await sleep(100);
+        }
+        expect(evictedKeys(await admin.info('stats'))).toBeGreaterThan(evictedBefore);
+        await traffic(`after eviction #${round}`, 2_000);
+      };
+
+      await traffic('start', 2_000);
+      for (const round of [1, 2]) {
+        await flushAll(round);
+        await restartWithoutPersistence(round);
+        await evict(round);
       }
-    };
+      running = false;
+      await Promise.all(clients);
 
-    const clients = services.flatMap((locks, s) =>
-      [0, 1, 2].map((w) => client(locks, SEED + 31 * s + w, `app${s}.w${w}`)),
-    );
+      const counts = history.countByPhase();
+      const evictedCounters = evicted.filter((e) => nameOfFence.has(e.key));
+      // A counter evicted and then granted again: the case the eviction phase is for.
+      const regrantedAfterEviction = evictedCounters.filter((e) =>
+        history.grants.some((g: FenceGrant) => g.key === nameOfFence.get(e.key) && g.kind === 'fresh' && g.askedAt > e.at),
+      ).length;
+      console.log(
+        `Fences under faults (seed ${SEED}): ${history.grants.length} tokens recorded, ` +
+          `${outcomes.granted} operations done, ${outcomes.failed} failed (${JSON.stringify(Object.fromEntries(outcomes.errors))}); ` +
+          `per phase ${JSON.stringify(counts)}; evicted keys ${evicted.length}, of them fencing counters ${evictedCounters.length}, ` +
+          `granted again after their eviction ${regrantedAfterEviction}`,
+      );
 
-    const grantsSoFar = () => history.grants.length;
-    const traffic = async (phase: string, ms: number) => {
-      history.phase = phase;
-      const before = grantsSoFar();
-      await sleep(ms);
-      // The clients got grants in it (Redis back, connections restored); asserted per phase below.
-      await holdsWithin(() => grantsSoFar() >= before + 20, 20_000);
-    };
-
-    const flushAll = async (round: number) => {
-      expect(await admin.flushall()).toBe('OK');
-      await traffic(`after FLUSHALL #${round}`, 2_000);
-    };
-    const restartWithoutPersistence = async (round: number) => {
-      await admin.set('written-before-the-restart', '1');
-      const exited = new Promise<void>((resolve) => server.process.once('exit', () => resolve()));
-      // redis-cli, not a client that re-sends an unanswered command to the restarted server.
-      const shutdown = await runRedisCli(server.port, ['SHUTDOWN', 'NOSAVE']);
-      await exited;
-      expect(shutdown.code === 0 || shutdown.output.includes('closed')).toBe(true);
-      history.phase = `Redis down #${round}`;
-      await server.restart({ downtimeMs: 300 });
-      expect(await admin.exists('written-before-the-restart')).toBe(0); // no persistence: nothing came back
-      await traffic(`after restart #${round}`, 2_500);
-    };
-    const evict = async (round: number) => {
-      history.phase = `eviction #${round}`;
-      const evictedBefore = evictedKeys(await admin.info('stats'));
-      const junk = 'j'.repeat(64 * 1024);
-      // Three times maxmemory of junk, over about two seconds of the LRU clock (1 s resolution):
-      // older keys (idle counters first) are evicted to make room.
-      for (let i = 0; i < (3 * MAXMEMORY) / junk.length; i++) {
-        await admin.set(`junk:${round}:${i}`, junk).catch(() => undefined);
-        if (i % 16 === 15) await sleep(100);
-      }
-      expect(evictedKeys(await admin.info('stats'))).toBeGreaterThan(evictedBefore);
-      await traffic(`after eviction #${round}`, 2_000);
-    };
-
-    await traffic('start', 2_000);
-    for (const round of [1, 2]) {
-      await flushAll(round);
-      await restartWithoutPersistence(round);
-      await evict(round);
-    }
-    running = false;
-    await Promise.all(clients);
-
-    const counts = history.countByPhase();
-    const evictedCounters = evicted.filter((e) => nameOfFence.has(e.key));
-    // A counter evicted and then granted again: the case the eviction phase is for.
-    const regrantedAfterEviction = evictedCounters.filter((e) =>
-      history.grants.some((g: FenceGrant) => g.key === nameOfFence.get(e.key) && g.kind === 'fresh' && g.askedAt > e.at),
-    ).length;
-    console.log(
-      `Fences under faults (seed ${SEED}): ${history.grants.length} tokens recorded, ` +
-        `${outcomes.granted} operations done, ${outcomes.failed} failed (${JSON.stringify(Object.fromEntries(outcomes.errors))}); ` +
-        `per phase ${JSON.stringify(counts)}; evicted keys ${evicted.length}, of them fencing counters ${evictedCounters.length}, ` +
-        `granted again after their eviction ${regrantedAfterEviction}`,
-    );
-
-    expect(history.violations()).toEqual([]);
-    // Not vacuous: grants after every fault, and counters really evicted and granted again.
-    const phases = ['start', 'after FLUSHALL #1', 'after restart #1', 'after eviction #1', 'after FLUSHALL #2', 'after restart #2', 'after eviction #2'];
-    expect(phases.filter((phase) => (counts[phase] ?? 0) < 20)).toEqual([]);
-    expect(evictedCounters.length).toBeGreaterThan(0);
-    expect(regrantedAfterEviction).toBeGreaterThan(0);
-    expect(unhandled.reasons.map(errorMessage)).toEqual([]);
-  }, 180_000);
+      expect(history.violations()).toEqual([]);
+      // Not vacuous: grants after every fault, and counters really evicted and granted again.
+      const phases = [
+        'start',
+        'after FLUSHALL #1',
+        'after restart #1',
+        'after eviction #1',
+        'after FLUSHALL #2',
+        'after restart #2',
+        'after eviction #2',
+      ];
+      expect(phases.filter((phase) => (counts[phase] ?? 0) < 20)).toEqual([]);
+      expect(evictedCounters.length).toBeGreaterThan(0);
+      expect(regrantedAfterEviction).toBeGreaterThan(0);
+      expect(unhandled.reasons.map(errorMessage)).toEqual([]);
+    },
+    180_000,
+  );
 
   it('the checker finds a token that went back, one repeated, and one that is not a 53-bit integer', () => {
     const history = new FenceHistory();

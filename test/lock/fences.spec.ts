@@ -19,10 +19,26 @@ describe('fencing counters', () => {
   type Kind = { name: string; fenceKey: (n: string) => string; take: (s: LockService, n: string) => Promise<LockHandle> };
   const kinds: Kind[] = [
     { name: 'plain', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.acquire(n, { waitTimeout: 10_000 }) },
-    { name: 'fair', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.acquire(n, { fair: true, waitTimeout: 10_000 }) },
-    { name: 'read', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.readWrite(n).read({ waitTimeout: 10_000 }) },
-    { name: 'write', fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence, take: (s, n) => s.readWrite(n).write({ waitTimeout: 10_000 }) },
-    { name: 'semaphore', fenceKey: (n) => new RedisKeySpace(keyPrefix).semaphore(n).fence, take: (s, n) => s.semaphore(n, 2).acquire({ waitTimeout: 10_000 }) },
+    {
+      name: 'fair',
+      fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence,
+      take: (s, n) => s.acquire(n, { fair: true, waitTimeout: 10_000 }),
+    },
+    {
+      name: 'read',
+      fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence,
+      take: (s, n) => s.readWrite(n).read({ waitTimeout: 10_000 }),
+    },
+    {
+      name: 'write',
+      fenceKey: (n) => new RedisKeySpace(keyPrefix).lock(n).fence,
+      take: (s, n) => s.readWrite(n).write({ waitTimeout: 10_000 }),
+    },
+    {
+      name: 'semaphore',
+      fenceKey: (n) => new RedisKeySpace(keyPrefix).semaphore(n).fence,
+      take: (s, n) => s.semaphore(n, 2).acquire({ waitTimeout: 10_000 }),
+    },
   ];
 
   /** Takes and releases `name` `times` times, alternating services; returns the tokens in order. */
@@ -59,17 +75,20 @@ describe('fencing counters', () => {
     });
   }, 60_000);
 
-  it('hands out decimal tokens that fit a signed 64-bit column, exact in Lua and JS numbers (below 2^53), and grow across holders', async () => {
-    for (const kind of kinds) {
-      const tokens = await takeTurns(kind, `grow-${kind.name}`, 4);
-      for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
-      for (const token of tokens) {
-        expect(token).toBeGreaterThan(0n);
-        expect(token).toBeLessThan(2n ** 53n);
-        expect(Number(token).toString()).toBe(token.toString());
+  it(
+    'hands out decimal tokens that fit a signed 64-bit column, exact in Lua and JS numbers (below 2^53), ' + 'and grow across holders',
+    async () => {
+      for (const kind of kinds) {
+        const tokens = await takeTurns(kind, `grow-${kind.name}`, 4);
+        for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+        for (const token of tokens) {
+          expect(token).toBeGreaterThan(0n);
+          expect(token).toBeLessThan(2n ** 53n);
+          expect(Number(token).toString()).toBe(token.toString());
+        }
       }
-    }
-  });
+    },
+  );
 
   it.each(['plain', 'fair', 'read', 'write', 'semaphore'])(
     '%s: the next token is larger than every earlier one after the counter is deleted (FLUSHALL, restart, eviction)',

@@ -26,15 +26,12 @@ describe('lock keys', () => {
     await expect(locks.tryAcquire(key as string)).rejects.toBeInstanceOf(InvalidLockKeyError);
   });
 
-  it.each(['with {braces}', 'line\nbreak', 'ünïcødé ✓', '__proto__', 'x'.repeat(1024)])(
-    'locks odd but valid names: %j',
-    async (name) => {
-      const lock = await locks.acquire(name);
-      expect(await locks.isLocked(name)).toBe(true);
-      await lock.release();
-      expect(await locks.isLocked(name)).toBe(false);
-    },
-  );
+  it.each(['with {braces}', 'line\nbreak', 'ünïcødé ✓', '__proto__', 'x'.repeat(1024)])('locks odd but valid names: %j', async (name) => {
+    const lock = await locks.acquire(name);
+    expect(await locks.isLocked(name)).toBe(true);
+    await lock.release();
+    expect(await locks.isLocked(name)).toBe(false);
+  });
 
   it.each<[string, object]>([
     ['negative waitTimeout', { waitTimeout: -1 }],

@@ -29,20 +29,24 @@ describe('lock kinds on one name', () => {
     }
   }, 20_000);
 
-  it.each(['read', 'write'] as const)('refuses a plain and a fair exclusive lock while the %s side holds the name', async (side) => {
-    const name = `rw-then-ex-${side}`;
-    const held = await a.readWrite(name)[side]();
-    await expect(b.acquire(name, { waitTimeout: 30_000 })).rejects.toMatchObject(kindConflict(name));
-    await expect(b.acquire(name, { waitTimeout: 30_000, fair: true })).rejects.toMatchObject(kindConflict(name));
-    await expect(b.tryAcquire(name)).rejects.toMatchObject(kindConflict(name));
-    await expect(b.using([`${name}-other`, name], () => 'ran', { waitTimeout: 30_000 })).rejects.toMatchObject(kindConflict(name));
-    expect(await b.isLocked(`${name}-other`)).toBe(false);
-    expect(held.held).toBe(true);
-    await held.release();
-    expect(await a.isLocked(name)).toBe(false);
-    const exclusive = await b.acquire(name, { waitTimeout: 1_000 });
-    await exclusive.release();
-  }, 20_000);
+  it.each(['read', 'write'] as const)(
+    'refuses a plain and a fair exclusive lock while the %s side holds the name',
+    async (side) => {
+      const name = `rw-then-ex-${side}`;
+      const held = await a.readWrite(name)[side]();
+      await expect(b.acquire(name, { waitTimeout: 30_000 })).rejects.toMatchObject(kindConflict(name));
+      await expect(b.acquire(name, { waitTimeout: 30_000, fair: true })).rejects.toMatchObject(kindConflict(name));
+      await expect(b.tryAcquire(name)).rejects.toMatchObject(kindConflict(name));
+      await expect(b.using([`${name}-other`, name], () => 'ran', { waitTimeout: 30_000 })).rejects.toMatchObject(kindConflict(name));
+      expect(await b.isLocked(`${name}-other`)).toBe(false);
+      expect(held.held).toBe(true);
+      await held.release();
+      expect(await a.isLocked(name)).toBe(false);
+      const exclusive = await b.acquire(name, { waitTimeout: 1_000 });
+      await exclusive.release();
+    },
+    20_000,
+  );
 
   it('refuses the other kind inside a section of one kind (nested acquires of the same name)', async () => {
     await a.using('nested-ex', async () => {

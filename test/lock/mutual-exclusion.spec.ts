@@ -6,9 +6,7 @@ describe('mutual exclusion across processes', () => {
     const prefix = uniquePrefix('mx');
     const processes = 4;
     const rounds = 150;
-    const workers = Array.from({ length: processes }, () =>
-      spawnFixture('counter-worker.ts', [testRedisUrl(), prefix, String(rounds)]),
-    );
+    const workers = Array.from({ length: processes }, () => spawnFixture('counter-worker.ts', [testRedisUrl(), prefix, String(rounds)]));
     await Promise.all(workers.map(exited));
 
     const redis = rawRedis();

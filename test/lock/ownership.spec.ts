@@ -27,8 +27,7 @@ describe('ownership', () => {
 
   it('refuses to extend a lock that was taken over while its lease timer had not fired yet', async () => {
     const first = await a.acquire('takeover', { leaseTime: 5_000 });
-    const raw = (a as unknown as { connection: { client: import('ioredis').Redis } }).connection
-      .client;
+    const raw = (a as unknown as { connection: { client: import('ioredis').Redis } }).connection.client;
     await raw.del(new RedisKeySpace(keyPrefix).lock('takeover').owners);
     const second = await b.acquire('takeover', { leaseTime: 5_000 });
     await expect(first.extend()).rejects.toBeInstanceOf(LockNotHeldError);

@@ -38,25 +38,22 @@ describe('read/write lock: commands that run twice', () => {
     await proxy.stop();
   });
 
-  it.each(['read', 'write'] as const)(
-    'keeps the outer %s hold when the release of a nested hold runs twice',
-    async (side) => {
-      const name = `nested-release-${side}`;
-      const outer = await a.readWrite(name)[side]();
-      await a.runInScope(outer, async () => {
-        const inner = await a.readWrite(name)[side]();
-        const lost = proxy.loseReply(FaultProxy.script(releaseReadWriteLockScript));
-        await inner.release();
-        await lost;
-        // The outer section still runs: nobody else may write (nor read, when it writes).
-        expect(await got(b.readWrite(name).tryWrite())).toBe(false);
-        if (side === 'write') expect(await got(b.readWrite(name).tryRead())).toBe(false);
-      });
-      expect(await a.isLocked(name)).toBe(true);
-      await outer.release();
-      expect(await a.isLocked(name)).toBe(false);
-    },
-  );
+  it.each(['read', 'write'] as const)('keeps the outer %s hold when the release of a nested hold runs twice', async (side) => {
+    const name = `nested-release-${side}`;
+    const outer = await a.readWrite(name)[side]();
+    await a.runInScope(outer, async () => {
+      const inner = await a.readWrite(name)[side]();
+      const lost = proxy.loseReply(FaultProxy.script(releaseReadWriteLockScript));
+      await inner.release();
+      await lost;
+      // The outer section still runs: nobody else may write (nor read, when it writes).
+      expect(await got(b.readWrite(name).tryWrite())).toBe(false);
+      if (side === 'write') expect(await got(b.readWrite(name).tryRead())).toBe(false);
+    });
+    expect(await a.isLocked(name)).toBe(true);
+    await outer.release();
+    expect(await a.isLocked(name)).toBe(false);
+  });
 
   it.each([
     ['read', acquireReadLockScript],
@@ -84,24 +81,21 @@ describe('read/write lock: commands that run twice', () => {
     expect(await a.isLocked('fresh')).toBe(false);
   });
 
-  it.each(['read', 'write'] as const)(
-    'never lets a nested %s hold with a shorter lease shorten the outer hold',
-    async (side) => {
-      const name = `shorter-${side}`;
-      const outer = await a.readWrite(name)[side]({ leaseTime: 20_000 });
-      await a.runInScope(outer, async () => {
-        const inner = await a.readWrite(name)[side]({ leaseTime: 100 });
-        await inner.extend(100);
-        await sleep(400);
-        expect(await got(b.readWrite(name).tryWrite())).toBe(false);
-        await inner.release();
-      });
-      expect(outer.held).toBe(true);
+  it.each(['read', 'write'] as const)('never lets a nested %s hold with a shorter lease shorten the outer hold', async (side) => {
+    const name = `shorter-${side}`;
+    const outer = await a.readWrite(name)[side]({ leaseTime: 20_000 });
+    await a.runInScope(outer, async () => {
+      const inner = await a.readWrite(name)[side]({ leaseTime: 100 });
+      await inner.extend(100);
+      await sleep(400);
       expect(await got(b.readWrite(name).tryWrite())).toBe(false);
-      await outer.release();
-      expect(await a.isLocked(name)).toBe(false);
-    },
-  );
+      await inner.release();
+    });
+    expect(outer.held).toBe(true);
+    expect(await got(b.readWrite(name).tryWrite())).toBe(false);
+    await outer.release();
+    expect(await a.isLocked(name)).toBe(false);
+  });
 
   it('extends a hold once when its extend runs twice, and leaves the other holds of the owner as they were', async () => {
     const outer = await a.readWrite('extend-twice').write({ leaseTime: 800 });

@@ -39,7 +39,6 @@ describe('semaphore', () => {
     expect(Number(await redis.get(`${keyPrefix}:stock`))).toBe(0);
     redis.disconnect();
   });
-
 });
 
 describe('semaphore with expiring permits', () => {

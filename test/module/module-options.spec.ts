@@ -1,12 +1,6 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import {
-  InvalidOptionsError,
-  LockService,
-  RedisConnectionError,
-  RedisLockModule,
-  type RedisLockModuleOptions,
-} from '../../lib/index.js';
+import { InvalidOptionsError, LockService, RedisConnectionError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { expectInvalidOption } from '../support/expect-invalid-option.js';
 import { lockModuleStartupFailure, startModule } from '../support/module-startup.js';
@@ -54,9 +48,7 @@ describe('RedisLockModule options', () => {
     expect(await byClass.get(LockService).isLocked('nothing')).toBe(false);
     await byClass.close();
 
-    const byExisting = await startModule([
-      RedisLockModule.forRootAsync({ imports: [FactoryModule], useExisting: LockOptionsFactory }),
-    ]);
+    const byExisting = await startModule([RedisLockModule.forRootAsync({ imports: [FactoryModule], useExisting: LockOptionsFactory })]);
     expect(await byExisting.get(LockService).isLocked('nothing')).toBe(false);
     await byExisting.close();
   });
@@ -102,7 +94,9 @@ describe('RedisLockModule options', () => {
   });
 
   it('starts with lock.syncReplicas: false (off)', async () => {
-    const app = await startModule([RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), lock: { syncReplicas: false } })]);
+    const app = await startModule([
+      RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(), lock: { syncReplicas: false } }),
+    ]);
     const lock = await app.get(LockService).acquire('unreplicated');
     await lock.release();
     await app.close();

@@ -66,8 +66,12 @@ describe('Unknown option keys fail at bootstrap, naming the key and the one mean
     @Injectable()
     class Nothing {}
     expect(() => RedisLockMetricsModule.forRoot({ keyPatern: () => 'x' } as never)).toThrow(InvalidOptionsError);
-    expect(() => RedisLockMetricsModule.forRoot({ keyPatern: () => 'x' } as never)).toThrow(/`metrics\.keyPatern`.*did you mean `keyPattern`\?/);
-    expect(() => RedisLockDashboardModule.forRoot({ readonly: false } as never)).toThrow(/`dashboard\.readonly`.*did you mean `readOnly`\?/);
+    expect(() => RedisLockMetricsModule.forRoot({ keyPatern: () => 'x' } as never)).toThrow(
+      /`metrics\.keyPatern`.*did you mean `keyPattern`\?/,
+    );
+    expect(() => RedisLockDashboardModule.forRoot({ readonly: false } as never)).toThrow(
+      /`dashboard\.readonly`.*did you mean `readOnly`\?/,
+    );
     expect(() => RedisLockDashboardModule.forRoot({ history: { windowMS: 1 } } as never)).toThrow(
       /`dashboard\.history\.windowMS`.*did you mean `windowMs`\?/,
     );

@@ -71,7 +71,9 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     };
     if (await holdsWithin(read, UI_TIMEOUT, { every: 200 })) return text;
     await page.screenshot({ path: join(ARTIFACTS, 'timeout.png'), fullPage: true });
-    throw new Error(`timed out waiting for ${what}; last text ${JSON.stringify(text)} (screenshot in test-artifacts/dashboard/timeout.png)`);
+    throw new Error(
+      `timed out waiting for ${what}; last text ${JSON.stringify(text)} (screenshot in test-artifacts/dashboard/timeout.png)`,
+    );
   };
 
   it('shows scheduled jobs and held locks, and retries a dead job from the page', async () => {
@@ -103,7 +105,11 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     const exportsSemaphore = locks.semaphore('report-exports', 3);
     held.push(await exportsSemaphore.acquire({ leaseTime: 90_000 }), await exportsSemaphore.acquire({ leaseTime: 90_000 }));
     const lockRow = page.locator(`tr[data-lock="order:${orders[1].id}"]`);
-    await waitForText(lockRow, (t) => t.includes('mutex') && t.includes(held[0].fencingToken), 'the held order lock with its fencing token');
+    await waitForText(
+      lockRow,
+      (t) => t.includes('mutex') && t.includes(held[0].fencingToken),
+      'the held order lock with its fencing token',
+    );
     await waitForText(page.locator('tr[data-lock="report-exports"]'), (t) => t.includes('semaphore'), 'the semaphore');
 
     // A few paid orders of untracked items: their fulfilment runs at once (plots get lateness and throughput).
@@ -120,10 +126,22 @@ describe('dashboard in a browser, on the sample app (e2e)', () => {
     await waitForText(deadRow, (t) => t.includes('sold out') && t.includes('3/3'), 'the dead job with its error');
     // The service's scheduled work: its repeatable job with the next tick, and its leader election won by this (only) instance.
     const snapshot = page.locator('tr[data-schedule="reports.stock-snapshot/reports.stock-snapshot"]');
-    await waitForText(snapshot.locator('td[data-col="schedule"]'), (t) => t.startsWith('every '), 'the repeatable job in the schedules panel');
+    await waitForText(
+      snapshot.locator('td[data-col="schedule"]'),
+      (t) => t.startsWith('every '),
+      'the repeatable job in the schedules panel',
+    );
     await waitForText(snapshot.locator('td[data-col="next"]'), (t) => /\d/.test(t), 'the next run of the repeatable job');
-    await waitForText(page.locator('tr[data-election="reports.leader"] td[data-col="owner"]'), (t) => t.includes('this instance'), 'this instance leading reports.leader');
-    await waitForText(page.locator('[data-testid="one-instance-table"] tbody'), (t) => t.includes('No @OnOneInstance method'), 'the empty @OnOneInstance panel');
+    await waitForText(
+      page.locator('tr[data-election="reports.leader"] td[data-col="owner"]'),
+      (t) => t.includes('this instance'),
+      'this instance leading reports.leader',
+    );
+    await waitForText(
+      page.locator('[data-testid="one-instance-table"] tbody'),
+      (t) => t.includes('No @OnOneInstance method'),
+      'the empty @OnOneInstance panel',
+    );
     await page.waitForTimeout(1_500); // let the plots collect a few more samples for the picture
     await page.screenshot({ path: join(ARTIFACTS, '2-dead-letter.png'), fullPage: true });
     await page.screenshot({ path: DOCS_IMAGE, fullPage: true });
@@ -160,7 +178,10 @@ describe('dashboard in a browser: a page of another site (e2e)', () => {
 
   beforeAll(async () => {
     const executablePath = chromiumPath();
-    t = await startDashboardApp({ readOnly: false, history: { sampleMs: 0 } }, { handlers: false, cors: { origin: true, credentials: true } });
+    t = await startDashboardApp(
+      { readOnly: false, history: { sampleMs: 0 } },
+      { handlers: false, cors: { origin: true, credentials: true } },
+    );
     // Served from http://localhost:<port>: another site than the dashboard's http://127.0.0.1:<port>.
     evil = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>prize</title>'));
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
@@ -181,7 +202,11 @@ describe('dashboard in a browser: a page of another site (e2e)', () => {
     await page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
     const api = `${t.base}/_locks/api/topics/xsite.orders/jobs`;
     const outcome = await page.evaluate(async (url) => {
-      const cancel = await fetch(`${url}/victim/cancel`, { method: 'POST', credentials: 'include', headers: { 'x-redis-lock-dashboard': '1' } });
+      const cancel = await fetch(`${url}/victim/cancel`, {
+        method: 'POST',
+        credentials: 'include',
+        headers: { 'x-redis-lock-dashboard': '1' },
+      });
       const read = await fetch(`${url}?state=scheduled`, { credentials: 'include' });
       return { cancel: cancel.status, read: read.status, readBody: await read.text() };
     }, api);

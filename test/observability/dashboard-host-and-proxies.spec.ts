@@ -46,12 +46,19 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     const queue = t.app.get(DelayQueueService);
     await queue.schedule('rebind.t', { resetToken: 'secret-123' }, { id: 'victim', delay: 3_600_000 });
     const port = new URL(t.base).port;
-    const rebound = { host: `rebind.attacker.test:${port}`, origin: `http://rebind.attacker.test:${port}`, 'sec-fetch-site': 'same-origin' };
+    const rebound = {
+      host: `rebind.attacker.test:${port}`,
+      origin: `http://rebind.attacker.test:${port}`,
+      'sec-fetch-site': 'same-origin',
+    };
 
     for (const path of ['/_locks', '/_locks/api/topics/rebind.t/jobs/victim', '/_locks/api/locks', '/_locks/api/topics']) {
       const read = await send(t.base, 'GET', path, rebound);
       expect(read.status).toBe(403);
-      expect(read.body).toMatchObject({ code: 'DASHBOARD_FOREIGN_HOST', message: expect.stringMatching(/rebind\.attacker\.test.*allowedOrigins/) });
+      expect(read.body).toMatchObject({
+        code: 'DASHBOARD_FOREIGN_HOST',
+        message: expect.stringMatching(/rebind\.attacker\.test.*allowedOrigins/),
+      });
       expect(JSON.stringify(read.body)).not.toContain('secret-123');
     }
     const cancel = await send(t.base, 'POST', '/_locks/api/topics/rebind.t/jobs/victim/cancel', { ...rebound, ...ACTION });
@@ -62,10 +69,28 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
   it('serves localhost, 127.0.0.0/8 and [::1] with any port, and a Host listed in allowedOrigins', async () => {
     const t = await start({ allowedOrigins: ['http://ops.internal:8080'] });
     const port = new URL(t.base).port;
-    for (const host of [`localhost:${port}`, 'LOCALHOST', `127.0.0.1:${port}`, '127.0.0.2', `127.255.1.9:1`, `[::1]:${port}`, '[::1]', 'ops.internal:8080']) {
+    for (const host of [
+      `localhost:${port}`,
+      'LOCALHOST',
+      `127.0.0.1:${port}`,
+      '127.0.0.2',
+      `127.255.1.9:1`,
+      `[::1]:${port}`,
+      '[::1]',
+      'ops.internal:8080',
+    ]) {
       expect({ host, status: (await send(t.base, 'GET', '/_locks/api/topics', { host })).status }).toEqual({ host, status: 200 });
     }
-    for (const host of ['ops.internal', 'ops.internal:8081', 'localhost.attacker.test', '127.0.0.1.nip.io', '0.0.0.0', '[::2]', '10.0.0.1', `evil.test:${port}`]) {
+    for (const host of [
+      'ops.internal',
+      'ops.internal:8081',
+      'localhost.attacker.test',
+      '127.0.0.1.nip.io',
+      '0.0.0.0',
+      '[::2]',
+      '10.0.0.1',
+      `evil.test:${port}`,
+    ]) {
       const refused = await send(t.base, 'GET', '/_locks/api/topics', { host });
       expect({ host, status: refused.status, code: refused.body?.code }).toEqual({ host, status: 403, code: 'DASHBOARD_FOREIGN_HOST' });
     }
@@ -73,15 +98,27 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
 
   it('with allowRemote: true, serves only the listed hosts: a DNS-rebinding page can neither read a payload nor cancel a job', async () => {
     // The review's repro: allowRemote: true had no Host check, and the Origin check compared Origin with the attacker's own Host.
-    for (const listing of [{ allowedOrigins: ['https://ops.example.com'] }, { allowedHosts: ['ops.example.com'] }] as RedisLockDashboardOptions[]) {
+    for (const listing of [
+      { allowedOrigins: ['https://ops.example.com'] },
+      { allowedHosts: ['ops.example.com'] },
+    ] as RedisLockDashboardOptions[]) {
       const t = await start({ readOnly: false, allowRemote: true, ...listing });
       const queue = t.app.get(DelayQueueService);
       await queue.schedule('rebind.t', { resetToken: 'secret-123' }, { id: 'victim', delay: 3_600_000 });
       const port = new URL(t.base).port;
-      const rebound = { host: `rebind.attacker.test:${port}`, origin: `http://rebind.attacker.test:${port}`, 'sec-fetch-site': 'same-origin' };
+      const rebound = {
+        host: `rebind.attacker.test:${port}`,
+        origin: `http://rebind.attacker.test:${port}`,
+        'sec-fetch-site': 'same-origin',
+      };
       for (const path of ['/_locks', '/_locks/api/topics/rebind.t/jobs/victim', '/_locks/api/locks']) {
         const read = await send(t.base, 'GET', path, rebound);
-        expect({ listing, path, status: read.status, code: read.body?.code }).toEqual({ listing, path, status: 403, code: 'DASHBOARD_FOREIGN_HOST' });
+        expect({ listing, path, status: read.status, code: read.body?.code }).toEqual({
+          listing,
+          path,
+          status: 403,
+          code: 'DASHBOARD_FOREIGN_HOST',
+        });
         expect(read.body.message).toMatch(/rebind\.attacker\.test.*allowedHosts/);
         expect(JSON.stringify(read.body)).not.toContain('secret-123');
       }
@@ -114,7 +151,17 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     // Any Host on a loopback-only dashboard: exactly what DNS rebinding needs.
     expect(() => RedisLockDashboardModule.forRoot({ allowedHosts: true })).toThrow(/allowedHosts.*rebinds/s);
     expect(() => RedisLockDashboardModule.forRoot({ readOnly: false, allowedHosts: true })).toThrow(InvalidOptionsError);
-    for (const entry of ['https://ops.example.com', 'ops.example.com:8080', 'ops.example.com.', '*.example.com', 'ops example', '', 'a/b', '[nothex]', '.']) {
+    for (const entry of [
+      'https://ops.example.com',
+      'ops.example.com:8080',
+      'ops.example.com.',
+      '*.example.com',
+      'ops example',
+      '',
+      'a/b',
+      '[nothex]',
+      '.',
+    ]) {
       expect(() => RedisLockDashboardModule.forRoot({ allowedHosts: [entry] })).toThrow(/allowedHosts/);
     }
     expect(() => RedisLockDashboardModule.forRoot({ allowedHosts: 'ops.example.com' as never })).toThrow(/allowedHosts/);
@@ -161,26 +208,36 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     }
   });
 
-  it('behind a trusted proxy, serves only what it reports as a loopback client, and refuses what it forwards without saying for whom', async () => {
-    const t = await start({}, { trustProxy: 'loopback' });
-    const port = new URL(t.base).port;
-    const host = `127.0.0.1:${port}`;
-    const local = { host, 'x-forwarded-proto': 'https', 'x-forwarded-for': '127.0.0.1' };
-    expect((await send(t.base, 'GET', '/_locks/api/topics', local)).status).toBe(200);
-    // A proxy that names its client in X-Real-IP (or only adds Via) passes the client's own
-    // X-Forwarded-For through: a loopback client it reports proves nothing.
-    for (const other of [{ via: '1.1 nginx' }, { 'x-real-ip': '203.0.113.9' }] as Array<Record<string, string>>) {
-      expect(await send(t.base, 'GET', '/_locks/api/topics', { ...local, ...other })).toMatchObject({ status: 403, body: { code: 'DASHBOARD_REMOTE_CLIENT' } });
-    }
-    const remote = await send(t.base, 'GET', '/_locks/api/topics', { ...local, 'x-forwarded-for': '203.0.113.7' });
-    expect(remote).toMatchObject({ status: 403, body: { code: 'DASHBOARD_REMOTE_CLIENT' } });
-    const unsaidSigns: Array<Record<string, string>> = [{ via: '1.1 nginx' }, { 'cf-connecting-ip': '203.0.113.7' }, { 'x-forwarded-proto': 'https' }];
-    for (const sign of unsaidSigns) {
-      const unsaid = await send(t.base, 'GET', '/_locks/api/topics', { host, ...sign });
-      expect({ sign, status: unsaid.status, code: unsaid.body?.code }).toEqual({ sign, status: 403, code: 'DASHBOARD_REMOTE_CLIENT' });
-    }
-    // A public name forwarded in Host by a trusted proxy is still a foreign Host.
-    const publicHost = await send(t.base, 'GET', '/_locks/api/topics', { ...local, host: 'ops.example.com' });
-    expect(publicHost).toMatchObject({ status: 403, body: { code: 'DASHBOARD_FOREIGN_HOST' } });
-  });
+  it(
+    'behind a trusted proxy, serves only what it reports as a loopback client, and refuses what it forwards ' + 'without saying for whom',
+    async () => {
+      const t = await start({}, { trustProxy: 'loopback' });
+      const port = new URL(t.base).port;
+      const host = `127.0.0.1:${port}`;
+      const local = { host, 'x-forwarded-proto': 'https', 'x-forwarded-for': '127.0.0.1' };
+      expect((await send(t.base, 'GET', '/_locks/api/topics', local)).status).toBe(200);
+      // A proxy that names its client in X-Real-IP (or only adds Via) passes the client's own
+      // X-Forwarded-For through: a loopback client it reports proves nothing.
+      for (const other of [{ via: '1.1 nginx' }, { 'x-real-ip': '203.0.113.9' }] as Array<Record<string, string>>) {
+        expect(await send(t.base, 'GET', '/_locks/api/topics', { ...local, ...other })).toMatchObject({
+          status: 403,
+          body: { code: 'DASHBOARD_REMOTE_CLIENT' },
+        });
+      }
+      const remote = await send(t.base, 'GET', '/_locks/api/topics', { ...local, 'x-forwarded-for': '203.0.113.7' });
+      expect(remote).toMatchObject({ status: 403, body: { code: 'DASHBOARD_REMOTE_CLIENT' } });
+      const unsaidSigns: Array<Record<string, string>> = [
+        { via: '1.1 nginx' },
+        { 'cf-connecting-ip': '203.0.113.7' },
+        { 'x-forwarded-proto': 'https' },
+      ];
+      for (const sign of unsaidSigns) {
+        const unsaid = await send(t.base, 'GET', '/_locks/api/topics', { host, ...sign });
+        expect({ sign, status: unsaid.status, code: unsaid.body?.code }).toEqual({ sign, status: 403, code: 'DASHBOARD_REMOTE_CLIENT' });
+      }
+      // A public name forwarded in Host by a trusted proxy is still a foreign Host.
+      const publicHost = await send(t.base, 'GET', '/_locks/api/topics', { ...local, host: 'ops.example.com' });
+      expect(publicHost).toMatchObject({ status: 403, body: { code: 'DASHBOARD_FOREIGN_HOST' } });
+    },
+  );
 });

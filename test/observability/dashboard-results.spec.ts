@@ -22,28 +22,41 @@ describe('RedisLockDashboardModule: progress and results', () => {
   it('lists a running job with its progress, then the completed job with its result and finish time', async () => {
     const finish = deferred();
     const progressed = deferred();
-    const consumer = queue.consume('dash.kept', async (_payload, job) => {
-      await job.progress({ page: 2, of: 3 });
-      progressed.resolve();
-      await finish.promise;
-      return { url: 'https://example.test/r.pdf' };
-    }, { keepCompleted: { count: 10 } });
+    const consumer = queue.consume(
+      'dash.kept',
+      async (_payload, job) => {
+        await job.progress({ page: 2, of: 3 });
+        progressed.resolve();
+        await finish.promise;
+        return { url: 'https://example.test/r.pdf' };
+      },
+      { keepCompleted: { count: 10 } },
+    );
     await queue.schedule('dash.kept', { report: 1 }, { id: 'r1' });
     await progressed.promise;
     const active = await api<DashboardJobList>('/topics/dash.kept/jobs?state=active');
     expect(active.jobs).toEqual([expect.objectContaining({ id: 'r1', state: 'active', progress: { page: 2, of: 3 } })]);
 
     finish.resolve();
-    const completed = await waitFor(async () => {
-      const list = await api<DashboardJobList>('/topics/dash.kept/jobs?state=completed');
-      return list.jobs.length === 1 ? list : undefined;
-    }, 5_000, 'the completed list');
+    const completed = await waitFor(
+      async () => {
+        const list = await api<DashboardJobList>('/topics/dash.kept/jobs?state=completed');
+        return list.jobs.length === 1 ? list : undefined;
+      },
+      5_000,
+      'the completed list',
+    );
     expect(completed.total).toBe(1);
     expect(completed.jobs[0]).toMatchObject({ id: 'r1', state: 'completed', progress: { page: 2, of: 3 }, payloadPreview: '{"report":1}' });
     expect(completed.jobs[0].finishedAt).toBeLessThanOrEqual(completed.now);
 
     const detail = await api<DashboardJobDetail>('/topics/dash.kept/jobs/r1');
-    expect(detail).toMatchObject({ state: 'completed', result: { url: 'https://example.test/r.pdf' }, progress: { page: 2, of: 3 }, payload: { report: 1 } });
+    expect(detail).toMatchObject({
+      state: 'completed',
+      result: { url: 'https://example.test/r.pdf' },
+      progress: { page: 2, of: 3 },
+      payload: { report: 1 },
+    });
     expect(detail.finishedAt).toBe(completed.jobs[0].finishedAt);
     const topics = await api<DashboardTopics>('/topics');
     expect(topics.topics.find((x) => x.topic === 'dash.kept')).toMatchObject({ completed: 1 });

@@ -35,14 +35,21 @@ describe('RedisLockDashboardModule: safe by default', () => {
     for (const path of ['/_locks', '/_locks/api/meta', '/_locks/api/topics', '/_locks/api/locks']) {
       const refused = await call(t.base, 'GET', path, { 'x-forwarded-for': '203.0.113.7' });
       expect(refused.status).toBe(403);
-      expect(refused.body).toMatchObject({ code: 'DASHBOARD_REMOTE_CLIENT', message: expect.stringMatching(/203\.0\.113\.7.*allowRemote/) });
+      expect(refused.body).toMatchObject({
+        code: 'DASHBOARD_REMOTE_CLIENT',
+        message: expect.stringMatching(/203\.0\.113\.7.*allowRemote/),
+      });
     }
   });
 
   it('refuses a request forwarded by a proxy the application does not trust: behind it every client looks local', async () => {
     const t = await start({});
     expect((await call(t.base, 'GET', '/_locks/api/topics')).status).toBe(200);
-    const forwardings: Array<Record<string, string>> = [{ 'x-forwarded-for': '203.0.113.7' }, { forwarded: 'for=203.0.113.7' }, { 'x-real-ip': '203.0.113.7' }];
+    const forwardings: Array<Record<string, string>> = [
+      { 'x-forwarded-for': '203.0.113.7' },
+      { forwarded: 'for=203.0.113.7' },
+      { 'x-real-ip': '203.0.113.7' },
+    ];
     for (const forwarded of forwardings) {
       const refused = await call(t.base, 'GET', '/_locks/api/topics', forwarded);
       expect(refused.status).toBe(403);
@@ -88,7 +95,10 @@ describe('RedisLockDashboardModule: safe by default', () => {
   it('accepts actions from the origins listed in allowedOrigins, and only those', async () => {
     const t = await start({ readOnly: false, allowedOrigins: ['https://ops.example.com'] }, { cors: { origin: true, credentials: true } });
     const queue = t.app.get(DelayQueueService);
-    await queue.scheduleMany('safe.allow', [{ payload: 1, id: 'a', delay: 3_600_000 }, { payload: 2, id: 'b', delay: 3_600_000 }]);
+    await queue.scheduleMany('safe.allow', [
+      { payload: 1, id: 'a', delay: 3_600_000 },
+      { payload: 2, id: 'b', delay: 3_600_000 },
+    ]);
     const portal = { ...ACTION, origin: 'https://ops.example.com', 'sec-fetch-site': 'cross-site' };
     expect((await call(t.base, 'POST', '/_locks/api/topics/safe.allow/jobs/a/cancel', portal)).status).toBe(200);
     const other = { ...ACTION, origin: 'https://ops.example.com.evil.example', 'sec-fetch-site': 'cross-site' };
@@ -120,7 +130,11 @@ describe('RedisLockDashboardModule: bytes from Redis per refresh', () => {
     for (let i = 0; i < 50; i++) await queue.schedule('dash.big', payload, { id: `big-${i}`, delay: 3_600_000 });
     // What the page asks for on every refresh, with the topic's scheduled jobs open.
     const refresh = () =>
-      Promise.all(['/topics', '/locks', '/history', '/topics/dash.big/jobs?state=scheduled&limit=50'].map((path) => call(t.base, 'GET', `/_locks/api${path}`)));
+      Promise.all(
+        ['/topics', '/locks', '/history', '/topics/dash.big/jobs?state=scheduled&limit=50'].map((path) =>
+          call(t.base, 'GET', `/_locks/api${path}`),
+        ),
+      );
     await refresh(); // scripts loaded, topics discovered: the steady state is what repeats every few seconds
 
     const redis = rawRedis(server.url);

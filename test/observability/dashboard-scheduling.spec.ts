@@ -54,7 +54,10 @@ interface Instance {
 /** One application instance (as one process of a service would be) with the dashboard, on a free port. */
 async function startInstance(keyPrefix: string): Promise<Instance> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix, isGlobal: true }), RedisLockDashboardModule.forRoot({ path: '/dashboard' })],
+    imports: [
+      RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix, isGlobal: true }),
+      RedisLockDashboardModule.forRoot({ path: '/dashboard' }),
+    ],
     providers: [Sweeper, Relay],
   }).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ logger: false });
@@ -83,7 +86,7 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
     await first?.close();
   });
 
-  it('lists a topic\'s schedules with their schedule text parts, next and last run, and catch-up; stats count them', async () => {
+  it("lists a topic's schedules with their schedule text parts, next and last run, and catch-up; stats count them", async () => {
     const queue = first.app.get(DelayQueueService);
     await queue.repeat('dash.repeat', { every: 60_000 });
     await queue.repeat('dash.repeat', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' }, { id: 'nightly', catchUp: 'all' });
@@ -104,7 +107,13 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
     expect(body.schedules[0].nextRunAt).toBeLessThanOrEqual(body.schedules[1].nextRunAt);
 
     const topics = (await api<DashboardTopics>(second, '/topics')).body;
-    expect(topics.topics.find((t) => t.topic === 'dash.repeat')).toMatchObject({ scheduled: 2, schedules: 2, paused: false, grouped: 0, busyGroups: 0 });
+    expect(topics.topics.find((t) => t.topic === 'dash.repeat')).toMatchObject({
+      scheduled: 2,
+      schedules: 2,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+    });
 
     expect((await api(second, '/topics/dash.none/schedules')).body).toMatchObject({ topic: 'dash.none', schedules: [] });
     expect((await api(second, `/topics/${encodeURIComponent('bad{topic}')}/schedules`)).status).toBe(400);
@@ -115,7 +124,8 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
     await queue.repeat('dash.beat', { every: 300 });
     consumers.push(queue.consume('dash.beat', () => undefined));
     const schedule = await waitFor(
-      async () => (await api<DashboardSchedules>(second, '/topics/dash.beat/schedules')).body.schedules.find((s) => s.lastRunAt !== undefined),
+      async () =>
+        (await api<DashboardSchedules>(second, '/topics/dash.beat/schedules')).body.schedules.find((s) => s.lastRunAt !== undefined),
       20_000,
       'a last run',
     );
@@ -154,7 +164,12 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
         'the lease and its run on the first instance',
       );
       const lease = owner.oneInstance[0];
-      expect(lease.redis).toEqual({ state: 'held', owners: [expect.stringMatching(new RegExp(`^${clientIdOf(first)}:`))], fencingToken: lease.fencingToken, leaseMs: expect.any(Number) });
+      expect(lease.redis).toEqual({
+        state: 'held',
+        owners: [expect.stringMatching(new RegExp(`^${clientIdOf(first)}:`))],
+        fencingToken: lease.fencingToken,
+        leaseMs: expect.any(Number),
+      });
       expect(lease.redis.leaseMs).toBeGreaterThan(0);
       expect(lease.redis.leaseMs).toBeLessThanOrEqual(LEASE_TTL);
       expect(lease.since).toEqual(expect.any(Number));
@@ -171,10 +186,13 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
       gate.resolve();
     }
     expect(await run).toBe('swept');
-    expect((await api<DashboardScheduling>(second, '/scheduling')).body.oneInstance[0]).toMatchObject({ running: false, redis: { state: 'held' } });
+    expect((await api<DashboardScheduling>(second, '/scheduling')).body.oneInstance[0]).toMatchObject({
+      running: false,
+      redis: { state: 'held' },
+    });
   });
 
-  it('keeps the new routes behind the dashboard\'s checks: another site\'s page cannot read them', async () => {
+  it("keeps the new routes behind the dashboard's checks: another site's page cannot read them", async () => {
     for (const path of ['/scheduling', '/topics/dash.repeat/schedules']) {
       const refused = await callDashboard(second.base, 'GET', `/dashboard/api${path}`, { origin: 'https://evil.example' });
       expect(refused).toMatchObject({ status: 403, body: { code: 'DASHBOARD_CROSS_ORIGIN' } });
@@ -192,7 +210,12 @@ describe('RedisLockDashboardModule: schedules, @OnOneInstance leases and leader 
         fencingToken: expect.any(String),
         since: expect.any(Number),
         terms: 1,
-        redis: { state: 'held', owners: [expect.stringMatching(new RegExp(`^${clientIdOf(first)}:`))], fencingToken: expect.any(String), leaseMs: expect.any(Number) },
+        redis: {
+          state: 'held',
+          owners: [expect.stringMatching(new RegExp(`^${clientIdOf(first)}:`))],
+          fencingToken: expect.any(String),
+          leaseMs: expect.any(Number),
+        },
       },
     ]);
     const [election] = leading.leaders;

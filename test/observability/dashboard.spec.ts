@@ -1,9 +1,5 @@
 import { RedisLockDashboardModule } from 'nestjs-redis-lock/dashboard';
-import type {
-  DashboardJobList,
-  DashboardLocks,
-  DashboardTopics,
-} from '../../lib/observability/dashboard/dashboard-api.interface.js';
+import type { DashboardJobList, DashboardLocks, DashboardTopics } from '../../lib/observability/dashboard/dashboard-api.interface.js';
 import { DelayQueueService, InvalidOptionsError, InvalidTopicError, LockService } from '../../lib/index.js';
 import {
   callDashboard as call,
@@ -26,7 +22,8 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   let locks: LockService;
   const api = (method: string, path: string, headers?: Record<string, string>) => call(t.base, method, `/ops/locks/api${path}`, headers);
   const topic = async (name: string) => ((await api('GET', '/topics')).body as DashboardTopics).topics.find((x) => x.topic === name);
-  const jobs = async (name: string, state: string) => (await api('GET', `/topics/${encodeURIComponent(name)}/jobs?state=${state}`)).body as DashboardJobList;
+  const jobs = async (name: string, state: string) =>
+    (await api('GET', `/topics/${encodeURIComponent(name)}/jobs?state=${state}`)).body as DashboardJobList;
 
   beforeAll(async () => {
     slowJobs.close();
@@ -67,7 +64,18 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     expect(names).toEqual(expect.arrayContaining(['dash.fail', 'dash.slow', 'dash.later', 'dash.elsewhere']));
     expect(names).toEqual([...names].sort());
     expect(topics.topics.find((x) => x.topic === 'dash.fail')).toMatchObject({ handler: true, dead: 0 });
-    expect(topics.topics.find((x) => x.topic === 'dash.later')).toEqual({ topic: 'dash.later', scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0, handler: false });
+    expect(topics.topics.find((x) => x.topic === 'dash.later')).toEqual({
+      topic: 'dash.later',
+      scheduled: 1,
+      due: 0,
+      active: 0,
+      dead: 0,
+      schedules: 0,
+      paused: false,
+      grouped: 0,
+      busyGroups: 0,
+      handler: false,
+    });
     expect(topics.topics.find((x) => x.topic === 'dash.elsewhere')).toMatchObject({ due: 1 });
   });
 
@@ -98,18 +106,33 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   it('retries a dead job from the API, and deletes only dead ones', async () => {
     await queue.schedule('dash.fail', { reason: 'card declined' }, { id: 'pay-1', maxAttempts: 1 });
     await queue.schedule('dash.fail', { reason: 'timeout' }, { id: 'pay-2', maxAttempts: 1 });
-    const dead = await waitFor(async () => {
-      const list = await jobs('dash.fail', 'dead');
-      return list.total === 2 ? list : undefined;
-    }, 20_000, 'two dead letters', { every: 100, retryErrors: true });
-    expect(dead.jobs.find((j) => j.id === 'pay-1')).toMatchObject({ state: 'dead', attempts: 1, maxAttempts: 1, lastError: expect.stringContaining('card declined') });
+    const dead = await waitFor(
+      async () => {
+        const list = await jobs('dash.fail', 'dead');
+        return list.total === 2 ? list : undefined;
+      },
+      20_000,
+      'two dead letters',
+      { every: 100, retryErrors: true },
+    );
+    expect(dead.jobs.find((j) => j.id === 'pay-1')).toMatchObject({
+      state: 'dead',
+      attempts: 1,
+      maxAttempts: 1,
+      lastError: expect.stringContaining('card declined'),
+    });
     expect(await topic('dash.fail')).toMatchObject({ dead: 2 });
 
     expect(failedRuns.get('pay-1')).toBe(1);
     const retried = await api('POST', '/topics/dash.fail/jobs/pay-1/retry', ACTION);
     expect(retried).toMatchObject({ status: 200, body: { retried: true } });
     // It runs again, fails again, and is dead again with its attempts counted afresh.
-    await waitFor(async () => (failedRuns.get('pay-1') === 2 && (await queue.get('dash.fail', 'pay-1'))?.state === 'dead' ? true : undefined), 20_000, 'pay-1 dead again', { every: 100, retryErrors: true });
+    await waitFor(
+      async () => (failedRuns.get('pay-1') === 2 && (await queue.get('dash.fail', 'pay-1'))?.state === 'dead' ? true : undefined),
+      20_000,
+      'pay-1 dead again',
+      { every: 100, retryErrors: true },
+    );
     expect((await queue.get('dash.fail', 'pay-1'))?.attempts).toBe(1);
 
     expect((await api('POST', '/topics/dash.fail/jobs/pay-2/delete', ACTION)).status).toBe(200);
@@ -130,7 +153,10 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
   it('pauses and resumes a topic from the API, and shows it paused with its groups in the topic list', async () => {
     await queue.pause('dash.pause');
     await queue.resume('dash.pause');
-    await queue.scheduleMany('dash.pause', [1, 2].map((n) => ({ payload: n, group: 'g', delay: 3_600_000 })));
+    await queue.scheduleMany(
+      'dash.pause',
+      [1, 2].map((n) => ({ payload: n, group: 'g', delay: 3_600_000 })),
+    );
     expect(await api('POST', '/topics/dash.pause/pause', ACTION)).toMatchObject({ status: 200, body: { changed: true } });
     expect(await api('POST', '/topics/dash.pause/pause', ACTION)).toMatchObject({ status: 200, body: { changed: false } });
     expect(await topic('dash.pause')).toMatchObject({ paused: true, grouped: 2, busyGroups: 0 });
@@ -147,7 +173,10 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     expect((await api('POST', '/topics/dash.cancel/jobs/a/cancel', ACTION)).status).toBe(404);
 
     await queue.schedule('dash.slow', { n: 1 }, { id: 'running' });
-    await waitFor(async () => (slowJobs.started.includes('running') ? true : undefined), 20_000, 'the slow handler to start', { every: 100, retryErrors: true });
+    await waitFor(async () => (slowJobs.started.includes('running') ? true : undefined), 20_000, 'the slow handler to start', {
+      every: 100,
+      retryErrors: true,
+    });
     const active = await jobs('dash.slow', 'active');
     expect(active.jobs).toMatchObject([{ id: 'running', state: 'active', attempts: 1 }]);
     expect(active.jobs[0].visibleUntil).toBeGreaterThan(active.now);
@@ -192,7 +221,11 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
       expect(order.leaseMs).toBeGreaterThan(30_000);
       expect(order.leaseMs).toBeLessThanOrEqual(60_000);
 
-      expect(byName.get('report')).toMatchObject({ kind: 'read-write', fencingToken: reader.fencingToken, holders: [{ mode: 'read', count: 1 }] });
+      expect(byName.get('report')).toMatchObject({
+        kind: 'read-write',
+        fencingToken: reader.fencingToken,
+        holders: [{ mode: 'read', count: 1 }],
+      });
       expect(byName.get('report')!.holders[0].leaseMs).toBeGreaterThan(30_000);
 
       const exports = byName.get('exports')!;
@@ -210,7 +243,11 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     const listed = async (name: string) => ((await api('GET', '/locks')).body as DashboardLocks).locks.find((l) => l.name === name);
     await locks.using('dash:nested', async (outer) => {
       await locks.using('dash:nested', async () => {
-        expect(await listed('dash:nested')).toMatchObject({ kind: 'mutex', fencingToken: outer.fencingToken, holders: [{ owner: expect.any(String), count: 2 }] });
+        expect(await listed('dash:nested')).toMatchObject({
+          kind: 'mutex',
+          fencingToken: outer.fencingToken,
+          holders: [{ owner: expect.any(String), count: 2 }],
+        });
       });
       expect((await listed('dash:nested'))!.holders).toEqual([{ owner: expect.any(String), count: 1 }]);
     });
@@ -243,7 +280,10 @@ describe('RedisLockDashboardModule: a sharded topic', () => {
 
   it('shows the topic once, lists the jobs of every shard in due order, and cancels in the right shard', async () => {
     const ids = Array.from({ length: 9 }, (_, i) => `hot-${i}`);
-    await queue.scheduleMany('dash.hot', ids.map((id, i) => ({ payload: { i }, id, delay: 3_600_000 + i * 1_000 })));
+    await queue.scheduleMany(
+      'dash.hot',
+      ids.map((id, i) => ({ payload: { i }, id, delay: 3_600_000 + i * 1_000 })),
+    );
     // The jobs really are spread over the shards' own keys.
     const redis = rawRedis();
     const perShard = await Promise.all([0, 1, 2].map((n) => redis.hlen(new RedisKeySpace(t.keyPrefix).topic(`dash.hot#${n}`).jobs)));
@@ -281,7 +321,8 @@ describe('RedisLockDashboardModule: protection', () => {
       expect(response.body.message).toMatch(/read-only/);
     }
     expect((await call(t.base, 'POST', '/_locks/api/topics/ro.topic/retry-dead', ACTION)).status).toBe(403);
-    for (const action of ['pause', 'resume']) expect((await call(t.base, 'POST', `/_locks/api/topics/ro.topic/${action}`, ACTION)).status).toBe(403);
+    for (const action of ['pause', 'resume'])
+      expect((await call(t.base, 'POST', `/_locks/api/topics/ro.topic/${action}`, ACTION)).status).toBe(403);
     expect((await queue.stats('ro.topic')).paused).toBe(false);
     expect((await queue.get('ro.topic', 'keep'))?.state).toBe('scheduled');
     // Reading still works.
@@ -346,26 +387,30 @@ describe('RedisLockDashboardModule: topic discovery', () => {
   });
   afterAll(() => t?.close());
 
-  it("finds every topic with jobs even when one topic has a hundred thousand short-lived keys of its own (claims' operation records)", async () => {
-    const redis = rawRedis();
-    const noise = (i: number) => `${t.keyPrefix}:dq:{dash.busy}:op:claim:${i}`;
-    try {
-      for (let from = 0; from < 100_000; from += 10_000) {
-        const batch = redis.pipeline();
-        for (let i = from; i < from + 10_000; i++) batch.set(noise(i), '1', 'PX', 120_000);
-        await batch.exec();
-      }
-      await t.app.get(DelayQueueService).schedule('dash.quiet', 1, { delay: 3_600_000 });
-      await redis.hset(new RedisKeySpace(t.keyPrefix).topic('dash.elsewhere').jobs, 'x', '{}');
+  it(
+    'finds every topic with jobs even when one topic has a hundred thousand short-lived keys of its ' + "own (claims' operation records)",
+    async () => {
+      const redis = rawRedis();
+      const noise = (i: number) => `${t.keyPrefix}:dq:{dash.busy}:op:claim:${i}`;
+      try {
+        for (let from = 0; from < 100_000; from += 10_000) {
+          const batch = redis.pipeline();
+          for (let i = from; i < from + 10_000; i++) batch.set(noise(i), '1', 'PX', 120_000);
+          await batch.exec();
+        }
+        await t.app.get(DelayQueueService).schedule('dash.quiet', 1, { delay: 3_600_000 });
+        await redis.hset(new RedisKeySpace(t.keyPrefix).topic('dash.elsewhere').jobs, 'x', '{}');
 
-      const topics = (await call(t.base, 'GET', '/_locks/api/topics')).body as DashboardTopics;
-      expect(topics.topics.map((x) => x.topic)).toEqual(expect.arrayContaining(['dash.elsewhere', 'dash.quiet']));
-      expect(topics.topics.map((x) => x.topic)).not.toContain('dash.busy'); // no job: nothing to show
-    } finally {
-      for (let from = 0; from < 100_000; from += 10_000) {
-        await redis.unlink(...Array.from({ length: 10_000 }, (_, i) => noise(from + i)));
+        const topics = (await call(t.base, 'GET', '/_locks/api/topics')).body as DashboardTopics;
+        expect(topics.topics.map((x) => x.topic)).toEqual(expect.arrayContaining(['dash.elsewhere', 'dash.quiet']));
+        expect(topics.topics.map((x) => x.topic)).not.toContain('dash.busy'); // no job: nothing to show
+      } finally {
+        for (let from = 0; from < 100_000; from += 10_000) {
+          await redis.unlink(...Array.from({ length: 10_000 }, (_, i) => noise(from + i)));
+        }
+        await redis.quit();
       }
-      await redis.quit();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

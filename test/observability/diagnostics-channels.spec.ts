@@ -295,7 +295,7 @@ describe('diagnostics_channel: job events', () => {
     }
   });
 
-  it('publishes job.recovered (then job.dead) from the consumer that takes back a dead consumer\'s job', async () => {
+  it("publishes job.recovered (then job.dead) from the consumer that takes back a dead consumer's job", async () => {
     const keyPrefix = uniquePrefix('dq');
     const topic = uniquePrefix('last-try');
     const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, join(ROOT, 'test', 'fixtures', 'delay-crash-consumer.ts')], {
@@ -378,11 +378,15 @@ describe('a channel subscriber that throws', () => {
   // In a process of its own: Node re-raises a subscriber's exception as an 'uncaughtException'
   // of the real process on the next tick, outside Jest's sandbox.
   function runFixture(mode: 'handled' | 'unhandled'): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, 'fixtures', 'throwing-channel-subscriber.ts')], {
-      cwd: ROOT,
-      env: { ...process.env, REDIS_URL: testRedisUrl(), KEY_PREFIX: uniquePrefix('throwing'), MODE: mode },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [...TYPESCRIPT_NODE_ARGS, join(import.meta.dirname, 'fixtures', 'throwing-channel-subscriber.ts')],
+      {
+        cwd: ROOT,
+        env: { ...process.env, REDIS_URL: testRedisUrl(), KEY_PREFIX: uniquePrefix('throwing'), MODE: mode },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -408,7 +412,7 @@ describe('a channel subscriber that throws', () => {
     expect(result.uncaught).toEqual(expected.map((e) => `subscriber bug on nestjs-redis-lock:${e}`));
   });
 
-  it('ends a process that does not handle uncaughtException (Node\'s rule for every channel)', async () => {
+  it("ends a process that does not handle uncaughtException (Node's rule for every channel)", async () => {
     const { code, stdout, stderr } = await runFixture('unhandled');
     expect(code).not.toBe(0);
     expect(stdout).not.toContain('still running');

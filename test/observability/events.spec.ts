@@ -1,11 +1,5 @@
 import { jest } from '@jest/globals';
-import {
-  LockAcquireTimeoutError,
-  LockService,
-  RedisLockEvents,
-  type RedisLockEventMap,
-  type RedisLockEventName,
-} from '../../lib/index.js';
+import { LockAcquireTimeoutError, LockService, RedisLockEvents, type RedisLockEventMap, type RedisLockEventName } from '../../lib/index.js';
 import { useDelayApp } from '../delay-queue/support/delay-test-app.js';
 import { rawRedis, useLockApp } from '../support/test-app.js';
 import { readThrough } from '../support/use-resource.js';
@@ -44,10 +38,7 @@ describe('RedisLockEvents: lock life cycle', () => {
     await sleep(30);
     await lock.release();
     expect(seen.map((s) => s.name)).toEqual(['lock.acquired', 'lock.released']);
-    const [acquired, released] = seen.map((s) => s.event) as [
-      RedisLockEventMap['lock.acquired'],
-      RedisLockEventMap['lock.released'],
-    ];
+    const [acquired, released] = seen.map((s) => s.event) as [RedisLockEventMap['lock.acquired'], RedisLockEventMap['lock.released']];
     expect(acquired).toEqual({ key: 'order:1', fencingToken: lock.fencingToken, waitMs: expect.any(Number) });
     expect(acquired.waitMs).toBeGreaterThanOrEqual(0);
     expect(released).toEqual({ key: 'order:1', fencingToken: lock.fencingToken, holdMs: expect.any(Number) });
@@ -84,7 +75,12 @@ describe('RedisLockEvents: lock life cycle', () => {
     const reader = await locks.readWrite('doc').read();
     await reader.release();
     expect(seen.filter((s) => s.name === 'lock.acquired').map((s) => s.event.key)).toEqual(['acct:a', 'acct:b', 'pool', 'doc']);
-    expect(seen.filter((s) => s.name === 'lock.released').map((s) => s.event.key).sort()).toEqual(['acct:a', 'acct:b', 'doc', 'pool']);
+    expect(
+      seen
+        .filter((s) => s.name === 'lock.released')
+        .map((s) => s.event.key)
+        .sort(),
+    ).toEqual(['acct:a', 'acct:b', 'doc', 'pool']);
   });
 
   it('reports a lost lease with its error and hold time', async () => {
@@ -179,7 +175,10 @@ describe('RedisLockEvents: job life cycle', () => {
 
   it('reports scheduleMany job by job', async () => {
     const seen = record(events, ['job.scheduled']);
-    await queue.scheduleMany('many', [{ payload: 1, id: 'a', delay: 60_000 }, { payload: 2, id: 'b', delay: 60_000 }]);
+    await queue.scheduleMany('many', [
+      { payload: 1, id: 'a', delay: 60_000 },
+      { payload: 2, id: 'b', delay: 60_000 },
+    ]);
     expect(seen.map((s) => (s.event as RedisLockEventMap['job.scheduled']).id)).toEqual(['a', 'b']);
     await queue.cancel('many', 'a');
     await queue.cancel('many', 'b');

@@ -21,7 +21,12 @@ describe('health answers say what is down, never where Redis is (sample app, ove
     muteNestLogger('warn', 'error');
     server = await startLocalRedisServer();
     port = new URL(server.url).port;
-    ({ app, base } = await listenSampleApp({ databaseUrl: undefined, orderExpiryMs: 60_000, keyPrefix: uniquePrefix('hr'), redisUrl: server.url }));
+    ({ app, base } = await listenSampleApp({
+      databaseUrl: undefined,
+      orderExpiryMs: 60_000,
+      keyPrefix: uniquePrefix('hr'),
+      redisUrl: server.url,
+    }));
   }, 60_000);
   afterAll(async () => {
     await app?.close();
@@ -36,7 +41,11 @@ describe('health answers say what is down, never where Redis is (sample app, ove
     // The module knows Redis is unreachable (after unreachableTimeout): its errors now name the address.
     const queue = app.get(DelayQueueService);
     const cause = await waitFor(
-      () => queue.stats('order.expire').then(() => undefined, (error: unknown) => (error instanceof RedisConnectionError ? error : undefined)),
+      () =>
+        queue.stats('order.expire').then(
+          () => undefined,
+          (error: unknown) => (error instanceof RedisConnectionError ? error : undefined),
+        ),
       20_000,
       'stats() to fail with RedisConnectionError',
     );

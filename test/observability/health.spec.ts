@@ -65,7 +65,9 @@ describe('RedisLockHealthIndicator', () => {
 
     await back;
     let again = await health.pingCheck('redis', { timeout: 300 });
-    await holdsWithin(async () => (again = await health.pingCheck('redis', { timeout: 300 })).redis.status === 'up', 10_000, { every: 100 });
+    await holdsWithin(async () => (again = await health.pingCheck('redis', { timeout: 300 })).redis.status === 'up', 10_000, {
+      every: 100,
+    });
     expect(again.redis.status).toBe('up');
   });
 });

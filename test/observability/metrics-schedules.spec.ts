@@ -21,7 +21,10 @@ describe('RedisLockMetricsModule: repeatable schedules per topic', () => {
   });
 
   it('reports paused topics, jobs waiting for their group and busy groups, from the same read', async () => {
-    await metrics.queue.scheduleMany('metrics.groups', [1, 2, 3].map((n) => ({ payload: n, group: 'g', delay: 60_000 })));
+    await metrics.queue.scheduleMany(
+      'metrics.groups',
+      [1, 2, 3].map((n) => ({ payload: n, group: 'g', delay: 60_000 })),
+    );
     await metrics.queue.pause('metrics.groups');
     const stats = jest.spyOn(metrics.queue, 'stats');
     stats.mockClear();

@@ -58,7 +58,9 @@ describe('metrics: topic labels are capped and a scrape costs Redis a bounded nu
   it(`${TOPICS} tenant topics give at most 100 topic labels plus "<other>", one warning, and ~100 Redis calls per scrape`, async () => {
     const queue = app.get(DelayQueueService);
     for (let i = 0; i < TOPICS; i += 100) {
-      await Promise.all(Array.from({ length: 100 }, (_, j) => queue.schedule(`tenant-${i + j}.report`, { n: i + j }, { delay: 3_600_000 })));
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => queue.schedule(`tenant-${i + j}.report`, { n: i + j }, { delay: 3_600_000 })),
+      );
     }
     const redis = rawRedis(server.url);
     try {
@@ -66,7 +68,10 @@ describe('metrics: topic labels are capped and a scrape costs Redis a bounded nu
       const counters = async () => {
         const info = await redis.info('commandstats');
         const calls = [...info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].filter(([, name]) => name !== 'info');
-        return { all: calls.reduce((sum, [, , n]) => sum + Number(n), 0), scripts: calls.filter(([, name]) => /^(evalsha|eval|fcall)$/.test(name)).reduce((sum, [, , n]) => sum + Number(n), 0) };
+        return {
+          all: calls.reduce((sum, [, , n]) => sum + Number(n), 0),
+          scripts: calls.filter(([, name]) => /^(evalsha|eval|fcall)$/.test(name)).reduce((sum, [, , n]) => sum + Number(n), 0),
+        };
       };
       const before = await counters();
       const started = performance.now();
@@ -78,7 +83,10 @@ describe('metrics: topic labels are capped and a scrape costs Redis a bounded nu
       const commands = after.all - before.all;
       const labels = new Set([...text.matchAll(/topic="([^"]*)"/g)].map((m) => m[1]));
       const series = text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).length;
-      console.log(`one scrape with ${TOPICS} topics: ${Buffer.byteLength(text)} bytes, ${series} series, ${labels.size} topic labels, ${calls} Redis scripts (${commands} commands in all), ${ms.toFixed(0)} ms`);
+      console.log(
+        `one scrape with ${TOPICS} topics: ${Buffer.byteLength(text)} bytes, ${series} series, ${labels.size} ` +
+          `topic labels, ${calls} Redis scripts (${commands} commands in all), ${ms.toFixed(0)} ms`,
+      );
 
       expect(response.status).toBe(200);
       expect(labels.size).toBeLessThanOrEqual(101);
@@ -121,7 +129,7 @@ class OwnHandlers {
  * `@OnDelayed` handlers, its sharded topics) under the overflow label, where their queue depth
  * would go unread; and a tenant topic named `other` must not pass for the overflow.
  */
-describe('metrics: the application\'s own topics keep their labels whatever tenants create first', () => {
+describe("metrics: the application's own topics keep their labels whatever tenants create first", () => {
   let app: INestApplication;
   let base: string;
   beforeAll(async () => {

@@ -37,9 +37,13 @@ describe('RedisLockMetricsModule', () => {
     expect(await metrics.value('redis_lock_lock_acquisitions_total', { key_pattern: 'order:*' })).toBe(4);
     expect(await metrics.value('redis_lock_lock_timeouts_total', { key_pattern: 'order:*' })).toBe(1);
     const hold = await registry.getSingleMetric('redis_lock_lock_hold_seconds')!.get();
-    const count = hold.values.find((v) => (v as { metricName?: string }).metricName === 'redis_lock_lock_hold_seconds_count' && v.labels.key_pattern === 'order:*');
+    const count = hold.values.find(
+      (v) => (v as { metricName?: string }).metricName === 'redis_lock_lock_hold_seconds_count' && v.labels.key_pattern === 'order:*',
+    );
     expect(count?.value).toBe(4);
-    const sum = hold.values.find((v) => (v as { metricName?: string }).metricName === 'redis_lock_lock_hold_seconds_sum' && v.labels.key_pattern === 'order:*');
+    const sum = hold.values.find(
+      (v) => (v as { metricName?: string }).metricName === 'redis_lock_lock_hold_seconds_sum' && v.labels.key_pattern === 'order:*',
+    );
     expect(sum!.value).toBeGreaterThanOrEqual(0.05);
     const text = await registry.metrics();
     expect(text).toContain('redis_lock_lock_wait_seconds_bucket');
@@ -88,7 +92,9 @@ describe('RedisLockMetricsModule', () => {
     expect(await metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'scheduled' })).toBe(3);
     expect(await metrics.value('redis_lock_jobs_total', { topic: 'metrics.jobs', outcome: 'failed' })).toBe(1);
     const lateness = (await registry.getSingleMetric('redis_lock_job_lateness_seconds')!.get()).values;
-    expect(lateness.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.topic === 'metrics.jobs')?.value).toBe(2);
+    expect(
+      lateness.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.topic === 'metrics.jobs')?.value,
+    ).toBe(2);
     const run = (await registry.getSingleMetric('redis_lock_job_run_seconds')!.get()).values;
     expect(run.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.outcome === 'failed')?.value).toBe(1);
 

@@ -26,7 +26,9 @@ describe('transactional outbox with @nestjs-cls/transactional (TypeORM adapter, 
     app = await createClsOutboxApp(dataSource, TABLE);
     // The relay DELETEs a row after Redis answered its write, so a job may run before its row is gone
     // (a loaded machine makes the DELETE late). A slow DELETE makes that order certain here.
-    await dataSource.query(`CREATE FUNCTION slow_delete() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN OLD; END $$ LANGUAGE plpgsql`);
+    await dataSource.query(
+      `CREATE FUNCTION slow_delete() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN OLD; END $$ LANGUAGE plpgsql`,
+    );
     await dataSource.query(`CREATE TRIGGER slow_delete BEFORE DELETE ON ${TABLE} FOR EACH ROW EXECUTE FUNCTION slow_delete()`);
     app.get(DelayQueueService).consume('order.expire', (payload, job) => void runs.push({ id: job.id, payload, at: Date.now() }));
   });

@@ -36,27 +36,36 @@ describe('an outbox row Redis always refuses (PGlite)', () => {
     redis.disconnect();
   });
 
-  it('is parked after the bounded number of refusals (WRONGTYPE on the topic key), with an outbox.row.parked event, and no longer claimed', async () => {
-    muteNestLogger('error', 'warn');
-    const topic = 'refused.topic';
-    // The topic's jobs hash is a string: every write of the topic's jobs gets WRONGTYPE.
-    await redis.set(`${keyPrefix}:dq:{${topic}}:jobs`, 'not a hash');
-    await runInTransaction(() => db.transaction((tx) => current.run(tx, () => app.queue.schedule(topic, { n: 1 }, { id: 'refused' }))));
+  it(
+    'is parked after the bounded number of refusals (WRONGTYPE on the topic key), with an outbox.row.parked ' +
+      'event, and no longer claimed',
+    async () => {
+      muteNestLogger('error', 'warn');
+      const topic = 'refused.topic';
+      // The topic's jobs hash is a string: every write of the topic's jobs gets WRONGTYPE.
+      await redis.set(`${keyPrefix}:dq:{${topic}}:jobs`, 'not a hash');
+      await runInTransaction(() => db.transaction((tx) => current.run(tx, () => app.queue.schedule(topic, { n: 1 }, { id: 'refused' }))));
 
-    const parked = await waitFor(
-      async () => (await db.query<{ parked_at: Date | null; last_error: string | null; attempts: number }>('SELECT parked_at, last_error, attempts FROM redis_lock_job_outbox')).rows.find((row) => row.parked_at),
-      60_000,
-      'the refused row to be parked',
-    );
-    expect(parked.last_error).toContain('WRONGTYPE');
-    expect(app.seen.filter((e) => e.name === 'outbox.row.parked').map((e) => e.event)).toEqual([
-      expect.objectContaining({ topic, jobId: 'refused', reason: expect.stringContaining('WRONGTYPE') }),
-    ]);
-    expect(app.queue.outboxStats).toMatchObject({ parked: 1 });
-    // Parked rows are not claimed again: no further failed looks once it is parked.
-    const failedLooks = app.seen.filter((e) => e.name === 'outbox.relay.failed').length;
-    const attempts = parked.attempts;
-    expect(await holdsWithin(() => app.seen.filter((e) => e.name === 'outbox.relay.failed').length > failedLooks, 2_000)).toBe(false);
-    expect((await db.query<{ attempts: number }>('SELECT attempts FROM redis_lock_job_outbox')).rows).toEqual([{ attempts }]);
-  });
+      const parked = await waitFor(
+        async () =>
+          (
+            await db.query<{ parked_at: Date | null; last_error: string | null; attempts: number }>(
+              'SELECT parked_at, last_error, attempts FROM redis_lock_job_outbox',
+            )
+          ).rows.find((row) => row.parked_at),
+        60_000,
+        'the refused row to be parked',
+      );
+      expect(parked.last_error).toContain('WRONGTYPE');
+      expect(app.seen.filter((e) => e.name === 'outbox.row.parked').map((e) => e.event)).toEqual([
+        expect.objectContaining({ topic, jobId: 'refused', reason: expect.stringContaining('WRONGTYPE') }),
+      ]);
+      expect(app.queue.outboxStats).toMatchObject({ parked: 1 });
+      // Parked rows are not claimed again: no further failed looks once it is parked.
+      const failedLooks = app.seen.filter((e) => e.name === 'outbox.relay.failed').length;
+      const attempts = parked.attempts;
+      expect(await holdsWithin(() => app.seen.filter((e) => e.name === 'outbox.relay.failed').length > failedLooks, 2_000)).toBe(false);
+      expect((await db.query<{ attempts: number }>('SELECT attempts FROM redis_lock_job_outbox')).rows).toEqual([{ attempts }]);
+    },
+  );
 });

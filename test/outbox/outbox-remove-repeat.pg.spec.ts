@@ -83,12 +83,19 @@ describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', 
 
   const rowsOf = async (topic: string) => (await pg.pool.query(`SELECT kind FROM ${TABLE} WHERE topic = $1`, [topic])).rows;
   const scheduleIds = async (app: OutboxApp, topic: string) => (await app.queue.listRepeats(topic)).map((s) => s.id);
-  const relayedLeftBehind = (app: OutboxApp) => app.seen.some((e) => e.name === 'outbox.relayed' && (e.event as { source: string }).source === 'relay');
-  const afterCommitFailed = (app: OutboxApp) => app.seen.some((e) => e.name === 'outbox.relay.failed' && (e.event as { source: string }).source === 'after-commit');
+  const relayedLeftBehind = (app: OutboxApp) =>
+    app.seen.some((e) => e.name === 'outbox.relayed' && (e.event as { source: string }).source === 'relay');
+  const afterCommitFailed = (app: OutboxApp) =>
+    app.seen.some((e) => e.name === 'outbox.relay.failed' && (e.event as { source: string }).source === 'after-commit');
 
   /** An instance whose repeat checks the test runs (`checkAll`); a missing schedule is restored at its second check. */
   async function instance(redis: string, keyPrefix: string, options: { store?: JobOutboxStore; minAge?: number } = {}): Promise<OutboxApp> {
-    const app = await startOutboxApp({ redis, keyPrefix, outbox: options.store ?? pg.store(), outboxRelay: { minAge: options.minAge ?? 200, pollInterval: 100 } });
+    const app = await startOutboxApp({
+      redis,
+      keyPrefix,
+      outbox: options.store ?? pg.store(),
+      outboxRelay: { minAge: options.minAge ?? 200, pollInterval: 100 },
+    });
     cleanups.push(() => app.close());
     const scheduler = app.app.get(RepeatScheduler);
     scheduler.stopPeriodicChecks();
@@ -115,7 +122,15 @@ describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', 
 
   /** Waits until `app`'s calls fail: it sees Redis down. */
   const seesRedisDown = (app: OutboxApp, topic: string) =>
-    waitFor(() => app.queue.listRepeats(topic).then(() => false, () => true), 30_000, 'the instance to see Redis down');
+    waitFor(
+      () =>
+        app.queue.listRepeats(topic).then(
+          () => false,
+          () => true,
+        ),
+      30_000,
+      'the instance to see Redis down',
+    );
 
   /** Redis restarts empty; once every instance reaches it again, they check in `order`. */
   async function loseEverythingThenCheck(server: LocalRedisServer, topic: string, order: OutboxApp[]): Promise<void> {
@@ -130,75 +145,87 @@ describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', 
   }
 
   describe("its claim on the schedule's pending outbox rows", () => {
-    it('a repeat() committed on another instance whose write to Redis failed does not come back: the removal deletes its pending row', async () => {
-      const keyPrefix = uniquePrefix('remove-repeat-held');
-      const topic = 'held.repeat';
-      const proxy = await startHoldingProxy(testRedisUrl());
-      cleanups.push(() => proxy.close());
-      // Only A's relay takes rows left behind: B's must not apply the row around its own removal.
-      const a = await instance(proxy.url, keyPrefix);
-      const b = await instance(testRedisUrl(), keyPrefix, { minAge: NEVER_RELAYS_LEFT_BEHIND });
-      await a.queue.listRepeats(topic); // A is connected before its link stalls
+    it(
+      'a repeat() committed on another instance whose write to Redis failed does not come back: the removal ' + 'deletes its pending row',
+      async () => {
+        const keyPrefix = uniquePrefix('remove-repeat-held');
+        const topic = 'held.repeat';
+        const proxy = await startHoldingProxy(testRedisUrl());
+        cleanups.push(() => proxy.close());
+        // Only A's relay takes rows left behind: B's must not apply the row around its own removal.
+        const a = await instance(proxy.url, keyPrefix);
+        const b = await instance(testRedisUrl(), keyPrefix, { minAge: NEVER_RELAYS_LEFT_BEHIND });
+        await a.queue.listRepeats(topic); // A is connected before its link stalls
 
-      proxy.hold();
-      await pg.tx.run(() => a.queue.repeat(topic, { every: EVERY }, { id: 'r1' }));
-      await waitFor(() => afterCommitFailed(a), 30_000, "A's write after COMMIT to fail on the stalled link");
-      expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
+        proxy.hold();
+        await pg.tx.run(() => a.queue.repeat(topic, { every: EVERY }, { id: 'r1' }));
+        await waitFor(() => afterCommitFailed(a), 30_000, "A's write after COMMIT to fail on the stalled link");
+        expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
 
-      expect(await b.queue.removeRepeat(topic, 'r1')).toBe(false); // not in Redis: only its row superseded
-      await waitFor(async () => (await rowsOf(topic)).length === 0, 30_000, "the removal to delete the schedule's pending row");
+        expect(await b.queue.removeRepeat(topic, 'r1')).toBe(false); // not in Redis: only its row superseded
+        await waitFor(async () => (await rowsOf(topic)).length === 0, 30_000, "the removal to delete the schedule's pending row");
 
-      proxy.release();
-      await reachesRedis(a, topic);
-      // A's relay looks every 100 ms: a row left behind would be stored again within this window.
-      expect(await holdsWithin(async () => (await scheduleIds(b, topic)).length > 0, 1_500)).toBe(false);
-      expect(await scheduleIds(b, topic)).toEqual([]);
-    });
+        proxy.release();
+        await reachesRedis(a, topic);
+        // A's relay looks every 100 ms: a row left behind would be stored again within this window.
+        expect(await holdsWithin(async () => (await scheduleIds(b, topic)).length > 0, 1_500)).toBe(false);
+        expect(await scheduleIds(b, topic)).toEqual([]);
+      },
+    );
 
-    it('a removeRepeat() that rejects (Redis down) releases the pending repeat() row it claimed: the relay stores the schedule once Redis is back', async () => {
-      const topic = 'rejected.repeat';
-      const server = await localRedis();
-      const app = await instance(server.url, uniquePrefix('remove-repeat-rejected'));
-      const down = deferred();
-      const restarted = server.restart({ signal: 'SIGTERM', until: down.promise });
-      await seesRedisDown(app, topic);
+    it(
+      'a removeRepeat() that rejects (Redis down) releases the pending repeat() row it claimed: the relay ' +
+        'stores the schedule once Redis is back',
+      async () => {
+        const topic = 'rejected.repeat';
+        const server = await localRedis();
+        const app = await instance(server.url, uniquePrefix('remove-repeat-rejected'));
+        const down = deferred();
+        const restarted = server.restart({ signal: 'SIGTERM', until: down.promise });
+        await seesRedisDown(app, topic);
 
-      await pg.tx.run(() => app.queue.repeat(topic, { every: EVERY }, { id: 'x' })); // committed; its write fails
-      expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
-      await expect(app.queue.removeRepeat(topic, 'x')).rejects.toThrow();
-      expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
+        await pg.tx.run(() => app.queue.repeat(topic, { every: EVERY }, { id: 'x' })); // committed; its write fails
+        expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
+        await expect(app.queue.removeRepeat(topic, 'x')).rejects.toThrow();
+        expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
 
-      down.resolve();
-      await restarted;
-      await waitFor(async () => (await scheduleIds(app, topic)).includes('x'), 30_000, 'the relay to store the committed repeat()', { retryErrors: true });
-      await waitFor(async () => (await rowsOf(topic)).length === 0, 30_000, 'the relayed row to be deleted');
-      expect(await scheduleIds(app, topic)).toEqual(['x']);
-    });
+        down.resolve();
+        await restarted;
+        await waitFor(async () => (await scheduleIds(app, topic)).includes('x'), 30_000, 'the relay to store the committed repeat()', {
+          retryErrors: true,
+        });
+        await waitFor(async () => (await rowsOf(topic)).length === 0, 30_000, 'the relayed row to be deleted');
+        expect(await scheduleIds(app, topic)).toEqual(['x']);
+      },
+    );
 
-    it("resolves without waiting for a locked outbox table (took < 10 s), and its late claim still deletes the schedule's pending row", async () => {
-      const keyPrefix = uniquePrefix('remove-repeat-locked');
-      const topic = 'locked.repeat';
-      // No relay takes the row left behind: only the removal's claim can remove it.
-      const app = await instance(testRedisUrl(), keyPrefix, { minAge: NEVER_RELAYS_LEFT_BEHIND });
-      await app.queue.repeat(topic, { every: EVERY }, { id: 's1' });
-      await crash({ redisUrl: testRedisUrl(), keyPrefix, topic }, { mode: 'repeat', id: 's1', every: EVERY });
-      expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
+    it(
+      'resolves without waiting for a locked outbox table (took < 10 s), and its late claim still deletes ' + "the schedule's pending row",
+      async () => {
+        const keyPrefix = uniquePrefix('remove-repeat-locked');
+        const topic = 'locked.repeat';
+        // No relay takes the row left behind: only the removal's claim can remove it.
+        const app = await instance(testRedisUrl(), keyPrefix, { minAge: NEVER_RELAYS_LEFT_BEHIND });
+        await app.queue.repeat(topic, { every: EVERY }, { id: 's1' });
+        await crash({ redisUrl: testRedisUrl(), keyPrefix, topic }, { mode: 'repeat', id: 's1', every: EVERY });
+        expect(await rowsOf(topic)).toEqual([{ kind: 'r' }]);
 
-      const locker = await pg.pool.connect();
-      try {
-        await locker.query('BEGIN');
-        await locker.query(`LOCK TABLE ${TABLE} IN ACCESS EXCLUSIVE MODE`);
-        const started = performance.now();
-        expect(await app.queue.removeRepeat(topic, 's1')).toBe(true);
-        expect(performance.now() - started).toBeLessThan(10_000);
+        const locker = await pg.pool.connect();
+        try {
+          await locker.query('BEGIN');
+          await locker.query(`LOCK TABLE ${TABLE} IN ACCESS EXCLUSIVE MODE`);
+          const started = performance.now();
+          expect(await app.queue.removeRepeat(topic, 's1')).toBe(true);
+          expect(performance.now() - started).toBeLessThan(10_000);
+          expect(await scheduleIds(app, topic)).toEqual([]);
+        } finally {
+          await locker.query('ROLLBACK').catch(() => undefined);
+          locker.release();
+        }
+        await waitFor(async () => (await rowsOf(topic)).length === 0, 30_000, 'the late claim to delete the pending row');
         expect(await scheduleIds(app, topic)).toEqual([]);
-      } finally {
-        await locker.query('ROLLBACK').catch(() => undefined);
-        locker.release();
-      }
-      await waitFor(async () => (await rowsOf(topic)).length === 0, 30_000, 'the late claim to delete the pending row');
-      expect(await scheduleIds(app, topic)).toEqual([]);
-    });
+      },
+    );
   });
 
   describe('then Redis loses its data', () => {
@@ -223,22 +250,25 @@ describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', 
       expect(await scheduleIds(app, TOPIC)).toEqual(['y']);
     });
 
-    it("a removal committed by a producer killed after COMMIT, applied by another instance's relay, stays removed after a loss", async () => {
-      const server = await localRedis();
-      const keyPrefix = uniquePrefix('remove-repeat-crashed-removal');
-      const definer = await instance(server.url, keyPrefix, { minAge: NEVER_RELAYS_LEFT_BEHIND });
-      const relay = await instance(server.url, keyPrefix);
-      await definer.queue.repeat(TOPIC, { every: EVERY }, { id: 'x' });
-      await crash({ redisUrl: server.url, keyPrefix, topic: TOPIC }, { mode: 'remove', id: 'x' });
-      await waitFor(
-        async () => relayedLeftBehind(relay) && (await rowsOf(TOPIC)).length === 0 && (await scheduleIds(relay, TOPIC)).length === 0,
-        30_000,
-        "the relay instance to apply the removal and delete its row",
-      );
+    it(
+      "a removal committed by a producer killed after COMMIT, applied by another instance's relay, stays " + 'removed after a loss',
+      async () => {
+        const server = await localRedis();
+        const keyPrefix = uniquePrefix('remove-repeat-crashed-removal');
+        const definer = await instance(server.url, keyPrefix, { minAge: NEVER_RELAYS_LEFT_BEHIND });
+        const relay = await instance(server.url, keyPrefix);
+        await definer.queue.repeat(TOPIC, { every: EVERY }, { id: 'x' });
+        await crash({ redisUrl: server.url, keyPrefix, topic: TOPIC }, { mode: 'remove', id: 'x' });
+        await waitFor(
+          async () => relayedLeftBehind(relay) && (await rowsOf(TOPIC)).length === 0 && (await scheduleIds(relay, TOPIC)).length === 0,
+          30_000,
+          'the relay instance to apply the removal and delete its row',
+        );
 
-      await loseEverythingThenCheck(server, TOPIC, [definer, definer, relay, definer, relay, definer]);
-      expect(await scheduleIds(definer, TOPIC)).toEqual([]);
-    });
+        await loseEverythingThenCheck(server, TOPIC, [definer, definer, relay, definer, relay, definer]);
+        expect(await scheduleIds(definer, TOPIC)).toEqual([]);
+      },
+    );
 
     it('a repeat() through the outbox after a direct removal on another instance wins after a loss', async () => {
       const server = await localRedis();
@@ -260,7 +290,8 @@ describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', 
     });
 
     it.each(['the relay instance first', 'the remover first'] as const)(
-      'a repeat() row relayed a second time (its first DELETE failed) keeps its definition time: the repeat() committed after a direct removal wins after a loss (%s)',
+      'a repeat() row relayed a second time (its first DELETE failed) keeps its definition time: the repeat() ' +
+        'committed after a direct removal wins after a loss (%s)',
       async (first) => {
         const server = await localRedis();
         const keyPrefix = uniquePrefix('remove-repeat-reapplied');
@@ -282,7 +313,10 @@ describe('removeRepeat() outside a transaction, with the outbox on PostgreSQL', 
           'the relay instance to apply the row again and delete it',
         );
 
-        const order = first === 'the relay instance first' ? [relay, relay, remover, relay, remover, relay] : [remover, relay, relay, remover, relay, remover];
+        const order =
+          first === 'the relay instance first'
+            ? [relay, relay, remover, relay, remover, relay]
+            : [remover, relay, relay, remover, relay, remover];
         await loseEverythingThenCheck(server, TOPIC, order);
         expect(await scheduleIds(relay, TOPIC)).toEqual(['x']);
       },

@@ -25,7 +25,13 @@ describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
   it('commit stores the schedule and its ticks run; rollback stores nothing', async () => {
     const topic = 'pg.repeat';
     const runs: RecordedRun[] = [];
-    const app = await startOutboxApp({ redis: testRedisUrl(), keyPrefix: uniquePrefix('outbox-repeat-pg'), outbox: pg.store(), topics: [topic], runs });
+    const app = await startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix: uniquePrefix('outbox-repeat-pg'),
+      outbox: pg.store(),
+      topics: [topic],
+      runs,
+    });
     try {
       await pg.tx.run(() => app.queue.repeat(topic, { every: EVERY }, { id: 'kept' }));
       await expect(
@@ -44,31 +50,49 @@ describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
     }
   });
 
-  it('a process SIGKILLed after COMMIT, before applying repeat(): another instance\'s relay stores it; then the same for removeRepeat()', async () => {
-    const keyPrefix = uniquePrefix('outbox-repeat-crash');
-    const topic = 'crash.repeat';
-    await crash({ keyPrefix, topic }, { mode: 'repeat', id: 'nightly', every: EVERY });
-    // Committed, and not in Redis: the row waits in the outbox.
-    expect(await rowsOf(topic)).toEqual([{ job_id: 'nightly', kind: 'r' }]);
+  it(
+    "a process SIGKILLed after COMMIT, before applying repeat(): another instance's relay stores it; " + 'then the same for removeRepeat()',
+    async () => {
+      const keyPrefix = uniquePrefix('outbox-repeat-crash');
+      const topic = 'crash.repeat';
+      await crash({ keyPrefix, topic }, { mode: 'repeat', id: 'nightly', every: EVERY });
+      // Committed, and not in Redis: the row waits in the outbox.
+      expect(await rowsOf(topic)).toEqual([{ job_id: 'nightly', kind: 'r' }]);
 
-    const runs: RecordedRun[] = [];
-    const survivor = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: pg.store(), topics: [topic], runs, outboxRelay: { minAge: 1_000 } });
-    try {
-      await waitFor(async () => ((await scheduleIds(survivor, topic)).includes('nightly') ? true : undefined), 60_000, 'the relay to store the schedule');
-      await waitFor(() => runs.length >= 3 || undefined, 60_000, 'three ticks');
-      expect(runs[0]).toMatchObject({ payload: { from: 'crashed' } });
-      expect(new Set(runs.map((run) => run.id)).size).toBe(runs.length);
-      await pg.noRowsOf(topic, 30_000, 'the row to be deleted');
+      const runs: RecordedRun[] = [];
+      const survivor = await startOutboxApp({
+        redis: testRedisUrl(),
+        keyPrefix,
+        outbox: pg.store(),
+        topics: [topic],
+        runs,
+        outboxRelay: { minAge: 1_000 },
+      });
+      try {
+        await waitFor(
+          async () => ((await scheduleIds(survivor, topic)).includes('nightly') ? true : undefined),
+          60_000,
+          'the relay to store the schedule',
+        );
+        await waitFor(() => runs.length >= 3 || undefined, 60_000, 'three ticks');
+        expect(runs[0]).toMatchObject({ payload: { from: 'crashed' } });
+        expect(new Set(runs.map((run) => run.id)).size).toBe(runs.length);
+        await pg.noRowsOf(topic, 30_000, 'the row to be deleted');
 
-      await crash({ keyPrefix, topic }, { mode: 'remove', id: 'nightly' });
-      await waitFor(async () => ((await scheduleIds(survivor, topic)).length === 0 ? true : undefined), 60_000, 'the relay to remove the schedule');
-      await pg.noRowsOf(topic, 30_000, 'the removal row to be deleted');
-      await sleep(2 * EVERY); // a tick claimed before the removal may still finish
-      const settled = runs.length;
-      expect(await holdsWithin(() => runs.length > settled, 4 * EVERY)).toBe(false);
-      expect(survivor.queue.outboxStats).toMatchObject({ parked: 0 });
-    } finally {
-      await survivor.close();
-    }
-  });
+        await crash({ keyPrefix, topic }, { mode: 'remove', id: 'nightly' });
+        await waitFor(
+          async () => ((await scheduleIds(survivor, topic)).length === 0 ? true : undefined),
+          60_000,
+          'the relay to remove the schedule',
+        );
+        await pg.noRowsOf(topic, 30_000, 'the removal row to be deleted');
+        await sleep(2 * EVERY); // a tick claimed before the removal may still finish
+        const settled = runs.length;
+        expect(await holdsWithin(() => runs.length > settled, 4 * EVERY)).toBe(false);
+        expect(survivor.queue.outboxStats).toMatchObject({ parked: 0 });
+      } finally {
+        await survivor.close();
+      }
+    },
+  );
 });

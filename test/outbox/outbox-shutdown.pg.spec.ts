@@ -10,11 +10,16 @@ jest.setTimeout(120_000);
 /** Generous for a loaded machine; a hung shutdown never ends at all. */
 const EXIT_WITHIN_MS = 30_000;
 
-describe('graceful shutdown with the outbox relay on the application\'s own pg pool (PostgreSQL)', () => {
+describe("graceful shutdown with the outbox relay on the application's own pg pool (PostgreSQL)", () => {
   const postgres = useLocalPostgres();
 
   it('SIGTERM ends the process although a provider calls pool.end() in onModuleDestroy; the relay stops quietly', async () => {
-    const child = spawnFixture('outbox-pool-end-app.ts', [postgres.url, testRedisUrl(), uniquePrefix('outbox-pool-end'), 'pool_end_outbox']);
+    const child = spawnFixture('outbox-pool-end-app.ts', [
+      postgres.url,
+      testRedisUrl(),
+      uniquePrefix('outbox-pool-end'),
+      'pool_end_outbox',
+    ]);
     try {
       await waitForLine(child, /^READY$/, 60_000);
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

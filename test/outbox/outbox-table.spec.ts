@@ -10,7 +10,9 @@ describe('outbox table (no database)', () => {
     const shipped = readFileSync(join(process.cwd(), 'lib/outbox/postgres/job-outbox.migration.sql'), 'utf8');
     expect(shipped.replace(/^--.*\n/gm, '')).toBe(jobOutboxMigration());
     expect(jobOutboxMigration()).toContain(`CREATE TABLE IF NOT EXISTS ${DEFAULT_OUTBOX_TABLE} (`);
-    expect(jobOutboxMigration()).toContain(`CREATE INDEX IF NOT EXISTS ${DEFAULT_OUTBOX_TABLE}_pending_idx ON ${DEFAULT_OUTBOX_TABLE} (created_at)`);
+    expect(jobOutboxMigration()).toContain(
+      `CREATE INDEX IF NOT EXISTS ${DEFAULT_OUTBOX_TABLE}_pending_idx ON ${DEFAULT_OUTBOX_TABLE} (created_at)`,
+    );
   });
 
   it('accepts table and schema.table, and derives index and channel names from them', () => {
@@ -28,7 +30,7 @@ describe('outbox table (no database)', () => {
     },
   );
 
-  it("reads rows from pg/PGlite ({ rows }) and TypeORM (rows, or [rows, count] for UPDATE/DELETE)", () => {
+  it('reads rows from pg/PGlite ({ rows }) and TypeORM (rows, or [rows, count] for UPDATE/DELETE)', () => {
     expect(rowsOf({ rows: [{ a: 1 }] })).toEqual([{ a: 1 }]);
     expect(rowsOf([{ a: 1 }])).toEqual([{ a: 1 }]);
     expect(rowsOf([[{ a: 1 }], 1])).toEqual([{ a: 1 }]);

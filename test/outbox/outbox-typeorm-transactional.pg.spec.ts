@@ -1,6 +1,11 @@
 import { jest } from '@jest/globals';
 import type { DataSource } from 'typeorm';
-import { addTransactionalDataSource, initializeTransactionalContext, runInTransaction as runInTypeOrmTransaction, StorageDriver } from 'typeorm-transactional';
+import {
+  addTransactionalDataSource,
+  initializeTransactionalContext,
+  runInTransaction as runInTypeOrmTransaction,
+  StorageDriver,
+} from 'typeorm-transactional';
 import { inTypeOrmTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { TypeOrmTransactionalSynchronizer } from '../../lib/transaction-adapters/typeorm-transactional.js';
 import { startPostgresWithDataSource, type PostgresWithDataSource } from '../support/postgres-data-source.js';
@@ -31,7 +36,11 @@ describe('transactional outbox with typeorm-transactional (PostgreSQL)', () => {
         transactions: new TypeOrmTransactionalSynchronizer(),
         delayQueue: {
           // typeorm-transactional makes dataSource.manager the current transaction's manager.
-          outbox: new PostgresJobOutbox({ transaction: inTypeOrmTransaction(() => dataSource.manager), relay: dataSource, applyMigrationAtStart: true }),
+          outbox: new PostgresJobOutbox({
+            transaction: inTypeOrmTransaction(() => dataSource.manager),
+            relay: dataSource,
+            applyMigrationAtStart: true,
+          }),
         },
       },
     });
@@ -51,7 +60,11 @@ describe('transactional outbox with typeorm-transactional (PostgreSQL)', () => {
     });
 
   it('the order and its job commit together; a rolled-back order schedules nothing', async () => {
-    await expectOrderAndJobCommitTogether({ place, dataSource, runs, ordersTable: 'tt_orders', outboxTable: 'redis_lock_job_outbox' }, 'b-1', 'b-2');
+    await expectOrderAndJobCommitTogether(
+      { place, dataSource, runs, ordersTable: 'tt_orders', outboxTable: 'redis_lock_job_outbox' },
+      'b-1',
+      'b-2',
+    );
   });
 
   it('outside a transaction, dataSource.manager is not a transaction: schedule() writes straight to Redis', async () => {

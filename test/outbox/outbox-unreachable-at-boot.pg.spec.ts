@@ -96,7 +96,9 @@ describe('the outbox with PostgreSQL unreachable at boot', () => {
     expect(refused.message).toContain(`127.0.0.1:${port}`);
     expect(refused.message).toContain('ECONNREFUSED');
     expect(refused.message).toMatch(/Check that PostgreSQL is running/);
-    expect((refused.cause as { code?: string } | undefined)?.code ?? (refused.cause as AggregateError)?.errors?.[0]?.code).toBe('ECONNREFUSED');
+    expect((refused.cause as { code?: string } | undefined)?.code ?? (refused.cause as AggregateError)?.errors?.[0]?.code).toBe(
+      'ECONNREFUSED',
+    );
 
     // Nothing was taken before the outbox was found unreachable.
     expect(calls).toEqual([]);

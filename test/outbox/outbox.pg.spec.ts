@@ -3,12 +3,7 @@ import { jest } from '@jest/globals';
 import type { PoolClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import { InvalidJobError, InvalidOptionsError, OutboxTransactionMissingError, runInTransaction } from '../../lib/index.js';
-import {
-  inPgTransaction,
-  inTypeOrmTransaction,
-  jobOutboxMigration,
-  PostgresJobOutbox,
-} from '../../lib/outbox/postgres/index.js';
+import { inPgTransaction, inTypeOrmTransaction, jobOutboxMigration, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
@@ -30,7 +25,8 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
   let instance: OutboxApp;
 
   const topic = (label: string) => `${label}.${Math.random().toString(36).slice(2, 8)}`;
-  const outboxRows = async () => (await pg.pool.query(`SELECT id, topic, job_id, parked_at, last_error FROM ${TABLE} ORDER BY created_at`)).rows;
+  const outboxRows = async () =>
+    (await pg.pool.query(`SELECT id, topic, job_id, parked_at, last_error FROM ${TABLE} ORDER BY created_at`)).rows;
   const rowsOf = async (t: string) => (await outboxRows()).filter((row) => row.topic === t);
 
   beforeAll(async () => {
@@ -78,7 +74,12 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     const t = topic('many');
     const runs: RecordedRun[] = [];
     consumeInto(t, runs);
-    const ids = await pg.tx.run(() => instance.queue.scheduleMany(t, Array.from({ length: 50 }, (_, i) => ({ payload: i }))));
+    const ids = await pg.tx.run(() =>
+      instance.queue.scheduleMany(
+        t,
+        Array.from({ length: 50 }, (_, i) => ({ payload: i })),
+      ),
+    );
     await waitFor(() => runs.length >= 50 || undefined, 30_000, 'the 50 jobs to run');
     expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
   });
@@ -138,7 +139,9 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE });
       // One statement per row, as repeat() and removeRepeat() insert theirs.
       for (const [i, rowId] of ids.entries()) {
-        await store.insert([{ rowId, topic: t, jobId: `s${i}`, kind: i % 2 === 0 ? 'repeat' : 'removeRepeat', when: 0, replace: false, body: '' }]);
+        await store.insert([
+          { rowId, topic: t, jobId: `s${i}`, kind: i % 2 === 0 ? 'repeat' : 'removeRepeat', when: 0, replace: false, body: '' },
+        ]);
       }
       await client.query('COMMIT');
     } finally {
@@ -193,7 +196,15 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       await client.query('BEGIN');
       const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE });
       await store.insert(
-        ids.map((id, i) => ({ rowId: `${t}:${i}`, topic: t, jobId: id, kind: 'delay', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })),
+        ids.map((id, i) => ({
+          rowId: `${t}:${i}`,
+          topic: t,
+          jobId: id,
+          kind: 'delay',
+          when: 0,
+          replace: false,
+          body: `,"m":null,"b":null,"e":null,"p":${i}}`,
+        })),
       );
       await client.query('COMMIT');
     } finally {
@@ -201,7 +212,13 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     }
     const [a, b] = await Promise.all(
       [0, 1].map(() =>
-        startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: pg.store(), runs, outboxRelay: { minAge: 0, batchSize: 7, pollInterval: 50 } }),
+        startOutboxApp({
+          redis: testRedisUrl(),
+          keyPrefix,
+          outbox: pg.store(),
+          runs,
+          outboxRelay: { minAge: 0, batchSize: 7, pollInterval: 50 },
+        }),
       ),
     );
     try {
@@ -261,17 +278,29 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       await client.query('BEGIN');
       await new PostgresJobOutbox({ transaction: inPgTransaction(() => client), relay: pg.pool, table: TABLE }).insert([
         { rowId: `${t}:bad`, topic: t, jobId: 'bad', kind: 'delay', when: 0, replace: false, body: 'not a job body' },
-        { rowId: `${t}:good`, topic: t, jobId: 'good', kind: 'delay', when: 0, replace: false, body: ',"m":null,"b":null,"e":null,"p":"ok"}' },
+        {
+          rowId: `${t}:good`,
+          topic: t,
+          jobId: 'good',
+          kind: 'delay',
+          when: 0,
+          replace: false,
+          body: ',"m":null,"b":null,"e":null,"p":"ok"}',
+        },
       ]);
       await client.query('COMMIT');
     } finally {
       client.release();
     }
     await waitFor(() => runs.length === 1 || undefined, 30_000, 'the good row');
-    const parked = await waitFor(async () => {
-      const rows = await rowsOf(t);
-      return rows.length === 1 && rows[0].parked_at ? rows[0] : undefined;
-    }, 30_000, 'the bad row to be parked');
+    const parked = await waitFor(
+      async () => {
+        const rows = await rowsOf(t);
+        return rows.length === 1 && rows[0].parked_at ? rows[0] : undefined;
+      },
+      30_000,
+      'the bad row to be parked',
+    );
     expect(parked).toMatchObject({ job_id: 'bad', last_error: expect.stringContaining('cannot be decoded') });
     expect(instance.seen.filter((e) => e.name === 'outbox.row.parked').map((e) => e.event)).toContainEqual(
       expect.objectContaining({ rowId: `${t}:bad`, jobId: 'bad' }),
@@ -298,44 +327,53 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     }
   });
 
-  it('refuses a schedule() or repeat() inside a transaction the executor sees but the transaction port does not (BEGIN…COMMIT without runInTransaction): nothing written', async () => {
-    const t = topic('unseen-tx');
-    const current = new AsyncLocalStorage<PoolClient>();
-    const app = await startOutboxApp({
-      redis: testRedisUrl(),
-      keyPrefix,
-      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: pg.pool, table: TABLE }),
-    });
-    const client = await pg.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const scheduled = current.run(client, () => app.queue.schedule(t, 1, { id: 'before-commit?' }));
-      await expect(scheduled).rejects.toThrow(OutboxTransactionMissingError);
-      await expect(scheduled).rejects.toMatchObject({ missingFrom: 'transaction port', message: expect.stringContaining('runInTransaction') });
-      await expect(current.run(client, () => app.queue.repeat(t, { every: 60_000 }, { id: 'r' }))).rejects.toThrow(OutboxTransactionMissingError);
-      await client.query('ROLLBACK');
-      expect(await app.queue.get(t, 'before-commit?')).toBeNull();
-      expect(await app.queue.listRepeats(t)).toEqual([]);
-      expect(await rowsOf(t)).toEqual([]);
-      // With runInTransaction around the same code, the job goes through the outbox and runs after COMMIT only.
-      await runInTransaction(() =>
-        current.run(client, async () => {
-          await client.query('BEGIN');
-          await app.queue.schedule(t, 2, { id: 'after-commit' });
-          expect(await app.queue.get(t, 'after-commit')).toBeNull();
-          await client.query('COMMIT');
-        }),
-      );
-      await waitFor(async () => (await app.queue.get(t, 'after-commit')) ?? undefined, 30_000, 'the committed job in Redis');
-      // A continuation that runs after COMMIT with the client still in the store (fire-and-forget
-      // work started in the transaction): the client is idle, no transaction is open, Redis at once.
-      await current.run(client, () => app.queue.schedule(t, 3, { id: 'later-in-store' }));
-      expect(await app.queue.get(t, 'later-in-store')).not.toBeNull();
-    } finally {
-      client.release();
-      await app.close();
-    }
-  });
+  it(
+    'refuses a schedule() or repeat() inside a transaction the executor sees but the transaction port ' +
+      'does not (BEGIN…COMMIT without runInTransaction): nothing written',
+    async () => {
+      const t = topic('unseen-tx');
+      const current = new AsyncLocalStorage<PoolClient>();
+      const app = await startOutboxApp({
+        redis: testRedisUrl(),
+        keyPrefix,
+        outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: pg.pool, table: TABLE }),
+      });
+      const client = await pg.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const scheduled = current.run(client, () => app.queue.schedule(t, 1, { id: 'before-commit?' }));
+        await expect(scheduled).rejects.toThrow(OutboxTransactionMissingError);
+        await expect(scheduled).rejects.toMatchObject({
+          missingFrom: 'transaction port',
+          message: expect.stringContaining('runInTransaction'),
+        });
+        await expect(current.run(client, () => app.queue.repeat(t, { every: 60_000 }, { id: 'r' }))).rejects.toThrow(
+          OutboxTransactionMissingError,
+        );
+        await client.query('ROLLBACK');
+        expect(await app.queue.get(t, 'before-commit?')).toBeNull();
+        expect(await app.queue.listRepeats(t)).toEqual([]);
+        expect(await rowsOf(t)).toEqual([]);
+        // With runInTransaction around the same code, the job goes through the outbox and runs after COMMIT only.
+        await runInTransaction(() =>
+          current.run(client, async () => {
+            await client.query('BEGIN');
+            await app.queue.schedule(t, 2, { id: 'after-commit' });
+            expect(await app.queue.get(t, 'after-commit')).toBeNull();
+            await client.query('COMMIT');
+          }),
+        );
+        await waitFor(async () => (await app.queue.get(t, 'after-commit')) ?? undefined, 30_000, 'the committed job in Redis');
+        // A continuation that runs after COMMIT with the client still in the store (fire-and-forget
+        // work started in the transaction): the client is idle, no transaction is open, Redis at once.
+        await current.run(client, () => app.queue.schedule(t, 3, { id: 'later-in-store' }));
+        expect(await app.queue.get(t, 'later-in-store')).not.toBeNull();
+      } finally {
+        client.release();
+        await app.close();
+      }
+    },
+  );
 
   it('refuses a payload JSON cannot carry before inserting anything', async () => {
     const t = topic('bad-payload');
@@ -345,7 +383,9 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
   it('refuses a table name that is not plain identifiers, and a module outbox that is not a store', async () => {
     for (const table of ['x; DROP TABLE orders', '"Quoted"', 'a.b.c', 'Upper', '', 42]) {
-      expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(pg.tx.current), relay: pg.pool, table: table as string })).toThrow(InvalidOptionsError);
+      expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(pg.tx.current), relay: pg.pool, table: table as string })).toThrow(
+        InvalidOptionsError,
+      );
     }
     expect(() => new PostgresJobOutbox({ transaction: undefined as never, relay: pg.pool })).toThrow(/PostgresJobOutbox.transaction/);
     expect(() => new PostgresJobOutbox({ transaction: inPgTransaction(pg.tx.current), relay: {} })).toThrow(/PostgresJobOutbox.relay/);

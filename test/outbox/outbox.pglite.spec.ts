@@ -59,10 +59,25 @@ describe('transactional outbox on PGlite', () => {
     const ids = Array.from({ length: 20 }, (_, i) => `left-${i}`);
     await db.transaction(async (tx) => {
       const store = new PostgresJobOutbox({ transaction: inPgTransaction(() => tx), relay: db });
-      await store.insert(ids.map((id, i) => ({ rowId: id, topic: 'order.expire', jobId: id, kind: 'delay', when: 0, replace: false, body: `,"m":null,"b":null,"e":null,"p":${i}}` })));
+      await store.insert(
+        ids.map((id, i) => ({
+          rowId: id,
+          topic: 'order.expire',
+          jobId: id,
+          kind: 'delay',
+          when: 0,
+          replace: false,
+          body: `,"m":null,"b":null,"e":null,"p":${i}}`,
+        })),
+      );
     });
     await waitFor(() => ids.every((id) => runs.some((run) => run.id === id)) || undefined, 60_000, 'the left-behind rows');
-    expect(checkExactlyOnce(runs.filter((run) => run.id.startsWith('left-')), ids)).toEqual({ duplicated: [], missing: [] });
+    expect(
+      checkExactlyOnce(
+        runs.filter((run) => run.id.startsWith('left-')),
+        ids,
+      ),
+    ).toEqual({ duplicated: [], missing: [] });
   });
 
   it('relays rows as the previous release stored them (kind as a one-letter code), and stores the same codes', async () => {
@@ -74,8 +89,17 @@ describe('transactional outbox on PGlite', () => {
          ('old-a', 'order.expire', 'old-at', 'a', to_timestamp($3 / 1000.0), $3, false, $2)`,
       [body('d'), body('a'), Date.now()],
     );
-    await waitFor(() => ['old-delay', 'old-at'].every((id) => runs.some((run) => run.id === id)) || undefined, 60_000, 'the rows of the previous release');
-    expect(checkExactlyOnce(runs.filter((run) => run.id.startsWith('old-')), ['old-delay', 'old-at'])).toEqual({ duplicated: [], missing: [] });
+    await waitFor(
+      () => ['old-delay', 'old-at'].every((id) => runs.some((run) => run.id === id)) || undefined,
+      60_000,
+      'the rows of the previous release',
+    );
+    expect(
+      checkExactlyOnce(
+        runs.filter((run) => run.id.startsWith('old-')),
+        ['old-delay', 'old-at'],
+      ),
+    ).toEqual({ duplicated: [], missing: [] });
     expect(runs.find((run) => run.id === 'old-at')).toMatchObject({ payload: 'a' });
 
     // Rows this release inserts keep the codes, so an instance of the previous release relays them too.
@@ -84,7 +108,8 @@ describe('transactional outbox on PGlite', () => {
         { rowId: 'new-delay', topic: 'order.expire', jobId: 'new-delay', kind: 'delay', when: 60_000, replace: false, body: body('n') },
         { rowId: 'new-at', topic: 'order.expire', jobId: 'new-at', kind: 'at', when: Date.now() + 60_000, replace: false, body: body('n') },
       ]);
-      return (await tx.query<{ id: string; kind: string }>("SELECT id, kind FROM redis_lock_job_outbox WHERE id LIKE 'new-%' ORDER BY id")).rows;
+      return (await tx.query<{ id: string; kind: string }>("SELECT id, kind FROM redis_lock_job_outbox WHERE id LIKE 'new-%' ORDER BY id"))
+        .rows;
     });
     expect(kinds).toEqual([
       { id: 'new-at', kind: 'a' },

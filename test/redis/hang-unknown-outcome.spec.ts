@@ -116,36 +116,40 @@ describe('Redis hangs: a call that failed with RedisConnectionError leaves nothi
     await after?.release();
   }, 60_000);
 
-  it('jobs that fell due during the hang run on their first attempt soon after Redis resumes, not after the visibility timeout', async () => {
-    const prefix = uniquePrefix('hang-claim');
-    const a = await app(server.url, prefix);
-    const b = await app(server.url, prefix);
-    apps.push(a, b);
-    const ran: Array<{ n: number; attempt: number }> = [];
-    for (const x of [a, b]) {
-      x.get(DelayQueueService).consume<{ n: number }>(
-        'hang.t',
-        (payload, job) => {
-          ran.push({ n: payload.n, attempt: job.attempt });
-        },
-        { concurrency: 2, visibilityTimeout: LEASE_MS },
-      );
-    }
-    const queue = a.get(DelayQueueService);
-    const base = Date.now() + 1_000;
-    for (let n = 0; n < 8; n++) await queue.schedule('hang.t', { n }, { at: base + n * 200 });
-    const wait = base - 300 - Date.now();
-    if (wait > 0) await sleep(wait);
+  it(
+    'jobs that fell due during the hang run on their first attempt soon after Redis resumes, not after ' + 'the visibility timeout',
+    async () => {
+      const prefix = uniquePrefix('hang-claim');
+      const a = await app(server.url, prefix);
+      const b = await app(server.url, prefix);
+      apps.push(a, b);
+      const ran: Array<{ n: number; attempt: number }> = [];
+      for (const x of [a, b]) {
+        x.get(DelayQueueService).consume<{ n: number }>(
+          'hang.t',
+          (payload, job) => {
+            ran.push({ n: payload.n, attempt: job.attempt });
+          },
+          { concurrency: 2, visibilityTimeout: LEASE_MS },
+        );
+      }
+      const queue = a.get(DelayQueueService);
+      const base = Date.now() + 1_000;
+      for (let n = 0; n < 8; n++) await queue.schedule('hang.t', { n }, { at: base + n * 200 });
+      const wait = base - 300 - Date.now();
+      if (wait > 0) await sleep(wait);
 
-    server.process.kill('SIGSTOP');
-    await sleep(HANG_MS);
-    server.process.kill('SIGCONT');
-    const resumedAt = performance.now();
+      server.process.kill('SIGSTOP');
+      await sleep(HANG_MS);
+      server.process.kill('SIGCONT');
+      const resumedAt = performance.now();
 
-    await waitFor(() => ran.length >= 8, AFTER_RESUME_MS, 'the 8 jobs to run', { every: 50 });
-    expect(performance.now() - resumedAt).toBeLessThan(AFTER_RESUME_MS);
-    expect(ran.filter((r) => r.attempt !== 1)).toEqual([]);
-  }, 60_000);
+      await waitFor(() => ran.length >= 8, AFTER_RESUME_MS, 'the 8 jobs to run', { every: 50 });
+      expect(performance.now() - resumedAt).toBeLessThan(AFTER_RESUME_MS);
+      expect(ran.filter((r) => r.attempt !== 1)).toEqual([]);
+    },
+    60_000,
+  );
 
   it('a leader is elected again soon after Redis resumes, not a ttl later', async () => {
     const TTL = 10_000;

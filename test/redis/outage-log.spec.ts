@@ -78,15 +78,20 @@ describe('A Redis outage in the log', () => {
     expect(lines.filter((line) => / ERROR /.test(line))).toEqual([]);
   }
 
-  it(`reads in at most ${MAX_LINES} lines: one when Redis is unreachable, with the cause; one when it is back, with how long and what failed`, async () => {
-    const { lines } = await outage([]);
-    process.stdout.write(`outage of ${DOWNTIME_MS} ms, ${lines.length} lines:\n${lines.join('\n')}\n`);
-    expectReadable(lines);
-    // The ticks that came while Redis was out of reach were skipped, and said so in the summary.
-    expect(lines.find((line) => /reachable again/.test(line))).toMatch(/@OnOneInstance calls skipped: \d+/);
-    expect(lines.find((line) => /reachable again/.test(line))).toMatch(/consumer calls retried: \d+/);
-    expect(lines.find((line) => /reachable again/.test(line))).toMatch(/lease renewals failed: \d+/);
-  }, 90_000);
+  it(
+    `reads in at most ${MAX_LINES} lines: one when Redis is unreachable, with the cause; one when it ` +
+      `is back, with how long and what failed`,
+    async () => {
+      const { lines } = await outage([]);
+      process.stdout.write(`outage of ${DOWNTIME_MS} ms, ${lines.length} lines:\n${lines.join('\n')}\n`);
+      expectReadable(lines);
+      // The ticks that came while Redis was out of reach were skipped, and said so in the summary.
+      expect(lines.find((line) => /reachable again/.test(line))).toMatch(/@OnOneInstance calls skipped: \d+/);
+      expect(lines.find((line) => /reachable again/.test(line))).toMatch(/consumer calls retried: \d+/);
+      expect(lines.find((line) => /reachable again/.test(line))).toMatch(/lease renewals failed: \d+/);
+    },
+    90_000,
+  );
 
   it('reads as well with the outbox relaying jobs committed during the outage', async () => {
     const { lines } = await outage(['outbox']);

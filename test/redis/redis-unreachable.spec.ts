@@ -101,9 +101,7 @@ function expectAllUnreachable(settled: Settled[], cause: RegExp): void {
     ms,
     error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
   }));
-  const wrong = summary.filter(
-    (s, i) => !(settled[i].error instanceof RedisConnectionError) || !cause.test(s.error) || s.ms >= BOUND_MS,
-  );
+  const wrong = summary.filter((s, i) => !(settled[i].error instanceof RedisConnectionError) || !cause.test(s.error) || s.ms >= BOUND_MS);
   expect(wrong).toEqual([]);
 }
 
@@ -121,7 +119,10 @@ failOnUnhandledRejections({ after: 'each' });
 
 describe('Redis unreachable: every call settles fast with RedisConnectionError', () => {
   describe('Redis dies while the app runs (process killed: connection refused)', () => {
-    const { server, app } = useAppOnLocalRedis((redis) => lockApp(redis.url), (app) => app.close());
+    const { server, app } = useAppOnLocalRedis(
+      (redis) => lockApp(redis.url),
+      (app) => app.close(),
+    );
 
     it('fails every lock and queue call within the bound, naming ECONNREFUSED; a call made later in the outage too', async () => {
       const before = await prepare(app);
@@ -134,7 +135,10 @@ describe('Redis unreachable: every call settles fast with RedisConnectionError',
       // Well into the outage, a new call fails as fast.
       await sleep(1_000);
       const later = performance.now();
-      const error = await app.get(LockService).tryAcquire('later').catch((e: unknown) => e);
+      const error = await app
+        .get(LockService)
+        .tryAcquire('later')
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RedisConnectionError);
       expect((error as Error).message).toMatch(/ECONNREFUSED/);
       expect(performance.now() - later).toBeLessThan(BOUND_MS);

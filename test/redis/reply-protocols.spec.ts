@@ -128,7 +128,11 @@ describe('Redis reply protocols', () => {
       const started = performance.now();
       const waiting = b.acquire('plain', { waitTimeout: 20_000 });
       // Refused, the waiter marks the lock as awaited and parks.
-      await waitFor(async () => (await raw.hexists(new RedisKeySpace(keyPrefix).lock('plain').owners, WAITING_MARK)) === 1, 10_000, 'the waiter to park');
+      await waitFor(
+        async () => (await raw.hexists(new RedisKeySpace(keyPrefix).lock('plain').owners, WAITING_MARK)) === 1,
+        10_000,
+        'the waiter to park',
+      );
       await first.release();
       const second = await waiting;
       expect(performance.now() - started).toBeLessThan(10_000);
@@ -218,7 +222,16 @@ describe('Redis reply protocols', () => {
       const stored = await queue.get('ok', id);
       expect(stored).toMatchObject({ id, state: 'scheduled', attempts: 0, payload: { n: 1 } });
       expect(stored!.scheduledAt).toBeInstanceOf(Date);
-      expect(await queue.stats('ok')).toEqual({ scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await queue.stats('ok')).toEqual({
+        scheduled: 1,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       expect(await queue.reschedule('ok', id, { delay: 100 })).toBe(true);
 
       const handled = deferred<{ payload: unknown; job: JobContext }>();
@@ -227,7 +240,16 @@ describe('Redis reply protocols', () => {
       expect(payload).toEqual({ n: 1 });
       expect(job).toMatchObject({ id, attempt: 1 });
       await waitFor(async () => (await queue.get('ok', id)) === null, 10_000, 'the acknowledgement');
-      expect(await queue.stats('ok')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await queue.stats('ok')).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
 
       const cancelled = await queue.schedule('ok', { n: 2 }, { delay: 60_000 });
       expect(await queue.cancel('ok', cancelled)).toBe(true);
@@ -245,7 +267,16 @@ describe('Redis reply protocols', () => {
       await waitFor(async () => (await queue.stats('fails')).dead === 1, 15_000, 'the job to die');
       await failing.close();
       expect(attempts).toEqual([1, 2]);
-      expect(await queue.stats('fails')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 1, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await queue.stats('fails')).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 1,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       const [dead] = await queue.deadLetters('fails');
       expect(dead).toMatchObject({ id, state: 'dead', attempts: 2, payload: { n: 3 } });
       expect(dead.diedAt).toBeInstanceOf(Date);
@@ -257,7 +288,16 @@ describe('Redis reply protocols', () => {
       const fixed = queue.consume('fails', (_payload, job) => again.resolve(job));
       expect((await again.promise).attempt).toBe(1);
       await waitFor(async () => (await queue.stats('fails')).active === 0, 10_000, 'the acknowledgement');
-      expect(await queue.stats('fails')).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await queue.stats('fails')).toEqual({
+        scheduled: 0,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
       await fixed.close();
     });
 
@@ -331,21 +371,28 @@ describe('Redis reply protocols', () => {
       expectRefusal(error, 'redlock.clients[0]', 'stringNumbers');
     });
 
-    it("keyPrefix on a client passed in (channels are not prefixed: waiters would never be woken), pointing to the module's keyPrefix", async () => {
-      const mine = new Redis(testRedisUrl(), { lazyConnect: true, keyPrefix: 'app:' });
-      clients.push(mine);
-      const error = await bootstrap({ redis: { client: mine } }).catch((e: unknown) => e);
-      expectRefusal(error, 'redis.client', 'keyPrefix');
-      expect((error as Error).message).toContain('"app:"');
-      expect((error as Error).message).toContain("client.duplicate({ keyPrefix: '' })");
-    });
+    it(
+      'keyPrefix on a client passed in (channels are not prefixed: waiters would never be woken), pointing ' + "to the module's keyPrefix",
+      async () => {
+        const mine = new Redis(testRedisUrl(), { lazyConnect: true, keyPrefix: 'app:' });
+        clients.push(mine);
+        const error = await bootstrap({ redis: { client: mine } }).catch((e: unknown) => e);
+        expectRefusal(error, 'redis.client', 'keyPrefix');
+        expect((error as Error).message).toContain('"app:"');
+        expect((error as Error).message).toContain("client.duplicate({ keyPrefix: '' })");
+      },
+    );
 
     it('keyPrefix in connection options, in cluster options and on a Redlock master built from options', async () => {
       expectRefusal(await bootstrap({ redis: { ...at, keyPrefix: 'app:' } }).catch((e: unknown) => e), 'redis.keyPrefix', 'keyPrefix');
       const cluster = { cluster: [{ host: '127.0.0.1', port: 1 }], options: { keyPrefix: 'app:' } };
       expectRefusal(await bootstrap({ redis: cluster }).catch((e: unknown) => e), 'redis.options.keyPrefix', 'keyPrefix');
       const redlock = { clients: [{ ...at, keyPrefix: 'app:' }] };
-      expectRefusal(await bootstrap({ redis: testRedisUrl(), redlock }).catch((e: unknown) => e), 'redlock.clients[0].keyPrefix', 'keyPrefix');
+      expectRefusal(
+        await bootstrap({ redis: testRedisUrl(), redlock }).catch((e: unknown) => e),
+        'redlock.clients[0].keyPrefix',
+        'keyPrefix',
+      );
     });
   });
 

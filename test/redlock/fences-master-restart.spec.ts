@@ -54,7 +54,8 @@ describe('Redlock fencing tokens when masters restart without persistence', () =
       await sleep(Math.floor(next() * 15));
       await handle.release().catch(() => undefined);
     };
-    const take = <T extends LockHandle | null>(label: string, kind: GrantKind, acquire: () => Promise<T>) => history.take(label, kind, acquire);
+    const take = <T extends LockHandle | null>(label: string, kind: GrantKind, acquire: () => Promise<T>) =>
+      history.take(label, kind, acquire);
 
     type Operation = (locks: LockService, next: () => number, who: string) => Promise<void>;
     const operations: Operation[] = [
@@ -76,7 +77,10 @@ describe('Redlock fencing tokens when masters restart without persistence', () =
       },
       async (locks, next, who) => {
         const first = pick(next, names);
-        const second = pick(next, names.filter((n) => n !== first));
+        const second = pick(
+          next,
+          names.filter((n) => n !== first),
+        );
         await hold(next, await take(`${who} multi ${first}+${second}`, 'fresh', () => locks.acquire([first, second])));
       },
     ];

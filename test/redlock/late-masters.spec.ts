@@ -172,7 +172,7 @@ describe('Redlock: masters that answer late', () => {
       await next.release();
     });
 
-    it('re-enters with the holder\'s own token when the masters answering the re-entry have counters apart', async () => {
+    it("re-enters with the holder's own token when the masters answering the re-entry have counters apart", async () => {
       const name = 'apart-nested';
       const fence = `${ownersKey(pair.keyPrefix, name)}:fence`;
       await (await pair.a.acquire(name)).release();

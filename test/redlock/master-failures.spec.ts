@@ -49,7 +49,6 @@ describe('Redlock: a minority of masters down or unreachable', () => {
         masters.heal(1);
       }
     });
-
   });
 
   describe('killed and restarted', () => {
@@ -58,7 +57,6 @@ describe('Redlock: a minority of masters down or unreachable', () => {
       pair = await createRedlockPair(masters.urls, options);
     });
     afterAll(() => pair?.close());
-
 
     it('keeps exclusion and increasing tokens with one of three masters down, and uses it again once back', async () => {
       await masters.kill(2);

@@ -1,12 +1,6 @@
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import {
-  DelayQueueService,
-  LockService,
-  RedisConnectionError,
-  RedisLockModule,
-  type RedisLockModuleOptions,
-} from '../../lib/index.js';
+import { DelayQueueService, LockService, RedisConnectionError, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import { UnsupportedInRedlockModeError } from '../../lib/core/errors/unsupported-in-redlock-mode.error.js';
 import { findFreePort } from '../../lib/testing/local-redis-server.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
@@ -45,7 +39,10 @@ describe('Redlock: options and unsupported lock kinds', () => {
   it('refuses lock options that need a single Redis at bootstrap', async () => {
     const redlock = { clients: masters.urls };
     expectInvalidOption(await lockModuleStartupFailure({ redlock, lock: { fair: true } }), 'lock.fair');
-    expectInvalidOption(await lockModuleStartupFailure({ redlock, lock: { syncReplicas: { replicas: 1, timeout: 100 } } }), 'lock.syncReplicas');
+    expectInvalidOption(
+      await lockModuleStartupFailure({ redlock, lock: { syncReplicas: { replicas: 1, timeout: 100 } } }),
+      'lock.syncReplicas',
+    );
   });
 
   it('fails at bootstrap when fewer than a majority of masters answer', async () => {

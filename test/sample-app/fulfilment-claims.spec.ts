@@ -1,4 +1,11 @@
-import { mostOrdersAtOnce, orderSteps, stepsRunTooEarly, stepViolations, type OrderSteps, type RanStep } from '../../sample-app/demo/fulfilment-claims.js';
+import {
+  mostOrdersAtOnce,
+  orderSteps,
+  stepsRunTooEarly,
+  stepViolations,
+  type OrderSteps,
+  type RanStep,
+} from '../../sample-app/demo/fulfilment-claims.js';
 import type { FulfilmentView } from '../../sample-app/src/fulfilment/fulfilment.controller.js';
 
 /* The checker of the sample's fulfilment claims (demo and e2e specs) finds what it must find. */
@@ -8,12 +15,25 @@ const order = (orderId: string, steps: RanStep[]): OrderSteps => ({ orderId, pai
 
 describe('sample fulfilment claims checker', () => {
   it('reads the recorded steps of a view in the order they started, leaving out steps not run', () => {
-    const done = (step: string, startedAt: string, finishedAt: string) => ({ outcome: 'shipped', instance: 'b', attempt: 1, fence: '1', step, startedAt, finishedAt });
+    const done = (step: string, startedAt: string, finishedAt: string) => ({
+      outcome: 'shipped',
+      instance: 'b',
+      attempt: 1,
+      fence: '1',
+      step,
+      startedAt,
+      finishedAt,
+    });
     const view = {
       orderId: 'o',
       group: 'order:o',
       steps: [
-        { step: 'reserve', jobId: 'fulfil:o:reserve', job: null, done: done('reserve', '2030-01-01T00:00:00.200Z', '2030-01-01T00:00:00.300Z') },
+        {
+          step: 'reserve',
+          jobId: 'fulfil:o:reserve',
+          job: null,
+          done: done('reserve', '2030-01-01T00:00:00.200Z', '2030-01-01T00:00:00.300Z'),
+        },
         { step: 'ship', jobId: 'fulfil:o:ship', job: null, done: done('ship', '2030-01-01T00:00:00.100Z', '2030-01-01T00:00:00.150Z') },
         { step: 'notify', jobId: 'fulfil:o:notify', job: { state: 'due', attempts: 0 }, done: null },
       ],

@@ -17,7 +17,6 @@ import { SAMPLE_APP_MAIN } from './support/sample-app-main.js';
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
 
-
 failOnUnhandledRejections();
 
 /**
@@ -83,7 +82,9 @@ describe.each([
     );
     expect(order.status).toBe('expired');
     expect(Date.parse(order.expiredAt)).toBeGreaterThanOrEqual(Date.parse(order.expiresAt));
-    await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted', { every: 200 });
+    await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted', {
+      every: 200,
+    });
   });
 });
 
@@ -117,7 +118,13 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
       SAMPLE_APP_MAIN,
       'crashed',
       // Its claim of the order's outbox row lasts 5 s (the module's default is 60 s).
-      { REDIS_URL: redis.url, DATABASE_URL: postgres.url, ORDER_EXPIRY_MS: '1500', REDIS_KEY_PREFIX: keyPrefix, OUTBOX_CLAIM_LEASE_MS: '5000' },
+      {
+        REDIS_URL: redis.url,
+        DATABASE_URL: postgres.url,
+        ORDER_EXPIRY_MS: '1500',
+        REDIS_KEY_PREFIX: keyPrefix,
+        OUTBOX_CLAIM_LEASE_MS: '5000',
+      },
       150_000,
     );
     // Down until the instance that committed the order has been killed.
@@ -131,7 +138,8 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
 
     const client = new Client({ connectionString: postgres.url });
     await client.connect();
-    const outboxJobIds = async () => (await client.query<{ job_id: string }>(`SELECT job_id FROM ${DEFAULT_OUTBOX_TABLE}`)).rows.map((row) => row.job_id);
+    const outboxJobIds = async () =>
+      (await client.query<{ job_id: string }>(`SELECT job_id FROM ${DEFAULT_OUTBOX_TABLE}`)).rows.map((row) => row.job_id);
     try {
       expect(await outboxJobIds()).toEqual([created.body.id]);
       bringBack();
@@ -145,11 +153,13 @@ describe('sample app: an order whose instance is SIGKILLed right after COMMIT st
           return current.status === 'pending' ? undefined : current;
         },
         120_000,
-        "the order to be expired by the job the survivor relayed",
+        'the order to be expired by the job the survivor relayed',
         { every: 250 },
       );
       expect(order.status).toBe('expired');
-      await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted', { every: 200 });
+      await waitFor(async () => ((await outboxJobIds()).length === 0 ? true : undefined), 30_000, 'the outbox row to be deleted', {
+        every: 200,
+      });
     } finally {
       await client.end();
     }

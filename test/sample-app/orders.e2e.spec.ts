@@ -72,9 +72,7 @@ describe.each([
 
   it('never oversells limited stock to concurrent buyers', async () => {
     await call('PUT', '/items/limited', { stock: 4 });
-    const results = await Promise.all(
-      Array.from({ length: 25 }, (_, i) => call('POST', '/items/limited/purchase', { buyer: `b${i}` })),
-    );
+    const results = await Promise.all(Array.from({ length: 25 }, (_, i) => call('POST', '/items/limited/purchase', { buyer: `b${i}` })));
     expect(results.filter((r) => r.status === 200)).toHaveLength(4);
     expect(results.filter((r) => r.status === 409)).toHaveLength(21);
     expect((await call('GET', '/items/limited')).body).toEqual({ sku: 'limited', stock: 0, sold: 4 });
@@ -87,10 +85,15 @@ describe.each([
 
   const fulfilment = async (orderId: string): Promise<FulfilmentView> => (await call('GET', `/orders/${orderId}/fulfilment`)).body;
   const allDone = (orderId: string) =>
-    waitFor(async () => {
-      const view = await fulfilment(orderId);
-      return view.steps.every((s) => s.done && !s.job) && view;
-    }, 20_000, `every fulfilment step of ${orderId} to run`, { every: 50 });
+    waitFor(
+      async () => {
+        const view = await fulfilment(orderId);
+        return view.steps.every((s) => s.done && !s.job) && view;
+      },
+      20_000,
+      `every fulfilment step of ${orderId} to run`,
+      { every: 50 },
+    );
 
   it("runs a paid order's fulfilment as reserve → ship → notify in its group, one step at a time", async () => {
     await call('PUT', '/items/lamp', { stock: 5 });
@@ -114,21 +117,34 @@ describe.each([
     const order = (await call('POST', '/orders', { item: 'sold-out' })).body;
     expect((await call('POST', `/orders/${order.id}/pay`)).status).toBe(200);
     // Between two attempts of reserve, its order's later steps still wait in the group and have not run.
-    const held = await waitFor(async () => {
-      const view = await fulfilment(order.id);
-      return view.steps[0].job?.state === 'scheduled' && view;
-    }, 15_000, 'reserve to wait for its retry', { every: 20 });
-    expect(held.steps[0]).toMatchObject({ done: null, job: { attempts: expect.any(Number), lastError: expect.stringContaining('sold out') } });
+    const held = await waitFor(
+      async () => {
+        const view = await fulfilment(order.id);
+        return view.steps[0].job?.state === 'scheduled' && view;
+      },
+      15_000,
+      'reserve to wait for its retry',
+      { every: 20 },
+    );
+    expect(held.steps[0]).toMatchObject({
+      done: null,
+      job: { attempts: expect.any(Number), lastError: expect.stringContaining('sold out') },
+    });
     expect(held.steps.slice(1).map((s) => [s.job?.state, s.done])).toEqual([
       ['due', null],
       ['due', null],
     ]);
     // The dead reserve frees the group: ship and notify run, find no reservation, and record nothing.
     await waitFor(async () => (await fulfilment(order.id)).steps[0].job?.state === 'dead', 15_000, 'reserve to die', { every: 50 });
-    const afterDeath = await waitFor(async () => {
-      const view = await fulfilment(order.id);
-      return view.steps.slice(1).every((s) => s.job === null) && view;
-    }, 15_000, 'ship and notify to end', { every: 50 });
+    const afterDeath = await waitFor(
+      async () => {
+        const view = await fulfilment(order.id);
+        return view.steps.slice(1).every((s) => s.job === null) && view;
+      },
+      15_000,
+      'ship and notify to end',
+      { every: 50 },
+    );
     expect(afterDeath.steps.map((s) => s.done)).toEqual([null, null, null]);
 
     await call('PUT', '/items/sold-out', { stock: 1 });

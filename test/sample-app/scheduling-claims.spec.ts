@@ -41,9 +41,7 @@ describe('sample scheduling claims checker', () => {
   });
 
   it('reports a second leader while the first has not ended its term and was not killed', () => {
-    expect(leadershipViolations([acquired('a', '10'), acquired('b', '20')], [])).toEqual([
-      '#1: b became leader while a still was',
-    ]);
+    expect(leadershipViolations([acquired('a', '10'), acquired('b', '20')], [])).toEqual(['#1: b became leader while a still was']);
   });
 
   it('reports a fencing token that does not grow, and an end of a term not held', () => {

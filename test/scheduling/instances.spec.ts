@@ -125,29 +125,33 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
     expect(BigInt(resumed.fence)).toBeGreaterThan(BigInt(runs.filter((r) => r.name === owner).at(-1)!.fence));
   });
 
-  it('@OnOneInstance: an owner whose stalled event loop counts the lease lost hands it on, and every tick after runs exactly once', async () => {
-    const ttl = 2_000;
-    instances = await startInstances(keyPrefix, 'one-instance', SKEWED, PERIOD, ttl);
-    await observe(6);
-    const owner = (await runsOf(redis, keyPrefix)).at(-1)!.name;
-    const stalledAt = tickNow(PERIOD);
-    // Blocks its event loop from its next run until 0.975 ttl after it: long enough for the lease to
-    // count as lost there (its margin is 5 % of ttl), not for it to end in Redis.
-    instances.find((i) => i.name === owner)!.child.kill('SIGUSR2');
-    const [, to] = await observe(15);
-    const runs = await runsOf(redis, keyPrefix);
-    const counts = countByTick(runs);
-    const facts = await factsOf(redis, keyPrefix);
-    console.log(
-      `stall: ${owner} stalled at tick ${stalledAt}; runs after it ${JSON.stringify(runs.filter((r) => r.tick >= stalledAt).map((r) => `${r.tick}:${r.name}`))}; ` +
-        `facts ${JSON.stringify(facts.filter((f) => f.event !== 'stalled' || f.name === owner))}`,
-    );
-    expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
-    // The ticks of the stall fire late on the owner. Its lease counts as lost there while Redis still
-    // holds it; given back, the first late call (on any instance) takes it again and runs. No tick
-    // waits for the stale lease to lapse.
-    expect(await unaccounted(counts, stalledAt, to)).toEqual([]);
-  });
+  it(
+    '@OnOneInstance: an owner whose stalled event loop counts the lease lost hands it on, and every ' + 'tick after runs exactly once',
+    async () => {
+      const ttl = 2_000;
+      instances = await startInstances(keyPrefix, 'one-instance', SKEWED, PERIOD, ttl);
+      await observe(6);
+      const owner = (await runsOf(redis, keyPrefix)).at(-1)!.name;
+      const stalledAt = tickNow(PERIOD);
+      // Blocks its event loop from its next run until 0.975 ttl after it: long enough for the lease to
+      // count as lost there (its margin is 5 % of ttl), not for it to end in Redis.
+      instances.find((i) => i.name === owner)!.child.kill('SIGUSR2');
+      const [, to] = await observe(15);
+      const runs = await runsOf(redis, keyPrefix);
+      const counts = countByTick(runs);
+      const facts = await factsOf(redis, keyPrefix);
+      console.log(
+        `stall: ${owner} stalled at tick ${stalledAt}; runs after it ` +
+          `${JSON.stringify(runs.filter((r) => r.tick >= stalledAt).map((r) => `${r.tick}:${r.name}`))}; ` +
+          `facts ${JSON.stringify(facts.filter((f) => f.event !== 'stalled' || f.name === owner))}`,
+      );
+      expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
+      // The ticks of the stall fire late on the owner. Its lease counts as lost there while Redis still
+      // holds it; given back, the first late call (on any instance) takes it again and runs. No tick
+      // waits for the stale lease to lapse.
+      expect(await unaccounted(counts, stalledAt, to)).toEqual([]);
+    },
+  );
 
   it('@OnOneInstance: a clean shutdown hands the lease over at once, and no tick runs twice', async () => {
     const ttl = 5_000;
@@ -155,7 +159,9 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toEqual({ code: 0, signal: null });
     const { resumed, to, counts, lastOfOwner } = await takeover(owner, () => true);
-    console.log(`SIGTERM: owner's last tick ${lastOfOwner}, ${resumed.name} took over at tick ${resumed.tick} (ttl is ${ttl / PERIOD} ticks)`);
+    console.log(
+      `SIGTERM: owner's last tick ${lastOfOwner}, ${resumed.name} took over at tick ${resumed.tick} (ttl is ${ttl / PERIOD} ticks)`,
+    );
     expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
     // Handed back, not lapsed: the next owner runs within a few ticks, far sooner than ttl.
     expect(resumed.tick - lastOfOwner).toBeLessThanOrEqual(4);
@@ -188,7 +194,12 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
     expect(leadershipViolations(records)).toEqual([]);
     expect(new Set([first.name, second.name, third.name]).size).toBe(3);
     expect(records.filter((r) => r.event === 'acquired')).toHaveLength(3);
-    expect(records.find((r) => r.event === 'lost')).toEqual({ name: second.name, event: 'lost', token: second.token, reason: 'LeadershipSteppedDownError' });
+    expect(records.find((r) => r.event === 'lost')).toEqual({
+      name: second.name,
+      event: 'lost',
+      token: second.token,
+      reason: 'LeadershipSteppedDownError',
+    });
     // Lapse of the crashed leader's lease (at most ttl after its last renewal) plus a loaded machine's slack.
     expect(replacedAfterMs).toBeLessThan(ttl + 2_000);
   });

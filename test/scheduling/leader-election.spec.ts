@@ -45,13 +45,11 @@ describe('@LeaderElection', () => {
     expect(lock.held).toBe(true);
     expect(lock.signal.aborted).toBe(false);
     expect(elections(0).isLeader('billing.leader')).toBe(true);
-    expect(elections(1).status()).toEqual([
-      { key: 'billing.leader', provider: 'BillingLeader', ttl: TTL, leader: false, terms: 0 },
-    ]);
+    expect(elections(1).status()).toEqual([{ key: 'billing.leader', provider: 'BillingLeader', ttl: TTL, leader: false, terms: 0 }]);
     expect(elections(0).status()[0]).toMatchObject({ leader: true, fencingToken: lock.fencingToken, terms: 1 });
   });
 
-  it("reports since when this instance leads as a Date, like every other time of the API", async () => {
+  it('reports since when this instance leads as a Date, like every other time of the API', async () => {
     const before = Date.now();
     await start(1);
     const { since } = elections(0).status()[0];
@@ -78,19 +76,22 @@ describe('@LeaderElection', () => {
     expect(apps[1].get(ShortLeader).acquired).toHaveLength(0);
   });
 
-  it('steps down at once on a clean shutdown: the signal aborts, onLeadershipLost runs, another instance leads well within ttl', async () => {
-    await start(2);
-    const [lock] = leader(0).acquired;
-    const startedAt = performance.now();
-    await apps[0].close();
-    expect(lock.signal.aborted).toBe(true);
-    expect(lock.signal.reason).toBeInstanceOf(LeadershipSteppedDownError);
-    expect(leader(0).lost).toEqual([{ lock, abortedBefore: true, reason: lock.signal.reason }]);
-    await waitFor(() => leader(1).acquired.length === 1, TTL / 2, 'the other instance to lead');
-    // Woken by the release, not by the lease running out.
-    expect(performance.now() - startedAt).toBeLessThan(TTL / 2);
-    expect(BigInt(leader(1).acquired[0].fencingToken)).toBeGreaterThan(BigInt(lock.fencingToken));
-  });
+  it(
+    'steps down at once on a clean shutdown: the signal aborts, onLeadershipLost runs, another instance ' + 'leads well within ttl',
+    async () => {
+      await start(2);
+      const [lock] = leader(0).acquired;
+      const startedAt = performance.now();
+      await apps[0].close();
+      expect(lock.signal.aborted).toBe(true);
+      expect(lock.signal.reason).toBeInstanceOf(LeadershipSteppedDownError);
+      expect(leader(0).lost).toEqual([{ lock, abortedBefore: true, reason: lock.signal.reason }]);
+      await waitFor(() => leader(1).acquired.length === 1, TTL / 2, 'the other instance to lead');
+      // Woken by the release, not by the lease running out.
+      expect(performance.now() - startedAt).toBeLessThan(TTL / 2);
+      expect(BigInt(leader(1).acquired[0].fencingToken)).toBeGreaterThan(BigInt(lock.fencingToken));
+    },
+  );
 
   it('aborts the leader’s signal with LockLostError when its lease is lost, and a leader is elected again', async () => {
     @Injectable()
@@ -126,7 +127,9 @@ describe('@LeaderElection', () => {
     const events = apps[0].get(RedisLockEvents) as unknown as NodeJS.EventEmitter;
     events.on('leadership.lost', (e: LeadershipLostEvent) => seen.push(e));
     await instances.start([BillingLeader]);
-    (apps[1].get(RedisLockEvents) as unknown as NodeJS.EventEmitter).on('leadership.acquired', (e: LeadershipAcquiredEvent) => seen.push(e));
+    (apps[1].get(RedisLockEvents) as unknown as NodeJS.EventEmitter).on('leadership.acquired', (e: LeadershipAcquiredEvent) =>
+      seen.push(e),
+    );
     const [lock] = leader(0).acquired;
     await apps[0].close();
     await waitFor(() => seen.length === 2, TTL / 2, 'both events');

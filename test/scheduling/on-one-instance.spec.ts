@@ -5,11 +5,7 @@ import type { LockContextSnapshot } from '../../lib/lock/lock-context.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { OnOneInstance } from '../../lib/decorators/on-one-instance.decorator.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
-import type {
-  OneInstanceAcquiredEvent,
-  OneInstanceLostEvent,
-  OneInstanceSkippedEvent,
-} from '../../lib/core/events/scheduling-events.js';
+import type { OneInstanceAcquiredEvent, OneInstanceLostEvent, OneInstanceSkippedEvent } from '../../lib/core/events/scheduling-events.js';
 import { deferred, waitFor, type Deferred } from '../support/timing.js';
 import { useSchedulingInstances } from './support/scheduling-app.js';
 
@@ -77,7 +73,7 @@ describe('@OnOneInstance', () => {
     // a call before then counts as the same tick. Shutdown did not wait for it.
     const owners = new RedisKeySpace(instances.keyPrefix).lock('Reports.daily').owners;
     expect(await redis.pttl(owners)).toBeGreaterThan(0);
-    await waitFor(async () => (await redis.exists(owners)) === 0 || undefined, 5_000, 'the lease to lapse at the guard\'s end');
+    await waitFor(async () => (await redis.exists(owners)) === 0 || undefined, 5_000, "the lease to lapse at the guard's end");
     expect(await reports(1).daily(2)).toBe('ran 2');
     expect(apps[1].get(OneInstanceLeases).holds('Reports.daily')).toBe(true);
   });
@@ -139,7 +135,9 @@ describe('@OnOneInstance', () => {
       [1, { key: 'Reports.daily', method: 'Reports.daily', reason: 'not-owner' }],
     ]);
     // The event names the method, and the key it shares (here: its own key, set explicitly).
-    await reports(0).failing(new Error('runs here')).catch(() => undefined);
+    await reports(0)
+      .failing(new Error('runs here'))
+      .catch(() => undefined);
     expect(await reports(1).failing(new Error('skipped'))).toBeUndefined();
     expect(skipped.at(-1)).toEqual([1, { key: 'reports.failing', method: 'Reports.failing', reason: 'not-owner' }]);
   });
@@ -161,7 +159,9 @@ describe('@OnOneInstance', () => {
     expect(() => define({ key: 'x'.repeat(1021) })).toThrow(/at most 1024 characters/);
     expect(() => define({ ttl: 50 })).toThrow(/`ttl`: got 50; use a number of milliseconds from 100/);
     expect(() => define({ leaseTime: 1_000 })).toThrow(/`leaseTime`: unknown option, which would be ignored; the options are: key, ttl/);
-    expect(() => define({ TTL: 1_000 })).toThrow(/`TTL`: unknown option \(did you mean `ttl`\?\), which would be ignored; the options are: key, ttl/);
+    expect(() => define({ TTL: 1_000 })).toThrow(
+      /`TTL`: unknown option \(did you mean `ttl`\?\), which would be ignored; the options are: key, ttl/,
+    );
     expect(() => define({ key: 'ok', ttl: 1_000 })).not.toThrow();
     expect(() => {
       class Static {

@@ -37,13 +37,19 @@ describe('@OnOneInstance while Redis is unreachable', () => {
 
   it('resolves undefined without running, emits one-instance.skipped (not-owner), and runs again once Redis is back', async () => {
     app = await initOrCloseConnections(
-      await createRedisLockTestingModule({ redis: server.url, redisLock: { keyPrefix: uniquePrefix('down-tick') }, providers: [Ticker] }).compile(),
+      await createRedisLockTestingModule({
+        redis: server.url,
+        redisLock: { keyPrefix: uniquePrefix('down-tick') },
+        providers: [Ticker],
+      }).compile(),
     );
     app.useLogger(false);
     const ticker = app.get(Ticker);
     const connection = app.get(RedisConnection);
     const skipped: OneInstanceSkippedEvent[] = [];
-    (app.get(RedisLockEvents) as unknown as NodeJS.EventEmitter).on('one-instance.skipped', (event: OneInstanceSkippedEvent) => skipped.push(event));
+    (app.get(RedisLockEvents) as unknown as NodeJS.EventEmitter).on('one-instance.skipped', (event: OneInstanceSkippedEvent) =>
+      skipped.push(event),
+    );
     expect(await ticker.tick()).toBe('ran');
 
     let bringBack!: () => void;

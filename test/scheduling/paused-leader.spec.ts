@@ -40,23 +40,27 @@ describe('an instance paused past its lease sees its leadership or run lost the 
     return (await pauseHolderPastLease(kind, keyPrefix, LEASE_MS, takeOver)).seen;
   }
 
-  it('@LeaderElection: the paused leader’s isLeader()/status() say it does not lead, its lock is not held and its signal aborted on its first turn, after another was elected', async () => {
-    const keyPrefix = uniquePrefix('paused-leader');
-    let next: LockHandle | undefined;
-    const seen = await pausedWhile('leader', keyPrefix, async () => {
-      apps.push(await createSchedulingApp(keyPrefix, [NextLeader]));
-      next = await apps[0].get(NextLeader).elected.promise;
-    });
-    expect(seen).toMatchObject({
-      isLeader: false,
-      statusLeader: false,
-      held: false,
-      signalAborted: true,
-      freshSignalAborted: true,
-      throwsIfAborted: true,
-    });
-    expect(next!.held).toBe(true);
-  });
+  it(
+    '@LeaderElection: the paused leader’s isLeader()/status() say it does not lead, its lock is not ' +
+      'held and its signal aborted on its first turn, after another was elected',
+    async () => {
+      const keyPrefix = uniquePrefix('paused-leader');
+      let next: LockHandle | undefined;
+      const seen = await pausedWhile('leader', keyPrefix, async () => {
+        apps.push(await createSchedulingApp(keyPrefix, [NextLeader]));
+        next = await apps[0].get(NextLeader).elected.promise;
+      });
+      expect(seen).toMatchObject({
+        isLeader: false,
+        statusLeader: false,
+        held: false,
+        signalAborted: true,
+        freshSignalAborted: true,
+        throwsIfAborted: true,
+      });
+      expect(next!.held).toBe(true);
+    },
+  );
 
   it('@OnOneInstance: the paused run’s LockContext signal is aborted on its first turn, after another instance ran', async () => {
     const keyPrefix = uniquePrefix('paused-once');

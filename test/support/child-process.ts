@@ -5,7 +5,11 @@ import { waitFor } from './timing.js';
 const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Node's arguments that run a TypeScript file of this repository as an ES module (see tools/typescript-loader). */
-export const TYPESCRIPT_NODE_ARGS: readonly string[] = ['--enable-source-maps', '--import', join(ROOT, 'tools', 'typescript-loader', 'register.js')];
+export const TYPESCRIPT_NODE_ARGS: readonly string[] = [
+  '--enable-source-maps',
+  '--import',
+  join(ROOT, 'tools', 'typescript-loader', 'register.js'),
+];
 
 /** Starts a TypeScript fixture in its own Node process (transpiled by tools/typescript-loader). */
 export function spawnFixture(fixture: string, args: string[]): ChildProcess & { output: () => string } {
@@ -50,7 +54,11 @@ export function outcomeOf(child: ChildProcess): Promise<ProcessOutcome> {
 
 /** The JSON of the fixture's first stdout line `<tag> {...}`, waited for in everything it printed so far. */
 export async function reportedBy<T>(child: ChildProcess & { output: () => string }, tag: string, timeoutMs = 30_000): Promise<T> {
-  const line = () => child.output().split('\n').find((l) => l.startsWith(`${tag} `));
+  const line = () =>
+    child
+      .output()
+      .split('\n')
+      .find((l) => l.startsWith(`${tag} `));
   try {
     await waitFor(line, timeoutMs, `"${tag}" from the consumer process`);
   } catch (error) {

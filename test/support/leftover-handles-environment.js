@@ -28,12 +28,21 @@ export default class LeftoverHandlesEnvironment extends TestEnvironment {
     const global = this.global;
     const live = (this.live = new Map());
     const { setTimeout: set, setInterval: every, clearTimeout: clear, clearInterval: clearEvery } = global;
-    const where = () => new Error().stack.split('\n').slice(3, 9).map((line) => line.trim()).join(' < ');
+    const where = () =>
+      new Error().stack
+        .split('\n')
+        .slice(3, 9)
+        .map((line) => line.trim())
+        .join(' < ');
     global.setTimeout = function (fn, ms, ...args) {
-      const timer = set((...a) => {
-        live.delete(timer);
-        return fn(...a);
-      }, ms, ...args);
+      const timer = set(
+        (...a) => {
+          live.delete(timer);
+          return fn(...a);
+        },
+        ms,
+        ...args,
+      );
       live.set(timer, { kind: 'setTimeout', ms, where: where() });
       return timer;
     };

@@ -16,7 +16,12 @@ import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
-import { parseClusterNodes, provideRedisCluster, type ClusterNodeAddress, type LocalRedisCluster } from '../../tools/local-redis-cluster.js';
+import {
+  parseClusterNodes,
+  provideRedisCluster,
+  type ClusterNodeAddress,
+  type LocalRedisCluster,
+} from '../../tools/local-redis-cluster.js';
 
 /** The shared cluster's nodes from `REDIS_CLUSTER_NODES`, or undefined when none was provided. */
 export function sharedClusterNodes(): ClusterNodeAddress[] | undefined {
@@ -60,10 +65,7 @@ export function uniqueClusterPrefix(label = 'c'): string {
 }
 
 /** A Nest testing module with RedisLockModule on the cluster; closed with `app.close()`. */
-export async function createClusterLockApp(
-  nodes: ClusterNodeAddress[],
-  options: RedisLockModuleOptions = {},
-): Promise<TestingModule> {
+export async function createClusterLockApp(nodes: ClusterNodeAddress[], options: RedisLockModuleOptions = {}): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({
     imports: [RedisLockModule.forRoot({ redis: { cluster: nodes }, keyPrefix: uniqueClusterPrefix(), ...options })],
   }).compile();

@@ -95,10 +95,7 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
   const nodes: Array<{ port: number; server: LocalRedisServer; killed: boolean }> = [];
   const sentinelProcs: Array<{ port: number; child: ChildProcess; dir: string }> = [];
   const clients = new Set<Redis>();
-  const unregister = killOnExit(() => [
-    ...nodes.map((n) => n.server.process),
-    ...sentinelProcs.map((s) => s.child),
-  ]);
+  const unregister = killOnExit(() => [...nodes.map((n) => n.server.process), ...sentinelProcs.map((s) => s.child)]);
 
   let stopped = false;
   const stop = async () => {
@@ -135,13 +132,29 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
 
     const sentinels = sentinelProcs.map((s) => ({ host: '127.0.0.1', port: s.port }));
     const clientTo = (port: number) => {
-      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, disconnectTimeout: 100 });
+      const c = new Redis({
+        host: '127.0.0.1',
+        port,
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        disconnectTimeout: 100,
+      });
       c.on('error', () => undefined);
       clients.add(c);
       return c;
     };
     const ask = async <T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> => {
-      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500, commandTimeout: 1000, disconnectTimeout: 100 });
+      const c = new Redis({
+        host: '127.0.0.1',
+        port,
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        connectTimeout: 500,
+        commandTimeout: 1000,
+        disconnectTimeout: 100,
+      });
       c.on('error', () => undefined);
       try {
         await c.connect();
@@ -157,24 +170,29 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
       });
     const role = (port: number) => ask(port, async (c) => ((await c.call('ROLE')) as [string])[0]);
 
-    await waitFor(async () => {
-      for (const s of sentinels) {
-        const ok = await ask(s.port, async (c) => {
-          const master = (await c.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string];
-          if (Number(master[1]) !== primary.port) return false;
-          const replicas = (await c.call('SENTINEL', 'replicas', name)) as string[][];
-          const healthy = replicas.filter((r) => {
-            const flags = r[r.indexOf('flags') + 1];
-            const link = r[r.indexOf('master-link-status') + 1];
-            return flags === 'slave' && link === 'ok';
+    await waitFor(
+      async () => {
+        for (const s of sentinels) {
+          const ok = await ask(s.port, async (c) => {
+            const master = (await c.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string];
+            if (Number(master[1]) !== primary.port) return false;
+            const replicas = (await c.call('SENTINEL', 'replicas', name)) as string[][];
+            const healthy = replicas.filter((r) => {
+              const flags = r[r.indexOf('flags') + 1];
+              const link = r[r.indexOf('master-link-status') + 1];
+              return flags === 'slave' && link === 'ok';
+            });
+            const others = (await c.call('SENTINEL', 'sentinels', name)) as unknown[];
+            return healthy.length === 2 && others.length === 2;
           });
-          const others = (await c.call('SENTINEL', 'sentinels', name)) as unknown[];
-          return healthy.length === 2 && others.length === 2;
-        });
-        if (!ok) return false;
-      }
-      return true;
-    }, 30_000, 'the sentinels to agree on the primary and know both replicas and each other', { every: 100, retryErrors: true });
+          if (!ok) return false;
+        }
+        return true;
+      },
+      30_000,
+      'the sentinels to agree on the primary and know both replicas and each other',
+      { every: 100, retryErrors: true },
+    );
 
     const topology: RedisSentinelTopology = {
       name,
@@ -221,33 +239,43 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
         await node.server.stop();
         node.server = await startLocalRedisServer({ port, args: [...common, '--replicaof', primary.host, String(primary.port)] });
         node.killed = false;
-        await waitFor(async () => {
-          for (const s of sentinels) {
-            const ok = await ask(s.port, async (c) => {
-              const replicas = (await c.call('SENTINEL', 'replicas', name)) as string[][];
-              return replicas.some(
-                (r) =>
-                  Number(r[r.indexOf('port') + 1]) === port &&
-                  r[r.indexOf('flags') + 1] === 'slave' &&
-                  r[r.indexOf('master-link-status') + 1] === 'ok',
-              );
-            });
-            if (!ok) return false;
-          }
-          return true;
-        }, timeoutMs, `the sentinels to list ${port} as a healthy replica`, { every: 100, retryErrors: true });
+        await waitFor(
+          async () => {
+            for (const s of sentinels) {
+              const ok = await ask(s.port, async (c) => {
+                const replicas = (await c.call('SENTINEL', 'replicas', name)) as string[][];
+                return replicas.some(
+                  (r) =>
+                    Number(r[r.indexOf('port') + 1]) === port &&
+                    r[r.indexOf('flags') + 1] === 'slave' &&
+                    r[r.indexOf('master-link-status') + 1] === 'ok',
+                );
+              });
+              if (!ok) return false;
+            }
+            return true;
+          },
+          timeoutMs,
+          `the sentinels to list ${port} as a healthy replica`,
+          { every: 100, retryErrors: true },
+        );
       },
       async waitForNewPrimary(oldPort, timeoutMs = 30_000) {
         let found: HostPort | undefined;
-        await waitFor(async () => {
-          const seen = await Promise.all(sentinels.map((s) => primaryPerSentinel(s.port).catch(() => undefined)));
-          const ports = new Set(seen.map((p) => p?.port));
-          if (ports.size !== 1 || ports.has(undefined) || ports.has(oldPort)) return false;
-          const candidate = seen[0]!;
-          if ((await role(candidate.port).catch(() => undefined)) !== 'master') return false;
-          found = candidate;
-          return true;
-        }, timeoutMs, `a new primary in place of port ${oldPort}`, { every: 100, retryErrors: true });
+        await waitFor(
+          async () => {
+            const seen = await Promise.all(sentinels.map((s) => primaryPerSentinel(s.port).catch(() => undefined)));
+            const ports = new Set(seen.map((p) => p?.port));
+            if (ports.size !== 1 || ports.has(undefined) || ports.has(oldPort)) return false;
+            const candidate = seen[0]!;
+            if ((await role(candidate.port).catch(() => undefined)) !== 'master') return false;
+            found = candidate;
+            return true;
+          },
+          timeoutMs,
+          `a new primary in place of port ${oldPort}`,
+          { every: 100, retryErrors: true },
+        );
         return found!;
       },
       clientTo,

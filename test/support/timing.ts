@@ -21,7 +21,12 @@ export interface WaitOptions {
  * what it found); rejects after `timeoutMs` naming `what`.
  * The check runs at least once, even when `timeoutMs` has already passed.
  */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs: number, what: string, options: WaitOptions = {}): Promise<Exclude<T, NotYet>> {
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  timeoutMs: number,
+  what: string,
+  options: WaitOptions = {},
+): Promise<Exclude<T, NotYet>> {
   const outcome = await poll(check, timeoutMs, options);
   if ('value' in outcome) return outcome.value;
   const { lastError } = outcome;
@@ -79,7 +84,13 @@ export async function outcomeWithin<T>(promise: Promise<T>, ms: number): Promise
   let timer: NodeJS.Timeout | undefined;
   const pending = new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), ms)));
   try {
-    return await Promise.race([promise.then((value) => value, (error: unknown) => error), pending]);
+    return await Promise.race([
+      promise.then(
+        (value) => value,
+        (error: unknown) => error,
+      ),
+      pending,
+    ]);
   } finally {
     clearTimeout(timer);
   }

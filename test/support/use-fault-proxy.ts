@@ -9,5 +9,9 @@ const testRedisTarget = () => ({ port: Number(new URL(testRedisUrl()).port) });
  * block (`useResource`): started before its tests, stopped after them.
  */
 export function useFaultProxy(target: () => { host?: string; port: number } = testRedisTarget): FaultProxy {
-  return useResource('the fault proxy', () => FaultProxy.start(target()), (proxy) => proxy.stop());
+  return useResource(
+    'the fault proxy',
+    () => FaultProxy.start(target()),
+    (proxy) => proxy.stop(),
+  );
 }

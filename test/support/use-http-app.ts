@@ -19,5 +19,9 @@ export async function listenHttpApp(metadata: ModuleMetadata): Promise<HttpApp> 
 
 /** `listenHttpApp(metadata())` before the block's tests (`useResource`; `metadata` is called in the hook); closed after them. */
 export function useHttpApp(metadata: () => ModuleMetadata): HttpApp {
-  return useResource('the HTTP app', () => listenHttpApp(metadata()), ({ app }) => app.close());
+  return useResource(
+    'the HTTP app',
+    () => listenHttpApp(metadata()),
+    ({ app }) => app.close(),
+  );
 }

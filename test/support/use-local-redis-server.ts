@@ -3,7 +3,11 @@ import { readThrough, useResource } from './use-resource.js';
 
 /** A private redis-server for a describe block (`useResource`): started before its tests, stopped after them. */
 export function useLocalRedisServer(options: LocalRedisServerOptions = {}): LocalRedisServer {
-  return useResource('the Redis server', () => startLocalRedisServer(options), (server) => server.stop());
+  return useResource(
+    'the Redis server',
+    () => startLocalRedisServer(options),
+    (server) => server.stop(),
+  );
 }
 
 /** A private redis-server and the app built on it, both read through. */

@@ -3,12 +3,7 @@
  * master (one hash tag per lock or topic), and each master is scanned and cleared.
  */
 import { LockService } from 'nestjs-redis-lock';
-import {
-  closeRedisLockTestingModule,
-  initRedisLockTestingModule,
-  removeRedisLockKeys,
-  uniqueKeyPrefix,
-} from 'nestjs-redis-lock/testing';
+import { closeRedisLockTestingModule, initRedisLockTestingModule, removeRedisLockKeys, uniqueKeyPrefix } from 'nestjs-redis-lock/testing';
 import { rawCluster, useSharedTestCluster } from '../support/redis-cluster.js';
 import { scanKeys } from '../support/redis-probes.js';
 

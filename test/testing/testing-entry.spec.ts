@@ -33,7 +33,11 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 /** `startTestRedis()` for a describe block (`useResource`): started before its tests, stopped after them. */
 function useTestRedis(): TestRedis {
-  return useResource('the test Redis', () => startTestRedis(), (redis) => redis.stop());
+  return useResource(
+    'the test Redis',
+    () => startTestRedis(),
+    (redis) => redis.stop(),
+  );
 }
 
 describe('createRedisLockTestingModule', () => {

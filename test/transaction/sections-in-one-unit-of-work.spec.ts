@@ -113,9 +113,7 @@ describe('lock sections inside one unit of work', () => {
     const blocker = await otherLocks.acquire('multi:b');
     try {
       await runInTransaction(async () => {
-        await expect(locks.acquire(['multi:a', 'multi:b'], { waitTimeout: 200 })).rejects.toBeInstanceOf(
-          LockAcquireTimeoutError,
-        );
+        await expect(locks.acquire(['multi:a', 'multi:b'], { waitTimeout: 200 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
         // Still inside the unit of work: the part that was taken is free again.
         expect(await locks.isLocked('multi:a')).toBe(false);
         const a = await otherLocks.tryAcquire('multi:a');

@@ -51,10 +51,10 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
     });
     afterAll(() => app?.close());
 
-    itReleasesLocksWithTheTransactionalWorkflow(
-      () => ({ workflow, locks, workers: workflowWorkers(workflow, locks, dataSource) }),
-      { savepoint: 'manager.transaction()', notSupported: 'Propagation.NOT_SUPPORTED' },
-    );
+    itReleasesLocksWithTheTransactionalWorkflow(() => ({ workflow, locks, workers: workflowWorkers(workflow, locks, dataSource) }), {
+      savepoint: 'manager.transaction()',
+      notSupported: 'Propagation.NOT_SUPPORTED',
+    });
 
     it('releases a lock taken with Propagation.NESTED when that transaction (its own, in typeorm-transactional) commits', async () => {
       const ref = uniquePrefix('order');
@@ -76,7 +76,11 @@ describe('typeorm-transactional (PostgreSQL): a lock released inside @Transactio
       try {
         const failed = workflow.placeOrderAndLoseConnection(ref, async (pid) => {
           const sleeping = "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active' AND query LIKE '%pg_sleep%'";
-          await waitFor(async () => ((await admin.query(sleeping, [pid])).rowCount ?? 0) > 0, 10_000, 'the transaction to be inside pg_sleep');
+          await waitFor(
+            async () => ((await admin.query(sleeping, [pid])).rowCount ?? 0) > 0,
+            10_000,
+            'the transaction to be inside pg_sleep',
+          );
           await admin.query('SELECT pg_terminate_backend($1)', [pid]);
         });
         await expect(failed).rejects.toThrow();

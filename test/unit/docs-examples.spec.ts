@@ -28,9 +28,9 @@ describe('the ```ts blocks of README.md and docs/*.md', () => {
 
   it('takes an import over several lines whole, and stands in for what a block imports from the app itself', () => {
     const code = [
-      "import {",
-      "  closeRedisLockTestingModule,",
-      "  type TestRedis,",
+      'import {',
+      '  closeRedisLockTestingModule,',
+      '  type TestRedis,',
       "} from 'nestjs-redis-lock/testing';",
       "import { OrdersService } from './app.module';",
       'const x = 1;',
@@ -45,6 +45,8 @@ describe('the ```ts blocks of README.md and docs/*.md', () => {
   it('reports an example that uses a member it never injected (the `this.orders` of the old docs)', () => {
     // The first block of docs/locks.md before it injected `orders`: this check is what catches it.
     const { errors } = checkDocExamples(ROOT, ['test/unit/fixtures/uninjected-example.md']);
-    expect(errors.map((e) => `${e.line} ${e.message}`)).toEqual([expect.stringMatching(/^13 TS2339: Property 'orders' does not exist on type 'PaymentsService'/)]);
+    expect(errors.map((e) => `${e.line} ${e.message}`)).toEqual([
+      expect.stringMatching(/^13 TS2339: Property 'orders' does not exist on type 'PaymentsService'/),
+    ]);
   }, 120_000);
 });

@@ -9,7 +9,10 @@ import { embeddedAssets, staleAssets } from '../../tools/embed-assets.js';
 describe('the embedded assets', () => {
   it('has a module for the dashboard page and the outbox migration', () => {
     const names = embeddedAssets(process.cwd()).map(({ module }) => module.replace(/.*\/lib\//, 'lib/'));
-    expect(names.sort()).toEqual(['lib/observability/dashboard/dashboard-page.html.embedded.ts', 'lib/outbox/postgres/job-outbox.migration.sql.embedded.ts']);
+    expect(names.sort()).toEqual([
+      'lib/observability/dashboard/dashboard-page.html.embedded.ts',
+      'lib/outbox/postgres/job-outbox.migration.sql.embedded.ts',
+    ]);
   });
 
   it('holds the current text of each file (else: node tools/embed-assets.js)', () => {

@@ -23,8 +23,7 @@ const LAYERS: ReadonlyArray<{ layer: number; matches: (area: string) => boolean 
   { layer: 3, matches: (area) => area === '.' },
   {
     layer: 4,
-    matches: (area) =>
-      area.startsWith('observability/') || area === 'transaction-adapters' || area === 'outbox' || area === 'testing',
+    matches: (area) => area.startsWith('observability/') || area === 'transaction-adapters' || area === 'outbox' || area === 'testing',
   },
 ];
 
@@ -43,9 +42,7 @@ function sourceFiles(dir: string): string[] {
 
 function importsOf(file: string): Import[] {
   const source = readFileSync(file, 'utf8');
-  const specifiers = [...source.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?['"](\.{1,2}\/[^'"]+)['"]/g)].map(
-    (match) => match[1],
-  );
+  const specifiers = [...source.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?['"](\.{1,2}\/[^'"]+)['"]/g)].map((match) => match[1]);
   return specifiers.map((specifier) => ({
     from: relative(LIB, file),
     to: normalize(join(relative(LIB, dirname(file)), specifier)).replace(/\.js$/, '.ts'),

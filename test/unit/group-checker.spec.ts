@@ -67,7 +67,10 @@ describe('group checker', () => {
   it('(a) groupConcurrency 2 lets two run at once, not three', () => {
     const overlapping = [ran('a', 0, 50), ran('b', 10, 60), ran('c', 70, 80)];
     expect(rules(three, overlapping, { groupConcurrency: 2 })).toEqual([]);
-    expect(rules(three, [ran('a', 0, 50), ran('b', 10, 60), ran('c', 20, 80)], { groupConcurrency: 2 })).toEqual(['group-overlap', 'group-order']);
+    expect(rules(three, [ran('a', 0, 50), ran('b', 10, 60), ran('c', 20, 80)], { groupConcurrency: 2 })).toEqual([
+      'group-overlap',
+      'group-order',
+    ]);
   });
 
   it('(a) a killed delivery runs until the SIGKILL, not after: a redelivery before it is an overlap', () => {
@@ -77,16 +80,21 @@ describe('group checker', () => {
   it('(a) excuses only a delivery told its visibility was lost overlapping its own redelivery', () => {
     const lost = ran('a', 0, 3_200, { outcome: 'lost' });
     const redelivery = ran('a', 3_100, 3_150, { attempt: 2 });
-    const result = checkGroupHistory({ scheduled: three, deliveries: [lost, redelivery, ran('b', 3_300, 3_310), ran('c', 3_320, 3_330)], dead: new Set(), groupConcurrency: 1, emptyRestarts: [] });
+    const result = checkGroupHistory({
+      scheduled: three,
+      deliveries: [lost, redelivery, ran('b', 3_300, 3_310), ran('c', 3_320, 3_330)],
+      dead: new Set(),
+      groupConcurrency: 1,
+      emptyRestarts: [],
+    });
     expect(result.violations).toEqual([]);
     expect(result.figures.excusedOverlaps).toBe(1);
     // Not when the earlier one finished normally (a second run of a job nobody lost).
     expect(rules([job('a', 0)], [ran('a', 0, 3_200), redelivery])).toEqual(['same-job-overlap']);
     // Nor a lost delivery overlapping the next job of its group.
-    expect(rules(three.slice(0, 2), [ran('a', 0, 3_200, { outcome: 'lost' }), ran('a', 3_100, 3_110, { attempt: 2 }), ran('b', 3_150, 3_160)])).toEqual([
-      'group-overlap',
-      'group-order',
-    ]);
+    expect(
+      rules(three.slice(0, 2), [ran('a', 0, 3_200, { outcome: 'lost' }), ran('a', 3_100, 3_110, { attempt: 2 }), ran('b', 3_150, 3_160)]),
+    ).toEqual(['group-overlap', 'group-order']);
   });
 
   it('(b) a later job claimed and started before an earlier one, or started before its retry', () => {
@@ -94,11 +102,13 @@ describe('group checker', () => {
     // claimed in order, but b ran (and ended) before a's handler began: b was claimed while a was out
     expect(rules(three, [ran('a', 20, 30, { token: '1' }), ran('b', 0, 10, { token: '2' }), ran('c', 40, 50)])).toEqual(['group-order']);
     // b failed, c started while b waited for its retry (no overlap on the clock: the order rule catches it)
-    expect(rules(three, [ran('a', 0, 10), ran('b', 20, 30, { outcome: 'failed' }), ran('c', 40, 50), ran('b', 200, 210, { attempt: 2 })])).toEqual([
+    expect(
+      rules(three, [ran('a', 0, 10), ran('b', 20, 30, { outcome: 'failed' }), ran('c', 40, 50), ran('b', 200, 210, { attempt: 2 })]),
+    ).toEqual(['group-order']);
+    // c started while b's killed delivery waited for its redelivery
+    expect(rules(three, [ran('a', 0, 10), cut('b', 20, 30), ran('c', 40, 50), ran('b', 3_100, 3_110, { attempt: 2 })])).toEqual([
       'group-order',
     ]);
-    // c started while b's killed delivery waited for its redelivery
-    expect(rules(three, [ran('a', 0, 10), cut('b', 20, 30), ran('c', 40, 50), ran('b', 3_100, 3_110, { attempt: 2 })])).toEqual(['group-order']);
   });
 
   it('(b) with groupConcurrency 2, a third job waits for one of the two before it to complete for good', () => {
@@ -106,9 +116,13 @@ describe('group checker', () => {
     expect(rules(scheduled, [ran('a', 0, 100), ran('b', 10, 20), ran('c', 30, 40), ran('d', 50, 60)], { groupConcurrency: 2 })).toEqual([]);
     // a waits for its retry (still out), b runs: c may not start
     expect(
-      rules(scheduled, [ran('a', 0, 5, { outcome: 'failed' }), ran('b', 10, 20), ran('c', 15, 40), ran('a', 200, 210, { attempt: 2 }), ran('d', 220, 230)], {
-        groupConcurrency: 2,
-      }),
+      rules(
+        scheduled,
+        [ran('a', 0, 5, { outcome: 'failed' }), ran('b', 10, 20), ran('c', 15, 40), ran('a', 200, 210, { attempt: 2 }), ran('d', 220, 230)],
+        {
+          groupConcurrency: 2,
+        },
+      ),
     ).toEqual(['group-order']);
   });
 
@@ -119,17 +133,28 @@ describe('group checker', () => {
     expect(rules(three, claimedOutOfOrder, { groupConcurrency: 2 })).toEqual(['group-order']);
   });
 
-  it('(c) a job neither handled nor dead is lost; a job to succeed that went dead; unless Redis lost its data after it was scheduled', () => {
-    expect(rules(three, [ran('a', 0, 10), ran('b', 20, 30)])).toEqual(['job-lost']);
-    expect(rules(three, [ran('a', 0, 10), ran('b', 20, 30, { outcome: 'failed' }), ran('c', 40, 50)], { dead: ['b'] })).toEqual(['dead-unexpectedly']);
-    expect(rules([job('f', 0, { failsAlways: true })], [ran('f', 0, 10, { outcome: 'failed' })])).toEqual(['job-lost']);
-    const restart = { startM: 15_000, endM: 16_000 };
-    const result = checkGroupHistory({ scheduled: three, deliveries: [ran('a', 0, 10)], dead: new Set(), groupConcurrency: 1, emptyRestarts: [restart] });
-    expect(result.violations).toEqual([]);
-    expect(result.figures.lostToDataLoss).toBe(2);
-    // Scheduled after the restart: no excuse.
-    expect(rules([job('late', 0, { at: 17 })], [], { emptyRestarts: [restart] })).toEqual(['job-lost']);
-  });
+  it(
+    '(c) a job neither handled nor dead is lost; a job to succeed that went dead; unless Redis lost ' + 'its data after it was scheduled',
+    () => {
+      expect(rules(three, [ran('a', 0, 10), ran('b', 20, 30)])).toEqual(['job-lost']);
+      expect(rules(three, [ran('a', 0, 10), ran('b', 20, 30, { outcome: 'failed' }), ran('c', 40, 50)], { dead: ['b'] })).toEqual([
+        'dead-unexpectedly',
+      ]);
+      expect(rules([job('f', 0, { failsAlways: true })], [ran('f', 0, 10, { outcome: 'failed' })])).toEqual(['job-lost']);
+      const restart = { startM: 15_000, endM: 16_000 };
+      const result = checkGroupHistory({
+        scheduled: three,
+        deliveries: [ran('a', 0, 10)],
+        dead: new Set(),
+        groupConcurrency: 1,
+        emptyRestarts: [restart],
+      });
+      expect(result.violations).toEqual([]);
+      expect(result.figures.lostToDataLoss).toBe(2);
+      // Scheduled after the restart: no excuse.
+      expect(rules([job('late', 0, { at: 17 })], [], { emptyRestarts: [restart] })).toEqual(['job-lost']);
+    },
+  );
 
   it('flags a delivery of a job never scheduled, one in the wrong group, one that never ended', () => {
     expect(rules([job('a', 0)], [ran('a', 0, 10), ran('zz', 20, 30)])).toEqual(['phantom-delivery']);
@@ -139,7 +164,14 @@ describe('group checker', () => {
 });
 
 describe('rate-limit checker', () => {
-  const claim = (job: string, claimedAtMs: number, extra: Partial<RateClaim> = {}): RateClaim => ({ job, attempt: 1, claimedAtMs, pid: 1, startM: claimedAtMs * 1000, ...extra });
+  const claim = (job: string, claimedAtMs: number, extra: Partial<RateClaim> = {}): RateClaim => ({
+    job,
+    attempt: 1,
+    claimedAtMs,
+    pid: 1,
+    startM: claimedAtMs * 1000,
+    ...extra,
+  });
   const check = (claims: RateClaim[], options: { killsM?: number[]; dead?: string[]; handled?: string[] } = {}) => {
     const ids = [...new Set(claims.map((c) => c.job))];
     return checkRateLimit({
@@ -176,15 +208,24 @@ describe('rate-limit checker', () => {
 
 describe('group checker: the consumer-faults rules', () => {
   /** A handler that reads its signal between steps: live until `liveUntil`, then (if given) reads the abort at `abortAt`. */
-  const polled = (id: string, from: number, to: number, reads: { liveUntil?: number; abortAt?: number }, extra: Partial<GroupDelivery> = {}): GroupDelivery =>
+  const polled = (
+    id: string,
+    from: number,
+    to: number,
+    reads: { liveUntil?: number; abortAt?: number },
+    extra: Partial<GroupDelivery> = {},
+  ): GroupDelivery =>
     ran(id, from, to, {
       lastLiveM: reads.liveUntil === undefined ? undefined : reads.liveUntil * 1000,
       abortSeenM: reads.abortAt === undefined ? undefined : reads.abortAt * 1000,
       outcome: reads.abortAt === undefined ? 'ok' : 'lost',
       ...extra,
     });
-  const check = (scheduled: ScheduledGroupJob[], deliveries: GroupDelivery[], options: Partial<Parameters<typeof checkGroupHistory>[0]> = {}) =>
-    checkGroupHistory({ scheduled, deliveries, dead: new Set(), groupConcurrency: 1, emptyRestarts: [], ...options });
+  const check = (
+    scheduled: ScheduledGroupJob[],
+    deliveries: GroupDelivery[],
+    options: Partial<Parameters<typeof checkGroupHistory>[0]> = {},
+  ) => checkGroupHistory({ scheduled, deliveries, dead: new Set(), groupConcurrency: 1, emptyRestarts: [], ...options });
 
   it('acted-after-takeover: a stopped delivery must read its abort at its first read after it resumed', () => {
     // Stopped 100..3_100; its redelivery ran 2_100..2_200, then b 2_210..2_300.
@@ -196,7 +237,11 @@ describe('group checker: the consumer-faults rules', () => {
     expect(result.figures.abortsRead).toBe(1);
     // It read its signal live after resuming (3_100 > 2_100): overlapping its redelivery and b.
     const stale = polled('a', 0, 3_160, { liveUntil: 3_120, abortAt: 3_160 });
-    expect(check(three.slice(0, 2), [stale, redelivery, next]).violations.map((v) => v.rule)).toEqual(['group-overlap', 'group-order', 'acted-after-takeover']);
+    expect(check(three.slice(0, 2), [stale, redelivery, next]).violations.map((v) => v.rule)).toEqual([
+      'group-overlap',
+      'group-order',
+      'acted-after-takeover',
+    ]);
     // It never read the abort and finished normally after its redelivery started.
     const finished = polled('a', 0, 3_150, { liveUntil: 3_150 });
     expect(check([three[0]], [finished, redelivery]).violations.map((v) => v.rule)).toEqual(['acted-after-takeover']);
@@ -211,31 +256,40 @@ describe('group checker: the consumer-faults rules', () => {
     expect(check(scheduled, skipped, { consumerFaults: [] }).violations.map((v) => v.rule)).toEqual(['attempt-without-run']);
     expect(check(scheduled, skipped, { consumerFaults: [{ startM: 500_000, endM: 2_000_000 }] }).violations).toEqual([]);
     // A fault before the job was scheduled excuses nothing; a failed first run is a run.
-    expect(check([job('a', 0, { at: 10_000 })], [ran('a', 12_000, 12_010, { attempt: 2 })], { consumerFaults: [{ startM: 0, endM: 5_000_000 }] }).violations.map((v) => v.rule)).toEqual([
-      'attempt-without-run',
-    ]);
-    expect(check(scheduled, [ran('a', 0, 5, { outcome: 'failed' }), ran('a', 100, 110, { attempt: 2 })], { consumerFaults: [] }).violations).toEqual([]);
+    expect(
+      check([job('a', 0, { at: 10_000 })], [ran('a', 12_000, 12_010, { attempt: 2 })], {
+        consumerFaults: [{ startM: 0, endM: 5_000_000 }],
+      }).violations.map((v) => v.rule),
+    ).toEqual(['attempt-without-run']);
+    expect(
+      check(scheduled, [ran('a', 0, 5, { outcome: 'failed' }), ran('a', 100, 110, { attempt: 2 })], { consumerFaults: [] }).violations,
+    ).toEqual([]);
   });
 
   it('dead-visibility-timeout: a job buried for a visibility timeout with no consumer fault', () => {
     const reason = 'Visibility timeout passed without an acknowledgement on the last attempt (the consumer crashed, stalled or lost Redis)';
     const options = { dead: new Set(['a']), deadReasons: new Map([['a', reason]]), deadSeenM: new Map([['a', 30_000_000]]) };
-    expect(check([job('a', 0)], [], { ...options, consumerFaults: [] }).violations.map((v) => v.rule)).toEqual(['dead-visibility-timeout', 'dead-unexpectedly']);
-    expect(check([job('a', 0)], [], { ...options, consumerFaults: [{ startM: 1_000_000, endM: 2_000_000 }] }).violations.map((v) => v.rule)).toEqual([
-      'dead-unexpectedly',
-    ]);
-    // A fault after it was seen dead excuses nothing.
-    expect(check([job('a', 0)], [], { ...options, consumerFaults: [{ startM: 31_000_000, endM: 32_000_000 }] }).violations.map((v) => v.rule)).toEqual([
+    expect(check([job('a', 0)], [], { ...options, consumerFaults: [] }).violations.map((v) => v.rule)).toEqual([
       'dead-visibility-timeout',
       'dead-unexpectedly',
     ]);
+    expect(
+      check([job('a', 0)], [], { ...options, consumerFaults: [{ startM: 1_000_000, endM: 2_000_000 }] }).violations.map((v) => v.rule),
+    ).toEqual(['dead-unexpectedly']);
+    // A fault after it was seen dead excuses nothing.
+    expect(
+      check([job('a', 0)], [], { ...options, consumerFaults: [{ startM: 31_000_000, endM: 32_000_000 }] }).violations.map((v) => v.rule),
+    ).toEqual(['dead-visibility-timeout', 'dead-unexpectedly']);
   });
 
   it('started-while-paused and claimed-while-paused', () => {
     const pause = { resolvedM: 1_000_000, resolvedWallMs: 50_000, resumeSentM: 3_000_000, resumeSentWallMs: 52_000 };
     const scheduled = [job('a', 0, { group: 'x' }), job('b', 0, { group: 'y' }), job('c', 0, { group: 'z' })];
     const buffered = ran('a', 1_200, 1_300, { group: 'x', claimedAtMs: 49_990 });
-    const afterResume = [ran('b', 3_050, 3_060, { group: 'y', claimedAtMs: 52_010 }), ran('c', 3_100, 3_110, { group: 'z', claimedAtMs: 52_000 })];
+    const afterResume = [
+      ran('b', 3_050, 3_060, { group: 'y', claimedAtMs: 52_010 }),
+      ran('c', 3_100, 3_110, { group: 'z', claimedAtMs: 52_000 }),
+    ];
     const result = check(scheduled, [buffered, ...afterResume], { pauses: [pause] });
     expect(result.violations).toEqual([]);
     expect([result.figures.startedAfterPause, result.figures.latestStartAfterPauseMs]).toEqual([1, 200]);
@@ -256,7 +310,14 @@ describe('rate-limit checker: instances configured differently', () => {
     [2, { max: 1, duration: 20 }],
   ]);
   let token = 0;
-  const claim = (pid: number, claimedAtMs: number): RateClaim => ({ job: `j${++token}`, attempt: 1, claimedAtMs, pid, startM: claimedAtMs * 1000, token: String(token) });
+  const claim = (pid: number, claimedAtMs: number): RateClaim => ({
+    job: `j${++token}`,
+    attempt: 1,
+    claimedAtMs,
+    pid,
+    startM: claimedAtMs * 1000,
+    token: String(token),
+  });
   const check = (claims: RateClaim[]) =>
     checkRateLimitPerInstance({
       claims,

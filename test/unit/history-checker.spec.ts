@@ -55,7 +55,16 @@ describe('history checker', () => {
       { op: 'sem-enter', hold: 's1', kind: 'semaphore', key: 'sem', token: '1', endsAtMs: 1_700_000_000_100 },
       { op: 'sem-enter', hold: 's2', kind: 'semaphore', key: 'sem', token: '2', endsAtMs: 1_700_000_010_000 },
       { op: 'sem-enter', hold: 's3', kind: 'semaphore', key: 'sem', token: '3', endsAtMs: 1_700_000_010_000, us: 1_700_000_000_200_000 },
-      { op: 'sem-enter', hold: 's4', kind: 'semaphore', key: 'sem', token: '4', endsAtMs: 1_700_000_000_000, ok: false, us: 1_700_000_000_200_000 },
+      {
+        op: 'sem-enter',
+        hold: 's4',
+        kind: 'semaphore',
+        key: 'sem',
+        token: '4',
+        endsAtMs: 1_700_000_000_000,
+        ok: false,
+        us: 1_700_000_000_200_000,
+      },
       { op: 'sem-leave', hold: 's2', kind: 'semaphore', key: 'sem' },
       // a job due 10 ms after its schedule() began, run once on time and once more (at least once)
       { op: 'schedule-invoke', job: 'j1', delayMs: 10, us: 1_700_000_001_000_500 },
@@ -106,10 +115,7 @@ describe('history checker', () => {
   });
 
   it('detects a fence that goes back among accepted operations', () => {
-    const events = history(
-      ...hold('a', 'x0', '10', 1),
-      { op: 'enter', hold: 'b', kind: 'plain', key: 'x0', token: '9', value: 1 },
-    );
+    const events = history(...hold('a', 'x0', '10', 1), { op: 'enter', hold: 'b', kind: 'plain', key: 'x0', token: '9', value: 1 });
     expect(rules(events)).toEqual(['fence-went-back']);
   });
 
@@ -219,7 +225,9 @@ describe('history checker', () => {
   it('reads the store log format', () => {
     const event = parseLogLine('1 42 1700000000123456 7 {"w":"w1.2","op":"enter","hold":"h","kind":"plain","key":"x0","token":"3"}');
     expect(event).toMatchObject({ seq: 42, us: 1_700_000_000_123_456, ok: true, op: 'enter', value: 7, token: '3' });
-    const refused = parseLogLine('-1 43 1700000000123457 9 {"w":"w1.2","op":"write","hold":"h","kind":"plain","key":"x0","token":"3","value":8}');
+    const refused = parseLogLine(
+      '-1 43 1700000000123457 9 {"w":"w1.2","op":"write","hold":"h","kind":"plain","key":"x0","token":"3","value":8}',
+    );
     expect(refused).toMatchObject({ ok: false, seen: '9', value: 8 });
   });
 });

@@ -33,13 +33,24 @@ describe('the public surface', () => {
 
   it('names every event payload the event map carries, beside the map', () => {
     expect(exported.get('.')).toEqual(expect.arrayContaining(['RedisLockEvents', 'RedisLockEventMap', 'REDIS_LOCK_CHANNELS']));
-    expect(exported.get('.')).toEqual(expect.arrayContaining(['LockLostEvent', 'JobFailedEvent', 'OneInstanceSkippedEvent', 'OutboxRowParkedEvent']));
+    expect(exported.get('.')).toEqual(
+      expect.arrayContaining(['LockLostEvent', 'JobFailedEvent', 'OneInstanceSkippedEvent', 'OutboxRowParkedEvent']),
+    );
   });
 
   it('keeps the dashboard data types and the add-ons internals out of every entry point', () => {
     const everything = [...exported.values()].flat();
     expect(everything.filter((name) => /^Dashboard/.test(name) && name !== 'DashboardAccessHook')).toEqual([]);
-    for (const internal of ['LockSections', 'RedisConnection', 'LockInspector', 'TopicInspector', 'TopicDirectory', 'REDIS_LOCK_INTERNALS', 'SectionMode', 'RedisLockConfig']) {
+    for (const internal of [
+      'LockSections',
+      'RedisConnection',
+      'LockInspector',
+      'TopicInspector',
+      'TopicDirectory',
+      'REDIS_LOCK_INTERNALS',
+      'SectionMode',
+      'RedisLockConfig',
+    ]) {
       expect(everything).not.toContain(internal);
     }
   });

@@ -13,7 +13,10 @@ const REPOSITORY = 'https://github.com/nestjs-redis-lock/nestjs-redis-lock';
 const MAX_README_LINES = 350;
 
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
-const docPages = () => readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
+const docPages = () =>
+  readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`);
 const checkedPages = () => ['README.md', 'CONTRIBUTING.md', 'sample-app/README.md', ...docPages()];
 
 /** Markdown without fenced code blocks (their lines kept, empty): what can hold a heading or a table row. */
@@ -93,14 +96,17 @@ describe('the README', () => {
   it('shows the testing example that test/testing/readme-example.spec.ts runs, verbatim but for the import path', () => {
     const spec = read('test/testing/readme-example.spec.ts');
     const example = spec.slice(spec.indexOf("import type { TestingModule } from '@nestjs/testing';")).trimEnd();
-    const shown = example.replace("from './fixtures/readme-app.js';", "from './app.module'; // an ES module app (\"type\": \"module\"): './app.module.js'");
+    const shown = example.replace(
+      "from './fixtures/readme-app.js';",
+      'from \'./app.module\'; // an ES module app ("type": "module"): \'./app.module.js\'',
+    );
     expect(shown).not.toBe(example);
     expect(readme).toContain(`\`\`\`ts\n${shown}\n\`\`\``);
   });
 
   it('shows, as its complete module, the app that example tests (test/testing/fixtures/readme-app.ts)', () => {
     const fixture = read('test/testing/fixtures/readme-app.ts');
-    const app = fixture.slice(fixture.indexOf("import { Controller, Injectable, Module"));
+    const app = fixture.slice(fixture.indexOf('import { Controller, Injectable, Module'));
     expect(readme).toContain(`\`\`\`ts\n${app}\`\`\``);
   });
 });
@@ -128,8 +134,9 @@ describe('links into the repository', () => {
   });
 
   it('the checker finds links and anchors the way GitHub renders them', () => {
-    expect(anchorsOf('## `@WithLock`: lock a method\n### Contended (one hot key) — not worse\n## Errors\n## Errors'))
-      .toEqual(new Set(['withlock-lock-a-method', 'contended-one-hot-key--not-worse', 'errors', 'errors-1']));
+    expect(anchorsOf('## `@WithLock`: lock a method\n### Contended (one hot key) — not worse\n## Errors\n## Errors')).toEqual(
+      new Set(['withlock-lock-a-method', 'contended-one-hot-key--not-worse', 'errors', 'errors-1']),
+    );
     expect(linksOf('see [a](docs/a.md#x) and `[b](c.md)`\n```\n[d](e.md)\n```\n![i](https://x/y.png?raw=true)')).toEqual([
       { target: 'docs/a.md#x', line: 1 },
       { target: 'https://x/y.png?raw=true', line: 5 },
@@ -167,7 +174,9 @@ describe('the options tables', () => {
         if (!section || key === 'syncReplicas' || key === 'topics') options.push(`${PREFIXES[name]}${key}`);
       }
     }
-    expect(options).toEqual(expect.arrayContaining(['keyPrefix', 'lock.syncReplicas', 'delayQueue.outboxRelay.claimLease', 'redlock.clients']));
+    expect(options).toEqual(
+      expect.arrayContaining(['keyPrefix', 'lock.syncReplicas', 'delayQueue.outboxRelay.claimLease', 'redlock.clients']),
+    );
 
     const tabled = new Set<string>();
     for (const page of ['README.md', ...docPages()]) {

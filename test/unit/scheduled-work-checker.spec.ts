@@ -13,12 +13,17 @@ const run = (ms: number, w: string, job: string, attempt = 1, topic = 'sw.jobs',
   const token = String((T0 + ms - claimedBefore) * 1000);
   return [at(ms, w, { op: 'run', topic, job, attempt, token }), at(ms + 10, w, { op: 'run-end', topic, job, attempt, token })];
 };
-const committedJob = (ms: number, job: string, w = 'w0.1'): SwEvent[] => [at(ms, w, { op: 'tx-begin', job, intent: 'commit' }), at(ms + 5, w, { op: 'committed', job })];
+const committedJob = (ms: number, job: string, w = 'w0.1'): SwEvent[] => [
+  at(ms, w, { op: 'tx-begin', job, intent: 'commit' }),
+  at(ms + 5, w, { op: 'committed', job }),
+];
 /** The fixed schedules ticking after everything: so that `schedule-not-restored` stays quiet. */
 const fixedTicks = (ms: number): SwEvent[] => ['s0', 's1', 's2'].flatMap((id) => run(ms, 'w1.1', `repeat:${id}@${T0 + ms}`, 1, 'sw.ticks'));
 const present = new Set(['s0', 's1', 's2']);
 const rules = (events: SwEvent[], presentAtEnd: ReadonlySet<string> = present) =>
-  checkScheduledWork([...events, ...fixedTicks(100_000)], { visibilityMs: 2_000, leaseMs: 1_000, presentAtEnd }).violations.map((v) => v.rule);
+  checkScheduledWork([...events, ...fixedTicks(100_000)], { visibilityMs: 2_000, leaseMs: 1_000, presentAtEnd }).violations.map(
+    (v) => v.rule,
+  );
 
 describe('scheduled-work checker', () => {
   it('finds nothing wrong in a history that keeps every rule', () => {
@@ -65,19 +70,29 @@ describe('scheduled-work checker', () => {
   });
 
   it('outbox: a later attempt is a violation when nothing kept the earlier run from being acknowledged', () => {
-    expect(rules([...committedJob(0, 'a'), ...run(100, 'w1.1', 'a'), ...run(2_500, 'w2.1', 'a', 2)])).toEqual(['redelivered-without-cause']);
+    expect(rules([...committedJob(0, 'a'), ...run(100, 'w1.1', 'a'), ...run(2_500, 'w2.1', 'a', 2)])).toEqual([
+      'redelivered-without-cause',
+    ]);
   });
 
-  it('outbox: a delivery whose handler began after its visibility had passed (paused or cut off before it began) excuses the next attempt', () => {
-    // Attempt 1 claimed at 100, its consumer stopped before the handler began; attempt 2 ran at 2 200; attempt 1's handler began at 2 500.
-    expect(
-      checkScheduledWork([...committedJob(0, 'a'), ...run(2_200, 'w2.1', 'a', 2), ...run(2_500, 'w1.1', 'a', 1, 'sw.jobs', 2_400), ...fixedTicks(100_000)], {
-        visibilityMs: 2_000,
-        leaseMs: 1_000,
-        presentAtEnd: present,
-      }),
-    ).toMatchObject({ violations: [], figures: { jobs: { redeliveries: 1, staleDeliveriesRun: 1 } } });
-  });
+  it(
+    'outbox: a delivery whose handler began after its visibility had passed (paused or cut off before ' +
+      'it began) excuses the next attempt',
+    () => {
+      // Attempt 1 claimed at 100, its consumer stopped before the handler began; attempt 2 ran at 2 200; attempt 1's handler began at 2
+      // 500.
+      expect(
+        checkScheduledWork(
+          [...committedJob(0, 'a'), ...run(2_200, 'w2.1', 'a', 2), ...run(2_500, 'w1.1', 'a', 1, 'sw.jobs', 2_400), ...fixedTicks(100_000)],
+          {
+            visibilityMs: 2_000,
+            leaseMs: 1_000,
+            presentAtEnd: present,
+          },
+        ),
+      ).toMatchObject({ violations: [], figures: { jobs: { redeliveries: 1, staleDeliveriesRun: 1 } } });
+    },
+  );
 
   it('outbox: Redis restarted empty excuses a job lost or written twice, not a rolled-back one that ran', () => {
     expect(
@@ -115,38 +130,54 @@ describe('scheduled-work checker', () => {
     ).toEqual(['removed-schedule-present', 'removed-schedule-ticked', 'schedule-lost', 'tick-ran-twice']);
   });
 
-  it('repeat: a direct removal undone by a Redis data loss while an earlier transactional repeat() may be relayed again is counted (NG-r), not a violation; without the data loss it is one', () => {
-    const history = (withDataLoss: boolean): SwEvent[] => [
-      at(1_000, 'w0.1', { op: 'repeat-invoke', id: 'c0.1.tx', via: 'tx' }),
-      at(1_010, 'w0.1', { op: 'repeat-done', id: 'c0.1.tx', via: 'tx' }),
-      at(1_100, 'w0.2', { op: 'remove-invoke', id: 'c0.1.tx', via: 'direct' }),
-      at(1_110, 'w0.2', { op: 'remove-done', id: 'c0.1.tx', via: 'direct' }),
-      ...(withDataLoss ? fault(1_200, 1_300, 'redis-empty') : []),
-      ...run(1_500, 'w1.1', `repeat:c0.1.tx@${T0 + 1_500}`, 1, 'sw.ticks'),
-    ];
-    const undone = checkScheduledWork([...history(true), ...fixedTicks(100_000)], { visibilityMs: 2_000, leaseMs: 1_000, presentAtEnd: present });
-    expect(undone.violations.filter((v) => v.rule === 'removed-schedule-ticked')).toEqual([]);
-    expect(undone.figures.churn.removalsUndoneByDataLoss).toBe(1);
-    expect(rules(history(false))).toContain('removed-schedule-ticked');
-  });
+  it(
+    'repeat: a direct removal undone by a Redis data loss while an earlier transactional repeat() may ' +
+      'be relayed again is counted (NG-r), not a violation; without the data loss it is one',
+    () => {
+      const history = (withDataLoss: boolean): SwEvent[] => [
+        at(1_000, 'w0.1', { op: 'repeat-invoke', id: 'c0.1.tx', via: 'tx' }),
+        at(1_010, 'w0.1', { op: 'repeat-done', id: 'c0.1.tx', via: 'tx' }),
+        at(1_100, 'w0.2', { op: 'remove-invoke', id: 'c0.1.tx', via: 'direct' }),
+        at(1_110, 'w0.2', { op: 'remove-done', id: 'c0.1.tx', via: 'direct' }),
+        ...(withDataLoss ? fault(1_200, 1_300, 'redis-empty') : []),
+        ...run(1_500, 'w1.1', `repeat:c0.1.tx@${T0 + 1_500}`, 1, 'sw.ticks'),
+      ];
+      const undone = checkScheduledWork([...history(true), ...fixedTicks(100_000)], {
+        visibilityMs: 2_000,
+        leaseMs: 1_000,
+        presentAtEnd: present,
+      });
+      expect(undone.violations.filter((v) => v.rule === 'removed-schedule-ticked')).toEqual([]);
+      expect(undone.figures.churn.removalsUndoneByDataLoss).toBe(1);
+      expect(rules(history(false))).toContain('removed-schedule-ticked');
+    },
+  );
 
-  it('repeat: a removal undone because Redis lost its data while the remover was down (NG-rl) is counted, not a violation; with the remover up, or Redis losing nothing, it is one', () => {
-    const history = (remover: 'killed' | 'up', dataLoss = true): SwEvent[] => [
-      at(1_000, 'w0.1', { op: 'repeat-invoke', id: 'c0.1.tx', via: 'tx' }),
-      at(1_010, 'w0.1', { op: 'repeat-done', id: 'c0.1.tx', via: 'tx' }),
-      at(1_100, 'w0.1', { op: 'remove-invoke', id: 'c0.1.tx', via: 'tx' }),
-      at(1_110, 'w0.1', { op: 'remove-done', id: 'c0.1.tx', via: 'tx' }),
-      ...(remover === 'killed' ? fault(1_500, 1_600, 'kill', 0) : fault(1_500, 1_600, 'kill', 1)),
-      ...(dataLoss ? fault(3_000, 3_500, 'redis-empty') : []),
-      ...run(12_000, 'w1.1', `repeat:c0.1.tx@${T0 + 12_000}`, 1, 'sw.ticks'),
-    ];
-    const presentAtEnd = new Set([...present, 'c0.1.tx']);
-    const undone = checkScheduledWork([...history('killed'), ...fixedTicks(100_000)], { visibilityMs: 2_000, leaseMs: 1_000, presentAtEnd });
-    expect(undone.violations.map((v) => v.rule)).toEqual([]);
-    expect(undone.figures.churn.removalsUndoneByDataLoss).toBe(1);
-    expect(rules(history('up'), presentAtEnd)).toEqual(['removed-schedule-present']);
-    expect(rules(history('killed', false), presentAtEnd)).toEqual(['removed-schedule-present']);
-  });
+  it(
+    'repeat: a removal undone because Redis lost its data while the remover was down (NG-rl) is counted, ' +
+      'not a violation; with the remover up, or Redis losing nothing, it is one',
+    () => {
+      const history = (remover: 'killed' | 'up', dataLoss = true): SwEvent[] => [
+        at(1_000, 'w0.1', { op: 'repeat-invoke', id: 'c0.1.tx', via: 'tx' }),
+        at(1_010, 'w0.1', { op: 'repeat-done', id: 'c0.1.tx', via: 'tx' }),
+        at(1_100, 'w0.1', { op: 'remove-invoke', id: 'c0.1.tx', via: 'tx' }),
+        at(1_110, 'w0.1', { op: 'remove-done', id: 'c0.1.tx', via: 'tx' }),
+        ...(remover === 'killed' ? fault(1_500, 1_600, 'kill', 0) : fault(1_500, 1_600, 'kill', 1)),
+        ...(dataLoss ? fault(3_000, 3_500, 'redis-empty') : []),
+        ...run(12_000, 'w1.1', `repeat:c0.1.tx@${T0 + 12_000}`, 1, 'sw.ticks'),
+      ];
+      const presentAtEnd = new Set([...present, 'c0.1.tx']);
+      const undone = checkScheduledWork([...history('killed'), ...fixedTicks(100_000)], {
+        visibilityMs: 2_000,
+        leaseMs: 1_000,
+        presentAtEnd,
+      });
+      expect(undone.violations.map((v) => v.rule)).toEqual([]);
+      expect(undone.figures.churn.removalsUndoneByDataLoss).toBe(1);
+      expect(rules(history('up'), presentAtEnd)).toEqual(['removed-schedule-present']);
+      expect(rules(history('killed', false), presentAtEnd)).toEqual(['removed-schedule-present']);
+    },
+  );
 
   it('repeat: a fixed schedule missing at the end, or not ticking after the last fault, was not restored', () => {
     const events = [...fault(200_000, 201_000, 'redis-empty')];
@@ -209,11 +240,25 @@ describe('scheduled-work checker: @OnOneInstance ticks', () => {
 });
 
 describe('scheduled-work checker: data loss and open faults', () => {
-  it('a job whose after-commit write landed just before Redis was restarted empty, before COMMIT returned, is lost to the data loss', () => {
-    expect(rules([at(0, 'w0.1', { op: 'tx-begin', job: 'a', intent: 'commit' }), ...fault(50, 300, 'redis-empty'), at(100, 'w0.1', { op: 'committed', job: 'a' })])).toEqual([]);
-  });
+  it(
+    'a job whose after-commit write landed just before Redis was restarted empty, before COMMIT returned, ' + 'is lost to the data loss',
+    () => {
+      expect(
+        rules([
+          at(0, 'w0.1', { op: 'tx-begin', job: 'a', intent: 'commit' }),
+          ...fault(50, 300, 'redis-empty'),
+          at(100, 'w0.1', { op: 'committed', job: 'a' }),
+        ]),
+      ).toEqual([]);
+    },
+  );
 
   it('a fault begun and never ended does not hide the ticks after the last fault that ended', () => {
-    expect(rules([...fault(50_000, 51_000, 'redis-empty'), at(90_000, 'driver', { op: 'fault', kind: 'lost-reply', slot: 0, phase: 'start', n: 7 })])).toEqual([]);
+    expect(
+      rules([
+        ...fault(50_000, 51_000, 'redis-empty'),
+        at(90_000, 'driver', { op: 'fault', kind: 'lost-reply', slot: 0, phase: 'start', n: 7 }),
+      ]),
+    ).toEqual([]);
   });
 });

@@ -57,7 +57,9 @@ try {
     const stale = [
       ...[...generated.keys()].filter((file) => !committed.has(file)).map((file) => `missing: docs/api/${file}`),
       ...[...committed.keys()].filter((file) => !generated.has(file)).map((file) => `not generated any more: docs/api/${file}`),
-      ...[...generated].filter(([file, text]) => committed.has(file) && committed.get(file) !== text).map(([file]) => `differs: docs/api/${file}`),
+      ...[...generated]
+        .filter(([file, text]) => committed.has(file) && committed.get(file) !== text)
+        .map(([file]) => `differs: docs/api/${file}`),
     ];
     if (stale.length > 0) {
       failed = true;

@@ -78,7 +78,13 @@ export function exportedNames(root: string, entryPoints: EntryPoint[] = entryPoi
     const source = program.getSourceFile(entry.file);
     const module = source && checker.getSymbolAtLocation(source);
     if (!module) throw new Error(`entry point ${entry.subpath} is not a module: ${entry.file}`);
-    names.set(entry.subpath, checker.getExportsOfModule(module).map((symbol) => symbol.name).sort());
+    names.set(
+      entry.subpath,
+      checker
+        .getExportsOfModule(module)
+        .map((symbol) => symbol.name)
+        .sort(),
+    );
   }
   return names;
 }
@@ -156,8 +162,7 @@ export function readPublicApi(root: string, entryPoints: EntryPoint[] = entryPoi
     if (isInternal(declaration)) return;
     const name = `${owner}.${symbol.name}`;
     if (!record(declaration, symbol, name, kind, entry)) return;
-    const type =
-      ts.isPropertyDeclaration(declaration) || ts.isPropertySignature(declaration) ? declaration.type : undefined;
+    const type = ts.isPropertyDeclaration(declaration) || ts.isPropertySignature(declaration) ? declaration.type : undefined;
     visitTypeNode(type, name, entry);
   };
   const visitTypeNode = (type: ts.TypeNode | undefined, owner: string, entry: string): void => {

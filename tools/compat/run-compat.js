@@ -72,7 +72,9 @@ const APPS = {
     checks: [...COMMON_CHECKS, 'metrics-absent.ts', 'without-open-telemetry.ts', 'typeorm-transactions.ts', 'nest11-cjs.flavor.ts'],
   },
   'nest12-typeorm1': {
-    what: 'Nest 12 `nest new --type cjs` with typeorm 1.x (registry latest), ioredis 5, typeorm-transactional, @nestjs-cls TypeORM adapter, outbox on PostgreSQL',
+    what:
+      'Nest 12 `nest new --type cjs` with typeorm 1.x (registry latest), ioredis 5, typeorm-transactional, @nestjs-cls ' +
+      'TypeORM adapter, outbox on PostgreSQL',
     moduleSystem: 'commonjs',
     checks: [
       ...COMMON_CHECKS,
@@ -101,7 +103,7 @@ async function main() {
   if (options.checkTemplates) {
     const problems = templateDrift({ appsDir, workRoot, env: npmEnvironment() });
     for (const problem of problems) log(`template drift: ${problem}`);
-    if (problems.length === 0) log('templates: every app still matches its `nest new` template (plus the lane\'s own changes)');
+    if (problems.length === 0) log("templates: every app still matches its `nest new` template (plus the lane's own changes)");
     templateProblems = problems.length;
   }
   const pack = await packLibrary(options.tarball);
@@ -149,7 +151,8 @@ function parseArguments(args) {
     };
     if (arg === '--node' || arg.startsWith('--node=')) options.nodes.push(resolve(value('--node')));
     else if (arg === '--tarball' || arg.startsWith('--tarball=')) options.tarball = resolve(value('--tarball'));
-    else if (arg === '--jobs' || arg.startsWith('--jobs=')) options.jobs = Number.parseInt(value('--jobs'), 10) || usage('--jobs needs a number');
+    else if (arg === '--jobs' || arg.startsWith('--jobs='))
+      options.jobs = Number.parseInt(value('--jobs'), 10) || usage('--jobs needs a number');
     else if (arg === '--keep') options.keep = true;
     else if (arg === '--check-templates') options.checkTemplates = true;
     else if (arg === '--help' || arg === '-h') usage();
@@ -163,7 +166,8 @@ function parseArguments(args) {
 function usage(problem) {
   if (problem) console.error(`run-compat: ${problem}`);
   console.error(
-    `usage: node tools/compat/run-compat.js [${Object.keys(APPS).join('|')}]... [--node <path>]... [--jobs <n>] [--tarball <file>] [--keep] [--check-templates]`,
+    `usage: node tools/compat/run-compat.js [${Object.keys(APPS).join('|')}]... [--node <path>]... [--jobs <n>] ` +
+      `[--tarball <file>] [--keep] [--check-templates]`,
   );
   process.exit(problem ? 2 : 0);
 }
@@ -178,7 +182,10 @@ async function packLibrary(givenTarball) {
   let files;
   if (tarball) {
     const listing = await run('tar', ['-tzf', tarball], { cwd: workRoot, timeoutMs: 60_000 });
-    files = listing.output.split('\n').filter(Boolean).map((path) => path.replace(/^package\//, ''));
+    files = listing.output
+      .split('\n')
+      .filter(Boolean)
+      .map((path) => path.replace(/^package\//, ''));
   } else {
     log('npm pack (prepack builds dist/) ...');
     const packed = await run('npm', ['pack', '--json', '--pack-destination', workRoot], {
@@ -199,7 +206,9 @@ async function packLibrary(givenTarball) {
     files = report.files.map((file) => file.path);
   }
   const manifest = givenTarball
-    ? JSON.parse((await run('tar', ['-xOzf', tarball, 'package/package.json'], { cwd: workRoot, timeoutMs: 60_000, separateStderr: true })).output)
+    ? JSON.parse(
+        (await run('tar', ['-xOzf', tarball, 'package/package.json'], { cwd: workRoot, timeoutMs: 60_000, separateStderr: true })).output,
+      )
     : JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
   const missing = [];
   for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
@@ -241,7 +250,9 @@ async function buildApp(result) {
     result.installSeconds = install.seconds;
     writeFileSync(join(dir, 'npm-install.log'), install.value.output);
     if (install.value.code !== 0) {
-      throw new LaneFailure(`npm install failed (exit ${install.value.code}); see ${join(dir, 'npm-install.log')}:\n${tail(install.value.output, 40)}`);
+      throw new LaneFailure(
+        `npm install failed (exit ${install.value.code}); see ${join(dir, 'npm-install.log')}:\n${tail(install.value.output, 40)}`,
+      );
     }
     if (/ERESOLVE|overriding peer dependency|Conflicting peer/i.test(install.value.output)) {
       throw new LaneFailure(`npm install accepted a peer dependency conflict:\n${tail(install.value.output, 40)}`);

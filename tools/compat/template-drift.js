@@ -17,7 +17,14 @@ const TEMPLATES = [
 ];
 
 /** Files copied verbatim from the template (after rendering). */
-const VERBATIM = ['tsconfig.build.json', 'nest-cli.json', 'src/app.controller.ts', 'src/app.module.ts', 'src/app.service.ts', 'src/main.ts'];
+const VERBATIM = [
+  'tsconfig.build.json',
+  'nest-cli.json',
+  'src/app.controller.ts',
+  'src/app.module.ts',
+  'src/app.service.ts',
+  'src/main.ts',
+];
 
 /**
  * Returns one line per difference (empty: every app matches its template). `env` is the npm
@@ -33,7 +40,14 @@ export function templateDrift({ appsDir, workRoot, env }) {
       const { root, version } = unpacked.get(schematics);
       const templateDir = join(root, 'dist', 'lib', 'application', 'files', folder);
       const schema = JSON.parse(readFileSync(join(root, 'dist', 'lib', 'application', 'schema.json'), 'utf8'));
-      const values = { name: app, version: '0.0.1', description: '', author: '', strict: schema.properties.strict.default, specFileSuffix: 'spec' };
+      const values = {
+        name: app,
+        version: '0.0.1',
+        description: '',
+        author: '',
+        strict: schema.properties.strict.default,
+        specFileSuffix: 'spec',
+      };
       const template = (file) => render(readFileSync(join(templateDir, file), 'utf8'), values);
       const ours = (file) => readFileSync(join(appsDir, app, file), 'utf8');
       const where = `${app} (@nestjs/schematics ${version}, files/${folder})`;

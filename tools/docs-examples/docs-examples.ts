@@ -46,7 +46,13 @@ export function tsBlocksOf(page: string, markdown: string): DocExample[] {
 
 /** The pages whose blocks are checked: README.md and docs/*.md. */
 export function documentedPages(root: string): string[] {
-  return ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)];
+  return [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((name) => name.endsWith('.md'))
+      .sort()
+      .map((name) => `docs/${name}`),
+  ];
 }
 
 const NOT_CHECKED = /^\s*\/\/\s*not checked:\s*\S/;
@@ -58,7 +64,10 @@ export function skippedReason(example: DocExample): string | undefined {
 }
 
 /** Type-checks every block of `pages` (default: `documentedPages`); resolves to the errors, by page and line. */
-export function checkDocExamples(root: string, pages = documentedPages(root)): { checked: number; skipped: number; errors: DocExampleError[] } {
+export function checkDocExamples(
+  root: string,
+  pages = documentedPages(root),
+): { checked: number; skipped: number; errors: DocExampleError[] } {
   const examples = pages.flatMap((page) => tsBlocksOf(page, readFileSync(join(root, page), 'utf8')));
   const configPath = join(root, 'tsconfig.json');
   const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined })!;
@@ -81,9 +90,18 @@ export function checkDocExamples(root: string, pages = documentedPages(root)): {
     const own = [...packageImports, ...appNames.map((name) => `declare const ${name}: any; type ${name} = any;`)].join('\n').split('\n');
     const body = lines.map((l, i) => (importLines.has(i) ? '' : l));
     // What the block uses of the package and of Nest without importing it: the imports a reader adds.
-    const declared = new Set([...example.code.matchAll(/\b(?:class|interface|type|enum|const|let|var|function)\s+([A-Za-z_$][\w$]*)/g)].map((m) => m[1]));
+    const declared = new Set(
+      [...example.code.matchAll(/\b(?:class|interface|type|enum|const|let|var|function)\s+([A-Za-z_$][\w$]*)/g)].map((m) => m[1]),
+    );
     for (const m of example.code.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}/g)) {
-      for (const part of m[1].split(',')) declared.add(part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()!);
+      for (const part of m[1].split(','))
+        declared.add(
+          part
+            .trim()
+            .replace(/^type\s+/, '')
+            .split(/\s+as\s+/)
+            .pop()!,
+        );
     }
     const wanted = new Map<string, string[]>();
     for (const [, used] of example.code.matchAll(/(?<![.\w$])([A-Za-z_$][\w$]*)\b/g)) {
@@ -97,7 +115,12 @@ export function checkDocExamples(root: string, pages = documentedPages(root)): {
     // fragment (statements, members) gets the imports its surrounding file would have.
     const added = mode === 'module' ? [] : [...wanted].map(([from, names]) => `import { ${names.join(', ')} } from '${from}';`);
     const head = ['/// <reference path="../prelude.d.ts" />', 'export {};', ...added, ...own];
-    const open = mode === 'module' ? [] : mode === 'statements' ? ['async function example(this: ExampleThis) {'] : ['class Example extends ExampleBase {'];
+    const open =
+      mode === 'module'
+        ? []
+        : mode === 'statements'
+          ? ['async function example(this: ExampleThis) {']
+          : ['class Example extends ExampleBase {'];
     const text = [...head, ...open, ...body, ...(mode === 'module' ? [] : ['}'])].join('\n');
     files.set(name, { example, offset: head.length + open.length, text });
   });
@@ -123,7 +146,11 @@ export function checkDocExamples(root: string, pages = documentedPages(root)): {
       continue;
     }
     const { line } = diagnostic.file!.getLineAndCharacterOfPosition(diagnostic.start ?? 0);
-    errors.push({ page: virtual.example.page, line: virtual.example.line + Math.max(0, line - virtual.offset), message: `TS${diagnostic.code}: ${message}` });
+    errors.push({
+      page: virtual.example.page,
+      line: virtual.example.line + Math.max(0, line - virtual.offset),
+      message: `TS${diagnostic.code}: ${message}`,
+    });
   }
   return { checked: files.size, skipped, errors };
 }
@@ -148,7 +175,8 @@ export function importsOf(code: string): { importLines: Set<number>; packageImpo
     }
     const clause = statement.importClause;
     if (clause?.name) appNames.push(clause.name.text);
-    if (clause?.namedBindings && ts.isNamedImports(clause.namedBindings)) appNames.push(...clause.namedBindings.elements.map((e) => e.name.text));
+    if (clause?.namedBindings && ts.isNamedImports(clause.namedBindings))
+      appNames.push(...clause.namedBindings.elements.map((e) => e.name.text));
   }
   return { importLines, packageImports, appNames };
 }
@@ -187,15 +215,43 @@ function importableNames(root: string): Map<string, string> {
     }
     for (const m of text.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
       for (const part of m[1].split(',')) {
-        const exported = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()!;
+        const exported = part
+          .trim()
+          .replace(/^type\s+/, '')
+          .split(/\s+as\s+/)
+          .pop()!;
         if (exported && !names.has(exported)) names.set(exported, specifier);
       }
     }
-    for (const m of text.matchAll(/export\s+(?:declare\s+)?(?:abstract\s+)?(?:class|function|const|interface|type)\s+([A-Za-z_$][\w$]*)/g)) {
+    for (const m of text.matchAll(
+      /export\s+(?:declare\s+)?(?:abstract\s+)?(?:class|function|const|interface|type)\s+([A-Za-z_$][\w$]*)/g,
+    )) {
       if (!names.has(m[1])) names.set(m[1], specifier);
     }
   }
-  for (const nest of ['Injectable', 'Controller', 'Module', 'Get', 'Post', 'Put', 'Delete', 'Param', 'Body', 'Headers', 'Inject', 'HttpException', 'UseInterceptors', 'Logger', 'OnModuleInit', 'OnApplicationBootstrap', 'OnModuleDestroy', 'ConflictException', 'Catch', 'ArgumentsHost', 'ExceptionFilter']) {
+  for (const nest of [
+    'Injectable',
+    'Controller',
+    'Module',
+    'Get',
+    'Post',
+    'Put',
+    'Delete',
+    'Param',
+    'Body',
+    'Headers',
+    'Inject',
+    'HttpException',
+    'UseInterceptors',
+    'Logger',
+    'OnModuleInit',
+    'OnApplicationBootstrap',
+    'OnModuleDestroy',
+    'ConflictException',
+    'Catch',
+    'ArgumentsHost',
+    'ExceptionFilter',
+  ]) {
     names.set(nest, '@nestjs/common');
   }
   for (const nest of ['NestFactory', 'APP_INTERCEPTOR']) names.set(nest, '@nestjs/core');

@@ -9,9 +9,20 @@ import type { TestRedis } from '../../lib/testing/index.js';
 
 declare global {
   /** An order, a tenant, …: the application's own records. */
-  interface Order { id: string; total: number; fence?: string }
-  interface Tenant { id: string; name: string }
-  interface Mail { to: string; subject: string; body?: string }
+  interface Order {
+    id: string;
+    total: number;
+    fence?: string;
+  }
+  interface Tenant {
+    id: string;
+    name: string;
+  }
+  interface Mail {
+    to: string;
+    subject: string;
+    body?: string;
+  }
   /** One of the application's own services: any method, any arguments. */
   type AppService = { [method: string]: (...args: any[]) => Promise<any> };
   /** The application's repositories and clients an example writes to. */
@@ -22,7 +33,11 @@ declare global {
     queue: DelayQueueService;
     elections: LeaderElections;
     events: RedisLockEvents;
-    orders: { markCaptured(id: string, fence: string): Promise<void>; markRefunded(id: string, fence: string): Promise<void>; [method: string]: (...args: any[]) => Promise<any> };
+    orders: {
+      markCaptured(id: string, fence: string): Promise<void>;
+      markRefunded(id: string, fence: string): Promise<void>;
+      [method: string]: (...args: any[]) => Promise<any>;
+    };
     repository: { save(...args: any[]): Promise<unknown>; [method: string]: (...args: any[]) => Promise<any> };
     db: any;
     mailer: { send(mail: Mail, options?: { signal?: AbortSignal }): Promise<void> };

@@ -201,7 +201,9 @@ function checkFencedKeys(events: readonly HistoryEvent[], figures: HistoryFigure
           violations.push({
             rule: 'lost-update',
             key,
-            message: `${key}: hold ${hold} wrote ${op.value} where ${expected} was due (the previous accepted write was ${counter?.value ?? 'none'})`,
+            message:
+              `${key}: hold ${hold} wrote ${op.value} where ${expected} was due (the previous accepted write was ` +
+              `${counter?.value ?? 'none'})`,
             events: counter ? [counter, op] : [op],
           });
         }
@@ -235,7 +237,8 @@ function overlaps(key: string, holds: HoldOnKey[]): HistoryViolation[] {
     rule: 'overlapping-holders' as const,
     key,
     message:
-      `${key}: hold ${inside[0].hold} (${inside[0].kind}, token ${inside[0].token}) was accepted at seq ${inside[0].first.seq}, inside hold ` +
+      `${key}: hold ${inside[0].hold} (${inside[0].kind}, token ${inside[0].token}) was accepted at ` +
+      `seq ${inside[0].first.seq}, inside hold ` +
       `${other.hold} (${other.kind}, token ${other.token}) accepted from seq ${other.first.seq} to ${other.last.seq}` +
       (inside.length > 1 ? `, and ${inside.length - 1} more hold(s) after it` : ''),
     events: [other.first, inside[0].first, other.last],
@@ -248,7 +251,10 @@ function checkFreshTokens(events: readonly HistoryEvent[]): HistoryViolation[] {
   /** Per key: the highest token of a released hold, and whether only read holds had it. */
   const released = new Map<string, { token: string; shared: boolean; event: HistoryEvent }>();
   /** Per hold and key: what had been released when its acquire began. */
-  const before = new Map<string, { kind: LockKind | undefined; snapshot: Map<string, { token: string; shared: boolean; event: HistoryEvent }> }>();
+  const before = new Map<
+    string,
+    { kind: LockKind | undefined; snapshot: Map<string, { token: string; shared: boolean; event: HistoryEvent }> }
+  >();
   const checked = new Set<string>();
   const tokensOf = (event: HistoryEvent): Array<[string, string]> => {
     if (event.key !== undefined && event.token !== undefined) return [[event.key, event.token]];
@@ -282,7 +288,9 @@ function checkFreshTokens(events: readonly HistoryEvent[]): HistoryViolation[] {
             violations.push({
               rule: 'fence-not-fresh',
               key,
-              message: `${key}: hold ${event.hold} (${start.kind}) got token ${token}, not newer than token ${prior.token} of hold ${prior.event.hold}, released before it asked`,
+              message:
+                `${key}: hold ${event.hold} (${start.kind}) got token ${token}, not newer than token ${prior.token} ` +
+                `of hold ${prior.event.hold}, released before it asked`,
               events: [prior.event, event],
             });
           }
@@ -312,7 +320,8 @@ function checkHeldChecks(events: readonly HistoryEvent[]): HistoryViolation[] {
         rule: 'two-holders-at-once',
         key: event.key ?? refusal?.key,
         message:
-          `hold ${event.hold} (${event.kind}, token ${event.token ?? refusal?.token}) was refused by the fence on ${refusal?.key ?? event.key} ` +
+          `hold ${event.hold} (${event.kind}, token ${event.token ?? refusal?.token}) was refused by the fence ` +
+          `on ${refusal?.key ?? event.key} ` +
           `(a newer token ${refusal?.seen ?? '?'} got in) while the library still said it held the lock`,
         events: refusal ? [refusal, event] : [event],
       });
@@ -322,9 +331,15 @@ function checkHeldChecks(events: readonly HistoryEvent[]): HistoryViolation[] {
 }
 
 /** At most `permits` holds counted in at once, counting only holds whose permit had not certainly ended. */
-function checkSemaphores(events: readonly HistoryEvent[], permits: Readonly<Record<string, number>>, figures: HistoryFigures): HistoryViolation[] {
+function checkSemaphores(
+  events: readonly HistoryEvent[],
+  permits: Readonly<Record<string, number>>,
+  figures: HistoryFigures,
+): HistoryViolation[] {
   const violations: HistoryViolation[] = [];
-  const semaphoreEvents = events.filter((e) => (e.op === 'sem-enter' || e.op === 'sem-leave') && e.key !== undefined && e.hold !== undefined);
+  const semaphoreEvents = events.filter(
+    (e) => (e.op === 'sem-enter' || e.op === 'sem-leave') && e.key !== undefined && e.hold !== undefined,
+  );
   for (const [key, ops] of groupBy(semaphoreEvents, (e) => e.key)) {
     const limit = permits[key];
     if (limit === undefined) throw new Error(`history-checker: no permit count given for semaphore ${key}`);
@@ -411,7 +426,13 @@ function checkJobs(events: readonly HistoryEvent[], options: CheckOptions, figur
   }
   if (options.requireAllJobsRan !== false) {
     for (const [job, event] of scheduled) {
-      if (!runs.has(job)) violations.push({ rule: 'job-never-ran', job, message: `job ${job} was scheduled and never ran`, events: [invoked.get(job) ?? event, event] });
+      if (!runs.has(job))
+        violations.push({
+          rule: 'job-never-ran',
+          job,
+          message: `job ${job} was scheduled and never ran`,
+          events: [invoked.get(job) ?? event, event],
+        });
     }
   }
   for (const job of options.deadJobs ?? []) {

@@ -112,7 +112,18 @@ export class SoakStore {
   private async run(mode: string, event: StoreEvent, token: string, arg: string): Promise<StoreReply> {
     const id = `${this.opPrefix}.${this.opSequence++}`;
     const row = event.key !== undefined ? this.keys.row(event.key) : this.keys.row('-');
-    const reply = (await this.redis.eval(STORE_OPERATION, 4, this.keys.seq, this.keys.log, this.keys.op(id), row, mode, JSON.stringify(event), token, arg)) as string;
+    const reply = (await this.redis.eval(
+      STORE_OPERATION,
+      4,
+      this.keys.seq,
+      this.keys.log,
+      this.keys.op(id),
+      row,
+      mode,
+      JSON.stringify(event),
+      token,
+      arg,
+    )) as string;
     const [status, seq, us, value] = reply.split(' ');
     return { ok: status === '1', seq: Number(seq), us: Number(us), value: value === '-' ? undefined : value };
   }

@@ -242,7 +242,10 @@ async function main(): Promise<void> {
     try {
       if (kind === 'semaphore') {
         const semaphore = locks.semaphore(SEMAPHORE_KEY, SEMAPHORE_PERMITS);
-        lock = random() < 0.5 ? await semaphore.tryAcquire({ leaseTime: SEMAPHORE_LEASE_MS }) : await semaphore.acquire({ leaseTime: SEMAPHORE_LEASE_MS, waitTimeout });
+        lock =
+          random() < 0.5
+            ? await semaphore.tryAcquire({ leaseTime: SEMAPHORE_LEASE_MS })
+            : await semaphore.acquire({ leaseTime: SEMAPHORE_LEASE_MS, waitTimeout });
       } else if (kind === 'read') lock = await locks.readWrite(READ_WRITE_KEY).read({ waitTimeout });
       else if (kind === 'write') lock = await locks.readWrite(READ_WRITE_KEY).write({ waitTimeout });
       else if (kind === 'fair') lock = await locks.acquire(keys[0], { waitTimeout, fair: true });
@@ -258,7 +261,15 @@ async function main(): Promise<void> {
     try {
       if (kind === 'semaphore') {
         // The permit's lease (Redis TIME at grant + lease) ends no earlier than sentAt + lease: both clocks are this machine's.
-        const entered = await store.semaphoreEnter({ w: me, op: 'sem-enter', hold, kind, key: SEMAPHORE_KEY, token, endsAtMs: sentAt + SEMAPHORE_LEASE_MS });
+        const entered = await store.semaphoreEnter({
+          w: me,
+          op: 'sem-enter',
+          hold,
+          kind,
+          key: SEMAPHORE_KEY,
+          token,
+          endsAtMs: sentAt + SEMAPHORE_LEASE_MS,
+        });
         if (entered.ok) {
           await sleep(between(10, 100));
           await store.record({ w: me, op: 'sem-leave', hold, kind, key: SEMAPHORE_KEY, token });

@@ -136,14 +136,20 @@ function parseOptions(argv: string[]): SoakOptions {
   const faults = (values.faults ?? FAULT_KINDS.join(',')).split(',').filter(Boolean) as FaultKind[];
   for (const f of faults) if (!FAULT_KINDS.includes(f)) throw new Error(`--faults: unknown fault ${f}; use ${FAULT_KINDS.join(',')}`);
   const operations = (values.operations ?? LOCK_KINDS.join(',')).split(',').filter(Boolean) as LockKind[];
-  for (const k of operations) if (!LOCK_KINDS.includes(k)) throw new Error(`--operations: unknown operation ${k}; use ${LOCK_KINDS.join(',')}`);
+  for (const k of operations)
+    if (!LOCK_KINDS.includes(k)) throw new Error(`--operations: unknown operation ${k}; use ${LOCK_KINDS.join(',')}`);
   if (operations.length === 0) throw new Error('--operations: name at least one operation');
   const redisSignal = values['redis-signal'] ?? 'SIGTERM';
   if (redisSignal !== 'SIGTERM' && redisSignal !== 'SIGKILL') throw new Error('--redis-signal: use SIGTERM or SIGKILL');
   const fsync = values.fsync ?? 'everysec';
   if (fsync !== 'everysec' && fsync !== 'always') throw new Error('--fsync: use everysec or always');
   return {
-    processes: number('processes', values.processes ?? process.env.SOAK_PROCESSES, ci ? 2 : 3, (n) => Number.isInteger(n) && n >= 1 && n <= 64),
+    processes: number(
+      'processes',
+      values.processes ?? process.env.SOAK_PROCESSES,
+      ci ? 2 : 3,
+      (n) => Number.isInteger(n) && n >= 1 && n <= 64,
+    ),
     minutes: number('minutes', values.minutes ?? process.env.SOAK_MINUTES, ci ? 0.5 : 1, (n) => n > 0 && n <= 24 * 60),
     faults,
     operations,
@@ -267,8 +273,10 @@ class Soak {
     this.faultLog = new SoakStore(this.store, this.keys);
     const version = /redis_version:(\S+)/.exec(await this.store.info('server'))?.[1];
     this.log(
-      `soak: ${o.processes} worker(s) x ${o.minutes} min, operations ${o.operations.join(',')}, faults ${o.faults.join(',')} about every ${o.faultEveryMs} ms, ` +
-        `seed ${o.seed}; redis-server ${version} (appendonly yes, appendfsync ${o.fsync}, restarted with ${o.redisSignal}) at ${this.redis.url}`,
+      `soak: ${o.processes} worker(s) x ${o.minutes} min, operations ${o.operations.join(',')}, ` +
+        `faults ${o.faults.join(',')} about every ${o.faultEveryMs} ms, ` +
+        (`seed ${o.seed}; redis-server ${version} (appendonly yes, appendfsync ${o.fsync}, restarted with ${o.redisSignal}) ` +
+          `at ${this.redis.url}`),
     );
     const monitor = await NestFactory.createApplicationContext(
       RedisLockModule.forRoot({ redis: this.redis.url, keyPrefix: `${this.prefix}:lib`, connectTimeout: 0 }),
@@ -300,7 +308,9 @@ class Soak {
       }
 
       this.faultySeconds = Math.round((performance.now() - started) / 1000);
-      this.log(`faulty phase over after ${this.faultySeconds} s: healing the network, stopping new work, letting every scheduled job run...`);
+      this.log(
+        `faulty phase over after ${this.faultySeconds} s: healing the network, stopping new work, letting every scheduled job run...`,
+      );
       for (const proxy of this.proxies) {
         proxy.heal();
       }
@@ -470,7 +480,8 @@ class Soak {
         const isScript = (args: readonly string[]) => ['evalsha', 'eval'].includes(args[0]?.toLowerCase());
         this.noteFault(`start: lose a reply on proxy ${slot}`);
         const lost = proxy.loseReply(isScript, between(1, 4)).then((args) => {
-          const name = this.scriptNames.get(args[1]) ?? (args[0].toLowerCase() === 'eval' ? 'a script by body' : `script ${args[1]?.slice(0, 8)}`);
+          const name =
+            this.scriptNames.get(args[1]) ?? (args[0].toLowerCase() === 'eval' ? 'a script by body' : `script ${args[1]?.slice(0, 8)}`);
           this.count(kind, `lost reply (${name})`);
         });
         // Wait for it (a worker always has scripts in flight), so faults do not pile up on one proxy.
@@ -513,8 +524,10 @@ class Soak {
     const t = this.totals();
     const faults = [...this.faults.values()].reduce((a, b) => a + b, 0);
     return (
-      `lock operations ${t.operations ?? 0} (${t.acquired ?? 0} acquired), stale holders stopped by the fence ${t.staleStoppedByFence ?? 0}, ` +
-      `jobs scheduled ${t.jobsScheduled ?? 0}, handler runs ${t.handlerRuns ?? 0}, faults ${faults}, violations so far ${this.violations.length}`
+      `lock operations ${t.operations ?? 0} (${t.acquired ?? 0} acquired), stale holders stopped by the ` +
+      `fence ${t.staleStoppedByFence ?? 0}, ` +
+      (`jobs scheduled ${t.jobsScheduled ?? 0}, handler runs ${t.handlerRuns ?? 0}, faults ${faults}, violations ` +
+        `so far ${this.violations.length}`)
     );
   }
 
@@ -534,7 +547,8 @@ class Soak {
           this.history.push(event);
           if (event.op === 'scheduled') this.unrun.add(event.job!);
           else if (event.op === 'run') this.ran.add(event.job!);
-          if (!this.historyOut.write(`${JSON.stringify(event)}\n`)) await new Promise<void>((resolve) => this.historyOut.once('drain', () => resolve()));
+          if (!this.historyOut.write(`${JSON.stringify(event)}\n`))
+            await new Promise<void>((resolve) => this.historyOut.once('drain', () => resolve()));
         }
         if (lines.length < 10_000) return this.history;
       }
@@ -564,11 +578,16 @@ class Soak {
     const history = await this.loadHistory();
     const historyFile = this.historyFile;
     await new Promise<void>((resolve, reject) => this.historyOut.end((error?: Error | null) => (error ? reject(error) : resolve())));
-    const check: CheckResult = checkHistory(history, { permits: { [SEMAPHORE_KEY]: SEMAPHORE_PERMITS }, deadJobs: dead, requireAllJobsRan: true });
+    const check: CheckResult = checkHistory(history, {
+      permits: { [SEMAPHORE_KEY]: SEMAPHORE_PERMITS },
+      deadJobs: dead,
+      requireAllJobsRan: true,
+    });
     const keys = [...EXCLUSIVE_KEYS, ...FAIR_KEYS, READ_WRITE_KEY];
     const rows = await Promise.all(keys.map(async (name) => ({ name, ...(await readRow(this.store, this.keys.row(name))) })));
     for (const row of rows) {
-      if (row.value !== row.writes) this.violations.push({ kind: 'counter-mismatch', lock: row.name, value: row.value, acceptedWrites: row.writes });
+      if (row.value !== row.writes)
+        this.violations.push({ kind: 'counter-mismatch', lock: row.name, value: row.value, acceptedWrites: row.writes });
     }
     for (const id of dead) this.violations.push({ kind: 'dead-lettered', job: id });
     if (!settled) this.violations.push({ kind: 'queue-not-drained', unrunJobs: this.unrunJobs().slice(0, 20) });
@@ -588,7 +607,12 @@ class Soak {
         Object.entries(f.byKind).map(([kind, k]) => [
           kind,
           kind === 'semaphore'
-            ? { holds: k.holds, acquireFailed: k.acquireFailed, countedIn: f.semaphore.enters, permitEndedBeforeUse: f.semaphore.refusedExpired }
+            ? {
+                holds: k.holds,
+                acquireFailed: k.acquireFailed,
+                countedIn: f.semaphore.enters,
+                permitEndedBeforeUse: f.semaphore.refusedExpired,
+              }
             : k,
         ]),
       ),
@@ -615,12 +639,36 @@ class Soak {
     const lines = [
       '',
       `history      ${f.events} events, checked; written to ${historyFile}`,
-      `operations   ${Object.entries(summary.operations).map(([k, v]) => `${k} ${Object.entries(v).map(([n, c]) => `${n} ${c}`).join(' ')}`).join('; ')}`,
-      `             semaphore max occupancy ${f.semaphore.maxOccupancy} of ${SEMAPHORE_PERMITS}, stale holders stopped by the fence ${summary.staleHoldersStoppedByFence}, lock errors ${summary.lockErrors}`,
-      `errors       ${Object.entries(summary.errors).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
-      `faults       ${Object.entries(summary.faults).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
-      `violations   ${summary.violationCount}${summary.violationCount > 0 ? ` (${Object.entries(byRule).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
-      `jobs         ${Object.entries(summary.jobs).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+      `operations   ${Object.entries(summary.operations)
+        .map(
+          ([k, v]) =>
+            `${k} ${Object.entries(v)
+              .map(([n, c]) => `${n} ${c}`)
+              .join(' ')}`,
+        )
+        .join('; ')}`,
+      `             semaphore max occupancy ${f.semaphore.maxOccupancy} of ${SEMAPHORE_PERMITS}, stale ` +
+        `holders stopped by the fence ${summary.staleHoldersStoppedByFence}, lock errors ${summary.lockErrors}`,
+      `errors       ${
+        Object.entries(summary.errors)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'none'
+      }`,
+      `faults       ${
+        Object.entries(summary.faults)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'none'
+      }`,
+      `violations   ${summary.violationCount}${
+        summary.violationCount > 0
+          ? ` (${Object.entries(byRule)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')})`
+          : ''
+      }`,
+      `jobs         ${Object.entries(summary.jobs)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
       `counters     ${rows.map((r) => `${r.name}: value ${r.value}, accepted writes ${r.writes}, last token ${r.seen}`).join('; ')}`,
       ...(check.violations.length > 0 ? [describeViolations(check.violations)] : []),
       ...this.violations.slice(0, 20).map((v) => `violation: ${JSON.stringify(v)}`),
@@ -631,7 +679,12 @@ class Soak {
     if (this.options.json) {
       const violationsDetail = check.violations.slice(0, 20).map((v) => ({ rule: v.rule, message: v.message, events: v.events }));
       process.stdout.write(
-        `SOAK_SUMMARY ${JSON.stringify({ ...summary, result: failed ? 'FAIL' : 'PASS', violationsDetail, otherViolations: this.violations.slice(0, 20) })}\n`,
+        `SOAK_SUMMARY ${JSON.stringify({
+          ...summary,
+          result: failed ? 'FAIL' : 'PASS',
+          violationsDetail,
+          otherViolations: this.violations.slice(0, 20),
+        })}\n`,
       );
     }
     return !failed;

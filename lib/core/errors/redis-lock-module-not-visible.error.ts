@@ -12,7 +12,10 @@ export class RedisLockModuleNotVisibleError extends InvalidOptionsError {
   readonly missing: readonly string[];
 
   /** `dependencies`: what `user` injected with `@Optional()`, by provider name; the missing ones are `undefined`. */
-  constructor(/** The module that needs it, e.g. `RedisLockMetricsModule`. */ readonly user: string, dependencies: Record<string, unknown>) {
+  constructor(
+    /** The module that needs it, e.g. `RedisLockMetricsModule`. */ readonly user: string,
+    dependencies: Record<string, unknown>,
+  ) {
     const missing = Object.keys(dependencies).filter((name) => dependencies[name] === undefined || dependencies[name] === null);
     super(
       'isGlobal',

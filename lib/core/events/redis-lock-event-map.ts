@@ -1,9 +1,26 @@
-import type { JobCancelledEvent, JobDeadEvent, JobFailedEvent, JobRecoveredEvent, JobRetriedEvent, JobScheduledEvent, JobScheduleLostEvent,
-  JobScheduleRetryingEvent, JobStartedEvent, JobSucceededEvent, OutboxRelayedEvent, OutboxRelayFailedEvent,
-  OutboxRowParkedEvent } from './job-events.js';
+import type {
+  JobCancelledEvent,
+  JobDeadEvent,
+  JobFailedEvent,
+  JobRecoveredEvent,
+  JobRetriedEvent,
+  JobScheduledEvent,
+  JobScheduleLostEvent,
+  JobScheduleRetryingEvent,
+  JobStartedEvent,
+  JobSucceededEvent,
+  OutboxRelayedEvent,
+  OutboxRelayFailedEvent,
+  OutboxRowParkedEvent,
+} from './job-events.js';
 import type { LockAcquiredEvent, LockLostEvent, LockReleasedEvent, LockTimeoutEvent } from './lock-events.js';
-import type { LeadershipAcquiredEvent, LeadershipLostEvent, OneInstanceAcquiredEvent, OneInstanceLostEvent,
-  OneInstanceSkippedEvent } from './scheduling-events.js';
+import type {
+  LeadershipAcquiredEvent,
+  LeadershipLostEvent,
+  OneInstanceAcquiredEvent,
+  OneInstanceLostEvent,
+  OneInstanceSkippedEvent,
+} from './scheduling-events.js';
 
 /**
  * The events of `RedisLockEvents` and of the `diagnostics_channel` channels, by name: each maps to the

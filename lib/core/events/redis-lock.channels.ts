@@ -48,9 +48,7 @@ export const REDIS_LOCK_CHANNELS = Object.freeze({
 
 // Created once, at import: the emitter tests `hasSubscribers` on every event of the library's hot
 // paths, and `diagnostics_channel.channel(name)` would be a lookup by name each time.
-const channels = new Map<string | symbol, Channel>(
-  Object.entries(REDIS_LOCK_CHANNELS).map(([event, name]) => [event, channel(name)]),
-);
+const channels = new Map<string | symbol, Channel>(Object.entries(REDIS_LOCK_CHANNELS).map(([event, name]) => [event, channel(name)]));
 
 /**
  * The `diagnostics_channel` `Channel` object of `event` (the same object as

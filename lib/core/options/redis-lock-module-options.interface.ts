@@ -141,7 +141,9 @@ export interface DelayQueueDefaults {
    *
    * @example
    * import { PostgresJobOutbox, inPgTransaction } from 'nestjs-redis-lock/outbox/postgres';
-   * RedisLockModule.forRoot({ delayQueue: { outbox: new PostgresJobOutbox({ transaction: inPgTransaction(currentClient), relay: pool }) } })
+   * RedisLockModule.forRoot({
+   *   delayQueue: { outbox: new PostgresJobOutbox({ transaction: inPgTransaction(currentClient), relay: pool }) },
+   * });
    */
   outbox?: JobOutboxStore;
   /** How the outbox relay looks for rows left behind (only with `outbox`). */

@@ -113,7 +113,8 @@ function refuseUnknownKeysOfEveryLevel(o: RedisLockModuleOptions): void {
   if (dq !== null && typeof dq === 'object' && 'maxIdleWait' in dq) {
     refuse(
       'delayQueue.maxIdleWait',
-      'is a per-consumer option with no module default; set it on the consumer: @OnDelayed(topic, { maxIdleWait }) or consume(topic, handler, { maxIdleWait })',
+      'is a per-consumer option with no module default; set it on the consumer: @OnDelayed(topic, { maxIdleWait }) ' +
+        'or consume(topic, handler, { maxIdleWait })',
     );
   }
   refuseUnknownKeys(refuse, 'delayQueue', dq, keys.delayQueue);

@@ -2,20 +2,13 @@ import { Cluster, type Redis } from 'ioredis';
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import { optionValidator as validate } from './option-validation.js';
 import type { RedisLockConfig, RedlockConfig } from './redis-lock-config.js';
-import type {
-  RedisConnectionOptions,
-  RedlockOptions,
-  RedisLockModuleOptions,
-} from './redis-lock-module-options.interface.js';
+import type { RedisConnectionOptions, RedlockOptions, RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 
 /**
  * Validates `redlock` (undefined when the option is absent). Lock options that only make sense on
  * one Redis are refused here, at bootstrap, rather than at the first lock call.
  */
-export function resolveRedlockConfig(
-  options: RedisLockModuleOptions,
-  lock: RedisLockConfig['lock'],
-): RedlockConfig | undefined {
+export function resolveRedlockConfig(options: RedisLockModuleOptions, lock: RedisLockConfig['lock']): RedlockConfig | undefined {
   const value: unknown = options.redlock;
   if (value === undefined) return undefined;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

@@ -41,7 +41,10 @@ export function resolveTopicShards(topics: unknown): TopicShardCounts {
       try {
         assertValidTopic(shardTopicName(topic, shards - 1), option);
       } catch {
-        throw new InvalidOptionsError(option, `the topic name is too long for ${shards} shards ('${topic}#${shards - 1}' exceeds 128 characters)`);
+        throw new InvalidOptionsError(
+          option,
+          `the topic name is too long for ${shards} shards ('${topic}#${shards - 1}' exceeds 128 characters)`,
+        );
       }
       counts.set(topic, shards);
     }

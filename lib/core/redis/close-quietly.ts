@@ -36,7 +36,13 @@ export function closeQuietly(client: RedisClient): Promise<void> {
 export async function closeConnection(client: RedisClient, options: CloseOptions): Promise<void> {
   if (client.status === 'end') return;
   const deadline = options.deadline ?? performance.now() + QUIT_TIMEOUT_MS;
-  if (client.status !== 'ready' || options.quit === false || !awaitsReplies(client) || !answering(client) || deadline <= performance.now()) {
+  if (
+    client.status !== 'ready' ||
+    options.quit === false ||
+    !awaitsReplies(client) ||
+    !answering(client) ||
+    deadline <= performance.now()
+  ) {
     cut(client);
     return;
   }

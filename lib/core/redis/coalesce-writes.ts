@@ -11,7 +11,8 @@ import { socketOf, type ClientSocket } from './ioredis-internals.js';
  */
 export const COMMANDS_PER_WRITE = 16;
 
-/** Each coalescing client's "write what this turn has corked now" (one per process, shared by both builds: core/runtime/process-shared.ts). */
+/** Each coalescing client's "write what this turn has corked now" (one per process, shared by both builds:
+ * core/runtime/process-shared.ts). */
 const writeNowOf = processShared('coalesce-write-now', () => new WeakMap<object, () => void>());
 
 /**

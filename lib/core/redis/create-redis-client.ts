@@ -64,7 +64,10 @@ interface ClientPolicy {
 export function createRedisClient(options: RedisConnectionOptions, policy: ClientPolicy = { unreachableTimeout: false }): CreatedClient {
   const bounded = (given: RedisOptions) => unreachableDefaults(given, policy.unreachableTimeout);
   if (typeof options === 'string') {
-    return { client: new Redis(options, { lazyConnect: true, retryStrategy: lockReconnectStrategy, ...DISCONNECT_DEFAULTS, ...bounded({}) }), owned: true };
+    return {
+      client: new Redis(options, { lazyConnect: true, retryStrategy: lockReconnectStrategy, ...DISCONNECT_DEFAULTS, ...bounded({}) }),
+      owned: true,
+    };
   }
   if ('client' in options) {
     return { client: options.client, owned: false };
@@ -72,7 +75,10 @@ export function createRedisClient(options: RedisConnectionOptions, policy: Clien
   if ('cluster' in options) {
     return { client: new Cluster(options.cluster, { lazyConnect: true, ...CLUSTER_FAILOVER_DEFAULTS, ...options.options }), owned: true };
   }
-  return { client: new Redis(withLockReconnect({ lazyConnect: true, ...DISCONNECT_DEFAULTS, ...bounded(options), ...options })), owned: true };
+  return {
+    client: new Redis(withLockReconnect({ lazyConnect: true, ...DISCONNECT_DEFAULTS, ...bounded(options), ...options })),
+    owned: true,
+  };
 }
 
 /** Where the client points, for error messages (never includes a password). */

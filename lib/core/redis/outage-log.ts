@@ -22,7 +22,11 @@ export function isConnectionFailure(error: unknown): boolean {
   if (error instanceof RedisConnectionError) return true;
   if (!(error instanceof Error)) return false;
   // What ioredis rejects commands with when their connection is lost or gives up.
-  return error.name === 'MaxRetriesPerRequestError' || /^Connection is closed\.?$/.test(error.message) || /^Stream isn't writeable/.test(error.message);
+  return (
+    error.name === 'MaxRetriesPerRequestError' ||
+    /^Connection is closed\.?$/.test(error.message) ||
+    /^Stream isn't writeable/.test(error.message)
+  );
 }
 
 /** What the outage log needs to know of the command connection. */
@@ -48,7 +52,8 @@ interface Outage {
  * long, and how many calls failed or were skipped meanwhile, by what made them). In between, the
  * module's components report their failed calls here instead of warning each on its own: a call
  * that failed to reach Redis during a known outage is counted for the summary and not printed (not
- * even at debug level, which Nest's default logger shows). A failure that is not a connection failure (a script error, WRONGTYPE, a bug), or one with
+ * even at debug level, which Nest's default logger shows). A failure that is not a connection failure (a script error, WRONGTYPE, a bug),
+ * or one with
  * no outage known, is the caller's to log as before (`absorb` returns false).
  *
  * Invariants: at most one outage is open at a time; the WARN and the LOG come in pairs, the LOG
@@ -126,7 +131,8 @@ export class RedisOutageLog {
 
   /**
    * A call that failed to reach Redis, reported by `what` it was (`'consumer calls retried'`,
-   * `'lease renewals failed'`...): counted into the known outage, not printed, and true. False when the caller must log it itself: it is not a connection failure, or
+   * `'lease renewals failed'`...): counted into the known outage, not printed, and true. False when the caller must log it itself: it is
+   * not a connection failure, or
    * no outage is known (and none ended moments ago).
    */
   absorb(what: string, error: unknown): boolean {

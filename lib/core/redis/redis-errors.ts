@@ -25,7 +25,10 @@ export function toRedisLockError(error: unknown, action: string, cause?: string)
   if (error instanceof RedisLockError || !(error instanceof Error)) return error;
   // The connection's authentication was refused: it cannot be used at all, whatever the command.
   if (error.name === 'ReplyError' && /^(WRONGPASS|NOAUTH)/.test(error.message)) {
-    return new RedisConnectionError(`Redis refused the connection while trying to ${action}: ${error.message.replace(/\.+$/, '')}. ${AUTH_ADVICE}`, error);
+    return new RedisConnectionError(
+      `Redis refused the connection while trying to ${action}: ${error.message.replace(/\.+$/, '')}. ${AUTH_ADVICE}`,
+      error,
+    );
   }
   if (error.name === 'ReplyError') {
     const hint = HINTS.find(([pattern]) => pattern.test(error.message))?.[1] ?? 'the command was not applied.';

@@ -36,7 +36,10 @@ export class RedisScript {
     body: string,
     uses: readonly LuaSnippet[] = [],
   ) {
-    this.source = snippetsInOrder(uses).map((snippet) => snippet.source).join('') + body;
+    this.source =
+      snippetsInOrder(uses)
+        .map((snippet) => snippet.source)
+        .join('') + body;
     this.sha = createHash('sha1').update(this.source).digest('hex');
   }
 

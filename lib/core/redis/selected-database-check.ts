@@ -36,7 +36,7 @@ export class SelectedDatabaseCheck {
     }
     throw new RedisConnectionError(
       `Redis at ${describeEndpoint(this.client)} refused database ${wanted}: ${cause.replace(/\.+$/, '')}. ` +
-        'Check the database index in the `redis` option (the URL path or `db`) against the server\'s `databases` setting.',
+        "Check the database index in the `redis` option (the URL path or `db`) against the server's `databases` setting.",
       this.selectError,
     );
   }

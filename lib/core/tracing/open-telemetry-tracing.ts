@@ -161,7 +161,8 @@ class OpenTelemetryTracing implements RedisLockTracing {
         if (ended) return;
         ended = true;
         if (error !== undefined) this.fail(span, error);
-        else if (!handle.held && handle.signal.reason instanceof LockLostError) this.fail(span, handle.signal.reason, 'lock lost while held');
+        else if (!handle.held && handle.signal.reason instanceof LockLostError)
+          this.fail(span, handle.signal.reason, 'lock lost while held');
         else span.end();
       },
     };

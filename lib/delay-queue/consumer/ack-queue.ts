@@ -178,13 +178,15 @@ export class AckQueue {
     }
   }
 
-  /** The result's JSON to keep, or undefined (with a warning) for one that is not JSON data or is over `maxBytes`: the job is kept without it. */
+  /** The result's JSON to keep, or undefined (with a warning) for one that is not JSON data or is over `maxBytes`: the job is kept without
+   * it. */
   private encode(job: HeldJob, result: unknown, maxBytes: number): string | undefined {
     try {
       return encodeResult(this.context.topic, result, maxBytes);
     } catch (error) {
       this.context.warn(
-        `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(this.context.topic)} completed, but its result is not kept: ${errorMessage(error)}`,
+        `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(this.context.topic)} completed, but its ` +
+          `result is not kept: ${errorMessage(error)}`,
       );
       return undefined;
     }

@@ -192,7 +192,8 @@ export class ClaimLoop {
   /**
    * With a backlog of due jobs and short handlers, the next claim leaves before the jobs just claimed
    * run: it travels, and Redis runs it, while this process runs those handlers, instead of each side
-   * waiting for the other. It asks for the room the runner has besides those jobs, which short handlers have turned over lately (SlotTurnover), so the jobs held ahead of a slot stay
+   * waiting for the other. It asks for the room the runner has besides those jobs, which short handlers have turned over lately
+   * (SlotTurnover), so the jobs held ahead of a slot stay
    * within twice the runner's room, and the buffer's hold limit hands back any that wait too long.
    * Never with a rate limit (a claim is a counted start: its jobs must start at once). The claim goes
    * on the wire now: the handlers run in this turn, before its writes would otherwise leave. Only one
@@ -252,9 +253,12 @@ export class ClaimLoop {
       const preparing = beforeRun(job.id);
       if (!preparing) continue;
       job.preparing = preparing;
-      preparing.then(() => {
-        if (this.context.loopPause.reason === 'work') this.wake();
-      }, () => undefined);
+      preparing.then(
+        () => {
+          if (this.context.loopPause.reason === 'work') this.wake();
+        },
+        () => undefined,
+      );
     }
   }
 

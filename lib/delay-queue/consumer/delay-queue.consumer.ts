@@ -25,7 +25,6 @@ import type { DelayedJobHandler } from '../interfaces/job-context.interface.js';
 import { settleWithin } from '../../core/time/settle-within.js';
 import type { CancelListener } from './cancel-listener.js';
 
-
 /** First and longest wait before `groupConcurrency` is written again after a failure during an outage (ms). */
 const GROUP_LIMIT_FIRST_RETRY_MS = 250;
 const GROUP_LIMIT_MAX_RETRY_MS = 5_000;
@@ -104,7 +103,15 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       }) ?? (() => undefined);
     const warn = (message: string) => logger.warn(message);
     const loopPause = new ClaimLoopPause();
-    this.acks = new AckQueue({ topic, connection, keys, keepCompleted: options.keepCompleted, warn, visibility: this.visibility, failures, bug,
+    this.acks = new AckQueue({
+      topic,
+      connection,
+      keys,
+      keepCompleted: options.keepCompleted,
+      warn,
+      visibility: this.visibility,
+      failures,
+      bug,
       dropped: (job) => this.settlement.releaseHeldTurn(job),
       loopPause,
     });
@@ -167,10 +174,16 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     setGroupLimitScript.call(connection.client, keys, { limit }).catch((error: unknown) => {
       if (this.state !== 'running') return;
       if (connection.outages.absorb('group limits set late', error)) {
-        setTimeout(() => this.state === 'running' && this.setGroupLimit(limit, Math.min(retryInMs * 2, GROUP_LIMIT_MAX_RETRY_MS)), retryInMs).unref();
+        setTimeout(
+          () => this.state === 'running' && this.setGroupLimit(limit, Math.min(retryInMs * 2, GROUP_LIMIT_MAX_RETRY_MS)),
+          retryInMs,
+        ).unref();
         return;
       }
-      logger.warn(`Could not set groupConcurrency ${limit} for topic ${JSON.stringify(this.topic)} (${errorMessage(error)}); its groups keep the limit stored before`);
+      logger.warn(
+        `Could not set groupConcurrency ${limit} for topic ${JSON.stringify(this.topic)} (${errorMessage(error)}); ` +
+          `its groups keep the limit stored before`,
+      );
     });
   }
 
@@ -201,7 +214,10 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     await this.loop.closeWaiter();
     // The marker that told this consumer of the next due job may have reached it alone: the others
     // would sleep up to maxIdleWait. Posting it again wakes one of them to take over the watch.
-    await settleWithin(this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined), SHUTDOWN_REDIS_GRACE_MS);
+    await settleWithin(
+      this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined),
+      SHUTDOWN_REDIS_GRACE_MS,
+    );
     const redisBudget = () => Math.max(SHUTDOWN_REDIS_GRACE_MS, deadline - performance.now());
     await settleWithin(this.settlement.handBack(this.runner.takeBuffered(), true), redisBudget());
     const running = this.runner.runningJobs();

@@ -34,7 +34,12 @@ export class DeliveryContext implements JobContext {
   readonly #checkDeadline: (job: HeldJob) => void;
   #signal?: AbortSignal;
 
-  constructor(job: HeldJob, facts: DeliveryFacts, checkDeadline: (job: HeldJob) => void, recordProgress: (job: HeldJob, value: unknown) => Promise<void>) {
+  constructor(
+    job: HeldJob,
+    facts: DeliveryFacts,
+    checkDeadline: (job: HeldJob) => void,
+    recordProgress: (job: HeldJob, value: unknown) => Promise<void>,
+  ) {
     this.#job = job;
     this.#checkDeadline = checkDeadline;
     this.id = job.id;

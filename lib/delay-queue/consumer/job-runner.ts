@@ -194,14 +194,23 @@ export class JobRunner<T> {
     try {
       decoded = decodeJob<T>(body);
       job.group = decoded.group;
-      if (events && (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed') || events.wants('job.cancelled'))) {
+      if (
+        events &&
+        (events.wants('job.started') || events.wants('job.succeeded') || events.wants('job.failed') || events.wants('job.cancelled'))
+      ) {
         startedAt = performance.now();
         if (events.wants('job.started')) {
           const latenessMs = Math.max(0, this.context.clock.now() - job.dueMs);
           events.emit('job.started', { topic, id: job.id, attempt: decoded.attempts, latenessMs });
         }
       }
-      const facts = { topic, attempt: decoded.attempts, maxAttempts: decoded.maxAttempts ?? options.maxAttempts, createdAt: decoded.createdAt, group: decoded.group };
+      const facts = {
+        topic,
+        attempt: decoded.attempts,
+        maxAttempts: decoded.maxAttempts ?? options.maxAttempts,
+        createdAt: decoded.createdAt,
+        group: decoded.group,
+      };
       const context: JobContext = Object.freeze(new DeliveryContext(job, facts, this.checkDeadline, this.recordProgress));
       if (tracing?.enabled) {
         const payload = decoded.payload;

@@ -183,7 +183,10 @@ export class JobSettlement {
     const { connection, keys, logger, topic } = this.context;
     this.track(
       releaseGroupTurnScript.call(connection.client, keys, { token: job.token }).catch((error: unknown) => {
-        logger.debug?.(`Group ${JSON.stringify(job.group)} of topic ${JSON.stringify(topic)} keeps its turn until the claim's deadline: ${errorMessage(error)}`);
+        logger.debug?.(
+          `Group ${JSON.stringify(job.group)} of topic ${JSON.stringify(topic)} keeps its turn until the claim's ` +
+            `deadline: ${errorMessage(error)}`,
+        );
       }),
     );
   }

@@ -97,7 +97,10 @@ function resolveKeepCompleted(validate: OptionValidator, keep: unknown, maxResul
   refuseUnknownKeys(validate.refuse, 'keepCompleted', keep, KEEP_COMPLETED_KEYS);
   const { count, age } = keep as KeepCompletedOptions;
   if (count === undefined && age === undefined) {
-    return validate.refuse('keepCompleted', 'has neither `count` nor `age`; give at least one bound, or leave keepCompleted out to delete completed jobs');
+    return validate.refuse(
+      'keepCompleted',
+      'has neither `count` nor `age`; give at least one bound, or leave keepCompleted out to delete completed jobs',
+    );
   }
   return {
     count: validate.wholeNumber('keepCompleted.count', count, { min: 1, max: Number.MAX_SAFE_INTEGER, default: 0 }),

@@ -35,7 +35,8 @@ export class ShardedConsumer<T = unknown> implements Consumer {
     if (rate && rate.max < shards.length) {
       throw new InvalidOptionsError(
         'rateLimit.max',
-        `got ${rate.max}; topic ${JSON.stringify(topic)} has ${shards.length} shards, which share the limit evenly, so use at least ${shards.length}`,
+        `got ${rate.max}; topic ${JSON.stringify(topic)} has ${shards.length} shards, which share the limit ` +
+          `evenly, so use at least ${shards.length}`,
       );
     }
     const rateShare = (i: number) =>

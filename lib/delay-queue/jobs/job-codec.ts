@@ -40,7 +40,9 @@ const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const UNREADABLE = 'Unreadable job body (written by hand or by an incompatible version): ';
 const REQUIRED_CODES = (JOB_FIELDS as readonly JobField[]).filter((field) => field.required).map((field) => field.code);
 /** A field's name by its code (a plain object: read for every field of every claimed job). */
-const NAME_OF_CODE: Readonly<Record<string, JobFieldName | undefined>> = Object.fromEntries(JOB_FIELDS.map((field) => [field.code, field.name]));
+const NAME_OF_CODE: Readonly<Record<string, JobFieldName | undefined>> = Object.fromEntries(
+  JOB_FIELDS.map((field) => [field.code, field.name]),
+);
 const FIELD_START_CODE = FIELD_START.charCodeAt(0);
 /** The claim token's place in a format-2 body: the first field, right after the version and `US g`. */
 const TOKEN_AT = JOB_FORMAT_VERSION.length + 1 + JOB_FIELDS[0].code.length;
@@ -311,7 +313,11 @@ export function encodeProgress(topic: string, value: unknown): string {
   const json = encodePayload(topic, value, 'progress');
   const bytes = Buffer.byteLength(json);
   if (bytes > MAX_PROGRESS_BYTES) {
-    throw new InvalidJobError(topic, 'progress', `is ${bytes} bytes as JSON, over ${MAX_PROGRESS_BYTES}; record a figure or a few counters, and keep larger data elsewhere`);
+    throw new InvalidJobError(
+      topic,
+      'progress',
+      `is ${bytes} bytes as JSON, over ${MAX_PROGRESS_BYTES}; record a figure or a few counters, and keep larger data elsewhere`,
+    );
   }
   return json;
 }
@@ -331,7 +337,8 @@ export function encodeResult(topic: string, value: unknown, maxBytes: number): s
     throw new InvalidJobError(
       topic,
       'result',
-      `is ${bytes} bytes as JSON (UTF-8), over the limit of ${maxBytes} (delayQueue.maxPayloadBytes); return a reference to data kept elsewhere`,
+      `is ${bytes} bytes as JSON (UTF-8), over the limit of ${maxBytes} (delayQueue.maxPayloadBytes); ` +
+        `return a reference to data kept elsewhere`,
     );
   }
   return json;

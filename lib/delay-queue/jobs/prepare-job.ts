@@ -128,7 +128,11 @@ function checkGroup(topic: string, path: string, group: unknown): string {
   }
   // eslint-disable-next-line no-control-regex
   if (/["\\\u0000-\u001f\u007f]/.test(group) || !group.isWellFormed()) {
-    throw new InvalidJobError(topic, path, `is ${JSON.stringify(group)}; a group name cannot hold quotes, backslashes, control characters or lone surrogates`);
+    throw new InvalidJobError(
+      topic,
+      path,
+      `is ${JSON.stringify(group)}; a group name cannot hold quotes, backslashes, control characters or lone surrogates`,
+    );
   }
   return group;
 }

@@ -68,7 +68,9 @@ export class AfterCommitRelay {
 
   private async relayCommitted(rows: readonly OutboxJob[], insertedAt: number): Promise<void> {
     if (this.stopped) {
-      this.logger.warn(`Outbox: ${rows.length} row(s) committed after shutdown began; the relay of another instance (or of the next start) writes them.`);
+      this.logger.warn(
+        `Outbox: ${rows.length} row(s) committed after shutdown began; the relay of another instance (or of the next start) writes them.`,
+      );
       return;
     }
     let written!: () => void;
@@ -96,7 +98,12 @@ export class AfterCommitRelay {
     let deadline: number;
     if (store.claimRows) {
       const claimSentAt = performance.now();
-      const existing = new Set(await store.claimRows(rows.map((row) => row.rowId), { claimMs: this.settings.claimLease }));
+      const existing = new Set(
+        await store.claimRows(
+          rows.map((row) => row.rowId),
+          { claimMs: this.settings.claimLease },
+        ),
+      );
       deadline = this.deadlines.deadlineOf(claimSentAt);
       rows = rows.filter((row) => existing.has(row.rowId));
       claimed = new Map(rows.map((row) => [row.rowId, { ...row, attempts: 0 }]));

@@ -32,7 +32,11 @@ export const jobOutboxRelayProvider: FactoryProvider<JobOutboxRelay | null> = {
       transactions,
       events,
       new Logger('DelayQueueOutbox'),
-      (topic, rows) => writer.reportScheduled(topic, rows.map((row) => ({ ...row, id: row.jobId, kind: row.kind }))),
+      (topic, rows) =>
+        writer.reportScheduled(
+          topic,
+          rows.map((row) => ({ ...row, id: row.jobId, kind: row.kind })),
+        ),
       connection.outages,
     );
   },

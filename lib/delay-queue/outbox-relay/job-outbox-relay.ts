@@ -122,7 +122,8 @@ export class JobOutboxRelay {
    * @throws OutboxTransactionMissingError (`missingFrom: 'transaction port'`)
    */
   refuseUnseenTransaction(): void {
-    if (this.store.inTransaction?.()) throw new OutboxTransactionMissingError(this.store.constructor?.name || 'the job outbox store', 'transaction port');
+    if (this.store.inTransaction?.())
+      throw new OutboxTransactionMissingError(this.store.constructor?.name || 'the job outbox store', 'transaction port');
   }
 
   /**
@@ -211,7 +212,10 @@ export class JobOutboxRelay {
     // No claim while Redis cannot give the clock's first sample: nothing could be written anyway.
     await this.writer.clock.ready();
     const claimSentAt = performance.now();
-    const rows = await this.store.claimBatch(this.settings.batchSize, { minAgeMs: this.settings.minAge, claimMs: this.settings.claimLease });
+    const rows = await this.store.claimBatch(this.settings.batchSize, {
+      minAgeMs: this.settings.minAge,
+      claimMs: this.settings.claimLease,
+    });
     const deadline = this.deadlines.deadlineOf(claimSentAt);
     this.lastClaimed = rows.length;
     if (rows.length === 0) return 0;
@@ -254,8 +258,10 @@ export class JobOutboxRelay {
     } else if ((attempt & (attempt - 1)) === 0) {
       this.logger.error(
         source === 'after-commit'
-          ? `Outbox: could not finish relaying ${rows} committed job(s) right after COMMIT (${message}); their rows stay in the outbox and the relay retries them.`
-          : `Outbox relay: look failed (attempt ${attempt}): ${message}. Retrying in ${retryInMs} ms; committed jobs stay in the outbox meanwhile.`,
+          ? `Outbox: could not finish relaying ${rows} committed job(s) right after COMMIT (${message}); their ` +
+              `rows stay in the outbox and the relay retries them.`
+          : `Outbox relay: look failed (attempt ${attempt}): ${message}. Retrying in ${retryInMs} ms; committed ` +
+              `jobs stay in the outbox meanwhile.`,
       );
     }
     if (source === 'after-commit') this.wakeup.wakeAfter(this.settings.minAge);

@@ -70,7 +70,10 @@ export class OutboxJobWriter {
    */
   async write(rows: readonly OutboxWrite[], deadline: number): Promise<OutboxWriteOutcome[]> {
     const scheduleRows = rows.filter(isScheduleRow);
-    const [jobs, schedules] = await Promise.all([this.writeJobs(rows.filter(isJobRow), deadline), this.applySchedules(scheduleRows, deadline)]);
+    const [jobs, schedules] = await Promise.all([
+      this.writeJobs(rows.filter(isJobRow), deadline),
+      this.applySchedules(scheduleRows, deadline),
+    ]);
     return [...jobs, ...schedules];
   }
 
@@ -132,7 +135,9 @@ export class OutboxJobWriter {
   }
 
   private keysOf(row: OutboxWrite): TopicKeys {
-    return isScheduleRow(row) ? this.shards.forSchedule(row.topic, row.jobId) : this.shards.forJob(row.topic, row.jobId, groupOfTail(row.body));
+    return isScheduleRow(row)
+      ? this.shards.forSchedule(row.topic, row.jobId)
+      : this.shards.forJob(row.topic, row.jobId, groupOfTail(row.body));
   }
 
   private recordOf(row: OutboxWrite, keys: TopicKeys): string {

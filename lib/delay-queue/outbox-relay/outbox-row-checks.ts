@@ -27,7 +27,9 @@ export function readClaimedRow(row: OutboxRow): { readonly row: OutboxRow } | { 
   const read = { row: kind === row.kind ? row : { ...row, kind } };
   if (kind === 'removeRepeat') return read;
   if (kind === 'repeat') {
-    return readStoredForm(row.jobId, row.body) ? read : { problem: 'its repeat schedule definition cannot be read (written by hand or by an incompatible version)' };
+    return readStoredForm(row.jobId, row.body)
+      ? read
+      : { problem: 'its repeat schedule definition cannot be read (written by hand or by an incompatible version)' };
   }
   try {
     decodeJob(bodyOfTail(row.body, 0));

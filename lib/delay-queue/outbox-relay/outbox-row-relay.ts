@@ -64,7 +64,9 @@ export class OutboxRowRelay {
       void this.writer.keepRecords(done, this.deadlines.recordKeepMs);
       this.counts.relayed += done.length;
       if (source === 'relay') this.counts.relayedLeftBehind += done.length;
-      const jobRows = outcomes.filter((o) => o.error === undefined && isJobRow(o.row)).map((o) => ({ ...(o.row as OutboxJobWrite), status: o.status }));
+      const jobRows = outcomes
+        .filter((o) => o.error === undefined && isJobRow(o.row))
+        .map((o) => ({ ...(o.row as OutboxJobWrite), status: o.status }));
       for (const [topic, group] of groupByTopic(jobRows)) this.written(topic, group);
       this.events.emitIfWanted('outbox.relayed', () => ({ source, rows: done.length, durationMs: performance.now() - started }));
     }

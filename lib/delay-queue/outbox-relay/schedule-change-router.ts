@@ -92,7 +92,10 @@ export class ScheduleChangeRouter {
             'a change left behind may bring the schedule back if Redis later loses its data.',
         ),
       );
-    await settleWithin(claim.catch(() => undefined), OUTBOX_CLAIM_WAIT_MS);
+    await settleWithin(
+      claim.catch(() => undefined),
+      OUTBOX_CLAIM_WAIT_MS,
+    );
     try {
       const existed = await remove();
       settle(true);

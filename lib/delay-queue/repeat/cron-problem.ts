@@ -17,7 +17,9 @@ const FIELDS = [
  * the user may not have written. Without a closing stop, to sit inside a sentence.
  */
 export function cronProblem(pattern: string, error: unknown): string {
-  const croner = errorMessage(error).replace(/^CronPattern:\s*/, '').replace(/[.\s]+$/, '');
+  const croner = errorMessage(error)
+    .replace(/^CronPattern:\s*/, '')
+    .replace(/[.\s]+$/, '');
   const parts = pattern.trim().split(/\s+/);
   if (parts.length !== 5 && parts.length !== 6) return croner;
   // croner puts a seconds field in front of a 5-field pattern: its entry 0 is always the seconds.
@@ -29,5 +31,8 @@ export function cronProblem(pattern: string, error: unknown): string {
   const field = fields[index];
   if (!field) return croner;
   const problem = entry ? 'is not a valid value' : 'is out of range';
-  return `the ${field.name} field ${JSON.stringify(parts[index])} ${problem}: it takes ${field.takes}, with lists (,), ranges (-) and steps (/)`;
+  return (
+    `the ${field.name} field ${JSON.stringify(parts[index])} ${problem}: it takes ${field.takes}, with ` +
+    `lists (,), ranges (-) and steps (/)`
+  );
 }

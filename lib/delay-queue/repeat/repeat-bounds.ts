@@ -37,7 +37,10 @@ export function prepareBounds(options: RepeatBoundsOptions, validate: OptionVali
   const startDate = epochMs('startDate', options.startDate, validate);
   const endDate = epochMs('endDate', options.endDate, validate);
   if (startDate !== undefined && endDate !== undefined && endDate <= startDate) {
-    validate.refuse('endDate', `${new Date(endDate).toISOString()} is not after startDate ${new Date(startDate).toISOString()}; give an endDate after the startDate`);
+    validate.refuse(
+      'endDate',
+      `${new Date(endDate).toISOString()} is not after startDate ${new Date(startDate).toISOString()}; give an endDate after the startDate`,
+    );
   }
   return withoutUndefined({ limit, startDate, endDate });
 }
@@ -46,7 +49,11 @@ export function prepareBounds(options: RepeatBoundsOptions, validate: OptionVali
 export function readBounds(stored: { l?: unknown; a?: unknown; e?: unknown }): RepeatBounds | undefined {
   const valid = (value: unknown, min: number) => value === undefined || (Number.isSafeInteger(value) && (value as number) >= min);
   if (!valid(stored.l, 1) || !valid(stored.a, 0) || !valid(stored.e, 0)) return undefined;
-  return withoutUndefined({ limit: stored.l as number | undefined, startDate: stored.a as number | undefined, endDate: stored.e as number | undefined });
+  return withoutUndefined({
+    limit: stored.l as number | undefined,
+    startDate: stored.a as number | undefined,
+    endDate: stored.e as number | undefined,
+  });
 }
 
 /** Whether the schedule has any bound. */
@@ -71,12 +78,20 @@ export function firstTickWithin(calendar: TickCalendar, bounds: RepeatBounds, no
  * `queued` ticks reach `limit` or the server clock passed `endDate`; a missed tick before `startDate`
  * is not caught up (the first tick from `startDate` on is queued instead). Null: finished.
  */
-export function nextTickWithin(calendar: TickCalendar, catchUp: RepeatCatchUp, bounds: RepeatBounds, tick: number, nowMs: number, queued: number): number | null {
+export function nextTickWithin(
+  calendar: TickCalendar,
+  catchUp: RepeatCatchUp,
+  bounds: RepeatBounds,
+  tick: number,
+  nowMs: number,
+  queued: number,
+): number | null {
   if (!isBounded(bounds)) return calendar.nextToEnqueue(tick, nowMs, catchUp);
   if (bounds.limit !== undefined && queued >= bounds.limit) return null;
   if (bounds.endDate !== undefined && nowMs > bounds.endDate) return null;
   let next = calendar.nextToEnqueue(tick, nowMs, catchUp);
-  if (next !== null && bounds.startDate !== undefined && next < bounds.startDate) next = calendar.after(Math.max(tick, bounds.startDate - 1));
+  if (next !== null && bounds.startDate !== undefined && next < bounds.startDate)
+    next = calendar.after(Math.max(tick, bounds.startDate - 1));
   return next !== null && bounds.endDate !== undefined && next > bounds.endDate ? null : next;
 }
 

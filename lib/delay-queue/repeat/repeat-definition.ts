@@ -87,7 +87,13 @@ export function prepareRepeat(
   }
   const catchUp = validate.oneOf<RepeatCatchUp>('catchUp', o.catchUp, ['none', 'latest', 'all'], { default: DEFAULT_CATCH_UP });
   const bounds = prepareBounds(o, validate);
-  const job = prepareJob(topic, o.payload ?? null, { maxAttempts: o.maxAttempts, backoff: o.backoff }, defaults, location === undefined ? 'repeat' : `${location}: repeat`);
+  const job = prepareJob(
+    topic,
+    o.payload ?? null,
+    { maxAttempts: o.maxAttempts, backoff: o.backoff },
+    defaults,
+    location === undefined ? 'repeat' : `${location}: repeat`,
+  );
   // Hashed with the tail in its first format: the fingerprint names the definition, not how this version stores jobs.
   const json = JSON.stringify(storedJson(normalized, catchUp, formatOneTail(job.tail), bounds));
   return definitionOf(id, normalized, catchUp, job.tail, bounds, createHash('sha1').update(json).digest('hex'));
@@ -112,14 +118,22 @@ export function readStoredForm(id: string, value: string): RepeatDefinition | un
     return undefined;
   }
   const { s: schedule, k: catchUp, t: tail } = stored ?? {};
-  if (!/^[0-9a-f]{40}$/.test(value.slice(0, 40)) || typeof tail !== 'string' || !isCatchUp(catchUp) || !isSchedule(schedule)) return undefined;
+  if (!/^[0-9a-f]{40}$/.test(value.slice(0, 40)) || typeof tail !== 'string' || !isCatchUp(catchUp) || !isSchedule(schedule))
+    return undefined;
   const bounds = readBounds(stored ?? {});
   if (!bounds || !canBuildCalendar(schedule)) return undefined;
   return definitionOf(id, schedule, catchUp, tail, bounds, value.slice(0, 40));
 }
 
 /** A definition whose calendar is looked up when first asked for (most reads never need it). */
-function definitionOf(id: string, schedule: RepeatSchedule, catchUp: RepeatCatchUp, tail: string, bounds: RepeatBounds, fingerprint: string): RepeatDefinition {
+function definitionOf(
+  id: string,
+  schedule: RepeatSchedule,
+  catchUp: RepeatCatchUp,
+  tail: string,
+  bounds: RepeatBounds,
+  fingerprint: string,
+): RepeatDefinition {
   return {
     id,
     schedule,
@@ -140,7 +154,8 @@ function isCatchUp(value: unknown): value is RepeatCatchUp {
 function isSchedule(value: unknown): value is RepeatSchedule {
   if (value === null || typeof value !== 'object') return false;
   const s = value as { every?: unknown; cron?: unknown; timeZone?: unknown };
-  if (typeof s.every === 'number') return Number.isSafeInteger(s.every) && s.every >= MIN_REPEAT_EVERY_MS && s.cron === undefined && s.timeZone === undefined;
+  if (typeof s.every === 'number')
+    return Number.isSafeInteger(s.every) && s.every >= MIN_REPEAT_EVERY_MS && s.cron === undefined && s.timeZone === undefined;
   return typeof s.cron === 'string' && (s.timeZone === undefined || typeof s.timeZone === 'string');
 }
 
@@ -163,7 +178,8 @@ function normalizeSchedule(schedule: unknown, validate: OptionValidator): Repeat
   }
   if (typeof s.cron !== 'string') return validate.refuseValue('schedule.cron', s.cron, "use a cron pattern such as '0 2 * * *'");
   if (s.timeZone !== undefined) {
-    if (typeof s.timeZone !== 'string') return validate.refuseValue('schedule.timeZone', s.timeZone, "use an IANA time zone such as 'Europe/Warsaw'");
+    if (typeof s.timeZone !== 'string')
+      return validate.refuseValue('schedule.timeZone', s.timeZone, "use an IANA time zone such as 'Europe/Warsaw'");
     try {
       new Intl.DateTimeFormat('en-US', { timeZone: s.timeZone });
     } catch {
@@ -187,4 +203,3 @@ function normalizeSchedule(schedule: unknown, validate: OptionValidator): Repeat
 
 /** What a cron pattern is made of (docs/scheduling.md), the remedy of a pattern with a wrong number of fields. */
 const CRON_FIELDS = "use 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, e.g. '0 2 * * *'";
-

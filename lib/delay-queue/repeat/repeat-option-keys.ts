@@ -8,7 +8,16 @@ type CronSchedule = Extract<RepeatSchedule, { cron: string }>;
 export const REPEAT_SCHEDULE_KEYS = keysOf<EverySchedule & CronSchedule>()(['every', 'cron', 'timeZone']);
 
 /** The keys of `repeat()`'s options. */
-export const REPEAT_OPTION_KEYS = keysOf<RepeatOptions>()(['id', 'payload', 'catchUp', 'maxAttempts', 'backoff', 'limit', 'startDate', 'endDate']);
+export const REPEAT_OPTION_KEYS = keysOf<RepeatOptions>()([
+  'id',
+  'payload',
+  'catchUp',
+  'maxAttempts',
+  'backoff',
+  'limit',
+  'startDate',
+  'endDate',
+]);
 
 /** The keys of `@OnDelayed`'s `repeat`: a schedule and its options in one object. */
 export const ON_DELAYED_REPEAT_KEYS: readonly string[] = [...REPEAT_SCHEDULE_KEYS, ...REPEAT_OPTION_KEYS];

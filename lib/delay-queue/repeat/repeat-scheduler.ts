@@ -115,9 +115,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       await attempt();
     } catch (error) {
       // A definition Redis refuses (its bounds leave no tick after the server's now) stays refused.
-      if (error instanceof InvalidOptionsError) return this.logger.error(`${source}: its repeat schedule is not registered: ${error.message}`);
+      if (error instanceof InvalidOptionsError)
+        return this.logger.error(`${source}: its repeat schedule is not registered: ${error.message}`);
       if (!this.outages?.absorb('repeat registrations retried', error)) {
-        this.logger.warn(`${source}: could not register its repeat schedule yet (${errorMessage(error)}); retrying every ${REPEAT_CHECK_INTERVAL_MS} ms.`);
+        this.logger.warn(
+          `${source}: could not register its repeat schedule yet (${errorMessage(error)}); retrying every ${REPEAT_CHECK_INTERVAL_MS} ms.`,
+        );
       }
       this.pending.set(`${topic}\n${definition.id}`, attempt);
       this.watch(topic);
@@ -161,7 +164,10 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
     this.watch(topic);
     return this.advanceFrom(topic, tick.scheduleId, tick.tickMs).catch((error: unknown) => {
       if (this.outages?.absorb('repeat ticks left to the periodic check', error)) return;
-      this.logger.warn(`Could not enqueue the next tick of schedule ${JSON.stringify(tick.scheduleId)} of topic ${JSON.stringify(topic)}: ${errorMessage(error)}`);
+      this.logger.warn(
+        `Could not enqueue the next tick of schedule ${JSON.stringify(tick.scheduleId)} of topic ${JSON.stringify(topic)}` +
+          `: ${errorMessage(error)}`,
+      );
     });
   }
 
@@ -267,6 +273,12 @@ export class RepeatScheduler implements BeforeApplicationShutdown {
       (calendar.after(row.tick) ?? Infinity) <= nowMs - MISSED_TICK_AFTER_MS;
     const unadvanced = row.state === 'active' && row.tick < nowMs - ADVANCE_TAKEOVER_MS && (calendar.after(row.tick) ?? Infinity) <= nowMs;
     if (!stale && !unadvanced && (row.state === 'waiting' || row.state === 'active')) return;
-    await this.schedules.advance(keys, row, nextTickWithin(calendar, catchUp, row.definition.bounds, row.tick, nowMs, row.queued), stale, unadvanced);
+    await this.schedules.advance(
+      keys,
+      row,
+      nextTickWithin(calendar, catchUp, row.definition.bounds, row.tick, nowMs, row.queued),
+      stale,
+      unadvanced,
+    );
   }
 }

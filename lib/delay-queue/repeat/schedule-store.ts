@@ -89,7 +89,13 @@ export class ScheduleStore {
    * tick is stored finished over a stored schedule (its runs count kept), refused for a new one
    * (`InvalidOptionsError`; a restore stores nothing).
    */
-  async store(keys: TopicKeys, topic: string, definition: RepeatDefinition, restore: { seenAt: number } | undefined, fence?: WriteFence): Promise<StoreOutcome> {
+  async store(
+    keys: TopicKeys,
+    topic: string,
+    definition: RepeatDefinition,
+    restore: { seenAt: number } | undefined,
+    fence?: WriteFence,
+  ): Promise<StoreOutcome> {
     let [nowMs, rows, nowUs] = await this.read(keys, definition.id);
     for (let attempt = 0; ; attempt++) {
       const current = rows[0];
@@ -108,7 +114,14 @@ export class ScheduleStore {
         throw noTickLeft(definition, nowMs);
       }
       const record = operationKey(keys.jobs, fence?.recordId ?? NO_RECORD);
-      const { status, tick, nowMs: serverNow, definedAt, runs, queued } = await upsertRepeatScript.call(
+      const {
+        status,
+        tick,
+        nowMs: serverNow,
+        definedAt,
+        runs,
+        queued,
+      } = await upsertRepeatScript.call(
         this.connection.client,
         { ...keys, record },
         {
@@ -149,15 +162,20 @@ export class ScheduleStore {
 
   /**
    * Deletes a schedule and its waiting tick job, recording the removal; answers whether it existed and
-   * when Redis removed it (server µs; undefined when a replay of an older version's call does not tell). With a `fence` its record is the call's record, kept after the
+   * when Redis removed it (server µs; undefined when a replay of an older version's call does not tell). With a `fence` its record is the
+   * call's record, kept after the
    * call, and a removal past its deadline changes nothing (`WriteFenceExpiredError`).
    */
   async remove(keys: TopicKeys, id: string, fence?: WriteFence): Promise<{ existed: boolean; removedAt?: number }> {
     const record = operationKey(keys.jobs, fence?.recordId ?? newOperationId());
-    const { status, removedAt } = await removeRepeatScript.call(this.connection.client, { ...keys, record }, {
-      scheduleId: id,
-      deadline: fence ? String(fence.deadline) : '',
-    });
+    const { status, removedAt } = await removeRepeatScript.call(
+      this.connection.client,
+      { ...keys, record },
+      {
+        scheduleId: id,
+        deadline: fence ? String(fence.deadline) : '',
+      },
+    );
     if (status === 'fence-expired') throw new WriteFenceExpiredError();
     if (!fence) await this.connection.client.del(record).catch(() => undefined);
     return { existed: status === 'removed', removedAt };
@@ -207,6 +225,7 @@ function noTickLeft(definition: RepeatDefinition, nowMs: number): InvalidOptions
   if (endDate === undefined) return new InvalidOptionsError('repeat.schedule', 'the schedule has no future tick');
   return new InvalidOptionsError(
     'repeat.endDate',
-    `no tick of the schedule falls between the Redis server's now (${new Date(nowMs).toISOString()}) and endDate ${new Date(endDate).toISOString()}; give a later endDate`,
+    `no tick of the schedule falls between the Redis server's now (${new Date(nowMs).toISOString()}) ` +
+      `and endDate ${new Date(endDate).toISOString()}; give a later endDate`,
   );
 }

@@ -104,13 +104,18 @@ export class UpsertedSchedules {
         const { info, kept, created, runsLost } = await this.schedules.store(keys, topic, definition, { seenAt: entry.seenAt });
         this.missingSince.delete(missingKey);
         if (!info && !kept && definitions.get(id) === entry) definitions.delete(id);
-        const lost = `Repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} was gone from Redis without a removal (the server lost its data?)`;
-        if (runsLost) this.logger.warn(`${lost}; not stored again, as its limit's runs were lost with the data: repeat() starts it again from 0 runs.`);
+        const lost =
+          `Repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} was gone from Redis without ` +
+          `a removal (the server lost its data?)`;
+        if (runsLost)
+          this.logger.warn(`${lost}; not stored again, as its limit's runs were lost with the data: repeat() starts it again from 0 runs.`);
         if (!info || !created) continue;
         this.logger.warn(`${lost}; stored it again from this instance's definition, next tick ${info.nextRunAt.toISOString()}.`);
       } catch (error) {
         if (this.outages?.absorb('repeat checks skipped', error)) continue;
-        this.logger.debug(`Restoring repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`);
+        this.logger.debug(
+          `Restoring repeat schedule ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} failed: ${errorMessage(error)}`,
+        );
       }
     }
   }

@@ -49,4 +49,3 @@ return result
 `,
   [LUA_TOPIC_PRELUDE],
 );
-

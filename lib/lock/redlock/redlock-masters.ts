@@ -97,9 +97,9 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
   onApplicationBootstrap(): void {
     for (const master of this.masters) {
       if (master.client.status !== 'ready') continue;
-      void master.loadScripts(ALL_REDLOCK_SCRIPTS).catch((error: unknown) =>
-        this.logger.debug(`Script preload on Redlock master ${master.index} skipped: ${errorMessage(error)}`),
-      );
+      void master
+        .loadScripts(ALL_REDLOCK_SCRIPTS)
+        .catch((error: unknown) => this.logger.debug(`Script preload on Redlock master ${master.index} skipped: ${errorMessage(error)}`));
     }
   }
 

@@ -211,11 +211,10 @@ export class RedlockQuorum implements RenewalTarget {
 
   /** Releases this try's hold on one master. Its fence step stays: a fence only grows. */
   private handBack(master: number, keys: LockKeys, ids: TryIds): void {
-    this.releaseOn(master, keys, ids, releaseMessage())
-      .catch((error: unknown) =>
-        // Its lease frees it anyway.
-        this.onBackgroundError(`Could not hand back a partial Redlock grant on master ${master}: ${errorMessage(error)}`),
-      );
+    this.releaseOn(master, keys, ids, releaseMessage()).catch((error: unknown) =>
+      // Its lease frees it anyway.
+      this.onBackgroundError(`Could not hand back a partial Redlock grant on master ${master}: ${errorMessage(error)}`),
+    );
   }
 
   /**

@@ -158,7 +158,8 @@ export function foreignHostRefusal(host: string | undefined, allowed: HostAllowL
   const match = HOST_HEADER.exec(wanted);
   if (match) {
     const name = match[1] ?? match[2];
-    const loopbackName = name === 'localhost' || (match[1] !== undefined ? isLoopbackAddress(name.slice(1, -1)) : isIPv4(name) && name.startsWith('127.'));
+    const loopbackName =
+      name === 'localhost' || (match[1] !== undefined ? isLoopbackAddress(name.slice(1, -1)) : isIPv4(name) && name.startsWith('127.'));
     if (loopbackName) return undefined;
     if (allowed.names.has(name)) return undefined;
     if (allowed.suffixes.some((suffix) => name.endsWith(suffix) || name === suffix.slice(1))) return undefined;
@@ -166,7 +167,10 @@ export function foreignHostRefusal(host: string | undefined, allowed: HostAllowL
   for (const entry of allowed.origins) {
     if (isOwnHost(new URL(entry), wanted)) return undefined;
   }
-  return `it was addressed to ${JSON.stringify(host)}, not to localhost, 127.0.0.0/8, [::1] nor a host listed in allowedHosts or allowedOrigins`;
+  return (
+    `it was addressed to ${JSON.stringify(host)}, not to localhost, 127.0.0.0/8, [::1] nor a host listed ` +
+    `in allowedHosts or allowedOrigins`
+  );
 }
 
 /** What the cross-site check looks at in one request. */

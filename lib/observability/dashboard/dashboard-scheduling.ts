@@ -92,7 +92,12 @@ export class DashboardScheduling {
     const inRedis = (name: string): DashboardLeaseInRedis => {
       const lock = held.get(name);
       if (lock) {
-        return { state: 'held', owners: lock.holders.map((holder) => holder.owner), fencingToken: lock.fencingToken, leaseMs: lock.leaseMs };
+        return {
+          state: 'held',
+          owners: lock.holders.map((holder) => holder.owner),
+          fencingToken: lock.fencingToken,
+          leaseMs: lock.leaseMs,
+        };
       }
       return { state: 'free', owners: [], fencingToken: null, leaseMs: null };
     };

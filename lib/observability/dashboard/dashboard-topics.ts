@@ -80,7 +80,8 @@ export class DashboardTopicRegistry implements OnApplicationBootstrap, OnModuleD
       // One jobs hash per topic, or per shard of a sharded topic: room for shards beyond the topics kept.
       const { topics, truncated } = await this.directory.topicsInRedis(MAX_DISCOVERED_TOPICS * 5);
       this.scanned = topics;
-      if (truncated) this.logger.warn(`Topic discovery stopped early; pass RedisLockDashboardModule.forRoot({ topics }) to list them explicitly.`);
+      if (truncated)
+        this.logger.warn(`Topic discovery stopped early; pass RedisLockDashboardModule.forRoot({ topics }) to list them explicitly.`);
     } finally {
       this.scannedAt = performance.now();
     }

@@ -116,7 +116,8 @@ class DashboardController {
   @Header('Cache-Control', 'no-store')
   async job(@Param('topic') topic: string, @Param('id') id: string): Promise<DashboardJobDetail> {
     const job = await this.queue.getJob(topic, id);
-    if (!job) throw new NotFoundException(`Topic ${JSON.stringify(topic)} has no job ${JSON.stringify(id)} (done, cancelled or never scheduled).`);
+    if (!job)
+      throw new NotFoundException(`Topic ${JSON.stringify(topic)} has no job ${JSON.stringify(id)} (done, cancelled or never scheduled).`);
     return job;
   }
 
@@ -130,7 +131,9 @@ class DashboardController {
   ): Promise<{ retried: true }> {
     await this.assertMayWrite(request, actionHeader, 'retry a dead job');
     if (!(await this.queue.retryDead(topic, id))) {
-      throw new NotFoundException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not a dead letter (retried or deleted meanwhile?).`);
+      throw new NotFoundException(
+        `Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not a dead letter (retried or deleted meanwhile?).`,
+      );
     }
     return { retried: true };
   }
@@ -145,7 +148,9 @@ class DashboardController {
   ): Promise<{ deleted: true }> {
     await this.assertMayWrite(request, actionHeader, 'delete a dead job');
     if (!(await this.queue.deleteDead(topic, id))) {
-      throw new NotFoundException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not a dead letter (retried or deleted meanwhile?).`);
+      throw new NotFoundException(
+        `Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not a dead letter (retried or deleted meanwhile?).`,
+      );
     }
     return { deleted: true };
   }
@@ -161,10 +166,14 @@ class DashboardController {
     await this.assertMayWrite(request, actionHeader, 'cancel a job');
     const outcome = await this.queue.cancelWaiting(topic, id);
     if (outcome === 'running') {
-      throw new ConflictException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is running; only a waiting job can be cancelled here.`);
+      throw new ConflictException(
+        `Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is running; only a waiting job can be cancelled here.`,
+      );
     }
     if (outcome === 'not-waiting') {
-      throw new NotFoundException(`Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not waiting (done, dead, cancelled or never scheduled).`);
+      throw new NotFoundException(
+        `Job ${JSON.stringify(id)} of topic ${JSON.stringify(topic)} is not waiting (done, dead, cancelled or never scheduled).`,
+      );
     }
     return { cancelled: true };
   }
@@ -236,7 +245,8 @@ class DashboardController {
     if (actionHeader === undefined) {
       throw dashboardForbidden(
         'DASHBOARD_ACTION_HEADER_MISSING',
-        `To ${action}, send the header "${DASHBOARD_ACTION_HEADER}: 1" (it keeps other sites from posting here through a signed-in browser).`,
+        `To ${action}, send the header "${DASHBOARD_ACTION_HEADER}: 1" (it keeps other sites from posting ` +
+          `here through a signed-in browser).`,
       );
     }
   }

@@ -50,7 +50,7 @@ export class RedisLockDashboardModule implements OnModuleInit {
     new Logger('RedisLockDashboard').warn(
       `The dashboard at /${this.options.path} serves remote clients its guards admit, at any Host: a page that rebinds its own ` +
         'name to this server (DNS rebinding) reaches it from the browser of whoever opens that page, with nothing but your guards ' +
-        'in its way. Make sure they check a credential (a session cookie, a token), not the client\'s address, and list the names ' +
+        "in its way. Make sure they check a credential (a session cookie, a token), not the client's address, and list the names " +
         'the dashboard is reached by in RedisLockDashboardModule.forRoot({ allowedHosts: ["ops.example.com"] }) ' +
         '(allowedHosts: true answers any Host without this warning).',
     );

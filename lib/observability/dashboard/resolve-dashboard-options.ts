@@ -62,7 +62,12 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
   refuseUnknownKeys(validate.refuse, 'dashboard.history', options.history, HISTORY_OPTION_KEYS);
   const rawPath = options.path ?? '/_locks';
   const path = typeof rawPath === 'string' ? rawPath.replace(/^\/+|\/+$/g, '') : '';
-  if (typeof rawPath !== 'string' || path.length === 0 || !PATH.test(path) || path.split('/').some((s) => s === '' || s === '.' || s === '..')) {
+  if (
+    typeof rawPath !== 'string' ||
+    path.length === 0 ||
+    !PATH.test(path) ||
+    path.split('/').some((s) => s === '' || s === '.' || s === '..')
+  ) {
     throw new InvalidOptionsError(
       'dashboard.path',
       `got ${JSON.stringify(rawPath)}; use a plain URL path such as "/_locks" or "/admin/locks" (letters, digits, '_', '-', '.', '~', '/')`,
@@ -83,7 +88,10 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
   // Whoever configured a guard or hook decided who may use the dashboard; nobody did otherwise.
   const allowRemote = options.allowRemote ?? (guards.length > 0 || options.canActivate !== undefined);
   if (typeof allowRemote !== 'boolean') {
-    throw new InvalidOptionsError('dashboard.allowRemote', 'use true (serve any client your guards let through) or false (loopback clients only)');
+    throw new InvalidOptionsError(
+      'dashboard.allowRemote',
+      'use true (serve any client your guards let through) or false (loopback clients only)',
+    );
   }
   const allowedOrigins = new Set<string>();
   if (options.allowedOrigins !== undefined) {
@@ -95,7 +103,8 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
       if (origin === undefined) {
         throw new InvalidOptionsError(
           'dashboard.allowedOrigins',
-          `got ${JSON.stringify(entry)}; use an origin as browsers send it: scheme, host and port only, e.g. "https://ops.example.com" or "http://localhost:8080"`,
+          `got ${JSON.stringify(entry)}; use an origin as browsers send it: scheme, host and port only, e.g. ` +
+            `"https://ops.example.com" or "http://localhost:8080"`,
         );
       }
       allowedOrigins.add(origin);
@@ -122,7 +131,12 @@ export function resolveDashboardOptions(options: RedisLockDashboardOptions = {})
     warnAnyHost,
     topics,
     refreshMs: milliseconds('dashboard.refreshMs', options.refreshMs, { min: 500, max: 3_600_000, default: 3_000 }),
-    sampleMs: milliseconds('dashboard.history.sampleMs', options.history?.sampleMs, { min: 250, max: 3_600_000, default: 5_000, orZero: true }),
+    sampleMs: milliseconds('dashboard.history.sampleMs', options.history?.sampleMs, {
+      min: 250,
+      max: 3_600_000,
+      default: 5_000,
+      orZero: true,
+    }),
     windowMs: milliseconds('dashboard.history.windowMs', options.history?.windowMs, {
       min: 10_000,
       max: 86_400_000,
@@ -152,7 +166,8 @@ function resolveHosts(
       throw new InvalidOptionsError(
         'dashboard.allowedHosts',
         'true (any Host) would let a page that rebinds its name to 127.0.0.1 reach this loopback-only dashboard; ' +
-          'list the names it is reached by instead (a tunnel\'s, a port-forward\'s), or serve it remotely (allowRemote) behind a guard that checks a credential',
+          ("list the names it is reached by instead (a tunnel's, a port-forward's), or serve it remotely (allowRemote) " +
+            'behind a guard that checks a credential'),
       );
     }
     return { hosts: undefined, warnAnyHost: false };
@@ -161,7 +176,10 @@ function resolveHosts(
   const suffixes: string[] = [];
   if (entries !== undefined) {
     if (!Array.isArray(entries)) {
-      throw new InvalidOptionsError('dashboard.allowedHosts', 'pass an array of host names, e.g. ["ops.example.com"], or true to answer any Host');
+      throw new InvalidOptionsError(
+        'dashboard.allowedHosts',
+        'pass an array of host names, e.g. ["ops.example.com"], or true to answer any Host',
+      );
     }
     for (const entry of entries) {
       const host = canonicalHostEntry(entry);
@@ -183,7 +201,8 @@ function resolveHosts(
       'dashboard.allowRemote',
       'is true with no guard and no host name, so any page that rebinds its own name to this server (DNS rebinding) could use ' +
         'the dashboard from the browser of whoever opens it. List the names it is reached by in allowedHosts: ["ops.example.com"] ' +
-        '(or allowedHosts: true if a proxy in front refuses unknown names), and prefer a guard that checks a credential (guards or canActivate)',
+        ('(or allowedHosts: true if a proxy in front refuses unknown names), and prefer a guard that checks ' +
+          'a credential (guards or canActivate)'),
     );
   }
   return { hosts: { names, suffixes, origins: allowedOrigins }, warnAnyHost: false };

@@ -50,7 +50,10 @@ export class RedisLockMetricsModule {
       validate.refuseValue('metrics.topics', options.topics, 'pass an array of topic names');
     }
     if ((options.topics?.length ?? 0) > maxTopics) {
-      validate.refuse('metrics.topics', `lists ${options.topics!.length} topics, more than maxTopics (${maxTopics}); raise maxTopics or list fewer topics`);
+      validate.refuse(
+        'metrics.topics',
+        `lists ${options.topics!.length} topics, more than maxTopics (${maxTopics}); raise maxTopics or list fewer topics`,
+      );
     }
     return {
       module: RedisLockMetricsModule,

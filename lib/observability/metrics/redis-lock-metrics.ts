@@ -92,7 +92,8 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     const runTime = histogram('job_run_seconds', 'Handler run time, by outcome (succeeded or failed).', ['topic', 'outcome']);
     const outcomes = counter(
       'jobs_total',
-      'Job outcomes: scheduled (a job created), duplicate (scheduled with the id of an existing job, which was kept), replaced, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
+      'Job outcomes: scheduled (a job created), duplicate (scheduled with the id of an existing job, which ' +
+        'was kept), replaced, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
       ['topic', 'outcome'],
     );
     const afterCommitRetries = counter(
@@ -123,7 +124,8 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     );
     const oneInstanceSkipped = counter(
       'one_instance_skipped_total',
-      '@OnOneInstance calls skipped on this instance: another instance holds the lease (not-owner), or a run is still going (still-running).',
+      '@OnOneInstance calls skipped on this instance: another instance holds the lease (not-owner), or ' +
+        'a run is still going (still-running).',
       ['key', 'reason'],
     );
     // prom-client calls collect() with the gauge as `this`.
@@ -139,7 +141,9 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     new Gauge({
       name: named('queue_jobs'),
-      help: 'Jobs per topic and state (due, scheduled, active, dead, grouped: waiting for their group\'s turn, completed: kept by keepCompleted), read from Redis on each scrape.',
+      help:
+        "Jobs per topic and state (due, scheduled, active, dead, grouped: waiting for their group's turn, " +
+        'completed: kept by keepCompleted), read from Redis on each scrape.',
       labelNames: ['topic', 'state'],
       registers,
       async collect() {
@@ -199,7 +203,10 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     this.listen('job.scheduled', ({ topic, status }) => {
       // 'scheduled' counts jobs created (or whose outcome is not known); an id that already had a job
       // scheduled nothing new and counts as 'duplicate', a replace as 'replaced'.
-      outcomes.inc({ topic: this.topicOf(topic), outcome: status === 'existing' ? 'duplicate' : status === 'replaced' ? 'replaced' : 'scheduled' });
+      outcomes.inc({
+        topic: this.topicOf(topic),
+        outcome: status === 'existing' ? 'duplicate' : status === 'replaced' ? 'replaced' : 'scheduled',
+      });
     });
     this.listen('job.started', (event) => lateness.observe({ topic: this.topicOf(event.topic) }, event.latenessMs / 1000));
     this.listen('job.succeeded', (event) => {
@@ -313,7 +320,8 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       // During a known Redis outage these are counted in its log (one line when Redis is back).
       const outages = this.internals?.connection.outages;
       if (results === 'timeout') {
-        if (!outages?.skipped('metrics scrapes without queue depths')) this.logger.warn('Queue depths were not read in time for this scrape (is Redis reachable?).');
+        if (!outages?.skipped('metrics scrapes without queue depths'))
+          this.logger.warn('Queue depths were not read in time for this scrape (is Redis reachable?).');
         return read;
       }
       results.forEach((result, i) => {

@@ -31,7 +31,9 @@ export function outboxTable(option: string, value: unknown = DEFAULT_OUTBOX_TABL
   if (typeof value !== 'string') return refuse("use a table name such as 'redis_lock_job_outbox' or 'jobs.outbox'");
   const parts = value.split('.');
   if (parts.length > 2 || parts.some((part) => !IDENTIFIER.test(part))) {
-    return refuse('use `table` or `schema.table`, each part lower-case letters, digits and _ (not starting with a digit); quotes are not accepted');
+    return refuse(
+      'use `table` or `schema.table`, each part lower-case letters, digits and _ (not starting with a digit); quotes are not accepted',
+    );
   }
   const name = parts.at(-1)!;
   if (name.length > MAX_TABLE_NAME || (parts.length === 2 && parts[0].length > 63)) {

@@ -65,7 +65,10 @@ export class PostgresJobOutbox implements JobOutboxStore {
 
   constructor(options: PostgresJobOutboxOptions) {
     if (options === null || typeof options !== 'object') {
-      throw new InvalidOptionsError('PostgresJobOutbox options', 'expected { transaction, relay, table?, applyMigrationAtStart?, notify? }');
+      throw new InvalidOptionsError(
+        'PostgresJobOutbox options',
+        'expected { transaction, relay, table?, applyMigrationAtStart?, notify? }',
+      );
     }
     const executor = options.transaction as Partial<OutboxTransactionExecutor> | undefined;
     if (!executor || typeof executor.current !== 'function') {
@@ -126,7 +129,9 @@ export class PostgresJobOutbox implements JobOutboxStore {
       }
     }
     if (this.applyMigration) {
-      this.logger.warn(`applyMigrationAtStart: creating ${this.table.qualified} if missing (development only; run the migration yourself in production).`);
+      this.logger.warn(
+        `applyMigrationAtStart: creating ${this.table.qualified} if missing (development only; run the migration yourself in production).`,
+      );
       await this.relaySql.exec(this.migration);
     }
   }
@@ -262,8 +267,10 @@ function statements(table: OutboxTable) {
     SELECT 1 FROM ${t} AS older
     WHERE older.topic = ${row}.topic AND older.job_id = ${row}.job_id AND older.kind IN ('r', 'x')
       AND older.parked_at IS NULL AND (older.created_at, older.id) < (${row}.created_at, ${row}.id)${
-        handedTogether ? `
-      AND older.id <> ALL(${handedTogether})` : ''
+        handedTogether
+          ? `
+      AND older.id <> ALL(${handedTogether})`
+          : ''
       }))`;
   const insert = `INSERT INTO ${t} (id, topic, job_id, kind, due_at, at_ms, replace, body)
 SELECT id, topic, job_id, kind,
@@ -274,7 +281,8 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bi
   return {
     insert,
     // NOTIFY inside the transaction is delivered at COMMIT only; one statement, one round trip.
-    insertAndNotify: `WITH inserted AS (${insert} RETURNING 1) SELECT pg_notify('${table.channel}', '') FROM (SELECT count(*) FROM inserted) AS n`,
+    insertAndNotify:
+      `WITH inserted AS (${insert} RETURNING 1) SELECT pg_notify('${table.channel}', '') FROM (SELECT ` + `count(*) FROM inserted) AS n`,
     // Oldest first, as the port says (UPDATE ... RETURNING keeps no order): the relay applies a
     // schedule's changes in the order claimed. remaining_ms is signed: negative for a row claimed
     // after its due time, so the job keeps its committed due time in Redis (its group's order) instead

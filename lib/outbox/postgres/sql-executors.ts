@@ -134,7 +134,8 @@ export function inClsTransaction(transactionHost: TransactionHostLike): OutboxTr
  */
 export function rowsOf(result: unknown): Array<Record<string, unknown>> {
   if (Array.isArray(result)) {
-    if (result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') return result[0] as Array<Record<string, unknown>>;
+    if (result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number')
+      return result[0] as Array<Record<string, unknown>>;
     return result as Array<Record<string, unknown>>;
   }
   const rows = (result as { rows?: unknown } | null)?.rows;

@@ -62,7 +62,9 @@ export class FulfilmentService {
       return true;
     });
     if (!written) {
-      this.logger.warn(`order.fulfil ${step} ${orderId}: a later delivery ran it already; this one (fence ${job.fencingToken}) changed nothing`);
+      this.logger.warn(
+        `order.fulfil ${step} ${orderId}: a later delivery ran it already; this one (fence ${job.fencingToken}) changed nothing`,
+      );
       return;
     }
     this.logger.log(`order.fulfil ${step} ${orderId}: ${outcome} (group ${job.group}, attempt ${job.attempt}, fence ${job.fencingToken})`);

@@ -20,10 +20,10 @@ export class InventoryService {
   async stockItem(sku: string, stock: number): Promise<Item> {
     await this.db.transaction(async () => {
       await this.db.query(`DELETE FROM purchases WHERE sku = $1`, [sku]);
-      await this.db.query(
-        `INSERT INTO items (sku, stock) VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET stock = EXCLUDED.stock`,
-        [sku, stock],
-      );
+      await this.db.query(`INSERT INTO items (sku, stock) VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET stock = EXCLUDED.stock`, [
+        sku,
+        stock,
+      ]);
     });
     return this.get(sku);
   }
@@ -59,10 +59,10 @@ export class InventoryService {
   @WithLock('item:<0>', { waitTimeout: 10_000 })
   async purchaseUnderLock(sku: string, buyer: string): Promise<Item> {
     const { fencingToken } = LockContext.current()!;
-    const { rowCount } = await this.db.query(
-      `UPDATE items SET stock = stock - 1, fence = $2 WHERE sku = $1 AND stock > 0 AND fence < $2`,
-      [sku, fencingToken],
-    );
+    const { rowCount } = await this.db.query(`UPDATE items SET stock = stock - 1, fence = $2 WHERE sku = $1 AND stock > 0 AND fence < $2`, [
+      sku,
+      fencingToken,
+    ]);
     if (rowCount === 0) {
       await this.get(sku); // 404 if it does not exist
       throw new ConflictException(`Item ${sku} is sold out`);

@@ -44,7 +44,9 @@ export class ReportsLeader implements LeadershipHooks {
     await this.sweeping;
     const reason = (lock.signal.reason as Error | undefined)?.name;
     this.logger.log(`${this.settings.instanceId} no longer leads ${REPORTS_LEADER_KEY} (${reason})`);
-    await this.record(() => this.log.recordTerm({ instance: this.settings.instanceId, event: 'lost', fencingToken: lock.fencingToken, at: Date.now(), reason }));
+    await this.record(() =>
+      this.log.recordTerm({ instance: this.settings.instanceId, event: 'lost', fencingToken: lock.fencingToken, at: Date.now(), reason }),
+    );
   }
 
   private async sweepUntilLost(lock: LockHandle): Promise<void> {

@@ -3,7 +3,14 @@ import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
-import { DelayQueueService, JobCancelledError, OnDelayed, RedisLockModule, type JobContext, type RedisLockModuleOptions } from '../../../lib/index.js';
+import {
+  DelayQueueService,
+  JobCancelledError,
+  OnDelayed,
+  RedisLockModule,
+  type JobContext,
+  type RedisLockModuleOptions,
+} from '../../../lib/index.js';
 import { RedisKeySpace, type TopicKeys } from '../../../lib/core/keys/redis-key-space.js';
 import { TopicShards } from '../../../lib/delay-queue/jobs/topic-shards.js';
 import { claimByHand } from '../../delay-queue/support/claim-by-hand.js';
@@ -40,7 +47,15 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     let queue: DelayQueueService;
     let shardMap: TopicShards;
 
-    const topics = { [TOPIC]: { shards }, [HANDLED_TOPIC]: { shards }, fair: { shards }, crash: { shards }, dead: { shards }, cancel: { shards }, grouped: { shards } };
+    const topics = {
+      [TOPIC]: { shards },
+      [HANDLED_TOPIC]: { shards },
+      fair: { shards },
+      crash: { shards },
+      dead: { shards },
+      cancel: { shards },
+      grouped: { shards },
+    };
     const newApp = async (extra: Partial<RedisLockModuleOptions> = {}, providers: unknown[] = []) => {
       const app = await Test.createTestingModule({
         imports: [
@@ -61,14 +76,19 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     const cancelListeners = async (channel: string): Promise<number> => {
       const raw = target.raw();
       if (!(raw instanceof Cluster)) return Number(((await raw.pubsub('NUMSUB', channel)) as [string, number])[1]);
-      const counts = await Promise.all(raw.nodes('master').map((node) => node.call('PUBSUB', 'SHARDNUMSUB', channel) as Promise<[string, number]>));
+      const counts = await Promise.all(
+        raw.nodes('master').map((node) => node.call('PUBSUB', 'SHARDNUMSUB', channel) as Promise<[string, number]>),
+      );
       return counts.reduce((sum, [, n]) => sum + Number(n), 0);
     };
 
     beforeAll(async () => {
       muteNestLogger('error', 'warn');
       keyPrefix = `dqc-${Math.random().toString(16).slice(2, 10)}`;
-      shardMap = new TopicShards(new RedisKeySpace(keyPrefix), new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped'].map((topic) => [topic, shards] as const) : []));
+      shardMap = new TopicShards(
+        new RedisKeySpace(keyPrefix),
+        new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped'].map((topic) => [topic, shards] as const) : []),
+      );
       queue = (await newApp()).get(DelayQueueService);
     });
     afterAll(async () => {
@@ -78,7 +98,10 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     });
 
     it('schedules, finds, reschedules and cancels jobs by id', async () => {
-      const ids = await queue.scheduleMany(TOPIC, Array.from({ length: 30 }, (_, i) => ({ payload: { n: i }, id: `o-${i}`, delay: 60_000 })));
+      const ids = await queue.scheduleMany(
+        TOPIC,
+        Array.from({ length: 30 }, (_, i) => ({ payload: { n: i }, id: `o-${i}`, delay: 60_000 })),
+      );
       const single = await queue.schedule(TOPIC, { n: 'single' }, { delay: 60_000 });
       for (const id of [...ids, single]) expect((await queue.get(TOPIC, id))?.state).toBe('scheduled');
       expect((await queue.get<{ n: number }>(TOPIC, 'o-7'))?.payload).toEqual({ n: 7 });
@@ -92,7 +115,16 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       expect(await queue.cancel(TOPIC, 'o-4')).toBe(true);
       expect(await queue.cancel(TOPIC, 'o-4')).toBe(false);
       expect(await queue.get(TOPIC, 'o-4')).toBeNull();
-      expect(await queue.stats(TOPIC)).toEqual({ scheduled: 30, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+      expect(await queue.stats(TOPIC)).toEqual({
+        scheduled: 30,
+        due: 0,
+        active: 0,
+        dead: 0,
+        schedules: 0,
+        paused: false,
+        grouped: 0,
+        busyGroups: 0,
+      });
 
       // Every shard got some of the 31 jobs, and each shard's keys share one slot.
       const perShard = await Promise.all(shardKeys(TOPIC).map((k) => target.raw().zcard(k.due)));
@@ -104,48 +136,78 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       for (const id of [...ids, single]) await queue.cancel(TOPIC, id);
     });
 
-    it('runs the jobs of each group one at a time and in order, with the group keys in its shard\'s slot; pause and a rate limit hold', async () => {
-      const starts: Array<{ group: string; seq: number; claimedAt: number }> = [];
-      const running = new Map<string, number>();
-      let overlaps = 0;
-      const consumer = queue.consume<{ group: string; seq: number }>('grouped', async ({ group, seq }, job) => {
-        running.set(group, (running.get(group) ?? 0) + 1);
-        if (running.get(group)! > 1) overlaps++;
-        starts.push({ group, seq, claimedAt: job.claimedAt.getTime() });
-        await sleep(1);
-        running.set(group, running.get(group)! - 1);
-      }, { concurrency: 6, rateLimit: { max: 60, duration: 200 } });
-      try {
-        expect(await queue.pause('grouped')).toBe(true);
-        const groups = Array.from({ length: 6 }, (_, g) => `g${g}`);
-        await queue.scheduleMany('grouped', groups.flatMap((group) => Array.from({ length: 6 }, (_, seq) => ({ payload: { group, seq }, group }))));
-        expect(await queue.stats('grouped')).toMatchObject({ paused: true, grouped: 36, due: 0 });
-        expect(await queue.resume('grouped')).toBe(true);
-        await waitFor(() => starts.length === 36, 15_000, 'all 36 jobs of the six groups');
-        expect(overlaps).toBe(0);
-        for (const group of groups) expect(starts.filter((s) => s.group === group).map((s) => s.seq)).toEqual([0, 1, 2, 3, 4, 5]);
-        const claims = starts.map((s) => s.claimedAt).sort((a, b) => a - b);
-        for (let i = 60; i < claims.length; i++) expect(claims[i] - claims[i - 60]).toBeGreaterThanOrEqual(200);
-        for (const k of shardKeys('grouped')) {
-          const slot = calculateSlot(k.jobs);
-          for (const key of [k.groupsReady, k.groupsOut, k.groupLimit, k.paused, k.rateLog, `${k.jobs.slice(0, -':jobs'.length)}:group:g0`]) expect(calculateSlot(key)).toBe(slot);
+    it(
+      "runs the jobs of each group one at a time and in order, with the group keys in its shard's slot; " + 'pause and a rate limit hold',
+      async () => {
+        const starts: Array<{ group: string; seq: number; claimedAt: number }> = [];
+        const running = new Map<string, number>();
+        let overlaps = 0;
+        const consumer = queue.consume<{ group: string; seq: number }>(
+          'grouped',
+          async ({ group, seq }, job) => {
+            running.set(group, (running.get(group) ?? 0) + 1);
+            if (running.get(group)! > 1) overlaps++;
+            starts.push({ group, seq, claimedAt: job.claimedAt.getTime() });
+            await sleep(1);
+            running.set(group, running.get(group)! - 1);
+          },
+          { concurrency: 6, rateLimit: { max: 60, duration: 200 } },
+        );
+        try {
+          expect(await queue.pause('grouped')).toBe(true);
+          const groups = Array.from({ length: 6 }, (_, g) => `g${g}`);
+          await queue.scheduleMany(
+            'grouped',
+            groups.flatMap((group) => Array.from({ length: 6 }, (_, seq) => ({ payload: { group, seq }, group }))),
+          );
+          expect(await queue.stats('grouped')).toMatchObject({ paused: true, grouped: 36, due: 0 });
+          expect(await queue.resume('grouped')).toBe(true);
+          await waitFor(() => starts.length === 36, 15_000, 'all 36 jobs of the six groups');
+          expect(overlaps).toBe(0);
+          for (const group of groups) expect(starts.filter((s) => s.group === group).map((s) => s.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+          const claims = starts.map((s) => s.claimedAt).sort((a, b) => a - b);
+          for (let i = 60; i < claims.length; i++) expect(claims[i] - claims[i - 60]).toBeGreaterThanOrEqual(200);
+          for (const k of shardKeys('grouped')) {
+            const slot = calculateSlot(k.jobs);
+            for (const key of [
+              k.groupsReady,
+              k.groupsOut,
+              k.groupLimit,
+              k.paused,
+              k.rateLog,
+              `${k.jobs.slice(0, -':jobs'.length)}:group:g0`,
+            ])
+              expect(calculateSlot(key)).toBe(slot);
+          }
+          await waitFor(async () => (await queue.stats('grouped')).active === 0, 5_000, 'the last acknowledgement');
+          expect(await queue.stats('grouped')).toMatchObject({ grouped: 0, busyGroups: 0, paused: false });
+        } finally {
+          await consumer.close();
         }
-        await waitFor(async () => (await queue.stats('grouped')).active === 0, 5_000, 'the last acknowledgement');
-        expect(await queue.stats('grouped')).toMatchObject({ grouped: 0, busyGroups: 0, paused: false });
-      } finally {
-        await consumer.close();
-      }
-    });
+      },
+    );
 
     it('runs every due job exactly once, draining every shard', async () => {
       const seen = new Map<number, number>();
       const consumer = queue.consume<number>(TOPIC, (n) => void seen.set(n, (seen.get(n) ?? 0) + 1), { concurrency: 4 });
       try {
-        await queue.scheduleMany(TOPIC, Array.from({ length: 90 }, (_, i) => ({ payload: i, delay: (i % 10) * 20 })));
+        await queue.scheduleMany(
+          TOPIC,
+          Array.from({ length: 90 }, (_, i) => ({ payload: i, delay: (i % 10) * 20 })),
+        );
         await waitFor(() => seen.size === 90, 15_000, 'all 90 jobs to run');
         await sleep(100);
         expect([...seen.values()].every((count) => count === 1)).toBe(true);
-        expect(await queue.stats(TOPIC)).toEqual({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 });
+        expect(await queue.stats(TOPIC)).toEqual({
+          scheduled: 0,
+          due: 0,
+          active: 0,
+          dead: 0,
+          schedules: 0,
+          paused: false,
+          grouped: 0,
+          busyGroups: 0,
+        });
       } finally {
         await consumer.close();
       }
@@ -154,12 +216,19 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
     it('retries failures with backoff, buries them as dead letters, and requeues them with retryDead', async () => {
       const attempts: Array<{ id: string; attempt: number }> = [];
       let fail = true;
-      const consumer = queue.consume<number>('dead', (_n, job) => {
-        attempts.push({ id: job.id, attempt: job.attempt });
-        if (fail) throw new Error(`boom ${job.id}`);
-      }, { concurrency: 3, maxAttempts: 2 });
+      const consumer = queue.consume<number>(
+        'dead',
+        (_n, job) => {
+          attempts.push({ id: job.id, attempt: job.attempt });
+          if (fail) throw new Error(`boom ${job.id}`);
+        },
+        { concurrency: 3, maxAttempts: 2 },
+      );
       try {
-        const ids = await queue.scheduleMany('dead', Array.from({ length: 9 }, (_, i) => ({ payload: i, id: `d-${i}` })));
+        const ids = await queue.scheduleMany(
+          'dead',
+          Array.from({ length: 9 }, (_, i) => ({ payload: i, id: `d-${i}` })),
+        );
         await waitFor(async () => (await queue.stats('dead')).dead === 9, 15_000, 'nine dead letters');
         expect(attempts.filter((a) => a.attempt === 2)).toHaveLength(9);
         const dead = await queue.deadLetters('dead', { limit: 100 });
@@ -172,17 +241,24 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         expect(await queue.retryDead('dead', 'd-0')).toBe(1);
         await waitFor(() => attempts.some((a) => a.id === 'd-0' && a.attempt === 1 && !fail), 10_000, 'd-0 to run again');
         expect(await queue.retryDead('dead')).toBe(8);
-        await waitFor(async () => {
-          const s = await queue.stats('dead');
-          return s.dead === 0 && s.due === 0 && s.scheduled === 0 && s.active === 0;
-        }, 15_000, 'the requeued jobs to succeed');
+        await waitFor(
+          async () => {
+            const s = await queue.stats('dead');
+            return s.dead === 0 && s.due === 0 && s.scheduled === 0 && s.active === 0;
+          },
+          15_000,
+          'the requeued jobs to succeed',
+        );
       } finally {
         await consumer.close();
       }
     });
 
     it('recovers the jobs of a consumer that crashed after claiming them', async () => {
-      await queue.scheduleMany('crash', Array.from({ length: 6 }, (_, i) => ({ payload: i, id: `c-${i}` })));
+      await queue.scheduleMany(
+        'crash',
+        Array.from({ length: 6 }, (_, i) => ({ payload: i, id: `c-${i}` })),
+      );
       // A consumer that claimed everything and died: the claim script run by hand, never acknowledged.
       let claimed = 0;
       for (const k of shardKeys('crash')) {
@@ -207,13 +283,18 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       let consumer: { close(): Promise<void> } | undefined;
       const started = new Promise<JobContext>((resolve) => {
         // No extension within the test (every 20 s): an abort within seconds came from the cancel notice.
-        consumer = runner.consume('cancel', async (_p, job) => {
-          resolve(job);
-          await new Promise((done) => job.signal.addEventListener('abort', done, { once: true }));
-        }, { visibilityTimeout: 60_000 });
+        consumer = runner.consume(
+          'cancel',
+          async (_p, job) => {
+            resolve(job);
+            await new Promise((done) => job.signal.addEventListener('abort', done, { once: true }));
+          },
+          { visibilityTimeout: 60_000 },
+        );
       });
       try {
-        for (const k of shardKeys('cancel')) await waitFor(async () => (await cancelListeners(k.cancelChannel)) === 1, 10_000, `the subscription of ${k.cancelChannel}`);
+        for (const k of shardKeys('cancel'))
+          await waitFor(async () => (await cancelListeners(k.cancelChannel)) === 1, 10_000, `the subscription of ${k.cancelChannel}`);
         const id = await queue.schedule('cancel', 1);
         const job = await started;
         const aborted = new Promise((resolve) => job.signal.addEventListener('abort', () => resolve(job.signal.reason), { once: true }));
@@ -244,15 +325,25 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
           const index = shardMap.indexOf('fair', `o-${i}`);
           if (index !== 0 && !others.some((id) => shardMap.indexOf('fair', id) === index)) others.push(`o-${i}`);
         }
-        await queue.scheduleMany('fair', backlog.map((id) => ({ payload: id, id })));
+        await queue.scheduleMany(
+          'fair',
+          backlog.map((id) => ({ payload: id, id })),
+        );
         const order: string[] = [];
-        const consumer = queue.consume<string>('fair', async (id) => {
-          order.push(id);
-          await sleep(5);
-        }, { concurrency: shards });
+        const consumer = queue.consume<string>(
+          'fair',
+          async (id) => {
+            order.push(id);
+            await sleep(5);
+          },
+          { concurrency: shards },
+        );
         try {
           await waitFor(() => order.length >= 5, 10_000, 'the backlog to start');
-          await queue.scheduleMany('fair', others.map((id) => ({ payload: id, id })));
+          await queue.scheduleMany(
+            'fair',
+            others.map((id) => ({ payload: id, id })),
+          );
           await waitFor(() => others.every((id) => order.includes(id)), 10_000, 'the other shards’ jobs to run');
           // They ran long before the backlog of shard 0 was through.
           expect(order.filter((id) => id.startsWith('b-')).length).toBeLessThan(backlog.length);

@@ -22,11 +22,7 @@ export const THROUGH_FAILOVER: WaitOptions = { every: 20, retryErrors: true };
  * `tryAcquire` repeated until Redis answers (errors while the client reconnects after a failover are
  * retried); resolves with the handle or null, and when Redis first answered.
  */
-export async function tryAcquireOnceReachable(
-  locks: LockService,
-  key: string,
-  timeoutMs = 20_000,
-): Promise<LockHandle | null> {
+export async function tryAcquireOnceReachable(locks: LockService, key: string, timeoutMs = 20_000): Promise<LockHandle | null> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     try {
@@ -171,9 +167,7 @@ export class LockLoad {
 
 /** Rounds every number of a measurement record for printing. */
 export function rounded<T extends Record<string, unknown>>(record: T): T {
-  return Object.fromEntries(
-    Object.entries(record).map(([k, v]) => [k, typeof v === 'number' ? Math.round(v) : v]),
-  ) as T;
+  return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, typeof v === 'number' ? Math.round(v) : v])) as T;
 }
 
 /**

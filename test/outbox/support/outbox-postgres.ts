@@ -35,7 +35,8 @@ export async function startOutboxPostgres(table: string, { migrate = true, max =
   const tx = new PgTransactions(pool);
   const store = (overrides: Partial<StoreOptions> = {}) =>
     new PostgresJobOutbox({ transaction: inPgTransaction(tx.current), relay: pool, table, ...overrides });
-  const rowsOf = async (topic: string, columns = 'job_id') => (await pool.query(`SELECT ${columns} FROM ${table} WHERE topic = $1`, [topic])).rows;
+  const rowsOf = async (topic: string, columns = 'job_id') =>
+    (await pool.query(`SELECT ${columns} FROM ${table} WHERE topic = $1`, [topic])).rows;
   const noRowsOf = async (topic: string, timeoutMs: number, what: string) => {
     await waitFor(async () => (await rowsOf(topic)).length === 0, timeoutMs, what);
   };
@@ -67,7 +68,14 @@ export async function crashAfterCommit(
 ): Promise<{ signal: NodeJS.Signals | null; output: string }> {
   const every = write.mode === 'repeat' ? [String(write.every)] : [];
   const child = spawnFixture('outbox-crash-after-commit.ts', [
-    postgres.server.url, target.redisUrl, target.keyPrefix, postgres.table, target.topic, write.mode, write.id, ...every,
+    postgres.server.url,
+    target.redisUrl,
+    target.keyPrefix,
+    postgres.table,
+    target.topic,
+    write.mode,
+    write.id,
+    ...every,
   ]);
   const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
   return { signal, output: child.output() };
@@ -75,5 +83,9 @@ export async function crashAfterCommit(
 
 /** `startOutboxPostgres` for a describe block (`useResource`): started before its tests, stopped after them. */
 export function useOutboxPostgres(table: string, options: Parameters<typeof startOutboxPostgres>[1] = {}): OutboxPostgres {
-  return useResource('the outbox database', () => startOutboxPostgres(table, options), (pg) => pg.stop());
+  return useResource(
+    'the outbox database',
+    () => startOutboxPostgres(table, options),
+    (pg) => pg.stop(),
+  );
 }

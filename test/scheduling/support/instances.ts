@@ -22,7 +22,15 @@ export async function startInstances(
 ): Promise<Instance[]> {
   const instances = offsetsMs.map((offset, i) => {
     const name = `i${i}`;
-    const child = spawnFixture('scheduling-instance.ts', [testRedisUrl(), keyPrefix, name, mode, String(offset), String(periodMs), String(ttlMs)]);
+    const child = spawnFixture('scheduling-instance.ts', [
+      testRedisUrl(),
+      keyPrefix,
+      name,
+      mode,
+      String(offset),
+      String(periodMs),
+      String(ttlMs),
+    ]);
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
@@ -124,7 +132,12 @@ export function unaccountedTicks(
   for (let tick = from; tick <= to; tick++) {
     const runs = counts.get(tick) ?? 0;
     const ofTick = calls.filter((call) => call.tick === tick);
-    if (runs === 1 || (runs === 0 && (ofTick.some((call) => call.outcome === 'run-lock-busy') || inHandover(tick, ofTick, facts) || holderFrozen(ofTick, facts)))) continue;
+    if (
+      runs === 1 ||
+      (runs === 0 &&
+        (ofTick.some((call) => call.outcome === 'run-lock-busy') || inHandover(tick, ofTick, facts) || holderFrozen(ofTick, facts)))
+    )
+      continue;
     wrong.push({ tick, runs, calls: ofTick.map((call) => `${call.name}@${call.firedAt}:${call.outcome}`) });
   }
   return wrong;

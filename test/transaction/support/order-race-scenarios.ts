@@ -1,5 +1,11 @@
 import type { LockService } from '../../../lib/index.js';
-import { placeTwiceInOneTransaction, raceTwoWorkers, rollbackThenRetry, type OrderWorkers, type OrderWorkflow } from '../../fixtures/tx-race.js';
+import {
+  placeTwiceInOneTransaction,
+  raceTwoWorkers,
+  rollbackThenRetry,
+  type OrderWorkers,
+  type OrderWorkflow,
+} from '../../fixtures/tx-race.js';
 import { uniquePrefix } from '../../support/test-app.js';
 
 /**

@@ -85,7 +85,16 @@ describe('key templates: rendering', () => {
     const alphabet = [':', '%', '-', '/', 'a', '1', '{', '}', '3A'];
     const values: string[] = [...alphabet];
     for (const x of alphabet) for (const y of alphabet) values.push(x + y);
-    for (const template of ['order:<0>:<1>', 'order-<0>-<1>', '<0>/<1>:x', 'k:<0>:refund:<1>', '<0>3<1>', '<0>A<1>', '<0>:%<1>', '%<0>:<1>:%']) {
+    for (const template of [
+      'order:<0>:<1>',
+      'order-<0>-<1>',
+      '<0>/<1>:x',
+      'k:<0>:refund:<1>',
+      '<0>3<1>',
+      '<0>A<1>',
+      '<0>:%<1>',
+      '%<0>:<1>:%',
+    ]) {
       const key = argumentKey(template);
       const seen = new Map<string, string>();
       for (const a of values) {

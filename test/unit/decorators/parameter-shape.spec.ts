@@ -32,7 +32,7 @@ const check = (template: string, shape: ParameterShape) => () =>
     callFn: (fn, args) => fn(...args),
   });
 
-describe('parameterShape: what is known of a method\'s parameters without its source', () => {
+describe("parameterShape: what is known of a method's parameters without its source", () => {
   it('is exact when every parameter is required', () => {
     expect(shapeOf('plain')).toEqual({ types: [String, Object], exact: true });
     expect(shapeOf('none')).toEqual({ types: [], exact: true });

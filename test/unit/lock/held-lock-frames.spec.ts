@@ -40,11 +40,15 @@ describe('HeldLockFrames: the covering check of decorator sections', () => {
 
   it('covers a nested section of the same service, key and mode with the enclosing hold', () => {
     const outer = new FakeLockHandle('a');
-    HeldLockFrames.run(outer, () => {
-      expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBe(outer);
-      expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBeUndefined();
-      expect(HeldLockFrames.covering(serviceB, ['a'], 'exclusive')).toBeUndefined();
-    }, { service: serviceA, names: ['a'], mode: 'exclusive' });
+    HeldLockFrames.run(
+      outer,
+      () => {
+        expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBe(outer);
+        expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBeUndefined();
+        expect(HeldLockFrames.covering(serviceB, ['a'], 'exclusive')).toBeUndefined();
+      },
+      { service: serviceA, names: ['a'], mode: 'exclusive' },
+    );
   });
 
   it('lets a read section run inside a write hold, never a write section inside a read hold', () => {
@@ -64,45 +68,65 @@ describe('HeldLockFrames: the covering check of decorator sections', () => {
 
   it('does not cover with a hold that is no longer held', () => {
     const outer = new FakeLockHandle('a');
-    HeldLockFrames.run(outer, () => {
-      outer.held = false;
-      expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBeUndefined();
-    }, { service: serviceA, names: ['a'], mode: 'exclusive' });
+    HeldLockFrames.run(
+      outer,
+      () => {
+        outer.held = false;
+        expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBeUndefined();
+      },
+      { service: serviceA, names: ['a'], mode: 'exclusive' },
+    );
   });
 
   it('maps each name of a multi-key section to its own part, and covers any subset of them', () => {
     const [a, b, c] = ['a', 'b', 'c'].map((key) => new FakeLockHandle(key));
     const outer = new MultiLockHandle([a, b, c]);
-    HeldLockFrames.run(outer, () => {
-      expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBe(b);
-      const pair = HeldLockFrames.covering(serviceA, ['c', 'a'], 'exclusive');
-      expect(pair).toBeInstanceOf(MultiLockHandle);
-      expect((pair as MultiLockHandle).parts).toEqual([c, a]);
-      expect(HeldLockFrames.covering(serviceA, ['a', 'd'], 'exclusive')).toBeUndefined();
-    }, { service: serviceA, names: ['a', 'b', 'c'], mode: 'exclusive' });
+    HeldLockFrames.run(
+      outer,
+      () => {
+        expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBe(b);
+        const pair = HeldLockFrames.covering(serviceA, ['c', 'a'], 'exclusive');
+        expect(pair).toBeInstanceOf(MultiLockHandle);
+        expect((pair as MultiLockHandle).parts).toEqual([c, a]);
+        expect(HeldLockFrames.covering(serviceA, ['a', 'd'], 'exclusive')).toBeUndefined();
+      },
+      { service: serviceA, names: ['a', 'b', 'c'], mode: 'exclusive' },
+    );
   });
 
   it('adds the keys of nested sections to the enclosing ones, and only for the scope of the nested run', () => {
     const a = new FakeLockHandle('a');
     const b = new FakeLockHandle('b');
-    HeldLockFrames.run(a, () => {
-      HeldLockFrames.run(b, () => {
-        expect(HeldLockFrames.covering(serviceA, ['a', 'b'], 'exclusive')).toBeInstanceOf(MultiLockHandle);
-      }, { service: serviceA, names: ['b'], mode: 'exclusive' });
-      expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBeUndefined();
-      expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBe(a);
-    }, { service: serviceA, names: ['a'], mode: 'exclusive' });
+    HeldLockFrames.run(
+      a,
+      () => {
+        HeldLockFrames.run(
+          b,
+          () => {
+            expect(HeldLockFrames.covering(serviceA, ['a', 'b'], 'exclusive')).toBeInstanceOf(MultiLockHandle);
+          },
+          { service: serviceA, names: ['b'], mode: 'exclusive' },
+        );
+        expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBeUndefined();
+        expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBe(a);
+      },
+      { service: serviceA, names: ['a'], mode: 'exclusive' },
+    );
   });
 
   it('keeps the sections of an outer scope visible inside a plain (using) scope, but a plain scope covers nothing itself', () => {
     const section = new FakeLockHandle('a');
     const plain = new FakeLockHandle('b');
-    HeldLockFrames.run(section, () => {
-      HeldLockFrames.run(plain, () => {
-        expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBe(section);
-        expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBeUndefined();
-      });
-    }, { service: serviceA, names: ['a'], mode: 'exclusive' });
+    HeldLockFrames.run(
+      section,
+      () => {
+        HeldLockFrames.run(plain, () => {
+          expect(HeldLockFrames.covering(serviceA, ['a'], 'exclusive')).toBe(section);
+          expect(HeldLockFrames.covering(serviceA, ['b'], 'exclusive')).toBeUndefined();
+        });
+      },
+      { service: serviceA, names: ['a'], mode: 'exclusive' },
+    );
   });
 });
 

@@ -43,7 +43,10 @@ describe('resolveAcquireOptions: per-call options over the module defaults', () 
   });
 
   it('accepts the bounds of the module-wide ranges', () => {
-    expect(resolveAcquireOptions({ leaseTime: 10, waitTimeout: MAX_TIMER_MS }, defaults)).toMatchObject({ leaseTime: 10, waitTimeout: MAX_TIMER_MS });
+    expect(resolveAcquireOptions({ leaseTime: 10, waitTimeout: MAX_TIMER_MS }, defaults)).toMatchObject({
+      leaseTime: 10,
+      waitTimeout: MAX_TIMER_MS,
+    });
   });
 
   describe('syncReplicas', () => {
@@ -53,7 +56,10 @@ describe('resolveAcquireOptions: per-call options over the module defaults', () 
     });
 
     it("takes a call's own setting, checked against the call's lease", () => {
-      expect(resolveAcquireOptions({ syncReplicas: { replicas: 2, timeout: 50 } }, defaults).syncReplicas).toEqual({ replicas: 2, timeout: 50 });
+      expect(resolveAcquireOptions({ syncReplicas: { replicas: 2, timeout: 50 } }, defaults).syncReplicas).toEqual({
+        replicas: 2,
+        timeout: 50,
+      });
       expect(refusal({ leaseTime: 200, syncReplicas: { replicas: 1, timeout: 100 } }).option).toBe('syncReplicas.timeout');
     });
 

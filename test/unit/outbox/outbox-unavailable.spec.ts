@@ -17,7 +17,7 @@ describe('OutboxUnavailableError', () => {
     );
   });
 
-  it("reads the errors of an AggregateError (a host name with several addresses), whose own message is empty", () => {
+  it('reads the errors of an AggregateError (a host name with several addresses), whose own message is empty', () => {
     const cause = new AggregateError([new Error('connect ECONNREFUSED ::1:5432'), new Error('connect ECONNREFUSED 127.0.0.1:5432')], '');
     expect(new OutboxUnavailableError('PostgresJobOutbox', 'localhost:5432', 'pg Pool', cause).message).toContain(
       '(pg Pool): connect ECONNREFUSED ::1:5432; connect ECONNREFUSED 127.0.0.1:5432. Check',
@@ -46,7 +46,10 @@ describe('pgAddress: where a pg connection looks for the database', () => {
       process.env.PGPORT = '7000';
       expect(pgAddress(undefined)).toBe('pg.local:7000');
     } finally {
-      for (const [name, value] of [['PGHOST', saved.host], ['PGPORT', saved.port]] as const) {
+      for (const [name, value] of [
+        ['PGHOST', saved.host],
+        ['PGPORT', saved.port],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

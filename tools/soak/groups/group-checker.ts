@@ -179,7 +179,8 @@ export function liveEndOf(d: GroupDelivery): number {
   return d.abortSeenM !== undefined ? (d.lastLiveM ?? d.startM) : endOf(d);
 }
 
-const byToken = (a: GroupDelivery, b: GroupDelivery) => (BigInt(a.token) < BigInt(b.token) ? -1 : BigInt(a.token) > BigInt(b.token) ? 1 : 0);
+const byToken = (a: GroupDelivery, b: GroupDelivery) =>
+  BigInt(a.token) < BigInt(b.token) ? -1 : BigInt(a.token) > BigInt(b.token) ? 1 : 0;
 
 export function checkGroupHistory(input: GroupCheckInput): { violations: GroupViolation[]; figures: GroupFigures } {
   const violations: GroupViolation[] = [];
@@ -189,8 +190,10 @@ export function checkGroupHistory(input: GroupCheckInput): { violations: GroupVi
   for (const d of input.deliveries) {
     const planned = jobs.get(d.job);
     if (!planned) flag('phantom-delivery', `job ${d.job} ran but was never scheduled`, [d]);
-    else if (d.group !== planned.group) flag('wrong-group', `job ${d.job} of group ${planned.group} ran with JobContext.group ${String(d.group)}`, [d]);
-    if (d.endM === undefined && d.killedM === undefined) flag('unended-delivery', `a delivery of ${d.job} neither ended nor was killed`, [d]);
+    else if (d.group !== planned.group)
+      flag('wrong-group', `job ${d.job} of group ${planned.group} ran with JobContext.group ${String(d.group)}`, [d]);
+    if (d.endM === undefined && d.killedM === undefined)
+      flag('unended-delivery', `a delivery of ${d.job} neither ended nor was killed`, [d]);
     deliveriesOf.set(d.job, [...(deliveriesOf.get(d.job) ?? []), d]);
   }
   for (const list of deliveriesOf.values()) list.sort(byToken);
@@ -217,7 +220,13 @@ export function checkGroupHistory(input: GroupCheckInput): { violations: GroupVi
   for (const [group, members] of groups) {
     members.sort((a, b) => a.seq - b.seq);
     const ran = members.filter((m) => deliveriesOf.has(m.job));
-    checkOverlaps(group, ran.flatMap((m) => deliveriesOf.get(m.job)!), input.groupConcurrency, flag, figures);
+    checkOverlaps(
+      group,
+      ran.flatMap((m) => deliveriesOf.get(m.job)!),
+      input.groupConcurrency,
+      flag,
+      figures,
+    );
     checkOrder(group, ran, deliveriesOf, input.groupConcurrency, flag);
     checkActedAfterTakeover(group, ran, deliveriesOf, input.groupConcurrency, flag);
   }
@@ -229,7 +238,12 @@ export function checkGroupHistory(input: GroupCheckInput): { violations: GroupVi
     const dead = input.dead.has(s.job);
     if (handled) figures.handled++;
     if (dead) figures.dead++;
-    if (dead && !s.failsAlways) flag('dead-unexpectedly', `job ${s.job} (group ${s.group}, #${s.seq}) was to succeed but is in the dead letters`, deliveriesOf.get(s.job) ?? []);
+    if (dead && !s.failsAlways)
+      flag(
+        'dead-unexpectedly',
+        `job ${s.job} (group ${s.group}, #${s.seq}) was to succeed but is in the dead letters`,
+        deliveriesOf.get(s.job) ?? [],
+      );
     if (handled || dead) continue;
     if (input.emptyRestarts.some((r) => s.scheduledM < r.endM)) figures.lostToDataLoss++;
     else flag('job-lost', `job ${s.job} (group ${s.group}, #${s.seq}) was neither handled nor dead`, deliveriesOf.get(s.job) ?? []);
@@ -253,7 +267,12 @@ function checkOverlaps(group: string, deliveries: readonly GroupDelivery[], limi
       // A handler reading its signal has its own rule (acted-after-takeover), with no excuse.
       if (readsSignal(earlier)) continue;
       if (earlier.outcome === 'lost') figures.excusedOverlaps++;
-      else flag('same-job-overlap', `two deliveries of job ${d.job} (group ${group}) ran at once, the earlier not told its visibility was lost`, [o, d]);
+      else
+        flag(
+          'same-job-overlap',
+          `two deliveries of job ${d.job} (group ${group}) ran at once, the earlier not told its visibility was lost`,
+          [o, d],
+        );
     }
     if (jobsRunning.size > limit) {
       flag('group-overlap', `${jobsRunning.size} jobs of group ${group} ran at once (limit ${limit})`, running);
@@ -262,7 +281,13 @@ function checkOverlaps(group: string, deliveries: readonly GroupDelivery[], limi
 }
 
 /** (b): each job's claim and first start against the jobs before it in the group's order. */
-function checkOrder(group: string, ran: readonly ScheduledGroupJob[], deliveriesOf: ReadonlyMap<string, GroupDelivery[]>, limit: number, flag: Flag): void {
+function checkOrder(
+  group: string,
+  ran: readonly ScheduledGroupJob[],
+  deliveriesOf: ReadonlyMap<string, GroupDelivery[]>,
+  limit: number,
+  flag: Flag,
+): void {
   const firstStart = (job: string) => Math.min(...deliveriesOf.get(job)!.map((d) => d.startM));
   // A handler that read its signal aborted stopped acting at its last live read (liveEndOf).
   const lastCompletion = (job: string) => Math.max(...deliveriesOf.get(job)!.map(liveEndOf));
@@ -274,7 +299,8 @@ function checkOrder(group: string, ran: readonly ScheduledGroupJob[], deliveries
     const claimJ = firstClaim(ran[j].job);
     for (const i of ran.slice(0, j)) {
       const claimI = firstClaim(i.job);
-      if (claimI && claimJ && byToken(claimJ, claimI) < 0) flag('group-order', `job #${ran[j].seq} of group ${group} was claimed before job #${i.seq}`, [claimJ, claimI]);
+      if (claimI && claimJ && byToken(claimJ, claimI) < 0)
+        flag('group-order', `job #${ran[j].seq} of group ${group} was claimed before job #${i.seq}`, [claimJ, claimI]);
     }
     // Claimed in order, a job i < j not complete at j's start was out when j was claimed.
     const out = ran.slice(0, j).filter((i) => lastCompletion(i.job) >= t);
@@ -288,8 +314,15 @@ function checkOrder(group: string, ran: readonly ScheduledGroupJob[], deliveries
   }
 }
 
-/** `acted-after-takeover`: a handler reading its signal acted after a later delivery of its job, or (limit 1) a later job of its group, started. */
-function checkActedAfterTakeover(group: string, ran: readonly ScheduledGroupJob[], deliveriesOf: ReadonlyMap<string, GroupDelivery[]>, limit: number, flag: Flag): void {
+/** `acted-after-takeover`: a handler reading its signal acted after a later delivery of its job, or (limit 1) a later job of its group,
+ * started. */
+function checkActedAfterTakeover(
+  group: string,
+  ran: readonly ScheduledGroupJob[],
+  deliveriesOf: ReadonlyMap<string, GroupDelivery[]>,
+  limit: number,
+  flag: Flag,
+): void {
   for (const [index, member] of ran.entries()) {
     for (const d of deliveriesOf.get(member.job)!) {
       if (!readsSignal(d)) continue;
@@ -299,8 +332,14 @@ function checkActedAfterTakeover(group: string, ran: readonly ScheduledGroupJob[
       const takeover = [...laterOfJob, ...laterOfGroup].filter((o) => o.startM < actedUntil).sort((a, b) => a.startM - b.startM)[0];
       if (!takeover) continue;
       const what = takeover.job === d.job ? `its redelivery (attempt ${takeover.attempt})` : `job ${takeover.job} of its group`;
-      const read = d.abortSeenM === undefined ? `finished normally ${ms(actedUntil - takeover.startM)} after` : `read its signal live ${ms(actedUntil - takeover.startM)} after`;
-      flag('acted-after-takeover', `a delivery of job ${d.job} (group ${group}, attempt ${d.attempt}) ${read} ${what} started`, [d, takeover]);
+      const read =
+        d.abortSeenM === undefined
+          ? `finished normally ${ms(actedUntil - takeover.startM)} after`
+          : `read its signal live ${ms(actedUntil - takeover.startM)} after`;
+      flag('acted-after-takeover', `a delivery of job ${d.job} (group ${group}, attempt ${d.attempt}) ${read} ${what} started`, [
+        d,
+        takeover,
+      ]);
     }
   }
 }
@@ -318,15 +357,25 @@ function checkAttempts(
     const mine = deliveriesOf.get(s.job) ?? [];
     for (const [seen, d] of mine.entries()) {
       if (d.attempt > seen + 1 && !excused(s.scheduledM, d.startM)) {
-        flag('attempt-without-run', `job ${s.job} (group ${s.group}) ran as attempt ${d.attempt} after ${seen} handler run(s), and no consumer was killed or stopped`, mine);
+        flag(
+          'attempt-without-run',
+          `job ${s.job} (group ${s.group}) ran as attempt ${d.attempt} after ${seen} handler run(s), and no consumer was killed or stopped`,
+          mine,
+        );
       }
     }
     const reason = input.deadReasons?.get(s.job);
     if (input.dead.has(s.job) && reason !== undefined && VISIBILITY_DEATH.test(reason)) {
-      const lastRun = mine.length > 0 ? Math.max(...mine.map((d) => (Number.isFinite(endOf(d)) ? endOf(d) : d.startM))) : Number.POSITIVE_INFINITY;
+      const lastRun =
+        mine.length > 0 ? Math.max(...mine.map((d) => (Number.isFinite(endOf(d)) ? endOf(d) : d.startM))) : Number.POSITIVE_INFINITY;
       const until = input.deadSeenM?.get(s.job) ?? lastRun;
       if (!excused(s.scheduledM, until)) {
-        flag('dead-visibility-timeout', `job ${s.job} (group ${s.group}) is in the dead letters for a visibility timeout after ${mine.length} handler run(s), and no consumer was killed or stopped: "${reason}"`, mine);
+        flag(
+          'dead-visibility-timeout',
+          `job ${s.job} (group ${s.group}) is in the dead letters for a visibility timeout after ${mine.length} ` +
+            `handler run(s), and no consumer was killed or stopped: "${reason}"`,
+          mine,
+        );
       }
     }
   }
@@ -339,11 +388,20 @@ function checkPause(pause: PauseWindow, deliveries: readonly GroupDelivery[], fl
       figures.startedAfterPause++;
       figures.latestStartAfterPauseMs = Math.max(figures.latestStartAfterPauseMs, Math.round((d.startM - pause.resolvedM) / 1000));
       if (d.startM - pause.resolvedM > PAUSE_START_GRACE_MS * 1000) {
-        flag('started-while-paused', `job ${d.job} started ${ms(d.startM - pause.resolvedM)} after pause() resolved (at most ${PAUSE_START_GRACE_MS} ms), before resume()`, [d]);
+        flag(
+          'started-while-paused',
+          `job ${d.job} started ${ms(d.startM - pause.resolvedM)} after pause() resolved (at most ${PAUSE_START_GRACE_MS} ` +
+            `ms), before resume()`,
+          [d],
+        );
       }
     }
     if (d.claimedAtMs !== undefined && d.claimedAtMs > pause.resolvedWallMs && d.claimedAtMs < pause.resumeSentWallMs) {
-      flag('claimed-while-paused', `job ${d.job} was claimed ${d.claimedAtMs - pause.resolvedWallMs} ms after pause() resolved, before resume() was sent`, [d]);
+      flag(
+        'claimed-while-paused',
+        `job ${d.job} was claimed ${d.claimedAtMs - pause.resolvedWallMs} ms after pause() resolved, before resume() was sent`,
+        [d],
+      );
     }
   }
 }

@@ -24,7 +24,10 @@ export interface PlannedJob {
  * `groups` groups of 1..maxSize jobs spread over `waves` waves (the jobs of a wave in a random
  * interleaving of the groups that keeps each group's order), due up to `spreadMs` after the wave starts.
  */
-export function planGroupJobs(random: () => number, options: { groups: number; maxSize: number; waves: number; spreadMs: number; prefix: string }): PlannedJob[][] {
+export function planGroupJobs(
+  random: () => number,
+  options: { groups: number; maxSize: number; waves: number; spreadMs: number; prefix: string },
+): PlannedJob[][] {
   const waves: PlannedJob[][] = Array.from({ length: options.waves }, () => []);
   for (let g = 0; g < options.groups; g++) {
     const group = `${options.prefix}${g}`;
@@ -38,7 +41,7 @@ export function planGroupJobs(random: () => number, options: { groups: number; m
         lastOffset = 0;
       }
       const sameDue = seq > 0 && random() < 0.33;
-      const offset = sameDue ? lastOffset : Math.max(lastOffset, Math.round(random() * options.spreadMs / 50) * 50);
+      const offset = sameDue ? lastOffset : Math.max(lastOffset, Math.round((random() * options.spreadMs) / 50) * 50);
       lastOffset = offset;
       const draw = random();
       const fail = draw < 0.06 ? 'always' : draw < 0.18 ? 'once' : undefined;
@@ -49,7 +52,11 @@ export function planGroupJobs(random: () => number, options: { groups: number; m
 }
 
 /** The wave's jobs as `scheduleMany` entries, due at `base` + their offset (the group's due times never go back). */
-export function toScheduledJobs(jobs: readonly PlannedJob[], base: number, lastAt: Map<string, number>): Array<ScheduledJob<WorkerJobPayload>> {
+export function toScheduledJobs(
+  jobs: readonly PlannedJob[],
+  base: number,
+  lastAt: Map<string, number>,
+): Array<ScheduledJob<WorkerJobPayload>> {
   return jobs.map((job) => {
     const at = Math.max(base + job.offset, lastAt.get(job.group) ?? 0);
     lastAt.set(job.group, at);

@@ -61,7 +61,10 @@ export interface RateViolation {
   readonly claims: readonly RateClaim[];
 }
 
-export function checkRateLimit(input: RateCheckInput): { violations: RateViolation[]; figures: { claims: number; fullestWindow: number; processes: number } } {
+export function checkRateLimit(input: RateCheckInput): {
+  violations: RateViolation[];
+  figures: { claims: number; fullestWindow: number; processes: number };
+} {
   const violations: RateViolation[] = [];
   const claims = [...input.claims].sort((a, b) => a.claimedAtMs - b.claimedAtMs);
   let fullestWindow = 0;
@@ -92,7 +95,11 @@ function checkJobs(input: Omit<RateCheckInput, 'max' | 'duration'>, claims: read
     if (input.dead.has(job)) violations.push({ rule: 'rate-job-dead', message: `job ${job} went to the dead letters`, claims: mine });
     for (const c of mine) {
       if (c.attempt > 1 && !input.killsM.some((k) => k > scheduledM && k < c.startM)) {
-        violations.push({ rule: 'rate-retried-without-cause', message: `job ${job} ran as attempt ${c.attempt} though no consumer was killed`, claims: mine });
+        violations.push({
+          rule: 'rate-retried-without-cause',
+          message: `job ${job} ran as attempt ${c.attempt} though no consumer was killed`,
+          claims: mine,
+        });
       }
     }
   }
@@ -128,7 +135,9 @@ export function checkRateLimitPerInstance(input: PerInstanceRateCheckInput): {
     if (inWindow.length > max) {
       violations.push({
         rule: 'rate-own-limit-exceeded',
-        message: `a claim by process ${c.pid} (rateLimit { max: ${max}, duration: ${duration} }) at ${c.claimedAtMs} made ${inWindow.length} claims of all instances within its ${duration} ms`,
+        message:
+          `a claim by process ${c.pid} (rateLimit { max: ${max}, duration: ${duration} }) at ${c.claimedAtMs} ` +
+          `made ${inWindow.length} claims of all instances within its ${duration} ms`,
         claims: inWindow,
       });
     }
@@ -141,7 +150,9 @@ export function checkRateLimitPerInstance(input: PerInstanceRateCheckInput): {
       claims: claims.length,
       processes: pids.length,
       limitReachedBy: pids.filter((pid) => fullest.get(pid)! >= input.limitOf(pid).max).length,
-      fullestAtClaim: Object.fromEntries(pids.map((pid) => [String(pid), `${fullest.get(pid)}/${input.limitOf(pid).max} per ${input.limitOf(pid).duration} ms`])),
+      fullestAtClaim: Object.fromEntries(
+        pids.map((pid) => [String(pid), `${fullest.get(pid)}/${input.limitOf(pid).max} per ${input.limitOf(pid).duration} ms`]),
+      ),
     },
   };
 }

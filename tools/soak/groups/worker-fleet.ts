@@ -47,7 +47,11 @@ export class WorkerProcess {
   stderr = '';
 
   constructor(env: Record<string, string>, onLine: (line: string, worker: WorkerProcess) => void) {
-    this.child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, WORKER], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, WORKER], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
     this.started = new Promise((resolve) => (this.markStarted = resolve));
     void this.exited.then(() => this.markStarted());

@@ -110,7 +110,16 @@ async function main(): Promise<void> {
       const reads: SignalReads = {};
       const startM = monotonicUs();
       const live = polling ? !job.signal.aborted : undefined;
-      record({ e: 'start', ...base, group: job.group, attempt: job.attempt, claimedAt: job.claimedAt.getTime(), m: startM, pid: process.pid, live });
+      record({
+        e: 'start',
+        ...base,
+        group: job.group,
+        attempt: job.attempt,
+        claimedAt: job.claimedAt.getTime(),
+        m: startM,
+        pid: process.pid,
+        live,
+      });
       if (polling) await workCheckingSignal(job.signal, payload.workMs, reads);
       else await workUntilAborted(job.signal, payload.workMs);
       const lost = job.signal.reason instanceof JobVisibilityLostError;

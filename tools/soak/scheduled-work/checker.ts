@@ -97,9 +97,23 @@ export interface SwFigures {
     staleDeliveriesRun: number;
   };
   ticks: { runs: number; ticks: number; redeliveries: number; staleDeliveriesRun: number; bySchedule: Record<string, number> };
-  churn: { repeats: number; removals: number; removalsViaOutbox: number; killedAfterCommit: number; removalsRacingTicks: number; removalsUndoneByDataLoss: number; failed: number };
+  churn: {
+    repeats: number;
+    removals: number;
+    removalsViaOutbox: number;
+    killedAfterCommit: number;
+    removalsRacingTicks: number;
+    removalsUndoneByDataLoss: number;
+    failed: number;
+  };
   oneInstance: { runs: number; observations: number; overlapsAfterDataLoss: number; ticksTwiceAfterFault: number };
-  leader: { terms: number; observations: number; staleObservationsRefused: number; shortLeaseLostTerms: number; overlapsAfterDataLoss: number };
+  leader: {
+    terms: number;
+    observations: number;
+    staleObservationsRefused: number;
+    shortLeaseLostTerms: number;
+    overlapsAfterDataLoss: number;
+  };
 }
 
 export interface SwCheckResult {
@@ -136,7 +150,11 @@ export const DATA_LOSS_WINDOW_US = 15_000_000;
  * its transaction began (the after-commit write can land before COMMIT returns) and at most
  * DATA_LOSS_WINDOW_US after its COMMIT returned.
  */
-export function lostWithRedisData(beginM: number, committedM: number, emptyRestarts: ReadonlyArray<{ startM: number; endM: number }>): boolean {
+export function lostWithRedisData(
+  beginM: number,
+  committedM: number,
+  emptyRestarts: ReadonlyArray<{ startM: number; endM: number }>,
+): boolean {
   return emptyRestarts.some((f) => f.endM >= beginM && f.startM <= committedM + DATA_LOSS_WINDOW_US);
 }
 
@@ -178,7 +196,8 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   }
   // A fault still open at the end (the run stopped mid-fault) lasts to the end.
   const lastM = history.at(-1)?.m ?? 0;
-  for (const start of open.values()) faults.push({ kind: start.kind!, slot: start.slot, startM: start.m, endM: lastM, startT: start.t, open: true });
+  for (const start of open.values())
+    faults.push({ kind: start.kind!, slot: start.slot, startM: start.m, endM: lastM, startT: start.t, open: true });
   const emptyRestarts = faults.filter((f) => f.kind === 'redis-empty');
   /**
    * NG-rl: Redis lost its data within a minute of a removal made by `remover`, and that process was
@@ -196,7 +215,13 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   };
   const emptyRestartBetween = (fromM: number, toM: number) => emptyRestarts.some((f) => f.endM >= fromM && f.startM <= toM);
   const hitBetween = (slot: number, fromM: number, toM: number) =>
-    faults.some((f) => HITS_A_CONSUMER[f.kind] !== undefined && (HITS_A_CONSUMER[f.kind] === 'all' || f.slot === slot) && f.endM >= fromM && f.startM <= toM);
+    faults.some(
+      (f) =>
+        HITS_A_CONSUMER[f.kind] !== undefined &&
+        (HITS_A_CONSUMER[f.kind] === 'all' || f.slot === slot) &&
+        f.endM >= fromM &&
+        f.startM <= toM,
+    );
 
   // Runs by job id, with their ends.
   const runs = new Map<string, SwEvent[]>();
@@ -223,8 +248,14 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
    * delivery of a job): a later delivery must be a later attempt, and is excused only when the
    * earlier delivery's consumer could not confirm it within its visibility timeout.
    */
-  const judgeRuns = (id: string, list: readonly SwEvent[], tick: boolean): { redeliveries: number; afterDataLoss: number; stale: number } => {
-    const byDelivery = [...list].sort((a, b) => (BigInt(a.token!) < BigInt(b.token!) ? -1 : BigInt(a.token!) > BigInt(b.token!) ? 1 : a.m - b.m));
+  const judgeRuns = (
+    id: string,
+    list: readonly SwEvent[],
+    tick: boolean,
+  ): { redeliveries: number; afterDataLoss: number; stale: number } => {
+    const byDelivery = [...list].sort((a, b) =>
+      BigInt(a.token!) < BigInt(b.token!) ? -1 : BigInt(a.token!) > BigInt(b.token!) ? 1 : a.m - b.m,
+    );
     let redeliveries = 0;
     let afterDataLoss = 0;
     const stale = list.filter(startedStale).length;
@@ -238,19 +269,25 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
         }
         violate(
           tick ? 'tick-ran-twice' : 'job-ran-twice',
-          `${id} ran as attempt ${prev.attempt} (${prev.w}, token ${prev.token}) and again as attempt ${next.attempt} (${next.w}, token ${next.token})`,
+          `${id} ran as attempt ${prev.attempt} (${prev.w}, token ${prev.token}) and again as attempt ${next.attempt} ` +
+            `(${next.w}, token ${next.token})`,
           [prev, next],
         );
         continue;
       }
       const end = ends.get(runKey(prev));
       const outlived =
-        end === undefined || end.m - prev.m > visibilityUs || startedStale(prev) || hitBetween(slotOf(prev.w), claimedM(prev), (end?.m ?? prev.m) + visibilityUs);
+        end === undefined ||
+        end.m - prev.m > visibilityUs ||
+        startedStale(prev) ||
+        hitBetween(slotOf(prev.w), claimedM(prev), (end?.m ?? prev.m) + visibilityUs);
       if (outlived) redeliveries++;
       else {
         violate(
           tick ? 'tick-redelivered-without-cause' : 'redelivered-without-cause',
-          `${id}: attempt ${prev.attempt} on ${prev.w} began ${Math.round((prev.m - claimedM(prev)) / 1000)} ms after its claim and ended ${Math.round((end.m - prev.m) / 1000)} ms later with no fault on it, yet attempt ${next.attempt} ran on ${next.w}`,
+          `${id}: attempt ${prev.attempt} on ${prev.w} began ${Math.round((prev.m - claimedM(prev)) / 1000)} ` +
+            `ms after its claim and ended ${Math.round((end.m - prev.m) / 1000)} ms later with no fault on it, ` +
+            `yet attempt ${next.attempt} ran on ${next.w}`,
           [prev, end, next],
         );
       }
@@ -288,11 +325,17 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       if (result.killed) jobs.killedAfterCommit++;
       if (jobRuns.length === 0) {
         if (lostWithRedisData(begin.m, result.m, emptyRestarts)) jobs.lostToDataLoss++;
-        else violate('committed-not-run', `${job} committed${result.killed ? ' (its process SIGKILLed right after COMMIT)' : ''} and never ran`, [begin, result]);
+        else
+          violate(
+            'committed-not-run',
+            `${job} committed${result.killed ? ' (its process SIGKILLed right after COMMIT)' : ''} and never ran`,
+            [begin, result],
+          );
       }
     } else if (result?.op === 'rolled-back') {
       jobs.rolledBack++;
-      if (jobRuns.length > 0) violate('rolled-back-ran', `${job} rolled back, yet ran ${jobRuns.length} time(s)`, [begin, result, ...jobRuns.slice(0, 2)]);
+      if (jobRuns.length > 0)
+        violate('rolled-back-ran', `${job} rolled back, yet ran ${jobRuns.length} time(s)`, [begin, result, ...jobRuns.slice(0, 2)]);
     } else jobs.unknown++;
   }
   for (const [job, list] of runs) {
@@ -300,7 +343,12 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     jobs.runs += list.length;
     const begin = txBegin.get(job);
     const early = begin?.delay === undefined ? undefined : list.find((r) => r.t < begin.t + begin.delay! - EARLY_MARGIN_MS);
-    if (early) violate('ran-early', `${job} ran ${begin!.t + begin!.delay! - early.t} ms before its delay of ${begin!.delay} ms had passed since its transaction began`, [begin!, early]);
+    if (early)
+      violate(
+        'ran-early',
+        `${job} ran ${begin!.t + begin!.delay! - early.t} ms before its delay of ${begin!.delay} ms had passed since its transaction began`,
+        [begin!, early],
+      );
     if (!txBegin.has(job)) {
       violate('phantom-run', `${job} ran but no transaction scheduled it`, list.slice(0, 2));
       continue;
@@ -337,7 +385,15 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   }
 
   const churnOps = new Map<string, SwEvent[]>();
-  const churn: SwFigures['churn'] = { repeats: 0, removals: 0, removalsViaOutbox: 0, killedAfterCommit: 0, removalsRacingTicks: 0, removalsUndoneByDataLoss: 0, failed: 0 };
+  const churn: SwFigures['churn'] = {
+    repeats: 0,
+    removals: 0,
+    removalsViaOutbox: 0,
+    killedAfterCommit: 0,
+    removalsRacingTicks: 0,
+    removalsUndoneByDataLoss: 0,
+    failed: 0,
+  };
   for (const e of history) {
     if (!['repeat-invoke', 'repeat-done', 'remove-invoke', 'remove-done', 'churn-failed'].includes(e.op)) continue;
     let list = churnOps.get(e.id!);
@@ -353,24 +409,32 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
   }
   const fixedIds = new Set(FIXED_SCHEDULES.map((s) => s.id));
   for (const [scheduleId, list] of tickRuns) {
-    if (!fixedIds.has(scheduleId) && !churnOps.has(scheduleId)) violate('phantom-tick', `ticks of ${scheduleId} ran but nobody created it`, [list[0].e]);
+    if (!fixedIds.has(scheduleId) && !churnOps.has(scheduleId))
+      violate('phantom-tick', `ticks of ${scheduleId} ran but nobody created it`, [list[0].e]);
   }
   for (const [id, ops] of churnOps) {
     const idTicks = tickRuns.get(id) ?? [];
     for (const [i, op] of ops.entries()) {
       if (op.op !== 'remove-done' || op.killed) continue;
       const nextRepeat = ops.slice(i + 1).find((o) => o.op === 'repeat-invoke');
-      const invoke = ops.slice(0, i).reverse().find((o) => o.op === 'remove-invoke');
-      if (idTicks.some(({ e }) => Math.abs(e.m - (invoke?.m ?? op.m)) <= 250_000 || (invoke && e.m >= invoke.m && e.m <= op.m))) churn.removalsRacingTicks++;
+      const invoke = ops
+        .slice(0, i)
+        .reverse()
+        .find((o) => o.op === 'remove-invoke');
+      if (idTicks.some(({ e }) => Math.abs(e.m - (invoke?.m ?? op.m)) <= 250_000 || (invoke && e.m >= invoke.m && e.m <= op.m)))
+        churn.removalsRacingTicks++;
       if (op.via !== 'direct') continue;
-      const late = idTicks.filter(({ tickMs, e }) => tickMs > op.t + 20 && e.m > op.m && (nextRepeat === undefined || tickMs < nextRepeat.t));
+      const late = idTicks.filter(
+        ({ tickMs, e }) => tickMs > op.t + 20 && e.m > op.m && (nextRepeat === undefined || tickMs < nextRepeat.t),
+      );
       // NG-r (docs/guarantees.md): a removal outside a transaction lives only in Redis; an earlier
       // transactional repeat() of the id whose outbox row outlived its write (its instance killed
       // before the row's DELETE) is relayed again after Redis lost its data, and nothing remembers
       // the removal then.
       const undoneByDataLoss =
         late.length > 0 &&
-        ((ops.slice(0, i).some((o) => o.op === 'repeat-done' && o.via === 'tx') && emptyRestarts.some((f) => f.startM >= op.m && f.endM <= late[0].e.m)) ||
+        ((ops.slice(0, i).some((o) => o.op === 'repeat-done' && o.via === 'tx') &&
+          emptyRestarts.some((f) => f.startM >= op.m && f.endM <= late[0].e.m)) ||
           removerLostRemoval(op.w!, op.m));
       if (undoneByDataLoss) churn.removalsUndoneByDataLoss++;
       else if (late.length > 0) {
@@ -382,12 +446,23 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
       }
     }
     const last = ops.at(-1)!;
-    if (last.op === 'remove-done' && options.presentAtEnd.has(id) && !last.killed && removerLostRemoval(last.w!, last.m)) churn.removalsUndoneByDataLoss++;
+    if (last.op === 'remove-done' && options.presentAtEnd.has(id) && !last.killed && removerLostRemoval(last.w!, last.m))
+      churn.removalsUndoneByDataLoss++;
     else if (last.op === 'remove-done' && options.presentAtEnd.has(id)) {
-      violate('removed-schedule-present', `${id}: its last change, a removal${last.via === 'tx' ? ' committed through the outbox' : ''}, completed, yet the schedule is in Redis at the end`, [last]);
+      violate(
+        'removed-schedule-present',
+        `${id}: its last change, a removal${last.via === 'tx' ? ' committed through the outbox' : ''}, completed, ` +
+          `yet the schedule is in Redis at the end`,
+        [last],
+      );
     }
     if (last.op === 'repeat-done' && !options.presentAtEnd.has(id) && !emptyRestarts.some((f) => f.endM >= last.m)) {
-      violate('schedule-lost', `${id}: its last change, repeat()${last.via === 'tx' ? ' committed through the outbox' : ''}, completed, yet the schedule is missing at the end`, [last]);
+      violate(
+        'schedule-lost',
+        `${id}: its last change, repeat()${last.via === 'tx' ? ' committed through the outbox' : ''}, completed, ` +
+          `yet the schedule is missing at the end`,
+        [last],
+      );
     }
   }
   const lastFaultEndT = faults.filter((f) => !f.open).reduce((t, f) => Math.max(t, f.startT + (f.endM - f.startM) / 1000), 0);
@@ -396,7 +471,8 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     if (!options.presentAtEnd.has(id) || after.length === 0) {
       violate(
         'schedule-not-restored',
-        `${id}: ${options.presentAtEnd.has(id) ? 'in Redis at the end' : 'missing at the end'}, ${after.length} tick(s) ran after the last fault`,
+        `${id}: ${options.presentAtEnd.has(id) ? 'in Redis at the end' : 'missing at the end'}, ${after.length} ` +
+          `tick(s) ran after the last fault`,
         history.filter((e) => e.op === 'fault' && e.kind === 'redis-empty').slice(-2),
       );
     }
@@ -422,12 +498,7 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     }
     return { terms: [...byTerm.values()].sort((a, b) => a.first.m - b.first.m), refused };
   };
-  const judgeTerms = (
-    list: ReturnType<typeof terms>['terms'],
-    overlapRule: string,
-    tokenRule: string,
-    what: string,
-  ) => {
+  const judgeTerms = (list: ReturnType<typeof terms>['terms'], overlapRule: string, tokenRule: string, what: string) => {
     // `reach`: the term whose last valid observation is the latest so far; `previous`: the term begun last.
     let reach: (typeof list)[number] | undefined;
     let previous: (typeof list)[number] | undefined;
@@ -438,16 +509,23 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
         reported = reach;
         const earlier = reach;
         // Redis restarted empty forgot the lock: the holder learns it at its next renewal (ttl / 3), within one ttl.
-        const forgotten = emptyRestarts.some((f) => f.startM >= earlier.first.m && f.startM <= term.first.m && earlier.last.m <= f.endM + options.leaseMs * 1000);
-        if (forgotten) overlapsAfterDataLoss[overlapRule] = (overlapsAfterDataLoss[overlapRule] ?? 0) + 1;
-        else violate(
-          overlapRule,
-          `${what}: ${reach.w} (token ${reach.token}) still saw itself holding ${Math.round((reach.last.m - term.first.m) / 1000)} ms after ${term.w} (token ${term.token}) began`,
-          [reach.first, term.first, reach.last],
+        const forgotten = emptyRestarts.some(
+          (f) => f.startM >= earlier.first.m && f.startM <= term.first.m && earlier.last.m <= f.endM + options.leaseMs * 1000,
         );
+        if (forgotten) overlapsAfterDataLoss[overlapRule] = (overlapsAfterDataLoss[overlapRule] ?? 0) + 1;
+        else
+          violate(
+            overlapRule,
+            `${what}: ${reach.w} (token ${reach.token}) still saw itself ` +
+              `holding ${Math.round((reach.last.m - term.first.m) / 1000)} ms after ${term.w} (token ${term.token}) began`,
+            [reach.first, term.first, reach.last],
+          );
       }
       if (previous && !bigger(term.token, previous.token)) {
-        violate(tokenRule, `${what}: ${term.w}'s term (token ${term.token}) began after ${previous.w}'s (token ${previous.token})`, [previous.first, term.first]);
+        violate(tokenRule, `${what}: ${term.w}'s term (token ${term.token}) began after ${previous.w}'s (token ${previous.token})`, [
+          previous.first,
+          term.first,
+        ]);
       }
       previous = term;
       if (!reach || term.last.m > reach.last.m) reach = term;
@@ -472,7 +550,12 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     const from = term.first.m - options.leaseMs * 1000;
     const excused = [slotOf(earlier.w), slotOf(term.first.w)].some((slot) => hitBetween(slot, from, term.first.m));
     if (excused) ticksTwiceAfterFault++;
-    else violate('one-instance-tick-twice', `@OnOneInstance tick ${n} ran on ${earlier.w} (token ${earlier.token}) and on ${term.first.w} (token ${term.first.token})`, [earlier, term.first]);
+    else
+      violate(
+        'one-instance-tick-twice',
+        `@OnOneInstance tick ${n} ran on ${earlier.w} (token ${earlier.token}) and on ${term.first.w} (token ${term.first.token})`,
+        [earlier, term.first],
+      );
   }
 
   let shortLeaseLostTerms = 0;
@@ -481,10 +564,15 @@ export function checkScheduledWork(events: readonly SwEvent[], options: SwCheckO
     if (e.op === 'leader-acquired') acquiredAt.set(`${e.w}|${e.token}`, e);
     if (e.op === 'leader-lost') {
       const began = acquiredAt.get(`${e.w}|${e.token}`);
-      if (!began) violate('leader-lost-without-term', `${e.w}: onLeadershipLost ran for token ${e.token}, whose onLeadershipAcquired did not`, [e]);
+      if (!began)
+        violate('leader-lost-without-term', `${e.w}: onLeadershipLost ran for token ${e.token}, whose onLeadershipAcquired did not`, [e]);
       else if (e.m - began.m < 100_000 && /LockLost/.test(e.reason ?? '')) {
         shortLeaseLostTerms++;
-        violate('phantom-leader-term', `${e.w}: became leader (token ${e.token}) and lost it ${((e.m - began.m) / 1000).toFixed(1)} ms later: ${e.reason}`, [began, e]);
+        violate(
+          'phantom-leader-term',
+          `${e.w}: became leader (token ${e.token}) and lost it ${((e.m - began.m) / 1000).toFixed(1)} ms later: ${e.reason}`,
+          [began, e],
+        );
       }
     }
   }

@@ -146,8 +146,7 @@ class Worker {
         this.ready = true;
         // Signals asked for while it booted (before its handlers were installed the default action would kill it).
         for (const signal of this.deferred.splice(0)) this.signal(signal);
-      }
-      else if (line === 'IDLE') this.idle = true;
+      } else if (line === 'IDLE') this.idle = true;
       else if (line.startsWith('VIOLATION ')) onViolation(JSON.parse(line.slice(10)) as OtherViolation);
       else process.stdout.write(`[${this.name}] ${line}\n`);
     });
@@ -248,7 +247,11 @@ class ScheduledWorkRun {
         await this.inject(this.nextKind());
         if (performance.now() >= nextProgress) {
           nextProgress += 30_000;
-          this.say(`  ${Math.round((performance.now() - started) / 1000)} s: faults ${JSON.stringify(Object.fromEntries(this.faultKinds))}, history ${(this.reader.read(), this.reader.events.length)} events`);
+          this.say(
+            `  ${Math.round((performance.now() - started) / 1000)} s: ` +
+              `faults ${JSON.stringify(Object.fromEntries(this.faultKinds))}, ` +
+              `history ${(this.reader.read(), this.reader.events.length)} events`,
+          );
         }
       }
       this.faultySeconds = Math.round((performance.now() - started) / 1000);
@@ -274,7 +277,9 @@ class ScheduledWorkRun {
       this.stopping = true;
       await this.stopWorkers();
 
-      monitor = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: this.redis.url, keyPrefix: this.prefix }), { logger: false });
+      monitor = await NestFactory.createApplicationContext(RedisLockModule.forRoot({ redis: this.redis.url, keyPrefix: this.prefix }), {
+        logger: false,
+      });
       const present = new Set((await monitor.get(DelayQueueService).listRepeats(TICK_TOPIC)).map((r) => r.id));
       this.log.record({ op: 'present-at-end', detail: [...present].sort().join(' ') });
       return this.summarize(present);
@@ -404,7 +409,8 @@ class ScheduledWorkRun {
         // its connections stay open through the stall and deliver the held commands when it heals.
         const candidates = this.proxies.map((p, slot) => ({ p, slot })).filter(({ p }) => p.pendingLostReplies === 0);
         if (candidates.length === 0) return;
-        const { p, slot } = (this.stalls++ % 2 === 0 && candidates.find((c) => c.slot === 0)) || candidates[Math.floor(this.random() * candidates.length)];
+        const { p, slot } =
+          (this.stalls++ % 2 === 0 && candidates.find((c) => c.slot === 0)) || candidates[Math.floor(this.random() * candidates.length)];
         const done = this.fault(kind, slot, 'link to Redis stalled, then healed');
         p.blackhole();
         await sleep(between(1_500, 4_000));
@@ -491,7 +497,8 @@ class ScheduledWorkRun {
         }, 30_000);
         const { code, signal } = await worker.exited;
         clearTimeout(timer);
-        if (code !== 0 && signal !== 'SIGKILL') this.other.push({ kind: 'unclean-shutdown', worker: worker.name, code, signal, stderr: worker.lastErrors });
+        if (code !== 0 && signal !== 'SIGKILL')
+          this.other.push({ kind: 'unclean-shutdown', worker: worker.name, code, signal, stderr: worker.lastErrors });
       }),
     );
   }
@@ -542,22 +549,42 @@ class ScheduledWorkRun {
       [
         '',
         `history      ${f.events} events in ${this.dir}`,
-        `faults       ${Object.entries(faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ')}`,
-        `outbox jobs  ${Object.entries(f.jobs).map(([k, v]) => `${k} ${v}`).join(', ')}`,
-        `ticks        runs ${f.ticks.runs}, ticks ${f.ticks.ticks}, redeliveries ${f.ticks.redeliveries}, staleDeliveriesRun ${f.ticks.staleDeliveriesRun}; by schedule ${JSON.stringify(f.ticks.bySchedule)}`,
-        `schedules    ${Object.entries(f.churn).map(([k, v]) => `${k} ${v}`).join(', ')}; in Redis at the end ${[...present].sort().join(' ')}`,
-        `one-instance runs ${f.oneInstance.runs}, observations ${f.oneInstance.observations}, overlaps after Redis lost the lease ${f.oneInstance.overlapsAfterDataLoss}, ticks run twice after a fault ${f.oneInstance.ticksTwiceAfterFault}`,
-        `leader       terms ${f.leader.terms}, observations ${f.leader.observations}, stale views refused ${f.leader.staleObservationsRefused}, terms lost within 100 ms ${f.leader.shortLeaseLostTerms}, overlaps after Redis lost the lock ${f.leader.overlapsAfterDataLoss}`,
-        `violations   ${violationCount}${violationCount > 0 ? ` (${Object.entries(byRule).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
+        `faults       ${Object.entries(faultsByKind)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+        `outbox jobs  ${Object.entries(f.jobs)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+        `ticks        runs ${f.ticks.runs}, ticks ${f.ticks.ticks}, redeliveries ${f.ticks.redeliveries}, ` +
+          `staleDeliveriesRun ${f.ticks.staleDeliveriesRun}; by schedule ${JSON.stringify(f.ticks.bySchedule)}`,
+        `schedules    ${Object.entries(f.churn)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}; in Redis at the end ${[...present].sort().join(' ')}`,
+        `one-instance runs ${f.oneInstance.runs}, observations ${f.oneInstance.observations}, overlaps after ` +
+          (`Redis lost the lease ${f.oneInstance.overlapsAfterDataLoss}, ticks run twice after a fault ` +
+            `${f.oneInstance.ticksTwiceAfterFault}`),
+        `leader       terms ${f.leader.terms}, observations ${f.leader.observations}, stale views ` +
+          `refused ${f.leader.staleObservationsRefused}, terms lost within 100 ms ${f.leader.shortLeaseLostTerms}, ` +
+          `overlaps after Redis lost the lock ${f.leader.overlapsAfterDataLoss}`,
+        `violations   ${violationCount}${
+          violationCount > 0
+            ? ` (${Object.entries(byRule)
+                .map(([k, v]) => `${k} ${v}`)
+                .join(', ')})`
+            : ''
+        }`,
         ...(check.violations.length > 0 ? [describeSwViolations(check.violations)] : []),
         ...this.other.slice(0, 20).map((v) => `violation: ${JSON.stringify(v).slice(0, 2_000)}`),
-        `seed         ${o.seed} (npm run soak:scheduled -- --seed ${o.seed} --processes ${o.processes} --minutes ${o.minutes} draws the same faults)`,
+        `seed         ${o.seed} (npm run ` +
+          `soak:scheduled -- --seed ${o.seed} --processes ${o.processes} --minutes ${o.minutes} draws the same faults)`,
         `result       ${summary.result}`,
       ].join('\n'),
     );
     if (o.json) {
       const detail = check.violations.slice(0, 20).map((v) => ({ rule: v.rule, message: v.message, events: v.events }));
-      process.stdout.write(`SW_SUMMARY ${JSON.stringify({ ...summary, violationsDetail: detail, otherViolations: this.other.slice(0, 20) })}\n`);
+      process.stdout.write(
+        `SW_SUMMARY ${JSON.stringify({ ...summary, violationsDetail: detail, otherViolations: this.other.slice(0, 20) })}\n`,
+      );
     }
     return violationCount === 0;
   }

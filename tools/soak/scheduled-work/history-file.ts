@@ -95,7 +95,9 @@ export class HistoryReader {
 
   read(): SwEvent[] {
     const fresh: SwEvent[] = [];
-    for (const file of readdirSync(this.dir).filter((f) => f.endsWith('.jsonl')).sort()) {
+    for (const file of readdirSync(this.dir)
+      .filter((f) => f.endsWith('.jsonl'))
+      .sort()) {
       const text = readFileSync(join(this.dir, file), 'utf8');
       const from = this.offsets.get(file) ?? 0;
       const end = text.lastIndexOf('\n') + 1; // a line still being written is read next time

@@ -81,7 +81,9 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const errorText = (error: unknown) => `${(error as Error)?.name ?? 'Error'}: ${String((error as Error)?.message ?? error).slice(0, 160)}`;
 
 process.on('unhandledRejection', (reason) => {
-  process.stdout.write(`VIOLATION ${JSON.stringify({ kind: 'unhandled-rejection', worker: me, reason: String((reason as Error)?.stack ?? reason) })}\n`);
+  process.stdout.write(
+    `VIOLATION ${JSON.stringify({ kind: 'unhandled-rejection', worker: me, reason: String((reason as Error)?.stack ?? reason) })}\n`,
+  );
 });
 
 let stopping = false;
@@ -231,10 +233,14 @@ async function main(): Promise<void> {
       const delay = Math.floor(between(0, 800));
       history.record({ op: 'tx-begin', job, intent, delay });
       try {
-        await transaction(async () => {
-          await tx.current()!.query(`INSERT INTO ${ORDERS_TABLE} (id) VALUES ($1)`, [job]);
-          await queue.schedule(JOB_TOPIC, { job }, { id: job, delay });
-        }, intent === 'rollback', () => history.record({ op: 'committed', job, killed: true }));
+        await transaction(
+          async () => {
+            await tx.current()!.query(`INSERT INTO ${ORDERS_TABLE} (id) VALUES ($1)`, [job]);
+            await queue.schedule(JOB_TOPIC, { job }, { id: job, delay });
+          },
+          intent === 'rollback',
+          () => history.record({ op: 'committed', job, killed: true }),
+        );
         history.record({ op: 'committed', job });
       } catch (error) {
         if (error instanceof RollBack) history.record({ op: 'rolled-back', job });
@@ -251,10 +257,16 @@ async function main(): Promise<void> {
     while (!stopping) {
       const op = present ? 'remove' : 'repeat';
       history.record({ op: `${op}-invoke`, id, via, every: CHURN_EVERY_MS });
-      const call = () => (op === 'remove' ? queue.removeRepeat(TICK_TOPIC, id) : queue.repeat(TICK_TOPIC, { every: CHURN_EVERY_MS }, { id, payload: { id } }));
+      const call = () =>
+        op === 'remove' ? queue.removeRepeat(TICK_TOPIC, id) : queue.repeat(TICK_TOPIC, { every: CHURN_EVERY_MS }, { id, payload: { id } });
       try {
         if (via === 'direct') await call();
-        else await transaction(async () => void (await call()), false, () => history.record({ op: `${op}-done`, id, via, killed: true }));
+        else
+          await transaction(
+            async () => void (await call()),
+            false,
+            () => history.record({ op: `${op}-done`, id, via, killed: true }),
+          );
         history.record({ op: `${op}-done`, id, via });
         present = !present;
       } catch (error) {
@@ -298,7 +310,9 @@ async function main(): Promise<void> {
       for (const via of ['direct', 'tx'] as const) {
         const id = `c${slot}.${earlier}.${via}`;
         for (let waited = 0; waited < 30_000 && !stopping; waited += 300) {
-          const left = await pool.query(`SELECT 1 FROM ${OUTBOX_TABLE} WHERE job_id = $1 AND parked_at IS NULL LIMIT 1`, [id]).catch(() => ({ rowCount: 1 }));
+          const left = await pool
+            .query(`SELECT 1 FROM ${OUTBOX_TABLE} WHERE job_id = $1 AND parked_at IS NULL LIMIT 1`, [id])
+            .catch(() => ({ rowCount: 1 }));
           if (left.rowCount === 0) break;
           await sleep(300);
         }

@@ -8,9 +8,4 @@ import { releaseRedlockScript } from './release-redlock.lua.js';
  * Every script a Redlock master runs, for preloading. Acquire and renew are the single-Redis
  * scripts: per master, a Redlock hold is an ordinary reentrant hold.
  */
-export const ALL_REDLOCK_SCRIPTS: readonly RedisScript[] = [
-  acquireLockScript,
-  releaseRedlockScript,
-  renewLocksScript,
-  raiseFenceScript,
-];
+export const ALL_REDLOCK_SCRIPTS: readonly RedisScript[] = [acquireLockScript, releaseRedlockScript, renewLocksScript, raiseFenceScript];

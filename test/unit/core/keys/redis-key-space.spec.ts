@@ -77,7 +77,9 @@ describe('RedisKeySpace: the key layout', () => {
     for (const topic of ['order.expire', 'a}b{c', 'hot#2']) {
       const k = keys.topic(topic);
       const shard = k.jobs.slice(0, -':jobs'.length);
-      expect([k.groupsReady, k.groupsOut, k.groupLimit, k.paused]).toEqual([':groups-ready', ':groups-out', ':group-limit', ':paused'].map((s) => shard + s));
+      expect([k.groupsReady, k.groupsOut, k.groupLimit, k.paused]).toEqual(
+        [':groups-ready', ':groups-out', ':group-limit', ':paused'].map((s) => shard + s),
+      );
     }
   });
 

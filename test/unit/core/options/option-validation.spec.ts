@@ -1,10 +1,5 @@
 import { InvalidOptionsError } from '../../../../lib/index.js';
-import {
-  MAX_TIMER_MS,
-  OptionValidator,
-  describeValue,
-  optionValidator,
-} from '../../../../lib/core/options/option-validation.js';
+import { MAX_TIMER_MS, OptionValidator, describeValue, optionValidator } from '../../../../lib/core/options/option-validation.js';
 
 /** A validator whose refusals are plain errors reading `option: problem`. */
 const plain = (verb: 'got' | 'is' = 'got') =>
@@ -126,7 +121,9 @@ describe('OptionValidator: the checks every option resolver shares', () => {
   });
 
   it('introduces the value with the verb of its error: "got" for options, "is" for job fields', () => {
-    expect(() => plain('is').duration('delay', -5, { min: 0 })).toThrow(`delay: is -5; use a number of milliseconds from 0 to ${MAX_TIMER_MS}`);
+    expect(() => plain('is').duration('delay', -5, { min: 0 })).toThrow(
+      `delay: is -5; use a number of milliseconds from 0 to ${MAX_TIMER_MS}`,
+    );
   });
 
   it('refuses with InvalidOptionsError naming the option by default', () => {

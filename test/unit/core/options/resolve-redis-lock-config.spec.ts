@@ -118,14 +118,30 @@ describe('resolveRedisLockConfig: refused options name the option', () => {
     ['a backoff that is not an object', { delayQueue: { backoff: 5 } }, 'delayQueue.backoff'],
     ['a null backoff factor', { delayQueue: { backoff: { factor: null } } }, 'delayQueue.backoff.factor'],
     ['a null concurrency', { delayQueue: { concurrency: null } }, 'delayQueue.concurrency'],
-    ['a fractional deadLetterMaxCount', { delayQueue: { retention: { deadLetterMaxCount: 1.5 } } }, 'delayQueue.retention.deadLetterMaxCount'],
+    [
+      'a fractional deadLetterMaxCount',
+      { delayQueue: { retention: { deadLetterMaxCount: 1.5 } } },
+      'delayQueue.retention.deadLetterMaxCount',
+    ],
     ['syncReplicas without a timeout', { lock: { syncReplicas: { replicas: 1 } } }, 'lock.syncReplicas.timeout'],
     ['syncReplicas with 0 replicas', { lock: { syncReplicas: { replicas: 0, timeout: 100 } } }, 'lock.syncReplicas.replicas'],
-    ['a syncReplicas timeout of half the lease', { lock: { leaseTime: 1_000, syncReplicas: { replicas: 1, timeout: 500 } } }, 'lock.syncReplicas.timeout'],
-    ['a syncReplicas timeout of 0 (WAIT would block forever)', { lock: { syncReplicas: { replicas: 1, timeout: 0 } } }, 'lock.syncReplicas.timeout'],
+    [
+      'a syncReplicas timeout of half the lease',
+      { lock: { leaseTime: 1_000, syncReplicas: { replicas: 1, timeout: 500 } } },
+      'lock.syncReplicas.timeout',
+    ],
+    [
+      'a syncReplicas timeout of 0 (WAIT would block forever)',
+      { lock: { syncReplicas: { replicas: 1, timeout: 0 } } },
+      'lock.syncReplicas.timeout',
+    ],
     ['an outbox that is not a store', { delayQueue: { outbox: { insert: () => undefined } } }, 'delayQueue.outbox'],
     ['an outbox relay claim lease below 1 s', { delayQueue: { outboxRelay: { claimLease: 999 } } }, 'delayQueue.outboxRelay.claimLease'],
-    ['an outbox relay poll interval below 10 ms', { delayQueue: { outboxRelay: { pollInterval: 5 } } }, 'delayQueue.outboxRelay.pollInterval'],
+    [
+      'an outbox relay poll interval below 10 ms',
+      { delayQueue: { outboxRelay: { pollInterval: 5 } } },
+      'delayQueue.outboxRelay.pollInterval',
+    ],
     ['a negative outbox relay minAge', { delayQueue: { outboxRelay: { minAge: -1 } } }, 'delayQueue.outboxRelay.minAge'],
   ])('refuses %s', (_label, options, option) => {
     expect(refusedOption(options)).toBe(option);
@@ -170,7 +186,10 @@ describe('resolveRedisLockConfig: connection options', () => {
 
   it('reads lock.syncReplicas: false as off, in either mode', () => {
     expect(resolveRedisLockConfig({ lock: { syncReplicas: false } }).lock.syncReplicas).toBeUndefined();
-    const redlock = resolveRedisLockConfig({ lock: { syncReplicas: false }, redlock: { clients: ['redis://m1', 'redis://m2', 'redis://m3'] } });
+    const redlock = resolveRedisLockConfig({
+      lock: { syncReplicas: false },
+      redlock: { clients: ['redis://m1', 'redis://m2', 'redis://m3'] },
+    });
     expect(redlock.lock.syncReplicas).toBeUndefined();
   });
 
@@ -208,11 +227,27 @@ describe('resolveRedisLockConfig: Redlock mode', () => {
     ['redlock that is not an object', { redlock: 'redis://m1' }, 'redlock'],
     ['no masters', { redlock: { clients: [] } }, 'redlock.clients'],
     ['a master URL without a scheme', { redlock: { clients: ['m1:6379', ...masters] } }, 'redlock.clients[0]'],
-    ['the same master twice (default port spelled out)', { redlock: { clients: ['redis://m1', 'redis://m1:6379', 'redis://m2'] } }, 'redlock.clients[1]'],
-    ['the same master as URL and as options', { redlock: { clients: ['redis://m1:7000', 'redis://m2', { host: 'm1', port: 7000 }] } }, 'redlock.clients[2]'],
-    ['a cluster as a master', { redlock: { clients: [{ cluster: [{ host: 'a', port: 1 }] }, 'redis://m2', 'redis://m3'] } }, 'redlock.clients[0]'],
+    [
+      'the same master twice (default port spelled out)',
+      { redlock: { clients: ['redis://m1', 'redis://m1:6379', 'redis://m2'] } },
+      'redlock.clients[1]',
+    ],
+    [
+      'the same master as URL and as options',
+      { redlock: { clients: ['redis://m1:7000', 'redis://m2', { host: 'm1', port: 7000 }] } },
+      'redlock.clients[2]',
+    ],
+    [
+      'a cluster as a master',
+      { redlock: { clients: [{ cluster: [{ host: 'a', port: 1 }] }, 'redis://m2', 'redis://m3'] } },
+      'redlock.clients[0]',
+    ],
     ['a { client } wrapper as a master', { redlock: { clients: ['redis://m1', { client: {} }, 'redis://m3'] } }, 'redlock.clients[1]'],
-    ['a Sentinel group as a master', { redlock: { clients: ['redis://m1', 'redis://m2', { sentinels: [], name: 'x' }] } }, 'redlock.clients[2]'],
+    [
+      'a Sentinel group as a master',
+      { redlock: { clients: ['redis://m1', 'redis://m2', { sentinels: [], name: 'x' }] } },
+      'redlock.clients[2]',
+    ],
     ['a driftFactor of 0.5', { redlock: { clients: masters, driftFactor: 0.5 } }, 'redlock.driftFactor'],
     ['a requestTimeout of 0', { redlock: { clients: masters, requestTimeout: 0 } }, 'redlock.requestTimeout'],
     ['a retryDelay of 0', { redlock: { clients: masters, retryDelay: 0 } }, 'redlock.retryDelay'],
@@ -241,14 +276,17 @@ describe('resolveRedisLockConfig: Redlock mode', () => {
   it('tells unix sockets apart by path', () => {
     const clients = [{ path: '/run/a.sock' }, { path: '/run/b.sock' }, 'redis://m3'];
     expect(resolveRedisLockConfig({ redlock: { clients } }).redlock?.quorum).toBe(2);
-    expect(refusedOption({ redlock: { clients: [{ path: '/run/a.sock' }, { path: '/run/a.sock' }, 'redis://m3'] } })).toBe('redlock.clients[1]');
+    expect(refusedOption({ redlock: { clients: [{ path: '/run/a.sock' }, { path: '/run/a.sock' }, 'redis://m3'] } })).toBe(
+      'redlock.clients[1]',
+    );
   });
 });
 
 describe('resolveRedisLockConfig: delayQueue.topics', () => {
   it('keeps only topics split into more than one shard', () => {
-    const topics = resolveRedisLockConfig({ delayQueue: { topics: { 'order.expire': { shards: 4 }, 'mail.send': { shards: 1 }, audit: {} } } })
-      .delayQueue.topics;
+    const topics = resolveRedisLockConfig({
+      delayQueue: { topics: { 'order.expire': { shards: 4 }, 'mail.send': { shards: 1 }, audit: {} } },
+    }).delayQueue.topics;
     expect([...topics]).toEqual([['order.expire', 4]]);
   });
 });

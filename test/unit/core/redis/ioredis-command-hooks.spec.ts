@@ -16,12 +16,13 @@ function sendingClient(calls: string[]) {
 const command = (name: string) => ({ name, promise: Promise.resolve(), reject: () => undefined }) as QueuedCommand;
 
 describe('the ioredis command hook chain', () => {
-  const recording = (calls: string[], name: CommandHookName) => (next: (c: QueuedCommand, s?: unknown) => unknown) => (c: QueuedCommand, s?: unknown) => {
-    calls.push(name);
-    return next(c, s);
-  };
+  const recording =
+    (calls: string[], name: CommandHookName) => (next: (c: QueuedCommand, s?: unknown) => unknown) => (c: QueuedCommand, s?: unknown) => {
+      calls.push(name);
+      return next(c, s);
+    };
 
-  it('runs the hooks outermost first in its fixed order, whatever order they were installed in, then the client\'s own sendCommand', () => {
+  it("runs the hooks outermost first in its fixed order, whatever order they were installed in, then the client's own sendCommand", () => {
     const calls: string[] = [];
     const client = sendingClient(calls);
     const redis = client as unknown as Redis;

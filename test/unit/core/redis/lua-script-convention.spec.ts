@@ -52,7 +52,10 @@ async function filesOf(folder: string, pattern: RegExp): Promise<ScriptFile[]> {
 
 /** `claim-due-jobs.lua.ts` -> `claimDueJobs` */
 function operationOf(path: string): string {
-  const base = path.split('/').pop()!.replace(/\.lua\.ts$/, '');
+  const base = path
+    .split('/')
+    .pop()!
+    .replace(/\.lua\.ts$/, '');
   return base.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 }
 
@@ -62,7 +65,12 @@ function isKeyNameList(value: unknown): boolean {
 }
 
 function isSnippet(value: unknown): value is LuaSnippet {
-  return typeof value === 'object' && value !== null && typeof (value as LuaSnippet).name === 'string' && typeof (value as LuaSnippet).source === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as LuaSnippet).name === 'string' &&
+    typeof (value as LuaSnippet).source === 'string'
+  );
 }
 
 describe.each(ENGINES.map((engine) => [engine.folder, engine] as const))('Lua scripts of lib/%s', (folder, engine) => {

@@ -15,9 +15,12 @@ describe('lease policy', () => {
       [2_592_000_000, 864_000_000],
       [3 * 2_147_483_647, 2_147_483_647],
       [365 * 86_400_000, 2_147_483_647],
-    ])('renews a lease of %d ms (weeks) every %d ms: never past setTimeout\'s bound, which would fire every millisecond', (lease, interval) => {
-      expect(leaseRenewalInterval(lease)).toBe(interval);
-    });
+    ])(
+      "renews a lease of %d ms (weeks) every %d ms: never past setTimeout's bound, which would fire every millisecond",
+      (lease, interval) => {
+        expect(leaseRenewalInterval(lease)).toBe(interval);
+      },
+    );
 
     it('leaves room for two renewals to fail before the lease runs out', () => {
       for (const lease of [10, 99, 100, 1_000, 30_000, 86_400_000, 2_592_000_000, 365 * 86_400_000]) {

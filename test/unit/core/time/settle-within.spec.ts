@@ -10,7 +10,7 @@ describe('settleWithin', () => {
     expect(await settleWithin(new Promise(() => undefined), 0)).toBe(false);
   });
 
-  it('waits a budget of weeks in full, re-arming its timer at setTimeout\'s bound instead of firing after 1 ms', async () => {
+  it("waits a budget of weeks in full, re-arming its timer at setTimeout's bound instead of firing after 1 ms", async () => {
     jest.useFakeTimers({ now: 0, doNotFake: ['nextTick', 'queueMicrotask'] });
     const thirtyDays = 2_592_000_000;
     let settled: boolean | undefined;

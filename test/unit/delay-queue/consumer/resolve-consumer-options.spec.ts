@@ -61,7 +61,10 @@ describe("resolveConsumerOptions: a consumer's options over the module's delayQu
   });
 
   it('refuses options that are not an object, naming where they were given', () => {
-    expect(refusal(5)).toMatchObject({ option: 'options', message: `Invalid option \`options\`: consumer options must be an object (in ${where}).` });
+    expect(refusal(5)).toMatchObject({
+      option: 'options',
+      message: `Invalid option \`options\`: consumer options must be an object (in ${where}).`,
+    });
   });
 
   it('says what was given and what to use', () => {

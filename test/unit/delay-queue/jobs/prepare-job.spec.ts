@@ -19,7 +19,11 @@ describe('prepareJob: one job checked and encoded before anything is sent', () =
   });
 
   it('keeps a given id, a delay (rounded up) or an absolute time', () => {
-    expect(prepareJob('orders', 1, { id: 'order-1', delay: 1_500.2 }, defaults)).toMatchObject({ id: 'order-1', kind: 'delay', when: 1_501 });
+    expect(prepareJob('orders', 1, { id: 'order-1', delay: 1_500.2 }, defaults)).toMatchObject({
+      id: 'order-1',
+      kind: 'delay',
+      when: 1_501,
+    });
     const at = new Date('2030-01-02T03:04:05.006Z');
     expect(prepareJob('orders', 1, { at }, defaults)).toMatchObject({ kind: 'at', when: at.getTime() });
     expect(prepareJob('orders', 1, { at: 1_700_000_000_000.5 }, defaults)).toMatchObject({ kind: 'at', when: 1_700_000_000_001 });
@@ -98,7 +102,9 @@ describe('prepareJob: one job checked and encoded before anything is sent', () =
     expect(refusal({ maxAttempts: '3' }).message).toBe(
       'Invalid job for topic "orders": `maxAttempts` is the string "3"; use a whole number from 1 to 1000000. Nothing was scheduled.',
     );
-    expect(refusal({ backoff: 'fast' }).message).toBe('Invalid job for topic "orders": `backoff` must be an object. Nothing was scheduled.');
+    expect(refusal({ backoff: 'fast' }).message).toBe(
+      'Invalid job for topic "orders": `backoff` must be an object. Nothing was scheduled.',
+    );
   });
 
   it('says what was wrong and that nothing was scheduled', () => {

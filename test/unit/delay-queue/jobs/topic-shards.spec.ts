@@ -34,7 +34,10 @@ describe('resolveTopicShards: the delayQueue.topics option', () => {
     ['more than the most shards', { hot: { shards: MAX_TOPIC_SHARDS + 1 } }, 'delayQueue.topics["hot"].shards'],
     ['a name too long for its shard suffix', { ['t'.repeat(127)]: { shards: 10 } }, `delayQueue.topics["${'t'.repeat(127)}"]`],
   ])('refuses %s, naming the option', (_label, topics, option) => {
-    expectInvalidOption(thrownBy(() => resolveTopicShards(topics)), option);
+    expectInvalidOption(
+      thrownBy(() => resolveTopicShards(topics)),
+      option,
+    );
   });
 
   it('accepts the longest name whose last shard still fits', () => {

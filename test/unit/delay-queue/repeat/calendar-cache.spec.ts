@@ -8,7 +8,10 @@ describe('calendar cache', () => {
   it('shares one calendar between definitions with the same schedule, whatever their id or payload', () => {
     const schedule = { cron: '0 3 * * *', timeZone: 'Europe/Warsaw' };
     const a = prepareRepeat('t', schedule, { id: 'a', payload: 1 }, defaults);
-    const b = readStoredForm('b', storedForm(prepareRepeat('u', { timeZone: 'Europe/Warsaw', cron: '0 3 * * *' }, { id: 'b', payload: 2 }, defaults)))!;
+    const b = readStoredForm(
+      'b',
+      storedForm(prepareRepeat('u', { timeZone: 'Europe/Warsaw', cron: '0 3 * * *' }, { id: 'b', payload: 2 }, defaults)),
+    )!;
     expect(a.calendar).toBe(b.calendar);
     expect(calendarOf(schedule)).toBe(a.calendar);
     expect(calendarOf({ cron: '0 3 * * *' })).not.toBe(a.calendar);
@@ -16,7 +19,8 @@ describe('calendar cache', () => {
 
   it('keeps a bounded number of calendars, least recently used out first', () => {
     const first = calendarOf({ cron: '0 0 1 1 *', timeZone: 'Asia/Tokyo' });
-    for (let minute = 0; minute < 64; minute++) calendarOf({ cron: `${minute % 60} ${Math.floor(minute / 60) + 1} * * *`, timeZone: 'Asia/Tokyo' });
+    for (let minute = 0; minute < 64; minute++)
+      calendarOf({ cron: `${minute % 60} ${Math.floor(minute / 60) + 1} * * *`, timeZone: 'Asia/Tokyo' });
     expect(calendarOf({ cron: '0 0 1 1 *', timeZone: 'Asia/Tokyo' })).not.toBe(first);
   });
 

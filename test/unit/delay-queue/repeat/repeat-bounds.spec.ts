@@ -29,7 +29,9 @@ describe('bounded repeat options', () => {
     expect(plain.bounds).toEqual({});
     expect(storedForm(plain).slice(40)).toBe(JSON.stringify({ s: { every: 1_000 }, k: 'latest', t: plain.tail }));
     // Another bound is another definition (an upsert replaces the stored one).
-    expect(prepareRepeat('t', { every: 1_000 }, { limit: 4 }, defaults).fingerprint).not.toBe(prepareRepeat('t', { every: 1_000 }, { limit: 3 }, defaults).fingerprint);
+    expect(prepareRepeat('t', { every: 1_000 }, { limit: 4 }, defaults).fingerprint).not.toBe(
+      prepareRepeat('t', { every: 1_000 }, { limit: 3 }, defaults).fingerprint,
+    );
   });
 
   it.each([
@@ -48,7 +50,10 @@ describe('bounded repeat options', () => {
   });
 
   it('reads @OnDelayed({ repeat }) bounds as options, not as schedule keys', () => {
-    expect(splitOnDelayedRepeat({ every: 1_000, limit: 2, endDate: T0, id: 'x' })).toEqual({ schedule: { every: 1_000 }, options: { limit: 2, endDate: T0, id: 'x' } });
+    expect(splitOnDelayedRepeat({ every: 1_000, limit: 2, endDate: T0, id: 'x' })).toEqual({
+      schedule: { every: 1_000 },
+      options: { limit: 2, endDate: T0, id: 'x' },
+    });
   });
 
   it('refuses a stored form whose bounds this version cannot read', () => {
@@ -93,6 +98,16 @@ describe('ticks within bounds', () => {
     expect(isFinished(calendar, { endDate: T0 + 1_000 }, T0, T0, 1)).toBe(false);
     expect(isFinished(calendar, { endDate: T0 + 999 }, T0, T0, 1)).toBe(true);
     expect(isFinished(calendar, { endDate: T0 + 5_000 }, T0, T0 + 5_001, 1)).toBe(true);
-    expect(isFinished(() => { throw new Error('no calendar needed'); }, {}, T0, T0 + 1e9, 1e9)).toBe(false);
+    expect(
+      isFinished(
+        () => {
+          throw new Error('no calendar needed');
+        },
+        {},
+        T0,
+        T0 + 1e9,
+        1e9,
+      ),
+    ).toBe(false);
   });
 });

@@ -7,7 +7,11 @@ const defaults = resolveRedisLockConfig({}).delayQueue;
 
 describe('prepareRepeat', () => {
   it('defaults the id to the topic and catchUp to latest', () => {
-    expect(prepareRepeat('report', { every: 1_000 }, undefined, defaults)).toMatchObject({ id: 'report', catchUp: 'latest', schedule: { every: 1_000 } });
+    expect(prepareRepeat('report', { every: 1_000 }, undefined, defaults)).toMatchObject({
+      id: 'report',
+      catchUp: 'latest',
+      schedule: { every: 1_000 },
+    });
   });
 
   it('gives the same definition the same fingerprint on every instance, and another one another', () => {
@@ -15,10 +19,12 @@ describe('prepareRepeat', () => {
     const b = prepareRepeat('t', { timeZone: 'Europe/Warsaw', cron: '0 2 * * *' }, { payload: { x: 1 } }, defaults);
     expect(a.fingerprint).toBe(b.fingerprint);
     expect(prepareRepeat('t', { cron: '0 2 * * *' }, { payload: { x: 1 } }, defaults).fingerprint).not.toBe(a.fingerprint);
-    expect(prepareRepeat('t', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' }, { payload: { x: 2 } }, defaults).fingerprint).not.toBe(a.fingerprint);
-    expect(prepareRepeat('t', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' }, { payload: { x: 1 }, catchUp: 'all' }, defaults).fingerprint).not.toBe(
+    expect(prepareRepeat('t', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' }, { payload: { x: 2 } }, defaults).fingerprint).not.toBe(
       a.fingerprint,
     );
+    expect(
+      prepareRepeat('t', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' }, { payload: { x: 1 }, catchUp: 'all' }, defaults).fingerprint,
+    ).not.toBe(a.fingerprint);
   });
 
   it('reads back what it stores', () => {

@@ -23,9 +23,12 @@ describe('JobScript', () => {
   it('sends keys and arguments in the contract’s slots, whatever order the caller wrote them in, flags as 1 or 0', () => {
     expect(script.keyList({ jobs: 'j', due: 'd' })).toEqual(['d', 'j']);
     expect(script.argList({ on: true, label: 'x', max: 3 })).toEqual([3, 'x', 1]);
-    expect(script.argList({ on: false, label: 'x', max: 3 }, [{ token: 't1', id: 'a' }, { id: 'b', token: 't2' }])).toEqual([
-      3, 'x', 0, 'a', 't1', 'b', 't2',
-    ]);
+    expect(
+      script.argList({ on: false, label: 'x', max: 3 }, [
+        { token: 't1', id: 'a' },
+        { id: 'b', token: 't2' },
+      ]),
+    ).toEqual([3, 'x', 0, 'a', 't1', 'b', 't2']);
   });
 
   it('names the slots in the Lua it sends, before the body', () => {

@@ -1,6 +1,7 @@
 import { planFencingToken, type FenceVote } from '../../../../lib/lock/redlock/fencing-token.js';
 
-const votes = (...fences: Array<[master: number, fence: number]>): FenceVote[] => fences.map(([master, fence]) => ({ master, fence: BigInt(fence) }));
+const votes = (...fences: Array<[master: number, fence: number]>): FenceVote[] =>
+  fences.map(([master, fence]) => ({ master, fence: BigInt(fence) }));
 
 describe('planFencingToken: the token of a won Redlock vote', () => {
   it('hands out the common counter when the granting masters moved together', () => {

@@ -96,7 +96,13 @@ function freePort(): Promise<number> {
   });
 }
 
-function launch(bin: string, data: string, dir: string, port: number, owner: { uid: number; gid: number } | undefined): Promise<ChildProcess> {
+function launch(
+  bin: string,
+  data: string,
+  dir: string,
+  port: number,
+  owner: { uid: number; gid: number } | undefined,
+): Promise<ChildProcess> {
   const settings = { listen_addresses: '127.0.0.1', port: String(port), unix_socket_directories: dir, fsync: 'off', max_connections: '20' };
   const args = ['-D', data, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   const child = spawn(join(bin, 'postgres'), args, { stdio: ['ignore', 'pipe', 'pipe'], uid: owner?.uid, gid: owner?.gid, cwd: dir });

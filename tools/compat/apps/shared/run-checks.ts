@@ -73,8 +73,14 @@ export async function runCompat(flavor: AppFlavor, appModule: Type<unknown>): Pr
         assert(other.LockService !== LockService, `${how} gave the same build as the app's imports: expected the other one`);
         assert(other.TransactionSynchronizer === TransactionSynchronizer, 'the TransactionSynchronizer token differs between the builds');
         assert(other.JobOutboxStore === JobOutboxStore, 'the JobOutboxStore token differs between the builds');
-        assert(new other.LockNotHeldError('compat:k', 'extend') instanceof LockNotHeldError, "the other build's LockNotHeldError is not instanceof this one's");
-        assert(new LockNotHeldError('compat:k', 'extend') instanceof other.RedisLockError, "this build's error is not instanceof the other's RedisLockError");
+        assert(
+          new other.LockNotHeldError('compat:k', 'extend') instanceof LockNotHeldError,
+          "the other build's LockNotHeldError is not instanceof this one's",
+        );
+        assert(
+          new LockNotHeldError('compat:k', 'extend') instanceof other.RedisLockError,
+          "this build's error is not instanceof the other's RedisLockError",
+        );
         assert(!(new LockNotHeldError('compat:k', 'extend') instanceof other.LockLostError), 'instanceof accepts an unrelated error class');
         const dual = warnings.filter((warning) => (warning as { code?: string }).code === 'NESTJS_REDIS_LOCK_DUAL_PACKAGE');
         assertEqual(dual.length, 1, 'NESTJS_REDIS_LOCK_DUAL_PACKAGE warnings');
@@ -127,7 +133,10 @@ export async function runCompat(flavor: AppFlavor, appModule: Type<unknown>): Pr
       assert(/^[1-9][0-9]*$/.test(handle.fencingToken), `fencing token ${JSON.stringify(handle.fencingToken)} is not a positive decimal`);
       assert(await locks.isLocked(key), 'isLocked() is false while the lock is held');
       const keys = await keysUnder(redisUrl, keyPrefix);
-      assert(keys.some((k) => k.includes(key)), `no Redis key for the lock under prefix ${keyPrefix}: ${keys.join(', ')}`);
+      assert(
+        keys.some((k) => k.includes(key)),
+        `no Redis key for the lock under prefix ${keyPrefix}: ${keys.join(', ')}`,
+      );
       const contender = await locks.tryAcquire(key);
       if (contender) await contender.release();
       assert(contender === null, 'tryAcquire() got a lock that another handle holds');
@@ -146,7 +155,7 @@ export async function runCompat(flavor: AppFlavor, appModule: Type<unknown>): Pr
         key: otherBuild!.LockContext.current()?.key,
         expected: lock.key,
       }));
-      assertEqual(seen.key, seen.expected, "LockContext.current()?.key of the other build inside using()");
+      assertEqual(seen.key, seen.expected, 'LockContext.current()?.key of the other build inside using()');
     });
 
     await checks.run('await using releases the lock at the end of the block', async () => {

@@ -4,12 +4,7 @@
  * prefix, a lock taken through it, and a close that removes the module's keys.
  */
 import { LockService } from 'nestjs-redis-lock';
-import {
-  closeRedisLockTestingModule,
-  initRedisLockTestingModule,
-  startTestRedis,
-  uniqueKeyPrefix,
-} from 'nestjs-redis-lock/testing';
+import { closeRedisLockTestingModule, initRedisLockTestingModule, startTestRedis, uniqueKeyPrefix } from 'nestjs-redis-lock/testing';
 import { assert } from './check-list.js';
 
 export async function checkTestingSubpath(): Promise<void> {

@@ -40,7 +40,14 @@ async function withOrders(run: (postgres: CompatPostgres, ranJobs: Array<{ id: s
 }
 
 function dataSourceOn(postgres: CompatPostgres): DataSource {
-  return new DataSource({ type: 'postgres', host: postgres.host, port: postgres.port, username: postgres.user, database: postgres.database, poolSize: 4 });
+  return new DataSource({
+    type: 'postgres',
+    host: postgres.host,
+    port: postgres.port,
+    username: postgres.user,
+    database: postgres.database,
+    poolSize: 4,
+  });
 }
 
 /** The committed order's job ran once, the rolled-back one's never; the relay deleted the relayed row. */
@@ -140,7 +147,11 @@ export const typeormTransactionalOutboxCheck: ExtraCheck = {
             transactions: new TypeOrmTransactionalSynchronizer({ connectionName: CONNECTION }),
             delayQueue: {
               // typeorm-transactional makes dataSource.manager the current transaction's manager.
-              outbox: new PostgresJobOutbox({ transaction: inTypeOrmTransaction(() => dataSource.manager), relay: dataSource, applyMigrationAtStart: true }),
+              outbox: new PostgresJobOutbox({
+                transaction: inTypeOrmTransaction(() => dataSource.manager),
+                relay: dataSource,
+                applyMigrationAtStart: true,
+              }),
             },
           }),
         ],
@@ -211,7 +222,9 @@ export const clsTypeOrmOutboxCheck: ExtraCheck = {
               redis: redisUrl,
               keyPrefix,
               transactions,
-              delayQueue: { outbox: new PostgresJobOutbox({ transaction: inClsTransaction(txHost), relay: ds, applyMigrationAtStart: true }) },
+              delayQueue: {
+                outbox: new PostgresJobOutbox({ transaction: inClsTransaction(txHost), relay: ds, applyMigrationAtStart: true }),
+              },
             }),
           }),
         ],

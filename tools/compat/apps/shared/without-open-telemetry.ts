@@ -18,7 +18,10 @@ export function withoutOpenTelemetry(appRequire: NodeJS.Require): TracingProbe {
       await checks.run('runs without @opentelemetry/api installed (no-op tracing)', () => {
         for (const [who, resolver] of resolvers(appRequire)) {
           const found = resolveOrUndefined(resolver, '@opentelemetry/api');
-          assert(found === undefined, `${who} can load @opentelemetry/api (${found}); this app must not have it, to show the package runs without it`);
+          assert(
+            found === undefined,
+            `${who} can load @opentelemetry/api (${found}); this app must not have it, to show the package runs without it`,
+          );
         }
       });
     },
