@@ -2,7 +2,12 @@
 // keep the two in step. It tests the README's own OrdersService (fixtures/readme-app.ts).
 import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockService } from 'nestjs-redis-lock';
-import { closeRedisLockTestingModule, createRedisLockTestingModule, startTestRedis, type TestRedis } from 'nestjs-redis-lock/testing';
+import {
+  closeRedisLockTestingModule,
+  createRedisLockTestingModule,
+  startTestRedis,
+  type TestRedis,
+} from 'nestjs-redis-lock/testing';
 import { OrdersService } from './fixtures/readme-app.js';
 
 describe('OrdersService', () => {
