@@ -13,7 +13,8 @@ export class InvalidJobError extends RedisLockError {
     readonly topic: string,
     /** Where the problem is, e.g. `payload.user.createdAt`, `jobs[3].delay`, `id`. */
     readonly field: string,
-    problem: string,
+    /** What is wrong with it, e.g. `is not JSON data: a function`. */
+    readonly problem: string,
   ) {
     super(`Invalid job for topic ${JSON.stringify(topic)}: \`${field}\` ${problem}. Nothing was scheduled.`);
   }

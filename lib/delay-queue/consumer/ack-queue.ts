@@ -2,6 +2,7 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
+import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
 import { encodeResult } from '../jobs/job-codec.js';
 import { ackJobsScript } from '../scripts/ack-jobs.lua.js';
 import type { ScriptArgs } from '../scripts/job-script.js';
@@ -178,15 +179,17 @@ export class AckQueue {
     }
   }
 
-  /** The result's JSON to keep, or undefined (with a warning) for one that is not JSON data or is over `maxBytes`: the job is kept without
-   * it. */
+  /**
+   * The result's JSON to keep, or undefined (with a warning) for one that is not JSON data or is over
+   * `maxBytes`: the job is kept without it.
+   */
   private encode(job: HeldJob, result: unknown, maxBytes: number): string | undefined {
     try {
       return encodeResult(this.context.topic, result, maxBytes);
     } catch (error) {
       this.context.warn(
         `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(this.context.topic)} completed, but its ` +
-          `result is not kept: ${errorMessage(error)}`,
+          `result is not kept: ${error instanceof InvalidJobError ? `\`${error.field}\` ${error.problem}` : errorMessage(error)}`,
       );
       return undefined;
     }
