@@ -15,6 +15,7 @@ import { FaultProxy } from '../../tools/fault-proxy.js';
 import { rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
+import { topicStats } from '../support/topic-stats.js';
 
 type Script = { readonly sha: string; readonly source: string };
 
@@ -201,16 +202,7 @@ describe('Job scripts whose reply is lost (run twice)', () => {
     const lost = proxy.loseReply(callOf(scheduleJobsScript, keyPrefix, 'schedule'));
     const id = await proxied.queue.schedule('schedule', { n: 1 }, { delay: 60_000 });
     await lost;
-    expect(await direct.queue.stats('schedule')).toEqual({
-      scheduled: 1,
-      due: 0,
-      active: 0,
-      dead: 0,
-      schedules: 0,
-      paused: false,
-      grouped: 0,
-      busyGroups: 0,
-    });
+    expect(await direct.queue.stats('schedule')).toEqual(topicStats({ scheduled: 1 }));
     expect((await direct.queue.get('schedule', id))?.payload).toEqual({ n: 1 });
   });
 

@@ -1,5 +1,6 @@
 import { TopicShards } from '../../lib/delay-queue/jobs/topic-shards.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
+import { topicStats } from '../support/topic-stats.js';
 
 describe('DelayQueueService.stats counts repeatable schedules', () => {
   const apps: DelayTestApp[] = [];
@@ -15,81 +16,27 @@ describe('DelayQueueService.stats counts repeatable schedules', () => {
 
   it('counts a schedule from repeat() and no longer once removeRepeat() took it away', async () => {
     const t = await app();
-    expect(await t.queue.stats('counted')).toEqual({
-      scheduled: 0,
-      due: 0,
-      active: 0,
-      dead: 0,
-      schedules: 0,
-      paused: false,
-      grouped: 0,
-      busyGroups: 0,
-    });
+    expect(await t.queue.stats('counted')).toEqual(topicStats());
 
     await t.queue.repeat('counted', { every: 60_000 });
     // The schedule, and the one tick it has queued.
-    expect(await t.queue.stats('counted')).toEqual({
-      scheduled: 1,
-      due: 0,
-      active: 0,
-      dead: 0,
-      schedules: 1,
-      paused: false,
-      grouped: 0,
-      busyGroups: 0,
-    });
+    expect(await t.queue.stats('counted')).toEqual(topicStats({ scheduled: 1, schedules: 1 }));
     // An upsert of the same id is still one schedule; another id is a second one.
     await t.queue.repeat('counted', { every: 60_000 });
     await t.queue.repeat('counted', { cron: '0 2 * * *', timeZone: 'Europe/Warsaw' }, { id: 'nightly' });
-    expect(await t.queue.stats('counted')).toEqual({
-      scheduled: 2,
-      due: 0,
-      active: 0,
-      dead: 0,
-      schedules: 2,
-      paused: false,
-      grouped: 0,
-      busyGroups: 0,
-    });
+    expect(await t.queue.stats('counted')).toEqual(topicStats({ scheduled: 2, schedules: 2 }));
 
     expect(await t.queue.removeRepeat('counted', 'nightly')).toBe(true);
-    expect(await t.queue.stats('counted')).toEqual({
-      scheduled: 1,
-      due: 0,
-      active: 0,
-      dead: 0,
-      schedules: 1,
-      paused: false,
-      grouped: 0,
-      busyGroups: 0,
-    });
+    expect(await t.queue.stats('counted')).toEqual(topicStats({ scheduled: 1, schedules: 1 }));
     expect(await t.queue.removeRepeat('counted')).toBe(true);
-    expect(await t.queue.stats('counted')).toEqual({
-      scheduled: 0,
-      due: 0,
-      active: 0,
-      dead: 0,
-      schedules: 0,
-      paused: false,
-      grouped: 0,
-      busyGroups: 0,
-    });
+    expect(await t.queue.stats('counted')).toEqual(topicStats());
   });
 
   it('adds up the schedules of a sharded topic over its shards', async () => {
     const t = await app({ delayQueue: { topics: { spread: { shards: 4 } } } });
     const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
     for (const id of ids) await t.queue.repeat('spread', { every: 60_000 }, { id });
-    expect(await t.queue.stats('spread')).toEqual({
-      scheduled: ids.length,
-      due: 0,
-      active: 0,
-      dead: 0,
-      schedules: ids.length,
-      paused: false,
-      grouped: 0,
-      busyGroups: 0,
-    });
+    expect(await t.queue.stats('spread')).toEqual(topicStats({ scheduled: ids.length, schedules: ids.length }));
     // The schedules live on several shards, so the count is a sum over shards.
     const shards = t.app.get(TopicShards);
     expect(new Set(ids.map((id) => shards.forSchedule('spread', id).jobs)).size).toBeGreaterThan(1);

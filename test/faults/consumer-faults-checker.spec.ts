@@ -2,7 +2,7 @@ import type { ScheduledJob } from '../../lib/delay-queue/interfaces/schedule-opt
 import { checkGroupHistory, type PauseWindow, type ScheduledGroupJob } from '../../tools/soak/groups/group-checker.js';
 import type { WorkerJobPayload } from '../../tools/soak/groups/worker.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
-import { seededRandom } from '../../tools/soak/soak-constants.js';
+import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { useLocalRedisServer } from '../support/use-local-redis-server.js';
@@ -68,8 +68,7 @@ describe(
       'hands back buffered jobs across short outages, aborts a resumed consumer’s signal, starts nothing ' +
         'while paused, and keeps completed jobs bounded',
       async () => {
-        const random = seededRandom(SEED);
-        const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+        const { random, between } = seededDraws(SEED);
         const keyPrefix = uniquePrefix('cf');
         const log = (line: string) => process.stdout.write(`[consumer-faults-checker seed ${SEED}] ${line}\n`);
 

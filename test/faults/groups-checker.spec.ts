@@ -6,7 +6,7 @@ import { checkGroupHistory, type ScheduledGroupJob } from '../../tools/soak/grou
 import { planGroupJobs, toScheduledJobs, type PlannedJob } from '../../tools/soak/groups/group-plan.js';
 import type { WorkerJobPayload } from '../../tools/soak/groups/worker.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
-import { seededRandom } from '../../tools/soak/soak-constants.js';
+import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { useLocalRedisServer } from '../support/use-local-redis-server.js';
@@ -42,8 +42,7 @@ describe('job groups under faults (randomized, checked)', () => {
     'runs the jobs of a group one at a time (or groupConcurrency at a time), in due order, and loses ' +
       'none, with consumers SIGKILLed, Redis restarted and replies lost',
     async () => {
-      const random = seededRandom(SEED);
-      const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+      const { random, between } = seededDraws(SEED);
       const groupConcurrency = random() < 0.7 ? 1 : 2;
       const keyPrefix = uniquePrefix('gc');
       const log = (line: string) => process.stdout.write(`[groups-checker seed ${SEED}] ${line}\n`);

@@ -3,7 +3,7 @@ import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { checkRateLimit, checkRateLimitPerInstance, type RateLimitConfig } from '../../tools/soak/groups/rate-limit-checker.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
-import { seededRandom } from '../../tools/soak/soak-constants.js';
+import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { useProxiedWorkerFleet, type ProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
@@ -112,8 +112,7 @@ describe('rate limit across instances (randomized, checked)', () => {
   }
 
   it('never lets more than max claims into a window of duration ms across 3 instances, and fails no job over the limit', async () => {
-    const random = seededRandom(SEED);
-    const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+    const { random, between } = seededDraws(SEED);
     const max = between(2, 5);
     const duration = between(200, 500);
     // About 6 s of work at the limit.
@@ -168,8 +167,7 @@ describe('rate limit across instances (randomized, checked)', () => {
     'instances configured differently: each claim keeps its own instance’s limit against the claims ' +
       'of all instances, and no job over it fails',
     async () => {
-      const random = seededRandom(MIXED_SEED);
-      const between = (min: number, max: number) => Math.round(min + random() * (max - min));
+      const { random, between } = seededDraws(MIXED_SEED);
       const limits: RateLimitConfig[] = [
         { max: between(2, 4), duration: between(1_000, 2_000) },
         { max: between(1, 2), duration: between(20, 60) },

@@ -118,12 +118,4 @@ function checkKey(key: string, grants: FenceGrant[]): string[] {
  * A small seeded generator (mulberry32) for randomized specs: a failing run names its seed, and the
  * same seed draws the same operations again (their timing, under faults, still varies).
  */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from '../../tools/soak/soak-constants.js';

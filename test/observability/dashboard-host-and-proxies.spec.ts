@@ -45,12 +45,7 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     const t = await start({ readOnly: false });
     const queue = t.app.get(DelayQueueService);
     await queue.schedule('rebind.t', { resetToken: 'secret-123' }, { id: 'victim', delay: 3_600_000 });
-    const port = new URL(t.base).port;
-    const rebound = {
-      host: `rebind.attacker.test:${port}`,
-      origin: `http://rebind.attacker.test:${port}`,
-      'sec-fetch-site': 'same-origin',
-    };
+    const rebound = reboundPageHeaders(t.base);
 
     for (const path of ['/_locks', '/_locks/api/topics/rebind.t/jobs/victim', '/_locks/api/locks', '/_locks/api/topics']) {
       const read = await send(t.base, 'GET', path, rebound);
@@ -105,12 +100,7 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
       const t = await start({ readOnly: false, allowRemote: true, ...listing });
       const queue = t.app.get(DelayQueueService);
       await queue.schedule('rebind.t', { resetToken: 'secret-123' }, { id: 'victim', delay: 3_600_000 });
-      const port = new URL(t.base).port;
-      const rebound = {
-        host: `rebind.attacker.test:${port}`,
-        origin: `http://rebind.attacker.test:${port}`,
-        'sec-fetch-site': 'same-origin',
-      };
+      const rebound = reboundPageHeaders(t.base);
       for (const path of ['/_locks', '/_locks/api/topics/rebind.t/jobs/victim', '/_locks/api/locks']) {
         const read = await send(t.base, 'GET', path, rebound);
         expect({ listing, path, status: read.status, code: read.body?.code }).toEqual({
@@ -127,6 +117,7 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
       expect((await queue.get('rebind.t', 'victim'))?.state).toBe('scheduled');
       // The listed name (any port for allowedHosts) and loopback names are served.
       const listed = listing.allowedHosts ? ['ops.example.com', 'OPS.example.com:8443'] : ['ops.example.com', 'ops.example.com:443'];
+      const port = new URL(t.base).port;
       for (const host of [...listed, `localhost:${port}`, `127.0.0.1:${port}`]) {
         expect({ host, status: (await send(t.base, 'GET', '/_locks/api/topics', { host })).status }).toEqual({ host, status: 200 });
       }
@@ -241,3 +232,9 @@ describe('RedisLockDashboardModule: loopback-only means a loopback Host and no p
     },
   );
 });
+
+/** What a page on a name rebound to 127.0.0.1 sends: a foreign Host (and Origin), same-origin by the browser's reckoning. */
+function reboundPageHeaders(base: string): Record<string, string> {
+  const port = new URL(base).port;
+  return { host: `rebind.attacker.test:${port}`, origin: `http://rebind.attacker.test:${port}`, 'sec-fetch-site': 'same-origin' };
+}

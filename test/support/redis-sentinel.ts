@@ -131,30 +131,17 @@ export async function startRedisSentinel(options: SentinelTopologyOptions = {}):
     }
 
     const sentinels = sentinelProcs.map((s) => ({ host: '127.0.0.1', port: s.port }));
+    // A client that fails fast instead of retrying: these processes are started and killed at will.
+    const failingFast = (port: number) =>
+      ({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, disconnectTimeout: 100 }) as const;
     const clientTo = (port: number) => {
-      const c = new Redis({
-        host: '127.0.0.1',
-        port,
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-        disconnectTimeout: 100,
-      });
+      const c = new Redis(failingFast(port));
       c.on('error', () => undefined);
       clients.add(c);
       return c;
     };
     const ask = async <T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> => {
-      const c = new Redis({
-        host: '127.0.0.1',
-        port,
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-        connectTimeout: 500,
-        commandTimeout: 1000,
-        disconnectTimeout: 100,
-      });
+      const c = new Redis({ ...failingFast(port), connectTimeout: 500, commandTimeout: 1000 });
       c.on('error', () => undefined);
       try {
         await c.connect();

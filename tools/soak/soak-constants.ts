@@ -65,3 +65,9 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** A seeded generator and its whole numbers between `min` and `max` (included), for randomized specs. */
+export function seededDraws(seed: number): { readonly random: () => number; readonly between: (min: number, max: number) => number } {
+  const random = seededRandom(seed);
+  return { random, between: (min, max) => Math.round(min + random() * (max - min)) };
+}
