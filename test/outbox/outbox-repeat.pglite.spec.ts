@@ -1,12 +1,10 @@
 import { jest } from '@jest/globals';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { runInTransaction } from '../../lib/index.js';
 import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
-import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { usePgliteOutbox } from './support/pglite-outbox.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -20,33 +18,10 @@ const repeatedTicks = (runs: readonly RecordedRun[]) => {
 };
 
 describe('repeat() and removeRepeat() inside a transaction, through the outbox (PGlite)', () => {
-  let db: PGlite;
-  let app: OutboxApp;
-  const current = new AsyncLocalStorage<Transaction>();
-  const runs: RecordedRun[] = [];
   const topic = 'report.tick';
-  const inTx = <T>(work: (tx: Transaction) => Promise<T>) =>
-    runInTransaction(() => db.transaction((tx) => current.run(tx, () => work(tx))));
-  const newStore = () => new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db });
+  const { db, app, runs, inTx, newStore } = usePgliteOutbox('pglite-outbox-repeat', 'CREATE TABLE reports (ref text PRIMARY KEY)', [topic]);
   const outboxCount = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
   const runsOf = (id: string) => runs.filter((run) => run.id.startsWith(`repeat:${id}@`));
-
-  beforeAll(async () => {
-    db = new PGlite();
-    await db.exec('CREATE TABLE reports (ref text PRIMARY KEY)');
-    app = await startOutboxApp({
-      redis: testRedisUrl(),
-      keyPrefix: uniquePrefix('pglite-outbox-repeat'),
-      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
-      topics: [topic],
-      runs,
-      outboxRelay: { minAge: 200 },
-    });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await db?.close();
-  });
 
   it(
     'a committed repeat() stores the schedule after COMMIT and its ticks run; the result is the definition ' + 'with an estimated next run',
