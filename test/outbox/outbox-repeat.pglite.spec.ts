@@ -21,6 +21,16 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
   const topic = 'report.tick';
   const { db, app, runs, inTx, newStore } = usePgliteOutbox('pglite-outbox-repeat', 'CREATE TABLE reports (ref text PRIMARY KEY)', [topic]);
   const outboxCount = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
+  /** Another instance on `outbox` whose relay takes rows over at once; it consumes `topic` into `runs`. */
+  const startEagerRelay = (label: string, outbox: PostgresJobOutbox, topic: string, runs: RecordedRun[] = []) =>
+    startOutboxApp({
+      redis: testRedisUrl(),
+      keyPrefix: uniquePrefix(label),
+      outbox,
+      topics: [topic],
+      runs,
+      outboxRelay: { minAge: 0, pollInterval: 50 },
+    });
   const runsOf = (id: string) => runs.filter((run) => run.id.startsWith(`repeat:${id}@`));
 
   it(
@@ -148,14 +158,7 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
       });
       const twiceRuns: RecordedRun[] = [];
       const twiceTopic = 'report.twice';
-      const other = await startOutboxApp({
-        redis: testRedisUrl(),
-        keyPrefix: uniquePrefix('pglite-outbox-repeat-twice'),
-        outbox: flaky,
-        topics: [twiceTopic],
-        runs: twiceRuns,
-        outboxRelay: { minAge: 0, pollInterval: 50 },
-      });
+      const other = await startEagerRelay('pglite-outbox-repeat-twice', flaky, twiceTopic, twiceRuns);
       try {
         await inTx(() => other.queue.repeat(twiceTopic, { every: EVERY }, { id: 'twice' }));
         await waitFor(
@@ -186,14 +189,7 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
         delete: async (ids: readonly string[]) => (deletes++ === 0 ? undefined : store.delete(ids)),
       });
       const leftTopic = 'report.left';
-      const other = await startOutboxApp({
-        redis: testRedisUrl(),
-        keyPrefix: uniquePrefix('pglite-outbox-repeat-left'),
-        outbox: killedBeforeDelete,
-        topics: [leftTopic],
-        runs: [],
-        outboxRelay: { minAge: 0, pollInterval: 50 },
-      });
+      const other = await startEagerRelay('pglite-outbox-repeat-left', killedBeforeDelete, leftTopic);
       const rowsOf = async (id: string) =>
         (
           await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox WHERE topic = $1 AND job_id = $2', [
