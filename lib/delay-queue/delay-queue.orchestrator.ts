@@ -9,7 +9,6 @@ import {
 } from '@nestjs/common';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
-import { preloadScripts } from '../core/redis/preload-scripts.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
 import { JobEnqueuer } from './job-enqueuer.js';
@@ -85,9 +84,9 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
    * optimisation only: it neither delays bootstrap nor fails it), beside the handlers' start.
    */
   async onApplicationBootstrap(): Promise<void> {
-    void preloadScripts(this.connection.client, ALL_DELAY_QUEUE_SCRIPTS).catch((error: unknown) =>
-      this.logger.debug(`Script preload skipped: ${errorMessage(error)}`),
-    );
+    void this.connection
+      .loadScripts(ALL_DELAY_QUEUE_SCRIPTS)
+      .catch((error: unknown) => this.logger.debug(`Script preload skipped: ${errorMessage(error)}`));
     await Promise.all([this.outbox?.start(), this.startHandlers()]);
   }
 

@@ -97,7 +97,7 @@ export class JobCommands {
 
   /** How many dead letters one shard holds now. */
   private async deadCount(shard: TopicKeys): Promise<number> {
-    return (await topicStatsScript.call(this.connection.client, shard, {})).dead;
+    return (await topicStatsScript.call(this.connection, shard, {})).dead;
   }
 
   /**

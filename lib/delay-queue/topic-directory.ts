@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { assertValidTopic, shardTopicName } from '../core/keys/topic-name.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
-import { scanKeys } from '../core/redis/scan-keys.js';
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 
@@ -39,7 +38,7 @@ export class TopicDirectory {
    * `limit` jobs hashes are looked at. The shards of a sharded topic are reported as the topic.
    */
   async topicsInRedis(limit: number): Promise<{ topics: string[]; truncated: boolean }> {
-    const { keys, truncated } = await scanKeys(this.connection.client, this.keySpace.topicJobsPattern(), limit);
+    const { keys, truncated } = await this.connection.scanKeys(this.keySpace.topicJobsPattern(), limit);
     const topics = new Set<string>();
     for (const key of keys) {
       const found = this.keySpace.topicOfJobsKey(key);

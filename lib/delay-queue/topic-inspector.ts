@@ -34,7 +34,7 @@ export class TopicInspector {
     // A job of a group lives on its group's shard: on a sharded topic, look in the others too.
     let read: JobRead | undefined;
     for (const shard of this.shards.searchOrder(topic, id)) {
-      read = await readJobScript.call(this.connection.client, shard, { id });
+      read = await readJobScript.call(this.connection, shard, { id });
       if (read.body !== null) break;
     }
     const { nowMs, body, dueScore, visibleUntilMs, diedAtMs, finishedAtMs, resultJson } = read!;
@@ -69,7 +69,7 @@ export class TopicInspector {
   /** Counts of a topic's jobs by state and of its schedules, one snapshot per shard, added up. */
   async stats(topic: string): Promise<DelayQueueStats> {
     assertValidTopic(topic);
-    const perShard = await Promise.all(this.shards.all(topic).map((keys) => topicStatsScript.call(this.connection.client, keys, {})));
+    const perShard = await Promise.all(this.shards.all(topic).map((keys) => topicStatsScript.call(this.connection, keys, {})));
     const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 };
     let completed = 0;
     for (const shard of perShard) {
@@ -91,9 +91,7 @@ export class TopicInspector {
   async deadLetters<T = unknown>(topic: string, limit: number): Promise<Array<DelayedJob<T>>> {
     assertValidTopic(topic);
     // Each shard's newest `limit`, merged: the newest `limit` overall are among them.
-    const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) => readDeadLettersScript.call(this.connection.client, keys, { limit })),
-    );
+    const perShard = await Promise.all(this.shards.all(topic).map((keys) => readDeadLettersScript.call(this.connection, keys, { limit })));
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
     for (const letters of perShard)
       for (const { id, body, diedAtMs } of letters) {
@@ -129,7 +127,7 @@ export class TopicInspector {
     // A UTF-16 code unit takes at most 3 bytes of UTF-8: this many bytes always hold a whole preview.
     const previewBytes = 3 * previewLength + 48;
     const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) => listJobsScript.call(this.connection.client, keys, { state, limit, previewBytes })),
+      this.shards.all(topic).map((keys) => listJobsScript.call(this.connection, keys, { state, limit, previewBytes })),
     );
     let now = 0;
     let total = 0;

@@ -135,7 +135,7 @@ export class AckQueue {
         this.carry(async (acks) => {
           if (acks.length === 0) return;
           const { connection, keys, keepCompleted } = this.context;
-          await ackJobsScript.call(connection.client, keys, keepArguments(keepCompleted), ackRecords(acks));
+          await ackJobsScript.call(connection, keys, keepArguments(keepCompleted), ackRecords(acks));
         }),
       {
         failed: (error) => failures.failed(error),

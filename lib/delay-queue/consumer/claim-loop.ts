@@ -231,7 +231,7 @@ export class ClaimLoop {
 
   /** Posts the marker again, for a consumer parked on it. */
   private passMarker(): void {
-    this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined);
+    this.context.connection.command('zadd', this.context.keys.marker, 0, 'wake').catch(() => undefined);
   }
 
   /** Ends the current pause at once. */

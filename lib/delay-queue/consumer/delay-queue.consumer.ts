@@ -171,7 +171,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
    */
   private setGroupLimit(limit: number, retryInMs = GROUP_LIMIT_FIRST_RETRY_MS): void {
     const { connection, keys, logger } = this.context;
-    setGroupLimitScript.call(connection.client, keys, { limit }).catch((error: unknown) => {
+    setGroupLimitScript.call(connection, keys, { limit }).catch((error: unknown) => {
       if (this.state !== 'running') return;
       if (connection.outages.absorb('group limits set late', error)) {
         setTimeout(
@@ -215,7 +215,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
     // The marker that told this consumer of the next due job may have reached it alone: the others
     // would sleep up to maxIdleWait. Posting it again wakes one of them to take over the watch.
     await settleWithin(
-      this.context.connection.client.zadd(this.context.keys.marker, 0, 'wake').catch(() => undefined),
+      this.context.connection.command('zadd', this.context.keys.marker, 0, 'wake').catch(() => undefined),
       SHUTDOWN_REDIS_GRACE_MS,
     );
     const redisBudget = () => Math.max(SHUTDOWN_REDIS_GRACE_MS, deadline - performance.now());

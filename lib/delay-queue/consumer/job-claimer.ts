@@ -81,7 +81,7 @@ export class JobClaimer {
       deletePrevious: previousRecord !== undefined,
     };
     const issued = performance.now();
-    const send = () => claimDueJobsScript.call(this.context.connection.client, keys, args, ackRecords(acks));
+    const send = () => claimDueJobsScript.call(this.context.connection, keys, args, ackRecords(acks));
     const { reply: replied, written } = this.context.connection.reachability?.stampWrites(send) ?? { reply: send(), written: undefined };
     let reply: ClaimReply;
     try {
@@ -127,7 +127,7 @@ export class JobClaimer {
 
   /** Deletes the last claim's record (at shutdown; it would expire anyway). Never rejects. */
   discardLastRecord(): void {
-    if (this.lastClaimRecord) void this.context.connection.client.del(this.lastClaimRecord).catch(() => undefined);
+    if (this.lastClaimRecord) void this.context.connection.command('del', this.lastClaimRecord).catch(() => undefined);
   }
 
   /** Reports the jobs the claim's recovery step took back. */

@@ -34,7 +34,7 @@ export class JobProgress {
     visibility.checkDeadline(job);
     if (!isWatched(job)) throw lossReason(job, topic);
     const args = { id: job.id, token: job.token, progressJson: JSON.stringify(json) };
-    const recorded = await setProgressScript.call(connection.client, keys, args);
+    const recorded = await setProgressScript.call(connection, keys, args);
     if (recorded === 'held') return;
     if (recorded === 'cancelled') visibility.cancelled(job.token, job.id);
     else visibility.loseVisibility(job, 'not-owner');

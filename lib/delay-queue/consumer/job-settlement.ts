@@ -143,7 +143,7 @@ export class JobSettlement {
     // The log lines end with the stack's frames (its first line repeats the message).
     const frames = stack === undefined ? '' : stack.slice(stack.indexOf('\n') < 0 ? stack.length : stack.indexOf('\n'));
     await this.retryWhileHeld([job], async () => {
-      const outcome = await failJobScript.call(this.context.connection.client, this.context.keys, {
+      const outcome = await failJobScript.call(this.context.connection, this.context.keys, {
         id: job.id,
         token: job.token,
         retryDelayMs: delay,
@@ -182,7 +182,7 @@ export class JobSettlement {
     job.turnReported = true;
     const { connection, keys, logger, topic } = this.context;
     this.track(
-      releaseGroupTurnScript.call(connection.client, keys, { token: job.token }).catch((error: unknown) => {
+      releaseGroupTurnScript.call(connection, keys, { token: job.token }).catch((error: unknown) => {
         logger.debug?.(
           `Group ${JSON.stringify(job.group)} of topic ${JSON.stringify(topic)} keeps its turn until the claim's ` +
             `deadline: ${errorMessage(error)}`,
@@ -201,5 +201,5 @@ export class JobSettlement {
 /** Hands jobs back: each goes back to the due-set score it was claimed from. */
 function releaseJobs(context: JobSettlementContext, jobs: readonly HeldJob[], neverStarted: boolean): Promise<unknown> {
   const records = jobs.map((job) => ({ id: job.id, token: job.token, dueScore: job.dueScore }));
-  return releaseJobsScript.call(context.connection.client, context.keys, { undoAttempt: neverStarted }, records);
+  return releaseJobsScript.call(context.connection, context.keys, { undoAttempt: neverStarted }, records);
 }

@@ -162,7 +162,7 @@ export class VisibilityKeeper {
     const issued = performance.now();
     try {
       const { connection, keys } = this.context;
-      const send = () => extendJobsScript.call(connection.client, keys, { visibilityMs: visibilityTimeout }, claims);
+      const send = () => extendJobsScript.call(connection, keys, { visibilityMs: visibilityTimeout }, claims);
       const { reply, written } = connection.reachability?.stampWrites(send) ?? { reply: send(), written: undefined };
       const flags = await reply;
       // The run that answered, which renewed the claims, came after the extension's last write:

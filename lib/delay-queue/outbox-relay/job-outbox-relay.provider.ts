@@ -28,7 +28,7 @@ export const jobOutboxRelayProvider: FactoryProvider<JobOutboxRelay | null> = {
     if (!config.delayQueue.outbox) return null;
     return new JobOutboxRelay(
       config.delayQueue.outbox,
-      new OutboxJobWriter(() => connection.client, shards, repeats, writer),
+      new OutboxJobWriter(connection, shards, repeats, writer),
       transactions,
       events,
       new Logger('DelayQueueOutbox'),

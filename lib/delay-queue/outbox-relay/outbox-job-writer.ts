@@ -1,4 +1,4 @@
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { RedisTransport } from '../../core/redis/redis-transport.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { OutboxRow } from '../../core/outbox-port/job-outbox-store.js';
 import { operationKey } from '../jobs/operation-record.js';
@@ -55,12 +55,12 @@ export class OutboxJobWriter {
   readonly clock: RedisClock;
 
   constructor(
-    private readonly client: () => RedisClient,
+    private readonly redis: Pick<RedisTransport, 'command'>,
     private readonly shards: TopicShards,
     private readonly repeats: RepeatScheduler,
     private readonly jobs: JobWriter,
   ) {
-    this.clock = new RedisClock(client);
+    this.clock = new RedisClock(redis);
   }
 
   /**
@@ -130,8 +130,9 @@ export class OutboxJobWriter {
    * find the record until its deadline, which lies within `keepMs` of now.
    */
   async keepRecords(rows: readonly OutboxWrite[], keepMs: number): Promise<void> {
-    const client = this.client();
-    await Promise.all(rows.map((row) => client.pexpire(this.recordOf(row, this.keysOf(row)), keepMs).catch(() => undefined)));
+    await Promise.all(
+      rows.map((row) => this.redis.command('pexpire', this.recordOf(row, this.keysOf(row)), keepMs).catch(() => undefined)),
+    );
   }
 
   private keysOf(row: OutboxWrite): TopicKeys {

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../../core/options/redis-lock-config.js';
+import type { RedisTransport } from '../../core/redis/redis-transport.js';
 
 /** A sample older than this is refreshed in the background (the bound it gives stays valid). */
 const REFRESH_AFTER_MS = 10_000;
@@ -14,7 +14,7 @@ export class RedisClock {
   private sample?: { readonly serverMs: number; readonly localMs: number };
   private refreshing?: Promise<void>;
 
-  constructor(private readonly client: () => RedisClient) {}
+  constructor(private readonly redis: Pick<RedisTransport, 'command'>) {}
 
   /** Resolves once there is a sample (at once when there is one); rejects if Redis cannot give the first. */
   async ready(): Promise<void> {
@@ -31,7 +31,7 @@ export class RedisClock {
   /** Takes a new sample (one TIME round trip; concurrent calls share it). */
   refresh(): Promise<void> {
     this.refreshing ??= (async () => {
-      const [seconds, micros] = (await this.client().time()) as [string | number, string | number];
+      const [seconds, micros] = await this.redis.command<[string | number, string | number]>('time');
       const localMs = performance.now();
       this.sample = { serverMs: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), localMs };
     })().finally(() => (this.refreshing = undefined));

@@ -72,7 +72,7 @@ export class RecentRemovals {
         for (let from = 0; from < entries.length; from += REASSERT_BATCH) {
           const batch = entries.slice(from, from + REASSERT_BATCH);
           const records = batch.map(([id, removal]) => ({ id, removedAt: String(removal.removedAt) }));
-          const statuses = await reassertRemovalsScript.call(this.connection.client, keys, {}, records);
+          const statuses = await reassertRemovalsScript.call(this.connection, keys, {}, records);
           statuses.forEach((status, i) => {
             const [id, removal] = batch[i];
             if (status === 'superseded' && removals.get(id) === removal) removals.delete(id);

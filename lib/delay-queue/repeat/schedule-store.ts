@@ -64,7 +64,7 @@ export class ScheduleStore {
 
   /** The server's now (ms, and µs) and the shard's schedules: `id` alone, or the first READ_BATCH by next tick. */
   async read(keys: TopicKeys, id: string): Promise<[number, ScheduleRow[], number]> {
-    const read = await readRepeatsScript.call(this.connection.client, keys, { scheduleId: id, limit: READ_BATCH });
+    const read = await readRepeatsScript.call(this.connection, keys, { scheduleId: id, limit: READ_BATCH });
     const rows: ScheduleRow[] = [];
     for (const { stored, ...row } of read.schedules) {
       const definition = readStoredForm(row.id, stored);
@@ -75,7 +75,7 @@ export class ScheduleStore {
 
   /** When schedule `id` was last removed (server µs), if a removal is recorded. */
   async removedAt(keys: TopicKeys, id: string): Promise<number | undefined> {
-    const score = await this.connection.client.zscore(keys.repeatRemoved, id);
+    const score = await this.connection.command<string | null>('zscore', keys.repeatRemoved, id);
     if (score === null) return undefined;
     const value = Number(score);
     return value < 1e14 ? value * 1000 : value; // a record of an older version holds ms
@@ -122,7 +122,7 @@ export class ScheduleStore {
         runs,
         queued,
       } = await upsertRepeatScript.call(
-        this.connection.client,
+        this.connection,
         { ...keys, record },
         {
           scheduleId: definition.id,
@@ -157,7 +157,7 @@ export class ScheduleStore {
    * it, and only while the schedule has one (a removal meanwhile deleted it: nothing is added).
    */
   async confirmDefinition(keys: TopicKeys, id: string, at: number): Promise<void> {
-    await this.connection.client.zadd(keys.repeatDefined, 'XX', 'GT', at, id);
+    await this.connection.command('zadd', keys.repeatDefined, 'XX', 'GT', at, id);
   }
 
   /**
@@ -169,7 +169,7 @@ export class ScheduleStore {
   async remove(keys: TopicKeys, id: string, fence?: WriteFence): Promise<{ existed: boolean; removedAt?: number }> {
     const record = operationKey(keys.jobs, fence?.recordId ?? newOperationId());
     const { status, removedAt } = await removeRepeatScript.call(
-      this.connection.client,
+      this.connection,
       { ...keys, record },
       {
         scheduleId: id,
@@ -177,7 +177,7 @@ export class ScheduleStore {
       },
     );
     if (status === 'fence-expired') throw new WriteFenceExpiredError();
-    if (!fence) await this.connection.client.del(record).catch(() => undefined);
+    if (!fence) await this.connection.command('del', record).catch(() => undefined);
     return { existed: status === 'removed', removedAt };
   }
 
@@ -188,7 +188,7 @@ export class ScheduleStore {
   async advance(keys: TopicKeys, row: ScheduleRow, next: number | null, dropStale: boolean, claimed = false): Promise<void> {
     if (next === null && !claimed) return;
     const { definition } = row;
-    await advanceRepeatScript.call(this.connection.client, keys, {
+    await advanceRepeatScript.call(this.connection, keys, {
       scheduleId: row.id,
       fingerprint: definition.fingerprint,
       expectedTick: row.tick,

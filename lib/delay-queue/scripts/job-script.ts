@@ -1,5 +1,6 @@
 import type { RedisClient } from '../../core/options/redis-lock-config.js';
 import { RedisScript, type LuaSnippet } from '../../core/redis/redis-script.js';
+import type { RedisTransport } from '../../core/redis/redis-transport.js';
 
 /** How an argument reaches the Lua: `int` a number (tonumber), `text` a string as sent, `flag` true when sent as 1. */
 export type ScriptArgType = 'int' | 'text' | 'flag';
@@ -49,7 +50,8 @@ export class JobScript<K extends string, A extends Record<string, ScriptArgType>
 
   /** Runs the script with its keys and arguments by name, and the repeated records; resolves the decoded reply. */
   call(
-    client: RedisClient,
+    /** The module's connection (its transport), or an ioredis client directly (tests, tools). */
+    client: RedisClient | Pick<RedisTransport, 'runScript'>,
     keys: Readonly<Record<K, string>>,
     args: ArgValues<A>,
     records: readonly Readonly<Record<F, string | number>>[] = [],

@@ -73,7 +73,7 @@ export class JobWriter {
   async writeFenced(topic: string, job: JobToWrite, fence: WriteFence): Promise<WriteOutcome> {
     const keys = this.shards.forJob(topic, job.id, groupOfTail(job.tail));
     const outcome = await writeOutboxJobScript.call(
-      this.connection.client,
+      this.connection,
       { ...keys, record: operationKey(keys.jobs, fence.recordId) },
       { id: job.id, kind: dueKindArg(job.kind), when: job.when, replace: job.replace, tail: job.tail, deadline: fence.deadline },
     );
@@ -94,7 +94,7 @@ export class JobWriter {
   ): Promise<R> {
     const record = operationKey(keys.jobs, newOperationId());
     const recorded: TopicKeys & { readonly record: string } = { ...keys, record };
-    const reply = await script.call(this.connection.client, recorded, args);
+    const reply = await script.call(this.connection, recorded, args);
     await this.dropRecords([record]);
     return reply;
   }
@@ -146,7 +146,7 @@ export class JobWriter {
         if (writeId !== undefined) records.push(record);
         try {
           const recorded = writeId !== undefined;
-          outcomes[batch] = await scheduleJobsScript.call(this.connection.client, { ...keys, record }, { recorded }, writes);
+          outcomes[batch] = await scheduleJobsScript.call(this.connection, { ...keys, record }, { recorded }, writes);
         } catch (error) {
           failed = true;
           throw error;
@@ -161,6 +161,6 @@ export class JobWriter {
 
   /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */
   private async dropRecords(records: string[]): Promise<void> {
-    await this.connection.client.del(...records).catch(() => undefined);
+    await this.connection.command('del', ...records).catch(() => undefined);
   }
 }
