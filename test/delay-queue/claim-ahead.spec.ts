@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Consumer, JobContext } from '../../lib/index.js';
+import type { Consumer, ConsumerOptions, DelayedJobHandler, JobContext } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
@@ -63,25 +63,35 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
     };
   }
 
-  it('a backlog of short handlers: most jobs start while the next claim is on the wire; each job runs once', async () => {
-    const jobs = 400;
-    const topic = 'ahead.backlog';
+  /** Schedules `jobs` jobs of `topic`, due now (payloads 0 to jobs - 1), then watches the claims. */
+  async function backlog(topic: string, jobs: number): Promise<ReturnType<typeof watchClaims>> {
     await app.queue.scheduleMany(
       topic,
       Array.from({ length: jobs }, (_, i) => ({ payload: i })),
     );
-    const watch = watchClaims();
+    return watchClaims();
+  }
+
+  /** A consumer of `topic` on the app, closed after the test. */
+  function consume<T>(topic: string, handler: DelayedJobHandler<T>, options: ConsumerOptions): Consumer {
+    const consumer = app.queue.consume<T>(topic, handler, options);
+    consumers.push(consumer);
+    return consumer;
+  }
+
+  it('a backlog of short handlers: most jobs start while the next claim is on the wire; each job runs once', async () => {
+    const jobs = 400;
+    const topic = 'ahead.backlog';
+    const watch = await backlog(topic, jobs);
     const runs = new Map<number, number>();
     let startedWithClaimOnWire = 0;
-    consumers.push(
-      app.queue.consume<number>(
-        topic,
-        (i) => {
-          runs.set(i, (runs.get(i) ?? 0) + 1);
-          if (watch.outstandingOnWire()) startedWithClaimOnWire++;
-        },
-        { concurrency: 4 },
-      ),
+    consume<number>(
+      topic,
+      (i) => {
+        runs.set(i, (runs.get(i) ?? 0) + 1);
+        if (watch.outstandingOnWire()) startedWithClaimOnWire++;
+      },
+      { concurrency: 4 },
     );
     await waitFor(() => runs.size === jobs || undefined, 30_000, `all ${jobs} jobs to run`);
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
@@ -94,22 +104,16 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
   it('with a rate limit no claim is sent ahead: a claimed job starts at once', async () => {
     const jobs = 120;
     const topic = 'ahead.rate';
-    await app.queue.scheduleMany(
-      topic,
-      Array.from({ length: jobs }, (_, i) => ({ payload: i })),
-    );
-    const watch = watchClaims();
+    const watch = await backlog(topic, jobs);
     let started = 0;
     let startedWithClaimOnWire = 0;
-    consumers.push(
-      app.queue.consume<number>(
-        topic,
-        () => {
-          started++;
-          if (watch.outstandingOnWire()) startedWithClaimOnWire++;
-        },
-        { concurrency: 4, rateLimit: { max: 10_000, duration: 1_000 } },
-      ),
+    consume<number>(
+      topic,
+      () => {
+        started++;
+        if (watch.outstandingOnWire()) startedWithClaimOnWire++;
+      },
+      { concurrency: 4, rateLimit: { max: 10_000, duration: 1_000 } },
     );
     await waitFor(() => started === jobs || undefined, 30_000, `all ${jobs} jobs to run`);
     expect(startedWithClaimOnWire).toBe(0);
@@ -158,14 +162,10 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
   it('stopping with a claim ahead in flight hands its jobs back: another consumer runs every job once, on its first attempt', async () => {
     const jobs = 300;
     const topic = 'ahead.stop';
-    await app.queue.scheduleMany(
-      topic,
-      Array.from({ length: jobs }, (_, i) => ({ payload: i })),
-    );
-    const watch = watchClaims();
+    const watch = await backlog(topic, jobs);
     const attempts = new Map<number, number[]>();
     let closing: Promise<void> | undefined;
-    const first = app.queue.consume<number>(
+    const first = consume<number>(
       topic,
       (i, job: JobContext) => {
         attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
@@ -174,19 +174,16 @@ describe('delay queue: the next claim travels while the last one’s jobs run (i
       },
       { concurrency: 4 },
     );
-    consumers.push(first);
     await waitFor(() => closing !== undefined || undefined, 30_000, 'the first consumer to stop with a claim ahead in flight');
     await closing;
     const ranFirst = attempts.size;
     expect(ranFirst).toBeLessThan(jobs);
-    consumers.push(
-      app.queue.consume<number>(
-        topic,
-        (i, job: JobContext) => {
-          attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
-        },
-        { concurrency: 4 },
-      ),
+    consume<number>(
+      topic,
+      (i, job: JobContext) => {
+        attempts.set(i, [...(attempts.get(i) ?? []), job.attempt]);
+      },
+      { concurrency: 4 },
     );
     // Jobs left to their visibility timeout (30 s) would not come back within this wait.
     await waitFor(() => attempts.size === jobs || undefined, 20_000, `all ${jobs} jobs to run`);

@@ -2,6 +2,7 @@ import { jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
 import { InvalidOptionsError, OnDelayed, type DelayQueueService, type JobContext } from '../../lib/index.js';
 import { useRawRedis } from '../support/test-app.js';
+import { completedJob } from './support/completed-job.js';
 import { useDelayApp } from './support/delay-test-app.js';
 import { waitFor } from '../support/timing.js';
 import { topicStats } from '../support/topic-stats.js';
@@ -27,14 +28,7 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
   /** Runs one job to its end on a running consumer that keeps completed jobs and returns get() of it. */
   const runToEnd = async (topic: string, payload: unknown, id: string) => {
     await queue.schedule(topic, payload, { id });
-    return waitFor(
-      async () => {
-        const job = await queue.get(topic, id);
-        return job?.state === 'completed' ? job : undefined;
-      },
-      5_000,
-      `${id} to complete`,
-    );
+    return completedJob(queue, topic, id);
   };
 
   afterAll(() => jest.restoreAllMocks());
@@ -167,14 +161,7 @@ describe('Completed jobs: results and history (keepCompleted)', () => {
 
   it('keeps results of an @OnDelayed handler with keepCompleted', async () => {
     await queue.schedule('invoice.render', { invoice: 7 }, { id: 'inv-7' });
-    const job = await waitFor(
-      async () => {
-        const found = await queue.get('invoice.render', 'inv-7');
-        return found?.state === 'completed' ? found : undefined;
-      },
-      5_000,
-      'the invoice job to complete',
-    );
+    const job = await completedJob(queue, 'invoice.render', 'inv-7');
     expect(job.result).toEqual({ pdf: 'invoice-7.pdf', pages: 2 });
   });
 

@@ -1,6 +1,6 @@
 import type { DelayQueueService } from '../../lib/index.js';
 import { useDelayInstances } from './support/delay-instances.js';
-import { deferred, waitFor } from '../support/timing.js';
+import { deferred, waitFor, type Deferred } from '../support/timing.js';
 
 /**
  * stats() of a topic that keeps completed jobs and uses groups. Docs: `grouped`:
@@ -14,22 +14,28 @@ describe('stats() with kept completed jobs and groups', () => {
     return (await instances.start(1))[0].queue;
   }
 
+  /** Consumes `topic` keeping its completed jobs; the job of payload 'blocker' runs until `hold` resolves. */
+  function consumeWithBlocker(queue: DelayQueueService, topic: string): { hold: Deferred<void>; seen: string[] } {
+    const hold = deferred();
+    const seen: string[] = [];
+    queue.consume<string>(
+      topic,
+      async (payload) => {
+        seen.push(payload);
+        if (payload === 'blocker') await hold.promise;
+        return { done: payload };
+      },
+      { keepCompleted: { count: 100 } },
+    );
+    return { hold, seen };
+  }
+
   it(
     'cancel() of a kept completed job takes its record away: stats() counts it neither as completed ' +
       'nor instead of a job waiting for its group',
     async () => {
       const queue = await instance();
-      const hold = deferred();
-      const seen: string[] = [];
-      queue.consume<string>(
-        'rv.kept',
-        async (payload) => {
-          seen.push(payload);
-          if (payload === 'blocker') await hold.promise;
-          return { done: payload };
-        },
-        { keepCompleted: { count: 100 } },
-      );
+      const { hold, seen } = consumeWithBlocker(queue, 'rv.kept');
       await queue.schedule('rv.kept', 'k', { id: 'k' });
       await waitFor(async () => (await queue.get('rv.kept', 'k'))?.state === 'completed', 5_000, 'k to be kept');
       expect(await queue.cancel('rv.kept', 'k')).toBe(true);
@@ -54,17 +60,7 @@ describe('stats() with kept completed jobs and groups', () => {
 
   it('replace: true of a kept completed job takes its record away: the new job is counted once', async () => {
     const queue = await instance();
-    const hold = deferred();
-    const seen: string[] = [];
-    queue.consume<string>(
-      'rv.kept2',
-      async (payload) => {
-        seen.push(payload);
-        if (payload === 'blocker') await hold.promise;
-        return payload;
-      },
-      { keepCompleted: { count: 100 } },
-    );
+    const { hold, seen } = consumeWithBlocker(queue, 'rv.kept2');
     await queue.schedule('rv.kept2', 'k', { id: 'k', group: 'g' });
     await waitFor(async () => (await queue.get('rv.kept2', 'k'))?.state === 'completed', 5_000, 'k to be kept');
     await queue.schedule('rv.kept2', 'blocker', { group: 'g' });

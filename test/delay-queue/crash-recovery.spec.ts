@@ -11,11 +11,14 @@ import { topicStats } from '../support/topic-stats.js';
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'delay-crash-consumer.ts');
 
-/** Starts the fixture consumer in a child process and collects what it reports. */
-function startChildConsumer(env: Record<string, string>): { child: ChildProcess; started: string[]; ready: Promise<void> } {
+/**
+ * Starts the fixture consumer of `topic` (visibility timeout 1 s) on the test Redis in a child process
+ * and collects what it reports.
+ */
+function startChildConsumer(keyPrefix: string, topic: string): { child: ChildProcess; started: string[]; ready: Promise<void> } {
   const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, FIXTURE], {
     cwd: join(import.meta.dirname, '..', '..'),
-    env: { ...process.env, ...env },
+    env: { ...process.env, REDIS_URL: testRedisUrl(), KEY_PREFIX: keyPrefix, TOPIC: topic, VISIBILITY: '1000' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const started: string[] = [];
@@ -34,12 +37,7 @@ function startChildConsumer(env: Record<string, string>): { child: ChildProcess;
 describe('Crash recovery', () => {
   it('runs the jobs of a consumer killed mid-job (SIGKILL) again on a live consumer, losing none', async () => {
     const keyPrefix = uniquePrefix('dq');
-    const { child, started, ready } = startChildConsumer({
-      REDIS_URL: testRedisUrl(),
-      KEY_PREFIX: keyPrefix,
-      TOPIC: 'crash',
-      VISIBILITY: '1000',
-    });
+    const { child, started, ready } = startChildConsumer(keyPrefix, 'crash');
     const survivor = await createDelayApp({ keyPrefix });
     const recovered: JobRecoveredEvent[] = [];
     survivor.app.get(RedisLockEvents).on('job.recovered', (event) => recovered.push(event));
@@ -83,12 +81,7 @@ describe('Crash recovery', () => {
 
   it('buries a job whose last attempt died with its consumer, reporting job.recovered then job.dead', async () => {
     const keyPrefix = uniquePrefix('dq');
-    const { child, started, ready } = startChildConsumer({
-      REDIS_URL: testRedisUrl(),
-      KEY_PREFIX: keyPrefix,
-      TOPIC: 'last-try',
-      VISIBILITY: '1000',
-    });
+    const { child, started, ready } = startChildConsumer(keyPrefix, 'last-try');
     const survivor = await createDelayApp({ keyPrefix });
     const seen: Array<{ name: string; event: object }> = [];
     const events = survivor.app.get(RedisLockEvents);

@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { InvalidJobError, JobVisibilityLostError, type DelayQueueService, type JobContext } from '../../lib/index.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { completedJob } from './support/completed-job.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 
@@ -44,14 +45,7 @@ describe('JobContext.progress()', () => {
       progress: { done: 3, of: 4, note: 'a "quoted", "e": text,"p":1' },
     });
     finish.resolve();
-    const done = await waitFor(
-      async () => {
-        const job = await queue.get('report', 'r1');
-        return job?.state === 'completed' ? job : undefined;
-      },
-      5_000,
-      'r1 to complete',
-    );
+    const done = await completedJob(queue, 'report', 'r1');
     expect(done).toMatchObject({ result: 'ok', payload: { rows: [1, 2, 3, 4] }, progress: { done: 3, of: 4 } });
     await consumer.close();
   });
@@ -68,14 +62,7 @@ describe('JobContext.progress()', () => {
       { keepCompleted: { count: 10 } },
     );
     await queue.schedule('flaky', null, { id: 'f1' });
-    const done = await waitFor(
-      async () => {
-        const job = await queue.get('flaky', 'f1');
-        return job?.state === 'completed' ? job : undefined;
-      },
-      5_000,
-      'f1 to complete',
-    );
+    const done = await completedJob(queue, 'flaky', 'f1');
     expect(seen).toEqual([undefined, 50]);
     expect(done).toMatchObject({ attempts: 2, progress: 100, lastError: 'Error: first attempt fails' });
     await consumer.close();

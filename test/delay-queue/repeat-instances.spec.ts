@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
-import { spawnFixture } from '../support/child-process.js';
+import { startFixtureInstances, stopInstances, type FixtureInstance } from '../support/fixture-instances.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
-import { waitForLine } from '../support/wait-for-output.js';
 
 /*
  * Repeatable jobs across real processes: three instances call repeat() for the same schedule and
@@ -12,43 +11,20 @@ import { waitForLine } from '../support/wait-for-output.js';
 const EVERY = 300;
 const TOPIC = 'repeat.beat';
 
-interface Instance {
-  readonly name: string;
-  readonly child: ReturnType<typeof spawnFixture>;
-  readonly exited: Promise<unknown>;
-}
+type Instance = FixtureInstance;
 
-async function startInstances(
-  keyPrefix: string,
-  count: number,
-  options: { visibilityTimeout: number; shards?: number },
-): Promise<Instance[]> {
-  const instances = Array.from({ length: count }, (_, i) => {
-    const name = `i${i}`;
-    const child = spawnFixture('repeat-instance.ts', [
-      testRedisUrl(),
-      keyPrefix,
-      name,
-      TOPIC,
-      String(EVERY),
-      'latest',
-      String(options.visibilityTimeout),
-      String(options.shards ?? 1),
-    ]);
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    return { name, child, exited };
-  });
-  await Promise.all(instances.map((instance) => waitForLine(instance.child, new RegExp(`^ready ${instance.name}$`), 60_000)));
-  return instances;
-}
-
-async function stop(instances: readonly Instance[], signal: NodeJS.Signals): Promise<void> {
-  await Promise.all(
-    instances.map(async (instance) => {
-      if (instance.child.exitCode === null && instance.child.signalCode === null) instance.child.kill(signal);
-      await instance.exited;
-    }),
-  );
+/** Starts `count` test/fixtures/repeat-instance.ts processes repeating TOPIC every EVERY ms. */
+function startInstances(keyPrefix: string, count: number, options: { visibilityTimeout: number; shards?: number }): Promise<Instance[]> {
+  return startFixtureInstances('repeat-instance.ts', count, (name) => [
+    testRedisUrl(),
+    keyPrefix,
+    name,
+    TOPIC,
+    String(EVERY),
+    'latest',
+    String(options.visibilityTimeout),
+    String(options.shards ?? 1),
+  ]);
 }
 
 /** Successful runs per tick, in tick order. */
@@ -75,7 +51,7 @@ describe('repeat() across three processes', () => {
     redis = new Redis(testRedisUrl());
   });
   afterEach(async () => {
-    await stop(instances, 'SIGKILL');
+    await stopInstances(instances, 'SIGKILL');
     instances = [];
   });
   afterAll(() => redis.quit());
@@ -89,7 +65,7 @@ describe('repeat() across three processes', () => {
       const keyPrefix = uniquePrefix('rep');
       instances = await startInstances(keyPrefix, 3, { visibilityTimeout: 10_000, shards });
       await waitFor(async () => (await doneByTick(redis, keyPrefix)).length >= 15, 60_000, '15 ticks');
-      await stop(instances, 'SIGTERM');
+      await stopInstances(instances, 'SIGTERM');
       const done = await doneByTick(redis, keyPrefix);
       expect(window(done).filter(([, runs]) => runs !== 1)).toEqual([]);
       const started = await redis.lrange(`${keyPrefix}:started`, 0, -1);
@@ -118,7 +94,7 @@ describe('repeat() across three processes', () => {
       60_000,
       'the hung tick to be redelivered and six more ticks',
     );
-    await stop(instances, 'SIGTERM');
+    await stopInstances(instances, 'SIGTERM');
     const done = await doneByTick(redis, keyPrefix);
     expect(window(done).filter(([, runs]) => runs !== 1)).toEqual([]);
     const started = await redis.lrange(`${keyPrefix}:started`, 0, -1);

@@ -6,7 +6,7 @@ import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { useLocalRedisServer } from '../support/use-local-redis-server.js';
-import { useProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
+import { deadJobs, handledJobs, useProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
 
 /**
  * The randomized run of consumer faults (the rules: tools/soak/groups/group-checker.ts, its
@@ -106,18 +106,12 @@ describe(
             jobs.map((j) => j.entry),
           );
         };
-        const handled = () =>
-          new Set(
-            workers
-              .deliveries()
-              .filter((d) => d.outcome === 'ok')
-              .map((d) => d.job),
-          );
+        const handled = () => handledJobs(workers);
         let dead = new Set<string>();
         const deadSeenM = new Map<string, number>();
         const settle = async (phase: string, timeoutMs: number) => {
           const settled = async () => {
-            dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
+            dead = await deadJobs(queue, TOPIC);
             for (const id of dead) if (!deadSeenM.has(id)) deadSeenM.set(id, monotonicUs());
             const done = handled();
             return (
@@ -234,8 +228,6 @@ describe(
             spreadMs: 1_500,
             longShare: 1,
             longMs: [150, 500],
-            oneAttemptShare: 0,
-            failOnceShare: 0,
           });
           const freezes = [between(2_600, 3_600), between(2_600, 3_600)];
           await schedule(phaseB);
@@ -256,10 +248,6 @@ describe(
             groups: 60,
             maxSize: 4,
             spreadMs: 0,
-            longShare: 0,
-            longMs: [0, 0],
-            oneAttemptShare: 0,
-            failOnceShare: 0,
           });
           const pauseAfter = between(3, 8);
           const holdMs = between(800, 1_500);
@@ -397,7 +385,7 @@ function matches(stats: object, expected: Record<string, number>): boolean {
  * `groups` groups of minSize..maxSize jobs, due within `spreadMs` of now + 300 ms, in due order
  * within each group (ids in that order, `seq` numbering it), the groups interleaved. A job is long
  * (`longMs`) with probability `longShare`, else short (0-5 ms); `oneAttemptShare` of them get
- * `maxAttempts: 1`, `failOnceShare` of the others fail their first attempt.
+ * `maxAttempts: 1`, `failOnceShare` of the others fail their first attempt. A share left out is 0.
  */
 function planGroups(
   random: () => number,
@@ -408,10 +396,10 @@ function planGroups(
     minSize?: number;
     maxSize: number;
     spreadMs: number;
-    longShare: number;
-    longMs: [number, number];
-    oneAttemptShare: number;
-    failOnceShare: number;
+    longShare?: number;
+    longMs?: [number, number];
+    oneAttemptShare?: number;
+    failOnceShare?: number;
   },
 ): Planned[] {
   const base = Date.now() + 300;
@@ -423,9 +411,9 @@ function planGroups(
     const jobs: Planned[] = [];
     for (let seq = 0; seq < size; seq++) {
       at = Math.max(at, base + between(0, o.spreadMs));
-      const workMs = random() < o.longShare ? between(...o.longMs) : between(0, 5);
-      const oneAttempt = random() < o.oneAttemptShare;
-      const failOnce = !oneAttempt && random() < o.failOnceShare;
+      const workMs = random() < (o.longShare ?? 0) ? between(...o.longMs!) : between(0, 5);
+      const oneAttempt = random() < (o.oneAttemptShare ?? 0);
+      const failOnce = !oneAttempt && random() < (o.failOnceShare ?? 0);
       const id = `${group}.${seq}`;
       jobs.push({
         entry: {

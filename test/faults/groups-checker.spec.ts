@@ -10,7 +10,7 @@ import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { useLocalRedisServer } from '../support/use-local-redis-server.js';
-import { useProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
+import { deadJobs, handledJobs, useProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
 
 /**
  * The randomized run of job groups (the rules: tools/soak/groups/group-checker.ts). Three consumer
@@ -107,24 +107,16 @@ describe('job groups under faults (randomized, checked)', () => {
       }
       log(`faults ${JSON.stringify(counts)}; waiting for every job to be handled or dead`);
 
-      const deadIds = async () => new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
-      const handledIds = () =>
-        new Set(
-          workers
-            .deliveries()
-            .filter((d) => d.outcome === 'ok')
-            .map((d) => d.job),
-        );
       let dead = new Set<string>();
       const settled = async () => {
-        dead = await deadIds();
-        const handled = handledIds();
+        dead = await deadJobs(queue, TOPIC);
+        const handled = handledJobs(workers);
         return (
           scheduled.every((s) => handled.has(s.job) || dead.has(s.job)) && matches(await queue.stats(TOPIC), QUIET) && workers.running === 0
         );
       };
       if (!(await holdsWithin(settled, 60_000, { every: 100, retryErrors: true }))) {
-        const handled = handledIds();
+        const handled = handledJobs(workers);
         const left = scheduled.filter((s) => !handled.has(s.job) && !dead.has(s.job)).map((s) => s.job);
         throw new Error(
           `groups checker, seed ${SEED}: job-lost: not handled nor dead 60 s after the faults (or the topic ` +

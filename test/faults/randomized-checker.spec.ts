@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { runSummarized, type SummarizedRun } from '../support/child-process.js';
+import { outputTail, runSummarized, type SummarizedRun } from '../support/child-process.js';
 
 /**
  * A short seeded run of the randomized model-based checker (tools/soak/soak.ts; the long run is
@@ -51,15 +51,11 @@ function runChecker(seed: number): Promise<SummarizedRun<SoakSummary>> {
 
 describe('randomized model-based checker (short seeded run)', () => {
   it('finds no violation in the history of random lock operations and jobs under every kind of fault', async () => {
-    const { summary, output, code } = await runChecker(SEED);
+    const run = await runChecker(SEED);
+    const { summary, code } = run;
     const report = () =>
       `randomized checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak -- --seed ${SEED} --processes ` +
-      `3 --minutes 0.5 --fault-every 600 --min-faults 1)\n` +
-      `${output
-        .split('\n')
-        .filter((l) => !l.startsWith('SOAK_SUMMARY '))
-        .slice(-80)
-        .join('\n')}`;
+      `3 --minutes 0.5 --fault-every 600 --min-faults 1)\n${outputTail(run, 'SOAK_SUMMARY', 80)}`;
     if (!summary || code !== 0 || summary.violationCount !== 0) throw new Error(report());
 
     expect(summary.seed).toBe(SEED);

@@ -6,7 +6,7 @@ import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
 import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
-import { useProxiedWorkerFleet, type ProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
+import { deadJobs, handledJobs, useProxiedWorkerFleet, type ProxiedWorkerFleet } from './support/proxied-worker-fleet.js';
 
 /**
  * The randomized run of the rate limit across instances (the rules: tools/soak/groups/rate-limit-checker.ts):
@@ -91,13 +91,7 @@ describe('rate limit across instances (randomized, checked)', () => {
    * stops dropping replies, reads the dead letters and stops the workers.
    */
   async function settle({ workers, queue, proxies }: ProxiedWorkerFleet, scheduled: Map<string, number>, timeoutMs: number) {
-    const handled = () =>
-      new Set(
-        workers
-          .deliveries()
-          .filter((d) => d.outcome === 'ok')
-          .map((d) => d.job),
-      );
+    const handled = () => handledJobs(workers);
     const quiet = async () => {
       const stats = await queue.stats(TOPIC);
       return (
@@ -106,7 +100,7 @@ describe('rate limit across instances (randomized, checked)', () => {
     };
     const settled = await holdsWithin(quiet, timeoutMs, { every: 100 });
     for (const proxy of proxies) proxy.disarmLostReplies();
-    const dead = new Set((await queue.deadLetters(TOPIC, { limit: 1_000 })).map((j) => j.id));
+    const dead = await deadJobs(queue, TOPIC);
     await workers.stop();
     return { settled, handled: handled(), dead };
   }

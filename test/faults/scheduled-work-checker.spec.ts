@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { runSummarized, type SummarizedRun } from '../support/child-process.js';
+import { outputTail, runSummarized, type SummarizedRun } from '../support/child-process.js';
 
 /**
  * A short seeded run of the scheduled-work checker (tools/soak/scheduled-work/driver.ts; the long
@@ -52,15 +52,11 @@ describe('scheduled-work checker (short seeded run)', () => {
     'finds no violation in the history of outbox jobs, repeatable schedules, @OnOneInstance and @LeaderElection ' +
       'under every kind of fault',
     async () => {
-      const { summary, output, code } = await runChecker(SEED);
+      const run = await runChecker(SEED);
+      const { summary, code } = run;
       const report = () =>
         `scheduled-work checker, seed ${SEED} (replay: CHECKER_SEED=${SEED}, or npm run soak:scheduled -- --seed ` +
-        `${SEED} ${ARGS.join(' ')})\n` +
-        `${output
-          .split('\n')
-          .filter((l) => !l.startsWith('SW_SUMMARY '))
-          .slice(-120)
-          .join('\n')}`;
+        `${SEED} ${ARGS.join(' ')})\n${outputTail(run, 'SW_SUMMARY', 120)}`;
       if (!summary || code !== 0 || summary.violationCount !== 0) throw new Error(report());
 
       expect(summary.seed).toBe(SEED);

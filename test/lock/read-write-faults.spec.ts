@@ -1,11 +1,9 @@
-import type { TestingModule } from '@nestjs/testing';
-import { LockService } from '../../lib/index.js';
 import { acquireReadLockScript } from '../../lib/lock/kinds/read-write/acquire-read-lock.lua.js';
 import { acquireWriteLockScript } from '../../lib/lock/kinds/read-write/acquire-write-lock.lua.js';
 import { releaseReadWriteLockScript } from '../../lib/lock/kinds/read-write/release-read-write-lock.lua.js';
 import { renewReadWriteLocksScript } from '../../lib/lock/kinds/read-write/renew-read-write-locks.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { createLockApp, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { useProxiedLockPair } from '../support/use-proxied-lock-pair.js';
 import { got } from '../support/lock-probes.js';
 import { sleep } from '../support/timing.js';
 
@@ -15,28 +13,8 @@ import { sleep } from '../support/timing.js';
  * shorten another hold of the same owner.
  */
 describe('read/write lock: commands that run twice', () => {
-  let proxy: FaultProxy;
-  let viaProxy: TestingModule;
-  let direct: TestingModule;
-  /** Service whose connection goes through the fault proxy. */
-  let a: LockService;
-  /** Another process on the same keys, straight to Redis. */
-  let b: LockService;
-
-  beforeAll(async () => {
-    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
-    const keyPrefix = uniquePrefix('rwf');
-    viaProxy = await createLockApp({ redis: proxy.url, keyPrefix });
-    direct = await createLockApp({ keyPrefix });
-    viaProxy.useLogger(false);
-    a = viaProxy.get(LockService);
-    b = direct.get(LockService);
-  });
-  afterAll(async () => {
-    await viaProxy.close();
-    await direct.close();
-    await proxy.stop();
-  });
+  // a: through the fault proxy; b: another process on the same keys, straight to Redis.
+  const { proxy, a, b } = useProxiedLockPair('rwf');
 
   it.each(['read', 'write'] as const)('keeps the outer %s hold when the release of a nested hold runs twice', async (side) => {
     const name = `nested-release-${side}`;

@@ -1,11 +1,10 @@
-import type { TestingModule } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
-import { type LockHandle, LockService } from '../../lib/index.js';
+import type { LockHandle } from '../../lib/index.js';
 import { acquirePermitScript } from '../../lib/lock/kinds/semaphore/acquire-permit.lua.js';
 import { releasePermitScript } from '../../lib/lock/kinds/semaphore/release-permit.lua.js';
 import { renewPermitsScript } from '../../lib/lock/kinds/semaphore/renew-permits.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { createLockApp, rawRedis, testRedisUrl, uniquePrefix } from '../support/test-app.js';
+import { useRawRedis } from '../support/test-app.js';
+import { useProxiedLockPair } from '../support/use-proxied-lock-pair.js';
 import { got } from '../support/lock-probes.js';
 import { sleep } from '../support/timing.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
@@ -15,32 +14,9 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
  * runs twice. The second run of an acquire must recognise the permit it already took.
  */
 describe('semaphore: commands that run twice', () => {
-  let proxy: FaultProxy;
-  let viaProxy: TestingModule;
-  let direct: TestingModule;
-  let redis: Redis;
-  let keyPrefix: string;
-  /** Service whose connection goes through the fault proxy. */
-  let a: LockService;
-  /** Another process on the same keys, straight to Redis. */
-  let b: LockService;
-
-  beforeAll(async () => {
-    proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
-    keyPrefix = uniquePrefix('semf');
-    viaProxy = await createLockApp({ redis: proxy.url, keyPrefix });
-    direct = await createLockApp({ keyPrefix });
-    viaProxy.useLogger(false);
-    a = viaProxy.get(LockService);
-    b = direct.get(LockService);
-    redis = rawRedis();
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await viaProxy.close();
-    await direct.close();
-    await proxy.stop();
-  });
+  // a: through the fault proxy; b: another process on the same keys, straight to Redis.
+  const { keyPrefix, proxy, a, b } = useProxiedLockPair('semf');
+  const redis = useRawRedis();
 
   it.each([1, 2])('grants a re-sent acquire the permit it already took (permits: %i)', async (permits) => {
     const name = `resent-${permits}`;

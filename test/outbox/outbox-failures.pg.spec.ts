@@ -5,7 +5,7 @@ import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 import { checkExactlyOnce, startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { crashAfterCommit, useOutboxPostgres } from './support/outbox-postgres.js';
+import { crashAfterCommit, startSurvivor, useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -31,14 +31,7 @@ describe('transactional outbox under failure (PostgreSQL)', () => {
     // Committed, and not in Redis: the rows wait in the outbox.
     expect((await pg.rowsOf(topic)).map((row) => row.job_id).sort()).toEqual(ids);
     const runs: RecordedRun[] = [];
-    const survivor = await startOutboxApp({
-      redis: testRedisUrl(),
-      keyPrefix,
-      outbox: pg.store(),
-      topics: [topic],
-      runs,
-      outboxRelay: { minAge: 1_000 },
-    });
+    const survivor = await startSurvivor(pg, keyPrefix, topic, runs);
     try {
       await waitFor(() => runs.length >= ids.length || undefined, 60_000, "the crashed instances' jobs");
       expect(await holdsWithin(() => runs.length === ids.length, 1_500)).toBe(true);

@@ -3,7 +3,7 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
-import { crashAfterCommit, type CrashedWrite, useOutboxPostgres } from './support/outbox-postgres.js';
+import { crashAfterCommit, startSurvivor, type CrashedWrite, useOutboxPostgres } from './support/outbox-postgres.js';
 
 jest.setTimeout(180_000);
 
@@ -60,14 +60,7 @@ describe('repeat() and removeRepeat() through the outbox on PostgreSQL', () => {
       expect(await rowsOf(topic)).toEqual([{ job_id: 'nightly', kind: 'r' }]);
 
       const runs: RecordedRun[] = [];
-      const survivor = await startOutboxApp({
-        redis: testRedisUrl(),
-        keyPrefix,
-        outbox: pg.store(),
-        topics: [topic],
-        runs,
-        outboxRelay: { minAge: 1_000 },
-      });
+      const survivor = await startSurvivor(pg, keyPrefix, topic, runs);
       try {
         await waitFor(
           async () => ((await scheduleIds(survivor, topic)).includes('nightly') ? true : undefined),

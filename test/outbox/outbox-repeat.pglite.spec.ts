@@ -1,12 +1,10 @@
 import { jest } from '@jest/globals';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { runInTransaction } from '../../lib/index.js';
 import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
-import { startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { startOutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { usePgliteOutbox } from './support/pglite-outbox.js';
 
 jest.setTimeout(180_000);
 afterEach(() => jest.restoreAllMocks());
@@ -20,33 +18,20 @@ const repeatedTicks = (runs: readonly RecordedRun[]) => {
 };
 
 describe('repeat() and removeRepeat() inside a transaction, through the outbox (PGlite)', () => {
-  let db: PGlite;
-  let app: OutboxApp;
-  const current = new AsyncLocalStorage<Transaction>();
-  const runs: RecordedRun[] = [];
   const topic = 'report.tick';
-  const inTx = <T>(work: (tx: Transaction) => Promise<T>) =>
-    runInTransaction(() => db.transaction((tx) => current.run(tx, () => work(tx))));
-  const newStore = () => new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db });
+  const { db, app, runs, inTx, newStore } = usePgliteOutbox('pglite-outbox-repeat', 'CREATE TABLE reports (ref text PRIMARY KEY)', [topic]);
   const outboxCount = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox')).rows[0].n;
-  const runsOf = (id: string) => runs.filter((run) => run.id.startsWith(`repeat:${id}@`));
-
-  beforeAll(async () => {
-    db = new PGlite();
-    await db.exec('CREATE TABLE reports (ref text PRIMARY KEY)');
-    app = await startOutboxApp({
+  /** Another instance on `outbox` whose relay takes rows over at once; it consumes `topic` into `runs`. */
+  const startEagerRelay = (label: string, outbox: PostgresJobOutbox, topic: string, runs: RecordedRun[] = []) =>
+    startOutboxApp({
       redis: testRedisUrl(),
-      keyPrefix: uniquePrefix('pglite-outbox-repeat'),
-      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
+      keyPrefix: uniquePrefix(label),
+      outbox,
       topics: [topic],
       runs,
-      outboxRelay: { minAge: 200 },
+      outboxRelay: { minAge: 0, pollInterval: 50 },
     });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await db?.close();
-  });
+  const runsOf = (id: string) => runs.filter((run) => run.id.startsWith(`repeat:${id}@`));
 
   it(
     'a committed repeat() stores the schedule after COMMIT and its ticks run; the result is the definition ' + 'with an estimated next run',
@@ -173,14 +158,7 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
       });
       const twiceRuns: RecordedRun[] = [];
       const twiceTopic = 'report.twice';
-      const other = await startOutboxApp({
-        redis: testRedisUrl(),
-        keyPrefix: uniquePrefix('pglite-outbox-repeat-twice'),
-        outbox: flaky,
-        topics: [twiceTopic],
-        runs: twiceRuns,
-        outboxRelay: { minAge: 0, pollInterval: 50 },
-      });
+      const other = await startEagerRelay('pglite-outbox-repeat-twice', flaky, twiceTopic, twiceRuns);
       try {
         await inTx(() => other.queue.repeat(twiceTopic, { every: EVERY }, { id: 'twice' }));
         await waitFor(
@@ -211,14 +189,7 @@ describe('repeat() and removeRepeat() inside a transaction, through the outbox (
         delete: async (ids: readonly string[]) => (deletes++ === 0 ? undefined : store.delete(ids)),
       });
       const leftTopic = 'report.left';
-      const other = await startOutboxApp({
-        redis: testRedisUrl(),
-        keyPrefix: uniquePrefix('pglite-outbox-repeat-left'),
-        outbox: killedBeforeDelete,
-        topics: [leftTopic],
-        runs: [],
-        outboxRelay: { minAge: 0, pollInterval: 50 },
-      });
+      const other = await startEagerRelay('pglite-outbox-repeat-left', killedBeforeDelete, leftTopic);
       const rowsOf = async (id: string) =>
         (
           await db.query<{ n: number }>('SELECT count(*)::int AS n FROM redis_lock_job_outbox WHERE topic = $1 AND job_id = $2', [

@@ -40,8 +40,11 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     await pg?.stop();
   });
 
-  const consumeInto = (t: string, runs: RecordedRun[], app = instance) =>
+  /** Consumes topic `t` on `app`, recording each run into `runs`; returns `runs`. */
+  const recordRuns = (t: string, app = instance, runs: RecordedRun[] = []): RecordedRun[] => {
     app.queue.consume(t, (payload, job) => void runs.push({ id: job.id, payload, at: Date.now() }), { concurrency: 4 });
+    return runs;
+  };
 
   it('the migration applies cleanly twice, and the shipped SQL is the default table', async () => {
     await pg.pool.query(jobOutboxMigration(TABLE));
@@ -54,8 +57,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
   it('a job scheduled in a committed transaction runs once, and its row is gone', async () => {
     const t = topic('commit');
-    const runs: RecordedRun[] = [];
-    consumeInto(t, runs);
+    const runs = recordRuns(t);
     const id = await pg.tx.run(async (client) => {
       await client.query('SELECT 1');
       const jobId = await instance.queue.schedule(t, { order: 1 });
@@ -72,8 +74,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
   it('scheduleMany in a committed transaction: every job once', async () => {
     const t = topic('many');
-    const runs: RecordedRun[] = [];
-    consumeInto(t, runs);
+    const runs = recordRuns(t);
     const ids = await pg.tx.run(() =>
       instance.queue.scheduleMany(
         t,
@@ -86,8 +87,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
   it('a job scheduled in a rolled-back transaction never runs and leaves no row', async () => {
     const t = topic('rollback');
-    const runs: RecordedRun[] = [];
-    consumeInto(t, runs);
+    const runs = recordRuns(t);
     let id = '';
     await expect(
       pg.tx.run(async () => {
@@ -102,8 +102,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
   it('a job scheduled in a savepoint that was rolled back never runs, though the transaction commits', async () => {
     const t = topic('savepoint');
-    const runs: RecordedRun[] = [];
-    consumeInto(t, runs);
+    const runs = recordRuns(t);
     const kept = await pg.tx.run(async (client) => {
       await client.query('SAVEPOINT before_job');
       await instance.queue.schedule(t, 'rolled back with the savepoint', { id: 'dropped' });
@@ -118,8 +117,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
   it('keeps the due time: a delayed job committed later runs at its time from the schedule() call', async () => {
     const t = topic('delay');
-    const runs: RecordedRun[] = [];
-    consumeInto(t, runs);
+    const runs = recordRuns(t);
     const start = Date.now();
     await pg.tx.run(async () => {
       await instance.queue.schedule(t, 'later', { delay: 2_000 });
@@ -222,7 +220,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
       ),
     );
     try {
-      consumeInto(t, runs, a);
+      recordRuns(t, a, runs);
       await waitFor(() => runs.length >= ids.length || undefined, 60_000, 'every left-behind job to run');
       expect(await holdsWithin(() => runs.length === ids.length, 1_500)).toBe(true);
       expect(checkExactlyOnce(runs, ids)).toEqual({ duplicated: [], missing: [] });
@@ -248,7 +246,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
     });
     const app = await startOutboxApp({ redis: testRedisUrl(), keyPrefix, outbox: flaky, outboxRelay: { minAge: 0, pollInterval: 50 } });
     try {
-      consumeInto(t, runs, app);
+      recordRuns(t, app, runs);
       const client = await pg.pool.connect();
       try {
         await client.query('BEGIN');
@@ -271,8 +269,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
   it('a row that cannot be decoded is parked with its reason, and the other rows are relayed', async () => {
     muteNestLogger('error');
     const t = topic('bad-row');
-    const runs: RecordedRun[] = [];
-    consumeInto(t, runs);
+    const runs = recordRuns(t);
     const client = await pg.pool.connect();
     try {
       await client.query('BEGIN');
@@ -425,8 +422,7 @@ describe('transactional outbox on PostgreSQL (pg pool, TypeORM)', () => {
 
     it('commit runs the job once, rollback never; the relay runs on the DataSource', async () => {
       const t = topic('typeorm');
-      const runs: RecordedRun[] = [];
-      consumeInto(t, runs, app);
+      const runs = recordRuns(t, app);
       const committed = await inTypeOrm(() => app.queue.schedule(t, 'committed'));
       await expect(
         inTypeOrm(async () => {

@@ -1,38 +1,13 @@
 import { jest } from '@jest/globals';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { runInTransaction } from '../../lib/index.js';
 import { inPgTransaction, PostgresJobOutbox } from '../../lib/outbox/postgres/index.js';
-import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, waitFor } from '../support/timing.js';
-import { checkExactlyOnce, startOutboxApp, type OutboxApp, type RecordedRun } from './support/outbox-harness.js';
+import { checkExactlyOnce } from './support/outbox-harness.js';
+import { usePgliteOutbox } from './support/pglite-outbox.js';
 
 jest.setTimeout(180_000);
 
 describe('transactional outbox on PGlite', () => {
-  let db: PGlite;
-  let app: OutboxApp;
-  const current = new AsyncLocalStorage<Transaction>();
-  const runs: RecordedRun[] = [];
-  const inTx = <T>(work: (tx: Transaction) => Promise<T>) =>
-    runInTransaction(() => db.transaction((tx) => current.run(tx, () => work(tx))));
-
-  beforeAll(async () => {
-    db = new PGlite();
-    await db.exec('CREATE TABLE orders (ref text PRIMARY KEY)');
-    app = await startOutboxApp({
-      redis: testRedisUrl(),
-      keyPrefix: uniquePrefix('pglite-outbox'),
-      outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
-      topics: ['order.expire'],
-      runs,
-      outboxRelay: { minAge: 200 },
-    });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await db?.close();
-  });
+  const { db, app, runs, inTx } = usePgliteOutbox('pglite-outbox', 'CREATE TABLE orders (ref text PRIMARY KEY)', ['order.expire']);
 
   it('commit runs the job once, rollback never', async () => {
     const id = await inTx(async (tx) => {

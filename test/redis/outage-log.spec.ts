@@ -1,6 +1,6 @@
-import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { spawnFixture } from '../support/child-process.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 import { waitFor } from '../support/timing.js';
 
 type Fixture = ReturnType<typeof spawnFixture>;
@@ -29,16 +29,12 @@ function logLines(text: string): string[] {
  * (leases lost with the data) one line each.
  */
 describe('A Redis outage in the log', () => {
-  let server: LocalRedisServer;
   const children: Fixture[] = [];
-
-  beforeAll(async () => {
-    server = await startLocalRedisServer();
-  });
-  afterAll(async () => {
+  // Declared before the server: Jest runs afterAll hooks in declaration order, so the apps go first.
+  afterAll(() => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await server.stop();
   });
+  const server = useLocalRedisServer();
 
   async function outage(args: string[]): Promise<{ lines: string[]; all: string }> {
     const child = spawnFixture('outage-log-app.ts', [server.url, uniquePrefix('outage'), ...args]);

@@ -10,7 +10,7 @@ import { fencedWrite } from '../fixtures/fenced-store.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { rawRedis, uniquePrefix } from '../support/test-app.js';
 import { abortReason, holdsWithin, sleep } from '../support/timing.js';
-import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing } from './redlock-test-app.js';
+import { createRedlockApp, createRedlockPair, mastersReconnected, strictlyIncreasing, useRedlockPairOn } from './redlock-test-app.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
@@ -80,15 +80,11 @@ describe('Redlock: masters that answer late', () => {
   }
 
   describe('killed and paused masters (direct connections)', () => {
-    let pair: Awaited<ReturnType<typeof createRedlockPair>>;
-    beforeAll(async () => {
-      // Tries follow each other at once (no retry delay, no jitter), so one is always in flight.
-      pair = await createRedlockPair(masters.urls, {
-        lock: { leaseTime: 5_000 },
-        redlock: { requestTimeout: 200, retryDelay: 1, retryJitter: 0 },
-      });
+    // Tries follow each other at once (no retry delay, no jitter), so one is always in flight.
+    const pair = useRedlockPairOn(() => masters.urls, {
+      lock: { leaseTime: 5_000 },
+      redlock: { requestTimeout: 200, retryDelay: 1, retryJitter: 0 },
     });
-    afterAll(() => pair?.close());
 
     it('does not count a later try of one acquire as a replay of an earlier try that a paused master answered late', async () => {
       const name = 'late-replay';
@@ -227,11 +223,7 @@ describe('Redlock: masters that answer late', () => {
   });
 
   describe('watchdog and extend with a paused master (direct connections)', () => {
-    let pair: Awaited<ReturnType<typeof createRedlockPair>>;
-    beforeAll(async () => {
-      pair = await createRedlockPair(masters.urls, { lock: { leaseTime: 900 }, redlock: { requestTimeout: 150 } });
-    });
-    afterAll(() => pair?.close());
+    const pair = useRedlockPairOn(() => masters.urls, { lock: { leaseTime: 900 }, redlock: { requestTimeout: 150 } });
 
     it('keeps renewing a lock through a master paused for several leases', async () => {
       const name = 'paused-watchdog';

@@ -1,11 +1,11 @@
 import { Test, type TestingModule } from '@nestjs/testing';
-import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
+import { LockAcquireTimeoutError, LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib/index.js';
 import type { RedlockOptions } from '../../lib/core/options/redis-lock-module-options.interface.js';
 import type { Redis } from 'ioredis';
 import { RedlockMasters } from '../../lib/lock/redlock/redlock-masters.js';
 import { startIndependentMasters, type IndependentMasters } from '../support/independent-masters.js';
 import { uniquePrefix } from '../support/test-app.js';
-import { readThrough } from '../support/use-resource.js';
+import { readThrough, useResource } from '../support/use-resource.js';
 import { sleep, waitFor } from '../support/timing.js';
 
 /** A Nest testing module in Redlock mode over `urls`; closed with `app.close()`. */
@@ -41,6 +41,31 @@ export async function createRedlockPair(
 }
 
 type RedlockPair = Awaited<ReturnType<typeof createRedlockPair>>;
+
+/**
+ * A Redlock pair on `urls()` (masters the enclosing block started) for a describe block, read through:
+ * made before its tests, closed after them.
+ */
+export function useRedlockPairOn(urls: () => string[], options: Parameters<typeof createRedlockPair>[1] = {}): RedlockPair {
+  return useResource(
+    'the Redlock pair',
+    () => createRedlockPair(urls(), options),
+    (pair) => pair.close(),
+  );
+}
+
+/** While `a` holds `key`, `b` waiting for it gives up with LockAcquireTimeoutError after `waitTimeout`, within 5 s. */
+export async function expectWaitTimeoutHonoured(pair: RedlockPair, key: string, waitTimeout: number): Promise<void> {
+  const held = await pair.a.acquire(key);
+  try {
+    const started = performance.now();
+    const error = await pair.b.acquire(key, { waitTimeout }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockAcquireTimeoutError);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  } finally {
+    await held.release();
+  }
+}
 
 /**
  * Three independent masters and a Redlock pair on them for a describe block, both read through: the

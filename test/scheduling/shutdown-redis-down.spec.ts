@@ -110,23 +110,16 @@ describe('shutdown with Redis unreachable, while leading and holding an @OnOneIn
     }
   });
 
-  it('Redis paused (SIGSTOP: connections open, no reply): close() ends within shutdownTimeout + 2 s', async () => {
+  it.each([
+    ['paused (SIGSTOP: connections open, no reply)', 'SIGSTOP', () => server.process.kill('SIGCONT')],
+    ['killed (connections refused)', 'SIGKILL', () => server.restart()],
+  ] as const)('Redis %s: close() ends within shutdownTimeout + 2 s', async (_how, signal, recover) => {
     const app = await leadingApp();
-    server.process.kill('SIGSTOP');
+    server.process.kill(signal);
     try {
       expect(await closeMs(app)).toBeLessThan(SHUTDOWN_TIMEOUT + 2_000);
     } finally {
-      server.process.kill('SIGCONT');
-    }
-  });
-
-  it('Redis killed (connections refused): close() ends within shutdownTimeout + 2 s', async () => {
-    const app = await leadingApp();
-    server.process.kill('SIGKILL');
-    try {
-      expect(await closeMs(app)).toBeLessThan(SHUTDOWN_TIMEOUT + 2_000);
-    } finally {
-      await server.restart();
+      await recover();
     }
   });
 });

@@ -87,3 +87,12 @@ export function runSummarized<T>(args: readonly string[], tag: string): Promise<
     });
   });
 }
+
+/** The last `lines` lines a summarized run printed, its `<tag> {...}` summary line left out: what a failure shows of the run. */
+export function outputTail({ output }: SummarizedRun<unknown>, tag: string, lines: number): string {
+  return output
+    .split('\n')
+    .filter((l) => !l.startsWith(`${tag} `))
+    .slice(-lines)
+    .join('\n');
+}

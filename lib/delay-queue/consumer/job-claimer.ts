@@ -96,16 +96,18 @@ export class JobClaimer {
     // The run that answered came after the claim's last write, which is later than its issue when
     // it waited in the client's queue for a lost connection to come back, or was re-sent after one.
     const sent = written?.at ?? issued;
-    // The visibility of what it took began at that run, or, for a run answering what an earlier run
-    // of the same claim took (a re-sent claim), that much earlier on Redis's clock. Counted from an
-    // earlier moment, the local deadline (VisibilityKeeper) would call claims lost that Redis still
-    // holds (a job dropped unrun, or a handler's success handed back to run again); from a later
-    // one, a handler would not be told in time that its job is another consumer's.
-    const visibleSince = sent - Math.max(0, reply.nowUs - reply.claimedUs) / 1000;
+    this.context.clock.sync(reply.nowUs, sent, received);
+    // The visibility of what it took began when Redis ran the claim (`claimedUs`: for a run answering
+    // what an earlier run of the same claim took, that earlier run), mapped to the earliest local
+    // moment Redis's clock can have shown it: no earlier than the write (this sample), later when a
+    // recent sample shows Redis ran it late (a paused or busy server, a stalled link that healed).
+    // Counted from an earlier moment, the local deadline (VisibilityKeeper) would call claims lost
+    // that Redis still holds (a job handed back unrun, or a handler's success handed back to run
+    // again); from a later one, a handler would not be told in time that its job is another consumer's.
+    const visibleSince = this.context.clock.earliestLocal(reply.claimedUs / 1000);
     const claimedAtMs = Math.floor(reply.claimedUs / 1000);
     this.lastClaimRecord = reply.claimed.length > 0 ? record : undefined;
     if (reply.recovered.length > 0) this.reportRecovered(reply.recovered);
-    this.context.clock.sync(reply.nowUs, sent, received);
     const rows: ClaimedRow[] = reply.claimed.map(({ id, body, dueScore }) => ({
       id,
       body,

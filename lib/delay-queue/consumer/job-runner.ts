@@ -121,10 +121,19 @@ export class JobRunner<T> {
   private startBuffered(): void {
     while (this.active.size < this.context.options.concurrency && this.buffer.length > 0) {
       const job = this.buffer.shift()!;
-      // A claim that can no longer be counted on (this process was paused past its deadline) never starts.
+      // A claim that can no longer be counted on (this process was paused past its deadline, or Redis
+      // ran the claim late) never starts.
       this.context.visibility.checkDeadline(job);
       if (job.abandoned) {
         this.dropAbandoned(job);
+        continue;
+      }
+      if (!isWatched(job)) {
+        // Unconfirmed, not taken over: Redis may still hold the claim, and the job never ran. It goes
+        // back at its own place with its attempt undone (a claim another consumer took since refuses
+        // the hand-back by its token).
+        job.phase = 'settling';
+        this.context.settlement.handBackLostUnstarted(job);
         continue;
       }
       const body = job.body!;

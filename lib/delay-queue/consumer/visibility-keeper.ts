@@ -88,10 +88,15 @@ export class VisibilityKeeper {
     }
   }
 
-  /** Marks the claim lost: aborts the handler's signal and, unless a live handler may still settle it, abandons it. */
+  /**
+   * Marks the claim lost: aborts the handler's signal and, when someone else owns the job now,
+   * abandons it. A claim only unconfirmed (the local count ran out; Redis may still hold it) is not
+   * abandoned: a live handler may still settle it, and a buffered job is handed back with its
+   * attempt undone when its turn to start comes (JobRunner), since it never ran.
+   */
   loseVisibility(job: HeldJob, reason: 'not-owner' | 'unconfirmed'): void {
     abortJob(job, new JobVisibilityLostError(this.context.topic, job.id, reason));
-    if (reason === 'not-owner' || job.phase === 'buffered') {
+    if (reason === 'not-owner') {
       // Someone else owns it now (or nobody: cancelled); never send an outcome for this claim.
       job.abandoned = true;
       if (job.phase === 'settling') this.forget(job);

@@ -1,21 +1,12 @@
-import { MAX_PROGRESS_BYTES } from '../jobs/job-codec.js';
 import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
-
-/**
- * Longest job header (attempts, times, progress, last error: everything before the payload) a job
- * list reads; the consumer keeps last errors to 2000 characters, at most 12 kB as escaped JSON, and
- * progress to MAX_PROGRESS_BYTES (job-codec.ts), at most twice that as a JSON string. A longer
- * header was not written by this library and is listed as unreadable.
- */
-const MAX_LISTED_HEADER_BYTES = 16_384 + 2 * MAX_PROGRESS_BYTES + 16;
 
 /** One job of a list, as list-jobs answers it (listed-job.ts turns it into a `ListedJob`). */
 export interface ListedRow {
   readonly id: string;
   /** Its score in the state's zset, a string (due scores have 16 digits). */
   readonly score: string;
-  /** The body up to its payload, or null for a body this library did not write. */
+  /** The body up to its payload, whole however long its fields are, or null for a body this library did not write. */
   readonly header: string | null;
   /** The payload's first bytes (the body's, when unreadable). */
   readonly payloadHead: string;
@@ -42,8 +33,12 @@ export interface ListedRows {
  * Returns { nowMs, total in that state, then per job: id, score, header, payload head, payload bytes },
  * decoded into ListedRows. Only the first `previewBytes` of each payload leave Redis, with the
  * payload's whole size, so a refresh over large jobs costs about that many bytes per job, not the
- * jobs. `header` is the body up to its payload (job-codec.ts: decodeHeader reads it), or false for a
- * body this library did not write, whose own first bytes and size then stand in for the payload's.
+ * jobs. `header` is the body up to its payload, whole: it ends at the first RS (job-fields.ts), so
+ * its length is the sum of the job's fields, which are written by this library and bounded there (a
+ * failure is [message, stack] of at most 10 000 characters: up to 60 kB as escaped JSON; progress at
+ * most MAX_PROGRESS_BYTES of JSON, escaped again), never cut (job-codec.ts: decodeHeader reads it).
+ * It is false for a body this library did not write, whose own first bytes and size then stand in
+ * for the payload's.
  * A job whose body is gone (acknowledged or trimmed meanwhile) is left out.
  */
 export const listJobsScript = new JobScript(
@@ -75,7 +70,6 @@ elseif state == 'completed' then
 else
   return redis.error_reply('ERR unknown job state ' .. state)
 end
-local MAX_HEADER = ${MAX_LISTED_HEADER_BYTES}
 local result = { nowMs, total }
 for i = 1, #rows, 2 do
   local id = rows[i]
@@ -87,7 +81,7 @@ for i = 1, #rows, 2 do
   if body then
     local job, from, to, headerEnd = jobHeader(body)
     local header, head, size = false, nil, nil
-    if job and headerEnd <= MAX_HEADER then
+    if job then
       header = string.sub(body, 1, headerEnd)
       size = to - from + 1
       head = string.sub(body, from, from - 1 + math.min(size, PREVIEW))

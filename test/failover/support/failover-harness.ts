@@ -2,7 +2,7 @@ import type { Provider, Type } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RedisLockModule, type LockHandle, type LockService, type RedisLockModuleOptions } from '../../../lib/index.js';
-import { sleep, type WaitOptions } from '../../support/timing.js';
+import { sleep, waitFor, type WaitOptions } from '../../support/timing.js';
 
 /** A Nest testing module with RedisLockModule (logger off: failovers make the client log a lot). */
 export async function createFailoverApp(
@@ -143,6 +143,12 @@ export class LockLoad {
    */
   firstSuccessStartedAfter(t: number): number | undefined {
     return this.successes.find((s) => s.startedAt > t)?.at;
+  }
+
+  /** Waits up to 30 s for an acquire started after `t` (monotonic ms) to succeed; resolves with how long after `t` it did. */
+  async recoveredAfter(t: number, what: string): Promise<number> {
+    const at = await waitFor(() => this.firstSuccessStartedAfter(t), 30_000, what, THROUGH_FAILOVER);
+    return at - t;
   }
 
   private async loop(locks: LockService, worker: number): Promise<void> {

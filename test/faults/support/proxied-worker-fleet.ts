@@ -55,3 +55,18 @@ export function useProxiedWorkerFleet(): { start(options: ProxiedWorkerFleetOpti
     },
   };
 }
+
+/** The ids of the jobs whose handler ran to the end (outcome `ok`) on any consumer of the fleet. */
+export function handledJobs(workers: WorkerFleet): Set<string> {
+  return new Set(
+    workers
+      .deliveries()
+      .filter((d) => d.outcome === 'ok')
+      .map((d) => d.job),
+  );
+}
+
+/** The ids of the topic's dead jobs (up to 1,000, more than any checker schedules). */
+export async function deadJobs(queue: DelayQueueService, topic: string): Promise<Set<string>> {
+  return new Set((await queue.deadLetters(topic, { limit: 1_000 })).map((j) => j.id));
+}

@@ -2,7 +2,8 @@ import { Pool } from 'pg';
 import { inPgTransaction, PostgresJobOutbox } from '../../../lib/outbox/postgres/index.js';
 import { spawnFixture } from '../../support/child-process.js';
 import { startLocalPostgres, type LocalPostgres } from '../../support/postgres.js';
-import { PgTransactions } from './outbox-harness.js';
+import { testRedisUrl } from '../../support/test-app.js';
+import { PgTransactions, startOutboxApp, type OutboxApp, type RecordedRun } from './outbox-harness.js';
 import { waitFor } from '../../support/timing.js';
 import { useResource } from '../../support/use-resource.js';
 
@@ -79,6 +80,21 @@ export async function crashAfterCommit(
   ]);
   const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, s) => resolve(s)));
   return { signal, output: child.output() };
+}
+
+/**
+ * The instance that outlives producers crashed after COMMIT: on the test Redis, it consumes `topic` into
+ * `runs`, and its relay takes over the rows older than 1 s (the crashed producers' rows).
+ */
+export function startSurvivor(postgres: OutboxPostgres, keyPrefix: string, topic: string, runs: RecordedRun[]): Promise<OutboxApp> {
+  return startOutboxApp({
+    redis: testRedisUrl(),
+    keyPrefix,
+    outbox: postgres.store(),
+    topics: [topic],
+    runs,
+    outboxRelay: { minAge: 1_000 },
+  });
 }
 
 /** `startOutboxPostgres` for a describe block (`useResource`): started before its tests, stopped after them. */

@@ -1,16 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
 import type { Redis } from 'ioredis';
-import { spawnFixture } from '../../support/child-process.js';
+import { startFixtureInstances, stopInstances, type FixtureInstance } from '../../support/fixture-instances.js';
 import { testRedisUrl } from '../../support/test-app.js';
-import { waitForLine } from '../../support/wait-for-output.js';
 
 export type InstanceMode = 'one-instance' | 'skip' | 'leader';
 
-export interface Instance {
-  readonly name: string;
-  readonly child: ChildProcess & { output: () => string };
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+export type Instance = FixtureInstance;
 
 /** Starts one test/fixtures/scheduling-instance.ts process per offset and waits until every one is ready. */
 export async function startInstances(
@@ -20,34 +14,20 @@ export async function startInstances(
   periodMs: number,
   ttlMs: number,
 ): Promise<Instance[]> {
-  const instances = offsetsMs.map((offset, i) => {
-    const name = `i${i}`;
-    const child = spawnFixture('scheduling-instance.ts', [
-      testRedisUrl(),
-      keyPrefix,
-      name,
-      mode,
-      String(offset),
-      String(periodMs),
-      String(ttlMs),
-    ]);
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-    return { name, child, exited };
-  });
-  await Promise.all(instances.map((instance) => waitForLine(instance.child, new RegExp(`^ready ${instance.name}$`), 60_000)));
-  return instances;
+  return startFixtureInstances('scheduling-instance.ts', offsetsMs.length, (name, i) => [
+    testRedisUrl(),
+    keyPrefix,
+    name,
+    mode,
+    String(offsetsMs[i]),
+    String(periodMs),
+    String(ttlMs),
+  ]);
 }
 
 /** SIGKILLs whatever is still running (for afterEach). */
-export async function killAll(instances: readonly Instance[]): Promise<void> {
-  await Promise.all(
-    instances.map(async (instance) => {
-      if (instance.child.exitCode === null && instance.child.signalCode === null) instance.child.kill('SIGKILL');
-      await instance.exited;
-    }),
-  );
+export function killAll(instances: readonly Instance[]): Promise<void> {
+  return stopInstances(instances, 'SIGKILL');
 }
 
 export interface Run {

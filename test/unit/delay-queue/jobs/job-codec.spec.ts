@@ -1,12 +1,15 @@
 import { InvalidJobError } from '../../../../lib/index.js';
 import {
   bodyOfTail,
+  decodeHeader,
   decodeJob,
   decodeJobLeniently,
   encodeBodyTail,
   encodeFailure,
   encodeJobBody,
   encodePayload,
+  encodeProgress,
+  MAX_PROGRESS_BYTES,
   readClaimToken,
   splitBody,
 } from '../../../../lib/delay-queue/jobs/job-codec.js';
@@ -66,6 +69,19 @@ describe('job codec: round trip through the stored form', () => {
     expect(decodeJob(withStack)).toMatchObject({ lastError: 'Error: boom ,"p": here', lastErrorStack: stack, payload: { a: 1 } });
     const without = encodeJobBody({ createdAt: '1', lastError: encodeFailure('just text', undefined) }, '2');
     expect(decodeJob(without)).toMatchObject({ lastError: 'just text', lastErrorStack: undefined, payload: 2 });
+  });
+
+  it('reads a header of any length alone, as a job list sends it: the longest failure and progress, escaped', () => {
+    // 10 000 control characters: 6 bytes each as JSON; progress of MAX_PROGRESS_BYTES, all quotes: escaped again.
+    const [message, stack] = ['\u0000'.repeat(2_000), `Error: ${'\u0001'.repeat(8_000)}`];
+    const progress = '"'.repeat((MAX_PROGRESS_BYTES - 2) / 2);
+    const progressJson = encodeProgress('t', progress);
+    expect(Buffer.byteLength(progressJson)).toBe(MAX_PROGRESS_BYTES);
+    const fields = { createdAt: '5', attempts: '3', lastError: encodeFailure(message, stack), progress: JSON.stringify(progressJson) };
+    const body = encodeJobBody(fields, '{"a":1}');
+    const header = body.slice(0, body.indexOf('\x1e'));
+    expect(header.length).toBeGreaterThan(60_000 + 2 * MAX_PROGRESS_BYTES);
+    expect(decodeHeader(header)).toMatchObject({ attempts: 3, createdAt: 5, lastError: message, lastErrorStack: stack, progress });
   });
 
   it('reads the claim token without decoding the rest', () => {
