@@ -5,8 +5,11 @@ import type { RedisConnection } from '../core/redis/redis-connection.js';
 import type { AbandonedHolds } from './abandoned-holds.js';
 import { DeadlineList } from './deadline-list.js';
 import type { AcquireCall } from './acquire-call.js';
-import type { AttemptMode, AttemptOutcome, LockProtocol } from './protocols/lock-protocol.interface.js';
+import type { AttemptGrant, AttemptMode, AttemptOutcome, AttemptRefusal, LockProtocol } from './protocols/lock-protocol.interface.js';
 import { awaitReplicas } from './replica-sync.js';
+import { handleLeaseLostAt } from './held-lock-handle.js';
+
+const GRANTED_LATE: AttemptRefusal = { acquired: false, reason: 'granted-late' };
 
 /**
  * A try still unanswered at its call's deadline after this long (ms), with not a byte from Redis on
@@ -49,14 +52,36 @@ export class BoundedTries {
    * answer (a black-holed connection would otherwise hold the caller far past its waitTimeout); a
    * grant that still comes after that is released at once, so nothing is left held by a caller that
    * gave up. A call that does not wait (`tryAcquire`, or `waitTimeout` 0) is answered by Redis or
-   * by the connection's own bound.
+   * by the connection's own bound. A grant is won only while its lease, counted from `sentAt`, is
+   * still good (`won`).
    */
   settle(call: AcquireCall, waiting: boolean, sentAt: number): Promise<AttemptOutcome> {
     const { protocol, owner, hold, options } = call;
     const mode: AttemptMode = { willWait: call.willWait, reentry: call.reentry, hold, waiting };
     const attempt = protocol.attempt(this.connection, owner, options.leaseTime, mode);
     const answered = call.willWait ? this.beforeDeadline(call, attempt, sentAt) : this.answered(call, attempt, sentAt);
-    return options.syncReplicas ? answered.then((outcome) => this.replicated(call, outcome)) : answered;
+    return answered.then((outcome) => (outcome.acquired ? this.won(call, outcome, sentAt) : outcome));
+  }
+
+  /**
+   * A granted try as won (with `syncReplicas` once the replicas confirmed it) if the handle made of it
+   * would be held: its lease, counted from `sentAt` (Redlock: its validity), still has more than the
+   * handle's loss margin left. Otherwise Redis ran the try late (a paused or busy server, a stalled
+   * process): the hold is handed back by its ids (Redis may still list it; a re-entry ends only its
+   * own hold) and the try settles as refused (`granted-late`), so no caller gets a handle already lost.
+   */
+  private won(call: AcquireCall, grant: AttemptGrant, sentAt: number): AttemptOutcome | Promise<AttemptOutcome> {
+    const { protocol, options, hold } = call;
+    const connection = this.connection;
+    return options.syncReplicas ? this.replicated(call, grant).then(inLease) : inLease();
+
+    function inLease(): AttemptOutcome {
+      if (performance.now() < handleLeaseLostAt(protocol, options.leaseTime, sentAt)) return grant;
+      call.granted = false;
+      // Best effort, on the connection that carried the try (so after it): out of reach, the lease ends it.
+      protocol.release(connection, grant.owner ?? call.owner, hold).catch(() => undefined);
+      return GRANTED_LATE;
+    }
   }
 
   /** A try that does not wait: the attempt itself, with what a failure may have taken undone. */
@@ -119,13 +144,12 @@ export class BoundedTries {
    * with `LockNotReplicatedError`. Chained on the try's reply: the WAIT goes to the connection that
    * carried it.
    */
-  private replicated(call: AcquireCall, outcome: AttemptOutcome): Promise<AttemptOutcome> | AttemptOutcome {
-    if (!outcome.acquired) return outcome;
+  private replicated(call: AcquireCall, grant: AttemptGrant): Promise<void> {
     const { protocol, options, hold } = call;
-    const owner = outcome.owner ?? call.owner;
+    const owner = grant.owner ?? call.owner;
     return awaitReplicas(this.connection, protocol.wakeChannel, options.syncReplicas!, call.reportedKey, () =>
       protocol.release(this.connection, owner, hold),
-    ).then(() => outcome);
+    );
   }
 
   /**

@@ -140,12 +140,20 @@ export class HeldLockHandle implements LockHandle {
 
   private armExpiry(leaseStartedAt: number): void {
     LEASE_ENDS.cancel(this.expiry);
-    const valid = this.protocol.validLease === undefined ? this.leaseTime : this.protocol.validLease(this.leaseTime);
-    // Counted as lost a safety margin before the deadline (see lease-policy.ts), so that a timer
-    // firing late on a loaded machine still aborts `signal` before Redis can hand the lock to another.
     // The list's timer rounds down to whole milliseconds: never later than the lease.
-    this.expiry = LEASE_ENDS.add(leaseLostAt(leaseStartedAt, valid), () => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'));
+    const lostAt = handleLeaseLostAt(this.protocol, this.leaseTime, leaseStartedAt);
+    this.expiry = LEASE_ENDS.add(lostAt, () => this.markLost(this.watchdog ? 'unconfirmed' : 'expired'));
   }
+}
+
+/**
+ * When a hold of `protocol` taken or renewed for `leaseTime` by a command sent at `sentAt` counts as
+ * lost: the part of the lease a holder may count on (Redlock: less its drift allowance), less the
+ * safety margin (see lease-policy.ts), so that a timer firing late on a loaded machine still aborts
+ * `signal` before Redis can hand the lock to another.
+ */
+export function handleLeaseLostAt(protocol: LockProtocol, leaseTime: number, sentAt: number): number {
+  return leaseLostAt(sentAt, protocol.validLease === undefined ? leaseTime : protocol.validLease(leaseTime));
 }
 
 /**

@@ -223,9 +223,10 @@ export class LockAcquirer {
     const now = performance.now();
     const remaining = deadline - now;
     if (remaining <= 0) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
+    // A vanished key, or a grant handed back as late: the next try may win at once.
+    if (outcome.reason === 'vanished' || outcome.reason === 'granted-late') return wasWoken;
     // Held without a lease: only a release can free it, so only the deadline (or the heartbeat)
     // bounds the wait.
-    if (outcome.reason === 'vanished') return wasWoken;
     let sleep = remaining;
     if (outcome.reason === 'held') {
       channel.heldUntil(now + outcome.waitMs);

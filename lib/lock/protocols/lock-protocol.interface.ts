@@ -31,6 +31,11 @@ export type AttemptRefusal =
   /** The lock's key vanished between the try's checks: try again at once. */
   | { readonly acquired: false; readonly reason: 'vanished' }
   /**
+   * Granted, but its reply came when the lease counted from the try's sending had (all but its
+   * safety margin) run out: the hold was handed back unused. Try again at once.
+   */
+  | { readonly acquired: false; readonly reason: 'granted-late' }
+  /**
    * A nested acquire (`AttemptMode.reentry`) found its section's owner no longer holding the lock:
    * the section's hold was lost, and the lock is never taken afresh under that owner.
    */
