@@ -71,17 +71,17 @@ export class BoundedTries {
    * own hold) and the try settles as refused (`granted-late`), so no caller gets a handle already lost.
    */
   private won(call: AcquireCall, grant: AttemptGrant, sentAt: number): AttemptOutcome | Promise<AttemptOutcome> {
-    const { protocol, options, hold } = call;
-    const connection = this.connection;
-    return options.syncReplicas ? this.replicated(call, grant).then(inLease) : inLease();
+    if (call.options.syncReplicas) return this.replicated(call, grant).then(() => this.inLease(call, grant, sentAt));
+    return this.inLease(call, grant, sentAt);
+  }
 
-    function inLease(): AttemptOutcome {
-      if (performance.now() < handleLeaseLostAt(protocol, options.leaseTime, sentAt)) return grant;
-      call.granted = false;
-      // Best effort, on the connection that carried the try (so after it): out of reach, the lease ends it.
-      protocol.release(connection, grant.owner ?? call.owner, hold).catch(() => undefined);
-      return GRANTED_LATE;
-    }
+  private inLease(call: AcquireCall, grant: AttemptGrant, sentAt: number): AttemptOutcome {
+    const { protocol, options, hold } = call;
+    if (performance.now() < handleLeaseLostAt(protocol, options.leaseTime, sentAt)) return grant;
+    call.granted = false;
+    // On the connection that carried the try (so after it); out of reach, the lease ends it.
+    this.abandoned.releaseAbandoned(protocol, grant.owner ?? call.owner, hold);
+    return GRANTED_LATE;
   }
 
   /** A try that does not wait: the attempt itself, with what a failure may have taken undone. */
