@@ -38,6 +38,24 @@ export class AbandonedHolds {
   }
 
   /**
+   * Ends one hold (by its id) of a grant its call will not get (Redis ran the try after the lease
+   * counted locally): resolves once Redis ran the release. The call's next try, under the same owner
+   * and hold ids, goes out only then: run before the release, it would find that hold as its own
+   * (a replay to the scripts) and the release would then end the hold of a handle just issued.
+   * When Redis does not answer, the error is the call's, and the release goes on in the background
+   * (`releaseUnknown`) until a lease from now has passed.
+   */
+  giveBack(protocol: LockProtocol, owner: string, hold: string, leaseTime: number): Promise<void> {
+    return protocol.release(this.connection, owner, hold).then(
+      () => undefined,
+      (error: unknown) => {
+        if (error instanceof RedisConnectionError) this.releaseUnknown(protocol, owner, hold, performance.now() + leaseTime);
+        throw error;
+      },
+    );
+  }
+
+  /**
    * Ends in Redis one hold (by its id) of a try whose outcome is unknown: Redis did not answer it
    * (it may run it when it resumes) or the connection dropped with it sent. Sent on the same
    * connection as that try, after it, so Redis runs the release after the try: a grant nobody

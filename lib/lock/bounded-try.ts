@@ -68,20 +68,20 @@ export class BoundedTries {
    * would be held: its lease, counted from `sentAt` (Redlock: its validity), still has more than the
    * handle's loss margin left. Otherwise Redis ran the try late (a paused or busy server, a stalled
    * process): the hold is handed back by its ids (Redis may still list it; a re-entry ends only its
-   * own hold) and the try settles as refused (`granted-late`), so no caller gets a handle already lost.
+   * own hold) and, once Redis ran that, the try settles as refused (`granted-late`), so no caller
+   * gets a handle already lost and the call's next try cannot be undone by the hand-back.
    */
   private won(call: AcquireCall, grant: AttemptGrant, sentAt: number): AttemptOutcome | Promise<AttemptOutcome> {
     if (call.options.syncReplicas) return this.replicated(call, grant).then(() => this.inLease(call, grant, sentAt));
     return this.inLease(call, grant, sentAt);
   }
 
-  private inLease(call: AcquireCall, grant: AttemptGrant, sentAt: number): AttemptOutcome {
+  private inLease(call: AcquireCall, grant: AttemptGrant, sentAt: number): AttemptOutcome | Promise<AttemptOutcome> {
     const { protocol, options, hold } = call;
     if (performance.now() < handleLeaseLostAt(protocol, options.leaseTime, sentAt)) return grant;
     call.granted = false;
-    // On the connection that carried the try (so after it); out of reach, the lease ends it.
-    this.abandoned.releaseAbandoned(protocol, grant.owner ?? call.owner, hold);
-    return GRANTED_LATE;
+    // On the connection that carried the try (so after it).
+    return this.abandoned.giveBack(protocol, grant.owner ?? call.owner, hold, options.leaseTime).then(() => GRANTED_LATE);
   }
 
   /** A try that does not wait: the attempt itself, with what a failure may have taken undone. */

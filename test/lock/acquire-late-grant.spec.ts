@@ -42,6 +42,15 @@ describe('a grant that Redis runs after the lease counted locally', () => {
     }
   };
 
+  const scriptFlush = async (): Promise<void> => {
+    const redis = rawRedis(server.url);
+    try {
+      await redis.call('SCRIPT', 'FLUSH');
+    } finally {
+      redis.disconnect();
+    }
+  };
+
   it.each([
     ['mutex', options],
     ['fair', { ...options, fair: true }],
@@ -64,6 +73,21 @@ describe('a grant that Redis runs after the lease counted locally', () => {
       const seen = { held: lock.held, aborted: lock.signal.aborted };
       await lock.release();
       expect(seen).toEqual({ held: true, aborted: false });
+    }, 20_000);
+
+    it('the late hold given back is not the one a later try takes (even when the give-back runs after that try)', async () => {
+      const key = `late-kept-${name}`;
+      // An empty script cache makes the give-back's EVALSHA fail with NOSCRIPT: its EVAL then goes to
+      // Redis after the next try, which the acquire script (loaded by the first try) runs at once.
+      await scriptFlush();
+      await pauseRedis();
+      const lock = await kind.acquire(lockApp.locks(), key);
+      // Sent after the give-back on the same connection: Redis answers it once the give-back ran.
+      const other = name === 'read' ? await lockApp.locks().readWrite(key).tryWrite(options) : await kind.tryAcquire(lockApp.locks(), key);
+      const seen = { held: lock.held, otherGotIn: other !== null };
+      await other?.release();
+      await lock.release();
+      expect(seen).toEqual({ held: true, otherGotIn: false });
     }, 20_000);
 
     it('tryAcquire() answers null and gives the late hold back at once', async () => {
