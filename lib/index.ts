@@ -32,6 +32,7 @@ export type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobProgressEvent,
   JobRecoveredEvent,
   JobRetriedEvent,
   JobScheduledEvent,
@@ -50,6 +51,7 @@ export type {
   OneInstanceLostEvent,
   OneInstanceSkippedEvent,
 } from './core/events/scheduling-events.js';
+export type { JobEventMap } from './core/events/job-event-map.js';
 export { REDIS_LOCK_CHANNELS } from './core/events/redis-lock.channels.js';
 export { LockContext, type LockContextSnapshot } from './lock/lock-context.js';
 
@@ -61,6 +63,8 @@ export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } 
 
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
+export { OnJobEvent } from './decorators/on-job-event.decorator.js';
+export { defineTopic, type Topic, type TopicRef } from './delay-queue/typed-topic.js';
 export type { ScheduledJob, ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
 export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/schedule-result.interface.js';
 export type { RepeatCatchUp, RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';

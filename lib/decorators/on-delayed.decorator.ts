@@ -2,6 +2,9 @@ import { ON_DELAYED_METADATA } from '../delay-queue/jobs/delay-queue.constants.j
 import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interface.js';
 import type { OnDelayedMetadata } from '../delay-queue/interfaces/on-delayed-metadata.interface.js';
 import type { RepeatOptions, RepeatSchedule } from '../delay-queue/interfaces/repeat-options.interface.js';
+import type { DelayedJobHandler } from '../delay-queue/interfaces/job-context.interface.js';
+import { topicName, type Topic, type TopicRef } from '../delay-queue/typed-topic.js';
+import { appendMethodMetadata } from './append-method-metadata.js';
 
 /**
  * Options of `@OnDelayed`: the consumer settings of its topic in this process, and optionally
@@ -20,6 +23,9 @@ export type OnDelayedOptions = ConsumerOptions & {
  * to acknowledge, throw to retry with backoff. A method may handle several topics; a topic has one
  * handler per application. The provider must be a singleton (not request-scoped).
  *
+ * `topic` is a name or a `Topic` token from `defineTopic()`: with a token the compiler checks the
+ * method's payload parameter and what it resolves to against the token's types.
+ *
  * @example
  * \@Injectable()
  * export class OrderHandlers {
@@ -34,11 +40,16 @@ export type OnDelayedOptions = ConsumerOptions & {
  *   }
  * }
  */
-export function OnDelayed(topic: string, options?: OnDelayedOptions): MethodDecorator {
-  return (_target, _key, descriptor) => {
-    const method = descriptor.value as object;
-    const existing = (Reflect.getMetadata(ON_DELAYED_METADATA, method) as OnDelayedMetadata[] | undefined) ?? [];
-    Reflect.defineMetadata(ON_DELAYED_METADATA, [...existing, { topic, options }], method);
-    return descriptor;
-  };
+export function OnDelayed(topic: string, options?: OnDelayedOptions): MethodDecorator;
+export function OnDelayed<Payload, Result>(
+  topic: Topic<Payload, Result>,
+  options?: OnDelayedOptions,
+): <Method extends DelayedJobHandler<Payload, Result>>(
+  target: object,
+  key: string | symbol,
+  descriptor: TypedPropertyDescriptor<Method>,
+) => void;
+export function OnDelayed(topic: TopicRef, options?: OnDelayedOptions): MethodDecorator {
+  const metadata: OnDelayedMetadata = { topic: topicName(topic), options };
+  return (_target, _key, descriptor) => appendMethodMetadata(ON_DELAYED_METADATA, metadata, descriptor);
 }

@@ -7,6 +7,7 @@ import { DelayQueueOrchestrator } from './delay-queue.orchestrator.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.accessor.js';
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
+import { JobEventListeners } from './job-event-listeners.js';
 import { JobEnqueuer, TransactionalOutbox } from './job-enqueuer.js';
 import { JobCommands } from './job-commands.js';
 import { JobWriter } from './writer/job-writer.js';
@@ -22,8 +23,8 @@ import { ScheduleChangeRouter } from './outbox-relay/schedule-change-router.js';
  * The delay-queue engine: where each topic's jobs live (`TopicShards`), the write path (`JobWriter`,
  * `JobEnqueuer`, and with `delayQueue.outbox` the relay, the enqueuer's `TransactionalOutbox`), where
  * repeat schedule changes go, the service, the consumers (`ConsumerRegistry`, which builds them for
- * `consume()` and `@OnDelayed`), the `@OnDelayed` discovery and the lifecycle (orchestrator), the
- * read side (what a topic holds, which topics exist) and the commands.
+ * `consume()` and `@OnDelayed`), the `@OnDelayed` discovery, the `@OnJobEvent` listeners and the
+ * lifecycle (orchestrator), the read side (what a topic holds, which topics exist) and the commands.
  */
 export const delayQueueProviders: Provider[] = [
   {
@@ -47,6 +48,7 @@ export const delayQueueProviders: Provider[] = [
   DelayQueueService,
   DelayedHandlerMetadataAccessor,
   DelayedHandlerExplorer,
+  JobEventListeners,
   DelayQueueOrchestrator,
   TopicInspector,
   TopicDirectory,

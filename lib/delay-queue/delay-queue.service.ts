@@ -24,6 +24,7 @@ import { dueKindArg, prepareJob, type PreparedJob } from './jobs/prepare-job.js'
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobCommands } from './job-commands.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
+import { topicName, type TopicRef } from './typed-topic.js';
 
 /** The keys of `reschedule()`'s `when`. */
 const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
@@ -108,8 +109,8 @@ export class DelayQueueService {
    *   (BigInt, circular, functions, Date, Map, NaN…), a negative/NaN/infinite delay, a bad id
    * @throws InvalidTopicError for a topic name that is not allowed
    */
-  async schedule<T>(topic: string, payload: T, options?: ScheduleOptions): Promise<string> {
-    return (await this.scheduleOne(topic, payload, options, false)).id;
+  async schedule<T>(topic: TopicRef<T>, payload: NoInfer<T>, options?: ScheduleOptions): Promise<string> {
+    return (await this.scheduleOne(topicName(topic), payload, options, false)).id;
   }
 
   /**
@@ -121,8 +122,8 @@ export class DelayQueueService {
    * @example
    * const { status } = await delayQueue.scheduleWithResult('invoice.send', invoice, { id: `invoice:${invoice.id}` });
    */
-  async scheduleWithResult<T>(topic: string, payload: T, options?: ScheduleOptions): Promise<ScheduleResult> {
-    return this.scheduleOne(topic, payload, options, true);
+  async scheduleWithResult<T>(topic: TopicRef<T>, payload: NoInfer<T>, options?: ScheduleOptions): Promise<ScheduleResult> {
+    return this.scheduleOne(topicName(topic), payload, options, true);
   }
 
   /**
@@ -130,13 +131,13 @@ export class DelayQueueService {
    * before any is written; each group of 500 is written atomically (all of a batch inside a transaction
    * after its commit). Jobs due in the same millisecond run in array order.
    */
-  async scheduleMany<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
-    return (await this.scheduleBatch(topic, jobs, false)).map((job) => job.id);
+  async scheduleMany<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<NoInfer<T>>>): Promise<string[]> {
+    return (await this.scheduleBatch(topicName(topic), jobs, false)).map((job) => job.id);
   }
 
   /** `scheduleMany()` telling what it did with each job, in order, as `scheduleWithResult()` does. */
-  async scheduleManyWithResult<T>(topic: string, jobs: Array<ScheduledJob<T>>): Promise<ScheduleResult[]> {
-    return this.scheduleBatch(topic, jobs, true);
+  async scheduleManyWithResult<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<NoInfer<T>>>): Promise<ScheduleResult[]> {
+    return this.scheduleBatch(topicName(topic), jobs, true);
   }
 
   /** `exact`: the caller gets the outcome, so it must be the first run's (see JobEnqueuer.enqueue). */
@@ -175,10 +176,11 @@ export class DelayQueueService {
    *
    * @returns whether the job existed
    */
-  async cancel(topic: string, id: string): Promise<boolean> {
-    this.assertId(topic, id);
-    this.shardKeys(topic);
-    return this.commands.cancel(topic, id);
+  async cancel(topic: TopicRef, id: string): Promise<boolean> {
+    const name = topicName(topic);
+    this.assertId(name, id);
+    this.shardKeys(name);
+    return this.commands.cancel(name, id);
   }
 
   /**
@@ -186,37 +188,39 @@ export class DelayQueueService {
    *
    * @returns whether the job was waiting and has been moved
    */
-  async reschedule(topic: string, id: string, when: { delay?: number; at?: Date | number }): Promise<boolean> {
-    this.assertId(topic, id);
-    this.shardKeys(topic);
+  async reschedule(topic: TopicRef, id: string, when: { delay?: number; at?: Date | number }): Promise<boolean> {
+    const name = topicName(topic);
+    this.assertId(name, id);
+    this.shardKeys(name);
     if (when === null || typeof when !== 'object') {
-      throw new InvalidJobError(topic, 'when', 'must be an object: { delay } or { at }');
+      throw new InvalidJobError(name, 'when', 'must be an object: { delay } or { at }');
     }
     refuseUnknownKeys(
       (field, problem) => {
-        throw new InvalidJobError(topic, field, problem);
+        throw new InvalidJobError(name, field, problem);
       },
       '',
       when,
       RESCHEDULE_KEYS,
     );
-    const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
-    return this.commands.reschedule(topic, id, dueKindArg(job.kind), job.when);
+    const job = prepareJob(name, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
+    return this.commands.reschedule(name, id, dueKindArg(job.kind), job.when);
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
-  async get<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
-    this.assertId(topic, id);
-    this.shardKeys(topic);
-    return this.reader.job<T>(topic, id);
+  async get<T = unknown, R = unknown>(topic: TopicRef<T, R>, id: string): Promise<DelayedJob<T, R> | null> {
+    const name = topicName(topic);
+    this.assertId(name, id);
+    this.shardKeys(name);
+    return this.reader.job<T, R>(name, id);
   }
 
   /**
    * Counts of a topic's jobs by state and of its repeatable schedules, from one snapshot per shard
    * (a sharded topic's shards are added up).
    */
-  async stats(topic: string): Promise<DelayQueueStats> {
-    return this.reader.stats(topic);
+  async stats(topic: TopicRef): Promise<DelayQueueStats> {
+    return this.reader.stats(topicName(topic));
   }
 
   /**
@@ -226,9 +230,10 @@ export class DelayQueueService {
    *
    * @returns whether the topic was running (false: it was paused already)
    */
-  async pause(topic: string): Promise<boolean> {
-    this.shardKeys(topic);
-    return this.commands.setPaused(topic, true);
+  async pause(topic: TopicRef): Promise<boolean> {
+    const name = topicName(topic);
+    this.shardKeys(name);
+    return this.commands.setPaused(name, true);
   }
 
   /**
@@ -236,30 +241,33 @@ export class DelayQueueService {
    *
    * @returns whether the topic was paused
    */
-  async resume(topic: string): Promise<boolean> {
-    this.shardKeys(topic);
-    return this.commands.setPaused(topic, false);
+  async resume(topic: TopicRef): Promise<boolean> {
+    const name = topicName(topic);
+    this.shardKeys(name);
+    return this.commands.setPaused(name, false);
   }
 
   /** Dead letters, newest first (default 100, at most 10000). */
-  async deadLetters<T = unknown>(topic: string, options?: { limit?: number }): Promise<Array<DelayedJob<T>>> {
-    this.shardKeys(topic);
+  async deadLetters<T = unknown>(topic: TopicRef<T>, options?: { limit?: number }): Promise<Array<DelayedJob<T>>> {
+    const name = topicName(topic);
+    this.shardKeys(name);
     refuseUnknownKeys(refuseAsInvalidOption, 'deadLetters', options, DEAD_LETTERS_OPTION_KEYS);
     const limit = options?.limit ?? 100;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
       throw new InvalidOptionsError('deadLetters.limit', `got ${describeValue(limit)}; use a whole number from 1 to 10000`);
     }
-    return this.reader.deadLetters<T>(topic, limit);
+    return this.reader.deadLetters<T>(name, limit);
   }
 
   /**
    * Puts dead letters back in the queue, due now, with their attempts reset: one by id, or all of
    * the topic's. Resolves to how many were requeued.
    */
-  async retryDead(topic: string, id?: string): Promise<number> {
-    this.shardKeys(topic);
-    if (id !== undefined) this.assertId(topic, id);
-    return this.commands.retryDead(topic, id);
+  async retryDead(topic: TopicRef, id?: string): Promise<number> {
+    const name = topicName(topic);
+    this.shardKeys(name);
+    if (id !== undefined) this.assertId(name, id);
+    return this.commands.retryDead(name, id);
   }
 
   /**
@@ -277,11 +285,12 @@ export class DelayQueueService {
    * await delayQueue.repeat('cache.refresh', { every: 30_000 }, { id: 'eu', payload: { region: 'eu' } });
    * await delayQueue.repeat('trial.nudge', { every: 86_400_000 }, { id: userId, limit: 3 });
    */
-  async repeat<T>(topic: string, schedule: RepeatSchedule, options?: RepeatOptions<T>): Promise<RepeatInfo> {
-    this.shardKeys(topic); // validates the topic before anything else
+  async repeat<T>(topic: TopicRef<T>, schedule: RepeatSchedule, options?: RepeatOptions<NoInfer<T>>): Promise<RepeatInfo> {
+    const name = topicName(topic);
+    this.shardKeys(name); // validates the topic before anything else
     this.enqueuer.assertOpen('repeat a job');
-    const definition = this.repeats.prepare(topic, schedule, options);
-    return this.scheduleChanges.upsert(topic, definition);
+    const definition = this.repeats.prepare(name, schedule, options);
+    return this.scheduleChanges.upsert(name, definition);
   }
 
   /**
@@ -294,17 +303,19 @@ export class DelayQueueService {
    *
    * @returns whether the schedule existed
    */
-  async removeRepeat(topic: string, id?: string): Promise<boolean> {
-    this.shardKeys(topic);
-    const scheduleId = id ?? topic;
-    this.assertId(topic, scheduleId);
-    return this.scheduleChanges.remove(topic, scheduleId);
+  async removeRepeat(topic: TopicRef, id?: string): Promise<boolean> {
+    const name = topicName(topic);
+    this.shardKeys(name);
+    const scheduleId = id ?? name;
+    this.assertId(name, scheduleId);
+    return this.scheduleChanges.remove(name, scheduleId);
   }
 
   /** The repeatable schedules of `topic`, by next tick (at most 1000 per shard). */
-  async listRepeats(topic: string): Promise<RepeatInfo[]> {
-    this.shardKeys(topic);
-    return this.reader.schedules(topic);
+  async listRepeats(topic: TopicRef): Promise<RepeatInfo[]> {
+    const name = topicName(topic);
+    this.shardKeys(name);
+    return this.reader.schedules(name);
   }
 
   /**
@@ -320,8 +331,9 @@ export class DelayQueueService {
    *   await orders.expire(orderId, { signal: job.signal });
    * }, { concurrency: 8 });
    */
-  consume<T>(topic: string, handler: DelayedJobHandler<T>, options?: ConsumerOptions): Consumer {
-    return this.consumers.start(topic, handler, options, `consume(${JSON.stringify(topic)})`, 'consume');
+  consume<T, R = unknown>(topic: TopicRef<T, R>, handler: DelayedJobHandler<T, R>, options?: ConsumerOptions): Consumer {
+    const name = topicName(topic);
+    return this.consumers.start(name, handler as DelayedJobHandler, options, `consume(${JSON.stringify(name)})`, 'consume');
   }
 
   /** The keys of every shard of `topic` (one entry for a topic that is not sharded). Validates the name. */

@@ -29,7 +29,7 @@ export class TopicInspector {
   ) {}
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
-  async job<T = unknown>(topic: string, id: string): Promise<DelayedJob<T> | null> {
+  async job<T = unknown, R = unknown>(topic: string, id: string): Promise<DelayedJob<T, R> | null> {
     assertValidTopic(topic);
     // A job of a group lives on its group's shard: on a sharded topic, look in the others too.
     let read: JobRead | undefined;
@@ -61,7 +61,7 @@ export class TopicInspector {
     if (diedAtMs !== null) return { ...base, state: 'dead', diedAt: new Date(diedAtMs) };
     if (finishedAtMs !== null) {
       const kept = { ...base, state: 'completed' as const, finishedAt: new Date(finishedAtMs) };
-      return resultJson === null ? kept : { ...kept, result: JSON.parse(resultJson) as unknown };
+      return resultJson === null ? kept : { ...kept, result: JSON.parse(resultJson) as R };
     }
     return null;
   }

@@ -35,9 +35,10 @@ export interface JobStartedEvent {
 }
 
 /**
- * A handler resolved (`job.succeeded`); the acknowledgement is sent right after.
+ * A handler resolved (`job.succeeded`); the acknowledgement is sent right after. `Result` is the
+ * result's type: `unknown` here, the `Topic` token's result type in an `@OnJobEvent(topic, 'completed')` listener.
  */
-export interface JobSucceededEvent {
+export interface JobSucceededEvent<Result = unknown> {
   /** The topic of the job. */
   readonly topic: string;
   /** The job id (given to `schedule()`, or generated). */
@@ -46,6 +47,24 @@ export interface JobSucceededEvent {
   readonly attempt: number;
   /** The handler's run time (monotonic clock). */
   readonly runMs: number;
+  /** What the handler resolved to, untouched (the same object, whether or not it is kept as the job's result). */
+  readonly result: Result;
+}
+
+/**
+ * A handler recorded its progress with `JobContext.progress(value)` and Redis took it (`job.progress`),
+ * on the instance running the handler. Not emitted when the write was refused (the job was no longer
+ * this delivery's) or failed.
+ */
+export interface JobProgressEvent {
+  /** The topic of the job. */
+  readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
+  readonly id: string;
+  /** The attempt that is running. */
+  readonly attempt: number;
+  /** The value passed to `progress()`, untouched. */
+  readonly progress: unknown;
 }
 
 /**

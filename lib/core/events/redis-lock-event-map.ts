@@ -2,6 +2,7 @@ import type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobProgressEvent,
   JobRecoveredEvent,
   JobRetriedEvent,
   JobScheduledEvent,
@@ -51,6 +52,8 @@ export interface RedisLockEventMap {
   'job.succeeded': JobSucceededEvent;
   /** A handler threw or rejected. */
   'job.failed': JobFailedEvent;
+  /** A handler's `JobContext.progress()` was recorded. */
+  'job.progress': JobProgressEvent;
   /** A handler's job was cancelled while it ran (instead of succeeded or failed). */
   'job.cancelled': JobCancelledEvent;
   /** A failed job was put back with backoff. */

@@ -30,6 +30,7 @@ export const REDIS_LOCK_CHANNELS = Object.freeze({
   'job.started': 'nestjs-redis-lock:job.started',
   'job.succeeded': 'nestjs-redis-lock:job.succeeded',
   'job.failed': 'nestjs-redis-lock:job.failed',
+  'job.progress': 'nestjs-redis-lock:job.progress',
   'job.cancelled': 'nestjs-redis-lock:job.cancelled',
   'job.retried': 'nestjs-redis-lock:job.retried',
   'job.dead': 'nestjs-redis-lock:job.dead',

@@ -38,7 +38,7 @@ export class DeliveryContext implements JobContext {
     job: HeldJob,
     facts: DeliveryFacts,
     checkDeadline: (job: HeldJob) => void,
-    recordProgress: (job: HeldJob, value: unknown) => Promise<void>,
+    recordProgress: (job: HeldJob, value: unknown, attempt: number) => Promise<void>,
   ) {
     this.#job = job;
     this.#checkDeadline = checkDeadline;
@@ -51,7 +51,7 @@ export class DeliveryContext implements JobContext {
     this.createdAt = new Date(facts.createdAt);
     this.group = facts.group;
     this.fencingToken = job.token;
-    this.progress = (value: unknown) => recordProgress(job, value);
+    this.progress = (value: unknown) => recordProgress(job, value, facts.attempt);
   }
 
   get signal(): AbortSignal {

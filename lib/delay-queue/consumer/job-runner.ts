@@ -65,7 +65,10 @@ export class JobRunner<T> {
 
   /** What a delivery's context calls (see DeliveryContext): made once, not per job. */
   private readonly checkDeadline = (job: HeldJob) => this.context.visibility.checkDeadline(job);
-  private readonly recordProgress = (job: HeldJob, value: unknown) => this.context.progress.record(job, value);
+  private readonly recordProgress = async (job: HeldJob, value: unknown, attempt: number) => {
+    await this.context.progress.record(job, value);
+    this.context.events?.emitIfWanted('job.progress', () => ({ topic: this.context.topic, id: job.id, attempt, progress: value }));
+  };
 
   constructor(private readonly context: JobRunnerContext<T>) {
     this.turnover = new SlotTurnover(context.options.concurrency * PREFETCH_DEPTH);
@@ -241,7 +244,7 @@ export class JobRunner<T> {
       const base = { topic, id: job.id, attempt: decoded.attempts, runMs };
       // A job cancelled while it ran is gone whatever its handler did: reported as cancelled only.
       if (job.cancelled) events!.emit('job.cancelled', base);
-      else if (succeeded) events!.emit('job.succeeded', base);
+      else if (succeeded) events!.emit('job.succeeded', { ...base, result });
       else events!.emit('job.failed', { ...base, error: failure });
     }
     if (job.abandoned) {

@@ -7,8 +7,11 @@
  */
 export type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead' | 'completed';
 
-/** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
-export interface DelayedJob<T = unknown> {
+/**
+ * A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. `T` is the payload's
+ * type and `R` the result's (both from the `Topic` token when one is passed, else `unknown`).
+ */
+export interface DelayedJob<T = unknown, R = unknown> {
   /** The job id. */
   readonly id: string;
   /** The job's topic. */
@@ -35,7 +38,7 @@ export interface DelayedJob<T = unknown> {
    * What the handler of a `completed` job returned (decoded from JSON); absent when it returned
    * nothing (`undefined`) or a value that is not JSON data (a warning was logged).
    */
-  readonly result?: unknown;
+  readonly result?: R;
   /** The last value a handler passed to `JobContext.progress()`, in any state (kept through retries). */
   readonly progress?: unknown;
   /** Message of the last failure, if any (`Name: message` for an `Error`). */

@@ -1,6 +1,9 @@
 /** Metadata key of `@OnDelayed` (namespaced, like `bullmq:processor_metadata`). */
 export const ON_DELAYED_METADATA = 'nestjs-redis-lock:on_delayed';
 
+/** Metadata key of `@OnJobEvent`. */
+export const ON_JOB_EVENT_METADATA = 'nestjs-redis-lock:on_job_event';
+
 /**
  * Ordering slots per millisecond in a due score: `score = dueMs * DUE_SCORE_SLOTS + slot`. Jobs due in
  * the same millisecond take increasing slots, so they run in the order they were scheduled (FIFO);
