@@ -1,0 +1,132 @@
+/**
+ * Compile-time specification of `defineTopic()` tokens and `@OnJobEvent` payloads: never run, only
+ * type-checked by `npm run typecheck` (tsconfig.json includes test/). Each `@ts-expect-error` line
+ * must fail to compile (a wrong payload, handler or result); if it ever compiles, `tsc` fails with
+ * "Unused '@ts-expect-error' directive". The lines without it must compile.
+ */
+import {
+  defineTopic,
+  DelayQueueService,
+  OnDelayed,
+  OnJobEvent,
+  type DelayedJob,
+  type JobContext,
+  type JobFailedEvent,
+  type JobSucceededEvent,
+  type Topic,
+} from 'nestjs-redis-lock';
+
+interface Order {
+  orderId: string;
+}
+interface Expiry {
+  expired: boolean;
+}
+
+const orderExpire: Topic<Order, Expiry> = defineTopic<Order, Expiry>('order.expire');
+const orderPlaced = defineTopic<Order>('order.placed');
+
+export async function producers(queue: DelayQueueService): Promise<void> {
+  await queue.schedule(orderExpire, { orderId: 'o-1' });
+  await queue.scheduleWithResult(orderExpire, { orderId: 'o-1' }, { delay: 10 });
+  await queue.scheduleMany(orderExpire, [{ payload: { orderId: 'o-1' } }, { payload: { orderId: 'o-2' }, delay: 5 }]);
+  await queue.scheduleManyWithResult(orderPlaced, [{ payload: { orderId: 'o-3' } }]);
+  await queue.repeat(orderExpire, { every: 1000 }, { payload: { orderId: 'o-4' } });
+  // A plain name checks nothing, as before.
+  await queue.schedule('order.expire', { anything: 1 });
+
+  // @ts-expect-error a payload of another type
+  await queue.schedule(orderExpire, { order: 1 });
+  // @ts-expect-error a missing payload property
+  await queue.scheduleWithResult(orderExpire, {});
+  // @ts-expect-error a wrong payload in a batch
+  await queue.scheduleMany(orderExpire, [{ payload: { orderId: 1 } }]);
+  // @ts-expect-error a wrong payload in a batch with results
+  await queue.scheduleManyWithResult(orderExpire, [{ payload: 'o-1' }]);
+  // @ts-expect-error a wrong repeat payload
+  await queue.repeat(orderExpire, { every: 1000 }, { payload: { id: 'o-4' } });
+
+  const job = await queue.get(orderExpire, 'o-1');
+  const payload: Order | undefined = job?.payload;
+  const result: Expiry | undefined = job?.result;
+  // @ts-expect-error the result is typed as the topic's Result
+  const notAString: string | undefined = job?.result;
+  const dead: Array<DelayedJob<Order>> = await queue.deadLetters(orderExpire);
+  void [payload, result, notAString, dead];
+
+  // Every other call takes the token too.
+  await queue.cancel(orderExpire, 'o-1');
+  await queue.reschedule(orderExpire, 'o-1', { delay: 5 });
+  await queue.stats(orderExpire);
+  await queue.pause(orderExpire);
+  await queue.resume(orderExpire);
+  await queue.retryDead(orderExpire);
+  await queue.removeRepeat(orderExpire);
+  await queue.listRepeats(orderExpire);
+}
+
+export function consumers(queue: DelayQueueService): void {
+  queue.consume(orderExpire, async ({ orderId }, job: JobContext) => ({ expired: orderId.length > job.attempt }));
+  queue.consume(orderPlaced, () => undefined);
+  // @ts-expect-error a handler taking another payload
+  queue.consume(orderExpire, async (payload: { id: number }) => ({ expired: payload.id > 0 }));
+  // @ts-expect-error a handler resolving to another result
+  queue.consume(orderExpire, async () => ({ expired: 'yes' }));
+}
+
+export class Handlers {
+  @OnDelayed(orderExpire)
+  async expire({ orderId }: Order, job: JobContext): Promise<Expiry> {
+    return { expired: orderId !== job.id };
+  }
+
+  @OnDelayed(orderPlaced, { concurrency: 2 })
+  placed(_order: Order): void {}
+
+  // @ts-expect-error a handler of the token taking another payload
+  @OnDelayed(orderExpire)
+  async wrongPayload(_payload: { id: number }): Promise<Expiry> {
+    return { expired: true };
+  }
+
+  // @ts-expect-error a handler of the token resolving to another result
+  @OnDelayed(orderExpire)
+  async wrongResult(_payload: Order): Promise<string> {
+    return 'expired';
+  }
+
+  // A plain name: any handler, as before.
+  @OnDelayed('order.any')
+  any(_payload: { whatever: boolean }): number {
+    return 1;
+  }
+}
+
+export class Listeners {
+  @OnJobEvent(orderExpire, 'completed')
+  completed({ result }: JobSucceededEvent<Expiry>): boolean {
+    return result.expired;
+  }
+
+  @OnJobEvent(orderExpire, 'failed')
+  failed(_event: JobFailedEvent): void {}
+
+  @OnJobEvent('order.any', 'completed')
+  completedByName(_event: JobSucceededEvent<{ anything: number }>): void {}
+
+  // @ts-expect-error 'completed' of this token carries an Expiry result
+  @OnJobEvent(orderExpire, 'completed')
+  wrongResult(_event: JobSucceededEvent<string>): void {}
+
+  // @ts-expect-error a 'completed' listener taking the payload of 'failed'
+  @OnJobEvent(orderExpire, 'completed')
+  wrongEvent(_event: JobFailedEvent): void {}
+
+  // @ts-expect-error a 'dead' listener taking the payload of 'completed', by plain name too
+  @OnJobEvent('order.any', 'dead')
+  wrongEventByName(_event: JobSucceededEvent): void {}
+
+  // @ts-expect-error not an event of @OnJobEvent
+  @OnJobEvent(orderExpire, 'finished')
+  unknownEvent(): void {}
+}
