@@ -33,7 +33,7 @@ import { appendMethodMetadata } from './append-method-metadata.js';
  *   }
  * }
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a plain name says nothing of the result: any listener's result type is accepted
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a plain name says nothing of the result: any result type is accepted
 export function OnJobEvent<Result = any, Event extends keyof JobEventMap = keyof JobEventMap>(
   topic: TopicRef<unknown, Result>,
   event: Event,

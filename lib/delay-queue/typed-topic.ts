@@ -16,7 +16,12 @@ export interface Topic<Payload = unknown, Result = void> {
   /**
    * Carries the payload and result types for the compiler only: never set at run time (`undefined`).
    */
-  readonly types?: { readonly payload: Payload; readonly result: Result };
+  readonly types?: {
+    /** The payload type jobs of the topic carry. */
+    readonly payload: Payload;
+    /** The type the topic's handler resolves to. */
+    readonly result: Result;
+  };
 }
 
 /**
