@@ -109,7 +109,7 @@ export class DelayQueueService {
    *   (BigInt, circular, functions, Date, Map, NaN…), a negative/NaN/infinite delay, a bad id
    * @throws InvalidTopicError for a topic name that is not allowed
    */
-  async schedule<T>(topic: TopicRef<T>, payload: NoInfer<T>, options?: ScheduleOptions): Promise<string> {
+  async schedule<T>(topic: TopicRef<T>, payload: T, options?: ScheduleOptions): Promise<string> {
     return (await this.scheduleOne(topicName(topic), payload, options, false)).id;
   }
 
@@ -122,7 +122,7 @@ export class DelayQueueService {
    * @example
    * const { status } = await delayQueue.scheduleWithResult('invoice.send', invoice, { id: `invoice:${invoice.id}` });
    */
-  async scheduleWithResult<T>(topic: TopicRef<T>, payload: NoInfer<T>, options?: ScheduleOptions): Promise<ScheduleResult> {
+  async scheduleWithResult<T>(topic: TopicRef<T>, payload: T, options?: ScheduleOptions): Promise<ScheduleResult> {
     return this.scheduleOne(topicName(topic), payload, options, true);
   }
 
@@ -131,12 +131,12 @@ export class DelayQueueService {
    * before any is written; each group of 500 is written atomically (all of a batch inside a transaction
    * after its commit). Jobs due in the same millisecond run in array order.
    */
-  async scheduleMany<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<NoInfer<T>>>): Promise<string[]> {
+  async scheduleMany<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
     return (await this.scheduleBatch(topicName(topic), jobs, false)).map((job) => job.id);
   }
 
   /** `scheduleMany()` telling what it did with each job, in order, as `scheduleWithResult()` does. */
-  async scheduleManyWithResult<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<NoInfer<T>>>): Promise<ScheduleResult[]> {
+  async scheduleManyWithResult<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<T>>): Promise<ScheduleResult[]> {
     return this.scheduleBatch(topicName(topic), jobs, true);
   }
 
@@ -285,7 +285,7 @@ export class DelayQueueService {
    * await delayQueue.repeat('cache.refresh', { every: 30_000 }, { id: 'eu', payload: { region: 'eu' } });
    * await delayQueue.repeat('trial.nudge', { every: 86_400_000 }, { id: userId, limit: 3 });
    */
-  async repeat<T>(topic: TopicRef<T>, schedule: RepeatSchedule, options?: RepeatOptions<NoInfer<T>>): Promise<RepeatInfo> {
+  async repeat<T>(topic: TopicRef<T>, schedule: RepeatSchedule, options?: RepeatOptions<T>): Promise<RepeatInfo> {
     const name = topicName(topic);
     this.shardKeys(name); // validates the topic before anything else
     this.enqueuer.assertOpen('repeat a job');
