@@ -81,7 +81,7 @@ afterAll(() => {
 describe('REDIS_LOCK_CHANNELS', () => {
   it('names one channel per event, nestjs-redis-lock:<event>, and redisLockChannel() returns its Channel', async () => {
     const { channel } = await import('node:diagnostics_channel');
-    expect(ALL_EVENTS).toHaveLength(22);
+    expect(ALL_EVENTS).toHaveLength(23);
     for (const event of ALL_EVENTS) {
       expect(REDIS_LOCK_CHANNELS[event]).toBe(`nestjs-redis-lock:${event}`);
       expect(redisLockChannel(event)).toBe(channel(REDIS_LOCK_CHANNELS[event]));
@@ -252,6 +252,27 @@ describe('diagnostics_channel: job events', () => {
     expect(scheduled).toEqual({ topic, id: 'job-1', delayMs: 100, replace: false, status: 'created' });
     expect(started).toEqual({ topic, id: 'job-1', attempt: 1, latenessMs: expect.any(Number) });
     expect(succeeded).toEqual({ topic, id: 'job-1', attempt: 1, runMs: expect.any(Number) });
+  });
+
+  it('publishes job.progress once Redis recorded it, and job.succeeded with the result', async () => {
+    const topic = uniquePrefix('progress');
+    const seen = tap(events, ALL_EVENTS, withTopic(topic));
+    const consumer = t.queue.consume(topic, async (_payload, job) => {
+      await job.progress({ done: 1 });
+      return { rows: 3 };
+    });
+    try {
+      await t.queue.schedule(topic, null, { id: 'job-3' });
+      await waitFor(() => seen.channelEvents().includes('job.succeeded'), 10_000, 'job.succeeded on its channel');
+    } finally {
+      await consumer.close();
+      seen.stop();
+    }
+    expect(seen.channelEvents()).toEqual(['job.scheduled', 'job.started', 'job.progress', 'job.succeeded']);
+    expectSameEvents(seen);
+    const [, , progress, succeeded] = seen.fromChannels.map((s) => s.event);
+    expect(progress).toEqual({ topic, id: 'job-3', attempt: 1, progress: { done: 1 } });
+    expect(succeeded).toEqual({ topic, id: 'job-3', attempt: 1, runMs: expect.any(Number), result: { rows: 3 } });
   });
 
   it('publishes job.failed, job.retried and job.dead', async () => {
