@@ -19,6 +19,7 @@ import { ON_DELAYED_REPEAT_KEYS, splitOnDelayedRepeat } from './repeat/repeat-op
 import { ON_DELAYED_OPTION_KEYS, resolveConsumerOptions } from './consumer/resolve-consumer-options.js';
 import { ConsumerRegistry } from './consumer-registry.js';
 import { DelayedHandlerExplorer, type DiscoveredDelayedHandler } from './delayed-handler.explorer.js';
+import { JobEventListeners } from './job-event-listeners.js';
 import type { OnDelayedRepeat } from './interfaces/repeat-options.interface.js';
 import type { RepeatDefinition } from './repeat/repeat-definition.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
@@ -29,10 +30,11 @@ import { DelayQueueAlreadyStartedError } from '../core/errors/delay-queue-alread
 const REPEAT_REGISTRATION_WAIT_MS = 5_000;
 
 /**
- * Starts and stops the delay queue. Finds and checks the `@OnDelayed` handlers in `onModuleInit` (so
- * a mistake fails bootstrap before anything starts) and starts one consumer per topic in
- * `onApplicationBootstrap` through the `ConsumerRegistry`, beside the outbox relay and the script
- * preload; at shutdown drains the consumers, then flushes the jobs of committed transactions.
+ * Starts and stops the delay queue. Finds and checks the `@OnDelayed` handlers (and attaches the
+ * `@OnJobEvent` listeners) in `onModuleInit` (so a mistake fails bootstrap before anything starts)
+ * and starts one consumer per topic in `onApplicationBootstrap` through the `ConsumerRegistry`, beside
+ * the outbox relay and the script preload; at shutdown drains the consumers, then flushes the jobs of
+ * committed transactions.
  */
 @Injectable()
 export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -51,6 +53,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     private readonly repeats: RepeatScheduler,
     private readonly enqueuer: JobEnqueuer,
     @Inject(JobOutboxRelay) private readonly outbox: JobOutboxRelay | null,
+    private readonly jobEventListeners: JobEventListeners,
   ) {}
 
   /**
@@ -62,6 +65,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
   async onModuleInit(): Promise<void> {
     try {
       this.handlers = this.explorer.explore();
+      this.jobEventListeners.attach();
       // Options are checked here too, so a bad `concurrency` fails bootstrap with the method named.
       for (const handler of this.handlers)
         resolveConsumerOptions(handler.options, this.config.delayQueue, handler.source, ON_DELAYED_OPTION_KEYS);
@@ -103,10 +107,14 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     await this.outbox?.stop();
   }
 
-  /** After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`). */
+  /**
+   * After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`); the
+   * `@OnJobEvent` listeners, which heard the drain's outcomes, are detached.
+   */
   onApplicationShutdown(): void {
     this.consumerRegistry.close();
     this.enqueuer.close();
+    this.jobEventListeners.detach();
   }
 
   /**

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { JOB_EVENT_SOURCES } from '../core/events/job-event-map.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import type { RedisLockEventName } from '../core/events/redis-lock-event-map.js';
@@ -11,16 +11,16 @@ interface JobEventBase {
 }
 
 /**
- * Runs the `@OnJobEvent` methods: found and checked in `onModuleInit` (a mistake fails bootstrap
- * before a consumer starts, so no outcome is missed), called from `RedisLockEvents` listeners (one
- * per event name in use, dispatching by topic), removed in `onApplicationShutdown`, after the
- * consumers have drained, so the outcomes of the drain are reported too.
+ * Runs the `@OnJobEvent` methods: found, checked and attached by the orchestrator's `onModuleInit` (a
+ * mistake fails bootstrap before a consumer starts, so no outcome is missed), called from
+ * `RedisLockEvents` listeners (one per event name in use, dispatching by topic), detached in its
+ * `onApplicationShutdown`, after the consumers have drained, so the outcomes of the drain are reported too.
  *
  * Invariant: a listener's exception, thrown or rejected, is logged once here and never reaches the
  * emitter, the job or the other listeners.
  */
 @Injectable()
-export class JobEventListeners implements OnModuleInit, OnApplicationShutdown {
+export class JobEventListeners {
   private readonly logger = new Logger('DelayQueue');
   /** The emitter listeners added, to remove at shutdown. */
   private readonly attached: Array<{ name: RedisLockEventName; listener: (event: JobEventBase) => void }> = [];
@@ -30,7 +30,8 @@ export class JobEventListeners implements OnModuleInit, OnApplicationShutdown {
     private readonly events: RedisLockEvents,
   ) {}
 
-  onModuleInit(): void {
+  /** Finds the listeners and attaches them (once: a second call finds them attached). */
+  attach(): void {
     if (this.attached.length > 0) return;
     const byName = new Map<RedisLockEventName, Map<string, DiscoveredJobEventListener[]>>();
     for (const found of this.explorer.exploreJobEventListeners()) {
@@ -48,7 +49,7 @@ export class JobEventListeners implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  onApplicationShutdown(): void {
+  detach(): void {
     for (const { name, listener } of this.attached.splice(0)) this.events.off(name, listener as never);
   }
 
