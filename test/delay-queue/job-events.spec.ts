@@ -17,8 +17,8 @@ import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 /**
  * `@OnJobEvent(topic, event)`: each outcome of a job calls the listeners of the instance where it
  * happened, once, with `this` the provider; a listener that throws or rejects is logged once and
- * changes nothing for the job or the other listeners. Two instances share one queue here, each with
- * its own consumer and the same listeners, as two processes of one service would.
+ * changes nothing for the job or the other listeners. Three instances share one queue here, with the
+ * same listeners, as processes of one service would: A and B consume the topic, C only schedules.
  */
 
 /** One handler run: which job, which attempt, on which instance. */
@@ -44,9 +44,10 @@ describe('@OnJobEvent across two instances', () => {
     errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const keyPrefix = uniquePrefix('job-events');
-    for (const instance of ['A', 'B']) {
+    for (const instance of ['A', 'B', 'C']) {
       const t = await createDelayApp({ keyPrefix }, [OrderEventRecorder, ThrowingListeners, { provide: INSTANCE, useValue: instance }]);
       apps.push(t);
+      if (instance === 'C') continue;
       t.queue.consume(
         orders,
         async ({ n }, job: JobContext) => {
@@ -71,7 +72,7 @@ describe('@OnJobEvent across two instances', () => {
   });
 
   it('calls each outcome listener once, on the instance where the outcome happened, with its typed payload', async () => {
-    const [a, b] = apps;
+    const [a, b, c] = apps;
     const ids = [
       ...(await b.queue.scheduleMany(
         orders,
@@ -83,11 +84,11 @@ describe('@OnJobEvent across two instances', () => {
         [4, 5, 6].map((n) => ({ payload: { n } })),
       )),
     ];
-    const failing = await b.queue.schedule(orders, { n: -1 }, { maxAttempts: 2, backoff: { delay: 10, jitter: 0 } });
+    const failing = await c.queue.schedule(orders, { n: -1 }, { maxAttempts: 2, backoff: { delay: 10, jitter: 0 } });
     const cancelled = await a.queue.schedule(orders, { n: 0 });
 
     expect(await cancelWaiting.promise).toBe(cancelled);
-    expect(await b.queue.cancel(orders, cancelled)).toBe(true);
+    expect(await c.queue.cancel(orders, cancelled)).toBe(true);
     await waitFor(
       () => calls('completed').length === ids.length && calls('dead').length === 1 && calls('cancelled').length === 1,
       20_000,
@@ -114,6 +115,8 @@ describe('@OnJobEvent across two instances', () => {
     ]);
     expect(calls('cancelled').map((call) => [call.payload.id, call.instance])).toEqual([[cancelled, ranOn(cancelled)[0]]]);
     expect(calls('completed').filter((call) => call.payload.id === cancelled)).toEqual([]);
+    // C ran nothing, so nothing happened there: its listeners heard nothing, though it scheduled and cancelled.
+    expect(listenerCalls.filter((call) => call.instance === 'C')).toEqual([]);
   });
 
   it('logs a listener that throws or rejects once per outcome, naming topic, event and job, and nothing else changes', async () => {
