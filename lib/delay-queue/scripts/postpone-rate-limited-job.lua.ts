@@ -8,7 +8,8 @@ import { LUA_TOPIC_BLOCK } from './topic-block-lua-snippet.js';
  * claims are blocked until now + retryAfterMs on the server clock (topic-block-lua-snippet.ts; a
  * longer block already in place stays). A job of a group goes back into its group's queue, at the
  * head it was taken from, and its group's turn is released (the group starts it again first, once
- * the block ends). Its claim token stays in the body, so its next claim's fence is above it.
+ * the block ends). Its claim token stays in the body, so its next claim's fence is above it. One
+ * consumer is woken, so that one claim learns the block's end and watches it.
  *
  * KEYS and ARGV by name (the contract below): the five topic keys and the shard's block key; the
  * job's id, claim token, due score (as claimed) and the block's length in ms.
@@ -49,7 +50,11 @@ if group then
 else
   redis.call('zadd', DUE, ARG.dueScore, id)
 end
-return { 1, blockUntil(KEY.blocked, nowMs + ARG.retryAfterMs) }
+local untilMs = blockUntil(KEY.blocked, nowMs + ARG.retryAfterMs)
+-- A consumer asleep with nothing due would not look again: woken now, its claim finds the block and
+-- sleeps until the block's end.
+wake(untilMs)
+return { 1, untilMs }
 `,
   [LUA_TOPIC_PRELUDE, LUA_TOPIC_BLOCK],
 );
