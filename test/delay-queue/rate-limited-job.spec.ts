@@ -131,7 +131,8 @@ describe('JobRateLimitedError', () => {
     const order = runs.map((run) => run.payload);
     expect(order.filter((p) => p.startsWith('g'))).toEqual(['g1', 'g1', 'g2']);
     // h1 either ran before the block (claimed with g1) or after it; whatever ran after the first run waited for the block's end.
-    for (const run of runs.slice(1)) if (run.payload !== 'h1' || run.claimedAt > runs[0].claimedAt) expect(run.claimedAt).toBeGreaterThanOrEqual(event.blockedUntilMs);
+    for (const run of runs.slice(1))
+      if (run.payload !== 'h1' || run.claimedAt > runs[0].claimedAt) expect(run.claimedAt).toBeGreaterThanOrEqual(event.blockedUntilMs);
     await waitFor(async () => (await a.queue.stats('rl.group')).active === 0, 5_000, 'the topic to settle');
     expect(await a.queue.stats('rl.group')).toMatchObject({ due: 0, grouped: 0, busyGroups: 0, dead: 0 });
   });

@@ -46,7 +46,21 @@ import { LUA_TOPIC_BLOCK } from './topic-block-lua-snippet.js';
 export const claimDueJobsScript = new JobScript(
   'claimDueJobs',
   {
-    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'fence', 'paused', 'rateLog', 'completed', 'results', 'previousRecord', 'blocked'],
+    keys: [
+      'due',
+      'jobs',
+      'active',
+      'dead',
+      'marker',
+      'record',
+      'fence',
+      'paused',
+      'rateLog',
+      'completed',
+      'results',
+      'previousRecord',
+      'blocked',
+    ],
     args: {
       maxClaims: 'int',
       visibilityMs: 'int',

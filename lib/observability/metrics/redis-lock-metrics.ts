@@ -94,7 +94,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       'jobs_total',
       'Job outcomes: scheduled (a job created), duplicate (scheduled with the id of an existing job, which ' +
         'was kept), replaced, succeeded, failed, retried, dead, rate_limited (sent back by JobRateLimitedError), ' +
-          'recovered (taken back from a consumer that went silent).',
+        'recovered (taken back from a consumer that went silent).',
       ['topic', 'outcome'],
     );
     const afterCommitRetries = counter(
