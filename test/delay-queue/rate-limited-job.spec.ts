@@ -137,6 +137,26 @@ describe('JobRateLimitedError', () => {
     expect(await a.queue.stats('rl.group')).toMatchObject({ due: 0, grouped: 0, busyGroups: 0, dead: 0 });
   });
 
+  it('with repeats: a rate-limited tick runs again after the block, once, and the schedule goes on', async () => {
+    const [a] = await apps.start(1);
+    const limited = rateLimitedEvents(a);
+    const runs: Array<{ id: string; attempt: number; claimedAt: number }> = [];
+    a.queue.consume('rl.repeat', (_payload, job) => {
+      runs.push({ id: job.id, attempt: job.attempt, claimedAt: job.claimedAt.getTime() });
+      if (runs.length === 1) throw new JobRateLimitedError(300);
+    });
+    await a.queue.repeat('rl.repeat', { every: 100 }, { id: 'beat' });
+    await waitFor(() => runs.length >= 4, 10_000, 'ticks after the block');
+    await a.queue.removeRepeat('rl.repeat', 'beat');
+    const first = runs[0].id;
+    expect(runs.filter((run) => run.id === first).map((run) => run.attempt)).toEqual([1, 1]);
+    expect(runs[1].claimedAt).toBeGreaterThanOrEqual(limited[0].blockedUntilMs);
+    // Each tick ran once (the rate-limited one twice), every run on attempt 1.
+    const ids = runs.map((run) => run.id);
+    expect(new Set(ids).size).toBe(ids.length - 1);
+    expect(runs.every((run) => run.attempt === 1)).toBe(true);
+  });
+
   it('a pause outlasts the block: nothing runs when the block ends until the topic is resumed', async () => {
     const [a] = await apps.start(1);
     const topic = 'rl.paused';
