@@ -54,7 +54,10 @@ export class JobSettlement {
 
   constructor(private readonly context: JobSettlementContext) {}
 
-  /** Records a failed attempt: a retry after the job's backoff, or the dead letters on the last attempt. */
+  /**
+   * Records a failed attempt: a retry after the job's backoff, or the dead letters on the last attempt
+   * or for an UnrecoverableJobError; a JobRateLimitedError postpones the job instead (no attempt spent).
+   */
   recordFailure<T>(job: HeldJob, decoded: DecodedJob<T> | undefined, failure: unknown): void {
     if (failure instanceof JobRateLimitedError && decoded) this.track(this.postpone(job, decoded, failure));
     else this.track(this.writeFailure(job, decoded, failure));
@@ -192,7 +195,7 @@ export class JobSettlement {
   private async postpone<T>(job: HeldJob, decoded: DecodedJob<T>, limited: JobRateLimitedError): Promise<void> {
     const { connection, keys, topic, logger, events, otherShards = [] } = this.context;
     const { retryAfterMs } = limited;
-    let reply: { postponed: boolean; blockedUntilMs: number } | undefined;
+    let reply: Awaited<ReturnType<typeof postponeRateLimitedJobScript.call>> | undefined;
     await this.retryWhileHeld([job], async () => {
       const args = { id: job.id, token: job.token, dueScore: String(job.dueScore), retryAfterMs };
       reply = await postponeRateLimitedJobScript.call(connection, keys, args);
