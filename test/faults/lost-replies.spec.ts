@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import {
   JobRateLimitedError,
   LockAcquireTimeoutError,
+  UnrecoverableJobError,
   runInTransaction,
   type Consumer,
   type DelayQueueService,
@@ -689,6 +690,36 @@ const jobRows: LostReplyRow[] = [
       expect(runs.map((r) => r.run)).toEqual([`${id}@1`]);
       expect(runs[0].claimedAt).toBeGreaterThanOrEqual(untilMs);
       expect(await deadIds(ctx)).toEqual([]);
+    },
+  }),
+  row({
+    name:
+      'unrecoverable failure: a fail record run twice buries the job once after its one run (3 attempts allowed), reported ' +
+      'dead once as unrecoverable',
+    script: failJobScript,
+    options: { delayQueue: { maxAttempts: 3 } },
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'unrecoverable' }),
+    act: async (ctx) => {
+      const attempts: number[] = [];
+      const dead: string[] = [];
+      ctx.events.on('job.dead', (event) => void dead.push(`${event.id}@${event.attempt}:${String(event.unrecoverable)}`));
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
+        attempts.push(job.attempt);
+        throw new UnrecoverableJobError('cannot succeed', { cause: new Error('the reason') });
+      });
+      await ctx.lost;
+      await waitFor(async () => (await ctx.peerQueue.stats(TOPIC)).dead === 1 && (await drained(ctx)), 8_000, 'the dead letter');
+      await consumer.close();
+      return { attempts, dead };
+    },
+    check: async (ctx, id, result) => {
+      const letters = await ctx.peerQueue.deadLetters(TOPIC);
+      expect({ ...result, letters: letters.map((job) => `${job.id}:${job.attempts}:${job.lastError}`) }).toEqual({
+        attempts: [1],
+        dead: [`${id}@1:true`],
+        letters: [`${id}:1:UnrecoverableJobError: cannot succeed`],
+      });
+      expect(letters[0].lastErrorStack).toContain('[cause]: Error: the reason');
     },
   }),
   row({
