@@ -63,7 +63,6 @@ export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
 export type { ScheduledJob, ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
 export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/schedule-result.interface.js';
-export type { WaitForOptions } from './delay-queue/interfaces/wait-for-options.interface.js';
 export type { RepeatCatchUp, RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
 export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';
 export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';

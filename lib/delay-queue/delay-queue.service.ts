@@ -25,13 +25,12 @@ import { TopicShards } from './jobs/topic-shards.js';
 import { JobCommands } from './job-commands.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 import { JobWaiters } from './job-waiters.js';
-import type { WaitForOptions } from './interfaces/wait-for-options.interface.js';
 
 /** The keys of `reschedule()`'s `when`. */
 const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
 
 /** The keys of `waitFor()`'s options. */
-const WAIT_FOR_OPTION_KEYS = keysOf<WaitForOptions>()(['timeout']);
+const WAIT_FOR_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['waitFor']>[2]>>()(['timeout']);
 
 /** The keys of `deadLetters()`'s options. */
 const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['deadLetters']>[1]>>()(['limit']);
@@ -234,11 +233,14 @@ export class DelayQueueService {
    *   already begun rides out an outage (its job is read again once Redis is back) until its timeout
    * @throws DelayQueueClosedError (rejects) when the application shuts down while it waits
    *
+   * `options.timeout`: how long to wait, in ms, before rejecting with `JobWaitTimeoutError`; default: no
+   * timeout, the wait lasts until the job finishes or the application shuts down.
+   *
    * @example
    * const id = await delayQueue.schedule('invoice.render', { invoiceId });
    * const pdfUrl = await delayQueue.waitFor('invoice.render', id, { timeout: 30_000 });
    */
-  async waitFor(topic: string, id: string, options?: WaitForOptions): Promise<unknown> {
+  async waitFor(topic: string, id: string, options?: { timeout?: number }): Promise<unknown> {
     this.assertId(topic, id);
     this.shardKeys(topic);
     refuseUnknownKeys(refuseAsInvalidOption, 'waitFor', options, WAIT_FOR_OPTION_KEYS);

@@ -198,10 +198,15 @@ export class JobWaiters {
   /** `subscribing`, or a RedisConnectionError when Redis did not confirm it within the connection's bound. */
   private bounded(subscribing: Promise<unknown>, waiter: Waiter): Promise<unknown> {
     const reachability = this.connection.reachability;
+    const action = `wait for job ${JSON.stringify(waiter.id)} of topic ${JSON.stringify(waiter.topic)}`;
+    // Unreachable past its bound already: calls fail at once, as every other call of the module.
+    if (reachability?.isUnreachable) {
+      subscribing.catch(() => undefined);
+      return Promise.reject(reachability.failure(action));
+    }
     const bound = reachability ? reachability.waitBound : SUBSCRIBE_BOUND_MS;
     if (bound === undefined) return subscribing;
     let timer: NodeJS.Timeout | undefined;
-    const action = `wait for job ${JSON.stringify(waiter.id)} of topic ${JSON.stringify(waiter.topic)}`;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () =>

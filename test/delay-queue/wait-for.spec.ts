@@ -153,19 +153,18 @@ describe('DelayQueueService.waitFor', () => {
       Array.from({ length: 100 }, (_, n) => ({ payload: n })),
     );
     const results = Promise.all(ids.flatMap((id) => [queue.waitFor('many', id), running.queue.waitFor('many', id)]));
-    await waitFor(async () => (await instances.redis().hlen(keyOf('many', 'waited'))) === 100, 10_000, 'every waiter in place');
-    const [, subscribers] = (await instances.redis().pubsub('NUMSUB', keyOf('many', 'outcomes'))) as [string, number];
-    expect(Number(subscribers)).toBe(2); // one per process, whatever its number of waiters
+    const subscribers = async () => Number(((await instances.redis().pubsub('NUMSUB', keyOf('many', 'outcomes'))) as [string, number])[1]);
+    await waitFor(
+      async () => (await subscribers()) >= 2 && (await instances.redis().hlen(keyOf('many', 'waited'))) === 100,
+      10_000,
+      'every waiter in place',
+    );
+    // One subscriber per process, whatever its number of waiters (100 each here).
+    expect(await subscribers()).toBe(2);
+    expect([waiting, running].map((t) => t.app.get(JobWaiters).pending)).toEqual([100, 100]);
     go.open();
     expect(await results).toEqual(Array.from({ length: 100 }, (_, n) => [n, n]).flat());
-    await waitFor(
-      async () => {
-        const [, left] = (await instances.redis().pubsub('NUMSUB', keyOf('many', 'outcomes'))) as [string, number];
-        return Number(left) === 0;
-      },
-      10_000,
-      'the channel to be left once no one waits',
-    );
+    await waitFor(async () => (await subscribers()) === 0, 10_000, 'the channel to be left once no one waits');
     await consumer.close();
   });
 
