@@ -32,6 +32,7 @@ export type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobRateLimitedEvent,
   JobRecoveredEvent,
   JobRetriedEvent,
   JobScheduledEvent,
@@ -103,6 +104,8 @@ export { InvalidJobError } from './core/errors/invalid-job.error.js';
 export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
 export { JobCancelledError } from './core/errors/job-cancelled.error.js';
+export { UnrecoverableJobError } from './core/errors/unrecoverable-job.error.js';
+export { JobRateLimitedError } from './core/errors/job-rate-limited.error.js';
 export { JobDeadError } from './core/errors/job-dead.error.js';
 export { JobNotFoundError } from './core/errors/job-not-found.error.js';
 export { JobWaitTimeoutError } from './core/errors/job-wait-timeout.error.js';
