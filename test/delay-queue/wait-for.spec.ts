@@ -49,7 +49,8 @@ describe('DelayQueueService.waitFor', () => {
       },
       { keepCompleted: { count: 10 } },
     );
-    const id = await queue.schedule('kept', 21);
+    // An id of any characters: the notice counts its length in bytes.
+    const id = await queue.schedule('kept', 21, { id: 'faktura:żółw🙂' });
     const result = queue.waitFor('kept', id);
     await waiterInPlace('kept', id);
     go.open();

@@ -18,8 +18,9 @@ export function parseOutcomeNotice(message: string | Buffer): OutcomeNotice | un
   const kind = KINDS[String.fromCharCode(bytes[0]) as keyof typeof KINDS];
   const colon = bytes.indexOf(0x3a);
   if (kind === undefined || colon < 2) return undefined;
-  const length = Number(bytes.subarray(1, colon).toString());
-  if (!Number.isInteger(length) || colon + 1 + length > bytes.length) return undefined;
+  const digits = bytes.subarray(1, colon).toString();
+  const length = Number(digits);
+  if (!/^\d+$/.test(digits) || length === 0 || colon + 1 + length > bytes.length) return undefined;
   const id = bytes.subarray(colon + 1, colon + 1 + length).toString();
   return { kind, id, detail: bytes.subarray(colon + 1 + length).toString() };
 }
