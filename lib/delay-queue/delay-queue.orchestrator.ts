@@ -11,6 +11,7 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-l
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
+import { JobWaiters } from './job-waiters.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
@@ -54,6 +55,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     private readonly enqueuer: JobEnqueuer,
     @Inject(JobOutboxRelay) private readonly outbox: JobOutboxRelay | null,
     private readonly jobEventListeners: JobEventListeners,
+    private readonly waiters: JobWaiters,
   ) {}
 
   /**
@@ -110,11 +112,14 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
   /**
    * After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`); the
    * `@OnJobEvent` listeners, which heard the drain's outcomes, are detached.
+   * After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`), and
+   * the `waitFor()` calls still pending reject with it.
    */
   onApplicationShutdown(): void {
     this.consumerRegistry.close();
     this.enqueuer.close();
     this.jobEventListeners.detach();
+    this.waiters.close();
   }
 
   /**

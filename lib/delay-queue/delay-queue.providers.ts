@@ -10,6 +10,7 @@ import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import { JobEventListeners } from './job-event-listeners.js';
 import { JobEnqueuer, TransactionalOutbox } from './job-enqueuer.js';
 import { JobCommands } from './job-commands.js';
+import { JobWaiters } from './job-waiters.js';
 import { JobWriter } from './writer/job-writer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { TopicDirectory } from './topic-directory.js';
@@ -44,6 +45,7 @@ export const delayQueueProviders: Provider[] = [
   ScheduleChangeRouter,
   JobCommands,
   CancelListener,
+  JobWaiters,
   ConsumerRegistry,
   DelayQueueService,
   DelayedHandlerMetadataAccessor,

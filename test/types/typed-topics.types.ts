@@ -52,7 +52,11 @@ export async function producers(queue: DelayQueueService): Promise<void> {
   // @ts-expect-error the result is typed as the topic's Result
   const notAString: string | undefined = job?.result;
   const dead: Array<DelayedJob<Order>> = await queue.deadLetters(orderExpire);
-  void [payload, result, notAString, dead];
+  const waited: Expiry | undefined = await queue.waitFor(orderExpire, 'o-1', { timeout: 1000 });
+  // @ts-expect-error waitFor resolves to the topic's Result (or undefined)
+  const waitedWrong: string | undefined = await queue.waitFor(orderExpire, 'o-1');
+  const waitedByName: unknown = await queue.waitFor('order.expire', 'o-1');
+  void [payload, result, notAString, dead, waited, waitedWrong, waitedByName];
 
   // Every other call takes the token too.
   await queue.cancel(orderExpire, 'o-1');
