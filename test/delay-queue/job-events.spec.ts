@@ -130,8 +130,15 @@ describe('@OnJobEvent across two instances', () => {
       expect(logged.join('\n')).toContain('@OnJobEvent on ThrowingListeners.rejects threw on the "completed" event');
       expect(logged.join('\n')).toContain('of topic "events.orders"; the job is not affected: the');
     }
-    // The jobs completed: nothing waits, runs or died but the job meant to.
-    const stats = await apps[0].queue.stats(orders);
+    // The jobs completed: once their acknowledgements are in, nothing waits or runs, and only the job meant to died.
+    const stats = await waitFor(
+      async () => {
+        const now = await apps[0].queue.stats(orders);
+        return now.active === 0 && now;
+      },
+      10_000,
+      'the acknowledgements recorded',
+    );
     expect(stats).toMatchObject({ scheduled: 0, due: 0, active: 0, dead: 1 });
   });
 });
