@@ -287,8 +287,8 @@ async function main(): Promise<void> {
   const version = await redisServerVersion(admin);
   const privateServer = redis.source === 'redis-server';
   progress(`Redis ${version} at ${redis.url} (${redis.source})`);
-  let drain: DrainResult[] = [];
-  let scaling: ScalingResult[] = [];
+  let drain: DrainResult[];
+  let scaling: ScalingResult[];
   try {
     drain = await drainScenario(redis.url, meter, admin, privateServer);
     scaling = await scalingScenario(redis.url, meter, admin, privateServer);

@@ -169,7 +169,9 @@ describe('DelayQueueService: priorities', () => {
     await waitFor(() => seen.length === 40, 10_000, 'every job');
     const priorityOf = (payload: string) => (Number(payload.slice(1)) % 2 === 0 ? 2 : 1);
     expect(seen.map(priorityOf)).toEqual([...Array(20).fill(1), ...Array(20).fill(2)]);
-    expect(seen.slice(0, 20)).toEqual([...seen.slice(0, 20)].sort((x, y) => (x[0] === y[0] ? Number(x.slice(1)) - Number(y.slice(1)) : x < y ? -1 : 1)));
+    expect(seen.slice(0, 20)).toEqual(
+      [...seen.slice(0, 20)].sort((x, y) => (x[0] === y[0] ? Number(x.slice(1)) - Number(y.slice(1)) : x < y ? -1 : 1)),
+    );
 
     // Consumers on both instances: every job once.
     const runs = new Map<string, number>();

@@ -1387,7 +1387,11 @@ const priorityRows: LostReplyRow[] = [
       return runs;
     },
     check: async (ctx, _state, runs) => {
-      expect({ runs, dead: await deadIds(ctx), ready: await readyCount(ctx) }).toEqual({ runs: ['p1@1', 'p2@1', 'p3@1'], dead: [], ready: 0 });
+      expect({ runs, dead: await deadIds(ctx), ready: await readyCount(ctx) }).toEqual({
+        runs: ['p1@1', 'p2@1', 'p3@1'],
+        dead: [],
+        ready: 0,
+      });
     },
   }),
   row({
@@ -1406,7 +1410,11 @@ const priorityRows: LostReplyRow[] = [
       const { consumer, runs } = orderedConsumer(ctx);
       await waitFor(async () => runs.length >= 3 && (await drained(ctx)), 8_000, 'the batch');
       await consumer.close();
-      expect({ runs, dead: await deadIds(ctx), ready: await readyCount(ctx) }).toEqual({ runs: ['b0@1', 'b1@1', 'b2@1'], dead: [], ready: 0 });
+      expect({ runs, dead: await deadIds(ctx), ready: await readyCount(ctx) }).toEqual({
+        runs: ['b0@1', 'b1@1', 'b2@1'],
+        dead: [],
+        ready: 0,
+      });
     },
   }),
   row({

@@ -75,7 +75,10 @@ export interface ScheduledJobFields {
 }
 
 /** The header fields written at schedule, then the payload: what the store-job snippet completes with the creation time. */
-export function encodeBodyTail(payloadJson: string, { maxAttempts, backoff, traceparent, group, priority }: ScheduledJobFields = {}): string {
+export function encodeBodyTail(
+  payloadJson: string,
+  { maxAttempts, backoff, traceparent, group, priority }: ScheduledJobFields = {},
+): string {
   return (
     encodeFields({
       maxAttempts: maxAttempts === undefined ? undefined : String(maxAttempts),

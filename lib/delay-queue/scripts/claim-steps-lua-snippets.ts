@@ -135,16 +135,24 @@ local function replayClaim()
 end
 
 -- The first 'allowed' of PRIORITIZED (smaller priority, then the order they became ready), out of it
--- and of DUE, appended to ids and scores (their DUE scores).
+-- and of DUE, appended to ids and scores (their DUE scores). An entry whose job is no longer in DUE, or
+-- not due there (moved by a script that does not keep PRIORITIZED: an earlier version during an
+-- upgrade), is dropped from PRIORITIZED and not taken: the due time is checked here too.
 local function prioritizedIds(allowed, ids, scores)
-  local taken = redis.call('zrange', PRIORITIZED, 0, allowed - 1)
-  if #taken == 0 then return end
-  redis.call('zrem', PRIORITIZED, unpack(taken))
-  local dueScores = redis.call('zmscore', DUE, unpack(taken))
-  redis.call('zrem', DUE, unpack(taken))
-  for k, id in ipairs(taken) do
-    if dueScores[k] then ids[#ids + 1], scores[#scores + 1] = id, tonumber(dueScores[k]) end
+  local ready = redis.call('zrange', PRIORITIZED, 0, allowed - 1)
+  if #ready == 0 then return end
+  redis.call('zrem', PRIORITIZED, unpack(ready))
+  local dueScores = redis.call('zmscore', DUE, unpack(ready))
+  local limit = (nowMs + 1) * SLOTS
+  local taken = {}
+  for k, id in ipairs(ready) do
+    local score = dueScores[k] and tonumber(dueScores[k])
+    if score and score < limit then
+      taken[#taken + 1] = id
+      ids[#ids + 1], scores[#scores + 1] = id, score
+    end
   end
+  if #taken > 0 then redis.call('zrem', DUE, unpack(taken)) end
 end
 
 -- The ids and due scores of the first 'allowed' of DUE and of the ready groups' turns, in score
