@@ -1358,7 +1358,7 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
 
 /** Jobs of TOPIC made ready for a claim by priority (the `prioritized` zset beside its jobs hash). */
 async function readyCount(ctx: Omit<Ctx, 'lost'>): Promise<number> {
-  return ctx.redis.zcard(`${ctx.keys.topic(TOPIC).jobs.slice(0, -':jobs'.length)}:prioritized`);
+  return ctx.redis.zcard(ctx.keys.topic(TOPIC).prioritized);
 }
 
 /** A consumer on the proxied app, one job at a time, recording `id@attempt` in the order they start. */
