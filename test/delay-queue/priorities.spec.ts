@@ -1,4 +1,4 @@
-import { InvalidJobError, type DelayQueueService, type JobContext } from '../../lib/index.js';
+import { InvalidJobError, JobRateLimitedError, type DelayQueueService, type JobContext } from '../../lib/index.js';
 import { useDelayInstances } from './support/delay-instances.js';
 import { waitFor } from '../support/timing.js';
 
@@ -137,6 +137,30 @@ describe('DelayQueueService: priorities', () => {
     await queue.resume('p.keep');
     await waitFor(() => seen.length === 9, 10_000, 'the requeued dead letter and the later jobs');
     expect(seen.slice(6)).toEqual(['high-after', 'doomed', 'low-after']);
+  });
+
+  it('a job put back by JobRateLimitedError keeps its priority: it runs before the less urgent jobs once the block ends', async () => {
+    const [queue] = await start(1);
+    const seen: string[] = [];
+    queue.consume<string>(
+      'p.limited',
+      (payload) => {
+        seen.push(payload);
+        // The postponement undoes the attempt (job.attempt is 1 again): the first run alone is limited.
+        if (payload === 'limited' && seen.length === 1) throw new JobRateLimitedError(1_000);
+      },
+      { concurrency: 1 },
+    );
+    await queue.schedule('p.limited', 'limited', { id: 'limited', priority: 1 });
+    await waitFor(() => seen.length === 1, 10_000, 'the first attempt');
+    await waitFor(async () => (await queue.get('p.limited', 'limited'))?.state === 'due', 10_000, 'the postponed job back in the queue');
+    expect(await queue.get('p.limited', 'limited')).toMatchObject({ priority: 1, attempts: 0 });
+    await queue.scheduleMany('p.limited', [
+      { payload: 'low-a', priority: 5 },
+      { payload: 'low-b', priority: 5 },
+    ]);
+    await waitFor(() => seen.length === 4, 10_000, 'every run after the block');
+    expect(seen).toEqual(['limited', 'limited', 'low-a', 'low-b']);
   });
 
   it('cancels a due prioritised job; counts and get stay right while it waits', async () => {
