@@ -54,6 +54,8 @@ describe('RedisKeySpace: the key layout', () => {
       active: 'rl:dq:{order.expire}:active',
       dead: 'rl:dq:{order.expire}:dead',
       marker: 'rl:dq:{order.expire}:marker',
+      outcomeChannel: 'rl:dq:{order.expire}:outcomes',
+      waited: 'rl:dq:{order.expire}:waited',
       fence: 'rl:dq:{order.expire}:fence',
       cancelled: 'rl:dq:{order.expire}:cancelled',
       cancelChannel: 'rl:dq:{order.expire}:cancel',
