@@ -294,7 +294,7 @@ describe('diagnostics_channel: job events', () => {
     const byName = (name: RedisLockEventName) => seen.fromChannels.filter((s) => s.name === REDIS_LOCK_CHANNELS[name]).map((s) => s.event);
     expect(byName('job.failed')[0]).toEqual({ topic, id: 'job-2', attempt: 1, runMs: expect.any(Number), error: boom });
     expect(byName('job.retried')).toEqual([{ topic, id: 'job-2', attempt: 1, maxAttempts: 2, delayMs: 50, error: 'Error: boom' }]);
-    expect(byName('job.dead')).toEqual([{ topic, id: 'job-2', attempt: 2, maxAttempts: 2, error: 'Error: boom' }]);
+    expect(byName('job.dead')).toEqual([{ topic, id: 'job-2', attempt: 2, maxAttempts: 2, error: 'Error: boom', unrecoverable: false }]);
   });
 
   it('builds no job event when nobody listens or subscribes', async () => {
@@ -351,6 +351,7 @@ describe('diagnostics_channel: job events', () => {
       attempt: 1,
       maxAttempts: 1,
       error: expect.stringContaining('Visibility timeout passed without an acknowledgement'),
+      unrecoverable: false,
     });
   });
 });
