@@ -20,13 +20,23 @@ import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-option
 import type { ScheduleResult } from './interfaces/schedule-result.interface.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
 import type { WriteOutcome } from './writer/job-writer.js';
-import { dueKindArg, prepareJob, type PreparedJob } from './jobs/prepare-job.js';
+import { dueKindArg, prepareJob, preparePayload, type PreparedJob } from './jobs/prepare-job.js';
+import type { ListJobsOptions } from './interfaces/list-jobs-options.interface.js';
+import { decodeListCursor, encodeListCursor } from './job-list-cursor.js';
+import { LISTED_JOB_STATES } from './listed-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobCommands } from './job-commands.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 
 /** The keys of `reschedule()`'s `when`. */
 const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
+
+/** The keys of `list()`'s options. */
+const LIST_OPTION_KEYS = keysOf<ListJobsOptions>()(['state', 'limit', 'cursor']);
+
+/** `list()`'s page size when none is given, and the largest it takes. */
+const LIST_DEFAULT_LIMIT = 100;
+const LIST_MAX_LIMIT = 1000;
 
 /** The keys of `deadLetters()`'s options. */
 const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['deadLetters']>[1]>>()(['limit']);
@@ -202,6 +212,69 @@ export class DelayQueueService {
     );
     const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
     return this.commands.reschedule(topic, id, dueKindArg(job.kind), job.when);
+  }
+
+  /**
+   * Gives a job that is not running a new payload, read by its next run: a job waiting for its time,
+   * due, waiting for its group's turn or waiting for a retry. Its attempts, last failure, progress,
+   * group and due time stay. A running, dead, kept completed or unknown job is left alone (false): a
+   * dead letter keeps the payload it died with (`retryDead` runs it again as it was). Not through the
+   * outbox: the change is written to Redis at once, also inside a transaction.
+   *
+   * @returns whether the job was waiting and now has the new payload
+   * @throws InvalidJobError for a payload `schedule()` would refuse (not JSON data, over `delayQueue.maxPayloadBytes`)
+   */
+  async updatePayload<T>(topic: string, id: string, payload: T): Promise<boolean> {
+    this.assertId(topic, id);
+    this.shardKeys(topic);
+    const { payloadJson } = preparePayload(topic, payload, this.config.delayQueue);
+    return this.commands.updatePayload(topic, id, payloadJson);
+  }
+
+  /**
+   * One page of a topic's jobs in one state, whole (payloads decoded), and the cursor of the next
+   * page, absent after the last. States and their order: `due` (due now, oldest due first),
+   * `scheduled` (due later, soonest first), `waiting-group` (waiting for their group's turn, by due
+   * time), `active` (running, earliest visibility deadline first), `dead` and `completed` (newest
+   * first). Each page costs O(limit) in Redis, whatever the number of jobs (plus the jobs that share
+   * the cursor's exact time).
+   *
+   * Paginating while jobs move: a job that stays in the state with the same time (due time, deadline,
+   * time of death or completion) from the first page to the last is listed exactly once; a job that
+   * leaves the state is not listed after it left, and a job that enters it, or whose time in it
+   * changed (`reschedule`, a running job's visibility extended), is listed at most once at each
+   * place it takes, ahead of the cursor (so possibly never, possibly again). A page may hold fewer
+   * than `limit` jobs (jobs that left meanwhile) and still return a cursor.
+   *
+   * @param options.state which jobs
+   * @param options.limit jobs per page, 1 to 1000 (default 100)
+   * @param options.cursor the `cursor` of the previous page of the same topic and state
+   * @throws InvalidOptionsError (`list.state`, `list.limit`, `list.cursor`) for a bad option, before any read
+   *
+   * @example
+   * let cursor: string | undefined;
+   * do {
+   *   const page = await delayQueue.list('order.expire', { state: 'dead', cursor });
+   *   for (const job of page.jobs) console.log(job.id, job.lastError);
+   *   cursor = page.cursor;
+   * } while (cursor);
+   */
+  async list<T = unknown>(topic: string, options: ListJobsOptions): Promise<{ jobs: Array<DelayedJob<T>>; cursor?: string }> {
+    const shards = this.shardKeys(topic);
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionsError('list', `got ${describeValue(options)}; pass { state, limit?, cursor? }`);
+    }
+    refuseUnknownKeys(refuseAsInvalidOption, 'list', options, LIST_OPTION_KEYS);
+    const { state, limit = LIST_DEFAULT_LIMIT, cursor } = options;
+    if (!(LISTED_JOB_STATES as readonly unknown[]).includes(state)) {
+      throw new InvalidOptionsError('list.state', `got ${describeValue(state)}; use one of ${LISTED_JOB_STATES.join(', ')}`);
+    }
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > LIST_MAX_LIMIT) {
+      throw new InvalidOptionsError('list.limit', `got ${describeValue(limit)}; use a whole number from 1 to ${LIST_MAX_LIMIT}`);
+    }
+    const from = cursor === undefined ? shards.map(() => null) : decodeListCursor(cursor, topic, state, shards.length);
+    const { jobs, places } = await this.reader.page<T>(topic, state, limit, from);
+    return places.every((place) => place === 'done') ? { jobs } : { jobs, cursor: encodeListCursor(topic, state, places) };
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */

@@ -10,6 +10,7 @@ import { deleteDeadJobScript } from './scripts/delete-dead-job.lua.js';
 import { pauseTopicScript } from './scripts/pause-topic.lua.js';
 import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua.js';
+import { updatePayloadScript } from './scripts/update-payload.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
@@ -20,7 +21,7 @@ export type { CancelWaitingOutcome } from './scripts/cancel-waiting-job.lua.js';
 /**
  * The commands about jobs already stored and about a topic as a whole: those `DelayQueueService`
  * sends (cancel, reschedule, requeue dead letters, pause and resume; arguments checked by the
- * service), and the two careful actions an operator needs from add-ons such as the dashboard
+ * service; also update a waiting job's payload), and the two careful actions an operator needs from add-ons such as the dashboard
  * (deleting only a dead letter, cancelling only a waiting job; they check their own arguments).
  * Each command runs with an operation record (a re-sent command answers as its first run). A job
  * is looked for on its own shard, then (sharded topics only) on the others: a job of a group lives
@@ -42,6 +43,12 @@ export class JobCommands {
   async reschedule(topic: string, id: string, kind: 'd' | 'a', when: number): Promise<boolean> {
     const args = { id, kind, when };
     return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded(rescheduleJobScript, keys, args)).rescheduled);
+  }
+
+  /** Replaces a job's payload (JSON, checked by the service) when it is not running; see update-payload.lua.ts. */
+  async updatePayload(topic: string, id: string, payloadJson: string): Promise<boolean> {
+    const args = { id, payload: payloadJson };
+    return this.untilFound(topic, id, async (keys) => (await this.writer.runRecorded(updatePayloadScript, keys, args)).updated);
   }
 
   async retryDead(topic: string, id?: string): Promise<number> {

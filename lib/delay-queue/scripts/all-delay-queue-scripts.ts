@@ -17,6 +17,7 @@ import { removeRepeatScript } from './remove-repeat.lua.js';
 import { releaseGroupTurnScript } from './release-group-turn.lua.js';
 import { releaseJobsScript } from './release-jobs.lua.js';
 import { rescheduleJobScript } from './reschedule-job.lua.js';
+import { updatePayloadScript } from './update-payload.lua.js';
 import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './schedule-jobs.lua.js';
 import { setGroupLimitScript } from './set-group-limit.lua.js';
@@ -45,6 +46,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   releaseGroupTurnScript,
   releaseJobsScript,
   rescheduleJobScript,
+  updatePayloadScript,
   retryDeadJobsScript,
   scheduleJobsScript,
   setGroupLimitScript,

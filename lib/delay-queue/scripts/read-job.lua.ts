@@ -9,6 +9,8 @@ export interface JobRead {
   readonly body: string | null;
   /** Its due score (also that of a job waiting in its group's queue), a string: due scores have 16 digits. */
   readonly dueScore: string | null;
+  /** The job waits in its group's queue for its group's turn (state 'waiting-group'). */
+  readonly inGroupQueue: boolean;
   /** Its visibility deadline (ms) while claimed. */
   readonly visibleUntilMs: number | null;
   /** When it died (ms), for a dead letter. */
@@ -26,7 +28,7 @@ export interface JobRead {
  * hash (see complete-job-lua-snippet.ts); the job's id.
  *
  * Returns { nowMs, body|nil, due score|nil, visibility deadline|nil, time of death|nil,
- *           finishedAt|nil, result JSON|nil }, decoded into a JobRead; the due score is also that of
+ *           finishedAt|nil, result JSON|nil, in its group's queue (0|1) }, decoded into a JobRead; the due score is also that of
  * a job waiting in its group's queue (see group-lua-snippet.ts). finishedAt and the result are read
  * only for a job in none of DUE, ACTIVE, DEAD and its group's queue (a kept completed job; an id
  * scheduled again is that new job).
@@ -42,25 +44,30 @@ export const readJobScript = new JobScript(
 local id = ARG.id
 local body, due, active, dead = redis.call('hget', JOBS, id), redis.call('zscore', DUE, id),
   redis.call('zscore', ACTIVE, id), redis.call('zscore', DEAD, id)
-if body and not due then due = groupQueueScore(id, body) or false end
+local inGroupQueue = 0
+if body and not due then
+  due = groupQueueScore(id, body) or false
+  if due then inGroupQueue = 1 end
+end
 local finished, result = false, false
 if body and not (due or active or dead) then
   finished = redis.call('zscore', KEY.completed, id)
   if finished then result = redis.call('hget', KEY.results, id) end
 end
-return { nowMs, body, due, active, dead, finished, result }
+return { nowMs, body, due, active, dead, finished, result, inGroupQueue }
 `,
   [LUA_TOPIC_PRELUDE],
 );
 
 function decodeJobRead(reply: unknown): JobRead {
-  const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result] = reply as (string | number | null)[];
+  const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result, inGroupQueue] = reply as (string | number | null)[];
   const msOrNull = (value: string | number | null | undefined) => (value == null ? null : Number(value));
   const textOrNull = (value: string | number | null | undefined) => (value == null ? null : String(value));
   return {
     nowMs: Number(nowMs),
     body: textOrNull(body),
     dueScore: textOrNull(dueScore),
+    inGroupQueue: Number(inGroupQueue) === 1,
     visibleUntilMs: msOrNull(deadline),
     diedAtMs: msOrNull(diedAt),
     finishedAtMs: msOrNull(finishedAt),
