@@ -154,8 +154,8 @@ export class TopicInspector {
       shards.map((keys, i) => {
         const place = from[i];
         if (place === 'done') return null;
-        const after = place === null ? FIRST_PAGE : { afterScore: place.score, afterId: place.id };
-        return listJobsScript.call(this.connection, keys, { state, limit, previewBytes: 0, whole: true, ...after });
+        const after = place === null ? { afterScore: '', afterId: '' } : { afterScore: place.score, afterId: place.id };
+        return listJobsScript.call(this.connection, keys, { ...after, state, limit, previewBytes: 0, whole: true });
       }),
     );
     const found: Array<{ shard: number; row: ListedRow }> = [];

@@ -49,7 +49,7 @@ export interface ListedRows {
  *
  * Order and pages: a state's jobs are in the order of (score, id) of its zset (ids compared as
  * bytes, Redis's own order), ascending or, for 'dead' and 'completed', descending. A page looks at
- * the `limit` places that follow the cursor's place in that order, found by rank (ZRANK of the
+ * the `limit` places that follow the cursor's place in that order (and one more, to say whether any follows), found by rank (ZRANK of the
  * cursor's id when it still has the cursor's score, else ZCOUNT of the scores before it plus the
  * ids of its own score before it): O(log n + limit + jobs sharing the cursor's score), never a
  * scan of the state. A job whose place did not change between two pages is therefore on exactly one
@@ -128,16 +128,15 @@ if ARG.afterScore ~= '' then
 end
 if minScore then start = math.max(start, redis.call('zcount', key, '-inf', '(' .. fmt(minScore))) end
 
-local places = descending and redis.call('zrevrange', key, start, start + limit - 1, 'withscores')
-  or redis.call('zrange', key, start, start + limit - 1, 'withscores')
-local more = #places == 2 * limit and 1 or 0
+-- One place more than the page: whether the state goes on after it.
+local places = descending and redis.call('zrevrange', key, start, start + limit, 'withscores')
+  or redis.call('zrange', key, start, start + limit, 'withscores')
+local more = 0
+if #places > 2 * limit and not (maxScore and tonumber(places[2 * limit + 2]) > maxScore) then more = 1 end
 local result = { nowMs, total, false, more }
-for i = 1, #places, 2 do
+for i = 1, math.min(#places, 2 * limit), 2 do
   local id, score = places[i], places[i + 1]
-  if maxScore and tonumber(score) > maxScore then
-    more = 0
-    break
-  end
+  if maxScore and tonumber(score) > maxScore then break end
   result[3] = { score, id }
   local body = redis.call('hget', JOBS, id)
   -- A completed id scheduled again meanwhile is that new job, listed in its own state.
