@@ -28,6 +28,7 @@ import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
+import { updatePayloadScript } from '../../lib/delay-queue/scripts/update-payload.lua.js';
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { setProgressScript } from '../../lib/delay-queue/scripts/set-progress.lua.js';
@@ -902,6 +903,22 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, { moved, sentAt, runs, startedAt }) => {
       expect({ moved, runs, dead: await deadIds(ctx) }).toEqual({ moved: true, runs: [`${id}@1`], dead: [] });
       expect(startedAt.get(id)! - sentAt).toBeGreaterThanOrEqual(495);
+    },
+  }),
+  row({
+    name: 'updatePayload: run twice, it answers true and the job runs once, with the new payload',
+    script: updatePayloadScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, { v: 'old' }, { id: 'updated' }),
+    act: async (ctx, id) => {
+      const payloads: unknown[] = [];
+      const updated = await ctx.queue.updatePayload(TOPIC, id, { v: 'new' });
+      const consumer = ctx.peerQueue.consume(TOPIC, (payload) => void payloads.push(payload));
+      await waitFor(async () => payloads.length > 0 && (await drained(ctx)), 8_000, 'the updated job');
+      await consumer.close();
+      return { updated, payloads };
+    },
+    check: async (ctx, _id, result) => {
+      expect({ ...result, dead: await deadIds(ctx) }).toEqual({ updated: true, payloads: [{ v: 'new' }], dead: [] });
     },
   }),
   row({
