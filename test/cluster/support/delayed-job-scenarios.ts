@@ -179,6 +179,29 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       },
     );
 
+    it('lists a state page by page across every shard, in order, and updates a waiting job found on any shard', async () => {
+      const ids = Array.from({ length: 40 }, (_, i) => `l-${i}`);
+      await queue.scheduleMany(
+        TOPIC,
+        ids.map((id, i) => ({ payload: { i }, id, delay: 3_600_000 + (i % 9) })),
+      );
+      const listed: string[] = [];
+      const times: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await queue.list(TOPIC, { state: 'scheduled', limit: 6, cursor });
+        listed.push(...page.jobs.map((job) => job.id));
+        times.push(...page.jobs.map((job) => job.scheduledAt!.getTime()));
+        cursor = page.cursor;
+      } while (cursor);
+      expect([...listed].sort()).toEqual([...ids].sort());
+      expect(times).toEqual([...times].sort((x, y) => x - y));
+      expect(await queue.updatePayload(TOPIC, 'l-13', { i: 'new' })).toBe(true);
+      expect((await queue.get(TOPIC, 'l-13'))?.payload).toEqual({ i: 'new' });
+      for (const id of ids) await queue.cancel(TOPIC, id);
+      expect(await queue.list(TOPIC, { state: 'scheduled' })).toEqual({ jobs: [] });
+    });
+
     it('runs every due job exactly once, draining every shard', async () => {
       const seen = new Map<number, number>();
       const consumer = queue.consume<number>(TOPIC, (n) => void seen.set(n, (seen.get(n) ?? 0) + 1), { concurrency: 4 });
