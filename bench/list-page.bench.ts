@@ -29,7 +29,10 @@ async function main(): Promise<void> {
   const queue = app.get(DelayQueueService);
   const base = Date.now() + 86_400_000;
   for (let from = 0; from < JOBS; from += PAGE) {
-    const batch = Array.from({ length: Math.min(PAGE, JOBS - from) }, (_, k) => ({ payload: { n: from + k }, at: base + ((from + k) % 50_000) }));
+    const batch = Array.from({ length: Math.min(PAGE, JOBS - from) }, (_, k) => ({
+      payload: { n: from + k },
+      at: base + ((from + k) % 50_000),
+    }));
     await queue.scheduleMany(TOPIC, batch);
   }
   const times: number[] = [];
@@ -45,7 +48,9 @@ async function main(): Promise<void> {
   const first = median(times.slice(0, 10));
   const last = median(times.slice(-10));
   console.log(`list: ${JOBS} scheduled jobs, ${times.length} pages of ${PAGE}, ${listed} listed`);
-  console.log(`page time (ms): first 10 median ${first.toFixed(1)}, last 10 median ${last.toFixed(1)}, max ${Math.max(...times).toFixed(1)}`);
+  console.log(
+    `page time (ms): first 10 median ${first.toFixed(1)}, last 10 median ${last.toFixed(1)}, max ${Math.max(...times).toFixed(1)}`,
+  );
   await app.close();
   await redis.stop();
 }

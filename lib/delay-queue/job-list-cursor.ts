@@ -38,7 +38,10 @@ export function encodeListCursor(topic: string, state: DelayedJobState, places: 
  */
 export function decodeListCursor(cursor: unknown, topic: string, state: DelayedJobState, shards: number): ShardListPosition[] {
   const refuse = (problem: string): never => {
-    throw new InvalidOptionsError('list.cursor', `${problem}; pass the \`cursor\` of the previous page of the same topic and state, or none`);
+    throw new InvalidOptionsError(
+      'list.cursor',
+      `${problem}; pass the \`cursor\` of the previous page of the same topic and state, or none`,
+    );
   };
   if (typeof cursor !== 'string' || cursor === '') refuse('must be a non-empty string');
   let content: CursorContent;

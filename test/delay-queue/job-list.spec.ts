@@ -74,8 +74,14 @@ describe('DelayQueueService.list', () => {
       expect(page.jobs[0]).toEqual(got);
     }
     expect((await a.queue.list('l.states', { state: 'completed' })).jobs[0]).toMatchObject({ result: { done: 'kept' } });
-    expect((await a.queue.list('l.states', { state: 'waiting-group' })).jobs[0]).toMatchObject({ group: 'g', scheduledAt: expect.any(Date) });
-    expect((await a.queue.list('l.states', { state: 'dead' })).jobs[0]).toMatchObject({ lastError: 'Error: boom', diedAt: expect.any(Date) });
+    expect((await a.queue.list('l.states', { state: 'waiting-group' })).jobs[0]).toMatchObject({
+      group: 'g',
+      scheduledAt: expect.any(Date),
+    });
+    expect((await a.queue.list('l.states', { state: 'dead' })).jobs[0]).toMatchObject({
+      lastError: 'Error: boom',
+      diedAt: expect.any(Date),
+    });
     hold.resolve();
     await a.queue.resume('l.states');
   });
@@ -103,7 +109,10 @@ describe('DelayQueueService.list', () => {
   it('pages dead letters newest first and visits a job that stayed exactly once while others are cancelled', async () => {
     const [a] = await instances.start(1);
     const ids = Array.from({ length: 40 }, (_, i) => `d-${i}`);
-    await a.queue.scheduleMany('l.dead', ids.map((id) => ({ payload: id, id, maxAttempts: 1 })));
+    await a.queue.scheduleMany(
+      'l.dead',
+      ids.map((id) => ({ payload: id, id, maxAttempts: 1 })),
+    );
     a.queue.consume('l.dead', () => {
       throw new Error('no');
     });
@@ -154,7 +163,7 @@ describe('DelayQueueService.list', () => {
   });
 
   it.each([1, 3])(
-    'randomized, %i shard(s): paginating while jobs are scheduled, claimed, cancelled and moved lists no job twice and every job that stayed',
+    'randomized, %i shard(s): pages while jobs are scheduled, claimed, cancelled and moved: none twice, every job that stayed',
     async (shards) => {
       const topic = `l.random${shards}`;
       const options = shards > 1 ? { delayQueue: { topics: { [topic]: { shards } } } } : {};
@@ -166,7 +175,11 @@ describe('DelayQueueService.list', () => {
       // Half due now (for claims), half later; many share a millisecond.
       await a.queue.scheduleMany(
         topic,
-        initial.map((id, i) => ({ payload: i, id, ...(i % 2 === 0 ? { at: base - 1000 + (i % 7) } : { at: base + 3_600_000 + (i % 11) }) })),
+        initial.map((id, i) => ({
+          payload: i,
+          id,
+          ...(i % 2 === 0 ? { at: base - 1000 + (i % 7) } : { at: base + 3_600_000 + (i % 11) }),
+        })),
       );
       const keySpace = new RedisKeySpace(a.keyPrefix);
       const shardKeys = Array.from({ length: shards }, (_, n) => keySpace.topic(shards > 1 ? `${topic}#${n}` : topic));
@@ -188,7 +201,11 @@ describe('DelayQueueService.list', () => {
             const roll = random();
             if (roll < 0.6) touched.add(id);
             if (roll < 0.3) await a.queue.cancel(topic, id);
-            else if (roll < 0.6 && (await b.queue.reschedule(topic, id, { at: base + (random() < 0.5 ? -500 : 3_600_000) + Math.floor(random() * 20) }))) moved.add(id);
+            else if (
+              roll < 0.6 &&
+              (await b.queue.reschedule(topic, id, { at: base + (random() < 0.5 ? -500 : 3_600_000) + Math.floor(random() * 20) }))
+            )
+              moved.add(id);
             else if (roll < 0.8 && state === 'due') {
               const keys = shardKeys[Math.floor(random() * shards)];
               await claimByHand(instances.redis(), keys, operationKey(keys.jobs, `hand-${seed}-${step}-${k}`), {
