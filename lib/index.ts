@@ -66,7 +66,7 @@ export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/sc
 export type { RepeatCatchUp, RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
 export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';
 export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
-export type { ListJobsOptions } from './delay-queue/interfaces/list-jobs-options.interface.js';
+export type { CleanJobsOptions, ListJobsOptions } from './delay-queue/interfaces/job-list-options.interface.js';
 export type { Consumer, ConsumerOptions, KeepCompletedOptions } from './delay-queue/interfaces/consumer.interface.js';
 
 export { OnOneInstance, type OnOneInstanceOptions } from './decorators/on-one-instance.decorator.js';

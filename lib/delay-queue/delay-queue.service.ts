@@ -21,7 +21,7 @@ import type { ScheduleResult } from './interfaces/schedule-result.interface.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
 import type { WriteOutcome } from './writer/job-writer.js';
 import { dueKindArg, prepareJob, preparePayload, type PreparedJob } from './jobs/prepare-job.js';
-import type { ListJobsOptions } from './interfaces/list-jobs-options.interface.js';
+import type { CleanJobsOptions, ListJobsOptions } from './interfaces/job-list-options.interface.js';
 import { decodeListCursor, encodeListCursor } from './job-list-cursor.js';
 import { LISTED_JOB_STATES } from './listed-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
@@ -37,6 +37,9 @@ const LIST_OPTION_KEYS = keysOf<ListJobsOptions>()(['state', 'limit', 'cursor'])
 /** `list()`'s page size when none is given, and the largest it takes. */
 const LIST_DEFAULT_LIMIT = 100;
 const LIST_MAX_LIMIT = 1000;
+
+/** The keys of `clean()`'s options. */
+const CLEAN_OPTION_KEYS = keysOf<CleanJobsOptions>()(['state', 'olderThan', 'limit']);
 
 /** The keys of `deadLetters()`'s options. */
 const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['deadLetters']>[1]>>()(['limit']);
@@ -275,6 +278,48 @@ export class DelayQueueService {
     const from = cursor === undefined ? shards.map(() => null) : decodeListCursor(cursor, topic, state, shards.length);
     const { jobs, places } = await this.reader.page<T>(topic, state, limit, from);
     return places.every((place) => place === 'done') ? { jobs } : { jobs, cursor: encodeListCursor(topic, state, places) };
+  }
+
+  /**
+   * Removes the topic's waiting jobs: scheduled, due, waiting for a retry and waiting for their
+   * group's turn, on every shard, in batches of 1,000 (each its own script call). Running jobs stay
+   * and finish (their groups' turns are kept); dead letters, kept completed jobs and repeatable
+   * schedules stay (a schedule whose queued tick was removed queues its next tick within the periodic
+   * check, 5 s). A job scheduled while it runs may be removed or kept.
+   *
+   * @returns how many jobs it removed
+   */
+  async drain(topic: string): Promise<number> {
+    this.shardKeys(topic);
+    return this.commands.drain(topic);
+  }
+
+  /**
+   * Removes dead letters (`state: 'dead'`) or kept completed jobs (`state: 'completed'`) that reached
+   * that state more than `olderThan` ms ago (default 0: all of them), oldest first, at most `limit`
+   * (default: no limit), in batches of 1,000 (each its own script call). On a sharded topic the
+   * shards are cleaned one after the other (oldest first within each).
+   *
+   * @returns how many jobs it removed
+   * @throws InvalidOptionsError (`clean.state`, `clean.olderThan`, `clean.limit`) before anything is removed
+   */
+  async clean(topic: string, options: CleanJobsOptions): Promise<number> {
+    this.shardKeys(topic);
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionsError('clean', `got ${describeValue(options)}; pass { state: 'dead' | 'completed', olderThan?, limit? }`);
+    }
+    refuseUnknownKeys(refuseAsInvalidOption, 'clean', options, CLEAN_OPTION_KEYS);
+    const { state, olderThan = 0, limit = Number.MAX_SAFE_INTEGER } = options;
+    if (state !== 'dead' && state !== 'completed') {
+      throw new InvalidOptionsError('clean.state', `got ${describeValue(state)}; use 'dead' or 'completed'`);
+    }
+    if (typeof olderThan !== 'number' || !Number.isInteger(olderThan) || olderThan < 0) {
+      throw new InvalidOptionsError('clean.olderThan', `got ${describeValue(olderThan)}; use a whole number of ms, 0 or more`);
+    }
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
+      throw new InvalidOptionsError('clean.limit', `got ${describeValue(limit)}; use a whole number, 1 or more`);
+    }
+    return this.commands.clean(topic, state, olderThan, limit);
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */

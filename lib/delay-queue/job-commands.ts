@@ -11,10 +11,18 @@ import { pauseTopicScript } from './scripts/pause-topic.lua.js';
 import { rescheduleJobScript } from './scripts/reschedule-job.lua.js';
 import { retryDeadJobsScript } from './scripts/retry-dead-jobs.lua.js';
 import { updatePayloadScript } from './scripts/update-payload.lua.js';
+import { drainWaitingJobsScript } from './scripts/drain-waiting-jobs.lua.js';
+import { cleanFinishedJobsScript } from './scripts/clean-finished-jobs.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
 
 /** Dead letters requeued per script call by `retryDead(topic)`. */
 const RETRY_DEAD_BATCH = 1000;
+
+/**
+ * Jobs removed per script call by `drain` and `clean`: a call over 1,000 jobs keeps Redis busy for
+ * milliseconds, never seconds, whatever the topic's size.
+ */
+const REMOVAL_BATCH = 1000;
 
 export type { CancelWaitingOutcome } from './scripts/cancel-waiting-job.lua.js';
 
@@ -60,6 +68,49 @@ export class JobCommands {
     }
     const counts = await Promise.all(this.shards.all(topic).map((keys) => this.retryAllDead(keys)));
     return counts.reduce((sum, n) => sum + n, 0);
+  }
+
+  /**
+   * Removes every waiting job (due, scheduled, waiting for a retry or for its group's turn) shard by
+   * shard, in batches; running jobs stay. Bounded by what waited when it started, so jobs scheduled
+   * meanwhile are not chased for ever (they may be removed too). Resolves how many it removed.
+   */
+  async drain(topic: string): Promise<number> {
+    let total = 0;
+    for (const keys of this.shards.all(topic)) {
+      const stats = await topicStatsScript.call(this.connection, keys, {});
+      let remaining = stats.waiting + stats.grouped;
+      while (remaining > 0) {
+        const batch = Math.min(remaining, REMOVAL_BATCH);
+        const { removed } = await this.writer.runRecorded(drainWaitingJobsScript, keys, { batch });
+        total += removed;
+        if (removed < batch) break;
+        remaining -= removed;
+      }
+    }
+    return total;
+  }
+
+  /**
+   * Removes dead letters or kept completed jobs that reached that state more than `olderThanMs` ago,
+   * oldest first, at most `limit` (shard by shard), in batches. Bounded by what the state held when
+   * it started. Resolves how many it removed.
+   */
+  async clean(topic: string, state: 'dead' | 'completed', olderThanMs: number, limit: number): Promise<number> {
+    let total = 0;
+    for (const keys of this.shards.all(topic)) {
+      const stats = await topicStatsScript.call(this.connection, keys, {});
+      let remaining = Math.min(limit - total, state === 'dead' ? stats.dead : stats.completed);
+      while (remaining > 0) {
+        const batch = Math.min(remaining, REMOVAL_BATCH);
+        const { removed } = await this.writer.runRecorded(cleanFinishedJobsScript, keys, { state, olderThanMs, batch });
+        total += removed;
+        if (removed < batch) break;
+        remaining -= removed;
+      }
+      if (total >= limit) break;
+    }
+    return total;
   }
 
   /** Sets or clears every shard's pause flag; resolves whether any shard changed. */

@@ -12,7 +12,7 @@ import type { ListedRow } from './scripts/list-jobs.lua.js';
 export type ListedJobState = DelayedJobState;
 
 /** Every `ListedJobState`, in the order a page shows them. */
-export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'waiting-group', 'active', 'dead', 'completed'];
+export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed', 'waiting-group'];
 
 /** A job as listed: its payload shortened to a preview. */
 export interface ListedJob {

@@ -29,6 +29,8 @@ import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
 import { updatePayloadScript } from '../../lib/delay-queue/scripts/update-payload.lua.js';
+import { drainWaitingJobsScript } from '../../lib/delay-queue/scripts/drain-waiting-jobs.lua.js';
+import { cleanFinishedJobsScript } from '../../lib/delay-queue/scripts/clean-finished-jobs.lua.js';
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { setProgressScript } from '../../lib/delay-queue/scripts/set-progress.lua.js';
@@ -919,6 +921,32 @@ const jobRows: LostReplyRow[] = [
     },
     check: async (ctx, _id, result) => {
       expect({ ...result, dead: await deadIds(ctx) }).toEqual({ updated: true, payloads: [{ v: 'new' }], dead: [] });
+    },
+  }),
+  row({
+    name: 'drain: a batch run twice answers how many it removed, once; the waiting jobs are gone, the topic runs new jobs',
+    script: drainWaitingJobsScript,
+    arrange: async (ctx) => {
+      await ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 1, id: 'drained-1', delay: 60_000 },
+        { payload: 2, id: 'drained-2' },
+      ]);
+    },
+    act: (ctx) => ctx.queue.drain(TOPIC),
+    check: async (ctx, _state, removed) => {
+      expect(removed).toBe(2);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual(topicStats());
+      await ctx.peerQueue.schedule(TOPIC, 3, { id: 'after-drain' });
+      expect(await runToEnd(ctx)).toEqual({ runs: ['after-drain@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'clean: a batch run twice answers how many it removed, once; the dead letters are gone',
+    script: cleanFinishedJobsScript,
+    arrange: (ctx) => buryJobs(ctx, ['cleaned-1', 'cleaned-2']),
+    act: (ctx) => ctx.queue.clean(TOPIC, { state: 'dead' }),
+    check: async (ctx, _state, removed) => {
+      expect({ removed, dead: await deadIds(ctx) }).toEqual({ removed: 2, dead: [] });
     },
   }),
   row({
