@@ -104,6 +104,7 @@ export { InvalidJobError } from './core/errors/invalid-job.error.js';
 export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
 export { JobCancelledError } from './core/errors/job-cancelled.error.js';
+export { TopicHasRunningJobsError } from './core/errors/topic-has-running-jobs.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
 export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';

@@ -38,6 +38,9 @@ const LIST_OPTION_KEYS = keysOf<ListJobsOptions>()(['state', 'limit', 'cursor'])
 const LIST_DEFAULT_LIMIT = 100;
 const LIST_MAX_LIMIT = 1000;
 
+/** The keys of `obliterate()`'s options. */
+const OBLITERATE_OPTION_KEYS = ['force'] as const;
+
 /** The keys of `clean()`'s options. */
 const CLEAN_OPTION_KEYS = keysOf<CleanJobsOptions>()(['state', 'olderThan', 'limit']);
 
@@ -320,6 +323,32 @@ export class DelayQueueService {
       throw new InvalidOptionsError('clean.limit', `got ${describeValue(limit)}; use a whole number, 1 or more`);
     }
     return this.commands.clean(topic, state, olderThan, limit);
+  }
+
+  /**
+   * Removes everything of a topic, on every shard: its jobs in every state, repeatable schedules,
+   * dead letters, kept completed jobs and results, groups, limits, the pause flag, wake-up markers,
+   * operation records and any other key under the topic's hash tag (found by SCAN and UNLINKed in
+   * batches of 1,000 keys: no call blocks Redis for long, whatever the topic's size). Only the
+   * schedules' removal records stay (a day), so no instance stores a removed schedule again.
+   *
+   * Refuses with `TopicHasRunningJobsError`, removing nothing, while a job of the topic runs (claimed
+   * by a consumer on any instance, or a cancelled job's handler still holding its group's turn):
+   * the topic is paused first, so no claim starts during the check, and resumed if it was running.
+   * With `force: true` it removes the topic anyway: a handler still running then loses its claim
+   * (its `job.signal` aborts at its next visibility extension) and whatever it reports afterwards
+   * (success, failure, progress, extension) finds the job gone and writes nothing. Consumers of the
+   * topic keep running and take the jobs scheduled afterwards.
+   *
+   * @returns how many keys were removed, how many jobs the topic held, and how many schedules were removed
+   * @throws TopicHasRunningJobsError without `force`, when a job runs
+   */
+  async obliterate(topic: string, options?: { force?: boolean }): Promise<{ keys: number; jobs: number; schedules: number }> {
+    this.shardKeys(topic);
+    refuseUnknownKeys(refuseAsInvalidOption, 'obliterate', options, OBLITERATE_OPTION_KEYS);
+    const force = options?.force ?? false;
+    if (typeof force !== 'boolean') throw new InvalidOptionsError('obliterate.force', `got ${describeValue(force)}; use true or false`);
+    return this.commands.obliterate(topic, force);
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */

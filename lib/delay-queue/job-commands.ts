@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { TopicKeys } from '../core/keys/redis-key-space.js';
+import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
+import { TopicHasRunningJobsError } from '../core/errors/topic-has-running-jobs.error.js';
+import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { assertJobAddress } from './job-address.js';
 import { TopicShards } from './jobs/topic-shards.js';
@@ -24,6 +26,14 @@ const RETRY_DEAD_BATCH = 1000;
  */
 const REMOVAL_BATCH = 1000;
 
+/** Keys SCAN may gather before `obliterate` unlinks them and scans again. */
+const OBLITERATE_SCAN_KEYS = 10_000;
+
+/** The shard's held group turns (see group-lua-snippet.ts: named from the shard's prefix there). */
+function groupsHeldKey(keys: TopicKeys): string {
+  return `${keys.jobs.slice(0, -':jobs'.length)}:groups-held`;
+}
+
 export type { CancelWaitingOutcome } from './scripts/cancel-waiting-job.lua.js';
 
 /**
@@ -41,6 +51,8 @@ export class JobCommands {
     private readonly writer: JobWriter,
     private readonly shards: TopicShards,
     private readonly connection: RedisConnection,
+    private readonly keySpace: RedisKeySpace,
+    private readonly repeats: RepeatScheduler,
   ) {}
 
   async cancel(topic: string, id: string): Promise<boolean> {
@@ -111,6 +123,51 @@ export class JobCommands {
       if (total >= limit) break;
     }
     return total;
+  }
+
+  /**
+   * Removes every key of the topic (see `DelayQueueService.obliterate`): pauses it (no claim starts
+   * once every shard's flag is set), refuses unless `force` when a job runs or a cancelled job's
+   * handler holds its group's turn (resuming the topic if it paused it), removes its repeatable
+   * schedules through their removal script (recorded, so no instance restores them), then UNLINKs
+   * every key of each shard's family, found by SCAN, in batches. The removal records of the schedules
+   * are kept (a day): without them an instance that upserted a schedule would store it again.
+   */
+  async obliterate(topic: string, force: boolean): Promise<{ keys: number; jobs: number; schedules: number }> {
+    const shards = this.shards.all(topic);
+    const pausedHere = await this.setPaused(topic, true);
+    const before = await Promise.all(shards.map((keys) => topicStatsScript.call(this.connection, keys, {})));
+    const running = await Promise.all(
+      shards.map(async (keys) => before[shards.indexOf(keys)].active + Number(await this.connection.command('zcard', groupsHeldKey(keys)))),
+    );
+    const runningTotal = running.reduce((sum, n) => sum + n, 0);
+    if (runningTotal > 0 && !force) {
+      if (pausedHere) await this.setPaused(topic, false);
+      throw new TopicHasRunningJobsError(topic, runningTotal);
+    }
+    let schedules = 0;
+    for (let page = await this.repeats.list(topic); page.length > 0; page = await this.repeats.list(topic)) {
+      for (const { id } of page) if (await this.repeats.remove(topic, id)) schedules++;
+    }
+    let keys = 0;
+    for (const shard of shards) keys += await this.unlinkFamily(shard);
+    const jobs = before.reduce((sum, s) => sum + s.waiting + s.active + s.dead + s.completed + s.grouped, 0);
+    return { keys, jobs, schedules };
+  }
+
+  /** UNLINKs every key of one shard's family but its schedules' removal records; resolves how many. */
+  private async unlinkFamily(shard: TopicKeys): Promise<number> {
+    const pattern = this.keySpace.topicFamilyPattern(shard.topic);
+    let total = 0;
+    for (;;) {
+      const { keys } = await this.connection.scanKeys(pattern, OBLITERATE_SCAN_KEYS);
+      const doomed = keys.filter((key) => key !== shard.repeatRemoved);
+      for (let i = 0; i < doomed.length; i += REMOVAL_BATCH) {
+        // One hash tag: one slot, so one UNLINK per batch also on a cluster. UNLINK frees in the background.
+        total += Number(await this.connection.command('unlink', ...doomed.slice(i, i + REMOVAL_BATCH)));
+      }
+      if (doomed.length === 0) return total;
+    }
   }
 
   /** Sets or clears every shard's pause flag; resolves whether any shard changed. */
