@@ -56,6 +56,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       dead: { shards },
       cancel: { shards },
       grouped: { shards },
+      wipe: { shards },
     };
     const newApp = async (extra: Partial<RedisLockModuleOptions> = {}, providers: unknown[] = []) => {
       const app = await Test.createTestingModule({
@@ -88,7 +89,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       keyPrefix = `dqc-${Math.random().toString(16).slice(2, 10)}`;
       shardMap = new TopicShards(
         new RedisKeySpace(keyPrefix),
-        new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped'].map((topic) => [topic, shards] as const) : []),
+        new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped', 'wipe'].map((topic) => [topic, shards] as const) : []),
       );
       queue = (await newApp()).get(DelayQueueService);
     });
@@ -200,6 +201,40 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       expect((await queue.get(TOPIC, 'l-13'))?.payload).toEqual({ i: 'new' });
       for (const id of ids) await queue.cancel(TOPIC, id);
       expect(await queue.list(TOPIC, { state: 'scheduled' })).toEqual({ jobs: [] });
+    });
+
+    it('drains, cleans and obliterates a topic on every shard', async () => {
+      await queue.scheduleMany(
+        'wipe',
+        Array.from({ length: 30 }, (_, i) => ({
+          payload: i,
+          id: `w-${i}`,
+          delay: 3_600_000,
+          ...(i % 3 === 0 ? { group: `g${i % 4}` } : {}),
+        })),
+      );
+      expect(await queue.drain('wipe')).toBe(30);
+      expect(await queue.stats('wipe')).toEqual(topicStats());
+      const consumer = queue.consume('wipe', () => Promise.reject(new Error('dies')), { maxAttempts: 1 });
+      try {
+        await queue.scheduleMany(
+          'wipe',
+          Array.from({ length: 12 }, (_, i) => ({ payload: i, id: `d-${i}` })),
+        );
+        await waitFor(async () => (await queue.stats('wipe')).dead === 12, 15_000, 'the dead letters');
+      } finally {
+        await consumer.close();
+      }
+      expect(await queue.clean('wipe', { state: 'dead', limit: 5 })).toBe(5);
+      expect((await queue.stats('wipe')).dead).toBe(7);
+      await queue.repeat('wipe', { every: 3_600_000 }, { id: 'hourly' });
+      expect(await queue.obliterate('wipe')).toMatchObject({ schedules: 1, jobs: 8 });
+      const raw = target.raw();
+      const left =
+        raw instanceof Cluster
+          ? (await Promise.all(raw.nodes('master').map((node) => node.keys(`${keyPrefix}:dq:{wipe*`)))).flat()
+          : await raw.keys(`${keyPrefix}:dq:{wipe*`);
+      expect(left.filter((key) => !key.endsWith(':repeat-removed'))).toEqual([]);
     });
 
     it('runs every due job exactly once, draining every shard', async () => {
