@@ -147,10 +147,15 @@ export class JobCommands {
     }
     let schedules = 0;
     for (let page = await this.repeats.list(topic); page.length > 0; page = await this.repeats.list(topic)) {
-      for (const { id } of page) if (await this.repeats.remove(topic, id)) schedules++;
+      let removed = 0;
+      for (const { id } of page) if (await this.repeats.remove(topic, id)) removed++;
+      schedules += removed;
+      if (removed === 0) break; // listed but gone already: nothing left to remove
     }
     let keys = 0;
-    for (const shard of shards) keys += await this.unlinkFamily(shard);
+    // A sharded topic's own name is a family too (keys a feature keeps per topic rather than per shard).
+    const families = shards.length > 1 ? [...shards, this.keySpace.topic(topic)] : shards;
+    for (const shard of families) keys += await this.unlinkFamily(shard);
     const jobs = before.reduce((sum, s) => sum + s.waiting + s.active + s.dead + s.completed + s.grouped, 0);
     return { keys, jobs, schedules };
   }
