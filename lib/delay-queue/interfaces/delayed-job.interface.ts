@@ -9,7 +9,7 @@
  */
 export type DelayedJobState = 'scheduled' | 'due' | 'waiting-group' | 'active' | 'dead' | 'completed';
 
-/** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
+/** A stored job, as returned by `DelayQueueService.get()`, `list()` and `deadLetters()`. */
 export interface DelayedJob<T = unknown> {
   /** The job id. */
   readonly id: string;
