@@ -26,6 +26,8 @@ const SILENT_TRY_MS = 200;
 const STALLED_MS = 50;
 /** Longest wait before a stalled try's deadline is checked again (pending I/O is read meanwhile). */
 const STALL_RECHECK_MS = 100;
+/** Rechecks in a row at most: on a host where every timer fires late, the verdict is not put off for good. */
+const MAX_STALL_RECHECKS = 5;
 
 /**
  * The tries of acquire calls, one at a time, each settled into its outcome: a won hold, a refusal,
@@ -103,6 +105,7 @@ export class BoundedTries {
       // Since when Redis can have been silent on this try: its sending, or the end of a stall of this
       // process (the try may have been written only then: writes are flushed after the current turn).
       let runningSince = sentAt;
+      let rechecks = 0;
       // The verdict at the deadline is only given by a timer that fired on time: one that fired late
       // (this process was stalled past the deadline) is checked again after a short wait during which
       // pending I/O is read, so a reply that arrived during the stall settles the try as answered
@@ -110,7 +113,7 @@ export class BoundedTries {
       // out before its deadline; after a stall, a little after it.
       const expire = () => {
         const late = performance.now() - due;
-        if (late > STALLED_MS) {
+        if (late > STALLED_MS && rechecks++ < MAX_STALL_RECHECKS) {
           runningSince = performance.now();
           due = runningSince + Math.min(late, STALL_RECHECK_MS);
           timer = this.deadlines.add(due, expire);
