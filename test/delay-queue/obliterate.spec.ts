@@ -47,37 +47,44 @@ describe('DelayQueueService.obliterate', () => {
     await waitFor(async () => (await a.queue.get('o.all', 'again'))?.state === 'completed', 5_000, 'the new job to run');
   });
 
-  it('refuses while a job runs, removing nothing and resuming the topic; with force, the handler returning writes nothing', async () => {
+  it('refuses while a job runs, removing nothing, resuming the topic; forced, the handlers reporting later write nothing', async () => {
     const [a, b] = await instances.start(2);
     const hold = deferred();
     const done: string[] = [];
+    const aborted: string[] = [];
     const consumer = b.queue.consume<string>(
       'o.busy',
       async (payload, job) => {
-        if (payload === 'long') {
-          await job.progress({ half: true });
-          await hold.promise;
-          await job.progress({ done: true }).catch(() => undefined);
-        }
+        await job.progress({ half: true });
+        job.signal.addEventListener('abort', () => aborted.push(`${payload}:${(job.signal.reason as Error).name}`));
+        await hold.promise;
+        await job.progress({ done: true }).catch(() => undefined);
         done.push(payload);
+        if (payload === 'fails') throw new Error('after obliterate');
         return 'result';
       },
-      { keepCompleted: { count: 10 }, visibilityTimeout: 30_000 },
+      // Extensions every second: one of them finds the claim gone while the handlers wait.
+      { keepCompleted: { count: 10 }, visibilityTimeout: 3_000, concurrency: 2, maxAttempts: 3 },
     );
-    await a.queue.schedule('o.busy', 'long', { id: 'long', group: 'g' });
-    await waitFor(async () => (await a.queue.get('o.busy', 'long'))?.progress !== undefined, 5_000, 'the job to run');
+    await a.queue.schedule('o.busy', 'succeeds', { id: 'succeeds', group: 'g' });
+    await a.queue.schedule('o.busy', 'fails', { id: 'fails' });
+    await waitFor(async () => (await a.queue.stats('o.busy')).active === 2, 5_000, 'both jobs to run');
     await a.queue.schedule('o.busy', 'waiting', { id: 'waiting', delay: 3_600_000 });
 
     await expect(a.queue.obliterate('o.busy')).rejects.toThrow(TopicHasRunningJobsError);
-    await expect(a.queue.obliterate('o.busy')).rejects.toMatchObject({ code: 'TOPIC_HAS_RUNNING_JOBS', running: 1 });
-    expect(await a.queue.stats('o.busy')).toEqual(topicStats({ scheduled: 1, active: 1, busyGroups: 1 }));
+    await expect(a.queue.obliterate('o.busy')).rejects.toMatchObject({ code: 'TOPIC_HAS_RUNNING_JOBS', running: 2 });
+    expect(await a.queue.stats('o.busy')).toEqual(topicStats({ scheduled: 1, active: 2, busyGroups: 1 }));
 
-    expect(await a.queue.obliterate('o.busy', { force: true })).toMatchObject({ jobs: 2, schedules: 0 });
+    expect(await a.queue.obliterate('o.busy', { force: true })).toMatchObject({ jobs: 3, schedules: 0 });
+    expect(await keysOf(a.keyPrefix, 'o.busy')).toEqual([]);
+    // The next visibility extension finds each claim gone (and writes nothing): the handlers are told.
+    await waitFor(() => aborted.length === 2, 10_000, 'both signals to abort');
+    expect(aborted.sort()).toEqual(['fails:JobVisibilityLostError', 'succeeds:JobVisibilityLostError']);
     expect(await keysOf(a.keyPrefix, 'o.busy')).toEqual([]);
     hold.resolve();
-    await waitFor(() => done.includes('long'), 5_000, 'the handler to return');
-    // The consumer's reports (acknowledgement, progress) reach Redis by the time it closes; closing,
-    // it posts the topic's wake-up marker for its peers (no job state).
+    await waitFor(() => done.length === 2, 5_000, 'the handlers to return');
+    // The consumer's reports (acknowledgement, failure, progress) reach Redis by the time it closes;
+    // closing, it posts the topic's wake-up marker for its peers (no job state).
     await consumer.close();
     expect((await keysOf(a.keyPrefix, 'o.busy')).filter((key) => !key.endsWith(':marker'))).toEqual([]);
     expect(await a.queue.stats('o.busy')).toEqual(topicStats());
