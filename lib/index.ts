@@ -32,6 +32,7 @@ export type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobRateLimitedEvent,
   JobRecoveredEvent,
   JobRetriedEvent,
   JobScheduledEvent,
@@ -66,7 +67,6 @@ export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/sc
 export type { RepeatCatchUp, RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
 export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';
 export type { DelayedJob, DelayedJobState, DelayQueueStats } from './delay-queue/interfaces/delayed-job.interface.js';
-export type { CleanJobsOptions, ListJobsOptions } from './delay-queue/interfaces/job-list-options.interface.js';
 export type { Consumer, ConsumerOptions, KeepCompletedOptions } from './delay-queue/interfaces/consumer.interface.js';
 
 export { OnOneInstance, type OnOneInstanceOptions } from './decorators/on-one-instance.decorator.js';
@@ -105,6 +105,8 @@ export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
 export { JobCancelledError } from './core/errors/job-cancelled.error.js';
 export { TopicHasRunningJobsError } from './core/errors/topic-has-running-jobs.error.js';
+export { UnrecoverableJobError } from './core/errors/unrecoverable-job.error.js';
+export { JobRateLimitedError } from './core/errors/job-rate-limited.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
 export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';

@@ -14,14 +14,13 @@ import { ConsumerRegistry } from './consumer-registry.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import { TopicInspector } from './topic-inspector.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
-import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
+import type { DelayedJob, DelayedJobState, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
 import type { ScheduleResult } from './interfaces/schedule-result.interface.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
 import type { WriteOutcome } from './writer/job-writer.js';
 import { dueKindArg, prepareJob, preparePayload, type PreparedJob } from './jobs/prepare-job.js';
-import type { CleanJobsOptions, ListJobsOptions } from './interfaces/job-list-options.interface.js';
 import { decodeListCursor, encodeListCursor } from './job-list-cursor.js';
 import { LISTED_JOB_STATES } from './listed-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
@@ -32,7 +31,7 @@ import { RepeatScheduler } from './repeat/repeat-scheduler.js';
 const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
 
 /** The keys of `list()`'s options. */
-const LIST_OPTION_KEYS = keysOf<ListJobsOptions>()(['state', 'limit', 'cursor']);
+const LIST_OPTION_KEYS = keysOf<Parameters<DelayQueueService['list']>[1]>()(['state', 'limit', 'cursor']);
 
 /** `list()`'s page size when none is given, and the largest it takes. */
 const LIST_DEFAULT_LIMIT = 100;
@@ -42,7 +41,7 @@ const LIST_MAX_LIMIT = 1000;
 const OBLITERATE_OPTION_KEYS = ['force'] as const;
 
 /** The keys of `clean()`'s options. */
-const CLEAN_OPTION_KEYS = keysOf<CleanJobsOptions>()(['state', 'olderThan', 'limit']);
+const CLEAN_OPTION_KEYS = keysOf<Parameters<DelayQueueService['clean']>[1]>()(['state', 'olderThan', 'limit']);
 
 /** The keys of `deadLetters()`'s options. */
 const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['deadLetters']>[1]>>()(['limit']);
@@ -265,7 +264,10 @@ export class DelayQueueService {
    *   cursor = page.cursor;
    * } while (cursor);
    */
-  async list<T = unknown>(topic: string, options: ListJobsOptions): Promise<{ jobs: Array<DelayedJob<T>>; cursor?: string }> {
+  async list<T = unknown>(
+    topic: string,
+    options: { state: DelayedJobState; limit?: number; cursor?: string },
+  ): Promise<{ jobs: Array<DelayedJob<T>>; cursor?: string }> {
     const shards = this.shardKeys(topic);
     if (options === null || typeof options !== 'object') {
       throw new InvalidOptionsError('list', `got ${describeValue(options)}; pass { state, limit?, cursor? }`);
@@ -303,10 +305,13 @@ export class DelayQueueService {
    * (default: no limit), in batches of 1,000 (each its own script call). On a sharded topic the
    * shards are cleaned one after the other (oldest first within each).
    *
+   * @param options.state `dead` (dead letters) or `completed` (kept completed jobs)
+   * @param options.olderThan only those that reached the state more than this many ms ago (Redis clock); default 0
+   * @param options.limit at most this many, oldest first; default: no limit
    * @returns how many jobs it removed
    * @throws InvalidOptionsError (`clean.state`, `clean.olderThan`, `clean.limit`) before anything is removed
    */
-  async clean(topic: string, options: CleanJobsOptions): Promise<number> {
+  async clean(topic: string, options: { state: 'dead' | 'completed'; olderThan?: number; limit?: number }): Promise<number> {
     this.shardKeys(topic);
     if (options === null || typeof options !== 'object') {
       throw new InvalidOptionsError('clean', `got ${describeValue(options)}; pass { state: 'dead' | 'completed', olderThan?, limit? }`);
@@ -340,6 +345,7 @@ export class DelayQueueService {
    * (success, failure, progress, extension) finds the job gone and writes nothing. Consumers of the
    * topic keep running and take the jobs scheduled afterwards.
    *
+   * @param options.force remove the topic even while jobs of it run (default false)
    * @returns how many keys were removed, how many jobs the topic held, and how many schedules were removed
    * @throws TopicHasRunningJobsError without `force`, when a job runs
    */
