@@ -47,6 +47,7 @@ if body then
   elseif deadline then holdGroupTurn(body, tonumber(deadline))
   else removeFromGroup(id, body) end
   forgetCompleted(id)
+  announceOutcome(id, 'x')
 end
 if deadline then
   redis.call('zrem', ACTIVE, id)
