@@ -128,8 +128,8 @@ export class JobCommands {
   /**
    * Removes every key of the topic (see `DelayQueueService.obliterate`): pauses it (no claim starts
    * once every shard's flag is set), refuses unless `force` when a job runs or a cancelled job's
-   * handler holds its group's turn (resuming the topic if it paused it), removes its repeatable
-   * schedules through their removal script (recorded, so no instance restores them), then UNLINKs
+   * handler holds its group's turn (resuming the topic if it paused it), drains its waiting jobs
+   * (their waiters hear of it), removes its repeatable schedules through their removal script (recorded, so no instance restores them), then UNLINKs
    * every key of each shard's family, found by SCAN, in batches. The removal records of the schedules
    * are kept (a day): without them an instance that upserted a schedule would store it again.
    */
@@ -145,6 +145,8 @@ export class JobCommands {
       if (pausedHere) await this.setPaused(topic, false);
       throw new TopicHasRunningJobsError(topic, runningTotal);
     }
+    // Waiting jobs go through drain first: a waitFor() of one of them hears it was cancelled.
+    await this.drain(topic);
     let schedules = 0;
     for (let page = await this.repeats.list(topic); page.length > 0; page = await this.repeats.list(topic)) {
       let removed = 0;

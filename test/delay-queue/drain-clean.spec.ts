@@ -1,4 +1,5 @@
-import { InvalidOptionsError } from '../../lib/index.js';
+import { InvalidOptionsError, JobCancelledError } from '../../lib/index.js';
+import { rejectionOf } from '../support/thrown.js';
 import { useDelayInstances } from './support/delay-instances.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { topicStats } from '../support/topic-stats.js';
@@ -64,6 +65,17 @@ describe('DelayQueueService.drain and clean', () => {
     expect(await a.queue.drain(topic)).toBe(2500);
     expect(await a.queue.stats(topic)).toEqual(topicStats());
     expect(await a.queue.list(topic, { state: 'waiting-group' })).toEqual({ jobs: [] });
+  });
+
+  it('drain tells a waitFor() of a drained job, on another instance, that it was cancelled', async () => {
+    const [a, b] = await instances.start(2);
+    const id = await a.queue.schedule('d.waited', 'x', { delay: 60_000, group: 'g' });
+    const waited = rejectionOf(() => a.queue.waitFor('d.waited', id));
+    await waitFor(async () => (await instances.redis().hexists(`${a.keyPrefix}:dq:{d.waited}:waited`, id)) === 1, 10_000, 'the waiter');
+    expect(await b.queue.drain('d.waited')).toBe(1);
+    const error = await waited;
+    expect(error).toBeInstanceOf(JobCancelledError);
+    expect(error).toMatchObject({ jobId: id, whileWaited: true });
   });
 
   it('clean removes the oldest dead letters by count and age, and kept completed jobs with their results', async () => {

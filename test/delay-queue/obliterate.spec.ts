@@ -1,4 +1,5 @@
-import { TopicHasRunningJobsError } from '../../lib/index.js';
+import { JobCancelledError, TopicHasRunningJobsError } from '../../lib/index.js';
+import { rejectionOf } from '../support/thrown.js';
 import { useDelayInstances } from './support/delay-instances.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { topicStats } from '../support/topic-stats.js';
@@ -35,7 +36,11 @@ describe('DelayQueueService.obliterate', () => {
 
     // Two instances watch the schedule: neither may store it again after it is gone.
     await b.queue.repeat('o.all', { every: 3_600_000 }, { id: 'hourly' });
+    const laterId = (await a.queue.list('o.all', { state: 'waiting-group' })).jobs[0].id;
+    const waited = rejectionOf(() => b.queue.waitFor('o.all', laterId));
+    await waitFor(async () => (await instances.redis().hexists(`${a.keyPrefix}:dq:{o.all}:waited`, laterId)) === 1, 10_000, 'the waiter');
     const result = await a.queue.obliterate('o.all');
+    expect(await waited).toBeInstanceOf(JobCancelledError);
     expect(result).toMatchObject({ schedules: 1 });
     expect(result.jobs).toBeGreaterThanOrEqual(4);
     expect(await keysOf(a.keyPrefix, 'o.all')).toEqual([`${a.keyPrefix}:dq:{o.all}:repeat-removed`]);

@@ -7,8 +7,8 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * `<shard>:groups-waiting`, group-lua-snippet.ts). Running jobs (ACTIVE), dead letters and kept
  * completed jobs stay. Each removal keeps the groups consistent as a cancel does: a job of a group
  * in DUE was out (its retry kept its group's turn), so its turn is released; a job in its group's
- * queue leaves it through removeFromGroup. A kept completed record of the same id goes too (as a
- * cancel's). Bounded work per call: the caller loops over batches (delay-queue/job-commands.ts).
+ * queue leaves it through removeFromGroup. A kept completed record of the same id goes too, and a
+ * `waitFor` of the job hears it was cancelled (as a cancel's). Bounded work per call: the caller loops over batches (delay-queue/job-commands.ts).
  *
  * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record, the
  * completed zset and results hash; the batch size.
@@ -34,6 +34,7 @@ for _, id in ipairs(ids) do
     groupJobFinished(body)
     redis.call('hdel', JOBS, id)
     forgetCompleted(id)
+    announceOutcome(id, 'x')
   end
   redis.call('zrem', DUE, id)
   removed = removed + 1
@@ -46,6 +47,7 @@ if removed < ARG.batch then
     if body then
       redis.call('hdel', JOBS, id)
       forgetCompleted(id)
+      announceOutcome(id, 'x')
     end
     removed = removed + 1
   end
