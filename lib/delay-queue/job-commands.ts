@@ -129,9 +129,10 @@ export class JobCommands {
    * Removes every key of the topic (see `DelayQueueService.obliterate`): pauses it (no claim starts
    * once every shard's flag is set), refuses unless `force` when a job runs or a cancelled job's
    * handler holds its group's turn (resuming the topic if it paused it), drains its waiting jobs
-   * (their waiters hear of it), removes its repeatable schedules through their removal script (recorded, so no instance restores them), then UNLINKs
-   * every key of each shard's family, found by SCAN, in batches. The removal records of the schedules
-   * are kept (a day): without them an instance that upserted a schedule would store it again.
+   * (their waiters hear of it), removes its repeatable schedules through their removal script
+   * (recorded, so no instance restores them), then UNLINKs every key of each shard's family, found by
+   * SCAN, in batches. The removal records of the schedules are kept (a day): without them an instance
+   * that upserted a schedule would store it again.
    */
   async obliterate(topic: string, force: boolean): Promise<{ keys: number; jobs: number; schedules: number }> {
     const shards = this.shards.all(topic);

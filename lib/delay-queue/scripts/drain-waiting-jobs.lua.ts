@@ -8,7 +8,8 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * completed jobs stay. Each removal keeps the groups consistent as a cancel does: a job of a group
  * in DUE was out (its retry kept its group's turn), so its turn is released; a job in its group's
  * queue leaves it through removeFromGroup. A kept completed record of the same id goes too, and a
- * `waitFor` of the job hears it was cancelled (as a cancel's). Bounded work per call: the caller loops over batches (delay-queue/job-commands.ts).
+ * `waitFor` of the job hears it was cancelled (as a cancel's). Bounded work per call: the caller
+ * loops over batches (delay-queue/job-commands.ts).
  *
  * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record, the
  * completed zset and results hash; the batch size.

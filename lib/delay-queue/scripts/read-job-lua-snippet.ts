@@ -7,8 +7,9 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  *
  * Returns { nowMs, body|false, due score|false, visibility deadline|false, time of death|false,
  * finishedAt|false, result JSON|false, in its group's queue (0|1) }; the due score is also that of a
- * job waiting in its group's queue (see group-lua-snippet.ts), which reads 'waiting-group'. finishedAt and the result are read only for a job in none of DUE,
- * ACTIVE, DEAD and its group's queue (a kept completed job; an id scheduled again is that new job).
+ * job waiting in its group's queue (see group-lua-snippet.ts), which reads 'waiting-group'.
+ * finishedAt and the result are read only for a job in none of DUE, ACTIVE, DEAD and its group's
+ * queue (a kept completed job; an id scheduled again is that new job).
  */
 export const LUA_READ_JOB: LuaSnippet = {
   name: 'readJobState',
