@@ -53,6 +53,7 @@ export class TopicInspector {
       lastErrorStack,
       progress,
       group: job.group,
+      priority: job.priority ?? 0,
     };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
@@ -97,7 +98,7 @@ export class TopicInspector {
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
     for (const letters of perShard)
       for (const { id, body, diedAtMs } of letters) {
-        const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(body);
+        const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress, priority } = decodeJobLeniently<T>(body);
         const diedAt = new Date(diedAtMs);
         const job = {
           id,
@@ -110,6 +111,7 @@ export class TopicInspector {
           diedAt,
           lastError,
           lastErrorStack,
+          priority: priority ?? 0,
         };
         result.push(progress === undefined ? job : { ...job, progress });
       }
@@ -192,8 +194,9 @@ function comparePlaces(a: ListPosition, b: ListPosition): number {
 /** A whole job as listed in `state` (its score is the state's time). */
 function toDelayedJob<T>(topic: string, state: DelayedJobState, row: ListedRow): DelayedJob<T> {
   const job = decodeJobLeniently<T>(row.payloadHead);
-  const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress, group } = job;
-  const base = { id: row.id, topic, payload, state, attempts, maxAttempts, createdAt: new Date(job.createdAt), lastError, lastErrorStack };
+  const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress, group, priority } = job;
+  const createdAt = new Date(job.createdAt);
+  const base = { id: row.id, topic, payload, state, attempts, maxAttempts, createdAt, lastError, lastErrorStack, priority: priority ?? 0 };
   const extra = { ...(progress === undefined ? {} : { progress }), ...(group === undefined ? {} : { group }) };
   const at = Number(row.score);
   switch (state) {

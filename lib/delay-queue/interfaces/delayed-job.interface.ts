@@ -54,6 +54,8 @@ export interface DelayedJob<T = unknown> {
    * `scheduledAt`); `stats()` counts it in `grouped`.
    */
   readonly group?: string;
+  /** The job's priority among due jobs (`schedule(…, { priority })`, smaller first); 0 when it has none. */
+  readonly priority: number;
 }
 
 /** Counts of one topic, from one consistent snapshot. */

@@ -8,7 +8,8 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * completed jobs stay. Each removal keeps the groups consistent as a cancel does: a job of a group
  * in DUE was out (its retry kept its group's turn), so its turn is released; a job in its group's
  * queue leaves it through removeFromGroup. A kept completed record of the same id goes too, and a
- * `waitFor` of the job hears it was cancelled (as a cancel's). Bounded work per call: the caller
+ * `waitFor` of the job hears it was cancelled (as a cancel's); a job leaves DUE through unqueueDue,
+ * so a topic with priorities keeps PRIORITIZED within DUE (topic-base-lua-snippet.ts). Bounded work per call: the caller
  * loops over batches (delay-queue/job-commands.ts).
  *
  * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record, the
@@ -37,7 +38,7 @@ for _, id in ipairs(ids) do
     forgetCompleted(id)
     announceOutcome(id, 'x')
   end
-  redis.call('zrem', DUE, id)
+  unqueueDue(id)
   removed = removed + 1
 end
 if removed < ARG.batch then
