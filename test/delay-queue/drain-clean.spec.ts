@@ -78,6 +78,23 @@ describe('DelayQueueService.drain and clean', () => {
     expect(error).toMatchObject({ jobId: id, whileWaited: true });
   });
 
+  it('drains prioritized due jobs too: the claim afterwards takes only jobs scheduled after the drain', async () => {
+    const [a] = await instances.start(1);
+    await a.queue.scheduleMany(
+      'd.prio',
+      Array.from({ length: 30 }, (_, i) => ({ payload: `old-${i}`, priority: i % 4 })),
+    );
+    expect(await a.queue.drain('d.prio')).toBe(30);
+    expect(await instances.redis().zcard(`${a.keyPrefix}:dq:{d.prio}:prioritized`)).toBe(0);
+    await a.queue.schedule('d.prio', 'new', { priority: 2 });
+    const runs: string[] = [];
+    a.queue.consume<string>('d.prio', (payload) => void runs.push(payload));
+    await waitFor(() => runs.length === 1, 5_000, 'the new job to run');
+    await waitFor(async () => (await a.queue.stats('d.prio')).active === 0, 5_000, 'the job to finish');
+    expect(runs).toEqual(['new']);
+    expect(await instances.redis().zcard(`${a.keyPrefix}:dq:{d.prio}:prioritized`)).toBe(0);
+  });
+
   it('clean removes the oldest dead letters by count and age, and kept completed jobs with their results', async () => {
     const [a] = await instances.start(1, { delayQueue: { retention: { deadLetterMaxCount: 100 } } });
     a.queue.consume<number>(
