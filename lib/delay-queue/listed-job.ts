@@ -1,16 +1,18 @@
 import { errorMessage } from '../core/errors/error-message.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import { decodeHeader } from './jobs/job-codec.js';
+import type { DelayedJobState } from './interfaces/delayed-job.interface.js';
 import type { ListedRow } from './scripts/list-jobs.lua.js';
 
 /**
  * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
- * 'completed' lists the jobs kept by a consumer with `keepCompleted`.
+ * 'waiting-group' lists the jobs waiting for their group's turn; 'completed' the jobs kept by a
+ * consumer with `keepCompleted`.
  */
-export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead' | 'completed';
+export type ListedJobState = DelayedJobState;
 
 /** Every `ListedJobState`, in the order a page shows them. */
-export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed'];
+export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed', 'waiting-group'];
 
 /** A job as listed: its payload shortened to a preview. */
 export interface ListedJob {
@@ -24,7 +26,7 @@ export interface ListedJob {
   readonly maxAttempts?: number;
   /** When the job was scheduled (epoch ms). */
   readonly createdAt: number;
-  /** Due time of a waiting job. */
+  /** Due time of a waiting job (also of one waiting for its group's turn). */
   readonly dueAt?: number;
   /** Visibility deadline of a running job. */
   readonly visibleUntil?: number;
@@ -62,6 +64,7 @@ export interface ListedJobs {
 export const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => number> = {
   due: (a, b) => a.dueAt! - b.dueAt!,
   scheduled: (a, b) => a.dueAt! - b.dueAt!,
+  'waiting-group': (a, b) => a.dueAt! - b.dueAt!,
   active: (a, b) => a.visibleUntil! - b.visibleUntil!,
   dead: (a, b) => b.diedAt! - a.diedAt!,
   completed: (a, b) => b.finishedAt! - a.finishedAt!,
@@ -82,7 +85,7 @@ export function toListedJob(row: ListedRow, state: ListedJobState, previewLength
     job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
   }
   const times =
-    state === 'due' || state === 'scheduled'
+    state === 'due' || state === 'scheduled' || state === 'waiting-group'
       ? { dueAt: Math.floor(Number(row.score) / DUE_SCORE_SLOTS) }
       : state === 'active'
         ? { visibleUntil: Number(row.score) }

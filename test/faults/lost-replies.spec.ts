@@ -33,6 +33,9 @@ import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
+import { updatePayloadScript } from '../../lib/delay-queue/scripts/update-payload.lua.js';
+import { drainWaitingJobsScript } from '../../lib/delay-queue/scripts/drain-waiting-jobs.lua.js';
+import { cleanFinishedJobsScript } from '../../lib/delay-queue/scripts/clean-finished-jobs.lua.js';
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { setProgressScript } from '../../lib/delay-queue/scripts/set-progress.lua.js';
@@ -1061,6 +1064,48 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, { moved, sentAt, runs, startedAt }) => {
       expect({ moved, runs, dead: await deadIds(ctx) }).toEqual({ moved: true, runs: [`${id}@1`], dead: [] });
       expect(startedAt.get(id)! - sentAt).toBeGreaterThanOrEqual(495);
+    },
+  }),
+  row({
+    name: 'updatePayload: run twice, it answers true and the job runs once, with the new payload',
+    script: updatePayloadScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, { v: 'old' }, { id: 'updated' }),
+    act: async (ctx, id) => {
+      const payloads: unknown[] = [];
+      const updated = await ctx.queue.updatePayload(TOPIC, id, { v: 'new' });
+      const consumer = ctx.peerQueue.consume(TOPIC, (payload) => void payloads.push(payload));
+      await waitFor(async () => payloads.length > 0 && (await drained(ctx)), 8_000, 'the updated job');
+      await consumer.close();
+      return { updated, payloads };
+    },
+    check: async (ctx, _id, result) => {
+      expect({ ...result, dead: await deadIds(ctx) }).toEqual({ updated: true, payloads: [{ v: 'new' }], dead: [] });
+    },
+  }),
+  row({
+    name: 'drain: a batch run twice answers how many it removed, once; the waiting jobs are gone, the topic runs new jobs',
+    script: drainWaitingJobsScript,
+    arrange: async (ctx) => {
+      await ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 1, id: 'drained-1', delay: 60_000 },
+        { payload: 2, id: 'drained-2' },
+      ]);
+    },
+    act: (ctx) => ctx.queue.drain(TOPIC),
+    check: async (ctx, _state, removed) => {
+      expect(removed).toBe(2);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual(topicStats());
+      await ctx.peerQueue.schedule(TOPIC, 3, { id: 'after-drain' });
+      expect(await runToEnd(ctx)).toEqual({ runs: ['after-drain@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'clean: a batch run twice answers how many it removed, once; the dead letters are gone',
+    script: cleanFinishedJobsScript,
+    arrange: (ctx) => buryJobs(ctx, ['cleaned-1', 'cleaned-2']),
+    act: (ctx) => ctx.queue.clean(TOPIC, { state: 'dead' }),
+    check: async (ctx, _state, removed) => {
+      expect({ removed, dead: await deadIds(ctx) }).toEqual({ removed: 2, dead: [] });
     },
   }),
   row({

@@ -67,6 +67,17 @@ export async function producers(queue: DelayQueueService): Promise<void> {
   await queue.retryDead(orderExpire);
   await queue.removeRepeat(orderExpire);
   await queue.listRepeats(orderExpire);
+  await queue.updatePayload(orderExpire, 'o-1', { orderId: 'o-9' });
+  // @ts-expect-error a new payload of another type
+  await queue.updatePayload(orderExpire, 'o-1', { orderId: 9 });
+  const page = await queue.list(orderExpire, { state: 'dead', limit: 10 });
+  const listed: Array<DelayedJob<Order>> = page.jobs;
+  // @ts-expect-error listed jobs carry the topic's payload type
+  const listedWrong: Array<DelayedJob<{ id: number }>> = page.jobs;
+  void [listed, listedWrong];
+  await queue.drain(orderExpire);
+  await queue.clean(orderExpire, { state: 'completed', olderThan: 60_000 });
+  await queue.obliterate(orderExpire, { force: true });
 }
 
 export function consumers(queue: DelayQueueService): void {

@@ -111,6 +111,15 @@ export class RedisKeySpace {
     return this.lockKindNameOf(SEMAPHORE_FAMILY, key, SEMAPHORE_KEY);
   }
 
+  /**
+   * SCAN MATCH pattern of every key of one topic shard (`<prefix>:dq:{topic}:*`, `topic` a topic or a
+   * shard name `topic#n`): its jobs, schedules, groups, markers, operation records and any per-job
+   * key, all under its hash tag.
+   */
+  topicFamilyPattern(topic: string): string {
+    return `${escapeGlob(`${this.prefix}:dq:{${escapeKeyPart(topic, 'topic name')}}:`)}*`;
+  }
+
   /** SCAN MATCH pattern of every topic's jobs hash (`<prefix>:dq:{topic}:jobs`): a topic with a job in any state has one. */
   topicJobsPattern(): string {
     return `${escapeGlob(`${this.prefix}:dq:`)}{*}:jobs`;

@@ -54,16 +54,7 @@ export function prepareJob(
   const o = options ?? {};
   if (typeof o !== 'object') throw new InvalidJobError(topic, field || 'options', 'must be an object');
   refuseUnknownKeys(validate.refuse, '', o, SCHEDULE_OPTION_KEYS);
-  const payloadJson = encodePayload(topic, payload, at('payload'));
-  const payloadBytes = Buffer.byteLength(payloadJson, 'utf8');
-  if (payloadBytes > defaults.maxPayloadBytes) {
-    throw new InvalidJobError(
-      topic,
-      at('payload'),
-      `is ${payloadBytes} bytes as JSON (UTF-8), over the limit of ${defaults.maxPayloadBytes} (delayQueue.maxPayloadBytes); ` +
-        'keep large data elsewhere and pass a reference to it, or raise the limit',
-    );
-  }
+  const { payloadJson, payloadBytes } = preparePayload(topic, payload, defaults, at('payload'));
 
   let id: string;
   if (o.id === undefined) {
@@ -125,6 +116,29 @@ export function prepareJob(
     group,
     payloadBytes,
   };
+}
+
+/**
+ * A payload checked (JSON data, at most `delayQueue.maxPayloadBytes`) and encoded: `schedule()`'s
+ * and `updatePayload()`'s.
+ */
+export function preparePayload(
+  topic: string,
+  payload: unknown,
+  defaults: RedisLockConfig['delayQueue'],
+  field = 'payload',
+): { readonly payloadJson: string; readonly payloadBytes: number } {
+  const payloadJson = encodePayload(topic, payload, field);
+  const payloadBytes = Buffer.byteLength(payloadJson, 'utf8');
+  if (payloadBytes > defaults.maxPayloadBytes) {
+    throw new InvalidJobError(
+      topic,
+      field,
+      `is ${payloadBytes} bytes as JSON (UTF-8), over the limit of ${defaults.maxPayloadBytes} (delayQueue.maxPayloadBytes); ` +
+        'keep large data elsewhere and pass a reference to it, or raise the limit',
+    );
+  }
+  return { payloadJson, payloadBytes };
 }
 
 /** A group name: stored verbatim in the job's header and in a key name, so it holds no quote, backslash or control character. */
