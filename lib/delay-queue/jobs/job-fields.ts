@@ -57,6 +57,7 @@ export const JOB_FIELDS = [
   { name: 'group', code: 'q', type: 'text', writtenBy: 'schedule' },
   { name: 'maxAttempts', code: 'm', type: 'uint', writtenBy: 'schedule' },
   { name: 'backoff', code: 'b', type: 'json', writtenBy: 'schedule ([delay, factor, maxDelay, jitter])' },
+  { name: 'dedupe', code: 'd', type: 'text', writtenBy: 'schedule (dedupe-spec.ts: mode, ttl and key)' },
   { name: 'traceparent', code: 't', type: 'text', writtenBy: 'schedule (W3C traceparent of the schedule span)' },
   { name: 'progress', code: 'o', type: 'json', writtenBy: 'set-progress (the progress JSON, as a JSON string)' },
   { name: 'lastError', code: 'e', type: 'json', writtenBy: 'fail, bury (message as a JSON string, or [message, stack])' },
