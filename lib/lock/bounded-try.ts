@@ -26,6 +26,8 @@ const SILENT_TRY_MS = 200;
 const STALLED_MS = 50;
 /** Longest wait before a stalled try's deadline is checked again (pending I/O is read meanwhile). */
 const STALL_RECHECK_MS = 100;
+/** Rechecks in a row at most: on a host where every timer fires late, the verdict is not put off for good. */
+const MAX_STALL_RECHECKS = 5;
 
 /**
  * The tries of acquire calls, one at a time, each settled into its outcome: a won hold, a refusal,
@@ -100,6 +102,10 @@ export class BoundedTries {
       // Rounded up to the next whole ms: the try never times out before its deadline. Lateness is
       // counted from when the timer could first fire (a try sent after its call's deadline: at once).
       let due = Math.max(Math.ceil(deadline) + 1, sentAt);
+      // Since when Redis can have been silent on this try: its sending, or the end of a stall of this
+      // process (the try may have been written only then: writes are flushed after the current turn).
+      let runningSince = sentAt;
+      let rechecks = 0;
       // The verdict at the deadline is only given by a timer that fired on time: one that fired late
       // (this process was stalled past the deadline) is checked again after a short wait during which
       // pending I/O is read, so a reply that arrived during the stall settles the try as answered
@@ -107,13 +113,16 @@ export class BoundedTries {
       // out before its deadline; after a stall, a little after it.
       const expire = () => {
         const late = performance.now() - due;
-        if (late > STALLED_MS) {
-          due = performance.now() + Math.min(late, STALL_RECHECK_MS);
+        if (late > STALLED_MS && rechecks++ < MAX_STALL_RECHECKS) {
+          runningSince = performance.now();
+          due = runningSince + Math.min(late, STALL_RECHECK_MS);
           timer = this.deadlines.add(due, expire);
           return;
         }
         settled = true;
-        reject(this.unansweredTryError(protocol, sentAt, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
+        reject(
+          this.unansweredTryError(protocol, runningSince, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout),
+        );
         attempt.then(
           // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
           (outcome) => outcome.acquired && this.abandoned.releaseAbandoned(protocol, owner, hold),
@@ -153,10 +162,11 @@ export class BoundedTries {
   }
 
   /**
-   * Why a try sent at `sentAt` is still unanswered when its call's wait ends, if the reason is
-   * Redis rather than contention: the connection is down, or nothing at all came back on it since
-   * the try was sent, `SILENT_TRY_MS` ago or more. Undefined otherwise (the lock was held at the last
-   * answer, or the reply is merely slow). Redlock tries go to the masters, not this connection.
+   * Why a try is still unanswered when its call's wait ends, if the reason is Redis rather than
+   * contention: the connection is down, or nothing at all came back on it since `sentAt` (the try's
+   * sending, or the end of a stall of this process after it), `SILENT_TRY_MS` ago or more. Undefined
+   * otherwise (the lock was held at the last answer, or the reply is merely slow). Redlock tries go
+   * to the masters, not this connection.
    */
   private unansweredTryError(protocol: LockProtocol, sentAt: number, reportedKey: string | string[]): RedisConnectionError | undefined {
     const reachability = this.connection.reachability;

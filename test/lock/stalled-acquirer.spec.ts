@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
-import { createLockApp, uniquePrefix } from '../support/test-app.js';
+import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
 
 const WAIT_MS = 1_000;
 
@@ -63,6 +63,29 @@ describe('an acquire whose process stalls past its waitTimeout while the reply w
     );
     stallEventLoop(3 * WAIT_MS);
     expect(await outcome).toBeInstanceOf(LockAcquireTimeoutError);
+    expect(holder.held).toBe(true);
+    await holder.release();
+  });
+
+  it('a lock held by another instance, Redis answering a little after the stall: LockAcquireTimeoutError, not a connection error', async () => {
+    // Writes are flushed after the current turn: the try goes out only when the stall ends. Redis,
+    // paused until a little after that, answers later than the deadline's check after the stall;
+    // the time this process was stalled is not Redis's silence.
+    const keyPrefix = uniquePrefix('stalled-slow');
+    const [locks, other] = [await start(keyPrefix), await start(keyPrefix)];
+    const holder = await other.acquire('busy');
+    const admin = rawRedis();
+    try {
+      await admin.call('CLIENT', 'PAUSE', String(3 * WAIT_MS + 150), 'ALL');
+      const outcome = locks.acquire('busy').then(
+        () => 'acquired',
+        (error: unknown) => error,
+      );
+      stallEventLoop(3 * WAIT_MS);
+      expect(await outcome).toBeInstanceOf(LockAcquireTimeoutError);
+    } finally {
+      admin.disconnect();
+    }
     expect(holder.held).toBe(true);
     await holder.release();
   });

@@ -12,6 +12,12 @@ import { awaitingReplies, flushQueues, rejectAwaitingReplies, rejectCutOff, sock
  * busy event loop): replies and reconnects may be waiting unread, so the verdict waits one more turn.
  */
 const STALL_MS = 50;
+/**
+ * Late timers checked again at most this many times in a row: each recheck lets one turn read the
+ * pending I/O; a host so loaded that every timer fires late (timers 50+ ms behind for seconds) must
+ * not postpone the verdict for as long as the load lasts.
+ */
+const MAX_STALL_RECHECKS = 5;
 
 /** How soon a bound that ran out during an answered handshake is checked again. */
 const HANDSHAKE_RECHECK_MS = 100;
@@ -330,14 +336,15 @@ export class RedisReachability implements ConnectionReachability {
 
   /**
    * Runs `then` after `ms` of this process running: a timer that fired late (the event loop was
-   * stalled) is checked again after a turn that reads pending I/O first, until one fires on time.
+   * stalled) is checked again after a turn that reads pending I/O first, until one fires on time
+   * or `MAX_STALL_RECHECKS` rechecks were late too.
    */
-  private after(ms: number, then: () => void): NodeJS.Timeout {
+  private after(ms: number, then: () => void, rechecks = 0): NodeJS.Timeout {
     const due = performance.now() + ms;
     const timer = setTimeout(() => {
       const late = performance.now() - due;
-      if (late <= STALL_MS) return then();
-      const retry = this.after(Math.min(late, ms, 100), then);
+      if (late <= STALL_MS || rechecks >= MAX_STALL_RECHECKS) return then();
+      const retry = this.after(Math.min(late, ms, 100), then, rechecks + 1);
       if (this.boundTimer === timer) this.boundTimer = retry;
       if (this.silenceTimer === timer) this.silenceTimer = retry;
     }, Math.ceil(ms));
