@@ -97,7 +97,8 @@ function connection(url: string) {
 const bullmq: Contender = {
   name: 'bullmq',
   settings:
-    "Queue.add(name, data, { delay: ttl, deduplication: { id: key, ttl, extend: true, replace: true }, removeOnComplete: true }) (BullMQ's " +
+    'Queue.add(name, data, { delay: ttl, deduplication: { id: key, ttl, extend: true, replace: true }, ' +
+    "removeOnComplete: true }) (BullMQ's " +
     'debounce mode); Worker concurrency 16; other options default',
   async open(url, namespace, onRun) {
     const queues = Array.from({ length: PLAN.instances }, () => new Queue<Payload>(namespace, { connection: connection(url) }));
@@ -228,11 +229,13 @@ async function main(): Promise<void> {
       '',
       `Plan: ${JSON.stringify(PLAN)}. The 3 instances run in one process (each its own connection).`,
       '',
-      '| contender | calls | calls/s achieved | runs | keys not run exactly once with the last payload (run twice / last run without it) | client CPU µs/call | Redis CPU µs/call |',
+      '| contender | calls | calls/s achieved | runs | keys not run exactly once with the last payload ' +
+        '(run twice / last run without it) | client CPU µs/call | Redis CPU µs/call |',
       '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
       ...results.map(
         (r) =>
-          `| ${r.name}${r.error ? ` (${r.error})` : ''} | ${r.calls} | ${r.callsPerSec.toFixed(0)} | ${r.runs} | ${r.wrongKeys.length} (${r.runTwice} / ${r.notFinal}) | ` +
+          `| ${r.name}${r.error ? ` (${r.error})` : ''} | ${r.calls} | ${r.callsPerSec.toFixed(0)} | ${r.runs} | ` +
+          `${r.wrongKeys.length} (${r.runTwice} / ${r.notFinal}) | ` +
           `${r.clientMicrosPerCall.toFixed(1)} | ${r.redisMicrosPerCall.toFixed(1)} |`,
       ),
       '',
