@@ -32,6 +32,7 @@ export type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobRateLimitedEvent,
   JobRecoveredEvent,
   JobRetriedEvent,
   JobScheduledEvent,
@@ -104,6 +105,8 @@ export { InvalidJobError } from './core/errors/invalid-job.error.js';
 export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
 export { JobCancelledError } from './core/errors/job-cancelled.error.js';
+export { UnrecoverableJobError } from './core/errors/unrecoverable-job.error.js';
+export { JobRateLimitedError } from './core/errors/job-rate-limited.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
 export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';

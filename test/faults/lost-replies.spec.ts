@@ -3,7 +3,9 @@ import { readdirSync } from 'node:fs';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
 import {
+  JobRateLimitedError,
   LockAcquireTimeoutError,
+  UnrecoverableJobError,
   runInTransaction,
   type Consumer,
   type DelayQueueService,
@@ -17,6 +19,9 @@ import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { cancelJobScript } from '../../lib/delay-queue/scripts/cancel-job.lua.js';
 import { cancelWaitingJobScript } from '../../lib/delay-queue/scripts/cancel-waiting-job.lua.js';
 import { pauseTopicScript } from '../../lib/delay-queue/scripts/pause-topic.lua.js';
+import { postponeRateLimitedJobScript } from '../../lib/delay-queue/scripts/postpone-rate-limited-job.lua.js';
+import { blockTopicScript } from '../../lib/delay-queue/scripts/block-topic.lua.js';
+import { shardTopicName } from '../../lib/core/keys/topic-name.js';
 import { setGroupLimitScript } from '../../lib/delay-queue/scripts/set-group-limit.lua.js';
 import { releaseGroupTurnScript } from '../../lib/delay-queue/scripts/release-group-turn.lua.js';
 import { deleteDeadJobScript } from '../../lib/delay-queue/scripts/delete-dead-job.lua.js';
@@ -588,6 +593,133 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, result) => {
       const letters = (await ctx.peerQueue.deadLetters(TOPIC)).map((job) => `${job.id}:${job.attempts}`);
       expect({ ...result, letters }).toEqual({ attempts: [1], dead: [`${id}@1`], letters: [`${id}:1`] });
+    },
+  }),
+  row({
+    name:
+      'rate-limited job: a postpone run twice gives the attempt back once, releases the group turn once and sets one ' +
+      'block; the job runs again once, on attempt 1, after the block, before the next job of its group',
+    script: postponeRateLimitedJobScript,
+    options: { delayQueue: { maxAttempts: 1 } },
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 1, group: 'g', id: 'limited' },
+        { payload: 2, group: 'g', id: 'next' },
+      ]),
+    act: async (ctx) => {
+      const runs: Array<{ run: string; claimedAt: number }> = [];
+      const blocks: number[] = [];
+      ctx.events.on('job.rate-limited', (event) => void blocks.push(event.blockedUntilMs));
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
+        runs.push({ run: `${job.id}@${job.attempt}`, claimedAt: job.claimedAt.getTime() });
+        if (runs.length === 1) throw new JobRateLimitedError(300);
+      });
+      await ctx.lost;
+      await waitFor(async () => runs.length === 3 && (await drained(ctx)), 8_000, 'both jobs after the block');
+      await consumer.close();
+      return { runs, blocks };
+    },
+    check: async (ctx, _ids, { runs, blocks }) => {
+      expect(runs.map((r) => r.run)).toEqual(['limited@1', 'limited@1', 'next@1']);
+      expect(blocks).toHaveLength(1);
+      for (const r of runs.slice(1)) expect(r.claimedAt).toBeGreaterThanOrEqual(blocks[0]);
+      expect(await deadIds(ctx)).toEqual([]);
+      expect(await ctx.peerQueue.stats(TOPIC)).toMatchObject({ grouped: 0, busyGroups: 0, active: 0 });
+      expect(await ctx.redis.exists(ctx.keys.topic(TOPIC).groupsOut, ctx.keys.topic(TOPIC).groupsReady)).toBe(0);
+    },
+  }),
+  row({
+    name: 'block of a sharded topic: a block of the other shard run twice sets the same end; no job of either shard starts before it',
+    script: blockTopicScript,
+    options: { delayQueue: { topics: { [TOPIC]: { shards: 2 } } } },
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(
+        TOPIC,
+        ['limited', 'a', 'b', 'c', 'd'].map((id) => ({ payload: id, id, delay: id === 'limited' ? 0 : 400 })),
+      ),
+    act: async (ctx) => {
+      const runs: Array<{ run: string; claimedAt: number }> = [];
+      const blocks: number[] = [];
+      ctx.events.on('job.rate-limited', (event) => void blocks.push(event.blockedUntilMs));
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        (_payload, job) => {
+          runs.push({ run: `${job.id}@${job.attempt}`, claimedAt: job.claimedAt.getTime() });
+          if (runs.length === 1) throw new JobRateLimitedError(1_000);
+        },
+        { concurrency: 4 },
+      );
+      await ctx.lost;
+      const ends = await Promise.all([0, 1].map((i) => ctx.redis.get(ctx.keys.topic(shardTopicName(TOPIC, i)).blocked)));
+      await waitFor(async () => runs.length === 6 && (await drained(ctx)), 8_000, 'every job after the block');
+      await consumer.close();
+      return { runs, blocks, ends };
+    },
+    check: async (_ctx, _ids, { runs, blocks, ends }) => {
+      expect(blocks).toHaveLength(1);
+      expect(ends).toEqual([String(blocks[0]), String(blocks[0])]);
+      expect(runs.map((r) => r.run).sort()).toEqual(['a@1', 'b@1', 'c@1', 'd@1', 'limited@1', 'limited@1']);
+      for (const r of runs.slice(1)) expect(r.claimedAt).toBeGreaterThanOrEqual(blocks[0]);
+    },
+  }),
+  row({
+    name: 'claim during a rate-limited block: a claim run twice takes nothing; the job runs once, on attempt 1, after the block',
+    script: claimDueJobsScript,
+    arrange: async (ctx) => {
+      const blocks: number[] = [];
+      const consumer = ctx.peerQueue.consume(TOPIC, () => {
+        throw new JobRateLimitedError(1_500);
+      });
+      const peerEvents = await ctx.peerQueue.schedule(TOPIC, 1, { id: 'blocked' });
+      await waitFor(async () => (await ctx.redis.exists(ctx.keys.topic(TOPIC).blocked)) === 1, 8_000, 'the block');
+      await consumer.close();
+      blocks.push(Number(await ctx.redis.get(ctx.keys.topic(TOPIC).blocked)));
+      return { id: peerEvents, untilMs: blocks[0] };
+    },
+    act: async (ctx, { untilMs }) => {
+      const runs: Array<{ run: string; claimedAt: number }> = [];
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
+        runs.push({ run: `${job.id}@${job.attempt}`, claimedAt: job.claimedAt.getTime() });
+      });
+      await ctx.lost;
+      await waitFor(async () => runs.length === 1 && (await drained(ctx)), 8_000, 'the job after the block');
+      await consumer.close();
+      return { runs, untilMs };
+    },
+    check: async (ctx, { id }, { runs, untilMs }) => {
+      expect(runs.map((r) => r.run)).toEqual([`${id}@1`]);
+      expect(runs[0].claimedAt).toBeGreaterThanOrEqual(untilMs);
+      expect(await deadIds(ctx)).toEqual([]);
+    },
+  }),
+  row({
+    name:
+      'unrecoverable failure: a fail record run twice buries the job once after its one run (3 attempts allowed), reported ' +
+      'dead once as unrecoverable',
+    script: failJobScript,
+    options: { delayQueue: { maxAttempts: 3 } },
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'unrecoverable' }),
+    act: async (ctx) => {
+      const attempts: number[] = [];
+      const dead: string[] = [];
+      ctx.events.on('job.dead', (event) => void dead.push(`${event.id}@${event.attempt}:${String(event.unrecoverable)}`));
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
+        attempts.push(job.attempt);
+        throw new UnrecoverableJobError('cannot succeed', { cause: new Error('the reason') });
+      });
+      await ctx.lost;
+      await waitFor(async () => (await ctx.peerQueue.stats(TOPIC)).dead === 1 && (await drained(ctx)), 8_000, 'the dead letter');
+      await consumer.close();
+      return { attempts, dead };
+    },
+    check: async (ctx, id, result) => {
+      const letters = await ctx.peerQueue.deadLetters(TOPIC);
+      expect({ ...result, letters: letters.map((job) => `${job.id}:${job.attempts}:${job.lastError}`) }).toEqual({
+        attempts: [1],
+        dead: [`${id}@1:true`],
+        letters: [`${id}:1:UnrecoverableJobError: cannot succeed`],
+      });
+      expect(letters[0].lastErrorStack).toContain('[cause]: Error: the reason');
     },
   }),
   row({

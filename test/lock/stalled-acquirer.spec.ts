@@ -67,7 +67,7 @@ describe('an acquire whose process stalls past its waitTimeout while the reply w
     await holder.release();
   });
 
-  it('a lock held by another instance, Redis answering a little after the stall: LockAcquireTimeoutError, not a connection error', async () => {
+  it('a lock held by another instance, Redis answering just after the stall: LockAcquireTimeoutError, not a connection error', async () => {
     // Writes are flushed after the current turn: the try goes out only when the stall ends. Redis,
     // paused until a little after that, answers later than the deadline's check after the stall;
     // the time this process was stalled is not Redis's silence.

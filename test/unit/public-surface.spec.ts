@@ -12,7 +12,7 @@ import { exportedNames } from '../../tools/api-docs/public-api.js';
  * budget is a decision: say in CHANGELOG.md what the new names are for.
  */
 const ROOT = process.cwd();
-const MAIN_ENTRY_BUDGET = 125;
+const MAIN_ENTRY_BUDGET = 128;
 const ALL_ENTRIES_BUDGET = 170;
 
 describe('the public surface', () => {

@@ -99,7 +99,8 @@ export interface JobRetriedEvent {
 }
 
 /**
- * A failed job went to the dead-letter set after its last attempt (`job.dead`).
+ * A failed job went to the dead-letter set after its last attempt (`job.dead`), or at once because
+ * its handler threw `UnrecoverableJobError` (`unrecoverable: true`).
  */
 export interface JobDeadEvent {
   /** The topic of the job. */
@@ -112,6 +113,25 @@ export interface JobDeadEvent {
   readonly maxAttempts: number;
   /** The recorded failure message of the last attempt. */
   readonly error: string;
+  /** True when the handler threw `UnrecoverableJobError` (the job was not retried, whatever attempts it had left). */
+  readonly unrecoverable?: boolean;
+}
+
+/**
+ * A handler threw `JobRateLimitedError` (`job.rate-limited`): the job is back in the queue without
+ * spending its attempt, and no job of its topic is claimed until `blockedUntilMs`.
+ */
+export interface JobRateLimitedEvent {
+  /** The topic of the job. */
+  readonly topic: string;
+  /** The job id (given to `schedule()`, or generated). */
+  readonly id: string;
+  /** The attempt that was rate limited (not counted: the next delivery has the same number). */
+  readonly attempt: number;
+  /** The wait the handler asked for. */
+  readonly retryAfterMs: number;
+  /** When the topic's block ends, in Redis server ms (a longer block already in place stays). */
+  readonly blockedUntilMs: number;
 }
 
 /**

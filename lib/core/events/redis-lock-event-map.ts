@@ -2,6 +2,7 @@ import type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobRateLimitedEvent,
   JobRecoveredEvent,
   JobRetriedEvent,
   JobScheduledEvent,
@@ -57,6 +58,8 @@ export interface RedisLockEventMap {
   'job.retried': JobRetriedEvent;
   /** A failed job went to the dead letters. */
   'job.dead': JobDeadEvent;
+  /** A handler threw JobRateLimitedError: the job went back, the topic's claims wait. */
+  'job.rate-limited': JobRateLimitedEvent;
   /** A job whose consumer went silent was taken back. */
   'job.recovered': JobRecoveredEvent;
   /** Jobs of a committed transaction could not be written to Redis yet; retried. */

@@ -70,6 +70,7 @@ export class RedisKeySpace {
       fence: `${base}:fence`,
       paused: `${base}:paused`,
       rateLog: `${base}:rate`,
+      blocked: `${base}:blocked`,
       groupsReady: `${base}:groups-ready`,
       groupsOut: `${base}:groups-out`,
       groupLimit: `${base}:group-limit`,
@@ -183,6 +184,11 @@ export interface TopicKeys {
   readonly paused: string;
   /** zset of the shard's recent claims (member -> server µs) counted by a consumer's `rateLimit` (a sliding log). */
   readonly rateLog: string;
+  /**
+   * Present while a handler's `JobRateLimitedError` blocks the shard's claims: its value is the server
+   * ms when the block ends, and it expires then (see topic-block-lua-snippet.ts).
+   */
+  readonly blocked: string;
   /** zset group -> due score of its next job: the groups that may start a job now (see the groups snippet). */
   readonly groupsReady: string;
   /** hash group -> its jobs out of the group's queue (running, or waiting for a retry). */

@@ -38,6 +38,8 @@ const SHUTDOWN_REDIS_GRACE_MS = 1_000;
 export interface ConsumerContext {
   readonly connection: RedisConnection;
   readonly keys: TopicKeys;
+  /** The keys of the topic's other shards, for a consumer that is one shard's part of a ShardedConsumer. */
+  readonly otherShards?: readonly TopicKeys[];
   readonly retention: RedisLockConfig['delayQueue']['retention'];
   readonly logger: Logger;
   /** Where job life-cycle events go (absent: none are emitted). */
@@ -119,6 +121,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       topic,
       connection,
       keys,
+      otherShards: context.otherShards,
       options,
       retention,
       logger,

@@ -139,7 +139,7 @@ export class JobClaimer {
     for (const job of recovered) {
       const base = { topic, id: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts };
       events.emit('job.recovered', { ...base, requeued: job.requeued });
-      if (!job.requeued) events.emit('job.dead', { ...base, error: VISIBILITY_EXPIRED_ON_LAST_ATTEMPT });
+      if (!job.requeued) events.emit('job.dead', { ...base, error: VISIBILITY_EXPIRED_ON_LAST_ATTEMPT, unrecoverable: false });
     }
   }
 }

@@ -8,6 +8,7 @@ import { DeliveryContext } from './delivery-context.js';
 import { isWatched, visibilityLost, type HeldJob } from './held-job.js';
 import type { JobProgress } from './job-progress.js';
 import type { JobSettlement } from './job-settlement.js';
+import { JobRateLimitedError } from '../../core/errors/job-rate-limited.error.js';
 import type { ServerClock } from './server-clock.js';
 import { PREFETCH_DEPTH, SlotTurnover } from './slot-turnover.js';
 import type { VisibilityKeeper } from './visibility-keeper.js';
@@ -242,7 +243,8 @@ export class JobRunner<T> {
       // A job cancelled while it ran is gone whatever its handler did: reported as cancelled only.
       if (job.cancelled) events!.emit('job.cancelled', base);
       else if (succeeded) events!.emit('job.succeeded', base);
-      else events!.emit('job.failed', { ...base, error: failure });
+      // A rate-limited job did not fail: `job.rate-limited` follows once Redis has it back.
+      else if (!(failure instanceof JobRateLimitedError)) events!.emit('job.failed', { ...base, error: failure });
     }
     if (job.abandoned) {
       this.context.visibility.forget(job);

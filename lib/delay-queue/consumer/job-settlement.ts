@@ -15,6 +15,10 @@ import type { RedisFailureStreak } from './redis-failure-streak.js';
 import type { VisibilityKeeper } from './visibility-keeper.js';
 import { releaseGroupTurnScript } from '../scripts/release-group-turn.lua.js';
 import { errorMessage } from '../../core/errors/error-message.js';
+import { UnrecoverableJobError } from '../../core/errors/unrecoverable-job.error.js';
+import { JobRateLimitedError } from '../../core/errors/job-rate-limited.error.js';
+import { postponeRateLimitedJobScript } from '../scripts/postpone-rate-limited-job.lua.js';
+import { blockTopicScript } from '../scripts/block-topic.lua.js';
 
 /** What a settlement needs from its consumer. */
 interface JobSettlementContext {
@@ -22,6 +26,8 @@ interface JobSettlementContext {
   readonly connection: RedisConnection;
   /** The topic shard's keys. */
   readonly keys: TopicKeys;
+  /** The keys of the topic's other shards (a sharded topic), blocked as well when a job is rate limited. */
+  readonly otherShards?: readonly TopicKeys[];
   readonly options: ResolvedConsumerOptions;
   readonly retention: RedisLockConfig['delayQueue']['retention'];
   readonly logger: Logger;
@@ -36,8 +42,10 @@ interface JobSettlementContext {
 
 /**
  * Writes the outcomes of claims other than success to Redis (acknowledgements are the ack queue's):
- * failures (retry with backoff or dead letter) and hand-backs (prefetched jobs a busy consumer
- * cannot start soon, and whatever is left at shutdown). A claim stays held (its visibility deadline
+ * failures (retry with backoff or dead letter; straight to the dead letters for an
+ * UnrecoverableJobError), rate-limited jobs (a JobRateLimitedError: back to the queue, attempt undone,
+ * the topic's claims blocked) and hand-backs (prefetched jobs a busy consumer cannot start soon, and
+ * whatever is left at shutdown). A claim stays held (its visibility deadline
  * extended) until its outcome is written; whatever is never written comes back when its visibility
  * deadline passes (at-least-once delivery).
  */
@@ -46,9 +54,13 @@ export class JobSettlement {
 
   constructor(private readonly context: JobSettlementContext) {}
 
-  /** Records a failed attempt: a retry after the job's backoff, or the dead letters on the last attempt. */
+  /**
+   * Records a failed attempt: a retry after the job's backoff, or the dead letters on the last attempt
+   * or for an UnrecoverableJobError; a JobRateLimitedError postpones the job instead (no attempt spent).
+   */
   recordFailure<T>(job: HeldJob, decoded: DecodedJob<T> | undefined, failure: unknown): void {
-    this.track(this.writeFailure(job, decoded, failure));
+    if (failure instanceof JobRateLimitedError && decoded) this.track(this.postpone(job, decoded, failure));
+    else this.track(this.writeFailure(job, decoded, failure));
   }
 
   /**
@@ -135,8 +147,9 @@ export class JobSettlement {
     const { topic, options, retention, events, logger } = this.context;
     const attempt = decoded?.attempts ?? 1;
     const maxAttempts = decoded?.maxAttempts ?? options.maxAttempts;
-    // A body this version cannot read will not get better with retries.
-    const last = !decoded || attempt >= maxAttempts;
+    // A body this version cannot read will not get better with retries, nor a job its handler says cannot succeed.
+    const unrecoverable = failure instanceof UnrecoverableJobError;
+    const last = !decoded || unrecoverable || attempt >= maxAttempts;
     const delay = last ? -1 : backoffDelay(decoded?.backoff ?? options.backoff, attempt);
     const message = describeFailure(failure);
     const stack = failureStack(failure);
@@ -152,14 +165,15 @@ export class JobSettlement {
         deadMaxAgeMs: retention.deadLetterMaxAge,
       });
       if (outcome === 'dead' && events?.wants('job.dead')) {
-        events.emit('job.dead', { topic, id: job.id, attempt, maxAttempts, error: message });
+        events.emit('job.dead', { topic, id: job.id, attempt, maxAttempts, error: message, unrecoverable });
       } else if (outcome === 'requeued' && events?.wants('job.retried')) {
         events.emit('job.retried', { topic, id: job.id, attempt, maxAttempts, delayMs: delay, error: message });
       }
       if (outcome === 'dead') {
+        const why = unrecoverable && attempt < maxAttempts ? ' as unrecoverable (not retried)' : '';
         logger.error(
           `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} failed on attempt ${attempt} of ${maxAttempts} ` +
-            `and was moved to the dead letters (retryDead() requeues it): ${message}`,
+            `and was moved to the dead letters${why} (retryDead() requeues it): ${message}`,
           stack,
         );
       } else if (outcome === 'requeued') {
@@ -170,6 +184,40 @@ export class JobSettlement {
       }
     });
     this.context.visibility.forget(job);
+  }
+
+  /**
+   * A handler threw JobRateLimitedError: the job goes back to its place in the queue with its attempt
+   * undone and the shard's claims are blocked for `retryAfterMs` (postpone-rate-limited-job), retried
+   * while the claim is held; then the topic's other shards get the same block's end (one try each: a
+   * shard left unblocked runs its jobs, which meet the limit and come back the same way).
+   */
+  private async postpone<T>(job: HeldJob, decoded: DecodedJob<T>, limited: JobRateLimitedError): Promise<void> {
+    const { connection, keys, topic, logger, events, otherShards = [] } = this.context;
+    const { retryAfterMs } = limited;
+    let reply: Awaited<ReturnType<typeof postponeRateLimitedJobScript.call>> | undefined;
+    await this.retryWhileHeld([job], async () => {
+      const args = { id: job.id, token: job.token, dueScore: String(job.dueScore), retryAfterMs };
+      reply = await postponeRateLimitedJobScript.call(connection, keys, args);
+    });
+    this.context.visibility.forget(job);
+    if (!reply?.postponed) return;
+    const untilMs = reply.blockedUntilMs;
+    if (untilMs > 0) {
+      const blocks = otherShards.map((shard) =>
+        blockTopicScript.call(connection, shard, { untilMs }).catch((error: unknown) => {
+          logger.warn(`Could not block shard ${JSON.stringify(shard.topic)} of topic ${JSON.stringify(topic)}: ${describeFailure(error)}`);
+        }),
+      );
+      await Promise.all(blocks);
+    }
+    logger.warn(
+      `Job ${JSON.stringify(job.id)} of topic ${JSON.stringify(topic)} was rate limited on attempt ${decoded.attempts}: back in ` +
+        `the queue without spending the attempt; no job of the topic starts for ${retryAfterMs} ms`,
+    );
+    if (events?.wants('job.rate-limited')) {
+      events.emit('job.rate-limited', { topic, id: job.id, attempt: decoded.attempts, retryAfterMs, blockedUntilMs: untilMs });
+    }
   }
 
   /**

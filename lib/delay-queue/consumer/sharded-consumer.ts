@@ -48,7 +48,7 @@ export class ShardedConsumer<T = unknown> implements Consumer {
           handler,
           { ...options, concurrency: Math.max(1, base + (i < extra ? 1 : 0)), rateLimit: rateShare(i) },
           // The parts report to this consumer; the service hears once, when every part has closed.
-          { ...context, keys, onClosed: () => undefined },
+          { ...context, keys, otherShards: shards.filter((other) => other !== keys), onClosed: () => undefined },
         ),
     );
     this.onClosed = context.onClosed;

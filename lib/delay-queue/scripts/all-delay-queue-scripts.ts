@@ -1,6 +1,7 @@
 import type { RedisScript } from '../../core/redis/redis-script.js';
 import { ackJobsScript } from './ack-jobs.lua.js';
 import { advanceRepeatScript } from './advance-repeat.lua.js';
+import { blockTopicScript } from './block-topic.lua.js';
 import { cancelJobScript } from './cancel-job.lua.js';
 import { cancelWaitingJobScript } from './cancel-waiting-job.lua.js';
 import { claimDueJobsScript } from './claim-due-jobs.lua.js';
@@ -9,6 +10,7 @@ import { extendJobsScript } from './extend-jobs.lua.js';
 import { failJobScript } from './fail-job.lua.js';
 import { listJobsScript } from './list-jobs.lua.js';
 import { pauseTopicScript } from './pause-topic.lua.js';
+import { postponeRateLimitedJobScript } from './postpone-rate-limited-job.lua.js';
 import { readDeadLettersScript } from './read-dead-letters.lua.js';
 import { readJobScript } from './read-job.lua.js';
 import { readRepeatsScript } from './read-repeats.lua.js';
@@ -29,6 +31,7 @@ import { writeOutboxJobScript } from './write-outbox-job.lua.js';
 export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   ackJobsScript,
   advanceRepeatScript,
+  blockTopicScript,
   cancelJobScript,
   cancelWaitingJobScript,
   claimDueJobsScript,
@@ -37,6 +40,7 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   failJobScript,
   listJobsScript,
   pauseTopicScript,
+  postponeRateLimitedJobScript,
   readDeadLettersScript,
   readJobScript,
   readRepeatsScript,

@@ -1,6 +1,7 @@
 import { JobScript } from './job-script.js';
 import { LUA_COMPLETE_JOB } from './complete-job-lua-snippet.js';
 import { LUA_NEXT_WAKE, LUA_RATE_LOG, LUA_RECOVER_EXPIRED, LUA_TAKE_JOBS } from './claim-steps-lua-snippets.js';
+import { LUA_TOPIC_BLOCK } from './topic-block-lua-snippet.js';
 
 /**
  * The consumer's one round trip, in named steps (the steps' Lua: complete-job-lua-snippet.ts and
@@ -8,8 +9,8 @@ import { LUA_NEXT_WAKE, LUA_RATE_LOG, LUA_RECOVER_EXPIRED, LUA_TAKE_JOBS } from 
  *
  * 1. acknowledge the finished jobs the call carries;
  * 2. recoverExpired: jobs whose visibility passed go back to DUE (or dead on their last attempt);
- * 3. one read tells whether the shard uses pause, groups or held turns at all (a plain topic pays it
- *    alone); held group turns whose deadline passed are released;
+ * 3. one read tells whether the shard uses pause, a rate-limited block, groups or held turns at all (a
+ *    plain topic pays it alone); held group turns whose deadline passed are released;
  * 4. the previous claim's record, whose reply has arrived, is deleted;
  * 5. the rate log is trimmed and tells how many claims this consumer's window allows;
  * 6. replayClaim (a second run of this call answers what the first took) or takeDueJobs: up to
@@ -23,7 +24,10 @@ import { LUA_NEXT_WAKE, LUA_RATE_LOG, LUA_RECOVER_EXPIRED, LUA_TAKE_JOBS } from 
  * claims nothing new, so no job is left claimed by a reply nobody received, which would cost it an
  * attempt. Acknowledgements and recovery are state checks, no-ops when repeated. While KEY.paused
  * exists nothing is claimed (acknowledgements and recovery go on) and no consumer is woken for due
- * jobs. With a rate limit (rateMax > 0), the claims of the last rateWindowMs on the server clock never
+ * jobs. While KEY.blocked holds a later server ms (a handler's JobRateLimitedError,
+ * topic-block-lua-snippet.ts) nothing is claimed either, and nextWakeMs is not before the block's end
+ * (as for the rate limit's next free moment), so consumers sleep until it instead of calling again.
+ * With a rate limit (rateMax > 0), the claims of the last rateWindowMs on the server clock never
  * exceed rateMax; jobs over it wait, and nextWakeMs says when the window lets the next one through.
  *
  * KEYS and ARGV by name (the contract below; every key is one of the topic shard's, RedisKeySpace.topic,
@@ -42,7 +46,21 @@ import { LUA_NEXT_WAKE, LUA_RATE_LOG, LUA_RECOVER_EXPIRED, LUA_TAKE_JOBS } from 
 export const claimDueJobsScript = new JobScript(
   'claimDueJobs',
   {
-    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'fence', 'paused', 'rateLog', 'completed', 'results', 'previousRecord'],
+    keys: [
+      'due',
+      'jobs',
+      'active',
+      'dead',
+      'marker',
+      'record',
+      'fence',
+      'paused',
+      'rateLog',
+      'completed',
+      'results',
+      'previousRecord',
+      'blocked',
+    ],
     args: {
       maxClaims: 'int',
       visibilityMs: 'int',
@@ -64,7 +82,7 @@ local keep = keepOf(ARG.keepsCompleted, KEY.completed, KEY.results, ARG.keepCoun
 local acked, trimLeft = acknowledge(ACKS_FROM, ACKS_STRIDE, keep)
 local recovered = recoverExpired(ARG.defaultMaxAttempts, ARG.deadMaxCount, ARG.deadMaxAgeMs)
 
-local plain = redis.call('exists', KEY.paused, GROUPS_READY, GROUPS_HELD) == 0
+local plain = redis.call('exists', KEY.paused, GROUPS_READY, GROUPS_HELD, KEY.blocked) == 0
 if plain then
   groupsMayBeReady = false -- until a group's turn is added (refreshGroup sets it again)
 else
@@ -72,28 +90,30 @@ else
 end
 if ARG.deletePrevious then redis.call('del', KEY.previousRecord) end
 local paused = not plain and redis.call('exists', KEY.paused) == 1
+local blockEnd = plain and -1 or blockEndOf(KEY.blocked)
+local held = paused or blockEnd > 0
 
 local rateMax, rateWindowMs = ARG.rateMax, ARG.rateWindowMs
 if rateMax > 0 then trimRateLog(KEY.rateLog, rateWindowMs) end
 local allowed = ARG.maxClaims
-if rateMax > 0 and allowed > 0 and not paused then allowed = rateAllowance(KEY.rateLog, rateMax, rateWindowMs, allowed) end
+if rateMax > 0 and allowed > 0 and not held then allowed = rateAllowance(KEY.rateLog, rateMax, rateWindowMs, allowed) end
 
 local claimed, claimedUs = replayClaim()
 if claimed == nil then
   claimed, claimedUs = {}, nowUs
-  if allowed > 0 and not paused then
+  if allowed > 0 and not held then
     local ids, tokens
     claimed, ids, tokens = takeDueJobs(allowed, not plain, KEY.fence, ARG.visibilityMs, ARG.deadMaxCount, ARG.deadMaxAgeMs)
     if rateMax > 0 and #ids > 0 then logClaims(KEY.rateLog, ids, tokens) end
   end
 end
 
-local rateFree = -1
-if rateMax > 0 and not paused then rateFree = rateFreeMs(KEY.rateLog, rateMax, rateWindowMs) end
+local rateFree = blockEnd
+if rateMax > 0 and not held then rateFree = rateFreeMs(KEY.rateLog, rateMax, rateWindowMs) end
 local nextWake, more, nextDue = nextWakeOf(paused, not plain, rateFree, trimLeft)
 return { nowUs, nextWake, more, acked, claimed, recovered, nextDue, claimedUs }
 `,
-  [LUA_COMPLETE_JOB, LUA_RECOVER_EXPIRED, LUA_RATE_LOG, LUA_TAKE_JOBS, LUA_NEXT_WAKE],
+  [LUA_COMPLETE_JOB, LUA_RECOVER_EXPIRED, LUA_RATE_LOG, LUA_TOPIC_BLOCK, LUA_TAKE_JOBS, LUA_NEXT_WAKE],
 );
 
 /** A job the claim took: its stored body and its score in the due set (due ms * SLOTS + FIFO slot). */

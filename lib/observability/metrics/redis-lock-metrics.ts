@@ -93,7 +93,8 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     const outcomes = counter(
       'jobs_total',
       'Job outcomes: scheduled (a job created), duplicate (scheduled with the id of an existing job, which ' +
-        'was kept), replaced, succeeded, failed, retried, dead, recovered (taken back from a consumer that went silent).',
+        'was kept), replaced, succeeded, failed, retried, dead, rate_limited (sent back by JobRateLimitedError), ' +
+        'recovered (taken back from a consumer that went silent).',
       ['topic', 'outcome'],
     );
     const afterCommitRetries = counter(
@@ -219,6 +220,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     });
     this.listen('job.retried', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'retried' }));
     this.listen('job.dead', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'dead' }));
+    this.listen('job.rate-limited', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'rate_limited' }));
     this.listen('job.recovered', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'recovered' }));
     this.listen('job.schedule.retrying', (event) => afterCommitRetries.inc({ topic: this.topicOf(event.topic) }));
     this.listen('job.schedule.lost', (event) => afterCommitLost.inc({ topic: this.topicOf(event.topic) }, event.ids.length));

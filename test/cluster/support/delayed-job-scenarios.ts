@@ -6,7 +6,10 @@ import { Cluster, Redis } from 'ioredis';
 import {
   DelayQueueService,
   JobCancelledError,
+  JobRateLimitedError,
   OnDelayed,
+  RedisLockEvents,
+  UnrecoverableJobError,
   RedisLockModule,
   type JobContext,
   type RedisLockModuleOptions,
@@ -56,6 +59,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       dead: { shards },
       cancel: { shards },
       grouped: { shards },
+      limited: { shards },
     };
     const newApp = async (extra: Partial<RedisLockModuleOptions> = {}, providers: unknown[] = []) => {
       const app = await Test.createTestingModule({
@@ -88,7 +92,9 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       keyPrefix = `dqc-${Math.random().toString(16).slice(2, 10)}`;
       shardMap = new TopicShards(
         new RedisKeySpace(keyPrefix),
-        new Map(shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped'].map((topic) => [topic, shards] as const) : []),
+        new Map(
+          shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped', 'limited'].map((topic) => [topic, shards] as const) : [],
+        ),
       );
       queue = (await newApp()).get(DelayQueueService);
     });
@@ -233,6 +239,49 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
           'the requeued jobs to succeed',
         );
       } finally {
+        await consumer.close();
+      }
+    });
+
+    it('blocks every shard of a rate-limited topic until one end, and buries an unrecoverable job at once', async () => {
+      const limited: Array<{ id: string; blockedUntilMs: number }> = [];
+      const unrecoverable: boolean[] = [];
+      const events = apps[0].get(RedisLockEvents);
+      const onLimited = (event: { id: string; blockedUntilMs: number }) => void limited.push(event);
+      const onDead = (event: { unrecoverable?: boolean }) => void unrecoverable.push(event.unrecoverable === true);
+      events.on('job.rate-limited', onLimited);
+      events.on('job.dead', onDead);
+      const runs: Array<{ id: string; attempt: number; claimedAt: number }> = [];
+      const consumer = queue.consume(
+        'limited',
+        (_payload, job) => {
+          runs.push({ id: job.id, attempt: job.attempt, claimedAt: job.claimedAt.getTime() });
+          if (job.id === 'r' && runs.length === 1) throw new JobRateLimitedError(800);
+          if (job.id === 'u') throw new UnrecoverableJobError('cannot succeed');
+        },
+        { concurrency: 3, maxAttempts: 3 },
+      );
+      try {
+        await queue.schedule('limited', 0, { id: 'r' });
+        await waitFor(() => limited.length === 1, 10_000, 'the rate-limited run');
+        const untilMs = limited[0].blockedUntilMs;
+        const ends = await Promise.all(shardKeys('limited').map((keys) => target.raw().get(keys.blocked)));
+        expect(ends).toEqual(shardKeys('limited').map(() => String(untilMs)));
+        await queue.scheduleMany('limited', [
+          { payload: 0, id: 'u' },
+          ...Array.from({ length: 5 }, (_, i) => ({ payload: i, id: `x-${i}` })),
+        ]);
+        await waitFor(async () => runs.length === 8 && (await queue.stats('limited')).dead === 1, 15_000, 'every job after the block');
+        for (const run of runs.slice(1)) expect(run.claimedAt).toBeGreaterThanOrEqual(untilMs);
+        expect(runs.filter((run) => run.id === 'r').map((run) => run.attempt)).toEqual([1, 1]);
+        expect(runs.filter((run) => run.id === 'u').map((run) => run.attempt)).toEqual([1]);
+        expect(unrecoverable).toEqual([true]);
+        expect((await queue.deadLetters('limited')).map((job) => [job.id, job.lastError])).toEqual([
+          ['u', 'UnrecoverableJobError: cannot succeed'],
+        ]);
+      } finally {
+        events.off('job.rate-limited', onLimited);
+        events.off('job.dead', onDead);
         await consumer.close();
       }
     });

@@ -61,6 +61,7 @@ describe('RedisKeySpace: the key layout', () => {
       results: 'rl:dq:{order.expire}:results',
       paused: 'rl:dq:{order.expire}:paused',
       rateLog: 'rl:dq:{order.expire}:rate',
+      blocked: 'rl:dq:{order.expire}:blocked',
       groupsReady: 'rl:dq:{order.expire}:groups-ready',
       groupsOut: 'rl:dq:{order.expire}:groups-out',
       groupLimit: 'rl:dq:{order.expire}:group-limit',

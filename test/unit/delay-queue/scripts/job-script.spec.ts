@@ -39,7 +39,7 @@ describe('JobScript', () => {
   });
 
   it('gives the claim and the acknowledgement fixed slots: the acknowledgements start at the same slot with or without kept jobs', () => {
-    expect(claimDueJobsScript.contract.keys).toHaveLength(12);
+    expect(claimDueJobsScript.contract.keys).toHaveLength(13);
     expect(claimDueJobsScript.source).toContain('local ACKS_FROM, ACKS_STRIDE = 12, 3');
     expect(ackJobsScript.source).toContain('local ACKS_FROM, ACKS_STRIDE = 4, 3');
     // Every delay-queue script opens with the topic's five keys (topic-base-lua-snippet.ts reads them by position).

@@ -1,0 +1,60 @@
+import { JobScript } from './job-script.js';
+import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_TOPIC_BLOCK } from './topic-block-lua-snippet.js';
+
+/**
+ * A handler threw `JobRateLimitedError(retryAfterMs)`: the job goes back to the queue at the very
+ * score it was claimed from (its place ahead of jobs due later), its attempt undone, and the shard's
+ * claims are blocked until now + retryAfterMs on the server clock (topic-block-lua-snippet.ts; a
+ * longer block already in place stays). A job of a group goes back into its group's queue, at the
+ * head it was taken from, and its group's turn is released (the group starts it again first, once
+ * the block ends). Its claim token stays in the body, so its next claim's fence is above it. One
+ * consumer is woken, so that one claim learns the block's end and watches it.
+ *
+ * KEYS and ARGV by name (the contract below): the five topic keys and the shard's block key; the
+ * job's id, claim token, due score (as claimed) and the block's length in ms.
+ *
+ * Returns { 1 postponed | 0 not claimed under that token any more, the block's end in server ms (-1:
+ * none) }, decoded as { postponed, blockedUntilMs }. Safe to run twice: the job is moved only while
+ * it is still claimed under the token, and the block is set only with that move, so a second run
+ * changes nothing (it answers postponed while the job waits with that token, and the block's end).
+ * A delivery cancelled or replaced while it ran releases the group turn it held, once.
+ */
+export const postponeRateLimitedJobScript = new JobScript(
+  'postponeRateLimitedJob',
+  {
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'blocked'],
+    args: { id: 'text', token: 'text', dueScore: 'text', retryAfterMs: 'int' },
+    decode: (reply) => {
+      const [postponed, blockedUntil] = reply as [number, number];
+      return { postponed: Number(postponed) === 1, blockedUntilMs: Number(blockedUntil) };
+    },
+  },
+  `
+local id = ARG.id
+local body = ownedBody(id, ARG.token)
+if not body then
+  releaseHeldTurn(ARG.token) -- cancelled or replaced while it ran: its handler has returned
+  local stored = redis.call('hget', JOBS, id)
+  local waiting = stored and tokenOf(stored) == ARG.token and not redis.call('zscore', ACTIVE, id)
+    and (redis.call('zscore', DUE, id) or groupQueueScore(id, stored))
+  return { waiting and 1 or 0, blockEndOf(KEY.blocked) }
+end
+redis.call('zrem', ACTIVE, id)
+body = withAttempts(body, math.max(0, (attemptsOf(body) or 1) - 1))
+redis.call('hset', JOBS, id, body)
+local group = groupOf(body)
+if group then
+  redis.call('zadd', groupKey(group), ARG.dueScore, id)
+  releaseTurn(group)
+else
+  redis.call('zadd', DUE, ARG.dueScore, id)
+end
+local untilMs = blockUntil(KEY.blocked, nowMs + ARG.retryAfterMs)
+-- A consumer asleep with nothing due would not look again: woken now, its claim finds the block and
+-- sleeps until the block's end.
+wake(untilMs)
+return { 1, untilMs }
+`,
+  [LUA_TOPIC_PRELUDE, LUA_TOPIC_BLOCK],
+);
