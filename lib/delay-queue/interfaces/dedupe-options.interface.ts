@@ -1,12 +1,4 @@
 /**
- * How `dedupe` folds schedule calls with one key into one job (see docs/delayed-jobs.md, "Throttle and debounce"):
- * - `'throttle'`: the first call creates the job and holds the key for `ttl` ms (counted from that call, on the
- *   Redis clock), even after the job ran; every call meanwhile creates nothing and answers `'existing'` with that job's id;
- * - `'debounce'`: each call restarts the wait and replaces the payload; the job runs once, `ttl` ms after the last call.
- */
-export type DedupeMode = 'throttle' | 'debounce';
-
-/**
  * The `dedupe` option of `schedule()`: at most one job per `key` per `ttl` (throttle), or one job
  * `ttl` ms after the last of a burst of calls, with its payload (debounce), across every instance.
  *
@@ -24,6 +16,12 @@ export interface DedupeOptions {
   key: string;
   /** Milliseconds: a whole number from 1 to 30 days (2_592_000_000). */
   ttl: number;
-  /** Default `'throttle'`. */
-  mode?: DedupeMode;
+  /**
+   * - `'throttle'` (default): the first call creates the job and holds the key for `ttl` ms (counted from
+   *   that call, on the Redis clock), even after the job ran; every call meanwhile creates nothing and
+   *   answers `'existing'` with that job's id;
+   * - `'debounce'`: each call restarts the wait and replaces the payload; the job runs once, `ttl` ms after
+   *   the last call (a call while it runs starts a new period). See docs/delayed-jobs.md, "Throttle and debounce".
+   */
+  mode?: 'throttle' | 'debounce';
 }

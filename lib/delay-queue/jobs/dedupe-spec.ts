@@ -1,7 +1,9 @@
 import type { OptionValidator } from '../../core/options/option-validation.js';
 import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
 import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
-import type { DedupeMode, DedupeOptions } from '../interfaces/dedupe-options.interface.js';
+import type { DedupeOptions } from '../interfaces/dedupe-options.interface.js';
+
+type DedupeMode = NonNullable<DedupeOptions['mode']>;
 import { checkStoredName } from './stored-name.js';
 
 /** Longest dedupe key, in UTF-8 bytes (as a group name: it is stored in a key name and in the job's header). */
