@@ -107,6 +107,9 @@ export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.
 export { JobCancelledError } from './core/errors/job-cancelled.error.js';
 export { UnrecoverableJobError } from './core/errors/unrecoverable-job.error.js';
 export { JobRateLimitedError } from './core/errors/job-rate-limited.error.js';
+export { JobDeadError } from './core/errors/job-dead.error.js';
+export { JobNotFoundError } from './core/errors/job-not-found.error.js';
+export { JobWaitTimeoutError } from './core/errors/job-wait-timeout.error.js';
 export { ConsumerShutdownTimeoutError } from './core/errors/consumer-shutdown-timeout.error.js';
 export { DelayQueueClosedError } from './core/errors/delay-queue-closed.error.js';
 export { DuplicateDelayedHandlerError } from './core/errors/duplicate-delayed-handler.error.js';

@@ -11,6 +11,7 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-l
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
+import { JobWaiters } from './job-waiters.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
@@ -51,6 +52,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     private readonly repeats: RepeatScheduler,
     private readonly enqueuer: JobEnqueuer,
     @Inject(JobOutboxRelay) private readonly outbox: JobOutboxRelay | null,
+    private readonly waiters: JobWaiters,
   ) {}
 
   /**
@@ -103,10 +105,14 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     await this.outbox?.stop();
   }
 
-  /** After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`). */
+  /**
+   * After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`), and
+   * the `waitFor()` calls still pending reject with it.
+   */
   onApplicationShutdown(): void {
     this.consumerRegistry.close();
     this.enqueuer.close();
+    this.waiters.close();
   }
 
   /**

@@ -9,6 +9,7 @@ import { DelayedHandlerMetadataAccessor } from './delayed-handler-metadata.acces
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import { JobEnqueuer, TransactionalOutbox } from './job-enqueuer.js';
 import { JobCommands } from './job-commands.js';
+import { JobWaiters } from './job-waiters.js';
 import { JobWriter } from './writer/job-writer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { TopicDirectory } from './topic-directory.js';
@@ -43,6 +44,7 @@ export const delayQueueProviders: Provider[] = [
   ScheduleChangeRouter,
   JobCommands,
   CancelListener,
+  JobWaiters,
   ConsumerRegistry,
   DelayQueueService,
   DelayedHandlerMetadataAccessor,

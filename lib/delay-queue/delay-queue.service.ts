@@ -25,9 +25,13 @@ import { dueKindArg, prepareJob, type PreparedJob } from './jobs/prepare-job.js'
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobCommands } from './job-commands.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
+import { JobWaiters } from './job-waiters.js';
 
 /** The keys of `reschedule()`'s `when`. */
 const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
+
+/** The keys of `waitFor()`'s options. */
+const WAIT_FOR_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['waitFor']>[2]>>()(['timeout']);
 
 /** The keys of `deadLetters()`'s options. */
 const DEAD_LETTERS_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['deadLetters']>[1]>>()(['limit']);
@@ -80,6 +84,7 @@ export class DelayQueueService {
     private readonly commands: JobCommands,
     private readonly scheduleChanges: ScheduleChangeRouter,
     @Inject(JobOutboxRelay) private readonly outbox: JobOutboxRelay | null,
+    private readonly waiters: JobWaiters,
   ) {}
 
   /** Counters of the transactional outbox (`delayQueue.outbox`), or undefined without one. */
@@ -210,6 +215,41 @@ export class DelayQueueService {
     this.assertId(topic, id);
     this.shardKeys(topic);
     return this.reader.job<T>(topic, id);
+  }
+
+  /**
+   * Resolves with the job's result once it completes, on whichever instance runs it; at once when it
+   * completed already and its consumer keeps completed jobs (`keepCompleted`). The result is the
+   * handler's return value when the consumer keeps completed jobs (as `get()` shows it), else
+   * `undefined`. Waiting costs no polling: one subscription per process and topic, shared by all of
+   * its waiters. See docs/delayed-jobs.md (Waiting for a job).
+   *
+   * @throws JobDeadError (rejects) when the job goes to the dead letters, carrying its last error
+   * @throws JobCancelledError (rejects) when the job is cancelled
+   * @throws JobWaitTimeoutError (rejects) once `timeout` ms passed; the job is left as it is
+   * @throws JobNotFoundError (rejects) when no job of that id exists when the wait begins (never
+   *   scheduled, or not yet: inside a transaction it is written after the commit; removed; or
+   *   completed and not kept)
+   * @throws RedisConnectionError (rejects) when Redis cannot be reached to begin the wait; a wait
+   *   already begun rides out an outage (its job is read again once Redis is back) until its timeout
+   * @throws DelayQueueClosedError (rejects) when the application shuts down while it waits
+   *
+   * `options.timeout`: how long to wait, in ms, before rejecting with `JobWaitTimeoutError`; default: no
+   * timeout, the wait lasts until the job finishes or the application shuts down.
+   *
+   * @example
+   * const id = await delayQueue.schedule('invoice.render', { invoiceId });
+   * const pdfUrl = await delayQueue.waitFor('invoice.render', id, { timeout: 30_000 });
+   */
+  async waitFor(topic: string, id: string, options?: { timeout?: number }): Promise<unknown> {
+    this.assertId(topic, id);
+    this.shardKeys(topic);
+    refuseUnknownKeys(refuseAsInvalidOption, 'waitFor', options, WAIT_FOR_OPTION_KEYS);
+    const timeout = options?.timeout;
+    if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0 || timeout > 2 ** 31 - 1)) {
+      throw new InvalidOptionsError('waitFor.timeout', `got ${describeValue(timeout)}; use a number of ms from 0 to 2147483647`);
+    }
+    return this.waiters.wait(topic, id, timeout);
   }
 
   /**

@@ -51,6 +51,7 @@ import { releasePermitScript } from '../../lib/lock/kinds/semaphore/release-perm
 import { renewPermitsScript } from '../../lib/lock/kinds/semaphore/renew-permits.lua.js';
 import { readDeadLettersScript } from '../../lib/delay-queue/scripts/read-dead-letters.lua.js';
 import { readJobScript } from '../../lib/delay-queue/scripts/read-job.lua.js';
+import { watchJobScript } from '../../lib/delay-queue/scripts/watch-job.lua.js';
 import { topicStatsScript } from '../../lib/delay-queue/scripts/topic-stats.lua.js';
 import { advanceRepeatScript } from '../../lib/delay-queue/scripts/advance-repeat.lua.js';
 import { readRepeatsScript } from '../../lib/delay-queue/scripts/read-repeats.lua.js';
@@ -811,6 +812,32 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, id, existed) => {
       expect(existed).toBe(true);
       await expectGoneFromTopic(ctx, id);
+    },
+  }),
+  row({
+    name: 'waitFor: a wait whose read-and-record runs twice is recorded once and resolves with the result of the one run',
+    script: watchJobScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 3, { id: 'waited' }),
+    act: async (ctx, id) => {
+      const result = ctx.queue.waitFor(TOPIC, id);
+      await ctx.lost;
+      const waited = await ctx.redis.hgetall(ctx.keys.topic(TOPIC).waited);
+      const runs: string[] = [];
+      const consumer = ctx.peerQueue.consume(
+        TOPIC,
+        (payload: number, job) => {
+          runs.push(`${job.id}@${job.attempt}`);
+          return payload * 2;
+        },
+        { keepCompleted: { count: 10 } },
+      );
+      const value = await result;
+      await consumer.close();
+      return { value, waited, runs };
+    },
+    check: async (ctx, id, { value, waited, runs }) => {
+      expect({ value, waited, runs }).toEqual({ value: 6, waited: { [id]: 'publish' }, runs: [`${id}@1`] });
+      expect(await ctx.redis.exists(ctx.keys.topic(TOPIC).waited)).toBe(0);
     },
   }),
   row({

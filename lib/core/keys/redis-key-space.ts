@@ -78,6 +78,8 @@ export class RedisKeySpace {
       cancelChannel: `${base}:cancel`,
       completed: `${base}:completed`,
       results: `${base}:results`,
+      waited: `${base}:waited`,
+      outcomeChannel: `${base}:outcomes`,
       repeats: `${base}:repeats`,
       repeatNext: `${base}:repeat-next`,
       repeatLast: `${base}:repeat-last`,
@@ -210,6 +212,18 @@ export interface TopicKeys {
   readonly completed: string;
   /** hash id -> the handler's return value as JSON, for kept completed jobs that returned one. */
   readonly results: string;
+  /**
+   * hash id -> publish command ('publish' | 'spublish') of the jobs some process waits for
+   * (`waitFor`, see scripts/watch-job.lua.ts); an entry goes when its job finishes. The Lua names it
+   * from the shard's prefix (lua-snippets.ts, announceOutcome): the same name.
+   */
+  readonly waited: string;
+  /**
+   * Pub/sub channel (SPUBLISH on a cluster) where a waited job's outcome is announced:
+   * `<kind><id length>:<id><detail>`, kind `c` completed (detail: its kept result JSON, or none),
+   * `d` dead (its failure as stored), `x` cancelled.
+   */
+  readonly outcomeChannel: string;
   /** hash schedule id -> its stored definition (the repeatable schedules; see repeat-lua-snippets.ts for these six keys). */
   readonly repeats: string;
   /** zset schedule id -> the tick whose job was enqueued last (epoch ms). */

@@ -272,6 +272,15 @@ export function encodeFailure(message: string, stack: string | undefined): strin
   return JSON.stringify(stack === undefined ? message : [message, stack]);
 }
 
+/** A failure as stored (`encodeFailure`'s text, or 'null' for none) decoded: its message and stack. */
+export function decodeFailure(storedJson: string): { lastError?: string; lastErrorStack?: string } {
+  try {
+    return readFailure(JSON.parse(storedJson));
+  } catch {
+    return NO_FAILURE;
+  }
+}
+
 function readFailure(stored: unknown): { lastError?: string; lastErrorStack?: string } {
   if (typeof stored === 'string') return { lastError: stored };
   if (Array.isArray(stored) && typeof stored[0] === 'string') {

@@ -25,6 +25,7 @@ import { setGroupLimitScript } from './set-group-limit.lua.js';
 import { setProgressScript } from './set-progress.lua.js';
 import { topicStatsScript } from './topic-stats.lua.js';
 import { upsertRepeatScript } from './upsert-repeat.lua.js';
+import { watchJobScript } from './watch-job.lua.js';
 import { writeOutboxJobScript } from './write-outbox-job.lua.js';
 
 /** Every script of the delay-queue engine (one per `*.lua.ts` file of this folder), for preloading at bootstrap. */
@@ -55,5 +56,6 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   setProgressScript,
   topicStatsScript,
   upsertRepeatScript,
+  watchJobScript,
   writeOutboxJobScript,
 ];

@@ -38,6 +38,7 @@ elseif body and removeFromGroup(id, body) then
   redis.call('hdel', JOBS, id)
   outcome = 1
 end
+if outcome == 1 then announceOutcome(id, 'x') end
 recordReply(outcome)
 return outcome
 `,

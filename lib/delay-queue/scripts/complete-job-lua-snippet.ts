@@ -41,6 +41,7 @@ local completedIds = {}
 local function completeJob(id, body, resultJson, keep)
   completedIds[#completedIds + 1] = id
   groupJobFinished(body)
+  announceOutcome(id, 'c', resultJson)
   if keep then
     redis.call('zadd', keep.completed, nowMs, id)
     if resultJson ~= nil and resultJson ~= '' then

@@ -46,9 +46,30 @@ local function forgetCompleted(id)
   redis.call('hdel', KEY.results, id)
 end
 
+-- The ids someone waits for (DelayQueueService.waitFor, watch-job.lua.ts) and the channel their
+-- outcome is announced on: the shard's '<shard>:waited' hash (id -> the waiter's publish command,
+-- 'publish' or 'spublish') and '<shard>:outcomes' (RedisKeySpace.topic names both). A script that
+-- finishes a job announces it only when that hash holds its id, so a topic nobody waits on pays
+-- one EXISTS per script run and publishes nothing.
+local WAITED = SHARD .. ':waited'
+local anyWaited = nil
+
+-- Announces that job 'id' finished ('c' completed, detail its result JSON or ''; 'd' dead, detail its
+-- failure as stored; 'x' cancelled, detail '') to the processes waiting for it, as
+-- '<kind><id length>:<id><detail>', and forgets that it was waited for: an outcome is announced once.
+local function announceOutcome(id, kind, detail)
+  if anyWaited == nil then anyWaited = redis.call('exists', WAITED) == 1 end
+  if not anyWaited then return end
+  local command = redis.call('hget', WAITED, id)
+  if not command then return end
+  redis.call('hdel', WAITED, id)
+  redis.call(command, SHARD .. ':outcomes', kind .. #id .. ':' .. id .. (detail or ''))
+end
+
 -- A job that was out (claimed, or waiting for a retry) goes dead: its group may start the next one.
 local function bury(id, body, errorJson, maxCount, maxAge)
   groupJobFinished(body)
+  announceOutcome(id, 'd', errorJson)
   if maxCount <= 0 then
     redis.call('hdel', JOBS, id)
     return

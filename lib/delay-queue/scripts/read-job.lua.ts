@@ -1,5 +1,5 @@
 import { JobScript } from './job-script.js';
-import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_READ_JOB } from './read-job-lua-snippet.js';
 
 /** A job and where it is, as read-job answers it (raw: the inspector turns it into a `DelayedJob`). */
 export interface JobRead {
@@ -25,11 +25,7 @@ export interface JobRead {
  * KEYS and ARGV by name (the contract below): the five topic keys, the completed zset and the results
  * hash (see complete-job-lua-snippet.ts); the job's id.
  *
- * Returns { nowMs, body|nil, due score|nil, visibility deadline|nil, time of death|nil,
- *           finishedAt|nil, result JSON|nil }, decoded into a JobRead; the due score is also that of
- * a job waiting in its group's queue (see group-lua-snippet.ts). finishedAt and the result are read
- * only for a job in none of DUE, ACTIVE, DEAD and its group's queue (a kept completed job; an id
- * scheduled again is that new job).
+ * Returns readJobState's snapshot (read-job-lua-snippet.ts), decoded into a JobRead.
  */
 export const readJobScript = new JobScript(
   'readJob',
@@ -39,21 +35,13 @@ export const readJobScript = new JobScript(
     decode: decodeJobRead,
   },
   `
-local id = ARG.id
-local body, due, active, dead = redis.call('hget', JOBS, id), redis.call('zscore', DUE, id),
-  redis.call('zscore', ACTIVE, id), redis.call('zscore', DEAD, id)
-if body and not due then due = groupQueueScore(id, body) or false end
-local finished, result = false, false
-if body and not (due or active or dead) then
-  finished = redis.call('zscore', KEY.completed, id)
-  if finished then result = redis.call('hget', KEY.results, id) end
-end
-return { nowMs, body, due, active, dead, finished, result }
+return readJobState(ARG.id)
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_READ_JOB],
 );
 
-function decodeJobRead(reply: unknown): JobRead {
+/** The reply of readJobState (read-job-lua-snippet.ts) as a JobRead. */
+export function decodeJobRead(reply: unknown): JobRead {
   const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result] = reply as (string | number | null)[];
   const msOrNull = (value: string | number | null | undefined) => (value == null ? null : Number(value));
   const textOrNull = (value: string | number | null | undefined) => (value == null ? null : String(value));

@@ -60,6 +60,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       cancel: { shards },
       grouped: { shards },
       limited: { shards },
+      waited: { shards },
     };
     const newApp = async (extra: Partial<RedisLockModuleOptions> = {}, providers: unknown[] = []) => {
       const app = await Test.createTestingModule({
@@ -93,7 +94,9 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       shardMap = new TopicShards(
         new RedisKeySpace(keyPrefix),
         new Map(
-          shards > 1 ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped', 'limited'].map((topic) => [topic, shards] as const) : [],
+          shards > 1
+            ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped', 'limited', 'waited'].map((topic) => [topic, shards] as const)
+            : [],
         ),
       );
       queue = (await newApp()).get(DelayQueueService);
@@ -335,6 +338,40 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         expect(await queue.get('cancel', id)).toBeNull();
       } finally {
         await consumer?.close();
+      }
+    });
+
+    it('waitFor answers the outcome of each job from another instance (sharded pub/sub on a cluster)', async () => {
+      const runner = (await newApp()).get(DelayQueueService);
+      let release!: () => void;
+      const go = new Promise<void>((resolve) => (release = resolve));
+      const consumer = runner.consume<number>(
+        'waited',
+        async (n) => {
+          await go;
+          if (n < 0) throw new Error('negative');
+          return n * 2;
+        },
+        { keepCompleted: { count: 100 }, concurrency: 20 },
+      );
+      try {
+        const ids = await queue.scheduleMany('waited', [
+          ...Array.from({ length: 12 }, (_, n) => ({ payload: n })),
+          { payload: -1, maxAttempts: 1 },
+        ]);
+        const outcomes = ids.map((id) => queue.waitFor('waited', id).catch((error: Error) => error.name));
+        const waitedIds = async () => (await Promise.all(shardKeys('waited').map((k) => target.raw().hkeys(k.waited)))).flat();
+        await waitFor(async () => (await waitedIds()).length === ids.length, 10_000, 'every wait in place');
+        for (const k of shardKeys('waited')) expect(calculateSlot(k.outcomeChannel)).toBe(calculateSlot(k.jobs));
+        release();
+        expect(await within(Promise.all(outcomes), 10_000, 'the outcomes')).toEqual([
+          ...Array.from({ length: 12 }, (_, n) => n * 2),
+          'JobDeadError',
+        ]);
+        expect(await waitedIds()).toEqual([]);
+        expect(await queue.waitFor('waited', ids[5])).toBe(10);
+      } finally {
+        await consumer.close();
       }
     });
 
