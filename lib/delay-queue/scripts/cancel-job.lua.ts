@@ -49,11 +49,8 @@ if body then
   elseif deadline then holdGroupTurn(body, tonumber(deadline))
   else removeFromGroup(id, body) end
   forgetCompleted(id)
-<<<<<<< HEAD
   releaseDedupe(id, body)
-=======
   announceOutcome(id, 'x')
->>>>>>> main
 end
 if deadline then
   redis.call('zrem', ACTIVE, id)
