@@ -275,7 +275,8 @@ async function main(): Promise<void> {
       `Plan: ${JSON.stringify(PLAN)}. The 3 instances run in one process (each its own connection).`,
       '',
       '| contender | calls | calls/s achieved | runs | keys whose calls may have paused over ttl mid-burst | ' +
-        'keys not run once per quiet period with the last payload (run count wrong / last run without it) | client CPU µs/call | Redis CPU µs/call |',
+        'keys not run once per quiet period with the last payload (run count wrong / last run without it) | ' +
+        'client CPU µs/call | Redis CPU µs/call |',
       '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
       ...results.map(
         (r) =>

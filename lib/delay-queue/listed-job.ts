@@ -36,6 +36,8 @@ export interface ListedJob {
   readonly lastError?: string;
   /** The last progress its handler recorded (`JobContext.progress`), if any. */
   readonly progress?: unknown;
+  /** Its priority among due jobs (`schedule(…, { priority })`), when it has one above 0. */
+  readonly priority?: number;
   /** The payload as JSON text, shortened to a preview. */
   readonly payloadPreview: string;
   /** Length of the whole payload's JSON text. */
@@ -72,7 +74,7 @@ export const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => 
  */
 export function toListedJob(row: ListedRow, state: ListedJobState, previewLength: number): ListedJob {
   const { payloadHead: head, payloadBytes: bytes } = row;
-  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
+  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown; priority?: number };
   try {
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
     job = decodeHeader(row.header);
@@ -96,6 +98,7 @@ export function toListedJob(row: ListedRow, state: ListedJobState, previewLength
     ...times,
     lastError: job.lastError,
     ...(job.progress === undefined ? {} : { progress: job.progress }),
+    ...(job.priority === undefined ? {} : { priority: job.priority }),
     payloadPreview: previewOf(head, bytes, previewLength),
     payloadLength: bytes,
   };

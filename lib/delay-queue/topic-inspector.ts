@@ -52,6 +52,7 @@ export class TopicInspector {
       lastErrorStack,
       progress,
       group: job.group,
+      priority: job.priority ?? 0,
     };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
@@ -95,7 +96,7 @@ export class TopicInspector {
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
     for (const letters of perShard)
       for (const { id, body, diedAtMs } of letters) {
-        const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(body);
+        const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress, priority } = decodeJobLeniently<T>(body);
         const diedAt = new Date(diedAtMs);
         const job = {
           id,
@@ -108,6 +109,7 @@ export class TopicInspector {
           diedAt,
           lastError,
           lastErrorStack,
+          priority: priority ?? 0,
         };
         result.push(progress === undefined ? job : { ...job, progress });
       }

@@ -52,6 +52,8 @@ export interface DelayedJob<T = unknown> {
    * its own due time; `stats()` counts it in `grouped`.
    */
   readonly group?: string;
+  /** The job's priority among due jobs (`schedule(…, { priority })`, smaller first); 0 when it has none. */
+  readonly priority: number;
 }
 
 /** Counts of one topic, from one consistent snapshot. */

@@ -31,6 +31,8 @@ export interface DecodedJob<T = unknown> {
   readonly group?: string;
   /** The dedupe it was scheduled with, as stored (dedupe-spec.ts), when it had one. */
   readonly dedupe?: string;
+  /** Its priority among due jobs (smaller first); absent for 0. */
+  readonly priority?: number;
   /** The last progress a handler recorded (`JobContext.progress`), when there was one. */
   readonly progress?: unknown;
   readonly payload: T;
@@ -72,16 +74,22 @@ export interface ScheduledJobFields {
   readonly group?: string;
   /** The stored dedupe (dedupe-spec.ts: `encodeDedupe`). */
   readonly dedupe?: string;
+  /** Left out when 0. */
+  readonly priority?: number;
 }
 
 /** The header fields written at schedule, then the payload: what the store-job snippet completes with the creation time. */
-export function encodeBodyTail(payloadJson: string, { maxAttempts, backoff, traceparent, group, dedupe }: ScheduledJobFields = {}): string {
+export function encodeBodyTail(
+  payloadJson: string,
+  { maxAttempts, backoff, traceparent, group, priority, dedupe }: ScheduledJobFields = {},
+): string {
   return (
     encodeFields({
       maxAttempts: maxAttempts === undefined ? undefined : String(maxAttempts),
       backoff: backoff && JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]),
       group,
       dedupe,
+      priority: priority ? String(priority) : undefined,
       traceparent: traceparent !== undefined && TRACEPARENT.test(traceparent) ? traceparent : undefined,
     }) +
     HEADER_END +
@@ -254,6 +262,7 @@ function decodeFields(fields: JobHeaderFields): Omit<DecodedJob, 'payload'> {
     lastErrorStack,
     group: fields.group,
     dedupe: fields.dedupe,
+    priority: fields.priority === undefined ? undefined : number(fields.priority, 'priority'),
     traceparent: fields.traceparent,
     progress: fields.progress === undefined ? undefined : (JSON.parse(JSON.parse(fields.progress) as string) as unknown),
   };

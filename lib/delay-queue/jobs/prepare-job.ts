@@ -5,14 +5,24 @@ import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.
 import { OPTION_BOUNDS } from '../../core/options/option-bounds.js';
 import { OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
-import { MAX_DUE_MS, MAX_GROUP_BYTES, MAX_JOB_ID_BYTES } from './delay-queue.constants.js';
+import { MAX_DUE_MS, MAX_GROUP_BYTES, MAX_JOB_ID_BYTES, MAX_PRIORITY } from './delay-queue.constants.js';
 import type { ScheduleOptions } from '../interfaces/schedule-options.interface.js';
 import { encodeBodyTail, encodePayload } from './job-codec.js';
 import { checkDedupe, encodeDedupe } from './dedupe-spec.js';
 import { checkStoredName } from './stored-name.js';
 
 /** The keys of `schedule()`'s options (and of a `scheduleMany()` job besides `payload`). */
-const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff', 'group', 'dedupe']);
+const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()([
+  'delay',
+  'at',
+  'id',
+  'replace',
+  'maxAttempts',
+  'backoff',
+  'group',
+  'priority',
+  'dedupe',
+]);
 
 /** How a job's `when` gives its due time: `delay`, ms after the script's TIME; `at`, an epoch ms. */
 type DueKind = 'delay' | 'at';
@@ -113,11 +123,20 @@ export function prepareJob(
   const backoff = o.backoff === undefined ? undefined : resolveBackoff(validate, 'backoff', o.backoff, defaults.backoff);
   if (o.replace !== undefined) validate.flag('replace', o.replace);
   const group = o.group === undefined ? undefined : checkGroup(topic, at('group'), o.group);
+  const priority = o.priority === undefined ? undefined : validate.wholeNumber('priority', o.priority, { min: 0, max: MAX_PRIORITY });
+  if (priority && group !== undefined) {
+    throw new InvalidJobError(
+      topic,
+      at('priority'),
+      `is ${priority} on a job of group ${JSON.stringify(group)}; a group runs its jobs in due order, so give its jobs no priority ` +
+        '(or schedule the job without a group)',
+    );
+  }
   return {
     id,
     kind,
     when,
-    tail: encodeBodyTail(payloadJson, { maxAttempts, backoff, traceparent, group, dedupe }),
+    tail: encodeBodyTail(payloadJson, { maxAttempts, backoff, traceparent, group, priority, dedupe }),
     replace: o.replace === true,
     group,
     dedupe,

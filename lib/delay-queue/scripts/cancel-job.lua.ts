@@ -42,7 +42,7 @@ local id = ARG.id
 local body = redis.call('hget', JOBS, id)
 local existed = redis.call('hdel', JOBS, id)
 redis.call('zrem', DEAD, id)
-local wasDue = redis.call('zrem', DUE, id)
+local wasDue = unqueueDue(id)
 local deadline = redis.call('zscore', ACTIVE, id)
 if body then
   if wasDue == 1 then groupJobFinished(body)

@@ -50,7 +50,7 @@ local function takeOutNotStarted(id)
   if not body or attemptsOf(body) ~= 0 or redis.call('zscore', ACTIVE, id) or redis.call('zscore', DEAD, id) then
     return false
   end
-  if redis.call('zrem', DUE, id) == 1 then groupJobFinished(body) else removeFromGroup(id, body) end
+  if unqueueDue(id) == 1 then groupJobFinished(body) else removeFromGroup(id, body) end
   return true
 end
 

@@ -48,7 +48,7 @@ if group then
   redis.call('zadd', groupKey(group), ARG.dueScore, id)
   releaseTurn(group)
 else
-  redis.call('zadd', DUE, ARG.dueScore, id)
+  queueDue(id, tonumber(ARG.dueScore), body) -- with priorities: ready again at once, keeping its priority
 end
 local untilMs = blockUntil(KEY.blocked, nowMs + ARG.retryAfterMs)
 -- A consumer asleep with nothing due would not look again: woken now, its claim finds the block and
