@@ -172,6 +172,22 @@ describe('Throttle and debounce (dedupe)', () => {
       ]);
     });
 
+    it('replaces a prioritised job, which runs once with the last payload and leaves nothing queued', async () => {
+      const [t] = await instances.start(1);
+      const runs: Array<[string, number]> = [];
+      const consumer = t.queue.consume<number>('prioritised', (payload, job) => void runs.push([job.id, payload]));
+      const options = { priority: 3, dedupe: { key: 'k', ttl: 300, mode: 'debounce' as const } };
+      const first = await t.queue.scheduleWithResult('prioritised', 1, options);
+      const second = await t.queue.scheduleWithResult('prioritised', 2, options);
+      expect(second).toEqual({ id: first.id, status: 'replaced' });
+      await waitFor(() => runs.length > 0, 10_000, 'the debounced run');
+      await waitFor(async () => (await t.queue.stats('prioritised')).active === 0, 5_000, 'the acknowledgement');
+      await consumer.close();
+      expect(runs).toEqual([[first.id, 2]]);
+      const { scheduled, due, active } = await t.queue.stats('prioritised');
+      expect({ scheduled, due, active }).toEqual({ scheduled: 0, due: 0, active: 0 });
+    });
+
     it('replaces a job waiting for its group with the new payload and group', async () => {
       const [t] = await instances.start(1);
       const first = await t.queue.schedule('grouped', 1, { group: 'g1', dedupe: { key: 'k', ttl: 60_000, mode: 'debounce' } });
