@@ -598,7 +598,7 @@ const jobRows: LostReplyRow[] = [
   }),
   row({
     name:
-      'rate-limited job: a postpone run twice gives the attempt back once, releases the group turn once and sets one ' +
+      'rate-limited job: a postpone run twice gives the attempt back once, keeps the group turn and sets one ' +
       'block; the job runs again once, on attempt 1, after the block, before the next job of its group',
     script: postponeRateLimitedJobScript,
     options: { delayQueue: { maxAttempts: 1 } },
