@@ -67,6 +67,7 @@ export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decora
 export { OnJobEvent } from './decorators/on-job-event.decorator.js';
 export { defineTopic, type Topic, type TopicRef } from './delay-queue/typed-topic.js';
 export type { ScheduledJob, ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
+export type { DedupeOptions } from './delay-queue/interfaces/dedupe-options.interface.js';
 export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/schedule-result.interface.js';
 export type { RepeatCatchUp, RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
 export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';
