@@ -383,8 +383,9 @@ export class DelayQueueService {
    * Resolves with the job's result once it completes, on whichever instance runs it; at once when it
    * completed already and its consumer keeps completed jobs (`keepCompleted`). The result is the
    * handler's return value when the consumer keeps completed jobs (as `get()` shows it), else
-   * `undefined` (typed `Result | undefined` through a `Topic` token). Waiting costs no polling: one subscription per process and topic, shared by all of
-   * its waiters. See docs/delayed-jobs.md (Waiting for a job).
+   * `undefined` (typed `Result | undefined` through a `Topic` token). Waiting costs no polling: one
+   * subscription per process and topic, shared by all of its waiters. See docs/delayed-jobs.md
+   * (Waiting for a job).
    *
    * @throws JobDeadError (rejects) when the job goes to the dead letters, carrying its last error
    * @throws JobCancelledError (rejects) when the job is cancelled
