@@ -170,7 +170,14 @@ describe('RedisLockEvents: job life cycle', () => {
       delayMs: 50,
       error: 'Error: boom',
     });
-    expect(byName('job.dead')[0]).toEqual({ topic: 'bad', id: 'job-2', attempt: 2, maxAttempts: 2, error: 'Error: boom' });
+    expect(byName('job.dead')[0]).toEqual({
+      topic: 'bad',
+      id: 'job-2',
+      attempt: 2,
+      maxAttempts: 2,
+      error: 'Error: boom',
+      unrecoverable: false,
+    });
   });
 
   it('reports scheduleMany job by job', async () => {
