@@ -39,6 +39,7 @@ local TOMBSTONES = KEY.cancelled
 local id = ARG.id
 local body = redis.call('hget', JOBS, id)
 local existed = redis.call('hdel', JOBS, id)
+dropLogs(id)
 redis.call('zrem', DEAD, id)
 local wasDue = redis.call('zrem', DUE, id)
 local deadline = redis.call('zscore', ACTIVE, id)

@@ -101,6 +101,7 @@ local function dropWaitingTick(jobId)
   if redis.call('zscore', DUE, jobId) then
     redis.call('zrem', DUE, jobId)
     redis.call('hdel', JOBS, jobId)
+    dropLogs(jobId)
   end
 end
 
