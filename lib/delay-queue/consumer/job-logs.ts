@@ -77,7 +77,12 @@ export class JobLogs {
     const record = operationKey(keys.jobs, `${job.token}:log`);
     const args = { id: job.id, token: job.token, sequence, maxLines: JOB_LOG_MAX_LINES };
     try {
-      const outcome = await appendJobLogsScript.call(connection, { ...keys, record }, args, lines.map((line) => ({ line })));
+      const outcome = await appendJobLogsScript.call(
+        connection,
+        { ...keys, record },
+        args,
+        lines.map((line) => ({ line })),
+      );
       if (outcome !== 'held') log.closed = true;
     } catch (error) {
       logger.debug(`Dropped ${lines.length} log line(s) of job ${job.id} on topic ${topic}: ${String(error)}`);
