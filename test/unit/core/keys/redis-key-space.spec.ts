@@ -85,7 +85,6 @@ describe('RedisKeySpace: the key layout', () => {
         [':groups-ready', ':groups-out', ':group-limit', ':paused'].map((s) => shard + s),
       );
       expect(k.logsPrefix).toBe(`${shard}:logs:`); // logsKey in topic-base-lua-snippet.ts
-
     }
   });
 
