@@ -104,6 +104,7 @@ export { InvalidJobError } from './core/errors/invalid-job.error.js';
 export { InvalidTopicError } from './core/errors/invalid-topic.error.js';
 export { JobVisibilityLostError } from './core/errors/job-visibility-lost.error.js';
 export { JobCancelledError } from './core/errors/job-cancelled.error.js';
+export { TopicHasRunningJobsError } from './core/errors/topic-has-running-jobs.error.js';
 export { UnrecoverableJobError } from './core/errors/unrecoverable-job.error.js';
 export { JobRateLimitedError } from './core/errors/job-rate-limited.error.js';
 export { JobDeadError } from './core/errors/job-dead.error.js';

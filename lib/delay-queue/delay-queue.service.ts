@@ -14,13 +14,15 @@ import { ConsumerRegistry } from './consumer-registry.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import { TopicInspector } from './topic-inspector.js';
 import type { Consumer, ConsumerOptions } from './interfaces/consumer.interface.js';
-import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
+import type { DelayedJob, DelayedJobState, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
 import type { ScheduleResult } from './interfaces/schedule-result.interface.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
 import type { WriteOutcome } from './writer/job-writer.js';
-import { dueKindArg, prepareJob, type PreparedJob } from './jobs/prepare-job.js';
+import { dueKindArg, prepareJob, preparePayload, type PreparedJob } from './jobs/prepare-job.js';
+import { decodeListCursor, encodeListCursor } from './job-list-cursor.js';
+import { LISTED_JOB_STATES } from './listed-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobCommands } from './job-commands.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
@@ -28,6 +30,19 @@ import { JobWaiters } from './job-waiters.js';
 
 /** The keys of `reschedule()`'s `when`. */
 const RESCHEDULE_KEYS = keysOf<Pick<ScheduleOptions, 'delay' | 'at'>>()(['delay', 'at']);
+
+/** The keys of `list()`'s options. */
+const LIST_OPTION_KEYS = keysOf<Parameters<DelayQueueService['list']>[1]>()(['state', 'limit', 'cursor']);
+
+/** `list()`'s page size when none is given, and the largest it takes. */
+const LIST_DEFAULT_LIMIT = 100;
+const LIST_MAX_LIMIT = 1000;
+
+/** The keys of `obliterate()`'s options. */
+const OBLITERATE_OPTION_KEYS = ['force'] as const;
+
+/** The keys of `clean()`'s options. */
+const CLEAN_OPTION_KEYS = keysOf<Parameters<DelayQueueService['clean']>[1]>()(['state', 'olderThan', 'limit']);
 
 /** The keys of `waitFor()`'s options. */
 const WAIT_FOR_OPTION_KEYS = keysOf<NonNullable<Parameters<DelayQueueService['waitFor']>[2]>>()(['timeout']);
@@ -207,6 +222,144 @@ export class DelayQueueService {
     );
     const job = prepareJob(topic, null, { delay: when.delay, at: when.at, id }, this.config.delayQueue);
     return this.commands.reschedule(topic, id, dueKindArg(job.kind), job.when);
+  }
+
+  /**
+   * Gives a job that is not running a new payload, read by its next run: a job waiting for its time,
+   * due, waiting for its group's turn or waiting for a retry. Its attempts, last failure, progress,
+   * group and due time stay. A running, dead, kept completed or unknown job is left alone (false): a
+   * dead letter keeps the payload it died with (`retryDead` runs it again as it was). Not through the
+   * outbox: the change is written to Redis at once, also inside a transaction.
+   *
+   * @returns whether the job was waiting and now has the new payload
+   * @throws InvalidJobError for a payload `schedule()` would refuse (not JSON data, over `delayQueue.maxPayloadBytes`)
+   */
+  async updatePayload<T>(topic: string, id: string, payload: T): Promise<boolean> {
+    this.assertId(topic, id);
+    this.shardKeys(topic);
+    const { payloadJson } = preparePayload(topic, payload, this.config.delayQueue);
+    return this.commands.updatePayload(topic, id, payloadJson);
+  }
+
+  /**
+   * One page of a topic's jobs in one state, whole (payloads decoded), and the cursor of the next
+   * page, absent after the last. States and their order: `due` (due now, oldest due first),
+   * `scheduled` (due later, soonest first), `waiting-group` (waiting for their group's turn, by due
+   * time), `active` (running, earliest visibility deadline first), `dead` and `completed` (newest
+   * first). Each page costs O(limit) in Redis, whatever the number of jobs (plus the jobs that share
+   * the cursor's exact time).
+   *
+   * Paginating while jobs move: a job that stays in the state with the same time (due time, deadline,
+   * time of death or completion) from the first page to the last is listed exactly once; a job that
+   * leaves the state is not listed after it left, and a job that enters it, or whose time in it
+   * changed (`reschedule`, a running job's visibility extended), is listed at most once at each
+   * place it takes, ahead of the cursor (so possibly never, possibly again). A page may hold fewer
+   * than `limit` jobs (jobs that left meanwhile) and still return a cursor.
+   *
+   * @param options.state which jobs
+   * @param options.limit jobs per page, 1 to 1000 (default 100)
+   * @param options.cursor the `cursor` of the previous page of the same topic and state
+   * @throws InvalidOptionsError (`list.state`, `list.limit`, `list.cursor`) for a bad option, before any read
+   *
+   * @example
+   * let cursor: string | undefined;
+   * do {
+   *   const page = await delayQueue.list('order.expire', { state: 'dead', cursor });
+   *   for (const job of page.jobs) console.log(job.id, job.lastError);
+   *   cursor = page.cursor;
+   * } while (cursor);
+   */
+  async list<T = unknown>(
+    topic: string,
+    options: { state: DelayedJobState; limit?: number; cursor?: string },
+  ): Promise<{ jobs: Array<DelayedJob<T>>; cursor?: string }> {
+    const shards = this.shardKeys(topic);
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionsError('list', `got ${describeValue(options)}; pass { state, limit?, cursor? }`);
+    }
+    refuseUnknownKeys(refuseAsInvalidOption, 'list', options, LIST_OPTION_KEYS);
+    const { state, limit = LIST_DEFAULT_LIMIT, cursor } = options;
+    if (!(LISTED_JOB_STATES as readonly unknown[]).includes(state)) {
+      throw new InvalidOptionsError('list.state', `got ${describeValue(state)}; use one of ${LISTED_JOB_STATES.join(', ')}`);
+    }
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > LIST_MAX_LIMIT) {
+      throw new InvalidOptionsError('list.limit', `got ${describeValue(limit)}; use a whole number from 1 to ${LIST_MAX_LIMIT}`);
+    }
+    const from = cursor === undefined ? shards.map(() => null) : decodeListCursor(cursor, topic, state, shards.length);
+    const { jobs, places } = await this.reader.page<T>(topic, state, limit, from);
+    return places.every((place) => place === 'done') ? { jobs } : { jobs, cursor: encodeListCursor(topic, state, places) };
+  }
+
+  /**
+   * Removes the topic's waiting jobs: scheduled, due, waiting for a retry and waiting for their
+   * group's turn, on every shard, in batches of 1,000 (each its own script call). Running jobs stay
+   * and finish (their groups' turns are kept); dead letters, kept completed jobs and repeatable
+   * schedules stay (a schedule whose queued tick was removed queues its next tick within the periodic
+   * check, 5 s). A job scheduled while it runs may be removed or kept.
+   *
+   * @returns how many jobs it removed
+   */
+  async drain(topic: string): Promise<number> {
+    this.shardKeys(topic);
+    return this.commands.drain(topic);
+  }
+
+  /**
+   * Removes dead letters (`state: 'dead'`) or kept completed jobs (`state: 'completed'`) that reached
+   * that state more than `olderThan` ms ago (default 0: all of them), oldest first, at most `limit`
+   * (default: no limit), in batches of 1,000 (each its own script call). On a sharded topic the
+   * shards are cleaned one after the other (oldest first within each).
+   *
+   * @param options.state `dead` (dead letters) or `completed` (kept completed jobs)
+   * @param options.olderThan only those that reached the state more than this many ms ago (Redis clock); default 0
+   * @param options.limit at most this many, oldest first; default: no limit
+   * @returns how many jobs it removed
+   * @throws InvalidOptionsError (`clean.state`, `clean.olderThan`, `clean.limit`) before anything is removed
+   */
+  async clean(topic: string, options: { state: 'dead' | 'completed'; olderThan?: number; limit?: number }): Promise<number> {
+    this.shardKeys(topic);
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionsError('clean', `got ${describeValue(options)}; pass { state: 'dead' | 'completed', olderThan?, limit? }`);
+    }
+    refuseUnknownKeys(refuseAsInvalidOption, 'clean', options, CLEAN_OPTION_KEYS);
+    const { state, olderThan = 0, limit = Number.MAX_SAFE_INTEGER } = options;
+    if (state !== 'dead' && state !== 'completed') {
+      throw new InvalidOptionsError('clean.state', `got ${describeValue(state)}; use 'dead' or 'completed'`);
+    }
+    if (typeof olderThan !== 'number' || !Number.isInteger(olderThan) || olderThan < 0) {
+      throw new InvalidOptionsError('clean.olderThan', `got ${describeValue(olderThan)}; use a whole number of ms, 0 or more`);
+    }
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
+      throw new InvalidOptionsError('clean.limit', `got ${describeValue(limit)}; use a whole number, 1 or more`);
+    }
+    return this.commands.clean(topic, state, olderThan, limit);
+  }
+
+  /**
+   * Removes everything of a topic, on every shard: its jobs in every state, repeatable schedules,
+   * dead letters, kept completed jobs and results, groups, limits, the pause flag, wake-up markers,
+   * operation records and any other key under the topic's hash tag (found by SCAN and UNLINKed in
+   * batches of 1,000 keys: no call blocks Redis for long, whatever the topic's size). Only the
+   * schedules' removal records stay (a day), so no instance stores a removed schedule again.
+   *
+   * Refuses with `TopicHasRunningJobsError`, removing nothing, while a job of the topic runs (claimed
+   * by a consumer on any instance, or a cancelled job's handler still holding its group's turn):
+   * the topic is paused first, so no claim starts during the check, and resumed if it was running.
+   * With `force: true` it removes the topic anyway: a handler still running then loses its claim
+   * (its `job.signal` aborts at its next visibility extension) and whatever it reports afterwards
+   * (success, failure, progress, extension) finds the job gone and writes nothing. Consumers of the
+   * topic keep running and take the jobs scheduled afterwards.
+   *
+   * @param options.force remove the topic even while jobs of it run (default false)
+   * @returns how many keys were removed, how many jobs the topic held, and how many schedules were removed
+   * @throws TopicHasRunningJobsError without `force`, when a job runs
+   */
+  async obliterate(topic: string, options?: { force?: boolean }): Promise<{ keys: number; jobs: number; schedules: number }> {
+    this.shardKeys(topic);
+    refuseUnknownKeys(refuseAsInvalidOption, 'obliterate', options, OBLITERATE_OPTION_KEYS);
+    const force = options?.force ?? false;
+    if (typeof force !== 'boolean') throw new InvalidOptionsError('obliterate.force', `got ${describeValue(force)}; use true or false`);
+    return this.commands.obliterate(topic, force);
   }
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */

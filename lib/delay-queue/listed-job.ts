@@ -1,16 +1,18 @@
 import { errorMessage } from '../core/errors/error-message.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import { decodeHeader } from './jobs/job-codec.js';
+import type { DelayedJobState } from './interfaces/delayed-job.interface.js';
 import type { ListedRow } from './scripts/list-jobs.lua.js';
 
 /**
  * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
- * 'completed' lists the jobs kept by a consumer with `keepCompleted`.
+ * 'waiting-group' lists the jobs waiting for their group's turn; 'completed' the jobs kept by a
+ * consumer with `keepCompleted`.
  */
-export type ListedJobState = 'due' | 'scheduled' | 'active' | 'dead' | 'completed';
+export type ListedJobState = DelayedJobState;
 
 /** Every `ListedJobState`, in the order a page shows them. */
-export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed'];
+export const LISTED_JOB_STATES: readonly ListedJobState[] = ['due', 'scheduled', 'active', 'dead', 'completed', 'waiting-group'];
 
 /** A job as listed: its payload shortened to a preview. */
 export interface ListedJob {
@@ -24,7 +26,7 @@ export interface ListedJob {
   readonly maxAttempts?: number;
   /** When the job was scheduled (epoch ms). */
   readonly createdAt: number;
-  /** Due time of a waiting job. */
+  /** Due time of a waiting job (also of one waiting for its group's turn). */
   readonly dueAt?: number;
   /** Visibility deadline of a running job. */
   readonly visibleUntil?: number;
@@ -36,6 +38,8 @@ export interface ListedJob {
   readonly lastError?: string;
   /** The last progress its handler recorded (`JobContext.progress`), if any. */
   readonly progress?: unknown;
+  /** Its priority among due jobs (`schedule(…, { priority })`), when it has one above 0. */
+  readonly priority?: number;
   /** The payload as JSON text, shortened to a preview. */
   readonly payloadPreview: string;
   /** Length of the whole payload's JSON text. */
@@ -60,6 +64,7 @@ export interface ListedJobs {
 export const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => number> = {
   due: (a, b) => a.dueAt! - b.dueAt!,
   scheduled: (a, b) => a.dueAt! - b.dueAt!,
+  'waiting-group': (a, b) => a.dueAt! - b.dueAt!,
   active: (a, b) => a.visibleUntil! - b.visibleUntil!,
   dead: (a, b) => b.diedAt! - a.diedAt!,
   completed: (a, b) => b.finishedAt! - a.finishedAt!,
@@ -72,7 +77,7 @@ export const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => 
  */
 export function toListedJob(row: ListedRow, state: ListedJobState, previewLength: number): ListedJob {
   const { payloadHead: head, payloadBytes: bytes } = row;
-  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown };
+  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown; priority?: number };
   try {
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
     job = decodeHeader(row.header);
@@ -80,7 +85,7 @@ export function toListedJob(row: ListedRow, state: ListedJobState, previewLength
     job = { attempts: 0, createdAt: 0, lastError: errorMessage(error) };
   }
   const times =
-    state === 'due' || state === 'scheduled'
+    state === 'due' || state === 'scheduled' || state === 'waiting-group'
       ? { dueAt: Math.floor(Number(row.score) / DUE_SCORE_SLOTS) }
       : state === 'active'
         ? { visibleUntil: Number(row.score) }
@@ -96,6 +101,7 @@ export function toListedJob(row: ListedRow, state: ListedJobState, previewLength
     ...times,
     lastError: job.lastError,
     ...(job.progress === undefined ? {} : { progress: job.progress }),
+    ...(job.priority === undefined ? {} : { priority: job.priority }),
     payloadPreview: previewOf(head, bytes, previewLength),
     payloadLength: bytes,
   };

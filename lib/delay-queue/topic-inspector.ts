@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
-import type { DelayedJob, DelayQueueStats } from './interfaces/delayed-job.interface.js';
+import type { DelayedJob, DelayedJobState, DelayQueueStats } from './interfaces/delayed-job.interface.js';
+import type { ShardListPosition } from './job-list-cursor.js';
 import { decodeJobLeniently } from './jobs/job-codec.js';
 import { LIST_ORDER, toListedJob, type ListedJob, type ListedJobs, type ListedJobState } from './listed-job.js';
-import { listJobsScript } from './scripts/list-jobs.lua.js';
+import { listJobsScript, type ListedRow, type ListPosition } from './scripts/list-jobs.lua.js';
 import { readDeadLettersScript } from './scripts/read-dead-letters.lua.js';
 import { readJobScript, type JobRead } from './scripts/read-job.lua.js';
 import { topicStatsScript } from './scripts/topic-stats.lua.js';
@@ -47,7 +48,7 @@ export class TopicInspector {
       read = await readJobScript.call(this.connection, shard, { id });
       if (read.body !== null) break;
     }
-    const { nowMs, body, dueScore, visibleUntilMs, diedAtMs, finishedAtMs, resultJson } = read!;
+    const { nowMs, body, dueScore, inGroupQueue, visibleUntilMs, diedAtMs, finishedAtMs, resultJson } = read!;
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
     const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress } = job;
@@ -62,10 +63,12 @@ export class TopicInspector {
       lastErrorStack,
       progress,
       group: job.group,
+      priority: job.priority ?? 0,
     };
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
-      return { ...base, state: dueMs <= nowMs ? 'due' : 'scheduled', scheduledAt: new Date(dueMs) };
+      const state = inGroupQueue ? 'waiting-group' : dueMs <= nowMs ? 'due' : 'scheduled';
+      return { ...base, state, scheduledAt: new Date(dueMs) };
     }
     if (visibleUntilMs !== null) return { ...base, state: 'active', visibleUntil: new Date(visibleUntilMs) };
     if (diedAtMs !== null) return { ...base, state: 'dead', diedAt: new Date(diedAtMs) };
@@ -105,7 +108,7 @@ export class TopicInspector {
     const result: Array<DelayedJob<T> & { diedAt: Date }> = [];
     for (const letters of perShard)
       for (const { id, body, diedAtMs } of letters) {
-        const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress } = decodeJobLeniently<T>(body);
+        const { payload, attempts, maxAttempts, createdAt, lastError, lastErrorStack, progress, priority } = decodeJobLeniently<T>(body);
         const diedAt = new Date(diedAtMs);
         const job = {
           id,
@@ -118,6 +121,7 @@ export class TopicInspector {
           diedAt,
           lastError,
           lastErrorStack,
+          priority: priority ?? 0,
         };
         result.push(progress === undefined ? job : { ...job, progress });
       }
@@ -137,7 +141,7 @@ export class TopicInspector {
     // A UTF-16 code unit takes at most 3 bytes of UTF-8: this many bytes always hold a whole preview.
     const previewBytes = 3 * previewLength + 48;
     const perShard = await Promise.all(
-      this.shards.all(topic).map((keys) => listJobsScript.call(this.connection, keys, { state, limit, previewBytes })),
+      this.shards.all(topic).map((keys) => listJobsScript.call(this.connection, keys, { ...FIRST_PAGE, state, limit, previewBytes })),
     );
     let now = 0;
     let total = 0;
@@ -149,5 +153,74 @@ export class TopicInspector {
     }
     if (perShard.length > 1) jobs = jobs.sort(LIST_ORDER[state]).slice(0, limit);
     return { topic, state, now, total, jobs };
+  }
+
+  /**
+   * One page of `topic`'s jobs in `state`, whole, after the places of `from` (one per shard), and
+   * each shard's place after this page. The shards' pages are merged in the state's order and cut
+   * at `limit`; a shard's place moves only past the jobs of it this page returned.
+   */
+  async page<T = unknown>(topic: string, state: DelayedJobState, limit: number, from: readonly ShardListPosition[]): Promise<JobPage<T>> {
+    const shards = this.shards.all(topic);
+    const replies = await Promise.all(
+      shards.map((keys, i) => {
+        const place = from[i];
+        if (place === 'done') return null;
+        const after = place === null ? { afterScore: '', afterId: '' } : { afterScore: place.score, afterId: place.id };
+        return listJobsScript.call(this.connection, keys, { ...after, state, limit, previewBytes: 0, whole: true });
+      }),
+    );
+    const found: Array<{ shard: number; row: ListedRow }> = [];
+    replies.forEach((reply, shard) => reply?.rows.forEach((row) => found.push({ shard, row })));
+    const descending = state === 'dead' || state === 'completed';
+    if (shards.length > 1) found.sort((a, b) => comparePlaces(a.row, b.row) * (descending ? -1 : 1));
+    const taken = found.slice(0, limit);
+    const places = replies.map((reply, shard): ShardListPosition => {
+      if (reply === null) return 'done';
+      const mine = taken.filter((entry) => entry.shard === shard);
+      if (mine.length === reply.rows.length) return reply.more ? (reply.last ?? from[shard]) : 'done';
+      const last = mine.at(-1)?.row;
+      return last ? { score: last.score, id: last.id } : from[shard];
+    });
+    return { jobs: taken.map(({ row }) => toDelayedJob<T>(topic, state, row)), places };
+  }
+}
+
+/** The list script's arguments of a first page: from the start of the state, previews only. */
+const FIRST_PAGE = { whole: false, afterScore: '', afterId: '' };
+
+/** A page of whole jobs and each shard's place after it (see `TopicInspector.page`). */
+export interface JobPage<T> {
+  readonly jobs: Array<DelayedJob<T>>;
+  readonly places: ShardListPosition[];
+}
+
+/** The order of two places in a state's zset: score, then id as bytes (Redis's order). */
+function comparePlaces(a: ListPosition, b: ListPosition): number {
+  const byScore = Number(a.score) - Number(b.score);
+  return byScore !== 0 ? Math.sign(byScore) : Buffer.compare(Buffer.from(a.id), Buffer.from(b.id));
+}
+
+/** A whole job as listed in `state` (its score is the state's time). */
+function toDelayedJob<T>(topic: string, state: DelayedJobState, row: ListedRow): DelayedJob<T> {
+  const job = decodeJobLeniently<T>(row.payloadHead);
+  const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress, group, priority } = job;
+  const createdAt = new Date(job.createdAt);
+  const base = { id: row.id, topic, payload, state, attempts, maxAttempts, createdAt, lastError, lastErrorStack, priority: priority ?? 0 };
+  const extra = { ...(progress === undefined ? {} : { progress }), ...(group === undefined ? {} : { group }) };
+  const at = Number(row.score);
+  switch (state) {
+    case 'due':
+    case 'scheduled':
+    case 'waiting-group':
+      return { ...base, ...extra, scheduledAt: new Date(Math.floor(at / DUE_SCORE_SLOTS)) };
+    case 'active':
+      return { ...base, ...extra, visibleUntil: new Date(at) };
+    case 'dead':
+      return { ...base, ...extra, diedAt: new Date(at) };
+    case 'completed': {
+      const kept = { ...base, ...extra, finishedAt: new Date(at) };
+      return row.resultJson === null ? kept : { ...kept, result: JSON.parse(row.resultJson) as unknown };
+    }
   }
 }

@@ -82,8 +82,36 @@ export class BoundedTries {
     const { protocol, options, hold } = call;
     if (performance.now() < handleLeaseLostAt(protocol, options.leaseTime, sentAt)) return grant;
     call.granted = false;
-    // On the connection that carried the try (so after it).
-    return this.abandoned.giveBack(protocol, grant.owner ?? call.owner, hold, options.leaseTime).then(() => GRANTED_LATE);
+    const owner = grant.owner ?? call.owner;
+    // On the connection that carried the try (so after it). A call that does not wait has no next try.
+    if (!call.willWait) {
+      this.abandoned.releaseAbandoned(protocol, owner, hold);
+      return GRANTED_LATE;
+    }
+    return this.givenBackOrOver(call, this.abandoned.giveBack(protocol, owner, hold, options.leaseTime));
+  }
+
+  /**
+   * `granted-late` once the give-back ran in Redis, or once the call's deadline passed or its signal
+   * aborted (the acquirer then ends the call without another try: nothing can reach Redis before the
+   * give-back). A give-back Redis fails fails the call.
+   */
+  private givenBackOrOver(call: AcquireCall, givingBack: Promise<void>): Promise<AttemptOutcome> {
+    const signal = call.options.signal;
+    return new Promise<AttemptOutcome>((resolve, reject) => {
+      const over = () => {
+        this.deadlines.cancel(timer);
+        signal?.removeEventListener('abort', over);
+        resolve(GRANTED_LATE);
+      };
+      const timer = this.deadlines.add(Math.ceil(call.deadline) + 1, over);
+      signal?.addEventListener('abort', over, { once: true });
+      givingBack.then(over, (error: unknown) => {
+        this.deadlines.cancel(timer);
+        signal?.removeEventListener('abort', over);
+        reject(error);
+      });
+    });
   }
 
   /** A try that does not wait: the attempt itself, with what a failure may have taken undone. */
@@ -102,9 +130,11 @@ export class BoundedTries {
       // Rounded up to the next whole ms: the try never times out before its deadline. Lateness is
       // counted from when the timer could first fire (a try sent after its call's deadline: at once).
       let due = Math.max(Math.ceil(deadline) + 1, sentAt);
-      // Since when Redis can have been silent on this try: its sending, or the end of a stall of this
-      // process (the try may have been written only then: writes are flushed after the current turn).
-      let runningSince = sentAt;
+      // Since when Redis can have been silent on this try: when it went out. Writes are flushed at the
+      // end of the current turn (coalesce-writes.ts, a tick queued before this one): a stall of this
+      // process in the same turn as the try delays its write, one in a later turn does not.
+      let writtenAt = sentAt;
+      process.nextTick(() => (writtenAt = performance.now()));
       let rechecks = 0;
       // The verdict at the deadline is only given by a timer that fired on time: one that fired late
       // (this process was stalled past the deadline) is checked again after a short wait during which
@@ -114,15 +144,12 @@ export class BoundedTries {
       const expire = () => {
         const late = performance.now() - due;
         if (late > STALLED_MS && rechecks++ < MAX_STALL_RECHECKS) {
-          runningSince = performance.now();
-          due = runningSince + Math.min(late, STALL_RECHECK_MS);
+          due = performance.now() + Math.min(late, STALL_RECHECK_MS);
           timer = this.deadlines.add(due, expire);
           return;
         }
         settled = true;
-        reject(
-          this.unansweredTryError(protocol, runningSince, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout),
-        );
+        reject(this.unansweredTryError(protocol, writtenAt, reportedKey) ?? new LockAcquireTimeoutError(reportedKey, options.waitTimeout));
         attempt.then(
           // A re-entry too: it ends only its own hold (`mode.hold`), never the enclosing ones.
           (outcome) => outcome.acquired && this.abandoned.releaseAbandoned(protocol, owner, hold),
@@ -163,8 +190,8 @@ export class BoundedTries {
 
   /**
    * Why a try is still unanswered when its call's wait ends, if the reason is Redis rather than
-   * contention: the connection is down, or nothing at all came back on it since `sentAt` (the try's
-   * sending, or the end of a stall of this process after it), `SILENT_TRY_MS` ago or more. Undefined
+   * contention: the connection is down, or nothing at all came back on it since `sentAt` (when the
+   * try was written), `SILENT_TRY_MS` ago or more. Undefined
    * otherwise (the lock was held at the last answer, or the reply is merely slow). Redlock tries go
    * to the masters, not this connection.
    */

@@ -110,10 +110,11 @@ export class LockAcquirer {
     const deadline = sentAt + options.waitTimeout;
     const call: AcquireCall = { protocol, owner, hold, reentry, willWait, options, deadline, reportedKey, granted: false };
 
-    const afterRefusal = (): Promise<HeldLockHandle> | null => {
+    const afterRefusal = (refusal: AttemptRefusal): Promise<HeldLockHandle> | null => {
       if (!wait) return null;
       if (!willWait) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
-      return this.waitForLock(call, 0);
+      // After a late grant the deadline and the signal are checked before the next try (see waitForTurn).
+      return this.waitForLock(call, 0, refusal.reason === 'granted-late' ? refusal : undefined);
     };
     // Local FIFO for the plain lock: while other waiters of this process are parked on the key, a
     // newcomer queues behind them instead of barging in the moment a release frees the key.
@@ -145,9 +146,10 @@ export class LockAcquirer {
 
   /**
    * Waits for the lock after a refused first try (or, with `queueBehind`, behind this process's
-   * parked waiters first): parks until its turn may have come, then tries again.
+   * parked waiters first): parks until its turn may have come, then tries again. `firstRefusal`, when
+   * given, is weighed (deadline, signal) before the next try instead of trying again at once.
    */
-  private async waitForLock(call: AcquireCall, queueBehind: number): Promise<HeldLockHandle> {
+  private async waitForLock(call: AcquireCall, queueBehind: number, firstRefusal?: AttemptRefusal): Promise<HeldLockHandle> {
     const { protocol, owner, options, deadline, reportedKey } = call;
     // Subscribe before the next try: a release that lands between that try and the wait is then
     // counted by the channel and not lost.
@@ -163,7 +165,7 @@ export class LockAcquirer {
         this.throwIfAborted(reason, reportedKey, options);
         woken = reason === 'woken';
       }
-      let refusal: AttemptRefusal | undefined;
+      let refusal = firstRefusal;
       for (;;) {
         if (refusal) woken = await this.waitForTurn(channel, refusal, call, woken);
         const result = await this.tryOnce(call, true, performance.now(), asIs);
@@ -223,8 +225,12 @@ export class LockAcquirer {
     const now = performance.now();
     const remaining = deadline - now;
     if (remaining <= 0) throw new LockAcquireTimeoutError(reportedKey, options.waitTimeout);
-    // A vanished key, or a grant handed back as late: the next try may win at once.
-    if (outcome.reason === 'vanished' || outcome.reason === 'granted-late') return wasWoken;
+    // A vanished key, or a grant handed back as late: the next try may win at once, unless the call
+    // was aborted meanwhile (a give-back Redis does not run ends the wait for it on an abort).
+    if (outcome.reason === 'vanished' || outcome.reason === 'granted-late') {
+      if (options.signal?.aborted) this.throwIfAborted('aborted', reportedKey, options);
+      return wasWoken;
+    }
     // Held without a lease: only a release can free it, so only the deadline (or the heartbeat)
     // bounds the wait.
     let sleep = remaining;

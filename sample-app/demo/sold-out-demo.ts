@@ -30,7 +30,7 @@ export async function demoSoldOutFulfilment(base: string): Promise<void> {
   const [reserve, ship, notify] = held?.steps ?? [];
   check(
     'a failing step holds the later steps of its order',
-    held !== undefined && [ship, notify].every((s) => s.job?.state === 'due' && s.done === null),
+    held !== undefined && [ship, notify].every((s) => s.job?.state === 'waiting-group' && s.done === null),
     held
       ? `reserve failed (attempt ${reserve.job?.attempts}: "${reserve.job?.lastError}") and waits for its ` +
           `retry; ship ${ship.job?.state ?? 'gone'}, ` +

@@ -68,7 +68,7 @@ describe('stats() with kept completed jobs and groups', () => {
     // k again, in the same group: it waits for the blocker.
     await queue.schedule('rv.kept2', 'k-again', { id: 'k', group: 'g', replace: true });
     await queue.schedule('rv.kept2', 'w', { group: 'g' });
-    expect(await queue.get('rv.kept2', 'k')).toMatchObject({ state: 'due', payload: 'k-again' });
+    expect(await queue.get('rv.kept2', 'k')).toMatchObject({ state: 'waiting-group', payload: 'k-again' });
     const stats = await queue.stats('rv.kept2');
     hold.resolve();
     expect({ completed: stats.completed ?? 0, grouped: stats.grouped }).toEqual({ completed: 0, grouped: 2 });

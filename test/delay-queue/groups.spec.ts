@@ -178,12 +178,13 @@ describe('DelayQueueService: groups', () => {
       { payload: 'move-me', group: 'o', id: 'm' },
       { payload: 'last', group: 'o', id: 'l' },
     ]);
-    expect(await queue.get('g.ops', 'c')).toMatchObject({ state: 'due', payload: 'cancel-me' });
+    expect(await queue.get('g.ops', 'c')).toMatchObject({ state: 'waiting-group', payload: 'cancel-me' });
     expect(await queue.cancel('g.ops', 'c')).toBe(true);
     expect(await queue.get('g.ops', 'c')).toBeNull();
     await queue.schedule('g.ops', 'replaced', { group: 'o', id: 'r', replace: true });
     expect(await queue.reschedule('g.ops', 'm', { delay: 60_000 })).toBe(true);
-    expect(await queue.get('g.ops', 'm')).toMatchObject({ state: 'scheduled' });
+    expect(await queue.get('g.ops', 'm')).toMatchObject({ state: 'waiting-group' });
+    expect((await queue.get('g.ops', 'm'))!.scheduledAt!.getTime()).toBeGreaterThan(Date.now() + 50_000);
     expect(await queue.stats('g.ops')).toMatchObject({ active: 1, grouped: 3, busyGroups: 1 });
     hold.resolve();
     await waitFor(() => seen.length === 3, 5_000, 'the group to go on');
@@ -211,7 +212,7 @@ describe('DelayQueueService: groups', () => {
     await waitFor(() => seen.includes('holder'), 5_000, 'the holder to start');
     fail.on = false;
     expect(await queue.retryDead('g.dead', 'dies')).toBe(1);
-    expect(await queue.get('g.dead', 'dies')).toMatchObject({ state: 'due' });
+    expect(await queue.get('g.dead', 'dies')).toMatchObject({ state: 'waiting-group' });
     hold.resolve();
     await waitFor(() => seen.length === 4, 5_000, 'the group to drain');
     expect(seen).toEqual(['dies', 'holder', 'next', 'dies']);
@@ -241,7 +242,7 @@ describe('DelayQueueService: groups', () => {
       'g.sharded',
       ids.map((id, i) => ({ payload: { group: 'held', seq: i + 1 }, group: 'held', id })),
     );
-    for (const id of ids) expect(await queues[0].get('g.sharded', id)).toMatchObject({ id, state: 'due' });
+    for (const id of ids) expect(await queues[0].get('g.sharded', id)).toMatchObject({ id, state: 'waiting-group' });
     expect(await queues[0].cancel('g.sharded', 'held-6')).toBe(true);
     expect(await queues[0].reschedule('g.sharded', 'held-5', { delay: 200 })).toBe(true);
     hold.resolve();

@@ -33,6 +33,9 @@ import { extendJobsScript } from '../../lib/delay-queue/scripts/extend-jobs.lua.
 import { failJobScript } from '../../lib/delay-queue/scripts/fail-job.lua.js';
 import { releaseJobsScript } from '../../lib/delay-queue/scripts/release-jobs.lua.js';
 import { rescheduleJobScript } from '../../lib/delay-queue/scripts/reschedule-job.lua.js';
+import { updatePayloadScript } from '../../lib/delay-queue/scripts/update-payload.lua.js';
+import { drainWaitingJobsScript } from '../../lib/delay-queue/scripts/drain-waiting-jobs.lua.js';
+import { cleanFinishedJobsScript } from '../../lib/delay-queue/scripts/clean-finished-jobs.lua.js';
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { setProgressScript } from '../../lib/delay-queue/scripts/set-progress.lua.js';
@@ -626,7 +629,7 @@ const jobRows: LostReplyRow[] = [
   }),
   row({
     name:
-      'rate-limited job: a postpone run twice gives the attempt back once, releases the group turn once and sets one ' +
+      'rate-limited job: a postpone run twice gives the attempt back once, keeps the group turn and sets one ' +
       'block; the job runs again once, on attempt 1, after the block, before the next job of its group',
     script: postponeRateLimitedJobScript,
     options: { delayQueue: { maxAttempts: 1 } },
@@ -1092,6 +1095,48 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
+    name: 'updatePayload: run twice, it answers true and the job runs once, with the new payload',
+    script: updatePayloadScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, { v: 'old' }, { id: 'updated' }),
+    act: async (ctx, id) => {
+      const payloads: unknown[] = [];
+      const updated = await ctx.queue.updatePayload(TOPIC, id, { v: 'new' });
+      const consumer = ctx.peerQueue.consume(TOPIC, (payload) => void payloads.push(payload));
+      await waitFor(async () => payloads.length > 0 && (await drained(ctx)), 8_000, 'the updated job');
+      await consumer.close();
+      return { updated, payloads };
+    },
+    check: async (ctx, _id, result) => {
+      expect({ ...result, dead: await deadIds(ctx) }).toEqual({ updated: true, payloads: [{ v: 'new' }], dead: [] });
+    },
+  }),
+  row({
+    name: 'drain: a batch run twice answers how many it removed, once; the waiting jobs are gone, the topic runs new jobs',
+    script: drainWaitingJobsScript,
+    arrange: async (ctx) => {
+      await ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 1, id: 'drained-1', delay: 60_000 },
+        { payload: 2, id: 'drained-2' },
+      ]);
+    },
+    act: (ctx) => ctx.queue.drain(TOPIC),
+    check: async (ctx, _state, removed) => {
+      expect(removed).toBe(2);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual(topicStats());
+      await ctx.peerQueue.schedule(TOPIC, 3, { id: 'after-drain' });
+      expect(await runToEnd(ctx)).toEqual({ runs: ['after-drain@1'], dead: [] });
+    },
+  }),
+  row({
+    name: 'clean: a batch run twice answers how many it removed, once; the dead letters are gone',
+    script: cleanFinishedJobsScript,
+    arrange: (ctx) => buryJobs(ctx, ['cleaned-1', 'cleaned-2']),
+    act: (ctx) => ctx.queue.clean(TOPIC, { state: 'dead' }),
+    check: async (ctx, _state, removed) => {
+      expect({ removed, dead: await deadIds(ctx) }).toEqual({ removed: 2, dead: [] });
+    },
+  }),
+  row({
     name: 'reschedule to now: run twice while a consumer takes the job at once, it still answers true and the job runs once',
     script: rescheduleJobScript,
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'now', delay: 60_000 }),
@@ -1541,6 +1586,119 @@ async function runToEnd(ctx: Ctx): Promise<{ runs: string[]; dead: string[] }> {
   return { runs: [...runs].sort(), dead: await deadIds(ctx) };
 }
 
+// ---- priorities ------------------------------------------------------------------------------
+
+/** Jobs of TOPIC made ready for a claim by priority (the `prioritized` zset beside its jobs hash). */
+async function readyCount(ctx: Omit<Ctx, 'lost'>): Promise<number> {
+  return ctx.redis.zcard(ctx.keys.topic(TOPIC).prioritized);
+}
+
+/** A consumer on the proxied app, one job at a time, recording `id@attempt` in the order they start. */
+function orderedConsumer(ctx: Ctx): { consumer: Consumer; runs: string[] } {
+  const runs: string[] = [];
+  const consumer = ctx.queue.consume(TOPIC, (_payload, job) => void runs.push(`${job.id}@${job.attempt}`), { concurrency: 1 });
+  return { consumer, runs };
+}
+
+const priorityRows: LostReplyRow[] = [
+  row({
+    name: 'prioritised claim: a claim run twice delivers each job once, smaller priority first, and leaves none ready',
+    script: claimDueJobsScript,
+    options: { delayQueue: { maxAttempts: 1 } },
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(TOPIC, [
+        { payload: 3, id: 'p3', priority: 3 },
+        { payload: 1, id: 'p1', priority: 1 },
+        { payload: 2, id: 'p2', priority: 2 },
+      ]),
+    act: async (ctx) => {
+      const { consumer, runs } = orderedConsumer(ctx);
+      await ctx.lost;
+      await waitFor(async () => runs.length >= 3 && (await drained(ctx)), 8_000, 'the jobs');
+      await consumer.close();
+      return runs;
+    },
+    check: async (ctx, _state, runs) => {
+      expect({ runs, dead: await deadIds(ctx), ready: await readyCount(ctx) }).toEqual({
+        runs: ['p1@1', 'p2@1', 'p3@1'],
+        dead: [],
+        ready: 0,
+      });
+    },
+  }),
+  row({
+    name: 'prioritised scheduleMany: a batch run twice stores and makes ready each job once; they run once, by priority',
+    script: scheduleJobsScript,
+    act: async (ctx) => {
+      await ctx.queue.scheduleMany(TOPIC, [
+        { payload: 2, id: 'b2', priority: 2 },
+        { payload: 0, id: 'b0' },
+        { payload: 1, id: 'b1', priority: 1 },
+      ]);
+      return readyCount(ctx);
+    },
+    check: async (ctx, _state, ready) => {
+      expect(ready).toBe(3);
+      const { consumer, runs } = orderedConsumer(ctx);
+      await waitFor(async () => runs.length >= 3 && (await drained(ctx)), 8_000, 'the batch');
+      await consumer.close();
+      expect({ runs, dead: await deadIds(ctx), ready: await readyCount(ctx) }).toEqual({
+        runs: ['b0@1', 'b1@1', 'b2@1'],
+        dead: [],
+        ready: 0,
+      });
+    },
+  }),
+  row({
+    name: 'prioritised fail: a failure record run twice makes the retry ready once, with its priority; it runs once more',
+    script: failJobScript,
+    options: { delayQueue: { maxAttempts: 3, backoff: { delay: 0, jitter: 0 } } },
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'pf', priority: 7 }),
+    act: async (ctx) => {
+      const attempts: number[] = [];
+      const consumer = ctx.queue.consume(TOPIC, (_payload, job) => {
+        attempts.push(job.attempt);
+        if (job.attempt === 1) throw new Error('first attempt fails');
+      });
+      await ctx.lost;
+      await waitFor(async () => attempts.length >= 2 && (await drained(ctx)), 8_000, 'the retry');
+      await consumer.close();
+      return attempts;
+    },
+    check: async (ctx, _state, attempts) => {
+      expect({ attempts, dead: await deadIds(ctx), ready: await readyCount(ctx) }).toEqual({ attempts: [1, 2], dead: [], ready: 0 });
+    },
+  }),
+  row({
+    name: 'prioritised cancel: a cancel run twice answers true; the due job is gone and nothing of it stays ready',
+    script: cancelJobScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'pc', priority: 4 }),
+    act: async (ctx, id) => ({ readyBefore: await readyCount(ctx), existed: await ctx.queue.cancel(TOPIC, id) }),
+    check: async (ctx, id, { readyBefore, existed }) => {
+      expect({ readyBefore, existed, ready: await readyCount(ctx) }).toEqual({ readyBefore: 1, existed: true, ready: 0 });
+      await expectGoneFromTopic(ctx, id);
+    },
+  }),
+  row({
+    name: 'prioritised reschedule: a due job moved later, run twice, is no longer ready; it runs once, not before its new time',
+    script: rescheduleJobScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'pr', priority: 5 }),
+    act: async (ctx, id) => {
+      const sentAt = performance.now();
+      const moved = await ctx.queue.reschedule(TOPIC, id, { delay: 400 });
+      const ready = await readyCount(ctx);
+      const recording = recordingConsumer(ctx);
+      await waitFor(async () => recording.runs.length > 0 && (await drained(ctx)), 8_000, 'the moved job');
+      await recording.consumer.close();
+      return { moved, ready, sentAt, ...recording };
+    },
+    check: async (ctx, id, { moved, ready, sentAt, runs, startedAt }) => {
+      expect({ moved, ready, runs, dead: await deadIds(ctx) }).toEqual({ moved: true, ready: 0, runs: [`${id}@1`], dead: [] });
+      expect(startedAt.get(id)! - sentAt).toBeGreaterThanOrEqual(395);
+    },
+  }),
+];
+
 /** Scripts that only read: a lost reply and a re-send change nothing, so they have no row. */
 const READ_ONLY_SCRIPTS: readonly ScriptRef[] = [
   readRepeatsScript,
@@ -1575,6 +1733,7 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
       ...new Set([
         ...scriptsOf(lockRows),
         ...scriptsOf(jobRows),
+        ...scriptsOf(priorityRows),
         ...scriptsOf(repeatRows),
         ...scriptsOf(restoreRows),
         ...scriptsOf(outboxRows),
@@ -1592,6 +1751,7 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
       [
         ...scriptsOf(lockRows),
         ...scriptsOf(jobRows),
+        ...scriptsOf(priorityRows),
         ...scriptsOf(repeatRows),
         ...scriptsOf(restoreRows),
         ...scriptsOf(outboxRows),
@@ -1609,6 +1769,10 @@ describe('Lost reply + re-send, over every script-backed operation', () => {
 
   describe('jobs', () => {
     it.each(jobRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
+  });
+
+  describe('priorities', () => {
+    it.each(priorityRows.map((spec) => [spec.name, spec] as const))('%s', (_name, spec) => harness.run(spec), 30_000);
   });
 
   describe('repeatable schedules', () => {

@@ -150,6 +150,33 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
     expect(all).toMatchObject({ status: 200, body: { retried: 1 } });
   });
 
+  it('lists jobs waiting for their group, drains waiting jobs and cleans dead ones from the API, each only with its header', async () => {
+    await queue.scheduleMany('dash.drain', [
+      { payload: 'g1', id: 'g1', group: 'g', delay: 3_600_000 },
+      { payload: 'g2', id: 'g2', group: 'g' },
+      { payload: 'later', id: 'later', delay: 3_600_000 },
+    ]);
+    const grouped = await jobs('dash.drain', 'waiting-group');
+    expect(grouped).toMatchObject({ state: 'waiting-group', total: 2 });
+    expect(grouped.jobs.map((j) => j.id).sort()).toEqual(['g1', 'g2']);
+    expect(await topic('dash.drain')).toMatchObject({ scheduled: 1, grouped: 2 });
+    expect((await api('POST', '/topics/dash.drain/drain')).status).toBe(403);
+    expect((await queue.stats('dash.drain')).grouped).toBe(2);
+    expect(await api('POST', '/topics/dash.drain/drain', ACTION)).toMatchObject({ status: 200, body: { removed: 3 } });
+    expect(await queue.stats('dash.drain')).toMatchObject({ scheduled: 0, due: 0, grouped: 0 });
+
+    await queue.schedule('dash.fail', { reason: 'cleaned' }, { id: 'clean-1', maxAttempts: 1 });
+    await waitFor(async () => ((await queue.get('dash.fail', 'clean-1'))?.state === 'dead' ? true : undefined), 20_000, 'clean-1 dead', {
+      every: 100,
+      retryErrors: true,
+    });
+    const deadBefore = (await queue.stats('dash.fail')).dead;
+    expect((await api('POST', '/topics/dash.fail/clean/dead')).status).toBe(403);
+    expect((await api('POST', '/topics/dash.fail/clean/due', ACTION)).status).toBe(400);
+    expect(await api('POST', '/topics/dash.fail/clean/dead', ACTION)).toMatchObject({ status: 200, body: { removed: deadBefore } });
+    expect(await queue.get('dash.fail', 'clean-1')).toBeNull();
+  });
+
   it('pauses and resumes a topic from the API, and shows it paused with its groups in the topic list', async () => {
     await queue.pause('dash.pause');
     await queue.resume('dash.pause');
@@ -321,7 +348,7 @@ describe('RedisLockDashboardModule: protection', () => {
       expect(response.body.message).toMatch(/read-only/);
     }
     expect((await call(t.base, 'POST', '/_locks/api/topics/ro.topic/retry-dead', ACTION)).status).toBe(403);
-    for (const action of ['pause', 'resume'])
+    for (const action of ['pause', 'resume', 'drain', 'clean/dead'])
       expect((await call(t.base, 'POST', `/_locks/api/topics/ro.topic/${action}`, ACTION)).status).toBe(403);
     expect((await queue.stats('ro.topic')).paused).toBe(false);
     expect((await queue.get('ro.topic', 'keep'))?.state).toBe('scheduled');

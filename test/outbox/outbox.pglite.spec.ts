@@ -30,6 +30,16 @@ describe('transactional outbox on PGlite', () => {
     expect(await holdsWithin(() => runs.length > 1, 1_500)).toBe(false);
   });
 
+  it('a job committed with a priority is relayed with it', async () => {
+    const id = await inTx(async (tx) => {
+      await tx.query('INSERT INTO orders (ref) VALUES ($1)', ['prio-1']);
+      return app.queue.schedule('order.expire', { ref: 'prio-1' }, { delay: 600_000, priority: 7 });
+    });
+    await waitFor(async () => (await app.queue.get('order.expire', id)) ?? undefined, 30_000, 'the relayed job');
+    expect(await app.queue.get('order.expire', id)).toMatchObject({ state: 'scheduled', priority: 7 });
+    expect(await app.queue.cancel('order.expire', id)).toBe(true);
+  });
+
   it('rows left behind are relayed (LISTEN/NOTIFY wakes the relay), each job once', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => `left-${i}`);
     await db.transaction(async (tx) => {

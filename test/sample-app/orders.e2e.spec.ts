@@ -131,8 +131,8 @@ describe.each([
       job: { attempts: expect.any(Number), lastError: expect.stringContaining('sold out') },
     });
     expect(held.steps.slice(1).map((s) => [s.job?.state, s.done])).toEqual([
-      ['due', null],
-      ['due', null],
+      ['waiting-group', null],
+      ['waiting-group', null],
     ]);
     // The dead reserve frees the group: ship and notify run, find no reservation, and record nothing.
     await waitFor(async () => (await fulfilment(order.id)).steps[0].job?.state === 'dead', 15_000, 'reserve to die', { every: 50 });

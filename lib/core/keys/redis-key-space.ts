@@ -74,6 +74,8 @@ export class RedisKeySpace {
       groupsReady: `${base}:groups-ready`,
       groupsOut: `${base}:groups-out`,
       groupLimit: `${base}:group-limit`,
+      priority: `${base}:priority`,
+      prioritized: `${base}:prioritized`,
       cancelled: `${base}:cancelled`,
       cancelChannel: `${base}:cancel`,
       completed: `${base}:completed`,
@@ -108,6 +110,15 @@ export class RedisKeySpace {
   /** The name of the semaphore whose permit set is `key`; undefined for any other key. */
   semaphoreNameOf(key: string): string | undefined {
     return this.lockKindNameOf(SEMAPHORE_FAMILY, key, SEMAPHORE_KEY);
+  }
+
+  /**
+   * SCAN MATCH pattern of every key of one topic shard (`<prefix>:dq:{topic}:*`, `topic` a topic or a
+   * shard name `topic#n`): its jobs, schedules, groups, markers, operation records and any per-job
+   * key, all under its hash tag.
+   */
+  topicFamilyPattern(topic: string): string {
+    return `${escapeGlob(`${this.prefix}:dq:{${escapeKeyPart(topic, 'topic name')}}:`)}*`;
   }
 
   /** SCAN MATCH pattern of every topic's jobs hash (`<prefix>:dq:{topic}:jobs`): a topic with a job in any state has one. */
@@ -198,6 +209,14 @@ export interface TopicKeys {
   readonly groupsOut: string;
   /** The topic's `groupConcurrency` (jobs of one group at a time), written by its consumers; absent: 1. */
   readonly groupLimit: string;
+  /**
+   * Present once a job with a priority was scheduled on the shard: hash `ready` -> the due score up to
+   * which every due job is also in `prioritized`, `seq` -> jobs made ready so far. Named in Lua from the
+   * shard's prefix (topic-base-lua-snippet.ts); here for what removes a topic's keys.
+   */
+  readonly priority: string;
+  /** zset id -> priority * 2^31 + seq: the shard's due jobs, each also in `due`, in the order the claim takes them. */
+  readonly prioritized: string;
   /**
    * Tombstones of jobs cancelled while they ran: zset `<claim token>:<id>` -> the job's visibility
    * deadline when it was cancelled. A consumer that missed the cancel notice learns of it at its next

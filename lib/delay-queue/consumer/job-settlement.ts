@@ -197,7 +197,7 @@ export class JobSettlement {
     const { retryAfterMs } = limited;
     let reply: Awaited<ReturnType<typeof postponeRateLimitedJobScript.call>> | undefined;
     await this.retryWhileHeld([job], async () => {
-      const args = { id: job.id, token: job.token, dueScore: String(job.dueScore), retryAfterMs };
+      const args = { id: job.id, token: job.token, dueScore: String(job.dueScore), retryAfterMs, attempts: decoded.attempts };
       reply = await postponeRateLimitedJobScript.call(connection, keys, args);
     });
     this.context.visibility.forget(job);

@@ -1,13 +1,15 @@
 /**
- * Where a job is: waiting for its time (`scheduled`), waiting and already due (`due`), claimed by a
- * consumer (`active`), in the dead-letter set after its last attempt failed (`dead`), or done and
- * kept because its consumer has `keepCompleted` (`completed`).
+ * Where a job is: waiting for its time (`scheduled`), waiting and already due (`due`), a job of a
+ * group waiting in its group's queue for its group's turn, due or not (`waiting-group`), claimed by
+ * a consumer (`active`), in the dead-letter set after its last attempt failed (`dead`), or done and
+ * kept because its consumer has `keepCompleted` (`completed`). A job of a group waiting for a retry
+ * keeps its group's turn and reads `scheduled` or `due`.
  *
  * @inline
  */
-export type DelayedJobState = 'scheduled' | 'due' | 'active' | 'dead' | 'completed';
+export type DelayedJobState = 'scheduled' | 'due' | 'waiting-group' | 'active' | 'dead' | 'completed';
 
-/** A stored job, as returned by `DelayQueueService.get()` and `deadLetters()`. */
+/** A stored job, as returned by `DelayQueueService.get()`, `list()` and `deadLetters()`. */
 export interface DelayedJob<T = unknown> {
   /** The job id. */
   readonly id: string;
@@ -23,7 +25,7 @@ export interface DelayedJob<T = unknown> {
   readonly maxAttempts?: number;
   /** When the job was first scheduled (Redis server clock). */
   readonly createdAt: Date;
-  /** Due time of a `scheduled` or `due` job. */
+  /** Due time of a `scheduled`, `due` or `waiting-group` job. */
   readonly scheduledAt?: Date;
   /** Visibility deadline of an `active` job: it returns to the queue then unless extended or acknowledged. */
   readonly visibleUntil?: Date;
@@ -48,10 +50,12 @@ export interface DelayedJob<T = unknown> {
    */
   readonly lastErrorStack?: string;
   /**
-   * The job's group, when it has one. A job waiting for its group's turn reads `scheduled` or `due` by
-   * its own due time; `stats()` counts it in `grouped`.
+   * The job's group, when it has one. A job waiting for its group's turn reads `waiting-group` (with its
+   * `scheduledAt`); `stats()` counts it in `grouped`.
    */
   readonly group?: string;
+  /** The job's priority among due jobs (`schedule(…, { priority })`, smaller first); 0 when it has none. */
+  readonly priority: number;
 }
 
 /** Counts of one topic, from one consistent snapshot. */

@@ -26,6 +26,13 @@ export interface ScheduleOptions {
    * See docs/delayed-jobs.md#groups. At most 256 bytes; no quotes, backslashes or control characters.
    */
   group?: string;
+  /**
+   * Among jobs that are due, smaller runs first: an integer from 0 (the default, first) to 2_097_152.
+   * A job not yet due never starts before its time, whatever its priority; jobs of one priority run
+   * in due order, then in the order they were scheduled. Not with `group` (refused). See
+   * docs/delayed-jobs.md#priorities.
+   */
+  priority?: number;
 }
 
 /**

@@ -9,6 +9,18 @@ export const ON_DELAYED_METADATA = 'nestjs-redis-lock:on_delayed';
  */
 export const DUE_SCORE_SLOTS = 2048;
 
+/** Largest `schedule(…, { priority })` (BullMQ's bound): `priority * PRIORITY_SEQ_SPAN + seq` stays an exact double. */
+export const MAX_PRIORITY = 2_097_152;
+
+/**
+ * Score of a due job in a topic that uses priorities (the `prioritized` zset): `priority * SPAN + seq`,
+ * seq the topic's counter of jobs made ready, modulo SPAN (2^31: under 2^53 with the largest priority).
+ */
+export const PRIORITY_SEQ_SPAN = 2 ** 31;
+
+/** Jobs that came due moved into the `prioritized` set by one claim at most (as BullMQ promotes 1000 delayed jobs a call). */
+export const PRIORITY_MOVE_BATCH = 1000;
+
 /** Latest due time accepted (2100-01-01 UTC), far inside the exact range of the score encoding. */
 export const MAX_DUE_MS = Date.UTC(2100, 0, 1);
 

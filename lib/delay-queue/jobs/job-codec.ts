@@ -29,6 +29,8 @@ export interface DecodedJob<T = unknown> {
   readonly traceparent?: string;
   /** The job's group, when it has one. */
   readonly group?: string;
+  /** Its priority among due jobs (smaller first); absent for 0. */
+  readonly priority?: number;
   /** The last progress a handler recorded (`JobContext.progress`), when there was one. */
   readonly progress?: unknown;
   readonly payload: T;
@@ -68,15 +70,21 @@ export interface ScheduledJobFields {
   /** Kept only when it is a valid W3C traceparent. */
   readonly traceparent?: string;
   readonly group?: string;
+  /** Left out when 0. */
+  readonly priority?: number;
 }
 
 /** The header fields written at schedule, then the payload: what the store-job snippet completes with the creation time. */
-export function encodeBodyTail(payloadJson: string, { maxAttempts, backoff, traceparent, group }: ScheduledJobFields = {}): string {
+export function encodeBodyTail(
+  payloadJson: string,
+  { maxAttempts, backoff, traceparent, group, priority }: ScheduledJobFields = {},
+): string {
   return (
     encodeFields({
       maxAttempts: maxAttempts === undefined ? undefined : String(maxAttempts),
       backoff: backoff && JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]),
       group,
+      priority: priority ? String(priority) : undefined,
       traceparent: traceparent !== undefined && TRACEPARENT.test(traceparent) ? traceparent : undefined,
     }) +
     HEADER_END +
@@ -242,6 +250,7 @@ function decodeFields(fields: JobHeaderFields): Omit<DecodedJob, 'payload'> {
     lastError,
     lastErrorStack,
     group: fields.group,
+    priority: fields.priority === undefined ? undefined : number(fields.priority, 'priority'),
     traceparent: fields.traceparent,
     progress: fields.progress === undefined ? undefined : (JSON.parse(JSON.parse(fields.progress) as string) as unknown),
   };

@@ -58,6 +58,7 @@ export const JOB_FIELDS = [
   { name: 'maxAttempts', code: 'm', type: 'uint', writtenBy: 'schedule' },
   { name: 'backoff', code: 'b', type: 'json', writtenBy: 'schedule ([delay, factor, maxDelay, jitter])' },
   { name: 'traceparent', code: 't', type: 'text', writtenBy: 'schedule (W3C traceparent of the schedule span)' },
+  { name: 'priority', code: 'r', type: 'uint', writtenBy: 'schedule (absent for 0: a topic that never uses priorities stores nothing)' },
   { name: 'progress', code: 'o', type: 'json', writtenBy: 'set-progress (the progress JSON, as a JSON string)' },
   { name: 'lastError', code: 'e', type: 'json', writtenBy: 'fail, bury (message as a JSON string, or [message, stack])' },
 ] as const satisfies readonly JobField[];

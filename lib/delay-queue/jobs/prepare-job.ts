@@ -5,12 +5,12 @@ import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.
 import { OPTION_BOUNDS } from '../../core/options/option-bounds.js';
 import { describeValue, OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
-import { MAX_DUE_MS, MAX_GROUP_BYTES, MAX_JOB_ID_BYTES } from './delay-queue.constants.js';
+import { MAX_DUE_MS, MAX_GROUP_BYTES, MAX_JOB_ID_BYTES, MAX_PRIORITY } from './delay-queue.constants.js';
 import type { ScheduleOptions } from '../interfaces/schedule-options.interface.js';
 import { encodeBodyTail, encodePayload } from './job-codec.js';
 
 /** The keys of `schedule()`'s options (and of a `scheduleMany()` job besides `payload`). */
-const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff', 'group']);
+const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff', 'group', 'priority']);
 
 /** How a job's `when` gives its due time: `delay`, ms after the script's TIME; `at`, an epoch ms. */
 type DueKind = 'delay' | 'at';
@@ -54,16 +54,7 @@ export function prepareJob(
   const o = options ?? {};
   if (typeof o !== 'object') throw new InvalidJobError(topic, field || 'options', 'must be an object');
   refuseUnknownKeys(validate.refuse, '', o, SCHEDULE_OPTION_KEYS);
-  const payloadJson = encodePayload(topic, payload, at('payload'));
-  const payloadBytes = Buffer.byteLength(payloadJson, 'utf8');
-  if (payloadBytes > defaults.maxPayloadBytes) {
-    throw new InvalidJobError(
-      topic,
-      at('payload'),
-      `is ${payloadBytes} bytes as JSON (UTF-8), over the limit of ${defaults.maxPayloadBytes} (delayQueue.maxPayloadBytes); ` +
-        'keep large data elsewhere and pass a reference to it, or raise the limit',
-    );
-  }
+  const { payloadJson, payloadBytes } = preparePayload(topic, payload, defaults, at('payload'));
 
   let id: string;
   if (o.id === undefined) {
@@ -107,15 +98,47 @@ export function prepareJob(
   const backoff = o.backoff === undefined ? undefined : resolveBackoff(validate, 'backoff', o.backoff, defaults.backoff);
   if (o.replace !== undefined) validate.flag('replace', o.replace);
   const group = o.group === undefined ? undefined : checkGroup(topic, at('group'), o.group);
+  const priority = o.priority === undefined ? undefined : validate.wholeNumber('priority', o.priority, { min: 0, max: MAX_PRIORITY });
+  if (priority && group !== undefined) {
+    throw new InvalidJobError(
+      topic,
+      at('priority'),
+      `is ${priority} on a job of group ${JSON.stringify(group)}; a group runs its jobs in due order, so give its jobs no priority ` +
+        '(or schedule the job without a group)',
+    );
+  }
   return {
     id,
     kind,
     when,
-    tail: encodeBodyTail(payloadJson, { maxAttempts, backoff, traceparent, group }),
+    tail: encodeBodyTail(payloadJson, { maxAttempts, backoff, traceparent, group, priority }),
     replace: o.replace === true,
     group,
     payloadBytes,
   };
+}
+
+/**
+ * A payload checked (JSON data, at most `delayQueue.maxPayloadBytes`) and encoded: `schedule()`'s
+ * and `updatePayload()`'s.
+ */
+export function preparePayload(
+  topic: string,
+  payload: unknown,
+  defaults: RedisLockConfig['delayQueue'],
+  field = 'payload',
+): { readonly payloadJson: string; readonly payloadBytes: number } {
+  const payloadJson = encodePayload(topic, payload, field);
+  const payloadBytes = Buffer.byteLength(payloadJson, 'utf8');
+  if (payloadBytes > defaults.maxPayloadBytes) {
+    throw new InvalidJobError(
+      topic,
+      field,
+      `is ${payloadBytes} bytes as JSON (UTF-8), over the limit of ${defaults.maxPayloadBytes} (delayQueue.maxPayloadBytes); ` +
+        'keep large data elsewhere and pass a reference to it, or raise the limit',
+    );
+  }
+  return { payloadJson, payloadBytes };
 }
 
 /** A group name: stored verbatim in the job's header and in a key name, so it holds no quote, backslash or control character. */

@@ -20,6 +20,9 @@ import { removeRepeatScript } from './remove-repeat.lua.js';
 import { releaseGroupTurnScript } from './release-group-turn.lua.js';
 import { releaseJobsScript } from './release-jobs.lua.js';
 import { rescheduleJobScript } from './reschedule-job.lua.js';
+import { updatePayloadScript } from './update-payload.lua.js';
+import { drainWaitingJobsScript } from './drain-waiting-jobs.lua.js';
+import { cleanFinishedJobsScript } from './clean-finished-jobs.lua.js';
 import { retryDeadJobsScript } from './retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from './schedule-jobs.lua.js';
 import { setGroupLimitScript } from './set-group-limit.lua.js';
@@ -52,6 +55,9 @@ export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   releaseGroupTurnScript,
   releaseJobsScript,
   rescheduleJobScript,
+  updatePayloadScript,
+  drainWaitingJobsScript,
+  cleanFinishedJobsScript,
   retryDeadJobsScript,
   scheduleJobsScript,
   setGroupLimitScript,

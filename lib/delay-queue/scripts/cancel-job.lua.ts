@@ -41,7 +41,7 @@ local body = redis.call('hget', JOBS, id)
 local existed = redis.call('hdel', JOBS, id)
 dropLogs(id)
 redis.call('zrem', DEAD, id)
-local wasDue = redis.call('zrem', DUE, id)
+local wasDue = unqueueDue(id)
 local deadline = redis.call('zscore', ACTIVE, id)
 if body then
   if wasDue == 1 then groupJobFinished(body)

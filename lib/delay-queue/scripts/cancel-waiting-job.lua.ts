@@ -28,7 +28,7 @@ if prior then return tonumber(prior) end
 local id = ARG.id
 local outcome = 0
 local body = redis.call('hget', JOBS, id)
-if redis.call('zrem', DUE, id) == 1 then
+if unqueueDue(id) == 1 then
   groupJobFinished(body) -- a job of a group waiting for its retry held its group's turn
   redis.call('hdel', JOBS, id)
   dropLogs(id)

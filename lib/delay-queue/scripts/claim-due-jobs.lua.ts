@@ -9,13 +9,14 @@ import { LUA_TOPIC_BLOCK } from './topic-block-lua-snippet.js';
  *
  * 1. acknowledge the finished jobs the call carries;
  * 2. recoverExpired: jobs whose visibility passed go back to DUE (or dead on their last attempt);
- * 3. one read tells whether the shard uses pause, a rate-limited block, groups or held turns at all (a
- *    plain topic pays it alone); held group turns whose deadline passed are released;
+ * 3. one read tells whether the shard uses pause, a rate-limited block, groups, held turns or
+ *    priorities at all (a plain topic pays it alone); held group turns whose deadline passed are released;
  * 4. the previous claim's record, whose reply has arrived, is deleted;
  * 5. the rate log is trimmed and tells how many claims this consumer's window allows;
  * 6. replayClaim (a second run of this call answers what the first took) or takeDueJobs: up to
  *    maxClaims due jobs into ACTIVE with a visibility deadline, in due order, jobs of a group from
- *    the ready groups merged with DUE in score order (one per group per turn);
+ *    the ready groups merged with DUE in score order (one per group per turn); in a topic with
+ *    priorities, the jobs that came due are first made ready and taken by priority, then the turns;
  * 7. nextWakeOf: when the consumer should call next; another consumer is woken while due jobs remain.
  *
  * A claim is safe to run twice: KEY.record is the claim's record, one key per claim call (consumer id
@@ -82,7 +83,7 @@ local keep = keepOf(ARG.keepsCompleted, KEY.completed, KEY.results, ARG.keepCoun
 local acked, trimLeft = acknowledge(ACKS_FROM, ACKS_STRIDE, keep)
 local recovered = recoverExpired(ARG.defaultMaxAttempts, ARG.deadMaxCount, ARG.deadMaxAgeMs)
 
-local plain = redis.call('exists', KEY.paused, GROUPS_READY, GROUPS_HELD, KEY.blocked) == 0
+local plain = redis.call('exists', KEY.paused, GROUPS_READY, GROUPS_HELD, KEY.blocked, PRIORITY) == 0
 if plain then
   groupsMayBeReady = false -- until a group's turn is added (refreshGroup sets it again)
 else
@@ -103,7 +104,8 @@ if claimed == nil then
   claimed, claimedUs = {}, nowUs
   if allowed > 0 and not held then
     local ids, tokens
-    claimed, ids, tokens = takeDueJobs(allowed, not plain, KEY.fence, ARG.visibilityMs, ARG.deadMaxCount, ARG.deadMaxAgeMs)
+    local prioritized = not plain and priorityReadyUpTo() ~= false
+    claimed, ids, tokens = takeDueJobs(allowed, not plain, prioritized, KEY.fence, ARG.visibilityMs, ARG.deadMaxCount, ARG.deadMaxAgeMs)
     if rateMax > 0 and #ids > 0 then logClaims(KEY.rateLog, ids, tokens) end
   end
 end

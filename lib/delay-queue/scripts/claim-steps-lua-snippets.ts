@@ -26,7 +26,7 @@ local function recoverExpired(defaultMaxAttempts, deadMaxCount, deadMaxAge)
       local maxAttempts = maxAttemptsOf(body) or defaultMaxAttempts
       local requeued = attempts < maxAttempts
       if requeued then
-        redis.call('zadd', DUE, scoreFor(nowMs), id)
+        queueDue(id, scoreFor(nowMs), body)
       else
         bury(id, body, ${JSON.stringify(JSON.stringify(VISIBILITY_EXPIRED_ON_LAST_ATTEMPT))}, deadMaxCount, deadMaxAge)
       end
@@ -106,7 +106,8 @@ end
  * new; nil for a first run.
  *
  * takeDueJobs: the first `allowed` of DUE and of the ready groups' turns, merged in score order, into
- * ACTIVE until `deadline`. Every claim gives the job a new claim token, which is also its fencing
+ * ACTIVE until `deadline`; in a topic with priorities, the due jobs of DUE by priority first (PRIORITIZED,
+ * see topic-base-lua-snippet.ts), then the groups' turns. Every claim gives the job a new claim token, which is also its fencing
  * token (`JobContext.fencingToken`): issueFences (fence-lua-snippets.ts) makes it greater than the
  * job's previous token and than every token the shard's counter handed out, and at least the server
  * clock in µs. An unreadable body is parked with the dead letters instead of failing every claim of
@@ -133,15 +134,44 @@ local function replayClaim()
   return claimed, tonumber(prior[#prior])
 end
 
+-- The first 'allowed' of PRIORITIZED (smaller priority, then the order they became ready), out of it
+-- and of DUE, appended to ids and scores (their DUE scores). An entry whose job is no longer in DUE, or
+-- not due there (moved by a script that does not keep PRIORITIZED: an earlier version during an
+-- upgrade), is dropped from PRIORITIZED and not taken: the due time is checked here too.
+local function prioritizedIds(allowed, ids, scores)
+  local ready = redis.call('zrange', PRIORITIZED, 0, allowed - 1)
+  if #ready == 0 then return end
+  redis.call('zrem', PRIORITIZED, unpack(ready))
+  local dueScores = redis.call('zmscore', DUE, unpack(ready))
+  local limit = (nowMs + 1) * SLOTS
+  local taken = {}
+  for k, id in ipairs(ready) do
+    local score = dueScores[k] and tonumber(dueScores[k])
+    if score and score < limit then
+      taken[#taken + 1] = id
+      ids[#ids + 1], scores[#scores + 1] = id, score
+    end
+  end
+  if #taken > 0 then redis.call('zrem', DUE, unpack(taken)) end
+end
+
 -- The ids and due scores of the first 'allowed' of DUE and of the ready groups' turns, in score
--- order, out of DUE and their groups' queues.
-local function dueIds(allowed, withGroups)
-  local limit = fmt((nowMs + 1) * SLOTS)
-  local rows = redis.call('zrangebyscore', DUE, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed)
-  local turns = withGroups and redis.call('zrangebyscore', GROUPS_READY, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed) or {}
+-- order, out of DUE and their groups' queues. With priorities, the due jobs of DUE come from
+-- PRIORITIZED first (those that came due past the move's batch wait for the next claim), then
+-- the groups' turns.
+local function dueIds(allowed, withGroups, prioritized)
   local ids, scores, fromDue = {}, {}, 0
-  local r, t = 1, 1
-  while #ids < allowed and (rows[r] or turns[t]) do
+  if prioritized then
+    makeDueReady()
+    prioritizedIds(allowed, ids, scores)
+    allowed = allowed - #ids
+    if allowed <= 0 then return ids, scores end
+  end
+  local limit = fmt((nowMs + 1) * SLOTS)
+  local rows = prioritized and {} or redis.call('zrangebyscore', DUE, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed)
+  local turns = withGroups and redis.call('zrangebyscore', GROUPS_READY, '-inf', '(' .. limit, 'withscores', 'limit', 0, allowed) or {}
+  local r, t, wanted = 1, 1, #ids + allowed
+  while #ids < wanted and (rows[r] or turns[t]) do
     if rows[r] and (not turns[t] or tonumber(rows[r + 1]) <= tonumber(turns[t + 1])) then
       ids[#ids + 1], scores[#scores + 1] = rows[r], tonumber(rows[r + 1])
       fromDue = fromDue + 1
@@ -156,9 +186,9 @@ local function dueIds(allowed, withGroups)
   return ids, scores
 end
 
-local function takeDueJobs(allowed, withGroups, fence, visibility, deadMaxCount, deadMaxAge)
+local function takeDueJobs(allowed, withGroups, prioritized, fence, visibility, deadMaxCount, deadMaxAge)
   local claimed, takenIds, tokens = {}, {}, {}
-  local ids, scores = dueIds(allowed, withGroups)
+  local ids, scores = dueIds(allowed, withGroups, prioritized)
   if #ids == 0 then return claimed, takenIds, tokens end
   local bodies = redis.call('hmget', JOBS, unpack(ids))
   local taken, floors = {}, {}

@@ -38,8 +38,9 @@ if retryDelay < 0 then
 end
 local headBefore = headScore()
 local score = scoreFor(nowMs + retryDelay)
-redis.call('hset', JOBS, id, withError(body, errorJson))
-redis.call('zadd', DUE, score, id)
+local failed = withError(body, errorJson)
+redis.call('hset', JOBS, id, failed)
+queueDue(id, score, failed)
 if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
 return 1
 `,

@@ -10,6 +10,9 @@ import { LUA_TOPIC_BASE } from './topic-base-lua-snippet.js';
  * - out of it: claimed (ACTIVE), or back in DUE waiting for a retry or after its consumer lost its
  *   visibility (it keeps its turn: no later job of the group starts meanwhile), or DEAD;
  *   `<shard>:groups-out` (hash group -> count) counts the group's jobs that are out and not dead.
+ * `<shard>:groups-waiting` (zset id -> due score) lists every job waiting in some group's queue, with
+ * its score there: the job list's 'waiting-group' state, read page by page without visiting every
+ * group (kept by addToGroup, takeFromGroup and removeFromGroup, the only writers of a group's queue).
  * `<shard>:groups-ready` (zset group -> score) lists every group with a waiting job and fewer than
  * its limit out; the claim takes a group's first job from there (`takeFromGroup`). Invariant, kept
  * by every script that moves a job of a group: a group is on it exactly when it has a waiting job
@@ -40,6 +43,7 @@ local GROUPS_OUT = SHARD .. ':groups-out'
 local GROUPS_HELD = SHARD .. ':groups-held'
 local GROUPS_HELD_NAMES = SHARD .. ':groups-held-names'
 local GROUP_LIMIT = SHARD .. ':group-limit'
+local GROUPS_WAITING = SHARD .. ':groups-waiting'
 local function groupKey(group) return SHARD .. ':group:' .. group end
 
 -- The next free score at dueMs in a group's queue: after the group's jobs due in that millisecond
@@ -92,6 +96,7 @@ local function addToGroup(group, id, score)
   local key = groupKey(group)
   local head = redis.call('zrange', key, 0, 0, 'withscores')
   redis.call('zadd', key, score, id)
+  redis.call('zadd', GROUPS_WAITING, score, id)
   local current = tonumber(redis.call('zscore', GROUPS_READY, group))
   if current and head[2] and current == tonumber(head[2]) and score < current then
     -- The group's turn stood at its first job, and this one is due earlier.
@@ -154,6 +159,7 @@ end
 local function removeFromGroup(id, body)
   local group = groupOf(body)
   if not group or redis.call('zrem', groupKey(group), id) == 0 then return false end
+  redis.call('zrem', GROUPS_WAITING, id)
   refreshGroup(group, nil)
   return true
 end
@@ -180,6 +186,7 @@ local function takeFromGroup(group)
     return nil
   end
   redis.call('zrem', key, head[1])
+  redis.call('zrem', GROUPS_WAITING, head[1])
   redis.call('hincrby', GROUPS_OUT, group, 1)
   refreshGroup(group, tonumber(head[2]))
   return head[1], tonumber(head[2])

@@ -9,6 +9,8 @@ export interface JobRead {
   readonly body: string | null;
   /** Its due score (also that of a job waiting in its group's queue), a string: due scores have 16 digits. */
   readonly dueScore: string | null;
+  /** The job waits in its group's queue for its group's turn (state 'waiting-group'). */
+  readonly inGroupQueue: boolean;
   /** Its visibility deadline (ms) while claimed. */
   readonly visibleUntilMs: number | null;
   /** When it died (ms), for a dead letter. */
@@ -42,13 +44,14 @@ return readJobState(ARG.id)
 
 /** The reply of readJobState (read-job-lua-snippet.ts) as a JobRead. */
 export function decodeJobRead(reply: unknown): JobRead {
-  const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result] = reply as (string | number | null)[];
+  const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result, inGroupQueue] = reply as (string | number | null)[];
   const msOrNull = (value: string | number | null | undefined) => (value == null ? null : Number(value));
   const textOrNull = (value: string | number | null | undefined) => (value == null ? null : String(value));
   return {
     nowMs: Number(nowMs),
     body: textOrNull(body),
     dueScore: textOrNull(dueScore),
+    inGroupQueue: Number(inGroupQueue) === 1,
     visibleUntilMs: msOrNull(deadline),
     diedAtMs: msOrNull(diedAt),
     finishedAtMs: msOrNull(finishedAt),

@@ -30,8 +30,11 @@ for i = JOBS_FROM, #ARGV, JOBS_STRIDE do
   local body = ownedBody(id, ARGV[i + 1])
   if body then
     redis.call('zrem', ACTIVE, id)
-    if undo then redis.call('hset', JOBS, id, withAttempts(body, math.max(0, (attemptsOf(body) or 1) - 1))) end
-    redis.call('zadd', DUE, ARGV[i + 2], id)
+    if undo then
+      body = withAttempts(body, math.max(0, (attemptsOf(body) or 1) - 1))
+      redis.call('hset', JOBS, id, body)
+    end
+    queueDue(id, tonumber(ARGV[i + 2]), body)
     released = released + 1
   else
     releaseHeldTurn(ARGV[i + 1]) -- cancelled or replaced before or while it ran: nothing of it runs here

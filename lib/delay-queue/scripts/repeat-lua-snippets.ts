@@ -98,8 +98,7 @@ end
 
 -- Removes a tick's job if it still waits; a job already claimed (or dead) is left to its fate.
 local function dropWaitingTick(jobId)
-  if redis.call('zscore', DUE, jobId) then
-    redis.call('zrem', DUE, jobId)
+  if unqueueDue(jobId) == 1 then
     redis.call('hdel', JOBS, jobId)
     dropLogs(jobId)
   end

@@ -39,10 +39,10 @@ if not redis.call('zscore', DUE, id) then
   recordReply(0)
   return 0
 end
-redis.call('zrem', DUE, id)
+unqueueDue(id)
 local headBefore = headScore()
 local score = scoreFor(dueMs)
-redis.call('zadd', DUE, score, id)
+queueDue(id, score, body)
 if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
 recordReply(1)
 return 1

@@ -34,7 +34,7 @@ for _, id in ipairs(ids) do
       if group then
         addToGroup(group, id, groupScoreFor(group, nowMs)) -- behind the jobs its group has waiting
       else
-        redis.call('zadd', DUE, scoreFor(nowMs), id)
+        queueDue(id, scoreFor(nowMs), body)
       end
       moved = moved + 1
     elseif body then

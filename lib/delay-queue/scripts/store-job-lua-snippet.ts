@@ -17,7 +17,7 @@ local function makeRoomFor(id, replace)
   if not body then return 1 end
   if not replace then return 0 end
   local deadline = redis.call('zscore', ACTIVE, id)
-  if redis.call('zrem', DUE, id) == 1 then
+  if unqueueDue(id) == 1 then
     groupJobFinished(body)
   elseif deadline then
     redis.call('zrem', ACTIVE, id)
@@ -44,8 +44,9 @@ local function storeJob(id, dueMs, tail)
   redis.call('hset', JOBS, id, body)
   local group = groupOf(body)
   if group then return addToGroup(group, id, groupScoreFor(group, dueMs)) or math.huge end
+  if priorityOf(body) > 0 then usePriorities() end
   local score = scoreFor(dueMs)
-  redis.call('zadd', DUE, score, id)
+  queueDue(id, score, body)
   return score
 end
 `,

@@ -1,5 +1,5 @@
 import type { LuaSnippet } from '../../core/redis/redis-script.js';
-import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS } from '../jobs/delay-queue.constants.js';
+import { DUE_SCORE_SLOTS, OPERATION_RECORD_TTL_MS, PRIORITY_MOVE_BATCH, PRIORITY_SEQ_SPAN } from '../jobs/delay-queue.constants.js';
 import { LUA_JOB_HEADER } from './job-header-lua-snippet.js';
 
 /**
@@ -15,6 +15,20 @@ import { LUA_JOB_HEADER } from './job-header-lua-snippet.js';
  * KEYS[6] (optional, some scripts) the call's operation record (see operation-record.ts): what a
  *         first run did, so that a second run of the same call (a re-sent command) answers the same
  *         and changes nothing
+ *
+ * A topic that has had a job with a priority also has two keys named from the shard's prefix, as a
+ * group's keys are (same hash tag, same slot):
+ *
+ * PRIORITY     hash  'ready' -> a DUE score: every job of DUE scored up to it is also in PRIORITIZED;
+ *                    'seq' -> jobs made ready so far (their order within one priority)
+ * PRIORITIZED  zset  id -> priority * SPAN + seq % SPAN: the DUE jobs made ready, all of them due
+ *
+ * Every waiting job stays in DUE by due time (its state, counts, lists, cancel and reschedule read
+ * DUE alone); PRIORITIZED only orders the due ones for the claim, which takes from it. A job enters
+ * PRIORITIZED only once due (its score in DUE at most 'ready', which never passes the clock of the
+ * script that set it), so no priority makes a job start early. queueDue and unqueueDue keep the
+ * invariant PRIORITIZED ⊆ DUE for every writer of DUE; the claim moves what came due since
+ * (makeDueReady). A topic without that hash never reads more than the one check that finds it absent.
  *
  * Times come from the server's TIME, never from a client clock. Numbers are turned into strings with
  * fmt(): Lua's own tostring keeps 14 digits only, and scores have 16.
@@ -59,6 +73,86 @@ local function scoreFor(dueMs)
     end
     ms = ms + 1
   end
+end
+
+local PRIORITY, PRIORITIZED = SHARD .. ':priority', SHARD .. ':prioritized'
+local PRIORITY_SPAN = ${PRIORITY_SEQ_SPAN}
+
+local function priorityOf(body) return tonumber(jobField(body, 'priority') or 0) or 0 end
+
+-- PRIORITY's 'ready' bound, read once per script; false for a topic that never had a priority.
+local readyBound = nil
+local function priorityReadyUpTo()
+  if readyBound == nil then
+    local ready = redis.call('hget', PRIORITY, 'ready')
+    readyBound = ready and tonumber(ready) or false
+  end
+  return readyBound
+end
+
+local function setReadyUpTo(score)
+  redis.call('hset', PRIORITY, 'ready', fmt(score))
+  readyBound = score
+end
+
+-- A job with a priority makes its topic use PRIORITIZED from now on (nothing of DUE is ready yet).
+local function usePriorities()
+  if not priorityReadyUpTo() then setReadyUpTo(-1) end
+end
+
+-- Adds ids (jobs of DUE that are due) to PRIORITIZED in this order, with their priorities.
+local function makeReady(ids, priorities)
+  local n = #ids
+  if n == 0 then return end
+  local last = redis.call('hincrby', PRIORITY, 'seq', n)
+  local args = {}
+  for k = 1, n do
+    args[#args + 1] = fmt(priorities[k] * PRIORITY_SPAN + (last - n + k) % PRIORITY_SPAN)
+    args[#args + 1] = ids[k]
+  end
+  redis.call('zadd', PRIORITIZED, unpack(args))
+end
+
+-- Queues a job in DUE at score. With priorities: a due job is made ready at once when every job
+-- before it in DUE already is (the ready bound moves up to it), or when it lands at or below the
+-- bound (a retry, a recovery, a hand-back, a past time); a later one waits for makeDueReady.
+local function queueDue(id, score, body)
+  redis.call('zadd', DUE, score, id)
+  local ready = priorityReadyUpTo()
+  if not ready then return end
+  if score > ready and score < (nowMs + 1) * SLOTS then
+    if #redis.call('zrangebyscore', DUE, '(' .. fmt(ready), '(' .. fmt(score), 'limit', 0, 1) == 0 then
+      setReadyUpTo(score)
+      ready = score
+    end
+  end
+  if score <= ready then makeReady({ id }, { priorityOf(body) }) end
+end
+
+-- Takes a job out of DUE (and of PRIORITIZED); 1 if it was in DUE.
+local function unqueueDue(id)
+  local removed = redis.call('zrem', DUE, id)
+  if removed == 1 and priorityReadyUpTo() then redis.call('zrem', PRIORITIZED, id) end
+  return removed
+end
+
+-- The claim's move: up to ${PRIORITY_MOVE_BATCH} jobs of DUE that came due since the last move (in due
+-- order, so seq follows due order) into PRIORITIZED; the ready bound follows them.
+local function makeDueReady()
+  local ready = priorityReadyUpTo()
+  local limit = (nowMs + 1) * SLOTS
+  local rows = redis.call('zrangebyscore', DUE, '(' .. fmt(ready), '(' .. fmt(limit), 'withscores', 'limit', 0, ${PRIORITY_MOVE_BATCH})
+  local ids = {}
+  for i = 1, #rows, 2 do ids[#ids + 1] = rows[i] end
+  if #ids > 0 then
+    local bodies = redis.call('hmget', JOBS, unpack(ids))
+    local priorities = {}
+    for k = 1, #ids do priorities[k] = bodies[k] and priorityOf(bodies[k]) or 0 end
+    makeReady(ids, priorities)
+  end
+  local upTo = limit - 1
+  if #ids == ${PRIORITY_MOVE_BATCH} then upTo = tonumber(rows[#rows]) end
+  if upTo ~= ready then setReadyUpTo(upTo) end
 end
 
 -- The score of the first job that may start: the head of DUE or the turn of the first ready group.

@@ -93,6 +93,16 @@ export class DashboardQueue {
     return this.queue.retryDead(topic);
   }
 
+  /** Removes every waiting job of the topic (running ones stay); resolves to how many. */
+  drain(topic: string): Promise<number> {
+    return this.queue.drain(topic);
+  }
+
+  /** Removes every dead letter, or every kept completed job, of the topic; resolves to how many. */
+  clean(topic: string, state: 'dead' | 'completed'): Promise<number> {
+    return this.queue.clean(topic, { state });
+  }
+
   /** Deletes one dead letter; false when the job is not dead (retried or deleted meanwhile). */
   deleteDead(topic: string, id: string): Promise<boolean> {
     return this.commands.deleteDead(topic, id);

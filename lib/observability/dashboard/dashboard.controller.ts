@@ -189,6 +189,32 @@ class DashboardController {
     return { retried: await this.queue.retryAllDead(topic) };
   }
 
+  @Post('api/topics/:topic/drain')
+  @HttpCode(200)
+  async drain(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+  ): Promise<{ removed: number }> {
+    await this.assertMayWrite(request, actionHeader, 'drain a topic');
+    return { removed: await this.queue.drain(topic) };
+  }
+
+  @Post('api/topics/:topic/clean/:state')
+  @HttpCode(200)
+  async clean(
+    @Req() request: unknown,
+    @Headers(DASHBOARD_ACTION_HEADER) actionHeader: string | undefined,
+    @Param('topic') topic: string,
+    @Param('state') state: string,
+  ): Promise<{ removed: number }> {
+    await this.assertMayWrite(request, actionHeader, 'clean a topic');
+    if (state !== 'dead' && state !== 'completed') {
+      throw new BadRequestException(`Cannot clean ${JSON.stringify(state)} jobs; use dead or completed.`);
+    }
+    return { removed: await this.queue.clean(topic, state) };
+  }
+
   @Post('api/topics/:topic/pause')
   @HttpCode(200)
   async pause(

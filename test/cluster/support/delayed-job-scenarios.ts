@@ -59,6 +59,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       dead: { shards },
       cancel: { shards },
       grouped: { shards },
+      wipe: { shards },
       limited: { shards },
       waited: { shards },
     };
@@ -95,7 +96,7 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         new RedisKeySpace(keyPrefix),
         new Map(
           shards > 1
-            ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped', 'limited', 'waited'].map((topic) => [topic, shards] as const)
+            ? [TOPIC, 'fair', 'crash', 'dead', 'cancel', 'grouped', 'limited', 'waited', 'wipe'].map((topic) => [topic, shards] as const)
             : [],
         ),
       );
@@ -187,6 +188,63 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
         }
       },
     );
+
+    it('lists a state page by page across every shard, in order, and updates a waiting job found on any shard', async () => {
+      const ids = Array.from({ length: 40 }, (_, i) => `l-${i}`);
+      await queue.scheduleMany(
+        TOPIC,
+        ids.map((id, i) => ({ payload: { i }, id, delay: 3_600_000 + (i % 9) })),
+      );
+      const listed: string[] = [];
+      const times: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await queue.list(TOPIC, { state: 'scheduled', limit: 6, cursor });
+        listed.push(...page.jobs.map((job) => job.id));
+        times.push(...page.jobs.map((job) => job.scheduledAt!.getTime()));
+        cursor = page.cursor;
+      } while (cursor);
+      expect([...listed].sort()).toEqual([...ids].sort());
+      expect(times).toEqual([...times].sort((x, y) => x - y));
+      expect(await queue.updatePayload(TOPIC, 'l-13', { i: 'new' })).toBe(true);
+      expect((await queue.get(TOPIC, 'l-13'))?.payload).toEqual({ i: 'new' });
+      for (const id of ids) await queue.cancel(TOPIC, id);
+      expect(await queue.list(TOPIC, { state: 'scheduled' })).toEqual({ jobs: [] });
+    });
+
+    it('drains, cleans and obliterates a topic on every shard', async () => {
+      await queue.scheduleMany(
+        'wipe',
+        Array.from({ length: 30 }, (_, i) => ({
+          payload: i,
+          id: `w-${i}`,
+          delay: 3_600_000,
+          ...(i % 3 === 0 ? { group: `g${i % 4}` } : {}),
+        })),
+      );
+      expect(await queue.drain('wipe')).toBe(30);
+      expect(await queue.stats('wipe')).toEqual(topicStats());
+      const consumer = queue.consume('wipe', () => Promise.reject(new Error('dies')), { maxAttempts: 1 });
+      try {
+        await queue.scheduleMany(
+          'wipe',
+          Array.from({ length: 12 }, (_, i) => ({ payload: i, id: `d-${i}` })),
+        );
+        await waitFor(async () => (await queue.stats('wipe')).dead === 12, 15_000, 'the dead letters');
+      } finally {
+        await consumer.close();
+      }
+      expect(await queue.clean('wipe', { state: 'dead', limit: 5 })).toBe(5);
+      expect((await queue.stats('wipe')).dead).toBe(7);
+      await queue.repeat('wipe', { every: 3_600_000 }, { id: 'hourly' });
+      expect(await queue.obliterate('wipe')).toMatchObject({ schedules: 1, jobs: 8 });
+      const raw = target.raw();
+      const left =
+        raw instanceof Cluster
+          ? (await Promise.all(raw.nodes('master').map((node) => node.keys(`${keyPrefix}:dq:{wipe*`)))).flat()
+          : await raw.keys(`${keyPrefix}:dq:{wipe*`);
+      expect(left.filter((key) => !key.endsWith(':repeat-removed'))).toEqual([]);
+    });
 
     it('runs every due job exactly once, draining every shard', async () => {
       const seen = new Map<number, number>();

@@ -54,6 +54,8 @@ describe('RedisKeySpace: the key layout', () => {
       active: 'rl:dq:{order.expire}:active',
       dead: 'rl:dq:{order.expire}:dead',
       marker: 'rl:dq:{order.expire}:marker',
+      outcomeChannel: 'rl:dq:{order.expire}:outcomes',
+      waited: 'rl:dq:{order.expire}:waited',
       fence: 'rl:dq:{order.expire}:fence',
       cancelled: 'rl:dq:{order.expire}:cancelled',
       cancelChannel: 'rl:dq:{order.expire}:cancel',
@@ -65,14 +67,14 @@ describe('RedisKeySpace: the key layout', () => {
       groupsReady: 'rl:dq:{order.expire}:groups-ready',
       groupsOut: 'rl:dq:{order.expire}:groups-out',
       groupLimit: 'rl:dq:{order.expire}:group-limit',
+      priority: 'rl:dq:{order.expire}:priority',
+      prioritized: 'rl:dq:{order.expire}:prioritized',
       repeats: 'rl:dq:{order.expire}:repeats',
       repeatNext: 'rl:dq:{order.expire}:repeat-next',
       repeatLast: 'rl:dq:{order.expire}:repeat-last',
       repeatRemoved: 'rl:dq:{order.expire}:repeat-removed',
       repeatDefined: 'rl:dq:{order.expire}:repeat-defined',
       repeatRuns: 'rl:dq:{order.expire}:repeat-runs',
-      waited: 'rl:dq:{order.expire}:waited',
-      outcomeChannel: 'rl:dq:{order.expire}:outcomes',
       logsPrefix: 'rl:dq:{order.expire}:logs:',
     });
   });
@@ -85,6 +87,14 @@ describe('RedisKeySpace: the key layout', () => {
         [':groups-ready', ':groups-out', ':group-limit', ':paused'].map((s) => shard + s),
       );
       expect(k.logsPrefix).toBe(`${shard}:logs:`); // logsKey in topic-base-lua-snippet.ts
+    }
+  });
+
+  it('names the priority keys as the scripts derive them from the jobs key (topic-base-lua-snippet.ts)', () => {
+    for (const topic of ['order.expire', 'a}b{c', 'hot#2']) {
+      const k = keys.topic(topic);
+      const shard = k.jobs.slice(0, -':jobs'.length);
+      expect([k.priority, k.prioritized]).toEqual([`${shard}:priority`, `${shard}:prioritized`]);
     }
   });
 

@@ -63,6 +63,7 @@ describe('format 2', () => {
       backoff: '[1,2,3,0.5]',
       group: 'order:42',
       traceparent: TRACEPARENT,
+      priority: '7',
       progress: JSON.stringify('{"a":1}'),
       lastError: JSON.stringify(['Error: x', 'Error: x\n  at y']),
     };
@@ -71,7 +72,7 @@ describe('format 2', () => {
     expect(splitBody(body)).toEqual({ fields, payloadJson: '{"p":1}' });
     expect(encodeJobBody({ createdAt: '5' }, '1')).toBe('2\x1fg0\x1fa0\x1fc5\x1e1');
     expect(() => encodeJobBody({}, '1')).toThrow(/always has its createdAt/);
-    expect(decodeJob(body)).toMatchObject({ token: '17', attempts: 2, group: 'order:42', progress: { a: 1 } });
+    expect(decodeJob(body)).toMatchObject({ token: '17', attempts: 2, group: 'order:42', priority: 7, progress: { a: 1 } });
     expect(decodeJob(body).lastErrorStack).toBe('Error: x\n  at y');
   });
 
