@@ -150,6 +150,22 @@ describe('Job logs', () => {
     await second.close();
   });
 
+  it('clean() and obliterate() delete the logs of the jobs they remove', async () => {
+    const logsKey = (topic: string, id: string) => `${new RedisKeySpace(t.keyPrefix).topic(topic).logsPrefix}${id}`;
+    const consumer = t.queue.consume('cleaned', (_payload, job) => job.log(`ran ${job.id}`), { keepCompleted: { count: 10 } });
+    await t.queue.schedule('cleaned', null, { id: 'k1' });
+    await completedJob(t.queue, 'cleaned', 'k1');
+    expect(await t.queue.logs('cleaned', 'k1')).toEqual(['ran k1']);
+    expect(await t.queue.clean('cleaned', { state: 'completed' })).toBe(1);
+    expect(await redis.exists(logsKey('cleaned', 'k1'))).toBe(0);
+    await t.queue.schedule('cleaned', null, { id: 'k2' });
+    await completedJob(t.queue, 'cleaned', 'k2');
+    await consumer.close();
+    expect(await redis.exists(logsKey('cleaned', 'k2'))).toBe(1);
+    await t.queue.obliterate('cleaned');
+    expect(await redis.exists(logsKey('cleaned', 'k2'))).toBe(0);
+  });
+
   it('keeps the last 1,000 lines, each cut to 2,000 characters, and refuses a message that is not a string', async () => {
     const errors: unknown[] = [];
     const consumer = t.queue.consume(
