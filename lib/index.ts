@@ -63,6 +63,7 @@ export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } 
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
 export type { ScheduledJob, ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
+export type { DedupeOptions } from './delay-queue/interfaces/dedupe-options.interface.js';
 export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/schedule-result.interface.js';
 export type { RepeatCatchUp, RepeatInfo, RepeatOptions, RepeatSchedule } from './delay-queue/interfaces/repeat-options.interface.js';
 export { JobContext, type DelayedJobHandler } from './delay-queue/interfaces/job-context.interface.js';

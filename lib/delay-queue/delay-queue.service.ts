@@ -19,7 +19,8 @@ import type { DelayedJobHandler } from './interfaces/job-context.interface.js';
 import type { ScheduledJob, ScheduleOptions } from './interfaces/schedule-options.interface.js';
 import type { ScheduleResult } from './interfaces/schedule-result.interface.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from './interfaces/repeat-options.interface.js';
-import type { WriteOutcome } from './writer/job-writer.js';
+import type { JobWritten } from './writer/job-writer.js';
+import { outcomeOf, writtenIdOf } from './scripts/job-script.js';
 import { dueKindArg, prepareJob, preparePayload, type PreparedJob } from './jobs/prepare-job.js';
 import { decodeListCursor, encodeListCursor } from './job-list-cursor.js';
 import { LISTED_JOB_STATES } from './listed-job.js';
@@ -545,7 +546,11 @@ export class DelayQueueService {
   }
 }
 
-/** Each job's id with what the write did with it, in order; all `'deferred'` when handed to a transaction. */
-function withOutcomes(jobs: readonly PreparedJob[], outcomes: readonly WriteOutcome[] | 'deferred'): ScheduleResult[] {
-  return jobs.map((job, i) => ({ id: job.id, status: outcomes === 'deferred' ? 'deferred' : outcomes[i] }));
+/**
+ * Each job's id (a dedupe's: the job the call landed on) with what the write did with it, in order;
+ * all `'deferred'` when handed to a transaction.
+ */
+function withOutcomes(jobs: readonly PreparedJob[], outcomes: readonly JobWritten[] | 'deferred'): ScheduleResult[] {
+  if (outcomes === 'deferred') return jobs.map((job) => ({ id: job.id, status: 'deferred' }));
+  return jobs.map((job, i) => ({ id: writtenIdOf(outcomes[i], job.id), status: outcomeOf(outcomes[i]) }));
 }

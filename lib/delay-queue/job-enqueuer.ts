@@ -5,7 +5,7 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-l
 import { RedisConnection } from '../core/redis/redis-connection.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './writer/after-commit-writer.js';
-import { JobWriter, type WriteOutcome } from './writer/job-writer.js';
+import { JobWriter, type JobWritten } from './writer/job-writer.js';
 import { newOperationId } from './jobs/operation-record.js';
 import type { PreparedJob } from './jobs/prepare-job.js';
 
@@ -65,11 +65,13 @@ export class JobEnqueuer {
    * after the commit). `exactOutcome`: the caller is given the outcome, so the write carries an
    * operation record even without a replace, and a re-sent call answers as the first.
    */
-  async enqueue(topic: string, jobs: readonly PreparedJob[], exactOutcome = false): Promise<readonly WriteOutcome[] | 'deferred'> {
+  async enqueue(topic: string, jobs: readonly PreparedJob[], exactOutcome = false): Promise<readonly JobWritten[] | 'deferred'> {
     if (!this.transactions.isActive()) {
       this.outbox?.refuseUnseenTransaction();
-      // A replace run twice (a re-sent command) must not replace again: it gets an operation record.
-      const recorded = exactOutcome || jobs.some((job) => job.replace);
+      // A replace or a dedupe run twice (a re-sent command) must not act again: it gets an operation
+      // record. Run twice, a debounce would restart the wait with this call's payload over a later
+      // call's, and a throttle whose key expired meanwhile would create a second job.
+      const recorded = exactOutcome || jobs.some((job) => job.replace || job.dedupe !== undefined);
       const outcomes = await this.writer.write(topic, jobs, recorded ? newOperationId() : undefined);
       this.writer.reportScheduled(topic, jobs, outcomes);
       return outcomes;

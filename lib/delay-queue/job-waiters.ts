@@ -11,7 +11,7 @@ import type { SubscriberConnection } from '../core/redis/redis-transport.js';
 import { decodeFailure, decodeJobLeniently } from './jobs/job-codec.js';
 import { parseOutcomeNotice, type OutcomeNotice } from './jobs/outcome-notice.js';
 import { TopicShards } from './jobs/topic-shards.js';
-import type { JobRead } from './scripts/read-job.lua.js';
+import type { JobRead } from './scripts/read-job-lua-snippet.js';
 import { watchJobScript } from './scripts/watch-job.lua.js';
 
 /** How long the first subscription may take when the connection has no bound of its own (a cluster), in ms. */

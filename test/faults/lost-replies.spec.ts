@@ -1052,6 +1052,35 @@ const jobRows: LostReplyRow[] = [
     },
   }),
   row({
+    name: 'schedule with a throttle: run twice it answers created, as its first run did; one job holds the key',
+    script: scheduleJobsScript,
+    act: (ctx) => ctx.queue.scheduleWithResult(TOPIC, { n: 1 }, { delay: 60_000, dedupe: { key: 'k', ttl: 60_000 } }),
+    check: async (ctx, _state, result) => {
+      expect(result).toEqual({ id: expect.any(String), status: 'created' });
+      expect(await ctx.redis.get(`${ctx.keys.topic(TOPIC).jobs.slice(0, -':jobs'.length)}:dedupe:k`)).toBe(result.id);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual(topicStats({ scheduled: 1 }));
+      const later = await ctx.peerQueue.scheduleWithResult(TOPIC, { n: 2 }, { delay: 60_000, dedupe: { key: 'k', ttl: 60_000 } });
+      expect(later).toEqual({ id: result.id, status: 'existing' });
+    },
+  }),
+  row({
+    name: 'schedule with a debounce: a restart run twice answers replaced and leaves one job with its payload, due ttl after it',
+    script: scheduleJobsScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 'first', { dedupe: { key: 'k', ttl: 60_000, mode: 'debounce' } }),
+    act: async (ctx) => {
+      const sentAt = Date.now();
+      const result = await ctx.queue.scheduleWithResult(TOPIC, 'second', { dedupe: { key: 'k', ttl: 60_000, mode: 'debounce' } });
+      return { sentAt, result };
+    },
+    check: async (ctx, first, { sentAt, result }) => {
+      expect(result).toEqual({ id: first, status: 'replaced' });
+      const job = await ctx.peerQueue.get(TOPIC, first);
+      expect(job?.payload).toBe('second');
+      expect(job!.scheduledAt!.getTime()).toBeGreaterThanOrEqual(sentAt + 60_000 - 1);
+      expect(await ctx.peerQueue.stats(TOPIC)).toEqual(topicStats({ scheduled: 1 }));
+    },
+  }),
+  row({
     name: 'cancel waiting (dashboard): a cancel run twice still answers cancelled and the job is gone',
     script: cancelWaitingJobScript,
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'cancelled-waiting', delay: 60_000 }),

@@ -12,8 +12,8 @@ import { exportedNames } from '../../tools/api-docs/public-api.js';
  * budget is a decision: say in CHANGELOG.md what the new names are for.
  */
 const ROOT = process.cwd();
-const MAIN_ENTRY_BUDGET = 132;
-const ALL_ENTRIES_BUDGET = 174;
+const MAIN_ENTRY_BUDGET = 133;
+const ALL_ENTRIES_BUDGET = 175;
 
 describe('the public surface', () => {
   let exported: Map<string, string[]>;

@@ -1,4 +1,5 @@
 import type { BackoffOptions } from '../../core/options/redis-lock-module-options.interface.js';
+import type { DedupeOptions } from './dedupe-options.interface.js';
 
 /** When and how a job runs. Give `delay` or `at`, not both; with neither the job is due at once. */
 export interface ScheduleOptions {
@@ -26,6 +27,13 @@ export interface ScheduleOptions {
    * See docs/delayed-jobs.md#groups. At most 256 bytes; no quotes, backslashes or control characters.
    */
   group?: string;
+  /**
+   * Folds the calls with one key into one job, across instances: `'throttle'` (default) keeps the
+   * first job and answers `'existing'` for `ttl` ms; `'debounce'` restarts the wait and replaces the
+   * payload on each call, so the job runs `ttl` ms after the last one. Not with `id` or `replace`;
+   * in debounce mode not with `delay` or `at`. See docs/delayed-jobs.md#throttle-and-debounce.
+   */
+  dedupe?: DedupeOptions;
   /**
    * Among jobs that are due, smaller runs first: an integer from 0 (the default, first) to 2_097_152.
    * A job not yet due never starts before its time, whatever its priority; jobs of one priority run

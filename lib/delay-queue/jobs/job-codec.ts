@@ -29,6 +29,8 @@ export interface DecodedJob<T = unknown> {
   readonly traceparent?: string;
   /** The job's group, when it has one. */
   readonly group?: string;
+  /** The dedupe it was scheduled with, as stored (dedupe-spec.ts), when it had one. */
+  readonly dedupe?: string;
   /** Its priority among due jobs (smaller first); absent for 0. */
   readonly priority?: number;
   /** The last progress a handler recorded (`JobContext.progress`), when there was one. */
@@ -70,6 +72,8 @@ export interface ScheduledJobFields {
   /** Kept only when it is a valid W3C traceparent. */
   readonly traceparent?: string;
   readonly group?: string;
+  /** The stored dedupe (dedupe-spec.ts: `encodeDedupe`). */
+  readonly dedupe?: string;
   /** Left out when 0. */
   readonly priority?: number;
 }
@@ -77,13 +81,14 @@ export interface ScheduledJobFields {
 /** The header fields written at schedule, then the payload: what the store-job snippet completes with the creation time. */
 export function encodeBodyTail(
   payloadJson: string,
-  { maxAttempts, backoff, traceparent, group, priority }: ScheduledJobFields = {},
+  { maxAttempts, backoff, traceparent, group, priority, dedupe }: ScheduledJobFields = {},
 ): string {
   return (
     encodeFields({
       maxAttempts: maxAttempts === undefined ? undefined : String(maxAttempts),
       backoff: backoff && JSON.stringify([backoff.delay, backoff.factor, backoff.maxDelay, backoff.jitter]),
       group,
+      dedupe,
       priority: priority ? String(priority) : undefined,
       traceparent: traceparent !== undefined && TRACEPARENT.test(traceparent) ? traceparent : undefined,
     }) +
@@ -208,6 +213,12 @@ export function groupOfTail(tail: string): string | undefined {
   return splitBody(bodyOfTail(tail, 0))?.fields.group;
 }
 
+/** The group and the stored dedupe (dedupe-spec.ts) of a body tail (`encodeBodyTail`; either format). */
+export function routingOfTail(tail: string): { readonly group?: string; readonly dedupe?: string } {
+  const fields = splitBody(bodyOfTail(tail, 0))?.fields;
+  return { group: fields?.group, dedupe: fields?.dedupe };
+}
+
 /**
  * The claim token of a stored job, read without decoding the rest (a body the consumer cannot
  * decode still gets its failure recorded under its claim); '' when the body has none.
@@ -250,6 +261,7 @@ function decodeFields(fields: JobHeaderFields): Omit<DecodedJob, 'payload'> {
     lastError,
     lastErrorStack,
     group: fields.group,
+    dedupe: fields.dedupe,
     priority: fields.priority === undefined ? undefined : number(fields.priority, 'priority'),
     traceparent: fields.traceparent,
     progress: fields.progress === undefined ? undefined : (JSON.parse(JSON.parse(fields.progress) as string) as unknown),

@@ -57,6 +57,7 @@ export const JOB_FIELDS = [
   { name: 'group', code: 'q', type: 'text', writtenBy: 'schedule' },
   { name: 'maxAttempts', code: 'm', type: 'uint', writtenBy: 'schedule' },
   { name: 'backoff', code: 'b', type: 'json', writtenBy: 'schedule ([delay, factor, maxDelay, jitter])' },
+  { name: 'dedupe', code: 'd', type: 'text', writtenBy: 'schedule (dedupe-spec.ts: mode, ttl and key)' },
   { name: 'traceparent', code: 't', type: 'text', writtenBy: 'schedule (W3C traceparent of the schedule span)' },
   { name: 'priority', code: 'r', type: 'uint', writtenBy: 'schedule (absent for 0: a topic that never uses priorities stores nothing)' },
   { name: 'progress', code: 'o', type: 'json', writtenBy: 'set-progress (the progress JSON, as a JSON string)' },

@@ -3,14 +3,26 @@ import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import { keysOf, refuseUnknownKeys } from '../../core/options/known-option-keys.js';
 import { OPTION_BOUNDS } from '../../core/options/option-bounds.js';
-import { describeValue, OptionValidator } from '../../core/options/option-validation.js';
+import { OptionValidator } from '../../core/options/option-validation.js';
 import { resolveBackoff } from '../../core/options/retry-backoff.js';
 import { MAX_DUE_MS, MAX_GROUP_BYTES, MAX_JOB_ID_BYTES, MAX_PRIORITY } from './delay-queue.constants.js';
 import type { ScheduleOptions } from '../interfaces/schedule-options.interface.js';
 import { encodeBodyTail, encodePayload } from './job-codec.js';
+import { checkDedupe, encodeDedupe } from './dedupe-spec.js';
+import { checkStoredName } from './stored-name.js';
 
 /** The keys of `schedule()`'s options (and of a `scheduleMany()` job besides `payload`). */
-const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()(['delay', 'at', 'id', 'replace', 'maxAttempts', 'backoff', 'group', 'priority']);
+const SCHEDULE_OPTION_KEYS = keysOf<ScheduleOptions>()([
+  'delay',
+  'at',
+  'id',
+  'replace',
+  'maxAttempts',
+  'backoff',
+  'group',
+  'priority',
+  'dedupe',
+]);
 
 /** How a job's `when` gives its due time: `delay`, ms after the script's TIME; `at`, an epoch ms. */
 type DueKind = 'delay' | 'at';
@@ -30,6 +42,8 @@ export interface PreparedJob {
   readonly replace: boolean;
   /** The job's group (jobs of one group start one at a time, in due order), when it has one. */
   readonly group?: string;
+  /** Its dedupe as stored (dedupe-spec.ts: `encodeDedupe`), when it has one; also in `tail`. */
+  readonly dedupe?: string;
   /** UTF-8 bytes of the payload's JSON (reported when a committed job could not be written). */
   readonly payloadBytes: number;
 }
@@ -55,6 +69,8 @@ export function prepareJob(
   if (typeof o !== 'object') throw new InvalidJobError(topic, field || 'options', 'must be an object');
   refuseUnknownKeys(validate.refuse, '', o, SCHEDULE_OPTION_KEYS);
   const { payloadJson, payloadBytes } = preparePayload(topic, payload, defaults, at('payload'));
+
+  const dedupe = o.dedupe === undefined ? undefined : encodeDedupe(checkDedupe(topic, at, validate, o.dedupe, o));
 
   let id: string;
   if (o.id === undefined) {
@@ -111,9 +127,10 @@ export function prepareJob(
     id,
     kind,
     when,
-    tail: encodeBodyTail(payloadJson, { maxAttempts, backoff, traceparent, group, priority }),
+    tail: encodeBodyTail(payloadJson, { maxAttempts, backoff, traceparent, group, priority, dedupe }),
     replace: o.replace === true,
     group,
+    dedupe,
     payloadBytes,
   };
 }
@@ -141,21 +158,7 @@ export function preparePayload(
   return { payloadJson, payloadBytes };
 }
 
-/** A group name: stored verbatim in the job's header and in a key name, so it holds no quote, backslash or control character. */
+/** A group name: stored verbatim in the job's header and in a key name. */
 function checkGroup(topic: string, path: string, group: unknown): string {
-  if (typeof group !== 'string' || group.trim().length === 0) {
-    throw new InvalidJobError(topic, path, `is ${describeValue(group)}; use a string with more than blanks, such as 'order:42'`);
-  }
-  if (Buffer.byteLength(group, 'utf8') > MAX_GROUP_BYTES) {
-    throw new InvalidJobError(topic, path, `is longer than ${MAX_GROUP_BYTES} UTF-8 bytes; use a shorter group name (or a hash of it)`);
-  }
-  // eslint-disable-next-line no-control-regex
-  if (/["\\\u0000-\u001f\u007f]/.test(group) || !group.isWellFormed()) {
-    throw new InvalidJobError(
-      topic,
-      path,
-      `is ${JSON.stringify(group)}; a group name cannot hold quotes, backslashes, control characters or lone surrogates`,
-    );
-  }
-  return group;
+  return checkStoredName(topic, path, group, MAX_GROUP_BYTES, 'group name', 'order:42');
 }

@@ -1,4 +1,5 @@
 import { JobScript } from './job-script.js';
+import { LUA_DEDUPE_KEY } from './dedupe-lua-snippet.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -14,7 +15,8 @@ const TOMBSTONE_MARGIN_MS = 5_000;
  * visibility deadline (plus a margin) for a consumer that missed the message: its next visibility
  * extension, which comes before that deadline, reads it (extend-jobs). Expired tombstones are
  * trimmed here and the zset expires with its latest one, so it holds only jobs cancelled within
- * one visibility timeout. A waiting or dead job leaves nothing behind.
+ * one visibility timeout. A waiting or dead job leaves nothing behind. A job scheduled with a dedupe
+ * frees its key if the key still names it (dedupe-lua-snippet.ts), so the next call creates a job.
  *
  * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record (see
  * lua-snippets.ts), the shard's cancel tombstones (zset) and its cancel channel (a key, so that a
@@ -48,6 +50,7 @@ if body then
   elseif deadline then holdGroupTurn(body, tonumber(deadline))
   else removeFromGroup(id, body) end
   forgetCompleted(id)
+  releaseDedupe(id, body)
   announceOutcome(id, 'x')
 end
 if deadline then
@@ -65,5 +68,5 @@ end
 recordReply(existed)
 return existed
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_TOPIC_PRELUDE, LUA_DEDUPE_KEY],
 );

@@ -92,6 +92,30 @@ export function writeOutcome(status: unknown): WriteOutcome {
   return Number(status) === 1 ? 'created' : Number(status) === 2 ? 'replaced' : 'existing';
 }
 
+/** What a schedule did with a job scheduled with a dedupe, and `id`, the job concerned: its own, or the one holding its key. */
+export interface DedupedWrite {
+  readonly outcome: WriteOutcome;
+  readonly id: string;
+}
+
+/** What schedule-jobs did with one job: its `WriteOutcome`, or for a job with a dedupe a `DedupedWrite`. */
+export type JobWritten = WriteOutcome | DedupedWrite;
+
+/** One entry of schedule-jobs' reply: a status, or for a job with a dedupe the pair status, id of the job concerned. */
+export function jobWritten(entry: unknown): JobWritten {
+  return Array.isArray(entry) ? { outcome: writeOutcome(entry[0]), id: String(entry[1]) } : writeOutcome(entry);
+}
+
+/** The outcome of a `JobWritten`. */
+export function outcomeOf(written: JobWritten): WriteOutcome {
+  return typeof written === 'string' ? written : written.outcome;
+}
+
+/** The id of the job a `JobWritten` concerns; `own`: the id the job was written with. */
+export function writtenIdOf(written: JobWritten, own: string): string {
+  return typeof written === 'string' ? own : written.id;
+}
+
 /** The Lua that names the contract's KEYS and ARGV slots: the first lines of the script. */
 function contractSnippet(name: string, contract: ScriptContract<string, Record<string, ScriptArgType>, string, unknown>): LuaSnippet {
   const keys = contract.keys.map((key, i) => `${key} = KEYS[${i + 1}]`).join(', ');

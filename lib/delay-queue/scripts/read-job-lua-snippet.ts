@@ -32,3 +32,40 @@ local function readJobState(id)
 end
 `,
 };
+
+/** A job and where it is, as read-job answers it (raw: the inspector turns it into a `DelayedJob`). */
+export interface JobRead {
+  /** The server's now, in ms. */
+  readonly nowMs: number;
+  /** The stored body; null when there is no job of that id. */
+  readonly body: string | null;
+  /** Its due score (also that of a job waiting in its group's queue), a string: due scores have 16 digits. */
+  readonly dueScore: string | null;
+  /** The job waits in its group's queue for its group's turn (state 'waiting-group'). */
+  readonly inGroupQueue: boolean;
+  /** Its visibility deadline (ms) while claimed. */
+  readonly visibleUntilMs: number | null;
+  /** When it died (ms), for a dead letter. */
+  readonly diedAtMs: number | null;
+  /** When it completed (ms), for a kept completed job. */
+  readonly finishedAtMs: number | null;
+  /** The kept completed job's result, as JSON; null when it returned none. */
+  readonly resultJson: string | null;
+}
+
+/** The reply of readJobState (read-job-lua-snippet.ts) as a JobRead. */
+export function decodeJobRead(reply: unknown): JobRead {
+  const [nowMs, body, dueScore, deadline, diedAt, finishedAt, result, inGroupQueue] = reply as (string | number | null)[];
+  const msOrNull = (value: string | number | null | undefined) => (value == null ? null : Number(value));
+  const textOrNull = (value: string | number | null | undefined) => (value == null ? null : String(value));
+  return {
+    nowMs: Number(nowMs),
+    body: textOrNull(body),
+    dueScore: textOrNull(dueScore),
+    inGroupQueue: Number(inGroupQueue) === 1,
+    visibleUntilMs: msOrNull(deadline),
+    diedAtMs: msOrNull(diedAt),
+    finishedAtMs: msOrNull(finishedAt),
+    resultJson: textOrNull(result),
+  };
+}

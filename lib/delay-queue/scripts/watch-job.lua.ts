@@ -1,5 +1,5 @@
 import { JobScript } from './job-script.js';
-import { decodeJobRead } from './read-job.lua.js';
+import { decodeJobRead } from './read-job-lua-snippet.js';
 import { LUA_READ_JOB } from './read-job-lua-snippet.js';
 
 /**

@@ -2,24 +2,42 @@ import { Injectable } from '@nestjs/common';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
-import type { ArgValues, JobScript, ScriptArgType, WriteOutcome } from '../scripts/job-script.js';
+import {
+  outcomeOf,
+  writtenIdOf,
+  type ArgValues,
+  type JobScript,
+  type JobWritten,
+  type ScriptArgType,
+  type WriteOutcome,
+} from '../scripts/job-script.js';
 import { scheduleJobsScript } from '../scripts/schedule-jobs.lua.js';
 import { writeOutboxJobScript } from '../scripts/write-outbox-job.lua.js';
 import { SCHEDULE_BATCH, SCHEDULE_WINDOW } from '../jobs/delay-queue.constants.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { dueKindArg, type PreparedJob } from '../jobs/prepare-job.js';
-import { groupOfTail } from '../jobs/job-codec.js';
+import { routingOfTail } from '../jobs/job-codec.js';
+import { dedupeKeyOf } from '../jobs/dedupe-spec.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import { WriteFenceExpiredError } from '../../core/errors/write-fence-expired.error.js';
 import type { WriteFence } from '../jobs/write-fence.js';
 
-export type { WriteOutcome } from '../scripts/job-script.js';
+export type { JobWritten, WriteOutcome } from '../scripts/job-script.js';
 
 /** The operation id of the record slot of a schedule call that asks for no record: never read nor written. */
 const NO_RECORD = 'unused';
 
 /** A job as it is written: what `prepareJob` checked and encoded, without the size it reports. */
-type JobToWrite = Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace' | 'tail'>;
+type JobToWrite = Pick<PreparedJob, 'id' | 'kind' | 'when' | 'replace' | 'tail' | 'dedupe'>;
+
+/**
+ * What places a job on a shard of a sharded topic: its group, else its dedupe key (every call with
+ * one key reaches the one script that decides it), else its id (TopicShards.indexOf).
+ */
+function shardingOf(tail: string): string | undefined {
+  const { group, dedupe } = routingOfTail(tail);
+  return group ?? (dedupe === undefined ? undefined : dedupeKeyOf(dedupe));
+}
 
 /**
  * The one way jobs and commands on jobs reach a topic's keys in Redis: every call goes to the shard
@@ -39,21 +57,21 @@ export class JobWriter {
    * Writes each job to its shard: one group per shard, so no script call spans two slots, in script
    * calls of at most SCHEDULE_BATCH jobs. With a `writeId`, each script call gets an operation record
    * named after it, the same on every retry of the write. Resolves to what the script did with each
-   * job, in the order of `jobs` (see `WriteOutcome`); only a write with a `writeId` answers the same
+   * job, in the order of `jobs` (see `JobWritten`); only a write with a `writeId` answers the same
    * when its call ran twice.
    */
-  async write(topic: string, jobs: readonly JobToWrite[], writeId?: string): Promise<WriteOutcome[]> {
+  async write(topic: string, jobs: readonly JobToWrite[], writeId?: string): Promise<JobWritten[]> {
     const shards = this.shards.all(topic);
     if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId);
     const groups = new Map<number, { jobs: JobToWrite[]; positions: number[] }>();
     jobs.forEach((job, position) => {
-      const index = this.shards.indexOf(topic, job.id, groupOfTail(job.tail));
+      const index = this.shards.indexOf(topic, job.id, shardingOf(job.tail));
       let group = groups.get(index);
       if (!group) groups.set(index, (group = { jobs: [], positions: [] }));
       group.jobs.push(job);
       group.positions.push(position);
     });
-    const outcomes = new Array<WriteOutcome>(jobs.length);
+    const outcomes = new Array<JobWritten>(jobs.length);
     await Promise.all(
       [...groups].map(async ([index, group]) => {
         const written = await this.writeToShard(shards[index], group.jobs, writeId);
@@ -71,11 +89,12 @@ export class JobWriter {
    * @throws WriteFenceExpiredError when the write reached Redis after its deadline
    */
   async writeFenced(topic: string, job: JobToWrite, fence: WriteFence): Promise<WriteOutcome> {
-    const keys = this.shards.forJob(topic, job.id, groupOfTail(job.tail));
+    const keys = this.shards.forJob(topic, job.id, shardingOf(job.tail));
+    const dedupe = job.dedupe ?? routingOfTail(job.tail).dedupe ?? '';
     const outcome = await writeOutboxJobScript.call(
       this.connection,
       { ...keys, record: operationKey(keys.jobs, fence.recordId) },
-      { id: job.id, kind: dueKindArg(job.kind), when: job.when, replace: job.replace, tail: job.tail, deadline: fence.deadline },
+      { id: job.id, kind: dueKindArg(job.kind), when: job.when, replace: job.replace, tail: job.tail, deadline: fence.deadline, dedupe },
     );
     if (outcome === 'late') throw new WriteFenceExpiredError();
     // Written before (the row relayed twice): no new job, as for an id that exists.
@@ -106,25 +125,27 @@ export class JobWriter {
 
   /**
    * Reports jobs written: one `job.scheduled` event each, with what the write did (`outcomes[i]` for
-   * `jobs[i]`, or the job's own `status`) when that is known.
+   * `jobs[i]`, or the job's own `status`) when that is known, under the id of the job concerned.
    */
   reportScheduled(
     topic: string,
     jobs: ReadonlyArray<Pick<JobToWrite, 'id' | 'kind' | 'when' | 'replace'> & { readonly status?: WriteOutcome }>,
-    outcomes?: readonly WriteOutcome[],
+    outcomes?: readonly JobWritten[],
   ): void {
     if (!this.events.wants('job.scheduled')) return;
     jobs.forEach((job, i) => {
       // An outbox row relayed after its due time is written with a negative delay (it keeps its due time): reported as 0.
       const when = job.kind === 'delay' ? { delayMs: Math.max(0, job.when) } : { at: job.when };
-      const status = outcomes?.[i] ?? job.status;
-      this.events.emit('job.scheduled', { topic, id: job.id, ...when, replace: job.replace, ...(status === undefined ? {} : { status }) });
+      const written = outcomes?.[i];
+      const status = written === undefined ? job.status : outcomeOf(written);
+      const id = written === undefined ? job.id : writtenIdOf(written, job.id);
+      this.events.emit('job.scheduled', { topic, id, ...when, replace: job.replace, ...(status === undefined ? {} : { status }) });
     });
   }
 
-  private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<WriteOutcome[]> {
+  private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<JobWritten[]> {
     const batchCount = Math.ceil(jobs.length / SCHEDULE_BATCH);
-    const outcomes = new Array<WriteOutcome[]>(batchCount);
+    const outcomes = new Array<JobWritten[]>(batchCount);
     const records: string[] = [];
     let next = 0;
     let failed = false;
@@ -141,6 +162,7 @@ export class JobWriter {
           when: job.when,
           replace: job.replace ? '1' : '0',
           tail: job.tail,
+          dedupe: job.dedupe ?? '',
         }));
         const record = operationKey(keys.jobs, writeId === undefined ? NO_RECORD : `write:${writeId}:${start}`);
         if (writeId !== undefined) records.push(record);

@@ -62,6 +62,7 @@ describe('format 2', () => {
       maxAttempts: '3',
       backoff: '[1,2,3,0.5]',
       group: 'order:42',
+      dedupe: 't5000:product:7',
       traceparent: TRACEPARENT,
       priority: '7',
       progress: JSON.stringify('{"a":1}'),

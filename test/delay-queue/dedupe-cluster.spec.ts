@@ -1,0 +1,74 @@
+import { Test, type TestingModule } from '@nestjs/testing';
+import { DelayQueueService, RedisLockModule, type Consumer, type ScheduleResult } from '../../lib/index.js';
+import { uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { waitFor } from '../support/timing.js';
+
+/**
+ * Throttle and debounce on a Redis Cluster: the dedupe key lives in the topic's (shard's) hash tag,
+ * so the schedule script that decides it runs in one slot, on a plain and on a sharded topic (a job
+ * with a dedupe key goes to the key's shard, so every call of a key meets the same key).
+ */
+describe('Throttle and debounce on a Redis Cluster', () => {
+  const cluster = useSharedTestCluster();
+  const apps: TestingModule[] = [];
+  const consumers: Consumer[] = [];
+
+  beforeAll(() => muteNestLogger('error', 'warn'));
+  afterAll(async () => {
+    await Promise.all(consumers.map((consumer) => consumer.close()));
+    await Promise.all(apps.map((app) => app.close()));
+  });
+
+  async function queueOn(keyPrefix: string, shards: number): Promise<DelayQueueService> {
+    const app = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRoot({
+          redis: { cluster: cluster.nodes() },
+          keyPrefix,
+          delayQueue: shards > 1 ? { topics: { 'cluster.dedupe': { shards } } } : {},
+        }),
+      ],
+    }).compile();
+    await app.init();
+    apps.push(app);
+    return app.get(DelayQueueService);
+  }
+
+  it.each([1, 3])('throttles racing calls of two instances to one job per key, and debounces to one run (%i shard(s))', async (shards) => {
+    const keyPrefix = uniqueClusterPrefix('ded');
+    const queues = [await queueOn(keyPrefix, shards), await queueOn(keyPrefix, shards)];
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const calls: Array<Promise<ScheduleResult>> = [];
+    for (let round = 0; round < 10; round++) {
+      for (const queue of queues) {
+        for (const key of keys) {
+          calls.push(queue.scheduleWithResult('cluster.dedupe', key, { delay: 60_000, dedupe: { key: `t:${key}`, ttl: 60_000 } }));
+        }
+      }
+    }
+    const results = await Promise.all(calls);
+    for (const [k, key] of keys.entries()) {
+      const answers = results.filter((_, n) => n % keys.length === k);
+      expect({ key, created: answers.filter((a) => a.status === 'created').length, ids: new Set(answers.map((a) => a.id)).size }).toEqual({
+        key,
+        created: 1,
+        ids: 1,
+      });
+    }
+    expect((await queues[1].stats('cluster.dedupe')).scheduled).toBe(keys.length);
+
+    const runs: Array<[string, unknown]> = [];
+    consumers.push(queues[0].consume('cluster.debounced', (payload, job) => void runs.push([job.id, payload])));
+    const debounced: ScheduleResult[] = [];
+    for (let n = 0; n < 6; n++) {
+      debounced.push(
+        await queues[n % 2].scheduleWithResult('cluster.debounced', n, { dedupe: { key: 'd', ttl: 1_000, mode: 'debounce' } }),
+      );
+    }
+    expect(debounced.map((r) => r.status)).toEqual(['created', 'replaced', 'replaced', 'replaced', 'replaced', 'replaced']);
+    await waitFor(() => runs.length > 0, 10_000, 'the debounced run');
+    await waitFor(async () => (await queues[1].stats('cluster.debounced')).active === 0, 5_000, 'the acknowledgement');
+    expect(runs).toEqual([[debounced[0].id, 5]]);
+  });
+});
