@@ -417,6 +417,22 @@ export class DelayQueueService {
   }
 
   /**
+   * The job's log (`JobContext.log`), oldest line first: every attempt's lines, the last 1,000 kept.
+   * Readable from any instance while the job runs, and after as long as the job is kept (completed
+   * with `keepCompleted`, or dead); empty for a job that logged nothing or is gone. See
+   * docs/delayed-jobs.md#job-logs.
+   *
+   * @example
+   * const lines = await delayQueue.logs('report.build', id);
+   */
+  async logs(topic: TopicRef, id: string): Promise<string[]> {
+    const name = topicName(topic);
+    this.assertId(name, id);
+    this.shardKeys(name);
+    return this.reader.logs(name, id);
+  }
+
+  /**
    * Counts of a topic's jobs by state and of its repeatable schedules, from one snapshot per shard
    * (a sharded topic's shards are added up).
    */

@@ -30,6 +30,16 @@ export class TopicInspector {
     private readonly repeats: RepeatScheduler,
   ) {}
 
+  /** A job's log lines, oldest first; empty when it has none (see JobContext.log). A job of a group may live on another shard. */
+  async logs(topic: string, id: string): Promise<string[]> {
+    assertValidTopic(topic);
+    for (const shard of this.shards.searchOrder(topic, id)) {
+      const lines = await this.connection.command<string[]>('lrange', `${shard.logsPrefix}${id}`, 0, -1);
+      if (lines.length > 0) return lines;
+    }
+    return [];
+  }
+
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
   async job<T = unknown, R = unknown>(topic: string, id: string): Promise<DelayedJob<T, R> | null> {
     assertValidTopic(topic);

@@ -55,6 +55,7 @@ describe('sample app: order.fulfil fences its write with the job’s fencing tok
       fencingToken,
       signal: new AbortController().signal,
       progress: () => Promise.resolve(),
+      log: () => undefined,
     };
     return runInJobContext(context, () => app.get(FulfilmentService).fulfil(payload, context));
   }

@@ -39,6 +39,7 @@ import { cleanFinishedJobsScript } from '../../lib/delay-queue/scripts/clean-fin
 import { retryDeadJobsScript } from '../../lib/delay-queue/scripts/retry-dead-jobs.lua.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { setProgressScript } from '../../lib/delay-queue/scripts/set-progress.lua.js';
+import { appendJobLogsScript } from '../../lib/delay-queue/scripts/append-job-logs.lua.js';
 import { acquireFairLockScript } from '../../lib/lock/kinds/fair/acquire-fair-lock.lua.js';
 import { acquireLockScript } from '../../lib/lock/kinds/mutex/acquire-lock.lua.js';
 import { leaveFairQueueScript } from '../../lib/lock/kinds/fair/leave-fair-queue.lua.js';
@@ -544,6 +545,33 @@ const jobRows: LostReplyRow[] = [
     check: async (ctx, _id, { runs, seen }) => {
       expect({ runs, seen, dead: await deadIds(ctx) }).toEqual({ runs: ['progressing@1'], seen: [{ done: 1, of: 2 }], dead: [] });
       expect(await ctx.peerQueue.get(TOPIC, 'progressing')).toMatchObject({ state: 'completed', progress: { done: 1, of: 2 } });
+    },
+  }),
+  row({
+    name: 'job logs: a batch of log lines appended twice is in the log once, in order; the job completes once',
+    script: appendJobLogsScript,
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'logging' }),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        async (_payload, job) => {
+          runs.push(`${job.id}@${job.attempt}`);
+          job.log('one');
+          job.log('two');
+          await ctx.lost;
+          job.log('three');
+        },
+        { keepCompleted: { count: 10 } },
+      );
+      await ctx.lost;
+      await waitFor(async () => (await ctx.peerQueue.get(TOPIC, 'logging'))?.state === 'completed', 8_000, 'the job to complete');
+      await consumer.close();
+      return { runs };
+    },
+    check: async (ctx, _id, { runs }) => {
+      expect({ runs, dead: await deadIds(ctx) }).toEqual({ runs: ['logging@1'], dead: [] });
+      expect(await ctx.peerQueue.logs(TOPIC, 'logging')).toEqual(['one', 'two', 'three']);
     },
   }),
   row({

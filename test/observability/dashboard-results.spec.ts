@@ -26,6 +26,7 @@ describe('RedisLockDashboardModule: progress and results', () => {
       'dash.kept',
       async (_payload, job) => {
         await job.progress({ page: 2, of: 3 });
+        job.log('page 2 of 3');
         progressed.resolve();
         await finish.promise;
         return { url: 'https://example.test/r.pdf' };
@@ -56,6 +57,7 @@ describe('RedisLockDashboardModule: progress and results', () => {
       result: { url: 'https://example.test/r.pdf' },
       progress: { page: 2, of: 3 },
       payload: { report: 1 },
+      logs: ['page 2 of 3'],
     });
     expect(detail.finishedAt).toBe(completed.jobs[0].finishedAt);
     const topics = await api<DashboardTopics>('/topics');

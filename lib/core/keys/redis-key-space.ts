@@ -82,6 +82,7 @@ export class RedisKeySpace {
       results: `${base}:results`,
       waited: `${base}:waited`,
       outcomeChannel: `${base}:outcomes`,
+      logsPrefix: `${base}:logs:`,
       repeats: `${base}:repeats`,
       repeatNext: `${base}:repeat-next`,
       repeatLast: `${base}:repeat-last`,
@@ -243,6 +244,12 @@ export interface TopicKeys {
    * `d` dead (its failure as stored), `x` cancelled.
    */
   readonly outcomeChannel: string;
+  /**
+   * A job's log (`JobContext.log`) is the list `<logsPrefix><id>`, oldest line first, bounded per job
+   * (jobs/delay-queue.constants.ts, JOB_LOG_MAX_LINES). The Lua names it from the shard's prefix
+   * (topic-base-lua-snippet.ts, logsKey): the same name. It goes with its job's body.
+   */
+  readonly logsPrefix: string;
   /** hash schedule id -> its stored definition (the repeatable schedules; see repeat-lua-snippets.ts for these six keys). */
   readonly repeats: string;
   /** zset schedule id -> the tick whose job was enqueued last (epoch ms). */

@@ -11,6 +11,7 @@ import { ClaimLoopPause } from './claim-loop-pause.js';
 import { describeFailure } from './describe-failure.js';
 import { abortJob } from './held-job.js';
 import { JobClaimer } from './job-claimer.js';
+import { JobLogs } from './job-logs.js';
 import { JobProgress } from './job-progress.js';
 import { JobRunner } from './job-runner.js';
 import { JobSettlement } from './job-settlement.js';
@@ -142,6 +143,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       acks: this.acks,
       settlement: this.settlement,
       progress: new JobProgress({ topic, connection, keys, visibility: this.visibility }),
+      logs: new JobLogs({ topic, connection, keys, logger }),
       running,
       bug,
     });

@@ -29,6 +29,7 @@ export class DeliveryContext implements JobContext {
   readonly group?: string;
   readonly fencingToken: string;
   readonly progress: (value: unknown) => Promise<void>;
+  readonly log: (message: string) => void;
   // JS private: not in the context's keys, its JSON or a spread of it.
   readonly #job: HeldJob;
   readonly #checkDeadline: (job: HeldJob) => void;
@@ -39,6 +40,7 @@ export class DeliveryContext implements JobContext {
     facts: DeliveryFacts,
     checkDeadline: (job: HeldJob) => void,
     recordProgress: (job: HeldJob, value: unknown, attempt: number) => Promise<void>,
+    appendLog: (job: HeldJob, message: unknown) => void,
   ) {
     this.#job = job;
     this.#checkDeadline = checkDeadline;
@@ -52,6 +54,7 @@ export class DeliveryContext implements JobContext {
     this.group = facts.group;
     this.fencingToken = job.token;
     this.progress = (value: unknown) => recordProgress(job, value, facts.attempt);
+    this.log = (message: string) => appendLog(job, message);
   }
 
   get signal(): AbortSignal {

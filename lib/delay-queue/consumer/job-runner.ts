@@ -6,6 +6,7 @@ import { decodeJob, readGroup, type DecodedJob } from '../jobs/job-codec.js';
 import type { AckQueue } from './ack-queue.js';
 import { DeliveryContext } from './delivery-context.js';
 import { isWatched, visibilityLost, type HeldJob } from './held-job.js';
+import type { JobLogs } from './job-logs.js';
 import type { JobProgress } from './job-progress.js';
 import type { JobSettlement } from './job-settlement.js';
 import { JobRateLimitedError } from '../../core/errors/job-rate-limited.error.js';
@@ -34,6 +35,8 @@ interface JobRunnerContext<T> {
   readonly settlement: JobSettlement;
   /** Writes `JobContext.progress()`. */
   readonly progress: JobProgress;
+  /** Writes `JobContext.log()`. */
+  readonly logs: JobLogs;
   /** True while the consumer runs: buffered jobs start only then (at shutdown they are handed back). */
   readonly running: () => boolean;
   /** Logs an unexpected error of the consumer's own code. */
@@ -70,6 +73,7 @@ export class JobRunner<T> {
     await this.context.progress.record(job, value);
     this.context.events?.emitIfWanted('job.progress', () => ({ topic: this.context.topic, id: job.id, attempt, progress: value }));
   };
+  private readonly appendLog = (job: HeldJob, message: unknown) => this.context.logs.append(job, message);
 
   constructor(private readonly context: JobRunnerContext<T>) {
     this.turnover = new SlotTurnover(context.options.concurrency * PREFETCH_DEPTH);
@@ -224,7 +228,7 @@ export class JobRunner<T> {
         createdAt: decoded.createdAt,
         group: decoded.group,
       };
-      const context: JobContext = Object.freeze(new DeliveryContext(job, facts, this.checkDeadline, this.recordProgress));
+      const context: JobContext = Object.freeze(new DeliveryContext(job, facts, this.checkDeadline, this.recordProgress, this.appendLog));
       if (tracing?.enabled) {
         const payload = decoded.payload;
         const info = { topic, id: job.id, attempt: decoded.attempts, traceparent: decoded.traceparent };
@@ -237,6 +241,9 @@ export class JobRunner<T> {
     } catch (error) {
       failure = error;
     }
+    // The job's log lines reach Redis before its acknowledgement or failure (never rejects).
+    const logged = this.context.logs.flushed(job);
+    if (logged) await logged;
     this.active.delete(job);
     const finishedAt = performance.now();
     this.turnover.finished(finishedAt - began, finishedAt);

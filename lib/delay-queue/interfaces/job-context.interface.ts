@@ -58,6 +58,20 @@ export interface JobContext {
    * }
    */
   progress(value: unknown): Promise<void>;
+  /**
+   * Appends a line to the job's log, readable with `DelayQueueService.logs(topic, id)` from any
+   * instance while the job runs and after: a retry appends to it, and it is kept as long as the job
+   * is (a kept completed job, a dead letter) and deleted with it. Bounded: the last 1,000 lines,
+   * each cut to its first 2,000 characters. Lines go to Redis in one write per turn of the event
+   * loop, before the job's acknowledgement or failure, and only while this delivery still holds the
+   * job (claim token checked in Redis): the lines of a delivery that lost its job are dropped. Never
+   * throws nor waits because of Redis: a write Redis refuses (an outage) is dropped with a debug
+   * log. Throws `InvalidJobError` for a message that is not a string. See docs/delayed-jobs.md#job-logs.
+   *
+   * @example
+   * job.log(`importing ${rows.length} rows`);
+   */
+  log(message: string): void;
 }
 
 /** One per process, shared by both builds of the package (see core/runtime/process-shared.ts). */

@@ -58,3 +58,9 @@ export const MAX_ERROR_STACK_LENGTH = 8000;
  * A claim's record lives for the visibility timeout instead.
  */
 export const OPERATION_RECORD_TTL_MS = 10 * 60_000;
+
+/** Most lines a job's log keeps (`JobContext.log`): a longer log loses its oldest lines first. */
+export const JOB_LOG_MAX_LINES = 1000;
+
+/** Longest line of a job's log, in characters: a longer message keeps its first this many. */
+export const JOB_LOG_MAX_LINE_LENGTH = 2000;

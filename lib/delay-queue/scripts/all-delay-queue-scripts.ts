@@ -1,5 +1,6 @@
 import type { RedisScript } from '../../core/redis/redis-script.js';
 import { ackJobsScript } from './ack-jobs.lua.js';
+import { appendJobLogsScript } from './append-job-logs.lua.js';
 import { advanceRepeatScript } from './advance-repeat.lua.js';
 import { blockTopicScript } from './block-topic.lua.js';
 import { cancelJobScript } from './cancel-job.lua.js';
@@ -34,6 +35,7 @@ import { writeOutboxJobScript } from './write-outbox-job.lua.js';
 /** Every script of the delay-queue engine (one per `*.lua.ts` file of this folder), for preloading at bootstrap. */
 export const ALL_DELAY_QUEUE_SCRIPTS: readonly RedisScript[] = [
   ackJobsScript,
+  appendJobLogsScript,
   advanceRepeatScript,
   blockTopicScript,
   cancelJobScript,

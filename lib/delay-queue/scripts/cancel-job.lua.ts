@@ -41,6 +41,7 @@ local TOMBSTONES = KEY.cancelled
 local id = ARG.id
 local body = redis.call('hget', JOBS, id)
 local existed = redis.call('hdel', JOBS, id)
+dropLogs(id)
 redis.call('zrem', DEAD, id)
 local wasDue = unqueueDue(id)
 local deadline = redis.call('zscore', ACTIVE, id)

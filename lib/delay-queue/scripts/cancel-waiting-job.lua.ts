@@ -31,11 +31,13 @@ local body = redis.call('hget', JOBS, id)
 if unqueueDue(id) == 1 then
   groupJobFinished(body) -- a job of a group waiting for its retry held its group's turn
   redis.call('hdel', JOBS, id)
+  dropLogs(id)
   outcome = 1
 elseif redis.call('zscore', ACTIVE, id) then
   outcome = -1
 elseif body and removeFromGroup(id, body) then
   redis.call('hdel', JOBS, id)
+  dropLogs(id)
   outcome = 1
 end
 if outcome == 1 then announceOutcome(id, 'x') end

@@ -30,7 +30,10 @@ local ids = redis.call('zrangebyscore', key, '-inf', '(' .. fmt(nowMs - ARG.olde
 for _, id in ipairs(ids) do
   local elsewhere = ARG.state == 'completed' and (redis.call('zscore', DUE, id) or redis.call('zscore', ACTIVE, id)
     or redis.call('zscore', DEAD, id) or redis.call('zscore', GROUPS_WAITING, id))
-  if not elsewhere then redis.call('hdel', JOBS, id) end
+  if not elsewhere then
+    redis.call('hdel', JOBS, id)
+    dropLogs(id)
+  end
   redis.call('zrem', key, id)
   if ARG.state == 'completed' then redis.call('hdel', KEY.results, id) end
 end

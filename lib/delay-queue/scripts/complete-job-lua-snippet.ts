@@ -57,7 +57,7 @@ local function dropCompleted(keep, ids)
     if not (redis.call('zscore', DUE, id) or redis.call('zscore', ACTIVE, id) or redis.call('zscore', DEAD, id)) then
       local body = redis.call('hget', JOBS, id)
       -- A job of a group scheduled again under this id waits in its group's queue: keep its body.
-      if body and not groupQueueScore(id, body) then redis.call('hdel', JOBS, id) end
+      if body and not groupQueueScore(id, body) then redis.call('hdel', JOBS, id); dropLogs(id) end
     end
   end
   redis.call('hdel', keep.results, unpack(ids))
@@ -88,7 +88,12 @@ local function finishCompletions(keep)
   local count, left = #completedIds, false
   if count > 0 then
     redis.call('zrem', ACTIVE, unpack(completedIds))
-    if not keep then redis.call('hdel', JOBS, unpack(completedIds)) end
+    if not keep then
+      redis.call('hdel', JOBS, unpack(completedIds))
+      local logs = {}
+      for k, id in ipairs(completedIds) do logs[k] = logsKey(id) end
+      redis.call('del', unpack(logs))
+    end
     completedIds = {}
   end
   if keep then left = trimCompleted(keep, count) end

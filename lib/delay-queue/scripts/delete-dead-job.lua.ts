@@ -21,7 +21,10 @@ export const deleteDeadJobScript = new JobScript(
 local prior = recordedReply()
 if prior then return tonumber(prior) end
 local deleted = redis.call('zrem', DEAD, ARG.id)
-if deleted == 1 then redis.call('hdel', JOBS, ARG.id) end
+if deleted == 1 then
+  redis.call('hdel', JOBS, ARG.id)
+  dropLogs(ARG.id)
+end
 recordReply(deleted)
 return deleted
 `,

@@ -35,6 +35,7 @@ for _, id in ipairs(ids) do
   if body then
     groupJobFinished(body)
     redis.call('hdel', JOBS, id)
+    dropLogs(id)
     forgetCompleted(id)
     announceOutcome(id, 'x')
   end
@@ -48,6 +49,7 @@ if removed < ARG.batch then
     if not (body and removeFromGroup(id, body)) then redis.call('zrem', GROUPS_WAITING, id) end
     if body then
       redis.call('hdel', JOBS, id)
+      dropLogs(id)
       forgetCompleted(id)
       announceOutcome(id, 'x')
     end

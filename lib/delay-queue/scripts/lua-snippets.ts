@@ -13,7 +13,7 @@ export const LUA_TOPIC_PRELUDE: LuaSnippet = {
 -- Bounded work per call: what is left is trimmed by the next call.
 local function trimDeadByAge(maxAge)
   local old = redis.call('zrangebyscore', DEAD, '-inf', '(' .. fmt(nowMs - maxAge), 'limit', 0, 100)
-  for _, id in ipairs(old) do redis.call('hdel', JOBS, id) end
+  for _, id in ipairs(old) do redis.call('hdel', JOBS, id); dropLogs(id) end
   if #old > 0 then redis.call('zrem', DEAD, unpack(old)) end
 end
 
@@ -22,7 +22,7 @@ local function trimDead(maxCount, maxAge)
   local excess = redis.call('zcard', DEAD) - maxCount
   if excess > 0 then
     local ids = redis.call('zrange', DEAD, 0, math.min(excess, 100) - 1)
-    for _, id in ipairs(ids) do redis.call('hdel', JOBS, id) end
+    for _, id in ipairs(ids) do redis.call('hdel', JOBS, id); dropLogs(id) end
     redis.call('zremrangebyrank', DEAD, 0, #ids - 1)
   end
 end
@@ -72,6 +72,7 @@ local function bury(id, body, errorJson, maxCount, maxAge)
   announceOutcome(id, 'd', errorJson)
   if maxCount <= 0 then
     redis.call('hdel', JOBS, id)
+    dropLogs(id)
     return
   end
   redis.call('hset', JOBS, id, withError(body, errorJson))

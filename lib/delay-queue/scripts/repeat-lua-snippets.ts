@@ -100,6 +100,7 @@ end
 local function dropWaitingTick(jobId)
   if unqueueDue(jobId) == 1 then
     redis.call('hdel', JOBS, jobId)
+    dropLogs(jobId)
   end
 end
 

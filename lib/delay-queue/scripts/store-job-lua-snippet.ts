@@ -26,6 +26,7 @@ local function makeRoomFor(id, replace)
     removeFromGroup(id, body)
   end
   forgetCompleted(id)
+  dropLogs(id) -- the job that replaces it starts a log of its own
   return 2
 end
 

@@ -44,6 +44,10 @@ local OPERATION_TTL_MS = ${OPERATION_RECORD_TTL_MS}
 -- (see group-lua-snippet.ts); GROUPS_READY holds the groups that may start a job.
 local SHARD = string.sub(JOBS, 1, -6)
 local GROUPS_READY = SHARD .. ':groups-ready'
+-- A job's log (JobContext.log): a list named from the shard's prefix, as RedisKeySpace.topic's logsPrefix
+-- names it. Every script that deletes a job's body deletes its log with it (dropLogs).
+local function logsKey(id) return SHARD .. ':logs:' .. id end
+local function dropLogs(id) redis.call('del', logsKey(id)) end
 local function fmt(n) return string.format('%.0f', n) end
 local clock = redis.call('TIME')
 local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)

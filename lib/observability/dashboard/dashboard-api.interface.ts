@@ -151,6 +151,8 @@ export interface DashboardJobDetail extends Omit<DashboardJob, 'payloadPreview' 
   readonly payload: unknown;
   /** What the handler of a kept completed job returned, if anything. */
   readonly result?: unknown;
+  /** The job's log lines (`JobContext.log`), oldest first; absent when it logged nothing. */
+  readonly logs?: readonly string[];
 }
 
 /**

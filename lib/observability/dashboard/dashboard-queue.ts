@@ -54,7 +54,7 @@ export class DashboardQueue {
   /** One job with its whole payload, or null when there is none. */
   async getJob(topic: string, id: string): Promise<DashboardJobDetail | null> {
     assertJobAddress(topic, id);
-    const job = await this.queue.get(topic, id);
+    const [job, logs] = await Promise.all([this.queue.get(topic, id), this.queue.logs(topic, id)]);
     if (!job) return null;
     return {
       topic,
@@ -71,6 +71,7 @@ export class DashboardQueue {
       progress: job.progress,
       result: job.result,
       payload: job.payload,
+      ...(logs.length > 0 ? { logs } : {}),
     };
   }
 

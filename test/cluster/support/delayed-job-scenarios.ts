@@ -433,6 +433,43 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       }
     });
 
+    it('job logs are written and read across instances and go with their job', async () => {
+      const runner = (await newApp()).get(DelayQueueService);
+      let release!: () => void;
+      const go = new Promise<void>((resolve) => (release = resolve));
+      const consumer = runner.consume<number>(
+        'logged',
+        async (n, job) => {
+          job.log(`start ${n}`);
+          await go;
+          job.log(`end ${n}`);
+        },
+        { keepCompleted: { count: 100 }, concurrency: 10 },
+      );
+      try {
+        const ids = await queue.scheduleMany(
+          'logged',
+          Array.from({ length: 6 }, (_, n) => ({ payload: n })),
+        );
+        const logsOf = () => Promise.all(ids.map((id) => queue.logs('logged', id)));
+        await waitFor(async () => (await logsOf()).every((lines) => lines.length === 1), 10_000, 'every first line');
+        expect(await logsOf()).toEqual(ids.map((_, n) => [`start ${n}`]));
+        for (const k of shardKeys('logged')) expect(calculateSlot(`${k.logsPrefix}x`)).toBe(calculateSlot(k.jobs));
+        release();
+        await waitFor(
+          async () => (await Promise.all(ids.map((id) => queue.get('logged', id)))).every((j) => j?.state === 'completed'),
+          10_000,
+          'completions',
+        );
+        expect(await logsOf()).toEqual(ids.map((_, n) => [`start ${n}`, `end ${n}`]));
+        expect(await queue.cancel('logged', ids[2])).toBe(true);
+        expect(await queue.logs('logged', ids[2])).toEqual([]);
+        expect(await queue.logs('logged', ids[3])).toEqual(['start 3', 'end 3']);
+      } finally {
+        await consumer.close();
+      }
+    });
+
     it('runs @OnDelayed handlers found at bootstrap', async () => {
       decoratedRuns.length = 0;
       const app = await newApp({}, [DecoratedHandlers]);

@@ -75,6 +75,7 @@ describe('RedisKeySpace: the key layout', () => {
       repeatRemoved: 'rl:dq:{order.expire}:repeat-removed',
       repeatDefined: 'rl:dq:{order.expire}:repeat-defined',
       repeatRuns: 'rl:dq:{order.expire}:repeat-runs',
+      logsPrefix: 'rl:dq:{order.expire}:logs:',
     });
   });
 
@@ -85,6 +86,7 @@ describe('RedisKeySpace: the key layout', () => {
       expect([k.groupsReady, k.groupsOut, k.groupLimit, k.paused]).toEqual(
         [':groups-ready', ':groups-out', ':group-limit', ':paused'].map((s) => shard + s),
       );
+      expect(k.logsPrefix).toBe(`${shard}:logs:`); // logsKey in topic-base-lua-snippet.ts
     }
   });
 
