@@ -106,6 +106,7 @@ describe('Crash recovery', () => {
             attempt: 1,
             maxAttempts: 1,
             error: expect.stringContaining('Visibility timeout passed without an acknowledgement'),
+            unrecoverable: false,
           },
         },
       ]);
