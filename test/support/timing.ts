@@ -18,20 +18,20 @@ export interface WaitOptions {
 
 /**
  * Resolves with the first truthy value of `check` (so a predicate resolves with `true`, a probe with
- * what it found); rejects after `timeoutMs` naming `what`.
+ * what it found); rejects after `timeoutMs` naming `what` (a function: read when the wait fails).
  * The check runs at least once, even when `timeoutMs` has already passed.
  */
 export async function waitFor<T>(
   check: () => T | Promise<T>,
   timeoutMs: number,
-  what: string,
+  what: string | (() => string),
   options: WaitOptions = {},
 ): Promise<Exclude<T, NotYet>> {
   const outcome = await poll(check, timeoutMs, options);
   if ('value' in outcome) return outcome.value;
   const { lastError } = outcome;
   const cause = lastError === undefined ? '' : ` (last error: ${lastError instanceof Error ? lastError.message : String(lastError)})`;
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${cause}`);
+  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}${cause}`);
 }
 
 /**
