@@ -1,6 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockAcquireTimeoutError, LockService } from '../../lib/index.js';
 import { createLockApp, rawRedis, uniquePrefix } from '../support/test-app.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
 
 const WAIT_MS = 1_000;
 
@@ -21,6 +22,8 @@ function stallEventLoop(ms: number): void {
  */
 describe('an acquire whose process stalls past its waitTimeout while the reply waits unread', () => {
   let apps: TestingModule[] = [];
+  // A server of its own: one case pauses it (CLIENT PAUSE stops every client of the server).
+  const server = useLocalRedisServer();
 
   afterEach(async () => {
     await Promise.all(apps.map((app) => app.close()));
@@ -28,7 +31,7 @@ describe('an acquire whose process stalls past its waitTimeout while the reply w
   });
 
   async function start(keyPrefix: string): Promise<LockService> {
-    const app = await createLockApp({ keyPrefix, lock: { waitTimeout: WAIT_MS } });
+    const app = await createLockApp({ redis: server.url, keyPrefix, lock: { waitTimeout: WAIT_MS } });
     apps.push(app);
     const locks = app.get(LockService);
     // The acquire script is in Redis's cache: the try under test is one round trip (no NOSCRIPT fallback).
@@ -74,7 +77,7 @@ describe('an acquire whose process stalls past its waitTimeout while the reply w
     const keyPrefix = uniquePrefix('stalled-slow');
     const [locks, other] = [await start(keyPrefix), await start(keyPrefix)];
     const holder = await other.acquire('busy');
-    const admin = rawRedis();
+    const admin = rawRedis(server.url);
     try {
       await admin.call('CLIENT', 'PAUSE', String(3 * WAIT_MS + 150), 'ALL');
       const outcome = locks.acquire('busy').then(
