@@ -365,7 +365,7 @@ export class DelayQueueService {
   async obliterate(topic: TopicRef, options?: { force?: boolean }): Promise<{ keys: number; jobs: number; schedules: number }> {
     const name = topicName(topic);
     this.shardKeys(name);
-    refuseUnknownKeys(refuseAsInvalidOption, 'obliterate', options, OBLITERATE_OPTION_KEYS);
+    optionalCallOptions('obliterate', options, OBLITERATE_OPTION_KEYS, '{ force? }');
     const force = options?.force ?? false;
     if (typeof force !== 'boolean') throw new InvalidOptionsError('obliterate.force', `got ${describeValue(force)}; use true or false`);
     return this.commands.obliterate(name, force);
@@ -408,7 +408,7 @@ export class DelayQueueService {
     const name = topicName(topic);
     this.assertId(name, id);
     this.shardKeys(name);
-    refuseUnknownKeys(refuseAsInvalidOption, 'waitFor', options, WAIT_FOR_OPTION_KEYS);
+    optionalCallOptions('waitFor', options, WAIT_FOR_OPTION_KEYS, '{ timeout? }');
     const timeout = options?.timeout;
     if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0 || timeout > 2 ** 31 - 1)) {
       throw new InvalidOptionsError('waitFor.timeout', `got ${describeValue(timeout)}; use a number of ms from 0 to 2147483647`);
@@ -468,7 +468,7 @@ export class DelayQueueService {
   async deadLetters<T = unknown>(topic: TopicRef<T>, options?: { limit?: number }): Promise<Array<DelayedJob<T>>> {
     const name = topicName(topic);
     this.shardKeys(name);
-    refuseUnknownKeys(refuseAsInvalidOption, 'deadLetters', options, DEAD_LETTERS_OPTION_KEYS);
+    optionalCallOptions('deadLetters', options, DEAD_LETTERS_OPTION_KEYS, '{ limit? }');
     const limit = options?.limit ?? 100;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
       throw new InvalidOptionsError('deadLetters.limit', `got ${describeValue(limit)}; use a whole number from 1 to 10000`);
@@ -573,4 +573,16 @@ export class DelayQueueService {
 function withOutcomes(jobs: readonly PreparedJob[], outcomes: readonly JobWritten[] | 'deferred'): ScheduleResult[] {
   if (outcomes === 'deferred') return jobs.map((job) => ({ id: job.id, status: 'deferred' }));
   return jobs.map((job, i) => ({ id: writtenIdOf(outcomes[i], job.id), status: outcomeOf(outcomes[i]) }));
+}
+
+/**
+ * A call's optional options: absent, or an object of known keys (a bare value such as `waitFor(t, id,
+ * 200)` is refused rather than read as no options).
+ */
+function optionalCallOptions(call: string, options: unknown, known: readonly string[], shape: string): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new InvalidOptionsError(call, `got ${describeValue(options)}; pass ${shape} or nothing`);
+  }
+  refuseUnknownKeys(refuseAsInvalidOption, call, options, known);
 }
