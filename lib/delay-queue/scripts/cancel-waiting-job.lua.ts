@@ -1,4 +1,5 @@
 import { JobScript } from './job-script.js';
+import { LUA_DEDUPE_KEY } from './dedupe-lua-snippet.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /** What `cancelWaiting` found. */
@@ -30,12 +31,14 @@ local outcome = 0
 local body = redis.call('hget', JOBS, id)
 if unqueueDue(id) == 1 then
   groupJobFinished(body) -- a job of a group waiting for its retry held its group's turn
+  releaseDedupe(id, body)
   redis.call('hdel', JOBS, id)
   dropLogs(id)
   outcome = 1
 elseif redis.call('zscore', ACTIVE, id) then
   outcome = -1
 elseif body and removeFromGroup(id, body) then
+  releaseDedupe(id, body)
   redis.call('hdel', JOBS, id)
   dropLogs(id)
   outcome = 1
@@ -44,5 +47,5 @@ if outcome == 1 then announceOutcome(id, 'x') end
 recordReply(outcome)
 return outcome
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_TOPIC_PRELUDE, LUA_DEDUPE_KEY],
 );

@@ -1,4 +1,5 @@
 import { JobScript } from './job-script.js';
+import { LUA_DEDUPE_KEY } from './dedupe-lua-snippet.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -8,7 +9,7 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * completed jobs stay. Each removal keeps the groups consistent as a cancel does: a job of a group
  * in DUE was out (its retry kept its group's turn), so its turn is released; a job in its group's
  * queue leaves it through removeFromGroup. A kept completed record of the same id goes too, and a
- * `waitFor` of the job hears it was cancelled (as a cancel's); a job leaves DUE through unqueueDue,
+ * `waitFor` of the job hears it was cancelled and its dedupe key is freed (as a cancel's); a job leaves DUE through unqueueDue,
  * so a topic with priorities keeps PRIORITIZED within DUE (topic-base-lua-snippet.ts). Bounded work per call: the caller
  * loops over batches (delay-queue/job-commands.ts).
  *
@@ -34,6 +35,7 @@ for _, id in ipairs(ids) do
   local body = redis.call('hget', JOBS, id)
   if body then
     groupJobFinished(body)
+    releaseDedupe(id, body)
     redis.call('hdel', JOBS, id)
     dropLogs(id)
     forgetCompleted(id)
@@ -48,6 +50,7 @@ if removed < ARG.batch then
     local body = redis.call('hget', JOBS, id)
     if not (body and removeFromGroup(id, body)) then redis.call('zrem', GROUPS_WAITING, id) end
     if body then
+      releaseDedupe(id, body)
       redis.call('hdel', JOBS, id)
       dropLogs(id)
       forgetCompleted(id)
@@ -59,5 +62,5 @@ end
 recordReply(removed)
 return removed
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_TOPIC_PRELUDE, LUA_DEDUPE_KEY],
 );

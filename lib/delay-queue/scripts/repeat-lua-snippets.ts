@@ -101,6 +101,7 @@ local function dropWaitingTick(jobId)
   if unqueueDue(jobId) == 1 then
     redis.call('hdel', JOBS, jobId)
     dropLogs(jobId)
+    announceOutcome(jobId, 'x') -- a waitFor of the tick hears it will not run
   end
 end
 
