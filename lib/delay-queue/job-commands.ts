@@ -28,6 +28,8 @@ const REMOVAL_BATCH = 1000;
 
 /** Keys SCAN may gather before `obliterate` unlinks them and scans again. */
 const OBLITERATE_SCAN_KEYS = 10_000;
+/** How long the pause of an obliterate that failed half-way is retried to be cleared (ms). */
+const RESUME_RETRY_MS = 60_000;
 
 /** The shard's held group turns (see group-lua-snippet.ts: named from the shard's prefix there). */
 function groupsHeldKey(keys: TopicKeys): string {
@@ -136,14 +138,31 @@ export class JobCommands {
    */
   async obliterate(topic: string, force: boolean): Promise<{ keys: number; jobs: number; schedules: number }> {
     const shards = this.shards.all(topic);
-    const pausedHere = await this.setPaused(topic, true);
+    const wasPaused = (await Promise.all(shards.map((keys) => topicStatsScript.call(this.connection, keys, {})))).some((s) => s.paused);
+    try {
+      return await this.obliteratePaused(topic, shards, force, wasPaused);
+    } catch (error) {
+      // A refusal resumed the topic already; a failure half-way (Redis unreachable) leaves it to the
+      // background: the topic runs again once Redis takes the resume, as it ran before the call.
+      if (!wasPaused && !(error instanceof TopicHasRunningJobsError)) this.resumeInBackground(topic);
+      throw error;
+    }
+  }
+
+  private async obliteratePaused(
+    topic: string,
+    shards: readonly TopicKeys[],
+    force: boolean,
+    wasPaused: boolean,
+  ): Promise<{ keys: number; jobs: number; schedules: number }> {
+    await this.setPaused(topic, true);
     const before = await Promise.all(shards.map((keys) => topicStatsScript.call(this.connection, keys, {})));
     const running = await Promise.all(
       shards.map(async (keys) => before[shards.indexOf(keys)].active + Number(await this.connection.command('zcard', groupsHeldKey(keys)))),
     );
     const runningTotal = running.reduce((sum, n) => sum + n, 0);
     if (runningTotal > 0 && !force) {
-      if (pausedHere) await this.setPaused(topic, false);
+      if (!wasPaused) await this.setPaused(topic, false);
       throw new TopicHasRunningJobsError(topic, runningTotal);
     }
     // Waiting jobs go through drain first: a waitFor() of one of them hears it was cancelled.
@@ -163,18 +182,36 @@ export class JobCommands {
     return { keys, jobs, schedules };
   }
 
+  /**
+   * Clears the pause a failed obliterate set, retrying with backoff (Redis unreachable) for up to
+   * RESUME_RETRY_MS; never fails.
+   */
+  private resumeInBackground(topic: string): void {
+    const until = performance.now() + RESUME_RETRY_MS;
+    const attempt = (delay: number): void => {
+      this.setPaused(topic, false).catch(() => {
+        if (performance.now() + delay > until) return;
+        setTimeout(() => attempt(Math.min(delay * 2, 5_000)), delay).unref();
+      });
+    };
+    attempt(250);
+  }
+
   /** UNLINKs every key of one shard's family but its schedules' removal records; resolves how many. */
   private async unlinkFamily(shard: TopicKeys): Promise<number> {
     const pattern = this.keySpace.topicFamilyPattern(shard.topic);
     let total = 0;
     for (;;) {
-      const { keys } = await this.connection.scanKeys(pattern, OBLITERATE_SCAN_KEYS);
+      // The whole keyspace is walked (no budget of SCAN calls): a scan cut short would leave keys of
+      // the topic behind (its pause flag among them). A scan stops early only with OBLITERATE_SCAN_KEYS
+      // keys found, which are then removed: the next scan, from the start, finds fewer.
+      const { keys, truncated } = await this.connection.scanKeys(pattern, OBLITERATE_SCAN_KEYS, Infinity);
       const doomed = keys.filter((key) => key !== shard.repeatRemoved);
       for (let i = 0; i < doomed.length; i += REMOVAL_BATCH) {
         // One hash tag: one slot, so one UNLINK per batch also on a cluster. UNLINK frees in the background.
         total += Number(await this.connection.command('unlink', ...doomed.slice(i, i + REMOVAL_BATCH)));
       }
-      if (doomed.length === 0) return total;
+      if (!truncated) return total;
     }
   }
 

@@ -125,8 +125,8 @@ export class IoredisTransport implements RedisTransport {
     return preloadScripts(this.client, scripts);
   }
 
-  scanKeys(pattern: string, maxKeys: number): Promise<ScannedKeys> {
-    return scanKeys(this.client, pattern, maxKeys);
+  scanKeys(pattern: string, maxKeys: number, maxCalls?: number): Promise<ScannedKeys> {
+    return scanKeys(this.client, pattern, maxKeys, maxCalls);
   }
 
   command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T> {

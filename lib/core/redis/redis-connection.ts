@@ -87,8 +87,8 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
     return this.transport.loadScripts(scripts);
   }
 
-  scanKeys(pattern: string, maxKeys: number): Promise<ScannedKeys> {
-    return this.transport.scanKeys(pattern, maxKeys);
+  scanKeys(pattern: string, maxKeys: number, maxCalls?: number): Promise<ScannedKeys> {
+    return this.transport.scanKeys(pattern, maxKeys, maxCalls);
   }
 
   command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T> {

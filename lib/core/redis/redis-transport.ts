@@ -32,10 +32,11 @@ export interface RedisTransport {
    */
   loadScripts(scripts: readonly RedisScript[]): Promise<void>;
   /**
-   * The keys matching a glob `pattern`, on every master of a cluster, at most `maxKeys` of them; a
-   * bounded number of SCAN calls per server, so one call never walks an unbounded keyspace.
+   * The keys matching a glob `pattern`, on every master of a cluster, at most `maxKeys` of them; at
+   * most `maxCalls` SCAN calls per server (default 200), so one call never walks an unbounded
+   * keyspace unless asked to (`Infinity`).
    */
-  scanKeys(pattern: string, maxKeys: number): Promise<ScannedKeys>;
+  scanKeys(pattern: string, maxKeys: number, maxCalls?: number): Promise<ScannedKeys>;
   /** One command, by name (`'zadd'`, `'time'`, …), its reply in RESP2 shape. */
   command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T>;
   /**
