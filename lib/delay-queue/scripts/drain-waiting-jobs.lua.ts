@@ -29,17 +29,21 @@ export const drainWaitingJobsScript = new JobScript(
   `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
+-- Everything of a removed job but its place in DUE or its group's queue (left by the caller).
+local function dropJob(id, body)
+  releaseDedupe(id, body)
+  redis.call('hdel', JOBS, id)
+  dropLogs(id)
+  forgetCompleted(id)
+  announceOutcome(id, 'x')
+end
 local removed = 0
 local ids = redis.call('zrange', DUE, 0, ARG.batch - 1)
 for _, id in ipairs(ids) do
   local body = redis.call('hget', JOBS, id)
   if body then
     groupJobFinished(body)
-    releaseDedupe(id, body)
-    redis.call('hdel', JOBS, id)
-    dropLogs(id)
-    forgetCompleted(id)
-    announceOutcome(id, 'x')
+    dropJob(id, body)
   end
   unqueueDue(id)
   removed = removed + 1
@@ -49,13 +53,7 @@ if removed < ARG.batch then
   for _, id in ipairs(grouped) do
     local body = redis.call('hget', JOBS, id)
     if not (body and removeFromGroup(id, body)) then redis.call('zrem', GROUPS_WAITING, id) end
-    if body then
-      releaseDedupe(id, body)
-      redis.call('hdel', JOBS, id)
-      dropLogs(id)
-      forgetCompleted(id)
-      announceOutcome(id, 'x')
-    end
+    if body then dropJob(id, body) end
     removed = removed + 1
   end
 end
