@@ -4,6 +4,7 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { shardTopicName } from '../../lib/core/keys/topic-name.js';
 import { callDashboard as call, startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
 import { rawRedis } from '../support/test-app.js';
+import { uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
 import { deferred, within } from '../support/timing.js';
 
 /** The dashboard shows a job's priority and dedupe, and a topic whose claims a `JobRateLimitedError` holds. */
@@ -89,11 +90,44 @@ describe('RedisLockDashboardModule: priorities, dedupe and rate-limited topics',
       await redis.quit();
     }
   });
+});
 
-  it('renders the priority and dedupe tags on job rows, and the rate-limited tag on topic rows', async () => {
-    const page = (await call(t.base, 'GET', '/ops/locks')).body as string;
-    expect(page).toContain("'data-testid': 'priority'");
-    expect(page).toContain("'data-testid': 'dedupe'");
-    expect(page).toContain("text: 'rate limited until ' + clock(t.rateLimitedUntil)");
+/** The same on a Redis Cluster: a sharded topic's shards sit in different slots, each read by its own script call. */
+describe('RedisLockDashboardModule on a Redis Cluster: a rate-limited sharded topic and a prioritised job', () => {
+  let t: DashboardTestApp;
+  // Declared before the cluster's hooks: the app lets go of the cluster before the cluster stops.
+  afterAll(() => t?.close());
+  const cluster = useSharedTestCluster();
+
+  beforeAll(async () => {
+    t = await startDashboardApp(
+      { path: '/ops/locks', history: { sampleMs: 60_000 }, topics: ['cluster.rl'] },
+      { handlers: false, redis: { cluster: cluster.nodes() }, keyPrefix: uniqueClusterPrefix('dash'), shards: { 'cluster.rl': 3 } },
+    );
+  });
+
+  it('shows the block of every shard and a job with its priority and dedupe', async () => {
+    const queue = t.app.get(DelayQueueService);
+    const api = async <T>(path: string) => (await call(t.base, 'GET', `/ops/locks/api${path}`)).body as T;
+    await queue.schedule('cluster.rl', 'waits', { priority: 4, dedupe: { key: 'k:1', ttl: 5_000 }, delay: 3_600_000 });
+    const limited = deferred<JobRateLimitedEvent>();
+    t.app.get(RedisLockEvents).on('job.rate-limited', (event) => limited.resolve(event));
+    const consumer = queue.consume('cluster.rl', () => {
+      throw new JobRateLimitedError(3_600_000);
+    });
+    try {
+      await queue.schedule('cluster.rl', 'limited', { id: 'limited' });
+      const event = await within(limited.promise, 20_000, 'the rate-limited run');
+      const topics = await api<DashboardTopics>('/topics');
+      expect(topics.errors).toEqual([]);
+      expect(topics.topics).toEqual([expect.objectContaining({ topic: 'cluster.rl', rateLimitedUntil: event.blockedUntilMs })]);
+    } finally {
+      await consumer.close();
+    }
+    const scheduled = await api<DashboardJobList>('/topics/cluster.rl/jobs?state=scheduled');
+    expect(scheduled.jobs.find((j) => j.payloadPreview === '"waits"')).toMatchObject({
+      priority: 4,
+      dedupe: { key: 'k:1', ttl: 5_000, mode: 'throttle' },
+    });
   });
 });
