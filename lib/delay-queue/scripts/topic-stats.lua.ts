@@ -31,8 +31,9 @@ export interface ShardStats {
  * block key (topic-block-lua-snippet.ts). No ARGV.
  *
  * Returns { waiting, due now, active, dead, schedules, completed, paused (0|1), waiting in their
- * group's queue, groups with a job out, the block's end in server ms (-1: none) }, decoded into ShardStats. Each job body is in exactly one of
- * DUE, ACTIVE, DEAD, its group's queue or the completed set, so the group-queued are the rest of JOBS.
+ * group's queue, groups with a job out, the block's end in server ms (-1: none) }, decoded into
+ * ShardStats. Each job body is in exactly one of DUE, ACTIVE, DEAD, its group's queue or the
+ * completed set, so the group-queued are the rest of JOBS.
  */
 export const topicStatsScript = new JobScript(
   'topicStats',
