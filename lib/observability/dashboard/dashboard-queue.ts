@@ -41,7 +41,10 @@ export class DashboardQueue {
     const topics: DashboardTopics['topics'] = [];
     const errors: DashboardTopics['errors'] = [];
     results.forEach((result, i) => {
-      if (result.status === 'rejected') return errors.push({ topic: names[i], message: errorMessage(result.reason) });
+      if (result.status === 'rejected') {
+        errors.push({ topic: names[i], message: errorMessage(result.reason) });
+        return;
+      }
       const { stats, blockedUntil } = result.value;
       const block = blockedUntil === undefined ? {} : { rateLimitedUntil: blockedUntil };
       topics.push({ topic: names[i], ...stats, handler: this.topics.isHandled(names[i]), ...block });
