@@ -27,12 +27,12 @@ import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
-import { contenderTable, formatNumber, type Column } from './support/contender-table.js';
+import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { runFleet } from './support/fleet-run.js';
 import { groupContenders, GROUP_RETRY_DELAY_MS } from './support/group-contenders.js';
 import { fairness, ordering, type Fairness, type Ordering } from './support/group-stats.js';
 import { selectContenders, type BenchJob, type JobContender } from './support/job-contender.js';
-import { totalCalls, UsageMeter } from './support/usage-meter.js';
+import { cpuPerJob, UsageMeter, type CpuPerJob } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -47,7 +47,8 @@ const SCENARIOS = { a: 'backlog', b: 'live' } as const;
 type Scenario = keyof typeof SCENARIOS;
 const ONLY_SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'a,b').split(',').map((s) => s.trim()));
 
-interface RunResult {
+/** CPU per job: the client side is every consumer process + the bench process. */
+interface RunResult extends Partial<CpuPerJob> {
   readonly name: string;
   readonly error?: string;
   readonly jobsPerSec?: number;
@@ -55,10 +56,6 @@ interface RunResult {
   readonly lastEndMs?: number;
   readonly ordering?: Ordering;
   readonly fairness?: Fairness;
-  /** µs per job: consumer processes + bench process, Redis server; Redis commands per job. */
-  readonly clientMicros?: number;
-  readonly redisMicros?: number;
-  readonly redisCommands?: number;
   readonly runsPerProcess?: number[];
   readonly counters?: Record<string, number>;
 }
@@ -101,9 +98,7 @@ async function runOne(contender: JobContender, scenario: Scenario, url: string, 
     lastEndMs,
     ordering: ordering(records, PLAN.groups, PLAN.jobsPerGroup),
     fairness: fairness(records, PLAN.groups, run.goUs),
-    clientMicros: (run.usage.clientCpuMicros + run.fleet.cpuMicros) / jobs.length,
-    redisMicros: run.usage.redisCpuMicros / jobs.length,
-    redisCommands: totalCalls(run.usage) / jobs.length,
+    ...cpuPerJob(run.usage, jobs.length, run.fleet.cpuMicros),
     runsPerProcess: run.fleet.runsPerProcess,
     counters: run.fleet.counters,
   };
@@ -165,17 +160,7 @@ const COLUMNS: readonly Column<RunResult>[] = [
   { header: 'Jain @25%', digits: 3, better: 'higher', value: (r) => r.fairness?.jainAt25 },
   { header: 'Jain @50%', digits: 3, better: 'higher', value: (r) => r.fairness?.jainAt50 },
 ];
-const CPU_COLUMNS: readonly Column<RunResult>[] = [
-  { header: 'consumers + bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.clientMicros },
-  { header: 'Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.redisMicros },
-  {
-    header: 'total µs/job',
-    digits: 0,
-    better: 'lower',
-    value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)),
-  },
-  { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
-];
+const CPU_COLUMNS = cpuColumns<RunResult>({ client: 'consumers + bench CPU', total: 'total' }, 0);
 
 function render(results: Partial<Record<Scenario, RunResult[]>>, contenders: readonly JobContender[], environment: string): string {
   const sections = (Object.keys(SCENARIOS) as Scenario[]).flatMap((scenario) => {

@@ -30,10 +30,10 @@ import { Redis } from 'ioredis';
 import { DelayQueueService, RedisLockModule } from '../lib/index.js';
 import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
-import { contenderTable, formatNumber, type Column } from './support/contender-table.js';
+import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { until } from './support/delay-stats.js';
 import { markdownTable } from './support/markdown-table.js';
-import { totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
+import { cpuPerJob, totalCalls, UsageMeter, type CpuPerJob, type Usage } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -42,14 +42,12 @@ const PLAN = {
   writeBatch: 5_000,
 };
 
-interface DrainResult {
+/** CPU per job over the drain: the client side is this process (the consumer lives here). */
+interface DrainResult extends CpuPerJob {
   readonly name: string;
   readonly jobsPerSec: number;
   readonly enqueueMs: number;
   readonly inversions: number;
-  readonly clientMicros: number;
-  readonly redisMicros: number;
-  readonly redisCommands: number;
 }
 
 interface Contender {
@@ -177,9 +175,7 @@ async function drainScenario(url: string, meter: UsageMeter, admin: Redis, priva
         jobsPerSec: (jobs / run.drainMs) * 1000,
         enqueueMs: run.enqueueMs,
         inversions: inversions(run.order),
-        clientMicros: run.usage.clientCpuMicros / jobs,
-        redisMicros: run.usage.redisCpuMicros / jobs,
-        redisCommands: totalCalls(run.usage) / jobs,
+        ...cpuPerJob(run.usage, jobs),
       };
       runs.set(contender.name, [...(runs.get(contender.name) ?? []), result]);
       if (privateServer) await admin.flushall();
@@ -239,10 +235,7 @@ async function scalingScenario(url: string, meter: UsageMeter, admin: Redis, pri
 const COLUMNS: readonly Column<DrainResult>[] = [
   { header: 'jobs/s', digits: 0, better: 'higher', value: (r) => r.jobsPerSec },
   { header: 'priority inversions', digits: 0, better: 'none', value: (r) => r.inversions },
-  { header: 'client CPU µs/job', digits: 1, better: 'lower', value: (r) => r.clientMicros },
-  { header: 'Redis CPU µs/job', digits: 1, better: 'lower', value: (r) => r.redisMicros },
-  { header: 'total CPU µs/job', digits: 1, better: 'lower', value: (r) => r.clientMicros + r.redisMicros },
-  { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
+  ...cpuColumns<DrainResult>({ client: 'client CPU', total: 'total CPU' }, 1),
 ];
 
 function render(drain: DrainResult[], scaling: ScalingResult[], environment: string): string {

@@ -24,13 +24,13 @@ import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
-import { contenderTable, formatNumber, type Column } from './support/contender-table.js';
+import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { runFleet } from './support/fleet-run.js';
 import { selectContenders, type JobContender } from './support/job-contender.js';
 import { rateLimitContenders } from './support/rate-limit-contenders.js';
 import { windowCounts, type WindowCounts } from './support/start-windows.js';
 import type { RunRecord } from './support/consumer-protocol.js';
-import { totalCalls, UsageMeter } from './support/usage-meter.js';
+import { cpuPerJob, UsageMeter, type CpuPerJob } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -45,7 +45,8 @@ const PLAN = {
   timeoutMs: QUICK ? 60_000 : 120_000,
 };
 
-interface RunResult {
+/** CPU per job: the client side is every consumer process + the bench process. */
+interface RunResult extends Partial<CpuPerJob> {
   readonly name: string;
   readonly error?: string;
   /** (starts − max) ÷ (last start − first start), per second; and that ÷ (max / duration). */
@@ -57,9 +58,6 @@ interface RunResult {
   readonly tolerant?: WindowCounts;
   /** The same on the limiter's own clock (ours: JobContext.claimedAt, Redis; BullMQ: job.processedOn). */
   readonly admitted?: WindowCounts;
-  readonly clientMicros?: number;
-  readonly redisMicros?: number;
-  readonly redisCommands?: number;
   readonly runsPerProcess?: number[];
 }
 
@@ -96,9 +94,7 @@ async function runOne(contender: JobContender, url: string, meter: UsageMeter): 
     exact: windowCounts(starts, PLAN.duration, PLAN.max),
     tolerant: windowCounts(starts, PLAN.duration - PLAN.jitterMs, PLAN.max),
     admitted: admittedWindows(run.fleet.records),
-    clientMicros: (run.usage.clientCpuMicros + run.fleet.cpuMicros) / jobs.length,
-    redisMicros: run.usage.redisCpuMicros / jobs.length,
-    redisCommands: totalCalls(run.usage) / jobs.length,
+    ...cpuPerJob(run.usage, jobs.length, run.fleet.cpuMicros),
     runsPerProcess: run.fleet.runsPerProcess,
   };
 }
@@ -153,17 +149,7 @@ const COLUMNS: readonly Column<RunResult>[] = [
   },
   { header: 'last start s', digits: 2, better: 'lower', value: (r) => (r.lastStartMs === undefined ? undefined : r.lastStartMs / 1000) },
 ];
-const CPU_COLUMNS: readonly Column<RunResult>[] = [
-  { header: 'consumers + bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.clientMicros },
-  { header: 'Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.redisMicros },
-  {
-    header: 'total µs/job',
-    digits: 0,
-    better: 'lower',
-    value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)),
-  },
-  { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
-];
+const CPU_COLUMNS = cpuColumns<RunResult>({ client: 'consumers + bench CPU', total: 'total' }, 0);
 
 function render(results: readonly RunResult[], contenders: readonly JobContender[], environment: string): string {
   const ours = results.find((r) => r.name === 'nestjs-redis-lock' && !r.error);
