@@ -23,9 +23,7 @@
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { Redis } from 'ioredis';
-import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import { provideMeteredRedis } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
 import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { runFleet } from './support/fleet-run.js';
@@ -105,11 +103,8 @@ async function runOne(contender: JobContender, scenario: Scenario, url: string, 
 }
 
 async function main(): Promise<void> {
-  const redis = await provideBenchRedis();
-  const admin = new Redis(redis.url);
-  const meter = new UsageMeter(admin);
-  const loadAtStart = loadavg();
-  const version = await redisServerVersion(admin);
+  const bench = await provideMeteredRedis();
+  const { redis, meter, version, loadAtStart } = bench;
   progress(`Redis ${version} at ${redis.url} (${redis.source}); load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')}`);
   const contenders = selectContenders(groupContenders);
   const results: Partial<Record<Scenario, RunResult[]>> = {};
@@ -125,13 +120,11 @@ async function main(): Promise<void> {
           progress(`(${scenario}) ${contender.name} failed: ${(error as Error).message}`);
           rows.push({ name: contender.name, error: (error as Error).message });
         }
-        // A private server starts every run empty; a shared one (REDIS_URL) is left alone.
-        if (redis.source === 'redis-server') await admin.flushall();
+        await bench.flushIfPrivate();
       }
     }
   } finally {
-    admin.disconnect();
-    await redis.stop();
+    await bench.close();
   }
   const environment = environmentLine(version, loadAtStart, ['ioredis', '@nestjs/core', 'groupmq', 'bullmq'], QUICK);
   const markdown = render(results, contenders, environment.text);

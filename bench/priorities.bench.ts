@@ -23,12 +23,10 @@
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
 import { NestFactory } from '@nestjs/core';
 import { Queue, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
 import { DelayQueueService, RedisLockModule } from '../lib/index.js';
-import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import { provideMeteredRedis, type MeteredRedis } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
 import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { until } from './support/delay-stats.js';
@@ -162,13 +160,13 @@ const median = (values: readonly number[]) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
-async function drainScenario(url: string, meter: UsageMeter, admin: Redis, privateServer: boolean): Promise<DrainResult[]> {
+async function drainScenario({ redis, meter, flushIfPrivate }: MeteredRedis): Promise<DrainResult[]> {
   const runs = new Map<string, DrainResult[]>();
   for (let round = 0; round < PLAN.drain.rounds; round++) {
     const order = round % 2 === 0 ? [OURS, BULLMQ] : [BULLMQ, OURS];
     for (const contender of order) {
       progress(`(a) round ${round + 1}: ${contender.name}, ${PLAN.drain.jobs} jobs over ${PLAN.drain.priorities} priorities`);
-      const run = await contender.drain(url, meter);
+      const run = await contender.drain(redis.url, meter);
       const jobs = PLAN.drain.jobs;
       const result: DrainResult = {
         name: contender.name,
@@ -178,7 +176,7 @@ async function drainScenario(url: string, meter: UsageMeter, admin: Redis, priva
         ...cpuPerJob(run.usage, jobs),
       };
       runs.set(contender.name, [...(runs.get(contender.name) ?? []), result]);
-      if (privateServer) await admin.flushall();
+      await flushIfPrivate();
     }
   }
   return [...runs.entries()].map(([name, results]) => ({
@@ -200,11 +198,11 @@ interface ScalingResult {
   readonly inversions: number;
 }
 
-async function scalingScenario(url: string, meter: UsageMeter, admin: Redis, privateServer: boolean): Promise<ScalingResult[]> {
+async function scalingScenario({ redis, meter, flushIfPrivate }: MeteredRedis): Promise<ScalingResult[]> {
   const results: ScalingResult[] = [];
   for (const backlog of PLAN.scaling.backlogs) {
     progress(`(b) backlog ${backlog}: writing`);
-    const { queue, close } = await ourQueue(url);
+    const { queue, close } = await ourQueue(redis.url);
     try {
       await writeOurs(queue, 'scale', backlog);
       progress(`(b) backlog ${backlog}: claiming ${PLAN.scaling.measured}`);
@@ -226,7 +224,7 @@ async function scalingScenario(url: string, meter: UsageMeter, admin: Redis, pri
       });
     } finally {
       await close();
-      if (privateServer) await admin.flushall();
+      await flushIfPrivate();
     }
   }
   return results;
@@ -277,21 +275,16 @@ function render(drain: DrainResult[], scaling: ScalingResult[], environment: str
 }
 
 async function main(): Promise<void> {
-  const redis = await provideBenchRedis();
-  const admin = new Redis(redis.url);
-  const meter = new UsageMeter(admin);
-  const loadAtStart = loadavg();
-  const version = await redisServerVersion(admin);
-  const privateServer = redis.source === 'redis-server';
+  const bench = await provideMeteredRedis();
+  const { redis, version, loadAtStart } = bench;
   progress(`Redis ${version} at ${redis.url} (${redis.source})`);
   let drain: DrainResult[];
   let scaling: ScalingResult[];
   try {
-    drain = await drainScenario(redis.url, meter, admin, privateServer);
-    scaling = await scalingScenario(redis.url, meter, admin, privateServer);
+    drain = await drainScenario(bench);
+    scaling = await scalingScenario(bench);
   } finally {
-    admin.disconnect();
-    await redis.stop();
+    await bench.close();
   }
   const environment = environmentLine(version, loadAtStart, ['ioredis', '@nestjs/core', 'bullmq'], QUICK);
   writeResults('priorities', render(drain, scaling, environment.text), {
