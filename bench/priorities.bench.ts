@@ -28,6 +28,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { DelayQueueService, RedisLockModule } from '../lib/index.js';
 import { provideMeteredRedis, type MeteredRedis } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
+import { bullmqConnection } from './support/bullmq-producer.js';
 import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { until } from './support/delay-stats.js';
 import { markdownTable } from './support/markdown-table.js';
@@ -103,8 +104,7 @@ const OURS: Contender = {
 const BULLMQ: Contender = {
   name: 'bullmq',
   async drain(url, meter) {
-    const { hostname, port } = new URL(url);
-    const connection = { host: hostname, port: Number(port || 6379) };
+    const connection = bullmqConnection(url);
     const queueName = unique('prio');
     const queue = new Queue(queueName, { connection });
     await queue.waitUntilReady();
