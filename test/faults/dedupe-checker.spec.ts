@@ -15,11 +15,12 @@ import { sleep, waitFor } from '../support/timing.js';
  * Random phase: 8-10 keys, each with a seeded mode and ttl (150-600 ms) and a seeded plan of waves:
  * 1-3 calls sent at once from distinct instances, then a pause. A throttle key calls in 16-28 waves
  * less than ttl/4 apart (calls near every window's end), then once more after ttl + 20 ms at least (a
- * window closed and reopened); a debounce key
- * calls in 2-4 bursts of waves less than ttl/2 apart, each burst followed by the wait for its jobs to
- * run. Every call (instance, key, sent/answered wall time, the `scheduleWithResult` answer, whether
- * its reply was dropped and when) and every handler run (`JobContext` createdAt/scheduledAt/claimedAt)
- * is recorded, and the whole history judged once every job ran and the topic is empty.
+ * window closed and reopened); its job runs at once or after a seeded `delay` (0 to ttl). A debounce
+ * key calls in 2-4 bursts of 2-4 waves, less than ttl/2 apart but one pause in four of 0.8-1.3 ttl
+ * (calls that meet the job as it comes due and is claimed), each burst followed by the wait for its
+ * jobs to run. Every call (instance, key, sent/answered wall time, the `scheduleWithResult` answer,
+ * whether its reply was dropped and when) and every handler run (`JobContext` createdAt, scheduledAt,
+ * claimedAt) is recorded, and the whole history judged once every job ran and the topic is empty.
  *
  * Then three cases made to happen (each waits for its event; a case whose outcome the machine's load
  * spoiled is tried again with a longer ttl):
@@ -54,6 +55,8 @@ interface KeyPlan {
   readonly key: string;
   readonly mode: DedupeMode;
   readonly ttl: number;
+  /** Throttle: the created job's `delay` (0: it runs at once, so most `existing` answers come after its run). */
+  readonly delay?: number;
   /** Throttle: one list of waves; debounce: one per burst. */
   readonly bursts: ReadonlyArray<readonly Wave[]>;
 }
@@ -95,11 +98,18 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
         }),
       );
       let named = 0;
-      const call = async (instance: number, plan: Pick<KeyPlan, 'key' | 'mode' | 'ttl'>): Promise<DedupeCall> => {
+      const call = async (instance: number, plan: Pick<KeyPlan, 'key' | 'mode' | 'ttl' | 'delay'>): Promise<DedupeCall> => {
         const name = `c${named++}`;
         const sentMs = Date.now();
         const outcome = await apps[instance].queue
-          .scheduleWithResult<Payload>(TOPIC, { key: plan.key, call: name }, { dedupe: { key: plan.key, ttl: plan.ttl, mode: plan.mode } })
+          .scheduleWithResult<Payload>(
+            TOPIC,
+            { key: plan.key, call: name },
+            {
+              delay: plan.delay,
+              dedupe: { key: plan.key, ttl: plan.ttl, mode: plan.mode },
+            },
+          )
           .then(
             (result) => ({ result: { id: result.id, status: result.status } }),
             (error: unknown) => ({ error: String(error) }),
@@ -270,12 +280,15 @@ function planKeys(random: () => number, between: (min: number, max: number) => n
       return { instances: all.slice(0, size), pauseMs };
     };
     if (mode === 'throttle') {
+      const delay = random() < 0.5 ? 0 : between(0, ttl);
       const waves = Array.from({ length: between(16, 28) }, (_, i) => wave(i === 0, between(0, Math.round(ttl / 4))));
       waves.push(wave(false, ttl + 20), { instances: [between(0, 2)], pauseMs: 0 });
-      return { key: `t${k}`, mode, ttl, bursts: [waves] };
+      return { key: `t${k}`, mode, ttl, delay, bursts: [waves] };
     }
+    // One pause in four around the ttl: calls that meet the job as it comes due and is claimed.
+    const pause = () => (random() < 0.25 ? between(Math.round(ttl * 0.8), Math.round(ttl * 1.3)) : between(0, Math.round(ttl / 2)));
     const bursts = Array.from({ length: between(2, 4) }, (_, b) =>
-      Array.from({ length: between(2, 4) }, (_, i) => wave(b === 0 && i === 0, between(0, Math.round(ttl / 2)))),
+      Array.from({ length: between(2, 4) }, (_, i) => wave(b === 0 && i === 0, pause())),
     );
     return { key: `d${k}`, mode, ttl, bursts };
   });
