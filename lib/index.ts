@@ -32,6 +32,7 @@ export type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobLogDroppedEvent,
   JobProgressEvent,
   JobRateLimitedEvent,
   JobRecoveredEvent,

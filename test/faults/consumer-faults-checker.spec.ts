@@ -49,6 +49,8 @@ const TOPIC = 'cf';
 const BURST = 'burst';
 const LONG_VISIBILITY = 40_000;
 const SHORT_VISIBILITY = 2_000;
+/** Batches of phase A added, at most, when none of its long jobs started with claims waiting in a buffer. */
+const EXTRA_OUTAGE_BATCHES = 4;
 const QUIET = { scheduled: 0, due: 0, active: 0, grouped: 0, busyGroups: 0 };
 
 type OutageMode = 'cut' | 'blackhole-heal' | 'blackhole-reset';
@@ -156,17 +158,38 @@ describe(
           };
           const outagePlan = [0, 1].map(() => ({ mode: drawMode(), ms: between(14_000, 20_000) }));
           const pendingOutages: Array<Promise<void>> = [];
-          const cutLink = (slot: number, longJob: string) => {
+          let checkingBuffers = false;
+          /** Claims of slots 0-1 (visible for the long timeout) that no handler of theirs runs. */
+          const claimsWaitingInLongSlots = async (): Promise<number> => {
+            const { jobs } = await queue.list(TOPIC, { state: 'active', limit: 1_000 });
+            const now = Date.now();
+            const held = jobs.filter((j) => (j.visibleUntil?.getTime() ?? 0) - now > LONG_VISIBILITY / 2).length;
+            return held - workers.runningIn(workers.inSlot(0)) - workers.runningIn(workers.inSlot(1));
+          };
+          const openOutageOn = (slot: number) => outages.some((o) => o.slot === slot && o.endM === undefined);
+          /**
+           * `claimedNotRunning`: claims held by the long-visibility consumers (slots 0 and 1) that none
+           * of their handlers runs (in a prefetch buffer, or on their way to it), read just before the
+           * cut; or, when not given, read just after it over the whole topic (a cut made anyway).
+           */
+          const cutLink = (slot: number, longJob: string, claimedNotRunning?: number) => {
             const plan = outagePlan.shift();
             if (!plan) return;
-            const outage = { slot, ...plan, startM: monotonicUs(), endM: undefined as number | undefined, longJob, claimedNotRunning: -1 };
+            const outage = {
+              slot,
+              ...plan,
+              startM: monotonicUs(),
+              endM: undefined as number | undefined,
+              longJob,
+              claimedNotRunning: claimedNotRunning ?? -1,
+            };
             outages.push(outage);
             const proxy = proxies[slot];
             if (plan.mode === 'cut') proxy.cut();
             else proxy.blackhole();
-            // Claimed jobs no handler runs (in some consumer's buffer, or on their way to it), for the figures.
             const running = workers.running;
-            void queue.stats(TOPIC).then((stats) => (outage.claimedNotRunning = stats.active - running));
+            if (claimedNotRunning === undefined)
+              void queue.stats(TOPIC).then((stats) => (outage.claimedNotRunning = stats.active - running));
             pendingOutages.push(
               sleep(plan.ms).then(() => {
                 // The outage's length is the fault itself, not a timing assumption.
@@ -183,27 +206,45 @@ describe(
             const short = (workOf.get(start.job) ?? 0) < 100;
             const previous = lastStart.get(worker.pid);
             lastStart.set(worker.pid, { m: start.m, short });
-            if (worker.slot > 1 || short || !start.job.startsWith(`r${round}a`)) return;
-            if (outages.some((o) => o.slot === worker.slot && o.endM === undefined)) return;
-            // A long job started right after short ones: the claim that brought it prefetched others.
+            if (worker.slot > 1 || short || !start.job.startsWith(`r${round}a`) || openOutageOn(worker.slot)) return;
+            // A long job started right after short ones: the claim that brought it may have prefetched
+            // others. The link is cut only once claims are seen waiting in a buffer, while that job runs.
             const end = lastEnd.get(worker.pid);
             const afterShort = (end?.short && start.m - end.m < 200_000) || (previous?.short && start.m - previous.m < 200_000);
-            if (afterShort) cutLink(worker.slot, start.job);
+            if (!afterShort || checkingBuffers) return;
+            checkingBuffers = true;
+            claimsWaitingInLongSlots()
+              .then((waiting) => {
+                const stillRunning = !workers.ends.has(`${start.job}@${start.token}`);
+                if (waiting > 0 && stillRunning && !openOutageOn(worker.slot)) cutLink(worker.slot, start.job, waiting);
+              })
+              .catch((error: unknown) => workers.problems.push(`reading the buffered claims failed: ${String(error)}`))
+              .finally(() => (checkingBuffers = false));
           };
-          const phaseA = planGroups(random, between, {
-            prefix: `r${round}a`,
+          const phaseAOptions = {
             groups: 30,
             maxSize: 5,
             spreadMs: 300,
             longShare: 0.35,
-            longMs: [300, 1_000],
+            longMs: [300, 1_000] as [number, number],
             oneAttemptShare: 0.35,
             failOnceShare: 0.1,
-          });
+          };
+          const phaseA = planGroups(random, between, { prefix: `r${round}a`, ...phaseAOptions });
           await schedule(phaseA);
+          let plannedA = phaseA.length;
           const startsA = () => workers.starts.filter((s) => s.job.startsWith(`r${round}a`)).length;
-          // Every job started once, or both outages began.
-          await waitFor(() => outagePlan.length === 0 || startsA() >= phaseA.length, 60_000, 'phase A to start its jobs');
+          // Every job started once, or both outages began. A phase that ended with no cut where claims
+          // waited in a buffer gets another batch (drawn apart, so the seed's plan stays the same).
+          for (let extra = 1; ; extra++) {
+            await waitFor(() => outagePlan.length === 0 || startsA() >= plannedA, 60_000, 'phase A to start its jobs');
+            if (outagePlan.length === 0 || extra > EXTRA_OUTAGE_BATCHES) break;
+            const draws = seededDraws(SEED * 100 + round * 10 + extra);
+            const batch = planGroups(draws.random, draws.between, { prefix: `r${round}a+${extra}`, ...phaseAOptions });
+            await schedule(batch);
+            plannedA += batch.length;
+          }
+          await waitFor(() => !checkingBuffers, 10_000, 'the last read of the buffered claims');
           if (outagePlan.length > 0) {
             // No long job came right after a short one on slots 0-1: cut a busy one anyway (counted apart).
             const busy = [0, 1].map((slot) => workers.inSlot(slot)).find((w) => workers.busy(w));

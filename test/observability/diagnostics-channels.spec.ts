@@ -81,7 +81,7 @@ afterAll(() => {
 describe('REDIS_LOCK_CHANNELS', () => {
   it('names one channel per event, nestjs-redis-lock:<event>, and redisLockChannel() returns its Channel', async () => {
     const { channel } = await import('node:diagnostics_channel');
-    expect(ALL_EVENTS).toHaveLength(24);
+    expect(ALL_EVENTS).toHaveLength(25);
     for (const event of ALL_EVENTS) {
       expect(REDIS_LOCK_CHANNELS[event]).toBe(`nestjs-redis-lock:${event}`);
       expect(redisLockChannel(event)).toBe(channel(REDIS_LOCK_CHANNELS[event]));

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RedisLockMetrics, RedisLockMetricsModule } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
-import { LockAcquireTimeoutError, RedisLockModule, WithLock } from '../../lib/index.js';
+import { LockAcquireTimeoutError, RedisLockEvents, RedisLockModule, WithLock } from '../../lib/index.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
@@ -121,6 +121,13 @@ describe('RedisLockMetricsModule', () => {
     expect(await count('scheduled')).toBe(2);
     expect(await count('duplicate')).toBe(3);
     expect(await count('replaced')).toBe(1);
+  });
+
+  it('counts the log lines Redis did not take, by topic (job.log.dropped: see job-logs-outage.spec.ts)', async () => {
+    const events = metrics.get(RedisLockEvents);
+    events.emit('job.log.dropped', { topic: 'idle.topic', id: 'a', lines: 3, error: new Error('unreachable') });
+    events.emit('job.log.dropped', { topic: 'idle.topic', id: 'b', lines: 1, error: new Error('unreachable') });
+    expect(await metrics.value('redis_lock_job_log_lines_dropped_total', { topic: 'idle.topic' })).toBe(4);
   });
 
   it('unregisters its metrics when the application closes, so another app can register them again', async () => {

@@ -154,6 +154,21 @@ export interface JobRateLimitedEvent {
 }
 
 /**
+ * Lines a handler logged with `JobContext.log()` that Redis did not take (unreachable, or no answer
+ * in time): they are dropped, the handler goes on. Counted by `redis_lock_job_log_lines_dropped_total`.
+ */
+export interface JobLogDroppedEvent {
+  /** The topic of the job. */
+  readonly topic: string;
+  /** The job id. */
+  readonly id: string;
+  /** How many lines were dropped. */
+  readonly lines: number;
+  /** Why Redis did not take them. */
+  readonly error: unknown;
+}
+
+/**
  * A job whose consumer crashed, stalled or lost Redis was taken back after its visibility deadline
  * passed (`job.recovered`), by whichever live consumer of the topic claimed next: put back in the
  * queue (`requeued: true`), or buried with the dead letters when that was its last attempt (then

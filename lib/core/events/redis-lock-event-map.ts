@@ -2,6 +2,7 @@ import type {
   JobCancelledEvent,
   JobDeadEvent,
   JobFailedEvent,
+  JobLogDroppedEvent,
   JobProgressEvent,
   JobRateLimitedEvent,
   JobRecoveredEvent,
@@ -63,6 +64,8 @@ export interface RedisLockEventMap {
   'job.dead': JobDeadEvent;
   /** A handler threw JobRateLimitedError: the job went back, the topic's claims wait. */
   'job.rate-limited': JobRateLimitedEvent;
+  /** Lines a handler logged with `JobContext.log()` could not be written to Redis: dropped. */
+  'job.log.dropped': JobLogDroppedEvent;
   /** A job whose consumer went silent was taken back. */
   'job.recovered': JobRecoveredEvent;
   /** Jobs of a committed transaction could not be written to Redis yet; retried. */

@@ -35,6 +35,7 @@ export const REDIS_LOCK_CHANNELS = Object.freeze({
   'job.retried': 'nestjs-redis-lock:job.retried',
   'job.dead': 'nestjs-redis-lock:job.dead',
   'job.rate-limited': 'nestjs-redis-lock:job.rate-limited',
+  'job.log.dropped': 'nestjs-redis-lock:job.log.dropped',
   'job.recovered': 'nestjs-redis-lock:job.recovered',
   'job.schedule.retrying': 'nestjs-redis-lock:job.schedule.retrying',
   'job.schedule.lost': 'nestjs-redis-lock:job.schedule.lost',

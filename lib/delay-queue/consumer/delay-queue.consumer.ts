@@ -143,7 +143,7 @@ export class DelayQueueConsumer<T = unknown> implements Consumer {
       acks: this.acks,
       settlement: this.settlement,
       progress: new JobProgress({ topic, connection, keys, visibility: this.visibility }),
-      logs: new JobLogs({ topic, connection, keys, logger }),
+      logs: new JobLogs({ topic, connection, keys, logger, events }),
       running,
       bug,
     });

@@ -6,9 +6,20 @@ const MAX_CAUSES = 3;
 /** Where a stack's frames begin (V8: lines `    at …`). */
 const FRAMES = /\n\s+at /;
 
-/** `Name: message` of an error (or its string form), cut to the length kept with a job. */
+/** What is kept of a thrown value whose name, message or string form throws when read. */
+export const UNPRINTABLE_FAILURE = '<a thrown value that cannot be printed>';
+
+/**
+ * `Name: message` of an error (or its string form), cut to the length kept with a job. Never throws:
+ * a handler may throw anything, and its failure is recorded whatever it threw.
+ */
 export function describeFailure(error: unknown): string {
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  let message: string;
+  try {
+    message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  } catch {
+    message = UNPRINTABLE_FAILURE;
+  }
   return message.length > MAX_ERROR_MESSAGE_LENGTH ? `${message.slice(0, MAX_ERROR_MESSAGE_LENGTH)}…` : message;
 }
 
@@ -17,9 +28,17 @@ export function describeFailure(error: unknown): string {
  * it (`[cause]: <the cause's stack>`, at most `MAX_CAUSES`, a cycle ending it), all within
  * `MAX_ERROR_STACK_LENGTH`: each message part is cut to `MAX_ERROR_MESSAGE_LENGTH` and the frames to
  * whole lines, so a huge message never pushes the frames out. Undefined for anything but an `Error`
- * with a stack.
+ * with a stack, or whose stack, name, message or causes throw when read (never throws).
  */
 export function failureStack(error: unknown): string | undefined {
+  try {
+    return boundedStacks(error);
+  } catch {
+    return undefined;
+  }
+}
+
+function boundedStacks(error: unknown): string | undefined {
   if (!(error instanceof Error) || typeof error.stack !== 'string' || error.stack.length === 0) return undefined;
   const sections: string[] = [];
   const seen = new Set<unknown>();

@@ -1,5 +1,7 @@
 import type { Logger } from '@nestjs/common';
+import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
+import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { JOB_LOG_MAX_LINE_LENGTH, JOB_LOG_MAX_LINES } from '../jobs/delay-queue.constants.js';
@@ -14,6 +16,8 @@ interface JobLogsContext {
   /** The topic shard's keys. */
   readonly keys: TopicKeys;
   readonly logger: Logger;
+  /** Where `job.log.dropped` goes (absent: nowhere). */
+  readonly events?: RedisLockEvents;
 }
 
 /** One delivery's log lines on their way to Redis. */
@@ -34,7 +38,8 @@ interface DeliveryLog {
  * the delivery's claim token (a delivery that lost its job appends nothing), one batch at a time so
  * they keep their order. The runner awaits `flushed(job)` before it settles the job, so a job's log
  * is complete when its acknowledgement or failure is recorded. A batch Redis does not take (an outage,
- * a timeout) is dropped with a debug log: a log line never fails nor delays its handler.
+ * a timeout) is dropped, reported by `job.log.dropped` (and a debug log): a log line never fails nor
+ * delays its handler.
  */
 export class JobLogs {
   private readonly logs = new WeakMap<HeldJob, DeliveryLog>();
@@ -72,7 +77,7 @@ export class JobLogs {
   }
 
   private async send(job: HeldJob, log: DeliveryLog, lines: string[]): Promise<void> {
-    const { topic, connection, keys, logger } = this.context;
+    const { topic, connection, keys, logger, events } = this.context;
     const sequence = ++log.sequence;
     const record = operationKey(keys.jobs, `${job.token}:log`);
     const args = { id: job.id, token: job.token, sequence, maxLines: JOB_LOG_MAX_LINES };
@@ -85,7 +90,8 @@ export class JobLogs {
       );
       if (outcome !== 'held') log.closed = true;
     } catch (error) {
-      logger.debug(`Dropped ${lines.length} log line(s) of job ${job.id} on topic ${topic}: ${String(error)}`);
+      logger.debug(`Dropped ${lines.length} log line(s) of job ${job.id} on topic ${topic}: ${errorMessage(error)}`);
+      if (events?.wants('job.log.dropped')) events.emit('job.log.dropped', { topic, id: job.id, lines: lines.length, error });
     }
   }
 }

@@ -43,14 +43,17 @@ export const LUA_DEDUPE_WRITE: LuaSnippet = {
   name: 'dedupeWrite',
   requires: [LUA_STORE_JOB, LUA_DEDUPE_KEY],
   source: `
--- Takes out job id if it is waiting and never started (stored, not running, not dead, no attempt
--- made: a job waiting for a retry has run), as makeRoomFor would to replace it; whether it was.
+-- Takes out job id if it is waiting with no attempt counted (stored, not running, not dead; never
+-- started, or its run threw JobRateLimitedError, which gives its attempt back; a job waiting for a
+-- retry has an attempt counted), as makeRoomFor would to replace it, its log dropped with it (the job
+-- that replaces it starts a log of its own); whether it was.
 local function takeOutNotStarted(id)
   local body = redis.call('hget', JOBS, id)
   if not body or attemptsOf(body) ~= 0 or redis.call('zscore', ACTIVE, id) or redis.call('zscore', DEAD, id) then
     return false
   end
   if unqueueDue(id) == 1 then groupJobFinished(body) else removeFromGroup(id, body) end
+  dropLogs(id)
   return true
 end
 
@@ -59,7 +62,7 @@ end
 -- one, or the key's holder), and the score to wake for when a job was stored (else nil).
 -- Throttle: the key's holder, while the key lives (ttl from the call that created it, even after
 -- the job ran), keeps the key; else this job is stored and holds the key for ttl.
--- Debounce: the key's holder, if it has not started, is replaced by this call's job under its own id,
+-- Debounce: the key's holder, if it has no attempt counted, is replaced by this call's job under its own id,
 -- due ttl from now; else (none, running, done, waiting for a retry) this job is stored, due ttl from
 -- now. The key then lives until DEBOUNCE_KEY_GRACE_MS past the due time.
 local function writeDeduped(id, stored, kind, when, tail)

@@ -129,6 +129,11 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
         'a run is still going (still-running).',
       ['key', 'reason'],
     );
+    const logLinesDropped = counter(
+      'job_log_lines_dropped_total',
+      'Lines handlers logged with JobContext.log() that Redis did not take (unreachable or no answer in time).',
+      ['topic'],
+    );
     // prom-client calls collect() with the gauge as `this`.
     const queue = this.queue;
     const readQueueStats = () => this.readQueueStats();
@@ -221,6 +226,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     this.listen('job.retried', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'retried' }));
     this.listen('job.dead', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'dead' }));
     this.listen('job.rate-limited', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'rate_limited' }));
+    this.listen('job.log.dropped', (event) => logLinesDropped.inc({ topic: this.topicOf(event.topic) }, event.lines));
     this.listen('job.recovered', (event) => outcomes.inc({ topic: this.topicOf(event.topic), outcome: 'recovered' }));
     this.listen('job.schedule.retrying', (event) => afterCommitRetries.inc({ topic: this.topicOf(event.topic) }));
     this.listen('job.schedule.lost', (event) => afterCommitLost.inc({ topic: this.topicOf(event.topic) }, event.ids.length));

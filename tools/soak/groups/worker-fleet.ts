@@ -137,6 +137,11 @@ export class WorkerFleet {
     return this.starts.some((s) => s.pid === worker.pid && !this.ends.has(`${s.job}@${s.token}`));
   }
 
+  /** Handlers of `worker` running right now (starts without their end). */
+  runningIn(worker: WorkerProcess): number {
+    return this.starts.filter((s) => s.pid === worker.pid && !this.ends.has(`${s.job}@${s.token}`)).length;
+  }
+
   /** Handlers running right now, over every process that is not dead. */
   get running(): number {
     return this.starts.filter((s) => !this.ends.has(`${s.job}@${s.token}`) && !this.killedAt.has(s.pid)).length;
