@@ -10,7 +10,8 @@ import { sleep, waitFor } from '../support/timing.js';
 /**
  * The randomized run of throttle and debounce (the rules: tools/soak/dedupe/dedupe-checker.ts). Three
  * instances of one service share a topic; the third reaches Redis through a fault proxy that drops
- * the reply of a schedule script every 1-3 of its calls (ioredis re-sends it). Two of them consume.
+ * the reply of a schedule script every 1-3 of its calls (ioredis re-sends it). Two of them consume,
+ * one a job at a time, one up to 8; a handler works 0-40 ms.
  *
  * Random phase: 8-10 keys, each with a seeded mode and ttl (150-600 ms) and a seeded plan of waves:
  * 1-3 calls sent at once from distinct instances, then a pause. A throttle key calls in 16-28 waves
@@ -43,6 +44,8 @@ const LOST_REPLIES = 12;
 interface Payload {
   readonly key: string;
   readonly call: string;
+  /** How long the handler works, 0-40 ms: later calls meet running jobs, and jobs wait in a buffer. */
+  readonly workMs: number;
 }
 
 /** One wave: the instances that call at once, then the pause before the next wave. */
@@ -83,19 +86,26 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
       const runs: DedupeRun[] = [];
       /** Calls whose reply the proxy dropped, with when the drop was seen (their script had run by then). */
       const dropped = new Map<string, number>();
-      const consumers = direct.map(({ queue }) =>
-        queue.consume<Payload>(TOPIC, (payload, job) => {
-          runs.push({
-            job: job.id,
-            key: payload.key,
-            payload: payload.call,
-            attempt: job.attempt,
-            createdAtMs: job.createdAt.getTime(),
-            scheduledAtMs: job.scheduledAt.getTime(),
-            claimedAtMs: job.claimedAt.getTime(),
-            endedMs: Date.now(),
-          });
-        }),
+      // One consumer takes one job at a time (the others it claims wait in its buffer), one many.
+      const consumers = direct.map(({ queue }, slot) =>
+        queue.consume<Payload>(
+          TOPIC,
+          async (payload, job) => {
+            const claimedAtMs = job.claimedAt.getTime();
+            await sleep(payload.workMs);
+            runs.push({
+              job: job.id,
+              key: payload.key,
+              payload: payload.call,
+              attempt: job.attempt,
+              createdAtMs: job.createdAt.getTime(),
+              scheduledAtMs: job.scheduledAt.getTime(),
+              claimedAtMs,
+              endedMs: Date.now(),
+            });
+          },
+          { concurrency: slot === 0 ? 1 : 8 },
+        ),
       );
       let named = 0;
       const call = async (instance: number, plan: Pick<KeyPlan, 'key' | 'mode' | 'ttl' | 'delay'>): Promise<DedupeCall> => {
@@ -104,7 +114,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
         const outcome = await apps[instance].queue
           .scheduleWithResult<Payload>(
             TOPIC,
-            { key: plan.key, call: name },
+            { key: plan.key, call: name, workMs: (named * 7_919) % 41 },
             {
               delay: plan.delay,
               dedupe: { key: plan.key, ttl: plan.ttl, mode: plan.mode },
