@@ -66,6 +66,13 @@ interface KeyPlan {
 
 describe('throttle and debounce across instances (randomized, checked)', () => {
   const instances = useDelayInstances('dedupe-checker');
+  let proxy: FaultProxy | undefined;
+  let proxied: DelayTestApp | undefined;
+  // Also when the run fails half-way: the proxied instance is closed before its proxy stops.
+  afterAll(async () => {
+    await proxied?.close();
+    await proxy?.stop();
+  });
 
   it(
     'keeps one job per key per ttl (throttle) and one run ttl after the last call with its payload (debounce), ' +
@@ -77,10 +84,12 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
       log(`keys ${plans.map((p) => `${p.key} ${p.mode} ttl ${p.ttl}`).join(', ')} (replay: DEDUPE_SEED=${SEED})`);
 
       const keyPrefix = uniquePrefix('ddc');
-      const proxy = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
+      const link = await FaultProxy.start({ port: Number(new URL(testRedisUrl()).port) });
+      proxy = link;
       const direct = await instances.start(2, { keyPrefix });
-      const [proxied] = await instances.start(1, { keyPrefix, redis: proxy.url });
-      const apps: DelayTestApp[] = [...direct, proxied];
+      const [third] = await instances.start(1, { keyPrefix, redis: link.url });
+      proxied = third;
+      const apps: DelayTestApp[] = [...direct, third];
 
       const calls: DedupeCall[] = [];
       const runs: DedupeRun[] = [];
@@ -139,7 +148,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
        * NOSCRIPT: the script did not run). A call dropped again keeps its first drop: it had run by then.
        */
       const dropReply = async (which: (name: string) => boolean, nth = 1): Promise<string | undefined> => {
-        const { args, reply } = await proxy.loseReplyDetailed(
+        const { args, reply } = await link.loseReplyDetailed(
           FaultProxy.script(scheduleJobsScript, (a) => which(callOf(a) ?? '')),
           nth,
         );
@@ -167,7 +176,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
           }
         }),
       );
-      proxy.disarmLostReplies();
+      link.disarmLostReplies();
       const randomDrops = dropped.size;
 
       // Made to happen 1: an `existing` answer after the key's job ran and was acknowledged.
@@ -186,12 +195,12 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
       const expiringDrop = dropReply((name) => name === expiringName);
       const expiringCall = call(2, expiring);
       const expiringDropped = await expiringDrop.then((name) => {
-        proxy.cut(); // before ioredis can reconnect: the re-send waits for the key to expire
+        link.cut(); // before ioredis can reconnect: the re-send waits for the key to expire
         return name !== undefined;
       });
       const keyName = `${keyPrefix}:dq:{${TOPIC}}:dedupe:${expiring.key}`;
       await waitFor(async () => (await instances.redis().exists(keyName)) === 0, 10_000, 'the throttle key to expire');
-      proxy.restore();
+      link.restore();
       const resent = await expiringCall;
 
       // Made to happen 3: a debounce call re-sent after another instance's call replaced its job.
@@ -203,12 +212,12 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
         const first = call(2, plan);
         let firstRan = false;
         const later = drop.then((droppedName) => {
-          proxy.cut(); // before ioredis can reconnect: the re-send waits for the later call's answer
+          link.cut(); // before ioredis can reconnect: the re-send waits for the later call's answer
           firstRan = droppedName !== undefined;
           return call(0, plan);
         });
         const overtaking = await later;
-        proxy.restore();
+        link.restore();
         const resentFirst = await first;
         overtaken =
           firstRan &&
@@ -229,8 +238,6 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
         'the topic to be empty',
       );
       await Promise.all(consumers.map((consumer) => consumer.close()));
-      await proxied.close();
-      await proxy.stop();
 
       const history = calls.map((c) => (dropped.has(c.call) ? { ...c, lostReply: true, ranByMs: dropped.get(c.call) } : c));
       const { violations, figures } = checkDedupeHistory({ calls: history, runs, toleranceMs: TOLERANCE_MS });
