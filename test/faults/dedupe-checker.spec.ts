@@ -1,6 +1,13 @@
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import { checkDedupeHistory, type DedupeCall, type DedupeMode, type DedupeRun } from '../../tools/soak/dedupe/dedupe-checker.js';
+import type { DelayQueueService } from '../../lib/index.js';
+import {
+  checkDedupeHistory,
+  type DedupeCall,
+  type DedupeFigures,
+  type DedupeMode,
+  type DedupeRun,
+} from '../../tools/soak/dedupe/dedupe-checker.js';
 import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { useDelayInstances } from '../delay-queue/support/delay-instances.js';
 import type { DelayTestApp } from '../delay-queue/support/delay-test-app.js';
@@ -91,56 +98,11 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
       proxied = third;
       const apps: DelayTestApp[] = [...direct, third];
 
-      const calls: DedupeCall[] = [];
-      const runs: DedupeRun[] = [];
-      /** Calls whose reply the proxy dropped, with when the drop was seen (their script had run by then). */
-      const dropped = new Map<string, number>();
-      // One consumer takes one job at a time (the others it claims wait in its buffer), one many.
-      const consumers = direct.map(({ queue }, slot) =>
-        queue.consume<Payload>(
-          TOPIC,
-          async (payload, job) => {
-            const claimedAtMs = job.claimedAt.getTime();
-            await sleep(payload.workMs);
-            runs.push({
-              job: job.id,
-              key: payload.key,
-              payload: payload.call,
-              attempt: job.attempt,
-              createdAtMs: job.createdAt.getTime(),
-              scheduledAtMs: job.scheduledAt.getTime(),
-              claimedAtMs,
-              endedMs: Date.now(),
-            });
-          },
-          { concurrency: slot === 0 ? 1 : 8 },
-        ),
+      const recorder = recordHistory(
+        apps.map((a) => a.queue),
+        direct.map((a) => a.queue),
       );
-      let named = 0;
-      const call = async (instance: number, plan: Pick<KeyPlan, 'key' | 'mode' | 'ttl' | 'delay'>): Promise<DedupeCall> => {
-        const name = `c${named++}`;
-        const sentMs = Date.now();
-        const outcome = await apps[instance].queue
-          .scheduleWithResult<Payload>(
-            TOPIC,
-            { key: plan.key, call: name, workMs: (named * 7_919) % 41 },
-            {
-              delay: plan.delay,
-              dedupe: { key: plan.key, ttl: plan.ttl, mode: plan.mode },
-            },
-          )
-          .then(
-            (result) => ({ result: { id: result.id, status: result.status } }),
-            (error: unknown) => ({ error: String(error) }),
-          );
-        const { key, mode, ttl } = plan;
-        const recorded: DedupeCall = { call: name, instance, key, mode, ttl, sentMs, answeredMs: Date.now(), ...outcome };
-        calls.push(recorded);
-        return recorded;
-      };
-      const ranJobs = () => new Set(runs.map((r) => r.job));
-      const waitForRuns = (made: readonly DedupeCall[], what: string) =>
-        waitFor(() => made.every((c) => !c.result || ranJobs().has(c.result.id)), 20_000, what);
+      const { dropped, call, waitForRuns } = recorder;
 
       /**
        * Drops the reply of the nth schedule script of the proxied instance whose call `which` accepts,
@@ -164,18 +126,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
         if (i < dropDraws.length) void dropReply(() => true, dropDraws[i]).then(() => dropNext(i + 1));
       };
       dropNext(0);
-      await Promise.all(
-        plans.map(async (plan) => {
-          for (const burst of plan.bursts) {
-            const made: DedupeCall[] = [];
-            for (const wave of burst) {
-              made.push(...(await Promise.all(wave.instances.map((i) => call(i, plan)))));
-              await sleep(wave.pauseMs); // the plan's pacing, not a timing assumption
-            }
-            if (plan.mode === 'debounce') await waitForRuns(made, `the runs of a burst of ${plan.key}`);
-          }
-        }),
-      );
+      await recorder.drive(plans);
       link.disarmLostReplies();
       const randomDrops = dropped.size;
 
@@ -193,7 +144,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
 
       // Made to happen 2: a creating throttle call re-sent after its key expired.
       const expiring = { key: 'resent-after-expiry', mode: 'throttle' as const, ttl: 150 };
-      const expiringName = `c${named}`;
+      const expiringName = recorder.nextCall();
       const expiringDrop = dropReply((name) => name === expiringName);
       const expiringCall = call(2, expiring);
       const expiringDropped = await expiringDrop.then((name) => {
@@ -209,7 +160,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
       let overtaken = false;
       for (let attempt = 0; !overtaken && attempt < 5; attempt++) {
         const plan = { key: `overtaken-${attempt}`, mode: 'debounce' as const, ttl: 600 * 2 ** attempt };
-        const name = `c${named}`;
+        const name = recorder.nextCall();
         const drop = dropReply((called) => called === name);
         const first = call(2, plan);
         let firstRan = false;
@@ -229,38 +180,8 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
         await waitForRuns([resentFirst, overtaking], `the run of ${plan.key}`);
       }
 
-      // Every job ran, and nothing else is left to run (a second job made by a re-sent call would be).
-      await waitForRuns(calls, 'every job to run');
-      await waitFor(
-        async () => {
-          const stats = await apps[0].queue.stats(TOPIC);
-          return stats.scheduled + stats.due + stats.active === 0;
-        },
-        20_000,
-        'the topic to be empty',
-      );
-      await Promise.all(consumers.map((consumer) => consumer.close()));
-
-      const history = calls.map((c) => (dropped.has(c.call) ? { ...c, lostReply: true, ranByMs: dropped.get(c.call) } : c));
-      const { violations, figures } = checkDedupeHistory({ calls: history, runs, toleranceMs: TOLERANCE_MS });
+      const figures = await recorder.settleAndJudge(apps[0].queue, `seed ${SEED} (replay: DEDUPE_SEED=${SEED})`);
       log(`figures ${JSON.stringify(figures)}, replies dropped in the random phase ${randomDrops}`);
-      if (violations.length > 0) {
-        const byRule = new Map<string, number>();
-        for (const v of violations) byRule.set(v.rule, (byRule.get(v.rule) ?? 0) + 1);
-        throw new Error(
-          `dedupe checker, seed ${SEED} (replay: DEDUPE_SEED=${SEED}): ${violations.length} violation(s) ` +
-            `${JSON.stringify(Object.fromEntries(byRule))}\n` +
-            violations
-              .slice(0, 20)
-              .map((v) => [
-                `${v.rule}: ${v.message}`,
-                ...v.calls.map((c) => `call ${JSON.stringify(c)}`),
-                ...v.runs.map((r) => `run ${JSON.stringify(r)}`),
-              ])
-              .map((lines) => lines.join('\n  '))
-              .join('\n'),
-        );
-      }
       // Not vacuous (each made to happen above, or by the plan): both modes, calls of one key racing
       // from distinct instances, throttle windows that closed and reopened, an `existing` answer
       // after the job ran, a creating call re-sent after its key expired that made no second job, a
@@ -280,6 +201,131 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
     120_000,
   );
 });
+
+/** What `recordHistory` gives a run: the history so far, the calls, and the judge. */
+interface HistoryRecorder {
+  readonly calls: DedupeCall[];
+  /** Calls whose reply the proxy dropped, with when the drop was seen (their script had run by then). */
+  readonly dropped: Map<string, number>;
+  /** The name (and payload marker) the next call gets. */
+  nextCall(): string;
+  /** One `scheduleWithResult` from instance `instance` (index in `queues`), recorded. */
+  call(instance: number, plan: Pick<KeyPlan, 'key' | 'mode' | 'ttl' | 'delay'>): Promise<DedupeCall>;
+  /** Waits for the job of every call in `made` to have run. */
+  waitForRuns(made: readonly DedupeCall[], what: string): Promise<unknown>;
+  /** Runs every key's plan at once; a debounce burst ends with the wait for its jobs to run. */
+  drive(plans: readonly KeyPlan[]): Promise<void>;
+  /**
+   * Waits for every job to run and the topic to be empty (a second job made by a re-sent call would
+   * be left to run), closes the consumers, and judges the history: throws naming every violation
+   * by rule (`what`: the seed and how to replay it), else returns the figures.
+   */
+  settleAndJudge(queue: DelayQueueService, what: string): Promise<DedupeFigures>;
+}
+
+/**
+ * Records the calls made through `queues` and the runs of the consumers started on `consuming`: the
+ * first takes one job at a time (the others it claims wait in its buffer), the others up to 8.
+ */
+function recordHistory(queues: readonly DelayQueueService[], consuming: readonly DelayQueueService[]): HistoryRecorder {
+  const calls: DedupeCall[] = [];
+  const runs: DedupeRun[] = [];
+  const dropped = new Map<string, number>();
+  const consumers = consuming.map((queue, slot) =>
+    queue.consume<Payload>(
+      TOPIC,
+      async (payload, job) => {
+        const claimedAtMs = job.claimedAt.getTime();
+        await sleep(payload.workMs);
+        runs.push({
+          job: job.id,
+          key: payload.key,
+          payload: payload.call,
+          attempt: job.attempt,
+          createdAtMs: job.createdAt.getTime(),
+          scheduledAtMs: job.scheduledAt.getTime(),
+          claimedAtMs,
+          endedMs: Date.now(),
+        });
+      },
+      { concurrency: slot === 0 ? 1 : 8 },
+    ),
+  );
+  let named = 0;
+  const call: HistoryRecorder['call'] = async (instance, plan) => {
+    const name = `c${named++}`;
+    const sentMs = Date.now();
+    const outcome = await queues[instance]
+      .scheduleWithResult<Payload>(
+        TOPIC,
+        { key: plan.key, call: name, workMs: (named * 7_919) % 41 },
+        { delay: plan.delay, dedupe: { key: plan.key, ttl: plan.ttl, mode: plan.mode } },
+      )
+      .then(
+        (result) => ({ result: { id: result.id, status: result.status } }),
+        (error: unknown) => ({ error: String(error) }),
+      );
+    const { key, mode, ttl } = plan;
+    const recorded: DedupeCall = { call: name, instance, key, mode, ttl, sentMs, answeredMs: Date.now(), ...outcome };
+    calls.push(recorded);
+    return recorded;
+  };
+  const ranJobs = () => new Set(runs.map((r) => r.job));
+  const waitForRuns: HistoryRecorder['waitForRuns'] = (made, what) =>
+    waitFor(() => made.every((c) => !c.result || ranJobs().has(c.result.id)), 20_000, what);
+  return {
+    calls,
+    dropped,
+    nextCall: () => `c${named}`,
+    call,
+    waitForRuns,
+    async drive(plans) {
+      await Promise.all(
+        plans.map(async (plan) => {
+          for (const burst of plan.bursts) {
+            const made: DedupeCall[] = [];
+            for (const wave of burst) {
+              made.push(...(await Promise.all(wave.instances.map((i) => call(i, plan)))));
+              await sleep(wave.pauseMs); // the plan's pacing, not a timing assumption
+            }
+            if (plan.mode === 'debounce') await waitForRuns(made, `the runs of a burst of ${plan.key}`);
+          }
+        }),
+      );
+    },
+    async settleAndJudge(queue, what) {
+      await waitForRuns(calls, 'every job to run');
+      await waitFor(
+        async () => {
+          const stats = await queue.stats(TOPIC);
+          return stats.scheduled + stats.due + stats.active === 0;
+        },
+        20_000,
+        'the topic to be empty',
+      );
+      await Promise.all(consumers.map((consumer) => consumer.close()));
+      const history = calls.map((c) => (dropped.has(c.call) ? { ...c, lostReply: true, ranByMs: dropped.get(c.call) } : c));
+      const { violations, figures } = checkDedupeHistory({ calls: history, runs, toleranceMs: TOLERANCE_MS });
+      if (violations.length > 0) {
+        const byRule = new Map<string, number>();
+        for (const v of violations) byRule.set(v.rule, (byRule.get(v.rule) ?? 0) + 1);
+        throw new Error(
+          `dedupe checker, ${what}: ${violations.length} violation(s) ${JSON.stringify(Object.fromEntries(byRule))}\n` +
+            violations
+              .slice(0, 20)
+              .map((v) => [
+                `${v.rule}: ${v.message}`,
+                ...v.calls.map((c) => `call ${JSON.stringify(c)}`),
+                ...v.runs.map((r) => `run ${JSON.stringify(r)}`),
+              ])
+              .map((lines) => lines.join('\n  '))
+              .join('\n'),
+        );
+      }
+      return figures;
+    },
+  };
+}
 
 /** The call marker a schedule script's arguments carry (in the job's payload), if any. */
 function callOf(args: readonly string[]): string | undefined {
