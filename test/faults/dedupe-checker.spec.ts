@@ -1,6 +1,7 @@
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
-import type { DelayQueueService } from '../../lib/index.js';
+import type { TestingModule } from '@nestjs/testing';
+import { DelayQueueService } from '../../lib/index.js';
 import {
   checkDedupeHistory,
   type DedupeCall,
@@ -11,6 +12,8 @@ import {
 import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { useDelayInstances } from '../delay-queue/support/delay-instances.js';
 import type { DelayTestApp } from '../delay-queue/support/delay-test-app.js';
+import { muteNestLogger } from '../support/mute-nest-logger.js';
+import { createClusterLockApp, uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 
@@ -40,8 +43,14 @@ import { sleep, waitFor } from '../support/timing.js';
  *
  * DEDUPE_SEED=<n> replays a seed (the same keys, plans and fault draws; the interleaving still varies
  * with timing).
+ *
+ * The second test runs the random phase (no proxy) on a local Redis Cluster, the topic split in 3
+ * shards: three instances on the Cluster, the same rules. DEDUPE_CLUSTER_SEED=<n> replays it.
  */
 const SEED = Number(process.env.DEDUPE_SEED ?? 20_261_129);
+const CLUSTER_SEED = Number(process.env.DEDUPE_CLUSTER_SEED ?? 20_261_130);
+/** Shards of the topic in the Cluster run: a job with a dedupe key goes to that key's shard. */
+const CLUSTER_SHARDS = 3;
 const TOPIC = 'deduped';
 /** Node and Redis read one host clock: ms truncation and Redis's command-time snapshot (see the checker). */
 const TOLERANCE_MS = 5;
@@ -202,6 +211,43 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
   );
 });
 
+describe('throttle and debounce on a Redis Cluster, sharded topic (randomized, checked)', () => {
+  const cluster = useSharedTestCluster();
+  const apps: TestingModule[] = [];
+  beforeAll(() => muteNestLogger('error', 'warn'));
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+  });
+
+  it('keeps the same rules when every call of a key reaches its key’s shard', async () => {
+    const { random, between } = seededDraws(CLUSTER_SEED);
+    const log = (line: string) => process.stdout.write(`[dedupe-checker cluster seed ${CLUSTER_SEED}] ${line}\n`);
+    const plans = planKeys(random, between);
+    log(
+      `${CLUSTER_SHARDS} shards, keys ${plans.map((p) => `${p.key} ${p.mode} ttl ${p.ttl}`).join(', ')} ` +
+        `(replay: DEDUPE_CLUSTER_SEED=${CLUSTER_SEED})`,
+    );
+    const keyPrefix = uniqueClusterPrefix('ddc');
+    const queues: DelayQueueService[] = [];
+    for (let i = 0; i < 3; i++) {
+      const app = await createClusterLockApp(cluster.nodes(), {
+        keyPrefix,
+        delayQueue: { topics: { [TOPIC]: { shards: CLUSTER_SHARDS } } },
+      });
+      apps.push(app);
+      queues.push(app.get(DelayQueueService));
+    }
+    const recorder = recordHistory(queues, queues.slice(0, 2));
+    await recorder.drive(plans);
+    const figures = await recorder.settleAndJudge(queues[0], `cluster seed ${CLUSTER_SEED} (replay: DEDUPE_CLUSTER_SEED=${CLUSTER_SEED})`);
+    log(`figures ${JSON.stringify(figures)}`);
+    // Not vacuous (by the plan): both modes, racing calls, throttle windows that closed and reopened.
+    expect(figures.keys.throttle).toBeGreaterThanOrEqual(2);
+    expect(figures.keys.debounce).toBeGreaterThanOrEqual(2);
+    expect(figures.racingCalls).toBeGreaterThanOrEqual(2);
+    expect(figures.windows).toBeGreaterThan(figures.keys.throttle);
+  }, 120_000);
+});
 /** What `recordHistory` gives a run: the history so far, the calls, and the judge. */
 interface HistoryRecorder {
   readonly calls: DedupeCall[];
