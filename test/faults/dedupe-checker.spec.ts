@@ -1,7 +1,7 @@
-import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
-import { FaultProxy } from '../../tools/fault-proxy.js';
 import type { TestingModule } from '@nestjs/testing';
 import { DelayQueueService } from '../../lib/index.js';
+import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
 import {
   checkDedupeHistory,
   type DedupeCall,
