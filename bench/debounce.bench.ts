@@ -34,6 +34,7 @@ import { NestFactory } from '@nestjs/core';
 import { DelayQueueService, RedisLockModule, type Consumer } from '../lib/index.js';
 import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
+import { bullmqConnection } from './support/bullmq-producer.js';
 import { UsageMeter, type Usage } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -92,11 +93,6 @@ const ours: Contender = {
   },
 };
 
-function connection(url: string) {
-  const { hostname, port } = new URL(url);
-  return { host: hostname, port: Number(port || 6379) };
-}
-
 const bullmq: Contender = {
   name: 'bullmq',
   settings:
@@ -104,10 +100,10 @@ const bullmq: Contender = {
     "removeOnComplete: true }) (BullMQ's " +
     'debounce mode); Worker concurrency 16; other options default',
   async open(url, namespace, onRun) {
-    const queues = Array.from({ length: PLAN.instances }, () => new Queue<Payload>(namespace, { connection: connection(url) }));
+    const queues = Array.from({ length: PLAN.instances }, () => new Queue<Payload>(namespace, { connection: bullmqConnection(url) }));
     await Promise.all(queues.map((queue) => queue.waitUntilReady()));
     const worker = new Worker<Payload>(namespace, async (job) => onRun(job.data), {
-      connection: connection(url),
+      connection: bullmqConnection(url),
       concurrency: PLAN.consumerConcurrency,
       removeOnComplete: { count: 0 },
     });

@@ -33,7 +33,7 @@ import { startLocalRedisServer } from '../lib/testing/local-redis-server.js';
 import { bullmq, ours, type DelayContender } from './support/delay-contenders.js';
 import { commandCounts, distribution, markdown, sleep, type Distribution } from './support/delay-stats.js';
 import { describeVersions, stackVersions } from './support/stack-versions.js';
-import { totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
+import { addUsage, cpuPerJob, UsageMeter, type CpuPerJob, type Usage } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -45,17 +45,6 @@ const TARGETS = { latenessP99Ms: 10, burstRatio: 3 };
 /** BENCH_ONLY=a,b to run some scenarios only (while working on one); the report then has gaps. */
 const ONLY = new Set((process.env.BENCH_ONLY ?? 'a,b,c').split(',').map((s) => s.trim()));
 const RESULTS_DIR = join(import.meta.dirname, 'results');
-
-/** CPU per job on both sides, µs, and the commands Redis ran per job (scripts' inner ones included). */
-interface CpuPerJob {
-  clientMicros: number;
-  redisMicros: number;
-  redisCommands: number;
-}
-
-function perJob(usage: Usage, jobs: number): CpuPerJob {
-  return { clientMicros: usage.clientCpuMicros / jobs, redisMicros: usage.redisCpuMicros / jobs, redisCommands: totalCalls(usage) / jobs };
-}
 
 interface ContenderResult {
   name: string;
@@ -95,11 +84,7 @@ function median(values: readonly number[]): number {
 function burstSummary(rounds: readonly (BurstFigures & { usage: Usage })[]): NonNullable<ContenderResult['burst']> {
   const pick = (key: keyof BurstFigures) => median(rounds.map((r) => r[key]));
   const jobs = rounds.reduce((sum, r) => sum + r.jobs, 0);
-  const cpu = {
-    clientMicros: rounds.reduce((sum, r) => sum + r.usage.clientCpuMicros, 0) / jobs,
-    redisMicros: rounds.reduce((sum, r) => sum + r.usage.redisCpuMicros, 0) / jobs,
-    redisCommands: rounds.reduce((sum, r) => sum + totalCalls(r.usage), 0) / jobs,
-  };
+  const cpu = cpuPerJob(addUsage(rounds.map((r) => r.usage)), jobs);
   return {
     jobs: rounds[0].jobs,
     enqueueMs: pick('enqueueMs'),
@@ -142,7 +127,7 @@ async function main(): Promise<void> {
       results[i].lateness = {
         ...distribution(lateness),
         early: lateness.filter((ms) => ms < 0).length,
-        cpu: perJob(usage, delays.length),
+        cpu: cpuPerJob(usage, delays.length),
         usage,
       };
     }

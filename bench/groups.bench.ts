@@ -23,16 +23,14 @@
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { Redis } from 'ioredis';
-import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import { provideMeteredRedis } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
-import { contenderTable, formatNumber, type Column } from './support/contender-table.js';
+import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { runFleet } from './support/fleet-run.js';
 import { groupContenders, GROUP_RETRY_DELAY_MS } from './support/group-contenders.js';
 import { fairness, ordering, type Fairness, type Ordering } from './support/group-stats.js';
 import { selectContenders, type BenchJob, type JobContender } from './support/job-contender.js';
-import { totalCalls, UsageMeter } from './support/usage-meter.js';
+import { cpuPerJob, UsageMeter, type CpuPerJob } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -47,7 +45,8 @@ const SCENARIOS = { a: 'backlog', b: 'live' } as const;
 type Scenario = keyof typeof SCENARIOS;
 const ONLY_SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'a,b').split(',').map((s) => s.trim()));
 
-interface RunResult {
+/** CPU per job: the client side is every consumer process + the bench process. */
+interface RunResult extends Partial<CpuPerJob> {
   readonly name: string;
   readonly error?: string;
   readonly jobsPerSec?: number;
@@ -55,10 +54,6 @@ interface RunResult {
   readonly lastEndMs?: number;
   readonly ordering?: Ordering;
   readonly fairness?: Fairness;
-  /** µs per job: consumer processes + bench process, Redis server; Redis commands per job. */
-  readonly clientMicros?: number;
-  readonly redisMicros?: number;
-  readonly redisCommands?: number;
   readonly runsPerProcess?: number[];
   readonly counters?: Record<string, number>;
 }
@@ -101,20 +96,15 @@ async function runOne(contender: JobContender, scenario: Scenario, url: string, 
     lastEndMs,
     ordering: ordering(records, PLAN.groups, PLAN.jobsPerGroup),
     fairness: fairness(records, PLAN.groups, run.goUs),
-    clientMicros: (run.usage.clientCpuMicros + run.fleet.cpuMicros) / jobs.length,
-    redisMicros: run.usage.redisCpuMicros / jobs.length,
-    redisCommands: totalCalls(run.usage) / jobs.length,
+    ...cpuPerJob(run.usage, jobs.length, run.fleet.cpuMicros),
     runsPerProcess: run.fleet.runsPerProcess,
     counters: run.fleet.counters,
   };
 }
 
 async function main(): Promise<void> {
-  const redis = await provideBenchRedis();
-  const admin = new Redis(redis.url);
-  const meter = new UsageMeter(admin);
-  const loadAtStart = loadavg();
-  const version = await redisServerVersion(admin);
+  const bench = await provideMeteredRedis();
+  const { redis, meter, version, loadAtStart } = bench;
   progress(`Redis ${version} at ${redis.url} (${redis.source}); load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')}`);
   const contenders = selectContenders(groupContenders);
   const results: Partial<Record<Scenario, RunResult[]>> = {};
@@ -130,13 +120,11 @@ async function main(): Promise<void> {
           progress(`(${scenario}) ${contender.name} failed: ${(error as Error).message}`);
           rows.push({ name: contender.name, error: (error as Error).message });
         }
-        // A private server starts every run empty; a shared one (REDIS_URL) is left alone.
-        if (redis.source === 'redis-server') await admin.flushall();
+        await bench.flushIfPrivate();
       }
     }
   } finally {
-    admin.disconnect();
-    await redis.stop();
+    await bench.close();
   }
   const environment = environmentLine(version, loadAtStart, ['ioredis', '@nestjs/core', 'groupmq', 'bullmq'], QUICK);
   const markdown = render(results, contenders, environment.text);
@@ -165,17 +153,7 @@ const COLUMNS: readonly Column<RunResult>[] = [
   { header: 'Jain @25%', digits: 3, better: 'higher', value: (r) => r.fairness?.jainAt25 },
   { header: 'Jain @50%', digits: 3, better: 'higher', value: (r) => r.fairness?.jainAt50 },
 ];
-const CPU_COLUMNS: readonly Column<RunResult>[] = [
-  { header: 'consumers + bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.clientMicros },
-  { header: 'Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.redisMicros },
-  {
-    header: 'total µs/job',
-    digits: 0,
-    better: 'lower',
-    value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)),
-  },
-  { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
-];
+const CPU_COLUMNS = cpuColumns<RunResult>({ client: 'consumers + bench CPU', total: 'total' }, 0);
 
 function render(results: Partial<Record<Scenario, RunResult[]>>, contenders: readonly JobContender[], environment: string): string {
   const sections = (Object.keys(SCENARIOS) as Scenario[]).flatMap((scenario) => {

@@ -23,17 +23,16 @@
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
 import { NestFactory } from '@nestjs/core';
 import { Queue, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
 import { DelayQueueService, RedisLockModule } from '../lib/index.js';
-import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import { provideMeteredRedis, type MeteredRedis } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
-import { contenderTable, formatNumber, type Column } from './support/contender-table.js';
+import { bullmqConnection } from './support/bullmq-producer.js';
+import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { until } from './support/delay-stats.js';
 import { markdownTable } from './support/markdown-table.js';
-import { totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
+import { cpuPerJob, totalCalls, UsageMeter, type CpuPerJob, type Usage } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -42,14 +41,12 @@ const PLAN = {
   writeBatch: 5_000,
 };
 
-interface DrainResult {
+/** CPU per job over the drain: the client side is this process (the consumer lives here). */
+interface DrainResult extends CpuPerJob {
   readonly name: string;
   readonly jobsPerSec: number;
   readonly enqueueMs: number;
   readonly inversions: number;
-  readonly clientMicros: number;
-  readonly redisMicros: number;
-  readonly redisCommands: number;
 }
 
 interface Contender {
@@ -107,8 +104,7 @@ const OURS: Contender = {
 const BULLMQ: Contender = {
   name: 'bullmq',
   async drain(url, meter) {
-    const { hostname, port } = new URL(url);
-    const connection = { host: hostname, port: Number(port || 6379) };
+    const connection = bullmqConnection(url);
     const queueName = unique('prio');
     const queue = new Queue(queueName, { connection });
     await queue.waitUntilReady();
@@ -164,25 +160,23 @@ const median = (values: readonly number[]) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
-async function drainScenario(url: string, meter: UsageMeter, admin: Redis, privateServer: boolean): Promise<DrainResult[]> {
+async function drainScenario({ redis, meter, flushIfPrivate }: MeteredRedis): Promise<DrainResult[]> {
   const runs = new Map<string, DrainResult[]>();
   for (let round = 0; round < PLAN.drain.rounds; round++) {
     const order = round % 2 === 0 ? [OURS, BULLMQ] : [BULLMQ, OURS];
     for (const contender of order) {
       progress(`(a) round ${round + 1}: ${contender.name}, ${PLAN.drain.jobs} jobs over ${PLAN.drain.priorities} priorities`);
-      const run = await contender.drain(url, meter);
+      const run = await contender.drain(redis.url, meter);
       const jobs = PLAN.drain.jobs;
       const result: DrainResult = {
         name: contender.name,
         jobsPerSec: (jobs / run.drainMs) * 1000,
         enqueueMs: run.enqueueMs,
         inversions: inversions(run.order),
-        clientMicros: run.usage.clientCpuMicros / jobs,
-        redisMicros: run.usage.redisCpuMicros / jobs,
-        redisCommands: totalCalls(run.usage) / jobs,
+        ...cpuPerJob(run.usage, jobs),
       };
       runs.set(contender.name, [...(runs.get(contender.name) ?? []), result]);
-      if (privateServer) await admin.flushall();
+      await flushIfPrivate();
     }
   }
   return [...runs.entries()].map(([name, results]) => ({
@@ -204,11 +198,11 @@ interface ScalingResult {
   readonly inversions: number;
 }
 
-async function scalingScenario(url: string, meter: UsageMeter, admin: Redis, privateServer: boolean): Promise<ScalingResult[]> {
+async function scalingScenario({ redis, meter, flushIfPrivate }: MeteredRedis): Promise<ScalingResult[]> {
   const results: ScalingResult[] = [];
   for (const backlog of PLAN.scaling.backlogs) {
     progress(`(b) backlog ${backlog}: writing`);
-    const { queue, close } = await ourQueue(url);
+    const { queue, close } = await ourQueue(redis.url);
     try {
       await writeOurs(queue, 'scale', backlog);
       progress(`(b) backlog ${backlog}: claiming ${PLAN.scaling.measured}`);
@@ -230,7 +224,7 @@ async function scalingScenario(url: string, meter: UsageMeter, admin: Redis, pri
       });
     } finally {
       await close();
-      if (privateServer) await admin.flushall();
+      await flushIfPrivate();
     }
   }
   return results;
@@ -239,10 +233,7 @@ async function scalingScenario(url: string, meter: UsageMeter, admin: Redis, pri
 const COLUMNS: readonly Column<DrainResult>[] = [
   { header: 'jobs/s', digits: 0, better: 'higher', value: (r) => r.jobsPerSec },
   { header: 'priority inversions', digits: 0, better: 'none', value: (r) => r.inversions },
-  { header: 'client CPU µs/job', digits: 1, better: 'lower', value: (r) => r.clientMicros },
-  { header: 'Redis CPU µs/job', digits: 1, better: 'lower', value: (r) => r.redisMicros },
-  { header: 'total CPU µs/job', digits: 1, better: 'lower', value: (r) => r.clientMicros + r.redisMicros },
-  { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
+  ...cpuColumns<DrainResult>({ client: 'client CPU', total: 'total CPU' }, 1),
 ];
 
 function render(drain: DrainResult[], scaling: ScalingResult[], environment: string): string {
@@ -284,21 +275,16 @@ function render(drain: DrainResult[], scaling: ScalingResult[], environment: str
 }
 
 async function main(): Promise<void> {
-  const redis = await provideBenchRedis();
-  const admin = new Redis(redis.url);
-  const meter = new UsageMeter(admin);
-  const loadAtStart = loadavg();
-  const version = await redisServerVersion(admin);
-  const privateServer = redis.source === 'redis-server';
+  const bench = await provideMeteredRedis();
+  const { redis, version, loadAtStart } = bench;
   progress(`Redis ${version} at ${redis.url} (${redis.source})`);
   let drain: DrainResult[];
   let scaling: ScalingResult[];
   try {
-    drain = await drainScenario(redis.url, meter, admin, privateServer);
-    scaling = await scalingScenario(redis.url, meter, admin, privateServer);
+    drain = await drainScenario(bench);
+    scaling = await scalingScenario(bench);
   } finally {
-    admin.disconnect();
-    await redis.stop();
+    await bench.close();
   }
   const environment = environmentLine(version, loadAtStart, ['ioredis', '@nestjs/core', 'bullmq'], QUICK);
   writeResults('priorities', render(drain, scaling, environment.text), {

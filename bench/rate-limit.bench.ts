@@ -20,17 +20,15 @@
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
-import { Redis } from 'ioredis';
-import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import { provideMeteredRedis } from './support/bench-redis.js';
 import { environmentLine, writeResults } from './support/bench-report.js';
-import { contenderTable, formatNumber, type Column } from './support/contender-table.js';
+import { contenderTable, cpuColumns, formatNumber, type Column } from './support/contender-table.js';
 import { runFleet } from './support/fleet-run.js';
 import { selectContenders, type JobContender } from './support/job-contender.js';
 import { rateLimitContenders } from './support/rate-limit-contenders.js';
 import { windowCounts, type WindowCounts } from './support/start-windows.js';
 import type { RunRecord } from './support/consumer-protocol.js';
-import { totalCalls, UsageMeter } from './support/usage-meter.js';
+import { cpuPerJob, UsageMeter, type CpuPerJob } from './support/usage-meter.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const PLAN = {
@@ -45,7 +43,8 @@ const PLAN = {
   timeoutMs: QUICK ? 60_000 : 120_000,
 };
 
-interface RunResult {
+/** CPU per job: the client side is every consumer process + the bench process. */
+interface RunResult extends Partial<CpuPerJob> {
   readonly name: string;
   readonly error?: string;
   /** (starts − max) ÷ (last start − first start), per second; and that ÷ (max / duration). */
@@ -57,9 +56,6 @@ interface RunResult {
   readonly tolerant?: WindowCounts;
   /** The same on the limiter's own clock (ours: JobContext.claimedAt, Redis; BullMQ: job.processedOn). */
   readonly admitted?: WindowCounts;
-  readonly clientMicros?: number;
-  readonly redisMicros?: number;
-  readonly redisCommands?: number;
   readonly runsPerProcess?: number[];
 }
 
@@ -96,19 +92,14 @@ async function runOne(contender: JobContender, url: string, meter: UsageMeter): 
     exact: windowCounts(starts, PLAN.duration, PLAN.max),
     tolerant: windowCounts(starts, PLAN.duration - PLAN.jitterMs, PLAN.max),
     admitted: admittedWindows(run.fleet.records),
-    clientMicros: (run.usage.clientCpuMicros + run.fleet.cpuMicros) / jobs.length,
-    redisMicros: run.usage.redisCpuMicros / jobs.length,
-    redisCommands: totalCalls(run.usage) / jobs.length,
+    ...cpuPerJob(run.usage, jobs.length, run.fleet.cpuMicros),
     runsPerProcess: run.fleet.runsPerProcess,
   };
 }
 
 async function main(): Promise<void> {
-  const redis = await provideBenchRedis();
-  const admin = new Redis(redis.url);
-  const meter = new UsageMeter(admin);
-  const loadAtStart = loadavg();
-  const version = await redisServerVersion(admin);
+  const bench = await provideMeteredRedis();
+  const { redis, meter, version, loadAtStart } = bench;
   progress(`Redis ${version} at ${redis.url} (${redis.source}); load ${loadAtStart.map((l) => l.toFixed(2)).join(' ')}`);
   const contenders = selectContenders(rateLimitContenders);
   const results: RunResult[] = [];
@@ -121,12 +112,10 @@ async function main(): Promise<void> {
         progress(`${contender.name} failed: ${(error as Error).message}`);
         results.push({ name: contender.name, error: (error as Error).message });
       }
-      // A private server starts every run empty; a shared one (REDIS_URL) is left alone.
-      if (redis.source === 'redis-server') await admin.flushall();
+      await bench.flushIfPrivate();
     }
   } finally {
-    admin.disconnect();
-    await redis.stop();
+    await bench.close();
   }
   const environment = environmentLine(version, loadAtStart, ['ioredis', '@nestjs/core', 'bullmq'], QUICK);
   writeResults('rate-limit', render(results, contenders, environment.text), {
@@ -153,17 +142,7 @@ const COLUMNS: readonly Column<RunResult>[] = [
   },
   { header: 'last start s', digits: 2, better: 'lower', value: (r) => (r.lastStartMs === undefined ? undefined : r.lastStartMs / 1000) },
 ];
-const CPU_COLUMNS: readonly Column<RunResult>[] = [
-  { header: 'consumers + bench CPU µs/job', digits: 0, better: 'lower', value: (r) => r.clientMicros },
-  { header: 'Redis CPU µs/job', digits: 0, better: 'lower', value: (r) => r.redisMicros },
-  {
-    header: 'total µs/job',
-    digits: 0,
-    better: 'lower',
-    value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)),
-  },
-  { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
-];
+const CPU_COLUMNS = cpuColumns<RunResult>({ client: 'consumers + bench CPU', total: 'total' }, 0);
 
 function render(results: readonly RunResult[], contenders: readonly JobContender[], environment: string): string {
   const ours = results.find((r) => r.name === 'nestjs-redis-lock' && !r.error);

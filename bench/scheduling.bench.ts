@@ -29,6 +29,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { DelayQueueService, LeaderElection, LeaderElections, OnOneInstance, RedisLockModule, type LeadershipHooks } from '../lib/index.js';
 import { provideBenchRedis, redisServerVersion } from './support/bench-redis.js';
+import { bullmqConnection } from './support/bullmq-producer.js';
 import { markdownTable } from './support/markdown-table.js';
 import { describeVersions, stackVersions } from './support/stack-versions.js';
 import { totalCalls, UsageMeter, type Usage } from './support/usage-meter.js';
@@ -167,8 +168,7 @@ async function bullSchedulers(
   n: number,
   schedule: 'cron' | 'every',
 ): Promise<{ rates: Rates; ticks: number }> {
-  const { hostname, port } = new URL(url);
-  const connection = { host: hostname, port: Number(port || 6379) };
+  const connection = bullmqConnection(url);
   const name = unique('sched');
   const queue = new Queue(name, { connection });
   let ticks = 0;

@@ -1,5 +1,7 @@
+import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { startLocalRedisServer } from '../../lib/testing/local-redis-server.js';
+import { UsageMeter } from './usage-meter.js';
 
 /** The Redis a bench run talks to, and how to let go of it. */
 export interface BenchRedis {
@@ -20,6 +22,44 @@ export async function provideBenchRedis(): Promise<BenchRedis> {
 export async function redisServerVersion(client: Redis): Promise<string> {
   const info = await client.info('server');
   return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+}
+
+/** A bench run's Redis with what its report measures and says: an admin client, a usage meter on it, the version, the load. */
+export interface MeteredRedis {
+  readonly redis: BenchRedis;
+  /** The bench's own connection (INFO, FLUSHALL); the meter reads through it. */
+  readonly admin: Redis;
+  readonly meter: UsageMeter;
+  readonly version: string;
+  /** `os.loadavg()` when the run began, for the report's machine line. */
+  readonly loadAtStart: number[];
+  /** Empties a private server, so that every run starts empty; a shared one (REDIS_URL) is left alone. */
+  flushIfPrivate(): Promise<void>;
+  /** Disconnects the admin client and lets go of the server. */
+  close(): Promise<void>;
+}
+
+/** `provideBenchRedis()` with an admin client and its `UsageMeter`, the server's version and the load at start. */
+export async function provideMeteredRedis(): Promise<MeteredRedis> {
+  const redis = await provideBenchRedis();
+  const admin = new Redis(redis.url);
+  const meter = new UsageMeter(admin);
+  const loadAtStart = loadavg();
+  const version = await redisServerVersion(admin);
+  return {
+    redis,
+    admin,
+    meter,
+    version,
+    loadAtStart,
+    async flushIfPrivate() {
+      if (redis.source === 'redis-server') await admin.flushall();
+    },
+    async close() {
+      admin.disconnect();
+      await redis.stop();
+    },
+  };
 }
 
 /** Commands seen by MONITOR, by lower-case name: sent by clients, and run inside scripts. */

@@ -1,4 +1,5 @@
 import { markdownTable } from './markdown-table.js';
+import type { CpuPerJob } from './usage-meter.js';
 
 /** A column of a contenders table: how to read it from a result, and which way is better. */
 export interface Column<R> {
@@ -35,4 +36,22 @@ export function contenderTable<R extends { readonly name: string }>(
       ])
     : [];
   return markdownTable(['library', ...columns.map((c) => c.header)], [...rows, ...ratioRows], ['l', ...columns.map(() => 'r' as const)]);
+}
+
+/**
+ * The CPU columns of a contenders table, from a result's `cpuPerJob` figures: the client side (`client`
+ * says what it covers), the Redis server, the sum of both (`total`), then Redis commands per job.
+ */
+export function cpuColumns<R extends Partial<CpuPerJob>>(labels: { client: string; total: string }, digits: number): Column<R>[] {
+  return [
+    { header: `${labels.client} µs/job`, digits, better: 'lower', value: (r) => r.clientMicros },
+    { header: 'Redis CPU µs/job', digits, better: 'lower', value: (r) => r.redisMicros },
+    {
+      header: `${labels.total} µs/job`,
+      digits,
+      better: 'lower',
+      value: (r) => (r.clientMicros === undefined ? undefined : r.clientMicros + (r.redisMicros ?? 0)),
+    },
+    { header: 'Redis commands/job', digits: 1, better: 'lower', value: (r) => r.redisCommands },
+  ];
 }

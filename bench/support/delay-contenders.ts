@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Queue, Worker, type Job } from 'bullmq';
 import { DelayQueueService, RedisLockModule } from '../../lib/index.js';
+import { bullmqConnection } from './bullmq-producer.js';
 import { until } from './delay-stats.js';
 import type { Usage, UsageMeter } from './usage-meter.js';
 
@@ -113,13 +114,8 @@ export function ours(url: string): DelayContender {
 
 // ---- BullMQ --------------------------------------------------------------------------------------
 
-function connection(url: string) {
-  const { hostname, port } = new URL(url);
-  return { host: hostname, port: Number(port || 6379) };
-}
-
 export function bullmq(url: string): DelayContender {
-  const conn = connection(url);
+  const conn = bullmqConnection(url);
   return {
     name: 'bullmq',
     settings: 'Queue.addBulk with opts.delay + Worker, default options (drainDelay 5 s, stalledInterval 30 s)',

@@ -1,6 +1,7 @@
 import { Queue as GroupQueue, Worker as GroupWorker } from 'groupmq';
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
+import { bullmqConnection, openBullmqProducer } from './bullmq-producer.js';
 import { ourJobContender } from './our-job-contender.js';
 import type { BenchJob, JobContender } from './job-contender.js';
 
@@ -12,16 +13,10 @@ import type { BenchJob, JobContender } from './job-contender.js';
 
 /** groupmq's enqueue goes through its documented `autoBatch` (one script call per batch), the peer of a bulk add. */
 const GROUPMQ_BATCH = 500;
-const BULLMQ_CHUNK = 1000;
 /** The workaround's group lock outlives any handler here (as a visibility timeout would). */
 const GROUP_LOCK_TTL_MS = 30_000;
 /** How far a job whose group is busy is pushed back (as in BullMQ's "process step jobs" pattern). */
 export const GROUP_RETRY_DELAY_MS = 100;
-
-function connection(url: string) {
-  const { hostname, port } = new URL(url);
-  return { host: hostname, port: Number(port || 6379) };
-}
 
 export const groupmqContender: JobContender = {
   key: 'groupmq',
@@ -69,20 +64,7 @@ export const bullmqGroupWorkaround: JobContender = {
     `Queue.addBulk + Worker; the processor takes SET NX PX ${GROUP_LOCK_TTL_MS} on the job's group and ` +
     `releases it with a compare-and-delete; ` +
     `a job whose group is locked goes back with job.moveToDelayed(now + ${GROUP_RETRY_DELAY_MS} ms) + DelayedError; Worker options default`,
-  async openProducer(url, namespace) {
-    const queue = new Queue(namespace, { connection: connection(url) });
-    return {
-      async enqueue(jobs) {
-        for (let i = 0; i < jobs.length; i += BULLMQ_CHUNK) {
-          await queue.addBulk(jobs.slice(i, i + BULLMQ_CHUNK).map((job) => ({ name: 'j', data: job, opts: { removeOnComplete: true } })));
-        }
-      },
-      async close() {
-        await queue.obliterate({ force: true }).catch(() => undefined);
-        await queue.close();
-      },
-    };
-  },
+  openProducer: (url, namespace) => openBullmqProducer(url, namespace),
   async openConsumer(url, namespace, plan, handler) {
     const locks = new Redis(url);
     let deferred = 0;
@@ -102,7 +84,7 @@ export const bullmqGroupWorkaround: JobContender = {
           await locks.eval(RELEASE_IF_OWNER, 1, lockKey, owner);
         }
       },
-      { connection: connection(url), concurrency: plan.concurrency, autorun: false, removeOnComplete: { count: 0 } },
+      { connection: bullmqConnection(url), concurrency: plan.concurrency, autorun: false, removeOnComplete: { count: 0 } },
     );
     await worker.waitUntilReady();
     await locks.ping();

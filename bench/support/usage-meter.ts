@@ -123,3 +123,20 @@ export function commandMicros(usage: Usage, clientShare: (name: string) => numbe
 export function totalCalls(usage: Usage): number {
   return Object.values(usage.callsByName).reduce((n, c) => n + c, 0);
 }
+
+/** CPU per job on both sides, µs, and the commands Redis ran per job (scripts' inner ones included). */
+export interface CpuPerJob {
+  /** This process, plus `otherClientMicros` when given (consumer processes of a fleet). */
+  readonly clientMicros: number;
+  readonly redisMicros: number;
+  readonly redisCommands: number;
+}
+
+/** A measured stretch's usage over the `jobs` it handled; `otherClientMicros` is client CPU spent outside this process. */
+export function cpuPerJob(usage: Usage, jobs: number, otherClientMicros = 0): CpuPerJob {
+  return {
+    clientMicros: (usage.clientCpuMicros + otherClientMicros) / jobs,
+    redisMicros: usage.redisCpuMicros / jobs,
+    redisCommands: totalCalls(usage) / jobs,
+  };
+}

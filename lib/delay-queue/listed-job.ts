@@ -3,6 +3,8 @@ import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import { decodeHeader } from './jobs/job-codec.js';
 import type { DelayedJobState } from './interfaces/delayed-job.interface.js';
 import type { ListedRow } from './scripts/list-jobs.lua.js';
+import type { DedupeOptions } from './interfaces/dedupe-options.interface.js';
+import { decodeDedupe } from './jobs/dedupe-spec.js';
 
 /**
  * The states a job list can show; 'due' and 'scheduled' split the waiting jobs at the server's now;
@@ -40,6 +42,8 @@ export interface ListedJob {
   readonly progress?: unknown;
   /** Its priority among due jobs (`schedule(…, { priority })`), when it has one above 0. */
   readonly priority?: number;
+  /** The dedupe it was scheduled with (`schedule(…, { dedupe })`), when it had one. */
+  readonly dedupe?: Required<DedupeOptions>;
   /** The payload as JSON text, shortened to a preview. */
   readonly payloadPreview: string;
   /** Length of the whole payload's JSON text. */
@@ -77,7 +81,15 @@ export const LIST_ORDER: Record<ListedJobState, (a: ListedJob, b: ListedJob) => 
  */
 export function toListedJob(row: ListedRow, state: ListedJobState, previewLength: number): ListedJob {
   const { payloadHead: head, payloadBytes: bytes } = row;
-  let job: { attempts: number; maxAttempts?: number; createdAt: number; lastError?: string; progress?: unknown; priority?: number };
+  let job: {
+    attempts: number;
+    maxAttempts?: number;
+    createdAt: number;
+    lastError?: string;
+    progress?: unknown;
+    priority?: number;
+    dedupe?: string;
+  };
   try {
     if (row.header === null) throw new Error(`Unreadable job body (written by hand or by an incompatible version): ${head.slice(0, 120)}`);
     job = decodeHeader(row.header);
@@ -102,9 +114,16 @@ export function toListedJob(row: ListedRow, state: ListedJobState, previewLength
     lastError: job.lastError,
     ...(job.progress === undefined ? {} : { progress: job.progress }),
     ...(job.priority === undefined ? {} : { priority: job.priority }),
+    ...dedupeOf(job.dedupe),
     payloadPreview: previewOf(head, bytes, previewLength),
     payloadLength: bytes,
   };
+}
+
+/** `{ dedupe }` of a job listed or shown (`dedupe`: the stored form, dedupe-spec.ts), or nothing. */
+export function dedupeOf(stored: string | undefined): { readonly dedupe?: Required<DedupeOptions> } {
+  const dedupe = stored === undefined ? undefined : decodeDedupe(stored);
+  return dedupe === undefined ? {} : { dedupe };
 }
 
 /**

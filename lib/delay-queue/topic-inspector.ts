@@ -42,6 +42,14 @@ export class TopicInspector {
 
   /** The job with this id and where it is, or null if there is none (never scheduled, done, or cancelled). */
   async job<T = unknown, R = unknown>(topic: string, id: string): Promise<DelayedJob<T, R> | null> {
+    return (await this.jobRecord<T, R>(topic, id))?.job ?? null;
+  }
+
+  /**
+   * `job()`, and what its stored header holds that `DelayedJob` leaves out (the dedupe it was
+   * scheduled with, as stored: dedupe-spec.ts), for add-ons such as the dashboard.
+   */
+  async jobRecord<T = unknown, R = unknown>(topic: string, id: string): Promise<JobRecord<T, R> | null> {
     assertValidTopic(topic);
     // A job of a group lives on its group's shard: on a sharded topic, look in the others too.
     let read: JobRead | undefined;
@@ -52,6 +60,8 @@ export class TopicInspector {
     const { nowMs, body, dueScore, inGroupQueue, visibleUntilMs, diedAtMs, finishedAtMs, resultJson } = read!;
     if (body === null) return null;
     const job = decodeJobLeniently<T>(body);
+    const found = (delayed: DelayedJob<T, R>): JobRecord<T, R> =>
+      job.dedupe === undefined ? { job: delayed } : { job: delayed, dedupe: job.dedupe };
     const { payload, attempts, maxAttempts, lastError, lastErrorStack, progress } = job;
     const base = {
       id,
@@ -69,23 +79,33 @@ export class TopicInspector {
     if (dueScore !== null) {
       const dueMs = Math.floor(Number(dueScore) / DUE_SCORE_SLOTS);
       const state = inGroupQueue ? 'waiting-group' : dueMs <= nowMs ? 'due' : 'scheduled';
-      return { ...base, state, scheduledAt: new Date(dueMs) };
+      return found({ ...base, state, scheduledAt: new Date(dueMs) });
     }
-    if (visibleUntilMs !== null) return { ...base, state: 'active', visibleUntil: new Date(visibleUntilMs) };
-    if (diedAtMs !== null) return { ...base, state: 'dead', diedAt: new Date(diedAtMs) };
+    if (visibleUntilMs !== null) return found({ ...base, state: 'active', visibleUntil: new Date(visibleUntilMs) });
+    if (diedAtMs !== null) return found({ ...base, state: 'dead', diedAt: new Date(diedAtMs) });
     if (finishedAtMs !== null) {
       const kept = { ...base, state: 'completed' as const, finishedAt: new Date(finishedAtMs) };
-      return resultJson === null ? kept : { ...kept, result: JSON.parse(resultJson) as R };
+      return found(resultJson === null ? kept : { ...kept, result: JSON.parse(resultJson) as R });
     }
     return null;
   }
 
   /** Counts of a topic's jobs by state and of its schedules, one snapshot per shard, added up. */
   async stats(topic: string): Promise<DelayQueueStats> {
+    return (await this.topicState(topic)).stats;
+  }
+
+  /**
+   * `stats()`, and the end of the topic's block (a handler's `JobRateLimitedError`) in server ms when
+   * one is in place: the latest of its shards' (a block reaches the other shards of a sharded topic
+   * just after its own), read in the same snapshot as each shard's counts.
+   */
+  async topicState(topic: string): Promise<TopicState> {
     assertValidTopic(topic);
     const perShard = await Promise.all(this.shards.all(topic).map((keys) => topicStatsScript.call(this.connection, keys, {})));
     const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 };
     let completed = 0;
+    let blockedUntil = -1;
     for (const shard of perShard) {
       total.scheduled += shard.waiting - shard.due;
       total.due += shard.due;
@@ -96,9 +116,11 @@ export class TopicInspector {
       total.paused ||= shard.paused;
       total.grouped += shard.grouped;
       total.busyGroups += shard.busyGroups;
+      blockedUntil = Math.max(blockedUntil, shard.blockedUntilMs);
     }
     // Only topics that keep completed jobs show the count (most keep none).
-    return completed > 0 ? { ...total, completed } : total;
+    const stats = completed > 0 ? { ...total, completed } : total;
+    return blockedUntil < 0 ? { stats } : { stats, blockedUntil };
   }
 
   /** The newest `limit` dead letters of `topic`, newest first. */
@@ -185,6 +207,20 @@ export class TopicInspector {
     });
     return { jobs: taken.map(({ row }) => toDelayedJob<T>(topic, state, row)), places };
   }
+}
+
+/** A job and the stored header fields `DelayedJob` leaves out, as `TopicInspector.jobRecord` reads them. */
+export interface JobRecord<T = unknown, R = unknown> {
+  readonly job: DelayedJob<T, R>;
+  /** The dedupe it was scheduled with, as stored (dedupe-spec.ts: `decodeDedupe`); absent when it had none. */
+  readonly dedupe?: string;
+}
+
+/** A topic's counts and its block, as `TopicInspector.topicState` reads them. */
+export interface TopicState {
+  readonly stats: DelayQueueStats;
+  /** When the topic's claims resume after a `JobRateLimitedError` (server ms); absent when they are not blocked. */
+  readonly blockedUntil?: number;
 }
 
 /** The list script's arguments of a first page: from the start of the state, previews only. */

@@ -1,8 +1,6 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule, type Consumer, type ScheduleResult } from '../../lib/index.js';
-import { uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
+import type { ScheduleResult } from '../../lib/index.js';
 import { waitFor } from '../support/timing.js';
+import { useClusterQueues } from './support/cluster-queues.js';
 
 /**
  * Throttle and debounce on a Redis Cluster: the dedupe key lives in the topic's (shard's) hash tag,
@@ -10,34 +8,11 @@ import { waitFor } from '../support/timing.js';
  * with a dedupe key goes to the key's shard, so every call of a key meets the same key).
  */
 describe('Throttle and debounce on a Redis Cluster', () => {
-  const cluster = useSharedTestCluster();
-  const apps: TestingModule[] = [];
-  const consumers: Consumer[] = [];
-
-  beforeAll(() => muteNestLogger('error', 'warn'));
-  afterAll(async () => {
-    await Promise.all(consumers.map((consumer) => consumer.close()));
-    await Promise.all(apps.map((app) => app.close()));
-  });
-
-  async function queueOn(keyPrefix: string, shards: number): Promise<DelayQueueService> {
-    const app = await Test.createTestingModule({
-      imports: [
-        RedisLockModule.forRoot({
-          redis: { cluster: cluster.nodes() },
-          keyPrefix,
-          delayQueue: shards > 1 ? { topics: { 'cluster.dedupe': { shards } } } : {},
-        }),
-      ],
-    }).compile();
-    await app.init();
-    apps.push(app);
-    return app.get(DelayQueueService);
-  }
+  const cluster = useClusterQueues('ded');
+  const { consumers } = cluster;
 
   it.each([1, 3])('throttles racing calls of two instances to one job per key, and debounces to one run (%i shard(s))', async (shards) => {
-    const keyPrefix = uniqueClusterPrefix('ded');
-    const queues = [await queueOn(keyPrefix, shards), await queueOn(keyPrefix, shards)];
+    const queues = await cluster.start(2, { 'cluster.dedupe': shards });
     const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
     const calls: Array<Promise<ScheduleResult>> = [];
     for (let round = 0; round < 10; round++) {

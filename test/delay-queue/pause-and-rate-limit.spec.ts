@@ -1,9 +1,9 @@
-import { InvalidOptionsError, type DelayQueueService } from '../../lib/index.js';
-import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
+import { InvalidOptionsError } from '../../lib/index.js';
 import { uniquePrefix } from '../support/test-app.js';
 import type { DelayTestApp } from './support/delay-test-app.js';
 import { useDelayInstances, type DelayInstances } from './support/delay-instances.js';
 import { busiestWindow } from './support/busiest-window.js';
+import { consumerLookedTwice } from './support/consumer-looked-twice.js';
 import { deferred, waitFor } from '../support/timing.js';
 
 describe('DelayQueueService: pause/resume and rate limits', () => {
@@ -15,16 +15,6 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
     options: Parameters<DelayInstances['start']>[1] = {},
   ): Promise<DelayTestApp[]> {
     return apps.start(n, { ...options, keyPrefix });
-  }
-
-  /** Resolves once a consumer of `topic` has taken the wake-up marker twice: it claimed (and found nothing) after the first. */
-  async function consumerLookedTwice(queue: DelayQueueService, keyPrefix: string, topic: string): Promise<void> {
-    const marker = new RedisKeySpace(keyPrefix).topic(topic).marker;
-    for (let i = 0; i < 2; i++) {
-      await queue.schedule(topic, `probe-${i}`, { delay: 60_000 + i });
-      await apps.redis().zadd(marker, 0, 'wake');
-      await waitFor(async () => (await apps.redis().exists(marker)) === 0, 5_000, 'a consumer to take the wake-up');
-    }
   }
 
   describe('pause and resume', () => {
@@ -50,7 +40,7 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
       await b.queue.scheduleMany('p.topic', [{ payload: 'x' }, { payload: 'y' }]);
       finish.resolve();
       await waitFor(async () => (await a.queue.stats('p.topic')).active === 0, 5_000, 'the running job to finish');
-      await consumerLookedTwice(b.queue, keyPrefix, 'p.topic');
+      await consumerLookedTwice(apps.redis(), b.queue, keyPrefix, 'p.topic');
       expect(seen).toEqual(['long']);
       expect(await b.queue.stats('p.topic')).toMatchObject({ due: 2, active: 0, paused: true });
 
@@ -70,7 +60,7 @@ describe('DelayQueueService: pause/resume and rate limits', () => {
       const seen: string[] = [];
       later.queue.consume<string>('p.kept', (payload) => void seen.push(payload));
       await later.queue.schedule('p.kept', 'waits');
-      await consumerLookedTwice(later.queue, keyPrefix, 'p.kept');
+      await consumerLookedTwice(apps.redis(), later.queue, keyPrefix, 'p.kept');
       expect(seen).toEqual([]);
       expect(await later.queue.stats('p.kept')).toMatchObject({ paused: true, due: 1 });
       await later.queue.resume('p.kept');

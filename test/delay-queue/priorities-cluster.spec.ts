@@ -1,32 +1,12 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule, type Consumer } from '../../lib/index.js';
-import { uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { waitFor } from '../support/timing.js';
+import { useClusterQueues } from './support/cluster-queues.js';
 
 describe('priorities on a Redis Cluster', () => {
-  const cluster = useSharedTestCluster();
-  const apps: TestingModule[] = [];
-  const consumers: Consumer[] = [];
-
-  beforeAll(() => muteNestLogger('error', 'warn'));
-  afterAll(async () => {
-    await Promise.all(consumers.map((consumer) => consumer.close()));
-    await Promise.all(apps.map((app) => app.close()));
-  });
-
-  async function queueOn(keyPrefix: string): Promise<DelayQueueService> {
-    const app = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: { cluster: cluster.nodes() }, keyPrefix })],
-    }).compile();
-    await app.init();
-    apps.push(app);
-    return app.get(DelayQueueService);
-  }
+  const cluster = useClusterQueues('prio');
+  const { consumers } = cluster;
 
   it('runs due jobs by priority, later ones at their time, across two instances; cancel and reschedule work', async () => {
-    const keyPrefix = uniqueClusterPrefix('prio');
-    const [a, b] = [await queueOn(keyPrefix), await queueOn(keyPrefix)];
+    const [a, b] = await cluster.start(2);
     await a.scheduleMany(
       'cluster.prio',
       [5, 1, 3, 0, 2].map((priority) => ({ payload: `p${priority}`, priority, id: `p${priority}` })),

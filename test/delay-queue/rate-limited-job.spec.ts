@@ -1,16 +1,11 @@
 import { jest } from '@jest/globals';
-import {
-  InvalidOptionsError,
-  JobRateLimitedError,
-  RedisLockEvents,
-  type DelayQueueService,
-  type JobRateLimitedEvent,
-} from '../../lib/index.js';
+import { InvalidOptionsError, JobRateLimitedError, RedisLockEvents, type JobRateLimitedEvent } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { shardTopicName } from '../../lib/core/keys/topic-name.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import type { DelayTestApp } from './support/delay-test-app.js';
 import { useDelayInstances } from './support/delay-instances.js';
+import { consumerLookedTwice } from './support/consumer-looked-twice.js';
 import { deferred, waitFor } from '../support/timing.js';
 
 /**
@@ -24,16 +19,6 @@ describe('JobRateLimitedError', () => {
     const events: JobRateLimitedEvent[] = [];
     app.app.get(RedisLockEvents).on('job.rate-limited', (event) => void events.push(event));
     return events;
-  }
-
-  /** Resolves once a consumer of `topic` has taken the wake-up marker twice: it claimed (and found nothing to take) after the first. */
-  async function consumerLookedTwice(queue: DelayQueueService, keyPrefix: string, topic: string): Promise<void> {
-    const marker = new RedisKeySpace(keyPrefix).topic(topic).marker;
-    for (let i = 0; i < 2; i++) {
-      await queue.schedule(topic, `probe-${i}`, { delay: 60_000 + i });
-      await apps.redis().zadd(marker, 0, 'wake');
-      await waitFor(async () => (await apps.redis().exists(marker)) === 0, 5_000, 'a consumer to take the wake-up');
-    }
   }
 
   it('takes a whole number of ms from 1 to one day, else throws InvalidOptionsError', () => {
@@ -170,7 +155,7 @@ describe('JobRateLimitedError', () => {
     await waitFor(() => runs.length === 1, 10_000, 'the rate-limited run');
     await a.queue.pause(topic);
     await waitFor(async () => (await apps.redis().exists(blocked)) === 0, 10_000, 'the block to end');
-    await consumerLookedTwice(a.queue, a.keyPrefix, topic);
+    await consumerLookedTwice(apps.redis(), a.queue, a.keyPrefix, topic);
     expect(runs).toEqual(['limited']);
     await a.queue.resume(topic);
     await waitFor(() => runs.length === 2, 10_000, 'the run after resume');

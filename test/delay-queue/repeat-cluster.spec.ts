@@ -1,44 +1,18 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { DelayQueueService, RedisLockModule, type Consumer } from '../../lib/index.js';
 import { parseTickJobId } from '../../lib/delay-queue/jobs/tick-job-id.js';
-import { uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
 import { waitFor } from '../support/timing.js';
+import { useClusterQueues } from './support/cluster-queues.js';
 
 const EVERY = 300;
 const SCHEDULES = ['a', 'b', 'c', 'd', 'e'];
 
 describe('repeat() on a Redis Cluster', () => {
-  const cluster = useSharedTestCluster();
-  const apps: TestingModule[] = [];
-  const consumers: Consumer[] = [];
-
-  beforeAll(() => muteNestLogger('error', 'warn'));
-  afterAll(async () => {
-    await Promise.all(consumers.map((consumer) => consumer.close()));
-    await Promise.all(apps.map((app) => app.close()));
-  });
-
-  async function queueOn(keyPrefix: string, shards: number): Promise<DelayQueueService> {
-    const app = await Test.createTestingModule({
-      imports: [
-        RedisLockModule.forRoot({
-          redis: { cluster: cluster.nodes() },
-          keyPrefix,
-          delayQueue: shards > 1 ? { topics: { 'cluster.tick': { shards } } } : {},
-        }),
-      ],
-    }).compile();
-    await app.init();
-    apps.push(app);
-    return app.get(DelayQueueService);
-  }
+  const cluster = useClusterQueues('rep');
+  const { consumers } = cluster;
 
   it.each([1, 3])(
     'runs every tick of several schedules exactly once over two instances (%i shard(s))',
     async (shards) => {
-      const keyPrefix = uniqueClusterPrefix('rep');
-      const queues = [await queueOn(keyPrefix, shards), await queueOn(keyPrefix, shards)];
+      const queues = await cluster.start(2, { 'cluster.tick': shards });
       const runs = new Map<string, number>();
       for (const queue of queues) {
         for (const id of SCHEDULES) await queue.repeat('cluster.tick', { every: EVERY }, { id });

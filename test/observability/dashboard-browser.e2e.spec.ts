@@ -5,12 +5,19 @@ import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { DelayQueueService, LockService, type LockHandle } from '../../lib/index.js';
+import {
+  DelayQueueService,
+  JobRateLimitedError,
+  LockService,
+  RedisLockEvents,
+  type JobRateLimitedEvent,
+  type LockHandle,
+} from '../../lib/index.js';
 import { startDashboardApp, type DashboardTestApp } from '../fixtures/dashboard-app.js';
 import { AppModule } from '../../sample-app/src/app.module.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { httpJson } from '../support/http-json.js';
-import { holdsWithin } from '../support/timing.js';
+import { holdsWithin, within } from '../support/timing.js';
 import { chromiumPath } from '../support/chromium.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -214,6 +221,67 @@ describe('dashboard in a browser: a page of another site (e2e)', () => {
     expect(outcome.read).toBe(403);
     expect(outcome.readBody).not.toContain('4111-secret');
     expect((await queue.get('xsite.orders', 'victim'))?.state).toBe('scheduled');
+    await page.close();
+  });
+});
+
+/**
+ * The job features of issue 37 as an operator sees them: a topic held by a handler's
+ * `JobRateLimitedError` carries a "rate limited until" tag; a job's row shows its priority and its
+ * dedupe key, and the inspector both.
+ */
+describe('dashboard in a browser: priorities, dedupe and a rate-limited topic (e2e)', () => {
+  let t: DashboardTestApp;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const executablePath = chromiumPath();
+    t = await startDashboardApp({ history: { sampleMs: 0 } }, { handlers: false });
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('tags a rate-limited topic with the end of its block, and job rows with their priority and dedupe', async () => {
+    const queue = t.app.get(DelayQueueService);
+    const limited = new Promise<JobRateLimitedEvent>((resolve) => t.app.get(RedisLockEvents).on('job.rate-limited', resolve));
+    const consumer = queue.consume('ui.limited', () => {
+      throw new JobRateLimitedError(3_600_000);
+    });
+    await queue.schedule('ui.limited', { call: 'api' });
+    const { blockedUntilMs } = await within(limited, UI_TIMEOUT, 'the rate-limited run');
+    await consumer.close();
+    await queue.schedule('ui.prio', { n: 1 }, { id: 'urgent', priority: 3, delay: 3_600_000 });
+    await queue.schedule('ui.prio', { n: 2 }, { id: 'plain', delay: 3_600_000 });
+    await queue.schedule('ui.prio', { n: 3 }, { dedupe: { key: 'product:7', ttl: 60_000 }, delay: 3_600_000 });
+
+    const pageErrors: string[] = [];
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.setDefaultTimeout(UI_TIMEOUT);
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${t.base}/_locks`);
+    const tag = page.locator('tr[data-topic="ui.limited"] [data-testid="rate-limited"]');
+    await tag.waitFor();
+    expect(await tag.textContent()).toBe(
+      'rate limited until ' + (await page.evaluate((ms) => new Date(ms).toLocaleTimeString(), blockedUntilMs)),
+    );
+    expect(await tag.getAttribute('title')).toContain(new Date(blockedUntilMs).toISOString());
+    expect(await page.locator('tr[data-topic="ui.prio"] [data-testid="rate-limited"]').count()).toBe(0);
+
+    await page.locator('tr[data-topic="ui.prio"] [data-testid="topic-link"]').click();
+    await page.locator('[data-state="scheduled"]').click();
+    await page.locator('tr[data-job-id="urgent"]').waitFor();
+    expect(await page.locator('tr[data-job-id="urgent"] [data-testid="priority"]').textContent()).toBe('priority 3');
+    expect(await page.locator('tr[data-job-id="plain"] [data-testid="priority"]').count()).toBe(0);
+    expect(await page.locator('tr[data-job-id="plain"] [data-testid="dedupe"]').count()).toBe(0);
+    expect(await page.locator('[data-testid="dedupe"]').allTextContents()).toEqual(['throttle product:7 (1 min)']);
+
+    await page.locator('tr[data-job-id="urgent"] [data-action="inspect"]').click();
+    await page.locator('#inspect-meta', { hasText: 'priority 3' }).waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, '4-priority-and-rate-limit.png'), fullPage: true });
+    expect(pageErrors).toEqual([]);
     await page.close();
   });
 });

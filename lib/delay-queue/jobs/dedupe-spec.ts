@@ -27,6 +27,15 @@ export function encodeDedupe({ mode, ttl, key }: Required<DedupeOptions>): strin
   return `${MODE_CODE[mode]}${ttl}:${key}`;
 }
 
+/** A stored dedupe (`encodeDedupe`) read back; undefined for text it did not write. */
+export function decodeDedupe(stored: string): Required<DedupeOptions> | undefined {
+  const colon = stored.indexOf(':');
+  const mode = MODES.find((m) => MODE_CODE[m] === stored[0]);
+  const ttl = stored.slice(1, colon);
+  if (mode === undefined || colon < 2 || !/^\d+$/.test(ttl)) return undefined;
+  return { key: stored.slice(colon + 1), ttl: Number(ttl), mode };
+}
+
 /** The key of a stored dedupe (`encodeDedupe`). */
 export function dedupeKeyOf(stored: string): string {
   return stored.slice(stored.indexOf(':') + 1);

@@ -1,5 +1,6 @@
 import { JobScript } from './job-script.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
+import { LUA_TOPIC_BLOCK } from './topic-block-lua-snippet.js';
 
 /** One shard's counts, as topic-stats answers them (the inspector adds up a sharded topic's). */
 export interface ShardStats {
@@ -18,22 +19,26 @@ export interface ShardStats {
   readonly grouped: number;
   /** Groups with a job out (running or waiting for a retry). */
   readonly busyGroups: number;
+  /** The server ms the shard's block (`JobRateLimitedError`, topic-block-lua-snippet.ts) ends; -1 when not blocked. */
+  readonly blockedUntilMs: number;
 }
 
 /**
  * Counts a topic shard's jobs by state, and its repeatable schedules, in one snapshot. Read-only.
  *
  * KEYS by name (the contract below): the five topic keys, the schedules hash of
- * repeat-lua-snippets.ts, the completed zset (complete-job-lua-snippet.ts) and the pause flag. No ARGV.
+ * repeat-lua-snippets.ts, the completed zset (complete-job-lua-snippet.ts), the pause flag and the
+ * block key (topic-block-lua-snippet.ts). No ARGV.
  *
  * Returns { waiting, due now, active, dead, schedules, completed, paused (0|1), waiting in their
- * group's queue, groups with a job out }, decoded into ShardStats. Each job body is in exactly one of
- * DUE, ACTIVE, DEAD, its group's queue or the completed set, so the group-queued are the rest of JOBS.
+ * group's queue, groups with a job out, the block's end in server ms (-1: none) }, decoded into
+ * ShardStats. Each job body is in exactly one of DUE, ACTIVE, DEAD, its group's queue or the
+ * completed set, so the group-queued are the rest of JOBS.
  */
 export const topicStatsScript = new JobScript(
   'topicStats',
   {
-    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'repeats', 'completed', 'paused'],
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'repeats', 'completed', 'paused', 'blocked'],
     args: {},
     decode: decodeShardStats,
   },
@@ -42,12 +47,12 @@ local schedules, completed, paused = redis.call('hlen', KEY.repeats), redis.call
 local waiting, active, dead = redis.call('zcard', DUE), redis.call('zcard', ACTIVE), redis.call('zcard', DEAD)
 local inGroupQueues = redis.call('hlen', JOBS) - waiting - active - dead - completed
 return { waiting, redis.call('zcount', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLOTS)), active, dead, schedules, completed, paused,
-         math.max(0, inGroupQueues), redis.call('hlen', GROUPS_OUT) }
+         math.max(0, inGroupQueues), redis.call('hlen', GROUPS_OUT), blockEndOf(KEY.blocked) }
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_TOPIC_PRELUDE, LUA_TOPIC_BLOCK],
 );
 
 function decodeShardStats(reply: unknown): ShardStats {
-  const [waiting, due, active, dead, schedules, completed, paused, grouped, busyGroups] = (reply as number[]).map(Number);
-  return { waiting, due, active, dead, schedules, completed, paused: paused === 1, grouped, busyGroups };
+  const [waiting, due, active, dead, schedules, completed, paused, grouped, busyGroups, blockedUntilMs] = (reply as number[]).map(Number);
+  return { waiting, due, active, dead, schedules, completed, paused: paused === 1, grouped, busyGroups, blockedUntilMs };
 }

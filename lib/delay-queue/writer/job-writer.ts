@@ -21,6 +21,7 @@ import { dedupeKeyOf } from '../jobs/dedupe-spec.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import { WriteFenceExpiredError } from '../../core/errors/write-fence-expired.error.js';
 import type { WriteFence } from '../jobs/write-fence.js';
+import { AnsweredRecords } from './answered-records.js';
 
 export type { JobWritten, WriteOutcome } from '../scripts/job-script.js';
 
@@ -47,11 +48,15 @@ function shardingOf(tail: string): string | undefined {
  */
 @Injectable()
 export class JobWriter {
+  private readonly answered: AnsweredRecords;
+
   constructor(
     private readonly connection: RedisConnection,
     private readonly shards: TopicShards,
     private readonly events: RedisLockEvents,
-  ) {}
+  ) {
+    this.answered = new AnsweredRecords(connection);
+  }
 
   /**
    * Writes each job to its shard: one group per shard, so no script call spans two slots, in script
@@ -104,7 +109,7 @@ export class JobWriter {
   /**
    * Runs `script` on a shard's keys with a fresh operation record as its `record` key, so that a
    * re-sent run answers as the first; the record is deleted once the reply is here (no re-send can
-   * follow). Resolves to the script's decoded reply.
+   * follow: see AnsweredRecords). Resolves to the script's decoded reply.
    */
   async runRecorded<K extends keyof TopicKeys | 'record', A extends Record<string, ScriptArgType>, F extends string, R>(
     script: JobScript<K, A, F, R>,
@@ -114,7 +119,7 @@ export class JobWriter {
     const record = operationKey(keys.jobs, newOperationId());
     const recorded: TopicKeys & { readonly record: string } = { ...keys, record };
     const reply = await script.call(this.connection, recorded, args);
-    await this.dropRecords([record]);
+    this.answered.drop(keys.jobs, [record]);
     return reply;
   }
 
@@ -177,12 +182,7 @@ export class JobWriter {
     };
     await Promise.all(Array.from({ length: Math.min(SCHEDULE_WINDOW, batchCount) }, sendBatches));
     // Only once every batch answered: a failed write is retried with the same records.
-    if (records.length > 0) await this.dropRecords(records);
+    this.answered.drop(keys.jobs, records);
     return outcomes.flat();
-  }
-
-  /** Deletes operation records whose call has been answered; one that cannot be deleted expires on its own. */
-  private async dropRecords(records: string[]): Promise<void> {
-    await this.connection.command('del', ...records).catch(() => undefined);
   }
 }

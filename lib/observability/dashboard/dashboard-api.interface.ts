@@ -31,6 +31,11 @@ interface DashboardTopic extends DelayQueueStats {
   readonly topic: string;
   /** True when an `@OnDelayed` handler of this application consumes the topic. */
   readonly handler: boolean;
+  /**
+   * While a handler's `JobRateLimitedError` holds the topic's claims on every instance: when they
+   * resume (epoch ms, Redis server clock). Absent when nothing blocks them.
+   */
+  readonly rateLimitedUntil?: number;
 }
 
 /** GET <path>/api/topics */

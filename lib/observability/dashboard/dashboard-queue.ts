@@ -5,6 +5,7 @@ import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import { assertJobAddress } from '../../delay-queue/job-address.js';
 import type { CancelWaitingOutcome, JobCommands } from '../../delay-queue/job-commands.js';
 import type { TopicInspector } from '../../delay-queue/topic-inspector.js';
+import { dedupeOf } from '../../delay-queue/listed-job.js';
 import { assertValidTopic } from '../../core/keys/topic-name.js';
 import type { DashboardJobDetail, DashboardJobList, DashboardJobState, DashboardTopics } from './dashboard-api.interface.js';
 import { DashboardTopicRegistry } from './dashboard-topics.js';
@@ -13,9 +14,10 @@ import { errorMessage } from '../../core/errors/error-message.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 
 /**
- * The dashboard's reads and actions on delayed jobs, in the shape its API answers. Counts, job
- * lookup and retry go through the public `DelayQueueService`; job lists through the core's
- * `TopicInspector`; deleting only a dead letter and cancelling only a waiting job through its `JobCommands`.
+ * The dashboard's reads and actions on delayed jobs, in the shape its API answers. Retry, pause, drain
+ * and clean go through the public `DelayQueueService`; counts (with the topic's rate-limit block),
+ * job lookup (with its dedupe) and job lists through the core's `TopicInspector`; deleting only a
+ * dead letter and cancelling only a waiting job through its `JobCommands`.
  */
 @Injectable()
 export class DashboardQueue {
@@ -35,12 +37,17 @@ export class DashboardQueue {
 
   async listTopics(): Promise<DashboardTopics> {
     const names = await this.topics.list();
-    const results = await Promise.allSettled(names.map((topic) => this.queue.stats(topic)));
+    const results = await Promise.allSettled(names.map((topic) => this.inspector.topicState(topic)));
     const topics: DashboardTopics['topics'] = [];
     const errors: DashboardTopics['errors'] = [];
     results.forEach((result, i) => {
-      if (result.status === 'fulfilled') topics.push({ topic: names[i], ...result.value, handler: this.topics.isHandled(names[i]) });
-      else errors.push({ topic: names[i], message: errorMessage(result.reason) });
+      if (result.status === 'rejected') {
+        errors.push({ topic: names[i], message: errorMessage(result.reason) });
+        return;
+      }
+      const { stats, blockedUntil } = result.value;
+      const block = blockedUntil === undefined ? {} : { rateLimitedUntil: blockedUntil };
+      topics.push({ topic: names[i], ...stats, handler: this.topics.isHandled(names[i]), ...block });
     });
     // Every topic failing means Redis is unreachable: an error answer, not an empty table.
     if (names.length > 0 && topics.length === 0) throw (results[0] as PromiseRejectedResult).reason;
@@ -54,8 +61,9 @@ export class DashboardQueue {
   /** One job with its whole payload, or null when there is none. */
   async getJob(topic: string, id: string): Promise<DashboardJobDetail | null> {
     assertJobAddress(topic, id);
-    const [job, logs] = await Promise.all([this.queue.get(topic, id), this.queue.logs(topic, id)]);
-    if (!job) return null;
+    const [record, logs] = await Promise.all([this.inspector.jobRecord(topic, id), this.queue.logs(topic, id)]);
+    if (!record) return null;
+    const { job } = record;
     return {
       topic,
       id: job.id,
@@ -69,6 +77,8 @@ export class DashboardQueue {
       finishedAt: job.finishedAt?.getTime(),
       lastError: job.lastError,
       progress: job.progress,
+      ...(job.priority > 0 ? { priority: job.priority } : {}),
+      ...dedupeOf(record.dedupe),
       result: job.result,
       payload: job.payload,
       ...(logs.length > 0 ? { logs } : {}),
