@@ -1,5 +1,4 @@
-import type { TestingModule } from '@nestjs/testing';
-import { DelayQueueService } from '../../lib/index.js';
+import type { DelayQueueService } from '../../lib/index.js';
 import { scheduleJobsScript } from '../../lib/delay-queue/scripts/schedule-jobs.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import {
@@ -10,10 +9,9 @@ import {
   type DedupeRun,
 } from '../../tools/soak/dedupe/dedupe-checker.js';
 import { seededDraws } from '../../tools/soak/soak-constants.js';
+import { useClusterQueues } from '../delay-queue/support/cluster-queues.js';
 import { useDelayInstances } from '../delay-queue/support/delay-instances.js';
 import type { DelayTestApp } from '../delay-queue/support/delay-test-app.js';
-import { muteNestLogger } from '../support/mute-nest-logger.js';
-import { createClusterLockApp, uniqueClusterPrefix, useSharedTestCluster } from '../support/redis-cluster.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
 
@@ -212,12 +210,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
 });
 
 describe('throttle and debounce on a Redis Cluster, sharded topic (randomized, checked)', () => {
-  const cluster = useSharedTestCluster();
-  const apps: TestingModule[] = [];
-  beforeAll(() => muteNestLogger('error', 'warn'));
-  afterAll(async () => {
-    await Promise.all(apps.map((app) => app.close()));
-  });
+  const cluster = useClusterQueues('ddc');
 
   it('keeps the same rules when every call of a key reaches its key’s shard', async () => {
     const { random, between } = seededDraws(CLUSTER_SEED);
@@ -227,16 +220,7 @@ describe('throttle and debounce on a Redis Cluster, sharded topic (randomized, c
       `${CLUSTER_SHARDS} shards, keys ${plans.map((p) => `${p.key} ${p.mode} ttl ${p.ttl}`).join(', ')} ` +
         `(replay: DEDUPE_CLUSTER_SEED=${CLUSTER_SEED})`,
     );
-    const keyPrefix = uniqueClusterPrefix('ddc');
-    const queues: DelayQueueService[] = [];
-    for (let i = 0; i < 3; i++) {
-      const app = await createClusterLockApp(cluster.nodes(), {
-        keyPrefix,
-        delayQueue: { topics: { [TOPIC]: { shards: CLUSTER_SHARDS } } },
-      });
-      apps.push(app);
-      queues.push(app.get(DelayQueueService));
-    }
+    const queues = await cluster.start(3, { [TOPIC]: CLUSTER_SHARDS });
     const recorder = recordHistory(queues, queues.slice(0, 2));
     await recorder.drive(plans);
     const figures = await recorder.settleAndJudge(queues[0], `cluster seed ${CLUSTER_SEED} (replay: DEDUPE_CLUSTER_SEED=${CLUSTER_SEED})`);
