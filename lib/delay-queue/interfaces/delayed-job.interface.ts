@@ -26,7 +26,7 @@ export interface DelayedJob<T = unknown, R = unknown> {
   readonly attempts: number;
   /** Set when the job was scheduled with its own `maxAttempts`. */
   readonly maxAttempts?: number;
-  /** When the job was first scheduled (Redis server clock). */
+  /** When the job was first scheduled (Redis server clock); for a job a call replaced (`replace`, a debounce), that call's time. */
   readonly createdAt: Date;
   /** Due time of a `scheduled`, `due` or `waiting-group` job. */
   readonly scheduledAt?: Date;
