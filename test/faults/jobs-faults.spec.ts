@@ -286,19 +286,7 @@ describe('delayed-job faults', () => {
 
         await waitFor(() => ledger.lost().length === 0, 45_000, `every job to be handled (lost so far: ${ledger.lost().length})`);
         await waitFor(
-          async () =>
-            JSON.stringify(await queue.stats(topic)) ===
-            JSON.stringify({
-              scheduled: 0,
-              due: 0,
-              active: 0,
-              dead: 0,
-              schedules: 0,
-              paused: false,
-              grouped: 0,
-              busyGroups: 0,
-              readyGroups: 0,
-            }),
+          async () => JSON.stringify(await queue.stats(topic)) === JSON.stringify(topicStats()),
           15_000,
           'the queue to be empty',
         );
@@ -527,19 +515,7 @@ describe('delayed-job faults', () => {
         proxy.resetAll();
         proxy.heal();
         await waitFor(
-          async () =>
-            JSON.stringify(await healthyApp.get(DelayQueueService).stats('mid')) ===
-            JSON.stringify({
-              scheduled: 0,
-              due: 0,
-              active: 0,
-              dead: 0,
-              schedules: 0,
-              paused: false,
-              grouped: 0,
-              busyGroups: 0,
-              readyGroups: 0,
-            }),
+          async () => JSON.stringify(await healthyApp.get(DelayQueueService).stats('mid')) === JSON.stringify(topicStats()),
           10_000,
           'the job to be acknowledged once',
         );
