@@ -71,6 +71,7 @@ export class RedisKeySpace {
       paused: `${base}:paused`,
       rateLog: `${base}:rate`,
       blocked: `${base}:blocked`,
+      drained: `${base}:drained`,
       groupsReady: `${base}:groups-ready`,
       groupsOut: `${base}:groups-out`,
       groupLimit: `${base}:group-limit`,
@@ -203,6 +204,11 @@ export interface TopicKeys {
    * ms when the block ends, and it expires then (see topic-block-lua-snippet.ts).
    */
   readonly blocked: string;
+  /**
+   * The shard's fencing counter as the last `drain()` found it: a job claimed under a token at or below
+   * it and handed back unstarted is removed (see drop-job-lua-snippet.ts).
+   */
+  readonly drained: string;
   /** zset group -> due score of its next job: the groups that may start a job now (see the groups snippet). */
   readonly groupsReady: string;
   /** hash group -> its jobs out of the group's queue (running, or waiting for a retry). */

@@ -1,5 +1,5 @@
 import { JobScript } from './job-script.js';
-import { LUA_DEDUPE_KEY } from './dedupe-lua-snippet.js';
+import { LUA_DROP_JOB } from './drop-job-lua-snippet.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
@@ -13,8 +13,11 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
  * so a topic with priorities keeps PRIORITIZED within DUE (topic-base-lua-snippet.ts). Bounded work per call: the caller
  * loops over batches (delay-queue/job-commands.ts).
  *
+ * Each batch first marks the claims made so far (drop-job-lua-snippet.ts): a job claimed ahead of a
+ * consumer's free slots, not started, is removed when that consumer hands it back.
+ *
  * KEYS and ARGV by name (the contract below): the five topic keys, the call's operation record, the
- * completed zset and results hash; the batch size.
+ * completed zset and results hash, the shard's fencing counter and drain mark; the batch size.
  *
  * Returns how many jobs it removed (decoded as `removed`). A second run of the same call answers as
  * the first and removes nothing more.
@@ -22,21 +25,14 @@ import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 export const drainWaitingJobsScript = new JobScript(
   'drainWaitingJobs',
   {
-    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'completed', 'results'],
+    keys: ['due', 'jobs', 'active', 'dead', 'marker', 'record', 'completed', 'results', 'fence', 'drained'],
     args: { batch: 'int' },
     decode: (reply) => ({ removed: Number(reply) }),
   },
   `
 local prior = recordedReply()
 if prior then return tonumber(prior) end
--- Everything of a removed job but its place in DUE or its group's queue (left by the caller).
-local function dropJob(id, body)
-  releaseDedupe(id, body)
-  redis.call('hdel', JOBS, id)
-  dropLogs(id)
-  forgetCompleted(id)
-  announceOutcome(id, 'x')
-end
+markDrained()
 local removed = 0
 local ids = redis.call('zrange', DUE, 0, ARG.batch - 1)
 for _, id in ipairs(ids) do
@@ -60,5 +56,5 @@ end
 recordReply(removed)
 return removed
 `,
-  [LUA_TOPIC_PRELUDE, LUA_DEDUPE_KEY],
+  [LUA_TOPIC_PRELUDE, LUA_DROP_JOB],
 );
