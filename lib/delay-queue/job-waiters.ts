@@ -17,8 +17,12 @@ import { settleWithin } from '../core/time/settle-within.js';
 
 /** How long the first subscription may take when the connection has no bound of its own (a cluster), in ms. */
 const SUBSCRIBE_BOUND_MS = 2_000;
-/** How long shutdown waits for the outcomes already published to reach their waiters (Redis hung), in ms. */
-const HEAR_PUBLISHED_BOUND_MS = 1_000;
+/**
+ * How long shutdown waits for the outcomes already published to reach their waiters, in ms: what is
+ * left of the module's shutdown budget, within these bounds (a round trip to a healthy Redis is far less).
+ */
+const HEAR_PUBLISHED_MIN_MS = 100;
+const HEAR_PUBLISHED_MAX_MS = 1_000;
 
 /** One `waitFor()` call until it settles. */
 interface Waiter {
@@ -96,16 +100,17 @@ export class JobWaiters {
    * Lets the outcomes published before this call reach their waiters, and the first reads in flight
    * answer (shutdown, after the consumers drained: the jobs they finished settle their waiters here).
    * On each channel with waiters it subscribes again: Redis sends that confirmation after the notices
-   * it already queued for the connection, which are heard first. At most `HEAR_PUBLISHED_BOUND_MS`;
-   * at once when nobody waits, or Redis is down or unreachable (silent past its bound), or the
-   * subscriber is not connected (a notice is lost then anyway). Never rejects.
+   * it already queued for the connection, which are heard first. Within what is left of the shutdown
+   * budget, at least 100 ms and at most 1 s; at once when nobody waits, or Redis is down or unreachable
+   * (silent past its bound), or the subscriber is not connected (a notice is lost then anyway). Never rejects.
    */
   async hearPublished(): Promise<void> {
     const reachability = this.connection.reachability;
     if (this.closed || this.pending === 0 || reachability?.isUnreachable || reachability?.isDown) return;
     const subscriber = this.subscriber;
     const confirmations = subscriber?.ready ? [...this.channels.keys()].map((name) => subscriber.subscribe(name)) : [];
-    await settleWithin(Promise.allSettled([...confirmations, ...this.beginning]), HEAR_PUBLISHED_BOUND_MS);
+    const bound = Math.min(HEAR_PUBLISHED_MAX_MS, Math.max(HEAR_PUBLISHED_MIN_MS, this.connection.shutdownBudgetLeft()));
+    await settleWithin(Promise.allSettled([...confirmations, ...this.beginning]), bound);
   }
 
   /** Rejects every pending waiter (shutdown) and closes the subscriber connection. */

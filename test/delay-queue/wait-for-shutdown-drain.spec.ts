@@ -1,6 +1,7 @@
 import { DelayQueueClosedError, JobDeadError, UnrecoverableJobError } from '../../lib/index.js';
 import { JobWaiters } from '../../lib/delay-queue/job-waiters.js';
 import { startLocalRedisServer } from '../../lib/testing/local-redis-server.js';
+import { rawRedis } from '../support/test-app.js';
 import { deferred, waitFor } from '../support/timing.js';
 import { createDelayApp } from './support/delay-test-app.js';
 import { useDelayInstances } from './support/delay-instances.js';
@@ -85,8 +86,12 @@ describe('waitFor across the shutdown drain', () => {
       const laterId = await app.queue.schedule('paused.jobs', 2, { delay: 60_000 });
       const waits = [outcomeOf(app.queue.waitFor('paused.jobs', runningId)), outcomeOf(app.queue.waitFor('paused.jobs', laterId))];
       await started.promise;
-      await waitFor(() => app.app.get(JobWaiters).pending === 2, 10_000, 'both waiters');
-      await waitFor(async () => (await app.queue.get('paused.jobs', laterId)) !== null, 10_000, 'the waiters read');
+      const raw = rawRedis(server.url);
+      try {
+        await waitFor(async () => (await raw.hlen(`${app.keyPrefix}:dq:{paused.jobs}:waited`)) === 2, 10_000, 'both waiters in place');
+      } finally {
+        raw.disconnect();
+      }
       server.process.kill('SIGSTOP');
       const startedAt = performance.now();
       try {
