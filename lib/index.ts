@@ -66,7 +66,7 @@ export type { LockUnavailableContext, OnLocked, WithLockMode, WithLockOptions } 
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed, type OnDelayedOptions } from './decorators/on-delayed.decorator.js';
 export { OnJobEvent } from './decorators/on-job-event.decorator.js';
-export { defineTopic, type Topic, type TopicRef } from './delay-queue/typed-topic.js';
+export { defineTopic, type NotInferred, type Topic, type TopicRef } from './delay-queue/typed-topic.js';
 export type { ScheduledJob, ScheduleOptions } from './delay-queue/interfaces/schedule-options.interface.js';
 export type { DedupeOptions } from './delay-queue/interfaces/dedupe-options.interface.js';
 export type { ScheduleResult, ScheduleStatus } from './delay-queue/interfaces/schedule-result.interface.js';

@@ -3,7 +3,7 @@ import type { ConsumerOptions } from '../delay-queue/interfaces/consumer.interfa
 import type { OnDelayedMetadata } from '../delay-queue/interfaces/on-delayed-metadata.interface.js';
 import type { RepeatOptions, RepeatSchedule } from '../delay-queue/interfaces/repeat-options.interface.js';
 import type { DelayedJobHandler } from '../delay-queue/interfaces/job-context.interface.js';
-import { topicName, type Topic, type TopicRef } from '../delay-queue/typed-topic.js';
+import { topicName, type NotInferred, type Topic, type TopicRef } from '../delay-queue/typed-topic.js';
 import { appendMethodMetadata } from './append-method-metadata.js';
 
 /**
@@ -11,9 +11,12 @@ import { appendMethodMetadata } from './append-method-metadata.js';
  * `repeat`, a schedule registered at bootstrap as `DelayQueueService.repeat(topic, schedule, options)`
  * would (an upsert: every instance registering it is the normal case).
  */
-export type OnDelayedOptions = ConsumerOptions & {
-  /** `{ every: ms }` or `{ cron, timeZone? }`, with the options of `repeat()` (`id`, `payload`, `catchUp`, ...). */
-  repeat?: RepeatSchedule & RepeatOptions;
+export type OnDelayedOptions<T = unknown> = ConsumerOptions & {
+  /**
+   * `{ every: ms }` or `{ cron, timeZone? }`, with the options of `repeat()` (`id`, `payload`, `catchUp`, ...);
+   * with a `Topic` token, `payload` is checked against the token's payload type.
+   */
+  repeat?: RepeatSchedule & RepeatOptions<T>;
 };
 
 /**
@@ -43,7 +46,7 @@ export type OnDelayedOptions = ConsumerOptions & {
 export function OnDelayed(topic: string, options?: OnDelayedOptions): MethodDecorator;
 export function OnDelayed<Payload, Result>(
   topic: Topic<Payload, Result>,
-  options?: OnDelayedOptions,
+  options?: OnDelayedOptions<NotInferred<Payload>>,
 ): <Method extends DelayedJobHandler<Payload, Result>>(
   target: object,
   key: string | symbol,

@@ -27,7 +27,7 @@ import { LISTED_JOB_STATES } from './listed-job.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobCommands } from './job-commands.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
-import { topicName, type TopicRef } from './typed-topic.js';
+import { topicName, type NotInferred, type TopicRef } from './typed-topic.js';
 import { JobWaiters } from './job-waiters.js';
 
 /** The keys of `reschedule()`'s `when`. */
@@ -130,7 +130,7 @@ export class DelayQueueService {
    *   (BigInt, circular, functions, Date, Map, NaN…), a negative/NaN/infinite delay, a bad id
    * @throws InvalidTopicError for a topic name that is not allowed
    */
-  async schedule<T>(topic: TopicRef<T>, payload: T, options?: ScheduleOptions): Promise<string> {
+  async schedule<T>(topic: TopicRef<T>, payload: NotInferred<T>, options?: ScheduleOptions): Promise<string> {
     return (await this.scheduleOne(topicName(topic), payload, options, false)).id;
   }
 
@@ -143,7 +143,7 @@ export class DelayQueueService {
    * @example
    * const { status } = await delayQueue.scheduleWithResult('invoice.send', invoice, { id: `invoice:${invoice.id}` });
    */
-  async scheduleWithResult<T>(topic: TopicRef<T>, payload: T, options?: ScheduleOptions): Promise<ScheduleResult> {
+  async scheduleWithResult<T>(topic: TopicRef<T>, payload: NotInferred<T>, options?: ScheduleOptions): Promise<ScheduleResult> {
     return this.scheduleOne(topicName(topic), payload, options, true);
   }
 
@@ -152,12 +152,12 @@ export class DelayQueueService {
    * before any is written; each group of 500 is written atomically (all of a batch inside a transaction
    * after its commit). Jobs due in the same millisecond run in array order.
    */
-  async scheduleMany<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<T>>): Promise<string[]> {
+  async scheduleMany<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<NotInferred<T>>>): Promise<string[]> {
     return (await this.scheduleBatch(topicName(topic), jobs, false)).map((job) => job.id);
   }
 
   /** `scheduleMany()` telling what it did with each job, in order, as `scheduleWithResult()` does. */
-  async scheduleManyWithResult<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<T>>): Promise<ScheduleResult[]> {
+  async scheduleManyWithResult<T>(topic: TopicRef<T>, jobs: Array<ScheduledJob<NotInferred<T>>>): Promise<ScheduleResult[]> {
     return this.scheduleBatch(topicName(topic), jobs, true);
   }
 
@@ -238,7 +238,7 @@ export class DelayQueueService {
    * @returns whether the job was waiting and now has the new payload
    * @throws InvalidJobError for a payload `schedule()` would refuse (not JSON data, over `delayQueue.maxPayloadBytes`)
    */
-  async updatePayload<T>(topic: TopicRef<T>, id: string, payload: T): Promise<boolean> {
+  async updatePayload<T>(topic: TopicRef<T>, id: string, payload: NotInferred<T>): Promise<boolean> {
     const name = topicName(topic);
     this.assertId(name, id);
     this.shardKeys(name);
@@ -505,7 +505,7 @@ export class DelayQueueService {
    * await delayQueue.repeat('cache.refresh', { every: 30_000 }, { id: 'eu', payload: { region: 'eu' } });
    * await delayQueue.repeat('trial.nudge', { every: 86_400_000 }, { id: userId, limit: 3 });
    */
-  async repeat<T>(topic: TopicRef<T>, schedule: RepeatSchedule, options?: RepeatOptions<T>): Promise<RepeatInfo> {
+  async repeat<T>(topic: TopicRef<T>, schedule: RepeatSchedule, options?: RepeatOptions<NotInferred<T>>): Promise<RepeatInfo> {
     const name = topicName(topic);
     this.shardKeys(name); // validates the topic before anything else
     this.enqueuer.assertOpen('repeat a job');
@@ -551,9 +551,19 @@ export class DelayQueueService {
    *   await orders.expire(orderId, { signal: job.signal });
    * }, { concurrency: 8 });
    */
-  consume<T, R = unknown>(topic: TopicRef<T, R>, handler: DelayedJobHandler<T, R>, options?: ConsumerOptions): Consumer {
+  consume<T, R = unknown>(
+    topic: TopicRef<T, R>,
+    handler: DelayedJobHandler<NotInferred<T>, NotInferred<R>>,
+    options?: ConsumerOptions,
+  ): Consumer;
+  /**
+   * `consume()` of a plain name with a handler whose parameter is typed: `T` and `R` are the handler's
+   * (there is no token to check them against).
+   */
+  consume<T, R = unknown>(topic: string, handler: DelayedJobHandler<T, R>, options?: ConsumerOptions): Consumer;
+  consume(topic: TopicRef, handler: DelayedJobHandler, options?: ConsumerOptions): Consumer {
     const name = topicName(topic);
-    return this.consumers.start(name, handler as DelayedJobHandler, options, `consume(${JSON.stringify(name)})`, 'consume');
+    return this.consumers.start(name, handler, options, `consume(${JSON.stringify(name)})`, 'consume');
   }
 
   /** The keys of every shard of `topic` (one entry for a topic that is not sharded). Validates the name. */

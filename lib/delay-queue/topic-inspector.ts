@@ -103,7 +103,7 @@ export class TopicInspector {
   async topicState(topic: string): Promise<TopicState> {
     assertValidTopic(topic);
     const perShard = await Promise.all(this.shards.all(topic).map((keys) => topicStatsScript.call(this.connection, keys, {})));
-    const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 };
+    const total = { scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0, readyGroups: 0 };
     let completed = 0;
     let blockedUntil = -1;
     for (const shard of perShard) {
@@ -116,6 +116,7 @@ export class TopicInspector {
       total.paused ||= shard.paused;
       total.grouped += shard.grouped;
       total.busyGroups += shard.busyGroups;
+      total.readyGroups += shard.readyGroups;
       blockedUntil = Math.max(blockedUntil, shard.blockedUntilMs);
     }
     // Only topics that keep completed jobs show the count (most keep none).

@@ -31,6 +31,15 @@ export interface Topic<Payload = unknown, Result = void> {
 export type TopicRef<Payload = unknown, Result = unknown> = string | Topic<Payload, Result>;
 
 /**
+ * `T` as the type of a parameter the compiler does not infer `T` from: the call's `Topic` token alone
+ * fixes `T`, and this argument is then checked against it. Without it, a payload or handler of a
+ * wider type (`{ orderId?: string }` for `{ orderId: string }`, `unknown`) would widen `T` until the
+ * token fitted too (a `Topic` is covariant in its types). With a plain name `T` is `unknown` (any
+ * payload) unless given explicitly. TypeScript's own `NoInfer<T>` (5.4+), spelled to work from 5.0.
+ */
+export type NotInferred<T> = [T][T extends unknown ? 0 : never];
+
+/**
  * Defines a typed topic: a token carrying the payload type and the handler's result type, to pass
  * wherever a topic name goes. A wrong payload, a handler taking another payload or returning another
  * result, fails to compile. Define it once (e.g. beside the handler) and import it where jobs are

@@ -288,7 +288,17 @@ describe('delayed-job faults', () => {
         await waitFor(
           async () =>
             JSON.stringify(await queue.stats(topic)) ===
-            JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
+            JSON.stringify({
+              scheduled: 0,
+              due: 0,
+              active: 0,
+              dead: 0,
+              schedules: 0,
+              paused: false,
+              grouped: 0,
+              busyGroups: 0,
+              readyGroups: 0,
+            }),
           15_000,
           'the queue to be empty',
         );
@@ -519,7 +529,17 @@ describe('delayed-job faults', () => {
         await waitFor(
           async () =>
             JSON.stringify(await healthyApp.get(DelayQueueService).stats('mid')) ===
-            JSON.stringify({ scheduled: 0, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 }),
+            JSON.stringify({
+              scheduled: 0,
+              due: 0,
+              active: 0,
+              dead: 0,
+              schedules: 0,
+              paused: false,
+              grouped: 0,
+              busyGroups: 0,
+              readyGroups: 0,
+            }),
           10_000,
           'the job to be acknowledged once',
         );

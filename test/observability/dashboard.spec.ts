@@ -74,6 +74,7 @@ describe('RedisLockDashboardModule: JSON API on real Redis', () => {
       paused: false,
       grouped: 0,
       busyGroups: 0,
+      readyGroups: 0,
       handler: false,
     });
     expect(topics.topics.find((x) => x.topic === 'dash.elsewhere')).toMatchObject({ due: 1 });

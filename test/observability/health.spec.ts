@@ -39,8 +39,8 @@ describe('RedisLockHealthIndicator', () => {
     const fine = await health.checkQueues('queues', { 'health.a': { maxDue: 3, maxDead: 0 }, 'health.b': { maxDue: 0 } });
     expect(fine.queues.status).toBe('up');
     expect(fine.queues.topics).toEqual({
-      'health.a': { scheduled: 0, due: 3, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 },
-      'health.b': { scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0 },
+      'health.a': { scheduled: 0, due: 3, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0, readyGroups: 0 },
+      'health.b': { scheduled: 1, due: 0, active: 0, dead: 0, schedules: 0, paused: false, grouped: 0, busyGroups: 0, readyGroups: 0 },
     });
 
     const backlog = await health.checkQueues('queues', { 'health.a': { maxDue: 2 } });

@@ -14,6 +14,7 @@ import {
   type JobFailedEvent,
   type JobSucceededEvent,
   type Topic,
+  type TopicRef,
 } from 'nestjs-redis-lock';
 
 interface Order {
@@ -45,6 +46,55 @@ export async function producers(queue: DelayQueueService): Promise<void> {
   await queue.scheduleManyWithResult(orderExpire, [{ payload: 'o-1' }]);
   // @ts-expect-error a wrong repeat payload
   await queue.repeat(orderExpire, { every: 1000 }, { payload: { id: 'o-4' } });
+
+  // A payload is checked against the token's type: a value of a WIDER static type is refused too (the
+  // payload is not a place the payload type is inferred from), not only a fresh literal of another type.
+  const draft: { orderId?: string } = {};
+  const either: number | Order = 1;
+  const anything: unknown = {};
+  const someObject: object = {};
+  // @ts-expect-error a payload whose property is optional
+  await queue.schedule(orderExpire, draft);
+  // @ts-expect-error a payload that may be a number
+  await queue.schedule(orderExpire, either);
+  // @ts-expect-error a payload of unknown type
+  await queue.schedule(orderExpire, anything);
+  // @ts-expect-error any object
+  await queue.schedule(orderExpire, someObject);
+  // @ts-expect-error a wider payload, with results
+  await queue.scheduleWithResult(orderExpire, draft);
+  // @ts-expect-error a wider payload in a batch
+  await queue.scheduleMany(orderExpire, [{ payload: draft }]);
+  // @ts-expect-error a wider payload in a batch with results
+  await queue.scheduleManyWithResult(orderExpire, [{ payload: { orderId: 'o-1' } }, { payload: anything }]);
+  // @ts-expect-error a wider new payload
+  await queue.updatePayload(orderExpire, 'o-1', draft);
+  // @ts-expect-error a wider repeat payload
+  await queue.repeat(orderExpire, { every: 1000 }, { payload: draft });
+  // A value of the topic's type, or of a narrower one, is a payload.
+  const placed: Order & { placedAt: number } = { orderId: 'o-5', placedAt: 1 };
+  await queue.schedule(orderExpire, placed);
+  await queue.scheduleMany(orderExpire, [{ payload: placed }]);
+  await queue.updatePayload(orderExpire, 'o-5', placed);
+  // A topic of a union payload takes each member.
+  const orderEvent = defineTopic<{ kind: 'placed'; orderId: string } | { kind: 'paid'; amount: number }>('order.event');
+  await queue.schedule(orderEvent, { kind: 'paid', amount: 5 });
+  // @ts-expect-error a member's property of another member
+  await queue.schedule(orderEvent, { kind: 'paid', orderId: 'o-1' });
+  // A name or a token, typed as TopicRef, checks the token's types too.
+  const ref: TopicRef<Order, Expiry> = orderExpire;
+  await queue.schedule(ref, { orderId: 'o-6' });
+  // @ts-expect-error a wider payload through a TopicRef
+  await queue.schedule(ref, draft);
+  // A plain name takes any payload, of any static type, as before; an explicit type argument checks it.
+  await queue.schedule('order.expire', draft);
+  await queue.schedule('order.expire', anything);
+  await queue.scheduleMany('order.expire', [{ payload: either }, { payload: 'text' }]);
+  await queue.updatePayload('order.expire', 'o-1', someObject);
+  await queue.repeat('order.expire', { every: 1000 }, { payload: anything });
+  await queue.schedule<Order>('order.expire', { orderId: 'o-7' });
+  // @ts-expect-error an explicit payload type checks a plain name's payload
+  await queue.schedule<Order>('order.expire', draft);
 
   const job = await queue.get(orderExpire, 'o-1');
   const payload: Order | undefined = job?.payload;
@@ -87,6 +137,27 @@ export function consumers(queue: DelayQueueService): void {
   queue.consume(orderExpire, async (payload: { id: number }) => ({ expired: payload.id > 0 }));
   // @ts-expect-error a handler resolving to another result
   queue.consume(orderExpire, async () => ({ expired: 'yes' }));
+  // The handler is checked against the token's types: its result may not be wider either.
+  // @ts-expect-error a handler that may resolve to undefined
+  queue.consume(orderExpire, async () => (Math.random() > 0.5 ? { expired: true } : undefined));
+  // @ts-expect-error a handler that may resolve to a string
+  queue.consume(orderExpire, async (order) => (order.orderId ? { expired: true } : 'no'));
+  // @ts-expect-error a synchronous handler resolving to a wider result
+  queue.consume(orderExpire, (): Expiry | null => null);
+  // @ts-expect-error a handler of a topic without a result resolving to one
+  queue.consume(orderPlaced, async () => 1);
+  // An untyped handler's parameters are the token's; a handler taking a wider payload is fine.
+  queue.consume(orderExpire, (order, job) => ({ expired: order.orderId === job.id }));
+  queue.consume(orderExpire, async (_order: { orderId?: string }) => ({ expired: false }));
+  const ref: TopicRef<Order, Expiry> = orderExpire;
+  // @ts-expect-error a TopicRef checks the handler too
+  queue.consume(ref, async () => undefined);
+  // A plain name: any handler, as before, with its own types or explicit ones.
+  queue.consume('order.any', async (payload: { id: number }) => payload.id);
+  queue.consume('order.any', async (payload) => payload);
+  queue.consume<Order>('order.any', async ({ orderId }) => orderId);
+  // @ts-expect-error an explicit payload type checks a plain name's handler
+  queue.consume<Order>('order.any', async (payload: { id: number }) => payload.id);
 }
 
 export class Handlers {
@@ -109,6 +180,26 @@ export class Handlers {
   async wrongResult(_payload: Order): Promise<string> {
     return 'expired';
   }
+
+  // @ts-expect-error a handler of the token that may resolve to undefined
+  @OnDelayed(orderExpire)
+  async maybeResult(_payload: Order): Promise<Expiry | undefined> {
+    return undefined;
+  }
+
+  @OnDelayed(orderExpire, { repeat: { every: 1000, payload: { orderId: 'tick' } } })
+  async tick(_payload: Order): Promise<Expiry> {
+    return { expired: false };
+  }
+
+  // @ts-expect-error a repeat payload of another type than the token's
+  @OnDelayed(orderExpire, { repeat: { every: 1000, payload: { id: 1 } } })
+  async wrongTick(_payload: Order): Promise<Expiry> {
+    return { expired: false };
+  }
+
+  @OnDelayed('order.any', { repeat: { every: 1000, payload: { anything: true } } })
+  anyTick(): void {}
 
   // A plain name: any handler, as before.
   @OnDelayed('order.any')

@@ -13,7 +13,7 @@ import { exportedNames } from '../../tools/api-docs/public-api.js';
  */
 const ROOT = process.cwd();
 const MAIN_ENTRY_BUDGET = 139;
-const ALL_ENTRIES_BUDGET = 182;
+const ALL_ENTRIES_BUDGET = 183;
 
 describe('the public surface', () => {
   let exported: Map<string, string[]>;

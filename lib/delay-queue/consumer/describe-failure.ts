@@ -1,4 +1,5 @@
 import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../jobs/delay-queue.constants.js';
+import { cutAtCharacter } from '../jobs/cut-text.js';
 
 /** How many `Error.cause` levels are kept after the error itself. */
 const MAX_CAUSES = 3;
@@ -20,7 +21,7 @@ export function describeFailure(error: unknown): string {
   } catch {
     message = UNPRINTABLE_FAILURE;
   }
-  return message.length > MAX_ERROR_MESSAGE_LENGTH ? `${message.slice(0, MAX_ERROR_MESSAGE_LENGTH)}…` : message;
+  return message.length > MAX_ERROR_MESSAGE_LENGTH ? `${cutAtCharacter(message, MAX_ERROR_MESSAGE_LENGTH)}…` : message;
 }
 
 /**
@@ -65,7 +66,7 @@ function boundedStack(error: Error, limit: number): string {
   const at = stack.search(FRAMES);
   const head = at < 0 ? stack : stack.slice(0, at);
   const headLimit = Math.min(MAX_ERROR_MESSAGE_LENGTH, at < 0 ? limit - 1 : Math.floor(limit / 2));
-  const keptHead = head.length > headLimit ? `${head.slice(0, headLimit)}…` : head;
+  const keptHead = head.length > headLimit ? `${cutAtCharacter(head, headLimit)}…` : head;
   if (at < 0) return keptHead;
   let room = limit - keptHead.length;
   let frames = '';

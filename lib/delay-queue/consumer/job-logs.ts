@@ -6,6 +6,7 @@ import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
 import type { RedisConnection } from '../../core/redis/redis-connection.js';
 import { JOB_LOG_MAX_LINE_LENGTH, JOB_LOG_MAX_LINES } from '../jobs/delay-queue.constants.js';
 import { operationKey } from '../jobs/operation-record.js';
+import { cutAtCharacter } from '../jobs/cut-text.js';
 import { appendJobLogsScript } from '../scripts/append-job-logs.lua.js';
 import type { HeldJob } from './held-job.js';
 
@@ -54,7 +55,7 @@ export class JobLogs {
     let log = this.logs.get(job);
     if (!log) this.logs.set(job, (log = { pending: [], sequence: 0, closed: false }));
     if (log.closed) return;
-    log.pending.push(message.length > JOB_LOG_MAX_LINE_LENGTH ? message.slice(0, JOB_LOG_MAX_LINE_LENGTH) : message);
+    log.pending.push(cutAtCharacter(message, JOB_LOG_MAX_LINE_LENGTH));
     if (log.pending.length > JOB_LOG_MAX_LINES) log.pending.splice(0, log.pending.length - JOB_LOG_MAX_LINES);
     log.sending ??= this.sendNextTurn(job, log);
   }

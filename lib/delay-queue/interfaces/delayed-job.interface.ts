@@ -26,7 +26,7 @@ export interface DelayedJob<T = unknown, R = unknown> {
   readonly attempts: number;
   /** Set when the job was scheduled with its own `maxAttempts`. */
   readonly maxAttempts?: number;
-  /** When the job was first scheduled (Redis server clock). */
+  /** When the job was first scheduled (Redis server clock); for a job a call replaced (`replace`, a debounce), that call's time. */
   readonly createdAt: Date;
   /** Due time of a `scheduled`, `due` or `waiting-group` job. */
   readonly scheduledAt?: Date;
@@ -75,10 +75,18 @@ export interface DelayQueueStats {
   readonly schedules: number;
   /** The topic is paused (`DelayQueueService.pause`): consumers claim nothing until `resume`. */
   readonly paused: boolean;
-  /** Jobs of a group waiting for their group's turn (not counted in `scheduled` or `due`). */
+  /**
+   * Jobs waiting in their group's queue (`waiting-group`: not counted in `scheduled` or `due`), including
+   * each group's next job, until a consumer claims it.
+   */
   readonly grouped: number;
   /** Groups with a job running or waiting for its retry. */
   readonly busyGroups: number;
+  /**
+   * Groups whose turn has come with a job due now: a consumer's next claim can start one job of each
+   * (of `grouped`). `due + readyGroups` is what the topic's consumers could start now: the backlog.
+   */
+  readonly readyGroups: number;
   /** Completed jobs kept (`keepCompleted`); absent when the topic keeps none. */
   readonly completed?: number;
 }

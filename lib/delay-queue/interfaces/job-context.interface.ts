@@ -13,7 +13,7 @@ export interface JobContext {
   readonly maxAttempts: number;
   /** When this delivery was due (Redis server clock). */
   readonly scheduledAt: Date;
-  /** When the job was first scheduled (Redis server clock). */
+  /** When the job was first scheduled (Redis server clock); for a job a call replaced (`replace`, a debounce), that call's time. */
   readonly createdAt: Date;
   /** When this delivery was claimed (Redis server clock): the start a `rateLimit` counts. */
   readonly claimedAt: Date;

@@ -32,6 +32,17 @@ local function releaseDedupe(id, body)
   local _, _, name = dedupeOf(stored)
   if redis.call('get', name) == id then redis.call('del', name) end
 end
+
+-- A job moved to dueMs (rescheduled): a debounce key that still names it lives until
+-- DEBOUNCE_KEY_GRACE_MS past its new due time, as writeDeduped sets it for the due time it gives.
+local function dedupeFollowsDueTime(id, body, dueMs)
+  local stored = jobField(body, 'dedupe')
+  if not stored then return end
+  local mode, _, name = dedupeOf(stored)
+  if mode == 'd' and redis.call('get', name) == id then
+    redis.call('pexpire', name, math.max(1, dueMs - nowMs) + ${DEBOUNCE_KEY_GRACE_MS})
+  end
+end
 `,
 };
 

@@ -1,9 +1,11 @@
 import { JobScript } from './job-script.js';
+import { LUA_DEDUPE_KEY } from './dedupe-lua-snippet.js';
 import { LUA_TOPIC_PRELUDE } from './lua-snippets.js';
 
 /**
  * Moves a waiting job to a new due time (behind the jobs already due in that millisecond).
- * A job already claimed, dead, or unknown is left alone.
+ * A job already claimed, dead, or unknown is left alone. A debounced job's key, while it names the
+ * job, then lives until DEBOUNCE_KEY_GRACE_MS past the new due time (dedupe-lua-snippet.ts).
  *
  * KEYS and ARGV by name (the contract below): the five topic keys and the call's operation record
  * (see lua-snippets.ts); the job's id, kind ('d' delay from TIME | 'a' absolute ms), when.
@@ -32,6 +34,7 @@ if group then
   local headBefore = headScore()
   local turn = addToGroup(group, id, groupScoreFor(group, dueMs))
   if turn and (headBefore == nil or turn < headBefore) then wake(math.floor(turn / SLOTS)) end
+  dedupeFollowsDueTime(id, body, dueMs)
   recordReply(1)
   return 1
 end
@@ -44,8 +47,9 @@ local headBefore = headScore()
 local score = scoreFor(dueMs)
 queueDue(id, score, body)
 if headBefore == nil or score < headBefore then wake(math.floor(score / SLOTS)) end
+dedupeFollowsDueTime(id, body, dueMs)
 recordReply(1)
 return 1
 `,
-  [LUA_TOPIC_PRELUDE],
+  [LUA_TOPIC_PRELUDE, LUA_DEDUPE_KEY],
 );

@@ -19,6 +19,8 @@ export interface ShardStats {
   readonly grouped: number;
   /** Groups with a job out (running or waiting for a retry). */
   readonly busyGroups: number;
+  /** Groups whose turn has come with a job due now (on `<shard>:groups-ready`, scored now or earlier). */
+  readonly readyGroups: number;
   /** The server ms the shard's block (`JobRateLimitedError`, topic-block-lua-snippet.ts) ends; -1 when not blocked. */
   readonly blockedUntilMs: number;
 }
@@ -31,7 +33,8 @@ export interface ShardStats {
  * block key (topic-block-lua-snippet.ts). No ARGV.
  *
  * Returns { waiting, due now, active, dead, schedules, completed, paused (0|1), waiting in their
- * group's queue, groups with a job out, the block's end in server ms (-1: none) }, decoded into
+ * group's queue, groups with a job out, the block's end in server ms (-1: none), groups whose next
+ * job is due now and may start (their turn has come: group-lua-snippet.ts) }, decoded into
  * ShardStats. Each job body is in exactly one of DUE, ACTIVE, DEAD, its group's queue or the
  * completed set, so the group-queued are the rest of JOBS.
  */
@@ -46,13 +49,17 @@ export const topicStatsScript = new JobScript(
 local schedules, completed, paused = redis.call('hlen', KEY.repeats), redis.call('zcard', KEY.completed), redis.call('exists', KEY.paused)
 local waiting, active, dead = redis.call('zcard', DUE), redis.call('zcard', ACTIVE), redis.call('zcard', DEAD)
 local inGroupQueues = redis.call('hlen', JOBS) - waiting - active - dead - completed
-return { waiting, redis.call('zcount', DUE, '-inf', '(' .. fmt((nowMs + 1) * SLOTS)), active, dead, schedules, completed, paused,
-         math.max(0, inGroupQueues), redis.call('hlen', GROUPS_OUT), blockEndOf(KEY.blocked) }
+local dueNow = '(' .. fmt((nowMs + 1) * SLOTS)
+return { waiting, redis.call('zcount', DUE, '-inf', dueNow), active, dead, schedules, completed, paused,
+         math.max(0, inGroupQueues), redis.call('hlen', GROUPS_OUT), blockEndOf(KEY.blocked),
+         redis.call('zcount', GROUPS_READY, '-inf', dueNow) }
 `,
   [LUA_TOPIC_PRELUDE, LUA_TOPIC_BLOCK],
 );
 
 function decodeShardStats(reply: unknown): ShardStats {
-  const [waiting, due, active, dead, schedules, completed, paused, grouped, busyGroups, blockedUntilMs] = (reply as number[]).map(Number);
-  return { waiting, due, active, dead, schedules, completed, paused: paused === 1, grouped, busyGroups, blockedUntilMs };
+  const [waiting, due, active, dead, schedules, completed, paused, grouped, busyGroups, blockedUntilMs, readyGroups] = (
+    reply as number[]
+  ).map(Number);
+  return { waiting, due, active, dead, schedules, completed, paused: paused === 1, grouped, busyGroups, blockedUntilMs, readyGroups };
 }

@@ -12,7 +12,10 @@ import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-
  * Limits of one topic for `RedisLockHealthIndicator.checkQueues`; a limit left out is not checked.
  */
 export interface QueueHealthThresholds {
-  /** Most due-but-unclaimed jobs (the backlog) before the topic counts as unhealthy. */
+  /**
+   * Most jobs consumers could start now and have not claimed (the backlog: `due`, plus one job of each
+   * group whose turn has come, `readyGroups`) before the topic counts as unhealthy.
+   */
   maxDue?: number;
   /** Most dead letters before the topic counts as unhealthy. */
   maxDead?: number;
@@ -124,7 +127,12 @@ export class RedisLockHealthIndicator {
       const { maxDue, maxDead } = topics[topic];
       const counts = stats[i];
       const problems: string[] = [];
-      if (maxDue !== undefined && counts.due > maxDue) problems.push(`due ${counts.due} > ${maxDue}`);
+      const backlog = counts.due + counts.readyGroups;
+      if (maxDue !== undefined && backlog > maxDue) {
+        problems.push(
+          counts.readyGroups > 0 ? `due ${backlog} (${counts.readyGroups} of groups) > ${maxDue}` : `due ${backlog} > ${maxDue}`,
+        );
+      }
       if (maxDead !== undefined && counts.dead > maxDead) problems.push(`dead ${counts.dead} > ${maxDead}`);
       details[topic] = problems.length > 0 ? { ...counts, problems } : { ...counts };
       if (problems.length > 0) healthy = false;

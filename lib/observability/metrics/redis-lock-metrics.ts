@@ -192,6 +192,18 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
       },
     });
 
+    new Gauge({
+      name: named('queue_ready_groups'),
+      help: 'Groups of the topic whose turn has come with a job due now (each can start a job now); read with queue_jobs.',
+      labelNames: ['topic'],
+      registers,
+      async collect() {
+        const stats = await readQueueStats();
+        this.reset();
+        for (const [topic, counts] of stats) this.set({ topic }, counts.readyGroups);
+      },
+    });
+
     this.listen('lock.acquired', ({ key, keyPattern, waitMs }) => {
       const pattern = this.patternOf(key, keyPattern);
       acquisitions.inc({ key_pattern: pattern });
