@@ -100,26 +100,31 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
    * Drains every consumer, then flushes the writes of committed transactions still pending and
    * stops the outbox relay, before the module's connections close (in `onApplicationShutdown`).
    * Consumers drain first (the `@OnDelayed` ones, then those of `consume()`), so that jobs their
-   * handlers schedule in transactions while they finish are flushed too.
+   * handlers schedule in transactions while they finish are flushed too. Beside the flush, the
+   * outcomes of the jobs the drain finished reach their `waitFor()` calls in this process (their
+   * notices may arrive after the acknowledgements' replies), within a bounded second.
    */
   async beforeApplicationShutdown(): Promise<void> {
     await this.consumerRegistry.drain('on-delayed');
     await this.consumerRegistry.drain('all');
-    await this.enqueuer.flush();
-    await this.outbox?.stop();
+    await Promise.all([this.waiters.hearPublished(), this.flushWrites()]);
   }
 
   /**
-   * After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`); the
-   * `@OnJobEvent` listeners, which heard the drain's outcomes, are detached.
-   * After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`), and
-   * the `waitFor()` calls still pending reject with it.
+   * After the drain: no consumer starts and no job is taken any more (`DelayQueueClosedError`), the
+   * `waitFor()` calls still pending reject with it, and the `@OnJobEvent` listeners, which heard the
+   * drain's outcomes, are detached.
    */
   onApplicationShutdown(): void {
     this.consumerRegistry.close();
     this.enqueuer.close();
     this.jobEventListeners.detach();
     this.waiters.close();
+  }
+
+  private async flushWrites(): Promise<void> {
+    await this.enqueuer.flush();
+    await this.outbox?.stop();
   }
 
   /**

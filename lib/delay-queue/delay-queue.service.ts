@@ -389,16 +389,19 @@ export class DelayQueueService {
    *
    * @throws JobDeadError (rejects) when the job goes to the dead letters, carrying its last error
    * @throws JobCancelledError (rejects) when the job is cancelled
-   * @throws JobWaitTimeoutError (rejects) once `timeout` ms passed; the job is left as it is
+   * @throws JobWaitTimeoutError (rejects) once `timeout` ms passed and the job was read unfinished; the job is left as it is
    * @throws JobNotFoundError (rejects) when no job of that id exists when the wait begins (never
    *   scheduled, or not yet: inside a transaction it is written after the commit; removed; or
    *   completed and not kept)
    * @throws RedisConnectionError (rejects) when Redis cannot be reached to begin the wait; a wait
    *   already begun rides out an outage (its job is read again once Redis is back) until its timeout
-   * @throws DelayQueueClosedError (rejects) when the application shuts down while it waits
+   * @throws DelayQueueClosedError (rejects) when the application shuts down while it waits (a job this
+   *   application's shutdown drain finishes settles its waiters here with its outcome first)
    *
    * `options.timeout`: how long to wait, in ms, before rejecting with `JobWaitTimeoutError`; default: no
-   * timeout, the wait lasts until the job finishes or the application shuts down.
+   * timeout, the wait lasts until the job finishes or the application shuts down. It never ends a wait
+   * before the job's first read: a job already finished answers from its stored state whatever the
+   * timeout, so `0` asks for the outcome of a finished job without waiting for one not finished.
    *
    * @example
    * const id = await delayQueue.schedule('invoice.render', { invoiceId });

@@ -13,9 +13,16 @@ import { parseOutcomeNotice, type OutcomeNotice } from './jobs/outcome-notice.js
 import { TopicShards } from './jobs/topic-shards.js';
 import type { JobRead } from './scripts/read-job-lua-snippet.js';
 import { watchJobScript } from './scripts/watch-job.lua.js';
+import { settleWithin } from '../core/time/settle-within.js';
 
 /** How long the first subscription may take when the connection has no bound of its own (a cluster), in ms. */
 const SUBSCRIBE_BOUND_MS = 2_000;
+/**
+ * How long shutdown waits for the outcomes already published to reach their waiters, in ms: what is
+ * left of the module's shutdown budget, within these bounds (a round trip to a healthy Redis is far less).
+ */
+const HEAR_PUBLISHED_MIN_MS = 100;
+const HEAR_PUBLISHED_MAX_MS = 1_000;
 
 /** One `waitFor()` call until it settles. */
 interface Waiter {
@@ -24,6 +31,11 @@ interface Waiter {
   /** The shards that may hold the job, in search order (one for a topic that is not sharded). */
   readonly shards: readonly TopicKeys[];
   settled: boolean;
+  /** Set once its first read answered (a job not finished leaves it waiting). */
+  begun: boolean;
+  /** The timeout, when it passed before the first read answered: that read settles the wait or it ends then. */
+  overdue?: JobWaitTimeoutError;
+  timer?: NodeJS.Timeout;
   resolve(result: unknown): void;
   reject(error: Error): void;
 }
@@ -47,6 +59,8 @@ export class JobWaiters {
   private subscriber?: SubscriberConnection;
   private connected?: Promise<void>;
   private readonly channels = new Map<string, Channel>();
+  /** The `begin()` of each wait whose subscription or first read is in flight. */
+  private readonly beginning = new Set<Promise<void>>();
   private closed = false;
 
   constructor(
@@ -65,19 +79,38 @@ export class JobWaiters {
   wait(topic: string, id: string, timeout: number | undefined): Promise<unknown> {
     if (this.closed) return Promise.reject(new DelayQueueClosedError('wait for a job'));
     return new Promise<unknown>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
       const waiter: Waiter = {
         topic,
         id,
         shards: this.shards.searchOrder(topic, id),
         settled: false,
-        resolve: (result) => this.settle(waiter, timer, () => resolve(result)),
-        reject: (error) => this.settle(waiter, timer, () => reject(error)),
+        begun: false,
+        resolve: (result) => this.settle(waiter, () => resolve(result)),
+        reject: (error) => this.settle(waiter, () => reject(error)),
       };
-      if (timeout !== undefined) timer = setTimeout(() => waiter.reject(new JobWaitTimeoutError(topic, id, timeout)), timeout);
+      if (timeout !== undefined)
+        waiter.timer = setTimeout(() => this.timeOut(waiter, new JobWaitTimeoutError(topic, id, timeout)), timeout);
       for (const shard of waiter.shards) this.join(shard.outcomeChannel, waiter);
-      void this.begin(waiter);
+      const beginning = this.begin(waiter).finally(() => this.beginning.delete(beginning));
+      this.beginning.add(beginning);
     });
+  }
+
+  /**
+   * Lets the outcomes published before this call reach their waiters, and the first reads in flight
+   * answer (shutdown, after the consumers drained: the jobs they finished settle their waiters here).
+   * On each channel with waiters it subscribes again: Redis sends that confirmation after the notices
+   * it already queued for the connection, which are heard first. Within what is left of the shutdown
+   * budget, at least 100 ms and at most 1 s; at once when nobody waits, or Redis is down or unreachable
+   * (silent past its bound), or the subscriber is not connected (a notice is lost then anyway). Never rejects.
+   */
+  async hearPublished(): Promise<void> {
+    const reachability = this.connection.reachability;
+    if (this.closed || this.pending === 0 || reachability?.isUnreachable || reachability?.isDown) return;
+    const subscriber = this.subscriber;
+    const confirmations = subscriber?.ready ? [...this.channels.keys()].map((name) => subscriber.subscribe(name)) : [];
+    const bound = Math.min(HEAR_PUBLISHED_MAX_MS, Math.max(HEAR_PUBLISHED_MIN_MS, this.connection.shutdownBudgetLeft()));
+    await settleWithin(Promise.allSettled([...confirmations, ...this.beginning]), bound);
   }
 
   /** Rejects every pending waiter (shutdown) and closes the subscriber connection. */
@@ -99,9 +132,20 @@ export class JobWaiters {
       await this.bounded(Promise.all(waiter.shards.map((shard) => this.subscribed(shard.outcomeChannel))), waiter);
       if (waiter.settled) return;
       this.answer(waiter, await this.read(waiter));
+      waiter.begun = true;
+      if (waiter.overdue) waiter.reject(waiter.overdue);
     } catch (error) {
       waiter.reject(error instanceof Error ? error : new Error(String(error)));
     }
+  }
+
+  /**
+   * The timeout ends a wait once its first read answered: a job already finished answers from its
+   * stored state whatever the timeout, 0 included. With Redis down there is nothing to read: it ends now.
+   */
+  private timeOut(waiter: Waiter, error: JobWaitTimeoutError): void {
+    if (waiter.begun || this.connection.reachability?.isDown) waiter.reject(error);
+    else waiter.overdue = error;
   }
 
   /** The job's state, from the first shard that holds it, recording there that it is waited for. */
@@ -140,10 +184,10 @@ export class JobWaiters {
     }
   }
 
-  private settle(waiter: Waiter, timer: NodeJS.Timeout | undefined, done: () => void): void {
+  private settle(waiter: Waiter, done: () => void): void {
     if (waiter.settled) return;
     waiter.settled = true;
-    if (timer) clearTimeout(timer);
+    clearTimeout(waiter.timer);
     for (const shard of waiter.shards) this.leave(shard.outcomeChannel, waiter);
     done();
   }

@@ -165,6 +165,12 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
     this.shutdownStartedAt ??= performance.now();
   }
 
+  /** Ms left of the module's shutdown budget (`delayQueue.shutdownTimeout` from `onModuleDestroy`; all of it before). */
+  shutdownBudgetLeft(): number {
+    const startedAt = this.shutdownStartedAt ?? performance.now();
+    return Math.max(0, startedAt + this.config.delayQueue.shutdownTimeout - performance.now());
+  }
+
   /** Closes the transport (`close`, with the module's deadline). */
   onApplicationShutdown(): Promise<void> {
     const now = performance.now();

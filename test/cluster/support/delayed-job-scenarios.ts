@@ -433,6 +433,36 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       }
     });
 
+    it('waitFor answers the outcomes of the jobs its own instance finishes during the shutdown drain', async () => {
+      const app = await newApp();
+      apps = apps.filter((a) => a !== app);
+      const own = app.get(DelayQueueService);
+      let release!: () => void;
+      const draining = new Promise<void>((resolve) => (release = resolve));
+      let started = 0;
+      const consumer = own.consume<number>(
+        'waited',
+        async (n) => {
+          started++;
+          await draining;
+          return n * 3;
+        },
+        { keepCompleted: { count: 100 }, concurrency: 20 },
+      );
+      const ids = await own.scheduleMany(
+        'waited',
+        Array.from({ length: 9 }, (_, n) => ({ payload: n })),
+      );
+      const outcomes = ids.map((id) => own.waitFor('waited', id).catch((error: Error) => error.name));
+      const waitedIds = async () => (await Promise.all(shardKeys('waited').map((k) => target.raw().hkeys(k.waited)))).flat();
+      await waitFor(async () => started === ids.length && (await waitedIds()).length === ids.length, 10_000, 'every wait in place');
+      const closing = app.close();
+      await waitFor(() => !consumer.running, 10_000, 'the drain to begin');
+      release();
+      await closing;
+      expect(await within(Promise.all(outcomes), 10_000, 'the outcomes')).toEqual(Array.from({ length: 9 }, (_, n) => n * 3));
+    });
+
     it('job logs are written and read across instances and go with their job', async () => {
       const runner = (await newApp()).get(DelayQueueService);
       let release!: () => void;
