@@ -3,7 +3,9 @@ import type { TestingModule } from '@nestjs/testing';
 import { LockService } from '../../lib/index.js';
 import { OneInstanceLeases } from '../../lib/scheduling/one-instance-leases.js';
 import { OnOneInstance } from '../../lib/decorators/on-one-instance.decorator.js';
+import { MAX_HANDOVER_GUARD_MS } from '../../lib/scheduling/scheduling.constants.js';
 import { uniquePrefix } from '../support/test-app.js';
+import { waitFor } from '../support/timing.js';
 import { closeSchedulingApps, createSchedulingApp } from './support/scheduling-app.js';
 
 @Injectable()
@@ -50,8 +52,11 @@ describe('@OnOneInstance: a call in flight when shutdown begins', () => {
 
     expect(holder.ran).toEqual([1, 2]);
     expect(other.ran).toEqual([]);
-    // Handed back after the run: the next tick runs on the other instance.
-    expect(await apps[1].get(LockService).isLocked('ticks')).toBe(false);
+    // Handed back after the run: set to lapse at the hand-over guard's end (half the shortest gap
+    // between calls, at most MAX_HANDOVER_GUARD_MS after the last call), then the next tick runs on
+    // the other instance.
+    const locks = apps[1].get(LockService);
+    await waitFor(async () => !(await locks.isLocked('ticks')), MAX_HANDOVER_GUARD_MS + 5_000, 'the lease to lapse');
     expect(await other.tick(3)).toBe('ran 3');
     // Calls fired after the shutdown began do not run on the leaving instance.
     expect(await holder.tick(4)).toBeUndefined();
