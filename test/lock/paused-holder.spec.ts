@@ -4,6 +4,8 @@ import { pauseHolderPastLease } from '../support/pause-holder-past-lease.js';
 import { createLockApp, uniquePrefix } from '../support/test-app.js';
 
 const LEASE_MS = 1_000;
+/** The taking-over instance's lease: long, so a stall of this test process on a loaded host does not end it. */
+const TAKE_OVER_LEASE_MS = 30_000;
 const WAIT = { waitTimeout: 30_000 };
 
 /** How another instance takes each kind of lock over from the paused holder. */
@@ -34,7 +36,7 @@ describe('a holder paused past its lease sees the lock lost the moment it runs a
     const keyPrefix = uniquePrefix(`paused-${kind}`);
     let next: LockHandle | undefined;
     const { heldToken: staleToken, seen } = await pauseHolderPastLease(kind, keyPrefix, LEASE_MS, async () => {
-      app = await createLockApp({ keyPrefix, lock: { leaseTime: LEASE_MS } });
+      app = await createLockApp({ keyPrefix, lock: { leaseTime: TAKE_OVER_LEASE_MS } });
       next = await TAKE_OVER[kind](app.get(LockService));
     });
     expect({ kind, ...seen }).toEqual({

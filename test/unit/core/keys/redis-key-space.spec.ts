@@ -64,6 +64,7 @@ describe('RedisKeySpace: the key layout', () => {
       paused: 'rl:dq:{order.expire}:paused',
       rateLog: 'rl:dq:{order.expire}:rate',
       blocked: 'rl:dq:{order.expire}:blocked',
+      drained: 'rl:dq:{order.expire}:drained',
       groupsReady: 'rl:dq:{order.expire}:groups-ready',
       groupsOut: 'rl:dq:{order.expire}:groups-out',
       groupLimit: 'rl:dq:{order.expire}:group-limit',
