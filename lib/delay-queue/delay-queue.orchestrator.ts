@@ -12,6 +12,7 @@ import { RedisConnection } from '../core/redis/redis-connection.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
 import { JobWaiters } from './job-waiters.js';
+import { JobWriter } from './writer/job-writer.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import { JobOutboxRelay } from './outbox-relay/job-outbox-relay.js';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
@@ -56,6 +57,7 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
     @Inject(JobOutboxRelay) private readonly outbox: JobOutboxRelay | null,
     private readonly jobEventListeners: JobEventListeners,
     private readonly waiters: JobWaiters,
+    private readonly writer: JobWriter,
   ) {}
 
   /**
@@ -125,6 +127,8 @@ export class DelayQueueOrchestrator implements OnModuleInit, OnApplicationBootst
   private async flushWrites(): Promise<void> {
     await this.enqueuer.flush();
     await this.outbox?.stop();
+    // Last of the writes: the operation records they answered are deleted before the connections close.
+    this.writer.sendAnsweredRecords();
   }
 
   /**

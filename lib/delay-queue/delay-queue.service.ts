@@ -497,6 +497,9 @@ export class DelayQueueService {
    * estimate. `limit`, `startDate` and `endDate` bound its runs (docs/scheduling.md, Bounded repeats).
    * See docs/scheduling.md (Repeatable delayed jobs: `repeat()`) for ticks, `catchUp` and guarantees.
    *
+   * With a typed topic whose payload type does not include `null`, `options.payload` is required (a
+   * tick without one carries `null`).
+   *
    * @returns the stored schedule and the tick queued now
    * @throws InvalidOptionsError for a bad schedule or option (named in the message)
    *
@@ -505,7 +508,13 @@ export class DelayQueueService {
    * await delayQueue.repeat('cache.refresh', { every: 30_000 }, { id: 'eu', payload: { region: 'eu' } });
    * await delayQueue.repeat('trial.nudge', { every: 86_400_000 }, { id: userId, limit: 3 });
    */
-  async repeat<T>(topic: TopicRef<T>, schedule: RepeatSchedule, options?: RepeatOptions<NotInferred<T>>): Promise<RepeatInfo> {
+  async repeat<T>(
+    topic: TopicRef<T>,
+    schedule: RepeatSchedule,
+    ...[options]: null extends NotInferred<T>
+      ? [options?: RepeatOptions<NotInferred<T>>]
+      : [options: RepeatOptions<NotInferred<T>> & { payload: NotInferred<T> }]
+  ): Promise<RepeatInfo> {
     const name = topicName(topic);
     this.shardKeys(name); // validates the topic before anything else
     this.enqueuer.assertOpen('repeat a job');

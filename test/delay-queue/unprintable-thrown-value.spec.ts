@@ -39,4 +39,25 @@ describe('a thrown value that cannot be printed', () => {
     expect(dead?.state).toBe('dead');
     expect(dead?.lastError).toBe('<a thrown value that cannot be printed>');
   });
+
+  it('a revoked Proxy (whose prototype cannot be read: instanceof throws) is recorded as the failure at once', async () => {
+    const [t] = await instances.start(1);
+    t.queue.consume(
+      'revoked',
+      () => {
+        const { proxy, revoke } = Proxy.revocable({}, {});
+        revoke();
+        throw proxy;
+      },
+      { maxAttempts: 1, visibilityTimeout: 600_000 },
+    );
+    const id = await t.queue.schedule('revoked', 1);
+    const error = await within(
+      rejectionOf(() => t.queue.waitFor('revoked', id)),
+      60_000,
+      'the job to die',
+    );
+    expect(error).toBeInstanceOf(JobDeadError);
+    expect((await t.queue.get('revoked', id))?.lastError).toBe('<a thrown value that cannot be printed>');
+  });
 });

@@ -46,6 +46,13 @@ export async function producers(queue: DelayQueueService): Promise<void> {
   await queue.scheduleManyWithResult(orderExpire, [{ payload: 'o-1' }]);
   // @ts-expect-error a wrong repeat payload
   await queue.repeat(orderExpire, { every: 1000 }, { payload: { id: 'o-4' } });
+  // A payload type that includes null: the payload may be left out.
+  await queue.repeat(defineTopic<Order | null>('order.sweep'), { every: 1000 });
+  await queue.repeat('order.any', { every: 1000 });
+  // @ts-expect-error a repeat of a typed topic without its payload (each tick would carry null)
+  await queue.repeat(orderExpire, { every: 1000 });
+  // @ts-expect-error options without the payload
+  await queue.repeat(orderExpire, { every: 1000 }, { id: 'x' });
 
   // A payload is checked against the token's type: a value of a WIDER static type is refused too (the
   // payload is not a place the payload type is inferred from), not only a fresh literal of another type.
@@ -195,6 +202,12 @@ export class Handlers {
   // @ts-expect-error a repeat payload of another type than the token's
   @OnDelayed(orderExpire, { repeat: { every: 1000, payload: { id: 1 } } })
   async wrongTick(_payload: Order): Promise<Expiry> {
+    return { expired: false };
+  }
+
+  // @ts-expect-error a repeat of a typed topic without its payload (each tick would carry null)
+  @OnDelayed(orderExpire, { repeat: { every: 1000 } })
+  async tickWithoutPayload(_payload: Order): Promise<Expiry> {
     return { expired: false };
   }
 

@@ -16,12 +16,17 @@ export abstract class RedisLockError extends Error {
    * `error instanceof LockLostError` (any class of this library) is true also for an error thrown by
    * the package's other build (an app that loads it both through `import` and `require`): besides
    * the prototype chain, it accepts an error of this library whose class, or a base class of it,
-   * has this class's name.
+   * has this class's name. Never throws: a value whose prototype or properties cannot be read (a
+   * revoked Proxy, a throwing getter) is no instance, so a check on whatever a handler threw is safe.
    */
   static override [Symbol.hasInstance]<T>(this: abstract new (...args: never[]) => T, value: unknown): value is T {
-    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
-    const names = (value as { [ERROR_CLASSES]?: unknown } | null | undefined)?.[ERROR_CLASSES];
-    return Array.isArray(names) && names.includes(this.name);
+    try {
+      if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+      const names = (value as { [ERROR_CLASSES]?: unknown } | null | undefined)?.[ERROR_CLASSES];
+      return Array.isArray(names) && names.includes(this.name);
+    } catch {
+      return false;
+    }
   }
 }
 

@@ -154,17 +154,19 @@ export interface JobRateLimitedEvent {
 }
 
 /**
- * Lines a handler logged with `JobContext.log()` that Redis did not take (unreachable, or no answer
- * in time): they are dropped, the handler goes on. Counted by `redis_lock_job_log_lines_dropped_total`.
+ * Lines a handler logged with `JobContext.log()` whose write Redis did not confirm (unreachable, or no
+ * answer in time): they are not sent again, the handler goes on. Most often Redis never got them; a
+ * write that reached Redis and lost its reply is in the log all the same. Counted by
+ * `redis_lock_job_log_lines_dropped_total`.
  */
 export interface JobLogDroppedEvent {
   /** The topic of the job. */
   readonly topic: string;
   /** The job id. */
   readonly id: string;
-  /** How many lines were dropped. */
+  /** How many lines the unconfirmed write carried. */
   readonly lines: number;
-  /** Why Redis did not take them. */
+  /** Why the write was not confirmed. */
   readonly error: unknown;
 }
 

@@ -64,7 +64,7 @@ export interface RedisLockEventMap {
   'job.dead': JobDeadEvent;
   /** A handler threw JobRateLimitedError: the job went back, the topic's claims wait. */
   'job.rate-limited': JobRateLimitedEvent;
-  /** Lines a handler logged with `JobContext.log()` could not be written to Redis: dropped. */
+  /** Lines a handler logged with `JobContext.log()` whose write Redis did not confirm: not sent again. */
   'job.log.dropped': JobLogDroppedEvent;
   /** A job whose consumer went silent was taken back. */
   'job.recovered': JobRecoveredEvent;

@@ -7,7 +7,8 @@ const DELETE_BATCH = 1_000;
  * Operation records whose call has been answered (see operation-record.ts): no re-send can follow,
  * so they are deleted, without holding up the caller, all of one shard in one DEL on the next turn
  * of the event loop (the calls answered in one turn, as many concurrent schedule calls are, share
- * it). A DEL that fails leaves its records to expire on their own (OPERATION_RECORD_TTL_MS).
+ * it). A DEL that fails leaves its records to expire on their own (OPERATION_RECORD_TTL_MS). At
+ * shutdown, `sendNow()` sends what is pending before the connection closes.
  */
 export class AnsweredRecords {
   /** Records to delete, by the jobs key of their shard (every key of a shard shares its cluster slot). */
@@ -25,6 +26,11 @@ export class AnsweredRecords {
     if (this.sweepQueued) return;
     this.sweepQueued = true;
     setImmediate(() => this.sweep());
+  }
+
+  /** Sends the pending deletes now (at shutdown: before the connection's QUIT, which Redis runs after them). */
+  sendNow(): void {
+    this.sweep();
   }
 
   private sweep(): void {

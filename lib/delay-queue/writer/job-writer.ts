@@ -123,6 +123,11 @@ export class JobWriter {
     return reply;
   }
 
+  /** Sends the deletes of answered operation records still pending (at shutdown, before the connections close). */
+  sendAnsweredRecords(): void {
+    this.answered.sendNow();
+  }
+
   /** `publish`, or `spublish` on a cluster: how a script announces on a topic's channel. */
   get publishCommand(): 'publish' | 'spublish' {
     return this.connection.publishCommand;

@@ -131,7 +131,7 @@ export class RedisLockMetrics implements OnModuleInit, OnModuleDestroy {
     );
     const logLinesDropped = counter(
       'job_log_lines_dropped_total',
-      'Lines handlers logged with JobContext.log() that Redis did not take (unreachable or no answer in time).',
+      'Lines handlers logged with JobContext.log() whose write Redis did not confirm (unreachable or no answer in time).',
       ['topic'],
     );
     // prom-client calls collect() with the gauge as `this`.
