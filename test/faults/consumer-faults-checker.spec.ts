@@ -2,6 +2,7 @@ import type { ScheduledJob } from '../../lib/delay-queue/interfaces/schedule-opt
 import { checkGroupHistory, type PauseWindow, type ScheduledGroupJob } from '../../tools/soak/groups/group-checker.js';
 import type { WorkerJobPayload } from '../../tools/soak/groups/worker.js';
 import { monotonicUs } from '../../tools/soak/scheduled-work/constants.js';
+import type { WorkerFleet } from '../../tools/soak/groups/worker-fleet.js';
 import { seededDraws } from '../../tools/soak/soak-constants.js';
 import { uniquePrefix } from '../support/test-app.js';
 import { holdsWithin, sleep, waitFor } from '../support/timing.js';
@@ -58,6 +59,24 @@ type OutageMode = 'cut' | 'blackhole-heal' | 'blackhole-reset';
 interface Planned {
   readonly entry: ScheduledJob<WorkerJobPayload>;
   readonly record: Omit<ScheduledGroupJob, 'scheduledM'>;
+}
+
+/** Active jobs read from Redis (each with its delivery number, `attempts`) and when the read was answered (monotonic µs). */
+interface ClaimsRead {
+  readonly deliveries: ReadonlyArray<{ readonly job: string; readonly attempt: number }>;
+  readonly answeredM: number;
+}
+
+/**
+ * The deliveries of `read` no handler had started by its answer: no start line of that job and attempt at or before
+ * `answeredM` (a job whose handler returned but whose acknowledgement was still on its way has one). A handed-back
+ * delivery's attempt is undone, so its next delivery has the same number (neither started); a retried job's earlier
+ * deliveries have other numbers. Exact once every start line up to the read is in (it counts a line still on its way
+ * as not started); a start between Redis running the read and its answer counts as started (an undercount).
+ */
+function notStarted(workers: WorkerFleet, read: ClaimsRead): number {
+  return read.deliveries.filter((d) => !workers.starts.some((s) => s.job === d.job && s.attempt === d.attempt && s.m <= read.answeredM))
+    .length;
 }
 
 describe(
@@ -140,6 +159,9 @@ describe(
           startM: number;
           endM?: number;
           longJob: string;
+          /** The claims read just before the cut (or just after it, for a cut made anyway). */
+          read?: ClaimsRead;
+          /** Of those, the deliveries that had not started when Redis answered (set once phase A settled). */
           claimedNotRunning: number;
         }> = [];
         const pauses: PauseWindow[] = [];
@@ -159,12 +181,13 @@ describe(
           const outagePlan = [0, 1].map(() => ({ mode: drawMode(), ms: between(14_000, 20_000) }));
           const pendingOutages: Array<Promise<void>> = [];
           let checkingBuffers = false;
-          /** Claims of slots 0-1 (visible for the long timeout) that no handler of theirs runs. */
-          const claimsWaitingInLongSlots = async (): Promise<number> => {
+          /** The claims of slots 0-1 (visible for the long timeout), or of every slot (`longOnly` false). */
+          const readClaims = async (longOnly = true): Promise<ClaimsRead> => {
             const { jobs } = await queue.list(TOPIC, { state: 'active', limit: 1_000 });
+            const answeredM = monotonicUs();
             const now = Date.now();
-            const held = jobs.filter((j) => (j.visibleUntil?.getTime() ?? 0) - now > LONG_VISIBILITY / 2).length;
-            return held - workers.runningIn(workers.inSlot(0)) - workers.runningIn(workers.inSlot(1));
+            const held = jobs.filter((j) => !longOnly || (j.visibleUntil?.getTime() ?? 0) - now > LONG_VISIBILITY / 2);
+            return { deliveries: held.map((j) => ({ job: j.id, attempt: j.attempts })), answeredM };
           };
           const openOutageOn = (slot: number) => outages.some((o) => o.slot === slot && o.endM === undefined);
           /**
@@ -172,7 +195,7 @@ describe(
            * of their handlers runs (in a prefetch buffer, or on their way to it), read just before the
            * cut; or, when not given, read just after it over the whole topic (a cut made anyway).
            */
-          const cutLink = (slot: number, longJob: string, claimedNotRunning?: number) => {
+          const cutLink = (slot: number, longJob: string, read?: ClaimsRead) => {
             const plan = outagePlan.shift();
             if (!plan) return;
             const outage = {
@@ -181,15 +204,17 @@ describe(
               startM: monotonicUs(),
               endM: undefined as number | undefined,
               longJob,
-              claimedNotRunning: claimedNotRunning ?? -1,
+              read,
+              claimedNotRunning: -1,
             };
             outages.push(outage);
             const proxy = proxies[slot];
             if (plan.mode === 'cut') proxy.cut();
             else proxy.blackhole();
-            const running = workers.running;
-            if (claimedNotRunning === undefined)
-              void queue.stats(TOPIC).then((stats) => (outage.claimedNotRunning = stats.active - running));
+            if (read === undefined)
+              void readClaims(false)
+                .then((after) => (outage.read = after))
+                .catch((error: unknown) => workers.problems.push(`reading the claims after a cut failed: ${String(error)}`));
             pendingOutages.push(
               sleep(plan.ms).then(() => {
                 // The outage's length is the fault itself, not a timing assumption.
@@ -213,10 +238,11 @@ describe(
             const afterShort = (end?.short && start.m - end.m < 200_000) || (previous?.short && start.m - previous.m < 200_000);
             if (!afterShort || checkingBuffers) return;
             checkingBuffers = true;
-            claimsWaitingInLongSlots()
-              .then((waiting) => {
+            readClaims()
+              .then((read) => {
+                // Start lines still on their way count as not started here: the figure is settled exactly after the phase.
                 const stillRunning = !workers.ends.has(`${start.job}@${start.token}`);
-                if (waiting > 0 && stillRunning && !openOutageOn(worker.slot)) cutLink(worker.slot, start.job, waiting);
+                if (notStarted(workers, read) > 0 && stillRunning && !openOutageOn(worker.slot)) cutLink(worker.slot, start.job, read);
               })
               .catch((error: unknown) => workers.problems.push(`reading the buffered claims failed: ${String(error)}`))
               .finally(() => (checkingBuffers = false));
@@ -253,6 +279,8 @@ describe(
           workers.onStart = undefined;
           await Promise.all(pendingOutages);
           await settle('A', LONG_VISIBILITY + 40_000);
+          // Every start line of the phase is in: a delivery without one by the read's answer had not started.
+          for (const outage of outages.slice(-2)) outage.claimedNotRunning = outage.read ? notStarted(workers, outage.read) : -1;
           log(
             `round ${round}: A done, outages ` +
               JSON.stringify(

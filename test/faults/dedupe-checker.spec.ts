@@ -31,13 +31,15 @@ import { sleep, waitFor } from '../support/timing.js';
  * whether its reply was dropped and when) and every handler run (`JobContext` createdAt, scheduledAt,
  * claimedAt) is recorded, and the whole history judged once every job ran and the topic is empty.
  *
- * Then three cases made to happen (each waits for its event; a case whose outcome the machine's load
+ * Then four cases made to happen (each waits for its event; a case whose outcome the machine's load
  * spoiled is tried again with a longer ttl):
  * - throttle: a call after the key's job ran and was acknowledged answers `existing`;
  * - throttle: a creating call's reply is dropped and the link held cut until the key EXPIRED, then the
  *   call is re-sent: it answers `created` from its first run and makes no second job;
  * - debounce: a call's reply is dropped and, while its link is cut, another instance's call replaces
- *   its job; the re-sent call must not put its payload back: the job runs once with the later payload.
+ *   its job; the re-sent call must not put its payload back: the job runs once with the later payload;
+ * - debounce: a call while the key's job is due but unclaimed (the topic paused): it must replace it,
+ *   judged by debounce-not-replaced (resumed once the Redis clock is past the call's bound).
  *
  * DEDUPE_SEED=<n> replays a seed (the same keys, plans and fault draws; the interleaving still varies
  * with timing).
@@ -187,6 +189,25 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
         await waitForRuns([resentFirst, overtaking], `the run of ${plan.key}`);
       }
 
+      // Made to happen 4: a debounce call while the key's job is due but unclaimed (the topic paused):
+      // it must replace that job (debounce-not-replaced judges it; the job is claimed only after resume).
+      const unclaimed = { key: 'due-unclaimed', mode: 'debounce' as const, ttl: 150 };
+      await apps[0].queue.pause(TOPIC);
+      const waiting = await call(0, unclaimed);
+      const waitingId = waiting.result?.id;
+      if (waitingId !== undefined) {
+        await waitFor(async () => (await apps[0].queue.get(TOPIC, waitingId))?.state === 'due', 10_000, 'the debounced job to come due');
+      }
+      const onDue = await call(1, unclaimed);
+      // Resumed once the Redis clock is past the call's bound: a claim then is certainly after the call.
+      const redisMs = async () => {
+        const [seconds, micros] = await instances.redis().time();
+        return Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+      };
+      await waitFor(async () => (await redisMs()) > onDue.answeredMs + TOLERANCE_MS, 10_000, 'the Redis clock to pass the call');
+      await apps[0].queue.resume(TOPIC);
+      await waitForRuns([waiting, onDue], `the run of ${unclaimed.key}`);
+
       const figures = await recorder.settleAndJudge(apps[0].queue, `seed ${SEED} (replay: DEDUPE_SEED=${SEED})`);
       log(`figures ${JSON.stringify(figures)}, replies dropped in the random phase ${randomDrops}`);
       // Not vacuous (each made to happen above, or by the plan): both modes, calls of one key racing
@@ -203,6 +224,7 @@ describe('throttle and debounce across instances (randomized, checked)', () => {
       expect(resent.result?.status).toBe('created');
       expect(overtaken).toBe(true);
       expect(figures.mostCallsOnOneJob).toBeGreaterThanOrEqual(2);
+      expect(waitingId).toBeDefined(); // and the call made while it was due was judged
       expect(figures.lostReplies.created).toBeGreaterThanOrEqual(2);
     },
     120_000,

@@ -107,6 +107,7 @@ describe('dedupe checker', () => {
         debounceJobs: 2,
         mostCallsOnOneJob: 3,
         payloadRaces: 0,
+        racedClaim: 0,
         racingCalls: 2,
         lostReplies: { replaced: 1 },
       });
@@ -127,6 +128,26 @@ describe('dedupe checker', () => {
         'debounce-split', // a and c
         'debounce-split', // b and c
       ]);
+    });
+
+    it('debounce-not-replaced: a call ttl or more after the last one created a job while the key’s job was not yet claimed', () => {
+      // D1 was due at 161 but a busy consumer claimed it only at 420, after d (400-402) had run and created D2.
+      const late = [run('D1', 'c', 61, 100, { claimedAtMs: 420 }), runs[1]];
+      expect(rules(calls, late)).toEqual(['debounce-not-replaced']);
+      // Not when D1 was claimed (running) before d was sent, even if it ends after d.
+      expect(rules(calls, [run('D1', 'c', 61, 100, { claimedAtMs: 398, endedMs: 450 }), runs[1]])).toEqual([]);
+    });
+
+    it('excuses and counts a claim that raced the created call', () => {
+      for (const claimedAtMs of [399, 401, 403]) {
+        const { violations, figures } = checkDedupeHistory({
+          calls,
+          runs: [run('D1', 'c', 61, 100, { claimedAtMs }), runs[1]],
+          toleranceMs: 1,
+        });
+        expect(violations).toEqual([]);
+        expect(figures.racedClaim).toBe(1);
+      }
     });
 
     it('debounce-due: not due ttl after the last call', () => {

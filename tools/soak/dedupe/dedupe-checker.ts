@@ -38,6 +38,14 @@
  *   on different jobs. The earlier call's job was due no earlier than ttl after it, so it had not
  *   started when the later one ran and had to be replaced (a call lands on a new job only when the
  *   key's job has started).
+ * - `debounce-not-replaced`: a call answered `created` while an earlier job of its key (one whose
+ *   creating call had run before this call was sent) was certainly still waiting, never started: its
+ *   first run (attempt 1) was claimed, on the Redis clock, after this call had run (+ tolerance). That
+ *   job had to be replaced (a call lands on a new job only when the key's job is running, done, dead
+ *   or waiting for a retry): debounce-split's complement for calls ttl or more apart (a due job that a
+ *   busy consumer had not claimed yet). A call already reported by debounce-split with that job is not
+ *   reported twice. A claim whose Redis time may lie within the call's interval raced it (either answer
+ *   is right): excused and counted (`racedClaim`).
  * - `debounce-due`: a run's `scheduledAt` is not `createdAt + ttl` (due ttl after the last call).
  * - `debounce-early-run`: a run claimed before ttl after the sending of some call that landed on
  *   its job (every such call restarted the wait).
@@ -122,6 +130,8 @@ export interface DedupeFigures {
   mostCallsOnOneJob: number;
   /** Debounce runs whose last call raced another (several intervals hold its createdAt). */
   payloadRaces: number;
+  /** Debounce calls answered `created` while an earlier job of their key was claimed (the claim raced the call). */
+  racedClaim: number;
   /** Calls in flight at once with a call of the same key from another instance. */
   racingCalls: number;
   /** Calls whose reply was dropped and re-sent, by their answer. */
@@ -176,6 +186,7 @@ function emptyFigures(input: DedupeCheckInput): DedupeFigures {
     debounceJobs: 0,
     mostCallsOnOneJob: 0,
     payloadRaces: 0,
+    racedClaim: 0,
     racingCalls,
     lostReplies,
   };
@@ -308,11 +319,13 @@ function debounceRules(
   figures.debounceJobs += jobs.size;
   const answered = calls.filter((c) => c.result && jobs.has(c.result.id));
   // Two calls whose T are certainly less than ttl apart land on one job.
+  const split = new Set<string>();
   for (const [i, p] of answered.entries()) {
     for (const x of answered.slice(i + 1)) {
       if (p.result!.id === x.result!.id) continue;
       const farthest = Math.max(ranBy(x) - p.sentMs, ranBy(p) - x.sentMs) + 2 * tol;
       if (farthest < ttl) {
+        split.add(`${p.call}\n${x.result!.id}`).add(`${x.call}\n${p.result!.id}`);
         add(
           'debounce-split',
           `calls ${p.call} and ${x.call}, less than ${farthest} ms apart (ttl ${ttl}), landed on jobs ${p.result!.id} and ${x.result!.id}`,
@@ -320,6 +333,25 @@ function debounceRules(
           [],
         );
       }
+    }
+  }
+  // A created call: every earlier job of the key was claimed (running, done or retried) before it ran.
+  for (const x of answered.filter((c) => c.result!.status === 'created')) {
+    for (const job of jobs.values()) {
+      const first = job.runs.find((r) => r.attempt === 1);
+      if (job.id === x.result!.id || !first || ranBy(job.creator) >= x.sentMs || split.has(`${x.call}\n${job.id}`)) continue;
+      if (first.claimedAtMs < x.sentMs - tol) continue;
+      if (first.claimedAtMs <= ranBy(x) + tol) {
+        figures.racedClaim++;
+        continue;
+      }
+      add(
+        'debounce-not-replaced',
+        `call ${x.call} (sent ${x.sentMs}, answered ${x.answeredMs}) created ${x.result!.id}, though the key's job ${job.id} ` +
+          `(created by ${job.creator.call}) was first claimed only at ${first.claimedAtMs}: it had to be replaced`,
+        [job.creator, x],
+        [first],
+      );
     }
   }
   for (const job of jobs.values()) {
