@@ -3,6 +3,7 @@ import { JOB_EVENT_SOURCES } from '../core/events/job-event-map.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import type { RedisLockEventName } from '../core/events/redis-lock-event-map.js';
 import { DelayedHandlerExplorer, type DiscoveredJobEventListener } from './delayed-handler.explorer.js';
+import { errorMessage, errorStack } from '../core/errors/error-message.js';
 
 /** What every job event carries, whatever its name. */
 interface JobEventBase {
@@ -67,8 +68,8 @@ export class JobEventListeners {
   private report(found: DiscoveredJobEventListener, event: JobEventBase, error: unknown): void {
     this.logger.error(
       `${found.source} threw on the ${JSON.stringify(found.event)} event of job ${JSON.stringify(event.id)} of topic ` +
-        `${JSON.stringify(event.topic)}; the job is not affected: ${(error as Error)?.message ?? String(error)}`,
-      (error as Error)?.stack,
+        `${JSON.stringify(event.topic)}; the job is not affected: ${errorMessage(error)}`,
+      errorStack(error),
     );
   }
 }

@@ -215,6 +215,31 @@ describe('OpenTelemetry tracing', () => {
     }
   });
 
+  it('ends the handler span of a revoked Proxy thrown (instanceof throws on it) and records the failure', async () => {
+    const consumer = queue.consume(
+      'revoked-traced',
+      () => {
+        const { proxy, revoke } = Proxy.revocable({}, {});
+        revoke();
+        throw proxy;
+      },
+      { visibilityTimeout: 600_000 },
+    );
+    try {
+      await queue.schedule('revoked-traced', 1, { id: 'r1' });
+      await waitFor(async () => (await queue.stats('revoked-traced')).dead === 1, 15_000, 'the dead letter');
+      const [dead] = await queue.deadLetters('revoked-traced');
+      expect(dead.lastError).toBe('<a thrown value that cannot be printed>');
+      await waitFor(() => spans('process revoked-traced').length === 1, 10_000, 'the handler span');
+      expect(spans('process revoked-traced')[0].status).toEqual({
+        code: SpanStatusCode.ERROR,
+        message: '<a thrown value that cannot be printed>',
+      });
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it('creates no span and stores no trace context with tracing: false', async () => {
     const quietPrefix = uniquePrefix('otel-off');
     const quiet = await Test.createTestingModule({

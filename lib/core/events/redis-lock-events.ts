@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Injectable, Logger } from '@nestjs/common';
 import { channelOf, redisLockChannel } from './redis-lock.channels.js';
 import type { RedisLockEventArgs, RedisLockEventMap, RedisLockEventName } from './redis-lock-event-map.js';
+import { errorMessage, errorStack } from '../errors/error-message.js';
 
 /**
  * Typed event stream of the module: lock and job life cycles, for logs, metrics and alerts.
@@ -78,6 +79,6 @@ export class RedisLockEvents extends EventEmitter<RedisLockEventArgs> {
 
 function reportListenerError(error: unknown, event?: string | symbol, who = 'listener'): void {
   new Logger('RedisLockEvents').error(
-    `A ${who}${event ? ` of ${String(event)}` : ''} threw; the event's source carried on: ${(error as Error)?.stack ?? error}`,
+    `A ${who}${event ? ` of ${String(event)}` : ''} threw; the event's source carried on: ${errorStack(error) ?? errorMessage(error)}`,
   );
 }

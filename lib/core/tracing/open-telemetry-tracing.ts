@@ -212,8 +212,13 @@ class OpenTelemetryTracing implements RedisLockTracing {
     );
   }
 
+  /** Ends `span` as failed, whatever was thrown (a value that cannot be read is recorded by its message only). */
   private fail(span: Span, error: unknown, message?: string): void {
-    if (error instanceof Error) span.recordException(error);
+    try {
+      if (error instanceof Error) span.recordException(error);
+    } catch {
+      // A revoked Proxy or a throwing getter: the status below still carries the message.
+    }
     span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: message ?? errorMessage(error) });
     span.end();
   }

@@ -1,14 +1,15 @@
 import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../jobs/delay-queue.constants.js';
 import { cutAtCharacter } from '../jobs/cut-text.js';
+import { UNPRINTABLE_FAILURE } from '../../core/errors/error-message.js';
 
 /** How many `Error.cause` levels are kept after the error itself. */
 const MAX_CAUSES = 3;
 
-/** Where a stack's frames begin (V8: lines `    at …`). */
-const FRAMES = /\n\s+at /;
-
-/** What is kept of a thrown value whose name, message or string form throws when read. */
-export const UNPRINTABLE_FAILURE = '<a thrown value that cannot be printed>';
+/**
+ * Where a stack's frames begin (V8: lines `    at …`). Spaces and tabs only: `\s` would also match
+ * newlines, and a message of many blank lines would make the search quadratic.
+ */
+const FRAMES = /\n[ \t]+at /;
 
 /**
  * `Name: message` of an error (or its string form), cut to the length kept with a job. Never throws:

@@ -16,7 +16,7 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 import { releaseGroupTurnScript } from '../scripts/release-group-turn.lua.js';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { UnrecoverableJobError } from '../../core/errors/unrecoverable-job.error.js';
-import { JobRateLimitedError } from '../../core/errors/job-rate-limited.error.js';
+import { JobRateLimitedError, MAX_RATE_LIMITED_RETRY_AFTER_MS } from '../../core/errors/job-rate-limited.error.js';
 import { postponeRateLimitedJobScript } from '../scripts/postpone-rate-limited-job.lua.js';
 import { blockTopicScript } from '../scripts/block-topic.lua.js';
 
@@ -59,7 +59,8 @@ export class JobSettlement {
    * or for an UnrecoverableJobError; a JobRateLimitedError postpones the job instead (no attempt spent).
    */
   recordFailure<T>(job: HeldJob, decoded: DecodedJob<T> | undefined, failure: unknown): void {
-    if (failure instanceof JobRateLimitedError && decoded) this.track(this.postpone(job, decoded, failure));
+    const retryAfterMs = decoded ? retryAfterOf(failure) : undefined;
+    if (retryAfterMs !== undefined) this.track(this.postpone(job, decoded!, retryAfterMs));
     else this.track(this.writeFailure(job, decoded, failure));
   }
 
@@ -192,9 +193,8 @@ export class JobSettlement {
    * while the claim is held; then the topic's other shards get the same block's end (one try each: a
    * shard left unblocked runs its jobs, which meet the limit and come back the same way).
    */
-  private async postpone<T>(job: HeldJob, decoded: DecodedJob<T>, limited: JobRateLimitedError): Promise<void> {
+  private async postpone<T>(job: HeldJob, decoded: DecodedJob<T>, retryAfterMs: number): Promise<void> {
     const { connection, keys, topic, logger, events, otherShards = [] } = this.context;
-    const { retryAfterMs } = limited;
     let reply: Awaited<ReturnType<typeof postponeRateLimitedJobScript.call>> | undefined;
     await this.retryWhileHeld([job], async () => {
       const args = { id: job.id, token: job.token, dueScore: String(job.dueScore), retryAfterMs, attempts: decoded.attempts };
@@ -243,6 +243,23 @@ export class JobSettlement {
     const settled = promise.catch((error) => this.context.bug('job settlement', error));
     this.inFlight.add(settled);
     void settled.finally(() => this.inFlight.delete(settled));
+  }
+}
+
+/**
+ * The wait a thrown JobRateLimitedError asks for, read once; undefined for any other value, and for
+ * one whose `retryAfterMs` cannot be read or is not a wait the class allows (a Proxy of the error, a
+ * subclass that overrides it): that is recorded as an ordinary failure, never left unrecorded.
+ */
+function retryAfterOf(failure: unknown): number | undefined {
+  if (!(failure instanceof JobRateLimitedError)) return undefined;
+  try {
+    const { retryAfterMs } = failure;
+    return Number.isSafeInteger(retryAfterMs) && retryAfterMs >= 1 && retryAfterMs <= MAX_RATE_LIMITED_RETRY_AFTER_MS
+      ? retryAfterMs
+      : undefined;
+  } catch {
+    return undefined;
   }
 }
 

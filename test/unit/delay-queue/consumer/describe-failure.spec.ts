@@ -1,4 +1,5 @@
-import { describeFailure, failureStack, UNPRINTABLE_FAILURE } from '../../../../lib/delay-queue/consumer/describe-failure.js';
+import { describeFailure, failureStack } from '../../../../lib/delay-queue/consumer/describe-failure.js';
+import { UNPRINTABLE_FAILURE } from '../../../../lib/core/errors/error-message.js';
 import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../../../../lib/delay-queue/jobs/delay-queue.constants.js';
 
 /** A thrown value whose every printable part throws when read. */
