@@ -36,6 +36,8 @@ interface Waiter {
   /** The timeout, when it passed before the first read answered: that read settles the wait or it ends then. */
   overdue?: JobWaitTimeoutError;
   timer?: NodeJS.Timeout;
+  /** The next read after a reconnect whose read failed (see `reread`). */
+  rereadTimer?: NodeJS.Timeout;
   resolve(result: unknown): void;
   reject(error: Error): void;
 }
@@ -188,6 +190,7 @@ export class JobWaiters {
     if (waiter.settled) return;
     waiter.settled = true;
     clearTimeout(waiter.timer);
+    clearTimeout(waiter.rereadTimer);
     for (const shard of waiter.shards) this.leave(shard.outcomeChannel, waiter);
     done();
   }
@@ -281,7 +284,7 @@ export class JobWaiters {
       if (this.closed || this.subscriber !== subscriber) return;
       // After a reconnect, notices published while the connection was down are lost: subscribe
       // every channel again (beside ioredis' own resubscription, harmlessly) and, once confirmed,
-      // read each waiter's job again. A read that fails leaves it waiting for the next reconnect.
+      // read each waiter's job again, until a read answers (see reread).
       if (readyBefore) for (const name of this.channels.keys()) void this.recheck(name);
       readyBefore = true;
     });
@@ -301,16 +304,24 @@ export class JobWaiters {
     }
     const waiters = new Set<Waiter>();
     for (const set of channel.waiters.values()) for (const waiter of set) waiters.add(waiter);
-    await Promise.all(
-      [...waiters].map(async (waiter) => {
-        try {
-          const read = await this.read(waiter);
-          if (!waiter.settled) this.answer(waiter, read);
-        } catch {
-          // Still waiting: the next reconnect reads it again, or its timeout ends the wait.
-        }
-      }),
-    );
+    await Promise.all([...waiters].map((waiter) => this.reread(waiter)));
+  }
+
+  /**
+   * Reads a waiter's job after a reconnect. The notice of an outcome published while the subscriber
+   * was down is lost, and the command connection may come back later than the subscriber: a read that
+   * fails is tried again (100 ms, doubling to 1 s) until one answers or the waiter settles (its
+   * outcome heard, its timeout, shutdown). Never rejects.
+   */
+  private async reread(waiter: Waiter, failures = 0): Promise<void> {
+    try {
+      const read = await this.read(waiter);
+      if (!waiter.settled) this.answer(waiter, read);
+    } catch {
+      if (waiter.settled || this.closed) return;
+      clearTimeout(waiter.rereadTimer);
+      waiter.rereadTimer = setTimeout(() => void this.reread(waiter, failures + 1), Math.min(1_000, 100 * 2 ** failures));
+    }
   }
 }
 
