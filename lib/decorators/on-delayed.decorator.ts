@@ -15,9 +15,9 @@ export type OnDelayedOptions<T = unknown> = ConsumerOptions & {
   /**
    * `{ every: ms }` or `{ cron, timeZone? }`, with the options of `repeat()` (`id`, `payload`, `catchUp`, ...);
    * with a `Topic` token, `payload` is checked against the token's payload type, and required when
-   * that type does not include `null` (a tick without one carries `null`).
+   * that type includes neither `null` nor `undefined` (a tick without one carries `null`).
    */
-  repeat?: RepeatSchedule & RepeatOptions<T> & (null extends T ? unknown : { payload: T });
+  repeat?: RepeatSchedule & RepeatOptions<T> & (null extends T ? unknown : undefined extends T ? unknown : { payload: T });
 };
 
 /**

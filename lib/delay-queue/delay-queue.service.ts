@@ -497,8 +497,8 @@ export class DelayQueueService {
    * estimate. `limit`, `startDate` and `endDate` bound its runs (docs/scheduling.md, Bounded repeats).
    * See docs/scheduling.md (Repeatable delayed jobs: `repeat()`) for ticks, `catchUp` and guarantees.
    *
-   * With a typed topic whose payload type does not include `null`, `options.payload` is required (a
-   * tick without one carries `null`).
+   * With a typed topic whose payload type includes neither `null` nor `undefined` (`void`), the
+   * options and their `payload` are required (a tick without one carries `null`).
    *
    * @returns the stored schedule and the tick queued now
    * @throws InvalidOptionsError for a bad schedule or option (named in the message)
@@ -513,7 +513,9 @@ export class DelayQueueService {
     schedule: RepeatSchedule,
     ...[options]: null extends NotInferred<T>
       ? [options?: RepeatOptions<NotInferred<T>>]
-      : [options: RepeatOptions<NotInferred<T>> & { payload: NotInferred<T> }]
+      : undefined extends NotInferred<T>
+        ? [options?: RepeatOptions<NotInferred<T>>]
+        : [options: RepeatOptions<NotInferred<T>> & { payload: NotInferred<T> }]
   ): Promise<RepeatInfo> {
     const name = topicName(topic);
     this.shardKeys(name); // validates the topic before anything else

@@ -13,6 +13,7 @@ import {
   type JobContext,
   type JobFailedEvent,
   type JobSucceededEvent,
+  type RepeatOptions,
   type Topic,
   type TopicRef,
 } from 'nestjs-redis-lock';
@@ -46,8 +47,13 @@ export async function producers(queue: DelayQueueService): Promise<void> {
   await queue.scheduleManyWithResult(orderExpire, [{ payload: 'o-1' }]);
   // @ts-expect-error a wrong repeat payload
   await queue.repeat(orderExpire, { every: 1000 }, { payload: { id: 'o-4' } });
-  // A payload type that includes null: the payload may be left out.
+  // A payload type that includes null or undefined (void): the payload may be left out.
   await queue.repeat(defineTopic<Order | null>('order.sweep'), { every: 1000 });
+  await queue.repeat(defineTopic<void>('order.tick'), { every: 1000 });
+  await queue.repeat(defineTopic<undefined>('order.tick2'), { every: 1000 }, { id: 'x' });
+  // Options typed on their own need the payload written into their type.
+  const typedOptions: RepeatOptions<Order> & { payload: Order } = { id: 'o', payload: { orderId: 'o-9' } };
+  await queue.repeat(orderExpire, { every: 1000 }, typedOptions);
   await queue.repeat('order.any', { every: 1000 });
   // @ts-expect-error a repeat of a typed topic without its payload (each tick would carry null)
   await queue.repeat(orderExpire, { every: 1000 });
@@ -204,6 +210,9 @@ export class Handlers {
   async wrongTick(_payload: Order): Promise<Expiry> {
     return { expired: false };
   }
+
+  @OnDelayed(defineTopic<void>('order.heartbeat'), { repeat: { every: 1000 } })
+  async heartbeat(): Promise<void> {}
 
   // @ts-expect-error a repeat of a typed topic without its payload (each tick would carry null)
   @OnDelayed(orderExpire, { repeat: { every: 1000 } })
