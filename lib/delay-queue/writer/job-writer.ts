@@ -63,11 +63,25 @@ export class JobWriter {
    * calls of at most SCHEDULE_BATCH jobs. With a `writeId`, each script call gets an operation record
    * named after it, the same on every retry of the write. Resolves to what the script did with each
    * job, in the order of `jobs` (see `JobWritten`); only a write with a `writeId` answers the same
-   * when its call ran twice.
+   * when its call ran twice. The records are deleted only once every shard answered: a write retried
+   * after one shard failed finds the records of the shards that had answered, which answer as before.
    */
   async write(topic: string, jobs: readonly JobToWrite[], writeId?: string): Promise<JobWritten[]> {
     const shards = this.shards.all(topic);
-    if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId);
+    const records: Array<[jobsKey: string, records: string[]]> = [];
+    const outcomes = await this.writeToShards(topic, shards, jobs, writeId, records);
+    for (const [jobsKey, answered] of records) this.answered.drop(jobsKey, answered);
+    return outcomes;
+  }
+
+  private async writeToShards(
+    topic: string,
+    shards: readonly TopicKeys[],
+    jobs: readonly JobToWrite[],
+    writeId: string | undefined,
+    records: Array<[string, string[]]>,
+  ): Promise<JobWritten[]> {
+    if (shards.length === 1) return this.writeToShard(shards[0], jobs, writeId, records);
     const groups = new Map<number, { jobs: JobToWrite[]; positions: number[] }>();
     jobs.forEach((job, position) => {
       const index = this.shards.indexOf(topic, job.id, shardingOf(job.tail));
@@ -79,7 +93,7 @@ export class JobWriter {
     const outcomes = new Array<JobWritten>(jobs.length);
     await Promise.all(
       [...groups].map(async ([index, group]) => {
-        const written = await this.writeToShard(shards[index], group.jobs, writeId);
+        const written = await this.writeToShard(shards[index], group.jobs, writeId, records);
         group.positions.forEach((position, i) => (outcomes[position] = written[i]));
       }),
     );
@@ -153,10 +167,16 @@ export class JobWriter {
     });
   }
 
-  private async writeToShard(keys: TopicKeys, jobs: readonly JobToWrite[], writeId?: string): Promise<JobWritten[]> {
+  /** Writes one shard's jobs; the records its calls used are added to `records` (deleted by `write` once every shard answered). */
+  private async writeToShard(
+    keys: TopicKeys,
+    jobs: readonly JobToWrite[],
+    writeId: string | undefined,
+    records: Array<[string, string[]]>,
+  ): Promise<JobWritten[]> {
     const batchCount = Math.ceil(jobs.length / SCHEDULE_BATCH);
     const outcomes = new Array<JobWritten[]>(batchCount);
-    const records: string[] = [];
+    const shardRecords: string[] = [];
     let next = 0;
     let failed = false;
     // At most SCHEDULE_WINDOW batches on the connection at once, sent in order: Redis always has the
@@ -175,7 +195,7 @@ export class JobWriter {
           dedupe: job.dedupe ?? '',
         }));
         const record = operationKey(keys.jobs, writeId === undefined ? NO_RECORD : `write:${writeId}:${start}`);
-        if (writeId !== undefined) records.push(record);
+        if (writeId !== undefined) shardRecords.push(record);
         try {
           const recorded = writeId !== undefined;
           outcomes[batch] = await scheduleJobsScript.call(this.connection, { ...keys, record }, { recorded }, writes);
@@ -186,8 +206,8 @@ export class JobWriter {
       }
     };
     await Promise.all(Array.from({ length: Math.min(SCHEDULE_WINDOW, batchCount) }, sendBatches));
-    // Only once every batch answered: a failed write is retried with the same records.
-    this.answered.drop(keys.jobs, records);
+    // Deleted by write() once every batch of every shard answered: a failed write is retried with the same records.
+    records.push([keys.jobs, shardRecords]);
     return outcomes.flat();
   }
 }
