@@ -79,7 +79,7 @@ describe('hostile values thrown by handlers and listeners', () => {
         ran.push(n);
         if (n === 1) throw revokedProxy();
       },
-      { ...HELD, concurrency: 1 },
+      { ...HELD, concurrency: 1, keepCompleted: { count: 10 } }, // the second job's outcome is kept for its waitFor
     );
     const first = await t.queue.schedule('hostile-listener', 1);
     expect(
