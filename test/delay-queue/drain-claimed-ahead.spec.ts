@@ -32,12 +32,11 @@ describe('drain() and jobs claimed ahead', () => {
     // Short handlers ran before it: the consumer claims ahead of its one slot.
     await waitFor(async () => (await t.queue.stats(topic)).active > 1, 10_000, 'jobs claimed ahead of the running one');
     const claimedAhead = (await t.queue.list(topic, { state: 'active', limit: 100 })).jobs.map((job) => job.id);
-    const waiter = rejectionOf(() =>
-      t.queue.waitFor(
-        topic,
-        claimedAhead.find((id) => id !== ids[5])!,
-      ),
-    );
+    const watched = claimedAhead.find((id) => id !== ids[5])!;
+    const waiter = rejectionOf(() => t.queue.waitFor(topic, watched));
+    // The wait is in place (recorded beside the job) before the drain, so it hears the removal.
+    const waited = `${t.keyPrefix}:dq:{${topic}}:waited`;
+    await waitFor(async () => (await instances.redis().hexists(waited, watched)) === 1, 10_000, 'the wait in place');
 
     const startedBeforeDrain = [...started];
     await t.queue.drain(topic);
