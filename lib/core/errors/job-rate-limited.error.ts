@@ -4,6 +4,11 @@ import { InvalidOptionsError } from './invalid-options.error.js';
 /** The longest topic-wide wait a `JobRateLimitedError` may ask for: one day. */
 export const MAX_RATE_LIMITED_RETRY_AFTER_MS = 86_400_000;
 
+/** Whether `value` is a wait a `JobRateLimitedError` may ask for: a whole number of ms from 1 to one day. */
+export function isRateLimitWait(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= MAX_RATE_LIMITED_RETRY_AFTER_MS;
+}
+
 /**
  * Thrown by a delayed-job handler when the service it calls is rate limited (an HTTP 429 with
  * `Retry-After`): the job goes back to the queue at its own place without spending an attempt, and
@@ -27,7 +32,7 @@ export class JobRateLimitedError extends RedisLockError {
     /** How long no job of the topic may start, in ms (1 ms to one day). */
     readonly retryAfterMs: number,
   ) {
-    if (!Number.isSafeInteger(retryAfterMs) || retryAfterMs < 1 || retryAfterMs > MAX_RATE_LIMITED_RETRY_AFTER_MS) {
+    if (!isRateLimitWait(retryAfterMs)) {
       throw new InvalidOptionsError(
         'retryAfterMs',
         `got ${String(retryAfterMs)}; JobRateLimitedError takes a whole number of milliseconds from 1 to ` +

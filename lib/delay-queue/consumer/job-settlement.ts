@@ -16,7 +16,7 @@ import type { VisibilityKeeper } from './visibility-keeper.js';
 import { releaseGroupTurnScript } from '../scripts/release-group-turn.lua.js';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { UnrecoverableJobError } from '../../core/errors/unrecoverable-job.error.js';
-import { JobRateLimitedError, MAX_RATE_LIMITED_RETRY_AFTER_MS } from '../../core/errors/job-rate-limited.error.js';
+import { isRateLimitWait, JobRateLimitedError } from '../../core/errors/job-rate-limited.error.js';
 import { postponeRateLimitedJobScript } from '../scripts/postpone-rate-limited-job.lua.js';
 import { blockTopicScript } from '../scripts/block-topic.lua.js';
 
@@ -255,9 +255,7 @@ function retryAfterOf(failure: unknown): number | undefined {
   if (!(failure instanceof JobRateLimitedError)) return undefined;
   try {
     const { retryAfterMs } = failure;
-    return Number.isSafeInteger(retryAfterMs) && retryAfterMs >= 1 && retryAfterMs <= MAX_RATE_LIMITED_RETRY_AFTER_MS
-      ? retryAfterMs
-      : undefined;
+    return isRateLimitWait(retryAfterMs) ? retryAfterMs : undefined;
   } catch {
     return undefined;
   }
