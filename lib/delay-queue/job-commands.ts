@@ -94,13 +94,15 @@ export class JobCommands {
     for (const keys of this.shards.all(topic)) {
       const stats = await topicStatsScript.call(this.connection, keys, {});
       let remaining = stats.waiting + stats.grouped;
-      while (remaining > 0) {
-        const batch = Math.min(remaining, REMOVAL_BATCH);
+      // One call at least, also when nothing waits: it marks the claims made so far, so that jobs
+      // claimed ahead of a free slot are removed when they are handed back (drop-job-lua-snippet.ts).
+      do {
+        const batch = Math.max(1, Math.min(remaining, REMOVAL_BATCH));
         const { removed } = await this.writer.runRecorded(drainWaitingJobsScript, keys, { batch });
         total += removed;
         if (removed < batch) break;
         remaining -= removed;
-      }
+      } while (remaining > 0);
     }
     return total;
   }

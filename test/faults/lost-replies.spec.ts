@@ -1277,6 +1277,49 @@ const jobRows: LostReplyRow[] = [
       expect([...here, ...there].sort()).toEqual(['one@1', 'three@1', 'two@1', 'zero@1']);
     },
   }),
+  row({
+    name:
+      'hand-back after drain() of a job claimed ahead (drop-job-lua-snippet.ts): run twice, the job is removed ' +
+      'once and nothing of what waited runs',
+    script: releaseJobsScript,
+    arrange: (ctx) =>
+      ctx.peerQueue.scheduleMany(
+        TOPIC,
+        ['zero', 'one', 'two', 'three'].map((id) => ({ payload: id, id })),
+      ),
+    act: async (ctx) => {
+      const runs: string[] = [];
+      const finish = deferred();
+      // 'zero' returns at once, so the consumer claims 'two' ahead of its slot while 'one' holds it.
+      const consumer = ctx.queue.consume(
+        TOPIC,
+        async (_payload, job) => {
+          runs.push(`${job.id}@${job.attempt}`);
+          if (job.id !== 'zero') await finish.promise;
+        },
+        { concurrency: 1 },
+      );
+      await waitFor(async () => (await ctx.peerQueue.stats(TOPIC)).active >= 2, 8_000, "a job claimed ahead of 'one'");
+      // What waits is drained; what was claimed ahead goes when it is handed back (its reply lost).
+      const claimedAhead = (await ctx.peerQueue.stats(TOPIC)).active - 1;
+      const drained = await ctx.peerQueue.drain(TOPIC);
+      await ctx.lost;
+      await waitFor(async () => (await ctx.peerQueue.stats(TOPIC)).active === 1, 8_000, 'the claimed-ahead jobs handed back');
+      finish.resolve();
+      await consumer.close();
+      return { runs, drained, claimedAhead };
+    },
+    check: async (ctx, _ids, { runs, drained, claimedAhead }) => {
+      expect(claimedAhead).toBeGreaterThanOrEqual(1);
+      // 'three' and 'two' are each removed once: by the drain, or at their hand-back (one may be handed
+      // back just before the drain reads the queue: then the drain removes it).
+      expect(drained).toBeLessThanOrEqual(2);
+      expect(runs).toEqual(['zero@1', 'one@1']);
+      expect(await ctx.peerQueue.get(TOPIC, 'two')).toBeNull();
+      expect(await ctx.peerQueue.get(TOPIC, 'three')).toBeNull();
+      expect(await runToEnd(ctx)).toEqual({ runs: [], dead: [] });
+    },
+  }),
 ];
 
 /** Repeatable schedules (issue 15): each tick enqueued once, whatever call is run twice. */
