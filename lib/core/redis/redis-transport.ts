@@ -66,6 +66,69 @@ export interface RedisTransport {
   close(deadline: number): Promise<void>;
 }
 
+/**
+ * A transport as the module holds it: `RedisTransport` plus its lifecycle (bootstrap check, readiness,
+ * per-server commands, a scratch connection for the testing kit). `RedisConnection` owns one; the
+ * factory (create-transport.ts) builds the one the options name.
+ */
+export interface ModuleTransport extends RedisTransport {
+  /** Where it points, for messages; never includes a password. */
+  readonly endpoint: string;
+  /** Connected and ready for commands. */
+  readonly ready: boolean;
+  /** Closed for good (by the module, or the user closed their own client): nothing will be sent on it again. */
+  readonly ended: boolean;
+  /** Calls `listener` each time the command connection is ready (connected, or back after a loss). */
+  onReady(listener: () => void): void;
+  /**
+   * Connects (a connection built here connects lazily) and checks that Redis answers within
+   * `timeoutMs`; rejects with `RedisConnectionError` naming the cause (refused, unknown host,
+   * authentication, no answer) and advice. A connection built here is disconnected when it fails.
+   */
+  verify(timeoutMs: number): Promise<void>;
+  /** Disconnects the command connection when the transport built it (a failed bootstrap check). */
+  abandon(): void;
+  /**
+   * Runs one command on every server that holds data: the one server, or each master of a cluster;
+   * a server's failure (or no answer within `timeoutMs`) is its entry's `error`, never a rejection.
+   */
+  commandOnEveryMaster<T = unknown>(timeoutMs: number, name: string, ...args: Array<string | number>): Promise<Array<ServerReply<T>>>;
+  /**
+   * A short-lived connection of its own to the same server(s), independent of the module's (it keeps
+   * working after the module closed): connects now, fails a command after a few seconds rather than
+   * waiting for a server that is gone, and does not reconnect. For the testing kit's key removal.
+   */
+  openScratch(): ScratchConnection;
+}
+
+/** One server's answer to `ModuleTransport.commandOnEveryMaster`. */
+export interface ServerReply<T> {
+  /** The server, for messages (`host:port`). */
+  readonly endpoint: string;
+  readonly reply?: T;
+  readonly error?: Error;
+}
+
+/** A connection for maintenance work (see `ModuleTransport.openScratch`). */
+export interface ScratchConnection {
+  /** As `RedisTransport.scanKeys`. */
+  scanKeys(pattern: string, maxKeys: number, maxCalls?: number): Promise<ScannedKeys>;
+  /** One command, routed by its first key on a cluster. */
+  command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T>;
+  /** Closes it at once. */
+  close(): Promise<void>;
+}
+
+/** What every transport needs from the module configuration. */
+export interface TransportPolicy {
+  /** Bound on waiting for an unreachable Redis (ms), or false (the driver's own settings decide). */
+  readonly unreachableTimeout: number | false;
+  /** The longest a command of the module legitimately keeps the connection silent (WAIT of `syncReplicas`), ms. */
+  readonly longestBlockingCommand?: number;
+  /** Every connection error, with the connection's purpose; `warnAlone`: a hiccup of this connection alone is worth a line. */
+  readonly onConnectionError: (purpose: string, error: Error, warnAlone: boolean) => void;
+}
+
 /** Keys found by `RedisTransport.scanKeys`, and whether the scan stopped before it had seen the whole keyspace. */
 export interface ScannedKeys {
   readonly keys: string[];
