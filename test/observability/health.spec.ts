@@ -18,7 +18,10 @@ describe('RedisLockHealthIndicator', () => {
   const { server, app } = useAppOnLocalRedis(
     async (redis) => {
       const app = await Test.createTestingModule({
-        imports: [RedisLockModule.forRoot({ redis: redisOptionFor(redis.url), keyPrefix: uniquePrefix('h'), isGlobal: true }), RedisLockHealthModule],
+        imports: [
+          RedisLockModule.forRoot({ redis: redisOptionFor(redis.url), keyPrefix: uniquePrefix('h'), isGlobal: true }),
+          RedisLockHealthModule,
+        ],
       }).compile();
       return app.init();
     },

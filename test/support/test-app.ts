@@ -26,7 +26,8 @@ export function uniquePrefix(label = 't'): string {
  */
 export async function createLockApp(options: RedisLockModuleOptions = {}): Promise<TestingModule> {
   const { redis = testRedisUrl(), ...redisLock } = options;
-  return initRedisLockTestingModule({ redis: typeof redis === 'string' ? redisOptionFor(redis) : redis, redisLock: { keyPrefix: uniquePrefix(), ...redisLock } });
+  const onDriver = typeof redis === 'string' ? redisOptionFor(redis) : redis;
+  return initRedisLockTestingModule({ redis: onDriver, redisLock: { keyPrefix: uniquePrefix(), ...redisLock } });
 }
 
 /**

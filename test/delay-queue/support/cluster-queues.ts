@@ -1,4 +1,4 @@
-import { clusterOptionFor, redisOptionFor } from '../../support/test-driver.js';
+import { clusterOptionFor } from '../../support/test-driver.js';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisLockModule, type Consumer } from '../../../lib/index.js';
 import { uniqueClusterPrefix, useSharedTestCluster } from '../../support/redis-cluster.js';

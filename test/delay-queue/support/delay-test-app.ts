@@ -1,4 +1,4 @@
-import { clusterOptionFor, redisOptionFor } from '../../support/test-driver.js';
+import { redisOptionFor } from '../../support/test-driver.js';
 import type { Provider, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisLockModule, type Consumer, type RedisLockModuleOptions } from '../../../lib/index.js';
