@@ -36,6 +36,8 @@ export interface HotKeyCount extends Measured {
   readonly wait: LatencySummary;
   /** Acquires that resolved while another caller still held the key (must be 0). */
   readonly overlaps: number;
+  /** Acquisitions per caller, fewest and most: how evenly the key went round. */
+  readonly perCaller: { readonly min: number; readonly max: number };
   readonly failures: number;
   readonly firstError?: string;
 }
@@ -57,7 +59,8 @@ export async function runHotKeyCount(
   let overlaps = 0;
   let failures = 0;
   let firstError: string | undefined;
-  const caller = async (): Promise<void> => {
+  const acquired = new Array<number>(callers).fill(0);
+  const caller = async (index: number): Promise<void> => {
     while (started < total) {
       started++;
       const asked = performance.now();
@@ -70,6 +73,7 @@ export async function runHotKeyCount(
         continue;
       }
       waits.push(performance.now() - asked);
+      acquired[index]++;
       if (++holders > 1) overlaps++;
       await Promise.resolve();
       holders--;
@@ -83,10 +87,11 @@ export async function runHotKeyCount(
   };
   const { result: elapsedMs, usage } = await meter.measure(async () => {
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: callers }, caller));
+    await Promise.all(Array.from({ length: callers }, (_, i) => caller(i)));
     return performance.now() - t0;
   });
-  return { ops: waits.length, elapsedMs, usage, wait: summarize(waits), overlaps, failures, firstError };
+  const perCaller = { min: Math.min(...acquired), max: Math.max(...acquired) };
+  return { ops: waits.length, elapsedMs, usage, wait: summarize(waits), overlaps, perCaller, failures, firstError };
 }
 
 /** (3) The delayed-job burst: enqueue and first handler times (ms from the start), and the whole stretch. */
