@@ -12,15 +12,22 @@ export interface IoredisFlavour {
   readonly driver: 'ioredis' | 'iovalkey';
   readonly Redis: typeof Redis;
   readonly Cluster: typeof Cluster;
+  /**
+   * Whether its `Cluster` can keep one subscriber per master (`shardedSubscribers`, ioredis 5.6+).
+   * iovalkey 0.4 cannot: it sends every SSUBSCRIBE to one node, which answers MOVED for most
+   * channels. On such a cluster the module uses classic pub/sub (PUBLISH reaches every node
+   * over the cluster bus), correct everywhere, at the cost of every message crossing every node.
+   */
+  readonly shardedPubSub: boolean;
 }
 
-const IOREDIS: IoredisFlavour = { driver: 'ioredis', Redis, Cluster };
+const IOREDIS: IoredisFlavour = { driver: 'ioredis', Redis, Cluster, shardedPubSub: true };
 
 /** The flavour of `driver`, its package loaded on first use (iovalkey is an optional peer). */
 export function ioredisFlavour(driver: 'ioredis' | 'iovalkey'): IoredisFlavour {
   if (driver === 'ioredis') return IOREDIS;
   const iovalkey = loadDriverPackage('iovalkey') as { Redis: typeof Redis; Cluster: typeof Cluster };
-  return { driver, Redis: iovalkey.Redis, Cluster: iovalkey.Cluster };
+  return { driver, Redis: iovalkey.Redis, Cluster: iovalkey.Cluster, shardedPubSub: false };
 }
 
 /** A cluster client of either flavour (ioredis and iovalkey both set `isCluster`). */
