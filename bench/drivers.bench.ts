@@ -90,6 +90,7 @@ const perOp = (rounds: readonly Measured[]) => {
   const usage = addUsage(rounds.map((r) => r.usage));
   return { client: usage.clientCpuMicros / ops, redis: usage.redisCpuMicros / ops, commands: totalCalls(usage) / ops };
 };
+const roundCount = (n: number) => `${n} round${n === 1 ? '' : 's'}`;
 const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
 const count = (value: number) => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a');
 const times = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : 'n/a');
@@ -288,7 +289,8 @@ async function main(): Promise<void> {
     '# Drivers: the module on each Redis client',
     '',
     `bench/drivers.bench.ts, ${new Date().toISOString()}: each driver through \`RedisLockModule.forRoot({ redis: { driver, url } })\` ` +
-      `in a Nest application context, one private Redis, ${PLAN.rounds} rounds per lock scenario and ${PLAN.burst.rounds} per burst, ` +
+      `in a Nest application context, one private Redis, ${roundCount(PLAN.rounds)} per lock scenario and ` +
+      `${roundCount(PLAN.burst.rounds)} per burst, ` +
       'the order rotated each round; figures are medians of the rounds, CPU per operation is over all rounds (client: this process, ' +
       'process.cpuUsage; Redis: the redis-server process, INFO cpu), Redis commands include those run inside scripts ' +
       '(INFO commandstats). ' +
