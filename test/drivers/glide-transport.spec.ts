@@ -1,0 +1,332 @@
+import { Redis } from 'ioredis';
+import { RedisCommandError, RedisConnectionError } from '../../lib/index.js';
+import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
+import { IoredisTransport } from '../../lib/core/redis/ioredis-transport.js';
+import { RedisScript } from '../../lib/core/redis/redis-script.js';
+import type { TransportPolicy } from '../../lib/core/redis/redis-transport.js';
+import { isGlideClient, isGlideClusterClient } from '../../lib/core/redis/valkey-glide/glide-client-detection.js';
+import { glidePackage } from '../../lib/core/redis/valkey-glide/glide-package.js';
+import { GlideTransport } from '../../lib/core/redis/valkey-glide/glide-transport.js';
+import { glideConfigFromUrl } from '../../lib/core/redis/valkey-glide/glide-url.js';
+import { FaultProxy } from '../../tools/fault-proxy.js';
+import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
+import { useSharedTestCluster } from '../support/redis-cluster.js';
+import { deferred, waitFor } from '../support/timing.js';
+import { useLocalRedisServer } from '../support/use-local-redis-server.js';
+
+failOnUnhandledRejections({ after: 'each' });
+
+const policy: TransportPolicy = { unreachableTimeout: 2_000, onConnectionError: () => undefined };
+
+/** A script whose reply has every Lua type a script of ours returns. */
+const SHAPES = new RedisScript(
+  'glide-shapes',
+  `redis.call('SET', KEYS[1], ARGV[1])
+   return { 1, 'two', false, { 3, 'four' }, 5.5, redis.call('GET', KEYS[1]), redis.call('TIME')[1] ~= nil and 1 or 0 }`,
+);
+const FAILS = new RedisScript('glide-fails', `return redis.error_reply('ERR unknown job state ' .. ARGV[1])`);
+
+function farDeadline(): number {
+  return performance.now() + 1_000;
+}
+
+describe('GlideTransport on a single Redis', () => {
+  const server = useLocalRedisServer();
+  let glide: GlideTransport;
+  let ioredis: IoredisTransport;
+
+  beforeAll(async () => {
+    glide = new GlideTransport({ config: glideConfigFromUrl(server.url) }, policy);
+    ioredis = new IoredisTransport(server.url, policy);
+    await Promise.all([glide.verify(5_000), ioredis.verify(5_000)]);
+  });
+  afterAll(async () => {
+    await Promise.all([glide?.close(farDeadline()), ioredis?.close(farDeadline())]);
+  });
+
+  it('answers commands in the shapes the ioredis transport gives', async () => {
+    await ioredis.command('del', 'g:z', 'g:h', 'g:z2', 'g:z3');
+    await ioredis.command('zadd', 'g:z', 1.5, 'a', 2, 'b', 1e13, 'c');
+    await ioredis.command('hset', 'g:h', 'f', 'v', 'g', 'w');
+    await ioredis.command('zadd', 'g:z2', 7, 'x', 8, 'y');
+    await ioredis.command('zadd', 'g:z3', 7, 'x', 8, 'y');
+    const commands: Array<[string, ...Array<string | number>]> = [
+      ['zscore', 'g:z', 'a'],
+      ['zscore', 'g:z', 'c'],
+      ['zscore', 'g:z', 'missing'],
+      ['zrange', 'g:z', 0, -1, 'WITHSCORES'],
+      ['zrange', 'g:z', 0, -1],
+      ['zcard', 'g:z'],
+      ['hgetall', 'g:h'],
+      ['config', 'get', 'maxmemory-policy'],
+      ['get', 'g:missing'],
+      ['exists', 'g:z', 'g:h'],
+      ['lrange', 'g:missing', 0, -1],
+      ['ping'],
+    ];
+    for (const [name, ...args] of commands) {
+      expect([name, await glide.command(name, ...args)]).toEqual([name, await ioredis.command(name, ...args)]);
+    }
+    // Destructive reads, one set each.
+    expect(await glide.command('zpopmin', 'g:z2')).toEqual(await ioredis.command('zpopmin', 'g:z3'));
+    expect(await glide.command('bzpopmin', 'g:z2', 1)).toEqual(['g:z2', 'y', '8']);
+    const [glideTime, ioredisTime] = [await glide.command<unknown[]>('time'), await ioredis.command<unknown[]>('time')];
+    expect(glideTime.map((part) => typeof part)).toEqual(ioredisTime.map((part) => typeof part));
+    const scanned = await glide.command<[string, string[]]>('scan', '0', 'MATCH', 'g:*', 'COUNT', 1000);
+    expect(typeof scanned[0]).toBe('string');
+    expect(scanned[1].sort()).toEqual(['g:h', 'g:z', 'g:z3']); // g:z2 emptied by the pops
+  });
+
+  it('runs scripts with the ioredis transport’s replies, also after SCRIPT FLUSH (NOSCRIPT)', async () => {
+    const expected = await ioredis.runScript(SHAPES, ['g:s'], ['value']);
+    expect(await glide.runScript(SHAPES, ['g:s'], ['value'])).toEqual(expected);
+    await glide.command('script', 'flush');
+    expect(await glide.command('script', 'exists', SHAPES.sha)).toEqual([0]);
+    expect(await glide.runScript(SHAPES, ['g:s'], ['value'])).toEqual(expected);
+    expect(await glide.command('script', 'exists', SHAPES.sha)).toEqual([1]);
+  });
+
+  it('loads scripts ahead on the server', async () => {
+    await glide.command('script', 'flush');
+    await glide.loadScripts([SHAPES]);
+    expect(await ioredis.command('script', 'exists', SHAPES.sha)).toEqual([1]);
+  });
+
+  it('turns a server’s error reply into RedisCommandError with the server’s own text', async () => {
+    const fromGlide = await glide.runScript(FAILS, ['g:f'], ['x']).catch((e: unknown) => e);
+    const fromIoredis = await ioredis.runScript(FAILS, ['g:f'], ['x']).catch((e: unknown) => e);
+    expect(fromGlide).toBeInstanceOf(RedisCommandError);
+    expect((fromGlide as Error).message).toBe((fromIoredis as Error).message);
+    expect((fromGlide as Error).message).toContain('ERR unknown job state x');
+    await glide.command('set', 'g:str', 'v');
+    const wrongType = await glide.command('lpush', 'g:str', 'x').catch((e: unknown) => e);
+    expect(wrongType).toBeInstanceOf(RedisCommandError);
+    expect((wrongType as Error).message).toContain('WRONGTYPE Operation against a key holding the wrong kind of value');
+  });
+
+  it('delivers pub/sub messages to a subscriber, ready once connected', async () => {
+    const subscriber = glide.openSubscriber('test');
+    const ready = deferred();
+    subscriber.onReady(() => ready.resolve());
+    const received: Array<[string, string]> = [];
+    subscriber.onMessage((channel, message) => received.push([channel, message]));
+    await subscriber.connect();
+    await ready.promise;
+    expect(subscriber.ready).toBe(true);
+    await subscriber.subscribe('g:ch');
+    expect(await glide.command(glide.publishCommand, 'g:ch', 'hello')).toBe(1);
+    await waitFor(() => received.length === 1, 5_000, 'the message');
+    expect(received).toEqual([['g:ch', 'hello']]);
+    await subscriber.unsubscribe('g:ch');
+    expect(await glide.command('publish', 'g:ch', 'unheard')).toBe(0);
+    await subscriber.close();
+  });
+
+  it('blocks a pop past GLIDE’s 250 ms request timeout, and wakes it when a member comes', async () => {
+    const reader = glide.openBlockingReader('test');
+    const started = performance.now();
+    expect(await reader.popMin('g:marker', 700)).toBe(false);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(650);
+    const popping = reader.popMin('g:marker', 10_000);
+    await waitFor(async () => (await ioredis.command<string>('client', 'list')).includes('cmd=bzpopmin'), 5_000, 'the pop to block');
+    await glide.command('zadd', 'g:marker', 0, 'wake');
+    expect(await popping).toBe(true);
+    await reader.close();
+  });
+
+  it('waits for replicas (WAIT) past the request timeout: none here, so 0 after the timeout', async () => {
+    await glide.command('set', 'g:w', '1');
+    expect(await glide.waitForReplicas('g:w', 0, 100)).toBe(0);
+    const started = performance.now();
+    expect(await glide.waitForReplicas('g:w', 1, 600)).toBe(0);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(550);
+  });
+
+  it('scans keys, runs a command on every master, and opens a scratch connection', async () => {
+    await glide.command('set', 'g:scan:1', '1');
+    await glide.command('set', 'g:scan:2', '1');
+    expect((await glide.scanKeys('g:scan:*', 10)).keys.sort()).toEqual(['g:scan:1', 'g:scan:2']);
+    expect(await glide.scanKeys('g:scan:*', 1)).toEqual({ keys: [expect.stringMatching(/^g:scan:/)], truncated: true });
+    expect(await glide.commandOnEveryMaster(1_000, 'ping')).toEqual([{ endpoint: glide.endpoint, reply: 'PONG' }]);
+    const scratch = glide.openScratch();
+    expect(await scratch.command('del', 'g:scan:1')).toBe(1);
+    expect((await scratch.scanKeys('g:scan:*', 10)).keys).toEqual(['g:scan:2']);
+    await scratch.close();
+  });
+
+  it('uses a client the user owns and never closes it', async () => {
+    const glidePkg = glidePackage();
+    const userClient = await glidePkg.GlideClient.createClient(glideConfigFromUrl(server.url));
+    expect(isGlideClient(userClient)).toBe(true);
+    expect(isGlideClusterClient(userClient)).toBe(false);
+    expect(isGlideClient(new Redis({ lazyConnect: true }))).toBe(false);
+    const transport = new GlideTransport({ client: userClient, config: glideConfigFromUrl(server.url) }, policy);
+    await transport.verify(2_000);
+    expect(await transport.command('ping')).toBe('PONG');
+    const subscriber = transport.openSubscriber('test');
+    await subscriber.connect();
+    await transport.close(farDeadline());
+    expect(await userClient.customCommand(['PING'])).toBe('PONG');
+    userClient.close();
+  });
+});
+
+describe('GlideTransport when Redis cannot be reached', () => {
+  const guarded = useLocalRedisServer({ args: ['--requirepass', 'right-password'] });
+  let closedPort: number;
+
+  beforeAll(async () => {
+    const stopped = await startLocalRedisServer();
+    closedPort = stopped.port;
+    await stopped.stop();
+  });
+
+  const cases: Array<[string, () => string, RegExp]> = [
+    ['a closed port', () => `redis://127.0.0.1:${closedPort}`, /ECONNREFUSED/],
+    ['a wrong password', () => `redis://:wrong-password@127.0.0.1:${guarded.port}`, /WRONGPASS/],
+    ['a missing password', () => `redis://127.0.0.1:${guarded.port}`, /NOAUTH/],
+  ];
+
+  it.each(cases)('verify() fails naming the cause: %s', async (_label, url, cause) => {
+    const transport = new GlideTransport({ config: glideConfigFromUrl(url()) }, policy);
+    const error = await transport.verify(5_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedisConnectionError);
+    expect((error as Error).message).toMatch(cause);
+    expect((error as Error).message).not.toContain('right-password');
+    expect((error as Error).message).not.toContain('wrong-password');
+    await transport.close(farDeadline());
+  });
+
+  it('settles a call within the bound with RedisConnectionError naming the cause once Redis is stopped', async () => {
+    const server: LocalRedisServer = await startLocalRedisServer();
+    const transport = new GlideTransport({ config: glideConfigFromUrl(server.url) }, policy);
+    try {
+      await transport.verify(5_000);
+      const back = deferred();
+      const restarted = server.restart({ until: back.promise });
+      await waitFor(() => server.process.exitCode !== null || server.process.signalCode !== null, 5_000, 'the server to stop');
+      const started = performance.now();
+      const error = await transport.command('ping').catch((e: unknown) => e);
+      const elapsed = performance.now() - started;
+      expect(error).toBeInstanceOf(RedisConnectionError);
+      expect((error as Error).message).toMatch(/ECONNREFUSED/);
+      expect(elapsed).toBeLessThan(2_000 + 1_000);
+      expect(transport.ready).toBe(false);
+      const readyAgain = deferred();
+      transport.onReady(() => readyAgain.resolve());
+      back.resolve();
+      await restarted;
+      await readyAgain.promise;
+      expect(await transport.command('ping')).toBe('PONG');
+    } finally {
+      await transport.close(farDeadline());
+      await server.stop();
+    }
+  });
+});
+
+describe('GlideTransport when the socket drops under a request (fault proxy)', () => {
+  const server = useLocalRedisServer();
+  let proxy: FaultProxy;
+  let transport: GlideTransport;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    proxy = await FaultProxy.start({ port: server.port });
+    transport = new GlideTransport({ config: glideConfigFromUrl(proxy.url) }, policy);
+    admin = new Redis(server.url);
+    await transport.verify(5_000);
+  });
+  afterAll(async () => {
+    await transport?.close(farDeadline());
+    admin?.disconnect();
+    await proxy?.stop();
+  });
+
+  it('rejects the request in flight and never sends it again (resendsUnanswered: false)', async () => {
+    expect(transport.resendsUnanswered).toBe(false);
+    const moving = transport.command('blmove', 'g:src', 'g:dst', 'LEFT', 'RIGHT', 5).catch((e: unknown) => e);
+    await waitFor(async () => String(await admin.call('client', 'list')).includes('cmd=blmove'), 5_000, 'BLMOVE to block');
+    proxy.resetAll();
+    const error = await moving;
+    expect(error).toBeInstanceOf(RedisConnectionError);
+    // Back on a new connection: a BLMOVE sent again would block it and take the pushed member.
+    await waitFor(() => transport.command('ping').then(() => true, () => false), 5_000, 'the reconnect');
+    await admin.lpush('g:src', 'x');
+    expect(await admin.lrange('g:src', 0, -1)).toEqual(['x']);
+    expect(await admin.lrange('g:dst', 0, -1)).toEqual([]);
+  });
+
+  it('reports a blocking reader lost, before its pop rejects, when its socket drops', async () => {
+    const reader = transport.openBlockingReader('test');
+    const lost = deferred();
+    reader.onLost(() => lost.resolve());
+    const popping = reader.popMin('g:lost', 10_000).catch((e: unknown) => e);
+    await waitFor(async () => String(await admin.call('client', 'list')).includes('cmd=bzpopmin'), 5_000, 'the pop to block');
+    proxy.resetAll();
+    await lost.promise;
+    expect(await popping).toBeInstanceOf(RedisConnectionError);
+    await reader.close();
+  });
+});
+
+describe('GlideTransport on a cluster', () => {
+  const cluster = useSharedTestCluster();
+  let glide: GlideTransport;
+
+  beforeAll(async () => {
+    glide = new GlideTransport({ config: { addresses: cluster.nodes(), clusterMode: true } }, policy);
+    await glide.verify(10_000);
+  });
+  afterAll(async () => {
+    await glide?.close(farDeadline());
+  });
+
+  it('is a cluster: SPUBLISH, and every master answers', async () => {
+    expect(glide.isCluster).toBe(true);
+    expect(glide.publishCommand).toBe('spublish');
+    const masters = await glide.commandOnEveryMaster(2_000, 'ping');
+    expect(masters.length).toBeGreaterThanOrEqual(3);
+    for (const reply of masters) expect(reply).toEqual({ endpoint: expect.any(String), reply: 'PONG' });
+  });
+
+  it('runs scripts on the master of their first key, also after SCRIPT FLUSH on every master', async () => {
+    const keys = ['{ga}s', '{gb}s', '{gc}s'];
+    for (const key of keys) expect(await glide.runScript(SHAPES, [key], ['v'])).toEqual([1, 'two', null, [3, 'four'], 5, 'v', 1]);
+    await glide.commandOnEveryMaster(2_000, 'script', 'flush');
+    for (const key of keys) expect(await glide.runScript(SHAPES, [key], ['w'])).toEqual([1, 'two', null, [3, 'four'], 5, 'w', 1]);
+  });
+
+  it('scans every master', async () => {
+    const keys = ['gscan:{a}', 'gscan:{b}', 'gscan:{c}', 'gscan:{d}', 'gscan:{e}', 'gscan:{f}'];
+    for (const key of keys) await glide.command('set', key, '1');
+    const found = await glide.scanKeys('gscan:*', 100);
+    expect(found).toEqual({ keys: expect.arrayContaining(keys), truncated: false });
+    expect(found.keys).toHaveLength(keys.length);
+  });
+
+  it('delivers sharded pub/sub messages on channels of different slots', async () => {
+    const subscriber = glide.openSubscriber('test');
+    const received: string[] = [];
+    subscriber.onMessage((channel, message) => received.push(`${channel}=${message}`));
+    await subscriber.connect();
+    const channels = ['gch:{a}', 'gch:{b}', 'gch:{c}'];
+    for (const channel of channels) await subscriber.subscribe(channel);
+    for (const channel of channels) expect(await glide.command('spublish', channel, 'm')).toBe(1);
+    await waitFor(() => received.length === channels.length, 5_000, 'the messages');
+    expect(received.sort()).toEqual(channels.map((c) => `${c}=m`));
+    await subscriber.close();
+  });
+
+  it('pops on the key’s master past the request timeout, and waits for the slot master’s replicas', async () => {
+    const reader = glide.openBlockingReader('test');
+    const started = performance.now();
+    expect(await reader.popMin('gm:{x}', 600)).toBe(false);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(550);
+    await glide.command('zadd', 'gm:{x}', 0, 'wake');
+    expect(await reader.popMin('gm:{x}', 5_000)).toBe(true);
+    await reader.close();
+    await glide.command('set', 'gw:{x}', '1');
+    expect(await glide.waitForReplicas('gw:{x}', 0, 100)).toBeGreaterThanOrEqual(0);
+  });
+});
