@@ -8,6 +8,7 @@ import { isGlideClient, isGlideClusterClient } from '../../lib/core/redis/valkey
 import { glidePackage } from '../../lib/core/redis/valkey-glide/glide-package.js';
 import { GlideTransport } from '../../lib/core/redis/valkey-glide/glide-transport.js';
 import { glideConfigFromUrl } from '../../lib/core/redis/valkey-glide/glide-url.js';
+import { toReplyError } from '../../lib/core/redis/valkey-glide/glide-errors.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { failOnUnhandledRejections } from '../support/fail-on-unhandled-rejections.js';
 import { useSharedTestCluster } from '../support/redis-cluster.js';
@@ -154,6 +155,25 @@ describe('GlideTransport on a single Redis', () => {
     await scratch.close();
   });
 
+  it('gives the same shapes through a user’s client speaking RESP2', async () => {
+    const glidePkg = glidePackage();
+    const config = { ...glideConfigFromUrl(server.url), protocol: glidePkg.ProtocolVersion.RESP2 };
+    const userClient = await glidePkg.GlideClient.createClient(config);
+    const transport = new GlideTransport({ client: userClient, config: glideConfigFromUrl(server.url) }, policy);
+    await ioredis.command('del', 'g:r2');
+    await ioredis.command('zadd', 'g:r2', 1.5, 'a', 2, 'b');
+    for (const [name, ...args] of [
+      ['zrange', 'g:r2', 0, -1, 'WITHSCORES'],
+      ['zscore', 'g:r2', 'a'],
+      ['config', 'get', 'maxmemory-policy'],
+    ]) {
+      expect(await transport.command(String(name), ...args)).toEqual(await ioredis.command(String(name), ...args));
+    }
+    expect(await transport.runScript(SHAPES, ['g:s'], ['value'])).toEqual(await ioredis.runScript(SHAPES, ['g:s'], ['value']));
+    await transport.close(farDeadline());
+    userClient.close();
+  });
+
   it('uses a client the user owns and never closes it', async () => {
     const glidePkg = glidePackage();
     const userClient = await glidePkg.GlideClient.createClient(glideConfigFromUrl(server.url));
@@ -168,6 +188,46 @@ describe('GlideTransport on a single Redis', () => {
     await transport.close(farDeadline());
     expect(await userClient.customCommand(['PING'])).toBe('PONG');
     userClient.close();
+  });
+});
+
+describe('GlideTransport helpers', () => {
+  it('parses a redis:// or rediss:// URL into a GLIDE configuration', () => {
+    expect(glideConfigFromUrl('rediss://app:s%40cret@cache.example:6380/2')).toEqual({
+      addresses: [{ host: 'cache.example', port: 6380 }],
+      useTLS: true,
+      credentials: { username: 'app', password: 's@cret' },
+      databaseId: 2,
+    });
+    expect(glideConfigFromUrl('redis://:pw@[::1]')).toEqual({ addresses: [{ host: '::1', port: 6379 }], credentials: { password: 'pw' } });
+    expect(() => glideConfigFromUrl('http://x:secret@host')).toThrow(/redis:\/\/ or rediss:\/\//);
+    expect(() => glideConfigFromUrl('http://x:secret@host')).not.toThrow(/secret/);
+  });
+
+  it('rewords GLIDE’s error replies back to the server’s text', () => {
+    const glideError = (name: string, message: string) => Object.assign(new Error(message), { name });
+    const cases: Array<[string, string]> = [
+      [
+        'An error was signalled by the server: - NoScriptError: No matching script. Please use EVAL.',
+        'NOSCRIPT No matching script. Please use EVAL.',
+      ],
+      ['An error was signalled by the server: - ResponseError: unknown job state x', 'ERR unknown job state x'],
+      [
+        "An error was signalled by the server: - ReadOnly: You can't write against a read only replica.",
+        "READONLY You can't write against a read only replica.",
+      ],
+      [
+        'WRONGTYPE: Operation against a key holding the wrong kind of value',
+        'WRONGTYPE Operation against a key holding the wrong kind of value',
+      ],
+      ["OOM: command not allowed when used memory > 'maxmemory'.", "OOM command not allowed when used memory > 'maxmemory'."],
+    ];
+    for (const [message, text] of cases) {
+      const reply = toReplyError(glideError('RequestError', message)) as Error;
+      expect([reply.name, reply.message]).toEqual(['ReplyError', text]);
+    }
+    const timeout = glideError('TimeoutError', 'timed out');
+    expect(toReplyError(timeout)).toBe(timeout);
   });
 });
 
@@ -226,12 +286,14 @@ describe('GlideTransport when Redis cannot be reached', () => {
 });
 
 describe('GlideTransport when the socket drops under a request (fault proxy)', () => {
-  const server = useLocalRedisServer();
+  let server: LocalRedisServer;
   let proxy: FaultProxy;
   let transport: GlideTransport;
   let admin: Redis;
 
+  // The server is stopped last, once every client of it is closed.
   beforeAll(async () => {
+    server = await startLocalRedisServer();
     proxy = await FaultProxy.start({ port: server.port });
     transport = new GlideTransport({ config: glideConfigFromUrl(proxy.url) }, policy);
     admin = new Redis(server.url);
@@ -239,8 +301,9 @@ describe('GlideTransport when the socket drops under a request (fault proxy)', (
   });
   afterAll(async () => {
     await transport?.close(farDeadline());
-    admin?.disconnect();
+    await admin?.quit();
     await proxy?.stop();
+    await server?.stop();
   });
 
   it('rejects the request in flight and never sends it again (resendsUnanswered: false)', async () => {
@@ -251,10 +314,34 @@ describe('GlideTransport when the socket drops under a request (fault proxy)', (
     const error = await moving;
     expect(error).toBeInstanceOf(RedisConnectionError);
     // Back on a new connection: a BLMOVE sent again would block it and take the pushed member.
-    await waitFor(() => transport.command('ping').then(() => true, () => false), 5_000, 'the reconnect');
+    await waitFor(
+      () =>
+        transport.command('ping').then(
+          () => true,
+          () => false,
+        ),
+      5_000,
+      'the reconnect',
+    );
     await admin.lpush('g:src', 'x');
     expect(await admin.lrange('g:src', 0, -1)).toEqual(['x']);
     expect(await admin.lrange('g:dst', 0, -1)).toEqual([]);
+  });
+
+  it('subscribes again after its socket drops, says it is ready again, and delivers the next message', async () => {
+    const subscriber = transport.openSubscriber('test');
+    const received: string[] = [];
+    subscriber.onMessage((_channel, message) => received.push(message));
+    let readyCount = 0;
+    subscriber.onReady(() => readyCount++);
+    await subscriber.connect();
+    await subscriber.subscribe('g:resub');
+    await waitFor(() => readyCount === 1, 5_000, 'the first ready');
+    proxy.resetAll();
+    await waitFor(() => readyCount === 2, 10_000, 'ready again after the reconnect');
+    expect(await admin.publish('g:resub', 'after')).toBe(1);
+    await waitFor(() => received.includes('after'), 5_000, 'the message sent after the reconnect');
+    await subscriber.close();
   });
 
   it('reports a blocking reader lost, before its pop rejects, when its socket drops', async () => {

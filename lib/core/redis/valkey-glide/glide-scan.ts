@@ -14,9 +14,10 @@ export interface GlideMaster {
 
 /** Every master of the cluster, from CLUSTER SLOTS (each slot range's first node is its master). */
 export async function clusterMasters(client: GlideClusterClient): Promise<GlideMaster[]> {
-  const ranges = (await client.customCommand(['CLUSTER', 'SLOTS'], { route: 'randomNode', decoder: glidePackage().Decoder.String })) as Array<
-    [number, number, [string, number, ...unknown[]], ...unknown[]]
-  >;
+  const ranges = (await client.customCommand(['CLUSTER', 'SLOTS'], {
+    route: 'randomNode',
+    decoder: glidePackage().Decoder.String,
+  })) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>;
   const masters = new Map<string, GlideMaster>();
   for (const [, , [host, port]] of ranges) {
     const endpoint = `${host}:${port}`;

@@ -177,7 +177,11 @@ export class GlideTransport implements ModuleTransport {
     return new GlideScratch(() => this.createClient({ requestTimeout: SCRATCH_TIMEOUT_MS }), this.isCluster);
   }
 
-  async commandOnEveryMaster<T = unknown>(timeoutMs: number, name: string, ...args: Array<string | number>): Promise<Array<ServerReply<T>>> {
+  async commandOnEveryMaster<T = unknown>(
+    timeoutMs: number,
+    name: string,
+    ...args: Array<string | number>
+  ): Promise<Array<ServerReply<T>>> {
     const command = [name, ...args.map(String)];
     let client: GlideCommandClient;
     let targets: Array<{ endpoint: string; route?: Routes }>;
@@ -238,7 +242,8 @@ export class GlideTransport implements ModuleTransport {
     const closing = [...this.dedicated].map((connection) => connection.close().catch(() => undefined));
     this.dedicated.clear();
     if (this.owned) {
-      const client = this.commandClient ?? (await withTimeout(this.creating ?? Promise.resolve(undefined), remaining(deadline)).catch(() => undefined));
+      const client =
+        this.commandClient ?? (await withTimeout(this.creating ?? Promise.resolve(undefined), remaining(deadline)).catch(() => undefined));
       if (client) {
         if (this.pending > 0) {
           await withTimeout(new Promise<void>((resolve) => (this.drained = resolve)), remaining(deadline)).catch(() => undefined);
@@ -275,7 +280,8 @@ export class GlideTransport implements ModuleTransport {
   /** The command client; the transport's own is created on first use (calls made meanwhile wait for it). */
   private ensureClient(action: string): Promise<GlideCommandClient> {
     if (this.commandClient) return Promise.resolve(this.commandClient);
-    if (this.closed) return Promise.reject(new RedisConnectionError(`Cannot ${action}: the Redis connection at ${this.endpoint} is closed.`));
+    if (this.closed)
+      return Promise.reject(new RedisConnectionError(`Cannot ${action}: the Redis connection at ${this.endpoint} is closed.`));
     this.creating ??= this.createClient({}).then(
       (client) => {
         if (this.closed) {
@@ -304,7 +310,9 @@ export class GlideTransport implements ModuleTransport {
     try {
       glide = glidePackage();
     } catch (error) {
-      throw new Error(`The valkey-glide driver needs the @valkey/valkey-glide package: ${GLIDE_INSTALL} (${errorMessage(error)})`);
+      throw new Error(`The valkey-glide driver needs the @valkey/valkey-glide package: ${GLIDE_INSTALL} (${errorMessage(error)})`, {
+        cause: error,
+      });
     }
     const bound = this.policy.unreachableTimeout;
     const config: GlideConfig = {

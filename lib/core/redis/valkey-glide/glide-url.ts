@@ -7,7 +7,8 @@ import type { GlideClientConfiguration } from '@valkey/valkey-glide';
  *
  * @example
  * glideConfigFromUrl('rediss://app:s3cret@cache.example:6380/2')
- * // { addresses: [{ host: 'cache.example', port: 6380 }], useTLS: true, credentials: { username: 'app', password: 's3cret' }, databaseId: 2 }
+ * // { addresses: [{ host: 'cache.example', port: 6380 }], useTLS: true,
+ * //   credentials: { username: 'app', password: 's3cret' }, databaseId: 2 }
  */
 export function glideConfigFromUrl(url: string): GlideClientConfiguration {
   let parsed: URL;
