@@ -1,5 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
-import { Cluster, type Redis } from 'ioredis';
+import { ioredisFlavour, isIoredisCluster, type IoredisFlavour } from './ioredis-flavour.js';
+import type { Redis } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error.js';
 import { errorMessage } from '../errors/error-message.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
@@ -18,19 +19,18 @@ import { RedisReachability } from './reachability.js';
 import { reconnectOverrideFor } from './reconnect-strategy.js';
 import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import type { RedisScript } from './redis-script.js';
-import type { BlockingReader, RedisTransport, ScannedKeys, SubscriberConnection } from './redis-transport.js';
+import type {
+  BlockingReader,
+  ModuleTransport,
+  ScannedKeys,
+  ScratchConnection,
+  ServerReply,
+  SubscriberConnection,
+  TransportPolicy,
+} from './redis-transport.js';
 import { scanKeys } from './scan-keys.js';
+import { commandOnEveryMaster, openIoredisScratch } from './ioredis-maintenance.js';
 import { SelectedDatabaseCheck } from './selected-database-check.js';
-
-/** What the transport needs from the module configuration. */
-export interface IoredisTransportPolicy {
-  /** Bound on waiting for an unreachable Redis (ms), or false. */
-  readonly unreachableTimeout: number | false;
-  /** The longest a command of the module legitimately keeps the connection silent (WAIT of `syncReplicas`), ms. */
-  readonly longestBlockingCommand?: number;
-  /** Every connection error, with the connection's purpose; `warnAlone`: a hiccup of this connection alone is worth a line. */
-  readonly onConnectionError: (purpose: string, error: Error, warnAlone: boolean) => void;
-}
 
 /**
  * The ioredis transport: the one owner of the module's ioredis connections and of everything that
@@ -44,7 +44,7 @@ export interface IoredisTransportPolicy {
  *   closed with the transport.
  * ioredis' private fields are read in ioredis-internals.ts only.
  */
-export class IoredisTransport implements RedisTransport {
+export class IoredisTransport implements ModuleTransport {
   readonly resendsUnanswered = true;
   readonly client: RedisClient;
   readonly owned: boolean;
@@ -59,17 +59,18 @@ export class IoredisTransport implements RedisTransport {
 
   constructor(
     options: RedisConnectionOptions,
-    private readonly policy: IoredisTransportPolicy,
+    private readonly policy: TransportPolicy,
+    flavour: IoredisFlavour = ioredisFlavour('ioredis'),
   ) {
-    const { client, owned } = createRedisClient(options, { unreachableTimeout: policy.unreachableTimeout });
+    const { client, owned } = createRedisClient(options, { unreachableTimeout: policy.unreachableTimeout }, flavour);
     // Before anything uses it (a created client connects lazily, so there is nothing to close).
     assertSupportedClientOptions(client, redisOptionOrigin(options));
     this.client = client;
     this.owned = owned;
-    this.isCluster = client instanceof Cluster;
+    this.isCluster = isIoredisCluster(client);
     this.publishCommand = this.isCluster ? 'spublish' : 'publish';
     this.endpoint = describeEndpoint(client);
-    if (client instanceof Cluster) {
+    if (isIoredisCluster(client)) {
       this.reachability = undefined;
       this.selectedDatabase = undefined;
     } else {
@@ -79,7 +80,7 @@ export class IoredisTransport implements RedisTransport {
     // A client the application passed in: its errors begin and end outages, its hiccups are its own to log.
     client.on('error', (error: Error) => policy.onConnectionError('commands', error, owned));
     if (!owned) return;
-    if (client instanceof Cluster) {
+    if (isIoredisCluster(client)) {
       // Each node's command connection, including those the cluster opens later.
       client.on('+node', (node: Redis) => coalesceWritesPerTick(node));
       for (const node of client.nodes()) coalesceWritesPerTick(node);
@@ -110,6 +111,10 @@ export class IoredisTransport implements RedisTransport {
   /** Connected and ready for commands. */
   get ready(): boolean {
     return this.client.status === 'ready';
+  }
+
+  get ended(): boolean {
+    return this.client.status === 'end';
   }
 
   /** Calls `listener` each time the command connection is ready (connected, or back after a loss). */
@@ -153,6 +158,14 @@ export class IoredisTransport implements RedisTransport {
     return replied;
   }
 
+  commandOnEveryMaster<T = unknown>(timeoutMs: number, name: string, ...args: Array<string | number>): Promise<Array<ServerReply<T>>> {
+    return commandOnEveryMaster<T>(this.client, timeoutMs, name, ...args);
+  }
+
+  openScratch(): ScratchConnection {
+    return openIoredisScratch(this.client);
+  }
+
   openSubscriber(purpose: string): SubscriberConnection {
     return new IoredisSubscriber(this.duplicate(purpose, { shardedPubSub: true }), this.isCluster, (copy) => this.release(copy));
   }
@@ -176,7 +189,7 @@ export class IoredisTransport implements RedisTransport {
    */
   private duplicate(purpose: string, options: { shardedPubSub?: boolean } = {}): RedisClient {
     let copy: RedisClient;
-    if (this.client instanceof Cluster) {
+    if (isIoredisCluster(this.client)) {
       copy = options.shardedPubSub ? this.client.duplicate([], { shardedSubscribers: true }) : this.client.duplicate();
     } else {
       copy = this.client.duplicate(reconnectOverrideFor(this.client));
@@ -256,7 +269,7 @@ export class IoredisTransport implements RedisTransport {
  * the master of the key's slot per ioredis's slot map (`cluster.slots[slot][0]` is its `host:port`).
  */
 function connectionOf(client: RedisClient, key: string): Redis {
-  if (!(client instanceof Cluster)) return client;
+  if (!isIoredisCluster(client)) return client;
   const nodeKey = client.slots[calculateSlot(key)]?.[0];
   const node = nodeKey === undefined ? undefined : client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
   if (!node) throw new Error(`no known master for the slot of ${JSON.stringify(key)} (cluster slot map not loaded or changing)`);
