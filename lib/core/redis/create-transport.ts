@@ -1,5 +1,7 @@
 import { ioredisFlavour } from './ioredis-flavour.js';
 import { IoredisTransport } from './ioredis-transport.js';
+import { glideTransportSource } from './valkey-glide/glide-source.js';
+import { GlideTransport } from './valkey-glide/glide-transport.js';
 import type { ModuleTransport, TransportPolicy } from './redis-transport.js';
 import type { TransportSource } from '../options/transport-source.js';
 
@@ -13,8 +15,9 @@ export function createTransport(source: TransportSource, policy: TransportPolicy
     case 'ioredis':
     case 'iovalkey':
       return new IoredisTransport(source.options, policy, ioredisFlavour(source.driver));
-    case 'node-redis':
     case 'valkey-glide':
+      return new GlideTransport(glideTransportSource(source), policy);
+    case 'node-redis':
       throw new Error(`driver ${source.driver} not wired yet`);
   }
 }

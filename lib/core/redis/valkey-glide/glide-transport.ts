@@ -1,6 +1,5 @@
 import type { GlideClientConfiguration, GlideClusterClient, Routes } from '@valkey/valkey-glide';
 import { RedisConnectionError } from '../../errors/redis-connection.error.js';
-import { errorMessage } from '../../errors/error-message.js';
 import { connectionAdvice, toRedisLockError } from '../redis-errors.js';
 import type { RedisScript } from '../redis-script.js';
 import type {
@@ -19,7 +18,7 @@ import { connectionCauseOf, isClosedClient, isConnectionFailure, toReplyError } 
 import type { GlidePush } from './glide-internals.js';
 import { cutClient, interceptPushes } from './glide-internals.js';
 import type { GlideCommandClient, GlideConfig } from './glide-package.js';
-import { GLIDE_INSTALL, glidePackage } from './glide-package.js';
+import { glidePackage } from './glide-package.js';
 import { toResp2Reply } from './glide-replies.js';
 import { clusterMasters, scanKeysOn } from './glide-scan.js';
 import { GlideScratch } from './glide-scratch.js';
@@ -32,8 +31,8 @@ export interface GlideTransportSource {
   readonly client?: GlideCommandClient;
   /**
    * What builds the module's own connections (subscriber, blocking readers, scratch; and the
-   * command client when there is no `client`): addresses, credentials, TLS, database. `clusterMode`
-   * says a cluster when there is no `client` to tell.
+   * command client when there is no `client`): addresses, credentials, TLS, database. `clusterMode`:
+   * a cluster (default: whether `client` is a `GlideClusterClient`, else false).
    */
   readonly config: GlideConfig & { readonly clusterMode?: boolean };
 }
@@ -95,7 +94,7 @@ export class GlideTransport implements ModuleTransport {
     this.config = config;
     this.commandClient = source.client;
     this.owned = !source.client;
-    this.isCluster = source.client ? isGlideClusterClient(source.client) : clusterMode === true;
+    this.isCluster = clusterMode ?? (source.client ? isGlideClusterClient(source.client) : false);
     this.publishCommand = this.isCluster ? 'spublish' : 'publish';
     this.endpoint = config.addresses.map((a) => `${a.host}:${a.port ?? 6379}`).join(',');
     if (source.client) this.isReady = true;
@@ -306,14 +305,7 @@ export class GlideTransport implements ModuleTransport {
 
   /** A client built from `config`, with the module's bound on an unreachable Redis unless the config sets its own. */
   private async createClient(overrides: { requestTimeout?: number; onPush?: (push: GlidePush) => void }): Promise<GlideCommandClient> {
-    let glide: ReturnType<typeof glidePackage>;
-    try {
-      glide = glidePackage();
-    } catch (error) {
-      throw new Error(`The valkey-glide driver needs the @valkey/valkey-glide package: ${GLIDE_INSTALL} (${errorMessage(error)})`, {
-        cause: error,
-      });
-    }
+    const glide = glidePackage();
     const bound = this.policy.unreachableTimeout;
     const config: GlideConfig = {
       ...this.config,
