@@ -155,6 +155,18 @@ describe('GlideTransport on a single Redis', () => {
     await scratch.close();
   });
 
+  it('closes by the deadline with a command still blocked on its connection, which then rejects', async () => {
+    const transport = new GlideTransport({ config: glideConfigFromUrl(server.url) }, policy);
+    await transport.verify(2_000);
+    const blocked = transport.command('blmove', 'g:never', 'g:dst', 'LEFT', 'RIGHT', 30).catch((e: unknown) => e);
+    await waitFor(async () => (await ioredis.command<string>('client', 'list')).includes('cmd=blmove'), 5_000, 'BLMOVE to block');
+    const started = performance.now();
+    await transport.close(performance.now() + 300);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(await blocked).toBeInstanceOf(RedisConnectionError);
+    expect(transport.ended).toBe(true);
+  });
+
   it('gives the same shapes through a user’s client speaking RESP2', async () => {
     const glidePkg = glidePackage();
     const config = { ...glideConfigFromUrl(server.url), protocol: glidePkg.ProtocolVersion.RESP2 };
@@ -172,6 +184,15 @@ describe('GlideTransport on a single Redis', () => {
     expect(await transport.runScript(SHAPES, ['g:s'], ['value'])).toEqual(await ioredis.runScript(SHAPES, ['g:s'], ['value']));
     await transport.close(farDeadline());
     userClient.close();
+  });
+
+  it('queues requests beyond GLIDE’s in-flight limit (1000) instead of failing them', async () => {
+    const replies = await Promise.all(Array.from({ length: 2_500 }, (_, i) => glide.command('set', `g:burst:${i}`, '1')));
+    expect(replies.every((reply) => reply === 'OK')).toBe(true);
+    const scratch = glide.openScratch();
+    const removed = await Promise.all(Array.from({ length: 2_500 }, (_, i) => scratch.command<number>('unlink', `g:burst:${i}`)));
+    expect(removed.reduce((sum, n) => sum + n, 0)).toBe(2_500);
+    await scratch.close();
   });
 
   it('uses a client the user owns and never closes it', async () => {

@@ -46,3 +46,12 @@ export function interceptPushes(client: GlideCommandClient, onPush: (push: Glide
     return null;
   };
 }
+
+/** GLIDE's default `inflightRequestsLimit`. */
+const DEFAULT_INFLIGHT_LIMIT = 1000;
+
+/** The in-flight request limit `client` was configured with (GLIDE keeps its configuration in `BaseClient.config`). */
+export function inflightLimitOf(client: GlideCommandClient): number {
+  const limit = (client as unknown as { config?: { inflightRequestsLimit?: unknown } }).config?.inflightRequestsLimit;
+  return typeof limit === 'number' && limit > 0 ? limit : DEFAULT_INFLIGHT_LIMIT;
+}

@@ -1,7 +1,8 @@
 import type { ScannedKeys, ScratchConnection } from '../redis-transport.js';
 import { toRedisLockError } from '../redis-errors.js';
 import { toReplyError } from './glide-errors.js';
-import { cutClient } from './glide-internals.js';
+import { InflightGate } from './glide-inflight-gate.js';
+import { cutClient, inflightLimitOf } from './glide-internals.js';
 import type { GlideCommandClient } from './glide-package.js';
 import { glidePackage } from './glide-package.js';
 import { toResp2Reply } from './glide-replies.js';
@@ -15,6 +16,8 @@ import { scanKeysOn } from './glide-scan.js';
  */
 export class GlideScratch implements ScratchConnection {
   private readonly client: Promise<GlideCommandClient>;
+  /** A caller may fire many commands at once (the testing kit removes keys in bulk). */
+  private gate: InflightGate | undefined;
 
   constructor(
     create: () => Promise<GlideCommandClient>,
@@ -33,12 +36,18 @@ export class GlideScratch implements ScratchConnection {
   }
 
   async command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T> {
+    let gate: InflightGate | undefined;
     try {
       const client = await this.client;
+      gate = this.gate ??= new InflightGate(inflightLimitOf(client));
+      const turn = gate.enter();
+      if (turn) await turn;
       const reply = await client.customCommand([name, ...args.map(String)], { decoder: glidePackage().Decoder.String });
       return toResp2Reply(name, reply) as T;
     } catch (error) {
       throw toRedisLockError(toReplyError(error), `run ${name}`);
+    } finally {
+      gate?.leave();
     }
   }
 

@@ -16,7 +16,8 @@ import { isGlideClusterClient } from './glide-client-detection.js';
 import { probeEndpoint } from './glide-endpoint-probe.js';
 import { connectionCauseOf, isClosedClient, isConnectionFailure, toReplyError } from './glide-errors.js';
 import type { GlidePush } from './glide-internals.js';
-import { cutClient, interceptPushes } from './glide-internals.js';
+import { cutClient, inflightLimitOf, interceptPushes } from './glide-internals.js';
+import { InflightGate } from './glide-inflight-gate.js';
 import type { GlideCommandClient, GlideConfig } from './glide-package.js';
 import { glidePackage } from './glide-package.js';
 import { toResp2Reply } from './glide-replies.js';
@@ -81,9 +82,8 @@ export class GlideTransport implements ModuleTransport {
   private userClientEnded = false;
   /** Connection failures seen on the command client: a WAIT is trusted only if none happened while it ran. */
   private losses = 0;
-  /** Calls awaiting their reply on the command client, and who waits for them to be none. */
-  private pending = 0;
-  private drained: (() => void) | undefined;
+  /** The command client's requests in flight (GLIDE refuses more than its limit instead of queueing them). */
+  private gate: InflightGate | undefined;
   private reprobeTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -97,7 +97,10 @@ export class GlideTransport implements ModuleTransport {
     this.isCluster = clusterMode ?? (source.client ? isGlideClusterClient(source.client) : false);
     this.publishCommand = this.isCluster ? 'spublish' : 'publish';
     this.endpoint = config.addresses.map((a) => `${a.host}:${a.port ?? 6379}`).join(',');
-    if (source.client) this.isReady = true;
+    if (source.client) {
+      this.isReady = true;
+      this.gate = new InflightGate(inflightLimitOf(source.client));
+    }
   }
 
   get ready(): boolean {
@@ -222,6 +225,9 @@ export class GlideTransport implements ModuleTransport {
 
   abandon(): void {
     if (!this.owned) return;
+    // Nothing is created again for it: the module gave it up (a failed bootstrap check).
+    clearTimeout(this.reprobeTimer);
+    this.down = false;
     const client = this.commandClient;
     this.commandClient = undefined;
     this.isReady = false;
@@ -244,9 +250,7 @@ export class GlideTransport implements ModuleTransport {
       const client =
         this.commandClient ?? (await withTimeout(this.creating ?? Promise.resolve(undefined), remaining(deadline)).catch(() => undefined));
       if (client) {
-        if (this.pending > 0) {
-          await withTimeout(new Promise<void>((resolve) => (this.drained = resolve)), remaining(deadline)).catch(() => undefined);
-        }
+        await withTimeout(this.gate?.whenIdle() ?? Promise.resolve(), remaining(deadline)).catch(() => undefined);
         cutClient(client);
       } else {
         this.abandon();
@@ -258,7 +262,9 @@ export class GlideTransport implements ModuleTransport {
   /** One call on the command client: its connection state noted, its errors typed. */
   private async call<T>(action: string, run: (client: GlideCommandClient) => Promise<T>): Promise<T> {
     const client = await this.ensureClient(action);
-    this.pending++;
+    const gate = this.gate as InflightGate;
+    const turn = gate.enter();
+    if (turn) await turn;
     try {
       const result = await run(client);
       if (this.down) this.markUp();
@@ -267,7 +273,7 @@ export class GlideTransport implements ModuleTransport {
       if (!isConnectionFailure(error)) throw toRedisLockError(toReplyError(error), action);
       throw toRedisLockError(error, action, await this.connectionFailed(error));
     } finally {
-      if (--this.pending === 0) this.drained?.();
+      gate.leave();
     }
   }
 
@@ -288,6 +294,7 @@ export class GlideTransport implements ModuleTransport {
           throw new RedisConnectionError(`Cannot ${action}: the Redis connection at ${this.endpoint} is closed.`);
         }
         this.commandClient = client;
+        this.gate = new InflightGate(inflightLimitOf(client));
         this.markUp();
         return client;
       },
@@ -362,11 +369,18 @@ export class GlideTransport implements ModuleTransport {
     return probeEndpoint(host, port ?? 6379, PROBE_MS);
   }
 
-  /** While down, a PING every `REPROBE_MS` until one answers (then `onReady` listeners run). */
+  /**
+   * While down, a PING every `REPROBE_MS` until one answers (then `onReady` listeners run); a
+   * command client of the transport's that could not be created yet is created again instead.
+   */
   private reprobe(): void {
     this.reprobeTimer = setTimeout(() => {
       const client = this.commandClient;
-      if (!client || this.ended || !this.down) return;
+      if (this.ended || !this.down) return;
+      if (!client) {
+        if (this.owned) this.ensureClient('reconnect').catch(() => this.reprobe());
+        return;
+      }
       this.send(client, ['PING'], this.isCluster ? 'randomNode' : undefined).then(
         () => this.markUp(),
         (error: unknown) => {
