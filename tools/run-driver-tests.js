@@ -32,7 +32,7 @@ export const DRIVER_SPECS = [
   'test/delay-queue/rate-limited-job.spec.ts',
   'test/delay-queue/pause-and-rate-limit.spec.ts',
   'test/delay-queue/repeat.spec.ts',
-  'test/delay-queue/cancel-running.spec.ts',
+  'test/delay-queue/cancel-progress.spec.ts',
   'test/delay-queue/priorities.spec.ts',
   'test/delay-queue/dedupe.spec.ts',
   'test/delay-queue/job-logs.spec.ts',

@@ -1,4 +1,4 @@
-import { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { loadDriverPackage } from './driver-packages.js';
 
@@ -12,15 +12,25 @@ export interface IoredisFlavour {
   readonly driver: 'ioredis' | 'iovalkey';
   readonly Redis: typeof Redis;
   readonly Cluster: typeof Cluster;
+  /**
+   * Whether its `Cluster` can keep one subscriber per master (`shardedSubscribers`, ioredis 5.6+).
+   * iovalkey 0.4 cannot: it sends every SSUBSCRIBE to one node, which answers MOVED for most
+   * channels. On such a cluster the module uses classic pub/sub (PUBLISH reaches every node
+   * over the cluster bus), correct everywhere, at the cost of every message crossing every node.
+   */
+  readonly shardedPubSub: boolean;
 }
-
-const IOREDIS: IoredisFlavour = { driver: 'ioredis', Redis, Cluster };
 
 /** The flavour of `driver`, its package loaded on first use (iovalkey is an optional peer). */
 export function ioredisFlavour(driver: 'ioredis' | 'iovalkey'): IoredisFlavour {
-  if (driver === 'ioredis') return IOREDIS;
-  const iovalkey = loadDriverPackage('iovalkey') as { Redis: typeof Redis; Cluster: typeof Cluster };
-  return { driver, Redis: iovalkey.Redis, Cluster: iovalkey.Cluster };
+  return (FLAVOURS[driver] ??= load(driver));
+}
+
+const FLAVOURS: Partial<Record<'ioredis' | 'iovalkey', IoredisFlavour>> = {};
+
+function load(driver: 'ioredis' | 'iovalkey'): IoredisFlavour {
+  const classes = loadDriverPackage(driver) as { Redis: typeof Redis; Cluster: typeof Cluster };
+  return { driver, Redis: classes.Redis, Cluster: classes.Cluster, shardedPubSub: driver === 'ioredis' };
 }
 
 /** A cluster client of either flavour (ioredis and iovalkey both set `isCluster`). */

@@ -1,6 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
 import { ioredisFlavour, isIoredisCluster, type IoredisFlavour } from './ioredis-flavour.js';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error.js';
 import { errorMessage } from '../errors/error-message.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
@@ -10,13 +10,13 @@ import { closeConnection } from './close-quietly.js';
 import { coalesceWritesPerTick, writeCorkedNow } from './coalesce-writes.js';
 import { createRedisClient, describeEndpoint, silenceTimeout } from './create-redis-client.js';
 import { IoredisBlockingReader } from './ioredis-blocking-reader.js';
-import { socketOf } from './ioredis-internals.js';
+import { socketOf, startupNodesOf } from './ioredis-internals.js';
 import { runScriptOn } from './ioredis-script-runner.js';
 import { IoredisSubscriber } from './ioredis-subscriber.js';
 import { observeAutomaticResends } from './observe-automatic-resends.js';
 import { preloadScripts } from './preload-scripts.js';
 import { RedisReachability } from './reachability.js';
-import { reconnectOverrideFor } from './reconnect-strategy.js';
+import { lockReconnectStrategy, reconnectOverrideFor } from './reconnect-strategy.js';
 import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import type { RedisScript } from './redis-script.js';
 import type {
@@ -49,6 +49,8 @@ export class IoredisTransport implements ModuleTransport {
   readonly client: RedisClient;
   readonly owned: boolean;
   readonly isCluster: boolean;
+  /** Pub/sub on a cluster is sharded (SSUBSCRIBE per master); classic where the flavour cannot (see `IoredisFlavour`). */
+  private readonly sharded: boolean;
   readonly publishCommand: 'publish' | 'spublish';
   readonly endpoint: string;
   /** None on a cluster. */
@@ -60,7 +62,7 @@ export class IoredisTransport implements ModuleTransport {
   constructor(
     options: RedisConnectionOptions,
     private readonly policy: TransportPolicy,
-    flavour: IoredisFlavour = ioredisFlavour('ioredis'),
+    private readonly flavour: IoredisFlavour = ioredisFlavour('ioredis'),
   ) {
     const { client, owned } = createRedisClient(options, { unreachableTimeout: policy.unreachableTimeout }, flavour);
     // Before anything uses it (a created client connects lazily, so there is nothing to close).
@@ -68,7 +70,8 @@ export class IoredisTransport implements ModuleTransport {
     this.client = client;
     this.owned = owned;
     this.isCluster = isIoredisCluster(client);
-    this.publishCommand = this.isCluster ? 'spublish' : 'publish';
+    this.sharded = this.isCluster && flavour.shardedPubSub;
+    this.publishCommand = this.sharded ? 'spublish' : 'publish';
     this.endpoint = describeEndpoint(client);
     if (isIoredisCluster(client)) {
       this.reachability = undefined;
@@ -167,7 +170,8 @@ export class IoredisTransport implements ModuleTransport {
   }
 
   openSubscriber(purpose: string): SubscriberConnection {
-    return new IoredisSubscriber(this.duplicate(purpose, { shardedPubSub: true }), this.isCluster, (copy) => this.release(copy));
+    const copy = this.duplicate(purpose, { shardedPubSub: this.sharded, classicPubSub: this.isCluster && !this.sharded });
+    return new IoredisSubscriber(copy, this.sharded, (closed) => this.release(closed));
   }
 
   openBlockingReader(purpose: string): BlockingReader {
@@ -187,9 +191,11 @@ export class IoredisTransport implements ModuleTransport {
    * a client running ioredis' default `retryStrategy` reconnects with `lockReconnectStrategy`: a
    * subscriber or blocking reader that is slow to come back delays wake-ups and job pick-up.
    */
-  private duplicate(purpose: string, options: { shardedPubSub?: boolean } = {}): RedisClient {
+  private duplicate(purpose: string, options: { shardedPubSub?: boolean; classicPubSub?: boolean } = {}): RedisClient {
     let copy: RedisClient;
-    if (isIoredisCluster(this.client)) {
+    if (isIoredisCluster(this.client) && options.classicPubSub) {
+      copy = this.classicSubscriberOf(this.client);
+    } else if (isIoredisCluster(this.client)) {
       copy = options.shardedPubSub ? this.client.duplicate([], { shardedSubscribers: true }) : this.client.duplicate();
     } else {
       copy = this.client.duplicate(reconnectOverrideFor(this.client));
@@ -198,6 +204,19 @@ export class IoredisTransport implements ModuleTransport {
     this.dedicated.add(copy);
     copy.on('error', (error: Error) => this.policy.onConnectionError(purpose, error, true));
     return copy;
+  }
+
+  /**
+   * Classic pub/sub on a cluster whose flavour has no sharded subscribers (iovalkey): one plain
+   * connection to one master, with the cluster's node settings. Redis Cluster carries every PUBLISH
+   * to every node, so one node hears every channel; it reconnects and subscribes again like any
+   * plain connection (iovalkey's own cluster subscriber was seen to lose its subscriptions when it
+   * moved between nodes).
+   */
+  private classicSubscriberOf(cluster: Cluster): Redis {
+    const [node] = cluster.nodes('master');
+    const where = node ? { host: node.options.host, port: node.options.port } : seedAddress(startupNodesOf(cluster)[0]);
+    return new this.flavour.Redis({ ...cluster.options.redisOptions, ...where, lazyConnect: true, retryStrategy: lockReconnectStrategy });
   }
 
   /** Closes one dedicated connection early (for example a blocking client found hung). */
@@ -274,4 +293,12 @@ function connectionOf(client: RedisClient, key: string): Redis {
   const node = nodeKey === undefined ? undefined : client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
   if (!node) throw new Error(`no known master for the slot of ${JSON.stringify(key)} (cluster slot map not loaded or changing)`);
   return node;
+}
+
+/** Where a cluster seed node given as a port, a URL or `{ host, port }` is. */
+function seedAddress(seed: string | number | { host?: string; port?: number } | undefined): { host?: string; port?: number } {
+  if (seed === undefined || typeof seed === 'object') return seed ?? {};
+  if (typeof seed === 'number') return { port: seed };
+  const url = new URL(seed.includes('://') ? seed : `redis://${seed}`);
+  return { host: url.hostname, port: Number(url.port || 6379) };
 }
