@@ -1,7 +1,5 @@
 import { ioredisFlavour } from './ioredis-flavour.js';
 import { IoredisTransport } from './ioredis-transport.js';
-import { glideTransportSource } from './valkey-glide/glide-source.js';
-import { GlideTransport } from './valkey-glide/glide-transport.js';
 import type { ModuleTransport, TransportPolicy } from './redis-transport.js';
 import type { TransportSource } from '../options/transport-source.js';
 
@@ -15,9 +13,8 @@ export function createTransport(source: TransportSource, policy: TransportPolicy
     case 'ioredis':
     case 'iovalkey':
       return new IoredisTransport(source.options, policy, ioredisFlavour(source.driver));
-    case 'valkey-glide':
-      return new GlideTransport(glideTransportSource(source), policy);
     case 'node-redis':
+    case 'valkey-glide':
       throw new Error(`driver ${source.driver} not wired yet`);
   }
 }
