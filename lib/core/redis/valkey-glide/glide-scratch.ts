@@ -1,12 +1,15 @@
 import type { ScannedKeys, ScratchConnection } from '../redis-transport.js';
 import { toRedisLockError } from '../redis-errors.js';
 import { toReplyError } from './glide-errors.js';
-import { InflightGate } from './glide-inflight-gate.js';
+import { InflightGate, runAdmitted } from './glide-inflight-gate.js';
 import { cutClient, inflightLimitOf } from './glide-internals.js';
 import type { GlideCommandClient } from './glide-package.js';
 import { glidePackage } from './glide-package.js';
 import { toResp2Reply } from './glide-replies.js';
 import { scanKeysOn } from './glide-scan.js';
+
+/** How long a command GLIDE refuses for its in-flight limit is tried again. */
+const SCRATCH_ADMISSION_MS = 3_000;
 
 /**
  * A short-lived GLIDE client of its own (see `ModuleTransport.openScratch`), created now. A
@@ -36,18 +39,14 @@ export class GlideScratch implements ScratchConnection {
   }
 
   async command<T = unknown>(name: string, ...args: Array<string | number>): Promise<T> {
-    let gate: InflightGate | undefined;
     try {
       const client = await this.client;
-      gate = this.gate ??= new InflightGate(inflightLimitOf(client));
-      const turn = gate.enter();
-      if (turn) await turn;
-      const reply = await client.customCommand([name, ...args.map(String)], { decoder: glidePackage().Decoder.String });
-      return toResp2Reply(name, reply) as T;
+      const gate = (this.gate ??= new InflightGate(inflightLimitOf(client)));
+      const command = [name, ...args.map(String)];
+      const send = () => client.customCommand(command, { decoder: glidePackage().Decoder.String });
+      return toResp2Reply(name, await runAdmitted(gate, send, performance.now() + SCRATCH_ADMISSION_MS)) as T;
     } catch (error) {
       throw toRedisLockError(toReplyError(error), `run ${name}`);
-    } finally {
-      gate?.leave();
     }
   }
 

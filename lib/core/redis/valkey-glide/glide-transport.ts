@@ -17,7 +17,7 @@ import { probeEndpoint } from './glide-endpoint-probe.js';
 import { connectionCauseOf, isClosedClient, isConnectionFailure, toReplyError } from './glide-errors.js';
 import type { GlidePush } from './glide-internals.js';
 import { cutClient, inflightLimitOf, interceptPushes } from './glide-internals.js';
-import { InflightGate } from './glide-inflight-gate.js';
+import { InflightGate, runAdmitted } from './glide-inflight-gate.js';
 import type { GlideCommandClient, GlideConfig } from './glide-package.js';
 import { glidePackage } from './glide-package.js';
 import { toResp2Reply } from './glide-replies.js';
@@ -44,6 +44,8 @@ const RECONNECT_BACKOFF = { numberOfRetries: 6, factor: 25, exponentBase: 2, jit
 const REPROBE_MS = 250;
 /** How long naming the cause of a failed connection may take (a TCP connect to the endpoint). */
 const PROBE_MS = 250;
+/** How long a request GLIDE refuses for its in-flight limit is tried again without a bound from the module. */
+const DEFAULT_ADMISSION_MS = 2_000;
 /** Request timeout of a scratch connection. */
 const SCRATCH_TIMEOUT_MS = 3_000;
 
@@ -262,19 +264,19 @@ export class GlideTransport implements ModuleTransport {
   /** One call on the command client: its connection state noted, its errors typed. */
   private async call<T>(action: string, run: (client: GlideCommandClient) => Promise<T>): Promise<T> {
     const client = await this.ensureClient(action);
-    const gate = this.gate as InflightGate;
-    const turn = gate.enter();
-    if (turn) await turn;
     try {
-      const result = await run(client);
+      const result = await runAdmitted(this.gate as InflightGate, () => run(client), performance.now() + this.admissionBound());
       if (this.down) this.markUp();
       return result;
     } catch (error) {
       if (!isConnectionFailure(error)) throw toRedisLockError(toReplyError(error), action);
       throw toRedisLockError(error, action, await this.connectionFailed(error));
-    } finally {
-      gate.leave();
     }
+  }
+
+  /** How long a request refused for GLIDE's in-flight limit is tried again: the bound on an unreachable Redis. */
+  private admissionBound(): number {
+    return this.policy.unreachableTimeout === false ? DEFAULT_ADMISSION_MS : this.policy.unreachableTimeout;
   }
 
   private send(client: GlideCommandClient, args: string[], route: Routes | undefined): Promise<unknown> {
