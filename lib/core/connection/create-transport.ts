@@ -1,6 +1,8 @@
 import { ioredisFlavour } from '../redis/ioredis-flavour.js';
 import { IoredisTransport } from '../redis/ioredis-transport.js';
 import type { ModuleTransport, TransportPolicy } from '../redis/redis-transport.js';
+import { glideTransportSource } from '../redis/valkey-glide/glide-source.js';
+import { GlideTransport } from '../redis/valkey-glide/glide-transport.js';
 import type { TransportSource } from '../options/transport-source.js';
 
 /**
@@ -13,8 +15,9 @@ export function createTransport(source: TransportSource, policy: TransportPolicy
     case 'ioredis':
     case 'iovalkey':
       return new IoredisTransport(source.options, policy, ioredisFlavour(source.driver));
-    case 'node-redis':
     case 'valkey-glide':
+      return new GlideTransport(glideTransportSource(source), policy);
+    case 'node-redis':
       throw new Error(`driver ${source.driver} not wired yet`);
   }
 }
