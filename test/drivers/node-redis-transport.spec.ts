@@ -25,7 +25,9 @@ import { Redis, Cluster } from 'ioredis';
 failOnUnhandledRejections();
 
 /** Records every connection error the transports report. */
-function recordingPolicy(unreachableTimeout: number | false = 2_000): TransportPolicy & { errors: Array<{ purpose: string; error: Error }> } {
+function recordingPolicy(
+  unreachableTimeout: number | false = 2_000,
+): TransportPolicy & { errors: Array<{ purpose: string; error: Error }> } {
   const errors: Array<{ purpose: string; error: Error }> = [];
   return { unreachableTimeout, errors, onConnectionError: (purpose, error) => errors.push({ purpose, error }) };
 }
@@ -60,7 +62,10 @@ class Inbox {
 }
 
 /** Scripts whose replies cover what our Lua returns: integers, strings, nested arrays, nil and false. */
-const SHAPES = new RedisScript('shapes', "return {KEYS[1], ARGV[1], 7, {1, 'x', {2}}, false, redis.call('zrange', KEYS[1], 0, -1, 'withscores')}");
+const SHAPES = new RedisScript(
+  'shapes',
+  "return {KEYS[1], ARGV[1], 7, {1, 'x', {2}}, false, redis.call('zrange', KEYS[1], 0, -1, 'withscores')}",
+);
 const NIL = new RedisScript('nil', 'return nil');
 const FAILS = new RedisScript('fails', "return redis.error_reply('MYERR nope')");
 
@@ -191,7 +196,9 @@ describe('NodeRedisTransport on a single Redis', () => {
     expect(await reader.popMin(key, 50)).toBe(false);
     const popping = reader.popMin(key, 30_000);
     // The pop is parked once Redis counts a blocked client on our connection.
-    await expect(waitUntil(async () => Number(/blocked_clients:(\d+)/.exec(await transports.built.command<string>('info', 'clients'))?.[1]) > 0)).resolves.toBe(true);
+    await expect(
+      waitUntil(async () => Number(/blocked_clients:(\d+)/.exec(await transports.built.command<string>('info', 'clients'))?.[1]) > 0),
+    ).resolves.toBe(true);
     await transports.built.command('zadd', key, 1, 'job');
     await expect(popping).resolves.toBe(true);
     await reader.close();
@@ -331,6 +338,7 @@ describe('NodeRedisTransport when the socket drops with a command in flight', ()
     const outcome = await timed(t.runScript(SHAPES, [key], ['lost']));
     await lost;
     expect(outcome.error).toBeInstanceOf(RedisConnectionError);
+    expect((outcome.error as Error).message).toMatch(/ECONNRESET|Socket closed unexpectedly/);
     await waitUntil(() => t.ready, 10_000);
     expect(await t.runScript(SHAPES, [key], ['after'])).toBeDefined();
     expect(sent.count).toBe(2); // the lost one once, then the next call: nothing re-sent

@@ -3,7 +3,8 @@ import { RESP2_COMMAND_OPTIONS } from './node-redis-replies.js';
 import type { NodeRedisClient, NodeRedisCluster, NodeRedisCommandOptions } from './node-redis-types.js';
 
 /** The dedicated connection: a copy of the command client, or a cluster copy that routes BZPOPMIN by its key. */
-export type BlockingTarget = { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
+export type BlockingTarget =
+  { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
 
 /**
  * No request timeout on a pop, whatever `commandOptions.timeout` the user's client sets (the copy

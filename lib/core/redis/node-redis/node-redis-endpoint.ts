@@ -1,6 +1,7 @@
 import type { NodeRedisClient, NodeRedisClientOptions, NodeRedisCluster, NodeRedisClusterOptions } from './node-redis-types.js';
 
-type Source = { readonly client: NodeRedisClient | NodeRedisCluster } | { readonly options: NodeRedisClientOptions | NodeRedisClusterOptions };
+type Source =
+  { readonly client: NodeRedisClient | NodeRedisCluster } | { readonly options: NodeRedisClientOptions | NodeRedisClusterOptions };
 
 /** `host:port` of one node's options (from its URL or its socket), never its password. */
 function describeNode(options: NodeRedisClientOptions | undefined): string {

@@ -74,5 +74,5 @@ export class NodeRedisOutageBound {
 
 /** Whether `error` is node-redis' rejection of a command whose abort signal fired before it was written. */
 export function isAbortedCommand(error: unknown): boolean {
-  return error instanceof Error && error.constructor.name === 'AbortError';
+  return typeof error === 'object' && error !== null && error.constructor.name === 'AbortError';
 }

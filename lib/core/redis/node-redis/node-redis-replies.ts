@@ -53,21 +53,29 @@ function booleansAsIntegers(reply: unknown): unknown {
 }
 
 /**
- * A server's error reply as the rest of lib/ knows it (see `toRedisLockError`): an Error named
- * 'ReplyError' whose message is the server's text ("NOSCRIPT No matching script…"). node-redis
- * throws its `SimpleError` / `BlobError` (subclasses of `ErrorReply`) named plain 'Error'. Any
- * other error is returned as it is.
+ * What node-redis rejects with, as the rest of lib/ expects it (see `toRedisLockError`): a server's
+ * error reply as an Error named 'ReplyError' whose message is the server's text ("NOSCRIPT No
+ * matching script…"), where node-redis throws its `SimpleError` / `BlobError` (subclasses of
+ * `ErrorReply`) named plain 'Error'; any other error-like value (a socket's ECONNRESET, which may
+ * come from another realm than lib/'s `Error`) as an `Error` of this realm with the same message.
  */
 export function asReplyError(error: unknown): unknown {
-  if (!(error instanceof Error) || !isErrorReply(error)) return error;
-  const reply = new Error(error.message, { cause: error });
-  reply.name = 'ReplyError';
-  return reply;
+  if (typeof error !== 'object' || error === null || typeof (error as Error).message !== 'string') return error;
+  const message = (error as Error).message;
+  if (isErrorReply(error)) {
+    const reply = new Error(message, { cause: error });
+    reply.name = 'ReplyError';
+    return reply;
+  }
+  if (error instanceof Error) return error;
+  const copy = new Error(message, { cause: error });
+  copy.name = (error as Error).name ?? 'Error';
+  return copy;
 }
 
 /** Whether `error` is a server's error reply (an `ErrorReply` of node-redis), by class name: no `instanceof` on an optional peer. */
-export function isErrorReply(error: Error): boolean {
-  for (let proto: unknown = Object.getPrototypeOf(error); proto && proto !== Error.prototype; proto = Object.getPrototypeOf(proto)) {
+export function isErrorReply(error: object): boolean {
+  for (let proto: unknown = Object.getPrototypeOf(error); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
     if ((proto as { constructor?: { name?: string } }).constructor?.name === 'ErrorReply') return true;
   }
   return false;

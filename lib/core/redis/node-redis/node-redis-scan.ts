@@ -11,7 +11,12 @@ export type ServerCommand = (args: readonly string[]) => Promise<unknown>;
  * `RedisTransport.scanKeys` describes: stops once `maxKeys` keys matched, at most `maxCalls` calls
  * per server. A SCAN reply is `[cursor, keys]` in both RESP versions.
  */
-export async function scanServers(servers: readonly ServerCommand[], pattern: string, maxKeys: number, maxCalls = 200): Promise<ScannedKeys> {
+export async function scanServers(
+  servers: readonly ServerCommand[],
+  pattern: string,
+  maxKeys: number,
+  maxCalls = 200,
+): Promise<ScannedKeys> {
   const found = new Set<string>();
   let truncated = false;
   for (let n = 0; n < servers.length; n++) {

@@ -10,7 +10,8 @@ import type { NodeRedisClient, NodeRedisCluster } from './node-redis-types.js';
 const SCRATCH_COMMAND_TIMEOUT_MS = 3_000;
 
 /** A new connection of its own, built not to reconnect (a copy with `reconnectStrategy: false`). */
-export type ScratchTarget = { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
+export type ScratchTarget =
+  { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
 
 /**
  * A short-lived node-redis connection for maintenance work (see `ModuleTransport.openScratch`):
@@ -45,7 +46,8 @@ export class NodeRedisScratch implements ScratchConnection {
     return this.bounded('scan keys', async () => {
       await this.connected;
       const target = this.target;
-      if (target.kind === 'client') return scanServers([(args) => target.client.sendCommand(args, RESP2_COMMAND_OPTIONS)], pattern, maxKeys, maxCalls);
+      if (target.kind === 'client')
+        return scanServers([(args) => target.client.sendCommand(args, RESP2_COMMAND_OPTIONS)], pattern, maxKeys, maxCalls);
       const servers = target.cluster.masters.map(
         (master) => async (args: readonly string[]) => (await target.cluster.nodeClient(master)).sendCommand(args, RESP2_COMMAND_OPTIONS),
       );
@@ -63,7 +65,12 @@ export class NodeRedisScratch implements ScratchConnection {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new RedisConnectionError(`Redis at ${this.endpoint} did not answer within ${SCRATCH_COMMAND_TIMEOUT_MS} ms while trying to ${action}.`)),
+        () =>
+          reject(
+            new RedisConnectionError(
+              `Redis at ${this.endpoint} did not answer within ${SCRATCH_COMMAND_TIMEOUT_MS} ms while trying to ${action}.`,
+            ),
+          ),
         SCRATCH_COMMAND_TIMEOUT_MS,
       );
     });

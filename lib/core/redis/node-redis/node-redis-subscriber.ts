@@ -2,7 +2,8 @@ import type { SubscriberConnection } from '../redis-transport.js';
 import type { NodeRedisClient, NodeRedisCluster } from './node-redis-types.js';
 
 /** The dedicated pub/sub connection: a copy of the command client, or of the cluster client for SSUBSCRIBE. */
-export type SubscriberTarget = { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
+export type SubscriberTarget =
+  { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
 
 /**
  * A dedicated node-redis pub/sub connection: SSUBSCRIBE on a cluster (node-redis opens one

@@ -42,7 +42,8 @@ export type NodeRedisSource =
   | { readonly options: NodeRedisClientOptions | NodeRedisClusterOptions; readonly cluster: boolean };
 
 /** The command connection: one client, or a cluster client that routes each command by its first key. */
-type Target = { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
+type Target =
+  { readonly kind: 'client'; readonly client: NodeRedisClient } | { readonly kind: 'cluster'; readonly cluster: NodeRedisCluster };
 
 /**
  * The node-redis (`redis` 6) transport. Its differences from ioredis, kept here:
@@ -83,7 +84,9 @@ export class NodeRedisTransport implements ModuleTransport {
   ) {
     this.owned = !('client' in source);
     const connection = 'client' in source ? source.client : buildTarget(source, policy.unreachableTimeout);
-    this.target = isCluster(connection) ? { kind: 'cluster', cluster: connection } : { kind: 'client', client: connection as NodeRedisClient };
+    this.target = isCluster(connection)
+      ? { kind: 'cluster', cluster: connection }
+      : { kind: 'client', client: connection as NodeRedisClient };
     this.isCluster = this.target.kind === 'cluster';
     this.publishCommand = this.isCluster ? 'spublish' : 'publish';
     this.endpoint = describeNodeRedisEndpoint(source);
@@ -143,7 +146,11 @@ export class NodeRedisTransport implements ModuleTransport {
   async scanKeys(pattern: string, maxKeys: number, maxCalls?: number): Promise<ScannedKeys> {
     const servers = await this.masterClients();
     return scanServers(
-      servers.map(({ client }) => (args: readonly string[]) => client.sendCommand(args, RESP2_COMMAND_OPTIONS)),
+      servers.map(
+        ({ client }) =>
+          (args: readonly string[]) =>
+            client.sendCommand(args, RESP2_COMMAND_OPTIONS),
+      ),
       pattern,
       maxKeys,
       maxCalls,
@@ -171,7 +178,9 @@ export class NodeRedisTransport implements ModuleTransport {
   async waitForReplicas(slotKey: string, replicas: number, timeoutMs: number): Promise<number> {
     const connection = this.target.kind === 'client' ? this.target.client : await this.masterOf(slotKey);
     const epoch = connection.socketEpoch;
-    const replied = Number(await connection.sendCommand(['WAIT', String(replicas), String(timeoutMs)], { ...RESP2_COMMAND_OPTIONS, timeout: undefined }));
+    const replied = Number(
+      await connection.sendCommand(['WAIT', String(replicas), String(timeoutMs)], { ...RESP2_COMMAND_OPTIONS, timeout: undefined }),
+    );
     if (connection.socketEpoch !== epoch) throw new Error('the connection was re-established while waiting for replicas');
     return replied;
   }
@@ -180,10 +189,18 @@ export class NodeRedisTransport implements ModuleTransport {
     if (this.target.kind === 'cluster') {
       // Only the shard subscribers it opens for SSUBSCRIBE, not a command connection to every master.
       const cluster = this.adopt(this.target.cluster.duplicate({ minimizeConnections: true }), purpose);
-      return new NodeRedisSubscriber({ kind: 'cluster', cluster }, (wait, action) => this.bounded(wait, action), () => this.release(cluster));
+      return new NodeRedisSubscriber(
+        { kind: 'cluster', cluster },
+        (wait, action) => this.bounded(wait, action),
+        () => this.release(cluster),
+      );
     }
     const client = this.adopt(this.target.client.duplicate(), purpose);
-    return new NodeRedisSubscriber({ kind: 'client', client }, (wait, action) => this.bounded(wait, action), () => this.release(client));
+    return new NodeRedisSubscriber(
+      { kind: 'client', client },
+      (wait, action) => this.bounded(wait, action),
+      () => this.release(client),
+    );
   }
 
   openBlockingReader(purpose: string): BlockingReader {
@@ -246,7 +263,11 @@ export class NodeRedisTransport implements ModuleTransport {
   /**
    * Runs one command on every master, each bounded by `timeoutMs`; a failure is that server's entry.
    */
-  async commandOnEveryMaster<T = unknown>(timeoutMs: number, name: string, ...args: Array<string | number>): Promise<Array<ServerReply<T>>> {
+  async commandOnEveryMaster<T = unknown>(
+    timeoutMs: number,
+    name: string,
+    ...args: Array<string | number>
+  ): Promise<Array<ServerReply<T>>> {
     const full = [name, ...args.map(String)];
     let servers: Array<{ endpoint: string; client: NodeRedisClient }>;
     try {
@@ -257,7 +278,11 @@ export class NodeRedisTransport implements ModuleTransport {
     return Promise.all(
       servers.map(async ({ endpoint, client }): Promise<ServerReply<T>> => {
         try {
-          const reply = await withTimeout(client.sendCommand(full, RESP2_COMMAND_OPTIONS), timeoutMs, `${name.toUpperCase()} on ${endpoint}`);
+          const reply = await withTimeout(
+            client.sendCommand(full, RESP2_COMMAND_OPTIONS),
+            timeoutMs,
+            `${name.toUpperCase()} on ${endpoint}`,
+          );
           return { endpoint, reply: resp2Shape(name, reply) as T };
         } catch (error) {
           return { endpoint, error: asReplyError(error) as Error };
@@ -343,7 +368,9 @@ export class NodeRedisTransport implements ModuleTransport {
   private async masterClients(): Promise<Array<{ endpoint: string; client: NodeRedisClient }>> {
     if (this.target.kind === 'client') return [{ endpoint: this.endpoint, client: this.target.client }];
     const cluster = this.target.cluster;
-    return Promise.all(cluster.masters.map(async (master) => ({ endpoint: `${master.host}:${master.port}`, client: await cluster.nodeClient(master) })));
+    return Promise.all(
+      cluster.masters.map(async (master) => ({ endpoint: `${master.host}:${master.port}`, client: await cluster.nodeClient(master) })),
+    );
   }
 
   /** A wait for a connection, failed with the connection's cause once the bound passed (none: as long as it takes). */
@@ -351,7 +378,13 @@ export class NodeRedisTransport implements ModuleTransport {
     if (this.bound === undefined) return wait;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.outage?.failure(action) ?? new RedisConnectionError(`Redis at ${this.endpoint} did not answer while trying to ${action}.`)), this.bound);
+      timer = setTimeout(
+        () =>
+          reject(
+            this.outage?.failure(action) ?? new RedisConnectionError(`Redis at ${this.endpoint} did not answer while trying to ${action}.`),
+          ),
+        this.bound,
+      );
     });
     try {
       return await Promise.race([wait, late]);
@@ -386,7 +419,10 @@ function isCluster(connection: NodeRedisClient | NodeRedisCluster): connection i
  * `unreachableTimeout` (node-redis' default: 5 s). On a cluster these go to `defaults`, which
  * every node connection is made from.
  */
-function buildTarget(source: { options: NodeRedisClientOptions | NodeRedisClusterOptions; cluster: boolean }, unreachable: number | false): NodeRedisClient | NodeRedisCluster {
+function buildTarget(
+  source: { options: NodeRedisClientOptions | NodeRedisClusterOptions; cluster: boolean },
+  unreachable: number | false,
+): NodeRedisClient | NodeRedisCluster {
   const redis = packageRequire('redis') as NodeRedisPackage;
   const socketOf = (socket: NodeRedisSocketOptions | undefined): NodeRedisSocketOptions => ({
     ...socket,
@@ -402,7 +438,10 @@ function buildTarget(source: { options: NodeRedisClientOptions | NodeRedisCluste
 }
 
 /** `duplicate()` overrides for a copy that never reconnects: its socket settings with `reconnectStrategy: false`. */
-function withoutReconnect(options: (NodeRedisClientOptions & NodeRedisClusterOptions) | NodeRedisClientOptions | NodeRedisClusterOptions | undefined, cluster: boolean): Record<string, unknown> {
+function withoutReconnect(
+  options: (NodeRedisClientOptions & NodeRedisClusterOptions) | NodeRedisClientOptions | NodeRedisClusterOptions | undefined,
+  cluster: boolean,
+): Record<string, unknown> {
   if (cluster) {
     const defaults = (options as NodeRedisClusterOptions | undefined)?.defaults;
     return { defaults: { ...defaults, socket: { ...defaults?.socket, reconnectStrategy: false } } };
