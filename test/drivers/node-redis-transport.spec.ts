@@ -1,6 +1,7 @@
 import { createClient, createCluster } from 'redis';
 import { RedisCommandError } from '../../lib/core/errors/redis-command.error.js';
 import { RedisConnectionError } from '../../lib/core/errors/redis-connection.error.js';
+import { InvalidOptionsError } from '../../lib/core/errors/invalid-options.error.js';
 import { IoredisTransport } from '../../lib/core/redis/ioredis-transport.js';
 import { isNodeRedisClient, isNodeRedisCluster } from '../../lib/core/redis/node-redis/node-redis-detect.js';
 import { NodeRedisTransport } from '../../lib/core/redis/node-redis/node-redis-transport.js';
@@ -292,6 +293,37 @@ describe('NodeRedisTransport when Redis cannot be reached', () => {
     expect(outcome.error).toBeInstanceOf(RedisConnectionError);
     expect((outcome.error as Error).message).toMatch(/WRONGPASS.*Authentication failed/);
     await t.close(performance.now() + 1_000);
+  });
+
+  it("refuses a connection with node-redis' keyPrefix, which raw commands ignore", () => {
+    expect(() => new NodeRedisTransport({ options: { url: server.url, keyPrefix: 'app:' }, cluster: false }, recordingPolicy())).toThrow(
+      InvalidOptionsError,
+    );
+    const client = createClient({ url: server.url, keyPrefix: 'app:' });
+    expect(() => new NodeRedisTransport({ client: client as unknown as NodeRedisClient }, recordingPolicy())).toThrow(
+      /redis\.client.*keyPrefix/s,
+    );
+  });
+
+  it('closes by its deadline while Redis is stopped', async () => {
+    const t = new NodeRedisTransport({ options: { url: server.url }, cluster: false }, recordingPolicy(1_000));
+    await t.verify(2_000);
+    const reader = t.openBlockingReader('test');
+    const popping = timed(reader.popMin(uniquePrefix('m'), 30_000));
+    let bringBack!: () => void;
+    const restarted = server.restart({ until: new Promise<void>((resolve) => (bringBack = resolve)) });
+    try {
+      await waitUntil(() => !t.ready);
+      const pending = timed(t.command('ping'));
+      const closing = await timed(t.close(performance.now() + 300));
+      expect(closing.ms).toBeLessThan(1_000);
+      expect((await pending).error).toBeInstanceOf(RedisConnectionError);
+      expect((await popping).error).toBeDefined();
+      expect(t.ended).toBe(true);
+    } finally {
+      bringBack();
+      await restarted;
+    }
   });
 
   it('settles a call within the bound with RedisConnectionError while Redis is stopped', async () => {

@@ -16,6 +16,7 @@ import type {
 } from '../redis-transport.js';
 import { NodeRedisBlockingReader } from './node-redis-blocking-reader.js';
 import { describeNodeRedisEndpoint } from './node-redis-endpoint.js';
+import { assertSupportedNodeRedisOptions } from './node-redis-options-check.js';
 import { isAbortedCommand, NodeRedisOutageBound } from './node-redis-outage.js';
 import { asReplyError, isNoScript, resp2Shape, RESP2_COMMAND_OPTIONS } from './node-redis-replies.js';
 import { firstKeyOf } from './node-redis-routing.js';
@@ -82,6 +83,8 @@ export class NodeRedisTransport implements ModuleTransport {
     source: NodeRedisSource,
     private readonly policy: TransportPolicy,
   ) {
+    // Before anything is built (nothing to close when it throws).
+    assertSupportedNodeRedisOptions(source);
     this.owned = !('client' in source);
     const connection = 'client' in source ? source.client : buildTarget(source, policy.unreachableTimeout);
     this.target = isCluster(connection)
