@@ -285,6 +285,16 @@ describe('NodeRedisTransport when Redis cannot be reached', () => {
     await t.close(performance.now() + 1_000);
   });
 
+  it("fails a cluster's verify with its root nodes' refusal", async () => {
+    const port = await findFreePort();
+    const t = new NodeRedisTransport({ options: { rootNodes: [{ url: `redis://127.0.0.1:${port}` }] }, cluster: true }, recordingPolicy());
+    expect(t.endpoint).toBe(`cluster 127.0.0.1:${port}`);
+    const outcome = await timed(t.verify(5_000));
+    expect(outcome.error).toBeInstanceOf(RedisConnectionError);
+    expect((outcome.error as Error).message).toMatch(/ECONNREFUSED/);
+    await t.close(performance.now() + 1_000);
+  });
+
   it('fails verify with the server refusing the password (WRONGPASS)', async () => {
     const url = new URL(guarded.url);
     url.password = 'wrong';

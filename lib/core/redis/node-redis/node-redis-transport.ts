@@ -143,7 +143,9 @@ export class NodeRedisTransport implements ModuleTransport {
 
   async loadScripts(scripts: readonly RedisScript[]): Promise<void> {
     const servers = await this.masterClients();
-    await Promise.all(servers.flatMap(({ client }) => scripts.map((script) => client.sendCommand(['SCRIPT', 'LOAD', script.source]))));
+    const load = (client: NodeRedisClient, script: RedisScript) =>
+      this.sendTo(client, ['SCRIPT', 'LOAD', script.source], `load ${script.name}`);
+    await Promise.all(servers.flatMap(({ client }) => scripts.map((script) => load(client, script))));
   }
 
   async scanKeys(pattern: string, maxKeys: number, maxCalls?: number): Promise<ScannedKeys> {
@@ -152,7 +154,7 @@ export class NodeRedisTransport implements ModuleTransport {
       servers.map(
         ({ client }) =>
           (args: readonly string[]) =>
-            client.sendCommand(args, RESP2_COMMAND_OPTIONS),
+            this.sendTo(client, args, 'scan keys'),
       ),
       pattern,
       maxKeys,
@@ -234,12 +236,14 @@ export class NodeRedisTransport implements ModuleTransport {
    */
   async verify(timeoutMs: number): Promise<void> {
     const connection = this.connection;
+    // A cluster reports its root nodes' failures as 'error', its node connections' as 'node-error'.
+    const events = this.target.kind === 'cluster' ? ['error', 'node-error'] : ['error'];
     let timer: NodeJS.Timeout | undefined;
     let onError: ((error: Error) => void) | undefined;
     const failed = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       onError = (error: Error) => reject(asReplyError(error));
-      connection.on(this.target.kind === 'cluster' ? 'node-error' : 'error', onError);
+      for (const event of events) connection.on(event, onError);
     });
     try {
       if (!connection.isOpen) {
@@ -255,7 +259,7 @@ export class NodeRedisTransport implements ModuleTransport {
       throw new RedisConnectionError(`Cannot reach Redis at ${this.endpoint}: ${reason}. ${connectionAdvice(error)}`, error);
     } finally {
       clearTimeout(timer);
-      if (onError) connection.off(this.target.kind === 'cluster' ? 'node-error' : 'error', onError);
+      if (onError) for (const event of events) connection.off(event, onError);
     }
   }
 
@@ -343,6 +347,17 @@ export class NodeRedisTransport implements ModuleTransport {
     return (reshape ? resp2Shape(name, reply) : reply) as T;
   }
 
+  /** One command on one server's client (a master's, on a cluster), bounded; failures as typed errors. */
+  private async sendTo(client: NodeRedisClient, args: readonly string[], action: string): Promise<unknown> {
+    const outage = this.target.kind === 'client' ? this.outage : this.outageOfNode(client);
+    try {
+      return await client.sendCommand(args, outage ? outage.commandOptions(action) : RESP2_COMMAND_OPTIONS);
+    } catch (error) {
+      if (outage && isAbortedCommand(error)) throw outage.failure(action);
+      throw toRedisLockError(asReplyError(error), action);
+    }
+  }
+
   /**
    * The bound of the slot master's node client (watched from the first time it is seen), or of
    * the cluster as a whole while its topology is unknown.
@@ -351,7 +366,11 @@ export class NodeRedisTransport implements ModuleTransport {
     if (this.bound === undefined || this.target.kind !== 'cluster') return undefined;
     const cluster = this.target.cluster;
     const client = key === undefined ? undefined : cluster.slots[calculateSlot(key)]?.master.client;
-    if (!client) return this.clusterOutage;
+    return client ? this.outageOfNode(client) : this.clusterOutage;
+  }
+
+  private outageOfNode(client: NodeRedisClient): NodeRedisOutageBound | undefined {
+    if (this.bound === undefined) return undefined;
     let outage = this.nodeOutages.get(client);
     if (!outage) {
       outage = new NodeRedisOutageBound(client, this.endpoint, this.bound);
