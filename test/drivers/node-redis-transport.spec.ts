@@ -191,6 +191,23 @@ describe('NodeRedisTransport on a single Redis', () => {
     expect(subscriber.ready).toBe(false);
   });
 
+  it('subscribes its channels again after its connection was cut, and says it is ready again', async () => {
+    const subscriber = transports.built.openSubscriber('test');
+    const inbox = new Inbox();
+    subscriber.onMessage(inbox.listener);
+    let readies = 0;
+    subscriber.onReady(() => readies++);
+    await subscriber.connect();
+    const channel = uniquePrefix('again');
+    await subscriber.subscribe(channel);
+    await transports.built.command('client', 'kill', 'type', 'pubsub');
+    await waitUntil(() => readies >= 2);
+    // Published until the resubscription landed: no fixed wait for it.
+    await waitUntil(async () => (await transports.built.command<number>('publish', channel, 'back')) === 1);
+    await expect(inbox.next(channel)).resolves.toBe('back');
+    await subscriber.close();
+  });
+
   it('wakes a blocking pop when a member arrives, and times a pop out with false', async () => {
     const reader = transports.overResp3.openBlockingReader('test');
     const key = uniquePrefix('marker');
@@ -477,6 +494,18 @@ describe('NodeRedisTransport on a Redis Cluster', () => {
     await transports.built.command('zadd', key, 1, 'job');
     await expect(popping).resolves.toBe(true);
     await reader.close();
+  });
+
+  it("closes only its own connections: the application's cluster stays open", async () => {
+    const t = new NodeRedisTransport({ client: transports.cluster as unknown as NodeRedisCluster }, recordingPolicy());
+    await t.verify(5_000);
+    const subscriber = t.openSubscriber('test');
+    await subscriber.connect();
+    await subscriber.subscribe(`${uniquePrefix('own')}:{x}`);
+    await t.close(performance.now() + 1_000);
+    expect(t.ended).toBe(true);
+    expect(transports.cluster.isOpen).toBe(true);
+    expect(await transports.given.command('ping')).toBe('PONG');
   });
 
   it("waits for the slot master's replica (WAIT on the master's connection)", async () => {
