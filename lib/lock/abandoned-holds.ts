@@ -79,7 +79,7 @@ export class AbandonedHolds {
     const connection = this.connection;
     let released = false;
     for (let delay = UNDO_FIRST_RETRY_MS; ; delay = Math.min(delay * 2, UNDO_MAX_RETRY_MS)) {
-      if (this.stopped || connection.client.status === 'end' || performance.now() >= until) {
+      if (this.stopped || connection.ended || performance.now() >= until) {
         this.logger.debug(`Gave up undoing an unanswered acquire of "${protocol.name}": its lease frees it.`);
         return;
       }

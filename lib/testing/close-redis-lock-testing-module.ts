@@ -1,9 +1,10 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { Cluster, type Redis } from 'ioredis';
 import { RedlockMasters } from '../lock/redlock/redlock-masters.js';
-import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { closeQuietly } from '../core/redis/close-quietly.js';
+import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
+import { openIoredisScratch } from '../core/redis/ioredis-maintenance.js';
 import { RedisConnection } from '../core/redis/redis-connection.js';
+import { scanKeys } from '../core/redis/scan-keys.js';
+import type { ScratchConnection } from '../core/redis/redis-transport.js';
 import { removeKeysUnderPrefix } from './remove-keys-under-prefix.js';
 import { TestKeysNotRemovedError } from './test-keys-not-removed.error.js';
 
@@ -28,9 +29,6 @@ export interface CloseRedisLockTestingModuleOptions {
    */
   removeKeys?: boolean;
 }
-
-/** How long one command of the key removal may take before it fails. */
-const REMOVAL_COMMAND_TIMEOUT_MS = 5_000;
 
 /**
  * Closes a testing module (or the app created from it) that has `RedisLockModule`: running
@@ -63,16 +61,16 @@ export async function closeRedisLockTestingModule(
     await app.close();
     return;
   }
-  const { keyPrefix, clients } = redisLockModuleOf(app);
+  const { keyPrefix, openScratches } = redisLockModuleOf(app);
   // Opened before the module closes its own; they connect while it shuts down.
-  const copies = clients.map(independentCopyOf);
+  const copies = openScratches();
   try {
     await app.close();
     await Promise.all(copies.map((copy) => removeKeysUnderPrefix(copy, keyPrefix))).catch((error: unknown) => {
       throw new TestKeysNotRemovedError(keyPrefix, error);
     });
   } finally {
-    await Promise.all(copies.map(closeQuietly));
+    await Promise.all(copies.map((copy) => copy.close()));
   }
 }
 
@@ -88,17 +86,25 @@ export async function closeRedisLockTestingModule(
  * afterEach(() => removeRedisLockKeys(moduleRef));
  */
 export async function removeRedisLockKeys(app: Pick<INestApplicationContext, 'get'>): Promise<number> {
-  const { keyPrefix, clients } = redisLockModuleOf(app);
+  const { keyPrefix, live } = redisLockModuleOf(app);
   try {
-    const counts = await Promise.all(clients.map((client) => removeKeysUnderPrefix(client, keyPrefix)));
+    const counts = await Promise.all(live.map((connection) => removeKeysUnderPrefix(connection, keyPrefix)));
     return counts.reduce((sum, count) => sum + count, 0);
   } catch (error) {
     throw new TestKeysNotRemovedError(keyPrefix, error);
   }
 }
 
-/** The module's key prefix, and every Redis it writes to: its connection, and the Redlock masters in Redlock mode. */
-function redisLockModuleOf(app: Pick<INestApplicationContext, 'get'>): { keyPrefix: string; clients: RedisClient[] } {
+/** Every Redis a module writes to (its connection, and the Redlock masters in Redlock mode), and its key prefix. */
+interface ModuleServers {
+  readonly keyPrefix: string;
+  /** The module's own connections, for use while it runs. */
+  readonly live: Array<Pick<ScratchConnection, 'scanKeys' | 'command'>>;
+  /** Connections of their own to the same servers, that outlive the module's. */
+  openScratches(): ScratchConnection[];
+}
+
+function redisLockModuleOf(app: Pick<INestApplicationContext, 'get'>): ModuleServers {
   let config: RedisLockConfig;
   let connection: RedisConnection;
   let redlock: RedlockMasters;
@@ -112,34 +118,16 @@ function redisLockModuleOf(app: Pick<INestApplicationContext, 'get'>): { keyPref
       { cause: error },
     );
   }
-  return { keyPrefix: config.keyPrefix, clients: [connection.client, ...redlock.masters.map((master) => master.client)] };
-}
-
-/**
- * A connection of its own to the same server(s), that connects now, queues commands until it is
- * ready, fails a command after a few seconds instead of waiting for a server that is gone, and
- * does not reconnect once the server is down.
- */
-function independentCopyOf(client: RedisClient): RedisClient {
-  const settings = { lazyConnect: false, enableOfflineQueue: true };
-  const copy = duplicate(client, settings);
-  // Its failures reach the caller through the commands' rejections; no "Unhandled error event" noise.
-  copy.on('error', () => undefined);
-  return copy;
-}
-
-function duplicate(client: RedisClient, settings: { lazyConnect: boolean; enableOfflineQueue: boolean }): RedisClient {
-  if (client instanceof Cluster) {
-    return client.duplicate([], {
-      ...settings,
-      clusterRetryStrategy: () => null,
-      redisOptions: { ...client.options.redisOptions, commandTimeout: REMOVAL_COMMAND_TIMEOUT_MS },
-    });
-  }
-  return (client as Redis).duplicate({
-    ...settings,
-    commandTimeout: REMOVAL_COMMAND_TIMEOUT_MS,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-  });
+  const masters = redlock.masters.map((master) => master.client);
+  return {
+    keyPrefix: config.keyPrefix,
+    live: [
+      connection,
+      ...masters.map((client) => ({
+        scanKeys: (pattern: string, maxKeys: number, maxCalls?: number) => scanKeys(client, pattern, maxKeys, maxCalls),
+        command: <T>(name: string, ...args: Array<string | number>) => client.call(name, ...args) as Promise<T>,
+      })),
+    ],
+    openScratches: () => [connection.openScratch(), ...masters.map(openIoredisScratch)],
+  };
 }

@@ -1,3 +1,4 @@
+import { clusterOptionFor } from '../support/test-driver.js';
 import type { Cluster } from 'ioredis';
 import { rawCluster, useSharedTestCluster } from '../support/redis-cluster.js';
 import { describeDelayedJobScenarios } from './support/delayed-job-scenarios.js';
@@ -6,7 +7,7 @@ describe('delayed jobs on a Redis Cluster', () => {
   const cluster = useSharedTestCluster();
   let raw: Cluster | undefined;
   const target = {
-    redis: () => ({ cluster: cluster.nodes() }),
+    redis: () => clusterOptionFor(cluster.nodes()),
     raw: () => (raw ??= rawCluster(cluster.nodes())),
   };
   afterAll(() => raw?.disconnect());

@@ -1,3 +1,4 @@
+import { redisOptionFor } from '../support/test-driver.js';
 import { jest } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { RedisLockHealthIndicator, RedisLockHealthModule } from 'nestjs-redis-lock/health';
@@ -17,7 +18,10 @@ describe('RedisLockHealthIndicator', () => {
   const { server, app } = useAppOnLocalRedis(
     async (redis) => {
       const app = await Test.createTestingModule({
-        imports: [RedisLockModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('h'), isGlobal: true }), RedisLockHealthModule],
+        imports: [
+          RedisLockModule.forRoot({ redis: redisOptionFor(redis.url), keyPrefix: uniquePrefix('h'), isGlobal: true }),
+          RedisLockHealthModule,
+        ],
       }).compile();
       return app.init();
     },

@@ -14,6 +14,7 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib/index.js';
 import { readEvictionPolicies } from '../../lib/core/redis/eviction-policy-check.js';
+import { everyMasterOf } from '../../lib/core/redis/ioredis-maintenance.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { deferred, sleep, waitFor } from '../support/timing.js';
@@ -267,12 +268,14 @@ describe('Redis reply protocols', () => {
     });
 
     it('reads the eviction policy through CONFIG GET and through INFO', async () => {
-      expect(await readEvictionPolicies(clients[0], 5_000)).toEqual([{ endpoint: expect.any(String), policy: 'noeviction' }]);
+      expect(await readEvictionPolicies(everyMasterOf(clients[0]), 5_000)).toEqual([
+        { endpoint: expect.any(String), policy: 'noeviction' },
+      ]);
       // INFO renamed away: ioredis' ready check (INFO) has to be off.
       const viaConfig = client({ enableReadyCheck: false }, evictingNoInfo.url);
       const viaInfo = client({}, evictingNoConfig.url);
-      expect((await readEvictionPolicies(viaConfig, 5_000))[0].policy).toBe('allkeys-lru');
-      expect((await readEvictionPolicies(viaInfo, 5_000))[0].policy).toBe('volatile-ttl');
+      expect((await readEvictionPolicies(everyMasterOf(viaConfig), 5_000))[0].policy).toBe('allkeys-lru');
+      expect((await readEvictionPolicies(everyMasterOf(viaInfo), 5_000))[0].policy).toBe('volatile-ttl');
 
       const refused = await bootstrap({ redis: { client: viaConfig } }).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(RedisEvictionPolicyError);

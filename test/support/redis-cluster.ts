@@ -12,6 +12,7 @@
  * Without `redis-server`/`redis-cli` on PATH (and no `REDIS_CLUSTER_NODES`) these helpers throw
  * `NO_REDIS_CLUSTER_MESSAGE`, which says how to install them: cluster tests fail, never skip.
  */
+import { clusterOptionFor } from './test-driver.js';
 import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
@@ -67,7 +68,7 @@ export function uniqueClusterPrefix(label = 'c'): string {
 /** A Nest testing module with RedisLockModule on the cluster; closed with `app.close()`. */
 export async function createClusterLockApp(nodes: ClusterNodeAddress[], options: RedisLockModuleOptions = {}): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot({ redis: { cluster: nodes }, keyPrefix: uniqueClusterPrefix(), ...options })],
+    imports: [RedisLockModule.forRoot({ redis: clusterOptionFor(nodes), keyPrefix: uniqueClusterPrefix(), ...options })],
   }).compile();
   await moduleRef.init();
   return moduleRef;

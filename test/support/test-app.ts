@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
 import { closeRedisLockTestingModule, initRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
+import { redisOptionFor } from './test-driver.js';
 import { readThrough } from './use-resource.js';
 
 /** The Redis URL of this run (set by global-setup). */
@@ -25,7 +26,8 @@ export function uniquePrefix(label = 't'): string {
  */
 export async function createLockApp(options: RedisLockModuleOptions = {}): Promise<TestingModule> {
   const { redis = testRedisUrl(), ...redisLock } = options;
-  return initRedisLockTestingModule({ redis, redisLock: { keyPrefix: uniquePrefix(), ...redisLock } });
+  const onDriver = typeof redis === 'string' ? redisOptionFor(redis) : redis;
+  return initRedisLockTestingModule({ redis: onDriver, redisLock: { keyPrefix: uniquePrefix(), ...redisLock } });
 }
 
 /**

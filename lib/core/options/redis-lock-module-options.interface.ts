@@ -3,28 +3,85 @@ import type { JobOutboxStore } from '../outbox-port/job-outbox-store.js';
 import type { TransactionSynchronizer } from '../transaction/transaction-synchronizer.interface.js';
 
 /**
- * How to reach Redis: a URL, ioredis options, cluster nodes, or a client you already own.
+ * How to reach Redis: a URL, a driver's connection options, cluster nodes, or a client you already own.
+ *
+ * Four drivers: `ioredis` (the default), `iovalkey`, `node-redis` (the `redis` package) and
+ * `valkey-glide` (`@valkey/valkey-glide`); each is an optional peer your application installs. Name one
+ * with `driver`, or pass a client of any of them as `{ client }`: the driver is detected, the module
+ * opens its own extra connections from it (pub/sub, blocking reads) and never closes yours. GLIDE
+ * clients cannot be copied: give `{ client, url }` or `{ client, addresses }` for those extra connections.
  *
  * RESP2 and RESP3 both work (`protocol: 2` or `3`, either `replyMapping`); `stringNumbers: true` and a
  * client `keyPrefix` (use the module's `keyPrefix`) are refused at bootstrap (`InvalidOptionsError`).
  * A connection built from a URL or from options reconnects after a drop in 25 ms, doubling up to 1 s,
  * plus up to 25 % jitter, unless the options set a `retryStrategy`; a client you pass in keeps its own.
- * See docs/redis-protocols.md.
+ * See docs/redis-protocols.md and docs/compatibility.md (drivers).
  *
  * @inline
  */
 export type RedisConnectionOptions =
   | string
-  | RedisOptions
+  | (RedisOptions & {
+      /** `ioredis` (default) or `iovalkey`: both take ioredis' options. */
+      driver?: 'ioredis' | 'iovalkey';
+      /** A `redis://` or `rediss://` URL; the other options complete it. */
+      url?: string;
+    })
   | {
       /** The seed nodes of a Redis Cluster. */
       cluster: ClusterNode[];
-      /** ioredis `Cluster` options. */
+      /** ioredis (or iovalkey) `Cluster` options. */
       options?: ClusterOptions;
+      /** `ioredis` (default) or `iovalkey`. */
+      driver?: 'ioredis' | 'iovalkey';
     }
   | {
-      /** An ioredis client or cluster you own: the module uses it and never closes it. */
-      client: Redis | Cluster;
+      /**
+       * A client or cluster you own, of any supported driver (an ioredis or iovalkey `Redis` or `Cluster`,
+       * a node-redis client or cluster, a GLIDE client or cluster client): the module uses it and never closes it.
+       */
+      client: Redis | Cluster | object;
+      /** GLIDE only: where the module's own extra connections go (GLIDE clients have no `duplicate()`). */
+      url?: string;
+      /** GLIDE only, instead of `url`: the addresses of the server (or the cluster's seed nodes). */
+      addresses?: Array<{
+        /** Host name or IP address. */
+        host: string;
+        /** Port; default 6379. */
+        port?: number;
+      }>;
+    }
+  | {
+      /** node-redis: the `redis` package's `createClient` (or `createCluster`, given `rootNodes`). */
+      driver: 'node-redis';
+      /** A `redis://` or `rediss://` URL. */
+      url?: string;
+      /** A cluster's seed nodes (node-redis `createCluster`), each `{ url }`; the other options are the cluster's. */
+      rootNodes?: Array<{
+        /** The node's `redis://` URL. */
+        url?: string;
+        /** Any other node-redis client option of that node. */
+        [option: string]: unknown;
+      }>;
+      /** Any other node-redis `createClient` (or `createCluster`) option, passed on unchanged. */
+      [option: string]: unknown;
+    }
+  | {
+      /** Valkey GLIDE: the `@valkey/valkey-glide` package's `GlideClient` (or `GlideClusterClient`). */
+      driver: 'valkey-glide';
+      /** A `redis://` or `rediss://` URL (host, port, user, password, database, TLS). */
+      url?: string;
+      /** Instead of `url`: the server's address, or a cluster's seed nodes. */
+      addresses?: Array<{
+        /** Host name or IP address. */
+        host: string;
+        /** Port; default 6379. */
+        port?: number;
+      }>;
+      /** A Redis Cluster (GLIDE's `GlideClusterClient`). Default false. */
+      clusterMode?: boolean;
+      /** Any other GLIDE client configuration option, passed on unchanged. */
+      [option: string]: unknown;
     };
 
 /**

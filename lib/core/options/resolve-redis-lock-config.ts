@@ -9,7 +9,8 @@ import { resolveTopicShards } from './resolve-topic-shards.js';
 import type { RedisLockConfig } from './redis-lock-config.js';
 import type { JobOutboxStore } from '../outbox-port/job-outbox-store.js';
 import { defaultRedisForRedlock, resolveRedlockConfig } from './resolve-redlock-config.js';
-import type { OutboxRelayOptions, RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
+import type { OutboxRelayOptions, RedisConnectionOptions, RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
+import { transportSourceOf } from './transport-source.js';
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** See `RedisLockModuleOptions.unreachableTimeout`. */
@@ -154,21 +155,17 @@ function validateRedis(redis: unknown): RedisLockModuleOptions['redis'] & object
     throw new InvalidOptionsError(
       'redis',
       'got null; leave `redis` out for the default connection, or pass a redis:// URL, ioredis options, { cluster: nodes } ' +
-        'or { client } with an existing ioredis client',
+        'or { client } with an existing client (ioredis, iovalkey, node-redis or GLIDE)',
     );
   }
   if (typeof redis !== 'object' || Array.isArray(redis)) {
     throw new InvalidOptionsError(
       'redis',
-      'use a redis:// URL, ioredis options, { cluster: nodes }, or { client } with an existing ioredis client',
+      'use a redis:// URL, ioredis options, { cluster: nodes }, or { client } with an existing client (ioredis, iovalkey, node-redis or GLIDE)',
     );
   }
-  if ('client' in redis) {
-    const client = (redis as { client: unknown }).client;
-    if (!client || typeof (client as { duplicate?: unknown }).duplicate !== 'function') {
-      throw new InvalidOptionsError('redis.client', 'expected an ioredis Redis or Cluster instance');
-    }
-  }
+  // The driver named or detected, and its settings' shape (throws InvalidOptionsError naming the option).
+  transportSourceOf(redis as RedisConnectionOptions);
   if ('cluster' in redis) {
     const nodes = (redis as { cluster: unknown }).cluster;
     if (!Array.isArray(nodes) || nodes.length === 0) {

@@ -1,4 +1,5 @@
-import { Cluster, type Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { isIoredisCluster } from './ioredis-flavour.js';
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 
@@ -24,7 +25,7 @@ interface ClientOrigin {
  *   for the holder's lease to end; the module's own `keyPrefix` option is the way to namespace.
  */
 export function assertSupportedClientOptions(client: RedisClient, origin: ClientOrigin): void {
-  if (client instanceof Cluster) {
+  if (isIoredisCluster(client)) {
     const node = client.options.redisOptions ?? {};
     const topPrefix = Boolean(client.options.keyPrefix);
     check(origin, {

@@ -1,4 +1,4 @@
-import { Cluster } from 'ioredis';
+import { isIoredisCluster } from './ioredis-flavour.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { RedisReachability } from './reachability.js';
 import { awaitingReplies, endClient } from './ioredis-internals.js';
@@ -71,7 +71,7 @@ export async function closeConnection(client: RedisClient, options: CloseOptions
  */
 function cut(client: RedisClient): void {
   client.disconnect();
-  if (client instanceof Cluster || statusOf(client) !== 'reconnecting') return;
+  if (isIoredisCluster(client) || statusOf(client) !== 'reconnecting') return;
   endClient(client);
 }
 
@@ -82,7 +82,7 @@ function cut(client: RedisClient): void {
  * count here: it is assumed to.
  */
 function awaitsReplies(client: RedisClient): boolean {
-  const waiting = client instanceof Cluster ? undefined : awaitingReplies(client);
+  const waiting = isIoredisCluster(client) ? undefined : awaitingReplies(client);
   return waiting === undefined || waiting > 0;
 }
 

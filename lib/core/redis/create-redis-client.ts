@@ -1,6 +1,7 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import type { RedisConnectionOptions } from '../options/redis-lock-module-options.interface.js';
+import { ioredisFlavour, isIoredisCluster, type IoredisFlavour } from './ioredis-flavour.js';
 import { lockReconnectStrategy, withLockReconnect } from './reconnect-strategy.js';
 
 /** A client built from the options, and whether this module created it (and so must close it). */
@@ -61,7 +62,12 @@ interface ClientPolicy {
  * `lockReconnectStrategy` unless the options set a `retryStrategy`. (A cluster's node connections
  * do not reconnect on their own; ioredis refreshes the slot map instead, unchanged from 5 to 6.)
  */
-export function createRedisClient(options: RedisConnectionOptions, policy: ClientPolicy = { unreachableTimeout: false }): CreatedClient {
+export function createRedisClient(
+  options: RedisConnectionOptions,
+  policy: ClientPolicy = { unreachableTimeout: false },
+  flavour: IoredisFlavour = ioredisFlavour('ioredis'),
+): CreatedClient {
+  const { Redis, Cluster } = flavour;
   const bounded = (given: RedisOptions) => unreachableDefaults(given, policy.unreachableTimeout);
   if (typeof options === 'string') {
     return {
@@ -70,20 +76,21 @@ export function createRedisClient(options: RedisConnectionOptions, policy: Clien
     };
   }
   if ('client' in options) {
-    return { client: options.client, owned: false };
+    return { client: options.client as RedisClient, owned: false };
   }
   if ('cluster' in options) {
-    return { client: new Cluster(options.cluster, { lazyConnect: true, ...CLUSTER_FAILOVER_DEFAULTS, ...options.options }), owned: true };
+    const { cluster, options: clusterOptions } = options as { cluster: ClusterNode[]; options?: ClusterOptions };
+    return { client: new Cluster(cluster, { lazyConnect: true, ...CLUSTER_FAILOVER_DEFAULTS, ...clusterOptions }), owned: true };
   }
-  return {
-    client: new Redis(withLockReconnect({ lazyConnect: true, ...DISCONNECT_DEFAULTS, ...bounded(options), ...options })),
-    owned: true,
-  };
+  // `driver` names the flavour (already chosen); `url` is the address, the rest ioredis options.
+  const { driver: _driver, url, ...rest } = options as RedisOptions & { driver?: string; url?: string };
+  const settings = withLockReconnect({ lazyConnect: true, ...DISCONNECT_DEFAULTS, ...bounded(rest), ...rest });
+  return { client: url === undefined ? new Redis(settings) : new Redis(url, settings), owned: true };
 }
 
 /** Where the client points, for error messages (never includes a password). */
 export function describeEndpoint(client: RedisClient): string {
-  if (client instanceof Cluster) {
+  if (isIoredisCluster(client)) {
     const nodes = client.nodes().map((n) => `${n.options.host}:${n.options.port}`);
     return nodes.length > 0 ? `cluster [${nodes.join(', ')}]` : 'cluster';
   }

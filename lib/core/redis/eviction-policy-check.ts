@@ -1,9 +1,10 @@
 import type { Logger } from '@nestjs/common';
-import { Cluster, type Redis } from 'ioredis';
 import { RedisEvictionPolicyError } from '../errors/redis-eviction-policy.error.js';
-import type { RedisClient } from '../options/redis-lock-config.js';
 import type { EvictionPolicyCheck } from '../options/redis-lock-module-options.interface.js';
-import { describeEndpoint } from './create-redis-client.js';
+import type { ModuleTransport } from './redis-transport.js';
+
+/** What the check reads through: one command on every server that holds data. */
+export type EveryMasterCommand = Pick<ModuleTransport, 'commandOnEveryMaster'>;
 
 /** The only policy under which Redis never drops a key on its own (besides expiry). */
 const SAFE_EVICTION_POLICY = 'noeviction';
@@ -15,17 +16,17 @@ interface EvictionPolicyReading {
 }
 
 /**
- * Applies the `evictionPolicyCheck` option to the servers behind `clients`: 'error' throws
+ * Applies the `evictionPolicyCheck` option to the servers behind `servers`: 'error' throws
  * `RedisEvictionPolicyError` for the first one that may evict keys (or, when `canThrow` is false,
  * after bootstrap, logs it as an error); 'warn' logs; 'off' reads nothing. A server whose policy
  * cannot be read is a warning.
  */
 export async function enforceEvictionPolicy(
-  clients: readonly RedisClient[],
+  servers: readonly EveryMasterCommand[],
   options: { mode: EvictionPolicyCheck; timeoutMs: number; logger: Logger; canThrow: boolean },
 ): Promise<void> {
   if (options.mode === 'off') return;
-  const readings = (await Promise.all(clients.map((client) => readEvictionPolicies(client, options.timeoutMs)))).flat();
+  const readings = (await Promise.all(servers.map((server) => readEvictionPolicies(server, options.timeoutMs)))).flat();
   const unknown = unknownPolicyWarning(readings);
   if (unknown) options.logger.warn(unknown);
   const [evicting] = evictingReadings(readings);
@@ -43,13 +44,20 @@ export async function enforceEvictionPolicy(
 }
 
 /**
- * Reads `maxmemory-policy` of the server behind `client`, or of every master of a cluster.
+ * Reads `maxmemory-policy` of the server behind `server`, or of every master of a cluster.
  * `CONFIG GET` first; where CONFIG is renamed or forbidden (managed services), `INFO memory`'s
  * `maxmemory_policy`; `undefined` when neither answers within `timeoutMs`.
  */
-export async function readEvictionPolicies(client: RedisClient, timeoutMs: number): Promise<EvictionPolicyReading[]> {
-  const nodes: Redis[] = client instanceof Cluster ? client.nodes('master') : [client];
-  return Promise.all(nodes.map(async (node) => ({ endpoint: describeEndpoint(node), policy: await readPolicy(node, timeoutMs) })));
+export async function readEvictionPolicies(server: EveryMasterCommand, timeoutMs: number): Promise<EvictionPolicyReading[]> {
+  const configs = await server.commandOnEveryMaster(timeoutMs, 'CONFIG', 'GET', 'maxmemory-policy');
+  const readings = configs.map(({ endpoint, reply }) => ({ endpoint, policy: configValue(reply, 'maxmemory-policy') }));
+  if (readings.every((r) => r.policy !== undefined)) return readings;
+  const infos = await server.commandOnEveryMaster(timeoutMs, 'INFO', 'memory');
+  return readings.map((reading) => {
+    if (reading.policy !== undefined) return reading;
+    const info = infos.find((i) => i.endpoint === reading.endpoint)?.reply;
+    return { endpoint: reading.endpoint, policy: typeof info === 'string' ? /^maxmemory_policy:(\S+)/m.exec(info)?.[1] : undefined };
+  });
 }
 
 /** Readings whose policy may evict keys. */
@@ -76,14 +84,6 @@ function evictionPolicyWarning(reading: EvictionPolicyReading): string {
   );
 }
 
-async function readPolicy(node: Redis, timeoutMs: number): Promise<string | undefined> {
-  const fromConfig = configValue(await within(node.call('CONFIG', 'GET', 'maxmemory-policy'), timeoutMs), 'maxmemory-policy');
-  if (fromConfig !== undefined) return fromConfig;
-  const info = await within(node.call('INFO', 'memory'), timeoutMs);
-  if (typeof info === 'string') return /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
-  return undefined;
-}
-
 /**
  * The value of `name` in a CONFIG GET reply, whichever shape the connection gives it: a flat
  * `[name, value]` array (RESP2, and RESP3 with ioredis 6's `replyMapping: 'legacy'`) or an object
@@ -102,15 +102,4 @@ function configValue(reply: unknown, name: string): string | undefined {
     return typeof value === 'string' ? value : undefined;
   }
   return undefined;
-}
-
-/** The command's reply, or undefined when it failed or did not answer in time. */
-async function within(reply: Promise<unknown>, timeoutMs: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
-  try {
-    return await Promise.race([reply.catch(() => undefined), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

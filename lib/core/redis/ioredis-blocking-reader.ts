@@ -1,4 +1,4 @@
-import { Cluster } from 'ioredis';
+import { isIoredisCluster } from './ioredis-flavour.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import type { BlockingReader } from './redis-transport.js';
 import { socketOf } from './ioredis-internals.js';
@@ -44,7 +44,7 @@ export class IoredisBlockingReader implements BlockingReader {
         });
       });
       client.disconnect();
-      if (!(client instanceof Cluster)) socketOf(client)?.destroy();
+      if (!isIoredisCluster(client)) socketOf(client)?.destroy();
       await ended;
     }
     await this.forget(client);

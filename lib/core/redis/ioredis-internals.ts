@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /*
  * The one file that knows ioredis' private fields (ioredis 5 and 6: `sendCommand`, `commandQueue`,
@@ -90,4 +90,9 @@ export function rejectCutOff(client: Redis, error: Error): void {
 export function endClient(client: Redis): void {
   internals(client).setStatus('end');
   internals(client).flushQueue(new Error('Connection is closed.'));
+}
+
+/** A cluster's seed nodes as given to its constructor (private `startupNodes`; a port, a URL or `{ host, port }` each). */
+export function startupNodesOf(cluster: Cluster): ReadonlyArray<string | number | { host?: string; port?: number }> {
+  return (cluster as unknown as { startupNodes?: Array<string | number | { host?: string; port?: number }> }).startupNodes ?? [];
 }

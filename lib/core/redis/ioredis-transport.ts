@@ -1,5 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
-import { Cluster, type Redis } from 'ioredis';
+import { ioredisFlavour, isIoredisCluster, type IoredisFlavour } from './ioredis-flavour.js';
+import type { Cluster, Redis } from 'ioredis';
 import { RedisConnectionError } from '../errors/redis-connection.error.js';
 import { errorMessage } from '../errors/error-message.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
@@ -9,28 +10,27 @@ import { closeConnection } from './close-quietly.js';
 import { coalesceWritesPerTick, writeCorkedNow } from './coalesce-writes.js';
 import { createRedisClient, describeEndpoint, silenceTimeout } from './create-redis-client.js';
 import { IoredisBlockingReader } from './ioredis-blocking-reader.js';
-import { socketOf } from './ioredis-internals.js';
+import { socketOf, startupNodesOf } from './ioredis-internals.js';
 import { runScriptOn } from './ioredis-script-runner.js';
 import { IoredisSubscriber } from './ioredis-subscriber.js';
 import { observeAutomaticResends } from './observe-automatic-resends.js';
 import { preloadScripts } from './preload-scripts.js';
 import { RedisReachability } from './reachability.js';
-import { reconnectOverrideFor } from './reconnect-strategy.js';
+import { lockReconnectStrategy, reconnectOverrideFor } from './reconnect-strategy.js';
 import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import type { RedisScript } from './redis-script.js';
-import type { BlockingReader, RedisTransport, ScannedKeys, SubscriberConnection } from './redis-transport.js';
+import type {
+  BlockingReader,
+  ModuleTransport,
+  ScannedKeys,
+  ScratchConnection,
+  ServerReply,
+  SubscriberConnection,
+  TransportPolicy,
+} from './redis-transport.js';
 import { scanKeys } from './scan-keys.js';
+import { commandOnEveryMaster, openIoredisScratch } from './ioredis-maintenance.js';
 import { SelectedDatabaseCheck } from './selected-database-check.js';
-
-/** What the transport needs from the module configuration. */
-export interface IoredisTransportPolicy {
-  /** Bound on waiting for an unreachable Redis (ms), or false. */
-  readonly unreachableTimeout: number | false;
-  /** The longest a command of the module legitimately keeps the connection silent (WAIT of `syncReplicas`), ms. */
-  readonly longestBlockingCommand?: number;
-  /** Every connection error, with the connection's purpose; `warnAlone`: a hiccup of this connection alone is worth a line. */
-  readonly onConnectionError: (purpose: string, error: Error, warnAlone: boolean) => void;
-}
 
 /**
  * The ioredis transport: the one owner of the module's ioredis connections and of everything that
@@ -44,11 +44,13 @@ export interface IoredisTransportPolicy {
  *   closed with the transport.
  * ioredis' private fields are read in ioredis-internals.ts only.
  */
-export class IoredisTransport implements RedisTransport {
+export class IoredisTransport implements ModuleTransport {
   readonly resendsUnanswered = true;
   readonly client: RedisClient;
   readonly owned: boolean;
   readonly isCluster: boolean;
+  /** Pub/sub on a cluster is sharded (SSUBSCRIBE per master); classic where the flavour cannot (see `IoredisFlavour`). */
+  private readonly sharded: boolean;
   readonly publishCommand: 'publish' | 'spublish';
   readonly endpoint: string;
   /** None on a cluster. */
@@ -59,17 +61,19 @@ export class IoredisTransport implements RedisTransport {
 
   constructor(
     options: RedisConnectionOptions,
-    private readonly policy: IoredisTransportPolicy,
+    private readonly policy: TransportPolicy,
+    private readonly flavour: IoredisFlavour = ioredisFlavour('ioredis'),
   ) {
-    const { client, owned } = createRedisClient(options, { unreachableTimeout: policy.unreachableTimeout });
+    const { client, owned } = createRedisClient(options, { unreachableTimeout: policy.unreachableTimeout }, flavour);
     // Before anything uses it (a created client connects lazily, so there is nothing to close).
     assertSupportedClientOptions(client, redisOptionOrigin(options));
     this.client = client;
     this.owned = owned;
-    this.isCluster = client instanceof Cluster;
-    this.publishCommand = this.isCluster ? 'spublish' : 'publish';
+    this.isCluster = isIoredisCluster(client);
+    this.sharded = this.isCluster && flavour.shardedPubSub;
+    this.publishCommand = this.sharded ? 'spublish' : 'publish';
     this.endpoint = describeEndpoint(client);
-    if (client instanceof Cluster) {
+    if (isIoredisCluster(client)) {
       this.reachability = undefined;
       this.selectedDatabase = undefined;
     } else {
@@ -79,7 +83,7 @@ export class IoredisTransport implements RedisTransport {
     // A client the application passed in: its errors begin and end outages, its hiccups are its own to log.
     client.on('error', (error: Error) => policy.onConnectionError('commands', error, owned));
     if (!owned) return;
-    if (client instanceof Cluster) {
+    if (isIoredisCluster(client)) {
       // Each node's command connection, including those the cluster opens later.
       client.on('+node', (node: Redis) => coalesceWritesPerTick(node));
       for (const node of client.nodes()) coalesceWritesPerTick(node);
@@ -110,6 +114,10 @@ export class IoredisTransport implements RedisTransport {
   /** Connected and ready for commands. */
   get ready(): boolean {
     return this.client.status === 'ready';
+  }
+
+  get ended(): boolean {
+    return this.client.status === 'end';
   }
 
   /** Calls `listener` each time the command connection is ready (connected, or back after a loss). */
@@ -153,8 +161,17 @@ export class IoredisTransport implements RedisTransport {
     return replied;
   }
 
+  commandOnEveryMaster<T = unknown>(timeoutMs: number, name: string, ...args: Array<string | number>): Promise<Array<ServerReply<T>>> {
+    return commandOnEveryMaster<T>(this.client, timeoutMs, name, ...args);
+  }
+
+  openScratch(): ScratchConnection {
+    return openIoredisScratch(this.client);
+  }
+
   openSubscriber(purpose: string): SubscriberConnection {
-    return new IoredisSubscriber(this.duplicate(purpose, { shardedPubSub: true }), this.isCluster, (copy) => this.release(copy));
+    const copy = this.duplicate(purpose, { shardedPubSub: this.sharded, classicPubSub: this.isCluster && !this.sharded });
+    return new IoredisSubscriber(copy, this.sharded, (closed) => this.release(closed));
   }
 
   openBlockingReader(purpose: string): BlockingReader {
@@ -174,9 +191,11 @@ export class IoredisTransport implements RedisTransport {
    * a client running ioredis' default `retryStrategy` reconnects with `lockReconnectStrategy`: a
    * subscriber or blocking reader that is slow to come back delays wake-ups and job pick-up.
    */
-  private duplicate(purpose: string, options: { shardedPubSub?: boolean } = {}): RedisClient {
+  private duplicate(purpose: string, options: { shardedPubSub?: boolean; classicPubSub?: boolean } = {}): RedisClient {
     let copy: RedisClient;
-    if (this.client instanceof Cluster) {
+    if (isIoredisCluster(this.client) && options.classicPubSub) {
+      copy = this.classicSubscriberOf(this.client);
+    } else if (isIoredisCluster(this.client)) {
       copy = options.shardedPubSub ? this.client.duplicate([], { shardedSubscribers: true }) : this.client.duplicate();
     } else {
       copy = this.client.duplicate(reconnectOverrideFor(this.client));
@@ -185,6 +204,19 @@ export class IoredisTransport implements RedisTransport {
     this.dedicated.add(copy);
     copy.on('error', (error: Error) => this.policy.onConnectionError(purpose, error, true));
     return copy;
+  }
+
+  /**
+   * Classic pub/sub on a cluster whose flavour has no sharded subscribers (iovalkey): one plain
+   * connection to one master, with the cluster's node settings. Redis Cluster carries every PUBLISH
+   * to every node, so one node hears every channel; it reconnects and subscribes again like any
+   * plain connection (iovalkey's own cluster subscriber was seen to lose its subscriptions when it
+   * moved between nodes).
+   */
+  private classicSubscriberOf(cluster: Cluster): Redis {
+    const [node] = cluster.nodes('master');
+    const where = node ? { host: node.options.host, port: node.options.port } : seedAddress(startupNodesOf(cluster)[0]);
+    return new this.flavour.Redis({ ...cluster.options.redisOptions, ...where, lazyConnect: true, retryStrategy: lockReconnectStrategy });
   }
 
   /** Closes one dedicated connection early (for example a blocking client found hung). */
@@ -256,9 +288,17 @@ export class IoredisTransport implements RedisTransport {
  * the master of the key's slot per ioredis's slot map (`cluster.slots[slot][0]` is its `host:port`).
  */
 function connectionOf(client: RedisClient, key: string): Redis {
-  if (!(client instanceof Cluster)) return client;
+  if (!isIoredisCluster(client)) return client;
   const nodeKey = client.slots[calculateSlot(key)]?.[0];
   const node = nodeKey === undefined ? undefined : client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
   if (!node) throw new Error(`no known master for the slot of ${JSON.stringify(key)} (cluster slot map not loaded or changing)`);
   return node;
+}
+
+/** Where a cluster seed node given as a port, a URL or `{ host, port }` is. */
+function seedAddress(seed: string | number | { host?: string; port?: number } | undefined): { host?: string; port?: number } {
+  if (seed === undefined || typeof seed === 'object') return seed ?? {};
+  if (typeof seed === 'number') return { port: seed };
+  const url = new URL(seed.includes('://') ? seed : `redis://${seed}`);
+  return { host: url.hostname, port: Number(url.port || 6379) };
 }

@@ -1,4 +1,4 @@
-import { Cluster } from 'ioredis';
+import { isIoredisCluster } from './ioredis-flavour.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import type { RedisScript } from './redis-script.js';
 
@@ -8,6 +8,6 @@ import type { RedisScript } from './redis-script.js';
  * optimisation: `RedisScript.run` recovers from NOSCRIPT by itself (restart, failover, flush).
  */
 export async function preloadScripts(client: RedisClient, scripts: readonly RedisScript[]): Promise<void> {
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+  const nodes = isIoredisCluster(client) ? client.nodes('master') : [client];
   await Promise.all(nodes.flatMap((node) => scripts.map((script) => node.script('LOAD', script.source))));
 }

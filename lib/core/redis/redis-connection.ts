@@ -2,11 +2,20 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy, OnM
 import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../options/redis-lock-config.js';
 import { QUIT_TIMEOUT_MS } from './close-quietly.js';
 import { enforceEvictionPolicy } from './eviction-policy-check.js';
+import { createTransport } from './create-transport.js';
 import { IoredisTransport } from './ioredis-transport.js';
 import { RedisOutageLog } from './outage-log.js';
-import type { RedisReachability } from './reachability.js';
 import type { RedisScript } from './redis-script.js';
-import type { BlockingReader, RedisTransport, ScannedKeys, SubscriberConnection } from './redis-transport.js';
+import type {
+  BlockingReader,
+  ConnectionReachability,
+  ModuleTransport,
+  RedisTransport,
+  ScannedKeys,
+  ScratchConnection,
+  SubscriberConnection,
+} from './redis-transport.js';
+import { transportSourceOf } from '../options/transport-source.js';
 
 /** How long the command client's QUIT may still wait once the module's shutdown budget is spent. */
 const CLOSE_GRACE_MS = 250;
@@ -26,17 +35,12 @@ const EVICTION_CHECK_TIMEOUT_MS = 10_000;
  */
 @Injectable()
 export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
-  private readonly transport: IoredisTransport;
-  /**
-   * The ioredis client that carries the commands, for the code that still calls it directly (script
-   * runs, single commands); new code uses the `RedisTransport` methods.
-   */
-  readonly client: RedisClient;
+  private readonly transport: ModuleTransport;
   /**
    * Whether the command connection reaches Redis and why not; with the module's bound on waiting
    * for an unreachable Redis on connections it built (`unreachableTimeout`). None on a cluster.
    */
-  readonly reachability: RedisReachability | undefined;
+  readonly reachability: ConnectionReachability | undefined;
   readonly resendsUnanswered: boolean;
   readonly isCluster: boolean;
   readonly publishCommand: 'publish' | 'spublish';
@@ -55,13 +59,12 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
     // ioredis prints "Unhandled error event" without a listener; its errors go to the outage log
     // instead: the first of an outage begins it (one WARN naming the cause), the rest are counted,
     // and a hiccup of one connection alone is logged at most once a second (`warnAlone`).
-    this.transport = new IoredisTransport(config.redis, {
+    this.transport = createTransport(transportSourceOf(config.redis), {
       unreachableTimeout: config.unreachableTimeout,
       longestBlockingCommand: config.lock.syncReplicas?.timeout,
       onConnectionError: (purpose, error, warnAlone) => this.outages.connectionError(purpose, error, warnAlone),
     });
     const transport = this.transport;
-    this.client = transport.client;
     this.resendsUnanswered = transport.resendsUnanswered;
     this.isCluster = transport.isCluster;
     this.publishCommand = transport.publishCommand;
@@ -103,6 +106,25 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
     return this.transport.waitForReplicas(slotKey, replicas, timeoutMs);
   }
 
+  /**
+   * The ioredis (or iovalkey) client that carries the commands, for code that must reach the
+   * driver itself (tests of ioredis behaviour); throws on the other drivers.
+   */
+  get client(): RedisClient {
+    if (this.transport instanceof IoredisTransport) return this.transport.client;
+    throw new Error('RedisConnection.client: the module speaks through another driver than ioredis');
+  }
+
+  /** Closed for good: nothing will be sent on the command connection again. */
+  get ended(): boolean {
+    return this.transport.ended;
+  }
+
+  /** A short-lived connection of its own to the same server(s) (see `ModuleTransport.openScratch`). */
+  openScratch(): ScratchConnection {
+    return this.transport.openScratch();
+  }
+
   openSubscriber(purpose: string): SubscriberConnection {
     return this.transport.openSubscriber(purpose);
   }
@@ -137,7 +159,7 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
    */
   private async checkEvictionPolicy(timeoutMs: number, atBootstrap: boolean): Promise<void> {
     try {
-      await enforceEvictionPolicy([this.client], {
+      await enforceEvictionPolicy([this.transport], {
         mode: this.config.evictionPolicyCheck,
         timeoutMs,
         logger: this.logger,
@@ -152,8 +174,16 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
   private checkEvictionPolicyWhenReady(): void {
     if (this.config.evictionPolicyCheck === 'off') return;
     const check = () => void this.checkEvictionPolicy(EVICTION_CHECK_TIMEOUT_MS, false).catch(() => undefined);
-    if (this.transport.ready) check();
-    else this.client.once('ready', check);
+    if (this.transport.ready) {
+      check();
+      return;
+    }
+    let checked = false;
+    this.transport.onReady(() => {
+      if (checked) return;
+      checked = true;
+      check();
+    });
   }
 
   /**

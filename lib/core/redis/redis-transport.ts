@@ -1,4 +1,5 @@
 import type { RedisConnectionError } from '../errors/redis-connection.error.js';
+import type { CommandWrite } from './reachability.js';
 import type { RedisScript } from './redis-script.js';
 
 /**
@@ -149,6 +150,12 @@ export interface ConnectionReachability {
   heardSince(since: number): boolean;
   /** The error a call fails with while the connection is unreachable; `action` says what it was doing. */
   failure(action?: string): RedisConnectionError;
+  /**
+   * Where the driver can tell when a command was written (ioredis): runs `send`, which issues one
+   * command, and stamps its last write; a lease the command took is counted from there (see
+   * `RedisReachability.stampWrites`). Absent elsewhere: the lease then counts from the send.
+   */
+  stampWrites?<T>(send: () => Promise<T>): { readonly reply: Promise<T>; readonly written: CommandWrite };
   /** Each time it becomes unreachable; returns the unsubscribe. */
   onUnreachable(listener: () => void): () => void;
   /** Each time commands can be sent again after it was unusable; returns the unsubscribe. */

@@ -1,4 +1,4 @@
-import { Cluster } from 'ioredis';
+import { isIoredisCluster } from './ioredis-flavour.js';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import type { ScannedKeys } from './redis-transport.js';
 
@@ -11,7 +11,7 @@ const SCAN_COUNT = 1000;
  * so one dashboard refresh never walks an unbounded keyspace.
  */
 export async function scanKeys(client: RedisClient, pattern: string, maxKeys: number, maxCalls = 200): Promise<ScannedKeys> {
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+  const nodes = isIoredisCluster(client) ? client.nodes('master') : [client];
   const found = new Set<string>();
   let truncated = false;
   for (let n = 0; n < nodes.length; n++) {

@@ -82,7 +82,7 @@ export class JobClaimer {
     };
     const issued = performance.now();
     const send = () => claimDueJobsScript.call(this.context.connection, keys, args, ackRecords(acks));
-    const { reply: replied, written } = this.context.connection.reachability?.stampWrites(send) ?? { reply: send(), written: undefined };
+    const { reply: replied, written } = this.context.connection.reachability?.stampWrites?.(send) ?? { reply: send(), written: undefined };
     let reply: ClaimReply;
     try {
       reply = await replied;

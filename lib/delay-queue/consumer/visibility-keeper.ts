@@ -168,7 +168,7 @@ export class VisibilityKeeper {
     try {
       const { connection, keys } = this.context;
       const send = () => extendJobsScript.call(connection, keys, { visibilityMs: visibilityTimeout }, claims);
-      const { reply, written } = connection.reachability?.stampWrites(send) ?? { reply: send(), written: undefined };
+      const { reply, written } = connection.reachability?.stampWrites?.(send) ?? { reply: send(), written: undefined };
       const flags = await reply;
       // The run that answered, which renewed the claims, came after the extension's last write:
       // later than its issue when it waited in the client's queue for a lost connection to come back.

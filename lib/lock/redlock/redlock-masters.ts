@@ -3,6 +3,7 @@ import { RedisConnectionError } from '../../core/errors/redis-connection.error.j
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
 import type { WakeConnectionSource } from '../protocols/lock-protocol.interface.js';
 import { enforceEvictionPolicy } from '../../core/redis/eviction-policy-check.js';
+import { everyMasterOf } from '../../core/redis/ioredis-maintenance.js';
 import { RedisConnection } from '../../core/redis/redis-connection.js';
 import { fanOutWakeConnection } from './fan-out-subscriber.js';
 import { collectReplies, successes } from './quorum-replies.js';
@@ -76,7 +77,7 @@ export class RedlockMasters implements OnModuleInit, OnApplicationBootstrap, OnA
     if (down.length > 0) {
       this.logger.warn(`Redlock masters unreachable at bootstrap (locks work while a majority is up): ${down.map(describe).join('; ')}`);
     }
-    const up = this.masters.filter((_, i) => replies[i]?.ok).map((master) => master.client);
+    const up = this.masters.filter((_, i) => replies[i]?.ok).map((master) => everyMasterOf(master.client));
     const check = { mode: this.config.evictionPolicyCheck, timeoutMs: timeout, logger: this.logger, canThrow: true };
     await enforceEvictionPolicy(up, check).catch(async (error: unknown) => {
       await this.closeAfterFailedBootstrap();

@@ -79,12 +79,17 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
       return app;
     };
     const shardKeys = (topic: string): TopicKeys[] => shardMap.all(topic);
-    /** Subscribers of a cancel channel: SHARDNUMSUB on the master of its slot on a cluster, NUMSUB elsewhere. */
+    /**
+     * Subscribers of a cancel channel: NUMSUB on a single Redis; on a cluster, SHARDNUMSUB (sharded
+     * pub/sub) plus NUMSUB (classic pub/sub, which a driver without sharded subscribers uses) on every master.
+     */
     const cancelListeners = async (channel: string): Promise<number> => {
       const raw = target.raw();
       if (!(raw instanceof Cluster)) return Number(((await raw.pubsub('NUMSUB', channel)) as [string, number])[1]);
       const counts = await Promise.all(
-        raw.nodes('master').map((node) => node.call('PUBSUB', 'SHARDNUMSUB', channel) as Promise<[string, number]>),
+        raw
+          .nodes('master')
+          .flatMap((node) => ['SHARDNUMSUB', 'NUMSUB'].map((kind) => node.call('PUBSUB', kind, channel) as Promise<[string, number]>)),
       );
       return counts.reduce((sum, [, n]) => sum + Number(n), 0);
     };

@@ -1,3 +1,4 @@
+import { clusterOptionFor } from '../../support/test-driver.js';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisLockModule, type Consumer } from '../../../lib/index.js';
 import { uniqueClusterPrefix, useSharedTestCluster } from '../../support/redis-cluster.js';
@@ -35,7 +36,7 @@ export function useClusterQueues(label: string): ClusterQueues {
     const app = await Test.createTestingModule({
       imports: [
         RedisLockModule.forRoot({
-          redis: { cluster: cluster.nodes() },
+          redis: clusterOptionFor(cluster.nodes()),
           keyPrefix,
           delayQueue: sharded.length > 0 ? { topics: Object.fromEntries(sharded.map(([topic, count]) => [topic, { shards: count }])) } : {},
         }),

@@ -1,3 +1,4 @@
+import { redisOptionFor } from '../../support/test-driver.js';
 import type { Provider, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DelayQueueService, RedisLockModule, type Consumer, type RedisLockModuleOptions } from '../../../lib/index.js';
@@ -21,7 +22,7 @@ export async function createDelayApp(
 ): Promise<DelayTestApp> {
   const keyPrefix = options.keyPrefix ?? uniquePrefix('dq');
   const app = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot({ redis: testRedisUrl(), ...options, keyPrefix })],
+    imports: [RedisLockModule.forRoot({ redis: redisOptionFor(testRedisUrl()), ...options, keyPrefix })],
     providers,
   }).compile();
   await initOrCloseConnections(app);

@@ -1,3 +1,4 @@
+import { redisOptionFor } from '../../support/test-driver.js';
 import type { Provider, Type } from '@nestjs/common';
 import { RedisLockMetricsModule, type RedisLockMetricsOptions } from 'nestjs-redis-lock/metrics';
 import { Registry } from 'prom-client';
@@ -23,7 +24,7 @@ export function useMetricsApp(label: string, { redisLock = {}, metrics = {}, pro
   const registry = new Registry();
   const app = useTestingModule(() => ({
     imports: [
-      RedisLockModule.forRoot({ redis: testRedisUrl(), keyPrefix: uniquePrefix(label), isGlobal: true, ...redisLock }),
+      RedisLockModule.forRoot({ redis: redisOptionFor(testRedisUrl()), keyPrefix: uniquePrefix(label), isGlobal: true, ...redisLock }),
       RedisLockMetricsModule.forRoot({ registry, ...metrics }),
     ],
     providers,

@@ -1,3 +1,4 @@
+import { redisOptionFor } from '../../support/test-driver.js';
 import { Pool } from 'pg';
 import { inPgTransaction, PostgresJobOutbox } from '../../../lib/outbox/postgres/index.js';
 import { spawnFixture } from '../../support/child-process.js';
@@ -88,7 +89,7 @@ export async function crashAfterCommit(
  */
 export function startSurvivor(postgres: OutboxPostgres, keyPrefix: string, topic: string, runs: RecordedRun[]): Promise<OutboxApp> {
   return startOutboxApp({
-    redis: testRedisUrl(),
+    redis: redisOptionFor(testRedisUrl()),
     keyPrefix,
     outbox: postgres.store(),
     topics: [topic],

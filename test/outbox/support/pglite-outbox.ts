@@ -1,3 +1,4 @@
+import { redisOptionFor } from '../../support/test-driver.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { runInTransaction } from '../../../lib/index.js';
@@ -32,7 +33,7 @@ export function usePgliteOutbox(label: string, setupSql: string, topics: string[
     const { db } = started;
     await db.exec(setupSql);
     started.app = await startOutboxApp({
-      redis: testRedisUrl(),
+      redis: redisOptionFor(testRedisUrl()),
       keyPrefix: uniquePrefix(label),
       outbox: new PostgresJobOutbox({ transaction: inPgTransaction(() => current.getStore()), relay: db, applyMigrationAtStart: true }),
       topics,

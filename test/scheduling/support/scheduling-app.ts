@@ -1,3 +1,4 @@
+import { redisOptionFor } from '../../support/test-driver.js';
 import type { Provider, Type } from '@nestjs/common';
 import { closeRedisLockTestingModule, createRedisLockTestingModule } from '../../../lib/testing/index.js';
 import type { TestingModule } from '@nestjs/testing';
@@ -11,7 +12,7 @@ import { initOrCloseConnections, testRedisUrl, uniquePrefix, useRawRedis } from 
  */
 export async function createSchedulingApp(keyPrefix: string, providers: Array<Provider | Type>): Promise<TestingModule> {
   const app = await createRedisLockTestingModule({
-    redis: testRedisUrl(),
+    redis: redisOptionFor(testRedisUrl()),
     redisLock: { keyPrefix },
     providers,
   }).compile();

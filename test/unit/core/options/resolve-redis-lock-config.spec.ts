@@ -179,7 +179,7 @@ describe('resolveRedisLockConfig: connection options', () => {
     expect(refusedOption({ redis: null })).toBe('redis');
     expect(() => resolveRedisLockConfig({ redis: null as never })).toThrow(
       'Invalid option `redis`: got null; leave `redis` out for the default connection, or pass a redis:// URL, ioredis options, ' +
-        '{ cluster: nodes } or { client } with an existing ioredis client.',
+        '{ cluster: nodes } or { client } with an existing client (ioredis, iovalkey, node-redis or GLIDE).',
     );
     expect(refusedOption({ redis: null, redlock: { clients: ['redis://m1', 'redis://m2', 'redis://m3'] } })).toBe('redis');
   });
