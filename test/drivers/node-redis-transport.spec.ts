@@ -53,6 +53,11 @@ class Inbox {
     for (const wake of this.waiting.splice(0)) wake();
   };
 
+  /** The messages received on `channel` so far. */
+  on(channel: string): string[] {
+    return this.received.filter(([c]) => c === channel).map(([, message]) => message);
+  }
+
   async next(channel: string): Promise<string> {
     for (;;) {
       const found = this.received.find(([c]) => c === channel);
@@ -185,6 +190,12 @@ describe('NodeRedisTransport on a single Redis', () => {
     await subscriber.subscribe(channel);
     expect(await transports.built.command(transports.built.publishCommand, channel, 'hello')).toBe(1);
     await expect(inbox.next(channel)).resolves.toBe('hello');
+    // A repeated subscribe resolves only after the messages Redis queued before it were heard.
+    for (let n = 0; n < 20; n++) {
+      await transports.built.command('publish', channel, `m${n}`);
+      await subscriber.subscribe(channel);
+      expect(inbox.on(channel)).toContain(`m${n}`);
+    }
     await subscriber.unsubscribe(channel);
     expect(await transports.built.command('publish', channel, 'gone')).toBe(0);
     await subscriber.close();
@@ -479,6 +490,13 @@ describe('NodeRedisTransport on a Redis Cluster', () => {
     for (const channel of channels) await subscriber.subscribe(channel);
     for (const channel of channels) expect(await transports.built.command('spublish', channel, `to ${channel}`)).toBe(1);
     for (const channel of channels) await expect(inbox.next(channel)).resolves.toBe(`to ${channel}`);
+    expect(subscriber.ready).toBe(true);
+    // A repeated subscribe resolves only after the messages Redis queued before it were heard.
+    for (const channel of channels) {
+      await transports.built.command('spublish', channel, 'again');
+      await subscriber.subscribe(channel);
+      expect(inbox.on(channel)).toContain('again');
+    }
     await subscriber.close();
   });
 

@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import type { SubscriberConnection } from '../redis-transport.js';
 import type { NodeRedisClient, NodeRedisCluster } from './node-redis-types.js';
 
@@ -17,6 +18,9 @@ export class NodeRedisSubscriber implements SubscriberConnection {
     for (const listener of this.listeners) listener(channel, message);
   };
   private connecting: Promise<unknown> | undefined;
+  /** Channels subscribed here (or being subscribed). */
+  private readonly channels = new Set<string>();
+  private barriers = 0;
 
   constructor(
     private readonly target: SubscriberTarget,
@@ -46,14 +50,51 @@ export class NodeRedisSubscriber implements SubscriberConnection {
     await this.bounded(this.connecting, 'connect the subscriber');
   }
 
+  /**
+   * Resolves once Redis confirmed a subscription to `channel` on this connection, after the messages
+   * it had queued for it: callers use a repeated subscribe as that barrier (see
+   * `JobWaiters.hearPublished`). node-redis answers a subscribe of a channel it already has at once,
+   * without a round trip, so a repeated one subscribes (and then drops) a channel of its own on the
+   * same connection: the channel's shard on a cluster, by the same hash slot.
+   */
   async subscribe(channel: string): Promise<void> {
-    if (this.target.kind === 'cluster') await this.target.cluster.sSubscribe(channel, this.dispatch);
-    else await this.target.client.subscribe(channel, this.dispatch);
+    if (!this.channels.has(channel)) {
+      this.channels.add(channel);
+      try {
+        await this.send('subscribe', channel, this.dispatch);
+      } catch (error) {
+        this.channels.delete(channel);
+        throw error;
+      }
+      return;
+    }
+    const barrier = this.barrierFor(channel);
+    if (barrier === undefined) return;
+    const none = (): void => undefined;
+    await this.send('subscribe', barrier, none);
+    await this.send('unsubscribe', barrier, none);
   }
 
   async unsubscribe(channel: string): Promise<void> {
-    if (this.target.kind === 'cluster') await this.target.cluster.sUnsubscribe(channel, this.dispatch);
-    else await this.target.client.unsubscribe(channel, this.dispatch);
+    this.channels.delete(channel);
+    await this.send('unsubscribe', channel, this.dispatch);
+  }
+
+  private send(action: 'subscribe' | 'unsubscribe', channel: string, listener: (message: string, channel: string) => void): Promise<void> {
+    if (this.target.kind === 'cluster') {
+      const cluster = this.target.cluster;
+      return action === 'subscribe' ? cluster.sSubscribe(channel, listener) : cluster.sUnsubscribe(channel, listener);
+    }
+    const client = this.target.client;
+    return action === 'subscribe' ? client.subscribe(channel, listener) : client.unsubscribe(channel, listener);
+  }
+
+  /** A channel nobody else uses, on `channel`'s connection (its hash slot, on a cluster); undefined if none can be named. */
+  private barrierFor(channel: string): string | undefined {
+    const n = ++this.barriers;
+    if (this.target.kind === 'client') return `${channel}:subscribed:${n}`;
+    const slot = calculateSlot(channel);
+    return [`${channel}:subscribed:${n}`, `{${channel}}:subscribed:${n}`].find((name) => calculateSlot(name) === slot);
   }
 
   onMessage(listener: (channel: string, message: string) => void): void {
