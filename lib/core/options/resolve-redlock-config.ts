@@ -1,4 +1,4 @@
-import { Cluster, type Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import { optionValidator as validate } from './option-validation.js';
 import type { RedisLockConfig, RedlockConfig } from './redis-lock-config.js';
@@ -80,7 +80,10 @@ function validateMaster(option: string, client: unknown): string {
     throw new InvalidOptionsError(option, 'use a redis:// URL, ioredis options, or a standalone ioredis Redis client');
   }
   const isClient = isClientInstance(client);
-  if (client instanceof Cluster || (!isClient && ('cluster' in client || 'client' in client || 'sentinels' in client))) {
+  if (
+    (client as { isCluster?: unknown }).isCluster === true ||
+    (!isClient && ('cluster' in client || 'client' in client || 'sentinels' in client))
+  ) {
     throw new InvalidOptionsError(
       option,
       'a Redlock master must be one standalone Redis (a URL, { host, port } options or a Redis client), not a cluster, ' +

@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error.js';
 import type { RedisConnectionOptions } from './redis-lock-module-options.interface.js';
-import { Cluster, Redis } from 'ioredis';
+import { packageRequire } from '../runtime/build-format.js';
 import type { RedisClient } from './redis-lock-config.js';
 import { REDIS_DRIVERS, type RedisDriverName } from './redis-drivers.js';
 
@@ -164,8 +164,16 @@ export function isIoredisApiClient(value: unknown): value is RedisClient {
   );
 }
 
-/** Which flavour built `client`: iovalkey's classes when that package is installed and made it, else ioredis. */
+/**
+ * Which flavour built `client`: iovalkey when that package is installed and its classes made it,
+ * else ioredis (checked without loading ioredis, which an app on another driver need not have).
+ */
 export function flavourOfClient(client: RedisClient): 'ioredis' | 'iovalkey' {
-  if (client instanceof Redis || client instanceof Cluster) return 'ioredis';
-  return 'iovalkey';
+  let iovalkey: { Redis: abstract new (...args: never[]) => unknown; Cluster: abstract new (...args: never[]) => unknown };
+  try {
+    iovalkey = packageRequire('iovalkey') as typeof iovalkey;
+  } catch {
+    return 'ioredis';
+  }
+  return client instanceof iovalkey.Redis || client instanceof iovalkey.Cluster ? 'iovalkey' : 'ioredis';
 }

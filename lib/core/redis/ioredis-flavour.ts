@@ -1,4 +1,4 @@
-import { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import { loadDriverPackage } from './driver-packages.js';
 
@@ -21,13 +21,16 @@ export interface IoredisFlavour {
   readonly shardedPubSub: boolean;
 }
 
-const IOREDIS: IoredisFlavour = { driver: 'ioredis', Redis, Cluster, shardedPubSub: true };
-
 /** The flavour of `driver`, its package loaded on first use (iovalkey is an optional peer). */
 export function ioredisFlavour(driver: 'ioredis' | 'iovalkey'): IoredisFlavour {
-  if (driver === 'ioredis') return IOREDIS;
-  const iovalkey = loadDriverPackage('iovalkey') as { Redis: typeof Redis; Cluster: typeof Cluster };
-  return { driver, Redis: iovalkey.Redis, Cluster: iovalkey.Cluster, shardedPubSub: false };
+  return (FLAVOURS[driver] ??= load(driver));
+}
+
+const FLAVOURS: Partial<Record<'ioredis' | 'iovalkey', IoredisFlavour>> = {};
+
+function load(driver: 'ioredis' | 'iovalkey'): IoredisFlavour {
+  const classes = loadDriverPackage(driver) as { Redis: typeof Redis; Cluster: typeof Cluster };
+  return { driver, Redis: classes.Redis, Cluster: classes.Cluster, shardedPubSub: driver === 'ioredis' };
 }
 
 /** A cluster client of either flavour (ioredis and iovalkey both set `isCluster`). */

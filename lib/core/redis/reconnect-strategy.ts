@@ -1,4 +1,6 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
+import { flavourOfClient } from '../options/transport-source.js';
+import { ioredisFlavour } from './ioredis-flavour.js';
 
 /** Delay before the first reconnect attempt, in ms. */
 export const RECONNECT_FIRST_DELAY_MS = 25;
@@ -51,6 +53,7 @@ export function withLockReconnect<T extends RedisOptions>(options: T): T {
  */
 export function reconnectOverrideFor(client: Redis): Pick<RedisOptions, 'retryStrategy'> {
   // ioredis 5 and 6 fill unset options from this static object, so an unset strategy is its very function.
+  const { Redis } = ioredisFlavour(flavourOfClient(client));
   const defaults = (Redis as unknown as { defaultOptions?: RedisOptions }).defaultOptions;
   const inherited = client.options.retryStrategy;
   return inherited !== undefined && inherited === defaults?.retryStrategy ? { retryStrategy: lockReconnectStrategy } : {};

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { ioredisFlavour } from '../../core/redis/ioredis-flavour.js';
 import type { RedlockClientOptions } from '../../core/options/redis-lock-module-options.interface.js';
 import { isClientInstance } from '../../core/options/resolve-redlock-config.js';
 import { closeQuietly } from '../../core/redis/close-quietly.js';
@@ -51,8 +52,8 @@ export class RedlockMaster implements Pick<RedisTransport, 'runScript' | 'comman
       const defaults = { lazyConnect: true, enableOfflineQueue: false };
       this.client =
         typeof options === 'string'
-          ? new Redis(options, withLockReconnect(defaults))
-          : new Redis(withLockReconnect({ ...defaults, ...options }));
+          ? new (ioredisFlavour('ioredis').Redis)(options, withLockReconnect(defaults))
+          : new (ioredisFlavour('ioredis').Redis)(withLockReconnect({ ...defaults, ...options }));
       assertSupportedClientOptions(this.client, { option: `redlock.clients[${index}]`, instance: false });
       this.owned = true;
       this.logErrorsOf(this.client, 'commands');
