@@ -417,6 +417,32 @@ describe('NodeRedisTransport when the socket drops with a command in flight', ()
   });
 });
 
+describe('NodeRedisTransport when Redis goes silent on an open connection', () => {
+  const proxy = useResource(
+    'the fault proxy',
+    async () => FaultProxy.start({ port: Number(new URL(process.env.REDIS_URL!).port) }),
+    (p) => p.stop(),
+  );
+
+  it('stops waiting for a reply after the bound with RedisConnectionError, and answers again once the link heals', async () => {
+    const t = new NodeRedisTransport({ options: { url: proxy.url }, cluster: false }, recordingPolicy(500));
+    await t.verify(2_000);
+    try {
+      proxy.blackhole();
+      const silent = await timed(t.runScript(SHAPES, [`{${uniquePrefix('silent')}}`], ['a']));
+      expect(silent.error).toBeInstanceOf(RedisConnectionError);
+      expect((silent.error as Error).message).toMatch(/no reply within 500 ms/);
+      expect(silent.ms).toBeGreaterThanOrEqual(450);
+      expect(silent.ms).toBeLessThan(1_500);
+      proxy.heal();
+      expect(await t.command('ping')).toBe('PONG');
+    } finally {
+      proxy.heal();
+      await t.close(performance.now() + 1_000);
+    }
+  });
+});
+
 describe('NodeRedisTransport on a Redis Cluster', () => {
   const shared = useSharedTestCluster();
   const transports = useResource(

@@ -333,18 +333,38 @@ export class NodeRedisTransport implements ModuleTransport {
       if (this.target.kind === 'client') {
         outage = this.outage;
         options = outage ? outage.commandOptions(action) : RESP2_COMMAND_OPTIONS;
-        reply = await this.target.client.sendCommand(args, options);
+        reply = await this.withinSilence(this.target.client.sendCommand(args, options), action);
       } else {
         const key = firstKeyOf(name, args.slice(1));
         outage = this.nodeOutageFor(key);
         options = outage ? outage.commandOptions(action) : RESP2_COMMAND_OPTIONS;
-        reply = await this.target.cluster.sendCommand(key, false, args, options);
+        reply = await this.withinSilence(this.target.cluster.sendCommand(key, false, args, options), action);
       }
     } catch (error) {
       if (outage && isAbortedCommand(error)) throw outage.failure(action);
       throw asReplyError(error);
     }
     return (reshape ? resp2Shape(name, reply) : reply) as T;
+  }
+
+  /**
+   * Stops waiting for a reply after the silence bound (`unreachableTimeout` plus the longest command
+   * the module keeps the connection silent with): node-redis waits for a written command's reply as
+   * long as the socket stays open, which a stalled network or a paused server keeps it. Only the wait
+   * ends: the command stays in node-redis' queue, so a late reply is still read in order (an unknown
+   * outcome, as a lost reply: every script is safe to run twice).
+   */
+  private withinSilence<T>(reply: Promise<T>, action: string): Promise<T> {
+    if (this.bound === undefined) return reply;
+    const silence = this.bound + (this.policy.longestBlockingCommand ?? 0);
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const why = `no reply within ${silence} ms on an open connection (a stalled network or a paused server)`;
+        reject(new RedisConnectionError(`Redis at ${this.endpoint} did not answer while trying to ${action}: ${why}.`));
+      }, silence);
+    });
+    return Promise.race([reply, silent]).finally(() => clearTimeout(timer));
   }
 
   /** One command on one server's client (a master's, on a cluster), bounded; failures as typed errors. */
