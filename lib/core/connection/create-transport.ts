@@ -1,4 +1,6 @@
 import { ioredisFlavour } from '../redis/ioredis-flavour.js';
+import { NodeRedisTransport } from '../redis/node-redis/node-redis-transport.js';
+import type { NodeRedisClient } from '../redis/node-redis/node-redis-types.js';
 import { IoredisTransport } from '../redis/ioredis-transport.js';
 import type { ModuleTransport, TransportPolicy } from '../redis/redis-transport.js';
 import { glideTransportSource } from '../redis/valkey-glide/glide-source.js';
@@ -18,6 +20,9 @@ export function createTransport(source: TransportSource, policy: TransportPolicy
     case 'valkey-glide':
       return new GlideTransport(glideTransportSource(source), policy);
     case 'node-redis':
-      throw new Error(`driver ${source.driver} not wired yet`);
+      return new NodeRedisTransport(
+        source.client ? { client: source.client as NodeRedisClient } : { options: source.options ?? {}, cluster: source.cluster },
+        policy,
+      );
   }
 }
