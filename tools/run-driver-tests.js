@@ -48,6 +48,10 @@ export const DRIVER_SPECS = [
   'test/observability/metrics.spec.ts',
   'test/cluster/cluster-locks.spec.ts',
   'test/cluster/delayed-jobs.spec.ts',
+  'test/lock/lost-replies.spec.ts',
+  'test/delay-queue/lost-replies.spec.ts',
+  'test/faults/lost-replies.spec.ts',
+  'test/faults/randomized-checker.spec.ts',
 ];
 
 const args = process.argv.slice(2);
