@@ -36,7 +36,8 @@ export const DRIVER_SPECS = [
   'test/delay-queue/priorities.spec.ts',
   'test/delay-queue/dedupe.spec.ts',
   'test/delay-queue/job-logs.spec.ts',
-  'test/delay-queue/wait-for.spec.ts',
+  'test/delay-queue/wait-for-shutdown-drain.spec.ts',
+  'test/delay-queue/wait-for-finished-job-timeout.spec.ts',
   'test/delay-queue/job-list.spec.ts',
   'test/delay-queue/drain-clean.spec.ts',
   'test/delay-queue/retention.spec.ts',
@@ -47,6 +48,10 @@ export const DRIVER_SPECS = [
   'test/observability/metrics.spec.ts',
   'test/cluster/cluster-locks.spec.ts',
   'test/cluster/delayed-jobs.spec.ts',
+  'test/lock/lost-replies.spec.ts',
+  'test/delay-queue/lost-replies.spec.ts',
+  'test/faults/lost-replies.spec.ts',
+  'test/faults/randomized-checker.spec.ts',
 ];
 
 const args = process.argv.slice(2);

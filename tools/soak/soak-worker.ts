@@ -24,7 +24,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
-import { DelayQueueService, LockService, RedisLockModule, type LockHandle } from '../../lib/index.js';
+import { DelayQueueService, LockService, RedisLockModule, type LockHandle, type RedisConnectionOptions } from '../../lib/index.js';
 import type { LockKind } from './history.js';
 import {
   EXCLUSIVE_KEYS,
@@ -94,7 +94,7 @@ async function main(): Promise<void> {
   const store = new SoakStore(redis, soakKeys(prefix));
   const app = await NestFactory.createApplicationContext(
     RedisLockModule.forRoot({
-      redis: env('SOAK_LIB_URL'),
+      redis: libConnection(env('SOAK_LIB_URL')),
       keyPrefix: `${prefix}:lib`,
       connectTimeout: 0, // started while Redis may be restarting or black-holed: connect when it can
       lock: { leaseTime: LOCK_LEASE_MS },
@@ -367,3 +367,12 @@ main().catch((error: unknown) => {
   process.stderr.write(`${(error as Error)?.stack ?? error}\n`);
   process.exit(1);
 });
+
+/**
+ * The library's connection: on the driver `REDIS_LOCK_TEST_DRIVER` names (the per-driver test lanes
+ * set it; tools/run-driver-tests.js), ioredis by default.
+ */
+function libConnection(url: string): RedisConnectionOptions {
+  const driver = process.env.REDIS_LOCK_TEST_DRIVER;
+  return driver === undefined || driver === 'ioredis' ? url : ({ driver, url } as RedisConnectionOptions);
+}
