@@ -86,6 +86,21 @@ const APPS = {
       'nest12-typeorm1.flavor.ts',
     ],
   },
+  'nest12-drivers': {
+    what: 'Nest 12 `nest new --type cjs` with redis 6 (node-redis), @valkey/valkey-glide 2 and iovalkey 0.4, no ioredis',
+    moduleSystem: 'commonjs',
+    /** Its own checks (driver-checks.ts): the common ones need ioredis and the observability peers. */
+    runner: 'driver-checks',
+    checks: [
+      'check-list.ts',
+      'ioredis-absent.d.ts',
+      'redis-server.ts',
+      'redis-admin.ts',
+      'driver-clients.ts',
+      'driver-checks.ts',
+      'nest12-drivers.flavor.ts',
+    ],
+  },
 };
 
 class LaneFailure extends Error {}
@@ -324,7 +339,7 @@ function prepareAppDirectory(app, spec, dir) {
       '// Written by tools/compat/run-compat.js: runs the compat checks beside the template AppModule.',
       "import { AppModule } from './app.module.js';",
       `import { flavor } from './compat/${app}.flavor.js';`,
-      "import { runCompat } from './compat/run-checks.js';",
+      `import { runCompat } from './compat/${spec.runner ?? 'run-checks'}.js';`,
       '',
       start,
       '',
