@@ -91,6 +91,12 @@ const APPS = {
     moduleSystem: 'commonjs',
     /** Its own checks (driver-checks.ts): the common ones need ioredis and the observability peers. */
     runner: 'driver-checks',
+    /**
+     * Declarations that stand in for a package the app lacks because the package's own declarations
+     * import its types: compiled with, and checked each run to be still needed (else the lane fails,
+     * so that they go).
+     */
+    standIns: ['ioredis-absent.d.ts'],
     checks: [
       'check-list.ts',
       'ioredis-absent.d.ts',
@@ -283,6 +289,7 @@ async function buildApp(result) {
       throw new LaneFailure(`tsc -p tsconfig.build.json failed (skipLibCheck: false):\n${tail(compile.value.output, 60)}`);
     }
     say(`tsc -p tsconfig.build.json (skipLibCheck false): ${compile.seconds.toFixed(1)} s`);
+    if (spec.standIns) await checkStandIns(dir, spec.standIns, say);
 
     result.entry = ['dist/compat-main.js', 'dist/src/compat-main.js'].map((path) => join(dir, path)).find(existsSync);
     if (!result.entry) throw new LaneFailure('tsc wrote no dist/compat-main.js');
@@ -290,6 +297,30 @@ async function buildApp(result) {
     recordProblem(result, error);
     say(`FAILED: ${result.problem}`);
   }
+}
+
+/**
+ * Compiles the app once more without its stand-in declarations (see `standIns`): they stay only while
+ * the compile fails without them, and the errors it gives are logged (what the package still lacks).
+ */
+async function checkStandIns(dir, standIns, say) {
+  const build = JSON.parse(readFileSync(join(dir, 'tsconfig.build.json'), 'utf8'));
+  const probe = join(dir, 'tsconfig.without-stand-ins.json');
+  writeFileSync(
+    probe,
+    JSON.stringify({
+      extends: './tsconfig.build.json',
+      compilerOptions: { noEmit: true, incremental: false },
+      exclude: [...(build.exclude ?? []), ...standIns.map((file) => `src/compat/${file}`)],
+    }),
+  );
+  const typescript = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
+  const compile = await run(process.execPath, [typescript, '-p', probe], { cwd: dir, timeoutMs: COMPILE_TIMEOUT_MS });
+  if (compile.code === 0) {
+    throw new LaneFailure(`the app compiles without ${standIns.join(', ')}: remove them (and their notes)`);
+  }
+  const errors = compile.output.split('\n').filter((line) => /error TS\d+/.test(line));
+  say(`without ${standIns.join(', ')} (still needed): ${errors.length} errors, e.g.\n      ${errors.slice(0, 4).join('\n      ')}`);
 }
 
 /** Runs a built app's checks with each node; never throws. */
