@@ -1,5 +1,5 @@
 import type { FactoryProvider } from '@nestjs/common';
-import { RedisConnection } from './core/redis/redis-connection.js';
+import { RedisConnection } from './core/connection/redis-connection.js';
 import { REDIS_LOCK_INTERNALS } from './core/redis-lock-internals.token.js';
 import { DecoratorLockRunner } from './decorators/decorator-lock-runner.js';
 import type { DecoratorServices } from './decorators/wrap-provider-method.js';

@@ -4,7 +4,7 @@ import { RedisKeySpace } from './keys/redis-key-space.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from './options/redis-lock-config.js';
 import type { RedisLockModuleOptions } from './options/redis-lock-module-options.interface.js';
 import { resolveRedisLockConfig } from './options/resolve-redis-lock-config.js';
-import { RedisConnection } from './redis/redis-connection.js';
+import { RedisConnection } from './connection/redis-connection.js';
 import { openTelemetryTracing } from './tracing/open-telemetry-tracing.js';
 import { REDIS_LOCK_TRACING, NO_TRACING } from './tracing/redis-lock-tracing.js';
 import { defaultUnitOfWork } from './transaction/async-local-unit-of-work.js';

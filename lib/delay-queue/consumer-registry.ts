@@ -5,7 +5,7 @@ import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { assertValidTopic } from '../core/keys/topic-name.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { REDIS_LOCK_TRACING, type RedisLockTracing } from '../core/tracing/redis-lock-tracing.js';
 import { CancelListener } from './consumer/cancel-listener.js';
 import { DelayQueueConsumer } from './consumer/delay-queue.consumer.js';

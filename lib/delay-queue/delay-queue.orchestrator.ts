@@ -8,7 +8,7 @@ import {
   OnModuleInit,
 } from '@nestjs/common';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { errorMessage } from '../core/errors/error-message.js';
 import { ALL_DELAY_QUEUE_SCRIPTS } from './scripts/all-delay-queue-scripts.js';
 import { JobWaiters } from './job-waiters.js';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { RedisKeySpace, type TopicKeys } from '../core/keys/redis-key-space.js';
 import { TopicHasRunningJobsError } from '../core/errors/topic-has-running-jobs.error.js';
 import { RepeatScheduler } from './repeat/repeat-scheduler.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { assertJobAddress } from './job-address.js';
 import { TopicShards } from './jobs/topic-shards.js';
 import { JobWriter } from './writer/job-writer.js';

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DelayQueueClosedError } from '../core/errors/delay-queue-closed.error.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { TransactionSynchronizer } from '../core/transaction/transaction-synchronizer.interface.js';
 import { AfterCommitWriter } from './writer/after-commit-writer.js';
 import { JobWriter, type JobWritten } from './writer/job-writer.js';

@@ -6,7 +6,7 @@ import { JobDeadError } from '../core/errors/job-dead.error.js';
 import { JobNotFoundError } from '../core/errors/job-not-found.error.js';
 import { JobWaitTimeoutError } from '../core/errors/job-wait-timeout.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import type { SubscriberConnection } from '../core/redis/redis-transport.js';
 import { decodeFailure, decodeJobLeniently } from './jobs/job-codec.js';
 import { parseOutcomeNotice, type OutcomeNotice } from './jobs/outcome-notice.js';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { assertValidTopic, shardTopicName } from '../core/keys/topic-name.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { DelayedHandlerExplorer } from './delayed-handler.explorer.js';
 import { TopicShards } from './jobs/topic-shards.js';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { DUE_SCORE_SLOTS } from './jobs/delay-queue.constants.js';
 import type { DelayedJob, DelayedJobState, DelayQueueStats } from './interfaces/delayed-job.interface.js';
 import type { ShardListPosition } from './job-list-cursor.js';

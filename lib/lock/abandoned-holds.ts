@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { errorMessage } from '../core/errors/error-message.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import type { LockProtocol } from './protocols/lock-protocol.interface.js';
 
 /** First and longest pause between two tries of `releaseUnknown` while Redis cannot be reached (ms). */

@@ -1,7 +1,7 @@
 import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { RedisReachability } from '../core/redis/reachability.js';
-import type { RedisConnection } from '../core/redis/redis-connection.js';
+import type { RedisConnection } from '../core/connection/redis-connection.js';
 import type { AbandonedHolds } from './abandoned-holds.js';
 import { DeadlineList } from './deadline-list.js';
 import type { AcquireCall } from './acquire-call.js';

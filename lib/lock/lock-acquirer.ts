@@ -4,7 +4,7 @@ import { LockAcquireAbortedError } from '../core/errors/lock-acquire-aborted.err
 import { LockAcquireTimeoutError } from '../core/errors/lock-acquire-timeout.error.js';
 import { LockLostError } from '../core/errors/lock-lost.error.js';
 import { LockServiceClosedError } from '../core/errors/lock-service-closed.error.js';
-import type { RedisConnection } from '../core/redis/redis-connection.js';
+import type { RedisConnection } from '../core/connection/redis-connection.js';
 import { WakeSubscriber, type WakeChannel, type WakeReason } from './wake-subscriber.js';
 import type { WakeConnectionSource } from './protocols/lock-protocol.interface.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';

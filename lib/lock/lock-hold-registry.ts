@@ -3,7 +3,7 @@ import { LockLostError } from '../core/errors/lock-lost.error.js';
 import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { OPTION_BOUNDS } from '../core/options/option-bounds.js';
 import { resolveAcquireOptions } from './resolve-acquire-options.js';
 import { HeldLockHandle, type HeldLockOperations } from './held-lock-handle.js';

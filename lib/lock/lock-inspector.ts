@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import type { HeldLock } from './interfaces/held-lock.interface.js';
 import { LOCK_KINDS } from './kinds/all-lock-kinds.js';
 import { MUTEX } from './kinds/mutex/mutex.kind.js';

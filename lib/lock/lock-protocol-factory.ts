@@ -1,6 +1,6 @@
 import { UnsupportedInRedlockModeError } from '../core/errors/unsupported-in-redlock-mode.error.js';
 import type { RedisKeySpace } from '../core/keys/redis-key-space.js';
-import type { RedisConnection } from '../core/redis/redis-connection.js';
+import type { RedisConnection } from '../core/connection/redis-connection.js';
 import type { ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { LockKindContext, LockKindDefinition } from './protocols/lock-kind.js';
 import type { LockProtocol, WakeConnectionSource } from './protocols/lock-protocol.interface.js';

@@ -4,7 +4,7 @@ import { errorMessage } from '../core/errors/error-message.js';
 import { InvalidLockKeyError } from '../core/errors/invalid-lock-key.error.js';
 import { RedisKeySpace } from '../core/keys/redis-key-space.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { toRedisLockError } from '../core/redis/redis-errors.js';
 import type { AcquireOptions, ResolvedAcquireOptions } from './interfaces/acquire-options.interface.js';
 import type { LockHandle } from './interfaces/lock-handle.interface.js';

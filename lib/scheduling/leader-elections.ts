@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { InvalidOptionsError } from '../core/errors/invalid-options.error.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import type { LockHandle } from '../lock/interfaces/lock-handle.interface.js';
 import { LockHoldRegistry } from '../lock/lock-hold-registry.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';

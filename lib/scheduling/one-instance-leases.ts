@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import { errorMessage } from '../core/errors/error-message.js';
 import { LockNotHeldError } from '../core/errors/lock-not-held.error.js';
 import { RedisConnectionError } from '../core/errors/redis-connection.error.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { RedisLockEvents } from '../core/events/redis-lock-events.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { settleWithin } from '../core/time/settle-within.js';

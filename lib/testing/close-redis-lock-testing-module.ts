@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { RedlockMasters } from '../lock/redlock/redlock-masters.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../core/options/redis-lock-config.js';
 import { openIoredisScratch } from '../core/redis/ioredis-maintenance.js';
-import { RedisConnection } from '../core/redis/redis-connection.js';
+import { RedisConnection } from '../core/connection/redis-connection.js';
 import { scanKeys } from '../core/redis/scan-keys.js';
 import type { ScratchConnection } from '../core/redis/redis-transport.js';
 import { removeKeysUnderPrefix } from './remove-keys-under-prefix.js';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Consumer, ConsumerOptions, DelayedJobHandler, JobContext } from '../../lib/index.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { ackJobsScript } from '../../lib/delay-queue/scripts/ack-jobs.lua.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { deferred } from '../support/timing.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { type JobContext } from '../../lib/index.js';
 import { awaitingReplies } from '../../lib/core/redis/ioredis-internals.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { claimDueJobsScript } from '../../lib/delay-queue/scripts/claim-due-jobs.lua.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { testRedisUrl } from '../support/test-app.js';

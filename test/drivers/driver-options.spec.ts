@@ -1,7 +1,7 @@
 import { Redis as IovalkeyRedis } from 'iovalkey';
 import { createClient } from 'redis';
 import { LockService, type RedisConnectionOptions } from '../../lib/index.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { expectInvalidOption } from '../support/expect-invalid-option.js';
 import { lockModuleStartupFailure, startLockModule } from '../support/module-startup.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';

@@ -12,7 +12,7 @@ import {
   type LockHandle,
 } from '../../lib/index.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';

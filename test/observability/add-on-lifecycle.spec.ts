@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { RedisLockDashboardModule } from 'nestjs-redis-lock/dashboard';
 import { RedisLockHealthModule } from 'nestjs-redis-lock/health';
 import { RedisLockModule } from '../../lib/index.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { uniquePrefix } from '../support/test-app.js';
 

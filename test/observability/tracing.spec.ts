@@ -10,7 +10,7 @@ import { decodeJob } from '../../lib/delay-queue/jobs/job-codec.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { tracingFrom } from '../../lib/core/tracing/open-telemetry-tracing.js';
 import { NO_TRACING } from '../../lib/core/tracing/redis-lock-tracing.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';
 import { muteNestLogger } from '../support/mute-nest-logger.js';

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { LockService } from '../../lib/index.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { COMMANDS_PER_WRITE } from '../../lib/core/redis/coalesce-writes.js';
 import { createLockApp } from '../support/test-app.js';
 import { within } from '../support/timing.js';

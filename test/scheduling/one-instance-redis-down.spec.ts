@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { OnOneInstance, RedisLockEvents } from '../../lib/index.js';
 import type { OneInstanceSkippedEvent } from '../../lib/core/events/scheduling-events.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { createRedisLockTestingModule } from '../../lib/testing/index.js';
 import { startLocalRedisServer, type LocalRedisServer } from '../../lib/testing/local-redis-server.js';
 import { initOrCloseConnections, uniquePrefix } from '../support/test-app.js';

@@ -2,7 +2,7 @@ import type { Type } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockService, type RedisLockModuleOptions } from '../../lib/index.js';
-import { RedisConnection } from '../../lib/core/redis/redis-connection.js';
+import { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { closeRedisLockTestingModule, initRedisLockTestingModule, uniqueKeyPrefix } from '../../lib/testing/index.js';
 import { redisOptionFor } from './test-driver.js';
 import { readThrough } from './use-resource.js';

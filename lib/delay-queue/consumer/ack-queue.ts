@@ -1,6 +1,6 @@
 import { errorMessage } from '../../core/errors/error-message.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
 import { encodeResult } from '../jobs/job-codec.js';

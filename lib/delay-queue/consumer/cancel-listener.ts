@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisConnection } from '../../core/connection/redis-connection.js';
 import type { SubscriberConnection } from '../../core/redis/redis-transport.js';
 
 /** What the consumer of one topic shard does with the notices of its cancel channel. */

@@ -1,5 +1,5 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import { MAX_CLAIM_BATCH } from '../jobs/delay-queue.constants.js';
 import { MarkerWaiter, type MarkerOutcome } from './marker-waiter.js';

@@ -4,7 +4,7 @@ import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockTracing } from '../../core/tracing/redis-lock-tracing.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { AckQueue } from './ack-queue.js';
 import { ClaimLoop } from './claim-loop.js';
 import { ClaimLoopPause } from './claim-loop-pause.js';

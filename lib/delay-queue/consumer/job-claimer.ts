@@ -2,7 +2,7 @@ import { RedisConnectionError } from '../../core/errors/redis-connection.error.j
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { RedisReachability } from '../../core/redis/reachability.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { DUE_SCORE_SLOTS } from '../jobs/delay-queue.constants.js';

@@ -3,7 +3,7 @@ import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidJobError } from '../../core/errors/invalid-job.error.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { JOB_LOG_MAX_LINE_LENGTH, JOB_LOG_MAX_LINES } from '../jobs/delay-queue.constants.js';
 import { operationKey } from '../jobs/operation-record.js';
 import { cutAtCharacter } from '../jobs/cut-text.js';

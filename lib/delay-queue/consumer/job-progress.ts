@@ -1,6 +1,6 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { encodeProgress } from '../jobs/job-codec.js';
 import { setProgressScript } from '../scripts/set-progress.lua.js';
 import { controllerOf, isWatched, type HeldJob } from './held-job.js';

@@ -2,7 +2,7 @@ import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { Logger } from '@nestjs/common';
 import type { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import type { RedisLockConfig } from '../../core/options/redis-lock-config.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { retryWithBackoff } from '../../core/time/retry-with-backoff.js';
 import type { ResolvedConsumerOptions } from './resolve-consumer-options.js';
 import { encodeFailure, type DecodedJob } from '../jobs/job-codec.js';

@@ -1,7 +1,7 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { JobCancelledError } from '../../core/errors/job-cancelled.error.js';
 import { JobVisibilityLostError } from '../../core/errors/job-visibility-lost.error.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import { leaseLostAt, leaseRenewalInterval } from '../../core/time/lease-policy.js';
 import { readClaimToken } from '../jobs/job-codec.js';
 import { extendJobsScript } from '../scripts/extend-jobs.lua.js';

@@ -1,7 +1,7 @@
 import { Logger, type FactoryProvider } from '@nestjs/common';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
-import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisConnection } from '../../core/connection/redis-connection.js';
 import { TransactionSynchronizer } from '../../core/transaction/transaction-synchronizer.interface.js';
 import { TopicShards } from '../jobs/topic-shards.js';
 import { RepeatScheduler } from '../repeat/repeat-scheduler.js';

@@ -1,5 +1,5 @@
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import type { TopicShards } from '../jobs/topic-shards.js';
 import { reassertRemovalsScript } from '../scripts/reassert-removals.lua.js';
 

@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import { errorMessage } from '../../core/errors/error-message.js';
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redis-lock-config.js';
-import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisConnection } from '../../core/connection/redis-connection.js';
 import type { RedisOutageLog } from '../../core/redis/outage-log.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import type { RepeatInfo, RepeatOptions, RepeatSchedule } from '../interfaces/repeat-options.interface.js';

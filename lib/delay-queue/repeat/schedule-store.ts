@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from '../../core/errors/invalid-options.error.js';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 import type { RepeatInfo } from '../interfaces/repeat-options.interface.js';
 import { newOperationId, operationKey } from '../jobs/operation-record.js';
 import { WriteFenceExpiredError } from '../../core/errors/write-fence-expired.error.js';

@@ -1,4 +1,4 @@
-import type { RedisConnection } from '../../core/redis/redis-connection.js';
+import type { RedisConnection } from '../../core/connection/redis-connection.js';
 
 /** At most this many keys in one DEL. */
 const DELETE_BATCH = 1_000;

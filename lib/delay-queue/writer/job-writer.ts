@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { TopicKeys } from '../../core/keys/redis-key-space.js';
 import { RedisLockEvents } from '../../core/events/redis-lock-events.js';
-import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisConnection } from '../../core/connection/redis-connection.js';
 import {
   outcomeOf,
   writtenIdOf,

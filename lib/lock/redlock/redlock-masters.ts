@@ -4,7 +4,7 @@ import { REDIS_LOCK_CONFIG, type RedisLockConfig } from '../../core/options/redi
 import type { WakeConnectionSource } from '../protocols/lock-protocol.interface.js';
 import { enforceEvictionPolicy } from '../../core/redis/eviction-policy-check.js';
 import { everyMasterOf } from '../../core/redis/ioredis-maintenance.js';
-import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisConnection } from '../../core/connection/redis-connection.js';
 import { fanOutWakeConnection } from './fan-out-subscriber.js';
 import { collectReplies, successes } from './quorum-replies.js';
 import { RedlockMaster } from './redlock-master.js';

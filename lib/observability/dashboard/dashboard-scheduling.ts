@@ -3,7 +3,7 @@ import { REDIS_LOCK_INTERNALS } from '../../core/redis-lock-internals.token.js';
 import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { TopicInspector } from '../../delay-queue/topic-inspector.js';
-import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisConnection } from '../../core/connection/redis-connection.js';
 import type { HeldLock } from '../../lock/interfaces/held-lock.interface.js';
 import { LockInspector } from '../../lock/lock-inspector.js';
 import { LockService } from '../../lock/lock.service.js';

@@ -4,7 +4,7 @@ import type { RedisLockInternals } from '../../redis-lock.module-internals.js';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { DelayQueueService } from '../../delay-queue/delay-queue.service.js';
 import type { DelayQueueStats } from '../../delay-queue/interfaces/delayed-job.interface.js';
-import { RedisConnection } from '../../core/redis/redis-connection.js';
+import { RedisConnection } from '../../core/connection/redis-connection.js';
 import { errorMessage } from '../../core/errors/error-message.js';
 import { requireRedisLockModule } from '../../core/errors/redis-lock-module-not-visible.error.js';
 

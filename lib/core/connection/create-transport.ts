@@ -1,6 +1,6 @@
-import { ioredisFlavour } from './ioredis-flavour.js';
-import { IoredisTransport } from './ioredis-transport.js';
-import type { ModuleTransport, TransportPolicy } from './redis-transport.js';
+import { ioredisFlavour } from '../redis/ioredis-flavour.js';
+import { IoredisTransport } from '../redis/ioredis-transport.js';
+import type { ModuleTransport, TransportPolicy } from '../redis/redis-transport.js';
 import type { TransportSource } from '../options/transport-source.js';
 
 /**

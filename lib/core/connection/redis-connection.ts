@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../options/redis-lock-config.js';
-import { QUIT_TIMEOUT_MS } from './close-quietly.js';
-import { enforceEvictionPolicy } from './eviction-policy-check.js';
+import { QUIT_TIMEOUT_MS } from '../redis/close-quietly.js';
+import { enforceEvictionPolicy } from '../redis/eviction-policy-check.js';
 import { createTransport } from './create-transport.js';
-import { IoredisTransport } from './ioredis-transport.js';
-import { RedisOutageLog } from './outage-log.js';
-import type { RedisScript } from './redis-script.js';
+import { IoredisTransport } from '../redis/ioredis-transport.js';
+import { RedisOutageLog } from '../redis/outage-log.js';
+import type { RedisScript } from '../redis/redis-script.js';
 import type {
   BlockingReader,
   ConnectionReachability,
@@ -14,7 +14,7 @@ import type {
   ScannedKeys,
   ScratchConnection,
   SubscriberConnection,
-} from './redis-transport.js';
+} from '../redis/redis-transport.js';
 import { transportSourceOf } from '../options/transport-source.js';
 
 /** How long the command client's QUIT may still wait once the module's shutdown budget is spent. */
