@@ -1,3 +1,4 @@
+import type { RedisConnection } from '../../lib/core/connection/redis-connection.js';
 import { LockLostError, LockUpgradeError } from '../../lib/index.js';
 import { rawRedis, useLockServicePair } from '../support/test-app.js';
 import { sleep, waitFor } from '../support/timing.js';
@@ -77,8 +78,8 @@ describe('read/write lock', () => {
     await read.release();
 
     const write = await a.readWrite('wd').write();
-    const raw = a as unknown as { connection: { client: import('ioredis').Redis } };
-    await raw.connection.client.del(new RedisKeySpace(keyPrefix).lock('wd').owners);
+    const raw = a as unknown as { connection: RedisConnection };
+    await raw.connection.command('del', new RedisKeySpace(keyPrefix).lock('wd').owners);
     const reason = await new Promise((resolve) => write.signal.addEventListener('abort', () => resolve(write.signal.reason)));
     expect(reason).toBeInstanceOf(LockLostError);
   });

@@ -1,6 +1,10 @@
 import { ioredisFlavour } from '../redis/ioredis-flavour.js';
+import { NodeRedisTransport } from '../redis/node-redis/node-redis-transport.js';
+import type { NodeRedisClient } from '../redis/node-redis/node-redis-types.js';
 import { IoredisTransport } from '../redis/ioredis-transport.js';
 import type { ModuleTransport, TransportPolicy } from '../redis/redis-transport.js';
+import { glideTransportSource } from '../redis/valkey-glide/glide-source.js';
+import { GlideTransport } from '../redis/valkey-glide/glide-transport.js';
 import type { TransportSource } from '../options/transport-source.js';
 
 /**
@@ -13,8 +17,12 @@ export function createTransport(source: TransportSource, policy: TransportPolicy
     case 'ioredis':
     case 'iovalkey':
       return new IoredisTransport(source.options, policy, ioredisFlavour(source.driver));
-    case 'node-redis':
     case 'valkey-glide':
-      throw new Error(`driver ${source.driver} not wired yet`);
+      return new GlideTransport(glideTransportSource(source), policy);
+    case 'node-redis':
+      return new NodeRedisTransport(
+        source.client ? { client: source.client as NodeRedisClient } : { options: source.options ?? {}, cluster: source.cluster },
+        policy,
+      );
   }
 }
