@@ -3,6 +3,7 @@ import { REDIS_LOCK_CONFIG, type RedisClient, type RedisLockConfig } from '../op
 import { QUIT_TIMEOUT_MS } from '../redis/close-quietly.js';
 import { enforceEvictionPolicy } from '../redis/eviction-policy-check.js';
 import { createTransport } from './create-transport.js';
+import { resendCutOffScript } from './resend-cut-off-script.js';
 import { IoredisTransport } from '../redis/ioredis-transport.js';
 import { RedisOutageLog } from '../redis/outage-log.js';
 import type { RedisScript } from '../redis/redis-script.js';
@@ -16,6 +17,9 @@ import type {
   SubscriberConnection,
 } from '../redis/redis-transport.js';
 import { transportSourceOf } from '../options/transport-source.js';
+
+/** How long a cut-off script waits for its connection when `unreachableTimeout` is false (the module's default bound). */
+const DEFAULT_RESEND_WAIT_MS = 2_000;
 
 /** How long the command client's QUIT may still wait once the module's shutdown budget is spent. */
 const CLOSE_GRACE_MS = 250;
@@ -55,7 +59,11 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
    */
   readonly outages: RedisOutageLog;
 
+  /** How long a script cut off by a dropped connection waits for it to be back before failing (see `runScript`). */
+  private readonly resendWaitMs: number;
+
   constructor(@Inject(REDIS_LOCK_CONFIG) private readonly config: RedisLockConfig) {
+    this.resendWaitMs = config.unreachableTimeout === false ? DEFAULT_RESEND_WAIT_MS : config.unreachableTimeout;
     // ioredis prints "Unhandled error event" without a listener; its errors go to the outage log
     // instead: the first of an outage begins it (one WARN naming the cause), the rest are counted,
     // and a hiccup of one connection alone is logged at most once a second (`warnAlone`).
@@ -82,8 +90,16 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
     }
   }
 
+  /**
+   * Runs a script; on a driver that rejects a command cut off by a dropped connection (node-redis,
+   * GLIDE), the script is sent again once the connection is back, as ioredis does by itself
+   * (see `resendCutOffScript`).
+   */
   runScript<T = unknown>(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
-    return this.transport.runScript<T>(script, keys, args);
+    const run = this.transport.runScript<T>(script, keys, args);
+    if (this.transport.resendsUnanswered) return run;
+    const again = () => this.transport.runScript<T>(script, keys, args);
+    return run.catch((error: unknown) => resendCutOffScript(this.transport, error, this.resendWaitMs, again));
   }
 
   loadScripts(scripts: readonly RedisScript[]): Promise<void> {
