@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 import { RedisConnectionError } from '../../errors/redis-connection.error.js';
 import { errorMessage } from '../../errors/error-message.js';
 import { packageRequire } from '../../runtime/build-format.js';
-import { lockReconnectStrategy } from '../reconnect-strategy.js';
+import { lockReconnectStrategy } from '../lock-reconnect-strategy.js';
 import { connectionAdvice, describeConnectionCause, toRedisLockError } from '../redis-errors.js';
 import type { RedisScript } from '../redis-script.js';
 import type {
