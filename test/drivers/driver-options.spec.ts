@@ -41,7 +41,8 @@ describe('the redis option: drivers', () => {
   it.each(['iovalkey', 'node-redis', 'valkey-glide'] as const)(
     'connects on first use when bootstrap does not check Redis (connectTimeout: 0), driver %s',
     async (driver) => {
-      const app = await startLockModule({ redis: { driver, url: testRedisUrl() }, keyPrefix: uniquePrefix('drv'), connectTimeout: 0 });
+      const redis = { driver, url: testRedisUrl() } as RedisConnectionOptions;
+      const app = await startLockModule({ redis, keyPrefix: uniquePrefix('drv'), connectTimeout: 0 });
       try {
         const lock = await app.get(LockService).acquire('first-use');
         expect(lock.held).toBe(true);
