@@ -123,4 +123,4 @@ export { WriteFenceExpiredError } from './core/errors/write-fence-expired.error.
 export { RedisConnectionError } from './core/errors/redis-connection.error.js';
 export { RedisEvictionPolicyError } from './core/errors/redis-eviction-policy.error.js';
 export { RedisCommandError } from './core/errors/redis-command.error.js';
-export { lockReconnectStrategy } from './core/redis/reconnect-strategy.js';
+export { lockReconnectStrategy } from './core/redis/lock-reconnect-strategy.js';

@@ -46,6 +46,7 @@ export const DRIVER_SPECS = [
   'test/scheduling/leader-election.spec.ts',
   'test/observability/health.spec.ts',
   'test/observability/metrics.spec.ts',
+  'test/observability/dashboard.spec.ts',
   'test/cluster/cluster-locks.spec.ts',
   'test/cluster/delayed-jobs.spec.ts',
   'test/lock/lost-replies.spec.ts',

@@ -38,6 +38,21 @@ describe('the redis option: drivers', () => {
     }
   });
 
+  it.each(['iovalkey', 'node-redis', 'valkey-glide'] as const)(
+    'connects on first use when bootstrap does not check Redis (connectTimeout: 0), driver %s',
+    async (driver) => {
+      const redis = { driver, url: testRedisUrl() } as RedisConnectionOptions;
+      const app = await startLockModule({ redis, keyPrefix: uniquePrefix('drv'), connectTimeout: 0 });
+      try {
+        const lock = await app.get(LockService).acquire('first-use');
+        expect(lock.held).toBe(true);
+        await lock.release();
+      } finally {
+        await app.close();
+      }
+    },
+  );
+
   it('refuses a driver name it does not know, listing the ones it does', async () => {
     const error = await lockModuleStartupFailure({
       redis: { driver: 'redis-py', url: testRedisUrl() } as unknown as RedisConnectionOptions,

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { RedisReachability } from '../../lib/core/redis/reachability.js';
-import { lockReconnectStrategy } from '../../lib/core/redis/reconnect-strategy.js';
+import { lockReconnectStrategy } from '../../lib/core/redis/lock-reconnect-strategy.js';
 import { FaultProxy } from '../../tools/fault-proxy.js';
 import { testRedisUrl } from '../support/test-app.js';
 import { waitFor } from '../support/timing.js';

@@ -86,6 +86,27 @@ const APPS = {
       'nest12-typeorm1.flavor.ts',
     ],
   },
+  'nest12-drivers': {
+    what: 'Nest 12 `nest new --type cjs` with redis 6 (node-redis), @valkey/valkey-glide 2 and iovalkey 0.4, no ioredis',
+    moduleSystem: 'commonjs',
+    /** Its own checks (driver-checks.ts): the common ones need ioredis and the observability peers. */
+    runner: 'driver-checks',
+    /**
+     * Declarations that stand in for a package the app lacks because the package's own declarations
+     * import its types: compiled with, and checked each run to be still needed (else the lane fails,
+     * so that they go).
+     */
+    standIns: ['ioredis-absent.d.ts'],
+    checks: [
+      'check-list.ts',
+      'ioredis-absent.d.ts',
+      'redis-server.ts',
+      'redis-admin.ts',
+      'driver-clients.ts',
+      'driver-checks.ts',
+      'nest12-drivers.flavor.ts',
+    ],
+  },
 };
 
 class LaneFailure extends Error {}
@@ -268,6 +289,7 @@ async function buildApp(result) {
       throw new LaneFailure(`tsc -p tsconfig.build.json failed (skipLibCheck: false):\n${tail(compile.value.output, 60)}`);
     }
     say(`tsc -p tsconfig.build.json (skipLibCheck false): ${compile.seconds.toFixed(1)} s`);
+    if (spec.standIns) await checkStandIns(dir, spec.standIns, say);
 
     result.entry = ['dist/compat-main.js', 'dist/src/compat-main.js'].map((path) => join(dir, path)).find(existsSync);
     if (!result.entry) throw new LaneFailure('tsc wrote no dist/compat-main.js');
@@ -275,6 +297,30 @@ async function buildApp(result) {
     recordProblem(result, error);
     say(`FAILED: ${result.problem}`);
   }
+}
+
+/**
+ * Compiles the app once more without its stand-in declarations (see `standIns`): they stay only while
+ * the compile fails without them, and the errors it gives are logged (what the package still lacks).
+ */
+async function checkStandIns(dir, standIns, say) {
+  const build = JSON.parse(readFileSync(join(dir, 'tsconfig.build.json'), 'utf8'));
+  const probe = join(dir, 'tsconfig.without-stand-ins.json');
+  writeFileSync(
+    probe,
+    JSON.stringify({
+      extends: './tsconfig.build.json',
+      compilerOptions: { noEmit: true, incremental: false },
+      exclude: [...(build.exclude ?? []), ...standIns.map((file) => `src/compat/${file}`)],
+    }),
+  );
+  const typescript = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
+  const compile = await run(process.execPath, [typescript, '-p', probe], { cwd: dir, timeoutMs: COMPILE_TIMEOUT_MS });
+  if (compile.code === 0) {
+    throw new LaneFailure(`the app compiles without ${standIns.join(', ')}: remove them (and their notes)`);
+  }
+  const errors = compile.output.split('\n').filter((line) => /error TS\d+/.test(line));
+  say(`without ${standIns.join(', ')} (still needed): ${errors.length} errors, e.g.\n      ${errors.slice(0, 4).join('\n      ')}`);
 }
 
 /** Runs a built app's checks with each node; never throws. */
@@ -324,7 +370,7 @@ function prepareAppDirectory(app, spec, dir) {
       '// Written by tools/compat/run-compat.js: runs the compat checks beside the template AppModule.',
       "import { AppModule } from './app.module.js';",
       `import { flavor } from './compat/${app}.flavor.js';`,
-      "import { runCompat } from './compat/run-checks.js';",
+      `import { runCompat } from './compat/${spec.runner ?? 'run-checks'}.js';`,
       '',
       start,
       '',

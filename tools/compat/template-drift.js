@@ -14,6 +14,7 @@ const TEMPLATES = [
   { app: 'nest12-esm', schematics: '@nestjs/schematics@12', folder: 'ts-esm' },
   { app: 'nest11-cjs', schematics: '@nestjs/schematics@11', folder: 'ts' },
   { app: 'nest12-typeorm1', schematics: '@nestjs/schematics@12', folder: 'ts' },
+  { app: 'nest12-drivers', schematics: '@nestjs/schematics@12', folder: 'ts' },
 ];
 
 /** Files copied verbatim from the template (after rendering). */

@@ -2,7 +2,8 @@ import type { ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { RedisClient } from '../options/redis-lock-config.js';
 import type { RedisConnectionOptions } from '../options/redis-lock-module-options.interface.js';
 import { ioredisFlavour, isIoredisCluster, type IoredisFlavour } from './ioredis-flavour.js';
-import { lockReconnectStrategy, withLockReconnect } from './reconnect-strategy.js';
+import { lockReconnectStrategy } from './lock-reconnect-strategy.js';
+import { withLockReconnect } from './reconnect-strategy.js';
 
 /** A client built from the options, and whether this module created it (and so must close it). */
 interface CreatedClient {

@@ -16,7 +16,8 @@ import { IoredisSubscriber } from './ioredis-subscriber.js';
 import { observeAutomaticResends } from './observe-automatic-resends.js';
 import { preloadScripts } from './preload-scripts.js';
 import { RedisReachability } from './reachability.js';
-import { lockReconnectStrategy, reconnectOverrideFor } from './reconnect-strategy.js';
+import { lockReconnectStrategy } from './lock-reconnect-strategy.js';
+import { reconnectOverrideFor } from './reconnect-strategy.js';
 import { connectionAdvice, describeConnectionCause } from './redis-errors.js';
 import type { RedisScript } from './redis-script.js';
 import type {

@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 import { RedisConnectionError } from '../../errors/redis-connection.error.js';
 import { errorMessage } from '../../errors/error-message.js';
 import { packageRequire } from '../../runtime/build-format.js';
-import { lockReconnectStrategy } from '../reconnect-strategy.js';
+import { lockReconnectStrategy } from '../lock-reconnect-strategy.js';
 import { connectionAdvice, describeConnectionCause, toRedisLockError } from '../redis-errors.js';
 import type { RedisScript } from '../redis-script.js';
 import type {
@@ -325,6 +325,7 @@ export class NodeRedisTransport implements ModuleTransport {
 
   /** Sends one command on the command connection (routed by its first key on a cluster), its reply in RESP2 shape. */
   private async send<T>(args: readonly string[], action: string, reshape: boolean): Promise<T> {
+    this.openIfIdle();
     const name = args[0];
     let options: NodeRedisCommandOptions;
     let outage: NodeRedisOutageBound | undefined;
@@ -368,6 +369,17 @@ export class NodeRedisTransport implements ModuleTransport {
   }
 
   /** One command on one server's client (a master's, on a cluster), bounded; failures as typed errors. */
+  /**
+   * Starts connecting a connection built here that nobody connected yet (bootstrap skips `verify`
+   * with `connectTimeout: 0`): node-redis refuses commands on a client never opened, where ioredis
+   * connects a lazy client on its first command. Commands sent meanwhile wait in its offline queue,
+   * bounded like any outage.
+   */
+  private openIfIdle(): void {
+    if (!this.owned || this.closed || this.connection.isOpen) return;
+    this.connection.connect().catch(() => undefined);
+  }
+
   private async sendTo(client: NodeRedisClient, args: readonly string[], action: string): Promise<unknown> {
     const outage = this.target.kind === 'client' ? this.outage : this.outageOfNode(client);
     try {
@@ -408,6 +420,7 @@ export class NodeRedisTransport implements ModuleTransport {
 
   /** The client of every server that holds data: the one client, or each master's. */
   private async masterClients(): Promise<Array<{ endpoint: string; client: NodeRedisClient }>> {
+    this.openIfIdle();
     if (this.target.kind === 'client') return [{ endpoint: this.endpoint, client: this.target.client }];
     const cluster = this.target.cluster;
     return Promise.all(

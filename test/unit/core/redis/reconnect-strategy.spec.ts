@@ -1,11 +1,10 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import {
   lockReconnectStrategy,
-  reconnectOverrideFor,
   RECONNECT_FIRST_DELAY_MS,
   RECONNECT_MAX_DELAY_MS,
-  withLockReconnect,
-} from '../../../../lib/core/redis/reconnect-strategy.js';
+} from '../../../../lib/core/redis/lock-reconnect-strategy.js';
+import { reconnectOverrideFor, withLockReconnect } from '../../../../lib/core/redis/reconnect-strategy.js';
 
 /*
  * The reconnect policy of the connections the module creates: quick after a blip (a re-sent reply
