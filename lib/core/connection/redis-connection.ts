@@ -98,8 +98,9 @@ export class RedisConnection implements RedisTransport, OnModuleInit, OnModuleDe
   runScript<T = unknown>(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
     const run = this.transport.runScript<T>(script, keys, args);
     if (this.transport.resendsUnanswered) return run;
+    const until = performance.now() + this.resendWaitMs;
     const again = () => this.transport.runScript<T>(script, keys, args);
-    return run.catch((error: unknown) => resendCutOffScript(this.transport, error, this.resendWaitMs, again));
+    return run.catch((error: unknown) => resendCutOffScript(this.transport, error, until, again));
   }
 
   loadScripts(scripts: readonly RedisScript[]): Promise<void> {

@@ -57,8 +57,10 @@ export function transportSourceOf(options: RedisConnectionOptions): TransportSou
     case 'iovalkey':
       return { driver: driver as 'ioredis' | 'iovalkey', options };
     case 'node-redis':
+      refuseForeignKeys('node-redis', rest);
       return { driver: 'node-redis', options: rest, cluster: Array.isArray(rest.rootNodes) };
     case 'valkey-glide': {
+      refuseForeignKeys('valkey-glide', rest);
       const { url, addresses, clusterMode, ...other } = rest;
       return { driver: 'valkey-glide', ...glideAddress(url, addresses, 'redis'), cluster: clusterMode === true, options: other };
     }
@@ -176,4 +178,31 @@ export function flavourOfClient(client: RedisClient): 'ioredis' | 'iovalkey' {
     return 'ioredis';
   }
   return client instanceof iovalkey.Redis || client instanceof iovalkey.Cluster ? 'iovalkey' : 'ioredis';
+}
+
+/**
+ * Settings of another driver's shape that a driver would ignore, connecting to its default address
+ * instead (localhost:6379, possibly another server): refused, with what the driver takes instead.
+ */
+const FOREIGN_KEYS: Readonly<Record<'node-redis' | 'valkey-glide', Readonly<Record<string, string>>>> = {
+  'node-redis': {
+    host: 'node-redis takes `url` (or `socket: { host, port }`)',
+    port: 'node-redis takes `url` (or `socket: { host, port }`)',
+    cluster: 'a node-redis cluster is `rootNodes: [{ url }]`',
+    addresses: 'node-redis takes `url`; a cluster is `rootNodes: [{ url }]`',
+  },
+  'valkey-glide': {
+    host: 'GLIDE takes `url` or `addresses: [{ host, port }]`',
+    port: 'GLIDE takes `url` or `addresses: [{ host, port }]`',
+    cluster: 'a GLIDE cluster is `addresses` with `clusterMode: true`',
+    rootNodes: 'a GLIDE cluster is `addresses` with `clusterMode: true`',
+  },
+};
+
+function refuseForeignKeys(driver: 'node-redis' | 'valkey-glide', options: Readonly<Record<string, unknown>>): void {
+  for (const [key, instead] of Object.entries(FOREIGN_KEYS[driver])) {
+    if (options[key] !== undefined) {
+      throw new InvalidOptionsError(`redis.${key}`, `the ${driver} driver has no \`${key}\` setting: ${instead}`);
+    }
+  }
 }

@@ -34,7 +34,8 @@ export function toRedisLockError(error: unknown, action: string, cause?: string)
     const hint = HINTS.find(([pattern]) => pattern.test(error.message))?.[1] ?? 'the command was not applied.';
     return new RedisCommandError(`Redis refused to ${action}: ${error.message} — ${hint}`, error);
   }
-  const reason = error.message.replace(/\.+$/, '');
+  // A driver's connection error may carry no message (node-redis' closed-client errors): name its class.
+  const reason = error.message.replace(/\.+$/, '') || (error.name !== 'Error' ? error.name : 'the connection was closed');
   const why = cause && !reason.includes(cause) ? `${reason} (${cause})` : reason;
   return new RedisConnectionError(
     `Redis did not answer while trying to ${action}: ${why}. The client keeps reconnecting; ` +

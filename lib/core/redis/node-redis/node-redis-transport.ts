@@ -102,7 +102,11 @@ export class NodeRedisTransport implements ModuleTransport {
         ? new NodeRedisOutageBound(this.target.cluster, this.endpoint, this.bound, { error: 'node-error', ready: 'connect' })
         : undefined;
     // node-redis throws an 'error' nobody listens to; a client the application passed in: its hiccups are its own to log.
-    const onError = (error: Error): void => policy.onConnectionError('commands', asReplyError(error) as Error, this.owned);
+    const onError = (error: Error): void => {
+      const normalised = asReplyError(error) as Error;
+      this.lastConnectionError = normalised;
+      policy.onConnectionError('commands', normalised, this.owned);
+    };
     const emitter = this.connection;
     emitter.on('error', onError);
     const onEnd = (): void => void (this.targetEnded = true);
@@ -111,6 +115,14 @@ export class NodeRedisTransport implements ModuleTransport {
       emitter.off('error', onError);
       emitter.off(this.target.kind === 'cluster' ? 'disconnect' : 'end', onEnd);
     });
+  }
+
+  /** Why the command connection failed last (refused, reset, WRONGPASS), named in a failed call's error; cleared once ready. */
+  private lastConnectionError: Error | undefined;
+
+  /** The cause a call's connection error names: the connection's last failure while it is not ready. */
+  private get cause(): string | undefined {
+    return this.ready ? undefined : this.lastConnectionError?.message.replace(/\.+$/, '');
   }
 
   private get connection(): NodeRedisClient | NodeRedisCluster {
@@ -134,9 +146,9 @@ export class NodeRedisTransport implements ModuleTransport {
     const tail = [String(keys.length), ...keys, ...args.map(String)];
     const action = `run ${script.name}`;
     return this.send<T>(['EVALSHA', script.sha, ...tail], action, false).catch((error: unknown) => {
-      if (!isNoScript(error)) throw toRedisLockError(error, action);
+      if (!isNoScript(error)) throw toRedisLockError(error, action, this.cause);
       return this.send<T>(['EVAL', script.source, ...tail], action, false).catch((evalError: unknown) => {
-        throw toRedisLockError(evalError, action);
+        throw toRedisLockError(evalError, action, this.cause);
       });
     });
   }
@@ -167,7 +179,7 @@ export class NodeRedisTransport implements ModuleTransport {
     const action = `run ${name.toUpperCase()}`;
     return this.send<T>([name, ...args.map(String)], action, true).catch((error: unknown) => {
       if (error instanceof Error && error.name === 'ReplyError') throw error;
-      throw toRedisLockError(error, action);
+      throw toRedisLockError(error, action, this.cause);
     });
   }
 

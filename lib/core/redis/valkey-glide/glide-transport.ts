@@ -1,4 +1,5 @@
 import type { GlideClientConfiguration, GlideClusterClient, Routes } from '@valkey/valkey-glide';
+import { InvalidOptionsError } from '../../errors/invalid-options.error.js';
 import { RedisConnectionError } from '../../errors/redis-connection.error.js';
 import { connectionAdvice, toRedisLockError } from '../redis-errors.js';
 import type { RedisScript } from '../redis-script.js';
@@ -216,12 +217,34 @@ export class GlideTransport implements ModuleTransport {
       const client = await withTimeout(this.ensureClient('connect'), timeoutMs);
       const route: Routes | undefined = this.isCluster ? 'randomNode' : undefined;
       await withTimeout(this.send(client, ['PING'], route), timeoutMs);
+      if (!this.owned && !this.isCluster) await withTimeout(this.checkSameDatabase(client), timeoutMs);
       this.markUp();
     } catch (error) {
+      if (error instanceof InvalidOptionsError) throw error;
       this.abandon();
       const cause = error instanceof RedisConnectionError ? undefined : await this.causeOf(error);
       if (!cause) throw error;
       throw new RedisConnectionError(`Cannot reach Redis at ${this.endpoint}: ${cause}. ${connectionAdvice(cause)}`, error);
+    }
+  }
+
+  /**
+   * The user's client and the module's own connections (built from `url`/`addresses`) must be on one
+   * database: commands would write jobs where the blocking reader and subscriber never look. GLIDE
+   * keeps a client's `databaseId` private, so the client is asked (CLIENT INFO's `db=`).
+   */
+  private async checkSameDatabase(client: GlideCommandClient): Promise<void> {
+    const info = await this.send(client, ['CLIENT', 'INFO'], undefined);
+    const text = typeof info === 'string' ? info : Buffer.isBuffer(info) ? info.toString() : String(info);
+    const used = Number(/(?:^|\s)db=(\d+)/.exec(text)?.[1] ?? 0);
+    const configured = Number((this.config as { databaseId?: number }).databaseId ?? 0);
+    if (used !== configured) {
+      throw new InvalidOptionsError(
+        'redis.url',
+        `the GLIDE client passed in uses database ${used}, but the module's own connections (from \`url\`/\`addresses\`) ` +
+          `would use database ${configured}: jobs would be written where its consumers never look. Put the database in the ` +
+          `URL (redis://host:port/${used})`,
+      );
     }
   }
 
