@@ -59,7 +59,8 @@ describe('a claim that reaches Redis only after an outage', () => {
     const connection = app.app.get(RedisConnection);
     const runs: Array<{ attempt: number; signalAborted: boolean }> = [];
     const claims = link.observe(FaultProxy.script(claimDueJobsScript));
-    const dueAt = Date.now() + 600;
+    // Far enough ahead that the consumer's first claim and the outage's start come before it, on a loaded machine too.
+    const dueAt = Date.now() + 3_000;
     const id = await app.queue.schedule(topic, { n: 1 }, { at: dueAt });
     app.queue.consume(
       topic,
