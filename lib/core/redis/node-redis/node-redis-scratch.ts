@@ -3,7 +3,7 @@ import { toRedisLockError } from '../redis-errors.js';
 import type { ScannedKeys, ScratchConnection } from '../redis-transport.js';
 import { asReplyError, resp2Shape, RESP2_COMMAND_OPTIONS } from './node-redis-replies.js';
 import { firstKeyOf } from './node-redis-routing.js';
-import { scanServers } from './node-redis-scan.js';
+import { scanServers } from '../scan-keys.js';
 import type { NodeRedisClient, NodeRedisCluster } from './node-redis-types.js';
 
 /** How long one command of a scratch connection waits for its answer (connecting included). */

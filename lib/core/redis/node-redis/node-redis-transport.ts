@@ -20,7 +20,7 @@ import { assertSupportedNodeRedisOptions } from './node-redis-options-check.js';
 import { isAbortedCommand, NodeRedisOutageBound } from './node-redis-outage.js';
 import { asReplyError, isNoScript, resp2Shape, RESP2_COMMAND_OPTIONS } from './node-redis-replies.js';
 import { firstKeyOf } from './node-redis-routing.js';
-import { scanServers } from './node-redis-scan.js';
+import { scanServers } from '../scan-keys.js';
 import { NodeRedisScratch } from './node-redis-scratch.js';
 import { NodeRedisSubscriber } from './node-redis-subscriber.js';
 import type {

@@ -1,10 +1,8 @@
 import type { GlideClusterClient, RouteByAddress } from '@valkey/valkey-glide';
 import type { ScannedKeys } from '../redis-transport.js';
+import { scanServers } from '../scan-keys.js';
 import type { GlideCommandClient } from './glide-package.js';
 import { glidePackage } from './glide-package.js';
-
-/** Keys examined per SCAN call (as the ioredis transport). */
-const SCAN_COUNT = 1000;
 
 /** A master of a cluster, as GLIDE routes to it. */
 export interface GlideMaster {
@@ -28,7 +26,7 @@ export async function clusterMasters(client: GlideClusterClient): Promise<GlideM
 
 /**
  * SCAN for keys matching a glob pattern, on every master of a cluster (each SCAN routed to one
- * master by address), at most `maxCalls` calls per server; as the ioredis transport's `scanKeys`.
+ * master by address), at most `maxCalls` calls per server; the one bounded loop of `scanServers`.
  */
 export async function scanKeysOn(
   client: GlideCommandClient,
@@ -39,29 +37,9 @@ export async function scanKeysOn(
 ): Promise<ScannedKeys> {
   const routes = isCluster ? (await clusterMasters(client as GlideClusterClient)).map((master) => master.route) : [undefined];
   const decoder = glidePackage().Decoder.String;
-  const found = new Set<string>();
-  let truncated = false;
-  for (let n = 0; n < routes.length; n++) {
-    let cursor = '0';
-    let calls = 0;
-    do {
-      const args = ['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(SCAN_COUNT)];
-      const route = routes[n];
-      const reply = (route
-        ? await (client as GlideClusterClient).customCommand(args, { route, decoder })
-        : await client.customCommand(args, { decoder })) as unknown as [string, string[]];
-      cursor = String(reply[0]);
-      calls++;
-      for (const key of reply[1]) found.add(key);
-      if (found.size >= maxKeys) {
-        const more = found.size > maxKeys || cursor !== '0' || n < routes.length - 1;
-        return { keys: [...found].slice(0, maxKeys), truncated: truncated || more };
-      }
-      if (calls >= maxCalls && cursor !== '0') {
-        truncated = true; // this server's budget is spent: go on with the next one
-        break;
-      }
-    } while (cursor !== '0');
-  }
-  return { keys: [...found], truncated };
+  const servers = routes.map(
+    (route) => (args: readonly string[]) =>
+      route ? (client as GlideClusterClient).customCommand([...args], { route, decoder }) : client.customCommand([...args], { decoder }),
+  );
+  return scanServers(servers, pattern, maxKeys, maxCalls);
 }
