@@ -452,15 +452,28 @@ export function describeDelayedJobScenarios(label: string, target: ScenarioTarge
           await draining;
           return n * 3;
         },
-        { keepCompleted: { count: 100 }, concurrency: 20 },
+        // Every job must hold a handler slot at once, and `concurrency` is split evenly over the shards
+        // while the ids land where they hash: 9 slots per shard, so all 9 in one shard still start.
+        { keepCompleted: { count: 100 }, concurrency: 9 * shards },
       );
       const ids = await own.scheduleMany(
         'waited',
         Array.from({ length: 9 }, (_, n) => ({ payload: n })),
       );
-      const outcomes = ids.map((id) => own.waitFor('waited', id).catch((error: Error) => error.name));
+      const settledEarly: string[] = [];
+      const outcomes = ids.map((id) =>
+        own.waitFor('waited', id).catch((error: Error) => {
+          settledEarly.push(`${id}: ${error.name} ${error.message}`);
+          return error.name;
+        }),
+      );
       const waitedIds = async () => (await Promise.all(shardKeys('waited').map((k) => target.raw().hkeys(k.waited)))).flat();
-      await waitFor(async () => started === ids.length && (await waitedIds()).length === ids.length, 10_000, 'every wait in place');
+      let waited = 0;
+      await waitFor(
+        async () => started === ids.length && (waited = (await waitedIds()).length) === ids.length,
+        10_000,
+        () => `every wait in place (${started} of ${ids.length} started, ${waited} waited; failed: ${settledEarly.join('; ') || 'none'})`,
+      );
       const closing = app.close();
       await waitFor(() => !consumer.running, 10_000, 'the drain to begin');
       release();
