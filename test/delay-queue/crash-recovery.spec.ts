@@ -18,7 +18,7 @@ const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'delay-crash-consume
 function startChildConsumer(keyPrefix: string, topic: string): { child: ChildProcess; started: string[]; ready: Promise<void> } {
   const child = spawn(process.execPath, [...TYPESCRIPT_NODE_ARGS, FIXTURE], {
     cwd: join(import.meta.dirname, '..', '..'),
-    env: { ...process.env, REDIS_URL: testRedisUrl(), KEY_PREFIX: keyPrefix, TOPIC: topic, VISIBILITY: '1000' },
+    env: { ...process.env, REDIS_URL: testRedisUrl(), KEY_PREFIX: keyPrefix, TOPIC: topic, VISIBILITY: '2000' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const started: string[] = [];
@@ -55,7 +55,8 @@ describe('Crash recovery', () => {
       const consumer = survivor.queue.consume('crash', (_payload, job) => {
         reruns.set(job.id, job.attempt);
       });
-      await sleep(1_500);
+      // Past the child's 2 s visibility timeout (1 s lost its extension to a stall of a loaded machine).
+      await sleep(2_500);
       expect(reruns.size).toBe(0); // the child is alive: its extensions keep the jobs invisible
 
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -63,7 +64,7 @@ describe('Crash recovery', () => {
       await exited;
       const killedAt = performance.now();
       await waitFor(() => reruns.size === 5, 10_000, 'the five jobs to run again');
-      // Recovered when the visibility deadline passed (1 s), not after some long polling period.
+      // Recovered when the visibility deadline passed (2 s), not after some long polling period.
       expect(performance.now() - killedAt).toBeLessThan(6_000);
       expect([...reruns.keys()].sort()).toEqual([...ids].sort());
       expect([...reruns.values()]).toEqual([2, 2, 2, 2, 2]);

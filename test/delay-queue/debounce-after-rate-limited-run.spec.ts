@@ -22,7 +22,8 @@ describe('debounce after a run that threw JobRateLimitedError', () => {
         job.log(`run of ${String(payload)}`);
         if (runs.length === 1) {
           limited.resolve();
-          throw new JobRateLimitedError(1_000);
+          // Long enough that the second call below lands within the block on a loaded machine.
+          throw new JobRateLimitedError(3_000);
         }
       },
       { keepCompleted: { count: 10 } },

@@ -175,11 +175,13 @@ describe('Throttle and debounce (dedupe)', () => {
     it('replaces a prioritised job, which runs once with the last payload and leaves nothing queued', async () => {
       const [t] = await instances.start(1);
       const runs: Array<[string, number]> = [];
-      const consumer = t.queue.consume<number>('prioritised', (payload, job) => void runs.push([job.id, payload]));
       const options = { priority: 3, dedupe: { key: 'k', ttl: 300, mode: 'debounce' as const } };
       const first = await t.queue.scheduleWithResult('prioritised', 1, options);
       const second = await t.queue.scheduleWithResult('prioritised', 2, options);
       expect(second).toEqual({ id: first.id, status: 'replaced' });
+      // Consumed only now: a consumer already running would rightly run the first payload when the
+      // second call comes more than the 300 ms window later (a stall of a loaded machine).
+      const consumer = t.queue.consume<number>('prioritised', (payload, job) => void runs.push([job.id, payload]));
       await waitFor(() => runs.length > 0, 10_000, 'the debounced run');
       await waitFor(async () => (await t.queue.stats('prioritised')).active === 0, 5_000, 'the acknowledgement');
       await consumer.close();

@@ -24,12 +24,14 @@ describe('Job visibility', () => {
   it('extends the visibility of a long handler so that no other consumer gets its job', async () => {
     const other = await createDelayApp({ keyPrefix: t.keyPrefix });
     const runs: string[] = [];
-    const options = { visibilityTimeout: 300, maxIdleWait: 300 };
+    // 1 s visibility (extended every 333 ms), handlers three times as long: with 300 ms, a stall of a
+    // loaded machine could let the claim lapse, and the job would rightly go to \`b\`.
+    const options = { visibilityTimeout: 1_000, maxIdleWait: 300 };
     const a = queue.consume(
       'long',
       async () => {
         runs.push('a');
-        await sleep(1_500);
+        await sleep(3_000);
       },
       options,
     );
@@ -37,13 +39,13 @@ describe('Job visibility', () => {
       'long',
       async () => {
         runs.push('b');
-        await sleep(1_500);
+        await sleep(3_000);
       },
       options,
     );
     const id = await queue.schedule('long', 1);
     await waitFor(() => runs.length === 1, 5_000, 'the job to start');
-    await sleep(1_800);
+    await sleep(3_300);
     expect(runs).toHaveLength(1);
     await waitFor(async () => (await queue.get('long', id)) === null, 5_000, 'the acknowledgement');
     await Promise.all([a.close(), b.close()]);

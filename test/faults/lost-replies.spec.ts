@@ -664,11 +664,9 @@ const jobRows: LostReplyRow[] = [
     name: 'block of a sharded topic: a block of the other shard run twice sets the same end; no job of either shard starts before it',
     script: blockTopicScript,
     options: { delayQueue: { topics: { [TOPIC]: { shards: 2 } } } },
-    arrange: (ctx) =>
-      ctx.peerQueue.scheduleMany(
-        TOPIC,
-        ['limited', 'a', 'b', 'c', 'd'].map((id) => ({ payload: id, id, delay: id === 'limited' ? 0 : 400 })),
-      ),
+    // Only the job that meets the limit at first: the others (in both shards) are scheduled once the
+    // block of the other shard ran, so they are due at once and can only start after the block's end.
+    arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 'limited', { id: 'limited' }),
     act: async (ctx) => {
       const runs: Array<{ run: string; claimedAt: number }> = [];
       const blocks: number[] = [];
@@ -682,6 +680,10 @@ const jobRows: LostReplyRow[] = [
         { concurrency: 4 },
       );
       await ctx.lost;
+      await ctx.peerQueue.scheduleMany(
+        TOPIC,
+        ['a', 'b', 'c', 'd'].map((id) => ({ payload: id, id })),
+      );
       const ends = await Promise.all([0, 1].map((i) => ctx.redis.get(ctx.keys.topic(shardTopicName(TOPIC, i)).blocked)));
       await waitFor(async () => runs.length === 6 && (await drained(ctx)), 8_000, 'every job after the block');
       await consumer.close();
@@ -757,7 +759,9 @@ const jobRows: LostReplyRow[] = [
   row({
     name: 'job extend: a visibility extension run twice keeps the claim; a long handler is never delivered a second time',
     script: extendJobsScript,
-    options: { delayQueue: { visibilityTimeout: 600 } },
+    // 1.5 s (extended every 500 ms): with 600 ms, the reconnect and re-send through the fault proxy on a
+    // loaded machine could outlast what was left of the claim, which is then rightly given up.
+    options: { delayQueue: { visibilityTimeout: 1_500 } },
     arrange: (ctx) => ctx.peerQueue.schedule(TOPIC, 1, { id: 'long' }),
     act: async (ctx) => {
       const deliveries: string[] = [];
@@ -773,7 +777,7 @@ const jobRows: LostReplyRow[] = [
       const peer = ctx.peerQueue.consume(TOPIC, (_payload, job) => void deliveries.push(`peer@${job.attempt}`));
       await ctx.lost;
       // Two visibility timeouts after the lost reply: only extensions that kept working keep the claim.
-      await sleep(1_200);
+      await sleep(3_000);
       finish.resolve();
       await waitFor(() => drained(ctx), 8_000, 'the acknowledgement');
       await Promise.all([consumer.close(), peer.close()]);

@@ -156,8 +156,9 @@ describe('exclusive lock: renewals never shorten a hold of the same owner', () =
 
   beforeAll(async () => {
     const keyPrefix = uniquePrefix('renew');
-    // `a` renews its watched locks with a short lease, every 200 ms.
-    [appA, appB] = await Promise.all([createLockApp({ keyPrefix, lock: { leaseTime: 600 } }), createLockApp({ keyPrefix })]);
+    // `a` renews its watched locks with a short lease, every 500 ms (long enough that a stall of this
+    // loaded machine's event loop cannot cost the nested hold its renewal).
+    [appA, appB] = await Promise.all([createLockApp({ keyPrefix, lock: { leaseTime: 1_500 } }), createLockApp({ keyPrefix })]);
   });
   afterAll(() => Promise.all([appA.close(), appB.close()]));
 
@@ -168,12 +169,13 @@ describe('exclusive lock: renewals never shorten a hold of the same owner', () =
     const outer = await a.acquire(name, { leaseTime: 10_000, fair });
     await a.runInScope(outer, async () => {
       const inner = await a.acquire(name, { fair });
-      // Several watchdog ticks (every 600/3 ms) renew the nested hold.
-      await sleep(700);
+      // Several watchdog ticks (every 1,500/3 ms) renew the nested hold.
+      await sleep(1_600);
       expect(inner.held).toBe(true);
       await inner.release();
     });
-    const error = await b.acquire(name, { waitTimeout: 1_500, fair }).catch((e: unknown) => e);
+    // Had a renewal shortened the outer lease to the watched 1.5 s, it would end within this wait.
+    const error = await b.acquire(name, { waitTimeout: 2_500, fair }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquireTimeoutError);
     expect(outer.held).toBe(true);
     await outer.release();

@@ -60,7 +60,7 @@ describe('semaphore with expiring permits', () => {
     const waiting = b.semaphore('wake', 1).acquire({ waitTimeout: 10_000 });
     setTimeout(() => void held.release(), 50);
     const permit = await waiting;
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(performance.now() - started).toBeLessThan(3_000); // no polling: without the wake it would time out
     await permit.release();
   });
 

@@ -17,7 +17,7 @@ describe('waiting', () => {
     const lock = await waiting;
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThanOrEqual(90);
-    expect(waited).toBeLessThan(1_000);
+    expect(waited).toBeLessThan(3_000); // no polling: without the wake it would take the 20 s lease
     await lock.release();
   });
 

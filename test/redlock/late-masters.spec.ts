@@ -223,14 +223,16 @@ describe('Redlock: masters that answer late', () => {
   });
 
   describe('watchdog and extend with a paused master (direct connections)', () => {
-    const pair = useRedlockPairOn(() => masters.urls, { lock: { leaseTime: 900 }, redlock: { requestTimeout: 150 } });
+    // A 2 s lease, renewed every 667 ms, each master given 500 ms to answer: shorter ones lose a renewal
+    // to a stall of a loaded CI machine's event loop, and a lease that ran out is rightly lost.
+    const pair = useRedlockPairOn(() => masters.urls, { lock: { leaseTime: 2_000 }, redlock: { requestTimeout: 500 } });
 
     it('keeps renewing a lock through a master paused for several leases', async () => {
       const name = 'paused-watchdog';
       const lock = await pair.a.acquire(name);
       await pause(2);
       try {
-        await sleep(2_000); // more than two leases of 900 ms, each renewed by the two masters that answer
+        await sleep(6_500); // more than three leases of 2 s, each renewed by the two masters that answer
         expect(lock.held).toBe(true);
         expect(lock.signal.aborted).toBe(false);
         expect(await otherGetsIt(pair.b, name)).toBe(false);

@@ -5,13 +5,15 @@ import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 
 /** Lease renewal on a majority, and what a holder sees when the majority is gone. */
 describe('Redlock: watchdog and lost locks', () => {
-  const { masters, pair } = useRedlockPair({ lock: { leaseTime: 600 }, redlock: { requestTimeout: 150 } });
+  // A 2 s lease, renewed every 667 ms, each master given 500 ms to answer: shorter ones lose a renewal
+  // to a stall of a loaded CI machine's event loop, and a lease that ran out is rightly lost.
+  const { masters, pair } = useRedlockPair({ lock: { leaseTime: 2_000 }, redlock: { requestTimeout: 500 } });
 
   const ownersKey = (name: string) => new RedisKeySpace(pair.keyPrefix).lock(name).owners;
 
   it('keeps a lock alive on the masters past several leases', async () => {
     const lock = await pair.a.acquire('alive');
-    await sleep(2_500); // four leases
+    await sleep(6_500); // over three leases
     expect(lock.held).toBe(true);
     expect(lock.signal.aborted).toBe(false);
     const ttls = await Promise.all([0, 1, 2].map((i) => masters.raw(i).pttl(ownersKey('alive'))));
@@ -39,7 +41,7 @@ describe('Redlock: watchdog and lost locks', () => {
     const lost = new Promise<{ key: string }>((resolve) => events.once('lock.lost', resolve));
     const lock = await pair.a.acquire('victim');
     await masters.raw(0).del(ownersKey('victim'));
-    await sleep(700); // a couple of renewals
+    await sleep(1_500); // a couple of renewals
     expect(lock.held).toBe(true);
 
     await masters.raw(1).del(ownersKey('victim'));

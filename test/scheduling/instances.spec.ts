@@ -72,7 +72,9 @@ describe('scheduled work across instances (3 processes, skewed timers)', () => {
   });
 
   it('@OnOneInstance runs every tick exactly once', async () => {
-    instances = await startInstances(keyPrefix, 'one-instance', SKEWED, PERIOD, 1_000);
+    // A 2 s lease (renewed every 667 ms): with 1 s, an owner stalled ~600 ms by a loaded machine may
+    // rightly lose it, and the single-owner assertion below is about renewal, not handovers.
+    instances = await startInstances(keyPrefix, 'one-instance', SKEWED, PERIOD, 2_000);
     const [from, to] = await observe(25);
     const runs = await runsOf(redis, keyPrefix);
     const counts = countByTick(runs);

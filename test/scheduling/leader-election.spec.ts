@@ -60,9 +60,9 @@ describe('@LeaderElection', () => {
 
   it('renews the lease: the leader stays leader past its ttl', async () => {
     @Injectable()
-    // 1 s: long enough that a loaded CI machine's event-loop stalls (a few hundred ms) do not end a
-    // kept lease, short enough that the wait below spans three leases, so only renewal keeps it.
-    @LeaderElection('short.leader', { ttl: 1_000 })
+    // 2 s, renewed every 667 ms: a 1 s lease was lost to an event-loop stall of a loaded CI machine
+    // (watchdog.spec.ts); the wait below spans three leases, so only renewal keeps it.
+    @LeaderElection('short.leader', { ttl: 2_000 })
     class ShortLeader implements LeadershipHooks {
       readonly acquired: LockHandle[] = [];
       onLeadershipAcquired(lock: LockHandle): void {
@@ -70,7 +70,7 @@ describe('@LeaderElection', () => {
       }
     }
     await instances.start([ShortLeader], 2);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await new Promise((resolve) => setTimeout(resolve, 6_500));
     expect(apps[0].get(ShortLeader).acquired).toHaveLength(1);
     expect(apps[0].get(ShortLeader).acquired[0].held).toBe(true);
     expect(apps[1].get(ShortLeader).acquired).toHaveLength(0);
