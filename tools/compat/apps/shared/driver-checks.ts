@@ -7,8 +7,6 @@
  */
 import { Injectable, Module, type DynamicModule, type INestApplicationContext, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import {
   DelayQueueService,
   InvalidOptionsError,
@@ -19,6 +17,7 @@ import {
   type RedisConnectionOptions,
 } from 'nestjs-redis-lock';
 import { assert, assertEqual, CheckList, deferred, within } from './check-list.js';
+import { installedVersion, resolvedPath } from './installed-packages.js';
 import { DRIVERS_UNDER_TEST, type DriverUnderTest, type UserClient } from './driver-clients.js';
 import { openRedisAdmin, type RedisAdmin } from './redis-admin.js';
 import { startRedis, type CompatRedis } from './redis-server.js';
@@ -209,32 +208,4 @@ async function bootstrap(
   @Module({ imports: [appModule, DriverCompatModule.forRoot(redis, keyPrefix)] })
   class DriverRootModule {}
   return NestFactory.createApplicationContext(DriverRootModule, { logger: logs ? ['error', 'warn'] : false, abortOnError: false });
-}
-
-function resolvedPath(appRequire: NodeJS.Require, name: string): string | undefined {
-  try {
-    return appRequire.resolve(name);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The installed version of `name` as the app sees it (walks up from its entry to its package.json). */
-function installedVersion(appRequire: NodeJS.Require, name: string): string {
-  try {
-    let dir = dirname(appRequire.resolve(name));
-    for (;;) {
-      try {
-        const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-        if (manifest.name === name) return manifest.version ?? '?';
-      } catch {
-        // no package.json at this level
-      }
-      const parent = dirname(dir);
-      if (parent === dir) return '?';
-      dir = parent;
-    }
-  } catch {
-    return 'not installed';
-  }
 }

@@ -4,10 +4,8 @@
  */
 import { Module, type INestApplication, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import {
   DelayQueueService,
@@ -20,6 +18,7 @@ import {
 import type { LibraryModule } from './app-flavor.js';
 import type { AppFlavor } from './app-flavor.js';
 import { assert, assertEqual, CheckList, within } from './check-list.js';
+import { installedVersion } from './installed-packages.js';
 import { COMPAT_TOPIC, CompatJobs, CompatModule, CompatOrdersController, type CompatJobPayload } from './compat.module.js';
 import { startRedis, type CompatRedis } from './redis-server.js';
 import { checkTestingSubpath } from './testing-subpath.js';
@@ -274,25 +273,5 @@ async function removeKeys(url: string, prefix: string): Promise<void> {
     await client.del(...keys);
   } finally {
     client.disconnect();
-  }
-}
-
-/** The installed version of `name` as the app sees it (walks up from its entry to its package.json). */
-function installedVersion(appRequire: NodeJS.Require, name: string): string {
-  try {
-    let dir = dirname(appRequire.resolve(name));
-    for (;;) {
-      try {
-        const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-        if (manifest.name === name) return manifest.version ?? '?';
-      } catch {
-        // no package.json at this level
-      }
-      const parent = dirname(dir);
-      if (parent === dir) return '?';
-      dir = parent;
-    }
-  } catch {
-    return 'not installed';
   }
 }
