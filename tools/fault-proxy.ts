@@ -26,6 +26,8 @@ export interface CommandObserver {
  * A loopback TCP proxy that injects network faults between a client under test and a real Redis.
  *
  * - pass-through (default), or with added latency per chunk in each direction;
+ * - `setReplyLatency(ms)`: latency on the replies only (an asymmetric path, or a reply stuck in a
+ *   stalled link while the command ran at once): the command reaches Redis on time, its reply late;
  * - `blackhole()`: connections stay open and new ones are accepted, but nothing gets through in
  *   either direction until `heal()` (held bytes are then delivered, as TCP would after a partition
  *   heals in time) — or `resetAll()` kills them as a partition that outlasts TCP would;
@@ -42,6 +44,7 @@ export interface CommandObserver {
 export class FaultProxy {
   private readonly links = new Set<Link>();
   private latencyMs = 0;
+  private replyLatencyMs = 0;
   private blackholed = false;
   private isCut = false;
   private readonly lostReplies: LostReplyFault[] = [];
@@ -77,6 +80,11 @@ export class FaultProxy {
 
   setLatency(ms: number): void {
     this.latencyMs = ms;
+  }
+
+  /** Latency on top of `setLatency` for the replies only (see the class comment). */
+  setReplyLatency(ms: number): void {
+    this.replyLatencyMs = ms;
   }
 
   blackhole(): void {
@@ -180,7 +188,7 @@ export class FaultProxy {
     }
     const upstream = createConnection({ host, port });
     const link = new Link(client, upstream, {
-      latency: () => this.latencyMs,
+      latency: (to) => this.latencyMs + (to === 'client' ? this.replyLatencyMs : 0),
       blackholed: () => this.blackholed,
       lostReplyFor: (args) => this.lostReplyFor(args),
       rearm: (fault) => this.lostReplies.push(fault),
@@ -191,7 +199,8 @@ export class FaultProxy {
 }
 
 interface LinkControls {
-  latency(): number;
+  /** The latency of bytes going to the client (replies) or to Redis (commands). */
+  latency(to: 'client' | 'redis'): number;
   blackholed(): boolean;
   lostReplyFor(args: string[]): LostReplyFault | undefined;
   /** Gives back a fault whose command lost its connection before the reply came: it hits the re-sent command. */
@@ -317,7 +326,7 @@ class Link {
   private inOrder(to: Socket, step: () => void): void {
     let queue = this.queues.get(to);
     if (!queue) this.queues.set(to, (queue = []));
-    queue.push({ due: performance.now() + this.controls.latency(), step });
+    queue.push({ due: performance.now() + this.controls.latency(to === this.client ? 'client' : 'redis'), step });
     if (queue.length === 1) this.drain(queue);
   }
 
