@@ -3,6 +3,7 @@ import { testRedisUrl, uniquePrefix } from '../support/test-app.js';
 import { createDelayApp, type DelayTestApp } from './support/delay-test-app.js';
 import { startFreezingProxy } from './support/freezing-proxy.js';
 import { blockedClients } from '../support/redis-probes.js';
+import { watchEventLoopStalls } from '../support/event-loop-stalls.js';
 import { sleep, waitFor } from '../support/timing.js';
 
 describe('Consumers survive Redis failures', () => {
@@ -19,9 +20,13 @@ describe('Consumers survive Redis failures', () => {
     });
 
     it('still runs a job that was waiting when Redis went down, at its time', async () => {
-      const runs: Array<{ id: string; lateness: number }> = [];
+      // A job's lateness less the time this process could run nothing meanwhile (a loaded CI host).
+      const stalls = watchEventLoopStalls();
+      const runs: Array<{ id: string; lateness: number; ownDelay: number }> = [];
       const consumer = t.queue.consume('restart.persisted', (_payload, job) => {
-        runs.push({ id: job.id, lateness: Date.now() - job.scheduledAt.getTime() });
+        const now = Date.now();
+        const due = job.scheduledAt.getTime();
+        runs.push({ id: job.id, lateness: now - due, ownDelay: now - due - stalls.within(due, now) });
       });
       const id = await t.queue.schedule('restart.persisted', 1, { delay: 2_000 });
       await waitFor(async () => (await blockedClients(server.url)) >= 1, 10_000, 'the consumer to block until the job is due', {
@@ -29,16 +34,20 @@ describe('Consumers survive Redis failures', () => {
       });
       await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
       await waitFor(() => runs.length === 1, 8_000, 'the job to run after the restart');
+      stalls.stop();
       expect(runs[0].id).toBe(id);
       expect(runs[0].lateness).toBeGreaterThanOrEqual(0);
-      expect(runs[0].lateness).toBeLessThan(2_500);
+      expect(runs[0].ownDelay).toBeLessThan(2_500);
       await consumer.close();
     });
 
     it('runs a job scheduled after the restart at its time, without waiting for another job', async () => {
-      const runs: Array<{ lateness: number }> = [];
+      const stalls = watchEventLoopStalls();
+      const runs: Array<{ lateness: number; ownDelay: number }> = [];
       const consumer = t.queue.consume('restart.idle', (_payload, job) => {
-        runs.push({ lateness: Date.now() - job.scheduledAt.getTime() });
+        const now = Date.now();
+        const due = job.scheduledAt.getTime();
+        runs.push({ lateness: now - due, ownDelay: now - due - stalls.within(due, now) });
       });
       await waitFor(async () => (await blockedClients(server.url)) >= 1, 10_000, 'the consumer to block on the empty topic', { every: 50 });
       await server.restart({ signal: 'SIGKILL', downtimeMs: 500 });
@@ -55,8 +64,9 @@ describe('Consumers survive Redis failures', () => {
       );
       await t.queue.schedule('restart.idle', 1, { delay: 1_000 });
       await waitFor(() => runs.length === 1, 6_000, 'the job to run');
+      stalls.stop();
       expect(runs[0].lateness).toBeGreaterThanOrEqual(0);
-      expect(runs[0].lateness).toBeLessThan(2_500);
+      expect(runs[0].ownDelay).toBeLessThan(2_500);
       await consumer.close();
     });
   });

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { DelayQueueService } from '../../lib/index.js';
 import { RedisKeySpace } from '../../lib/core/keys/redis-key-space.js';
 import { rawRedis } from '../support/test-app.js';
+import { watchEventLoopStalls, type EventLoopStalls } from '../support/event-loop-stalls.js';
 import { sleep, waitFor } from '../support/timing.js';
 import { createDelayApp, useClosedAfterEach, type DelayTestApp } from './support/delay-test-app.js';
 
@@ -17,13 +18,21 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
   let queue: DelayQueueService;
   let redis: Redis;
   const { consumers, apps } = useClosedAfterEach();
+  // A job's lateness less the time this process could run nothing meanwhile (a loaded CI host).
+  let stalls: EventLoopStalls;
+  const ownDelay = (scheduledAt: Date) => {
+    const now = Date.now();
+    return now - scheduledAt.getTime() - stalls.within(scheduledAt.getTime(), now);
+  };
 
   beforeEach(async () => {
+    stalls = watchEventLoopStalls();
     t = await createDelayApp();
     queue = t.queue;
     redis = rawRedis();
   });
   afterEach(async () => {
+    stalls.stop();
     await t.close();
     redis.disconnect();
   });
@@ -37,7 +46,7 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
   };
 
   it('a consumer that closes while it watches the next due time hands the watch to another', async () => {
-    const runs: Array<{ by: string; lateness: number }> = [];
+    const runs: Array<{ by: string; lateness: number; ownDelay: number }> = [];
     // Two instances (one handler per topic per application).
     const other = await createDelayApp({ keyPrefix: t.keyPrefix });
     apps.push(other);
@@ -45,7 +54,7 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
       const consumer = on.consume(
         'handover',
         (_payload, job) => {
-          runs.push({ by: name, lateness: Date.now() - job.scheduledAt.getTime() });
+          runs.push({ by: name, lateness: Date.now() - job.scheduledAt.getTime(), ownDelay: ownDelay(job.scheduledAt) });
         },
         { maxIdleWait: IDLE },
       );
@@ -63,7 +72,7 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
     await waitFor(() => runs.length === 1, 10_000, 'the job to run');
     expect(runs[0].by).toBe('second');
     expect(runs[0].lateness).toBeGreaterThanOrEqual(0);
-    expect(runs[0].lateness).toBeLessThan(2_000);
+    expect(runs[0].ownDelay).toBeLessThan(2_000);
   });
 
   it('the consumer that ran a repeat tick learns the next tick itself, even when another took the marker', async () => {
@@ -77,12 +86,12 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
     try {
       const stolen = thief.bzpopmin(marker, IDLE / 1000);
       await blockedOnMarker(1);
-      const runs: Array<{ tick: number; lateness: number }> = [];
+      const runs: Array<{ tick: number; ownDelay: number }> = [];
       consumers.push(
         queue.consume(
           topic,
           (_payload, job) => {
-            runs.push({ tick: job.scheduledAt.getTime(), lateness: Date.now() - job.scheduledAt.getTime() });
+            runs.push({ tick: job.scheduledAt.getTime(), ownDelay: ownDelay(job.scheduledAt) });
           },
           { maxIdleWait: IDLE },
         ),
@@ -91,7 +100,7 @@ describe('delay queue: the wake-up is not lost with the consumer that received i
       // The fault fired: the marker of the second tick went to the thief, not to the consumer.
       expect(await stolen).not.toBeNull();
       expect(runs[1].tick - runs[0].tick).toBe(every);
-      for (const run of runs.slice(0, 2)) expect(run.lateness).toBeLessThan(1_500);
+      for (const run of runs.slice(0, 2)) expect(run.ownDelay).toBeLessThan(1_500);
     } finally {
       thief.disconnect();
     }

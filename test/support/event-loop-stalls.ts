@@ -25,6 +25,8 @@ export function watchEventLoopStalls(): EventLoopStalls {
     if (now - last > TICK_MS) stalls.push({ from: last + TICK_MS, to: now });
     last = now;
   }, TICK_MS);
+  // Never what keeps a worker alive (a spec that failed before its stop()).
+  timer.unref();
   return {
     within(from, to) {
       // The stretch since the last tick counts as a stall too if it is one already.
