@@ -9,6 +9,8 @@ export interface EventLoopStalls {
    * loaded host, a synchronous task). A bound on the library's own delay subtracts it.
    */
   within(from: number, to: number): number;
+  /** The ms since `from` (a `Date.now()` time) less the stalls within them: the time this process could run. */
+  runnableSince(from: number): number;
   stop(): void;
 }
 
@@ -34,6 +36,10 @@ export function watchEventLoopStalls(): EventLoopStalls {
       let total = 0;
       for (const stall of [...stalls, ...open]) total += Math.max(0, Math.min(to, stall.to) - Math.max(from, stall.from));
       return total;
+    },
+    runnableSince(from) {
+      const now = Date.now();
+      return now - from - this.within(from, now);
     },
     stop: () => clearInterval(timer),
   };
