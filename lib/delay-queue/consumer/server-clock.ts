@@ -16,12 +16,14 @@ interface OffsetBound {
  *
  * A script written at local time w and answered at local time r that read Redis's clock S bounds
  * the offset on both sides: S - r ≤ offset ≤ S - w (Redis read its clock after the write and before
- * the reply). The clock keeps the tightest recent bound of each side (widened by the drift allowed
- * since) and takes the middle of the two: a round trip made slow by a stalled link or a stalled
- * process (whose reply came seconds late, though Redis ran it at once) bounds loosely, and no longer
- * moves the estimate by half its length while an earlier, tighter sample still holds. Bounds that
- * contradict each other mean Redis's clock moved (a failover to another server, a clock step): the
- * clock starts again from the new sample.
+ * the reply). The clock keeps, on each side, the latest sample's bound and the tightest bound of
+ * the last 30 s (each widened by the drift allowed since), and takes the middle of the tighter of
+ * each: a round trip made slow by a stalled link or process (its reply seconds late, though Redis
+ * ran it at once) or by a paused server bounds loosely, and no longer moves the estimate by half
+ * its length while an earlier, tighter sample still holds. The latest sample never expires, so the
+ * bounds are finite after the first claim, however long a claim took or however long the consumer
+ * was idle. Bounds that contradict each other mean Redis's clock moved (a failover to another
+ * server, a clock step): the clock starts again from the latest sample.
  *
  * The upper bound also gives the earliest local moment at which Redis's clock can have shown a
  * given time (`earliestLocal`): a claim Redis ran late (a paused or busy server, a stalled link
@@ -29,23 +31,26 @@ interface OffsetBound {
  */
 export class ServerClock {
   private offset = 0;
-  /** The tightest recent upper bound of the offset (Redis read its clock after the write). */
-  private ahead?: OffsetBound;
-  /** The tightest recent lower bound of the offset (Redis read its clock before the reply came). */
-  private behind?: OffsetBound;
+  /** The latest sample's bounds: Redis read its clock after the write (upper) and before the reply (lower). */
+  private latest?: { readonly upper: OffsetBound; readonly lower: OffsetBound };
+  /** The tightest upper bound of the last BOUND_MAX_AGE_MS. */
+  private tightestUpper?: OffsetBound;
+  /** The tightest lower bound of the last BOUND_MAX_AGE_MS. */
+  private tightestLower?: OffsetBound;
 
   /** `serverNowUs` was read by a script written at `sentAt` and answered at `receivedAt` (both `performance.now()`). */
   sync(serverNowUs: number, sentAt: number, receivedAt: number): void {
     const serverMs = serverNowUs / 1000;
     const upper = { bound: serverMs - sentAt, at: sentAt };
     const lower = { bound: serverMs - receivedAt, at: receivedAt };
-    if (upper.bound <= this.aheadBound(sentAt)) this.ahead = upper;
-    if (lower.bound >= this.behindBound(receivedAt)) this.behind = lower;
-    if (this.behindBound(receivedAt) > this.aheadBound(receivedAt)) {
-      this.ahead = upper;
-      this.behind = lower;
+    if (upper.bound <= recentUpper(this.tightestUpper, receivedAt)) this.tightestUpper = upper;
+    if (lower.bound >= recentLower(this.tightestLower, receivedAt)) this.tightestLower = lower;
+    this.latest = { upper, lower };
+    if (this.lowerBound(receivedAt) > this.upperBound(receivedAt)) {
+      this.tightestUpper = upper;
+      this.tightestLower = lower;
     }
-    this.offset = (this.aheadBound(receivedAt) + this.behindBound(receivedAt)) / 2;
+    this.offset = (this.upperBound(receivedAt) + this.lowerBound(receivedAt)) / 2;
   }
 
   /** Redis's current time in ms, as last measured. */
@@ -59,16 +64,36 @@ export class ServerClock {
    * clocks run at one rate within DRIFT_ALLOWANCE.
    */
   earliestLocal(serverMs: number): number {
-    return serverMs - this.aheadBound(performance.now());
+    return serverMs - this.upperBound(performance.now());
   }
 
-  private aheadBound(at: number): number {
-    if (!this.ahead || at - this.ahead.at > BOUND_MAX_AGE_MS) return Number.POSITIVE_INFINITY;
-    return this.ahead.bound + Math.max(0, at - this.ahead.at) * DRIFT_ALLOWANCE;
+  /** The tighter of the latest and the tightest recent upper bound at local time `at` (+Infinity before any sample). */
+  private upperBound(at: number): number {
+    return Math.min(recentUpper(this.tightestUpper, at), this.latest ? widenedUpper(this.latest.upper, at) : Number.POSITIVE_INFINITY);
   }
 
-  private behindBound(at: number): number {
-    if (!this.behind || at - this.behind.at > BOUND_MAX_AGE_MS) return Number.NEGATIVE_INFINITY;
-    return this.behind.bound - Math.max(0, at - this.behind.at) * DRIFT_ALLOWANCE;
+  /** The tighter of the latest and the tightest recent lower bound at local time `at` (-Infinity before any sample). */
+  private lowerBound(at: number): number {
+    return Math.max(recentLower(this.tightestLower, at), this.latest ? widenedLower(this.latest.lower, at) : Number.NEGATIVE_INFINITY);
   }
+}
+
+/** An upper bound at local time `at`, widened by the drift allowed since it was measured. */
+function widenedUpper(sample: OffsetBound, at: number): number {
+  return sample.bound + Math.max(0, at - sample.at) * DRIFT_ALLOWANCE;
+}
+
+/** A lower bound at local time `at`, widened by the drift allowed since it was measured. */
+function widenedLower(sample: OffsetBound, at: number): number {
+  return sample.bound - Math.max(0, at - sample.at) * DRIFT_ALLOWANCE;
+}
+
+/** `widenedUpper`, or +Infinity once the sample is older than BOUND_MAX_AGE_MS (or there is none). */
+function recentUpper(sample: OffsetBound | undefined, at: number): number {
+  return sample && at - sample.at <= BOUND_MAX_AGE_MS ? widenedUpper(sample, at) : Number.POSITIVE_INFINITY;
+}
+
+/** `widenedLower`, or -Infinity once the sample is older than BOUND_MAX_AGE_MS (or there is none). */
+function recentLower(sample: OffsetBound | undefined, at: number): number {
+  return sample && at - sample.at <= BOUND_MAX_AGE_MS ? widenedLower(sample, at) : Number.NEGATIVE_INFINITY;
 }

@@ -61,4 +61,36 @@ describe('ServerClock (Redis clock estimate from claims)', () => {
     claim(clock, t + 35_000, 1, t + 38_000);
     expect(Math.abs(estimate(clock) - (TRUE_OFFSET - 1_499))).toBeLessThanOrEqual(1);
   });
+  it('stays finite when a claim straddles the 30 s expiry of the tightest bound (found by the outside review)', () => {
+    const clock = new ServerClock();
+    const t = performance.now() - 40_000;
+    claim(clock, t, 0.1, t + 0.3);
+    // Sent 29.5 s after the tight sample, run 1.5 s late by Redis, answered after that sample expired.
+    claim(clock, t + 29_500, 1_500, t + 31_001);
+    // Before: the expired sample still stood for the upper bound (now() +Infinity, earliestLocal -Infinity).
+    // Now this claim alone bounds the offset: within [its lower bound, its upper bound].
+    expect(estimate(clock)).toBeGreaterThanOrEqual(TRUE_OFFSET - 2);
+    expect(estimate(clock)).toBeLessThanOrEqual(TRUE_OFFSET + 1_500 + 5);
+    // The claim's visibility starts no earlier than its write (less the drift allowed since: 1 ms
+    // over 10 s), and no later than Redis's run of it.
+    const ran = t + 29_500 + 1_500;
+    expect(clock.earliestLocal(ran + TRUE_OFFSET)).toBeGreaterThanOrEqual(t + 29_500 - 5);
+    expect(clock.earliestLocal(ran + TRUE_OFFSET)).toBeLessThanOrEqual(ran);
+  });
+
+  it('stays finite after a round trip longer than 30 s (a process stalled with a claim in flight)', () => {
+    const clock = new ServerClock();
+    const t = performance.now() - 40_000;
+    claim(clock, t, 0.1, t + 0.3);
+    claim(clock, t + 1_000, 0.1, t + 32_000);
+    // The middle of its round trip (widened by 3 ms of allowed drift over 31 s).
+    expect(Math.abs(estimate(clock) - (TRUE_OFFSET - 15_500))).toBeLessThanOrEqual(5);
+    expect(Math.abs(clock.earliestLocal(t + 1_000.1 + TRUE_OFFSET) - (t + 1_000))).toBeLessThanOrEqual(5);
+  });
+
+  it('answers without any sample: Redis time as local time, no bound on the earliest moment', () => {
+    const clock = new ServerClock();
+    expect(Math.abs(estimate(clock))).toBeLessThanOrEqual(1);
+    expect(clock.earliestLocal(123)).toBe(Number.NEGATIVE_INFINITY);
+  });
 });
