@@ -248,6 +248,29 @@ describe('NodeRedisTransport on a single Redis', () => {
     expect(lost).toBe(1);
   });
 
+  it('leaves no connection open when it closes in the turn its blocking reader and a scratch start connecting', async () => {
+    // node-redis 6.3 finishes a connect that destroy() catches before its first I/O and leaves the
+    // socket open (isOpen false, isReady true): the process never exits (Jest: "a worker process
+    // has failed to exit gracefully", seen in the node-redis lane).
+    const clients = async () => (await transports.ioredis.command<string>('client', 'list')).trim().split('\n').length;
+    const before = await clients();
+    const t = new NodeRedisTransport({ options: { url: server.url }, cluster: false }, recordingPolicy());
+    await t.verify(2_000);
+    const popping = t
+      .openBlockingReader('test')
+      .popMin(uniquePrefix('marker'), 30_000)
+      .catch((error: unknown) => error);
+    const scratch = t.openScratch();
+    await Promise.all([scratch.close(), t.close(performance.now() + 1_000)]);
+    expect(await popping).toBeInstanceOf(Error);
+    let now = 0;
+    await waitFor(
+      async () => (now = await clients()) === before,
+      5_000,
+      () => `${before} connections (${now} now)`,
+    );
+  });
+
   it('waits for replicas on the connection that wrote (WAIT: none on a lone server)', async () => {
     const key = uniquePrefix('wait');
     await transports.built.command('set', key, '1');

@@ -4,6 +4,7 @@ import type { ScannedKeys, ScratchConnection } from '../redis-transport.js';
 import { asReplyError, resp2Shape, RESP2_COMMAND_OPTIONS } from './node-redis-replies.js';
 import { firstKeyOf } from './node-redis-routing.js';
 import { scanServers } from '../scan-keys.js';
+import { destroyNodeRedis } from './destroy-node-redis.js';
 import type { NodeRedisClient, NodeRedisCluster } from './node-redis-types.js';
 
 /** How long one command of a scratch connection waits for its answer (connecting included). */
@@ -56,8 +57,7 @@ export class NodeRedisScratch implements ScratchConnection {
   }
 
   close(): Promise<void> {
-    if (this.target.kind === 'cluster') this.target.cluster.destroy();
-    else this.target.client.destroy();
+    destroyNodeRedis(this.target.kind === 'cluster' ? this.target.cluster : this.target.client);
     return Promise.resolve();
   }
 

@@ -18,6 +18,7 @@ import { NodeRedisBlockingReader } from './node-redis-blocking-reader.js';
 import { describeNodeRedisEndpoint } from './node-redis-endpoint.js';
 import { assertSupportedNodeRedisOptions } from './node-redis-options-check.js';
 import { isAbortedCommand, NodeRedisOutageBound } from './node-redis-outage.js';
+import { destroyNodeRedis } from './destroy-node-redis.js';
 import { asReplyError, isNoScript, resp2Shape, RESP2_COMMAND_OPTIONS } from './node-redis-replies.js';
 import { firstKeyOf } from './node-redis-routing.js';
 import { scanServers } from '../scan-keys.js';
@@ -276,7 +277,7 @@ export class NodeRedisTransport implements ModuleTransport {
   }
 
   abandon(): void {
-    if (this.owned && this.connection.isOpen) this.connection.destroy();
+    if (this.owned) destroyNodeRedis(this.connection);
   }
 
   /**
@@ -317,7 +318,7 @@ export class NodeRedisTransport implements ModuleTransport {
    */
   async close(deadline: number): Promise<void> {
     this.closed = true;
-    for (const copy of this.dedicated) destroyQuietly(copy);
+    for (const copy of this.dedicated) destroyNodeRedis(copy);
     this.dedicated.clear();
     this.outage?.stop();
     this.clusterOutage?.stop();
@@ -330,7 +331,7 @@ export class NodeRedisTransport implements ModuleTransport {
       const closing = connection.close().catch(() => undefined);
       await Promise.race([closing, late]);
       clearTimeout(timer);
-      destroyQuietly(connection);
+      destroyNodeRedis(connection);
     }
     for (const detach of this.detach.splice(0)) detach();
   }
@@ -470,7 +471,7 @@ export class NodeRedisTransport implements ModuleTransport {
   /** Closes one dedicated connection early (a blocking reader found lost, a subscriber let go). */
   private release(copy: NodeRedisClient | NodeRedisCluster): Promise<void> {
     this.dedicated.delete(copy);
-    destroyQuietly(copy);
+    destroyNodeRedis(copy);
     return Promise.resolve();
   }
 }
@@ -514,14 +515,6 @@ function withoutReconnect(
     return { defaults: { ...defaults, socket: { ...defaults?.socket, reconnectStrategy: false } } };
   }
   return { socket: { ...(options as NodeRedisClientOptions | undefined)?.socket, reconnectStrategy: false } };
-}
-
-function destroyQuietly(connection: NodeRedisClient | NodeRedisCluster): void {
-  try {
-    connection.destroy();
-  } catch {
-    // Already closed.
-  }
 }
 
 async function withTimeout<T>(work: Promise<T>, timeoutMs: number, what: string): Promise<T> {
